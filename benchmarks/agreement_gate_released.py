@@ -62,8 +62,13 @@ def predict(r: dict[str, float], p: dict[str, float]) -> dict[str, Any]:
         return {"n": len(systems), "reason": "fewer than 3 systems with both R_i and P_i"}
     rho, p_rho = stats.spearmanr(x, y)
     pr, p_pr = stats.pearsonr(x, y)
-    return {"n": len(systems), "spearman": _clean(rho), "spearman_p": _clean(p_rho),
-            "pearson": _clean(pr), "pearson_p": _clean(p_pr)}
+    return {
+        "n": len(systems),
+        "spearman": _clean(rho),
+        "spearman_p": _clean(p_rho),
+        "pearson": _clean(pr),
+        "pearson_p": _clean(p_pr),
+    }
 
 
 def mcq_p(report_judgments: Any, items: list[Any], criterion: str, method: str) -> dict[str, float]:
@@ -101,9 +106,13 @@ def analyse(method: str, tolerance: float, min_items: int) -> dict[str, Any]:
             }
         out[c] = {
             "systems": {
-                s: {"r": _clean(r_i[s]), "n": main.gate.decision(s).n,
+                s: {
+                    "r": _clean(r_i[s]),
+                    "n": main.gate.decision(s).n,
                     "decision": main.gate.decision(s).decision,
-                    "p_rts": _clean(p_rts.get(s, math.nan)), "p_mcq": _clean(p_mcq.get(s, math.nan))}
+                    "p_rts": _clean(p_rts.get(s, math.nan)),
+                    "p_mcq": _clean(p_mcq.get(s, math.nan)),
+                }
                 for s in r_i
             },
             "sweep": sweep,
@@ -117,8 +126,14 @@ def analyse(method: str, tolerance: float, min_items: int) -> dict[str, Any]:
 def verdict(results: dict[str, Any], alpha: float = 0.05) -> dict[str, dict[str, bool]]:
     """Per form and dimension: is Spearman(R_i, P_i) positive with p < alpha?"""
     return {
-        form: {c: bool((v := results[c][f"r_predicts_p_{form}"]).get("spearman") is not None
-                       and v["spearman"] > 0 and v["spearman_p"] < alpha) for c in results}
+        form: {
+            c: bool(
+                (v := results[c][f"r_predicts_p_{form}"]).get("spearman") is not None
+                and v["spearman"] > 0
+                and v["spearman_p"] < alpha
+            )
+            for c in results
+        }
         for form in ("rts", "mcq")
     }
 
@@ -126,14 +141,25 @@ def verdict(results: dict[str, Any], alpha: float = 0.05) -> dict[str, dict[str,
 def main(argv: list[str] | None = None) -> None:
     """Command-line entry: compute, print a summary table, write the JSON."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--method", default="spearman", choices=("spearman", "pearson", "kendall"),
-                    help="correlation for R_i and P_i within a system (default spearman)")
+    ap.add_argument(
+        "--method",
+        default="spearman",
+        choices=("spearman", "pearson", "kendall"),
+        help="correlation for R_i and P_i within a system (default spearman)",
+    )
     ap.add_argument("--tolerance", type=float, default=0.5, help="the gate's tolerance r (default 0.5)")
     ap.add_argument("--min-items", type=int, default=5, help="fewest items with both scores for an R_i")
-    ap.add_argument("--also-pearson", action=argparse.BooleanOptionalAction, default=True,
-                    help="also report R_i and P_i computed with Pearson (robustness check)")
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results"
-                    / "agreement_gate_released.json")
+    ap.add_argument(
+        "--also-pearson",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also report R_i and P_i computed with Pearson (robustness check)",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results" / "agreement_gate_released.json",
+    )
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     results = {args.method: analyse(args.method, args.tolerance, args.min_items)}
@@ -147,23 +173,34 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{s:<6} {v['r']:>7.3f} {v['decision']:<18} {v['p_rts']:>8.3f} {v['p_mcq']:>8.3f}")
         for form in ("rts", "mcq"):
             pr = res[f"r_predicts_p_{form}"]
-            print(f"R_i vs P_i {form.upper()} (n={pr['n']} systems): Spearman {pr['spearman']:+.3f} "
-                  f"(p={pr['spearman_p']:.3f}), Pearson {pr['pearson']:+.3f} (p={pr['pearson_p']:.3f})")
+            print(
+                f"R_i vs P_i {form.upper()} (n={pr['n']} systems): Spearman {pr['spearman']:+.3f} "
+                f"(p={pr['spearman_p']:.3f}), Pearson {pr['pearson']:+.3f} (p={pr['pearson_p']:.3f})"
+            )
         for r, sw in res["sweep"].items():
-            print(f"  r={r}: {sw['n_flagged']} flagged {sw['flagged']}; mean P_i RTS accepted "
-                  f"{sw['mean_p_rts_accepted']} vs flagged {sw['mean_p_rts_flagged']}")
+            print(
+                f"  r={r}: {sw['n_flagged']} flagged {sw['flagged']}; mean P_i RTS accepted "
+                f"{sw['mean_p_rts_accepted']} vs flagged {sw['mean_p_rts_flagged']}"
+            )
     found = verdict(main_res)
     print("\nSpearman(R_i, P_i) > 0 with p < 0.05:")
     for form, per in found.items():
-        print(f"  {form.upper()}: ours {[c for c, ok in per.items() if ok]}; paper "
-              f"{list(PAPER_SIGNIFICANT[form])}")
+        print(
+            f"  {form.upper()}: ours {[c for c, ok in per.items() if ok]}; paper "
+            f"{list(PAPER_SIGNIFICANT[form])}"
+        )
     payload = {
         "what": "RTS/MCQ agreement gate on Shen et al.'s released ChatGPT outputs (SummEval, 12 "
-                "systems x 100 docs)",
+        "systems x 100 docs)",
         "command": "python benchmarks/agreement_gate_released.py "
         + " ".join(argv if argv is not None else sys.argv[1:]),
-        "settings": {"method": args.method, "tolerance": args.tolerance, "sweep": list(SWEEP),
-                     "min_items": args.min_items, "human": "mean of the 3 expert ratings"},
+        "settings": {
+            "method": args.method,
+            "tolerance": args.tolerance,
+            "sweep": list(SWEEP),
+            "min_items": args.min_items,
+            "human": "mean of the 3 expert ratings",
+        },
         "paper_significant": {k: list(v) for k, v in PAPER_SIGNIFICANT.items()},
         "significant_spearman_p05": found,
         "results": results,

@@ -58,8 +58,12 @@ from mitigate.testing import StubOpenAIServer
 OUT = Path(__file__).resolve().parent / "results" / "batch_cost.json"
 CRITERION = "coherence"
 MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
-ARMS = (("plain", False, False), ("plain + caching", False, True), ("batch", True, False),
-        ("batch + caching", True, True))
+ARMS = (
+    ("plain", False, False),
+    ("plain + caching", False, True),
+    ("batch", True, False),
+    ("batch + caching", True, True),
+)
 
 
 def reply(body: dict[str, Any]) -> str:
@@ -69,35 +73,51 @@ def reply(body: dict[str, Any]) -> str:
 
 def pipelines(train: Benchmark, judge: PromptJudge) -> dict[str, Pipeline]:
     return {
-        "random-demos(k=4)": Pipeline([RandomDemosPreset(k=4, seed=0, criterion=CRITERION).build().fit(train,
-                                                                                                       judge)]),
-        "random-demos(k=8, seed=1)": Pipeline([RandomDemosPreset(k=8, seed=1,
-                                                                 criterion=CRITERION).build().fit(train,
-                                                                                                  judge)]),
-        "perturbed-demos(m=2)": Pipeline([PerturbedDemosPreset(m=2, kind="order", seed=0).build().fit(train,
-                                                                                                      judge)]),
+        "random-demos(k=4)": Pipeline(
+            [RandomDemosPreset(k=4, seed=0, criterion=CRITERION).build().fit(train, judge)]
+        ),
+        "random-demos(k=8, seed=1)": Pipeline(
+            [RandomDemosPreset(k=8, seed=1, criterion=CRITERION).build().fit(train, judge)]
+        ),
+        "perturbed-demos(m=2)": Pipeline(
+            [PerturbedDemosPreset(m=2, kind="order", seed=0).build().fit(train, judge)]
+        ),
     }
 
 
-async def arm(provider: str, batch: bool, caching: bool, test: Benchmark, train: Benchmark,
-              prompt: JudgePrompt) -> dict[str, Any]:
+async def arm(
+    provider: str, batch: bool, caching: bool, test: Benchmark, train: Benchmark, prompt: JudgePrompt
+) -> dict[str, Any]:
     model = MODELS[provider]
-    with StubOpenAIServer(latency=0.0, reply=reply, prompt_cache=caching,
-                          anthropic_cache_min_tokens=anthropic_min_cache_tokens(model)) as server, \
-            tempfile.TemporaryDirectory() as tmp:
+    with (
+        StubOpenAIServer(
+            latency=0.0,
+            reply=reply,
+            prompt_cache=caching,
+            anthropic_cache_min_tokens=anthropic_min_cache_tokens(model),
+        ) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         if provider == "openai":
             base: Any = OpenAILM(model, base_url=server.base_url, transport="direct")
         else:
-            base = AnthropicLM(model, base_url=server.url, api_key="stub", prompt_cache="auto" if caching
-                               else "off")
+            base = AnthropicLM(
+                model, base_url=server.url, api_key="stub", prompt_cache="auto" if caching else "off"
+            )
         lm = wrap(base, cache=Path(tmp) / "cache.sqlite")
         judge = PromptJudge(prompt, lm, JudgeConfig(max_tokens=64))
         entries = [Entry.from_pipeline(name, judge, pipe) for name, pipe in pipelines(train, judge).items()]
         start = time.perf_counter()
-        result = await compare(test, CRITERION, entries, out_dir=Path(tmp) / "out", concurrency=64, n_boot=0,
-                               progress=False,
-                               batch=BatchConfig(poll_interval=0.05, settle=0.1, progress=False) if batch
-                               else None)
+        result = await compare(
+            test,
+            CRITERION,
+            entries,
+            out_dir=Path(tmp) / "out",
+            concurrency=64,
+            n_boot=0,
+            progress=False,
+            batch=BatchConfig(poll_interval=0.05, settle=0.1, progress=False) if batch else None,
+        )
         seconds = time.perf_counter() - start
         await lm.aclose()
         usage = Usage()
@@ -107,12 +127,21 @@ async def arm(provider: str, batch: bool, caching: bool, test: Benchmark, train:
         ok = sum(e.summary.ok for e in result.entries)
         parts = breakdown(lookup(model), usage, batch=batch)
         return {
-            "provider": provider, "model": model, "batch": batch, "caching": caching,
-            "lm_requests": lm_requests, "judgments_ok": ok, "http_requests": server.request_count,
-            "batches": len(server.batch.created), "prompt_tokens": usage.prompt_tokens,
-            "cached_tokens": usage.cached_prompt_tokens, "cache_write_tokens": usage.cache_write_tokens,
-            "output_tokens": usage.completion_tokens, "list_price_usd": parts.total,
-            "list_price_parts": parts.model_dump(), "seconds": seconds,
+            "provider": provider,
+            "model": model,
+            "batch": batch,
+            "caching": caching,
+            "lm_requests": lm_requests,
+            "judgments_ok": ok,
+            "http_requests": server.request_count,
+            "batches": len(server.batch.created),
+            "prompt_tokens": usage.prompt_tokens,
+            "cached_tokens": usage.cached_prompt_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+            "output_tokens": usage.completion_tokens,
+            "list_price_usd": parts.total,
+            "list_price_parts": parts.model_dump(),
+            "seconds": seconds,
         }
 
 
@@ -131,41 +160,64 @@ def main() -> None:
     chosen = {it.id for it in test_items}
     test = bench.model_copy(update={"items": tuple(test_items)})
     train = bench.model_copy(update={"items": tuple(it for it in labelled if it.id not in chosen)})
-    prompt = JudgePrompt.from_template(prompt_text(default_prompt_for("summeval", CRITERION)),
-                                       criterion=CRITERION)
+    prompt = JudgePrompt.from_template(
+        prompt_text(default_prompt_for("summeval", CRITERION)), criterion=CRITERION
+    )
     rows = []
     for provider in args.providers:
         for name, batch, caching in ARMS:
             row = asyncio.run(arm(provider, batch, caching, test, train, prompt))
             row["arm"] = name
             rows.append(row)
-            print(f"{provider} {name}: {row['lm_requests']} LM requests, {row['http_requests']} HTTP "
-                  f"requests, {row['prompt_tokens']} prompt tokens ({row['cached_tokens']} cached, "
-                  f"{row['cache_write_tokens']} written), {row['output_tokens']} output, "
-                  f"list price ${row['list_price_usd']:.4f} ({row['seconds']:.0f}s)", flush=True)
-    print("\nRatios to plain calls (same provider); costs are LIST PRICES applied to the stub's token "
-          "counts, not measured bills:")
-    print(f"{'provider':10s} {'arm':16s} {'LM req':>7s} {'HTTP req':>9s} {'prompt tok':>10s} "
-          f"{'cached tok':>10s} {'cost':>7s}")
+            print(
+                f"{provider} {name}: {row['lm_requests']} LM requests, {row['http_requests']} HTTP "
+                f"requests, {row['prompt_tokens']} prompt tokens ({row['cached_tokens']} cached, "
+                f"{row['cache_write_tokens']} written), {row['output_tokens']} output, "
+                f"list price ${row['list_price_usd']:.4f} ({row['seconds']:.0f}s)",
+                flush=True,
+            )
+    print(
+        "\nRatios to plain calls (same provider); costs are LIST PRICES applied to the stub's token "
+        "counts, not measured bills:"
+    )
+    print(
+        f"{'provider':10s} {'arm':16s} {'LM req':>7s} {'HTTP req':>9s} {'prompt tok':>10s} "
+        f"{'cached tok':>10s} {'cost':>7s}"
+    )
     for row in rows:
         plain = next(r for r in rows if r["provider"] == row["provider"] and r["arm"] == "plain")
-        row["ratios"] = {k: (row[k] / plain[k] if plain[k] else None)
-                         for k in ("lm_requests", "http_requests", "prompt_tokens", "list_price_usd")}
+        row["ratios"] = {
+            k: (row[k] / plain[k] if plain[k] else None)
+            for k in ("lm_requests", "http_requests", "prompt_tokens", "list_price_usd")
+        }
         row["cached_share"] = row["cached_tokens"] / row["prompt_tokens"] if row["prompt_tokens"] else 0.0
-        print(f"{row['provider']:10s} {row['arm']:16s} {ratio(row['lm_requests'], plain['lm_requests']):>7s} "
-              f"{ratio(row['http_requests'], plain['http_requests']):>9s} "
-              f"{ratio(row['prompt_tokens'], plain['prompt_tokens']):>10s} {row['cached_share']:>10.3f} "
-              f"{ratio(row['list_price_usd'], plain['list_price_usd']):>7s}")
+        print(
+            f"{row['provider']:10s} {row['arm']:16s} {ratio(row['lm_requests'], plain['lm_requests']):>7s} "
+            f"{ratio(row['http_requests'], plain['http_requests']):>9s} "
+            f"{ratio(row['prompt_tokens'], plain['prompt_tokens']):>10s} {row['cached_share']:>10.3f} "
+            f"{ratio(row['list_price_usd'], plain['list_price_usd']):>7s}"
+        )
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({
-        "command": "python benchmarks/bench_batch_cost.py " + " ".join(sys.argv[1:]),
-        "python": platform.python_version(), "cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
-        "note": "list_price_usd: mitigate.lm._pricing list prices (2025-06) applied to the stub server's "
+    OUT.write_text(
+        json.dumps(
+            {
+                "command": "python benchmarks/bench_batch_cost.py " + " ".join(sys.argv[1:]),
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "load_avg_at_end": os.getloadavg(),
+                "note": "list_price_usd: mitigate.lm._pricing list prices (2025-06) applied to the stub "
+                "server's "
                 "token counts (one token per word); not measured bills. cached_share: cached prompt tokens / "
                 "prompt tokens.",
-        "items": len(test_items), "pipelines": list(pipelines(train, PromptJudge(prompt, OpenAILM(
-            "m", base_url="http://127.0.0.1:9/v1")))), "rows": rows,
-    }, indent=1))
+                "items": len(test_items),
+                "pipelines": list(
+                    pipelines(train, PromptJudge(prompt, OpenAILM("m", base_url="http://127.0.0.1:9/v1")))
+                ),
+                "rows": rows,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {OUT}")
 
 

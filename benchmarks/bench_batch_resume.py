@@ -92,8 +92,14 @@ def wait_for(predicate: Any, proc: subprocess.Popen[str], timeout: float) -> boo
     return False
 
 
-def killed_run(args: list[str], env: dict[str, str], server: StubOpenAIServer, phase: str,
-               rng: random.Random, create_delay: float) -> dict[str, Any]:
+def killed_run(
+    args: list[str],
+    env: dict[str, str],
+    server: StubOpenAIServer,
+    phase: str,
+    rng: random.Random,
+    create_delay: float,
+) -> dict[str, Any]:
     """One child run killed at a random moment of ``phase`` (or left to finish when the phase never comes)."""
     created0, downloads0 = len(server.batch.created), len(server.batch.downloads)
     proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -101,9 +107,13 @@ def killed_run(args: list[str], env: dict[str, str], server: StubOpenAIServer, p
         hit = wait_for(lambda: len(server.batch.created) > created0, proc, 120)
         delay = rng.uniform(0.0, create_delay)
     elif phase == "polling":
+
         def running() -> bool:
-            return any(server.batch.status_of(b["id"]) in ("in_progress", "validating")
-                       for b in server.batch.created[created0:])
+            return any(
+                server.batch.status_of(b["id"]) in ("in_progress", "validating")
+                for b in server.batch.created[created0:]
+            )
+
         hit = wait_for(running, proc, 120)
         delay = create_delay + rng.uniform(0.0, 0.1)  # past the create answer: the client is polling
     else:
@@ -115,21 +125,36 @@ def killed_run(args: list[str], env: dict[str, str], server: StubOpenAIServer, p
         os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     killed = proc.returncode == -signal.SIGKILL
-    return {"phase": phase, "killed": killed, "delay_s": round(delay, 4) if hit else None,
-            "batches_created_during": len(server.batch.created) - created0}
+    return {
+        "phase": phase,
+        "killed": killed,
+        "delay_s": round(delay, 4) if hit else None,
+        "batches_created_during": len(server.batch.created) - created0,
+    }
 
 
 def trial(k: int, rng: random.Random, args: argparse.Namespace) -> dict[str, Any]:
     provider = rng.choice(["openai", "anthropic"])
     phases = [rng.choice(PHASES) for _ in range(rng.randint(1, 3))]
-    with StubOpenAIServer(latency=0.0, batch_latency=args.batch_latency, batch_create_delay=args.create_delay,
-                          reply=reply) as server, tempfile.TemporaryDirectory() as tmp:
+    with (
+        StubOpenAIServer(
+            latency=0.0, batch_latency=args.batch_latency, batch_create_delay=args.create_delay, reply=reply
+        ) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         script = Path(tmp) / "child.py"
         script.write_text(CHILD)
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        cmd = [sys.executable, str(script), provider, server.url, tmp, str(args.items),
-               str(args.max_requests),
-               TEMPLATE]
+        cmd = [
+            sys.executable,
+            str(script),
+            provider,
+            server.url,
+            tmp,
+            str(args.items),
+            str(args.max_requests),
+            TEMPLATE,
+        ]
         kills = [killed_run(cmd, env, server, phase, rng, args.create_delay) for phase in phases]
         final = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         if final.returncode != 0:
@@ -137,18 +162,30 @@ def trial(k: int, rng: random.Random, args: argparse.Namespace) -> dict[str, Any
         journal = Path(tmp) / "journal.jsonl"
         rows = [json.loads(x) for x in journal.read_text().splitlines()[1:]]
         latest = {r["item_id"]: r for r in rows}
-        lost = sum(1 for i in range(args.items)
-                   if (j := latest.get(f"it{i}")) is None or j.get("error")
-                   or j["scores"].get("score") != expected(f"t{i}"))
+        lost = sum(
+            1
+            for i in range(args.items)
+            if (j := latest.get(f"it{i}")) is None
+            or j.get("error")
+            or j["scores"].get("score") != expected(f"t{i}")
+        )
         counts = Counter(cid for b in server.batch.created for cid in b["custom_ids"])
         twice = sum(1 for c in counts.values() if c > 1)
-        store = [json.loads(x)
-                 for x in (Path(tmp) / "batches" / "batches.jsonl").read_text().splitlines()[1:]]
+        store = [
+            json.loads(x) for x in (Path(tmp) / "batches" / "batches.jsonl").read_text().splitlines()[1:]
+        ]
     return {
-        "trial": k, "provider": provider, "kills": kills, "final": json.loads(final.stdout),
-        "items": args.items, "lost": lost, "submitted_twice": twice,
-        "distinct_requests_submitted": len(counts), "batches_created": len(server.batch.created),
-        "journal_lines": len(rows), "record_events": Counter(e["event"] for e in store),
+        "trial": k,
+        "provider": provider,
+        "kills": kills,
+        "final": json.loads(final.stdout),
+        "items": args.items,
+        "lost": lost,
+        "submitted_twice": twice,
+        "distinct_requests_submitted": len(counts),
+        "batches_created": len(server.batch.created),
+        "journal_lines": len(rows),
+        "record_events": Counter(e["event"] for e in store),
     }
 
 
@@ -167,21 +204,39 @@ def main() -> None:
         row = trial(k, rng, args)
         rows.append(row)
         kills = ", ".join(f"{x['phase']}{'' if x['killed'] else ' (missed)'}" for x in row["kills"])
-        print(f"trial {k:2d} {row['provider']:9s} kills: {kills:45s} lost {row['lost']}, submitted twice "
-              f"{row['submitted_twice']}, batches {row['batches_created']}, final {row['final']}", flush=True)
+        print(
+            f"trial {k:2d} {row['provider']:9s} kills: {kills:45s} lost {row['lost']}, submitted twice "
+            f"{row['submitted_twice']}, batches {row['batches_created']}, final {row['final']}",
+            flush=True,
+        )
     landed = Counter(x["phase"] for r in rows for x in r["kills"] if x["killed"])
-    totals = {"trials": len(rows), "items_per_trial": args.items, "lost": sum(r["lost"] for r in rows),
-              "submitted_twice": sum(r["submitted_twice"] for r in rows),
-              "kills_landed": sum(landed.values()), "kills_by_phase": dict(landed),
-              "kills_missed": sum(1 for r in rows for x in r["kills"] if not x["killed"]),
-              "providers": dict(Counter(r["provider"] for r in rows))}
+    totals = {
+        "trials": len(rows),
+        "items_per_trial": args.items,
+        "lost": sum(r["lost"] for r in rows),
+        "submitted_twice": sum(r["submitted_twice"] for r in rows),
+        "kills_landed": sum(landed.values()),
+        "kills_by_phase": dict(landed),
+        "kills_missed": sum(1 for r in rows for x in r["kills"] if not x["killed"]),
+        "providers": dict(Counter(r["provider"] for r in rows)),
+    }
     print(json.dumps(totals))
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({
-        "command": "python benchmarks/bench_batch_resume.py " + " ".join(sys.argv[1:]),
-        "python": platform.python_version(), "cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
-        "settings": vars(args), "totals": totals, "trials": rows,
-    }, indent=1, default=dict))
+    OUT.write_text(
+        json.dumps(
+            {
+                "command": "python benchmarks/bench_batch_resume.py " + " ".join(sys.argv[1:]),
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "load_avg_at_end": os.getloadavg(),
+                "settings": vars(args),
+                "totals": totals,
+                "trials": rows,
+            },
+            indent=1,
+            default=dict,
+        )
+    )
     print(f"wrote {OUT}")
 
 

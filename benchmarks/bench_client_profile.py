@@ -51,8 +51,11 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--top", type=int, default=25, help="functions listed by own time")
     args = ap.parse_args()
-    server = subprocess.Popen([sys.executable, "-m", "mitigate.testing", "--latency", str(args.latency)],
-                              stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mitigate.testing", "--latency", str(args.latency)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert server.stdout is not None
     url = server.stdout.readline().strip()
     try:
@@ -61,12 +64,29 @@ def main() -> None:
             with (work / "items.jsonl").open("w") as fh:
                 fh.write(json.dumps({"benchmark": {"name": "profile", "criteria": ["fluency"]}}) + "\n")
                 for k in range(args.n):
-                    fh.write(json.dumps({"id": f"t{k}", "output": f"Text number {k} about a quiet day."})
-                             + "\n")
+                    fh.write(
+                        json.dumps({"id": f"t{k}", "output": f"Text number {k} about a quiet day."}) + "\n"
+                    )
             (work / "prompt.txt").write_text(TEMPLATE)
-            judge = ["-m", "mitigate", "judge", "-b", f"jsonl:{work / 'items.jsonl'}", "--prompt",
-                     str(work / "prompt.txt"), "--backend", "openai:stub-model", "--base-url", url, "-n", "0",
-                     "--concurrency", str(args.concurrency), "--no-progress", "--no-cache"]
+            judge = [
+                "-m",
+                "mitigate",
+                "judge",
+                "-b",
+                f"jsonl:{work / 'items.jsonl'}",
+                "--prompt",
+                str(work / "prompt.txt"),
+                "--backend",
+                "openai:stub-model",
+                "--base-url",
+                url,
+                "-n",
+                "0",
+                "--concurrency",
+                str(args.concurrency),
+                "--no-progress",
+                "--no-cache",
+            ]
             imports = min(timed([sys.executable, "-c", "import mitigate.cli"], work)["cpu"] for _ in range(3))
             plain = timed([sys.executable, *judge], work)
             prof = work / "judge.prof"
@@ -79,21 +99,35 @@ def main() -> None:
         server.terminate()
         server.wait()
     listing = text.getvalue()
-    print(listing[listing.find("ncalls"):])
-    row = {"wall_s": plain["wall"], "cpu_s": plain["cpu"],
-           "cpu_ms_per_judgment": 1000 * plain["cpu"] / args.n,
-           "ideal_wall_s": args.n * args.latency / args.concurrency, "import_cli_cpu_s": imports,
-           "profiled_total_s": total}
-    print(f"{args.n} judgments at c={args.concurrency}, L={args.latency:g} s: wall {plain['wall']:.2f} s "
-          f"(ideal {row['ideal_wall_s']:.2f} s), CPU {plain['cpu']:.2f} s = {row['cpu_ms_per_judgment']:.2f} "
-          f"ms per judgment (start-up and exit included); `import mitigate.cli` {imports:.2f} CPU-s; "
-          f"{total:.2f} s under cProfile")
+    print(listing[listing.find("ncalls") :])
+    row = {
+        "wall_s": plain["wall"],
+        "cpu_s": plain["cpu"],
+        "cpu_ms_per_judgment": 1000 * plain["cpu"] / args.n,
+        "ideal_wall_s": args.n * args.latency / args.concurrency,
+        "import_cli_cpu_s": imports,
+        "profiled_total_s": total,
+    }
+    print(
+        f"{args.n} judgments at c={args.concurrency}, L={args.latency:g} s: wall {plain['wall']:.2f} s "
+        f"(ideal {row['ideal_wall_s']:.2f} s), CPU {plain['cpu']:.2f} s = {row['cpu_ms_per_judgment']:.2f} "
+        f"ms per judgment (start-up and exit included); `import mitigate.cli` {imports:.2f} CPU-s; "
+        f"{total:.2f} s under cProfile"
+    )
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"command": "python benchmarks/bench_client_profile.py "
-                               + " ".join(sys.argv[1:]),
-                               "python": platform.python_version(), "cpus": os.cpu_count(),
-                               "load_avg_at_end": os.getloadavg(), **row, "top_by_own_time": listing},
-                              indent=1))
+    OUT.write_text(
+        json.dumps(
+            {
+                "command": "python benchmarks/bench_client_profile.py " + " ".join(sys.argv[1:]),
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "load_avg_at_end": os.getloadavg(),
+                **row,
+                "top_by_own_time": listing,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {OUT}")
 
 

@@ -61,11 +61,24 @@ def browser_seconds(browser: str, page: Path, work: Path) -> tuple[float, str]:
     """Wall seconds of a headless Chromium that loads ``page`` and dumps its DOM after the page's script
     ran."""
     profile = work / f"profile-{time.monotonic_ns()}"
-    args = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-extensions",
-            "--no-first-run", "--no-default-browser-check", "--mute-audio", f"--user-data-dir={profile}",
-            "--virtual-time-budget=5000", "--dump-dom", page.resolve().as_uri()]
+    args = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--mute-audio",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        page.resolve().as_uri(),
+    ]
     t0 = time.perf_counter()
     done = subprocess.run(args, capture_output=True, text=True, timeout=600, check=False)
     wall = time.perf_counter() - t0
@@ -75,8 +88,9 @@ def browser_seconds(browser: str, page: Path, work: Path) -> tuple[float, str]:
     return wall, done.stdout
 
 
-def run_compare(code: Path, url: str, n: int, entries: int, work: Path, browser: str | None) -> dict[str,
-                                                                                                     Any]:
+def run_compare(
+    code: Path, url: str, n: int, entries: int, work: Path, browser: str | None
+) -> dict[str, Any]:
     """One ``mitigate compare`` over ``n`` items and ``entries`` entries: wall, peak RSS, sizes, browser
     open."""
     items = work / f"items-{n}.jsonl"
@@ -85,21 +99,49 @@ def run_compare(code: Path, url: str, n: int, entries: int, work: Path, browser:
     folder = work / f"compare-{n}-{code.name}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    env = {**{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "MITIGATE_DEBUG")},
-           "PYTHONPATH": str(code), "OPENAI_API_KEY": "sk-bench", "MITIGATE_CACHE_DIR": str(folder / "cache")}
-    cmd = [sys.executable, "-m", "mitigate", "compare", "-b", f"jsonl:{items}", "--prompt",
-           str(work / "prompt.txt"),
-           "--backend", "openai:stub-model", "--base-url", url, "-n", "0", "--concurrency", "64",
-           "--no-progress",
-           "--out", str(folder / "out")]
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "MITIGATE_DEBUG")},
+        "PYTHONPATH": str(code),
+        "OPENAI_API_KEY": "sk-bench",
+        "MITIGATE_CACHE_DIR": str(folder / "cache"),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "mitigate",
+        "compare",
+        "-b",
+        f"jsonl:{items}",
+        "--prompt",
+        str(work / "prompt.txt"),
+        "--backend",
+        "openai:stub-model",
+        "--base-url",
+        url,
+        "-n",
+        "0",
+        "--concurrency",
+        "64",
+        "--no-progress",
+        "--out",
+        str(folder / "out"),
+    ]
     for p in PIPELINES[:entries]:
         cmd += ["--pipeline", p]
     wall, usage = run_measured(cmd, env, code, folder / "stderr.txt", f"compare over {n} items")
     out = folder / "out"
-    sizes = {name: (out / name).stat().st_size if (out / name).exists() else None
-             for name in ("results.json", "results.sqlite", "report.html")}
-    row: dict[str, Any] = {"code": str(code), "n": n, "entries": entries, "wall": wall,
-                           "rss_mb": usage.ru_maxrss / 1024, "bytes": sizes}
+    sizes = {
+        name: (out / name).stat().st_size if (out / name).exists() else None
+        for name in ("results.json", "results.sqlite", "report.html")
+    }
+    row: dict[str, Any] = {
+        "code": str(code),
+        "n": n,
+        "entries": entries,
+        "wall": wall,
+        "rss_mb": usage.ru_maxrss / 1024,
+        "bytes": sizes,
+    }
     if browser:
         empty = work / "empty.html"
         empty.write_text("<!DOCTYPE html><html><body>empty</body></html>\n")
@@ -117,9 +159,11 @@ def _fmt(row: dict[str, Any]) -> str:
     b = row["bytes"]
     mb = {k: "-" if v is None else f"{v / 1e6:.1f}" for k, v in b.items()}
     browser = f"{row['browser_s']:.1f} (+{row['browser_start_s']:.1f} start)" if "browser_s" in row else "-"
-    return (f"| {Path(row['code']).name} | {row['n']:,} × {row['entries']} | {row['wall']:.1f} | "
-            f"{row['rss_mb']:.0f} | {mb['results.json']} | {mb['results.sqlite']} | {mb['report.html']} "
-            f"| {browser} |")
+    return (
+        f"| {Path(row['code']).name} | {row['n']:,} × {row['entries']} | {row['wall']:.1f} | "
+        f"{row['rss_mb']:.0f} | {mb['results.json']} | {mb['results.sqlite']} | {mb['report.html']} "
+        f"| {browser} |"
+    )
 
 
 def main() -> None:
@@ -128,17 +172,22 @@ def main() -> None:
     ap.add_argument("--entries", type=int, default=2, choices=(1, 2, 3), help="entries compared")
     ap.add_argument("--code", type=Path, default=REPO, help="the checkout whose CLI runs (default: this one)")
     ap.add_argument("--baseline", type=Path, default=None, help="another checkout run first at each size")
-    ap.add_argument("--browser", default=shutil.which("chromium") or "",
-                    help="Chromium to open report.html ('' none)")
+    ap.add_argument(
+        "--browser", default=shutil.which("chromium") or "", help="Chromium to open report.html ('' none)"
+    )
     ap.add_argument("--out", type=Path, default=OUT, help="where the JSON goes")
     args = ap.parse_args()
     codes = ([args.baseline.resolve()] if args.baseline else []) + [args.code.resolve()]
     rows = []
-    print("| code | items × entries | wall s | peak RSS MB | results.json MB | results.sqlite MB | "
-          "report.html MB | open in Chromium s (+ its start) |\n|---|---|---|---|---|---|---|---|",
-          flush=True)
-    with tempfile.TemporaryDirectory() as tmp, StubOpenAIServer(latency=0.0, reply=reply,
-                                                                record=False) as server:
+    print(
+        "| code | items × entries | wall s | peak RSS MB | results.json MB | results.sqlite MB | "
+        "report.html MB | open in Chromium s (+ its start) |\n|---|---|---|---|---|---|---|---|",
+        flush=True,
+    )
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        StubOpenAIServer(latency=0.0, reply=reply, record=False) as server,
+    ):
         for n in args.sizes:
             pair = []
             for code in codes:
@@ -148,21 +197,33 @@ def main() -> None:
                 print(_fmt(row), flush=True)
             if len(pair) == 2:
                 base, new = pair
-                ratio = {"wall": new["wall"] / base["wall"], "rss": new["rss_mb"] / base["rss_mb"],
-                         "report_html": new["bytes"]["report.html"] / base["bytes"]["report.html"]}
+                ratio = {
+                    "wall": new["wall"] / base["wall"],
+                    "rss": new["rss_mb"] / base["rss_mb"],
+                    "report_html": new["bytes"]["report.html"] / base["bytes"]["report.html"],
+                }
                 if "browser_s" in new:
                     ratio["browser"] = new["browser_s"] / max(base["browser_s"], 1e-9)
                 new["ratio_to_baseline"] = ratio
-                print("ratio this / baseline: " + ", ".join(f"{k} {v:.2f}" for k, v in ratio.items()),
-                      flush=True)
+                print(
+                    "ratio this / baseline: " + ", ".join(f"{k} {v:.2f}" for k, v in ratio.items()),
+                    flush=True,
+                )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "command": "python benchmarks/bench_compare_scale.py " + " ".join(sys.argv[1:]),
-        "entries": args.entries,
-        "pipelines": list(PIPELINES[:args.entries]), "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "load_avg_after": os.getloadavg(), "rows": rows,
-    }, indent=1))
+    args.out.write_text(
+        json.dumps(
+            {
+                "command": "python benchmarks/bench_compare_scale.py " + " ".join(sys.argv[1:]),
+                "entries": args.entries,
+                "pipelines": list(PIPELINES[: args.entries]),
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "load_avg_after": os.getloadavg(),
+                "rows": rows,
+            },
+            indent=1,
+        )
+    )
     print(f"load average {os.getloadavg()}; wrote {args.out}")
 
 

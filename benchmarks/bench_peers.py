@@ -65,17 +65,18 @@ PEERS: dict[str, list[str]] = {
 }
 """Each peer's pinned requirements (installed into its own venv)."""
 
-COMMON = '''
+COMMON = """
 import asyncio, json, sys
 url, n, c, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rows = [json.loads(line) for line in open(path, encoding="utf-8")][1:][:n]
 PROMPT = __PROMPT__
 def prompt_for(row):
     return PROMPT.replace("{{output}}", row["output"])
-'''.replace("__PROMPT__", repr(TEMPLATE))
+""".replace("__PROMPT__", repr(TEMPLATE))
 
 SCRIPTS: dict[str, str] = {
-    "floor": COMMON + '''
+    "floor": COMMON
+    + """
 import aiohttp
 async def main():
     sem = asyncio.Semaphore(c)
@@ -87,8 +88,9 @@ async def main():
         res = await asyncio.gather(*(one(r) for r in rows))
     print(json.dumps({"ok": sum(1 for r in res if r.strip() == "Score: 4")}))
 asyncio.run(main())
-''',
-    "autoevals": COMMON + '''
+""",
+    "autoevals": COMMON
+    + """
 from openai import AsyncOpenAI
 from autoevals.llm import LLMClassifier
 client = AsyncOpenAI(base_url=url, api_key="sk-stub", max_retries=0)
@@ -102,8 +104,9 @@ async def main():
     res = await asyncio.gather(*(one(r) for r in rows))
     print(json.dumps({"ok": sum(1 for r in res if r.score == 0.75)}))
 asyncio.run(main())
-''',  # noqa: E501 - a peer tool's script, run as written
-    "openevals": COMMON + '''
+""",  # noqa: E501 - a peer tool's script, run as written
+    "openevals": COMMON
+    + """
 from openai import AsyncOpenAI
 from openevals.llm import create_async_llm_as_judge
 client = AsyncOpenAI(base_url=url, api_key="sk-stub", max_retries=0)
@@ -117,8 +120,9 @@ async def main():
     res = await asyncio.gather(*(one(r) for r in rows))
     print(json.dumps({"ok": sum(1 for r in res if r["score"] == 0.75)}))
 asyncio.run(main())
-''',  # noqa: E501 - a peer tool's script, run as written
-    "deepeval": COMMON + '''
+""",  # noqa: E501 - a peer tool's script, run as written
+    "deepeval": COMMON
+    + """
 from openai import AsyncOpenAI, OpenAI
 from deepeval.metrics import GEval
 from deepeval.models import DeepEvalBaseLLM
@@ -155,8 +159,9 @@ async def main():
     res = await asyncio.gather(*(one(r) for r in rows))
     print(json.dumps({"ok": sum(1 for r in res if r is not None and abs(r - 0.4) < 1e-9)}))
 asyncio.run(main())
-''',  # noqa: E501 - a peer tool's script, run as written
-    "inspect": COMMON + '''
+""",  # noqa: E501 - a peer tool's script, run as written
+    "inspect": COMMON
+    + """
 import os, tempfile
 os.environ["STUB_BASE_URL"] = url
 os.environ["STUB_API_KEY"] = "sk-stub"
@@ -174,7 +179,7 @@ with tempfile.TemporaryDirectory() as logs:
         acc = log.results.scores[0].metrics["accuracy"].value
         ok = round(acc * log.results.completed_samples)
     print(json.dumps({"ok": ok}))
-''',  # noqa: E501 - a peer tool's script, run as written
+""",  # noqa: E501 - a peer tool's script, run as written
 }
 
 
@@ -248,23 +253,49 @@ def timed(cmd: list[str], *, env: dict[str, str], cwd: Path, stdout: Path) -> di
 def run_tool(tool: str, python: Path, url: str, n: int, c: int, work: Path) -> dict[str, float]:
     """One timed run of ``tool`` over ``n`` items at concurrency ``c``; raises unless all ``n`` came back
     scored 4."""
-    env = {**os.environ, "OPENAI_API_KEY": "sk-stub", "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
-           "LANGSMITH_TRACING": "false",
-           "INSPECT_DISPLAY": "none", "NO_COLOR": "1", "ERROR_REPORTING": "NO"}
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-stub",
+        "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
+        "LANGSMITH_TRACING": "false",
+        "INSPECT_DISPLAY": "none",
+        "NO_COLOR": "1",
+        "ERROR_REPORTING": "NO",
+    }
     cwd = Path(tempfile.mkdtemp(dir=work, prefix=f"{tool}-"))
     out = cwd / "stdout.txt"
     if tool == "mitigate":
-        cmd = [str(python), "-m", "mitigate", "judge", "-b", f"jsonl:{work / 'items.jsonl'}", "--prompt",
-               str(work / "prompt.txt"), "--backend", "openai:stub-model", "--base-url", url, "-n", str(n),
-               "--concurrency", str(c), "--no-progress", "--no-cache"]
+        cmd = [
+            str(python),
+            "-m",
+            "mitigate",
+            "judge",
+            "-b",
+            f"jsonl:{work / 'items.jsonl'}",
+            "--prompt",
+            str(work / "prompt.txt"),
+            "--backend",
+            "openai:stub-model",
+            "--base-url",
+            url,
+            "-n",
+            str(n),
+            "--concurrency",
+            str(c),
+            "--no-progress",
+            "--no-cache",
+        ]
         m = timed(cmd, env=env, cwd=cwd, stdout=out)
         ok = sum(1 for line in out.read_text().splitlines() if "\tjudge=4\t" in line)
     else:
         script = cwd / "run.py"
         script.write_text(SCRIPTS[tool])
-        m = timed([str(python), str(script), url, str(n), str(c), str(work / "items.jsonl")], env=env,
-                  cwd=cwd,
-                  stdout=out)
+        m = timed(
+            [str(python), str(script), url, str(n), str(c), str(work / "items.jsonl")],
+            env=env,
+            cwd=cwd,
+            stdout=out,
+        )
         ok = json.loads(out.read_text().strip().splitlines()[-1])["ok"]
     if ok != n:
         raise RuntimeError(f"{tool} at c={c} returned {ok} of {n} judgments with the stub's score")
@@ -275,12 +306,21 @@ def run_tool(tool: str, python: Path, url: str, n: int, c: int, work: Path) -> d
 def write_inputs(work: Path, n: int) -> None:
     """The items (generic JSONL with a header) and the prompt file every tool reads."""
     with (work / "items.jsonl").open("w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"benchmark": {"name": "peers", "criteria": ["fluency"], "scale": [1, 5]}})
-                 + "\n")
+        fh.write(
+            json.dumps({"benchmark": {"name": "peers", "criteria": ["fluency"], "scale": [1, 5]}}) + "\n"
+        )
         for k in range(n):
-            fh.write(json.dumps({"id": f"t{k}",
-                                 "output": f"Text number {k}: the weather was mild and the streets "
-                                 "were quiet for most of the day.", "human": {"fluency": 4}}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"t{k}",
+                        "output": f"Text number {k}: the weather was mild and the streets "
+                        "were quiet for most of the day.",
+                        "human": {"fluency": 4},
+                    }
+                )
+                + "\n"
+            )
     (work / "prompt.txt").write_text(TEMPLATE, encoding="utf-8")
 
 
@@ -290,12 +330,31 @@ def fixed_costs(url: str, n: int, work: Path) -> dict[str, float]:
     answered from the LM cache (a cache folder of its own), and resumed from a complete ``--run-dir``
     journal."""
     env = {**os.environ, "OPENAI_API_KEY": "sk-stub", "MITIGATE_CACHE_DIR": str(work / "lm-cache")}
-    helps = [timed([sys.executable, "-m", "mitigate", "--help"], env=env, cwd=work,
-                   stdout=work / "help.txt")["wall"]
-             for _ in range(5)]
-    cmd = [sys.executable, "-m", "mitigate", "judge", "-b", f"jsonl:{work / 'items.jsonl'}", "--prompt",
-           str(work / "prompt.txt"), "--backend", "openai:stub-model", "--base-url", url, "-n", str(n),
-           "--concurrency", "64", "--no-progress"]
+    helps = [
+        timed([sys.executable, "-m", "mitigate", "--help"], env=env, cwd=work, stdout=work / "help.txt")[
+            "wall"
+        ]
+        for _ in range(5)
+    ]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mitigate",
+        "judge",
+        "-b",
+        f"jsonl:{work / 'items.jsonl'}",
+        "--prompt",
+        str(work / "prompt.txt"),
+        "--backend",
+        "openai:stub-model",
+        "--base-url",
+        url,
+        "-n",
+        str(n),
+        "--concurrency",
+        "64",
+        "--no-progress",
+    ]
     out: dict[str, float] = {"help_wall": statistics.median(helps)}
     for name, extra in (("cached_rerun", []), ("journal_rerun", ["--run-dir", str(work / "run")])):
         timed(cmd + extra, env=env, cwd=work, stdout=work / "first.txt")
@@ -313,14 +372,21 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=0.2, help="the stub judge's latency in seconds")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions")
-    ap.add_argument("--tools", nargs="+", default=["mitigate", *PEERS, "floor"],
-                    choices=["mitigate", *PEERS, "floor"],
-                    help="'floor' is a bare aiohttp loop (no prompt file, no parsing, no output): the least "
-                    "any client spends against this stub")
+    ap.add_argument(
+        "--tools",
+        nargs="+",
+        default=["mitigate", *PEERS, "floor"],
+        choices=["mitigate", *PEERS, "floor"],
+        help="'floor' is a bare aiohttp loop (no prompt file, no parsing, no output): the least "
+        "any client spends against this stub",
+    )
     ap.add_argument("--install-only", action="store_true", help="create the peers' environments and stop")
-    ap.add_argument("--fixed-only", action="store_true",
-                    help="time mitigate's fixed costs alone (--help, the "
-                    "cached and the journal reruns), print them and stop: no peer runs, no JSON written")
+    ap.add_argument(
+        "--fixed-only",
+        action="store_true",
+        help="time mitigate's fixed costs alone (--help, the "
+        "cached and the journal reruns), print them and stop: no peer runs, no JSON written",
+    )
     args = ap.parse_args()
     if args.fixed_only:
         args.tools = ["mitigate"]
@@ -334,57 +400,88 @@ def main() -> None:
         work = Path(tmp)
         write_inputs(work, args.n)
         fixed = fixed_costs(server.base_url, args.n, work)
-        print(f"mitigate --help {fixed['help_wall']:.2f} s; rerun of {args.n} judgments from the LM cache "
-              f"{fixed['cached_rerun_wall']:.2f} s wall ({fixed['cached_rerun_cpu']:.2f} CPU-s), from the "
-              f"journal {fixed['journal_rerun_wall']:.2f} s wall ({fixed['journal_rerun_cpu']:.2f} CPU-s)",
-              flush=True)
+        print(
+            f"mitigate --help {fixed['help_wall']:.2f} s; rerun of {args.n} judgments from the LM cache "
+            f"{fixed['cached_rerun_wall']:.2f} s wall ({fixed['cached_rerun_cpu']:.2f} CPU-s), from the "
+            f"journal {fixed['journal_rerun_wall']:.2f} s wall ({fixed['journal_rerun_cpu']:.2f} CPU-s)",
+            flush=True,
+        )
         if args.fixed_only:
             print(f"load average {os.getloadavg()}")
             return
         for rep in range(args.reps):
             for c in args.concurrency:
-                order = args.tools[rep % len(args.tools):] + args.tools[: rep % len(args.tools)]
+                order = args.tools[rep % len(args.tools) :] + args.tools[: rep % len(args.tools)]
                 for tool in order:
                     server.reset()
                     m = run_tool(tool, pythons[tool], server.base_url, args.n, c, work)
                     runs.setdefault(f"{tool}@{c}", []).append(m)
-                    print(f"rep {rep + 1} c={c:3d} {tool:10s} wall {m['wall']:6.2f} s  CPU {m['cpu']:6.2f} s "
-                          f" RSS {m['rss_mb']:5.0f} MB", flush=True)
+                    print(
+                        f"rep {rep + 1} c={c:3d} {tool:10s} wall {m['wall']:6.2f} s  CPU {m['cpu']:6.2f} s "
+                        f" RSS {m['rss_mb']:5.0f} MB",
+                        flush=True,
+                    )
     rows = table(runs, args)
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({
-        "command": "python benchmarks/bench_peers.py " + " ".join(sys.argv[1:]),
-        "n": args.n, "latency_s": args.latency, "reps": args.reps, "versions": versions,
-        "python": platform.python_version(), "cpus": os.cpu_count(),
-        "load_avg_before": load_before, "load_avg_after": os.getloadavg(),
-        "fixed": fixed, "rows": rows, "runs": runs,
-    }, indent=1))
+    OUT.write_text(
+        json.dumps(
+            {
+                "command": "python benchmarks/bench_peers.py " + " ".join(sys.argv[1:]),
+                "n": args.n,
+                "latency_s": args.latency,
+                "reps": args.reps,
+                "versions": versions,
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "load_avg_before": load_before,
+                "load_avg_after": os.getloadavg(),
+                "fixed": fixed,
+                "rows": rows,
+                "runs": runs,
+            },
+            indent=1,
+        )
+    )
     print(f"load average before {load_before}, after {os.getloadavg()}; wrote {OUT}")
 
 
 def table(runs: dict[str, list[dict[str, float]]], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Medians per tool and c, as ratios to the ideal wall and to mitigate; printed as a markdown table."""
     rows = []
-    print("\n| c | tool | wall s | wall / ideal | wall / mitigate | CPU-s | CPU ms per judgment | CPU / "
-          "mitigate | peak RSS MB | RSS / mitigate |\n|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        "\n| c | tool | wall s | wall / ideal | wall / mitigate | CPU-s | CPU ms per judgment | CPU / "
+        "mitigate | peak RSS MB | RSS / mitigate |\n|---|---|---|---|---|---|---|---|---|---|"
+    )
     for c in args.concurrency:
         ideal = args.n * args.latency / c
-        med = {t: {k: statistics.median(r[k] for r in runs[f"{t}@{c}"]) for k in ("wall", "cpu", "rss_mb")}
-               for t in args.tools}
+        med = {
+            t: {k: statistics.median(r[k] for r in runs[f"{t}@{c}"]) for k in ("wall", "cpu", "rss_mb")}
+            for t in args.tools
+        }
         base = med.get("mitigate")
         for t in args.tools:
             m = med[t]
-            row = {"c": c, "tool": t, "ideal_wall": ideal, **m, "wall_over_ideal": m["wall"] / ideal,
-                   "cpu_ms_per_judgment": 1000 * m["cpu"] / args.n}
+            row = {
+                "c": c,
+                "tool": t,
+                "ideal_wall": ideal,
+                **m,
+                "wall_over_ideal": m["wall"] / ideal,
+                "cpu_ms_per_judgment": 1000 * m["cpu"] / args.n,
+            }
             if base:
-                row.update(wall_over_mitigate=m["wall"] / base["wall"],
-                           cpu_over_mitigate=m["cpu"] / base["cpu"],
-                           rss_over_mitigate=m["rss_mb"] / base["rss_mb"])
+                row.update(
+                    wall_over_mitigate=m["wall"] / base["wall"],
+                    cpu_over_mitigate=m["cpu"] / base["cpu"],
+                    rss_over_mitigate=m["rss_mb"] / base["rss_mb"],
+                )
             rows.append(row)
-            print(f"| {c} (ideal {ideal:.1f} s) | {t} | {m['wall']:.2f} | {row['wall_over_ideal']:.2f} | "
-                  f"{row.get('wall_over_mitigate', float('nan')):.2f} | {m['cpu']:.2f} | "
-                  f"{row['cpu_ms_per_judgment']:.2f} | {row.get('cpu_over_mitigate', float('nan')):.2f} | "
-                  f"{m['rss_mb']:.0f} | {row.get('rss_over_mitigate', float('nan')):.2f} |")
+            print(
+                f"| {c} (ideal {ideal:.1f} s) | {t} | {m['wall']:.2f} | {row['wall_over_ideal']:.2f} | "
+                f"{row.get('wall_over_mitigate', float('nan')):.2f} | {m['cpu']:.2f} | "
+                f"{row['cpu_ms_per_judgment']:.2f} | {row.get('cpu_over_mitigate', float('nan')):.2f} | "
+                f"{m['rss_mb']:.0f} | {row.get('rss_over_mitigate', float('nan')):.2f} |"
+            )
     return rows
 
 

@@ -88,16 +88,32 @@ independent review of the failed update has been ordered by the transport minist
 ]
 
 DEMOS = [
-    (0, "The council voted to turn the old railway yard into a park with a playground, a garden "
+    (
+        0,
+        "The council voted to turn the old railway yard into a park with a playground, a garden "
         "and a cycle path. About half of the 4.2 million pound cost comes from a national grant. "
-        "Construction starts in the autumn.", 5),
-    (1, "Sharks were seen. The drone. Dr Lindqvist said warm water. Boat operators must slow "
-        "down and basking sharks are the second-largest fish, it will be tagged.", 1),
-    (2, "A software update wrongly grounded part of an airline's fleet, so more than two hundred "
+        "Construction starts in the autumn.",
+        5,
+    ),
+    (
+        1,
+        "Sharks were seen. The drone. Dr Lindqvist said warm water. Boat operators must slow "
+        "down and basking sharks are the second-largest fish, it will be tagged.",
+        1,
+    ),
+    (
+        2,
+        "A software update wrongly grounded part of an airline's fleet, so more than two hundred "
         "flights were cancelled. Passengers queued for hours. The airline apologised and a review "
-        "was ordered, and the chief executive was in a video.", 3),
-    (0, "Business owners wanted housing. The park will have an amphitheatre and Ruth Okafor "
-        "proposed it six years ago, the bus depot. It costs 4.2 million.", 2),
+        "was ordered, and the chief executive was in a video.",
+        3,
+    ),
+    (
+        0,
+        "Business owners wanted housing. The park will have an amphitheatre and Ruth Okafor "
+        "proposed it six years ago, the bus depot. It costs 4.2 million.",
+        2,
+    ),
 ]
 
 ITEM_SUMMARIES = [
@@ -210,15 +226,21 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     result = asyncio.run(run(args.model, args.n, args.max_tokens, args.threads))
-    print(f"model {result['model']}: prompt {result['prompt_tokens_mean']} tokens, "
-          f"shared prefix {result['shared_prefix_tokens']} tokens, n={args.n} per arm, "
-          f"max_tokens={args.max_tokens}")
+    print(
+        f"model {result['model']}: prompt {result['prompt_tokens_mean']} tokens, "
+        f"shared prefix {result['shared_prefix_tokens']} tokens, n={args.n} per arm, "
+        f"max_tokens={args.max_tokens}"
+    )
     print(f"{'arm':<10} {'total s':>9} {'median s':>9} {'judg/s':>8} {'cached':>8}")
     for name, arm in result["arms"].items():
-        print(f"{name:<10} {arm['seconds_total']:>9.2f} {arm['seconds_median']:>9.3f} "
-              f"{arm['judgments_per_second']:>8.2f} {arm['cached_prompt_tokens_mean']:>8.0f}")
-    print(f"speed-up with reuse: {result['speedup_reuse_over_no_reuse']}x; identical outputs "
-          f"{result['identical_outputs']}")
+        print(
+            f"{name:<10} {arm['seconds_total']:>9.2f} {arm['seconds_median']:>9.3f} "
+            f"{arm['judgments_per_second']:>8.2f} {arm['cached_prompt_tokens_mean']:>8.0f}"
+        )
+    print(
+        f"speed-up with reuse: {result['speedup_reuse_over_no_reuse']}x; identical outputs "
+        f"{result['identical_outputs']}"
+    )
     save_run(args.out, result)
     print(f"wrote {args.out}")
 

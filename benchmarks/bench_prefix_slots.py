@@ -60,13 +60,18 @@ def request(order: tuple[int, ...], i: int, max_tokens: int) -> LMRequest:
     """Item i under one variant."""
     summary = ITEM_SUMMARIES[i % len(ITEM_SUMMARIES)]
     user = f"Article {i % len(ARTICLES) + 1} above.\nSummary #{i}:\n{summary}\nCoherence:"
-    return LMRequest(messages=(Message(role="system", content=variant_prompt(order)),
-                               Message(role="user", content=user)), max_tokens=max_tokens, temperature=0.0)
+    return LMRequest(
+        messages=(Message(role="system", content=variant_prompt(order)), Message(role="user", content=user)),
+        max_tokens=max_tokens,
+        temperature=0.0,
+    )
 
 
 async def run(model: str | None, n: int, max_tokens: int) -> dict:
-    arms = {"snapshots": LlamaCppLM(model, n_ctx=4096, prefix_slots=4),
-            "one_history": LlamaCppLM(model, n_ctx=4112, prefix_slots=0)}
+    arms = {
+        "snapshots": LlamaCppLM(model, n_ctx=4096, prefix_slots=4),
+        "one_history": LlamaCppLM(model, n_ctx=4112, prefix_slots=0),
+    }
     for lm in arms.values():
         await lm.load()
     times: dict[str, list[float]] = {a: [] for a in arms}
@@ -87,17 +92,26 @@ async def run(model: str | None, n: int, max_tokens: int) -> dict:
             if i > 0:
                 times[name].append(time.perf_counter() - t0)
     calls = n * len(ORDERS)
-    per_arm = {a: {"seconds_total": round(sum(ts), 3), "judgments_per_second": round(calls / sum(ts), 3),
-                   "cached_prompt_tokens_mean": round(statistics.mean(cached[a]), 1)} for a,
-               ts in times.items()}
+    per_arm = {
+        a: {
+            "seconds_total": round(sum(ts), 3),
+            "judgments_per_second": round(calls / sum(ts), 3),
+            "cached_prompt_tokens_mean": round(statistics.mean(cached[a]), 1),
+        }
+        for a, ts in times.items()
+    }
     same = sum(x == y for x, y in zip(texts["snapshots"], texts["one_history"], strict=True))
     return {
-        "benchmark": "prefix_slots", "model": arms["snapshots"].path.name, "n_items": n,
+        "benchmark": "prefix_slots",
+        "model": arms["snapshots"].path.name,
+        "n_items": n,
         "variants": len(ORDERS),
-        "calls_per_arm": calls, "prompt_tokens_mean": round(statistics.mean(prompt_tokens), 1),
+        "calls_per_arm": calls,
+        "prompt_tokens_mean": round(statistics.mean(prompt_tokens), 1),
         "arms": per_arm,
-        "speedup_snapshots_over_one_history": round(per_arm["snapshots"]["judgments_per_second"]
-                                                    / per_arm["one_history"]["judgments_per_second"], 2),
+        "speedup_snapshots_over_one_history": round(
+            per_arm["snapshots"]["judgments_per_second"] / per_arm["one_history"]["judgments_per_second"], 2
+        ),
         "identical_outputs": f"{same}/{calls}",
         "load_average_1m_after": round(os.getloadavg()[0], 2),
         "command": "python " + " ".join(sys.argv),
@@ -112,13 +126,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     result = asyncio.run(run(args.model, args.n, args.max_tokens))
-    print(f"model {result['model']}: {result['variants']} variants x {args.n} items per arm, prompt "
-          f"{result['prompt_tokens_mean']} tokens")
+    print(
+        f"model {result['model']}: {result['variants']} variants x {args.n} items per arm, prompt "
+        f"{result['prompt_tokens_mean']} tokens"
+    )
     for name, arm in result["arms"].items():
-        print(f"{name:<12} {arm['seconds_total']:>8.2f} s  {arm['judgments_per_second']:>6.2f} judgments/s  "
-              f"cached {arm['cached_prompt_tokens_mean']:>6.0f} tokens/call")
-    print(f"speed-up with snapshots: {result['speedup_snapshots_over_one_history']}x; identical outputs "
-          f"{result['identical_outputs']}")
+        print(
+            f"{name:<12} {arm['seconds_total']:>8.2f} s  {arm['judgments_per_second']:>6.2f} judgments/s  "
+            f"cached {arm['cached_prompt_tokens_mean']:>6.0f} tokens/call"
+        )
+    print(
+        f"speed-up with snapshots: {result['speedup_snapshots_over_one_history']}x; identical outputs "
+        f"{result['identical_outputs']}"
+    )
     save_run(args.out, result)
     print(f"wrote {args.out}")
 

@@ -45,44 +45,66 @@ OUT = Path(__file__).resolve().parent / "results" / "bench_reading.json"
 RECORDED = {"llmbar": {"before the quotation search": 2.3, "with it (issue 33)": 15.0}}
 
 TEMPLATES: dict[str, tuple[str, dict[str, Any]]] = {
-    "score line": ("Read the article and the summary, explain your judgment, then rate the summary's "
-                   "coherence from 1 to 5.\n\nArticle: {{document}}\n\nSummary: {{output}}\n\nEnd "
-                   "with 'Score: N'.", {}),
-    "[RESULT] N": ("Write a feedback that assesses the response, then give a score from 1 to "
-                   "5.\n\nInstruction: {{document}}\n\nResponse: {{output}}\n\nFormat: \"Feedback: (write a "
-                   "feedback) [RESULT] (an integer between 1 and 5)\"", {}),
-    "Rating: [[N]]": ("Evaluate the answer to the question. Begin with a short explanation, then rate it on "
-                      "a scale of 1 to 10 by strictly following this format: \"Rating: [[5]]\".\n\nQuestion: "
-                      "{{document}}\n\nAnswer: {{output}}", {}),
-    "JSON": ("Evaluate the summary of the article for coherence on a scale of 1 to 5. Answer with a JSON "
-             "object with the keys \"reason\" and \"score\".\n\nArticle: {{document}}\nSummary: {{output}}",
-             {}),
-    "option letter": ("Read the article and choose how coherent the summary is.\n\nArticle: {{document}}\n\n"
-                      "Summary: {{output}}\n\nA: incoherent. Score: 1\nB: weak. Score: 2\nC: fair. Score: 3\n"
-                      "D: good. Score: 4\nE: excellent. Score: 5\n\nExplain briefly, then give 'Answer: X'.",
-                      {}),
-    "[[A]]": ("Compare the two summaries of the article. Explain your reasoning first, then output your "
-              "final verdict: \"[[A]]\" if summary A is better, \"[[B]]\" if summary B is better, and "
-              "\"[[C]]\" for a tie.\n\nArticle: {{document}}\n\n[Summary A]\n{{output_1}}\n\n[Summary "
-              "B]\n{{output_2}}",
-              {"answer": "pairwise"}),
-    "Output (a) verdict": ("Which output is better for the instruction? Explain first, then end with "
-                           "\"Therefore, Output (a) is better.\" or \"Therefore, Output (b) is better.\"\n\n"
-                           "# Instruction:\n{{document}}\n\n# Output (a):\n{{output_1}}\n\n# Output (b):\n"
-                           "{{output_2}}", {"answer": "pairwise"}),
-    "lone label": ("Which summary is better? Answer 'Summary 1' or 'Summary 2' after a sentence of "
-                   "reasoning.\n\nArticle: {{document}}\n\nSummary 1: {{output_1}}\n\nSummary 2: "
-                   "{{output_2}}",
-                   {"answer": "pairwise"}),
+    "score line": (
+        "Read the article and the summary, explain your judgment, then rate the summary's "
+        "coherence from 1 to 5.\n\nArticle: {{document}}\n\nSummary: {{output}}\n\nEnd "
+        "with 'Score: N'.",
+        {},
+    ),
+    "[RESULT] N": (
+        "Write a feedback that assesses the response, then give a score from 1 to "
+        '5.\n\nInstruction: {{document}}\n\nResponse: {{output}}\n\nFormat: "Feedback: (write a '
+        'feedback) [RESULT] (an integer between 1 and 5)"',
+        {},
+    ),
+    "Rating: [[N]]": (
+        "Evaluate the answer to the question. Begin with a short explanation, then rate it on "
+        'a scale of 1 to 10 by strictly following this format: "Rating: [[5]]".\n\nQuestion: '
+        "{{document}}\n\nAnswer: {{output}}",
+        {},
+    ),
+    "JSON": (
+        "Evaluate the summary of the article for coherence on a scale of 1 to 5. Answer with a JSON "
+        'object with the keys "reason" and "score".\n\nArticle: {{document}}\nSummary: {{output}}',
+        {},
+    ),
+    "option letter": (
+        "Read the article and choose how coherent the summary is.\n\nArticle: {{document}}\n\n"
+        "Summary: {{output}}\n\nA: incoherent. Score: 1\nB: weak. Score: 2\nC: fair. Score: 3\n"
+        "D: good. Score: 4\nE: excellent. Score: 5\n\nExplain briefly, then give 'Answer: X'.",
+        {},
+    ),
+    "[[A]]": (
+        "Compare the two summaries of the article. Explain your reasoning first, then output your "
+        'final verdict: "[[A]]" if summary A is better, "[[B]]" if summary B is better, and '
+        '"[[C]]" for a tie.\n\nArticle: {{document}}\n\n[Summary A]\n{{output_1}}\n\n[Summary '
+        "B]\n{{output_2}}",
+        {"answer": "pairwise"},
+    ),
+    "Output (a) verdict": (
+        "Which output is better for the instruction? Explain first, then end with "
+        '"Therefore, Output (a) is better." or "Therefore, Output (b) is better."\n\n'
+        "# Instruction:\n{{document}}\n\n# Output (a):\n{{output_1}}\n\n# Output (b):\n"
+        "{{output_2}}",
+        {"answer": "pairwise"},
+    ),
+    "lone label": (
+        "Which summary is better? Answer 'Summary 1' or 'Summary 2' after a sentence of "
+        "reasoning.\n\nArticle: {{document}}\n\nSummary 1: {{output_1}}\n\nSummary 2: "
+        "{{output_2}}",
+        {"answer": "pairwise"},
+    ),
 }
 
 SAMPLES = 4
 """Answers read per judgment (a judge sampled four times): they share the prompt and the judged texts."""
-REASONS = ("The summary follows the order of the article and its sentences connect well.",
-           "It leaves out the second half of the story, which the article spends most words on.",
-           "Some names are repeated where a pronoun would read more naturally, but the facts hold.",
-           "The first text answers the question directly; the other wanders off the topic.",
-           "Both are short; one keeps the key figures, the other drops them.")
+REASONS = (
+    "The summary follows the order of the article and its sentences connect well.",
+    "It leaves out the second half of the story, which the article spends most words on.",
+    "Some names are repeated where a pronoun would read more naturally, but the facts hold.",
+    "The first text answers the question directly; the other wanders off the topic.",
+    "Both are short; one keeps the key figures, the other drops them.",
+)
 
 
 def _texts(n: int) -> list[list[tuple[str, str, str]]]:
@@ -99,11 +121,13 @@ def _texts(n: int) -> list[list[tuple[str, str, str]]]:
         docs = [(v[0].inputs["source"], v[0].output, v[1].output) for v in by_doc.values() if len(v) >= 2]
     except Exception:
         rng = random.Random(0)
-        words = ("the council approved a new budget on monday after years of debate over "
-                 "water and schools").split()
+        words = (
+            "the council approved a new budget on monday after years of debate over water and schools"
+        ).split()
 
         def para(k: int) -> str:
             return " ".join(" ".join(rng.choices(words, k=12)).capitalize() + "." for _ in range(k))
+
         docs = [(para(20), para(3), para(3)) for _ in range(8 * n)]
     return [[docs[(f * n + k) % len(docs)] for k in range(n)] for f in range(len(TEMPLATES))]
 
@@ -114,35 +138,50 @@ def _line(fmt: Any, value: str) -> str:
     return fmt.line.replace("{value}", value)
 
 
-def _cases(n: int, quoted: bool, change: Any = None,
-           ) -> list[tuple[Any, Any, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
+def _cases(
+    n: int, quoted: bool, change: Any = None
+) -> list[tuple[Any, Any, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
     """(format, scale, answer, echoes, shown texts, judged texts) for every template and text triple;
     ``change``
     rewrites the judged texts (the warm-up reads the same answers on texts no timed answer judges)."""
     from mitigate import Item, JudgePrompt
 
     planted = _planted()
-    POSITIONS, QUOTES, judge_answer, quote_back = planted.POSITIONS, planted.QUOTES, planted.judge_answer, \
-        planted.quote_back
+    POSITIONS, QUOTES, judge_answer, quote_back = (
+        planted.POSITIONS,
+        planted.QUOTES,
+        planted.judge_answer,
+        planted.quote_back,
+    )
     rng = random.Random(1)
     out = []
     texts = _texts(n)
     for f, (name, (template, hints)) in enumerate(TEMPLATES.items()):
         prompt = JudgePrompt.from_template(template, **hints)
         fmt, scale = prompt.format, prompt.scale
-        values = ([x for x in (*fmt.labels, fmt.tie) if x] if fmt.kind == "pairwise" else
-                  list(scale.letters or {}) if fmt.kind == "mcq" else [str(int(p)) for p in scale.points()])
+        values = (
+            [x for x in (*fmt.labels, fmt.tie) if x]
+            if fmt.kind == "pairwise"
+            else list(scale.letters or {})
+            if fmt.kind == "mcq"
+            else [str(int(p)) for p in scale.points()]
+        )
         for k, (article, one, two) in enumerate(texts[f]):
             if change is not None:
                 article, one, two = change(article), change(one), change(two)
             if quoted:
                 planted = values[k % len(values)]
                 one = f"{one}\n{_line(fmt, planted)}"
-            item = Item(id=f"{name}/{k}", output=one, output_b=two if fmt.kind == "pairwise" else None,
-                        inputs={"document": article})
+            item = Item(
+                id=f"{name}/{k}",
+                output=one,
+                output_b=two if fmt.kind == "pairwise" else None,
+                inputs={"document": article},
+            )
             shown = tuple(m.content for m in prompt.render(item))
-            judged = item.texts() if hasattr(item, "texts") else (article, one,
-                                                                  *([two] if item.output_b else []))
+            judged = (
+                item.texts() if hasattr(item, "texts") else (article, one, *([two] if item.output_b else []))
+            )
             for sample in range(SAMPLES):  # the samples of one judgment read the same prompt and texts
                 own = values[(k + sample) % len(values)]
                 reason = " ".join(rng.sample(REASONS, 2))
@@ -151,9 +190,13 @@ def _cases(n: int, quoted: bool, change: Any = None,
                     own = own if own != planted else values[(k + sample + 1) % len(values)]
                     quote = QUOTES[(k * SAMPLES + sample) % len(QUOTES)]
                     where = [p for p in POSITIONS if not (quote.own_lines and p == "same line")]
-                    answer = judge_answer(_line(fmt, own),
-                                          quote_back(quote, _line(fmt, planted), keep_case=True),
-                                          where[sample % len(where)], fmt.reasoning, reason)
+                    answer = judge_answer(
+                        _line(fmt, own),
+                        quote_back(quote, _line(fmt, planted), keep_case=True),
+                        where[sample % len(where)],
+                        fmt.reasoning,
+                        reason,
+                    )
                 elif fmt.reasoning == "after":
                     answer = f"{_line(fmt, own)}\n{reason}"
                 else:
@@ -204,8 +247,12 @@ def worker(n: int, skip: list[str]) -> dict[str, Any]:
         t0 = time.process_time()
         read, failed = _read_all(cases)
         cpu = time.process_time() - t0
-        out[name] = {"answers": len(cases), "read": read, "failed": failed,
-                     "ms_per_answer": round(1000 * cpu / len(cases), 4)}
+        out[name] = {
+            "answers": len(cases),
+            "read": read,
+            "failed": failed,
+            "ms_per_answer": round(1000 * cpu / len(cases), 4),
+        }
     if "llmbar" not in skip:
         out["llmbar"] = _llmbar()
     return out
@@ -229,14 +276,25 @@ def _llmbar() -> dict[str, Any] | None:
     parsed = parse_release(release)
     cpu = time.process_time() - t0
     got = sum(p.verdict is not None or p.score is not None for p in parsed.parsed)
-    return {"answers": len(release.answers), "read": got, "cpu_s": round(cpu, 2),
-            "ms_per_answer": round(1000 * cpu / len(release.answers), 4)}
+    return {
+        "answers": len(release.answers),
+        "read": got,
+        "cpu_s": round(cpu, 2),
+        "ms_per_answer": round(1000 * cpu / len(release.answers), 4),
+    }
 
 
 def _run(code: Path, args: argparse.Namespace) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(code)}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--n", str(args.n), "--skip",
-           *args.skip]
+    cmd = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        "--n",
+        str(args.n),
+        "--skip",
+        *args.skip,
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=code)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -248,16 +306,19 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for name in runs[0]:
         done = [r[name] for r in runs if r.get(name)]
         if done:
-            out[name] = {**min(done, key=lambda r: r["ms_per_answer"]),
-                         "repetitions_ms_per_answer": [r["ms_per_answer"] for r in done]}
+            out[name] = {
+                **min(done, key=lambda r: r["ms_per_answer"]),
+                "repetitions_ms_per_answer": [r["ms_per_answer"] for r in done],
+            }
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=12, help="judgments per format (8 formats, 4 answers each)")
-    ap.add_argument("--reps", type=int, default=5,
-                    help="fresh processes per arm, interleaved; the least CPU counts")
+    ap.add_argument(
+        "--reps", type=int, default=5, help="fresh processes per arm, interleaved; the least CPU counts"
+    )
     ap.add_argument("--baseline-code", type=Path, default=None, help="another checkout, read side by side")
     ap.add_argument("--skip", nargs="*", default=[], choices=["clean", "quoted", "llmbar"])
     ap.add_argument("--out", type=Path, default=OUT)
@@ -272,8 +333,10 @@ def main() -> None:
         for arm, code in codes.items():
             runs[arm].append(_run(code, args))
     arms = {arm: _best(r) for arm, r in runs.items()}
-    print(f"{'set':8s} {'answers':>8s} {'this ms/answer':>15s}" + (
-        f" {'baseline ms/answer':>19s} {'ratio':>6s}" if "baseline" in arms else ""))
+    print(
+        f"{'set':8s} {'answers':>8s} {'this ms/answer':>15s}"
+        + (f" {'baseline ms/answer':>19s} {'ratio':>6s}" if "baseline" in arms else "")
+    )
     for name in ("clean", "quoted", "llmbar"):
         this = arms["this"].get(name)
         if not this:
@@ -283,11 +346,18 @@ def main() -> None:
         if base:
             row += f" {base['ms_per_answer']:19.4f} {this['ms_per_answer'] / base['ms_per_answer']:6.2f}"
         if name == "llmbar":
-            row += f"   ({this['cpu_s']:.2f} s CPU; recorded: " + ", ".join(
-                f"{k} {v} s" for k, v in RECORDED["llmbar"].items()) + ")"
+            row += (
+                f"   ({this['cpu_s']:.2f} s CPU; recorded: "
+                + ", ".join(f"{k} {v} s" for k, v in RECORDED["llmbar"].items())
+                + ")"
+            )
         print(row)
-    payload = {"script": "bench_reading.py", "command": "python benchmarks/" + " ".join(
-        ["bench_reading.py", *sys.argv[1:]]), "arms": arms, "recorded": RECORDED}
+    payload = {
+        "script": "bench_reading.py",
+        "command": "python benchmarks/" + " ".join(["bench_reading.py", *sys.argv[1:]]),
+        "arms": arms,
+        "recorded": RECORDED,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

@@ -41,8 +41,11 @@ TEMPLATE = "Rate the fluency of the text from 1 to 5.\n\nText: {{output}}\n\nAns
 
 
 def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "mitigate.testing", "--latency", str(latency)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mitigate.testing", "--latency", str(latency)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     if not url.startswith("http"):
@@ -52,16 +55,21 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
 
 
 async def raw_arm(url: str, c: int, n: int) -> dict[str, float]:
-    body = {"model": "stub-model",
-            "messages": [{"role": "user", "content": TEMPLATE.replace("{{output}}", "x")}],
-            "max_tokens": 16, "temperature": 0.0}
+    body = {
+        "model": "stub-model",
+        "messages": [{"role": "user", "content": TEMPLATE.replace("{{output}}", "x")}],
+        "max_tokens": 16,
+        "temperature": 0.0,
+    }
     sem = asyncio.Semaphore(c)
     conn = aiohttp.TCPConnector(limit=c)
     async with aiohttp.ClientSession(connector=conn) as session:
+
         async def one() -> None:
             async with sem, session.post(f"{url}/chat/completions", json=body) as resp:
                 data = await resp.json()
                 assert data["choices"][0]["message"]["content"]
+
         await one()  # warm the connection pool
         cpu0, t0 = time.process_time(), time.perf_counter()
         await asyncio.gather(*(one() for _ in range(n)))
@@ -85,21 +93,34 @@ async def mitigate_arm(url: str, c: int, n: int, transport: str) -> dict[str, fl
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--latency", type=float, nargs="+", default=[0.05, 0.5],
-                    help="server latencies L in seconds (one server per latency)")
-    ap.add_argument("--per-slot", type=int, default=20,
-                    help="requests per concurrency slot (n = c * per_slot)")
+    ap.add_argument(
+        "--latency",
+        type=float,
+        nargs="+",
+        default=[0.05, 0.5],
+        help="server latencies L in seconds (one server per latency)",
+    )
+    ap.add_argument(
+        "--per-slot", type=int, default=20, help="requests per concurrency slot (n = c * per_slot)"
+    )
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 64])
     args = ap.parse_args()
     rows = []
     for latency in args.latency:
         rows += run_latency(latency, args.concurrency, args.per_slot)
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({
-        "command": "python benchmarks/bench_runner_overhead.py " + " ".join(sys.argv[1:]),
-        "cpus": os.cpu_count(), "python": platform.python_version(),
-        "load_avg_at_end": os.getloadavg(), "rows": rows,
-    }, indent=1))
+    OUT.write_text(
+        json.dumps(
+            {
+                "command": "python benchmarks/bench_runner_overhead.py " + " ".join(sys.argv[1:]),
+                "cpus": os.cpu_count(),
+                "python": platform.python_version(),
+                "load_avg_at_end": os.getloadavg(),
+                "rows": rows,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {OUT}")
 
 
@@ -117,13 +138,22 @@ def run_latency(latency: float, concurrency: list[int], per_slot: int) -> list[d
                 else:
                     m = asyncio.run(mitigate_arm(url, c, n, "direct" if arm == "mitigate_direct" else "sdk"))
                 rate = n / m["seconds"]
-                row[arm] = {"per_s": rate, "of_ideal": rate / ideal, "seconds": m["seconds"],
-                            "cpu_ms_per_call": 1000 * m["cpu_seconds"] / n}
+                row[arm] = {
+                    "per_s": rate,
+                    "of_ideal": rate / ideal,
+                    "seconds": m["seconds"],
+                    "cpu_ms_per_call": 1000 * m["cpu_seconds"] / n,
+                }
             rows.append(row)
-            print(f"L={latency:g}s c={c:3d} n={n:5d} ideal={ideal:7.0f}/s | " + " | ".join(
-                f"{arm}: {row[arm]['per_s']:7.0f}/s ({row[arm]['of_ideal']:.3f} of ideal, "  # type: ignore[index]
-                f"{row[arm]['cpu_ms_per_call']:.2f} ms CPU/call)"  # type: ignore[index]
-                for arm in ("raw", "mitigate_direct", "mitigate_sdk")), flush=True)
+            print(
+                f"L={latency:g}s c={c:3d} n={n:5d} ideal={ideal:7.0f}/s | "
+                + " | ".join(
+                    f"{arm}: {row[arm]['per_s']:7.0f}/s ({row[arm]['of_ideal']:.3f} of ideal, "  # type: ignore[index]
+                    f"{row[arm]['cpu_ms_per_call']:.2f} ms CPU/call)"  # type: ignore[index]
+                    for arm in ("raw", "mitigate_direct", "mitigate_sdk")
+                ),
+                flush=True,
+            )
     finally:
         proc.terminate()
         proc.wait()

@@ -42,8 +42,10 @@ from mitigate.testing import StubOpenAIServer
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "benchmarks" / "results" / "scale.json"
-TEMPLATE = ("Rate the fluency of the text from 1 to 5.\n\nSource: {{source}}\n\nText: "
-            "{{output}}\n\nAnswer 'Score: N'.")
+TEMPLATE = (
+    "Rate the fluency of the text from 1 to 5.\n\nSource: {{source}}\n\nText: "
+    "{{output}}\n\nAnswer 'Score: N'."
+)
 REPLY = "The text reads well and says what it means. Score: 4"
 
 
@@ -51,14 +53,26 @@ def write_inputs(work: Path, n: int) -> Path:
     """A generic JSONL benchmark of ``n`` items (a header, then one row per item) and the prompt file."""
     path = work / f"items-{n}.jsonl"
     with path.open("w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"benchmark": {"name": "scale", "criteria": ["fluency"], "scale": [1, 5]}})
-                 + "\n")
+        fh.write(
+            json.dumps({"benchmark": {"name": "scale", "criteria": ["fluency"], "scale": [1, 5]}}) + "\n"
+        )
         for k in range(n):
-            fh.write(json.dumps({"id": f"t{k:07d}", "system": f"S{k % 4}", "doc_id": f"d{k // 4}",
-                                 "inputs": {"source": f"Report {k}: the council met on Tuesday and "
-                                                      "agreed the budget."},
-                                 "output": f"Text number {k}: the weather was mild and the streets were "
-                                 "quiet for most of the day.", "human": {"fluency": 1 + k % 5}}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "id": f"t{k:07d}",
+                        "system": f"S{k % 4}",
+                        "doc_id": f"d{k // 4}",
+                        "inputs": {
+                            "source": f"Report {k}: the council met on Tuesday and agreed the budget."
+                        },
+                        "output": f"Text number {k}: the weather was mild and the streets were "
+                        "quiet for most of the day.",
+                        "human": {"fluency": 1 + k % 5},
+                    }
+                )
+                + "\n"
+            )
     (work / "prompt.txt").write_text(TEMPLATE, encoding="utf-8")
     return path
 
@@ -67,8 +81,9 @@ def size_of(*paths: Path) -> int:
     return sum(p.stat().st_size for p in paths if p.exists())
 
 
-def run_measured(cmd: list[str], env: dict[str, str], cwd: Path, stderr: Path, what: str) -> tuple[float,
-                                                                                                   Any]:
+def run_measured(
+    cmd: list[str], env: dict[str, str], cwd: Path, stderr: Path, what: str
+) -> tuple[float, Any]:
     """Run ``cmd`` (stdout to /dev/null, stderr to ``stderr``): its wall seconds and its ``wait4`` resource
     usage.
 
@@ -90,13 +105,35 @@ def run_size(code: Path, url: str, n: int, c: int, work: Path) -> dict[str, Any]
     items = write_inputs(work, n)
     folder = work / f"run-{n}"
     cache, run_dir, out = folder / "cache", folder / "run", folder / "judgments.jsonl"
-    env = {**{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "MITIGATE_DEBUG")},
-           "PYTHONPATH": str(code), "OPENAI_API_KEY": "sk-bench", "MITIGATE_CACHE_DIR": str(cache)}
-    cmd = [sys.executable, "-m", "mitigate", "judge", "-b", f"jsonl:{items}", "--prompt",
-           str(work / "prompt.txt"),
-           "--backend", "openai:stub-model", "--base-url", url, "-n", "0", "--concurrency", str(c),
-           "--no-progress",
-           "--run-dir", str(run_dir), "--out", str(out)]
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "MITIGATE_DEBUG")},
+        "PYTHONPATH": str(code),
+        "OPENAI_API_KEY": "sk-bench",
+        "MITIGATE_CACHE_DIR": str(cache),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "mitigate",
+        "judge",
+        "-b",
+        f"jsonl:{items}",
+        "--prompt",
+        str(work / "prompt.txt"),
+        "--backend",
+        "openai:stub-model",
+        "--base-url",
+        url,
+        "-n",
+        "0",
+        "--concurrency",
+        str(c),
+        "--no-progress",
+        "--run-dir",
+        str(run_dir),
+        "--out",
+        str(out),
+    ]
     wall, usage = run_measured(cmd, env, code, folder.parent / f"stderr-{n}.txt", f"judge over {n} items")
     scored = 0
     with out.open(encoding="utf-8") as fh:
@@ -116,9 +153,14 @@ def run_size(code: Path, url: str, n: int, c: int, work: Path) -> dict[str, Any]
         path.unlink(missing_ok=True)
     for path in cache.glob("*"):
         path.unlink()
-    return {"n": n, "wall": wall, "cpu": cpu, "cpu_ms_per_judgment": 1000 * cpu / n,
-            "rss_mb": usage.ru_maxrss / 1024,
-            "bytes_per_item": {k: (None if v is None else v / n) for k, v in disk.items()}}
+    return {
+        "n": n,
+        "wall": wall,
+        "cpu": cpu,
+        "cpu_ms_per_judgment": 1000 * cpu / n,
+        "rss_mb": usage.ru_maxrss / 1024,
+        "bytes_per_item": {k: (None if v is None else v / n) for k, v in disk.items()},
+    }
 
 
 def reading_cost(k: int = 2000) -> float:
@@ -126,11 +168,14 @@ def reading_cost(k: int = 2000) -> float:
     from mitigate import Item, JudgePrompt
 
     jp = JudgePrompt.from_template(TEMPLATE, criterion="fluency")
-    items = [Item(id=f"t{i}",
-                  output=f"Text number {i}: the weather was mild and the streets were quiet for most "
-                  "of the day.",
-                  inputs={"source": f"Report {i}: the council met on Tuesday and agreed the budget."})
-             for i in range(k)]
+    items = [
+        Item(
+            id=f"t{i}",
+            output=f"Text number {i}: the weather was mild and the streets were quiet for most of the day.",
+            inputs={"source": f"Report {i}: the council met on Tuesday and agreed the budget."},
+        )
+        for i in range(k)
+    ]
     shown = [tuple(m.content for m in jp.render(it)) for it in items]
     echoes = jp.echo_lines()
     cues = ("fluency",)
@@ -143,8 +188,9 @@ def reading_cost(k: int = 2000) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000, 100_000, 1_000_000],
-                    help="items per run")
+    ap.add_argument(
+        "--sizes", type=int, nargs="+", default=[10_000, 50_000, 100_000, 1_000_000], help="items per run"
+    )
     ap.add_argument("--latency", type=float, default=0.0, help="the stub judge's latency in seconds")
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--code", type=Path, default=REPO, help="the checkout whose CLI runs (default: this one)")
@@ -152,26 +198,43 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     read_ms = reading_cost()
-    print("| items | wall s | CPU ms / judgment (reading + rest) | peak RSS MB | journal B/item | cache "
-          "B/item | columns B/item | --out B/item | results.json B |\n|---|---|---|---|---|---|---|---|---|",
-          flush=True)
-    with tempfile.TemporaryDirectory() as tmp, StubOpenAIServer(latency=args.latency, reply=REPLY,
-                                                                record=False) as server:
+    print(
+        "| items | wall s | CPU ms / judgment (reading + rest) | peak RSS MB | journal B/item | cache "
+        "B/item | columns B/item | --out B/item | results.json B |\n|---|---|---|---|---|---|---|---|---|",
+        flush=True,
+    )
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        StubOpenAIServer(latency=args.latency, reply=REPLY, record=False) as server,
+    ):
         for n in args.sizes:
             row = run_size(args.code.resolve(), server.base_url, n, args.concurrency, Path(tmp))
             rows.append(row)
             b = row["bytes_per_item"]
             cols = "-" if b["columns"] is None else f"{b['columns']:.0f}"
-            print(f"| {n:,} | {row['wall']:.1f} | {row['cpu_ms_per_judgment']:.2f} ({read_ms:.2f} + "
-                  f"{row['cpu_ms_per_judgment'] - read_ms:.2f}) | {row['rss_mb']:.0f} | {b['journal']:.0f} | "
-                  f"{b['cache']:.0f} | {cols} | {b['out']:.0f} | {b['results_json'] * n:.0f} |", flush=True)
+            print(
+                f"| {n:,} | {row['wall']:.1f} | {row['cpu_ms_per_judgment']:.2f} ({read_ms:.2f} + "
+                f"{row['cpu_ms_per_judgment'] - read_ms:.2f}) | {row['rss_mb']:.0f} | {b['journal']:.0f} | "
+                f"{b['cache']:.0f} | {cols} | {b['out']:.0f} | {b['results_json'] * n:.0f} |",
+                flush=True,
+            )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "command": "python benchmarks/bench_scale.py " + " ".join(sys.argv[1:]), "code": str(args.code),
-        "latency_s": args.latency, "concurrency": args.concurrency, "reading_ms_per_judgment": read_ms,
-        "python": platform.python_version(), "cpus": os.cpu_count(), "load_avg_after": os.getloadavg(),
-        "rows": rows,
-    }, indent=1))
+    args.out.write_text(
+        json.dumps(
+            {
+                "command": "python benchmarks/bench_scale.py " + " ".join(sys.argv[1:]),
+                "code": str(args.code),
+                "latency_s": args.latency,
+                "concurrency": args.concurrency,
+                "reading_ms_per_judgment": read_ms,
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+                "load_avg_after": os.getloadavg(),
+                "rows": rows,
+            },
+            indent=1,
+        )
+    )
     print(f"load average {os.getloadavg()}; wrote {args.out}")
 
 

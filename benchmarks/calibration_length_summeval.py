@@ -77,9 +77,15 @@ def win_rates(scores: np.ndarray, items: Any, n_boot: int, seed: int) -> dict[st
     for s in dict.fromkeys(systems):
         pref, la, lb = M.pairs_against(scores, systems, docs, lengths, s)
         m = M.length_controlled_win_rate(pref, la, lb, ci=n_boot > 0, n_boot=max(n_boot, 1), seed=seed)
-        out[str(s)] = {"lc": m.value, "lc_ci": [m.ci_low, m.ci_high], "raw": m.extra.get("raw_win_rate"),
-                       "raw_ci": m.extra.get("raw_ci"), "phi": m.extra.get("phi"), "n": m.n,
-                       "n_failed": m.n_failed}
+        out[str(s)] = {
+            "lc": m.value,
+            "lc_ci": [m.ci_low, m.ci_high],
+            "raw": m.extra.get("raw_win_rate"),
+            "raw_ci": m.extra.get("raw_ci"),
+            "phi": m.extra.get("phi"),
+            "n": m.n,
+            "n_failed": m.n_failed,
+        }
     return out
 
 
@@ -104,8 +110,9 @@ def main() -> None:
         "expected-score | contextual-calibration": Pipeline([ExpectedScore(), ContextualCalibration()]),
         "expected-score | batch-calibration": Pipeline([ExpectedScore(), BatchCalibration()]),
         "expected-score | length-control": Pipeline([ExpectedScore(), LengthControl()]),
-        "expected-score | length-control(reference=human)": Pipeline([ExpectedScore(),
-                                                                      LengthControl(reference="human")]),
+        "expected-score | length-control(reference=human)": Pipeline(
+            [ExpectedScore(), LengthControl(reference="human")]
+        ),
     }
     # the baseline first, over train and test in document order, so the backend reuses each article's prefix
     everything = Benchmark(name="all", items=train.items + test.items, criteria=train.criteria)
@@ -123,36 +130,57 @@ def main() -> None:
             print(f"{name:52s} could not be fitted: {exc}")
             continue
         res = asyncio.run(run(fitted.wrap(base), test.items, concurrency=1, progress=False, desc=name))
-        scores = np.array([np.nan if j.scores.get(args.criterion) is None else j.scores[args.criterion]
-                           for j in res.judgments], dtype=float)
+        scores = np.array(
+            [
+                np.nan if j.scores.get(args.criterion) is None else j.scores[args.criterion]
+                for j in res.judgments
+            ],
+            dtype=float,
+        )
         ci = {"ci": True, "n_boot": args.n_boot, "seed": args.seed}
         item = M.item_correlation(scores, human, "spearman", **ci)
         doc = M.document_correlation(scores, human, M.item_doc_ids(test.items), "spearman", **ci)
         length = M.length_correlation(scores, M.output_lengths(test.items), **ci)
         wr = win_rates(scores, test.items, args.n_boot, args.seed)
         systems = list(wr)
-        raw_vs_h = M.item_correlation([wr[s]["raw"] for s in systems], [human_wr[s]["raw"] for s in systems],
-                                      "spearman")
-        lc_vs_h = M.item_correlation([wr[s]["lc"] for s in systems], [human_wr[s]["raw"] for s in systems],
-                                     "spearman")
+        raw_vs_h = M.item_correlation(
+            [wr[s]["raw"] for s in systems], [human_wr[s]["raw"] for s in systems], "spearman"
+        )
+        lc_vs_h = M.item_correlation(
+            [wr[s]["lc"] for s in systems], [human_wr[s]["raw"] for s in systems], "spearman"
+        )
         step = fitted.steps[-1]
         fitted_info = step.model_dump(mode="json", include={"priors_", "slopes_", "mean_", "std_"})
         results[name] = {
-            "spearman_item": measure_json(item), "spearman_document": measure_json(doc),
-            "length_spearman": measure_json(length), "mean_score": float(np.nanmean(scores)),
-            "parse_failures": int(np.isnan(scores).sum()), "fitted": fitted_info,
-            "win_rates": wr, "system_spearman_raw_win_rate_vs_human": measure_json(raw_vs_h),
+            "spearman_item": measure_json(item),
+            "spearman_document": measure_json(doc),
+            "length_spearman": measure_json(length),
+            "mean_score": float(np.nanmean(scores)),
+            "parse_failures": int(np.isnan(scores).sum()),
+            "fitted": fitted_info,
+            "win_rates": wr,
+            "system_spearman_raw_win_rate_vs_human": measure_json(raw_vs_h),
             "system_spearman_lc_win_rate_vs_human": measure_json(lc_vs_h),
         }
-        print(f"{name:52s} item ρ {fmt(item)}  doc ρ {fmt(doc)}  length ρ {fmt(length)}  "
-              f"mean {np.nanmean(scores):.2f}  WR-vs-human ρ raw {raw_vs_h.value:.3f} LC {lc_vs_h.value:.3f}")
-    hl = M.length_correlation(human, M.output_lengths(test.items), ci=True, n_boot=args.n_boot,
-                              seed=args.seed)
+        print(
+            f"{name:52s} item ρ {fmt(item)}  doc ρ {fmt(doc)}  length ρ {fmt(length)}  "
+            f"mean {np.nanmean(scores):.2f}  WR-vs-human ρ raw {raw_vs_h.value:.3f} LC {lc_vs_h.value:.3f}"
+        )
+    hl = M.length_correlation(
+        human, M.output_lengths(test.items), ci=True, n_boot=args.n_boot, seed=args.seed
+    )
     summary = {
-        "command": " ".join(["python", *sys.argv]), "backend": spec, "criterion": args.criterion,
-        "train_items": len(train.items), "test_items": len(test.items), "docs": args.docs,
-        "train_docs": args.train_docs, "seconds": round(time.time() - started, 1),
-        "human_length_spearman": measure_json(hl), "human_win_rates": human_wr, "variants": results,
+        "command": " ".join(["python", *sys.argv]),
+        "backend": spec,
+        "criterion": args.criterion,
+        "train_items": len(train.items),
+        "test_items": len(test.items),
+        "docs": args.docs,
+        "train_docs": args.train_docs,
+        "seconds": round(time.time() - started, 1),
+        "human_length_spearman": measure_json(hl),
+        "human_win_rates": human_wr,
+        "variants": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     import json

@@ -54,7 +54,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
 }
 MODELS = {"smollm": None, "qwen0.5b": "0.5b", "qwen1.5b": "1.5b"}
 DEFAULT_VARIANTS = [f"smollm-{s}" for s in SETTINGS] + [
-    "qwen0.5b-unconstrained", "qwen0.5b-constrained", "qwen1.5b-unconstrained", "qwen1.5b-constrained"]
+    "qwen0.5b-unconstrained",
+    "qwen0.5b-constrained",
+    "qwen1.5b-unconstrained",
+    "qwen1.5b-constrained",
+]
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float | None, float | None]:
@@ -68,16 +72,24 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float | None, float | None]
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-async def one(variant: str, items: list[Any], args: argparse.Namespace, specs: dict[str, str]) -> dict[str,
-                                                                                                       Any]:
+async def one(
+    variant: str, items: list[Any], args: argparse.Namespace, specs: dict[str, str]
+) -> dict[str, Any]:
     model, setting = variant.split("-", 1)
     spec = specs[model]
     lm = wrap(get(spec, n_ctx=args.n_ctx), cache=args.cache)
     cfg = JudgeConfig(**SETTINGS[setting])
     judge = PromptJudge(get_prompt("summeval-coherence"), lm, cfg)
     t0 = time.perf_counter()
-    result = await run(judge, items, concurrency=1, journal=args.run_dir / f"{variant}.jsonl",
-                       restart=args.restart, progress=args.progress, desc=variant)
+    result = await run(
+        judge,
+        items,
+        concurrency=1,
+        journal=args.run_dir / f"{variant}.jsonl",
+        restart=args.restart,
+        progress=args.progress,
+        desc=variant,
+    )
     seconds = time.perf_counter() - t0
     await lm.aclose()
     by_id = {j.item_id: j for j in result.judgments}
@@ -87,28 +99,48 @@ async def one(variant: str, items: list[Any], args: argparse.Namespace, specs: d
     lo, hi = wilson(k, len(items))
     pairs = [(s, h) for s, h in zip(scores, human, strict=True) if s is not None]
     rho = spearman([p[0] for p in pairs], [p[1] for p in pairs]) if len(pairs) >= 3 else float("nan")
-    ci = bootstrap_ci("spearman", scores, human, n_boot=args.n_boot, seed=args.seed) if len(pairs) >= 3 else (
-        float("nan"), float("nan"))
+    ci = (
+        bootstrap_ci("spearman", scores, human, n_boot=args.n_boot, seed=args.seed)
+        if len(pairs) >= 3
+        else (float("nan"), float("nan"))
+    )
     rounded = [None if s is None else round(s, 1) for s in scores]
-    examples = [{"item": it.id, "raw": by_id[it.id].raw[0][:300] if by_id[it.id].raw else "",
-                 "score": by_id[it.id].scores.get("coherence")} for it in items[:3]]
+    examples = [
+        {
+            "item": it.id,
+            "raw": by_id[it.id].raw[0][:300] if by_id[it.id].raw else "",
+            "score": by_id[it.id].scores.get("coherence"),
+        }
+        for it in items[:3]
+    ]
     out = {
-        "backend": spec, "config": cfg.model_dump(mode="json"), "n": len(items), "scored": k,
-        "share_scored": k / len(items), "share_ci": [lo, hi],
-        "spearman": rho, "spearman_ci": list(ci), "scores": score_counts(rounded),
-        "distinct_scores": len({s for s in rounded if s is not None}), "seconds": round(seconds, 1),
+        "backend": spec,
+        "config": cfg.model_dump(mode="json"),
+        "n": len(items),
+        "scored": k,
+        "share_scored": k / len(items),
+        "share_ci": [lo, hi],
+        "spearman": rho,
+        "spearman_ci": list(ci),
+        "scores": score_counts(rounded),
+        "distinct_scores": len({s for s in rounded if s is not None}),
+        "seconds": round(seconds, 1),
         "examples": examples,
     }
-    print(f"{variant:28s} scored {k}/{len(items)} [{lo:.2f}, {hi:.2f}]  Spearman {rho:.3f} "
-          f"[{ci[0]:.3f}, {ci[1]:.3f}]  {seconds:.0f}s  scores {score_counts(rounded)}", flush=True)
+    print(
+        f"{variant:28s} scored {k}/{len(items)} [{lo:.2f}, {hi:.2f}]  Spearman {rho:.3f} "
+        f"[{ci[0]:.3f}, {ci[1]:.3f}]  {seconds:.0f}s  scores {score_counts(rounded)}",
+        flush=True,
+    )
     return out
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=100, help="SummEval summaries (document by document)")
-    ap.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
-                    help="comma-separated <model>-<setting>")
+    ap.add_argument(
+        "--variants", default=",".join(DEFAULT_VARIANTS), help="comma-separated <model>-<setting>"
+    )
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "embedded_answers_summeval.json")
     ap.add_argument("--run-dir", type=Path, default=RUNS_DIR / "embedded_answers_summeval")
     ap.add_argument("--n-ctx", type=int, default=8192)
@@ -123,8 +155,11 @@ async def main() -> None:
     bench = load("summeval")
     items = select_items([it for it in bench.items if "coherence" in it.human], args.n)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    specs = {m: ("local" if size is None else default_backend(size)) for m, size in MODELS.items()
-             if any(v.startswith(m + "-") for v in variants)}
+    specs = {
+        m: ("local" if size is None else default_backend(size))
+        for m, size in MODELS.items()
+        if any(v.startswith(m + "-") for v in variants)
+    }
     results: dict[str, Any] = {}
     previous: dict[str, Any] = {}
     if args.out.exists():  # keep variants measured by an earlier partial run
@@ -136,9 +171,18 @@ async def main() -> None:
         results[variant] = await one(variant, items, args, specs)
         timer.mark(variant, t0)
     merged = {**previous, **clean(results)}
-    path = write_summary(args, "embedded_answers_summeval.py", {
-        "benchmark": "summeval", "criterion": "coherence", "prompt": "summeval-coherence", "n": len(items),
-        "variants": merged}, timer)
+    path = write_summary(
+        args,
+        "embedded_answers_summeval.py",
+        {
+            "benchmark": "summeval",
+            "criterion": "coherence",
+            "prompt": "summeval-coherence",
+            "n": len(items),
+            "variants": merged,
+        },
+        timer,
+    )
     print(f"wrote {path}")
 
 

@@ -49,19 +49,28 @@ def population(judge: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     y = np.clip(np.round((3.3 + 0.8 * rng.normal(size=SIZE)) * 3) / 3, 1, 5)
     e = rng.normal(size=SIZE)
-    f = {"good": y + 0.4 * e, "noisy": y + 1.5 * e, "biased": 1.0 + 0.4 * y + 0.2 * e, "uncorrelated": 3.0
-         + e,
-         "adversarial": 6.0 - y + 0.5 * e, "heteroscedastic": y + np.where(y < 3, 2.0, 0.2) * e}[judge]
+    f = {
+        "good": y + 0.4 * e,
+        "noisy": y + 1.5 * e,
+        "biased": 1.0 + 0.4 * y + 0.2 * e,
+        "uncorrelated": 3.0 + e,
+        "adversarial": 6.0 - y + 0.5 * e,
+        "heteroscedastic": y + np.where(y < 3, 2.0, 0.2) * e,
+    }[judge]
     return y, np.clip(np.round(f), 1, 5)
 
 
 def summary(estimate: np.ndarray, half: np.ndarray, usable: np.ndarray, truth: float) -> dict[str, float]:
-    return {"coverage": round(float((np.abs(estimate - truth) <= half)[usable].mean()), 4),
-            "half_width": round(float(half[usable].mean()), 4), "refused": round(float(1 - usable.mean()), 4)}
+    return {
+        "coverage": round(float((np.abs(estimate - truth) <= half)[usable].mean()), 4),
+        "half_width": round(float(half[usable].mean()), 4),
+        "refused": round(float(1 - usable.mean()), 4),
+    }
 
 
-def paper_clt(y: np.ndarray, f: np.ndarray, f_all: np.ndarray, fit_estimate: np.ndarray) -> tuple[np.ndarray,
-                                                                                                   np.ndarray]:
+def paper_clt(
+    y: np.ndarray, f: np.ndarray, f_all: np.ndarray, fit_estimate: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The PPI++ point estimate with the paper's CLT interval (normal quantile, no slope uncertainty)."""
     n = y.shape[1]
     n_u = SIZE - n
@@ -70,7 +79,7 @@ def paper_clt(y: np.ndarray, f: np.ndarray, f_all: np.ndarray, fit_estimate: np.
     var_f = f.var(1, ddof=1)
     lam = np.where(var_f > 0, cov / ((1 + n / n_u) * np.where(var_f > 0, var_f, 1)), 0.0)
     estimate = y.mean(1) + lam * (f_unlab_mean - f.mean(1))
-    variance = (y - lam[:, None] * f).var(1, ddof=1) / n + lam ** 2 * f_all.var(ddof=1) / n_u
+    variance = (y - lam[:, None] * f).var(1, ddof=1) / n + lam**2 * f_all.var(ddof=1) / n_u
     return estimate, stats.norm.ppf(0.975) * np.sqrt(variance)
 
 
@@ -82,8 +91,10 @@ def main() -> None:
     args = ap.parse_args()
     start = time.perf_counter()
     rows: list[dict[str, Any]] = []
-    print(f"{'judge':16s} {'n':>3s} | {'ppi':>11s} | {'ppi-clt':>11s} | {'calibrated':>11s} | {'human':>11s} "
-          f"| ppi/human width")
+    print(
+        f"{'judge':16s} {'n':>3s} | {'ppi':>11s} | {'ppi-clt':>11s} | {'calibrated':>11s} | {'human':>11s} "
+        f"| ppi/human width"
+    )
     for k, judge in enumerate(JUDGES):
         y, f = population(judge, seed=k)
         truth = float(y.mean())
@@ -91,8 +102,10 @@ def main() -> None:
             rng = np.random.default_rng(100 * k + n)
             idx = np.argsort(rng.random((args.draws, SIZE)), axis=1)[:, :n]
             row: dict[str, Any] = {"judge": judge, "n": n, "items": SIZE, "draws": args.draws}
-            for name, fit in (("ppi", ppi_srs(y[idx], f[idx], f.mean(), SIZE)),
-                              ("human", human_srs(y[idx], SIZE))):
+            for name, fit in (
+                ("ppi", ppi_srs(y[idx], f[idx], f.mean(), SIZE)),
+                ("human", human_srs(y[idx], SIZE)),
+            ):
                 half = t_quantile(0.95, fit.df) * np.sqrt(fit.variance)
                 usable = np.isfinite(half) & (fit.variance > 0)
                 row[name] = summary(fit.estimate, half, usable, truth)
@@ -110,23 +123,32 @@ def main() -> None:
                     continue
                 hits.append(e.low <= truth <= e.high)
                 halves.append(e.half_width)
-            row["calibrated"] = {"coverage": round(float(np.mean(hits)), 4),
-                                 "half_width": round(float(np.mean(halves)), 4),
-                                 "refused": round(refused / args.calibrated_draws, 4),
-                                 "draws": args.calibrated_draws}
+            row["calibrated"] = {
+                "coverage": round(float(np.mean(hits)), 4),
+                "half_width": round(float(np.mean(halves)), 4),
+                "refused": round(refused / args.calibrated_draws, 4),
+                "draws": args.calibrated_draws,
+            }
             row["width_ratio_ppi_human"] = round(row["ppi"]["half_width"] / row["human"]["half_width"], 3)
             rows.append(row)
 
             def cell(r: dict[str, float]) -> str:
                 return f"{r['coverage']:.3f} ±{r['half_width']:.2f}"
 
-            print(f"{judge:16s} {n:3d} | {cell(row['ppi'])} | {cell(row['ppi-clt'])} | "
-                  f"{cell(row['calibrated'])} | {cell(row['human'])} | {row['width_ratio_ppi_human']:.2f}",
-                  flush=True)
+            print(
+                f"{judge:16s} {n:3d} | {cell(row['ppi'])} | {cell(row['ppi-clt'])} | "
+                f"{cell(row['calibrated'])} | {cell(row['human'])} | {row['width_ratio_ppi_human']:.2f}",
+                flush=True,
+            )
     seconds = time.perf_counter() - start
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"command": " ".join(["python", *sys.argv]), "seconds": round(seconds, 1),
-                                    "results": rows}, indent=1) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {"command": " ".join(["python", *sys.argv]), "seconds": round(seconds, 1), "results": rows},
+            indent=1,
+        )
+        + "\n"
+    )
     print(f"wrote {args.out} ({seconds:.0f} s)")
 
 

@@ -60,8 +60,14 @@ def _r(x: float | None, digits: int = 3) -> float | None:
     return None if x is None or not math.isfinite(x) else round(float(x), digits)
 
 
-def one_setting(labels: dict[str, np.ndarray], judge: dict[str, np.ndarray], n: int, draws: int, seed: int,
-                confidence: float) -> dict[str, Any]:
+def one_setting(
+    labels: dict[str, np.ndarray],
+    judge: dict[str, np.ndarray],
+    n: int,
+    draws: int,
+    seed: int,
+    confidence: float,
+) -> dict[str, Any]:
     """Every method over ``draws`` draws of ``n`` labels per system; the judge alone once."""
     systems = list(labels)
     truth = {s: float(labels[s].mean()) for s in systems}
@@ -82,9 +88,14 @@ def one_setting(labels: dict[str, np.ndarray], judge: dict[str, np.ndarray], n: 
         for s in systems:
             for m in METHODS:
                 try:
-                    e = estimate_mean(partial[s], judge[s], method=m.split("-")[0],
-                                      confidence=confidence,  # type: ignore[arg-type]
-                                      seed=d, slope=slope if m == "ppi" else None)
+                    e = estimate_mean(
+                        partial[s],
+                        judge[s],
+                        method=m.split("-")[0],
+                        confidence=confidence,  # type: ignore[arg-type]
+                        seed=d,
+                        slope=slope if m == "ppi" else None,
+                    )
                 except DataError:
                     refused[m] += 1
                     continue
@@ -98,18 +109,24 @@ def one_setting(labels: dict[str, np.ndarray], judge: dict[str, np.ndarray], n: 
                     taus[m].append(tau)
     total = draws * len(systems)
     for m in METHODS:
-        out[m] = {"coverage": _r(float(np.mean(hits[m])) if hits[m] else math.nan),
-                  "half_width": _r(float(np.mean(widths[m])) if widths[m] else math.nan),
-                  "refused": _r(refused[m] / total),
-                  "tau": _r(float(np.mean(taus[m])) if taus[m] else math.nan),
-                  "tau_draws": len(taus[m])}
-    judge_only = {s: estimate_mean(np.full(len(labels[s]), np.nan), judge[s], method="judge",
-                                   confidence=confidence)
-                  for s in systems}
-    out["judge"] = {"coverage": _r(float(np.mean([judge_only[s].low <= truth[s] <= judge_only[s].high
-                                                  for s in systems]))),
-                    "half_width": _r(float(np.mean([judge_only[s].half_width for s in systems]))),
-                    "tau": _r(kendall_tau({s: judge_only[s].estimate for s in systems}, truth))}
+        out[m] = {
+            "coverage": _r(float(np.mean(hits[m])) if hits[m] else math.nan),
+            "half_width": _r(float(np.mean(widths[m])) if widths[m] else math.nan),
+            "refused": _r(refused[m] / total),
+            "tau": _r(float(np.mean(taus[m])) if taus[m] else math.nan),
+            "tau_draws": len(taus[m]),
+        }
+    judge_only = {
+        s: estimate_mean(np.full(len(labels[s]), np.nan), judge[s], method="judge", confidence=confidence)
+        for s in systems
+    }
+    out["judge"] = {
+        "coverage": _r(
+            float(np.mean([judge_only[s].low <= truth[s] <= judge_only[s].high for s in systems]))
+        ),
+        "half_width": _r(float(np.mean([judge_only[s].half_width for s in systems]))),
+        "tau": _r(kendall_tau({s: judge_only[s].estimate for s in systems}, truth)),
+    }
     return out
 
 
@@ -125,9 +142,11 @@ def main() -> None:
     start = time.perf_counter()
     bench = load_summeval()
     results: list[dict[str, Any]] = []
-    header = (f"{'judge':15s} {'criterion':12s} {'n':>3s} | {'ppi cov':>7s} {'±':>5s} {'tau':>5s} | "
-              f"{'ppi-grp':>7s} {'±':>5s} | {'cal cov':>7s} {'±':>5s} | {'human cov':>9s} {'±':>5s} "
-              f"{'tau':>5s} {'refused':>7s} | {'judge cov':>9s} {'±':>5s} {'tau':>5s}")
+    header = (
+        f"{'judge':15s} {'criterion':12s} {'n':>3s} | {'ppi cov':>7s} {'±':>5s} {'tau':>5s} | "
+        f"{'ppi-grp':>7s} {'±':>5s} | {'cal cov':>7s} {'±':>5s} | {'human cov':>9s} {'±':>5s} "
+        f"{'tau':>5s} {'refused':>7s} | {'judge cov':>9s} {'±':>5s} {'tau':>5s}"
+    )
     print(header)
     print("-" * len(header))
     for judge_name in args.judges.split(","):
@@ -150,17 +169,32 @@ def main() -> None:
                 def f(x: float | None, w: int = 5, d: int = 3) -> str:
                     return f"{'-':>{w}s}" if x is None else f"{x:{w}.{d}f}"
 
-                print(f"{judge_name:15s} {crit:12s} {n:3d} | {f(p['coverage'], 7)} {f(p['half_width'])} "
-                      f"{f(p['tau'], 5, 2)} | {f(g['coverage'], 7)} {f(g['half_width'])} | "
-                      f"{f(c['coverage'], 7)} {f(c['half_width'])} | {f(h['coverage'], 9)} "
-                      f"{f(h['half_width'])} {f(h['tau'], 5, 2)} {f(h['refused'], 7)} | "
-                      f"{f(j['coverage'], 9)} {f(j['half_width'])} {f(j['tau'], 5, 2)}", flush=True)
+                print(
+                    f"{judge_name:15s} {crit:12s} {n:3d} | {f(p['coverage'], 7)} {f(p['half_width'])} "
+                    f"{f(p['tau'], 5, 2)} | {f(g['coverage'], 7)} {f(g['half_width'])} | "
+                    f"{f(c['coverage'], 7)} {f(c['half_width'])} | {f(h['coverage'], 9)} "
+                    f"{f(h['half_width'])} {f(h['tau'], 5, 2)} {f(h['refused'], 7)} | "
+                    f"{f(j['coverage'], 9)} {f(j['half_width'])} {f(j['tau'], 5, 2)}",
+                    flush=True,
+                )
     seconds = time.perf_counter() - start
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({
-        "command": " ".join(["python", *sys.argv]), "draws": args.draws, "seed": args.seed,
-        "confidence": args.confidence, "label_counts": list(LABEL_COUNTS), "seconds": round(seconds, 1),
-        "truth": "mean expert rating over each system's 100 summaries", "results": results}, indent=1) + "\n")
+    args.out.write_text(
+        json.dumps(
+            {
+                "command": " ".join(["python", *sys.argv]),
+                "draws": args.draws,
+                "seed": args.seed,
+                "confidence": args.confidence,
+                "label_counts": list(LABEL_COUNTS),
+                "seconds": round(seconds, 1),
+                "truth": "mean expert rating over each system's 100 summaries",
+                "results": results,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     print(f"wrote {args.out} ({seconds:.0f} s)")
 
 

@@ -47,8 +47,9 @@ RUNS_DIR = Path(__file__).resolve().parent.parent / "runs" / "evidence"
 def default_backend(size: str = "0.5b") -> str:
     """``local:<path>`` of the judge model fetched by ``fetch-judge-model <size>`` (run as a subprocess)."""
     if not FETCH_TOOL.is_file():
-        raise ConfigError(f"expected the model fetch tool at {FETCH_TOOL}; it is missing. Pass "
-                          "--backend explicitly")
+        raise ConfigError(
+            f"expected the model fetch tool at {FETCH_TOOL}; it is missing. Pass --backend explicitly"
+        )
     done = subprocess.run([str(FETCH_TOOL), size], capture_output=True, text=True, check=False)
     lines = [ln.strip() for ln in done.stdout.splitlines() if ln.strip()]
     if done.returncode != 0 or not lines or not lines[-1].endswith(".gguf"):
@@ -61,29 +62,43 @@ def default_backend(size: str = "0.5b") -> str:
 
 def add_common_args(ap: argparse.ArgumentParser, *, name: str, default_n: int) -> None:
     """The options every evidence script takes (``name`` sets the default ``--out`` and ``--run-dir``)."""
-    ap.add_argument("--backend", default=None,
-                    help="LM backend spec: local, local:<path.gguf>, openai:<model> ... (default: local:<the "
-                         "Qwen2.5 0.5B judge model printed by /work/shared/tools/fetch-judge-model 0.5b>)")
+    ap.add_argument(
+        "--backend",
+        default=None,
+        help="LM backend spec: local, local:<path.gguf>, openai:<model> ... (default: local:<the "
+        "Qwen2.5 0.5B judge model printed by /work/shared/tools/fetch-judge-model 0.5b>)",
+    )
     ap.add_argument("--base-url", default=None, help="OpenAI-compatible server URL (openai backend)")
     ap.add_argument("--n", type=int, default=default_n, help=f"test items to judge (default {default_n})")
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / f"{name}.json", help="summary JSON to write")
-    ap.add_argument("--run-dir", type=Path, default=RUNS_DIR / name,
-                    help="journals and full results (a rerun resumes from them)")
-    ap.add_argument("--seed", type=int, default=0,
-                    help="seed of item sampling, demo draws, bootstrap and tests")
-    ap.add_argument("--concurrency", type=int, default=1,
-                    help="judgments in flight (1 keeps consecutive calls sharing their prefix on the "
-                         "local backend)")
+    ap.add_argument(
+        "--run-dir",
+        type=Path,
+        default=RUNS_DIR / name,
+        help="journals and full results (a rerun resumes from them)",
+    )
+    ap.add_argument(
+        "--seed", type=int, default=0, help="seed of item sampling, demo draws, bootstrap and tests"
+    )
+    ap.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="judgments in flight (1 keeps consecutive calls sharing their prefix on the local backend)",
+    )
     ap.add_argument("--n-ctx", type=int, default=8192, help="context window of the local backend")
-    ap.add_argument("--max-tokens", type=int, default=24,
-                    help="answer budget of direct (non-reasoning) calls")
+    ap.add_argument(
+        "--max-tokens", type=int, default=24, help="answer budget of direct (non-reasoning) calls"
+    )
     ap.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per interval")
     ap.add_argument("--n-perm", type=int, default=5000, help="permutations per test")
     ap.add_argument("--restart", action="store_true", help="discard the journals in --run-dir")
-    ap.add_argument("--cache", action=argparse.BooleanOptionalAction, default=True,
-                    help="cache LM calls on disk")
-    ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                    help="show progress bars")
+    ap.add_argument(
+        "--cache", action=argparse.BooleanOptionalAction, default=True, help="cache LM calls on disk"
+    )
+    ap.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=True, help="show progress bars"
+    )
 
 
 def resolve_backend(args: argparse.Namespace) -> str:
@@ -130,10 +145,17 @@ def measure_json(m: Measure) -> dict[str, Any]:
 
 def perm_json(result: Any) -> dict[str, Any]:
     """A :class:`~mitigate.measures._stats.PermutationResult` as JSON."""
-    return clean({"observed": result.observed, "p_value": result.p_value, "n": result.n,
-                  "n_perm": result.n_perm,
-                  "a": getattr(result, "observed_a", None), "b": getattr(result, "observed_b", None),
-                  "reason": getattr(result, "reason", None)})
+    return clean(
+        {
+            "observed": result.observed,
+            "p_value": result.p_value,
+            "n": result.n,
+            "n_perm": result.n_perm,
+            "a": getattr(result, "observed_a", None),
+            "b": getattr(result, "observed_b", None),
+            "reason": getattr(result, "reason", None),
+        }
+    )
 
 
 def fmt(m: Measure | dict[str, Any], digits: int = 3) -> str:
@@ -142,8 +164,10 @@ def fmt(m: Measure | dict[str, Any], digits: int = 3) -> str:
     if d.get("value") is None:
         return f"NaN ({d.get('reason', 'undefined')}; n={d.get('n')})"
     ci = f" [{d['ci_low']:.{digits}f}, {d['ci_high']:.{digits}f}]" if d.get("ci_low") is not None else ""
-    return (f"{d['value']:.{digits}f}{ci} "
-            f"(n={d['n']}{', failed ' + str(d['n_failed']) if d.get('n_failed') else ''})")
+    return (
+        f"{d['value']:.{digits}f}{ci} "
+        f"(n={d['n']}{', failed ' + str(d['n_failed']) if d.get('n_failed') else ''})"
+    )
 
 
 def fmt_num(x: float | None, digits: int = 3) -> str:

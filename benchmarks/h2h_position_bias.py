@@ -37,8 +37,13 @@ from mitigate.harness import Entry, compare
 from mitigate.measures import Measure
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "h2h_position_bias.json"
-KEYS = ("preference_accuracy", "position_consistency", "preference_fairness", "swap_gain",
-        "longer_preference")
+KEYS = (
+    "preference_accuracy",
+    "position_consistency",
+    "preference_fairness",
+    "swap_gain",
+    "longer_preference",
+)
 
 
 def _r(v: float | None, digits: int = 4) -> float | None:
@@ -46,10 +51,22 @@ def _r(v: float | None, digits: int = 4) -> float | None:
 
 
 def _measure(m: Measure) -> dict[str, Any]:
-    out: dict[str, Any] = {"value": _r(m.value), "ci95": [_r(m.ci_low), _r(m.ci_high)], "n": m.n,
-                           "n_failed": m.n_failed}
-    for key in ("primacy", "recency", "accuracy_decisive", "accuracy_one_order", "accuracy_swap", "p_value",
-                "p_longer", "n_gold_ties"):
+    out: dict[str, Any] = {
+        "value": _r(m.value),
+        "ci95": [_r(m.ci_low), _r(m.ci_high)],
+        "n": m.n,
+        "n_failed": m.n_failed,
+    }
+    for key in (
+        "primacy",
+        "recency",
+        "accuracy_decisive",
+        "accuracy_one_order",
+        "accuracy_swap",
+        "p_value",
+        "p_longer",
+        "n_gold_ties",
+    ):
         if key in m.extra:
             out[key] = _r(m.extra[key]) if isinstance(m.extra[key], float) else m.extra[key]
     return out
@@ -57,8 +74,16 @@ def _measure(m: Measure) -> dict[str, Any]:
 
 async def dimension(criterion: str, n_boot: int, folder: Path) -> dict[str, Any]:
     """Every pairwise measure of the released head-to-head on one dimension."""
-    result = await compare("summeval-h2h", criterion, [Entry.from_released("chatgpt-h2h", criterion)],
-                           out_dir=folder / criterion, progress=False, n_boot=n_boot, n_perm=5000, seed=0)
+    result = await compare(
+        "summeval-h2h",
+        criterion,
+        [Entry.from_released("chatgpt-h2h", criterion)],
+        out_dir=folder / criterion,
+        progress=False,
+        n_boot=n_boot,
+        n_perm=5000,
+        seed=0,
+    )
     entry = result.entries[0]
     gold = [it.gold for it in result.items]
     out: dict[str, Any] = {
@@ -78,29 +103,38 @@ async def dimension(criterion: str, n_boot: int, folder: Path) -> dict[str, Any]
             "n": pc[pair]["n"],
             "position_consistency": [_r(pc[pair]["value"]), _r(pc[pair]["ci_low"]), _r(pc[pair]["ci_high"])],
             "preference_fairness": [_r(pf[pair]["value"]), _r(pf[pair]["ci_low"]), _r(pf[pair]["ci_high"])],
-            "primacy": pf[pair]["primacy"], "recency": pf[pair]["recency"],
+            "primacy": pf[pair]["primacy"],
+            "recency": pf[pair]["recency"],
         }
     return out
 
 
 def print_tables(results: dict[str, Any]) -> None:
     """Human-readable tables on stdout."""
-    print(f"{'dimension':<12}{'accuracy':>22}{'pos. consistency':>22}{'pref. fairness':>24}{'swap gain':>24}"
-          f"{'longer lean':>22}{'gold lean':>22}")
+    print(
+        f"{'dimension':<12}{'accuracy':>22}{'pos. consistency':>22}{'pref. fairness':>24}{'swap gain':>24}"
+        f"{'longer lean':>22}{'gold lean':>22}"
+    )
     for c, d in results["dimensions"].items():
+
         def cell(m: dict[str, Any]) -> str:
             return f"{m['value']:+.3f} [{m['ci95'][0]:+.3f}, {m['ci95'][1]:+.3f}]"
+
         m = d["measures"]
-        print(f"{c:<12}{cell(m['preference_accuracy']):>22}{cell(m['position_consistency']):>22}"
-              f"{cell(m['preference_fairness']):>24}{cell(m['swap_gain']):>24}{cell(m['longer_preference']):>22}"
-              f"{cell(d['gold_longer_preference']):>22}")
+        print(
+            f"{c:<12}{cell(m['preference_accuracy']):>22}{cell(m['position_consistency']):>22}"
+            f"{cell(m['preference_fairness']):>24}{cell(m['swap_gain']):>24}{cell(m['longer_preference']):>22}"
+            f"{cell(d['gold_longer_preference']):>22}"
+        )
     print("\nPer system pair: position consistency / preference fairness")
     pairs = list(next(iter(results["dimensions"].values()))["per_pair"])
     print(f"{'pair':<12}" + "".join(f"{c:>24}" for c in results["dimensions"]))
     for pair in pairs:
-        cells = [f"{d['per_pair'][pair]['position_consistency'][0]:.2f} / "
-                 f"{d['per_pair'][pair]['preference_fairness'][0]:+.2f}"
-                 for d in results["dimensions"].values()]
+        cells = [
+            f"{d['per_pair'][pair]['position_consistency'][0]:.2f} / "
+            f"{d['per_pair'][pair]['preference_fairness'][0]:+.2f}"
+            for d in results["dimensions"].values()
+        ]
         print(f"{pair:<12}" + "".join(f"{c:>24}" for c in cells))
 
 
@@ -115,7 +149,7 @@ def main() -> None:
         dims = {c: asyncio.run(dimension(c, args.n_boot, Path(tmp))) for c in CRITERIA}
     results = {
         "what": "ChatGPT (gpt-3.5-turbo-0301) head-to-head verdicts of Shen et al. 2023, both orders, "
-                "through the recorded-judgments path; gold = higher mean of 3 expert ratings, tie when equal",
+        "through the recorded-judgments path; gold = higher mean of 3 expert ratings, tie when equal",
         "command": "python benchmarks/h2h_position_bias.py"
         + (f" --n-boot {args.n_boot}" if args.n_boot != 1000 else ""),
         "n_boot": args.n_boot,

@@ -95,8 +95,11 @@ Text:
 Give a score from 0 to 100, where 0 is the worst and 100 the best. Reply with "Score: " followed by a whole number from 0 to 100, and nothing else."""  # noqa: E501 - the template's own lines, kept as written
 """The judge prompt per criterion (this project's wording), on the humans' 0-100 scale."""
 
-PAPER = {"measure": "total BiasScore", "random_8": {"GPT-3.5": 0.38, "Llama2-13B": 0.17},
-         "highest_rs_8": {"GPT-3.5": 0.32, "Llama2-13B": 0.02}}
+PAPER = {
+    "measure": "total BiasScore",
+    "random_8": {"GPT-3.5": 0.38, "Llama2-13B": 0.17},
+    "highest_rs_8": {"GPT-3.5": 0.32, "Llama2-13B": 0.02},
+}
 
 
 def split_docs(bench: Benchmark, seed: int) -> tuple[list[Item], list[Item]]:
@@ -122,66 +125,114 @@ def rounded(m: Any) -> Any:
     return m.model_copy(update={"demos_": demos})
 
 
-async def one_criterion(c: str, train: list[Item], test: list[Item], bench: Benchmark, lm: Any,
-                        args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
+async def one_criterion(
+    c: str,
+    train: list[Item],
+    test: list[Item],
+    bench: Benchmark,
+    lm: Any,
+    args: argparse.Namespace,
+    timer: Timer,
+) -> dict[str, Any]:
     """Fit both demo sets for criterion ``c``, compare them on the test items, and test the differences."""
     base = PromptJudge(prompt_for(c), lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
-    train_bench = Benchmark(name="webnlg-train", items=tuple(it for it in train if c in it.human),
-                            criteria=(c,), scale=bench.scale)
+    train_bench = Benchmark(
+        name="webnlg-train",
+        items=tuple(it for it in train if c in it.human),
+        criteria=(c,),
+        scale=bench.scale,
+    )
     task = GENERATION_TASKS["webnlg"]
     t0 = time.perf_counter()
     rnd = rounded(RandomDemosPreset(k=args.k, seed=args.seed, criterion=c).build().fit(train_bench))
-    hrs_raw = await HighestRSDemosPreset(k=args.k, criterion=c, pool_size=args.pool, seed=args.seed,
-                                         task=task).build().afit(
-        train_bench, base, lm=lm, progress=args.progress, concurrency=args.concurrency)
+    hrs_raw = (
+        await HighestRSDemosPreset(k=args.k, criterion=c, pool_size=args.pool, seed=args.seed, task=task)
+        .build()
+        .afit(train_bench, base, lm=lm, progress=args.progress, concurrency=args.concurrency)
+    )
     hrs = rounded(hrs_raw)
     timer.mark(f"{c}: fit", t0)
-    test_bench = Benchmark(name="webnlg-test", items=tuple(select_items(test, args.n)), criteria=(c,),
-                           scale=bench.scale)
-    entries = [Entry.from_pipeline(f"random-{args.k}", base, Pipeline([rnd])),
-               Entry.from_pipeline(f"highest-rs-{args.k}", base, Pipeline([hrs]))]
+    test_bench = Benchmark(
+        name="webnlg-test", items=tuple(select_items(test, args.n)), criteria=(c,), scale=bench.scale
+    )
+    entries = [
+        Entry.from_pipeline(f"random-{args.k}", base, Pipeline([rnd])),
+        Entry.from_pipeline(f"highest-rs-{args.k}", base, Pipeline([hrs])),
+    ]
     t0 = time.perf_counter()
-    result = await compare(test_bench, c, entries, out_dir=args.run_dir / c, concurrency=args.concurrency,
-                           likelihood=LikelihoodScorer(lm), likelihood_task=task, progress=args.progress,
-                           n_boot=args.n_boot, n_perm=args.n_perm, seed=args.seed, restart=args.restart)
+    result = await compare(
+        test_bench,
+        c,
+        entries,
+        out_dir=args.run_dir / c,
+        concurrency=args.concurrency,
+        likelihood=LikelihoodScorer(lm),
+        likelihood_task=task,
+        progress=args.progress,
+        n_boot=args.n_boot,
+        n_perm=args.n_perm,
+        seed=args.seed,
+        restart=args.restart,
+    )
     timer.mark(f"{c}: compare", t0)
     ls = np.array([np.nan if r.ls is None else r.ls for r in result.items])
     human = M.human_scores(list(test_bench.items), c)
-    us = {e.name: M.unfairness_scores(np.array([np.nan if s is None else s for s in e.scores(c)]), human)
-          for e in result.entries}
+    us = {
+        e.name: M.unfairness_scores(np.array([np.nan if s is None else s for s in e.scores(c)]), human)
+        for e in result.entries
+    }
     rname, hname = (e.name for e in result.entries)
-    bias_test = paired_permutation_test(us[hname], us[rname], ls, "spearman", n_perm=args.n_perm,
-                                        seed=args.seed)
+    bias_test = paired_permutation_test(
+        us[hname], us[rname], ls, "spearman", n_perm=args.n_perm, seed=args.seed
+    )
     out = {
-        "n_train_items": len(train_bench.items), "n_test_items": len(test_bench.items),
+        "n_train_items": len(train_bench.items),
+        "n_test_items": len(test_bench.items),
         "demos": {
             rname: [{"id": d.item.id, "human": d.score} for d in rnd.demos_],
-            hname: [{"id": d.item.id, "human": d.score, "rs": (hrs_raw.selector_.rs_ or {}).get(d.item.id)}
-                    for d in hrs.demos_],
+            hname: [
+                {"id": d.item.id, "human": d.score, "rs": (hrs_raw.selector_.rs_ or {}).get(d.item.id)}
+                for d in hrs.demos_
+            ],
         },
-        "fit": {"pool": hrs_raw.selector_.n_pool_, "parse_failures": hrs_raw.selector_.n_parse_failures_,
-                "excluded": hrs_raw.selector_.n_excluded_},
-        "entries": {e.name: {"bias_score": measure_json(e.measures["bias-score"]),
-                             "spearman_item": measure_json(e.measures["spearman-item"]),
-                             "kendall_item": measure_json(e.measures["kendall-item"]),
-                             "run": e.summary.model_dump(mode="json")} for e in result.entries},
+        "fit": {
+            "pool": hrs_raw.selector_.n_pool_,
+            "parse_failures": hrs_raw.selector_.n_parse_failures_,
+            "excluded": hrs_raw.selector_.n_excluded_,
+        },
+        "entries": {
+            e.name: {
+                "bias_score": measure_json(e.measures["bias-score"]),
+                "spearman_item": measure_json(e.measures["spearman-item"]),
+                "kendall_item": measure_json(e.measures["kendall-item"]),
+                "run": e.summary.model_dump(mode="json"),
+            }
+            for e in result.entries
+        },
         "highest_rs_minus_random": {
             "spearman_item": result.entries[1].comparison.model_dump(mode="json")
-            if result.entries[1].comparison else None,
+            if result.entries[1].comparison
+            else None,
             "bias_score": perm_json(bias_test),
         },
     }
     print(f"\n== {c}: n={len(test_bench.items)} test items ({len(train_bench.items)} train), k={args.k} ==")
     for e in result.entries:
-        print(f"{e.name:<14} BiasScore {fmt(e.measures['bias-score'])}  Spearman "
-              f"{fmt(e.measures['spearman-item'])}")
+        print(
+            f"{e.name:<14} BiasScore {fmt(e.measures['bias-score'])}  Spearman "
+            f"{fmt(e.measures['spearman-item'])}"
+        )
     cmp_ = result.entries[1].comparison
     if cmp_ is not None:
-        spearman = (f"diff {cmp_.observed:+.3f} [{cmp_.ci_low}, {cmp_.ci_high}], p={cmp_.p_value} "
-                    f"(n={cmp_.n})"
-                    if cmp_.reason is None else f"undefined ({cmp_.reason})")
-        print(f"highest-rs - random: Spearman {spearman}; BiasScore "
-              f"{fmt_test(out['highest_rs_minus_random']['bias_score'])}")
+        spearman = (
+            f"diff {cmp_.observed:+.3f} [{cmp_.ci_low}, {cmp_.ci_high}], p={cmp_.p_value} (n={cmp_.n})"
+            if cmp_.reason is None
+            else f"undefined ({cmp_.reason})"
+        )
+        print(
+            f"highest-rs - random: Spearman {spearman}; BiasScore "
+            f"{fmt_test(out['highest_rs_minus_random']['bias_score'])}"
+        )
     return out
 
 
@@ -197,19 +248,35 @@ async def main_async(args: argparse.Namespace) -> None:
     finally:
         await lm.aclose()
     names = [f"random-{args.k}", f"highest-rs-{args.k}"]
-    mean_bias = {n: float(np.mean([v if (v := results[c]["entries"][n]["bias_score"]["value"]) is not None
-                                   else np.nan for c in results])) for n in names}
-    print(f"\nmean BiasScore over {list(results)}: "
-          + ", ".join(f"{n} {v:.3f}" for n, v in mean_bias.items()))
-    path = write_summary(args, "highest_rs_webnlg.py", {
-        "what": "BiasScore and Spearman with humans, random vs highest-RS demos, WebNLG 2020 (Ohi "
-                "et al. 2024)",
-        "paper": PAPER, "split": "inputs (doc_id) halved with --seed; demos fitted on the train half only",
-        "criteria": results,
-        "mean_bias_score_over_criteria": mean_bias,
-        "note": "the mean over the criteria run is our aggregate; the paper's 'total' BiasScore may be "
-                "defined differently",
-    }, timer)
+    mean_bias = {
+        n: float(
+            np.mean(
+                [
+                    v if (v := results[c]["entries"][n]["bias_score"]["value"]) is not None else np.nan
+                    for c in results
+                ]
+            )
+        )
+        for n in names
+    }
+    print(
+        f"\nmean BiasScore over {list(results)}: " + ", ".join(f"{n} {v:.3f}" for n, v in mean_bias.items())
+    )
+    path = write_summary(
+        args,
+        "highest_rs_webnlg.py",
+        {
+            "what": "BiasScore and Spearman with humans, random vs highest-RS demos, WebNLG 2020 (Ohi "
+            "et al. 2024)",
+            "paper": PAPER,
+            "split": "inputs (doc_id) halved with --seed; demos fitted on the train half only",
+            "criteria": results,
+            "mean_bias_score_over_criteria": mean_bias,
+            "note": "the mean over the criteria run is our aggregate; the paper's 'total' BiasScore may be "
+            "defined differently",
+        },
+        timer,
+    )
     print(f"wrote {path}", file=sys.stderr)
 
 
@@ -217,8 +284,13 @@ def main(argv: list[str] | None = None) -> None:
     """Command-line entry (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_args(ap, name="highest_rs_webnlg", default_n=300)
-    ap.add_argument("--criteria", nargs="+", default=["fluency"], choices=sorted(DEFINITIONS),
-                    help="WebNLG criteria to evaluate (default fluency)")
+    ap.add_argument(
+        "--criteria",
+        nargs="+",
+        default=["fluency"],
+        choices=sorted(DEFINITIONS),
+        help="WebNLG criteria to evaluate (default fluency)",
+    )
     ap.add_argument("--k", type=int, default=8, help="demos per set (the paper's 8)")
     ap.add_argument("--pool", type=int, default=200, help="training items judged and scored to rank by RS")
     args = ap.parse_args(argv)

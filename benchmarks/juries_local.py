@@ -111,8 +111,9 @@ def _pick_systems(items: list[Item], criterion: str, k: int) -> list[str]:
     return [ranked[i] for i in idx]
 
 
-def round_robin(criterion: str, docs: int, systems: int, seed: int) -> tuple[list[Item], list[Item],
-                                                                             dict[str, float]]:
+def round_robin(
+    criterion: str, docs: int, systems: int, seed: int
+) -> tuple[list[Item], list[Item], dict[str, float]]:
     """(single items, pairwise items, each chosen system's mean expert score over the chosen articles)."""
     bench = load("summeval")
     chosen = _pick_systems(list(bench.items), criterion, systems)
@@ -128,10 +129,18 @@ def round_robin(criterion: str, docs: int, systems: int, seed: int) -> tuple[lis
         for x, y in itertools.combinations(sorted(chosen), 2):
             a, b = by_doc[d][x], by_doc[d][y]
             ha, hb = a.human[criterion], b.human[criterion]
-            pairs.append(Item(id=f"{d}/{x}-{y}", output=a.output, output_b=b.output, inputs=dict(a.inputs),
-                              system=x,
-                              system_b=y, doc_id=d, preference={criterion: "A" if ha > hb else "B" if ha < hb
-                                                                else "tie"}))
+            pairs.append(
+                Item(
+                    id=f"{d}/{x}-{y}",
+                    output=a.output,
+                    output_b=b.output,
+                    inputs=dict(a.inputs),
+                    system=x,
+                    system_b=y,
+                    doc_id=d,
+                    preference={criterion: "A" if ha > hb else "B" if ha < hb else "tie"},
+                )
+            )
     means = {s: float(np.mean([by_doc[d][s].human[criterion] for d in picked])) for s in chosen}
     return singles, pairs, means
 
@@ -159,7 +168,8 @@ def part_distribution(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
     singles, pairs, means = round_robin(crit, args.docs, args.systems, args.seed)
     prompt = JudgePrompt.from_template(PAIRWISE.format(criterion=crit, definition=DEFINITIONS[crit]))
     judge = PairwiseDistribution(source="logprobs").wrap(
-        PromptJudge(prompt, lm, JudgeConfig(max_tokens=8, constrain="format")))
+        PromptJudge(prompt, lm, JudgeConfig(max_tokens=8, constrain="format"))
+    )
     t0 = time.time()
     pj = asyncio.run(run(judge, pairs, concurrency=1, desc="pairs, both orders")).judgments
     single_prompt = JudgePrompt.from_template(prompt_text(f"summeval-{crit}"))
@@ -176,25 +186,36 @@ def part_distribution(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
     dist_verdict = [preference_verdict(p) if p else None for p in pooled]
     dist_rel = [verdict_relation(v) for v in dist_verdict]
     nb, seed = args.n_boot, args.seed
-    acc = {"first order only": _accuracy(first_text, gold),
-           "hard, both orders agree": _accuracy(hard_verdict, gold),
-           "distribution, pooled": _accuracy(dist_verdict, gold)}
-    out: dict[str, Any] = {"criterion": crit, "systems": list(means), "system_expert_mean": means,
-                           "articles": args.docs, "pairs": len(pairs), "singles": len(singles),
-                           "seconds_judging": seconds, "gold_ties": sum(g == "tie" for g in gold),
-                           "failed_pairs": sum(j.verdict is None for j in pj),
-                           "accuracy": {k: boot_mean(v, nb, seed) for k, v in acc.items()},
-                           "accuracy_distribution_minus_hard": paired_diff(acc["distribution, pooled"],
-                                                                          acc["hard, both orders agree"], nb,
-                                                                           seed)}
+    acc = {
+        "first order only": _accuracy(first_text, gold),
+        "hard, both orders agree": _accuracy(hard_verdict, gold),
+        "distribution, pooled": _accuracy(dist_verdict, gold),
+    }
+    out: dict[str, Any] = {
+        "criterion": crit,
+        "systems": list(means),
+        "system_expert_mean": means,
+        "articles": args.docs,
+        "pairs": len(pairs),
+        "singles": len(singles),
+        "seconds_judging": seconds,
+        "gold_ties": sum(g == "tie" for g in gold),
+        "failed_pairs": sum(j.verdict is None for j in pj),
+        "accuracy": {k: boot_mean(v, nb, seed) for k, v in acc.items()},
+        "accuracy_distribution_minus_hard": paired_diff(
+            acc["distribution, pooled"], acc["hard, both orders agree"], nb, seed
+        ),
+    }
     cycles: dict[str, Any] = {}
     for k in (3, 4):
         hard_k, dist_k = _cycle_rate_by_doc(pairs, hard_rel, k), _cycle_rate_by_doc(pairs, dist_rel, k)
         ok = np.isfinite(hard_k) & np.isfinite(dist_k)
-        cycles[f"NTR{k}"] = {"hard": boot_mean(hard_k[ok], nb, seed),
-                             "distribution": boot_mean(dist_k[ok], nb, seed),
-                             "distribution_minus_hard": paired_diff(dist_k[ok], hard_k[ok], nb, seed),
-                             "articles": int(ok.sum())}
+        cycles[f"NTR{k}"] = {
+            "hard": boot_mean(hard_k[ok], nb, seed),
+            "distribution": boot_mean(dist_k[ok], nb, seed),
+            "distribution_minus_hard": paired_diff(dist_k[ok], hard_k[ok], nb, seed),
+            "articles": int(ok.sum()),
+        }
     out["cycles"] = cycles
     score_of = {it.id: j for it, j in zip(singles, sj, strict=True)}
     fmt = single_prompt.format
@@ -215,23 +236,34 @@ def part_distribution(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
     exp_b = [single(p, "B").scores.get(crit) for p in pairs]
     conflict: dict[str, Any] = {}
     hits = {}
-    for name, (xa, xb, rel) in {"parsed score, hard pair": (parsed_a, parsed_b, hard_rel),
-                                "expected score, distribution pair": (exp_a, exp_b, dist_rel),
-                                "expected score, hard pair": (exp_a, exp_b, hard_rel),
-                                "parsed score, distribution pair": (parsed_a, parsed_b, dist_rel)}.items():
+    for name, (xa, xb, rel) in {
+        "parsed score, hard pair": (parsed_a, parsed_b, hard_rel),
+        "expected score, distribution pair": (exp_a, exp_b, dist_rel),
+        "expected score, hard pair": (exp_a, exp_b, hard_rel),
+        "parsed score, distribution pair": (parsed_a, parsed_b, dist_rel),
+    }.items():
         m = score_pair_conflict(xa, xb, rel, ci=True, n_boot=nb, seed=seed)
-        conflict[name] = {"value": m.value, "ci": [m.ci_low, m.ci_high], "n": m.n, "n_failed": m.n_failed,
-                          "by_kind": m.extra.get("by_kind")}
+        conflict[name] = {
+            "value": m.value,
+            "ci": [m.ci_low, m.ci_high],
+            "n": m.n,
+            "n_failed": m.n_failed,
+            "by_kind": m.extra.get("by_kind"),
+        }
         from mitigate.measures._pairwise_distribution import score_relation
-        hits[name] = np.array([np.nan if score_relation(a, b) is None or r is None
-                               else float(score_relation(a, b) != r)
-                               for a, b, r in zip(xa, xb, rel, strict=True)])
-    both = np.isfinite(hits["parsed score, hard pair"]) & np.isfinite(hits["expected score, "
-                                                                           "distribution pair"])
-    conflict["distribution minus hard (paired)"] = paired_diff(hits["expected score, "
-                                                                    "distribution pair"][both],
-                                                               hits["parsed score, hard pair"][both], nb,
-                                                               seed)
+
+        hits[name] = np.array(
+            [
+                np.nan if score_relation(a, b) is None or r is None else float(score_relation(a, b) != r)
+                for a, b, r in zip(xa, xb, rel, strict=True)
+            ]
+        )
+    both = np.isfinite(hits["parsed score, hard pair"]) & np.isfinite(
+        hits["expected score, distribution pair"]
+    )
+    conflict["distribution minus hard (paired)"] = paired_diff(
+        hits["expected score, distribution pair"][both], hits["parsed score, hard pair"][both], nb, seed
+    )
     out["score_vs_pair_conflict"] = conflict
     bt: dict[str, Any] = {}
     for name, verdicts in (("hard, each order a comparison", None), ("distribution, pooled", dist_verdict)):
@@ -240,14 +272,20 @@ def part_distribution(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
             for p, a, b in zip(pairs, first_text, swap_text, strict=True):
                 comps += [(p.system, p.system_b, {"A": 1.0, "B": 0.0, "tie": 0.5}[v]) for v in (a, b) if v]
         else:
-            comps = [(p.system, p.system_b, {"A": 1.0, "B": 0.0, "tie": 0.5}[v])
-                     for p, v in zip(pairs, verdicts, strict=True) if v]
+            comps = [
+                (p.system, p.system_b, {"A": 1.0, "B": 0.0, "tie": 0.5}[v])
+                for p, v in zip(pairs, verdicts, strict=True)
+                if v
+            ]
         try:
             fit = fit_bradley_terry(comps, others={"expert mean": means})  # type: ignore[arg-type]
-            bt[name] = {"order": list(fit.ranking.order),
-                        "kendall_vs_expert_mean": fit.ranking.kendall["expert mean"],
-                        "rank_intervals": {r.group: [r.low, r.high] for r in fit.ranking.ranks},
-                        "cycles": fit.cycles, "abilities": fit.abilities}
+            bt[name] = {
+                "order": list(fit.ranking.order),
+                "kendall_vs_expert_mean": fit.ranking.kendall["expert mean"],
+                "rank_intervals": {r.group: [r.low, r.high] for r in fit.ranking.ranks},
+                "cycles": fit.cycles,
+                "abilities": fit.abilities,
+            }
         except Exception as exc:
             bt[name] = {"error": str(exc)}
     out["expert_order"] = sorted(means, key=lambda s: -means[s])
@@ -261,8 +299,11 @@ def part_reference(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
     items = [bench.items[i] for i in sorted(rng.choice(len(bench.items), size=args.n, replace=False))]
     prompt = JudgePrompt.from_template(LLMBAR_STYLE)
     base = PromptJudge(prompt, lm, JudgeConfig(max_tokens=8, constrain="format"))
-    arms = {"plain": PositionSwap(), "solve-first": SolveFirst(max_tokens=args.ref_tokens) | PositionSwap(),
-            "reference-revision": ReferenceRevision(max_tokens=args.ref_tokens) | PositionSwap()}
+    arms = {
+        "plain": PositionSwap(),
+        "solve-first": SolveFirst(max_tokens=args.ref_tokens) | PositionSwap(),
+        "reference-revision": ReferenceRevision(max_tokens=args.ref_tokens) | PositionSwap(),
+    }
     gold = [it.preference["overall"] for it in items]
     per: dict[str, np.ndarray] = {}
     out: dict[str, Any] = {"n": len(items), "ref_tokens": args.ref_tokens, "arms": {}}
@@ -273,13 +314,16 @@ def part_reference(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
         s = [presented_to_text((j.meta.get("orders") or {}).get("swapped"), "swapped") for j in js]
         both = (_accuracy(o, gold) + _accuracy(s, gold)) / 2
         per[name] = both
-        out["arms"][name] = {"acc_both_orders": boot_mean(both, args.n_boot, args.seed),
-                             "acc_first_order": boot_mean(_accuracy(o, gold), args.n_boot, args.seed),
-                             "position_consistent": float(np.mean([a == b and a is not None for a,
-                                                                   b in zip(o, s,
-                                                                                                           strict=True)])),
-                             "failed": sum(j.error is not None or bool(j.failures) for j in js),
-                             "calls": sum(j.calls + j.cached_calls for j in js), "seconds": time.time() - t0}
+        out["arms"][name] = {
+            "acc_both_orders": boot_mean(both, args.n_boot, args.seed),
+            "acc_first_order": boot_mean(_accuracy(o, gold), args.n_boot, args.seed),
+            "position_consistent": float(
+                np.mean([a == b and a is not None for a, b in zip(o, s, strict=True)])
+            ),
+            "failed": sum(j.error is not None or bool(j.failures) for j in js),
+            "calls": sum(j.calls + j.cached_calls for j in js),
+            "seconds": time.time() - t0,
+        }
     for name in ("solve-first", "reference-revision"):
         out["arms"][name]["minus_plain"] = paired_diff(per[name], per["plain"], args.n_boot, args.seed)
     return out
@@ -288,8 +332,9 @@ def part_reference(lm: Any, args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", choices=("distribution", "reference", "both"), default="both")
-    ap.add_argument("--backend", default=None,
-                    help="LM spec (default: the fetched Qwen2.5-Coder 0.5B, local)")
+    ap.add_argument(
+        "--backend", default=None, help="LM spec (default: the fetched Qwen2.5-Coder 0.5B, local)"
+    )
     ap.add_argument("--size", default="0.5b")
     ap.add_argument("--criterion", default="coherence", choices=sorted(DEFINITIONS))
     ap.add_argument("--docs", type=int, default=12)
@@ -306,6 +351,7 @@ def main() -> None:
     out: dict[str, Any] = {"command": " ".join(["python", *sys.argv]), "backend": spec}
     if args.out.exists():
         import json
+
         out = {**json.loads(args.out.read_text()), **out}
     if args.part in ("distribution", "both"):
         out["distribution"] = part_distribution(lm, args)
@@ -320,8 +366,10 @@ def main() -> None:
     if args.part in ("reference", "both"):
         out["reference"] = part_reference(lm, args)
         for k, v in out["reference"]["arms"].items():
-            print(f"{k:20s} both {fmt_ci(v['acc_both_orders'])} first {fmt_ci(v['acc_first_order'])} "
-                  f"{('minus plain ' + fmt_ci(v['minus_plain'])) if 'minus_plain' in v else ''}")
+            print(
+                f"{k:20s} both {fmt_ci(v['acc_both_orders'])} first {fmt_ci(v['acc_first_order'])} "
+                f"{('minus plain ' + fmt_ci(v['minus_plain'])) if 'minus_plain' in v else ''}"
+            )
     write_json(args.out, out)
     print(f"wrote {args.out}")
 

@@ -106,10 +106,16 @@ def _annotators(members: dict[str, Table]) -> tuple[list[str], list[list[str | N
     return names, [list(row) for row in zip(*cols, strict=True)]
 
 
-def _ds_predict(votes: list[list[str | None]], names: list[str], fit_rows: np.ndarray, gold: list[str] | None,
-                rows: np.ndarray) -> list[str | None]:
-    model = fit_dawid_skene([votes[i] for i in fit_rows], names,
-                            gold=[gold[i] for i in fit_rows] if gold is not None else None)
+def _ds_predict(
+    votes: list[list[str | None]],
+    names: list[str],
+    fit_rows: np.ndarray,
+    gold: list[str] | None,
+    rows: np.ndarray,
+) -> list[str | None]:
+    model = fit_dawid_skene(
+        [votes[i] for i in fit_rows], names, gold=[gold[i] for i in fit_rows] if gold is not None else None
+    )
     return [_mode(dawid_skene_posterior(model, votes[i])) for i in rows]
 
 
@@ -127,13 +133,15 @@ def panel_rows(members: dict[str, Table], n_boot: int, seed: int, labels: int, d
     best = max(names, key=lambda m: correct[m].mean())
     ann, votes = _annotators(members)
     first_votes = [[members[m].orig[i] for m in names] for i in range(n)]
-    pooled = [[*(members[m].orig[i] for m in names),
-               *(members[m].swap[i] for m in names if members[m].two_orders)]
-              for i in range(n)]
+    pooled = [
+        [*(members[m].orig[i] for m in names), *(members[m].swap[i] for m in names if members[m].two_orders)]
+        for i in range(n)
+    ]
     arms: dict[str, np.ndarray] = {f"best member ({best}, first order)": correct[best]}
     arms["majority, both orders pooled (strict)"] = hits([_majority(v, strict=True) for v in pooled], gold)
-    arms["majority, first order (split = tie)"] = hits([_majority(v, strict=False) for v in first_votes],
-                                                       gold)
+    arms["majority, first order (split = tie)"] = hits(
+        [_majority(v, strict=False) for v in first_votes], gold
+    )
     everyone = np.arange(n)
     arms["Dawid-Skene (EM, no gold)"] = hits(_ds_predict(votes, ann, everyone, None, everyone), gold)
     fold = np.random.default_rng(seed).permutation(n) % 2
@@ -145,43 +153,70 @@ def panel_rows(members: dict[str, Table], n_boot: int, seed: int, labels: int, d
     arms["Dawid-Skene (supervised, 2 folds)"] = hits(crossfit, gold)
     vetoed = []
     for i in range(n):
-        j = Judgment(item_id=ids[i],
-                     verdict=_POS.get(_majority(first_votes[i], strict=False) or "",
-                                      None),  # type: ignore[arg-type]
-                     meta={"panel": {"members": {"verdict": {m: _POS.get(members[m].orig[i] or "")
-                                                             for m in names}}}})
+        j = Judgment(
+            item_id=ids[i],
+            verdict=_POS.get(_majority(first_votes[i], strict=False) or "", None),  # type: ignore[arg-type]
+            meta={"panel": {"members": {"verdict": {m: _POS.get(members[m].orig[i] or "") for m in names}}}},
+        )
         vetoed.append(veto(j, (best,), 1, None))
     veto_text = [{"first": "A", "second": "B", "tie": "tie"}.get(j.verdict or "") for j in vetoed]
     arms[f"minority veto (vetoer {best}, over the first-order majority)"] = hits(veto_text, gold)
     base_key = "majority, both orders pooled (strict)"
     best_key = f"best member ({best}, first order)"
-    out: dict[str, Any] = {"members": names, "n": n, "best_member": best,
-                           "member_acc": {m: float(c.mean()) for m, c in correct.items()}, "arms": {}}
+    out: dict[str, Any] = {
+        "members": names,
+        "n": n,
+        "best_member": best,
+        "member_acc": {m: float(c.mean()) for m, c in correct.items()},
+        "arms": {},
+    }
     for k, v in arms.items():
-        out["arms"][k] = {"acc": boot_mean(v, n_boot, seed),
-                          "minus_majority": paired_diff(v, arms[base_key], n_boot,
-                                                                                           seed),
-                          "minus_best": paired_diff(v, arms[best_key], n_boot, seed)}
+        out["arms"][k] = {
+            "acc": boot_mean(v, n_boot, seed),
+            "minus_majority": paired_diff(v, arms[base_key], n_boot, seed),
+            "minus_best": paired_diff(v, arms[best_key], n_boot, seed),
+        }
     out["vetoed_share"] = float(np.mean(["vetoed" in j.flags for j in vetoed]))
     out["few_labels"] = few_labels(votes, ann, gold, arms[base_key], arms[best_key], labels, draws, seed)
-    neff = effective_votes(verdict_errors(first_votes, gold), members=names, ci=True, n_boot=n_boot,
-                           seed=seed)
-    out["effective_votes"] = {"value": neff.value, "ci": [neff.ci_low, neff.ci_high],
-                              "rho": neff.extra.get("rho"),
-                              "n_members": len(names), "reason": neff.reason}
+    neff = effective_votes(
+        verdict_errors(first_votes, gold), members=names, ci=True, n_boot=n_boot, seed=seed
+    )
+    out["effective_votes"] = {
+        "value": neff.value,
+        "ci": [neff.ci_low, neff.ci_high],
+        "rho": neff.extra.get("rho"),
+        "n_members": len(names),
+        "reason": neff.reason,
+    }
     em = fit_dawid_skene(first_votes, names)
     out["member_balanced_accuracy"] = {
-        m: {"dawid_skene_no_gold": em.balanced_accuracy(m),
-            "observed": float(np.mean([np.mean([v == g for v, g in zip(members[m].orig, gold, strict=True)
-                                                if g == k])
-                                       for k in ("A", "B")]))} for m in names}
+        m: {
+            "dawid_skene_no_gold": em.balanced_accuracy(m),
+            "observed": float(
+                np.mean(
+                    [
+                        np.mean([v == g for v, g in zip(members[m].orig, gold, strict=True) if g == k])
+                        for k in ("A", "B")
+                    ]
+                )
+            ),
+        }
+        for m in names
+    }
     out["member_confusion_no_gold"] = {m: em.member_matrix(m) for m in names}
     return out
 
 
-def few_labels(votes: list[list[str | None]], ann: list[str], gold: list[str], majority: np.ndarray,
-               best: np.ndarray,
-               k: int, draws: int, seed: int) -> dict[str, Any]:
+def few_labels(
+    votes: list[list[str | None]],
+    ann: list[str],
+    gold: list[str],
+    majority: np.ndarray,
+    best: np.ndarray,
+    k: int,
+    draws: int,
+    seed: int,
+) -> dict[str, Any]:
     """Supervised Dawid-Skene from ``k`` random labelled instances, applied to the rest; over ``draws``
     draws."""
     rng = np.random.default_rng(seed + 7)
@@ -197,11 +232,19 @@ def few_labels(votes: list[list[str | None]], ann: list[str], gold: list[str], m
 
     def summary(x: list[float]) -> dict[str, float]:
         a = np.array(x)
-        return {"mean": float(a.mean()), "p05": float(np.quantile(a, 0.05)),
-                "p95": float(np.quantile(a, 0.95))}
+        return {
+            "mean": float(a.mean()),
+            "p05": float(np.quantile(a, 0.05)),
+            "p95": float(np.quantile(a, 0.95)),
+        }
 
-    return {"labels": k, "draws": draws, "acc": summary(acc), "minus_majority": summary(d_maj),
-            "minus_best": summary(d_best)}
+    return {
+        "labels": k,
+        "draws": draws,
+        "acc": summary(acc),
+        "minus_majority": summary(d_maj),
+        "minus_best": summary(d_best),
+    }
 
 
 # --------------------------------------------------------------------------------------------- 2.
@@ -220,8 +263,11 @@ def bradley_terry_h2h(n_boot: int, seed: int) -> dict[str, Any]:
                 continue
             if r.verdict is not None:
                 first_is_1 = r.order == "original"
-                text = {"first": "A" if first_is_1 else "B", "second": "B" if first_is_1 else "A",
-                        "tie": "tie"}[r.verdict]
+                text = {
+                    "first": "A" if first_is_1 else "B",
+                    "second": "B" if first_is_1 else "A",
+                    "tie": "tie",
+                }[r.verdict]
                 judged.append((r.system_1, r.system_2, {"A": 1.0, "B": 0.0, "tie": 0.5}[text]))
                 docs.append(r.doc_id)
             key = (r.pair, r.doc_id)
@@ -234,19 +280,27 @@ def bradley_terry_h2h(n_boot: int, seed: int) -> dict[str, Any]:
             system_mean.setdefault(str(it.system), []).append(it.human[crit])
         means = {s: float(np.mean(v)) for s, v in system_mean.items()}
         gold_fit = fit_bradley_terry(gold)
-        fit = fit_bradley_terry(judged, others={"expert preferences (BT)": gold_fit.abilities,
-                                                 "expert mean score": means})
+        fit = fit_bradley_terry(
+            judged, others={"expert preferences (BT)": gold_fit.abilities, "expert mean score": means}
+        )
         boot = fit_bradley_terry(judged, method="bootstrap", n_boot=n_boot, seed=seed, clusters=docs)
-        out[crit] = {"n_comparisons": fit.n_comparisons, "n_ties": fit.n_ties, "systems": len(fit.systems),
-                     "order": list(fit.ranking.order), "gold_order": list(gold_fit.ranking.order),
-                     "kendall": fit.ranking.kendall,
-                     "gold_vs_mean_score": gold_fit.ranking.kendall if gold_fit.ranking.kendall else None,
-                     "separable_pairs": len(fit.ranking.separable),
-                     "separable_pairs_bootstrap": len(boot.ranking.separable),
-                     "rank_intervals": {r.group: [r.low, r.high] for r in fit.ranking.ranks},
-                     "abilities": fit.abilities, "low": fit.low, "high": fit.high,
-                     "cycles": fit.cycles,
-                     "fisher_vs_bootstrap_se": {s: [fit.se[s], boot.se[s]] for s in fit.systems}}
+        out[crit] = {
+            "n_comparisons": fit.n_comparisons,
+            "n_ties": fit.n_ties,
+            "systems": len(fit.systems),
+            "order": list(fit.ranking.order),
+            "gold_order": list(gold_fit.ranking.order),
+            "kendall": fit.ranking.kendall,
+            "gold_vs_mean_score": gold_fit.ranking.kendall if gold_fit.ranking.kendall else None,
+            "separable_pairs": len(fit.ranking.separable),
+            "separable_pairs_bootstrap": len(boot.ranking.separable),
+            "rank_intervals": {r.group: [r.low, r.high] for r in fit.ranking.ranks},
+            "abilities": fit.abilities,
+            "low": fit.low,
+            "high": fit.high,
+            "cycles": fit.cycles,
+            "fisher_vs_bootstrap_se": {s: [fit.se[s], boot.se[s]] for s in fit.systems},
+        }
     return out
 
 
@@ -256,10 +310,12 @@ def bradley_terry_h2h(n_boot: int, seed: int) -> dict[str, Any]:
 
 def score_vs_pair(lb: dict[str, Table], n_boot: int, seed: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for rating, pairwise in (("GPT-4/Rating", "GPT-4/Vanilla"),
-                             ("GPT-4/Rating_NoRules", "GPT-4/Vanilla_NoRules"),
-                             ("ChatGPT/Rating", "ChatGPT/Vanilla"),
-                             ("ChatGPT/Rating_NoRules", "ChatGPT/Vanilla_NoRules")):
+    for rating, pairwise in (
+        ("GPT-4/Rating", "GPT-4/Vanilla"),
+        ("GPT-4/Rating_NoRules", "GPT-4/Vanilla_NoRules"),
+        ("ChatGPT/Rating", "ChatGPT/Vanilla"),
+        ("ChatGPT/Rating_NoRules", "ChatGPT/Vanilla_NoRules"),
+    ):
         r, p = lb[rating], lb[pairwise]
         if [i.id for i in r.items] != [i.id for i in p.items]:
             raise SystemExit(f"{rating} and {pairwise} judge different instances")
@@ -267,12 +323,24 @@ def score_vs_pair(lb: dict[str, Table], n_boot: int, seed: int) -> dict[str, Any
         sy = [s[1] if s else None for s in r.scores]
         rel = [both_orders_relation(o, s) for o, s in zip(p.orig, p.swap, strict=True)]
         m = score_pair_conflict(sx, sy, rel, ci=True, n_boot=n_boot, seed=seed)
-        one = score_pair_conflict(sx, sy, [{"A": ">", "B": "<", "tie": "="}.get(v or "") if v else None
-                                           for v in p.orig], ci=True, n_boot=n_boot, seed=seed)
+        one = score_pair_conflict(
+            sx,
+            sy,
+            [{"A": ">", "B": "<", "tie": "="}.get(v or "") if v else None for v in p.orig],
+            ci=True,
+            n_boot=n_boot,
+            seed=seed,
+        )
         out[f"{rating} vs {pairwise}"] = {
-            "both_orders": {"value": m.value, "ci": [m.ci_low, m.ci_high], "n": m.n, "n_failed": m.n_failed,
-                            "by_kind": m.extra["by_kind"]},
-            "first_order": {"value": one.value, "ci": [one.ci_low, one.ci_high], "n": one.n}}
+            "both_orders": {
+                "value": m.value,
+                "ci": [m.ci_low, m.ci_high],
+                "n": m.n,
+                "n_failed": m.n_failed,
+                "by_kind": m.extra["by_kind"],
+            },
+            "first_order": {"value": one.value, "ci": [one.ci_low, one.ci_high], "n": one.n},
+        }
     return out
 
 
@@ -306,18 +374,26 @@ def main() -> None:
     out["seconds"] = time.perf_counter() - t0
     write_json(args.out, out)
     for name, p in out["panels"].items():
-        print(f"\n{name} (n={p['n']}; n_eff {p['effective_votes']['value']:.2f}, rho "
-              f"{p['effective_votes']['rho']:.2f})")
+        print(
+            f"\n{name} (n={p['n']}; n_eff {p['effective_votes']['value']:.2f}, rho "
+            f"{p['effective_votes']['rho']:.2f})"
+        )
         for arm, r in p["arms"].items():
-            print(f"  {arm:70s} {fmt_ci(r['acc'])}  -maj {fmt_ci(r['minus_majority'])}  -best "
-                  f"{fmt_ci(r['minus_best'])}")
+            print(
+                f"  {arm:70s} {fmt_ci(r['acc'])}  -maj {fmt_ci(r['minus_majority'])}  -best "
+                f"{fmt_ci(r['minus_best'])}"
+            )
         f = p["few_labels"]
-        print(f"  DS supervised, {f['labels']} labels: {f['acc']['mean']:.3f} "
-              f"({f['acc']['p05']:.3f}-{f['acc']['p95']:.3f}) -maj {f['minus_majority']['mean']:+.3f} -best "
-              f"{f['minus_best']['mean']:+.3f}")
+        print(
+            f"  DS supervised, {f['labels']} labels: {f['acc']['mean']:.3f} "
+            f"({f['acc']['p05']:.3f}-{f['acc']['p95']:.3f}) -maj {f['minus_majority']['mean']:+.3f} -best "
+            f"{f['minus_best']['mean']:+.3f}"
+        )
     for crit, r in out["bradley_terry_summeval_h2h"].items():
-        print(f"BT {crit}: tau {r['kendall']} separable {r['separable_pairs']} cycles "
-              f"{r['cycles']['cyclic_triples']}")
+        print(
+            f"BT {crit}: tau {r['kendall']} separable {r['separable_pairs']} cycles "
+            f"{r['cycles']['cyclic_triples']}"
+        )
     for k, r in out["score_vs_pair_llmbar"].items():
         print(f"conflict {k}: both {r['both_orders']['value']:.3f} first {r['first_order']['value']:.3f}")
     print(f"{out['seconds']:.1f}s; wrote {args.out}")

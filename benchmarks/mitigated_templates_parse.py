@@ -61,41 +61,59 @@ MITIGATIONS: dict[str, Any] = {
 }
 
 
-
 def templates() -> dict[str, JudgePrompt]:
     """The published templates, read as a user would (no hints but what the package itself fills in)."""
     prometheus = dist_constant("prometheus-eval", "prometheus_eval/prompts.py", "ABSOLUTE_PROMPT_WO_REF")
     flow = dist_constant("flow-judge", "flow_judge/utils/prompt_formatter.py", "USER_PROMPT_TEMPLATE")
     return {
-        "prometheus-absolute": JudgePrompt.from_template(prometheus, constants={"rubric": RUBRIC},
-                                                         slot_fields={"instruction": "document"}),
-        "flow-judge": JudgePrompt.from_template(flow, constants={
-                                                    "RUBRIC": FLOW_RUBRIC,
-                                                    "EVALUATION_CRITERIA": RUBRIC.splitlines()[0]},
-                                                slot_fields={"INPUTS": "document"}),
+        "prometheus-absolute": JudgePrompt.from_template(
+            prometheus, constants={"rubric": RUBRIC}, slot_fields={"instruction": "document"}
+        ),
+        "flow-judge": JudgePrompt.from_template(
+            flow,
+            constants={"RUBRIC": FLOW_RUBRIC, "EVALUATION_CRITERIA": RUBRIC.splitlines()[0]},
+            slot_fields={"INPUTS": "document"},
+        ),
     }
 
 
-async def one(name: str, prompt: JudgePrompt, mitigation: str, items: list[Any], spec: str,
-              args: argparse.Namespace) -> dict[str, Any]:
+async def one(
+    name: str, prompt: JudgePrompt, mitigation: str, items: list[Any], spec: str, args: argparse.Namespace
+) -> dict[str, Any]:
     lm = wrap(get(spec, n_ctx=args.n_ctx), cache=True)
     judge: Any = PromptJudge(prompt, lm, JudgeConfig(constrain="off", max_tokens=args.max_tokens))
     if MITIGATIONS[mitigation] is not None:
         judge = MITIGATIONS[mitigation].wrap(judge)
     (leaf,) = judge.leaves()
     t0 = time.perf_counter()
-    result = await run(judge, items, concurrency=1, journal=args.run_dir / f"{name}-{mitigation}.jsonl",
-                       progress=False, desc=f"{name}-{mitigation}")
+    result = await run(
+        judge,
+        items,
+        concurrency=1,
+        journal=args.run_dir / f"{name}-{mitigation}.jsonl",
+        progress=False,
+        desc=f"{name}-{mitigation}",
+    )
     seconds = time.perf_counter() - t0
     await lm.aclose()
     judged = {j.item_id: j for j in result.judgments}
     scores = [judged[it.id].score() if it.id in judged else None for it in items]
     k = sum(s is not None for s in scores)
     lo, hi = wilson(k, len(items))
-    print(f"{name:20s} {mitigation:17s} parsed {k}/{len(items)} [{lo:.2f}, {hi:.2f}]  {seconds:.0f}s  "
-          f"{score_counts(scores)}", flush=True)
-    return {"format": leaf.prompt.format.describe(), "n": len(items), "parsed": k, "share": k / len(items),
-            "share_ci": [lo, hi], "scores": score_counts(scores), "seconds": round(seconds, 1)}
+    print(
+        f"{name:20s} {mitigation:17s} parsed {k}/{len(items)} [{lo:.2f}, {hi:.2f}]  {seconds:.0f}s  "
+        f"{score_counts(scores)}",
+        flush=True,
+    )
+    return {
+        "format": leaf.prompt.format.describe(),
+        "n": len(items),
+        "parsed": k,
+        "share": k / len(items),
+        "share_ci": [lo, hi],
+        "scores": score_counts(scores),
+        "seconds": round(seconds, 1),
+    }
     # no raw answers in the summary: the small judge often echoes the SummEval article (journals keep them)
 
 
@@ -119,8 +137,12 @@ async def main() -> None:
             t0 = time.perf_counter()
             results[f"{name}/{mitigation}"] = await one(name, prompt, mitigation, items, spec, args)
             timer.mark(f"{name}/{mitigation}", t0)
-    path = write_summary(args, "mitigated_templates_parse.py", {
-        "benchmark": "summeval", "criterion": "coherence", "n": len(items), "results": clean(results)}, timer)
+    path = write_summary(
+        args,
+        "mitigated_templates_parse.py",
+        {"benchmark": "summeval", "criterion": "coherence", "n": len(items), "results": clean(results)},
+        timer,
+    )
     print(f"wrote {path}")
 
 

@@ -73,7 +73,7 @@ def pick(bench: Benchmark, criterion: str, train_docs: int, test_docs: int) -> t
             docs.append(it.doc_id)
     decided = [it for it in bench.items if it.preference.get(criterion) in GOLD]
     train = [it for it in decided if it.doc_id in docs[:train_docs]]
-    test = [it for it in decided if it.doc_id in docs[train_docs:train_docs + test_docs]]
+    test = [it for it in decided if it.doc_id in docs[train_docs : train_docs + test_docs]]
     return train, test
 
 
@@ -101,10 +101,14 @@ def main() -> None:
     train, test = pick(load("summeval-h2h"), args.criterion, args.train_docs, args.test_docs)
     gold = [GOLD[it.preference[args.criterion]] for it in test]
     started = time.time()
-    out: dict[str, Any] = {"command": " ".join(["python", *sys.argv]), "backend": spec,
-                           "criterion": args.criterion,
-                           "format_line": prompt.format.line, "train_pairs": len(train),
-                           "test_pairs": len(test)}
+    out: dict[str, Any] = {
+        "command": " ".join(["python", *sys.argv]),
+        "backend": spec,
+        "criterion": args.criterion,
+        "format_line": prompt.format.line,
+        "train_pairs": len(train),
+        "test_pairs": len(test),
+    }
 
     single = asyncio.run(run(base, test, concurrency=1, desc="original order"))
     swap = asyncio.run(run(PositionSwap(on_flip="tie").wrap(base), test, concurrency=1, desc="both orders"))
@@ -114,20 +118,27 @@ def main() -> None:
 
     def arm(res: Any) -> dict[str, Any]:
         verdicts = [j.verdict for j in res.judgments]
-        return {"accuracy": share([v == g for v, g in zip(verdicts, gold, strict=True)]),
-                "no_verdict": sum(v is None for v in verdicts),
-                "verdicts": {v: verdicts.count(v) for v in ("first", "second", "tie", None)}}
+        return {
+            "accuracy": share([v == g for v, g in zip(verdicts, gold, strict=True)]),
+            "no_verdict": sum(v is None for v in verdicts),
+            "verdicts": {v: verdicts.count(v) for v in ("first", "second", "tie", None)},
+        }
 
     out["original_order"] = arm(single)
-    out["position_swap"] = {**arm(swap), "position_consistent": share(
-        [bool(j.meta.get("position_consistent")) for j in swap.judgments])}
+    out["position_swap"] = {
+        **arm(swap),
+        "position_consistent": share([bool(j.meta.get("position_consistent")) for j in swap.judgments]),
+    }
     ev = [j.meta.get("evidence", {}) for j in mec.judgments]
     entropies = [round(float(e.get("entropy", np.nan)), 6) for e in ev]
     kept = [("needs_human" not in j.flags) for j in mec.judgments]
     correct = [j.verdict == g for j, g in zip(mec.judgments, gold, strict=True)]
     out["multiple_evidence"] = {
-        **arm(mec), "k": args.k, "entropy_threshold": fitted.entropy_threshold_,
-        "distinct_entropies": len(set(entropies)), "entropies": entropies,
+        **arm(mec),
+        "k": args.k,
+        "entropy_threshold": fitted.entropy_threshold_,
+        "distinct_entropies": len(set(entropies)),
+        "entropies": entropies,
         "sent_to_human": int(len(kept) - sum(kept)),
         "accuracy_kept": share([c for c, k in zip(correct, kept, strict=True) if k]),
         "all_samples_agree": share([e == 0.0 for e in entropies]),

@@ -92,19 +92,22 @@ def items_for(prompt: JudgePrompt, base: list[Item], n: int) -> list[Item]:
                 inputs[field] = article
             else:  # instruction, question, input, INPUTS ...
                 inputs[field] = "Summarise this news article in two or three sentences.\n\n" + article
-        out.append(Item(id=f"{first.id}|{second.id}", output=first.output, output_b=second.output,
-                        inputs=inputs))
+        out.append(
+            Item(id=f"{first.id}|{second.id}", output=first.output, output_b=second.output, inputs=inputs)
+        )
     return out
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=8, help="answers per format")
-    ap.add_argument("--backend", default=None,
-                    help="default: local:<Qwen2.5-Coder 0.5B from fetch-judge-model>")
+    ap.add_argument(
+        "--backend", default=None, help="default: local:<Qwen2.5-Coder 0.5B from fetch-judge-model>"
+    )
     ap.add_argument("--max-tokens", type=int, default=256)
-    ap.add_argument("--out", type=Path,
-                    default=Path(__file__).resolve().parent / "results" / "parse_formats.json")
+    ap.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parent / "results" / "parse_formats.json"
+    )
     ap.add_argument("--replay", type=Path, help="read the answers of this earlier output again (no model)")
     args = ap.parse_args()
     stored = json.loads(args.replay.read_text(encoding="utf-8"))["formats"] if args.replay else None
@@ -129,28 +132,45 @@ async def main() -> None:
         for item in items_for(prompt, base, args.n):
             j = await judge.judge(item)
             value = j.verdict if prompt.answer == "pairwise" else next(iter(j.scores.values()))
-            answers.append({"raw": j.raw[0] if j.raw else "", "value": value,
-                            "failure": j.failures[0].reason if j.failures else None})
+            answers.append(
+                {
+                    "raw": j.raw[0] if j.raw else "",
+                    "value": value,
+                    "failure": j.failures[0].reason if j.failures else None,
+                }
+            )
         if stored is not None:
             for old, new in zip(stored[label]["answers"], answers, strict=True):
                 if old["value"] != new["value"]:
                     changed += 1
-                    print(f"  changed {old['value']!r} -> {new['value']!r}: "
-                          f"{' '.join(old['raw'].split())[-160:]!r}")
+                    print(
+                        f"  changed {old['value']!r} -> {new['value']!r}: "
+                        f"{' '.join(old['raw'].split())[-160:]!r}"
+                    )
         k = sum(a["value"] is not None for a in answers)
         lo, hi = wilson(k, len(answers))
-        results[label] = {"template": f"{kind}:{name}", "format": prompt.format.describe(), "n": len(answers),
-                          "parsed": k, "parse_rate": k / len(answers), "parse_rate_ci": [lo, hi],
-                          "answers": answers}
+        results[label] = {
+            "template": f"{kind}:{name}",
+            "format": prompt.format.describe(),
+            "n": len(answers),
+            "parsed": k,
+            "parse_rate": k / len(answers),
+            "parse_rate_ci": [lo, hi],
+            "answers": answers,
+        }
         print(f"{label:42s} parsed {k}/{len(answers)} [{lo:.2f}, {hi:.2f}]", flush=True)
     if stored is not None:
         print(f"{changed} readings differ from {args.replay}")
         return
     await lm.aclose()
-    payload = {"script": "parse_formats.py", "command": "python benchmarks/"
-               + " ".join(["parse_formats.py", *sys.argv[1:]]),
-               "backend": backend, "n_per_format": args.n, "formats": results,
-               "seconds": round(time.perf_counter() - t0, 1)}
+    payload = {
+        "script": "parse_formats.py",
+        "command": "python benchmarks/" + " ".join(["parse_formats.py", *sys.argv[1:]]),
+        "backend": backend,
+        "n_per_format": args.n,
+        "formats": results,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     args.out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
 

@@ -47,7 +47,9 @@ def main() -> None:
     for name, c in measure().items():
         precision = c["correct"] / c["parsed"] if c["parsed"] else float("nan")
         recall = c["correct"] / c["verdicts"] if c["verdicts"] else float("nan")
-        print(f"{name}\t{c['n']}\t{c['verdicts']}\t{c['parsed']}\t{c['correct']}\t{precision:.3f}\t{recall:.3f}")
+        print(
+            f"{name}\t{c['n']}\t{c['verdicts']}\t{c['parsed']}\t{c['correct']}\t{precision:.3f}\t{recall:.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -59,19 +59,40 @@ def readings(name: str, path: Path) -> list[dict[str, Any]]:
     parse = parse_release(release)
     rows = []
     for answer, got in zip(release.answers, parse.parsed, strict=True):
-        key = "|".join((name, answer.judge, answer.template, answer.item_id, answer.order, str(answer.stage),
-                        answer.part, str(answer.line)))
+        key = "|".join(
+            (
+                name,
+                answer.judge,
+                answer.template,
+                answer.item_id,
+                answer.order,
+                str(answer.stage),
+                answer.part,
+                str(answer.line),
+            )
+        )
         mine: str | float | None = got.verdict if answer.part == "verdict" else got.score
-        rows.append({"key": key, "judge": answer.judge, "template": answer.template, "part": answer.part,
-                     "release": answer.release_verdict, "mitigate": mine, "error": got.error,
-                     "kind": kind(got.verdict, answer.release_verdict) if answer.part == "verdict"
-                     else ("read" if got.score is not None else "failed"),
-                     "raw": answer.raw})
+        rows.append(
+            {
+                "key": key,
+                "judge": answer.judge,
+                "template": answer.template,
+                "part": answer.part,
+                "release": answer.release_verdict,
+                "mitigate": mine,
+                "error": got.error,
+                "kind": kind(got.verdict, answer.release_verdict)
+                if answer.part == "verdict"
+                else ("read" if got.score is not None else "failed"),
+                "raw": answer.raw,
+            }
+        )
     return rows
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Counts of each kind, overall and per template; agreement = agree / (agree + contradict)."""
+
     def counts(part: list[dict[str, Any]]) -> dict[str, Any]:
         c = Counter(r["kind"] for r in part)
         compared = c["agree"] + c["contradict"]
@@ -80,6 +101,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             out["agreement"] = round(c["agree"] / compared, 5)
         out["failures"] = c["only_release"] + c["both_none"] + c["failed"]
         return out
+
     by_template: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_template[r["template"]].append(r)
@@ -99,9 +121,16 @@ def changes(rows: list[dict[str, Any]], baseline: Path) -> dict[str, list[dict[s
         old = before.get(r["key"])
         if old is None or old["mitigate"] == r["mitigate"]:
             continue
-        out[f"{old['kind']} -> {r['kind']}"].append({
-            "key": r["key"], "release": r["release"], "before": old["mitigate"], "after": r["mitigate"],
-            "error": r["error"], "raw_tail": r["raw"][-400:]})
+        out[f"{old['kind']} -> {r['kind']}"].append(
+            {
+                "key": r["key"],
+                "release": r["release"],
+                "before": old["mitigate"],
+                "after": r["mitigate"],
+                "error": r["error"],
+                "raw_tail": r["raw"][-400:],
+            }
+        )
     return dict(sorted(out.items()))
 
 
@@ -109,13 +138,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--readings", type=Path, help="write every reading here (JSON lines)")
-    ap.add_argument("--baseline", type=Path,
-                    help="a --readings file of an earlier run: list every changed reading")
+    ap.add_argument(
+        "--baseline", type=Path, help="a --readings file of an earlier run: list every changed reading"
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
-    payload: dict[str, Any] = {"script": "parse_released_pairwise.py",
-                               "command": "python benchmarks/parse_released_pairwise.py", "releases": {}}
+    payload: dict[str, Any] = {
+        "script": "parse_released_pairwise.py",
+        "command": "python benchmarks/parse_released_pairwise.py",
+        "releases": {},
+    }
     for name in RELEASES:
         path = release_copy(name)
         if path is None:
@@ -125,10 +158,13 @@ def main() -> None:
         rows += got
         payload["releases"][name] = {"path": str(path), **summary(got)}
         s = payload["releases"][name]["all"]
-        print(f"{name}: {s['answers']} answers; agree {s.get('agree', 0)}, contradict "
-              f"{s.get('contradict', 0)}, only release {s.get('only_release', 0)}, only mitigate "
-              f"{s.get('only_mitigate', 0)}, neither {s.get('both_none', 0)}; ratings read "
-              f"{s.get('read', 0)}, failed {s.get('failed', 0)}; agreement {s.get('agreement')}", flush=True)
+        print(
+            f"{name}: {s['answers']} answers; agree {s.get('agree', 0)}, contradict "
+            f"{s.get('contradict', 0)}, only release {s.get('only_release', 0)}, only mitigate "
+            f"{s.get('only_mitigate', 0)}, neither {s.get('both_none', 0)}; ratings read "
+            f"{s.get('read', 0)}, failed {s.get('failed', 0)}; agreement {s.get('agreement')}",
+            flush=True,
+        )
     if args.readings is not None:
         with args.readings.open("w", encoding="utf-8") as fh:
             for r in rows:

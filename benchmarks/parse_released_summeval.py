@@ -103,8 +103,9 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-async def judge_all(prompt: JudgePrompt, answers: list[str], items: list[Item], *,
-                    pairwise: bool = False) -> list[Any]:
+async def judge_all(
+    prompt: JudgePrompt, answers: list[str], items: list[Item], *, pairwise: bool = False
+) -> list[Any]:
     """Each released answer through PromptJudge (the judge's own path) on the item it judged; value or
     None."""
     queue = list(answers)
@@ -143,8 +144,9 @@ async def main() -> None:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--sample", type=int, default=20, help="parsed answers kept per set for reading")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--readings", type=Path,
-                    help="write every answer's reading here (JSON lines: set, index, value)")
+    ap.add_argument(
+        "--readings", type=Path, help="write every answer's reading here (JSON lines: set, index, value)"
+    )
     args = ap.parse_args()
     readings: list[dict[str, Any]] = []
     texts = summeval_texts()
@@ -166,16 +168,23 @@ async def main() -> None:
             resps = [str(r["resp"]) for r in rows]
             system = path.parent.name.removeprefix("eval_").removesuffix("_generations")
             answers += resps
-            ours += await judge_all(prompt, resps,
-                                    [pointwise_item(texts, system, str(r["id"])) for r in rows])
+            ours += await judge_all(
+                prompt, resps, [pointwise_item(texts, system, str(r["id"])) for r in rows]
+            )
             theirs += [_parse(r, method)[0] for r in resps]
-        sets[judge_name] = summarise(answers, ours, theirs, rng, args.sample,
-                                     prompt_format=prompt.format.describe())
-        readings += [{"set": judge_name, "index": i, "value": v, "raw": a}
-                     for i, (a, v) in enumerate(zip(answers, ours, strict=True))]
-        print(f"{judge_name:16s} {sets[judge_name]['scored']}/{sets[judge_name]['n']} parsed "
-              f"({sets[judge_name]['parse_rate']:.4f}); agree with the release loader on "
-              f"{sets[judge_name]['agreement']}", flush=True)
+        sets[judge_name] = summarise(
+            answers, ours, theirs, rng, args.sample, prompt_format=prompt.format.describe()
+        )
+        readings += [
+            {"set": judge_name, "index": i, "value": v, "raw": a}
+            for i, (a, v) in enumerate(zip(answers, ours, strict=True))
+        ]
+        print(
+            f"{judge_name:16s} {sets[judge_name]['scored']}/{sets[judge_name]['n']} parsed "
+            f"({sets[judge_name]['parse_rate']:.4f}); agree with the release loader on "
+            f"{sets[judge_name]['agreement']}",
+            flush=True,
+        )
     # head-to-head (pairwise, A / B / C)
     from mitigate.data._released import load_head_to_head
 
@@ -188,21 +197,32 @@ async def main() -> None:
     for crit, recs in by_dim.items():
         prompt = JudgePrompt.from_template(H2H.format(crit=crit, Crit=crit), labels=("A", "B"), tie="C")
         answers += [r.raw for r in recs]
-        ours += await judge_all(prompt, [r.raw for r in recs], [pair_item(texts, r) for r in recs],
-                                pairwise=True)
+        ours += await judge_all(
+            prompt, [r.raw for r in recs], [pair_item(texts, r) for r in recs], pairwise=True
+        )
     theirs = [r.verdict for by in by_dim.values() for r in by]
-    sets["chatgpt-h2h"] = summarise(answers, ours, theirs, rng, args.sample,
-                                    prompt_format=prompt.format.describe())
-    readings += [{"set": "chatgpt-h2h", "index": i, "value": v, "raw": a}
-                 for i, (a, v) in enumerate(zip(answers, ours, strict=True))]
+    sets["chatgpt-h2h"] = summarise(
+        answers, ours, theirs, rng, args.sample, prompt_format=prompt.format.describe()
+    )
+    readings += [
+        {"set": "chatgpt-h2h", "index": i, "value": v, "raw": a}
+        for i, (a, v) in enumerate(zip(answers, ours, strict=True))
+    ]
     if args.readings is not None:
         args.readings.write_text("".join(json.dumps(r) + "\n" for r in readings), encoding="utf-8")
-    print(f"chatgpt-h2h      {sets['chatgpt-h2h']['scored']}/{sets['chatgpt-h2h']['n']} parsed; agree on "
-          f"{sets['chatgpt-h2h']['agreement']}", flush=True)
+    print(
+        f"chatgpt-h2h      {sets['chatgpt-h2h']['scored']}/{sets['chatgpt-h2h']['n']} parsed; agree on "
+        f"{sets['chatgpt-h2h']['agreement']}",
+        flush=True,
+    )
     payload = {
-        "script": "parse_released_summeval.py", "command": "python benchmarks/parse_released_summeval.py",
-        "data": "summeval_llm_summeval (Shen et al. 2023 release)", "h2h_files": len(h2h_files()),
-        "h2h_model": H2H_MODEL, "mcq_scale": MCQ_SCALE.model_dump(), "sets": sets,
+        "script": "parse_released_summeval.py",
+        "command": "python benchmarks/parse_released_summeval.py",
+        "data": "summeval_llm_summeval (Shen et al. 2023 release)",
+        "h2h_files": len(h2h_files()),
+        "h2h_model": H2H_MODEL,
+        "mcq_scale": MCQ_SCALE.model_dump(),
+        "sets": sets,
         "seconds": round(time.perf_counter() - t0, 1),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -216,29 +236,45 @@ def pair_item(texts: dict[str, Item], rec: Any) -> Item:
     if one is None or two is None:
         return Item(id="x", output="S", output_b="S2", inputs={"document": "D"})
     first, second = (one, two) if rec.order == "original" else (two, one)
-    return Item(id=f"{rec.system_1}-{rec.system_2}/{rec.doc_id}", output=first.output, output_b=second.output,
-                inputs={"document": one.inputs.get("source", "")})
+    return Item(
+        id=f"{rec.system_1}-{rec.system_2}/{rec.doc_id}",
+        output=first.output,
+        output_b=second.output,
+        inputs={"document": one.inputs.get("source", "")},
+    )
 
 
-def summarise(answers: list[str], ours: list[Any], theirs: list[Any], rng: random.Random, k: int,
-              prompt_format: str) -> dict[str, Any]:
+def summarise(
+    answers: list[str], ours: list[Any], theirs: list[Any], rng: random.Random, k: int, prompt_format: str
+) -> dict[str, Any]:
     n = len(answers)
     scored = sum(v is not None for v in ours)
-    both = [(a, o, t) for a, o, t in zip(answers, ours, theirs, strict=True) if o is not None
-            and t is not None]
+    both = [
+        (a, o, t) for a, o, t in zip(answers, ours, theirs, strict=True) if o is not None and t is not None
+    ]
     agree = sum(o == t for _, o, t in both)
     disagreements = [{"raw": a[:1500], "ours": o, "release_loader": t} for a, o, t in both if o != t]
-    only_ours = [{"raw": a[:300], "ours": o} for a, o, t in zip(answers, ours, theirs, strict=True)
-                 if o is not None and t is None]
+    only_ours = [
+        {"raw": a[:300], "ours": o}
+        for a, o, t in zip(answers, ours, theirs, strict=True)
+        if o is not None and t is None
+    ]
     failures = [a[:200] for a, o in zip(answers, ours, strict=True) if o is None]
     parsed = [(a, o) for a, o in zip(answers, ours, strict=True) if o is not None]
     sample = [{"raw": a[:400], "value": o} for a, o in rng.sample(parsed, min(k, len(parsed)))]
     return {
-        "n": n, "scored": scored, "parse_rate": scored / n if n else None, "answer_format": prompt_format,
-        "agreement": f"{agree}/{len(both)}", "disagreements": disagreements[:20],
+        "n": n,
+        "scored": scored,
+        "parse_rate": scored / n if n else None,
+        "answer_format": prompt_format,
+        "agreement": f"{agree}/{len(both)}",
+        "disagreements": disagreements[:20],
         "n_disagreements": len(disagreements),
-        "parsed_only_here": only_ours[:10], "n_parsed_only_here": len(only_ours),
-        "failures": failures[:10], "n_failures": len(failures), "sample_for_reading": sample,
+        "parsed_only_here": only_ours[:10],
+        "n_parsed_only_here": len(only_ours),
+        "failures": failures[:10],
+        "n_failures": len(failures),
+        "sample_for_reading": sample,
     }
 
 

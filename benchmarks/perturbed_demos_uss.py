@@ -99,8 +99,13 @@ Conversation:
 Reply with "Score: " followed by a number from 1 to 5, and nothing else."""  # noqa: E501 - the template's own lines, kept as written
 """The judge prompt (this project's wording), with a five-option guideline to reorder."""
 
-PAPER = {"model": "GPT-3.5", "dataset": "SGD", "perturbation": "option position",
-         "consistency_zero_shot": 0.46, "consistency_perturbed_demos": 0.70}
+PAPER = {
+    "model": "GPT-3.5",
+    "dataset": "SGD",
+    "perturbation": "option position",
+    "consistency_zero_shot": 0.46,
+    "consistency_perturbed_demos": 0.70,
+}
 
 
 def shuffled(items: list[Item], seed: int) -> list[Item]:
@@ -113,14 +118,18 @@ def shuffled(items: list[Item], seed: int) -> list[Item]:
 def split(items: list[Item], n: int, seed: int) -> tuple[list[Item], list[Item]]:
     """(demo pool, test items): a seeded shuffle, the first 200 for demos, ``n`` test items after them."""
     order = shuffled(items, seed)
-    return order[:200], order[200:200 + n]
+    return order[:200], order[200 : 200 + n]
 
 
 def short_whole(pool: list[Item], *, label_only: bool = False) -> list[Item]:
     """Pool items whose gold mean is a whole number (equal to the majority label with ``label_only``),
     among the shortest 30% of those, so that several demo copies fit the context."""
-    whole = [it for it in pool if float(it.human[CRITERION]).is_integer()
-             and (not label_only or int(it.human[CRITERION]) == int(it.meta["label"]))]
+    whole = [
+        it
+        for it in pool
+        if float(it.human[CRITERION]).is_integer()
+        and (not label_only or int(it.human[CRITERION]) == int(it.meta["label"]))
+    ]
     cutoff = float(np.percentile([len(it.output.split()) for it in whole], 30))
     return [it for it in whole if len(it.output.split()) <= cutoff]
 
@@ -136,8 +145,9 @@ def outputs_of(judgments: Any) -> dict[str, float | None]:
     return {j.item_id: (None if j.error is not None else j.scores.get(CRITERION)) for j in judgments}
 
 
-def per_item(outputs: dict[str, dict[str, float | None]], gold: dict[str, int], ids: list[str]) -> tuple[
-        np.ndarray, np.ndarray]:
+def per_item(
+    outputs: dict[str, dict[str, float | None]], gold: dict[str, int], ids: list[str]
+) -> tuple[np.ndarray, np.ndarray]:
     """Per item: consistent (1/0, NaN when a score is missing) and mean accuracy over prompts (NaN if any
     missing)."""
     cons, acc = [], []
@@ -163,14 +173,18 @@ async def main_async(args: argparse.Namespace) -> None:
     base = PromptJudge(prompt, lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
     conditions: dict[str, Pipeline] = {
         "zero-shot": Pipeline(),
-        "2-shot perturbed": Pipeline([PerturbedDemosPreset(demos=demos, m=2, n=args.demo_n,
-                                                           seed=args.seed).build()]),
+        "2-shot perturbed": Pipeline(
+            [PerturbedDemosPreset(demos=demos, m=2, n=args.demo_n, seed=args.seed).build()]
+        ),
         "2-shot unperturbed": Pipeline([PerturbedDemosPreset(demos=demos, m=2, perturbed=False).build()]),
     }
     probe = PerturbationProbe(kind="order", n=args.probe_n, seed=args.seed + 1)
-    print(f"USS SGD: {len(test)} test items (gold label counts {score_counts(gold.values())}); demos "
-          f"{[(d.item.id, d.score, len(d.item.output.split())) for d in demos]} (id, gold, words); backend "
-          f"{args.backend}", file=sys.stderr)
+    print(
+        f"USS SGD: {len(test)} test items (gold label counts {score_counts(gold.values())}); demos "
+        f"{[(d.item.id, d.score, len(d.item.output.split())) for d in demos]} (id, gold, words); backend "
+        f"{args.backend}",
+        file=sys.stderr,
+    )
     results: dict[str, Any] = {}
     indicators: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     ids = [it.id for it in test]
@@ -194,7 +208,8 @@ async def main_async(args: argparse.Namespace) -> None:
             acc0 = M.accuracy([outputs[ORIGINAL].get(i) for i in ids], [gold[i] for i in ids], **ci)
             indicators[cname] = per_item(outputs, gold, ids)
             results[cname] = {
-                "consistency": measure_json(cons), "accuracy_averaged": measure_json(acc),
+                "consistency": measure_json(cons),
+                "accuracy_averaged": measure_json(acc),
                 "accuracy_original_guideline": measure_json(acc0),
                 "parse_failures": {k: v["parse_failures"] for k, v in summaries.items()},
                 "score_counts": {k: score_counts(o.values()) for k, o in outputs.items()},
@@ -203,49 +218,76 @@ async def main_async(args: argparse.Namespace) -> None:
     finally:
         await lm.aclose()
     tests: dict[str, Any] = {}
-    for a, b in (("2-shot perturbed", "zero-shot"), ("2-shot unperturbed", "zero-shot"),
-                 ("2-shot perturbed", "2-shot unperturbed")):
+    for a, b in (
+        ("2-shot perturbed", "zero-shot"),
+        ("2-shot unperturbed", "zero-shot"),
+        ("2-shot perturbed", "2-shot unperturbed"),
+    ):
         key = f"{a} vs {b}"
         tests[key] = {
-            "consistency": perm_json(permutation_test_mean_diff(indicators[a][0], indicators[b][0],
-                                                                n_perm=args.n_perm,
-                                                                seed=args.seed, paired=True)),
-            "accuracy": perm_json(permutation_test_mean_diff(indicators[a][1], indicators[b][1],
-                                                             n_perm=args.n_perm,
-                                                             seed=args.seed, paired=True)),
+            "consistency": perm_json(
+                permutation_test_mean_diff(
+                    indicators[a][0], indicators[b][0], n_perm=args.n_perm, seed=args.seed, paired=True
+                )
+            ),
+            "accuracy": perm_json(
+                permutation_test_mean_diff(
+                    indicators[a][1], indicators[b][1], n_perm=args.n_perm, seed=args.seed, paired=True
+                )
+            ),
         }
-    print(f"\nUSS SGD, n={len(test)} items, {len(probe.perturbations_for(base))} reorderings + original "
-          f"(probe seed {args.seed + 1}); demos shown under {args.demo_n} reorderings")
+    print(
+        f"\nUSS SGD, n={len(test)} items, {len(probe.perturbations_for(base))} reorderings + original "
+        f"(probe seed {args.seed + 1}); demos shown under {args.demo_n} reorderings"
+    )
     for cname, r in results.items():
         extra = r["consistency"].get("extra", {})
-        print(f"{cname:<20} consistency {fmt(r['consistency'])} (chance {fmt_num(extra.get('chance'))}, "
-              f"kappa {fmt_num(extra.get('kappa'))})  accuracy {fmt(r['accuracy_averaged'])}  scores "
-              f"{r['score_counts']}")
+        print(
+            f"{cname:<20} consistency {fmt(r['consistency'])} (chance {fmt_num(extra.get('chance'))}, "
+            f"kappa {fmt_num(extra.get('kappa'))})  accuracy {fmt(r['accuracy_averaged'])}  scores "
+            f"{r['score_counts']}"
+        )
     for key, t in tests.items():
         print(f"{key:<42} consistency {fmt_test(t['consistency'])}; accuracy {fmt_test(t['accuracy'])}")
-    path = write_summary(args, "perturbed_demos_uss.py", {
-        "what": "consistency and accuracy under option-order perturbation on USS SGD (Ghazarian et al. 2024)",
-        "n_items": len(test), "paper": PAPER,
-        "demos": [{"id": d.item.id, "gold": d.score, "words": len(d.item.output.split())} for d in demos],
-        "perturbations": [p.name for p in probe.perturbations_for(base)],
-        "gold_label_counts": score_counts(gold.values()), "conditions": results, "tests": tests,
-    }, timer)
+    path = write_summary(
+        args,
+        "perturbed_demos_uss.py",
+        {
+            "what": "consistency and accuracy under option-order perturbation on USS SGD (Ghazarian et al. "
+            "2024)",
+            "n_items": len(test),
+            "paper": PAPER,
+            "demos": [{"id": d.item.id, "gold": d.score, "words": len(d.item.output.split())} for d in demos],
+            "perturbations": [p.name for p in probe.perturbations_for(base)],
+            "gold_label_counts": score_counts(gold.values()),
+            "conditions": results,
+            "tests": tests,
+        },
+        timer,
+    )
     print(f"wrote {path}", file=sys.stderr)
 
 
 async def _run(judge: Judge, items: list[Item], args: argparse.Namespace, name: str) -> Any:
     slug = name.replace(" ", "_").replace("/", "_")
-    return await run(judge, items, concurrency=args.concurrency,
-                     journal=args.run_dir / "journals" / f"{slug}.jsonl",
-                     restart=args.restart, progress=args.progress, desc=name)
+    return await run(
+        judge,
+        items,
+        concurrency=args.concurrency,
+        journal=args.run_dir / "journals" / f"{slug}.jsonl",
+        restart=args.restart,
+        progress=args.progress,
+        desc=name,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     """Command-line entry (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_args(ap, name="perturbed_demos_uss", default_n=100)
-    ap.add_argument("--probe-n", type=int, default=3,
-                    help="reorderings the items are judged under (besides the original)")
+    ap.add_argument(
+        "--probe-n", type=int, default=3, help="reorderings the items are judged under (besides the original)"
+    )
     ap.add_argument("--demo-n", type=int, default=3, help="reorderings each demo is shown under")
     args = ap.parse_args(argv)
     asyncio.run(main_async(args))

@@ -92,8 +92,9 @@ def docs_in_order(items: tuple[Item, ...]) -> list[str]:
     return list(dict.fromkeys(str(i.doc_id) for i in items))
 
 
-def pointwise_judge(name: str, base: PromptJudge, variants: dict[str, Mitigation], train: list[Item],
-                    bench: Benchmark) -> Any:
+def pointwise_judge(
+    name: str, base: PromptJudge, variants: dict[str, Mitigation], train: list[Item], bench: Benchmark
+) -> Any:
     """The judge of one pointwise variant over ``base`` (fitted on ``train`` when it learns from data).
 
     ``multi-attribute`` asks for all four SummEval criteria in one call (its coherence line is
@@ -113,8 +114,9 @@ def pointwise_judge(name: str, base: PromptJudge, variants: dict[str, Mitigation
         raise MitigateError(f"expected a single-attribute call for {wanted!r}; found none")
     pipe = variants[name]
     if not pipe.is_fitted:
-        pipe = pipe.fit(Benchmark(name="train", items=tuple(train), criteria=bench.criteria), base,
-                        progress=False)
+        pipe = pipe.fit(
+            Benchmark(name="train", items=tuple(train), criteria=bench.criteria), base, progress=False
+        )
     return pipe.wrap(base)
 
 
@@ -142,43 +144,78 @@ def summary_rows(report: ProbeReport) -> list[dict[str, Any]]:
     rows = []
     for r in report.rows:
         e = r.effect
-        rows.append({
-            "probe": r.probe, "predicts": e.direction, "n": e.robustness.n, "n_failed": e.robustness.n_failed,
-            "robustness": e.robustness.value, "robustness_ci": [e.robustness.ci_low, e.robustness.ci_high],
-            "shift": e.shift.value, "shift_ci": [e.shift.ci_low, e.shift.ci_high],
-            "directional": e.directional.value if e.directional.ok else None,
-            "flip_probe": e.test.extra.get("flip_probe"), "flip_rerun": e.test.extra.get("flip_rerun"),
-            "p_value": e.test.extra.get("p_value"), "detected": e.detected, "reading": e.reading,
-            "calls": r.calls,
-        })
+        rows.append(
+            {
+                "probe": r.probe,
+                "predicts": e.direction,
+                "n": e.robustness.n,
+                "n_failed": e.robustness.n_failed,
+                "robustness": e.robustness.value,
+                "robustness_ci": [e.robustness.ci_low, e.robustness.ci_high],
+                "shift": e.shift.value,
+                "shift_ci": [e.shift.ci_low, e.shift.ci_high],
+                "directional": e.directional.value if e.directional.ok else None,
+                "flip_probe": e.test.extra.get("flip_probe"),
+                "flip_rerun": e.test.extra.get("flip_rerun"),
+                "p_value": e.test.extra.get("p_value"),
+                "detected": e.detected,
+                "reading": e.reading,
+                "calls": r.calls,
+            }
+        )
     return rows
 
 
-async def battery(name: str, judge: Any, items: list[Item], criterion: str, probes: list[Any],
-                  args: argparse.Namespace) -> dict[str, Any]:
+async def battery(
+    name: str, judge: Any, items: list[Item], criterion: str, probes: list[Any], args: argparse.Namespace
+) -> dict[str, Any]:
     """One variant's battery: the report as JSON, its rewrites written to the runs folder."""
     started = time.time()
     first = await run(judge, items, concurrency=1, progress=args.progress, desc=f"{name}: original")
     ci = {"ci": args.n_boot > 0, "n_boot": max(args.n_boot, 1), "seed": args.seed}
     if items and items[0].pairwise:
-        agreement = M.preference_accuracy(M.verdicts_as_text(first.judgments),
-                                          [it.preference.get(criterion) for it in items], **ci)
+        agreement = M.preference_accuracy(
+            M.verdicts_as_text(first.judgments), [it.preference.get(criterion) for it in items], **ci
+        )
     else:
-        agreement = M.item_correlation([j.scores.get(criterion) for j in first.judgments],
-                                       M.human_scores(items, criterion), "spearman", **ci)
-    report = await run_probes(judge, items, probes, criterion=criterion, concurrency=1,
-                              progress=args.progress,
-                              n_boot=args.n_boot, seed=args.seed, label=name, original=first.judgments)
+        agreement = M.item_correlation(
+            [j.scores.get(criterion) for j in first.judgments],
+            M.human_scores(items, criterion),
+            "spearman",
+            **ci,
+        )
+    report = await run_probes(
+        judge,
+        items,
+        probes,
+        criterion=criterion,
+        concurrency=1,
+        progress=args.progress,
+        n_boot=args.n_boot,
+        seed=args.seed,
+        label=name,
+        original=first.judgments,
+    )
     RUNS.mkdir(parents=True, exist_ok=True)
     (RUNS / f"{name}.rewrites.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in report.records))
     table = render_probe_table(report)
     print(f"\n### {name} ({time.time() - started:.0f} s)\n\n{table}\n", flush=True)
-    return {"agreement": {"measure": agreement.name, "value": agreement.value,
-                          "ci": [agreement.ci_low, agreement.ci_high],
-                          "n": agreement.n, "n_failed": agreement.n_failed},
-            "noise_floor": report.noise.value, "noise_n": report.noise.n, "floor_note": report.floor_note,
-            "calls": report.calls, "rows": summary_rows(report), "table": table,
-            "seconds": round(time.time() - started, 1)}
+    return {
+        "agreement": {
+            "measure": agreement.name,
+            "value": agreement.value,
+            "ci": [agreement.ci_low, agreement.ci_high],
+            "n": agreement.n,
+            "n_failed": agreement.n_failed,
+        },
+        "noise_floor": report.noise.value,
+        "noise_n": report.noise.n,
+        "floor_note": report.floor_note,
+        "calls": report.calls,
+        "rows": summary_rows(report),
+        "table": table,
+        "seconds": round(time.time() - started, 1),
+    }
 
 
 def _num(v: Any, digits: int = 2) -> str:
@@ -205,22 +242,35 @@ def render(out: dict[str, Any]) -> str:
         if not runs:
             continue
         names = list(runs)
-        lines += ["Noise floor (rerun flip rate): " + "; ".join(
-            f"{n} {_num(runs[n]['noise_floor'])} over {runs[n]['noise_n']}" for n in names) + ".", "",
-            "Agreement with the experts (original texts): " + "; ".join(
+        lines += [
+            "Noise floor (rerun flip rate): "
+            + "; ".join(f"{n} {_num(runs[n]['noise_floor'])} over {runs[n]['noise_n']}" for n in names)
+            + ".",
+            "",
+            "Agreement with the experts (original texts): "
+            + "; ".join(
                 f"{n} {runs[n]['agreement']['measure']} "
                 f"{_interval(runs[n]['agreement']['value'], runs[n]['agreement']['ci'])} "
-                f"(n={runs[n]['agreement']['n']})" for n in names if "agreement" in runs[n]) + ".", "",
+                f"(n={runs[n]['agreement']['n']})"
+                for n in names
+                if "agreement" in runs[n]
+            )
+            + ".",
+            "",
             "| probe | predicts | "
-                  + " | ".join(f"{n}: RR [95% CI] / shift ({label}) [95% CI] / p" for n in names)
-            + " |", "|---|---|" + "---|" * len(names)]
+            + " | ".join(f"{n}: RR [95% CI] / shift ({label}) [95% CI] / p" for n in names)
+            + " |",
+            "|---|---|" + "---|" * len(names),
+        ]
         for i, row in enumerate(runs[names[0]]["rows"]):
             cells = []
             for n in names:
                 r = runs[n]["rows"][i]
                 mark = " **detected**" if r["detected"] else ""
-                cells.append(f"{_interval(r['robustness'], r['robustness_ci'])} / "
-                             f"{_interval(r['shift'], r['shift_ci'])} / {_pv(r['p_value'])}{mark}")
+                cells.append(
+                    f"{_interval(r['robustness'], r['robustness_ci'])} / "
+                    f"{_interval(r['shift'], r['shift_ci'])} / {_pv(r['p_value'])}{mark}"
+                )
             lines.append(f"| {row['probe']} | {row['predicts']} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
@@ -239,10 +289,12 @@ def main() -> None:
     ap.add_argument("--pair-variants", default="baseline,position-swap,consistency-hint,stratified-demos")
     ap.add_argument("--pair-size", default="1.5b", help="judge model size for the pairwise part")
     ap.add_argument("--pair-backend", default=None, help="LM backend spec for the pairwise part")
-    ap.add_argument("--pairs-per-doc", type=int, default=2,
-                    help="test pairs taken from each head-to-head document")
-    ap.add_argument("--pair-train-docs", type=int, default=1,
-                    help="head-to-head documents the pairwise demos come from")
+    ap.add_argument(
+        "--pairs-per-doc", type=int, default=2, help="test pairs taken from each head-to-head document"
+    )
+    ap.add_argument(
+        "--pair-train-docs", type=int, default=1, help="head-to-head documents the pairwise demos come from"
+    )
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--progress", action=argparse.BooleanOptionalAction, default=False)
@@ -258,7 +310,7 @@ def main() -> None:
     probes = resolve_probes("all")
     bench = load("summeval")
     docs = docs_in_order(bench.items)
-    train_docs, test_docs = docs[: args.train_docs], docs[args.train_docs: args.train_docs + args.docs]
+    train_docs, test_docs = docs[: args.train_docs], docs[args.train_docs : args.train_docs + args.docs]
     train = [i for i in bench.items if i.doc_id in train_docs]
     test = [i for d in test_docs for i in [x for x in bench.items if x.doc_id == d][: args.per_doc]]
     base = PromptJudge(direct_prompt(args.criterion), lm, JudgeConfig(max_tokens=8))
@@ -267,10 +319,17 @@ def main() -> None:
         "consistency-hint": ConsistencyHint(),
         "stratified-demos": Demos(selector=Stratified(seed=args.seed), k=2),
     }
-    out: dict[str, Any] = {"command": " ".join(["python", *sys.argv]), "backend": spec,
-                           "criterion": args.criterion,
-                           "test_docs": test_docs, "train_docs": train_docs, "n_items": len(test),
-                           "probes": [p.spec() for p in probes], "pointwise": {}, "pairwise": {}}
+    out: dict[str, Any] = {
+        "command": " ".join(["python", *sys.argv]),
+        "backend": spec,
+        "criterion": args.criterion,
+        "test_docs": test_docs,
+        "train_docs": train_docs,
+        "n_items": len(test),
+        "probes": [p.spec() for p in probes],
+        "pointwise": {},
+        "pairwise": {},
+    }
     # keep the variants an earlier run wrote; this run adds or replaces its own
     if args.merge and args.out.is_file():
         earlier = json.loads(args.out.read_text())
@@ -287,18 +346,27 @@ def main() -> None:
         args.out.write_text(json.dumps(clean(out), indent=1))
     if args.pairs:
         out["pairwise_backend"] = pair_spec = args.pair_backend or default_backend(args.pair_size)
-        plm = lm if pair_spec == spec else wrap(get(pair_spec, n_ctx=4096) if pair_spec.startswith("local")
-                                                 else get(pair_spec), cache=True)
+        plm = (
+            lm
+            if pair_spec == spec
+            else wrap(
+                get(pair_spec, n_ctx=4096) if pair_spec.startswith("local") else get(pair_spec), cache=True
+            )
+        )
         train_pairs, pairs = h2h_split(args.criterion, args.pairs, args.pairs_per_doc, args.pair_train_docs)
-        pjudge = PromptJudge(JudgePrompt.from_template(PAIR_PROMPT, answer="pairwise",
-                                                       criterion=args.criterion), plm,
-                             JudgeConfig(max_tokens=16))
+        pjudge = PromptJudge(
+            JudgePrompt.from_template(PAIR_PROMPT, answer="pairwise", criterion=args.criterion),
+            plm,
+            JudgeConfig(max_tokens=16),
+        )
         side_b = [p.with_params(side="b") for p in probes]
         out["pairs"] = len(pairs)
         out["pair_docs"] = docs_in_order(tuple(pairs))
         out["pair_train_docs"] = docs_in_order(tuple(train_pairs))
         pair_variants: dict[str, Mitigation] = {
-            "baseline": Pipeline(), "position-swap": PositionSwap(), "consistency-hint": ConsistencyHint(),
+            "baseline": Pipeline(),
+            "position-swap": PositionSwap(),
+            "consistency-hint": ConsistencyHint(),
             "stratified-demos": Demos(selector=Stratified(seed=args.seed), k=2),
         }
         h2h_criteria = load("summeval-h2h").criteria
@@ -307,16 +375,19 @@ def main() -> None:
             pipe = pair_variants[short]
             try:
                 if not pipe.is_fitted:
-                    pipe = pipe.fit(Benchmark(name="train", items=tuple(train_pairs), criteria=h2h_criteria),
-                                    pjudge,
-                                    progress=False)
+                    pipe = pipe.fit(
+                        Benchmark(name="train", items=tuple(train_pairs), criteria=h2h_criteria),
+                        pjudge,
+                        progress=False,
+                    )
                 judge = pipe.wrap(pjudge)
             except MitigateError as exc:
                 out["pairwise"][name] = {"error": str(exc)}
                 print(f"{name}: not run: {exc}", flush=True)
                 continue
-            out["pairwise"][name] = asyncio.run(battery(name.replace(" ", "-"), judge, pairs, args.criterion,
-                                                        side_b, args))
+            out["pairwise"][name] = asyncio.run(
+                battery(name.replace(" ", "-"), judge, pairs, args.criterion, side_b, args)
+            )
             args.out.write_text(json.dumps(clean(out), indent=1))
     out["seconds"] = round(time.time() - started, 1)
     args.out.write_text(json.dumps(clean(out), indent=1))

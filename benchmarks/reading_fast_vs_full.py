@@ -62,8 +62,13 @@ def main() -> None:
     path = release_copy("llmbar")
     if path is not None:
         release = read_llmbar(path, sets="all")
-        _both("llmbar", lambda: [("failure", p.error) if p.error else (p.verdict, p.score)
-                                 for p in parse_release(release).parsed])
+        _both(
+            "llmbar",
+            lambda: [
+                ("failure", p.error) if p.error else (p.verdict, p.score)
+                for p in parse_release(release).parsed
+            ],
+        )
     cases = summeval_cases()
     _both("summeval", lambda: [_read(*case) for case in cases])
 

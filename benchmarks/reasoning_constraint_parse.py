@@ -86,18 +86,19 @@ Summarise this article.
 [End assistant reply]"""
 
 
-
-
 def templates() -> dict[str, JudgePrompt]:
     """The three templates, read as a user would (hints only for slots the data names differently)."""
     prometheus = dist_constant("prometheus-eval", "prometheus_eval/prompts.py", "ABSOLUTE_PROMPT_WO_REF")
-    pairwise = dist_text("alpaca-eval",
-                         "alpaca_eval/evaluators_configs/Self-taught-llama3.1-70B-dpo/self_taught.txt")
+    pairwise = dist_text(
+        "alpaca-eval", "alpaca_eval/evaluators_configs/Self-taught-llama3.1-70B-dpo/self_taught.txt"
+    )
     return {
-        "prometheus-absolute": JudgePrompt.from_template(prometheus, constants={"rubric": RUBRIC},
-                                                         slot_fields={"instruction": "document"}),
-        "mtbench-single-critique": JudgePrompt.from_template(MTBENCH_SINGLE,
-                                                             slot_fields={"request": "document"}),
+        "prometheus-absolute": JudgePrompt.from_template(
+            prometheus, constants={"rubric": RUBRIC}, slot_fields={"instruction": "document"}
+        ),
+        "mtbench-single-critique": JudgePrompt.from_template(
+            MTBENCH_SINGLE, slot_fields={"request": "document"}
+        ),
         "mtbench-pairwise": JudgePrompt.from_template(pairwise, slot_fields={"instruction": "document"}),
     }
 
@@ -116,16 +117,26 @@ def pairs(items: list[Item], n: int) -> list[Item]:
                 continue
             first, second = (a, b) if (len(out) % 2 == 0) == (ha > hb) else (b, a)
             gold = "first" if first.human["coherence"] > second.human["coherence"] else "second"
-            out.append(Item(id=f"{first.id}|{second.id}", output=first.output, output_b=second.output,
-                            inputs=dict(first.inputs), meta={"gold": gold}))
+            out.append(
+                Item(
+                    id=f"{first.id}|{second.id}",
+                    output=first.output,
+                    output_b=second.output,
+                    inputs=dict(first.inputs),
+                    meta={"gold": gold},
+                )
+            )
             break
         if len(out) >= n:
             break
     return out
 
 
-_MARKERS = {"prometheus-absolute": r"\[RESULT\]", "mtbench-single-critique": r"\[\[\s*\d+\s*\]\]",
-            "mtbench-pairwise": r"\[\[\s*[AB]\s*\]\]"}
+_MARKERS = {
+    "prometheus-absolute": r"\[RESULT\]",
+    "mtbench-single-critique": r"\[\[\s*\d+\s*\]\]",
+    "mtbench-pairwise": r"\[\[\s*[AB]\s*\]\]",
+}
 
 
 def looped(name: str, text: str) -> bool:
@@ -133,7 +144,7 @@ def looped(name: str, text: str) -> bool:
     if len(re.findall(_MARKERS[name], text)) > 1:
         return True
     words = text.split()
-    runs = Counter(tuple(words[i:i + 3]) for i in range(len(words) - 2))
+    runs = Counter(tuple(words[i : i + 3]) for i in range(len(words) - 2))
     return bool(runs) and max(runs.values()) >= 4
 
 
@@ -144,9 +155,11 @@ def echoed(name: str, text: str, item: Item) -> bool:
     words = re.findall(r"\w+", text[: m.start() if m else len(text)].lower())[:8]
     if len(words) < 8:
         return False
-    source = " ".join(re.findall(r"\w+",
-                                 " ".join([item.output, item.output_b or "", *map(str, item.inputs.values())])
-                                 .lower()))
+    source = " ".join(
+        re.findall(
+            r"\w+", " ".join([item.output, item.output_b or "", *map(str, item.inputs.values())]).lower()
+        )
+    )
     return " ".join(words) in source
 
 
@@ -156,14 +169,16 @@ def reasoning_words(name: str, text: str) -> int:
     return len(text[: m.start() if m else len(text)].split())
 
 
-async def one(name: str, prompt: JudgePrompt, items: list[Item], spec: str,
-              args: argparse.Namespace) -> dict[str, Any]:
+async def one(
+    name: str, prompt: JudgePrompt, items: list[Item], spec: str, args: argparse.Namespace
+) -> dict[str, Any]:
     lm = wrap(get(spec, n_ctx=args.n_ctx), cache=True)
     judge = PromptJudge(prompt, lm, JudgeConfig(**answer_mode(lm)))  # every other setting at its default
     constraint = judge.constraint()
     t0 = time.perf_counter()
-    result = await run(judge, items, concurrency=1, journal=args.run_dir / f"{name}.jsonl", progress=False,
-                       desc=name)
+    result = await run(
+        judge, items, concurrency=1, journal=args.run_dir / f"{name}.jsonl", progress=False, desc=name
+    )
     seconds = time.perf_counter() - t0
     await lm.aclose()
     judged = {j.item_id: j for j in result.judgments}
@@ -187,17 +202,27 @@ async def one(name: str, prompt: JudgePrompt, items: list[Item], spec: str,
         elif j.score() is not None:
             parsed += 1
     lo, hi = wilson(parsed, n)
-    row = {"format": prompt.format.describe(), "reasoning_read": prompt.format.reasoning,
-           "constraint": constraint.describe if constraint else None, "n": n, "parsed": parsed,
-           "parsed_share": parsed / n, "parsed_ci": [lo, hi], "reasoned": reasoned, "looped": loops,
-           "echoed": copies,
-           "median_reasoning_words": statistics.median(lengths) if lengths else None,
-           "seconds": round(seconds, 1)}
+    row = {
+        "format": prompt.format.describe(),
+        "reasoning_read": prompt.format.reasoning,
+        "constraint": constraint.describe if constraint else None,
+        "n": n,
+        "parsed": parsed,
+        "parsed_share": parsed / n,
+        "parsed_ci": [lo, hi],
+        "reasoned": reasoned,
+        "looped": loops,
+        "echoed": copies,
+        "median_reasoning_words": statistics.median(lengths) if lengths else None,
+        "seconds": round(seconds, 1),
+    }
     if prompt.answer == "pairwise":
         row["agree_with_experts"] = agree
-    print(f"{name:24s} parsed {parsed}/{n} [{lo:.2f}, {hi:.2f}]  reasoning {reasoned}/{n}  looped "
-          f"{loops}/{n}  echoed {copies}/{n}  median words {row['median_reasoning_words']}  {seconds:.0f}s",
-          flush=True)
+    print(
+        f"{name:24s} parsed {parsed}/{n} [{lo:.2f}, {hi:.2f}]  reasoning {reasoned}/{n}  looped "
+        f"{loops}/{n}  echoed {copies}/{n}  median words {row['median_reasoning_words']}  {seconds:.0f}s",
+        flush=True,
+    )
     return row
 
 
@@ -222,13 +247,21 @@ async def main() -> None:
         if args.templates and name not in args.templates.split(","):
             continue
         t0 = time.perf_counter()
-        results[name] = await one(name, prompt, pairwise if prompt.answer == "pairwise" else singles, spec,
-                                  args)
+        results[name] = await one(
+            name, prompt, pairwise if prompt.answer == "pairwise" else singles, spec, args
+        )
         timer.mark(name, t0)
-    path = write_summary(args, "reasoning_constraint_parse.py", {
-        "benchmark": "summeval", "criterion": "coherence",
-        "config": "JudgeConfig(**answer_mode(lm)) defaults",
-        "results": clean(results)}, timer)
+    path = write_summary(
+        args,
+        "reasoning_constraint_parse.py",
+        {
+            "benchmark": "summeval",
+            "criterion": "coherence",
+            "config": "JudgeConfig(**answer_mode(lm)) defaults",
+            "results": clean(results),
+        },
+        timer,
+    )
     print(f"wrote {path}")
 
 

@@ -25,8 +25,14 @@ from mitigate.data import RELEASE_CRITERION, Item, PairwiseRelease
 from mitigate.replay._released_pairwise import ReleaseParse, recorded_runs
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-_POS = {("A", "original"): "first", ("B", "original"): "second", ("A", "swapped"): "second",
-        ("B", "swapped"): "first", ("tie", "original"): "tie", ("tie", "swapped"): "tie"}
+_POS = {
+    ("A", "original"): "first",
+    ("B", "original"): "second",
+    ("A", "swapped"): "second",
+    ("B", "swapped"): "first",
+    ("tie", "original"): "tie",
+    ("tie", "swapped"): "tie",
+}
 
 
 @dataclass
@@ -56,13 +62,23 @@ class Table:
         """The rows where ``keep`` is true."""
         idx = np.flatnonzero(keep)
         pick = lambda xs: [xs[i] for i in idx] if xs else []  # noqa: E731
-        return Table(self.judge, pick(self.items), pick(self.gold), pick(self.orig), pick(self.swap),
-                     pick(self.rel_orig), pick(self.rel_swap), pick(self.scores))
+        return Table(
+            self.judge,
+            pick(self.items),
+            pick(self.gold),
+            pick(self.orig),
+            pick(self.swap),
+            pick(self.rel_orig),
+            pick(self.rel_swap),
+            pick(self.scores),
+        )
 
     def presented(self) -> tuple[list[str | None], list[str | None]]:
         """mitigate's verdicts as the position preferred in each order (for the position measures)."""
-        return ([None if v is None else _POS[(v, "original")] for v in self.orig],
-                [None if v is None else _POS[(v, "swapped")] for v in self.swap])
+        return (
+            [None if v is None else _POS[(v, "original")] for v in self.orig],
+            [None if v is None else _POS[(v, "swapped")] for v in self.swap],
+        )
 
 
 def tables(parse: ReleaseParse) -> dict[str, Table]:
@@ -147,9 +163,13 @@ def strip_texts(report: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     The results JSON is committed, and nothing a release holds (answers, instructions) may be.
     """
     keep = ("item_id", "order", "mitigate", "release")
-    return {k: {**row, "examples": {kind: [{f: e[f] for f in keep} for e in es]
-                                    for kind, es in row["examples"].items()}}
-            for k, row in report.items()}
+    return {
+        k: {
+            **row,
+            "examples": {kind: [{f: e[f] for f in keep} for e in es] for kind, es in row["examples"].items()},
+        }
+        for k, row in report.items()
+    }
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:

@@ -59,23 +59,34 @@ def per_judge(t: Table, n_boot: int, seed: int) -> dict[str, Any]:
     pc = position_consistency(o, s, ci=True, n_boot=n_boot, seed=seed)
     return {
         "n": len(t.items),
-        "release_rule": {"overall": float(rel.mean()),
-                         **{c: float(rel[cats == c].mean()) for c in sorted(set(cats))}},
-        "mitigate_release_rule": {"overall": boot_mean(mine, n_boot, seed),
-                                  **{c: float(mine[cats == c].mean()) for c in sorted(set(cats))}},
-        "mitigate": {"acc_first": boot_mean(hits(t.orig, t.gold), n_boot, seed),
-                     "acc_both": boot_mean((hits(t.orig, t.gold) + hits(t.swap, t.gold)) / 2, n_boot, seed),
-                     "ties": sum(v == "tie" for v in t.orig + t.swap),
-                     "failed": sum(v is None for v in t.orig + t.swap),
-                     "position_consistency": {"value": pc.value, "ci": [pc.ci_low, pc.ci_high], "n": pc.n,
-                                              "of_all": pc.of_all}},
+        "release_rule": {
+            "overall": float(rel.mean()),
+            **{c: float(rel[cats == c].mean()) for c in sorted(set(cats))},
+        },
+        "mitigate_release_rule": {
+            "overall": boot_mean(mine, n_boot, seed),
+            **{c: float(mine[cats == c].mean()) for c in sorted(set(cats))},
+        },
+        "mitigate": {
+            "acc_first": boot_mean(hits(t.orig, t.gold), n_boot, seed),
+            "acc_both": boot_mean((hits(t.orig, t.gold) + hits(t.swap, t.gold)) / 2, n_boot, seed),
+            "ties": sum(v == "tie" for v in t.orig + t.swap),
+            "failed": sum(v is None for v in t.orig + t.swap),
+            "position_consistency": {
+                "value": pc.value,
+                "ci": [pc.ci_low, pc.ci_high],
+                "n": pc.n,
+                "of_all": pc.of_all,
+            },
+        },
     }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("snapshot", type=Path,
-                    help="the JudgeBench repository folder (with data/, outputs/, utils/)")
+    ap.add_argument(
+        "snapshot", type=Path, help="the JudgeBench repository folder (with data/, outputs/, utils/)"
+    )
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "replay_judgebench.json")
@@ -85,19 +96,29 @@ def main() -> None:
     parse = parse_release(release)
     rows = {name: per_judge(t, args.n_boot, args.seed) for name, t in tables(parse).items()}
     report = strip_texts(parse_report(parse, examples=5))
-    payload = {"command": " ".join(["python", *sys.argv]), "snapshot": str(args.snapshot),
-               "answers": len(release.answers), "seconds": time.perf_counter() - t0, "formats": parse.formats,
-               "judges": rows, "parse": report}
+    payload = {
+        "command": " ".join(["python", *sys.argv]),
+        "snapshot": str(args.snapshot),
+        "answers": len(release.answers),
+        "seconds": time.perf_counter() - t0,
+        "formats": parse.formats,
+        "judges": rows,
+        "parse": report,
+    }
     write_json(args.out, payload)
     for name, r in rows.items():
         m = r["mitigate"]
-        print(f"{name:70s} n={r['n']} JudgeBench rule: release {r['release_rule']['overall']:.3f} "
-              f"mitigate {fmt_ci(r['mitigate_release_rule']['overall'])} | acc first "
-              f"{fmt_ci(m['acc_first'])} PC {m['position_consistency']['value']:.3f}")
+        print(
+            f"{name:70s} n={r['n']} JudgeBench rule: release {r['release_rule']['overall']:.3f} "
+            f"mitigate {fmt_ci(r['mitigate_release_rule']['overall'])} | acc first "
+            f"{fmt_ci(m['acc_first'])} PC {m['position_consistency']['value']:.3f}"
+        )
     for key, r in report.items():
-        print(f"parse {key}: {r['parsed']}/{r['answers']} read, agree {r['agree']}, differ {r['differ']}, "
-              f"only release {r['only_release']}, only mitigate {r['only_mitigate']}, both none "
-              f"{r['both_none']}")
+        print(
+            f"parse {key}: {r['parsed']}/{r['answers']} read, agree {r['agree']}, differ {r['differ']}, "
+            f"only release {r['only_release']}, only mitigate {r['only_mitigate']}, both none "
+            f"{r['both_none']}"
+        )
     print(f"wrote {args.out}")
 
 

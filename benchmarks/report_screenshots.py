@@ -29,16 +29,31 @@ def shoot(page: Path, fragment: str, out: Path, size: tuple[int, int]) -> None:
         raise SystemExit("expected Debian's chromium (apt-get install chromium); found none")
     with tempfile.TemporaryDirectory() as profile:
         raw = Path(profile) / "shot.png"
-        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
-                        "--disable-background-networking",
-                        "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-                        f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}",
-                        "--virtual-time-budget=3000", f"--screenshot={raw}", page.resolve().as_uri()
-                        + fragment],
-                       check=True, capture_output=True, timeout=180)
+        subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--hide-scrollbars",
+                f"--user-data-dir={profile}",
+                f"--window-size={size[0]},{size[1]}",
+                "--virtual-time-budget=3000",
+                f"--screenshot={raw}",
+                page.resolve().as_uri() + fragment,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
         image = Image.open(raw).convert("RGB")
-        image.quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(out,
-                                                                                                  optimize=True)
+        image.quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+            out, optimize=True
+        )
 
 
 def main() -> None:
@@ -57,8 +72,12 @@ def main() -> None:
 
     rows = item_view(load_results(args.folder))
     top = max(rows, key=lambda r: (r["disagreement"], -r["index"]))
-    shoot(page, f"#sort=disagreement&open={items[top['index']]['id']}&prompt=1&view=items",
-          args.out / "report-html-items.png", (1100, 1250))
+    shoot(
+        page,
+        f"#sort=disagreement&open={items[top['index']]['id']}&prompt=1&view=items",
+        args.out / "report-html-items.png",
+        (1100, 1250),
+    )
     print(f"wrote {args.out / 'report-html-top.png'}, {args.out / 'report-html-items.png'}")
 
 

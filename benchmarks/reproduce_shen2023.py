@@ -53,8 +53,17 @@ DIMENSIONS = ("coherence", "consistency", "fluency", "relevance")
 JUDGES = {"chatgpt-rts": "ChatGPT RTS", "chatgpt-mcq": "ChatGPT MCQ", "gpt4-rts": "GPT-4 RTS"}
 METHODS = ("spearman", "pearson", "kendall")
 CHALLENGE_PAIRS = (
-    ("M22", "M23"), ("M23", "M17"), ("M17", "M12"), ("M12", "M13"), ("M13", "M15"), ("M15", "M14"),
-    ("M14", "M8"), ("M8", "M9"), ("M9", "M10"), ("M10", "M20"), ("M20", "M11"),
+    ("M22", "M23"),
+    ("M23", "M17"),
+    ("M17", "M12"),
+    ("M12", "M13"),
+    ("M13", "M15"),
+    ("M15", "M14"),
+    ("M14", "M8"),
+    ("M8", "M9"),
+    ("M9", "M10"),
+    ("M10", "M20"),
+    ("M20", "M11"),
 )
 """The 11 pairs of systems adjacent in human quality that the paper uses as its hard ("challenge") set."""
 
@@ -116,8 +125,9 @@ def judge_dimension(scores: list[float | None], items: list[Item], dim: str, n_b
         "parse_failures": int(np.isnan(judge).sum()),
         "item": {m: _measure(M.item_correlation(judge, human, m, **ci)) for m in METHODS},
         "document": {m: _measure(M.document_correlation(judge, human, docs, m)) for m in METHODS},
-        "system": {m: _measure(M.system_correlation(judge, human, systems, m, doc_ids=docs))
-                   for m in METHODS},
+        "system": {
+            m: _measure(M.system_correlation(judge, human, systems, m, doc_ids=docs)) for m in METHODS
+        },
     }
     cp = M.correct_preferences(judge, human, systems, docs, **ci)
     out["cp"] = {**_measure(cp), "pairs": cp.extra.get("n_pairs"), "share": _r(cp.extra.get("share"))}
@@ -134,8 +144,13 @@ def judge_dimension(scores: list[float | None], items: list[Item], dim: str, n_b
     return out
 
 
-def rts_mcq_agreement(rts: list[float | None], mcq: list[float | None], items: list[Item], dim: str,
-                      p_rts: dict[str, dict[str, float | None]]) -> dict[str, Any]:
+def rts_mcq_agreement(
+    rts: list[float | None],
+    mcq: list[float | None],
+    items: list[Item],
+    dim: str,
+    p_rts: dict[str, dict[str, float | None]],
+) -> dict[str, Any]:
     """R_i = corr(RTS, MCQ) within each system, and how R_i tracks P_i (RTS) across systems."""
     systems = [str(s) for s in M.item_systems(items)]
     a = np.array([math.nan if v is None else v for v in rts], dtype=float)
@@ -149,8 +164,11 @@ def rts_mcq_agreement(rts: list[float | None], mcq: list[float | None], items: l
     for m in METHODS:
         x = [r_i[s][m] for s in names]
         y = [p_rts[s][m] for s in names]
-        link[m] = _r(correlation_function("spearman")(
-            [math.nan if v is None else v for v in x], [math.nan if v is None else v for v in y]))
+        link[m] = _r(
+            correlation_function("spearman")(
+                [math.nan if v is None else v for v in x], [math.nan if v is None else v for v in y]
+            )
+        )
     return {"R_i": r_i, "spearman_R_vs_P_rts": link}
 
 
@@ -163,9 +181,11 @@ def _fmt(v: Any) -> str:
 def print_tables(results: dict[str, Any]) -> None:
     """Human-readable tables on stdout."""
     judges = results["judges"]
-    for level, title in (("item", "pooled over all 1,200 summaries (paper's level)"),
-                         ("document", "per document, mean over 100 documents (SummEval convention)"),
-                         ("system", "over the 12 system means")):
+    for level, title in (
+        ("item", "pooled over all 1,200 summaries (paper's level)"),
+        ("document", "per document, mean over 100 documents (SummEval convention)"),
+        ("system", "over the 12 system means"),
+    ):
         print(f"\nCorrelation with expert means, {title}: Spearman / Pearson / Kendall")
         print(f"{'judge':<13}" + "".join(f"{d:>24}" for d in DIMENSIONS))
         for j, label in JUDGES.items():
@@ -175,40 +195,57 @@ def print_tables(results: dict[str, Any]) -> None:
                 cells.append(" ".join(f"{_fmt(v[m]['value']):>7}" for m in METHODS))
             print(f"{label:<13}" + "".join(f"{c:>24}" for c in cells))
     print("\n#CP, correct preferences over 66 system pairs (per-document points, the paper's rule)")
-    print(f"{'judge':<13}" + "".join(f"{d:>13}" for d in DIMENSIONS) + f"{'average':>10}{'share':>8}"
-          + f"{'challenge 11':>14}{'by means':>10}")
+    print(
+        f"{'judge':<13}"
+        + "".join(f"{d:>13}" for d in DIMENSIONS)
+        + f"{'average':>10}{'share':>8}"
+        + f"{'challenge 11':>14}{'by means':>10}"
+    )
     for j, label in JUDGES.items():
         cps = [judges[j][d]["cp"]["value"] for d in DIMENSIONS]
         avg = float(np.mean(cps))
         ch = sum(judges[j][d]["cp_challenge"]["correct"] for d in DIMENSIONS) / 4
         means = sum(judges[j][d]["cp_system_means"]["correct"] for d in DIMENSIONS) / 4
-        print(f"{label:<13}" + "".join(f"{c:>13g}" for c in cps) + f"{avg:>10.2f}{avg / 66:>8.1%}"
-              + f"{ch:>11.2f}/11{means:>10.2f}")
+        print(
+            f"{label:<13}"
+            + "".join(f"{c:>13g}" for c in cps)
+            + f"{avg:>10.2f}{avg / 66:>8.1%}"
+            + f"{ch:>11.2f}/11{means:>10.2f}"
+        )
     print("\nMeta-correlation M = corr(Q_i, P_i) over 12 systems: Spearman / Pearson / Kendall")
     print(f"{'judge':<13}" + "".join(f"{d:>24}" for d in DIMENSIONS))
     for j, label in JUDGES.items():
-        cells = [" ".join(f"{_fmt(judges[j][d]['meta_M'][m]['value']):>7}" for m in METHODS)
-                 for d in DIMENSIONS]
+        cells = [
+            " ".join(f"{_fmt(judges[j][d]['meta_M'][m]['value']):>7}" for m in METHODS) for d in DIMENSIONS
+        ]
         print(f"{label:<13}" + "".join(f"{c:>24}" for c in cells))
-    print("\nR_i = Spearman(ChatGPT RTS, ChatGPT MCQ) within each system; last row: "
-          "Spearman(R_i, P_i of RTS)")
+    print(
+        "\nR_i = Spearman(ChatGPT RTS, ChatGPT MCQ) within each system; last row: Spearman(R_i, P_i of RTS)"
+    )
     agree = results["rts_mcq_agreement"]
     systems = list(agree[DIMENSIONS[0]]["R_i"])
     print(f"{'system':<8}" + "".join(f"{d:>13}" for d in DIMENSIONS))
     for s in systems:
         print(f"{s:<8}" + "".join(f"{_fmt(agree[d]['R_i'][s]['spearman']):>13}" for d in DIMENSIONS))
-    print(f"{'R vs P':<8}"
-          + "".join(f"{_fmt(agree[d]['spearman_R_vs_P_rts']['spearman']):>13}" for d in DIMENSIONS))
-    print("\nParse failures (of 1,200 per dimension): " + ", ".join(
-        f"{label} " + "/".join(str(judges[j][d]["parse_failures"]) for d in DIMENSIONS) for j,
-        label in JUDGES.items()))
+    print(
+        f"{'R vs P':<8}"
+        + "".join(f"{_fmt(agree[d]['spearman_R_vs_P_rts']['spearman']):>13}" for d in DIMENSIONS)
+    )
+    print(
+        "\nParse failures (of 1,200 per dimension): "
+        + ", ".join(
+            f"{label} " + "/".join(str(judges[j][d]["parse_failures"]) for d in DIMENSIONS)
+            for j, label in JUDGES.items()
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     """Compute, print and write the reproduction."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--n-boot", type=int, default=1000,
-                        help="bootstrap resamples for the intervals (0: none)")
+    parser.add_argument(
+        "--n-boot", type=int, default=1000, help="bootstrap resamples for the intervals (0: none)"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON results")
     args = parser.parse_args(argv)
     start = time.perf_counter()
@@ -228,24 +265,44 @@ def main(argv: list[str] | None = None) -> int:
             s = run.scores(d)
             scores[j][d] = [s.get(it.id) for it in items]
             judges[j][d] = judge_dimension(scores[j][d], items, d, args.n_boot)
-    agreement = {d: rts_mcq_agreement(scores["chatgpt-rts"][d], scores["chatgpt-mcq"][d], items, d,
-                                      judges["chatgpt-rts"][d]["per_system_P"]) for d in DIMENSIONS}
+    agreement = {
+        d: rts_mcq_agreement(
+            scores["chatgpt-rts"][d],
+            scores["chatgpt-mcq"][d],
+            items,
+            d,
+            judges["chatgpt-rts"][d]["per_system_P"],
+        )
+        for d in DIMENSIONS
+    }
     results = {
         "command": "python benchmarks/reproduce_shen2023.py"
         + (f" --n-boot {args.n_boot}" if args.n_boot != 1000 else ""),
-        "data": {"benchmark": bench.name, "items": len(items), "systems": len({i.system for i in items}),
-                 "documents": len({i.doc_id for i in items}), "human": "mean of the 3 expert ratings (1-5)"},
-        "bootstrap": {"n_boot": args.n_boot, "seed": 0, "level": "95% percentile; items resampled "
-                      "(#CP: documents resampled)"},
+        "data": {
+            "benchmark": bench.name,
+            "items": len(items),
+            "systems": len({i.system for i in items}),
+            "documents": len({i.doc_id for i in items}),
+            "human": "mean of the 3 expert ratings (1-5)",
+        },
+        "bootstrap": {
+            "n_boot": args.n_boot,
+            "seed": 0,
+            "level": "95% percentile; items resampled (#CP: documents resampled)",
+        },
         "judges": judges,
         "rts_mcq_agreement": agreement,
         "summary": {
-            j: {"cp_average": float(np.mean([judges[j][d]["cp"]["value"] for d in DIMENSIONS])),
+            j: {
+                "cp_average": float(np.mean([judges[j][d]["cp"]["value"] for d in DIMENSIONS])),
                 "cp_share": float(np.mean([judges[j][d]["cp"]["value"] for d in DIMENSIONS])) / 66,
-                "cp_system_means_average": float(np.mean([judges[j][d]["cp_system_means"]["correct"]
-                                                          for d in DIMENSIONS])),
-                "cp_challenge_average": float(np.mean([judges[j][d]["cp_challenge"]["correct"]
-                                                       for d in DIMENSIONS]))}
+                "cp_system_means_average": float(
+                    np.mean([judges[j][d]["cp_system_means"]["correct"] for d in DIMENSIONS])
+                ),
+                "cp_challenge_average": float(
+                    np.mean([judges[j][d]["cp_challenge"]["correct"] for d in DIMENSIONS])
+                ),
+            }
             for j in JUDGES
         },
         "paper": PAPER,

@@ -85,8 +85,15 @@ def grid(args: argparse.Namespace) -> dict[str, list[Mitigation]]:
         for t in args.temperatures:
             n = 1 if t == 0 else args.samples
             name = f"T={t:g}" + (f" n={n}" if n > 1 else "") + (" CoT" if cot else "")
-            cells[name] = [Sampling(temperature=t, n=n, cot=cot, reducer="mean",
-                                    max_tokens=args.cot_max_tokens if cot else args.max_tokens)]
+            cells[name] = [
+                Sampling(
+                    temperature=t,
+                    n=n,
+                    cot=cot,
+                    reducer="mean",
+                    max_tokens=args.cot_max_tokens if cot else args.max_tokens,
+                )
+            ]
     cells["expected score"] = [Sampling(temperature=0.0, max_tokens=args.max_tokens), ExpectedScore()]
     return cells
 
@@ -99,14 +106,25 @@ async def main_async(args: argparse.Namespace) -> None:
     base = PromptJudge(direct_prompt(args.criterion), lm, config)
     cot_base = PromptJudge(direct_prompt(args.criterion, COT_ASK), lm, config)
     scale_step: list[Mitigation] = [Granularity(scale="1-10")] if args.scale == "1-10" else []
-    entries = [Entry.from_pipeline(name, cot_base if "CoT" in name else base, Pipeline([*scale_step, *steps]))
-               for name, steps in grid(args).items()]
+    entries = [
+        Entry.from_pipeline(name, cot_base if "CoT" in name else base, Pipeline([*scale_step, *steps]))
+        for name, steps in grid(args).items()
+    ]
     t0 = time.perf_counter()
     try:
-        result = await compare(bench, args.criterion, entries, out_dir=args.run_dir,
-                               concurrency=args.concurrency,
-                               limit=args.n, progress=args.progress, n_boot=args.n_boot, n_perm=args.n_perm,
-                               seed=args.seed, restart=args.restart)
+        result = await compare(
+            bench,
+            args.criterion,
+            entries,
+            out_dir=args.run_dir,
+            concurrency=args.concurrency,
+            limit=args.n,
+            progress=args.progress,
+            n_boot=args.n_boot,
+            n_perm=args.n_perm,
+            seed=args.seed,
+            restart=args.restart,
+        )
     finally:
         await lm.aclose()
     timer.mark("compare", t0)
@@ -124,22 +142,39 @@ async def main_async(args: argparse.Namespace) -> None:
             "minus_reference": clean(cmp_.model_dump(mode="json")) if cmp_ is not None else None,
         }
     n_docs = len({r.doc_id for r in result.items})
-    print(f"\nSummEval {args.criterion}, n={len(result.items)} summaries ({n_docs} documents), scale "
-          f"{args.scale}; reference cell: {result.entries[0].name}")
+    print(
+        f"\nSummEval {args.criterion}, n={len(result.items)} summaries ({n_docs} documents), scale "
+        f"{args.scale}; reference cell: {result.entries[0].name}"
+    )
     for name, c in cells.items():
         d = c["minus_reference"]
-        diff = "" if d is None else (f"  vs ref {d['observed']:+.3f} [{d['ci_low']}, {d['ci_high']}] "
-                                     f"p={d['p_value']}"
-                                     if d.get("observed") is not None
-                                     else f"  vs ref undefined ({d.get('reason')})")
-        print(f"{name:<16} Spearman {fmt(c['spearman_item'])}  alpha {fmt(c['alpha_across_samples'])}  "
-              f"parse failures {c['run']['parse_failures']}{diff}")
-    path = write_summary(args, "sampling_grid_summeval.py", {
-        "what": "temperature x CoT grid with averaging, and the expected score, on SummEval (Stureborg "
-                "et al. 2024)",
-        "n_items": len(result.items), "n_documents": n_docs, "criterion": args.criterion,
-        "reference": result.entries[0].name, "cells": cells,
-    }, timer)
+        diff = (
+            ""
+            if d is None
+            else (
+                f"  vs ref {d['observed']:+.3f} [{d['ci_low']}, {d['ci_high']}] p={d['p_value']}"
+                if d.get("observed") is not None
+                else f"  vs ref undefined ({d.get('reason')})"
+            )
+        )
+        print(
+            f"{name:<16} Spearman {fmt(c['spearman_item'])}  alpha {fmt(c['alpha_across_samples'])}  "
+            f"parse failures {c['run']['parse_failures']}{diff}"
+        )
+    path = write_summary(
+        args,
+        "sampling_grid_summeval.py",
+        {
+            "what": "temperature x CoT grid with averaging, and the expected score, on SummEval (Stureborg "
+            "et al. 2024)",
+            "n_items": len(result.items),
+            "n_documents": n_docs,
+            "criterion": args.criterion,
+            "reference": result.entries[0].name,
+            "cells": cells,
+        },
+        timer,
+    )
     print(f"wrote {path}", file=sys.stderr)
 
 

@@ -84,15 +84,22 @@ def split_docs(items: list[Item], rng: np.random.Generator) -> tuple[np.ndarray,
     return cal, ~cal
 
 
-def selective_on_test(conf: np.ndarray, agreed: np.ndarray, cal: np.ndarray, test: np.ndarray,
-                      args: argparse.Namespace) -> dict[str, Any]:
+def selective_on_test(
+    conf: np.ndarray, agreed: np.ndarray, cal: np.ndarray, test: np.ndarray, args: argparse.Namespace
+) -> dict[str, Any]:
     g = fixed_sequence_threshold(conf[cal], agreed[cal], target=args.target, delta=args.delta)
-    accepted = test & np.isfinite(conf) & (conf >= (g.threshold if g.threshold is not None
-                                                    else np.inf) - 1e-12)
+    accepted = (
+        test & np.isfinite(conf) & (conf >= (g.threshold if g.threshold is not None else np.inf) - 1e-12)
+    )
     n_acc = int(accepted.sum())
-    return {"threshold": g.threshold, "coverage": n_acc / int(test.sum()),
-            "agreement": float(agreed[accepted].mean()) if n_acc else math.nan, "n_accepted": n_acc,
-            "cal_coverage": g.coverage, "cal_agreement": g.agreement}
+    return {
+        "threshold": g.threshold,
+        "coverage": n_acc / int(test.sum()),
+        "agreement": float(agreed[accepted].mean()) if n_acc else math.nan,
+        "n_accepted": n_acc,
+        "cal_coverage": g.coverage,
+        "cal_agreement": g.agreement,
+    }
 
 
 def resampled(conf_fn: Any, n: int, items: list[Item], args: argparse.Namespace) -> dict[str, Any]:
@@ -107,13 +114,19 @@ def resampled(conf_fn: Any, n: int, items: list[Item], args: argparse.Namespace)
     agr = np.array([r["agreement"] for r in rows])
     # the guarantee is about accepted items: a split that accepted nothing holds it vacuously
     held = np.array([c == 0 or a >= args.target - 1e-12 for c, a in zip(cov, agr, strict=True)])
-    return {"splits": len(rows), "held_share": float(held.mean()),
-            "empty_share": float(np.mean(cov == 0)),
-            "coverage_mean": float(cov.mean()), "coverage_p05_p95": [float(np.quantile(cov, 0.05)),
-                                                                      float(np.quantile(cov, 0.95))],
-            "agreement_mean": float(np.nanmean(agr)) if np.isfinite(agr).any() else None,
-            "agreement_p05_p95": ([float(np.nanquantile(agr, 0.05)), float(np.nanquantile(agr, 0.95))]
-                                  if np.isfinite(agr).any() else None)}
+    return {
+        "splits": len(rows),
+        "held_share": float(held.mean()),
+        "empty_share": float(np.mean(cov == 0)),
+        "coverage_mean": float(cov.mean()),
+        "coverage_p05_p95": [float(np.quantile(cov, 0.05)), float(np.quantile(cov, 0.95))],
+        "agreement_mean": float(np.nanmean(agr)) if np.isfinite(agr).any() else None,
+        "agreement_p05_p95": (
+            [float(np.nanquantile(agr, 0.05)), float(np.nanquantile(agr, 0.95))]
+            if np.isfinite(agr).any()
+            else None
+        ),
+    }
 
 
 def panel_section(items: list[Item], criterion: str, args: argparse.Namespace) -> tuple[dict[str, Any], list]:
@@ -129,23 +142,28 @@ def panel_section(items: list[Item], criterion: str, args: argparse.Namespace) -
         rho = M.item_correlation(scores, human, "spearman", ci=True, n_boot=args.n_boot, seed=args.seed)
         ok = np.isfinite(scores)
         within = np.abs(scores[ok] - human[ok]) <= args.tolerance + 1e-9
-        out[name] = {"spearman": {"value": rho.value, "ci": [rho.ci_low, rho.ci_high], "n": rho.n},
-                     "agreement": share_ci(within, args.n_boot, args.seed),
-                     "no_score": int((~ok).sum()),
-                     "member_failed": sum("panel_member_failed" in j.flags for j in js)}
+        out[name] = {
+            "spearman": {"value": rho.value, "ci": [rho.ci_low, rho.ci_high], "n": rho.n},
+            "agreement": share_ci(within, args.n_boot, args.seed),
+            "no_score": int((~ok).sum()),
+            "member_failed": sum("panel_member_failed" in j.flags for j in js),
+        }
         if name == "panel-median":
             median_panel = js
     return out, median_panel
 
 
-def selective_section(items: list[Item], criterion: str, panel: list[Judgment],
-                      args: argparse.Namespace) -> dict[str, Any]:
+def selective_section(
+    items: list[Item], criterion: str, panel: list[Judgment], args: argparse.Namespace
+) -> dict[str, Any]:
     gate = released_gate_judgments(criterion, items)
-    stage = SelectiveEvaluation(target=args.target, delta=args.delta, tolerance=args.tolerance,
-                                criterion=criterion)
-    configs = {"chatgpt-rts, confidence = RTS/MCQ agreement": (gate, stage.with_params(confidence="rts-mcq")),
-               "panel median, confidence = member agreement": (panel,
-                                                               stage.with_params(confidence="samples"))}
+    stage = SelectiveEvaluation(
+        target=args.target, delta=args.delta, tolerance=args.tolerance, criterion=criterion
+    )
+    configs = {
+        "chatgpt-rts, confidence = RTS/MCQ agreement": (gate, stage.with_params(confidence="rts-mcq")),
+        "panel median, confidence = member agreement": (panel, stage.with_params(confidence="samples")),
+    }
     out: dict[str, Any] = {}
     rng = np.random.default_rng(args.seed)
     cal, test = split_docs(items, rng)
@@ -153,27 +171,42 @@ def selective_section(items: list[Item], criterion: str, panel: list[Judgment],
     arrays = {}
     for name, (js, sel) in configs.items():
         conf = np.array([confidence(j, sel.confidence, criterion) for j in js])
-        agreed = np.array([bool(agrees(j, it, tolerance=args.tolerance, criterion=criterion))
-                           for j, it in zip(js, items, strict=True)])
+        agreed = np.array(
+            [
+                bool(agrees(j, it, tolerance=args.tolerance, criterion=criterion))
+                for j, it in zip(js, items, strict=True)
+            ]
+        )
         arrays[name] = (conf, agreed)
         # the first split through the mitigation itself
         fitted = sel.calibrate([j for j, m in zip(js, cal, strict=True) if m], cal_items)
         from mitigate.strategies._selective import decide
 
         g = fitted.guarantee_
-        decided = [decide(j, g.threshold, sel.confidence, criterion, "flag")
-                   for j, m in zip(js, test, strict=True) if m]
+        decided = [
+            decide(j, g.threshold, sel.confidence, criterion, "flag")
+            for j, m in zip(js, test, strict=True)
+            if m
+        ]
         acc = np.array([d.meta["selective"]["decision"] == "accept" for d in decided])
         agr_test = agreed[test]
         out[name] = {
             "overall_test_agreement": share_ci(agr_test, args.n_boot, args.seed),
-            "threshold": g.threshold, "calibration": {"n": g.n_calibration, "accepted": g.n_accepted,
-                                                      "agreement": g.agreement, "upper_risk": g.upper_risk},
+            "threshold": g.threshold,
+            "calibration": {
+                "n": g.n_calibration,
+                "accepted": g.n_accepted,
+                "agreement": g.agreement,
+                "upper_risk": g.upper_risk,
+            },
             "test_coverage": share_ci(acc, args.n_boot, args.seed),
             "test_agreement_accepted": share_ci(agr_test[acc], args.n_boot, args.seed),
-            "resampled": resampled(lambda c, t, conf=conf,
-                                   agreed=agreed: selective_on_test(conf, agreed, c, t, args),
-                                   args.splits, items, args),
+            "resampled": resampled(
+                lambda c, t, conf=conf, agreed=agreed: selective_on_test(conf, agreed, c, t, args),
+                args.splits,
+                items,
+                args,
+            ),
         }
     # cascade: ChatGPT RTS first, then the panel, then humans
     stages = [configs[k][1] for k in configs]
@@ -186,25 +219,37 @@ def selective_section(items: list[Item], criterion: str, panel: list[Judgment],
         by_stage = []
         for (conf, agreed), f in zip((arrays[k] for k in configs), fitted, strict=True):
             thr = f.guarantee_.threshold
-            take = test_mask & ~answered & np.isfinite(conf) & (conf >= (thr if thr is not None
-                                                                         else np.inf) - 1e-12)
+            take = (
+                test_mask
+                & ~answered
+                & np.isfinite(conf)
+                & (conf >= (thr if thr is not None else np.inf) - 1e-12)
+            )
             by_stage.append(int(take.sum()))
             agreed_by[take] = agreed[take]
             answered |= take
         n_acc = int(answered.sum())
-        return {"coverage": n_acc / int(test_mask.sum()), "agreement": float(agreed_by[answered].mean())
-                if n_acc
-                else math.nan, "by_stage": by_stage, "thresholds": [f.guarantee_.threshold for f in fitted]}
+        return {
+            "coverage": n_acc / int(test_mask.sum()),
+            "agreement": float(agreed_by[answered].mean()) if n_acc else math.nan,
+            "by_stage": by_stage,
+            "thresholds": [f.guarantee_.threshold for f in fitted],
+        }
 
     first = cascade(cal, test)
-    out["cascade: chatgpt-rts -> panel -> human"] = {"first_split": first,
-                                                     "resampled": resampled(cascade, args.splits, items,
-                                                                            args)}
+    out["cascade: chatgpt-rts -> panel -> human"] = {
+        "first_split": first,
+        "resampled": resampled(cascade, args.splits, items, args),
+    }
     return out
 
 
-def fit_cascade_sources(judgments: list[list[Judgment]], items: list[Item], cal_mask: np.ndarray,
-                        stages: list[SelectiveEvaluation]) -> list[SelectiveEvaluation]:
+def fit_cascade_sources(
+    judgments: list[list[Judgment]],
+    items: list[Item],
+    cal_mask: np.ndarray,
+    stages: list[SelectiveEvaluation],
+) -> list[SelectiveEvaluation]:
     """fit_cascade on the calibration items of ``cal_mask``, each stage with its own confidence source."""
     ci = [it for it, m in zip(items, cal_mask, strict=True) if m]
     cal_js = [[j for j, m in zip(js, cal_mask, strict=True) if m] for js in judgments]
@@ -232,16 +277,24 @@ def h2h_section(args: argparse.Namespace) -> dict[str, Any]:
         thr = entropy_threshold(entropy, args.human_share)
         keep = entropy < thr - 1e-12
         # selective evaluation with both-order agreement as the confidence (one random half calibrates)
-        conf = np.array([math.nan if (o is None or s is None)
-                         else float(o == {"first": "second", "second": "first",
-                                                                                   "tie": "tie"}[s])
-                         for o, s in zip(orig, swap, strict=True)])
+        conf = np.array(
+            [
+                math.nan
+                if (o is None or s is None)
+                else float(o == {"first": "second", "second": "first", "tie": "tie"}[s])
+                for o, s in zip(orig, swap, strict=True)
+            ]
+        )
         items = [Item(id=f"{k[0]}|{k[1]}|{k[2]}", output="", doc_id=k[2]) for k, _ in rows]
         sel = {}
         for tg in args.h2h_targets:
             at = argparse.Namespace(**{**vars(args), "target": tg})
-            sel[f"{tg:g}"] = resampled(lambda c, t, conf=conf, agreed=correct_bal, at=at:
-                                       selective_on_test(conf, agreed, c, t, at), args.splits, items, at)
+            sel[f"{tg:g}"] = resampled(
+                lambda c, t, conf=conf, agreed=correct_bal, at=at: selective_on_test(conf, agreed, c, t, at),
+                args.splits,
+                items,
+                at,
+            )
         out[crit] = {
             "pairs": len(rows),
             "original_order_accuracy": share_ci(correct_orig, args.n_boot, args.seed),
@@ -249,8 +302,11 @@ def h2h_section(args: argparse.Namespace) -> dict[str, Any]:
             "balanced_tie_share": float(np.mean([b == "tie" for b in balanced])),
             "balanced_accuracy_decided": share_ci(correct_bal[decided], args.n_boot, args.seed),
             "original_accuracy_on_decided": share_ci(correct_orig[decided], args.n_boot, args.seed),
-            "hitl": {"human_share": float(1 - keep.mean()), "entropy_threshold": thr,
-                     "accuracy_kept": share_ci(correct_bal[keep], args.n_boot, args.seed)},
+            "hitl": {
+                "human_share": float(1 - keep.mean()),
+                "entropy_threshold": thr,
+                "accuracy_kept": share_ci(correct_bal[keep], args.n_boot, args.seed),
+            },
             "selective_both_orders": sel,
         }
     return out
@@ -258,55 +314,81 @@ def h2h_section(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tolerance", type=float, default=1.0,
-                    help="a score agrees within this distance of the expert mean")
-    ap.add_argument("--targets", type=float, nargs="+", default=[0.7, 0.8, 0.9],
-                    help="target agreements with the experts (one calibration each)")
-    ap.add_argument("--h2h-targets", type=float, nargs="+", default=[0.6, 0.65],
-                    help="target agreements for the head-to-head verdicts")
+    ap.add_argument(
+        "--tolerance", type=float, default=1.0, help="a score agrees within this distance of the expert mean"
+    )
+    ap.add_argument(
+        "--targets",
+        type=float,
+        nargs="+",
+        default=[0.7, 0.8, 0.9],
+        help="target agreements with the experts (one calibration each)",
+    )
+    ap.add_argument(
+        "--h2h-targets",
+        type=float,
+        nargs="+",
+        default=[0.6, 0.65],
+        help="target agreements for the head-to-head verdicts",
+    )
     ap.add_argument("--delta", type=float, default=0.1, help="allowed failure probability of the guarantee")
     ap.add_argument("--splits", type=int, default=200, help="resampled calibration/test splits")
-    ap.add_argument("--human-share", type=float, default=0.2,
-                    help="share sent to a human by the entropy rule")
+    ap.add_argument(
+        "--human-share", type=float, default=0.2, help="share sent to a human by the entropy rule"
+    )
     ap.add_argument("--n-boot", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS_DIR / "selective_panel_released.json")
     args = ap.parse_args()
     started = time.time()
     items = list(load_summeval("llm_summeval").items)
-    result: dict[str, Any] = {"command": " ".join(["python", *sys.argv]),
-                              "settings": vars(args) | {"out": str(args.out)},
-                              "members": list(MEMBERS), "panel": {}, "selective": {}}
+    result: dict[str, Any] = {
+        "command": " ".join(["python", *sys.argv]),
+        "settings": vars(args) | {"out": str(args.out)},
+        "members": list(MEMBERS),
+        "panel": {},
+        "selective": {},
+    }
     for c in CRITERIA:
         panel, median_panel = panel_section(items, c, args)
         result["panel"][c] = panel
-        result["selective"][c] = {f"{t:g}": selective_section(items, c, median_panel,
-                                                              argparse.Namespace(**{**vars(args),
-                                                                                    "target": t}))
-                                  for t in args.targets}
+        result["selective"][c] = {
+            f"{t:g}": selective_section(
+                items, c, median_panel, argparse.Namespace(**{**vars(args), "target": t})
+            )
+            for t in args.targets
+        }
         print(f"== {c}")
         for name, r in panel.items():
-            print(f"  {name:16s} spearman {r['spearman']['value']:.3f} [{r['spearman']['ci'][0]:.3f}, "
-                  f"{r['spearman']['ci'][1]:.3f}]  within {args.tolerance:g}: {r['agreement']['value']:.3f} "
-                  f"[{r['agreement']['ci'][0]:.3f}, {r['agreement']['ci'][1]:.3f}]  no score {r['no_score']}")
+            print(
+                f"  {name:16s} spearman {r['spearman']['value']:.3f} [{r['spearman']['ci'][0]:.3f}, "
+                f"{r['spearman']['ci'][1]:.3f}]  within {args.tolerance:g}: {r['agreement']['value']:.3f} "
+                f"[{r['agreement']['ci'][0]:.3f}, {r['agreement']['ci'][1]:.3f}]  no score {r['no_score']}"
+            )
         for t, per in result["selective"][c].items():
             for name, r in per.items():
                 rs = r["resampled"]
                 if "first_split" in r:
                     f = r["first_split"]
-                    print(f"  target {t} {name}: test coverage {f['coverage']:.3f}, agreement "
-                          f"{f['agreement']:.3f}; over {rs['splits']} splits held {rs['held_share']:.3f}, "
-                          f"coverage {rs['coverage_mean']:.3f}")
+                    print(
+                        f"  target {t} {name}: test coverage {f['coverage']:.3f}, agreement "
+                        f"{f['agreement']:.3f}; over {rs['splits']} splits held {rs['held_share']:.3f}, "
+                        f"coverage {rs['coverage_mean']:.3f}"
+                    )
                     continue
-                print(f"  target {t} {name}: threshold {r['threshold']}, test coverage "
-                      f"{r['test_coverage']['value']:.3f}, agreement {r['test_agreement_accepted']['value']} "
-                      f"(overall {r['overall_test_agreement']['value']:.3f}); over {rs['splits']} splits "
-                      f"held {rs['held_share']:.3f}, coverage {rs['coverage_mean']:.3f}")
+                print(
+                    f"  target {t} {name}: threshold {r['threshold']}, test coverage "
+                    f"{r['test_coverage']['value']:.3f}, agreement {r['test_agreement_accepted']['value']} "
+                    f"(overall {r['overall_test_agreement']['value']:.3f}); over {rs['splits']} splits "
+                    f"held {rs['held_share']:.3f}, coverage {rs['coverage_mean']:.3f}"
+                )
     result["head_to_head"] = h2h_section(args)
     for c, r in result["head_to_head"].items():
-        print(f"  h2h {c}: original {r['original_order_accuracy']['value']:.3f}, balanced "
-              f"{r['balanced_accuracy']['value']:.3f}, kept after HITL "
-              f"{r['hitl']['accuracy_kept']['value']:.3f} (human {r['hitl']['human_share']:.3f})")
+        print(
+            f"  h2h {c}: original {r['original_order_accuracy']['value']:.3f}, balanced "
+            f"{r['balanced_accuracy']['value']:.3f}, kept after HITL "
+            f"{r['hitl']['accuracy_kept']['value']:.3f} (human {r['hitl']['human_share']:.3f})"
+        )
     result["seconds"] = round(time.time() - started, 1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(clean(result), indent=1))

@@ -18,8 +18,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-MEASURES = ("spearman_item", "kendall_item", "pearson_item", "scale_coverage", "score_entropy",
-            "length_spearman")
+MEASURES = (
+    "spearman_item",
+    "kendall_item",
+    "pearson_item",
+    "scale_coverage",
+    "score_entropy",
+    "length_spearman",
+)
 """The measures kept per entry (the others are undefined on USS: no systems, one item per dialogue)."""
 
 
@@ -33,8 +39,14 @@ def _demos(spec: Any) -> list[dict[str, Any]]:
     for step in steps:
         for demo in (step.get("params") or {}).get("demos_") or (step.get("params") or {}).get("demos") or []:
             item = demo.get("item", {})
-            out.append({"step": step.get("name"), "id": item.get("id"), "gold": demo.get("score"),
-                        "words": len(str(item.get("output", "")).split())})
+            out.append(
+                {
+                    "step": step.get("name"),
+                    "id": item.get("id"),
+                    "gold": demo.get("score"),
+                    "words": len(str(item.get("output", "")).split()),
+                }
+            )
     return out
 
 
@@ -52,30 +64,58 @@ def summarise(folder: Path, searched: Path | None = None) -> dict[str, Any]:
     entries = []
     for e in r["entries"]:
         summary = e["summary"]
-        entries.append({
-            "name": e["name"], "kind": e["kind"],
-            "summary": {k: summary.get(k)
-                        for k in ("items", "ok", "parse_failures", "errors", "calls", "cached_calls")},
-            "measures": {name: _measure(e["measures"].get(name)) for name in MEASURES},
-            "vs_first": e.get("comparison"), "fitted": e.get("fitted"), "histogram": e.get("histogram"),
-            "demos": _demos(e.get("spec")),
-        })
+        entries.append(
+            {
+                "name": e["name"],
+                "kind": e["kind"],
+                "summary": {
+                    k: summary.get(k)
+                    for k in ("items", "ok", "parse_failures", "errors", "calls", "cached_calls")
+                },
+                "measures": {name: _measure(e["measures"].get(name)) for name in MEASURES},
+                "vs_first": e.get("comparison"),
+                "fitted": e.get("fitted"),
+                "histogram": e.get("histogram"),
+                "demos": _demos(e.get("spec")),
+            }
+        )
     out: dict[str, Any] = {
-        "script": "benchmarks/sgd_compare.sh", "command": settings.get("command"),
+        "script": "benchmarks/sgd_compare.sh",
+        "command": settings.get("command"),
         "benchmark": r["benchmark"],
-        "criterion": r["criterion"], "n_test_items": settings.get("n_items"), "train": train,
-        "not_fitted": settings.get("not_fitted"), "n_boot": settings.get("n_boot"),
+        "criterion": r["criterion"],
+        "n_test_items": settings.get("n_items"),
+        "train": train,
+        "not_fitted": settings.get("not_fitted"),
+        "n_boot": settings.get("n_boot"),
         "n_perm": settings.get("n_perm"),
-        "seed": settings.get("seed"), "human_histogram": r.get("human_histogram"), "entries": entries,
+        "seed": settings.get("seed"),
+        "human_histogram": r.get("human_histogram"),
+        "entries": entries,
     }
     if searched is not None and searched.is_file():
         spec = json.loads(searched.read_text(encoding="utf-8"))
         out["searched_spec_demos"] = _demos(spec)
         search = spec.get("search") or {}
-        out["search"] = {k: search.get(k)
-                         for k in ("engine", "objective", "winner", "demo_ids", "dev", "test",
-                                                    "baseline_dev", "baseline_test", "test_gain", "budget",
-                                                    "calls_search", "stopped", "seed", "split")}
+        out["search"] = {
+            k: search.get(k)
+            for k in (
+                "engine",
+                "objective",
+                "winner",
+                "demo_ids",
+                "dev",
+                "test",
+                "baseline_dev",
+                "baseline_test",
+                "test_gain",
+                "budget",
+                "calls_search",
+                "stopped",
+                "seed",
+                "split",
+            )
+        }
     return out
 
 
@@ -93,8 +133,9 @@ def _finite(value: Any) -> Any:
 def main(argv: list[str]) -> None:
     """Write the summary of the run folder ``argv[0]`` to ``argv[1]``."""
     if len(argv) not in (2, 3):
-        raise SystemExit("usage: python benchmarks/sgd_compare_summary.py RUN_FOLDER OUT_JSON "
-                         "[SEARCHED_SPEC_JSON]")
+        raise SystemExit(
+            "usage: python benchmarks/sgd_compare_summary.py RUN_FOLDER OUT_JSON [SEARCHED_SPEC_JSON]"
+        )
     searched = Path(argv[2]) if len(argv) == 3 else None
     data = _finite(summarise(Path(argv[0]), searched))
     Path(argv[1]).write_text(json.dumps(data, indent=1, allow_nan=False) + "\n", encoding="utf-8")

@@ -92,31 +92,53 @@ def swap_test(a: np.ndarray, b: np.ndarray, n_perm: int, seed: int) -> Permutati
     a, b = a[keep], b[keep]
     observed = mean_pairwise_r(a) - mean_pairwise_r(b)
     if len(a) < 3 or not math.isfinite(observed):
-        return PermutationResult(observed=math.nan, p_value=math.nan, n=len(a), n_perm=n_perm,
-                                 reason="fewer than 3 complete items or an undefined correlation")
+        return PermutationResult(
+            observed=math.nan,
+            p_value=math.nan,
+            n=len(a),
+            n_perm=n_perm,
+            reason="fewer than 3 complete items or an undefined correlation",
+        )
     rng = np.random.default_rng(seed)
     null = np.empty(n_perm)
     for k in range(n_perm):
         swap = rng.random(len(a)) < 0.5
-        null[k] = mean_pairwise_r(np.where(swap[:, None], b, a)) - mean_pairwise_r(np.where(swap[:, None], a,
-                                                                                            b))
+        null[k] = mean_pairwise_r(np.where(swap[:, None], b, a)) - mean_pairwise_r(
+            np.where(swap[:, None], a, b)
+        )
     null = null[np.isfinite(null)]
     p_value = (1 + int(np.sum(np.abs(null) >= abs(observed) - 1e-12))) / (1 + len(null))
-    return PermutationResult(observed=observed, p_value=p_value, n=len(a), n_perm=n_perm,
-                             observed_a=mean_pairwise_r(a), observed_b=mean_pairwise_r(b))
+    return PermutationResult(
+        observed=observed,
+        p_value=p_value,
+        n=len(a),
+        n_perm=n_perm,
+        observed_a=mean_pairwise_r(a),
+        observed_b=mean_pairwise_r(b),
+    )
 
 
 def matrix(judgments: list[Judgment]) -> np.ndarray:
     """Items x criteria scores (NaN for a parse failure or a failed call)."""
-    return np.array([[np.nan if j.error is not None or j.scores.get(c) is None else j.scores[c]
-                      for c in CRITERIA]
-                     for j in judgments], dtype=float)
+    return np.array(
+        [
+            [np.nan if j.error is not None or j.scores.get(c) is None else j.scores[c] for c in CRITERIA]
+            for j in judgments
+        ],
+        dtype=float,
+    )
 
 
 async def _run(judge: Judge, items: list[Item], args: argparse.Namespace, name: str) -> Any:
-    res = await run(judge, items, concurrency=args.concurrency,
-                    journal=args.run_dir / "journals" / f"{name}.jsonl",
-                    restart=args.restart, progress=args.progress, desc=name)
+    res = await run(
+        judge,
+        items,
+        concurrency=args.concurrency,
+        journal=args.run_dir / "journals" / f"{name}.jsonl",
+        restart=args.restart,
+        progress=args.progress,
+        desc=name,
+    )
     print(f"  {name}: {res.summary.line()}", file=sys.stderr)
     return res
 
@@ -127,8 +149,9 @@ async def main_async(args: argparse.Namespace) -> None:
     items = select_items(bench.items, args.n)
     criteria = tuple(get_prompt(f"summeval-{c}").criteria[0] for c in CRITERIA)
     lm = make_lm(args)
-    base = PromptJudge(get_prompt("summeval-coherence"), lm,
-                       JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
+    base = PromptJudge(
+        get_prompt("summeval-coherence"), lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens)
+    )
     multi_cfg = {"max_tokens": args.multi_max_tokens}
     settings = {
         "multi": MultiAttribute(criteria=criteria),
@@ -143,11 +166,13 @@ async def main_async(args: argparse.Namespace) -> None:
             res = await _run(judge, items, args, name)
             runs[name] = list(res.judgments)
             summaries[name] = res.summary.model_dump(mode="json")
-            positions = {tuple(sorted(j.meta.get("positions", {}).items())) for j in res.judgments
-                         if j.error is None}
+            positions = {
+                tuple(sorted(j.meta.get("positions", {}).items())) for j in res.judgments if j.error is None
+            }
             if len(positions) > 1:
-                raise RuntimeError(f"expected one fixed criteria order per setting; {name} "
-                                   f"recorded {positions}")
+                raise RuntimeError(
+                    f"expected one fixed criteria order per setting; {name} recorded {positions}"
+                )
             timer.mark(name, t0)
         single = Pipeline([MultiAttribute(criteria=criteria), SingleAttribute()]).wrap(base)
         per_crit: dict[str, dict[str, Judgment]] = {}
@@ -161,40 +186,63 @@ async def main_async(args: argparse.Namespace) -> None:
         timer.mark("single", t0)
     finally:
         await lm.aclose()
-    runs["single"] = [Judgment(item_id=it.id, scores={c: per_crit[c][it.id].scores.get(c) for c in CRITERIA},
-                               error="; ".join(e for c in CRITERIA if (e := per_crit[c][it.id].error))
-                               or None)
-                      for it in items]
+    runs["single"] = [
+        Judgment(
+            item_id=it.id,
+            scores={c: per_crit[c][it.id].scores.get(c) for c in CRITERIA},
+            error="; ".join(e for c in CRITERIA if (e := per_crit[c][it.id].error)) or None,
+        )
+        for it in items
+    ]
     human = np.column_stack([M.human_scores(items, c) for c in CRITERIA])
     hdict = {c: human[:, k] for k, c in enumerate(CRITERIA)}
     ci = {"ci": args.n_boot > 0, "n_boot": max(args.n_boot, 1), "seed": args.seed}
-    out: dict[str, Any] = {"human": {"inter_criterion_pearson": measure_json(
-        M.inter_criterion_correlation(hdict, "pearson", **ci))}}
+    out: dict[str, Any] = {
+        "human": {
+            "inter_criterion_pearson": measure_json(M.inter_criterion_correlation(hdict, "pearson", **ci))
+        }
+    }
     mats = {name: matrix(js) for name, js in runs.items()}
     for name, mat in mats.items():
         jdict = {c: mat[:, k] for k, c in enumerate(CRITERIA)}
         out[name] = {
             "inter_criterion_pearson": measure_json(M.inter_criterion_correlation(jdict, "pearson", **ci)),
             "anchoring_pearson": measure_json(M.anchoring(jdict, hdict, "pearson", **ci)),
-            "spearman_with_humans": {c: measure_json(M.item_correlation(jdict[c], hdict[c], "spearman", **ci))
-                                     for c in CRITERIA},
+            "spearman_with_humans": {
+                c: measure_json(M.item_correlation(jdict[c], hdict[c], "spearman", **ci)) for c in CRITERIA
+            },
         }
     stacked_j = np.vstack([mats["multi"], mats["multi-reversed"]])
     stacked_h = np.vstack([human, human])
-    pos = {c: [float(k)] * len(items) + [float(len(CRITERIA) - 1 - k)] * len(items) for k,
-           c in enumerate(CRITERIA)}
-    by_pos = M.correlation_by_position({c: stacked_j[:, k] for k, c in enumerate(CRITERIA)},
-                                       {c: stacked_h[:, k] for k, c in enumerate(CRITERIA)}, pos, "kendall",
-                                       **ci)
+    pos = {
+        c: [float(k)] * len(items) + [float(len(CRITERIA) - 1 - k)] * len(items)
+        for k, c in enumerate(CRITERIA)
+    }
+    by_pos = M.correlation_by_position(
+        {c: stacked_j[:, k] for k, c in enumerate(CRITERIA)},
+        {c: stacked_h[:, k] for k, c in enumerate(CRITERIA)},
+        pos,
+        "kendall",
+        **ci,
+    )
     out["correlation_by_position_kendall"] = measure_json(by_pos)
     tests = {
-        "inter_criterion_single_minus_multi": perm_json(swap_test(mats["single"], mats["multi"], args.n_perm,
-                                                                  args.seed)),
+        "inter_criterion_single_minus_multi": perm_json(
+            swap_test(mats["single"], mats["multi"], args.n_perm, args.seed)
+        ),
         "spearman_single_minus_multi": {
-            c: perm_json(paired_permutation_test(mats["single"][:, k], mats["multi"][:, k], human[:, k],
-                                                 "spearman",
-                                                 n_perm=args.n_perm, seed=args.seed))
-            for k, c in enumerate(CRITERIA)},
+            c: perm_json(
+                paired_permutation_test(
+                    mats["single"][:, k],
+                    mats["multi"][:, k],
+                    human[:, k],
+                    "spearman",
+                    n_perm=args.n_perm,
+                    seed=args.seed,
+                )
+            )
+            for k, c in enumerate(CRITERIA)
+        },
     }
     print(f"\nSummEval, n={len(items)} summaries ({len({it.doc_id for it in items})} documents)")
     print(f"{'setting':<16} inter-criterion Pearson r (mean of 6 pairs)")
@@ -203,17 +251,30 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"{name:<16} {fmt(out[name]['inter_criterion_pearson'])}")
     print("single - multi: " + fmt_test(tests["inter_criterion_single_minus_multi"]))
     for c in CRITERIA:
-        print(f"Spearman {c:<12} single {fmt(out['single']['spearman_with_humans'][c])}  multi "
-              f"{fmt(out['multi']['spearman_with_humans'][c])}  "
-              f"{fmt_test(tests['spearman_single_minus_multi'][c])}")
-    print(f"Kendall by position (multi + reversed): {clean(by_pos.extra.get('by_position'))}; first - last "
-          f"{fmt(by_pos)}")
-    path = write_summary(args, "single_vs_multi_summeval.py", {
-        "what": "inter-criterion correlation and correlation by position, single vs multi-attribute "
-                "(Stureborg et al. 2024)",
-        "n_items": len(items), "n_documents": len({it.doc_id for it in items}), "paper": PAPER,
-        "results": out, "tests": tests, "runs": summaries,
-    }, timer)
+        print(
+            f"Spearman {c:<12} single {fmt(out['single']['spearman_with_humans'][c])}  multi "
+            f"{fmt(out['multi']['spearman_with_humans'][c])}  "
+            f"{fmt_test(tests['spearman_single_minus_multi'][c])}"
+        )
+    print(
+        f"Kendall by position (multi + reversed): {clean(by_pos.extra.get('by_position'))}; first - last "
+        f"{fmt(by_pos)}"
+    )
+    path = write_summary(
+        args,
+        "single_vs_multi_summeval.py",
+        {
+            "what": "inter-criterion correlation and correlation by position, single vs multi-attribute "
+            "(Stureborg et al. 2024)",
+            "n_items": len(items),
+            "n_documents": len({it.doc_id for it in items}),
+            "paper": PAPER,
+            "results": out,
+            "tests": tests,
+            "runs": summaries,
+        },
+        timer,
+    )
     print(f"wrote {path}", file=sys.stderr)
 
 

@@ -84,7 +84,7 @@ class Interval(Constraint):
         return True
 
     def describe(self) -> str:
-        """"an int >= 1", "a float in (0, 1]", "an int"."""
+        """ "an int >= 1", "a float in (0, 1]", "an int"."""
         noun = "an int" if self.kind is int else "a float"
         lo_in = self.closed in ("both", "left")
         hi_in = self.closed in ("both", "right")
@@ -110,7 +110,7 @@ class Options(Constraint):
         return any(value == v and isinstance(value, bool) == isinstance(v, bool) for v in self.values)
 
     def describe(self) -> str:
-        """"one of 'a', 'b'" (a single option: "'a'")."""
+        """ "one of 'a', 'b'" (a single option: "'a'")."""
         if len(self.values) == 1:
             return repr(self.values[0])
         return "one of " + ", ".join(repr(v) for v in self.values)
@@ -120,7 +120,12 @@ class IsInstance(Constraint):
     """An instance of one of ``types`` (an int is not a bool here; a float accepts an int)."""
 
     _NOUNS: ClassVar[dict[type, str]] = {
-        str: "a str", bool: "a bool", int: "an int", float: "a float", dict: "a dict", list: "a list",
+        str: "a str",
+        bool: "a bool",
+        int: "an int",
+        float: "a float",
+        dict: "a dict",
+        list: "a list",
         tuple: "a tuple",
     }
 
@@ -139,7 +144,7 @@ class IsInstance(Constraint):
         return False
 
     def describe(self) -> str:
-        """"a str", "a Scale" or the given noun."""
+        """ "a str", "a Scale" or the given noun."""
         if self.noun:
             return self.noun
         return " or ".join(self._NOUNS.get(t, f"a {t.__name__}") for t in self.types)
@@ -219,8 +224,7 @@ def _meant(value: Any, constraints: Iterable[Constraint]) -> Any:
         return None
     text = (f"{value:g}" if isinstance(value, float) else str(value)).strip().lower()
     options = [v for c in constraints if isinstance(c, Options) for v in c.values if isinstance(v, str)]
-    for same in (lambda o: o.lower() == text,
-                 lambda o: text in re.split(r"[^0-9a-z.]+", o.lower())):
+    for same in (lambda o: o.lower() == text, lambda o: text in re.split(r"[^0-9a-z.]+", o.lower())):
         hits = [o for o in options if same(o)]
         if len(hits) == 1:
             return hits[0]

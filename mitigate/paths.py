@@ -113,9 +113,13 @@ most
 ``--max-response-bytes`` (10 MB by default)."""
 
 _OPEN_FLAGS = {
-    "rb": os.O_RDONLY, "r": os.O_RDONLY,
-    "ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a": os.O_WRONLY | os.O_APPEND | os.O_CREAT,
-    "r+b": os.O_RDWR, "a+": os.O_RDWR | os.O_APPEND | os.O_CREAT, "a+b": os.O_RDWR | os.O_APPEND | os.O_CREAT,
+    "rb": os.O_RDONLY,
+    "r": os.O_RDONLY,
+    "ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+    "a": os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+    "r+b": os.O_RDWR,
+    "a+": os.O_RDWR | os.O_APPEND | os.O_CREAT,
+    "a+b": os.O_RDWR | os.O_APPEND | os.O_CREAT,
 }
 _BINARY_MODE = {"rb": "rb", "r": "rb", "ab": "ab", "a": "ab", "r+b": "r+b", "a+": "a+b", "a+b": "a+b"}
 
@@ -136,8 +140,9 @@ def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
     except OSError:
         kind = path_kind(path)
         if kind not in (None, "a regular file") and not kind.startswith("unreadable"):
-            raise ConfigError(f"expected {what} {path} to be a regular file; it is {kind}",
-                              path=str(path)) from None
+            raise ConfigError(
+                f"expected {what} {path} to be a regular file; it is {kind}", path=str(path)
+            ) from None
         raise
     try:
         mode_bits = os.fstat(fd).st_mode
@@ -155,8 +160,9 @@ def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
     return io.TextIOWrapper(binary, encoding="utf-8", newline=None if mode == "r" else "")
 
 
-def read_lines(fh: IO[bytes], what: str, *, max_line: int | None = None, path: Path | str | None = None
-               ) -> Iterator[bytes]:
+def read_lines(
+    fh: IO[bytes], what: str, *, max_line: int | None = None, path: Path | str | None = None
+) -> Iterator[bytes]:
     """The lines of an open binary file, each with its line break (the last may have none), from where it
     stands.
 
@@ -171,9 +177,12 @@ def read_lines(fh: IO[bytes], what: str, *, max_line: int | None = None, path: P
             return
         number += 1
         if len(line) > max_line:
-            raise DataError(f"expected {what} to hold lines of at most {max_line:,} bytes (the JSON lines "
-                            f"mitigate writes); line {number} is longer", line=number, path=None
-                            if path is None else str(path))
+            raise DataError(
+                f"expected {what} to hold lines of at most {max_line:,} bytes (the JSON lines "
+                f"mitigate writes); line {number} is longer",
+                line=number,
+                path=None if path is None else str(path),
+            )
         yield line
 
 
@@ -190,13 +199,20 @@ def output_target(path: Path | str, what: str) -> tuple[Path, bool]:
         return target, False
     if kind == "a character device":
         return target, True
-    raise ConfigError(f"expected to write {what} {path} as a regular file (or a new one); {path} is {kind}",
-                      path=str(path))
+    raise ConfigError(
+        f"expected to write {what} {path} as a regular file (or a new one); {path} is {kind}", path=str(path)
+    )
 
 
-def write_output(path: Path | str, write: Callable[[IO[Any]], None] | str | bytes,
-                 what: str = "the output file",
-                 *, newline: str | None = None, durable: bool = True, binary: bool = False) -> Path:
+def write_output(
+    path: Path | str,
+    write: Callable[[IO[Any]], None] | str | bytes,
+    what: str = "the output file",
+    *,
+    newline: str | None = None,
+    durable: bool = True,
+    binary: bool = False,
+) -> Path:
     """Write an output file and return ``path``; see the module docstring for what each kind of path gets.
 
     The one way mitigate writes an output. ``write`` is the text (or bytes), or a function writing to the
@@ -217,8 +233,14 @@ def write_output(path: Path | str, write: Callable[[IO[Any]], None] | str | byte
 
 
 @contextlib.contextmanager
-def open_output(path: Path | str, what: str = "the output file", *, newline: str | None = None,
-                durable: bool = True, binary: bool = False) -> Iterator[IO[Any]]:
+def open_output(
+    path: Path | str,
+    what: str = "the output file",
+    *,
+    newline: str | None = None,
+    durable: bool = True,
+    binary: bool = False,
+) -> Iterator[IO[Any]]:
     """An output file open for writing (text, or binary with ``binary=True``), written as :func:`write_output`
     writes.
 
@@ -233,8 +255,9 @@ def open_output(path: Path | str, what: str = "the output file", *, newline: str
     target, through = output_target(path, what)
 
     def failed(exc: OSError) -> ConfigError:
-        return ConfigError(f"expected to write {what} {path}; got {exc.strerror or type(exc).__name__}",
-                           path=str(path))
+        return ConfigError(
+            f"expected to write {what} {path}; got {exc.strerror or type(exc).__name__}", path=str(path)
+        )
 
     def opened(fd: int) -> IO[Any]:
         return os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline=newline)
@@ -244,8 +267,11 @@ def open_output(path: Path | str, what: str = "the output file", *, newline: str
             fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
             if not stat.S_ISCHR(os.fstat(fd).st_mode):
                 os.close(fd)
-                raise ConfigError(f"expected to write {what} {path} through a character device; it changed "
-                                  f"into {path_kind(target)}", path=str(path))
+                raise ConfigError(
+                    f"expected to write {what} {path} through a character device; it changed "
+                    f"into {path_kind(target)}",
+                    path=str(path),
+                )
             os.set_blocking(fd, True)
             device = opened(fd)
         except OSError as exc:
@@ -288,8 +314,11 @@ def output_path(path: Path | str, what: str = "the output file") -> Iterator[Pat
     path = Path(path)
     target, through = output_target(path, what)
     if through:
-        raise ConfigError(f"expected to write {what} {path} as a regular file (or a new one); {path} is "
-                          f"{path_kind(target)}", path=str(path))
+        raise ConfigError(
+            f"expected to write {what} {path} as a regular file (or a new one); {path} is "
+            f"{path_kind(target)}",
+            path=str(path),
+        )
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -301,8 +330,9 @@ def output_path(path: Path | str, what: str = "the output file") -> Iterator[Pat
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        raise ConfigError(f"expected to write {what} {path}; got {exc.strerror or type(exc).__name__}",
-                          path=str(path)) from None
+        raise ConfigError(
+            f"expected to write {what} {path}; got {exc.strerror or type(exc).__name__}", path=str(path)
+        ) from None
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)

@@ -48,10 +48,7 @@ from typing import Any, ClassVar, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from mitigate._lazy import declared_modules
-from mitigate.constraints import (
-    ConstraintLike,
-    check_param,
-)
+from mitigate.constraints import ConstraintLike, check_param
 from mitigate.errors import ConfigError
 
 __all__ = [
@@ -127,16 +124,19 @@ def load_plugin(module: str) -> list[tuple[str, str]]:
     then is still reported (:func:`plugin_components`).
     """
     if not isinstance(module, str) or not _MODULE_PATH.fullmatch(module.strip()):
-        raise ConfigError("expected a plugin as a dotted module path such as 'my_package.judges'; "
-                          f"got {module!r}")
+        raise ConfigError(
+            f"expected a plugin as a dotted module path such as 'my_package.judges'; got {module!r}"
+        )
     module = module.strip()
     _loading_plugins.append(module)
     try:
         importlib.import_module(module)
     except ModuleNotFoundError as exc:
         if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
-            raise ConfigError(f"plugin module {module!r} was not found; expected a module importable from "
-                              f"sys.path (installed, or on PYTHONPATH); got no module {exc.name!r}") from None
+            raise ConfigError(
+                f"plugin module {module!r} was not found; expected a module importable from "
+                f"sys.path (installed, or on PYTHONPATH); got no module {exc.name!r}"
+            ) from None
         raise ConfigError(f"plugin module {module!r} failed to import: {type(exc).__name__}: {exc}") from None
     except ConfigError as exc:
         raise ConfigError(f"plugin module {module!r} failed to import: {exc}") from None
@@ -186,8 +186,11 @@ def load_entry_point_plugins(*, again: bool = False) -> list[str]:
             if ep.attr:
                 ep.load()
         except Exception as exc:  # reported as one warning; the other plugins still load
-            warnings.warn(f"plugin {ep.name!r} (entry point {ep.value!r} of {dist}, group {PLUGIN_GROUP}) "
-                          f"was not loaded: {exc}", stacklevel=2)
+            warnings.warn(
+                f"plugin {ep.name!r} (entry point {ep.value!r} of {dist}, group {PLUGIN_GROUP}) "
+                f"was not loaded: {exc}",
+                stacklevel=2,
+            )
             continue
         loaded.append(ep.module)
     return loaded
@@ -262,8 +265,7 @@ def registered(kind: str) -> dict[str, Any]:
 
 
 def lookup(kind: str, name: str) -> Any:
-    """The ``kind`` component registered as ``name``; ConfigError naming the known ones when absent.
-    """
+    """The ``kind`` component registered as ``name``; ConfigError naming the known ones when absent."""
     table = registered(kind)
     if not isinstance(name, str) or name not in table:
         raise ConfigError(f"unknown {kind} {name!r}; expected one of {sorted(table)}")
@@ -297,7 +299,8 @@ def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
     more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
     return ConfigError(
         f"The {name!r} parameter of {owner} is not valid: {msg}. Got {first.get('input')!r} instead{more}.",
-        parameter=name, owner=owner,
+        parameter=name,
+        owner=owner,
     )
 
 
@@ -390,7 +393,7 @@ class Component(BaseModel):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """Instances the contract checks (:mod:`mitigate.testing._checks`) exercise; override when defaults are
+        """Instances the contract checks (:mod:`mitigate.testing`) exercise; override when defaults are
         not enough."""
         return [cls()]
 
@@ -443,4 +446,3 @@ def run_coroutine(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> 
         f"{what} runs its own event loop and was called inside a running one; expected `await "
         f"{instead}` there"
     )
-

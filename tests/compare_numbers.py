@@ -34,18 +34,40 @@ def _q(request: LMRequest) -> int:
 
 
 def _score_bench(docs: int = 24, systems: int = 4) -> Benchmark:
-    return Benchmark(name="toy", criteria=("q",), items=tuple(
-        Item(id=f"S{s}/d{d}", system=f"S{s}", doc_id=f"d{d}", output=f"q={1 + (d * 7 + s * 3) % 5} d{d} s{s} "
-             + "w " * ((d + 2 * s) % 7),
-             human={"q": min(5.0, float(1 + (d * 3 + s * 2) % 5) + 0.5 * (s % 2))})
-        for d in range(docs) for s in range(systems)))
+    return Benchmark(
+        name="toy",
+        criteria=("q",),
+        items=tuple(
+            Item(
+                id=f"S{s}/d{d}",
+                system=f"S{s}",
+                doc_id=f"d{d}",
+                output=f"q={1 + (d * 7 + s * 3) % 5} d{d} s{s} " + "w " * ((d + 2 * s) % 7),
+                human={"q": min(5.0, float(1 + (d * 3 + s * 2) % 5) + 0.5 * (s % 2))},
+            )
+            for d in range(docs)
+            for s in range(systems)
+        ),
+    )
 
 
 def _pair_bench(n: int = 40) -> Benchmark:
-    return Benchmark(name="pw", criteria=("help",), items=tuple(
-        Item(id=f"p{k}", output=f"answer q={k % 5} " + "long " * (k % 4), output_b=f"other q={(k * 3) % 5} "
-             + "x " * (k % 3), system=f"M{k % 3}", system_b=f"M{(k + 1) % 3}", doc_id=f"d{k // 2}",
-             preference={"help": "AB"[k % 2] if k % 7 else "tie"}) for k in range(n)))
+    return Benchmark(
+        name="pw",
+        criteria=("help",),
+        items=tuple(
+            Item(
+                id=f"p{k}",
+                output=f"answer q={k % 5} " + "long " * (k % 4),
+                output_b=f"other q={(k * 3) % 5} " + "x " * (k % 3),
+                system=f"M{k % 3}",
+                system_b=f"M{(k + 1) % 3}",
+                doc_id=f"d{k // 2}",
+                preference={"help": "AB"[k % 2] if k % 7 else "tie"},
+            )
+            for k in range(n)
+        ),
+    )
 
 
 def _pair_answer(request: LMRequest) -> str:
@@ -59,25 +81,39 @@ def _numbers(result: Any) -> dict[str, Any]:
     dump = result.model_dump(mode="json")
     out: dict[str, Any] = {"human": dump["human"], "human_histogram": dump["human_histogram"], "entries": {}}
     for e in dump["entries"]:
-        out["entries"][e["name"]] = {k: e[k] for k in ("measures", "per_system", "histogram", "comparison",
-                                                       "estimate", "estimate_note")}
+        out["entries"][e["name"]] = {
+            k: e[k]
+            for k in ("measures", "per_system", "histogram", "comparison", "estimate", "estimate_note")
+        }
     return _strict(out)
 
 
 async def _all(folder: Path) -> dict[str, Any]:
-    score_judge = PromptJudge(JudgePrompt.from_template(SCORE, criterion="q"),
-                              FakeLM(lambda r: "nothing" if _q(r) == 3 and "s1 " in r.messages[-1].content
-                                     else f"Score: {_q(r)}"))
-    other = PromptJudge(JudgePrompt.from_template(SCORE, criterion="q"),
-                        FakeLM(lambda r: f"Score: {6 - _q(r)}"))
-    entries = [Entry.from_pipeline("plain", score_judge, "baseline"), Entry(name="reversed", judge=other),
-               Entry.from_pipeline("hint", score_judge, "consistency-hint")]
+    score_judge = PromptJudge(
+        JudgePrompt.from_template(SCORE, criterion="q"),
+        FakeLM(lambda r: "nothing" if _q(r) == 3 and "s1 " in r.messages[-1].content else f"Score: {_q(r)}"),
+    )
+    other = PromptJudge(
+        JudgePrompt.from_template(SCORE, criterion="q"), FakeLM(lambda r: f"Score: {6 - _q(r)}")
+    )
+    entries = [
+        Entry.from_pipeline("plain", score_judge, "baseline"),
+        Entry(name="reversed", judge=other),
+        Entry.from_pipeline("hint", score_judge, "consistency-hint"),
+    ]
     kw: dict[str, Any] = {"progress": False, "n_boot": 200, "n_perm": 300, "seed": 1}
     score = await compare(_score_bench(), "q", entries, out_dir=folder / "score", **kw)
     pair_judge = PromptJudge(JudgePrompt.from_template(PAIR, criterion="help"), FakeLM(_pair_answer))
-    pair = await compare(_pair_bench(), "help", [Entry.from_pipeline("plain", pair_judge, "baseline"),
-                                                 Entry.from_pipeline("swap", pair_judge, "position-swap")],
-                         out_dir=folder / "pair", **kw)
+    pair = await compare(
+        _pair_bench(),
+        "help",
+        [
+            Entry.from_pipeline("plain", pair_judge, "baseline"),
+            Entry.from_pipeline("swap", pair_judge, "position-swap"),
+        ],
+        out_dir=folder / "pair",
+        **kw,
+    )
     hidden, _ = hide_labels(_score_bench(), "q", fraction=0.4, seed=3, group=lambda it: str(it.system))
     partly = await compare(hidden, "q", entries[:2], out_dir=folder / "partly", **kw)
     return {"score": _numbers(score), "pairwise": _numbers(pair), "partly_labelled": _numbers(partly)}

@@ -31,8 +31,15 @@ def bench() -> Benchmark:
         for s in range(3):
             q = 1 + (d * 2 + s * 3) % 5
             text = f"q={q} " + "w " * (2 + d + s) + (SCRIPT if (d, s) == (0, 0) else "")
-            items.append(Item(id=f"S{s}/d{d}", system=f"S{s}", doc_id=f"d{d}", output=text,
-                              human={"quality": q + 0.2 * s}))
+            items.append(
+                Item(
+                    id=f"S{s}/d{d}",
+                    system=f"S{s}",
+                    doc_id=f"d{d}",
+                    output=text,
+                    human={"quality": q + 0.2 * s},
+                )
+            )
     return Benchmark(name="toy", items=tuple(items), criteria=("quality",))
 
 
@@ -54,8 +61,12 @@ class Replayed(Judge):
 
     async def judge(self, item: Item) -> Judgment:
         q = float(item.output[2])
-        return Judgment(item_id=item.id, scores={"quality": q}, raw=(f"recorded {q:g}",),
-                        flags=("needs_human",) if item.system == "S1" else ())
+        return Judgment(
+            item_id=item.id,
+            scores={"quality": q},
+            raw=(f"recorded {q:g}",),
+            flags=("needs_human",) if item.system == "S1" else (),
+        )
 
     def map_leaves(self, fn):  # pragma: no cover - not used
         return self
@@ -66,13 +77,15 @@ class Replayed(Judge):
 
 def entries() -> list[Entry]:
     prompt = JudgePrompt.from_template(TEMPLATE, criterion="quality")
-    return [Entry.from_pipeline(NAMES[0], PromptJudge(prompt, FakeLM(reversed_answer)), Pipeline()),
-            Entry.from_pipeline(NAMES[1], PromptJudge(prompt, FakeLM(true_answer)), "consistency-hint"),
-            Entry(name=NAMES[2], judge=Replayed())]
+    return [
+        Entry.from_pipeline(NAMES[0], PromptJudge(prompt, FakeLM(reversed_answer)), Pipeline()),
+        Entry.from_pipeline(NAMES[1], PromptJudge(prompt, FakeLM(true_answer)), "consistency-hint"),
+        Entry(name=NAMES[2], judge=Replayed()),
+    ]
 
 
 def run_compare(out: Path, **kwargs) -> CompareResult:
     """The comparison written into ``out`` (reports included unless ``report=False``)."""
-    return asyncio.run(compare(bench(), "quality", entries(), out_dir=out, progress=False, n_boot=50,
-                               n_perm=100,
-                               **kwargs))
+    return asyncio.run(
+        compare(bench(), "quality", entries(), out_dir=out, progress=False, n_boot=50, n_perm=100, **kwargs)
+    )

@@ -28,14 +28,22 @@ ID_RE = re.compile(r"ID:(\w+)")
 
 
 def _items(prefix: str, n: int, offset: int = 0) -> list[Item]:
-    return [Item(id=f"{prefix}{i}", output=f"Text number {i + offset} about topic {prefix}. ID:{prefix}{i}",
-                 human={"coherence": float(1 + (i + offset) % 5)}) for i in range(n)]
+    return [
+        Item(
+            id=f"{prefix}{i}",
+            output=f"Text number {i + offset} about topic {prefix}. ID:{prefix}{i}",
+            human={"coherence": float(1 + (i + offset) % 5)},
+        )
+        for i in range(n)
+    ]
 
 
 def _split() -> Split:
-    train = [Item(id="g1", output="A good example. ID:g1", human={"coherence": 2.0}),
-             Item(id="g2", output="Another good one. ID:g2", human={"coherence": 5.0}),
-             *_items("t", 4)]
+    train = [
+        Item(id="g1", output="A good example. ID:g1", human={"coherence": 2.0}),
+        Item(id="g2", output="Another good one. ID:g2", human={"coherence": 5.0}),
+        *_items("t", 4),
+    ]
     return Split(train=tuple(train), dev=tuple(_items("d", 10)), test=tuple(_items("e", 10, offset=2)))
 
 

@@ -69,8 +69,9 @@ CASES = [
 def _lm(kind: str, url: str, transport: str) -> Any:
     limits = Limits(deadline=DEADLINE, max_response_bytes=100_000)
     if kind == "openai":
-        return OpenAILM("m", base_url=url + "/v1", api_key=KEY, timeout=30, limits=limits,
-                        transport=transport)
+        return OpenAILM(
+            "m", base_url=url + "/v1", api_key=KEY, timeout=30, limits=limits, transport=transport
+        )
     return AnthropicLM("m", base_url=url, api_key=KEY, timeout=30, limits=limits)
 
 
@@ -82,19 +83,25 @@ def _judge(lm: Any) -> PromptJudge:
     return PromptJudge(JudgePrompt.from_template("Rate the text from 1 to 5.\nText: {{output}}\nScore:"), lm)
 
 
-@pytest.mark.parametrize(("kind", "mode", "transport", "cause", "most"), CASES,
-                         ids=[f"{k}-{m}-{t}" for k, m, t, _, _ in CASES])
-def test_a_misbehaving_server_stops_the_run_with_its_cause_within_one_deadline(kind, mode, transport, cause,
-                                                                               most,
-                                                                                 tmp_path):
+@pytest.mark.parametrize(
+    ("kind", "mode", "transport", "cause", "most"), CASES, ids=[f"{k}-{m}-{t}" for k, m, t, _, _ in CASES]
+)
+def test_a_misbehaving_server_stops_the_run_with_its_cause_within_one_deadline(
+    kind, mode, transport, cause, most, tmp_path
+):
     async def go() -> tuple[RunStoppedError, float, int]:
         with FaultServer(mode) as server:
             lm = RetryingLM(_lm(kind, server.url, transport), POLICY)
             start = time.monotonic()
             try:
                 with pytest.raises(RunStoppedError) as info:
-                    await run(_judge(lm), _items(30), concurrency=8, progress=False,
-                              journal=tmp_path / "journal.jsonl")
+                    await run(
+                        _judge(lm),
+                        _items(30),
+                        concurrency=8,
+                        progress=False,
+                        journal=tmp_path / "journal.jsonl",
+                    )
             finally:
                 await lm.aclose()
             return info.value, time.monotonic() - start, server.requests
@@ -145,24 +152,43 @@ def _cli_judge(tmp_path: Path, url: str, rows: list[dict[str, Any]], prompt: byt
     bench = tmp_path / "b.jsonl"
     bench.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     (tmp_path / "p.txt").write_bytes(prompt)
-    return CliRunner().invoke(app,
-                              ["judge", "-b", f"jsonl:{bench}", "-c", "q", "--prompt",
-                               str(tmp_path / "p.txt"),
-                                    "--backend", "openai:m", "--base-url", url, "--no-progress", "--no-cache",
-                                    *extra])
+    return CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "-b",
+            f"jsonl:{bench}",
+            "-c",
+            "q",
+            "--prompt",
+            str(tmp_path / "p.txt"),
+            "--backend",
+            "openai:m",
+            "--base-url",
+            url,
+            "--no-progress",
+            "--no-cache",
+            *extra,
+        ],
+    )
 
 
 def test_an_id_with_a_newline_stays_on_one_row_and_a_bom_is_not_sent(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    rows = [{"id": "a\nb", "output": "t1", "human": {"q": 3}},
-            {"id": "c\td", "output": "t2", "human": {"q": 2}}]
+    rows = [
+        {"id": "a\nb", "output": "t1", "human": {"q": 3}},
+        {"id": "c\td", "output": "t2", "human": {"q": 2}},
+    ]
     with StubOpenAIServer(latency=0.0) as server:
-        result = _cli_judge(tmp_path, server.base_url, rows,
-                            "\ufeffRate 1 to 5.\n{{output}}\nScore:".encode())
+        result = _cli_judge(
+            tmp_path, server.base_url, rows, "\ufeffRate 1 to 5.\n{{output}}\nScore:".encode()
+        )
         bodies = server.bodies
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines() == ["a\\nb\tjudge=4\thuman=3.00\tScore: 4",
-                                          "c\\td\tjudge=4\thuman=2.00\tScore: 4"]
+    assert result.stdout.splitlines() == [
+        "a\\nb\tjudge=4\thuman=3.00\tScore: 4",
+        "c\\td\tjudge=4\thuman=2.00\tScore: 4",
+    ]
     sent = [m["content"] for b in bodies for m in b["messages"]]
     assert sent and all(not c.startswith("\ufeff") and "\ufeff" not in c for c in sent)
 
@@ -214,8 +240,9 @@ def test_one_line_escapes_line_breaks_and_control_characters():
 
 
 def _bench_module() -> Any:
-    spec = importlib.util.spec_from_file_location("bench_reliability",
-                                                  REPO / "benchmarks" / "bench_reliability.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_reliability", REPO / "benchmarks" / "bench_reliability.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("bench_reliability", module)
     spec.loader.exec_module(module)
@@ -229,10 +256,13 @@ def test_the_reliability_benchmarks_storm_server_answers_with_the_stubs_signatur
         statuses = []
         for i in range(4):
             request = urllib.request.Request(
-                server.base_url + "/chat/completions", method="POST",
+                server.base_url + "/chat/completions",
+                method="POST",
                 headers={"Content-Type": "application/json"},
-                data=json.dumps({"model": "m",
-                                 "messages": [{"role": "user", "content": f"Summary: S{i}."}]}).encode())
+                data=json.dumps(
+                    {"model": "m", "messages": [{"role": "user", "content": f"Summary: S{i}."}]}
+                ).encode(),
+            )
             try:
                 with urllib.request.urlopen(request, timeout=5) as resp:
                     statuses.append(resp.status)

@@ -78,10 +78,14 @@ Summary:
 Give a score for each criterion, one per line."""
 
 P1_DEMOS = (
-    Demo(item=Item(id="d1", output="Demo one.", inputs={"document": "Doc one."}),
-         score={"coherence": 1.0, "fluency": 2.0}),
-    Demo(item=Item(id="d2", output="Demo two.", inputs={"document": "Doc two."}),
-         score={"coherence": 3.0, "fluency": 3.0}),
+    Demo(
+        item=Item(id="d1", output="Demo one.", inputs={"document": "Doc one."}),
+        score={"coherence": 1.0, "fluency": 2.0},
+    ),
+    Demo(
+        item=Item(id="d2", output="Demo two.", inputs={"document": "Doc two."}),
+        score={"coherence": 3.0, "fluency": 3.0},
+    ),
 )
 SCORE_LINES = {1: "Score 1 means poor.", 2: "Score 2 means fair.", 3: "Score 3 means good."}
 LETTER_LINES = {1: "A: poor. Score: 1", 2: "B: fair. Score: 2", 3: "C: good. Score: 3"}
@@ -92,14 +96,16 @@ MCQ_ASK = mcq_instruction(["A", "B", "C"])
 
 
 def p1() -> S.Pipeline:
-    return S.Pipeline([
-        S.ConsistencyHint(),
-        S.SingleAttribute(),
-        S.AgreementGate(),
-        S.PerturbedDemosPreset(demos=P1_DEMOS, n=2, seed=1).build(),
-        S.SelfConsistency(n=3, temperature=0.7),
-        S.PerturbationProbe(n=2, seed=2),
-    ])
+    return S.Pipeline(
+        [
+            S.ConsistencyHint(),
+            S.SingleAttribute(),
+            S.AgreementGate(),
+            S.PerturbedDemosPreset(demos=P1_DEMOS, n=2, seed=1).build(),
+            S.SelfConsistency(n=3, temperature=0.7),
+            S.PerturbationProbe(n=2, seed=2),
+        ]
+    )
 
 
 def p1_base(lm: LM) -> PromptJudge:
@@ -109,9 +115,17 @@ def p1_base(lm: LM) -> PromptJudge:
 def p1_items() -> list[Item]:
     """Two systems x five items; the item's quality q is written into its output."""
     qs = {"steady": [1, 2, 3, 1, 2], "erratic": [1, 2, 3, 3, 2]}
-    return [Item(id=f"{s}-{i}", output=f"Summary {i} of {s}, q={q}.", inputs={"document": f"Article {i}."},
-                 system=s, doc_id=f"doc{i}")
-            for s, q_list in qs.items() for i, q in enumerate(q_list)]
+    return [
+        Item(
+            id=f"{s}-{i}",
+            output=f"Summary {i} of {s}, q={q}.",
+            inputs={"document": f"Article {i}."},
+            system=s,
+            doc_id=f"doc{i}",
+        )
+        for s, q_list in qs.items()
+        for i, q in enumerate(q_list)
+    ]
 
 
 def item_guideline(text: str) -> list[str]:
@@ -140,11 +154,15 @@ def demo_block(criterion: str, mcq: bool) -> str:
         gold = int(demo.score[criterion])  # type: ignore[index]
         answer = f"Answer: {'ABC'[gold - 1]}" if mcq else f"Score: {gold}"  # each form's own answer line
         for order in DEMO_ORDERS:  # under the template's own headings
-            parts.append(f"Article:\n{demo.item.inputs['document']}\n\nSummary:\n{demo.item.output}\n\n"
-                         "Scoring guideline:\n" + "\n".join(lines[k] for k in order) + f"\n{answer}")
+            parts.append(
+                f"Article:\n{demo.item.inputs['document']}\n\nSummary:\n{demo.item.output}\n\n"
+                "Scoring guideline:\n" + "\n".join(lines[k] for k in order) + f"\n{answer}"
+            )
     # the chain of thought asks for reasoning first; the demos show only their answers and say so
-    return ("Examples (each shows only its final answer; in your own answer, write the reasoning the "
-            "instructions ask for first):\n\n" + "\n\n".join(parts))
+    return (
+        "Examples (each shows only its final answer; in your own answer, write the reasoning the "
+        "instructions ask for first):\n\n" + "\n\n".join(parts)
+    )
 
 
 def p1_expected_text(item: Item, criterion: str, mcq: bool, order: tuple[int, ...]) -> str:
@@ -152,15 +170,24 @@ def p1_expected_text(item: Item, criterion: str, mcq: bool, order: tuple[int, ..
     lines = LETTER_LINES if mcq else SCORE_LINES
     return (
         "Rate the summary of the article for coherence and for fluency.\n\n"
-        "Scoring guideline:\n" + "\n".join(lines[k] for k in order) + "\n\n"
-        + DEFAULT_HINT + "\n\n"
-        + demo_block(criterion, mcq) + "\n\n"
+        "Scoring guideline:\n"
+        + "\n".join(lines[k] for k in order)
+        + "\n\n"
+        + DEFAULT_HINT
+        + "\n\n"
+        + demo_block(criterion, mcq)
+        + "\n\n"
         f"Article:\n{item.inputs['document']}\n\nSummary:\n{item.output}\n\n"
-        + (MCQ_ASK if mcq else RTS_ASK) + "\n\n"
+        + (MCQ_ASK if mcq else RTS_ASK)
+        + "\n\n"
         f"For this request, rate only {criterion}; ignore the other criteria mentioned above.\n\n"
-        + DEFAULT_COT + " Compare the text with each option of the guideline. "
-        + ('End your answer with a final line "Answer: X", with X one of the option letters A/B/C.' if mcq
-           else 'End your answer with a final line "Score: N", with N a score from 1 to 3.')
+        + DEFAULT_COT
+        + " Compare the text with each option of the guideline. "
+        + (
+            'End your answer with a final line "Answer: X", with X one of the option letters A/B/C.'
+            if mcq
+            else 'End your answer with a final line "Score: N", with N a score from 1 to 3.'
+        )
     )
 
 
@@ -171,7 +198,8 @@ async def test_p1_sends_the_exact_prompt_for_every_criterion_form_and_probe_orde
     sent = [r.messages[-1].content for r in lm.requests]
     expected = {
         p1_expected_text(item, c, mcq, order)
-        for c in ("coherence", "fluency") for mcq in (False, True)
+        for c in ("coherence", "fluency")
+        for mcq in (False, True)
         for order in ((1, 2, 3), *PROBE_NAMES.values())
     }
     assert len(sent) == 12 and set(sent) == expected  # 3 probe children x 2 forms x 2 criteria, each once
@@ -195,10 +223,12 @@ async def test_p1_agreement_gate_flags_the_system_whose_rts_and_mcq_disagree() -
     gate = pipe.steps[2]
     assert isinstance(gate, S.AgreementGate)
     report = gate.gate(judgments, items, criterion="coherence")
-    assert (report.decision("steady").decision == "accept"
-            and report.decision("steady").r == pytest.approx(1.0))
-    assert (report.decision("erratic").decision == "needs_human"
-            and report.decision("erratic").r == pytest.approx(-1.0))
+    assert report.decision("steady").decision == "accept" and report.decision("steady").r == pytest.approx(
+        1.0
+    )
+    assert report.decision("erratic").decision == "needs_human" and report.decision(
+        "erratic"
+    ).r == pytest.approx(-1.0)
     assert [("needs_human" in j.flags) for j in report.judgments] == [False] * 5 + [True] * 5
     # the gate read the probe's original scores; the probe's record survives the gate's flags
     assert all("perturbations" in j.meta for j in report.judgments)
@@ -207,10 +237,14 @@ async def test_p1_agreement_gate_flags_the_system_whose_rts_and_mcq_disagree() -
 # --------------------------------------------------------------------------- P2: direct scoring, learned
 # demos
 
-P2_TEMPLATE = ("Rate the summary of the article.\n\nArticle:\n{{document}}\n\nSummary:\n{{summary}}\n\nReply "
-               "with \"Score: N\".")
-P2_CRITERIA = (Criterion(name="coherence", definition="how well the summary is organised"),
-               Criterion(name="fluency", definition="how well it reads"))
+P2_TEMPLATE = (
+    "Rate the summary of the article.\n\nArticle:\n{{document}}\n\nSummary:\n{{summary}}\n\nReply "
+    'with "Score: N".'
+)
+P2_CRITERIA = (
+    Criterion(name="coherence", definition="how well the summary is organised"),
+    Criterion(name="fluency", definition="how well it reads"),
+)
 TRAIN_HUMAN = [(1, 2), (2, 5), (3, 3), (4, 1), (5, 4), (3, 2)]  # (coherence, fluency) per training item
 TRAIN_JUDGE = [2, 2, 4, 5, 3, 3]
 TRAIN_LS = [-10.0, -20.0, -5.0, -15.0, -30.0, -12.0]
@@ -232,10 +266,21 @@ class StubLikelihoodLM(LM):
 
 
 def train() -> Benchmark:
-    return Benchmark(name="train", criteria=("coherence", "fluency"), scale=Scale(min=1, max=5), items=tuple(
-        Item(id=f"t{i}", output=f"Train summary {i}.", inputs={"document": f"Train article {i}."}, system="S",
-             human={"coherence": float(c), "fluency": float(f)})
-        for i, (c, f) in enumerate(TRAIN_HUMAN)))
+    return Benchmark(
+        name="train",
+        criteria=("coherence", "fluency"),
+        scale=Scale(min=1, max=5),
+        items=tuple(
+            Item(
+                id=f"t{i}",
+                output=f"Train summary {i}.",
+                inputs={"document": f"Train article {i}."},
+                system="S",
+                human={"coherence": float(c), "fluency": float(f)},
+            )
+            for i, (c, f) in enumerate(TRAIN_HUMAN)
+        ),
+    )
 
 
 def p2_base(lm: LM) -> PromptJudge:
@@ -246,34 +291,39 @@ def fitted_demo_mitigations() -> tuple[S.Demos, S.Demos]:
     """highest-rs fitted by FakeLM + a stub likelihood LM; random-demos fitted on the same training split."""
 
     def fit_answer(request: LMRequest) -> str:
-        i = int(re.search(r"Train summary (\d)\.",
-                          request.messages[-1].content).group(1))  # type: ignore[union-attr]
+        i = int(re.search(r"Train summary (\d)\.", request.messages[-1].content).group(1))  # type: ignore[union-attr]
         return f"Score: {TRAIN_JUDGE[i]}"
 
     ll = StubLikelihoodLM({f"Train summary {i}.": v for i, v in enumerate(TRAIN_LS)})
-    hrs = S.HighestRSDemosPreset(k=2, criterion="coherence").build().fit(train(), p2_base(FakeLM(fit_answer)),
-                                                                         lm=ll,
-                                                            progress=False)
+    hrs = (
+        S.HighestRSDemosPreset(k=2, criterion="coherence")
+        .build()
+        .fit(train(), p2_base(FakeLM(fit_answer)), lm=ll, progress=False)
+    )
     rnd = S.RandomDemosPreset(k=2, seed=1, criterion="fluency").build().fit(train())
     return hrs, rnd
 
 
 def p2() -> S.Pipeline:
     hrs, rnd = fitted_demo_mitigations()
-    return S.Pipeline([
-        S.MultiAttribute(criteria=P2_CRITERIA, order=("fluency", "coherence")),
-        S.SingleAttribute(),
-        hrs,
-        rnd,
-        S.Granularity(scale="1-10"),
-        S.ExpectedScore(),
-        S.Sampling(temperature=1.0, n=2),
-    ])
+    return S.Pipeline(
+        [
+            S.MultiAttribute(criteria=P2_CRITERIA, order=("fluency", "coherence")),
+            S.SingleAttribute(),
+            hrs,
+            rnd,
+            S.Granularity(scale="1-10"),
+            S.ExpectedScore(),
+            S.Sampling(temperature=1.0, n=2),
+        ]
+    )
 
 
 def p2_expected_text(criterion: str, definition: str, demos: list[tuple[int, int]]) -> str:
-    shown = "\n\n".join(f"Document:\nTrain article {i}.\n\nSummary:\nTrain summary {i}.\n\n"
-                        f"Score: {score}" for i, score in demos)
+    shown = "\n\n".join(
+        f"Document:\nTrain article {i}.\n\nSummary:\nTrain summary {i}.\n\nScore: {score}"
+        for i, score in demos
+    )
     return (
         "Evaluate the summary below on one criterion:\n\n"
         f"- {criterion.capitalize()}: {definition}\n\n"
@@ -307,8 +357,9 @@ async def test_p2_gives_each_criterion_call_its_own_demos_on_the_new_scale_and_s
         return ("Score: 3", "Score: 5")[k % 2]
 
     lm = FakeLM(answer, logprobs=True)
-    judgment = await pipe.wrap(p2_base(lm)).judge(Item(id="x", output="The summary.",
-                                                       inputs={"document": "The article."}))
+    judgment = await pipe.wrap(p2_base(lm)).judge(
+        Item(id="x", output="The summary.", inputs={"document": "The article."})
+    )
     sent = {r.messages[-1].content for r in lm.requests}
     # human scores 1-5 moved onto 1-10 with the prompt: 5 -> 10, 4 -> 8, 3 -> 6
     assert sent == {
@@ -317,7 +368,9 @@ async def test_p2_gives_each_criterion_call_its_own_demos_on_the_new_scale_and_s
     }
     assert [r.messages[-1].content.split("\n\n")[1] for r in lm.requests] == [
         # multi-attribute's order
-        "- Fluency: how well it reads", "- Coherence: how well the summary is organised"]
+        "- Fluency: how well it reads",
+        "- Coherence: how well the summary is organised",
+    ]
     assert all((r.n, r.temperature, r.logprobs, r.top_logprobs) == (2, 1.0, True, 10) for r in lm.requests)
     # means of the expected values (3, 5) and (10, 8)
     assert judgment.scores == {"fluency": 4.0, "coherence": 9.0}
@@ -327,15 +380,19 @@ async def test_p2_gives_each_criterion_call_its_own_demos_on_the_new_scale_and_s
 
 # --------------------------------------------------------------------------- P3: pairwise
 
-P3_TEMPLATE = ("Which summary of the article is better?\n\nArticle:\n{{document}}\n\n"
-               "Summary 1:\n{{output}}\n\nSummary 2:\n{{output_b}}\n\nAnswer 'Summary 1' or 'Summary 2'.")
-PAIR = Item(id="pair", output="Short and right.", output_b="Long and wrong.",
-            inputs={"document": "An article."})
+P3_TEMPLATE = (
+    "Which summary of the article is better?\n\nArticle:\n{{document}}\n\n"
+    "Summary 1:\n{{output}}\n\nSummary 2:\n{{output_b}}\n\nAnswer 'Summary 1' or 'Summary 2'."
+)
+PAIR = Item(
+    id="pair", output="Short and right.", output_b="Long and wrong.", inputs={"document": "An article."}
+)
 
 
 def p3() -> S.Pipeline:
-    return S.Pipeline([S.PositionSwap(on_flip="abstain"), S.Sampling(temperature=0.7, n=3, cot=True,
-                                                                     reducer="majority")])
+    return S.Pipeline(
+        [S.PositionSwap(on_flip="abstain"), S.Sampling(temperature=0.7, n=3, cot=True, reducer="majority")]
+    )
 
 
 def p3_base(lm: LM) -> PromptJudge:
@@ -345,23 +402,30 @@ def p3_base(lm: LM) -> PromptJudge:
 async def test_p3_judges_both_orders_with_chain_of_thought_and_keeps_a_consistent_verdict() -> None:
     def prefers_right(request: LMRequest) -> str:
         first = request.messages[-1].content.split("Summary 1:\n", 1)[1].split("\n\n", 1)[0]
-        return "Reasoning... Summary 1 is better." if "right" in first else ("Reasoning... Summary "
-                                                                             "2 is better.")
+        return (
+            "Reasoning... Summary 1 is better." if "right" in first else ("Reasoning... Summary 2 is better.")
+        )
 
     lm = FakeLM(prefers_right)
     judgment = await p3().wrap(p3_base(lm)).judge(PAIR)
     original, swapped = (r.messages[-1].content for r in lm.requests)
-    cot = ("Before answering, explain your reasoning step by step. End your answer with a final line "
-           "\"Summary X\", with X being '1' or '2'.")  # the template's own answer line
-    assert original == ("Which summary of the article is better?\n\nArticle:\nAn article.\n\n"
-                        "Summary 1:\nShort and right.\n\nSummary 2:\nLong and wrong.\n\n"
-                        f"Answer 'Summary 1' or 'Summary 2'.\n\n{cot}")
+    cot = (
+        "Before answering, explain your reasoning step by step. End your answer with a final line "
+        "\"Summary X\", with X being '1' or '2'."
+    )  # the template's own answer line
+    assert original == (
+        "Which summary of the article is better?\n\nArticle:\nAn article.\n\n"
+        "Summary 1:\nShort and right.\n\nSummary 2:\nLong and wrong.\n\n"
+        f"Answer 'Summary 1' or 'Summary 2'.\n\n{cot}"
+    )
     exchanged = original.replace("Short and right.", "@").replace("Long and wrong.", "Short and right.")
     assert swapped == exchanged.replace("@", "Long and wrong.")
     assert all((r.n, r.temperature) == (3, 0.7) for r in lm.requests)  # sampling reached both orders
     assert judgment.verdict == "first" and judgment.flags == ()
-    assert judgment.meta == {"orders": {"original": "first", "swapped": "second"},
-                             "position_consistent": True}
+    assert judgment.meta == {
+        "orders": {"original": "first", "swapped": "second"},
+        "position_consistent": True,
+    }
 
 
 # --------------------------------------------------------------------------- all three pipelines
@@ -393,19 +457,32 @@ def test_the_three_pipelines_cover_every_registered_mitigation(
     # test_calibration.py and test_panel_evidence_length.py (style-control, issue 26: test_style_control.py),
     # and the juries, distributions and references (test_panel_reducers.py, test_pairwise_distribution.py,
     # test_own_reference.py)
-    beyond = ("selective", "panel", "length-control", "contextual-calibration", "batch-calibration",
-              "multiple-evidence", "style-control", "dawid-skene", "minority-veto", "pairwise-distribution",
-              "solve-first", "reference-revision")
-    registered = {name for name, cls in S.registered().items()
-                  if not name.startswith("test-") and not issubclass(cls, Preset)
-                  and name not in ("demos", *beyond)}
+    beyond = (
+        "selective",
+        "panel",
+        "length-control",
+        "contextual-calibration",
+        "batch-calibration",
+        "multiple-evidence",
+        "style-control",
+        "dawid-skene",
+        "minority-veto",
+        "pairwise-distribution",
+        "solve-first",
+        "reference-revision",
+    )
+    registered = {
+        name
+        for name, cls in S.registered().items()
+        if not name.startswith("test-") and not issubclass(cls, Preset) and name not in ("demos", *beyond)
+    }
     assert used == registered
     assert len(registered) == 10
 
 
 @pytest.mark.parametrize("name", ["P1", "P2", "P3"])
 def test_pipeline_spec_round_trips_through_json_and_rebuilds_the_same_judge(
-    name: str, pipelines: dict[str, tuple[S.Pipeline, Judge]],
+    name: str, pipelines: dict[str, tuple[S.Pipeline, Judge]]
 ) -> None:
     pipe, base = pipelines[name]
     spec = pipe.spec()
@@ -417,7 +494,7 @@ def test_pipeline_spec_round_trips_through_json_and_rebuilds_the_same_judge(
 
 @pytest.mark.parametrize("name", ["P1", "P2", "P3"])
 async def test_wrapping_and_judging_mutate_neither_the_judge_nor_the_mitigations(
-    name: str, pipelines: dict[str, tuple[S.Pipeline, Judge]],
+    name: str, pipelines: dict[str, tuple[S.Pipeline, Judge]]
 ) -> None:
     pipe, base = pipelines[name]
     prompt, config, described = base.prompt, base.config, base.describe()
@@ -440,33 +517,71 @@ def _judge_p1_with(*extra: S.Mitigation) -> Judge:
 @pytest.mark.parametrize(
     ("build", "message"),
     [
-        pytest.param(lambda: (S.AgreementGate() | S.ExpectedScore()).wrap(
-            p1_base(FakeLM([])).with_prompt(p1_base(FakeLM([])).prompt.with_criteria([Criterion(name="coherence")]))),
-            "ExpectedScore reads the first scale number", id="expected-score-after-rts"),
-        pytest.param(lambda: (S.ExpectedScore() | S.AgreementGate()).wrap(
-            p1_base(FakeLM([])).with_prompt(p1_base(FakeLM([])).prompt.with_criteria([Criterion(name="coherence")]))),
-            "AgreementGate's RTS form asks for a reason", id="agreement-gate-after-expected-score"),
-        pytest.param(lambda: (S.ExpectedScore() | S.Sampling(temperature=0.7, n=3, cot=True)).wrap(
-            p2_base(FakeLM([]))), "Sampling\\(cot=True\\) asks for reasoning", id="cot-after-expected-score"),
-        pytest.param(lambda: (S.ExpectedScore() | S.SelfConsistency()).wrap(p2_base(FakeLM([]))),
-                     "SelfConsistency\\(cot=True\\)", id="self-consistency-after-expected-score"),
-        pytest.param(lambda: (S.SelfConsistency() | S.ExpectedScore()).wrap(p2_base(FakeLM([]))),
-                     "ExpectedScore reads the first scale number",
-                     id="expected-score-after-self-consistency"),
-        pytest.param(lambda: (S.AgreementGate() | S.SingleAttribute()).wrap(p1_base(FakeLM([]))),
-                     "apply SingleAttribute before", id="agreement-gate-before-the-split"),
-        pytest.param(lambda: (S.PerturbationProbe(n=2) | S.MultiAttribute()).wrap(p1_base(FakeLM([]))),
-                     "made the .* prompts identical to the original", id="multi-attribute-after-the-probe"),
-        pytest.param(lambda: _judge_p1_with(S.MultiAttribute()),
-                     "expected a prompt answering with a score", id="multi-attribute-after-the-mcq-form"),
-        pytest.param(lambda: _judge_p1_with(S.Granularity()),
-                     "expected a prompt with answer='score'", id="granularity-after-the-mcq-form"),
-        pytest.param(lambda: fitted_demo_mitigations()[0].wrap(p1_base(FakeLM([]))),
-                     "expected a prompt scoring one criterion",
-                     id="learned-demos-on-a-multi-criterion-prompt"),
-        pytest.param(lambda: fitted_demo_mitigations()[1].wrap(p2_base(FakeLM([]))),
-                     "holds demos for criterion 'fluency'",
-                     id="learned-demos-for-a-criterion-no-prompt-scores"),
+        pytest.param(
+            lambda: (S.AgreementGate() | S.ExpectedScore()).wrap(
+                p1_base(FakeLM([])).with_prompt(
+                    p1_base(FakeLM([])).prompt.with_criteria([Criterion(name="coherence")])
+                )
+            ),
+            "ExpectedScore reads the first scale number",
+            id="expected-score-after-rts",
+        ),
+        pytest.param(
+            lambda: (S.ExpectedScore() | S.AgreementGate()).wrap(
+                p1_base(FakeLM([])).with_prompt(
+                    p1_base(FakeLM([])).prompt.with_criteria([Criterion(name="coherence")])
+                )
+            ),
+            "AgreementGate's RTS form asks for a reason",
+            id="agreement-gate-after-expected-score",
+        ),
+        pytest.param(
+            lambda: (S.ExpectedScore() | S.Sampling(temperature=0.7, n=3, cot=True)).wrap(
+                p2_base(FakeLM([]))
+            ),
+            "Sampling\\(cot=True\\) asks for reasoning",
+            id="cot-after-expected-score",
+        ),
+        pytest.param(
+            lambda: (S.ExpectedScore() | S.SelfConsistency()).wrap(p2_base(FakeLM([]))),
+            "SelfConsistency\\(cot=True\\)",
+            id="self-consistency-after-expected-score",
+        ),
+        pytest.param(
+            lambda: (S.SelfConsistency() | S.ExpectedScore()).wrap(p2_base(FakeLM([]))),
+            "ExpectedScore reads the first scale number",
+            id="expected-score-after-self-consistency",
+        ),
+        pytest.param(
+            lambda: (S.AgreementGate() | S.SingleAttribute()).wrap(p1_base(FakeLM([]))),
+            "apply SingleAttribute before",
+            id="agreement-gate-before-the-split",
+        ),
+        pytest.param(
+            lambda: (S.PerturbationProbe(n=2) | S.MultiAttribute()).wrap(p1_base(FakeLM([]))),
+            "made the .* prompts identical to the original",
+            id="multi-attribute-after-the-probe",
+        ),
+        pytest.param(
+            lambda: _judge_p1_with(S.MultiAttribute()),
+            "expected a prompt answering with a score",
+            id="multi-attribute-after-the-mcq-form",
+        ),
+        pytest.param(
+            lambda: _judge_p1_with(S.Granularity()),
+            "expected a prompt with answer='score'",
+            id="granularity-after-the-mcq-form",
+        ),
+        pytest.param(
+            lambda: fitted_demo_mitigations()[0].wrap(p1_base(FakeLM([]))),
+            "expected a prompt scoring one criterion",
+            id="learned-demos-on-a-multi-criterion-prompt",
+        ),
+        pytest.param(
+            lambda: fitted_demo_mitigations()[1].wrap(p2_base(FakeLM([]))),
+            "holds demos for criterion 'fluency'",
+            id="learned-demos-for-a-criterion-no-prompt-scores",
+        ),
     ],
 )
 def test_incompatible_orders_fail_loudly_before_any_call(build: Any, message: str) -> None:
@@ -487,31 +602,44 @@ async def test_position_swap_on_a_pointwise_judge_refuses_to_judge_without_calli
 
 def test_parse_pipeline_reads_the_cli_syntax_with_parameters() -> None:
     demos = json.dumps([d.model_dump(mode="json", exclude_defaults=True) for d in P1_DEMOS])
-    text = ("consistency-hint | single-attribute(concurrent=false) | agreement-gate(tolerance=0.3, "
-            f"method=pearson, min_items=4) | perturbed-demos(demos={demos}, n=2, seed=1) | "
-            f"self-consistency(n=3, temperature=0.7) | perturbation-probe(n=2, seed=2)")
-    assert S.parse_pipeline(text) == S.Pipeline([
-        S.ConsistencyHint(), S.SingleAttribute(concurrent=False),
-        S.AgreementGate(tolerance=0.3, method="pearson", min_items=4),
-        S.PerturbedDemosPreset(demos=P1_DEMOS, n=2, seed=1).build(), S.SelfConsistency(n=3, temperature=0.7),
-        S.PerturbationProbe(n=2, seed=2),
-    ])
-    text2 = ('multi-attribute(order=["fluency", "coherence"], criteria=[{"name": "coherence"}, {"name": '
-             '"fluency"}]) '
-             "| granularity(scale=1-10) | expected-score(top_logprobs=5) | sampling(temperature=1.0, n=2, "
-             "reducer=median) | random-demos(k=3, seed=4) | highest-rs-demos(k=8, pool_size=40) "
-             "| position-swap(on_flip=abstain)")
+    text = (
+        "consistency-hint | single-attribute(concurrent=false) | agreement-gate(tolerance=0.3, "
+        f"method=pearson, min_items=4) | perturbed-demos(demos={demos}, n=2, seed=1) | "
+        f"self-consistency(n=3, temperature=0.7) | perturbation-probe(n=2, seed=2)"
+    )
+    assert S.parse_pipeline(text) == S.Pipeline(
+        [
+            S.ConsistencyHint(),
+            S.SingleAttribute(concurrent=False),
+            S.AgreementGate(tolerance=0.3, method="pearson", min_items=4),
+            S.PerturbedDemosPreset(demos=P1_DEMOS, n=2, seed=1).build(),
+            S.SelfConsistency(n=3, temperature=0.7),
+            S.PerturbationProbe(n=2, seed=2),
+        ]
+    )
+    text2 = (
+        'multi-attribute(order=["fluency", "coherence"], criteria=[{"name": "coherence"}, {"name": '
+        '"fluency"}]) '
+        "| granularity(scale=1-10) | expected-score(top_logprobs=5) | sampling(temperature=1.0, n=2, "
+        "reducer=median) | random-demos(k=3, seed=4) | highest-rs-demos(k=8, pool_size=40) "
+        "| position-swap(on_flip=abstain)"
+    )
     assert S.parse_pipeline(text2).steps == (
-        S.MultiAttribute(order=("fluency", "coherence"),
-                         criteria=(Criterion(name="coherence"), Criterion(name="fluency"))),
-        S.Granularity(scale="1-10"), S.ExpectedScore(top_logprobs=5),
-        S.Sampling(temperature=1.0, n=2, reducer="median"), S.RandomDemosPreset(k=3, seed=4).build(),
-        S.HighestRSDemosPreset(k=8, pool_size=40).build(), S.PositionSwap(on_flip="abstain"),
+        S.MultiAttribute(
+            order=("fluency", "coherence"), criteria=(Criterion(name="coherence"), Criterion(name="fluency"))
+        ),
+        S.Granularity(scale="1-10"),
+        S.ExpectedScore(top_logprobs=5),
+        S.Sampling(temperature=1.0, n=2, reducer="median"),
+        S.RandomDemosPreset(k=3, seed=4).build(),
+        S.HighestRSDemosPreset(k=8, pool_size=40).build(),
+        S.PositionSwap(on_flip="abstain"),
     )
     assert S.parse_pipeline("baseline") == S.Pipeline() == S.parse_pipeline("")
     # a pipeline's spec and its CLI text name the same steps
-    assert [s["name"] for s in S.parse_pipeline(text).spec()["steps"]] == [s.registry_name
-                                                                           for s in p1().steps]
+    assert [s["name"] for s in S.parse_pipeline(text).spec()["steps"]] == [
+        s.registry_name for s in p1().steps
+    ]
 
 
 @pytest.mark.parametrize(
@@ -542,18 +670,48 @@ Reply with "Score: N"."""
 
 
 def test_mitigate_compare_cli_runs_two_pipelines_by_name(tmp_path: Path) -> None:
-    rows = [{"id": f"x{i}", "system": f"S{i % 2}", "doc_id": f"d{i // 2}",
-             "inputs": {"source": f"Article {i}."},
-             "output": f"Summary {i}.", "human": {"fluency": float(1 + i % 3)}} for i in range(4)]
+    rows = [
+        {
+            "id": f"x{i}",
+            "system": f"S{i % 2}",
+            "doc_id": f"d{i // 2}",
+            "inputs": {"source": f"Article {i}."},
+            "output": f"Summary {i}.",
+            "human": {"fluency": float(1 + i % 3)},
+        }
+        for i in range(4)
+    ]
     bench = tmp_path / "bench.jsonl"
     bench.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "prompt.txt").write_text(CLI_PROMPT)
     probed = "consistency-hint | perturbation-probe(n=2, seed=2)"
     with StubOpenAIServer(latency=0.0, reply="Readable. Score: 2") as server:
-        result = CliRunner().invoke(app, [
-            "compare", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", str(tmp_path / "prompt.txt"),
-            "-p", "baseline", "-p", probed, "--backend", "openai:stub", "--base-url", server.base_url,
-            "--out", str(tmp_path / "out"), "--n-boot", "0", "--no-progress", "--no-cache"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "compare",
+                "-b",
+                f"jsonl:{bench}",
+                "-c",
+                "fluency",
+                "--prompt",
+                str(tmp_path / "prompt.txt"),
+                "-p",
+                "baseline",
+                "-p",
+                probed,
+                "--backend",
+                "openai:stub",
+                "--base-url",
+                server.base_url,
+                "--out",
+                str(tmp_path / "out"),
+                "--n-boot",
+                "0",
+                "--no-progress",
+                "--no-cache",
+            ],
+        )
         bodies = server.bodies
     assert result.exit_code == 0, result.output
     assert len(bodies) == 4 + 4 * 3  # baseline once per item; the probe: original + 2 reorderings per item

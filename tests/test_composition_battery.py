@@ -358,12 +358,14 @@ Score (1-5):
 }
 LAYOUTS.update({f"{name}-tight": _tight(text) for name, text in list(LAYOUTS.items())})
 OWN.update(LAYOUTS)
-OWN["slot-in-a-sentence"] = """Is the summary "{{summary}}" a faithful account of the article below? Rate it from 1 to 5.
+OWN[
+    "slot-in-a-sentence"
+] = """Is the summary "{{summary}}" a faithful account of the article below? Rate it from 1 to 5.
 
 Article:
 {{article}}
 
-Score:"""  # no heading to put demos before: demos are refused, every other mitigation applies  # noqa: E501 - the template's own lines, kept as written
+Score:"""  # no heading to put demos before: demos are refused, every other mitigation applies
 OWN["rubric-between-slots"] = """Rate the answer from 1 to 3.
 
 Question:
@@ -379,16 +381,27 @@ Answer:
 
 Score:"""  # the guideline inside the item: demos show their texts under slot names, added text goes after the item  # noqa: E501 - the template's own lines, kept as written
 
-GEVAL_REPO_TEXTS = {name: text for name, rel in GEVAL_PROMPTS.items()
-                    if (text := geval_repo_prompt(rel)) is not None}
+GEVAL_REPO_TEXTS = {
+    name: text for name, rel in GEVAL_PROMPTS.items() if (text := geval_repo_prompt(rel)) is not None
+}
 """G-Eval's own SummEval prompts, read from a copy of its repository when one is here (see
 test_template_corpus)."""
 
 TEMPLATES = sorted(CORPUS) + sorted(OWN) + sorted(GEVAL_REPO_TEXTS)
-PAIR_TEMPLATES = ["prometheus-absolute", "alpacaeval-self-taught-mt-bench-pair", "autoevals-factuality",
-                  "geval-summeval", "own-mtbench-critique", "own-geval-score-of-no", "own-llmbar-rules",
-                  "own-json",
-                  "own-score-tag", "own-yes-no", "mtbench-pair", "layout-geval-range-stub"]
+PAIR_TEMPLATES = [
+    "prometheus-absolute",
+    "alpacaeval-self-taught-mt-bench-pair",
+    "autoevals-factuality",
+    "geval-summeval",
+    "own-mtbench-critique",
+    "own-geval-score-of-no",
+    "own-llmbar-rules",
+    "own-json",
+    "own-score-tag",
+    "own-yes-no",
+    "mtbench-pair",
+    "layout-geval-range-stub",
+]
 
 
 def _template(name: str) -> JudgePrompt:
@@ -400,31 +413,49 @@ def _template(name: str) -> JudgePrompt:
 
 
 def _item(prompt: JudgePrompt) -> Item:
-    inputs = {prompt._field_for(s): f"<{s} of the item>" for s in prompt._input_slots()
-              if prompt._field_for(s) != "output_b"}
+    inputs = {
+        prompt._field_for(s): f"<{s} of the item>"
+        for s in prompt._input_slots()
+        if prompt._field_for(s) != "output_b"
+    }
     human = {c.name: prompt.scale.max for c in prompt.criteria}
-    return Item(id="item", output="THE FIRST OUTPUT", output_b="THE SECOND OUTPUT"
-                if prompt.answer == "pairwise"
-                else None, inputs=inputs, human=human, meta={"system": "s1"})
+    return Item(
+        id="item",
+        output="THE FIRST OUTPUT",
+        output_b="THE SECOND OUTPUT" if prompt.answer == "pairwise" else None,
+        inputs=inputs,
+        human=human,
+        meta={"system": "s1"},
+    )
 
 
 def _demos_for(prompt: JudgePrompt) -> Demos | None:
     """Two demos that fit ``prompt``: one on its scale, one labelled on 1-10 (mapped onto the prompt's)."""
     base = _item(prompt)
-    items = [base.model_copy(update={"id": f"demo-{k}", "output": f"DEMO OUTPUT {k}",
-                                     "inputs": {f: f"demo {k} {f}" for f in base.inputs},
-                                     "output_b": f"DEMO SECOND {k}" if base.output_b else None})
-             for k in (1, 2)]
+    items = [
+        base.model_copy(
+            update={
+                "id": f"demo-{k}",
+                "output": f"DEMO OUTPUT {k}",
+                "inputs": {f: f"demo {k} {f}" for f in base.inputs},
+                "output_b": f"DEMO SECOND {k}" if base.output_b else None,
+            }
+        )
+        for k in (1, 2)
+    ]
     if prompt.answer == "pairwise":
         if prompt.format.two_scores:
             return None
         return Demos(demos=(Demo(item=items[0], verdict="first"), Demo(item=items[1], verdict="second")), k=2)
     if prompt.answer == "mcq" and not prompt.scale.letters:
         return None
-    return Demos(demos=(Demo(item=items[0], score=prompt.scale.min),
-                        Demo(item=items[1], score=8.0, scale=Scale(min=1, max=10),
-                             reason="A reason of its own.")),
-                 k=2)
+    return Demos(
+        demos=(
+            Demo(item=items[0], score=prompt.scale.min),
+            Demo(item=items[1], score=8.0, scale=Scale(min=1, max=10), reason="A reason of its own."),
+        ),
+        k=2,
+    )
 
 
 def _first_fitted(cls: Any) -> list[Mitigation]:
@@ -446,9 +477,11 @@ def _mitigations() -> dict[str, Any]:
     found["granularity-1-100"] = Granularity(scale="1-100")
     found["sampling-cot"] = Sampling(temperature=0.5, n=1, cot=True)
     found["template-demos"] = _demos_for
-    found["perturbed-template-demos"] = lambda p: (None if p.guideline is None or p.answer != "score"
-                                                   else Demos(
-        demos=(_demos_for(p).demos[0],), k=1, display="perturbed", n=2))  # type: ignore[union-attr]
+    found["perturbed-template-demos"] = lambda p: (
+        None
+        if p.guideline is None or p.answer != "score"
+        else Demos(demos=(_demos_for(p).demos[0],), k=1, display="perturbed", n=2)
+    )  # type: ignore[union-attr]
     return found
 
 
@@ -470,8 +503,9 @@ def _added_reasoning(text: str) -> bool:
     return any(lead in text for lead in (COT_LEAD, DEFAULT_COT, RTS_LEAD))
 
 
-def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: Any, *,
-                own_template: bool = False) -> None:
+def _check_leaf(
+    base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: Any, *, own_template: bool = False
+) -> None:
     """Every rule of the contract on one prompt judge's prompt (what it sends for ``item``)."""
     sent = "\n".join(m.content for m in prompt.render(item))
     fmt, scale = prompt.format, prompt.scale
@@ -491,13 +525,24 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
     if DEFAULT_HINT in sent:
         assert prompt.guideline is not None and prompt.answer != "pairwise"
     base_text = "\n".join(m.template for m in base.messages)
-    added = [ln for ln in sent.splitlines() if ln.strip() and ln not in base_text and ln not in
-             "\n".join(f"{d.item.output}\n{d.item.output_b}\n" + "\n".join(d.item.inputs.values())
-                       for d in prompt.demos)
-             and ln not in item.output + str(item.output_b) + "\n".join(item.inputs.values())]
+    added = [
+        ln
+        for ln in sent.splitlines()
+        if ln.strip()
+        and ln not in base_text
+        and ln
+        not in "\n".join(
+            f"{d.item.output}\n{d.item.output_b}\n" + "\n".join(d.item.inputs.values()) for d in prompt.demos
+        )
+        and ln not in item.output + str(item.output_b) + "\n".join(item.inputs.values())
+    ]
     if prompt.answer == "pairwise":
-        assert not [ln for ln in added if re.search(r"\bscores?\b", ln, re.I) and ln not in
-                    "\n".join(m.content for m in base.render(item))], added
+        assert not [
+            ln
+            for ln in added
+            if re.search(r"\bscores?\b", ln, re.I)
+            and ln not in "\n".join(m.content for m in base.render(item))
+        ], added
     # 4. an added reasoning request never stands before words that forbid reasoning
     if _added_reasoning("\n".join(added)):
         own = "\n".join(ln for ln in sent.splitlines() if ln not in added)
@@ -515,8 +560,11 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
         con = fmt.constraint(scale, max_tokens=leaf_cfg.max_tokens)
         assert not re.search(r"[\])]\s*[*+]", con.gbnf), con.gbnf  # every repetition is counted
         if fmt.reasoning == "before" and fmt.json_key is None and not fmt.two_scores:
-            value = "first" if fmt.kind == "pairwise" else (next(iter(scale.letters)) if fmt.kind == "mcq"
-                                                             else scale.max)
+            value = (
+                "first"
+                if fmt.kind == "pairwise"
+                else (next(iter(scale.letters)) if fmt.kind == "mcq" else scale.max)
+            )
             sep = " " if fmt.line.startswith("[RESULT]") else "\n"
             assert re.fullmatch(con.regex, f"The reply is clear and complete.{sep}{fmt.render(value, scale)}")
     # 10. a prompt that ends with an answer stub leaves the judge to complete it: the format's stub is that
@@ -524,8 +572,13 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
     # a demo shows it completed, and the constraint generates only its continuation, never the stub again
     last = prompt.render(item)[-1].content
     closing = closing_stub([last], prompt.criteria[0].name if prompt.criteria else None)
-    if fmt.kind != "pairwise" and fmt.json_key is None and not fmt.two_scores and closing is not None \
-            and len(prompt.criteria) == 1:
+    if (
+        fmt.kind != "pairwise"
+        and fmt.json_key is None
+        and not fmt.two_scores
+        and closing is not None
+        and len(prompt.criteria) == 1
+    ):
         assert fmt.stub == closing, (fmt.stub, closing)
     if fmt.stub:
         assert last.rstrip().splitlines()[-1].strip() == fmt.stub, (last[-80:], fmt.stub)
@@ -541,8 +594,11 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
         return
     kept = "\n".join(m.content for m in prompt.render(item))
     for line in "\n".join(m.content for m in base.render(item)).splitlines():
-        if not line.strip() or re.search(r"\d", line) or (base.guideline and any(
-                o.description in line for o in base.guideline.options)):
+        if (
+            not line.strip()
+            or re.search(r"\d", line)
+            or (base.guideline and any(o.description in line for o in base.guideline.options))
+        ):
             # scale numbers (granularity) and guideline options (perturbations, MCQ letters) may change
             continue
         if line.strip() in base.answer_stub() or line.strip() in _instruction_paragraph(base):
@@ -551,10 +607,11 @@ def _check_leaf(base: JudgePrompt, prompt: JudgePrompt, item: Item, leaf_cfg: An
         assert line in kept, line
     # 9. nothing is inserted inside the judged item: its section, first heading to last text, is sent whole
     section = base.item_section()
-    unfilled = base.messages[section[0]].template[section[1]:section[2]] if section is not None else ""
+    unfilled = base.messages[section[0]].template[section[1] : section[2]] if section is not None else ""
     if unfilled and not re.search(r"\d", unfilled):  # headings with numbers may be rescaled ("(Score 5)")
-        assert base._fill(unfilled,
-                          item) in kept, f"text was inserted inside the judged item {unfilled[:80]!r}"
+        assert base._fill(unfilled, item) in kept, (
+            f"text was inserted inside the judged item {unfilled[:80]!r}"
+        )
 
 
 def _inserted(before: str, after: str) -> tuple[int, str]:
@@ -567,10 +624,11 @@ def _inserted(before: str, after: str) -> tuple[int, str]:
     tail = 0
     while tail < n and before[len(before) - 1 - tail] == after[len(after) - 1 - tail]:
         tail += 1
-    assert len(after) > len(before) and head + tail >= len(before), \
+    assert len(after) > len(before) and head + tail >= len(before), (
         "outside the inserted demos the request differs from the one without them"
+    )
     at = max(len(before) - tail, 0)
-    return at, after[at: at + len(after) - len(before)]
+    return at, after[at : at + len(after) - len(before)]
 
 
 def _first_heading(text: str, value: str) -> int:
@@ -608,11 +666,11 @@ def check_demo_layout(prompt: JudgePrompt, item: Item) -> None:
     values = {s: field_text(item, prompt._field_for(s)) for s in slots}
     text = before[idx]
     start = _first_heading(text, values[slots[0]] or "")
-    assert at <= start, f"the demos stand after the judged item's first heading: {text[start:start + 60]!r}"
+    assert at <= start, f"the demos stand after the judged item's first heading: {text[start : start + 60]!r}"
     if prompt.item_section() is None or prompt.demo_template != DEFAULT_DEMO_TEMPLATE:
         return  # demos shown under slot names (slots over several messages, a guideline between two slots)
     last = values[slots[-1]] or ""
-    section = text[start: text.index(last) + len(last)]
+    section = text[start : text.index(last) + len(last)]
     pos = 0
     for demo in prompt.demos:
         shown = section
@@ -631,6 +689,7 @@ def check_demo_layout(prompt: JudgePrompt, item: Item) -> None:
 
 def _instruction_paragraph(prompt: JudgePrompt) -> str:
     from mitigate.strategies._forms import answer_instruction
+
     found = answer_instruction(prompt)
     if found is None:
         return ""
@@ -653,8 +712,11 @@ def _run(name: str, steps: tuple[str, ...]) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            judge: Judge = Pipeline(list(resolved)).wrap(PromptJudge(prompt, lm)) if len(resolved) > 1 else \
-                resolved[0].wrap(PromptJudge(prompt, lm))  # type: ignore[union-attr]
+            judge: Judge = (
+                Pipeline(list(resolved)).wrap(PromptJudge(prompt, lm))
+                if len(resolved) > 1
+                else resolved[0].wrap(PromptJudge(prompt, lm))
+            )  # type: ignore[union-attr]
             leaves = judge.leaves()
     except MitigateError as exc:
         assert "\n" not in str(exc).strip(), str(exc)
@@ -677,25 +739,31 @@ def _run(name: str, steps: tuple[str, ...]) -> str:
 
 SINGLE = [(t, m) for t in TEMPLATES for m in sorted(MITIGATIONS)]
 PAIRS = [(t, a, b) for t in PAIR_TEMPLATES for a, b in itertools.permutations(sorted(MITIGATIONS), 2)]
-TRIPLES = [("consistency-hint", "sampling-cot", "template-demos"), ("template-demos", "granularity-1-100",
-                                                                    "agreement-gate"),
-           ("granularity-1-100", "template-demos", "self-consistency"),
-           ("single-attribute", "perturbed-template-demos", "sampling-cot"),
-           ("position-swap", "consistency-hint", "template-demos")]
+TRIPLES = [
+    ("consistency-hint", "sampling-cot", "template-demos"),
+    ("template-demos", "granularity-1-100", "agreement-gate"),
+    ("granularity-1-100", "template-demos", "self-consistency"),
+    ("single-attribute", "perturbed-template-demos", "sampling-cot"),
+    ("position-swap", "consistency-hint", "template-demos"),
+]
 
 
 def test_every_template_with_every_mitigation_is_coherent_or_refused_in_one_line() -> None:
     outcome = Counter(_run(t, (m,)) for t, m in SINGLE)
     assert outcome["ok"] > len(SINGLE) // 2, outcome
-    print(f"\nsingle: {len(TEMPLATES)} templates x {len(MITIGATIONS)} mitigations = {len(SINGLE)}: "
-          f"{dict(outcome)}")
+    print(
+        f"\nsingle: {len(TEMPLATES)} templates x {len(MITIGATIONS)} mitigations = {len(SINGLE)}: "
+        f"{dict(outcome)}"
+    )
 
 
 def test_every_ordered_pair_of_mitigations_is_coherent_or_refused_in_one_line() -> None:
     outcome = Counter(_run(t, (a, b)) for t, a, b in PAIRS)
     assert outcome["ok"] > len(PAIRS) // 3, outcome
-    print(f"\npairs: {len(PAIR_TEMPLATES)} templates x {len(MITIGATIONS) * (len(MITIGATIONS) - 1)} ordered "
-          f"pairs = {len(PAIRS)}: {dict(outcome)}")
+    print(
+        f"\npairs: {len(PAIR_TEMPLATES)} templates x {len(MITIGATIONS) * (len(MITIGATIONS) - 1)} ordered "
+        f"pairs = {len(PAIRS)}: {dict(outcome)}"
+    )
 
 
 @pytest.mark.parametrize("steps", TRIPLES)
@@ -723,8 +791,9 @@ def test_granularity_rescales_demos_in_either_order_and_rewrites_every_statement
 
 def test_demos_labelled_on_another_scale_are_mapped_or_refused_naming_both() -> None:
     prompt = _template("own-geval-score-of-no")  # 1-5
-    shown = prompt.with_demos([Demo(item=Item(id="d", output="o", inputs={"question": "q"}), score=8.0,
-                                    scale=Scale(min=1, max=10))])
+    shown = prompt.with_demos(
+        [Demo(item=Item(id="d", output="o", inputs={"question": "q"}), score=8.0, scale=Scale(min=1, max=10))]
+    )
     assert shown.demos[0].score == 4.0 and "Helpfulness: 4" in shown.render_demos()
     with pytest.raises(MitigateError, match=r"shows the score 8, outside the prompt's scale 1 to 5"):
         prompt.with_demos([Demo(item=Item(id="d", output="o", inputs={"question": "q"}), score=8.0)])
@@ -733,6 +802,7 @@ def test_demos_labelled_on_another_scale_are_mapped_or_refused_naming_both() -> 
 def test_the_agreement_gates_mcq_form_replaces_the_numeric_stub_and_its_letter_parses() -> None:
     prompt = _template("own-geval-score-of-no")
     from mitigate.strategies import mcq_form, rts_form
+
     form = mcq_form(prompt)
     assert form.messages[-1].template.endswith("Evaluation Form (scores ONLY):\n\nAnswer:")
     assert form.format.read("Answer: C", form.scale) == 3.0
@@ -751,6 +821,7 @@ def test_a_critique_then_rate_template_reads_reasoning_first_and_its_constraint_
 def test_pairwise_and_no_option_prompts_get_a_hint_about_what_they_have() -> None:
     from mitigate.strategies import ConsistencyHint
     from mitigate.strategies._edits import NO_OPTIONS_HINT, PAIRWISE_HINT
+
     pair = ConsistencyHint().apply(_template("own-llmbar-rules"))
     assert PAIRWISE_HINT in pair.template_text()[0] and "score" not in PAIRWISE_HINT
     plain = ConsistencyHint().apply(_template("own-mtbench-critique"))
@@ -765,8 +836,13 @@ def test_perturbed_demos_keep_the_question() -> None:
 
 
 def test_the_own_formats_are_read_as_written() -> None:
-    assert [o.label for o in _template("own-geval-score-of-no").guideline.options] == ["1", "2", "3", "4",
-                                                                                       "5"]
+    assert [o.label for o in _template("own-geval-score-of-no").guideline.options] == [
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+    ]
     rules = _template("own-llmbar-rules")
     assert rules.guideline is None and rules.answer == "pairwise"
     yes_no = _template("own-yes-no")
@@ -780,24 +856,33 @@ def test_compare_warns_when_the_benchmarks_label_scale_differs_from_the_prompts(
     from mitigate.data import Benchmark
     from mitigate.errors import PromptConflictWarning
     from mitigate.harness import check_compare
+
     prompt = _template("own-geval-score-of-no")  # asks for 1-5
-    items = tuple(Item(id=f"i{k}", output=f"out {k}", inputs={"question": "q"},
-                       human={"helpfulness": float(k)})
-                  for k in range(1, 5))
+    items = tuple(
+        Item(id=f"i{k}", output=f"out {k}", inputs={"question": "q"}, human={"helpfulness": float(k)})
+        for k in range(1, 5)
+    )
     bench = Benchmark(name="ten-point", items=items, criteria=("helpfulness",), scale=Scale(min=1, max=10))
-    with pytest.warns(PromptConflictWarning,
-                      match=r"labels 'helpfulness' on 1 to 10, but entries \['plain'\] ask "
-                                                   r"for 1 to 5"):
+    with pytest.warns(
+        PromptConflictWarning,
+        match=r"labels 'helpfulness' on 1 to 10, but entries \['plain'\] ask "
+        r"for 1 to 5",
+    ):
         check_compare(bench, "helpfulness", {"plain": PromptJudge(prompt, FakeLM([]))})
     with warnings.catch_warnings():
         warnings.simplefilter("error", PromptConflictWarning)
-        check_compare(bench.model_copy(update={"scale": Scale(min=1, max=5)}), "helpfulness",
-                      {"plain": PromptJudge(prompt, FakeLM([]))})
+        check_compare(
+            bench.model_copy(update={"scale": Scale(min=1, max=5)}),
+            "helpfulness",
+            {"plain": PromptJudge(prompt, FakeLM([]))},
+        )
 
 
 def test_a_critique_request_before_an_answer_stub_is_read_as_reasoning_first() -> None:
-    text = ("Rate the reply from 1 to 10. First write a short critique of it, then rate it.\n\n"
-            "Reply:\n{{response}}\n\nRating:")
+    text = (
+        "Rate the reply from 1 to 10. First write a short critique of it, then rate it.\n\n"
+        "Reply:\n{{response}}\n\nRating:"
+    )
     prompt = JudgePrompt.from_template(text)
     assert prompt.format.line == "Rating: {value}" and prompt.format.reasoning == "before"
     con = prompt.format.constraint(prompt.scale, max_tokens=256)
@@ -830,22 +915,35 @@ def _train(prompt: JudgePrompt, n: int = 10) -> Benchmark:
     crit, pair = _criterion(prompt), prompt.answer == "pairwise"
     fields = [prompt._field_for(s) for s in prompt._input_slots() if prompt._field_for(s) != "output_b"]
     steps = int(prompt.scale.max - prompt.scale.min) + 1
-    items = tuple(Item(id=f"t{k}", doc_id=f"doc{k}", system=f"s{k % 2}", output=f"TRAIN OUTPUT {k}"
-                       + " more" * k,
-                       output_b=f"TRAIN SECOND {k}" if pair else None,
-                       inputs={f: f"train {k} {f}" for f in fields},
-                       human={} if pair else {crit: prompt.scale.min + k % steps},
-                       preference={crit: "AB"[k % 2]} if pair else {}) for k in range(n))
-    return Benchmark(name="layout-train", items=items, criteria=(crit,), scale=Scale(min=prompt.scale.min,
-                                                                                       max=prompt.scale.max))
+    items = tuple(
+        Item(
+            id=f"t{k}",
+            doc_id=f"doc{k}",
+            system=f"s{k % 2}",
+            output=f"TRAIN OUTPUT {k}" + " more" * k,
+            output_b=f"TRAIN SECOND {k}" if pair else None,
+            inputs={f: f"train {k} {f}" for f in fields},
+            human={} if pair else {crit: prompt.scale.min + k % steps},
+            preference={crit: "AB"[k % 2]} if pair else {},
+        )
+        for k in range(n)
+    )
+    return Benchmark(
+        name="layout-train",
+        items=items,
+        criteria=(crit,),
+        scale=Scale(min=prompt.scale.min, max=prompt.scale.max),
+    )
 
 
 def _judge_lm(prompt: JudgePrompt) -> FakeLM:
     """Answers in the prompt's own format, a score that depends on the judged training item."""
+
     def answer(request: LMRequest) -> str:
         k = int(re.findall(r"TRAIN OUTPUT (\d+)", request.messages[-1].content)[-1])
         steps = int(prompt.scale.max - prompt.scale.min + 1)
         return prompt.format.render(prompt.scale.min + (2 * k + k // steps) % steps, prompt.scale)
+
     return FakeLM(answer)
 
 
@@ -864,12 +962,17 @@ def _preset(name: str, prompt: JudgePrompt, train: Benchmark) -> Demos | None:
     if name == "knn-per-item":
         return Demos(selector=KNN(), k=2).fit(train, base)
     if name == "highest-rs":
-        return None if pair else HighestRSDemosPreset(k=2).build().fit(train, base, lm=_Likelihood(),
-                                                                       progress=False)
+        return (
+            None
+            if pair
+            else HighestRSDemosPreset(k=2).build().fit(train, base, lm=_Likelihood(), progress=False)
+        )
     if name == "perturbed-demos":
-        return None if pair or prompt.guideline is None else PerturbedDemosPreset(n=2,
-                                                                                  seed=1).build().fit(train,
-                                                                                                      base)
+        return (
+            None
+            if pair or prompt.guideline is None
+            else PerturbedDemosPreset(n=2, seed=1).build().fit(train, base)
+        )
     assert name == "searched-set"  # what `mitigate search` writes: the chosen demos, given
     chosen = Random(seed=3).fit(train, criterion=_criterion(prompt)).select(2)
     return Demos(demos=tuple(chosen), k=2)
@@ -879,20 +982,29 @@ def _layout_cases() -> list[Any]:
     cases = []
     for name in sorted(LAYOUTS) + sorted(GEVAL_PROMPTS):
         if name in GEVAL_PROMPTS and name not in GEVAL_REPO_TEXTS:
-            cases.append(pytest.param(name, "random-demos", marks=pytest.mark.skip(
-                reason=f"no copy of G-Eval's repository at {GEVAL_REPO} (fetch github:nlpyang/geval)")))
+            cases.append(
+                pytest.param(
+                    name,
+                    "random-demos",
+                    marks=pytest.mark.skip(
+                        reason=f"no copy of G-Eval's repository at {GEVAL_REPO} (fetch github:nlpyang/geval)"
+                    ),
+                )
+            )
             continue
         prompt = _template(name)
         for preset in DEMO_PRESETS:
             if preset not in ("highest-rs", "perturbed-demos") or (
-                    prompt.answer != "pairwise" and (preset == "highest-rs" or prompt.guideline is not None)):
+                prompt.answer != "pairwise" and (preset == "highest-rs" or prompt.guideline is not None)
+            ):
                 cases.append(pytest.param(name, preset, id=f"{name}-{preset}"))
     return cases
 
 
 @pytest.mark.parametrize(("name", "preset"), _layout_cases())
-def test_every_demo_preset_shows_each_demo_under_the_items_headings_before_its_first_heading(name: str,
-                                                                                         preset: str) -> None:
+def test_every_demo_preset_shows_each_demo_under_the_items_headings_before_its_first_heading(
+    name: str, preset: str
+) -> None:
     prompt = _template(name)
     mitigation = _preset(preset, prompt, _train(prompt))
     assert mitigation is not None
@@ -920,8 +1032,9 @@ def test_demos_are_refused_in_one_line_naming_the_slot_in_a_sentence_and_the_mit
         mitigation.wrap(PromptJudge(prompt, lm))
     message = str(refused.value)
     assert "\n" not in message and message.startswith(mitigation.label)
-    assert ("first slot {{summary}} stands inside the sentence 'Is the summary "
-            "\"{{summary}}\" a faithful") in message
+    assert (
+        'first slot {{summary}} stands inside the sentence \'Is the summary "{{summary}}" a faithful'
+    ) in message
     assert lm.requests == []
 
 
@@ -986,14 +1099,17 @@ def test_geval_coherence_demos_repeat_source_text_and_summary_in_its_spacing_and
     shown = prompt.with_demos([demo]).render(item)[0].content
     lead_in = bare.index("Example:")
     heading = bare.index("Source Text:")
-    block = ("Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\n- "
-             "Coherence: 2\r\n\r\n")
+    block = (
+        "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\n- "
+        "Coherence: 2\r\n\r\n"
+    )
     assert lead_in < heading and shown == bare[:lead_in] + block + bare[lead_in:]
     assert bare[heading:].startswith("Source Text:\r\n\r\nITEM ARTICLE\r\n\r\nSummary:\r\n\r\nITEM SUMMARY")
 
 
 def test_a_guideline_between_two_slots_stays_out_of_the_demos_and_added_text_goes_after_the_item() -> None:
     from mitigate.strategies import ConsistencyHint
+
     prompt = JudgePrompt.from_template(OWN["rubric-between-slots"])
     assert prompt.guideline is not None
     item = _item(prompt)
@@ -1008,13 +1124,17 @@ def test_a_guideline_between_two_slots_stays_out_of_the_demos_and_added_text_goe
 
 
 def test_demos_right_after_a_guideline_that_follows_the_item_are_refused_naming_both() -> None:
-    text = ("Question:\n{{question}}\n\nAnswer:\n{{answer}}\n\nRubric:\nScore 1 means wrong.\n"
-            "Score 2 means partly right.\nScore 3 means right.\n\nScore:")
+    text = (
+        "Question:\n{{question}}\n\nAnswer:\n{{answer}}\n\nRubric:\nScore 1 means wrong.\n"
+        "Score 2 means partly right.\nScore 3 means right.\n\nScore:"
+    )
     prompt = JudgePrompt.from_template(text).with_layout("as_written")
     demo = Demo(item=Item(id="d", output="o", inputs={"question": "q"}), score=2.0)
-    with pytest.raises(TemplateError,
-                       match=r"layout 'as_written' puts the demos right after the guideline, which "
-                                            r"stands after the judged item's first heading 'Question:'"):
+    with pytest.raises(
+        TemplateError,
+        match=r"layout 'as_written' puts the demos right after the guideline, which "
+        r"stands after the judged item's first heading 'Question:'",
+    ):
         prompt.with_demos([demo])
     shown = prompt.with_layout("invariant_first").with_demos([demo]).render(_item(prompt))[0].content
     assert shown.startswith("Examples:\n\nQuestion:\nq\n\nAnswer:\no\n\nScore: 2\n\nQuestion:\n")
@@ -1026,17 +1146,21 @@ def test_demos_in_a_crlf_template_keep_its_line_breaks() -> None:
     item = _item(prompt)
     bare, shown = prompt.render(item)[0].content, prompt.with_demos([demo]).render(item)[0].content
     lead_in = bare.index("Example:")
-    block = ("Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\n- "
-             "Clarity: 3\r\n\r\n")
+    block = (
+        "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\n- "
+        "Clarity: 3\r\n\r\n"
+    )
     assert shown == bare[:lead_in] + block + bare[lead_in:]
     check_demo_layout(prompt.with_demos([demo]), item)
 
 
 def test_the_item_section_leaves_out_the_markup_that_closes_or_opens_the_blocks_around_it() -> None:
-    text = ("Rate the summary from 1 to 5.\n<example>\nSummary: short and clear\nScore: "
-            "4\n</example>\n<article>\n{{article}}\n</article>\n<summary>\n{{summary}}\n</summary>\n"
-            "<instructions>\nAnswer \"Score: N\".\n"
-            "</instructions>")
+    text = (
+        "Rate the summary from 1 to 5.\n<example>\nSummary: short and clear\nScore: "
+        "4\n</example>\n<article>\n{{article}}\n</article>\n<summary>\n{{summary}}\n</summary>\n"
+        '<instructions>\nAnswer "Score: N".\n'
+        "</instructions>"
+    )
     prompt = JudgePrompt.from_template(text)
     section = prompt.item_section()
     assert section is not None

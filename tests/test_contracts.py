@@ -28,14 +28,29 @@ def test_the_battery_covers_every_kind_and_every_registered_component() -> None:
     names = {type(c).registry_name for c in EXAMPLES}
     assert {"random", "stratified", "knn", "highest-rs", "fixed"} <= names  # selectors
     assert {"demos", "sampling", "selective"} <= names  # mitigations
-    presets = {name for name, obj in registered("mitigation").items()
-               if isinstance(obj, type) and issubclass(obj, Preset)}
+    presets = {
+        name
+        for name, obj in registered("mitigation").items()
+        if isinstance(obj, type) and issubclass(obj, Preset)
+    }
     assert presets == {"fixed-demos", "per-item-demos", "perturbed-demos", "random-demos", "highest-rs-demos"}
     built = [ex for name in presets for ex in registered("mitigation")[name].examples()]
     assert built and all(type(ex).registry_name == "demos" for ex in built)  # presets build Demos values
     assert {"random", "greedy", "dspy-labeled", "dspy-bootstrap-rs", "dspy-mipro"} <= names  # engines
-    assert {"authority", "bandwagon", "distraction", "verbosity", "beauty", "refinement", "identity",
-            "nested-instruction", "sentiment", "assertiveness", "fallacy", "factual-error"} <= names  # probes
+    assert {
+        "authority",
+        "bandwagon",
+        "distraction",
+        "verbosity",
+        "beauty",
+        "refinement",
+        "identity",
+        "nested-instruction",
+        "sentiment",
+        "assertiveness",
+        "fallacy",
+        "factual-error",
+    } <= names  # probes
 
 
 @parametrize_with_checks(EXAMPLES)
@@ -88,8 +103,11 @@ def test_the_battery_fails_an_unregistered_component() -> None:
         check_component(Unregistered())
 
 
-PRESETS = sorted(name for name, obj in registered("mitigation").items()
-                 if isinstance(obj, type) and issubclass(obj, Preset))
+PRESETS = sorted(
+    name
+    for name, obj in registered("mitigation").items()
+    if isinstance(obj, type) and issubclass(obj, Preset)
+)
 
 
 @pytest.mark.parametrize("name", PRESETS)

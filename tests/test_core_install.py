@@ -44,27 +44,55 @@ def core(args: list[str], cwd: Path, blocked: tuple[str, ...] = EXTRAS) -> subpr
     """``mitigate <args>`` as a core install runs it: the ``blocked`` modules absent, no API key set."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "OPENAI_BASE_URL"}
     env.update(PYTHONPATH=str(ROOT), MITIGATE_CACHE_DIR=str(cwd / "cache"), COLUMNS="200")
-    return subprocess.run([sys.executable, "-c", CORE, json.dumps(list(blocked)), json.dumps(args)],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", CORE, json.dumps(list(blocked)), json.dumps(args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
 
 
 @pytest.fixture
 def bench(tmp_path: Path) -> Path:
-    rows = [{"id": f"x{i}", "system": "S", "doc_id": f"d{i}", "output": f"Summary {i}.",
-             "human": {"fluency": 3.0}}
-            for i in range(3)]
+    rows = [
+        {
+            "id": f"x{i}",
+            "system": "S",
+            "doc_id": f"d{i}",
+            "output": f"Summary {i}.",
+            "human": {"fluency": 3.0},
+        }
+        for i in range(3)
+    ]
     path = tmp_path / "bench.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "prompt.txt").write_text(PROMPT)
     return path
 
 
-def test_openai_backend_in_a_core_install_is_refused_in_one_line_naming_the_extra_before_any_work(tmp_path,
-                                                                                                  bench):
+def test_openai_backend_in_a_core_install_is_refused_in_one_line_naming_the_extra_before_any_work(
+    tmp_path, bench
+):
     with StubOpenAIServer(latency=0.0, reply="Score: 2") as server:
-        done = core(["judge", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt",
-                     str(tmp_path / "prompt.txt"),
-                     "--backend", "openai:stub", "--base-url", server.base_url, "--no-progress"], tmp_path)
+        done = core(
+            [
+                "judge",
+                "-b",
+                f"jsonl:{bench}",
+                "-c",
+                "fluency",
+                "--prompt",
+                str(tmp_path / "prompt.txt"),
+                "--backend",
+                "openai:stub",
+                "--base-url",
+                server.base_url,
+                "--no-progress",
+            ],
+            tmp_path,
+        )
         assert server.request_count == 0
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
@@ -75,12 +103,14 @@ def test_openai_backend_in_a_core_install_is_refused_in_one_line_naming_the_extr
 
 def test_openai_backend_without_the_sdk_but_with_aiohttp_uses_the_direct_client(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "openai"
-                        else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a)
+    )
     lm = get("openai:stub", base_url="http://127.0.0.1:9/v1")
     assert lm.transport == "direct"
-    with pytest.raises(BackendSpecError,
-                       match=r"needs the 'openai' package .*pip install 'mitigate\[openai\]'"):
+    with pytest.raises(
+        BackendSpecError, match=r"needs the 'openai' package .*pip install 'mitigate\[openai\]'"
+    ):
         get("openai:stub", base_url="http://127.0.0.1:9/v1", transport="sdk")
 
 
@@ -89,22 +119,45 @@ def test_prompts_render_in_a_core_install_needs_neither_llama_cpp_nor_a_key(tmp_
     assert local.returncode == 0, local.stderr
     assert "backend: local " in local.stdout and "logprobs: top-" in local.stdout  # the embedded model's read
     assert "grammar:" in local.stdout
-    hosted = core(["prompts", "render", str(tmp_path / "prompt.txt"), "--backend", "openai:gpt-4o-mini",
-                   "-b", f"jsonl:{bench}", "-c", "fluency"], tmp_path)
+    hosted = core(
+        [
+            "prompts",
+            "render",
+            str(tmp_path / "prompt.txt"),
+            "--backend",
+            "openai:gpt-4o-mini",
+            "-b",
+            f"jsonl:{bench}",
+            "-c",
+            "fluency",
+        ],
+        tmp_path,
+    )
     assert hosted.returncode == 0, hosted.stderr
     assert "backend: openai:gpt-4o-mini" in hosted.stdout and "Summary 0." in hosted.stdout
 
 
 @pytest.mark.parametrize("command", ["judge", "compare", "search"])
 def test_dry_run_needs_no_key_and_no_sdk(tmp_path, bench, command):
-    args = [command, "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", str(tmp_path / "prompt.txt"),
-            "--backend", "anthropic:claude-3-5-haiku-latest", "--dry-run"]
+    args = [
+        command,
+        "-b",
+        f"jsonl:{bench}",
+        "-c",
+        "fluency",
+        "--prompt",
+        str(tmp_path / "prompt.txt"),
+        "--backend",
+        "anthropic:claude-3-5-haiku-latest",
+        "--dry-run",
+    ]
     if command == "compare":
         args += ["--pipeline", "baseline", "--out", str(tmp_path / "out")]
     done = core(args, tmp_path)
     assert done.returncode == 0, done.stderr
-    assert ("backend: anthropic:claude-3-5-haiku-latest" in done.stdout
-            and "dry run: no LM call" in done.stdout)
+    assert (
+        "backend: anthropic:claude-3-5-haiku-latest" in done.stdout and "dry run: no LM call" in done.stdout
+    )
 
 
 def test_a_declared_backend_refuses_to_send():
@@ -132,7 +185,8 @@ def _requests() -> list[LMRequest]:
 
 def _built() -> list[tuple[str, dict[str, object]]]:
     out: list[tuple[str, dict[str, object]]] = [
-        ("openai:gpt-4o-mini", {"api_key": "sk-x"}), ("openai:gpt-3.5-turbo", {"api_key": "sk-x"}),
+        ("openai:gpt-4o-mini", {"api_key": "sk-x"}),
+        ("openai:gpt-3.5-turbo", {"api_key": "sk-x"}),
         ("openai:q", {"base_url": "http://127.0.0.1:9/v1"}),
         ("openai:q", {"base_url": "http://127.0.0.1:9/v1", "guided": "vllm"}),
         ("openai:q", {"base_url": "http://127.0.0.1:9/v1", "guided": "openai"}),
@@ -152,15 +206,24 @@ def test_declared_facts_match_the_built_backend(spec, kwargs):
     built, declared = get(spec, **kwargs, **limits), declare(spec, **kwargs, **limits)
     assert declared.spec == built.spec and declared.identity() == built.identity()
     assert (declared.supports_logprobs, declared.supports_n, declared.supports_stop) == (
-        built.supports_logprobs, built.supports_n, built.supports_stop)
+        built.supports_logprobs,
+        built.supports_n,
+        built.supports_stop,
+    )
     assert declared.constraint_modes() == built.constraint_modes()
     for req in _requests():
         outcomes = []
         for lm in (built, declared):
             try:
                 lm.check(req)
-                outcomes.append(("ok", lm.constraint_fields(req) if req.constraint is None
-                                 or req.constraint.mode in lm.constraint_modes() else None))
+                outcomes.append(
+                    (
+                        "ok",
+                        lm.constraint_fields(req)
+                        if req.constraint is None or req.constraint.mode in lm.constraint_modes()
+                        else None,
+                    )
+                )
             except Exception as exc:  # the two must fail alike
                 outcomes.append((type(exc).__name__, None))
         assert outcomes[0] == outcomes[1], req

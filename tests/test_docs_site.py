@@ -44,7 +44,8 @@ def test_every_results_section_lands_on_one_page_with_its_text_unchanged() -> No
 
 def test_a_heading_inside_a_code_block_does_not_start_a_section() -> None:
     preamble, sections = results_pages.split_results(
-        "# Results\n\nAbout.\n\n## One\n\n```bash\n## not a heading\n```\n\n## Two\n\ntext\n")
+        "# Results\n\nAbout.\n\n## One\n\n```bash\n## not a heading\n```\n\n## Two\n\ntext\n"
+    )
     assert preamble == "About."
     assert [h for h, _ in sections] == ["One", "Two"]
     assert "## not a heading" in sections[0][1]
@@ -55,16 +56,18 @@ def test_a_section_no_topic_claims_goes_to_more_results(tmp_path: Path) -> None:
     results.parent.mkdir()
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "juries.md").write_text("# Juries\n")
-    results.write_text("# Benchmark results\n\nIntro.\n\n## Panels of small judges\n\nA panel: 0.71 "
-                       "[see](../docs/juries.md#x), [script](bench_panels.py).\n\n## Runner "
-                       "overhead\n\n1.05x\n")
+    results.write_text(
+        "# Benchmark results\n\nIntro.\n\n## Panels of small judges\n\nA panel: 0.71 "
+        "[see](../docs/juries.md#x), [script](bench_panels.py).\n\n## Runner "
+        "overhead\n\n1.05x\n"
+    )
     pages = results_pages.pages(results, tmp_path / "docs")
     assert "## Panels of small judges" in pages["results/more.md"]
     # a docs page: linked from the results folder
     assert "[see](../juries.md#x)" in pages["results/more.md"]
     assert "script" in pages["results/more.md"] and "bench_panels.py)" not in pages["results/more.md"]
     assert "## Runner overhead" in pages["results/speed.md"]
-    assert "No section" in pages["results/reproduction.md"]          # every topic page exists for the nav
+    assert "No section" in pages["results/reproduction.md"]  # every topic page exists for the nav
     assert "- [More results](more.md)" in pages["results/index.md"]
 
 
@@ -76,7 +79,9 @@ def _nav_pages() -> set[str]:
 
 def test_the_nav_names_only_pages_that_exist_or_are_generated() -> None:
     generated = {f"results/{page}.md" for page, *_ in results_pages.TOPICS} | {
-        "results/index.md", f"results/{results_pages.MORE[0]}.md"}
+        "results/index.md",
+        f"results/{results_pages.MORE[0]}.md",
+    }
     for page in _nav_pages():
         assert (ROOT / "docs" / page).is_file() or page in generated, page
 

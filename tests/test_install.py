@@ -49,9 +49,10 @@ OPTIONAL_BY_DESIGN = {
     ("mitigate/selectors/_knn.py", "sentence_transformers"): "imported inside a try that raises a one-line "
     "ConfigError asking for the package; embedding='tfidf' needs nothing",
     ("mitigate/testing/_checks.py", "pytest"): "the contract battery's pytest helper, used only from tests",
-    ("mitigate/judge/_judgment.py",
-     "pandas"): "to_pandas() imports it inside a try that raises a one-line ConfigError "
-    "asking for the 'pandas' extra",
+    (
+        "mitigate/judge/_judgment.py",
+        "pandas",
+    ): "to_pandas() imports it inside a try that raises a one-line ConfigError asking for the 'pandas' extra",
 }
 
 
@@ -107,8 +108,9 @@ def test_every_third_party_import_of_the_package_is_declared_in_pyproject() -> N
                 continue
             dists = {_norm(d) for d in providers.get(module, [module])}
             if not dists & allowed:
-                where = (f"extra {EXTRA_OF_MODULE[rel]!r}" if rel in EXTRA_OF_MODULE
-                         else "the core dependencies")
+                where = (
+                    f"extra {EXTRA_OF_MODULE[rel]!r}" if rel in EXTRA_OF_MODULE else "the core dependencies"
+                )
                 missing.append(f"{rel} imports {module} (from {sorted(dists)}), not in {where}")
     assert not missing, "undeclared imports:\n" + "\n".join(missing)
 
@@ -119,15 +121,34 @@ def test_the_static_check_catches_an_undeclared_import(tmp_path: Path) -> None:
     providers = importlib.metadata.packages_distributions()
     mod = tmp_path / "m.py"
     mod.write_text("import click\nimport numpy\n")
-    undeclared = [m for m in _third_party_imports(mod)
-                  if not {_norm(d) for d in providers.get(m, [m])} & (core - {"click"})]
+    undeclared = [
+        m
+        for m in _third_party_imports(mod)
+        if not {_norm(d) for d in providers.get(m, [m])} & (core - {"click"})
+    ]
     assert undeclared == ["click"]
 
 
 def test_pytest_starts_without_a_deprecation_warning_from_its_configuration() -> None:
-    done = subprocess.run([sys.executable, "-W", "default", "-m", "pytest", "-p", "no:cacheprovider", "--co",
-                           "-q", "tests/measures/test_stats.py"], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "default",
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--co",
+            "-q",
+            "tests/measures/test_stats.py",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "DeprecationWarning" not in done.stdout + done.stderr, done.stdout + done.stderr
 
@@ -140,8 +161,7 @@ PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nSummary: {{summary}}\n
 def _run(args: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(kw.pop("env", {}))  # type: ignore[arg-type]
-    return subprocess.run(args, capture_output=True, text=True, timeout=900, env=env,
-                          **kw)  # type: ignore[call-overload]
+    return subprocess.run(args, capture_output=True, text=True, timeout=900, env=env, **kw)  # type: ignore[call-overload]
 
 
 @pytest.mark.install
@@ -150,8 +170,9 @@ def test_a_clean_venv_with_no_extra_runs_help_and_a_judge_against_the_stub_serve
     try:
         venv.EnvBuilder(with_pip=True, system_site_packages=False, clear=True).create(env_dir)
     except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.skip(f"cannot create a venv with pip on this machine ({exc}); the static import "
-                    "check still runs")
+        pytest.skip(
+            f"cannot create a venv with pip on this machine ({exc}); the static import check still runs"
+        )
     py = str(env_dir / "bin" / "python")
     exe = str(env_dir / "bin" / "mitigate")
     done = _run([py, "-m", "pip", "install", "-q", str(ROOT)])
@@ -164,18 +185,42 @@ def test_a_clean_venv_with_no_extra_runs_help_and_a_judge_against_the_stub_serve
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
     bench = tmp_path / "bench.jsonl"
-    rows = [{"id": f"x{i}", "system": "S", "doc_id": f"d{i}", "output": f"Summary {i}.",
-             "human": {"fluency": 3.0}}
-            for i in range(2)]
+    rows = [
+        {
+            "id": f"x{i}",
+            "system": "S",
+            "doc_id": f"d{i}",
+            "output": f"Summary {i}.",
+            "human": {"fluency": 3.0},
+        }
+        for i in range(2)
+    ]
     bench.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "prompt.txt").write_text(PROMPT)
     env = {"MITIGATE_CACHE_DIR": str(tmp_path / "cache")}
 
     def judge(url: str, run: str) -> subprocess.CompletedProcess[str]:
-        return _run([exe, "judge", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt",
-                     str(tmp_path / "prompt.txt"),
-                     "--backend", "openai:stub-model", "--base-url", url, "--run-dir", str(tmp_path / run),
-                     "--no-progress"], cwd=tmp_path, env=env)
+        return _run(
+            [
+                exe,
+                "judge",
+                "-b",
+                f"jsonl:{bench}",
+                "-c",
+                "fluency",
+                "--prompt",
+                str(tmp_path / "prompt.txt"),
+                "--backend",
+                "openai:stub-model",
+                "--base-url",
+                url,
+                "--run-dir",
+                str(tmp_path / run),
+                "--no-progress",
+            ],
+            cwd=tmp_path,
+            env=env,
+        )
 
     with StubOpenAIServer(latency=0.0, reply="Readable. Score: 2") as server:
         refused = judge(server.base_url, "run0")

@@ -10,8 +10,10 @@ from mitigate import Item, JudgeConfig, JudgePrompt, PromptJudge
 from mitigate.errors import CapabilityError, ConfigError
 from mitigate.lm import Choice, FakeLM, LMRequest, LMResponse, TokenLogprob
 
-TEMPLATE = ("Rate the summary's fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: "
-            "{{summary}}\n\nAnswer 'Score: N'.")
+TEMPLATE = (
+    "Rate the summary's fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: "
+    "{{summary}}\n\nAnswer 'Score: N'."
+)
 
 
 def _item(output: str = "Fine text.", id: str = "i1") -> Item:
@@ -42,8 +44,9 @@ async def test_parse_failure_is_recorded_with_raw_text_not_scored() -> None:
 
 
 @pytest.mark.parametrize(("reducer", "expected"), [("mean", 10 / 3), ("median", 3.0), ("majority", 3.0)])
-async def test_samples_are_reduced_and_a_failed_sample_is_kept_as_failure(reducer: str,
-                                                                          expected: float) -> None:
+async def test_samples_are_reduced_and_a_failed_sample_is_kept_as_failure(
+    reducer: str, expected: float
+) -> None:
     lm = FakeLM(["Score: 3", "Score: 4", "no idea", "Score: 3"])
     judgment = await _judge(lm, n=4, temperature=0.7, reducer=reducer).judge(_item())
     assert lm.requests[0].n == 4 and lm.requests[0].temperature == 0.7
@@ -54,9 +57,9 @@ async def test_samples_are_reduced_and_a_failed_sample_is_kept_as_failure(reduce
 
 async def test_expected_scoring_asks_for_top_logprobs_and_weights_the_scale() -> None:
     top = (("4", math.log(0.6)), ("3", math.log(0.3)), ("5", math.log(0.1)))
-    response = LMResponse(choices=(Choice(text="4",
-                                          logprobs=(TokenLogprob(token="4", logprob=math.log(0.6),
-                                                                 top=top),)),))
+    response = LMResponse(
+        choices=(Choice(text="4", logprobs=(TokenLogprob(token="4", logprob=math.log(0.6), top=top),)),)
+    )
     lm = FakeLM([response], logprobs=True)
     judgment = await _judge(lm, scoring="expected", top_logprobs=5).judge(_item())
     req: LMRequest = lm.requests[0]

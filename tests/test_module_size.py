@@ -10,8 +10,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "mitigate"
 
 
 def _sizes() -> dict[str, int]:
-    return {p.relative_to(PACKAGE).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
-            for p in sorted(PACKAGE.rglob("*.py"))}
+    return {
+        p.relative_to(PACKAGE).as_posix(): len(p.read_text(encoding="utf-8").splitlines())
+        for p in sorted(PACKAGE.rglob("*.py"))
+    }
 
 
 def test_no_module_is_over_750_lines() -> None:

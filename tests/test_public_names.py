@@ -23,9 +23,16 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "mitigate"
 
 PUBLIC_MODULES = {
-    "mitigate.errors", "mitigate.scale", "mitigate.paths", "mitigate.registry", "mitigate.constraints",
-    "mitigate.adapters.deepeval", "mitigate.adapters.inspect_ai", "mitigate.adapters.promptfoo",
-    "mitigate.__main__", "mitigate.testing.__main__",
+    "mitigate.errors",
+    "mitigate.scale",
+    "mitigate.paths",
+    "mitigate.registry",
+    "mitigate.constraints",
+    "mitigate.adapters.deepeval",
+    "mitigate.adapters.inspect_ai",
+    "mitigate.adapters.promptfoo",
+    "mitigate.__main__",
+    "mitigate.testing.__main__",
 }
 """Modules (not packages) whose names are imported from the module itself."""
 
@@ -88,11 +95,16 @@ def test_at_most_five_names_are_re_exported_outside_package_inits() -> None:
         if path.name == "__init__.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        imported = {a.asname or a.name for node in tree.body if isinstance(node, ast.ImportFrom)
-                    for a in node.names}
+        imported = {
+            a.asname or a.name for node in tree.body if isinstance(node, ast.ImportFrom) for a in node.names
+        }
         for node in tree.body:
-            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
-                found += [f"{path.relative_to(ROOT)}: {n}" for n in ast.literal_eval(node.value) if n in imported]
+            if isinstance(node, ast.Assign) and any(
+                getattr(t, "id", None) == "__all__" for t in node.targets
+            ):
+                found += [
+                    f"{path.relative_to(ROOT)}: {n}" for n in ast.literal_eval(node.value) if n in imported
+                ]
     assert len(found) <= 5, found
 
 
@@ -104,7 +116,10 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_importing_a_package_imports_none_of_its_modules() -> None:
-    code = ("import sys, mitigate.report, mitigate.harness, mitigate.lm; "
-            "print(sorted(m for m in sys.modules if m.startswith('mitigate.') and '._' in m and m != 'mitigate._lazy'))")
+    code = (
+        "import sys, mitigate.report, mitigate.harness, mitigate.lm; "
+        "print(sorted(m for m in sys.modules if m.startswith('mitigate.') and '._' in m and m != "
+        "'mitigate._lazy'))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"

@@ -49,9 +49,14 @@ def test_the_readme_stub_server_example_runs_as_written(tmp_path):
         assert len(commands) == 2
         for line in commands:
             args = shlex.split(line.replace("8765", port))[1:]
-            done = subprocess.run([sys.executable, "-m", "mitigate", *args, "--no-progress"],
-                                  capture_output=True,
-                                  text=True, env=env, cwd=tmp_path, timeout=300)
+            done = subprocess.run(
+                [sys.executable, "-m", "mitigate", *args, "--no-progress"],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=tmp_path,
+                timeout=300,
+            )
             assert done.returncode == 0, (line, done.stderr[-2000:])
         assert (tmp_path / "reports" / "stub" / "report.md").is_file()
     finally:
@@ -59,13 +64,16 @@ def test_the_readme_stub_server_example_runs_as_written(tmp_path):
         server.wait(timeout=30)
 
 
-@pytest.mark.parametrize(("prompt", "read"), [
-    ("summeval-coherence", "parse the score from the text"),
-    ("summeval-fluency", "parse the score from the text"),
-    ("webnlg-fluency", "expected score from the top-10 logprobs"),
-    ("tmu-grammar", "expected score from the top-10 logprobs"),
-    ("uss-satisfaction", "expected score from the top-10 logprobs"),
-])
+@pytest.mark.parametrize(
+    ("prompt", "read"),
+    [
+        ("summeval-coherence", "parse the score from the text"),
+        ("summeval-fluency", "parse the score from the text"),
+        ("webnlg-fluency", "expected score from the top-10 logprobs"),
+        ("tmu-grammar", "expected score from the top-10 logprobs"),
+        ("uss-satisfaction", "expected score from the top-10 logprobs"),
+    ],
+)
 def test_the_embedded_judge_is_read_as_getting_started_says(prompt, read):
     from typer.testing import CliRunner
 
@@ -76,8 +84,11 @@ def test_the_embedded_judge_is_read_as_getting_started_says(prompt, read):
     assert done.exit_code == 0, done.output
     assert f"answer read: {read}" in done.stdout
     readme = " ".join((ROOT / "docs" / "getting-started.md").read_text().split())
-    assert ("The built-in SummEval prompts (the quick start's included) ask for one sentence of "
-            "justification before \"Score: N\"") in readme
+    assert (
+        "The built-in SummEval prompts (the quick start's included) ask for one sentence of "
+        'justification before "Score: N"'
+    ) in readme
     assert "which is read from the text" in readme
-    assert ("(the built-in WebNLG, TMU-GFM and USS prompts, or your own) is read from the "
-            "model's next-token") in readme
+    assert (
+        "(the built-in WebNLG, TMU-GFM and USS prompts, or your own) is read from the model's next-token"
+    ) in readme

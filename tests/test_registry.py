@@ -30,8 +30,9 @@ def test_constraint_error_is_written_from_the_declaration():
     with pytest.raises(ConfigError) as err:
         Widget(k=0)
     assert str(err.value) == "The 'k' parameter of Widget must be an int >= 1. Got 0 instead."
-    with pytest.raises(ConfigError,
-                       match=r"'by' parameter of Widget must be one of 'label', 'range'. Got 'x'"):
+    with pytest.raises(
+        ConfigError, match=r"'by' parameter of Widget must be one of 'label', 'range'. Got 'x'"
+    ):
         Widget(by="x")
     with pytest.raises(ConfigError, match=r"must be a float in \(0, 1\] or None. Got 0 instead"):
         Widget(rate=0)
@@ -45,8 +46,9 @@ def test_constraints_run_before_pydantic_so_wrong_types_are_one_line_errors():
 
 
 def test_unknown_parameter_names_the_known_ones():
-    with pytest.raises(ConfigError,
-                       match=r"Widget has no parameter 'kk'; expected some of \['by', 'k', 'rate'\]"):
+    with pytest.raises(
+        ConfigError, match=r"Widget has no parameter 'kk'; expected some of \['by', 'k', 'rate'\]"
+    ):
         Widget(kk=3)
 
 
@@ -100,8 +102,9 @@ def test_run_coroutine_runs_outside_a_loop_and_refuses_inside_one():
 
     async def inside() -> None:
         coro = answer()
-        with pytest.raises(ConfigError,
-                           match=r"f\(\) runs its own event loop .* expected `await af\(\)` there"):
+        with pytest.raises(
+            ConfigError, match=r"f\(\) runs its own event loop .* expected `await af\(\)` there"
+        ):
             run_coroutine(coro, what="f()", instead="af()")
         assert coro.cr_frame is None  # closed, not leaked (no "never awaited" warning)
 

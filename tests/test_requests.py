@@ -36,8 +36,14 @@ def _listed(sent: str, conditional: list[str]) -> bool:
     """``sent`` is one of the conditional requests, where a placeholder for an earlier answer (a
     reference-first
     judge's own answer, not known when listing) stands for any text."""
-    return any(sent == c or (PLACEHOLDER in c and re.fullmatch(
-        ".+?".join(re.escape(part) for part in c.split(PLACEHOLDER)), sent, re.S)) for c in conditional)
+    return any(
+        sent == c
+        or (
+            PLACEHOLDER in c
+            and re.fullmatch(".+?".join(re.escape(part) for part in c.split(PLACEHOLDER)), sent, re.S)
+        )
+        for c in conditional
+    )
 
 
 def _build(mitigation: Mitigation, lm: FakeLM) -> tuple[Judge, Item] | None:
@@ -103,7 +109,8 @@ def test_position_swap_lists_the_swapped_order_with_the_outputs_exchanged() -> N
 
 def test_sampling_shows_temperature_n_and_the_expected_score_shows_logprobs() -> None:
     judge = parse_pipeline("sampling(temperature=0.7, n=5) | expected-score").wrap(
-        example_judge(lm=FakeLM([], logprobs=True)))
+        example_judge(lm=FakeLM([], logprobs=True))
+    )
     (p,) = judge.requests(example_train().items[0])
     assert (p.request.temperature, p.request.n, p.request.logprobs) == (0.7, 5, True)
     assert p.request.top_logprobs > 0
@@ -134,9 +141,16 @@ def test_a_cascade_marks_its_later_stage_as_conditional() -> None:
     stages = [stage.model_copy(update={"guarantee_": None}) for _ in range(2)]
     judges = {"cheap": example_judge(lm=cheap), "strong": example_judge(lm=strong)}
     try:
-        fitted = [s.calibrate([Judgment(item_id=i.id, scores={"coherence": 3.0},
-                                        samples={"coherence": (3.0,)})
-                               for i in train.items], list(train.items)) for s in stages]
+        fitted = [
+            s.calibrate(
+                [
+                    Judgment(item_id=i.id, scores={"coherence": 3.0}, samples={"coherence": (3.0,)})
+                    for i in train.items
+                ],
+                list(train.items),
+            )
+            for s in stages
+        ]
     except MitigateError as exc:  # the calibration API changed: the stage guarantee is set by hand below
         pytest.fail(f"could not fit a stage: {exc}")
     cascade = CascadeJudge(judges, stages=fitted)

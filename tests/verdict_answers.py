@@ -75,8 +75,11 @@ LEANS_OTHER = [
     "At first glance {l} seems more detailed. On closer reading, {l} invents a source and {w} does not.",
     "{l} is more polished in style, yet {w} is the only one that answers what was asked.",
 ]
-TRAILING = [" as it answers the question directly.", " because it keeps to the facts of the article.",
-            ", since it covers every requested point."]
+TRAILING = [
+    " as it answers the question directly.",
+    " because it keeps to the facts of the article.",
+    ", since it covers every requested point.",
+]
 HEDGES = [
     "It is hard to say whether {x} is better; both have clear strengths.",
     "Both outputs have merits and flaws, and I cannot decide which one is better.",
@@ -122,13 +125,25 @@ def cases() -> list[Case]:
             w, lo = _name(fmt, side), _name(fmt, "second" if side == "first" else "first")
             verdict = verdict_line(fmt, side)
             for i, reason in enumerate(NEUTRAL):
-                out.append(Case(fmt, reason.format(x=x, y=y) + "\n\n" + verdict, side,
-                                "neutral reasoning, verdict last"))
+                out.append(
+                    Case(
+                        fmt,
+                        reason.format(x=x, y=y) + "\n\n" + verdict,
+                        side,
+                        "neutral reasoning, verdict last",
+                    )
+                )
                 if i < 3 and fmt != "summary":
                     tail = TRAILING[i]
                     line = verdict[:-1] + tail if verdict.endswith(".") else verdict + " " + tail.lstrip(" ,")
-                    out.append(Case(fmt, reason.format(x=x, y=y) + " " + line, side,
-                                    "verdict sentence with trailing explanation"))
+                    out.append(
+                        Case(
+                            fmt,
+                            reason.format(x=x, y=y) + " " + line,
+                            side,
+                            "verdict sentence with trailing explanation",
+                        )
+                    )
             for reason in FOR_WINNER:
                 text = reason.format(w=w, l=lo)
                 out.append(Case(fmt, text + "\n\n" + verdict, side, "both named in reasoning, verdict last"))
@@ -136,12 +151,19 @@ def cases() -> list[Case]:
                 out.append(Case(fmt, text + "\n" + _cut(fmt, side), "failure", "cut-off answer"))
                 out.append(Case(fmt, text + "\n\n**" + verdict + "**", side, "verdict in markdown emphasis"))
             for reason in LEANS_OTHER:
-                out.append(Case(fmt, reason.format(w=w, l=lo) + "\n\n" + verdict, side,
-                                "reasoning leans the other way, verdict last"))
+                out.append(
+                    Case(
+                        fmt,
+                        reason.format(w=w, l=lo) + "\n\n" + verdict,
+                        side,
+                        "reasoning leans the other way, verdict last",
+                    )
+                )
         for hedge in HEDGES:
             out.append(Case(fmt, hedge.format(x=x, y=y), "failure", "hedge"))
-            out.append(Case(fmt, NEUTRAL[0].format(x=x, y=y) + " " + hedge.format(x=y, y=x), "failure",
-                            "hedge"))
+            out.append(
+                Case(fmt, NEUTRAL[0].format(x=x, y=y) + " " + hedge.format(x=y, y=x), "failure", "hedge")
+            )
         for refusal in REFUSALS:
             out.append(Case(fmt, refusal, "failure", "refusal"))
         for tie in TIE_TEXT:

@@ -16,27 +16,61 @@ from typing import Any
 
 # (page, title, what the page holds, heading prefixes it claims); the first match wins
 TOPICS: list[tuple[str, str, str, tuple[str, ...]]] = [
-    ("reproduction", "Paper reproductions", "the published figures recomputed from released judge outputs",
-     ("Shen et al.",)),
-    ("mitigations", "Mitigations on real judges", "each mitigation run on a local judge or replayed outputs",
-     ("Mitigation evidence", "Beyond the five papers", "Fitted values")),
-    ("strong-judges", "Strong judges, replayed", "LLMBar and JudgeBench released answers read and mitigated",
-     ("Strong judges",)),
-    ("reading", "Reading templates and answers", "published templates, parse rates and parse precision",
-     ("Bring your own judge", "Answer reading", "Reading speed")),
-    ("juries", "Juries, distributions and references",
-     "panels reduced by Dawid-Skene and minority veto, both orders' probabilities, Bradley-Terry, "
-     "own references",
-     ("Juries",)),
-    ("probes-diff-estimates", "Probes, diff and estimates",
-     "bias probes, judge diffs and corrected per-system estimates",
-     ("Bias probes", "diff:", "Bias-corrected")),
-    ("speed", "Speed and cost", "throughput, runner overhead, batching, prompt caching and prefix reuse",
-     ("The same 1,000 judgments", "Runner overhead", "Batch APIs", "Prompt-prefix reuse",
-      "A million judgments")),
-    ("reliability", "Reliability and hostile input",
-     "kills, fault storms, bad input, hostile servers and files",
-     ("Reliability", "Hostile input", "Batch mode survives")),
+    (
+        "reproduction",
+        "Paper reproductions",
+        "the published figures recomputed from released judge outputs",
+        ("Shen et al.",),
+    ),
+    (
+        "mitigations",
+        "Mitigations on real judges",
+        "each mitigation run on a local judge or replayed outputs",
+        ("Mitigation evidence", "Beyond the five papers", "Fitted values"),
+    ),
+    (
+        "strong-judges",
+        "Strong judges, replayed",
+        "LLMBar and JudgeBench released answers read and mitigated",
+        ("Strong judges",),
+    ),
+    (
+        "reading",
+        "Reading templates and answers",
+        "published templates, parse rates and parse precision",
+        ("Bring your own judge", "Answer reading", "Reading speed"),
+    ),
+    (
+        "juries",
+        "Juries, distributions and references",
+        "panels reduced by Dawid-Skene and minority veto, both orders' probabilities, Bradley-Terry, "
+        "own references",
+        ("Juries",),
+    ),
+    (
+        "probes-diff-estimates",
+        "Probes, diff and estimates",
+        "bias probes, judge diffs and corrected per-system estimates",
+        ("Bias probes", "diff:", "Bias-corrected"),
+    ),
+    (
+        "speed",
+        "Speed and cost",
+        "throughput, runner overhead, batching, prompt caching and prefix reuse",
+        (
+            "The same 1,000 judgments",
+            "Runner overhead",
+            "Batch APIs",
+            "Prompt-prefix reuse",
+            "A million judgments",
+        ),
+    ),
+    (
+        "reliability",
+        "Reliability and hostile input",
+        "kills, fault storms, bad input, hostile servers and files",
+        ("Reliability", "Hostile input", "Batch mode survives"),
+    ),
 ]
 MORE = ("more", "More results", "sections not yet sorted into a topic")
 
@@ -83,6 +117,7 @@ def repoint_links(text: str, docs_dir: Path, results_file: Path) -> str:
             rel = posixpath.relpath(resolved.relative_to(docs).as_posix(), "results")
             return f"[{label}]({rel}{'#' + anchor if anchor else ''})"
         return label
+
     return _LINK.sub(one, text)
 
 
@@ -94,9 +129,13 @@ def pages(results_file: Path, docs_dir: Path) -> dict[str, str]:
         by_topic.setdefault(topic_of(heading), []).append((heading, body))
     order = [(p, t, a) for p, t, a, _ in TOPICS] + [MORE]
     out: dict[str, str] = {}
-    index = ["# Results\n", repoint_links(preamble, docs_dir, results_file), "",
-             "Generated from `benchmarks/RESULTS.md` (the file every run writes its numbers to), by topic:",
-             ""]
+    index = [
+        "# Results\n",
+        repoint_links(preamble, docs_dir, results_file),
+        "",
+        "Generated from `benchmarks/RESULTS.md` (the file every run writes its numbers to), by topic:",
+        "",
+    ]
     for key in order:
         if key not in by_topic:
             continue
@@ -105,14 +144,17 @@ def pages(results_file: Path, docs_dir: Path) -> dict[str, str]:
         for heading, _ in by_topic[key]:
             index.append(f"    - {heading}")
         body = "".join(repoint_links(b, docs_dir, results_file) for _, b in by_topic[key])
-        out[f"results/{page}.md"] = (f"# {title}\n\nFrom `benchmarks/RESULTS.md`; every number comes from a "
-                                     f"run of the command beside it.\n\n{body}")
+        out[f"results/{page}.md"] = (
+            f"# {title}\n\nFrom `benchmarks/RESULTS.md`; every number comes from a "
+            f"run of the command beside it.\n\n{body}"
+        )
     out["results/index.md"] = "\n".join(index) + "\n"
     # every topic page exists, so the nav may name them all; a topic with no section says so
     for page, title, about in order:
-        out.setdefault(f"results/{page}.md",
-                       f"# {title}\n\nNo section of `benchmarks/RESULTS.md` is here yet "
-                                             f"({about}).\n")
+        out.setdefault(
+            f"results/{page}.md",
+            f"# {title}\n\nNo section of `benchmarks/RESULTS.md` is here yet ({about}).\n",
+        )
     return out
 
 

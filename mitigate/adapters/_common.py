@@ -40,8 +40,15 @@ class Outcome(BaseModel):
         return self.score is not None and self.error is None
 
 
-def make_item(output: str, input: str | None = None, *, expected: str | None = None,
-              context: str | None = None, item_id: str = "item", input_field: str = "source") -> Item:
+def make_item(
+    output: str,
+    input: str | None = None,
+    *,
+    expected: str | None = None,
+    context: str | None = None,
+    item_id: str = "item",
+    input_field: str = "source",
+) -> Item:
     """An Item from a harness test case: ``output`` is the judged text, ``input`` goes to
     ``inputs[input_field]``.
 
@@ -65,8 +72,9 @@ def shown_scale(judge: Judge, scale: Scale | None = None) -> Scale:
         return scale
     found = judge_scale(judge)
     if found is None:
-        raise ConfigError(f"expected a judge with a prompt scale; {type(judge).__name__} shows "
-                          "none: pass scale=")
+        raise ConfigError(
+            f"expected a judge with a prompt scale; {type(judge).__name__} shows none: pass scale="
+        )
     return found
 
 
@@ -78,19 +86,36 @@ def outcome(judgment: Judgment, scale: Scale, criterion: str | None = None) -> O
             raise ConfigError(f"the judge scores {sorted(judgment.scores)}; expected criterion= naming one")
         criterion = next(iter(judgment.scores), "score")
     if judgment.error is not None:
-        return Outcome(score=None, normalized=None, raw=raw, error=f"the LM call failed: {judgment.error}",
-                       scale=scale, criterion=criterion)
+        return Outcome(
+            score=None,
+            normalized=None,
+            raw=raw,
+            error=f"the LM call failed: {judgment.error}",
+            scale=scale,
+            criterion=criterion,
+        )
     if criterion not in judgment.scores:
         raise ConfigError(f"expected a judge scoring {criterion!r}; it scores {sorted(judgment.scores)}")
     score = judgment.scores[criterion]
     if score is None or not math.isfinite(score):
         reasons = [f.reason for f in judgment.failures if f.criterion == criterion] or ["no score"]
-        return Outcome(score=None, normalized=None, raw=raw,
-                       error=f"the judge's answer held no score: {reasons[0]}",
-                       scale=scale, criterion=criterion)
+        return Outcome(
+            score=None,
+            normalized=None,
+            raw=raw,
+            error=f"the judge's answer held no score: {reasons[0]}",
+            scale=scale,
+            criterion=criterion,
+        )
     if not scale.contains(score):
-        return Outcome(score=None, normalized=None, raw=raw,
-                       error=f"expected a score within {scale.min:g} to "
-                       f"{scale.max:g}; the judge gave {score:g}", scale=scale, criterion=criterion)
-    return Outcome(score=score, normalized=scale.normalise(score), raw=raw, error=None, scale=scale,
-                   criterion=criterion)
+        return Outcome(
+            score=None,
+            normalized=None,
+            raw=raw,
+            error=f"expected a score within {scale.min:g} to {scale.max:g}; the judge gave {score:g}",
+            scale=scale,
+            criterion=criterion,
+        )
+    return Outcome(
+        score=score, normalized=scale.normalise(score), raw=raw, error=None, scale=scale, criterion=criterion
+    )

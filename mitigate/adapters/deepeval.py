@@ -28,15 +28,22 @@ from mitigate.registry import run_coroutine
 from mitigate.scale import Scale
 
 
-def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | None = None,
-                     scale: Scale | None = None, input_field: str = "source",
-                     name: str = "Mitigated judge") -> Any:
+def mitigated_metric(
+    judge: Judge,
+    *,
+    threshold: float = 0.5,
+    criterion: str | None = None,
+    scale: Scale | None = None,
+    input_field: str = "source",
+    name: str = "Mitigated judge",
+) -> Any:
     """A DeepEval metric scoring test cases with ``judge``; ``threshold`` is on 0-1 (the normalised score)."""
     from deepeval.metrics import BaseMetric
 
     if not 0.0 <= threshold <= 1.0:
-        raise ConfigError(f"expected a threshold between 0 and 1 (the score mapped over the judge's scale); "
-                          f"got {threshold}")
+        raise ConfigError(
+            f"expected a threshold between 0 and 1 (the score mapped over the judge's scale); got {threshold}"
+        )
     shown = shown_scale(judge, scale)
 
     class MitigatedJudgeMetric(BaseMetric):
@@ -53,10 +60,14 @@ def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | N
 
         def _item(self, test_case: Any) -> Any:
             context = getattr(test_case, "context", None)
-            return make_item(test_case.actual_output or "", test_case.input,
-                             expected=test_case.expected_output,
-                             context="\n".join(context) if context else None, input_field=input_field,
-                             item_id=str(getattr(test_case, "name", None) or "test_case"))
+            return make_item(
+                test_case.actual_output or "",
+                test_case.input,
+                expected=test_case.expected_output,
+                context="\n".join(context) if context else None,
+                input_field=input_field,
+                item_id=str(getattr(test_case, "name", None) or "test_case"),
+            )
 
         def _record(self, got: Outcome) -> float:
             self.reason = got.raw
@@ -74,8 +85,11 @@ def mitigated_metric(judge: Judge, *, threshold: float = 0.5, criterion: str | N
 
         def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
             """Judge ``test_case`` (synchronously); the 0-1 score, or ParseError when the judge gave none."""
-            judgment = run_coroutine(judge.judge(self._item(test_case)), what=f"{name}.measure()",
-                                instead="metric.a_measure(test_case)")
+            judgment = run_coroutine(
+                judge.judge(self._item(test_case)),
+                what=f"{name}.measure()",
+                instead="metric.a_measure(test_case)",
+            )
             return self._record(outcome(judgment, shown, criterion))
 
         async def a_measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:

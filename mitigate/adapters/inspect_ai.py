@@ -35,8 +35,14 @@ NOANSWER (``"N"``) is not among them: it becomes a recorded failure, not a zero.
 """
 
 
-def mitigated_scorer(judge: Judge, *, criterion: str | None = None, scale: Scale | None = None,
-                     input_field: str = "source", name: str = "mitigated_judge") -> Any:
+def mitigated_scorer(
+    judge: Judge,
+    *,
+    criterion: str | None = None,
+    scale: Scale | None = None,
+    input_field: str = "source",
+    name: str = "mitigated_judge",
+) -> Any:
     """An inspect-ai scorer that scores each sample's completion with ``judge``.
 
     ``criterion`` names the judge's criterion when it scores several; ``scale`` defaults to the
@@ -53,13 +59,22 @@ def mitigated_scorer(judge: Judge, *, criterion: str | None = None, scale: Scale
     def build() -> Any:
         async def score(state: TaskState, target: Target) -> Score:
             expected = target.text if target is not None and target.text else None
-            item = make_item(state.output.completion, state.input_text, expected=expected,
-                             item_id=str(state.sample_id), input_field=input_field)
+            item = make_item(
+                state.output.completion,
+                state.input_text,
+                expected=expected,
+                item_id=str(state.sample_id),
+                input_field=input_field,
+            )
             got = outcome(await judge.judge(item), shown, criterion)
             meta = {"criterion": got.criterion, "scale": [shown.min, shown.max], "normalized": got.normalized}
             if not got.ok or got.score is None:
-                return Score.unscored(reason="grader_failed", answer=state.output.completion,
-                                      explanation=got.raw, metadata={**meta, "error": got.error})
+                return Score.unscored(
+                    reason="grader_failed",
+                    answer=state.output.completion,
+                    explanation=got.raw,
+                    metadata={**meta, "error": got.error},
+                )
             return Score(value=got.score, answer=state.output.completion, explanation=got.raw, metadata=meta)
 
         return score
@@ -85,8 +100,14 @@ def _read_value(value: Any) -> tuple[float | None, str | None, bool]:
     return None, f"expected a number or a grade C, P or I; got {value!r}", False
 
 
-def read_inspect_log(path: str | Path, *, criterion: str | None = None, judge: str | None = None,
-                     scorer: str | None = None, id_key: str | None = None) -> dict[str, RecordedRun]:
+def read_inspect_log(
+    path: str | Path,
+    *,
+    criterion: str | None = None,
+    judge: str | None = None,
+    scorer: str | None = None,
+    id_key: str | None = None,
+) -> dict[str, RecordedRun]:
     """The judgments in an inspect eval log as recorded runs, judge name -> run (one judge per scorer).
 
     - item id: the sample's ``id``, or ``metadata[id_key]`` (to match a benchmark's item ids);
@@ -106,8 +127,10 @@ def read_inspect_log(path: str | Path, *, criterion: str | None = None, judge: s
     try:
         log = read_eval_log(str(file))
     except Exception as exc:  # inspect raises several kinds for an unreadable log
-        raise DataError(f"expected an inspect eval log (.eval or .json) at {file}; could not read it: {exc}",
-                        path=str(file)) from exc
+        raise DataError(
+            f"expected an inspect eval log (.eval or .json) at {file}; could not read it: {exc}",
+            path=str(file),
+        ) from exc
     rows: list[RecordedRow] = []
     scales: dict[str, Scale] = {}
     letter_graded: set[str] = set()
@@ -115,8 +138,10 @@ def read_inspect_log(path: str | Path, *, criterion: str | None = None, judge: s
     for sample in log.samples or []:
         item_id = str(sample.id) if id_key is None else (sample.metadata or {}).get(id_key)
         if item_id is None:
-            raise DataError(f"{file}: sample {sample.id!r} has no metadata[{id_key!r}] to use as the item id",
-                            path=str(file))
+            raise DataError(
+                f"{file}: sample {sample.id!r} has no metadata[{id_key!r}] to use as the item id",
+                path=str(file),
+            )
         for scorer_name, score in (sample.scores or {}).items():
             if chosen is not None and scorer_name not in chosen:
                 continue
@@ -131,15 +156,28 @@ def read_inspect_log(path: str | Path, *, criterion: str | None = None, judge: s
                     scales[crit] = Scale(min=bounds[0], max=bounds[1])
                 if error is not None and meta.get("error"):
                     error = str(meta["error"])
-                rows.append(RecordedRow(
-                    item_id=str(item_id), judge=judge or scorer_name, criterion=crit, score=number,
-                    error=error, raw=score.explanation or "", sample=max(0, int(sample.epoch or 1) - 1),
-                    meta={"model": log.eval.model, "task": log.eval.task,
-                          **({"answer": score.answer} if score.answer else {})},
-                ))
+                rows.append(
+                    RecordedRow(
+                        item_id=str(item_id),
+                        judge=judge or scorer_name,
+                        criterion=crit,
+                        score=number,
+                        error=error,
+                        raw=score.explanation or "",
+                        sample=max(0, int(sample.epoch or 1) - 1),
+                        meta={
+                            "model": log.eval.model,
+                            "task": log.eval.task,
+                            **({"answer": score.answer} if score.answer else {}),
+                        },
+                    )
+                )
     if not rows:
-        raise DataError(f"expected scored samples in the inspect log {file}; got none"
-                        + (f" from scorer {scorer!r}" if scorer else ""), path=str(file))
+        raise DataError(
+            f"expected scored samples in the inspect log {file}; got none"
+            + (f" from scorer {scorer!r}" if scorer else ""),
+            path=str(file),
+        )
     if judge is not None and len({r.judge for r in rows}) > 1:
         raise DataError(f"judge= renames one scorer; {file} holds several: pass scorer= too", path=str(file))
     for crit in letter_graded:

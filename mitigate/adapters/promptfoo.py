@@ -56,9 +56,18 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-async def agrade(judge: Judge, output: Any, context: Mapping[str, Any], *, threshold: float = 0.5,
-                 criterion: str | None = None, scale: Scale | None = None, input_var: str | None = None,
-                 expected_var: str | None = None, input_field: str = "source") -> GradingResult:
+async def agrade(
+    judge: Judge,
+    output: Any,
+    context: Mapping[str, Any],
+    *,
+    threshold: float = 0.5,
+    criterion: str | None = None,
+    scale: Scale | None = None,
+    input_var: str | None = None,
+    expected_var: str | None = None,
+    input_field: str = "source",
+) -> GradingResult:
     """Grade one promptfoo output with ``judge``: the GradingResult promptfoo expects.
 
     The judged text is ``output``; the item's input is ``context["vars"][input_var]`` when given,
@@ -66,43 +75,75 @@ async def agrade(judge: Judge, output: Any, context: Mapping[str, Any], *, thres
     the reference. Raises ParseError when the judge's answer holds no score.
     """
     if not 0.0 <= threshold <= 1.0:
-        raise ConfigError(f"expected a threshold between 0 and 1 (the score mapped over the judge's scale); "
-                          f"got {threshold}")
+        raise ConfigError(
+            f"expected a threshold between 0 and 1 (the score mapped over the judge's scale); got {threshold}"
+        )
     variables = context.get("vars") or {}
     if input_var is not None and input_var not in variables:
-        raise ConfigError(f"expected the test var {input_var!r} (input_var); the test has "
-                          f"{sorted(variables)}")
+        raise ConfigError(
+            f"expected the test var {input_var!r} (input_var); the test has {sorted(variables)}"
+        )
     given = variables[input_var] if input_var is not None else context.get("prompt")
     expected = variables.get(expected_var) if expected_var is not None else None
-    item = make_item(_text(output), None if given is None else _text(given),
-                     expected=None if expected is None else _text(expected), input_field=input_field)
+    item = make_item(
+        _text(output),
+        None if given is None else _text(given),
+        expected=None if expected is None else _text(expected),
+        input_field=input_field,
+    )
     got = outcome(await judge.judge(item), shown_scale(judge, scale), criterion)
     if not got.ok:
-        raise ParseError(f"mitigated judge: {got.error}; raw answer: {got.raw!r}", raw=got.raw,
-                         criterion=got.criterion)
+        raise ParseError(
+            f"mitigated judge: {got.error}; raw answer: {got.raw!r}", raw=got.raw, criterion=got.criterion
+        )
     assert got.normalized is not None and got.score is not None
     return {"pass": got.normalized >= threshold, "score": got.normalized, "reason": got.raw}
 
 
-def make_assert(judge: Judge, *, threshold: float = 0.5, criterion: str | None = None,
-                scale: Scale | None = None,
-                input_var: str | None = None, expected_var: str | None = None,
-                input_field: str = "source") -> Callable[[Any, Mapping[str, Any]], GradingResult]:
+def make_assert(
+    judge: Judge,
+    *,
+    threshold: float = 0.5,
+    criterion: str | None = None,
+    scale: Scale | None = None,
+    input_var: str | None = None,
+    expected_var: str | None = None,
+    input_field: str = "source",
+) -> Callable[[Any, Mapping[str, Any]], GradingResult]:
     """A ``get_assert(output, context)`` for a promptfoo Python assertion, grading with ``judge`` (see
     :func:`agrade`)."""
 
     def get_assert(output: Any, context: Mapping[str, Any]) -> GradingResult:
-        return run_coroutine(agrade(judge, output, context, threshold=threshold, criterion=criterion,
-                                    scale=scale,
-                               input_var=input_var, expected_var=expected_var, input_field=input_field),
-                        what="get_assert()", instead="agrade(judge, output, context)")
+        return run_coroutine(
+            agrade(
+                judge,
+                output,
+                context,
+                threshold=threshold,
+                criterion=criterion,
+                scale=scale,
+                input_var=input_var,
+                expected_var=expected_var,
+                input_field=input_field,
+            ),
+            what="get_assert()",
+            instead="agrade(judge, output, context)",
+        )
 
     return get_assert
 
 
-CONFIG_KEYS = ("prompt", "backend", "base_url", "pipeline", "threshold", "criterion", "input_var",
-               "expected_var",
-               "scale")
+CONFIG_KEYS = (
+    "prompt",
+    "backend",
+    "base_url",
+    "pipeline",
+    "threshold",
+    "criterion",
+    "input_var",
+    "expected_var",
+    "scale",
+)
 """The keys :func:`get_assert` reads from the assertion's ``config``."""
 
 
@@ -118,16 +159,19 @@ def judge_from_config(config: Mapping[str, Any]) -> Judge:
         raise ConfigError(f"expected assertion config keys among {list(CONFIG_KEYS)}; got unknown {unknown}")
     for key in ("prompt", "backend"):
         if not isinstance(config.get(key), str) or not config[key]:
-            raise ConfigError(f"expected the assertion config to name a {key!r} (text); got "
-                              f"{config.get(key)!r}")
+            raise ConfigError(
+                f"expected the assertion config to name a {key!r} (text); got {config.get(key)!r}"
+            )
     name = config["prompt"]
     if name in list_prompts():
         prompt = get_prompt(name)
     else:
         path = Path(name)
         if not path.is_file():
-            raise ConfigError(f"expected 'prompt' to be a built-in prompt ({list_prompts()}) or a template "
-                              f"file; got {name!r}")
+            raise ConfigError(
+                f"expected 'prompt' to be a built-in prompt ({list_prompts()}) or a template "
+                f"file; got {name!r}"
+            )
         prompt = JudgePrompt.from_template(path.read_text(encoding="utf-8"))
     kwargs = {"base_url": config["base_url"]} if config.get("base_url") else {}
     lm = get_lm(config["backend"], **kwargs)
@@ -140,9 +184,13 @@ async def _grade_from_config(output: Any, context: Mapping[str, Any]) -> Grading
     bounds = config.get("scale")
     try:
         return await agrade(
-            judge, output, context, threshold=float(config.get("threshold", 0.5)),
+            judge,
+            output,
+            context,
+            threshold=float(config.get("threshold", 0.5)),
             criterion=config.get("criterion"),
-            scale=Scale(min=bounds[0], max=bounds[1]) if bounds else None, input_var=config.get("input_var"),
+            scale=Scale(min=bounds[0], max=bounds[1]) if bounds else None,
+            input_var=config.get("input_var"),
             expected_var=config.get("expected_var"),
         )
     finally:
@@ -154,8 +202,11 @@ async def _grade_from_config(output: Any, context: Mapping[str, Any]) -> Grading
 def get_assert(output: Any, context: Mapping[str, Any]) -> GradingResult:
     """promptfoo's entry point when this module is the assertion file: the judge comes from
     ``context["config"]``."""
-    return run_coroutine(_grade_from_config(output, context), what="get_assert()",
-                    instead="agrade(judge_from_config(config), output, context)")
+    return run_coroutine(
+        _grade_from_config(output, context),
+        what="get_assert()",
+        instead="agrade(judge_from_config(config), output, context)",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,9 +220,11 @@ def _results(doc: Any, file: Path) -> list[Any]:
     block = doc.get("results") if isinstance(doc, dict) else None
     rows = block.get("results") if isinstance(block, dict) else block
     if not isinstance(rows, list):
-        raise DataError("expected a promptfoo results file (JSON with results.results, as 'promptfoo eval "
-                        f"-o results.json' writes) at {file}; got {type(doc).__name__} without that list",
-                        path=str(file))
+        raise DataError(
+            "expected a promptfoo results file (JSON with results.results, as 'promptfoo eval "
+            f"-o results.json' writes) at {file}; got {type(doc).__name__} without that list",
+            path=str(file),
+        )
     return rows
 
 
@@ -183,8 +236,13 @@ def _judge_name(assertion: Mapping[str, Any], provider: str | None) -> str:
     return f"{kind}:{grader}" if isinstance(grader, str) and grader else kind
 
 
-def read_promptfoo_results(path: str | Path, *, id_var: str | None = None, criterion: str | None = None,
-                           assertion_type: str | None = None) -> dict[str, RecordedRun]:
+def read_promptfoo_results(
+    path: str | Path,
+    *,
+    id_var: str | None = None,
+    criterion: str | None = None,
+    assertion_type: str | None = None,
+) -> dict[str, RecordedRun]:
     """The graded assertions of a promptfoo results file as recorded runs, judge name -> run.
 
     One recorded answer per output and assertion (``gradingResult.componentResults``):
@@ -205,26 +263,33 @@ def read_promptfoo_results(path: str | Path, *, id_var: str | None = None, crite
     try:
         doc = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"expected a promptfoo results JSON file at {file}; could not read it: {exc}",
-                        path=str(file)) from exc
+        raise DataError(
+            f"expected a promptfoo results JSON file at {file}; could not read it: {exc}", path=str(file)
+        ) from exc
     results = _results(doc, file)
-    providers = {str((r.get("provider") or {}).get("label") or (r.get("provider") or {}).get("id") or "")
-                 for r in results if isinstance(r, dict)}
+    providers = {
+        str((r.get("provider") or {}).get("label") or (r.get("provider") or {}).get("id") or "")
+        for r in results
+        if isinstance(r, dict)
+    }
     prompts = {r.get("promptIdx") for r in results if isinstance(r, dict)}
     rows: list[RecordedRow] = []
     for index, result in enumerate(results):
         if not isinstance(result, dict):
-            raise DataError(f"{file}: expected result {index} to be an object; got {type(result).__name__}",
-                            path=str(file))
+            raise DataError(
+                f"{file}: expected result {index} to be an object; got {type(result).__name__}",
+                path=str(file),
+            )
         test = result.get("testCase") or {}
         variables = result.get("vars") or test.get("vars") or {}
         provider = result.get("provider") or {}
         provider_name = str(provider.get("label") or provider.get("id") or "")
         if id_var is not None:
             if id_var not in variables:
-                raise DataError(f"{file}: result {index} has no var {id_var!r} (id_var); it has "
-                                f"{sorted(variables)}",
-                                path=str(file))
+                raise DataError(
+                    f"{file}: result {index} has no var {id_var!r} (id_var); it has {sorted(variables)}",
+                    path=str(file),
+                )
             item_id = str(variables[id_var])
         else:
             item_id = str(test.get("description") or f"test{result.get('testIdx', index)}")
@@ -251,13 +316,23 @@ def read_promptfoo_results(path: str | Path, *, id_var: str | None = None, crite
                 error, score = f"the grader failed: {reason_head}", None
             elif not isinstance(score, int | float) or isinstance(score, bool) or not math.isfinite(score):
                 error, score = f"expected a numeric score; got {score!r}", None
-            rows.append(RecordedRow(item_id=item_id, judge=_judge_name(assertion, provider_name),
-                                    criterion=crit,
-                                    score=None if score is None else float(score), error=error,
-                                    raw=str(component.get("reason") or ""), meta=meta))
+            rows.append(
+                RecordedRow(
+                    item_id=item_id,
+                    judge=_judge_name(assertion, provider_name),
+                    criterion=crit,
+                    score=None if score is None else float(score),
+                    error=error,
+                    raw=str(component.get("reason") or ""),
+                    meta=meta,
+                )
+            )
     if not rows:
-        raise DataError(f"expected graded assertions (gradingResult.componentResults) in {file}; got none"
-                        + (f" of type {assertion_type!r}" if assertion_type else ""), path=str(file))
+        raise DataError(
+            f"expected graded assertions (gradingResult.componentResults) in {file}; got none"
+            + (f" of type {assertion_type!r}" if assertion_type else ""),
+            path=str(file),
+        )
     scales = {r.criterion: Scale(min=0, max=1) for r in rows}
     return runs_from_rows(rows, str(file), scales)
 

@@ -70,9 +70,15 @@ class OneLineErrors(TyperGroup):
     the traceback is shown.
     """
 
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
-             **extra: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
         """Run the command; print one line per error and exit with :data:`EXIT_REFUSED` or
         :data:`EXIT_FAILED`."""
         argv = list(sys.argv[1:] if args is None else args)
@@ -83,8 +89,14 @@ class OneLineErrors(TyperGroup):
             if not debug:
                 warnings.showwarning = show_warning
             try:
-                rv = super().main(args=argv, prog_name=prog_name, complete_var=complete_var,
-                                  standalone_mode=False, windows_expand_args=windows_expand_args, **extra)
+                rv = super().main(
+                    args=argv,
+                    prog_name=prog_name,
+                    complete_var=complete_var,
+                    standalone_mode=False,
+                    windows_expand_args=windows_expand_args,
+                    **extra,
+                )
                 code = rv if isinstance(rv, int) else 0
             except _NO_ARGS as exc:
                 ctx = getattr(exc, "ctx", None)
@@ -144,13 +156,15 @@ class LazyCommands(OneLineErrors):
             importlib.import_module(entry.module)
             defined = DEFINED.get(cmd_name)
             if defined is None:
-                raise RuntimeError(f"{entry.module} defines no command {cmd_name!r} "
-                                   "(mitigate.cli._commands names it)")
+                raise RuntimeError(
+                    f"{entry.module} defines no command {cmd_name!r} (mitigate.cli._commands names it)"
+                )
             if isinstance(defined, typer.Typer):
                 self._loaded[cmd_name] = typer.main.get_command(defined)
             else:
                 self._loaded[cmd_name] = typer.main.get_command_from_info(
-                    defined, pretty_exceptions_short=True, rich_markup_mode=self.rich_markup_mode)
+                    defined, pretty_exceptions_short=True, rich_markup_mode=self.rich_markup_mode
+                )
         return self._loaded[cmd_name]
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
@@ -180,9 +194,12 @@ app = typer.Typer(
 )
 
 
-DEBUG = option("debug", "--debug",
-               help="show the traceback of an error instead of one line (also: MITIGATE_DEBUG=1); "
-               "accepted anywhere on the command line")
+DEBUG = option(
+    "debug",
+    "--debug",
+    help="show the traceback of an error instead of one line (also: MITIGATE_DEBUG=1); "
+    "accepted anywhere on the command line",
+)
 
 
 @app.callback()
@@ -221,8 +238,11 @@ class RegisteredNamesHelp(TyperCommand):
         options = [p for p in params if p not in helps and p not in arguments]
         if not self.first:
             if all(p.name != "help_all" for p in helps):  # --help alone: an option like the others
-                return [(title, ps) for title, ps in (("Arguments", arguments), ("Options", options + helps))
-                        if ps]
+                return [
+                    (title, ps)
+                    for title, ps in (("Arguments", arguments), ("Options", options + helps))
+                    if ps
+                ]
             return [("Arguments", arguments), ("Options", options), (HELP_PANEL, helps)]
         by_name = {p.name: p for p in options}
         panels: list[tuple[str, list[Any]]] = [("Arguments", arguments)]
@@ -250,19 +270,23 @@ class RegisteredNamesHelp(TyperCommand):
         saved = [(p, getattr(p, "rich_help_panel", None), p.hidden) for p in shown_params]
         epilog, params = self.epilog, self.params
         try:  # in the order of the panels (help lists a panel's options in parameter order)
-            self.params = ([p for _, ps in panels for p in ps if p in params]
-                           + [p for p in params if id(p) not in shown])
+            self.params = [p for _, ps in panels for p in ps if p in params] + [
+                p for p in params if id(p) not in shown
+            ]
             for title, ps in panels:
                 for p in ps:
                     p.rich_help_panel = None if title == "Arguments" else title
             for p, _, _ in saved:
                 p.hidden = p.hidden or id(p) not in shown
-            options = [p for p, _, _ in saved if p.param_type_name == "option"
-                       and p.name not in ("help", "help_all")]
+            options = [
+                p for p, _, _ in saved if p.param_type_name == "option" and p.name not in ("help", "help_all")
+            ]
             if self.first and not every:
                 hidden = sum(1 for p in options if id(p) not in shown)
-                self.epilog = (f"{len(options) - hidden} of {len(options)} options shown. Every option: "
-                               f"mitigate {ctx.info_name} --help-all, or docs/cli.md.")
+                self.epilog = (
+                    f"{len(options) - hidden} of {len(options)} options shown. Every option: "
+                    f"mitigate {ctx.info_name} --help-all, or docs/cli.md."
+                )
             super().format_help(ctx, formatter)
         finally:
             self.epilog, self.params = epilog, params
@@ -279,9 +303,14 @@ def _help_all(ctx: Any, value: bool) -> None:
         ctx.exit()
 
 
-HELP_ALL_OPTION = option("help_all", "--help-all",
-                         help="show every option and exit (--help shows those needed first)",
-                         is_eager=True, expose_value=False, callback=_help_all)
+HELP_ALL_OPTION = option(
+    "help_all",
+    "--help-all",
+    help="show every option and exit (--help shows those needed first)",
+    is_eager=True,
+    expose_value=False,
+    callback=_help_all,
+)
 
 OptionsT = TypeVar("OptionsT")
 
@@ -303,8 +332,14 @@ def _parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empt
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
 
 
-def command(name: str, options: type[OptionsT], *, config: bool = True, group: typer.Typer | None = None,
-            plugins: bool = True) -> Callable[[Callable[[OptionsT], None]], Callable[[OptionsT], None]]:
+def command(
+    name: str,
+    options: type[OptionsT],
+    *,
+    config: bool = True,
+    group: typer.Typer | None = None,
+    plugins: bool = True,
+) -> Callable[[Callable[[OptionsT], None]], Callable[[OptionsT], None]]:
     """Register ``fn(options_value)`` as the command ``name``; its options are the fields of ``options``.
 
     ``options`` is a frozen dataclass (a :class:`~mitigate.cli.options._declare.CommandOptions`)
@@ -323,18 +358,28 @@ def command(name: str, options: type[OptionsT], *, config: bool = True, group: t
     fields = parameters(options)  # type: ignore[arg-type]  # a class is hashable (mypy reads its instances')
     clash = sorted({p.name for p in fields} & set(EXTRA_PARAMETERS))
     if clash:
-        raise TypeError(f"{options.__name__} may not have fields named {clash}: command() adds "
-                        "those parameters")
-    params = [_parameter(p.name, Annotated[typer_annotation(p.type), p.opt.parameter(p.override)],
-                         inspect.Parameter.empty if p.default is dataclasses.MISSING else p.default)
-              for p in fields]
+        raise TypeError(
+            f"{options.__name__} may not have fields named {clash}: command() adds those parameters"
+        )
+    params = [
+        _parameter(
+            p.name,
+            Annotated[typer_annotation(p.type), p.opt.parameter(p.override)],
+            inspect.Parameter.empty if p.default is dataclasses.MISSING else p.default,
+        )
+        for p in fields
+    ]
     extra = [_parameter("ctx", typer.Context)]
     if plugins:
-        extra += [_parameter("plugin", Annotated[list[str] | None, PLUGIN.parameter()], None),
-                  _parameter("help_all", Annotated[bool, HELP_ALL_OPTION.parameter()], False)]
+        extra += [
+            _parameter("plugin", Annotated[list[str] | None, PLUGIN.parameter()], None),
+            _parameter("help_all", Annotated[bool, HELP_ALL_OPTION.parameter()], False),
+        ]
     if config and plugins:
-        extra += [_parameter("config_file", Annotated[Path | None, CONFIG.parameter()], None),
-                  _parameter("save_config", Annotated[Path | None, SAVE_CONFIG.parameter()], None)]
+        extra += [
+            _parameter("config_file", Annotated[Path | None, CONFIG.parameter()], None),
+            _parameter("save_config", Annotated[Path | None, SAVE_CONFIG.parameter()], None),
+        ]
 
     def register(fn: Callable[[OptionsT], None]) -> Callable[[OptionsT], None]:
         def parsed(**values: Any) -> None:  # typer reads the parameters from __signature__ below
@@ -362,8 +407,9 @@ def command(name: str, options: type[OptionsT], *, config: bool = True, group: t
         parsed.__doc__ = fn.__doc__
         parsed.__name__ = fn.__name__
         first = dict(getattr(options, "HELP_FIRST", {}))
-        unknown = sorted({n for names in first.values() for n in names}
-                         - {p.name for p in fields} - set(EXTRA_PARAMETERS))
+        unknown = sorted(
+            {n for names in first.values() for n in names} - {p.name for p in fields} - set(EXTRA_PARAMETERS)
+        )
         if unknown:
             raise TypeError(f"{options.__name__}.HELP_FIRST names {unknown}, which are not its options")
         helped = type(f"{options.__name__}Help", (RegisteredNamesHelp,), {"first": first})
@@ -379,5 +425,3 @@ def command(name: str, options: type[OptionsT], *, config: bool = True, group: t
 def main() -> None:  # pragma: no cover - console entry
     """Entry point for ``python -m mitigate``."""
     typer.main.get_command(app).main(prog_name="mitigate")
-
-

@@ -53,7 +53,7 @@ class Workload:
 
 @dataclass(frozen=True)
 class LoadedWorkload(Workload):
-    """A task loaded whole (:func:`load_workload`): the benchmark in memory and the chosen items as a tuple."""
+    """A workload loaded whole (:func:`load_workload`): the benchmark in memory, the chosen items a tuple."""
 
     benchmark: Benchmark
     items: tuple[Item, ...]
@@ -75,7 +75,9 @@ def load_benchmark(benchmark: str, criterion: str | None) -> tuple[Benchmark, st
     return bench, crit
 
 
-def load_workload(benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False) -> LoadedWorkload:
+def load_workload(
+    benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False
+) -> LoadedWorkload:
     """Load ``benchmark``, check ``criterion`` (default: its first) and choose the items.
 
     ``labelled``: only items with a human score or a gold preference for the criterion (what a
@@ -87,7 +89,7 @@ def load_workload(benchmark: str, criterion: str | None, limit: int, *, labelled
 
 
 def stream_workload(benchmark: str, criterion: str | None, limit: int) -> Workload:
-    """:func:`load_workload` for a run that streams its items: a ``jsonl:`` benchmark is checked in one pass and
+    """:func:`load_workload` for a run that streams its items: a ``jsonl:`` benchmark is checked in one pass,
     its
     chosen items read again as they are judged (:func:`~mitigate.data._stream.open_benchmark`), never held
     whole;
@@ -136,11 +138,13 @@ def recorded_reader(o: LMRunOptions, criterion: str, bench: Benchmark) -> Any:
         return None
     template = template_text(o.prompt, o.benchmark, criterion)
     with naming_template(template_origin(o.prompt)):
-        jp = JudgePrompt.from_template(template, criterion=criterion, answer="pairwise" if bench.pairwise
-                                       else None)
+        jp = JudgePrompt.from_template(
+            template, criterion=criterion, answer="pairwise" if bench.pairwise else None
+        )
     texts = {item.id: item.texts() for item in bench.items}
-    return lambda raw, crit, item_id: jp.format.read(raw, jp.scale, quoted=(template,),
-                                                     judged=texts.get(item_id, ()))
+    return lambda raw, crit, item_id: jp.format.read(
+        raw, jp.scale, quoted=(template,), judged=texts.get(item_id, ())
+    )
 
 
 def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
@@ -163,8 +167,12 @@ def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
         kwargs["guided"] = o.guided
     found = registered_backend(o.backend)
     if found is not None and found.network:  # the deadline and the caps of a server's answers
-        kwargs["limits"] = Limits(deadline=o.deadline, max_response_bytes=o.max_response_bytes,
-                                  max_prompt_chars=o.max_prompt_chars, max_samples=o.max_samples)
+        kwargs["limits"] = Limits(
+            deadline=o.deadline,
+            max_response_bytes=o.max_response_bytes,
+            max_prompt_chars=o.max_prompt_chars,
+            max_samples=o.max_samples,
+        )
     if declared:
         return declare(o.backend, **kwargs)
     policy = RetryPolicy(base_delay=min(0.5, o.patience), max_delay=o.patience)
@@ -189,9 +197,16 @@ def constants_of(values: list[str] | None) -> dict[str, str]:
     return {k: read_text_file(Path(v[1:]), "--const") if v.startswith("@") else v for k, v in out.items()}
 
 
-def prompt_from_template(text: str, o: Any, *, system: str | None, scale: tuple[float, float] | None = None,
-                  criterion: str | None = None, answer: str | None = None,
-                         origin: str = "the template") -> JudgePrompt:
+def prompt_from_template(
+    text: str,
+    o: Any,
+    *,
+    system: str | None,
+    scale: tuple[float, float] | None = None,
+    criterion: str | None = None,
+    answer: str | None = None,
+    origin: str = "the template",
+) -> JudgePrompt:
     """The template read into a prompt, with the command's overrides (``--const``, ``--output-slot``,
     ``--slot-field``, ``--answer-format``, ``--reasoning``) applied over what was read.
 
@@ -200,9 +215,14 @@ def prompt_from_template(text: str, o: Any, *, system: str | None, scale: tuple[
     consts = constants_of(getattr(o, "const", None))
     output_slot = getattr(o, "output_slot", None)
     with naming_template(origin):
-        hints = TemplateHints.of(scale=scale, criterion=criterion, answer=answer or None,
-                                 output_slot=output_slot.strip() if output_slot else None,
-                                 slot_fields=slots or None, constants=consts or None)
+        hints = TemplateHints.of(
+            scale=scale,
+            criterion=criterion,
+            answer=answer or None,
+            output_slot=output_slot.strip() if output_slot else None,
+            slot_fields=slots or None,
+            constants=consts or None,
+        )
         jp = JudgePrompt.from_template(text, hints, system=system)
     return with_format_overrides(jp, getattr(o, "answer_format", None), getattr(o, "reasoning", None))
 
@@ -215,7 +235,7 @@ def with_format_overrides(jp: JudgePrompt, line: str | None, reasoning: str | No
     update: dict[str, Any] = {"inferred": False}
     if line is not None:
         if line.startswith("json:"):
-            update.update(json_key=line[len("json:"):].strip())
+            update.update(json_key=line[len("json:") :].strip())
         else:
             update.update(line=line, json_key=None)
     if reasoning is not None:
@@ -242,8 +262,9 @@ def scoring_for(o: LMRunOptions, lm: LM, prompt: JudgePrompt, pipeline: Mitigati
     return answer_mode(lm, scoring, o.constrain)
 
 
-def build_judge(o: LMRunOptions, task: Workload, pipeline: Mitigation | None = None, *,
-                declared: bool = False) -> PromptJudge:
+def build_judge(
+    o: LMRunOptions, task: Workload, pipeline: Mitigation | None = None, *, declared: bool = False
+) -> PromptJudge:
     """The prompt judge of judge, compare and search: the template, its LM and its config, from the options.
 
     A pairwise benchmark needs a pairwise ``--prompt`` (there is no built-in one); the judge
@@ -254,18 +275,31 @@ def build_judge(o: LMRunOptions, task: Workload, pipeline: Mitigation | None = N
     bench, crit = task.benchmark, task.criterion
     system = read_text_file(o.system_file, "--system") if o.system_file is not None else None
     if bench.pairwise and o.prompt is None:
-        raise ConfigError(f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template "
-                          "that shows {{output}} and {{output_b}} and asks which is better; got none")
+        raise ConfigError(
+            f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template "
+            "that shows {{output}} and {{output_b}} and asks which is better; got none"
+        )
     answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
-    jp = prompt_from_template(template_text(o.prompt, o.benchmark, crit), o, system=system,
-                              scale=o.scale_range,
-                       criterion=crit, answer=answer.get("answer"),
-                              origin=template_origin(o.prompt, o.system_file))
+    jp = prompt_from_template(
+        template_text(o.prompt, o.benchmark, crit),
+        o,
+        system=system,
+        scale=o.scale_range,
+        criterion=crit,
+        answer=answer.get("answer"),
+        origin=template_origin(o.prompt, o.system_file),
+    )
     lm = build_backend(o, declared=declared)
     # the options' strings (checked when the options were built) validated as the config's literals
-    config = JudgeConfig.model_validate({"temperature": o.temperature, "n": o.samples_per_item,
-                                         "reducer": o.reducer_name, "max_tokens": o.max_tokens,
-                                         **scoring_for(o, lm, jp, pipeline)})
+    config = JudgeConfig.model_validate(
+        {
+            "temperature": o.temperature,
+            "n": o.samples_per_item,
+            "reducer": o.reducer_name,
+            "max_tokens": o.max_tokens,
+            **scoring_for(o, lm, jp, pipeline),
+        }
+    )
     return PromptJudge(jp, lm, config)
 
 
@@ -292,8 +326,11 @@ def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items:
         raise ConfigError("--dry-run renders the first item; expected at least one item; got none")
     from mitigate.run import render_judge
 
-    parts = [f"### entry {name!r}: the requests for item {item.id!r} (dry run: no LM call)\n"
-             + render_judge(judge, item, baseline=base) for name, judge in entries]
+    parts = [
+        f"### entry {name!r}: the requests for item {item.id!r} (dry run: no LM call)\n"
+        + render_judge(judge, item, baseline=base)
+        for name, judge in entries
+    ]
     return "\n\n".join(parts)
 
 

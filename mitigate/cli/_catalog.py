@@ -32,8 +32,14 @@ if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
 ALIASES: dict[str, str] = {
-    "mitigations": "mitigation", "selectors": "selector", "measures": "measure", "backends": "backend",
-    "benchmarks": "benchmark", "engines": "engine", "released-judges": "released-judge", "prompt": "prompt",
+    "mitigations": "mitigation",
+    "selectors": "selector",
+    "measures": "measure",
+    "backends": "backend",
+    "benchmarks": "benchmark",
+    "engines": "engine",
+    "released-judges": "released-judge",
+    "prompt": "prompt",
 }
 """Command name (plural) -> registry kind; ``mitigate list`` also takes either form."""
 COMPONENT_KINDS = ("mitigation", "selector", "measure", "engine")
@@ -57,8 +63,9 @@ def kind_of(text: str) -> str:
     otherwise."""
     kind = ALIASES.get(text, text)
     if kind not in KIND_PACKAGES:
-        raise ConfigError(f"expected a kind of component, one of {sorted(KIND_PACKAGES)} (or its plural); "
-                          f"got {text!r}")
+        raise ConfigError(
+            f"expected a kind of component, one of {sorted(KIND_PACKAGES)} (or its plural); got {text!r}"
+        )
     return kind
 
 
@@ -119,22 +126,35 @@ def _parameters(cls: type[Component]) -> list[dict[str, Any]]:
 
 def describe(kind: str, name: str, obj: Any) -> dict[str, Any]:
     """What the registry knows about the ``kind`` entry ``name``: a JSON-ready dict."""
-    row: dict[str, Any] = {"kind": kind, "name": name, "summary": _summary(obj), "paper": "",
-                           "plugin": plugin_of(kind, name)}
+    row: dict[str, Any] = {
+        "kind": kind,
+        "name": name,
+        "summary": _summary(obj),
+        "paper": "",
+        "plugin": plugin_of(kind, name),
+    }
     if isinstance(obj, type) and issubclass(obj, Component):
-        row.update(paper=obj.paper, cls=f"{obj.__module__}.{obj.__qualname__}",
-                   tags=[t for t, on in obj.declared_tags.model_dump().items() if on],
-                   parameters=_parameters(obj))
+        row.update(
+            paper=obj.paper,
+            cls=f"{obj.__module__}.{obj.__qualname__}",
+            tags=[t for t, on in obj.declared_tags.model_dump().items() if on],
+            parameters=_parameters(obj),
+        )
         if issubclass(obj, Preset):
             row["preset"] = True
     elif kind == "backend":
-        row.update(summary=f"an LM backend: --backend {' or '.join(obj.forms)}", forms=list(obj.forms),
-                   network=obj.network)
+        row.update(
+            summary=f"an LM backend: --backend {' or '.join(obj.forms)}",
+            forms=list(obj.forms),
+            network=obj.network,
+        )
     elif kind == "prompt":
         row.update(summary=f"built-in judge prompt {obj.name} (print it with: mitigate prompts {name})")
     elif kind == "released-judge":
-        row.update(summary="a released judge's outputs: "
-                           f"{to_jsonable_python(obj._asdict() if hasattr(obj, '_asdict') else obj)}")
+        row.update(
+            summary="a released judge's outputs: "
+            f"{to_jsonable_python(obj._asdict() if hasattr(obj, '_asdict') else obj)}"
+        )
     elif kind == "benchmark":
         row["summary"] = (row["summary"] + " " if row["summary"] else "") + f"(use: -b {name})"
     return row
@@ -159,8 +179,7 @@ def _text_detail(row: dict[str, Any]) -> str:
             if p.get("description"):
                 lines.append(f"      {p['description']}")
     if row["kind"] == "mitigation":
-        lines.append(f"  use: --pipeline \"{row['name']}(k=v, ...)\" (values are JSON; bare words "
-                     "are strings)")
+        lines.append(f'  use: --pipeline "{row["name"]}(k=v, ...)" (values are JSON; bare words are strings)')
     return "\n".join(lines)
 
 
@@ -225,8 +244,9 @@ def _kind_command(plural: str, kind: str) -> Callable[[KindOptions], None]:
         typer.echo(catalog(kind, options.name, options.json))
 
     papers = " with their papers" if kind in COMPONENT_KINDS else ""
-    show.__doc__ = (f"List the registered {plural}{papers}, or show one in detail (= mitigate list "
-                    f"{kind} [NAME]).")
+    show.__doc__ = (
+        f"List the registered {plural}{papers}, or show one in detail (= mitigate list {kind} [NAME])."
+    )
     show.__name__ = f"{plural.replace('-', '_')}_cmd"
     return command(plural, KindOptions, config=False)(show)
 

@@ -50,51 +50,93 @@ from mitigate.strategies import parse_pipeline
 
 
 @dataclass(frozen=True)
-class CompareOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerOptions, RunOptions,
-                     BatchOptions,
-                     StatsOptions, ProbeBattery, ThresholdOptions):
+class CompareOptions(
+    TaskOptions,
+    BackendOptions,
+    PromptOptions,
+    SampledAnswerOptions,
+    RunOptions,
+    BatchOptions,
+    StatsOptions,
+    ProbeBattery,
+    ThresholdOptions,
+):
     """``mitigate compare``: pipelines, recorded and released judges on one benchmark, side by side."""
 
     COMMAND: ClassVar[str] = "compare"
     HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
-        "What to compare": ("benchmark", "criterion", "limit", "pipeline", "recorded", "released", "train",
-                            "labels"),
+        "What to compare": (
+            "benchmark",
+            "criterion",
+            "limit",
+            "pipeline",
+            "recorded",
+            "released",
+            "train",
+            "labels",
+        ),
         "The judge": ("backend", "base_url", "prompt"),
         "Results": ("out", "dry_run", "config_file", "save_config"),
     }
     """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
-    pipeline: Annotated[list[str] | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
-        "a mitigation pipeline to compare, e.g. baseline, \"name(k=v) | name2\" or @file.json, optionally "
-        "named for the report: \"NAME=pipeline\"; repeat for several (the first entry is "
-        "the reference)"))] = None
+    pipeline: Annotated[
+        list[str] | None,
+        PIPELINE,
+        Override(
+            flags=("--pipeline", "-p"),
+            help=(
+                'a mitigation pipeline to compare, e.g. baseline, "name(k=v) | name2" or @file.json, '
+                "optionally "
+                'named for the report: "NAME=pipeline"; repeat for several (the first entry is '
+                "the reference)"
+            ),
+        ),
+    ] = None
     recorded: Annotated[list[Path] | None, RECORDED] = None
     released: Annotated[list[str] | None, RELEASED] = None
     train: Annotated[str | None, TRAIN] = None
-    labels: Annotated[list[Path] | None, LABELS, Override(help=(
-        "a labels file (CSV or JSON lines with id,label[,weight]; a filled selection file of mitigate "
-        "estimate --select is one) whose labels are added to the benchmark's: when some compared items are "
-        "labelled and some not, each entry gets its bias-corrected estimate per system beside its raw mean; "
-        "repeat for several"))] = None
-    out: Annotated[Path, OUT, Override(help="folder for journals, results.json, report.md and plots (a rerun "
-                                            "resumes)")] = Path("reports/compare")
+    labels: Annotated[
+        list[Path] | None,
+        LABELS,
+        Override(
+            help=(
+                "a labels file (CSV or JSON lines with id,label[,weight]; a filled selection file of "
+                "mitigate "
+                "estimate --select is one) whose labels are added to the benchmark's: when some compared "
+                "items are "
+                "labelled and some not, each entry gets its bias-corrected estimate per system beside its "
+                "raw mean; "
+                "repeat for several"
+            )
+        ),
+    ] = None
+    out: Annotated[
+        Path, OUT, Override(help="folder for journals, results.json, report.md and plots (a rerun resumes)")
+    ] = Path("reports/compare")
     samples: Annotated[Samples, Override(help="samples per item of the base judge")] = 1
     likelihood: Annotated[bool, LIKELIHOOD] = False
     restart: Annotated[bool, RESTART, Override(help="discard existing journals in --out")] = False
     dry_run: DryRun = False
 
-    backend: Annotated[Backend,
-                       Override(help="LM for the pipelines: openai:<model>, anthropic:<model>, dspy:<model>, "
-                                "local, local:<path.gguf>")] = DEFAULT_BACKEND
+    backend: Annotated[
+        Backend,
+        Override(
+            help="LM for the pipelines: openai:<model>, anthropic:<model>, dspy:<model>, "
+            "local, local:<path.gguf>"
+        ),
+    ] = DEFAULT_BACKEND
     temperature: Annotated[Temperature, Override(help="sampling temperature of the base judge")] = 0.0
-    batch: Annotated[bool, BATCH,
-                     Override(help=BATCH_HELP + "; the pipelines' requests share batches")] = False
+    batch: Annotated[bool, BATCH, Override(help=BATCH_HELP + "; the pipelines' requests share batches")] = (
+        False
+    )
 
     def check(self) -> None:
         """``--batch`` needs a backend with a batch API (when a pipeline calls one); a ``--train`` fraction in
         (0, 1)."""
-        check_batch(self.backend, self.batch, self.batch_retries, folder=self.out,
-                    calls_lm=bool(self.pipeline))  # released or recorded judges alone make no call
+        check_batch(
+            self.backend, self.batch, self.batch_retries, folder=self.out, calls_lm=bool(self.pipeline)
+        )  # released or recorded judges alone make no call
         self.train_split  # noqa: B018 - a bad --train fraction is refused here
 
     @property
@@ -123,12 +165,13 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     recorded = list(o.recorded or [])
     released = list(o.released or [])
     if not pipelines and not released and not recorded:
-        raise ConfigError("expected at least one --pipeline (e.g. --pipeline baseline), --recorded file or "
-                          "--released judge; got none")
+        raise ConfigError(
+            "expected at least one --pipeline (e.g. --pipeline baseline), --recorded file or "
+            "--released judge; got none"
+        )
     labelled = [split_label(text) for text in pipelines]  # "NAME=pipeline": NAME is what the report shows
     # bad text fails before data or calls
-    parsed = [(label or text.strip() or "baseline", parse_pipeline(text))
-              for label, text in labelled]
+    parsed = [(label or text.strip() or "baseline", parse_pipeline(text)) for label, text in labelled]
     chosen_probes = compare_probes(o.probes, o.rewriter, bool(pipelines))
     bench, crit = load_benchmark(o.benchmark, o.criterion)  # the items are chosen once, by the plan
     entries: list[Entry] = []
@@ -147,11 +190,23 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         entries += Entry.all_recorded(path, crit, read)
     entries += [e for name in released for e in Entry.all_released(name, crit)]
     config = CompareConfig(
-        benchmark=bench, criterion=crit, entries=tuple(entries), out_dir=o.out, concurrency=o.concurrency,
-        limit=o.limit or None, likelihood=o.likelihood, progress=o.progress, n_boot=o.n_boot, seed=o.seed,
+        benchmark=bench,
+        criterion=crit,
+        entries=tuple(entries),
+        out_dir=o.out,
+        concurrency=o.concurrency,
+        limit=o.limit or None,
+        likelihood=o.likelihood,
+        progress=o.progress,
+        n_boot=o.n_boot,
+        seed=o.seed,
         # written below, paths listed
-        restart=o.restart, command=command_line, train=o.train_split, report=False,
-        labels=tuple(o.labels or ()))
+        restart=o.restart,
+        command=command_line,
+        train=o.train_split,
+        report=False,
+        labels=tuple(o.labels or ()),
+    )
     plan = check_compare(config)  # the one plan: checked before any output, then run as it is
     if o.dry_run:
         try:
@@ -162,8 +217,11 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         return
     if plan.outside:
         typer.echo(plan.outside, err=True)
-    typer.echo(f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
-               f"{', '.join(e.name for e in entries)}", err=True)
+    typer.echo(
+        f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
+        f"{', '.join(e.name for e in entries)}",
+        err=True,
+    )
     session = batch_session(o.batch and bool(pipelines), o.out, o.batch_retries, o.progress)
     probe_kw = probe_kwargs(chosen_probes, o)
     try:
@@ -186,8 +244,9 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
 
             section = threshold_section(result, o.threshold, o.require_pass_rate)
             plots = [p.name for p in paths if p.suffix == ".png"]
-            write_output(o.out / "report.md", render_markdown(result, plots) + "\n" + section + "\n",
-                         "the report")
+            write_output(
+                o.out / "report.md", render_markdown(result, plots) + "\n" + section + "\n", "the report"
+            )
     typer.echo(render_summary(result))
     if section is not None:
         typer.echo(section)
@@ -212,8 +271,10 @@ def _dry_run(plan: ComparePlan, base: PromptJudge | None) -> str:
         if judge is None:  # still to be fitted (the plan refused it without a train split)
             assert e.pipeline is not None and e.base is not None and plan.train is not None
             if e.pipeline.tags.calls_judge_while_fitting:
-                notes.append(f"### entry {e.name!r}: calls the judge while fitting on --train, so its fitted "
-                             "requests cannot be shown without LM calls (a dry run makes none)")
+                notes.append(
+                    f"### entry {e.name!r}: calls the judge while fitting on --train, so its fitted "
+                    "requests cannot be shown without LM calls (a dry run makes none)"
+                )
                 continue
             judge = e.pipeline.compile(e.base, plan.train, progress=False)
         shown.append((e.name, judge))
@@ -231,8 +292,10 @@ def compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool) 
     from mitigate.probes import check_rewriter, resolve_probes
 
     if not has_pipelines:
-        raise ConfigError("--probes runs the bias battery over pipeline entries; expected at least one "
-                          "--pipeline; got none (recorded and released judges cannot judge probed texts)")
+        raise ConfigError(
+            "--probes runs the bias battery over pipeline entries; expected at least one "
+            "--pipeline; got none (recorded and released judges cannot judge probed texts)"
+        )
     chosen = resolve_probes(text, rewriter=rewriter is not None)
     if rewriter is None:
         check_rewriter(chosen, None)
@@ -245,5 +308,8 @@ def probe_kwargs(probes: list[Any], o: CompareOptions) -> dict[str, Any]:
 
     if not probes:
         return {}
-    return {"probes": probes, "rewriter": None if o.rewriter is None else build_backend(RewriterOptions(o)),
-            "probe_tolerance": o.probe_tolerance}
+    return {
+        "probes": probes,
+        "rewriter": None if o.rewriter is None else build_backend(RewriterOptions(o)),
+        "probe_tolerance": o.probe_tolerance,
+    }

@@ -37,16 +37,26 @@ from mitigate.cli.options._declare import option, parameters, typer_annotation
 from mitigate.errors import ConfigError
 from mitigate.paths import write_output
 
-CONFIG = option("config_file", "--config", "-f",
-                help="read options from this TOML (or .json) file: keys are the "
-                "option names (max-tokens = 64), entry tables name compared judges; options given on the "
-                "command line override it")
-SAVE_CONFIG = option("save_config", "--save-config",
-                     help="write the options of this command line (with those of -f) "
-                     "to this TOML file and exit without running")
-PLUGIN = option("plugin", "--plugin",
-                help="import this module first; the components it registers (mitigations, "
-                "selectors, measures ...) can then be named like built-in ones; repeat for several")
+CONFIG = option(
+    "config_file",
+    "--config",
+    "-f",
+    help="read options from this TOML (or .json) file: keys are the "
+    "option names (max-tokens = 64), entry tables name compared judges; options given on the "
+    "command line override it",
+)
+SAVE_CONFIG = option(
+    "save_config",
+    "--save-config",
+    help="write the options of this command line (with those of -f) "
+    "to this TOML file and exit without running",
+)
+PLUGIN = option(
+    "plugin",
+    "--plugin",
+    help="import this module first; the components it registers (mitigations, "
+    "selectors, measures ...) can then be named like built-in ones; repeat for several",
+)
 
 ENTRY_FIELDS = ("pipeline", "recorded", "released")
 """The list options an ``[[entry]]`` table adds to, in the order a comparison lists them."""
@@ -63,7 +73,7 @@ def split_label(text: str) -> tuple[str | None, str]:
         return None, text
     cut = min((i for i in (text.find("("), text.find("|")) if i >= 0), default=len(text))
     eq = text.rfind("=", 0, cut)
-    label, rest = text[:eq].strip(), text[eq + 1:].strip()
+    label, rest = text[:eq].strip(), text[eq + 1 :].strip()
     if eq < 0 or not label or not rest:
         return None, text
     return label, rest
@@ -101,8 +111,11 @@ def read_config(path: Path, options: type, command: str) -> ConfigFile:
     """The options of ``command`` that the file ``path`` sets, checked against ``options``' fields and
     types."""
     if not path.is_file():
-        raise ConfigError(f"expected a config file (TOML, or .json) for -f; {path} "
-                          f"{'is a folder' if path.exists() else 'does not exist'}", path=str(path))
+        raise ConfigError(
+            f"expected a config file (TOML, or .json) for -f; {path} "
+            f"{'is a folder' if path.exists() else 'does not exist'}",
+            path=str(path),
+        )
     text = read_text_file(path, "-f")
     data = _parse(path, text)
     fields = option_fields(options)
@@ -113,23 +126,28 @@ def read_config(path: Path, options: type, command: str) -> ConfigFile:
         key = raw_key.replace("-", "_")
         if key == "command":
             if value != command:
-                raise ConfigError(f"{where(raw_key)}: this file is for 'mitigate {value}'; got it in "
-                                  f"'mitigate {command}'")
+                raise ConfigError(
+                    f"{where(raw_key)}: this file is for 'mitigate {value}'; got it in 'mitigate {command}'"
+                )
         elif key == "plugins":
             plugins = tuple(_convert(value, list[str], where(raw_key), raw_key, path.parent))
         elif key == "entry" and takes_entries(fields):
             continue  # after the plain keys, so its lists follow theirs
         elif key in fields:
             if key in values:
-                raise ConfigError(f"{where(raw_key)}: {raw_key!r} is given twice (as "
-                                  f"{key.replace('_', '-')!r} and {key!r}); expected it once")
+                raise ConfigError(
+                    f"{where(raw_key)}: {raw_key!r} is given twice (as "
+                    f"{key.replace('_', '-')!r} and {key!r}); expected it once"
+                )
             values[key] = _convert(value, fields[key], where(raw_key), raw_key, path.parent)
         else:
             known = sorted(k.replace("_", "-") for k in fields) + ["command", "plugins"]
             if takes_entries(fields):
                 known.append("entry")
-            raise ConfigError(f"{where(raw_key)}: unknown key {raw_key!r} for 'mitigate {command}'; expected "
-                              f"some of {sorted(known)}")
+            raise ConfigError(
+                f"{where(raw_key)}: unknown key {raw_key!r} for 'mitigate {command}'; expected "
+                f"some of {sorted(known)}"
+            )
     if "entry" in data and takes_entries(fields):
         _add_entries(data["entry"], values, fields, where, path.parent)
     return ConfigFile(path, values, plugins)
@@ -190,8 +208,13 @@ class _Where:
         return None
 
 
-_NOUNS = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
-          Path: "a path (a string)"}
+_NOUNS = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true or false",
+    Path: "a path (a string)",
+}
 
 
 def _noun(tp: Any) -> str:
@@ -257,8 +280,11 @@ def path_prefixes() -> tuple[str, ...]:
     from mitigate.data import PATH_LOADERS  # here: only a config file's paths need them
     from mitigate.registry import registered
 
-    backends = [kind for kind, b in registered("backend").items()
-                if any(f.startswith(f"{kind}:<path") for f in b.forms)]
+    backends = [
+        kind
+        for kind, b in registered("backend").items()
+        if any(f.startswith(f"{kind}:<path") for f in b.forms)
+    ]
     return (*PATH_LOADERS, *backends)
 
 
@@ -288,8 +314,10 @@ def with_paths_from(value: str, base: Path, where: str, key: str) -> str:
     before, path, after = parts
     full = Path(os.path.normpath(base / Path(path).expanduser()))
     if not full.exists():
-        raise ConfigError(f"{where}: {key} = {value!r} names {full}, which does not exist (relative paths in "
-                          f"a config file are read from the file's folder, {base})")
+        raise ConfigError(
+            f"{where}: {key} = {value!r} names {full}, which does not exist (relative paths in "
+            f"a config file are read from the file's folder, {base})"
+        )
     return f"{before}{full}{after}"
 
 
@@ -302,23 +330,29 @@ def with_paths_to(value: str, base: Path) -> str:
     return f"{before}{os.path.relpath(path, base)}{after}"
 
 
-def _add_entries(entries: Any, values: dict[str, Any], fields: Mapping[str, Any],
-                 where: _Where, base: Path) -> None:
+def _add_entries(
+    entries: Any, values: dict[str, Any], fields: Mapping[str, Any], where: _Where, base: Path
+) -> None:
     """``[[entry]]`` tables: each adds its pipeline (named ``name=...`` when it has a name), recorded file or
     released judge."""
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise ConfigError(f"{where('entry')}: expected [[entry]] tables (pipeline = ..., name = ...); "
-                          f"got {entries!r}")
+        raise ConfigError(
+            f"{where('entry')}: expected [[entry]] tables (pipeline = ..., name = ...); got {entries!r}"
+        )
     for n, entry in enumerate(entries):
         at = where(next(iter(entry), "entry"), "entry", n)
         unknown = sorted(set(entry) - {"name", *ENTRY_FIELDS})
         if unknown:
-            raise ConfigError(f"{where(unknown[0], 'entry', n)}: unknown key {unknown[0]!r} in [[entry]] "
-                              f"{n + 1}; expected name and one of {list(ENTRY_FIELDS)}")
+            raise ConfigError(
+                f"{where(unknown[0], 'entry', n)}: unknown key {unknown[0]!r} in [[entry]] "
+                f"{n + 1}; expected name and one of {list(ENTRY_FIELDS)}"
+            )
         kinds = [k for k in ENTRY_FIELDS if k in entry and k in fields]
         if len(kinds) != 1:
-            raise ConfigError(f"{at}: expected [[entry]] {n + 1} to hold exactly one of "
-                              f"{list(ENTRY_FIELDS)}; got {kinds or 'none'}")
+            raise ConfigError(
+                f"{at}: expected [[entry]] {n + 1} to hold exactly one of "
+                f"{list(ENTRY_FIELDS)}; got {kinds or 'none'}"
+            )
         kind = kinds[0]
         at = where(kind, "entry", n)
         item_type = get_args(next(a for a in get_args(fields[kind]) if a is not type(None)))[0]
@@ -326,13 +360,17 @@ def _add_entries(entries: Any, values: dict[str, Any], fields: Mapping[str, Any]
         name = entry.get("name")
         if name is not None:
             if kind != "pipeline":
-                raise ConfigError(f"{where('name', 'entry', n)}: a display name applies to a pipeline entry; "
-                                  f"the judges of a {kind} entry are named by their file; got "
-                                  f"name = {name!r}")
+                raise ConfigError(
+                    f"{where('name', 'entry', n)}: a display name applies to a pipeline entry; "
+                    f"the judges of a {kind} entry are named by their file; got "
+                    f"name = {name!r}"
+                )
             name = _convert(name, str, where("name", "entry", n), "name", base)
             if split_label(f"{name}=baseline") != (name.strip(), "baseline"):
-                raise ConfigError(f"{where('name', 'entry', n)}: expected a non-empty display name without "
-                                  f"'(' or '|', not starting with '@'; got {name!r}")
+                raise ConfigError(
+                    f"{where('name', 'entry', n)}: expected a non-empty display name without "
+                    f"'(' or '|', not starting with '@'; got {name!r}"
+                )
             value = f"{name.strip()}={value}"
         values[kind] = [*(values.get(kind) or []), value]
 
@@ -352,9 +390,11 @@ def write_config(path: Path, options: Any, keys: Iterable[str], plugins: Iterabl
     chosen = [k for k in fields if k in set(keys)]
     base = path.parent
     entries = takes_entries(fields)
-    lines = [f"# mitigate {command} options (written by --save-config); run with: mitigate {command} "
-             f"-f {path.name}",
-             f"command = {_toml(command, base)}"]
+    lines = [
+        f"# mitigate {command} options (written by --save-config); run with: mitigate {command} "
+        f"-f {path.name}",
+        f"command = {_toml(command, base)}",
+    ]
     plugin_list = list(dict.fromkeys(plugins))
     if plugin_list:
         lines.append(f"plugins = {_toml(plugin_list, base)}")

@@ -23,24 +23,31 @@ from mitigate.cli.options._results import OUT
 from mitigate.cli.options._task import CRITERION, JUDGE
 from mitigate.errors import ConfigError
 
-data_app = command_group("data",
-                         help="Download the built-in benchmarks (pinned by SHA-256), see which are present, "
-                         "and convert harness judge logs into recorded judgments.")
+data_app = command_group(
+    "data",
+    help="Download the built-in benchmarks (pinned by SHA-256), see which are present, "
+    "and convert harness judge logs into recorded judgments.",
+)
 
-DATA_DIR = option("data_dir", "--dir",
-                  help="data folder (default: $MITIGATE_DATA_DIR, else the folder mitigate reads, "
-                  "else ~/.local/share/mitigate/data)")
+DATA_DIR = option(
+    "data_dir",
+    "--dir",
+    help="data folder (default: $MITIGATE_DATA_DIR, else the folder mitigate reads, "
+    "else ~/.local/share/mitigate/data)",
+)
 URLS = option("urls", "--urls", help="print URL and destination of every missing or corrupt file")
 ALL = option("all_", "--all", help="download every built-in benchmark")
 SOURCE = option("source", "--from", help="inspect or promptfoo")
-ID_KEY = option("id_key",
-                help="inspect: the sample metadata key holding the item id; promptfoo: the test "
-                     "var holding it")
+ID_KEY = option(
+    "id_key", help="inspect: the sample metadata key holding the item id; promptfoo: the test var holding it"
+)
 
 DataDir = Annotated[Path | None, DATA_DIR]
-DataUrl = Annotated[str | None, BASE_URL,
-                    Override(help="fetch from this base URL instead of GitHub's raw host "
-                             "(also $MITIGATE_DATA_URL)")]
+DataUrl = Annotated[
+    str | None,
+    BASE_URL,
+    Override(help="fetch from this base URL instead of GitHub's raw host (also $MITIGATE_DATA_URL)"),
+]
 
 
 @dataclass(frozen=True)
@@ -61,13 +68,15 @@ class DataFetchOptions(CommandOptions):
 
     COMMAND: ClassVar[str] = "data fetch"
 
-    names: Annotated[list[str] | None,
-                     argument("names", help="benchmarks to download (e.g. summeval tmu-gfm)")] = None
+    names: Annotated[
+        list[str] | None, argument("names", help="benchmarks to download (e.g. summeval tmu-gfm)")
+    ] = None
     all_: Annotated[bool, ALL] = False
     data_dir: DataDir = None
     base_url: DataUrl = None
-    timeout: Annotated[float, TIMEOUT,
-                       Override(help="seconds to wait for the server before giving up")] = 60.0
+    timeout: Annotated[float, TIMEOUT, Override(help="seconds to wait for the server before giving up")] = (
+        60.0
+    )
 
 
 @dataclass(frozen=True)
@@ -76,14 +85,15 @@ class DataConvertOptions(CommandOptions):
 
     COMMAND: ClassVar[str] = "data convert"
 
-    file: Annotated[Path,
-                    argument("file", help="an inspect-ai eval log (.eval/.json) or a promptfoo results.json")]
+    file: Annotated[
+        Path, argument("file", help="an inspect-ai eval log (.eval/.json) or a promptfoo results.json")
+    ]
     source: Annotated[str, SOURCE]
     out: Annotated[Path, OUT, Override(help="the recorded-judgments file to write (.jsonl or .csv)")]
     id_key: Annotated[str | None, ID_KEY] = None
-    criterion: Annotated[str | None, CRITERION,
-                         Override(flags=("--criterion",), help="the criterion the judgments "
-                                  "are on")] = None
+    criterion: Annotated[
+        str | None, CRITERION, Override(flags=("--criterion",), help="the criterion the judgments are on")
+    ] = None
     judge: Annotated[str | None, JUDGE] = None
 
 
@@ -117,15 +127,21 @@ def data_fetch(options: DataFetchOptions) -> None:
 
     o = options
     if o.all_ == bool(o.names):
-        raise ConfigError("expected benchmark names or --all (one of them); got "
-                          + ("both" if o.all_ else "neither"))
+        raise ConfigError(
+            "expected benchmark names or --all (one of them); got " + ("both" if o.all_ else "neither")
+        )
     chosen = list(fetching.sources().values()) if o.all_ else [fetching.source_for(n) for n in o.names or []]
     folder = fetching.target_dir(o.data_dir)
     for source in dict.fromkeys(chosen):
         typer.echo(f"{source.name}: {source.repo}@{source.commit[:12]} -> {folder / source.name}", err=True)
         try:
-            st = fetching.fetch(source, folder, base_url=o.base_url, timeout=o.timeout,
-                                on_file=lambda path: typer.echo(f"  {path}", err=True))
+            st = fetching.fetch(
+                source,
+                folder,
+                base_url=o.base_url,
+                timeout=o.timeout,
+                on_file=lambda path: typer.echo(f"  {path}", err=True),
+            )
         except fetching.DownloadError as exc:
             say_error(str(exc))
             raise typer.Exit(code=EXIT_FAILED) from exc
@@ -146,8 +162,9 @@ def data_convert(options: DataConvertOptions) -> None:
         from mitigate.adapters.promptfoo import read_promptfoo_results
 
         if o.judge is not None:
-            raise ConfigError("expected --judge only with --from inspect; promptfoo judges are named "
-                              "by assertion")
+            raise ConfigError(
+                "expected --judge only with --from inspect; promptfoo judges are named by assertion"
+            )
         runs = read_promptfoo_results(o.file, id_var=o.id_key, criterion=o.criterion)
     else:
         raise ConfigError(f"expected --from inspect or promptfoo; got {o.source!r}")

@@ -36,26 +36,34 @@ if TYPE_CHECKING:
 
 # Imported where used: what recorded, released and live judges each need, the bias probes (--probes).
 
-FAIL_ON = option("fail_on", "--fail-on",
-                 help="measures that fail the run when B is significantly worse, each with an "
-                 "optional level: 'agreement' (Spearman with humans, or accuracy for verdicts), spearman, "
-                 "spearman-document, length-bias, failure-rate; accuracy, position-consistency, length-lean "
-                 "for pairwise judges; e.g. spearman:0.01,failure-rate (level 0.05 by default)")
-CORRECTION = option("correction",
-                    help="multiple-comparison adjustment of the gated p-values: holm (step-down), "
-                    "bonferroni or none")
-SCALE_MAP = option("scale_map", "--scale-map",
-                   help="none (judges on different scales are refused) or linear (B's "
-                   "scores mapped onto A's range)")
+FAIL_ON = option(
+    "fail_on",
+    "--fail-on",
+    help="measures that fail the run when B is significantly worse, each with an "
+    "optional level: 'agreement' (Spearman with humans, or accuracy for verdicts), spearman, "
+    "spearman-document, length-bias, failure-rate; accuracy, position-consistency, length-lean "
+    "for pairwise judges; e.g. spearman:0.01,failure-rate (level 0.05 by default)",
+)
+CORRECTION = option(
+    "correction",
+    help="multiple-comparison adjustment of the gated p-values: holm (step-down), bonferroni or none",
+)
+SCALE_MAP = option(
+    "scale_map",
+    "--scale-map",
+    help="none (judges on different scales are refused) or linear (B's scores mapped onto A's range)",
+)
 N_PERM = option("n_perm", help="permutations of each paired test", accepts=(Interval(int, 1, None),))
-SHOW = option("show", help="item changes and slices listed in the text output",
-              accepts=(Interval(int, 0, None),))
+SHOW = option(
+    "show", help="item changes and slices listed in the text output", accepts=(Interval(int, 0, None),)
+)
 JUNIT = option("junit", help="also write the gate as JUnit XML (one testcase per gated measure) to this file")
 
 
 @dataclass(frozen=True)
-class DiffOptions(ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOptions, StatsOptions,
-                  ProbeBattery):
+class DiffOptions(
+    ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOptions, StatsOptions, ProbeBattery
+):
     """``mitigate diff``: two judges on the same items, B − A with intervals, and a gate for CI."""
 
     COMMAND: ClassVar[str] = "diff"
@@ -68,47 +76,89 @@ class DiffOptions(ServerOptions, TemplateOverrides, SampledAnswerOptions, RunOpt
     """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     benchmark: Benchmark = DEFAULT_BENCHMARK
-    criterion: Annotated[list[str] | None, CRITERION, Override(help=(
-        "criterion to compare; repeat for several, or 'all' for every criterion both judges answered "
-        "(default: the benchmark's first)"))] = None
+    criterion: Annotated[
+        list[str] | None,
+        CRITERION,
+        Override(
+            help=(
+                "criterion to compare; repeat for several, or 'all' for every criterion both judges answered "
+                "(default: the benchmark's first)"
+            )
+        ),
+    ] = None
     limit: Annotated[Limit, Override(help="compare on the first N items, document by document (0 = all)")] = 0
-    recorded: Annotated[list[Path] | None, RECORDED, Override(help=(
-        "a recorded-judgments file: give two (A then B), or one holding exactly two judges (file order); "
-        "FILE#JUDGE picks one judge of a file"))] = None
-    released: Annotated[list[str] | None, RELEASED,
-                        Override(help="a released judge, e.g. chatgpt-rts; give two (A "
-                                 "then B)")] = None
-    pipeline: Annotated[list[str] | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
-        "a mitigation pipeline; give two (A then B) to compare pipelines, or one shared "
-        "by both judges"))] = None
-    prompt: Annotated[list[Path] | None, PROMPT,
-                      Override(help="a judge template file; give two (A then B) to compare "
-                               "templates, or one shared")] = None
-    backend: Annotated[list[str] | None, BACKEND,
-                       Override(help="the judge LM; give two (A then B) to compare "
-                                "backends, or one shared "
-                                "(default: local)")] = None
+    recorded: Annotated[
+        list[Path] | None,
+        RECORDED,
+        Override(
+            help=(
+                "a recorded-judgments file: give two (A then B), or one holding exactly two judges (file "
+                "order); "
+                "FILE#JUDGE picks one judge of a file"
+            )
+        ),
+    ] = None
+    released: Annotated[
+        list[str] | None, RELEASED, Override(help="a released judge, e.g. chatgpt-rts; give two (A then B)")
+    ] = None
+    pipeline: Annotated[
+        list[str] | None,
+        PIPELINE,
+        Override(
+            flags=("--pipeline", "-p"),
+            help=(
+                "a mitigation pipeline; give two (A then B) to compare pipelines, or one shared "
+                "by both judges"
+            ),
+        ),
+    ] = None
+    prompt: Annotated[
+        list[Path] | None,
+        PROMPT,
+        Override(help="a judge template file; give two (A then B) to compare templates, or one shared"),
+    ] = None
+    backend: Annotated[
+        list[str] | None,
+        BACKEND,
+        Override(
+            help="the judge LM; give two (A then B) to compare backends, or one shared (default: local)"
+        ),
+    ] = None
     samples: Annotated[Samples, Override(help="samples per item of each live judge")] = 1
     fail_on: Annotated[str, FAIL_ON] = "agreement,failure-rate"
     correction: Annotated[Literal["holm", "bonferroni", "none"], CORRECTION] = "holm"
     scale_map: Annotated[Literal["none", "linear"], SCALE_MAP] = "none"
     n_perm: Annotated[int, N_PERM] = 2000
     show: Annotated[int, SHOW] = 10
-    json: Annotated[bool, JSON,
-                    Override(help="print the report as JSON (measures with a, b, delta, low, high, p) "
-                             "instead of text")] = False
+    json: Annotated[
+        bool,
+        JSON,
+        Override(help="print the report as JSON (measures with a, b, delta, low, high, p) instead of text"),
+    ] = False
     junit: Annotated[Path | None, JUNIT] = None
-    out: Annotated[Path | None, OUT,
-                   Override(help="folder for the live judges' journals (a rerun resumes) and "
-                            "diff.json")] = None
+    out: Annotated[
+        Path | None,
+        OUT,
+        Override(help="folder for the live judges' journals (a rerun resumes) and diff.json"),
+    ] = None
 
     base_url: Annotated[BaseUrl, Override(help="server URL of the openai, anthropic or dspy backend")] = None
-    probes: Annotated[str | None, PROBES, Override(help=(
-        "live judges: also run these bias probes on both and add a probe slice (robustness rate of A and B), "
-        "e.g. authority,format,option-order"))] = None
-    probe_tolerance: Annotated[float, PROBE_TOLERANCE,
-                               Override(help="with --probes: score changes up to this size "
-                                        "count as unchanged")] = 0.0
+    probes: Annotated[
+        str | None,
+        PROBES,
+        Override(
+            help=(
+                "live judges: also run these bias probes on both and add a probe slice (robustness rate of "
+                "A and B), "
+                "e.g. authority,format,option-order"
+            )
+        ),
+    ] = None
+    probe_tolerance: Annotated[
+        float,
+        PROBE_TOLERANCE,
+        Override(help="with --probes: score changes up to this size count as unchanged"),
+    ] = 0.0
 
     def check(self) -> None:
         """The server options each live judge's backend does not take are refused."""
@@ -140,9 +190,13 @@ def diff_cmd(options: DiffOptions) -> None:
 
 def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
     """What differs between A and B (the option given twice) and its two values; ConfigError otherwise."""
-    given: dict[str, list[Any]] = {"--recorded": list(o.recorded or []), "--released": list(o.released or []),
-             "--pipeline": list(o.pipeline or []), "--prompt": list(o.prompt or []),
-                                   "--backend": list(o.backend or [])}
+    given: dict[str, list[Any]] = {
+        "--recorded": list(o.recorded or []),
+        "--released": list(o.released or []),
+        "--pipeline": list(o.pipeline or []),
+        "--prompt": list(o.prompt or []),
+        "--backend": list(o.backend or []),
+    }
     many = [k for k, v in given.items() if len(v) > 2]
     if many:
         raise ConfigError(f"expected two judges, A and B; got {len(given[many[0]])} values of {many[0]}")
@@ -150,9 +204,11 @@ def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
     if replayed:
         live = [k for k in ("--pipeline", "--prompt", "--backend") if given[k]]
         if len(replayed) > 1 or live:
-            raise ConfigError("expected the two judges from one source (two --recorded files, two "
-                              "--released judges, or live judges); got "
-                              f"{', '.join(replayed + live)} together")
+            raise ConfigError(
+                "expected the two judges from one source (two --recorded files, two "
+                "--released judges, or live judges); got "
+                f"{', '.join(replayed + live)} together"
+            )
         key = replayed[0]
         if key == "--recorded" and len(given[key]) == 1:
             return key, given[key]  # one file holding two judges
@@ -162,9 +218,11 @@ def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
     twice = [k for k in ("--pipeline", "--prompt", "--backend") if len(given[k]) == 2]
     if len(twice) != 1:
         what = f"{', '.join(twice)} each twice" if twice else "no option twice"
-        raise ConfigError("expected judges A and B to differ in one thing: --recorded A --recorded B, "
-                          "--released A --released B, or one of --pipeline, --prompt, --backend given "
-                          f"twice; got {what}")
+        raise ConfigError(
+            "expected judges A and B to differ in one thing: --recorded A --recorded B, "
+            "--released A --released B, or one of --pipeline, --prompt, --backend given "
+            f"twice; got {what}"
+        )
     return twice[0], given[twice[0]]
 
 
@@ -190,13 +248,17 @@ def _recorded_runs(paths: list[Path], criterion: str) -> list[Any]:
             chosen.append(runs[judge])
         elif len(paths) == 1:
             if len(answering) != 2:
-                raise ConfigError("expected one --recorded file to hold exactly two judges answering "
-                                  f"{criterion!r} (A then B, in file order); {path} holds {list(answering)}")
+                raise ConfigError(
+                    "expected one --recorded file to hold exactly two judges answering "
+                    f"{criterion!r} (A then B, in file order); {path} holds {list(answering)}"
+                )
             chosen.extend(answering.values())
         else:
             if len(answering) != 1:
-                raise ConfigError(f"expected {path} to hold one judge answering {criterion!r}; it holds "
-                                  f"{list(answering) or 'none'} (pick one with {path}#JUDGE)")
+                raise ConfigError(
+                    f"expected {path} to hold one judge answering {criterion!r}; it holds "
+                    f"{list(answering) or 'none'} (pick one with {path}#JUDGE)"
+                )
             chosen.append(next(iter(answering.values())))
     return chosen
 
@@ -210,8 +272,9 @@ def _criteria(o: DiffOptions, bench: Any) -> list[str]:
     return wanted or ([bench.criteria[0]] if bench.criteria else [])
 
 
-async def _live(o: DiffOptions, task: "LoadedWorkload", key: str,
-                values: list[Any]) -> tuple[list[Any], list[str]]:
+async def _live(
+    o: DiffOptions, task: "LoadedWorkload", key: str, values: list[Any]
+) -> tuple[list[Any], list[str]]:
     """The two live judges for ``task`` (built from the shared options and the differing one) and their
     names."""
     from mitigate.cli._build import build_judge
@@ -233,8 +296,9 @@ async def _live(o: DiffOptions, task: "LoadedWorkload", key: str,
     return judges, names
 
 
-async def _judge_both(o: DiffOptions, task: "LoadedWorkload", judges: list[Any],
-                      names: list[str]) -> list[list[Any]]:
+async def _judge_both(
+    o: DiffOptions, task: "LoadedWorkload", judges: list[Any], names: list[str]
+) -> list[list[Any]]:
     from mitigate.run import preflight, run
 
     out = []
@@ -242,8 +306,15 @@ async def _judge_both(o: DiffOptions, task: "LoadedWorkload", judges: list[Any],
         if not getattr(judge, "recorded", None):
             preflight(judge, task.items)
         journal = None if o.out is None else o.out / "journals" / f"{task.criterion}-{side}.jsonl"
-        result = await run(judge, task.items, concurrency=o.concurrency, progress=o.progress, journal=journal,
-                           check=False, desc=f"{side.upper()}: {names[0 if side == 'a' else 1]}")
+        result = await run(
+            judge,
+            task.items,
+            concurrency=o.concurrency,
+            progress=o.progress,
+            journal=journal,
+            check=False,
+            desc=f"{side.upper()}: {names[0 if side == 'a' else 1]}",
+        )
         out.append(list(result.judgments))
     return out
 
@@ -253,9 +324,11 @@ def _check_covered(judges: list[Any], names: list[str], items: Any, criterion: s
         covers = getattr(judge, "covers", None)
         missing = covers(items) if covers is not None else []
         if missing:
-            raise ConfigError(f"expected judge {name!r} to have an answer on {criterion!r} for every item "
-                              f"compared; {len(missing)} of {len(items)} have none, e.g. {missing[:3]} "
-                              "(check the item ids, or pass --limit)")
+            raise ConfigError(
+                f"expected judge {name!r} to have an answer on {criterion!r} for every item "
+                f"compared; {len(missing)} of {len(items)} have none, e.g. {missing[:3]} "
+                "(check the item ids, or pass --limit)"
+            )
 
 
 def _kind(judgments: "list[Judgment]") -> str | None:
@@ -275,8 +348,10 @@ async def _diff(o: DiffOptions) -> None:
     key, values = _sides(o)
     live = key not in ("--recorded", "--released")
     if o.probes is not None and not live:
-        raise ConfigError("--probes judges probed items; expected live judges (--prompt, --pipeline or "
-                          "--backend twice), got replayed answers")
+        raise ConfigError(
+            "--probes judges probed items; expected live judges (--prompt, --pipeline or "
+            "--backend twice), got replayed answers"
+        )
     first = load_workload(o.benchmark, None, o.limit)
     bench = first.benchmark
     fail_on = parse_fail_on(o.fail_on, "pairwise" if bench.pairwise else "score")
@@ -307,32 +382,53 @@ async def _diff(o: DiffOptions) -> None:
                 await lm.aclose()
         kinds = {k for k in (_kind(ja), _kind(jb)) if k is not None}
         if len(kinds) > 1:
-            raise ConfigError(f"expected two judges answering alike; {names[0]!r} and {names[1]!r} answer "
-                              f"{' and '.join(sorted(kinds))} on {crit!r}")
+            raise ConfigError(
+                f"expected two judges answering alike; {names[0]!r} and {names[1]!r} answer "
+                f"{' and '.join(sorted(kinds))} on {crit!r}"
+            )
         human = bench.scale_for(crit)
         scales = tuple(judge_scale(j) or human for j in judges)
-        rep = diff_judgments(task.items, ja, jb, criterion=crit, names=(names[0], names[1]),
-                             task="pairwise" if bench.pairwise else "score",
-                             scales=scales,  # type: ignore[arg-type]
-                             scale_map=o.scale_map,
-                             n_boot=o.n_boot, n_perm=o.n_perm, seed=o.seed)
+        rep = diff_judgments(
+            task.items,
+            ja,
+            jb,
+            criterion=crit,
+            names=(names[0], names[1]),
+            task="pairwise" if bench.pairwise else "score",
+            scales=scales,  # type: ignore[arg-type]
+            scale_map=o.scale_map,
+            n_boot=o.n_boot,
+            n_perm=o.n_perm,
+            seed=o.seed,
+        )
         if probe_reports and probe_reports[-1][0] == crit:
             from mitigate.diff import probe_slices
 
-            rep = rep.model_copy(update={"slices": rep.slices
-                                         + tuple(probe_slices(crit, probe_reports[-1][1]))})
+            rep = rep.model_copy(
+                update={"slices": rep.slices + tuple(probe_slices(crit, probe_reports[-1][1]))}
+            )
         reports.append(rep)
     if not reports:
-        raise ConfigError(f"expected a criterion to compare; benchmark {bench.name!r} declares "
-                          "none (pass -c)")
+        raise ConfigError(
+            f"expected a criterion to compare; benchmark {bench.name!r} declares none (pass -c)"
+        )
     report = DiffReport.merged(reports)
-    report = report.model_copy(update={"gate": gate(report, fail_on, o.correction),
-                                       "extra": {"benchmark": bench.name, "compared": key}})
+    report = report.model_copy(
+        update={
+            "gate": gate(report, fail_on, o.correction),
+            "extra": {"benchmark": bench.name, "compared": key},
+        }
+    )
     _emit(o, report)
 
 
-async def _probe_both(o: DiffOptions, task: "LoadedWorkload", judges: list[Any], names: list[str],
-                      originals: tuple[list[Any], list[Any]]) -> tuple[Any, Any]:
+async def _probe_both(
+    o: DiffOptions,
+    task: "LoadedWorkload",
+    judges: list[Any],
+    names: list[str],
+    originals: tuple[list[Any], list[Any]],
+) -> tuple[Any, Any]:
     from mitigate.cli._build import RewriterOptions, build_backend
     from mitigate.probes import check_rewriter, resolve_probes, run_probes
 
@@ -343,11 +439,22 @@ async def _probe_both(o: DiffOptions, task: "LoadedWorkload", judges: list[Any],
     try:
         out = []
         for judge, name, original in zip(judges, names, originals, strict=True):
-            out.append(await run_probes(judge, task.items, chosen, criterion=task.criterion,
-                                        rewriter=rewriter,
-                                        original=original, concurrency=o.concurrency, progress=o.progress,
-                                        tolerance=o.probe_tolerance, n_boot=o.n_boot, seed=o.seed,
-                                        label=name))
+            out.append(
+                await run_probes(
+                    judge,
+                    task.items,
+                    chosen,
+                    criterion=task.criterion,
+                    rewriter=rewriter,
+                    original=original,
+                    concurrency=o.concurrency,
+                    progress=o.progress,
+                    tolerance=o.probe_tolerance,
+                    n_boot=o.n_boot,
+                    seed=o.seed,
+                    label=name,
+                )
+            )
         return out[0], out[1]
     finally:
         if rewriter is not None:
@@ -370,5 +477,3 @@ def _emit(o: DiffOptions, report: "DiffReport") -> None:
     if report.gate.failed:
         typer.echo(f"regression: {report.gate.reason}", err=True)
         raise typer.Exit(code=EXIT_FAILED)
-
-

@@ -41,8 +41,14 @@ def say_error(message: str) -> None:
     typer.secho(f"error: {flat_message(message)}", fg=typer.colors.RED, err=True)
 
 
-def show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                 file: TextIO | None = None, line: str | None = None) -> None:
+def show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
     """Warnings as one line, ``warning: <message>`` (no source line, no file:line of our code)."""
     typer.secho(f"warning: {flat_message(str(message))}", fg=typer.colors.YELLOW, err=True)
 
@@ -65,8 +71,10 @@ def report_error(exc: BaseException) -> int:
         say_error(f"invalid value for {where}: {first.get('msg', exc)}; got {first.get('input')!r}")
         return EXIT_REFUSED
     if isinstance(exc, RecursionError):
-        say_error("expected input nested at most a few hundred levels deep; got input nested too deep to "
-                  "read (a JSON value nested thousands of levels?)")
+        say_error(
+            "expected input nested at most a few hundred levels deep; got input nested too deep to "
+            "read (a JSON value nested thousands of levels?)"
+        )
         return EXIT_REFUSED
     if isinstance(exc, UnicodeError):
         say_error(f"expected UTF-8 text; got {exc}")
@@ -81,8 +89,10 @@ def report_error(exc: BaseException) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         say_error(f"{exc.strerror or type(exc).__name__}{where}")
         return EXIT_FAILED
-    say_error(f"unexpected {type(exc).__name__}: {exc} (a bug in mitigate; rerun with --debug for the "
-              "traceback and report it)")
+    say_error(
+        f"unexpected {type(exc).__name__}: {exc} (a bug in mitigate; rerun with --debug for the "
+        "traceback and report it)"
+    )
     return EXIT_FAILED
 
 
@@ -108,7 +118,8 @@ def fail_when_all_failed(result: Any) -> None:
         failure = tally.first_failure
         raw = " ".join(str(failure.raw).split())[:120] if failure is not None else ""
         looked = "" if failure is None else f"; the first answer ({failure.reason}): {raw!r}"
-        say_error(f"no item could be scored: all {items} answers failed to parse ({tally.errors} items ended "
-                  f"in an LM error){looked}")
+        say_error(
+            f"no item could be scored: all {items} answers failed to parse ({tally.errors} items ended "
+            f"in an LM error){looked}"
+        )
         raise typer.Exit(code=EXIT_FAILED)
-

@@ -42,46 +42,76 @@ Tune = Literal["overall", "group"]
 Calibration = Literal["isotonic", "linear"]
 """``--calibration``: :data:`mitigate.estimators._calibration.Calibration`."""
 
-METHOD = option("method",
-                help="ppi (PPI++ with power tuning: the judge's values corrected by the labels), calibrated "
-                "(a cross-fitted judge-to-human calibration), human (the labels alone) or judge (the judge's "
-                "mean alone, NOT bias-corrected); the labels-alone and judge-alone values are always "
-                "shown beside")
-BY = option("by", "--by",
-            help="group by system (the default when every item names its system), pair (pairwise: each "
-            "system pair) or none (one estimate over all items)")
-CONFIDENCE = option("confidence", help="confidence level of the intervals",
-                    accepts=(Interval(float, 0.0, 1.0, closed="neither"),))
-TARGET = option("target",
-                help="items: the mean over each group's items had every one been labelled; population: the "
-                "mean of the distribution the items were drawn from (wider)")
-LABELS_PER_GROUP = option("labels_per_group", "--labels-per-group",
-                          help="experiment on a labelled benchmark: keep "
-                          "this many labels per group, drawn with --seed, and hide the rest (their mean is "
-                          "shown as 'all labels')", accepts=(Interval(int, 2, None),))
-LABELLED_FRACTION = option("labelled_fraction", "--labelled-fraction",
-                           help="experiment: keep this share of each "
-                           "group's labels (drawn with --seed)",
-                           accepts=(Interval(float, 0.0, 1.0, closed="right"),))
-TUNE = option("tune",
-              help="with --method ppi: overall (one judge slope fitted on every group's labels, each group "
-              "keeping its own intercept) or group (one slope per group, from its own labels)")
+METHOD = option(
+    "method",
+    help="ppi (PPI++ with power tuning: the judge's values corrected by the labels), calibrated "
+    "(a cross-fitted judge-to-human calibration), human (the labels alone) or judge (the judge's "
+    "mean alone, NOT bias-corrected); the labels-alone and judge-alone values are always "
+    "shown beside",
+)
+BY = option(
+    "by",
+    "--by",
+    help="group by system (the default when every item names its system), pair (pairwise: each "
+    "system pair) or none (one estimate over all items)",
+)
+CONFIDENCE = option(
+    "confidence",
+    help="confidence level of the intervals",
+    accepts=(Interval(float, 0.0, 1.0, closed="neither"),),
+)
+TARGET = option(
+    "target",
+    help="items: the mean over each group's items had every one been labelled; population: the "
+    "mean of the distribution the items were drawn from (wider)",
+)
+LABELS_PER_GROUP = option(
+    "labels_per_group",
+    "--labels-per-group",
+    help="experiment on a labelled benchmark: keep "
+    "this many labels per group, drawn with --seed, and hide the rest (their mean is "
+    "shown as 'all labels')",
+    accepts=(Interval(int, 2, None),),
+)
+LABELLED_FRACTION = option(
+    "labelled_fraction",
+    "--labelled-fraction",
+    help="experiment: keep this share of each group's labels (drawn with --seed)",
+    accepts=(Interval(float, 0.0, 1.0, closed="right"),),
+)
+TUNE = option(
+    "tune",
+    help="with --method ppi: overall (one judge slope fitted on every group's labels, each group "
+    "keeping its own intercept) or group (one slope per group, from its own labels)",
+)
 CALIBRATION = option("calibration", help="with --method calibrated: isotonic or linear")
-FOLDS = option("folds", help="with --method calibrated: cross-fitting folds",
-               accepts=(Interval(int, 2, None),))
-PLAN = option("plan", "--plan",
-              help="also say how many labels each group needs for intervals of ±HALF_WIDTH, per "
-              "method", accepts=(Interval(float, 0.0, None, closed="neither"),))
-SELECT = option("select", "--select", help="also choose N unlabelled items to label next and write them to "
-                "--select-out, with the weights that keep the estimate unbiased",
-                accepts=(Interval(int, 1, None),))
-SELECT_OUT = option("select_out", "--select-out",
-                    help="where --select writes the items to label (.csv, or JSON lines "
-                    "otherwise)")
-FLOOR = option("floor",
-               help="with --select: share of the labels spread evenly over the unlabelled items (the rest "
-               "goes where the judge is least reliable)",
-               accepts=(Interval(float, 0.0, 1.0, closed="right"),))
+FOLDS = option(
+    "folds", help="with --method calibrated: cross-fitting folds", accepts=(Interval(int, 2, None),)
+)
+PLAN = option(
+    "plan",
+    "--plan",
+    help="also say how many labels each group needs for intervals of ±HALF_WIDTH, per method",
+    accepts=(Interval(float, 0.0, None, closed="neither"),),
+)
+SELECT = option(
+    "select",
+    "--select",
+    help="also choose N unlabelled items to label next and write them to "
+    "--select-out, with the weights that keep the estimate unbiased",
+    accepts=(Interval(int, 1, None),),
+)
+SELECT_OUT = option(
+    "select_out",
+    "--select-out",
+    help="where --select writes the items to label (.csv, or JSON lines otherwise)",
+)
+FLOOR = option(
+    "floor",
+    help="with --select: share of the labels spread evenly over the unlabelled items (the rest "
+    "goes where the judge is least reliable)",
+    accepts=(Interval(float, 0.0, 1.0, closed="right"),),
+)
 
 
 @dataclass(frozen=True)
@@ -98,18 +128,36 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
     }
     """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
-    recorded: Annotated[Path | None, RECORDED,
-                        Override(help="the judge's recorded judgments (JSON lines or .csv, see "
-                                 "docs/recorded_format.md)")] = None
-    judge: Annotated[str | None, JUDGE,
-                     Override(help="with --recorded: which judge of the file (needed when it holds "
-                              "several)")] = None
-    released: Annotated[str | None, RELEASED,
-                        Override(help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts "
-                                 "(summeval), chatgpt-h2h (summeval-h2h)")] = None
-    pipeline: Annotated[str | None, PIPELINE, Override(flags=("--pipeline", "-p"), help=(
-        "judge every item live with this pipeline (e.g. baseline, \"name(k=v) | name2\" or @file.json) on "
-        "--backend"))] = None
+    recorded: Annotated[
+        Path | None,
+        RECORDED,
+        Override(help="the judge's recorded judgments (JSON lines or .csv, see docs/recorded_format.md)"),
+    ] = None
+    judge: Annotated[
+        str | None,
+        JUDGE,
+        Override(help="with --recorded: which judge of the file (needed when it holds several)"),
+    ] = None
+    released: Annotated[
+        str | None,
+        RELEASED,
+        Override(
+            help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts "
+            "(summeval), chatgpt-h2h (summeval-h2h)"
+        ),
+    ] = None
+    pipeline: Annotated[
+        str | None,
+        PIPELINE,
+        Override(
+            flags=("--pipeline", "-p"),
+            help=(
+                'judge every item live with this pipeline (e.g. baseline, "name(k=v) | name2" or '
+                "@file.json) on "
+                "--backend"
+            ),
+        ),
+    ] = None
     method: Annotated[Method, METHOD] = "ppi"
     by: Annotated[By, BY] = "auto"
     confidence: Annotated[float, CONFIDENCE] = 0.95
@@ -125,44 +173,66 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
     select: Annotated[int | None, SELECT] = None
     select_out: Annotated[Path, SELECT_OUT] = Path("selection.csv")
     floor: Annotated[float, FLOOR] = 0.2
-    plot: Annotated[Path | None, PLOT,
-                    Override(help="write a plot of the estimates (PNG, SVG or PDF)")] = None
+    plot: Annotated[Path | None, PLOT, Override(help="write a plot of the estimates (PNG, SVG or PDF)")] = (
+        None
+    )
     json: Annotated[bool, JSON, Override(help="print one JSON object instead of the table")] = False
     out: Annotated[Path | None, OUT, Override(help="also write the JSON object to this file")] = None
-    run_dir: Annotated[Path | None, RUN_DIR, Override(help="with --pipeline: folder for the journal (a rerun "
-                                                           "resumes)")] = None
+    run_dir: Annotated[
+        Path | None, RUN_DIR, Override(help="with --pipeline: folder for the journal (a rerun resumes)")
+    ] = None
 
-    criterion: Annotated[Criterion,
-                         Override(help="criterion to estimate (default: the benchmark's first)")] = None
+    criterion: Annotated[
+        Criterion, Override(help="criterion to estimate (default: the benchmark's first)")
+    ] = None
     limit: Annotated[Limit, Override(help="only the first N items, document by document (0 = all)")] = 0
-    backend: Annotated[Backend,
-                       Override(help="LM of --pipeline: openai:<model>, anthropic:<model>, dspy:<model>, "
-                                "local, local:<path.gguf>")] = DEFAULT_BACKEND
-    prompt: Annotated[Prompt,
-                      Override(help="judge prompt template file (default: the built-in prompt for the "
-                               "criterion); with --recorded, reads rows that hold only the "
-                               "judge's raw text")] = None
+    backend: Annotated[
+        Backend,
+        Override(
+            help="LM of --pipeline: openai:<model>, anthropic:<model>, dspy:<model>, local, local:<path.gguf>"
+        ),
+    ] = DEFAULT_BACKEND
+    prompt: Annotated[
+        Prompt,
+        Override(
+            help="judge prompt template file (default: the built-in prompt for the "
+            "criterion); with --recorded, reads rows that hold only the "
+            "judge's raw text"
+        ),
+    ] = None
     samples: Annotated[Samples, Override(help="samples per item of the live judge")] = 1
 
     def check(self) -> None:
         """One judge (recorded, released or live); --judge with --recorded; one way of hiding labels;
         --run-dir with
         --pipeline; no --select for the judge-alone method."""
-        given = [flag for flag, value in (("--recorded", self.recorded), ("--released", self.released),
-                                          ("--pipeline", self.pipeline)) if value is not None]
+        given = [
+            flag
+            for flag, value in (
+                ("--recorded", self.recorded),
+                ("--released", self.released),
+                ("--pipeline", self.pipeline),
+            )
+            if value is not None
+        ]
         if len(given) != 1:
-            raise ConfigError("expected one judge: --recorded FILE, --released NAME or --pipeline PIPELINE "
-                              f"(a live judge on --backend); got {' and '.join(given) if given else 'none'}")
+            raise ConfigError(
+                "expected one judge: --recorded FILE, --released NAME or --pipeline PIPELINE "
+                f"(a live judge on --backend); got {' and '.join(given) if given else 'none'}"
+            )
         if self.judge is not None and self.recorded is None:
-            raise ConfigError(f"--judge names a judge of a --recorded file; got --judge {self.judge!r} "
-                              "without --recorded")
+            raise ConfigError(
+                f"--judge names a judge of a --recorded file; got --judge {self.judge!r} without --recorded"
+            )
         if self.labels_per_group is not None and self.labelled_fraction is not None:
             raise ConfigError("expected one of --labels-per-group and --labelled-fraction; got both")
         if self.run_dir is not None and self.pipeline is None:
             raise ConfigError("--run-dir keeps the journal of a live judge; expected --pipeline with it")
         if self.method == "judge" and self.select is not None:
-            raise ConfigError("--select chooses labels for a bias-corrected method; got --method judge (use "
-                              "ppi, calibrated or human)")
+            raise ConfigError(
+                "--select chooses labels for a bias-corrected method; got --method judge (use "
+                "ppi, calibrated or human)"
+            )
 
 
 @command("estimate", EstimateOptions)
@@ -187,13 +257,15 @@ def _group_key(by: str, pairwise: bool) -> Any:
     if by == "none":
         return None
     if pairwise:
-        return lambda it: (f"{min(str(it.system), str(it.system_b))} vs "
-                           f"{max(str(it.system), str(it.system_b))}")
+        return lambda it: (
+            f"{min(str(it.system), str(it.system_b))} vs {max(str(it.system), str(it.system_b))}"
+        )
     return lambda it: str(it.system)
 
 
-def _labelled_benchmark(o: EstimateOptions, task: "LoadedWorkload") -> tuple[
-        "Benchmark", dict[str, float] | None, dict[str, float], dict[str, int], list[str]]:
+def _labelled_benchmark(
+    o: EstimateOptions, task: "LoadedWorkload"
+) -> tuple["Benchmark", dict[str, float] | None, dict[str, float], dict[str, int], list[str]]:
     """The benchmark of the chosen items with labels hidden (an experiment) and labels files added.
 
     Returns it, the labels before hiding (None when none were hidden), the selection weights
@@ -208,13 +280,21 @@ def _labelled_benchmark(o: EstimateOptions, task: "LoadedWorkload") -> tuple[
     notes: list[str] = []
     if o.labels_per_group is not None or o.labelled_fraction is not None:
         by = resolve_by(bench.items, o.by)
-        bench, truth = hide_labels(bench, crit, per_group=o.labels_per_group, fraction=o.labelled_fraction,
-                                   seed=o.seed, group=_group_key(by, bench.pairwise))
+        bench, truth = hide_labels(
+            bench,
+            crit,
+            per_group=o.labels_per_group,
+            fraction=o.labelled_fraction,
+            seed=o.seed,
+            group=_group_key(by, bench.pairwise),
+        )
         unit = "system pair" if bench.pairwise and by == "system" else "group"
         kept = f"labels per {unit}" if o.labels_per_group is not None else f"of each {unit}'s labels"
         amount = o.labels_per_group if o.labels_per_group is not None else f"{o.labelled_fraction:.0%}"
-        notes.append(f"an experiment: {amount} {kept} kept (seed {o.seed}), the other labels hidden; 'all "
-                     "labels' is the mean of every label")
+        notes.append(
+            f"an experiment: {amount} {kept} kept (seed {o.seed}), the other labels hidden; 'all "
+            "labels' is the mean of every label"
+        )
     added = add_label_files(bench, crit, o.labels or [])
     return added.benchmark, truth, added.weights, added.rounds, notes
 
@@ -229,12 +309,14 @@ def _judge_source(o: EstimateOptions, task: "LoadedWorkload", items: list["Item"
         runs = load_recorded_runs(o.recorded, recorded_reader(o, task.criterion, task.benchmark))
         if o.judge is None:
             if len(runs) > 1:
-                raise DataError(f"{o.recorded} holds judgments of several judges {list(runs)}; name one "
-                                "with --judge")
+                raise DataError(
+                    f"{o.recorded} holds judgments of several judges {list(runs)}; name one with --judge"
+                )
             return next(iter(runs.values()))
         if o.judge not in runs:
-            raise DataError(f"expected --judge to name a judge of {o.recorded}, one of {list(runs)}; "
-                            f"got {o.judge!r}")
+            raise DataError(
+                f"expected --judge to name a judge of {o.recorded}, one of {list(runs)}; got {o.judge!r}"
+            )
         return runs[o.judge]
     if o.released is not None:
         from mitigate.data import released_recorded
@@ -259,8 +341,9 @@ async def _judge_live(o: EstimateOptions, task: "LoadedWorkload", items: list["I
         preflight(judge, items)
         typer.echo(f"judging {len(items)} items on {task.criterion!r} with {base.lm.spec}", err=True)
         journal = o.run_dir / "journal.jsonl" if o.run_dir else None
-        result = await run(judge, items, concurrency=o.concurrency, journal=journal, check=False,
-                           progress=o.progress)
+        result = await run(
+            judge, items, concurrency=o.concurrency, journal=journal, check=False, progress=o.progress
+        )
     finally:
         await base.lm.aclose()
     typer.echo(result.summary.line(), err=True)
@@ -282,10 +365,17 @@ def _estimate(o: EstimateOptions) -> None:
     bench, truth, weights, rounds, notes = _labelled_benchmark(o, task)
     source = _judge_source(o, task, list(bench.items))
     name = o.released or (o.pipeline and f"{o.backend} | {o.pipeline}") or None
-    cols = columns(bench, task.criterion, source, by=o.by, weights=weights, rounds=rounds, truth=truth,
-                   judge_name=name)
-    kw: dict[str, Any] = {"confidence": o.confidence, "target": o.target, "calibration": o.calibration,
-                          "folds": o.folds, "seed": o.seed, "tune": o.tune}
+    cols = columns(
+        bench, task.criterion, source, by=o.by, weights=weights, rounds=rounds, truth=truth, judge_name=name
+    )
+    kw: dict[str, Any] = {
+        "confidence": o.confidence,
+        "target": o.target,
+        "calibration": o.calibration,
+        "folds": o.folds,
+        "seed": o.seed,
+        "tune": o.tune,
+    }
     result = estimate_columns(cols, method=o.method, **kw)
     result = result.model_copy(update={"notes": (*notes, *result.notes)})
     payload = result.to_json()
@@ -297,14 +387,24 @@ def _estimate(o: EstimateOptions) -> None:
         texts.append(plan.table())
     if o.select is not None:
         method = o.method if o.method != "judge" else "ppi"
-        chosen = select_for_labelling(cols, o.select, method=method, floor=o.floor, seed=o.seed,
-                                      confidence=o.confidence, calibration=o.calibration,
-                                      folds=o.folds, tune=o.tune)
+        chosen = select_for_labelling(
+            cols,
+            o.select,
+            method=method,
+            floor=o.floor,
+            seed=o.seed,
+            confidence=o.confidence,
+            calibration=o.calibration,
+            folds=o.folds,
+            tune=o.tune,
+        )
         written = write_selection(chosen, bench.items, o.select_out, pairwise=bench.pairwise)
         payload["selection"] = {**chosen.to_json(), "file": str(written)}
         per = ", ".join(f"{g} {k}" for g, k in chosen.per_group.items() if k)
-        texts.append(f"selected {len(chosen.rows)} items to label ({per}); wrote {written}: fill its 'label' "
-                     f"column, then rerun with --labels {written}")
+        texts.append(
+            f"selected {len(chosen.rows)} items to label ({per}); wrote {written}: fill its 'label' "
+            f"column, then rerun with --labels {written}"
+        )
     if o.plot is not None:
         from mitigate.report import plot_estimate
 

@@ -18,16 +18,20 @@ def read_text_file(path: Path, option: str) -> str:
         with open_regular(path, "rb", option) as handle:  # and checked again on the open file (never blocks)
             data = handle.read()
     except OSError as exc:
-        raise ConfigError(f"expected {option} to name a readable file; {path}: {exc.strerror}",
-                          path=str(path)) from None
+        raise ConfigError(
+            f"expected {option} to name a readable file; {path}: {exc.strerror}", path=str(path)
+        ) from None
     try:
         return data.decode("utf-8").removeprefix("\ufeff")  # a BOM is an encoding mark, not prompt text
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(f"expected {option} to be UTF-8 text; {path}:{line} holds the byte "
-                          f"{data[exc.start]:#04x}, "
-                          "which is not UTF-8 (re-save the file as UTF-8)", path=str(path),
-                          line=line) from None
+        raise ConfigError(
+            f"expected {option} to be UTF-8 text; {path}:{line} holds the byte "
+            f"{data[exc.start]:#04x}, "
+            "which is not UTF-8 (re-save the file as UTF-8)",
+            path=str(path),
+            line=line,
+        ) from None
 
 
 def writable_dir(path: Path, option: str) -> Path:
@@ -39,8 +43,11 @@ def writable_dir(path: Path, option: str) -> Path:
         with tempfile.NamedTemporaryFile(dir=path, prefix=".write-check-"):
             pass
     except OSError as exc:
-        raise ConfigError(f"expected {option} to be a folder mitigate can write in; {path}: "
-                          f"{exc.strerror or type(exc).__name__}", path=str(path)) from None
+        raise ConfigError(
+            f"expected {option} to be a folder mitigate can write in; {path}: "
+            f"{exc.strerror or type(exc).__name__}",
+            path=str(path),
+        ) from None
     return path
 
 
@@ -68,12 +75,25 @@ def run_dir(path: Path | None, option: str = "--run-dir") -> Iterator[Path | Non
         yield path
 
 
-READ_BACK = ("journal.jsonl", "journal.jsonl.lock", "journals/*.jsonl", "journals/*.lock", "likelihood.jsonl",
-             "batches/*.jsonl")
+READ_BACK = (
+    "journal.jsonl",
+    "journal.jsonl.lock",
+    "journals/*.jsonl",
+    "journals/*.lock",
+    "likelihood.jsonl",
+    "batches/*.jsonl",
+)
 """Files of a run folder mitigate reads back (journals, their locks, caches, batch logs): regular files
 only."""
-OUTPUTS = ("results.json", "results.sqlite", "report.md", "report.html", "*.png", "train.jsonl",
-           "probes/*.jsonl")
+OUTPUTS = (
+    "results.json",
+    "results.sqlite",
+    "report.md",
+    "report.html",
+    "*.png",
+    "train.jsonl",
+    "probes/*.jsonl",
+)
 """Files of a run folder mitigate only writes: written as outputs are (a link followed, a device written
 through)."""
 
@@ -90,9 +110,12 @@ def check_run_folder(folder: Path) -> None:
             if pattern in READ_BACK:
                 kind = path_kind(found)
                 if kind != "a regular file":
-                    raise ConfigError(f"expected {found} to be a regular file mitigate reads back; "
-                                      f"it is {kind} "
-                                      "(remove it, or use another folder)", path=str(found))
+                    raise ConfigError(
+                        f"expected {found} to be a regular file mitigate reads back; "
+                        f"it is {kind} "
+                        "(remove it, or use another folder)",
+                        path=str(found),
+                    )
             else:
                 output_target(found, "the output")
 
@@ -107,8 +130,11 @@ def writing_after_run(kept: str | None) -> Iterator[None]:
         yield
     except (MitigateError, OSError) as exc:
         reason = exc.message if isinstance(exc, MitigateError) else f"{exc.strerror or type(exc).__name__}"
-        keep = (f"the judgments are kept in {kept}: fix that (free the space, change the path) and rerun the "
-                "same command to write the files without new LM calls" if kept else
-                "the judgments were kept nowhere (--no-cache and no --run-dir): rerun the command once the "
-                "files can be written")
+        keep = (
+            f"the judgments are kept in {kept}: fix that (free the space, change the path) and rerun the "
+            "same command to write the files without new LM calls"
+            if kept
+            else "the judgments were kept nowhere (--no-cache and no --run-dir): rerun the command once the "
+            "files can be written"
+        )
         raise RunStoppedError(f"{reason}; the run finished and {keep}") from None

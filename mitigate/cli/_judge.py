@@ -59,8 +59,15 @@ summary."""
 
 
 @dataclass(frozen=True)
-class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions, BatchOptions,
-                   ThresholdOptions):
+class JudgeOptions(
+    TaskOptions,
+    BackendOptions,
+    PromptOptions,
+    ReducedAnswerOptions,
+    RunOptions,
+    BatchOptions,
+    ThresholdOptions,
+):
     """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human
     score."""
 
@@ -88,8 +95,9 @@ class JudgeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOpti
 
     def check(self) -> None:
         """``--batch`` needs ``--run-dir`` and a backend with a batch API; ``--scale`` is MIN,MAX."""
-        check_batch(self.backend, self.batch, self.batch_retries, folder=self.run_dir,
-                    folder_option="--run-dir")
+        check_batch(
+            self.backend, self.batch, self.batch_retries, folder=self.run_dir, folder_option="--run-dir"
+        )
         parse_scale(self.scale)
 
     @property
@@ -129,14 +137,24 @@ async def _judge(o: JudgeOptions) -> None:
         judge_obj = with_pipeline(base, o.pipeline)
         # every item fits the prompt: checked before anything is printed or called
         preflight(judge_obj, task.items)
-        typer.echo(f"{task.benchmark.summary()}\njudging {len(task.items)} items on {task.criterion!r} with "
-                   f"{lm.spec}", err=True)
+        typer.echo(
+            f"{task.benchmark.summary()}\njudging {len(task.items)} items on {task.criterion!r} with "
+            f"{lm.spec}",
+            err=True,
+        )
         journal = o.run_dir / "journal.jsonl" if o.run_dir else None
         with outputs:
-            async with run_stream(judge_obj, task.items, concurrency=o.concurrency, journal=journal,
-                                  check=False,
-                                  restart=o.restart, progress=o.progress, stop_after=o.stop_after,
-                                  batch=session) as stream:
+            async with run_stream(
+                judge_obj,
+                task.items,
+                concurrency=o.concurrency,
+                journal=journal,
+                check=False,
+                restart=o.restart,
+                progress=o.progress,
+                stop_after=o.stop_after,
+                batch=session,
+            ) as stream:
                 async for item, judgment in stream:
                     outputs.add(item, judgment)
     finally:
@@ -145,8 +163,7 @@ async def _judge(o: JudgeOptions) -> None:
             typer.echo(session.stats.line(), err=True)
         await lm.aclose()
     summary = stream.summary
-    kept = (f"the journal {o.run_dir / 'journal.jsonl'}" if o.run_dir else
-            "the LM cache" if o.cache else None)
+    kept = f"the journal {o.run_dir / 'journal.jsonl'}" if o.run_dir else "the LM cache" if o.cache else None
     try:
         outputs.print_table()
         typer.echo(summary.line(), err=True)
@@ -186,20 +203,26 @@ class Outputs:
             from mitigate.report import JudgmentsWriter, check_out_path, is_csv
 
             stack = ExitStack()
-            handle = stack.enter_context(open_output(check_out_path(o.out), "--out",
-                                                     newline="" if is_csv(o.out) else None))
-            self.files["out"] = (stack,
-                                 JudgmentsWriter(handle, csv_format=is_csv(o.out),
-                                                 criterion=self.task.criterion))
+            handle = stack.enter_context(
+                open_output(check_out_path(o.out), "--out", newline="" if is_csv(o.out) else None)
+            )
+            self.files["out"] = (
+                stack,
+                JudgmentsWriter(handle, csv_format=is_csv(o.out), criterion=self.task.criterion),
+            )
         if o.run_dir is not None:
             from mitigate.run import ColumnWriter
 
             stack = ExitStack()
-            about = {"benchmark": self.task.benchmark.name, "criterion": self.task.criterion,
-                     "backend": self.backend}
+            about = {
+                "benchmark": self.task.benchmark.name,
+                "criterion": self.task.criterion,
+                "backend": self.backend,
+            }
             try:
-                writer = stack.enter_context(ColumnWriter(o.run_dir / RESULTS_COLUMNS, about,
-                                                          criterion=self.task.criterion))
+                writer = stack.enter_context(
+                    ColumnWriter(o.run_dir / RESULTS_COLUMNS, about, criterion=self.task.criterion)
+                )
             except BaseException:
                 self._close_all(*sys.exc_info())
                 raise
@@ -243,9 +266,14 @@ class Outputs:
             except (MitigateError, OSError) as error:
                 self._failed(name, error)
         if self.o.threshold is not None:
-            self.kept.append(Judgment(item_id=judgment.item_id, scores=judgment.scores,
-                                      samples=judgment.samples,
-                                      error=judgment.error))
+            self.kept.append(
+                Judgment(
+                    item_id=judgment.item_id,
+                    scores=judgment.scores,
+                    samples=judgment.samples,
+                    error=judgment.error,
+                )
+            )
 
     def print_table(self) -> None:
         """The table on stdout: one line per judgment, in item order."""
@@ -266,22 +294,33 @@ class Outputs:
                 self.errors.append(error)
             else:
                 shown = o.out if name == "out" else o.run_dir / RESULTS_COLUMNS if o.run_dir else name
-                typer.echo(f"wrote {shown} ({self.rows} "
-                           f"{'rows' if name == 'out' else 'judgments as columns'})",
-                           err=True)
+                typer.echo(
+                    f"wrote {shown} ({self.rows} {'rows' if name == 'out' else 'judgments as columns'})",
+                    err=True,
+                )
         if o.run_dir:
-            out = write_output(o.run_dir / "results.json", json.dumps({
-                "benchmark": self.task.benchmark.name, "criterion": self.task.criterion,
-                "backend": self.backend,
-                "summary": summary.model_dump(mode="json"), "columns": RESULTS_COLUMNS,
-            }, indent=1), "the results file")
+            out = write_output(
+                o.run_dir / "results.json",
+                json.dumps(
+                    {
+                        "benchmark": self.task.benchmark.name,
+                        "criterion": self.task.criterion,
+                        "backend": self.backend,
+                        "summary": summary.model_dump(mode="json"),
+                        "columns": RESULTS_COLUMNS,
+                    },
+                    indent=1,
+                ),
+                "the results file",
+            )
             typer.echo(f"wrote {out}", err=True)
         if self.errors:
             raise self.errors[0]
 
 
-def threshold_gate(judgments: Sequence["Judgment"], criterion: str, threshold: float,
-                   require: float | None) -> None:
+def threshold_gate(
+    judgments: Sequence["Judgment"], criterion: str, threshold: float, require: float | None
+) -> None:
     """Print the threshold gate; exit 1 (one line on stderr) when a required pass rate is not shown to be
     met."""
     from mitigate.diff import threshold_report, threshold_text
@@ -289,8 +328,10 @@ def threshold_gate(judgments: Sequence["Judgment"], criterion: str, threshold: f
     report = threshold_report(judgments, criterion, threshold, require=require)
     typer.echo(threshold_text(report))
     if report.decision not in (None, "pass"):
-        say_error(f"pass rate {report.pass_rate:.3f} [{report.low or 0:.3f}, {report.high or 0:.3f}] at "
-                  f"{criterion} >= {threshold:g}: {report.decision}, required {require:g}")
+        say_error(
+            f"pass rate {report.pass_rate:.3f} [{report.low or 0:.3f}, {report.high or 0:.3f}] at "
+            f"{criterion} >= {threshold:g}: {report.decision}, required {require:g}"
+        )
         raise typer.Exit(code=EXIT_FAILED)
 
 
@@ -302,15 +343,19 @@ def table_line(j: "Judgment", item: Item, task: Workload) -> str:
         gold = item.preference.get(task.criterion)
         shown = "FAILED" if j.verdict is None else str(j.verdict)
         human_s = "-" if gold is None else str(gold)
-        detail = j.error or (j.failures[0].reason if j.failures and j.verdict is None else
-                             first_line(j.raw[0] if j.raw else ""))
+        detail = j.error or (
+            j.failures[0].reason
+            if j.failures and j.verdict is None
+            else first_line(j.raw[0] if j.raw else "")
+        )
         return f"{one_line(j.item_id)}\tjudge={shown}\tgold={human_s}\t{one_line(first_line(detail))}"
     human = item.human.get(task.criterion)
     score = j.scores.get(task.criterion)
     shown = "FAILED" if score is None else f"{score:g}"
     human_s = "-" if human is None else f"{human:.2f}"
-    detail = j.error or (j.failures[0].reason if j.failures and score is None
-                         else first_line(j.raw[0] if j.raw else ""))
+    detail = j.error or (
+        j.failures[0].reason if j.failures and score is None else first_line(j.raw[0] if j.raw else "")
+    )
     return f"{one_line(j.item_id)}\tjudge={shown}\thuman={human_s}\t{one_line(first_line(detail))}"
 
 

@@ -29,15 +29,18 @@ def check_plugin(options: CheckPluginOptions) -> None:
     """Import a plugin module and run mitigate's contract checks on what it registers; exit 1 on a failure."""
     found = load_plugin(options.module)
     if not found:
-        raise ConfigError(f"plugin module {options.module!r} registered no component; expected "
-                          "@register(<kind>, '<name>') on a class in it (or in a module it imports)")
+        raise ConfigError(
+            f"plugin module {options.module!r} registered no component; expected "
+            "@register(<kind>, '<name>') on a class in it (or in a module it imports)"
+        )
     passed = failed = 0
     for kind, name in found:
         cls = registered(kind)[name]
         label = f"{kind}:{name}"
         if not (isinstance(cls, type) and issubclass(cls, Component)):
-            typer.echo(f"SKIP {label}: a {type(cls).__name__}, not a Component class (the battery "
-                       "checks components)")
+            typer.echo(
+                f"SKIP {label}: a {type(cls).__name__}, not a Component class (the battery checks components)"
+            )
             continue
         try:
             examples = cls.examples()
@@ -50,13 +53,15 @@ def check_plugin(options: CheckPluginOptions) -> None:
                 try:
                     check(example)
                 except Exception as exc:  # an AssertionError, or anything the component raised
-                    typer.echo(f"FAIL {label}[{i}] {check.name}: {type(exc).__name__}: "
-                               f"{flat_message(str(exc))}")
+                    typer.echo(
+                        f"FAIL {label}[{i}] {check.name}: {type(exc).__name__}: {flat_message(str(exc))}"
+                    )
                     failed += 1
                 else:
                     typer.echo(f"PASS {label}[{i}] {check.name}")
                     passed += 1
-    typer.echo(f"{options.module}: {len(found)} components, {passed} checks passed, {failed} failed",
-               err=True)
+    typer.echo(
+        f"{options.module}: {len(found)} components, {passed} checks passed, {failed} failed", err=True
+    )
     if failed:
         raise typer.Exit(code=EXIT_FAILED)

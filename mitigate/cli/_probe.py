@@ -23,16 +23,20 @@ from mitigate.probes import check_rewriter, render_probe_table, resolve_probes, 
 from mitigate.run import preflight
 
 SIDE = option("side", help="pairwise items: probe the first text (a) or the second (b)")
-TOLERANCE = option("tolerance",
-                   help="score changes up to this size count as unchanged (0: CALM's robustness rate)",
-                   accepts=(Interval(float, 0.0, None),))
-ALPHA = option("alpha", help="level of the probe-vs-rerun test",
-               accepts=(Interval(float, 0.0, 1.0, closed="neither"),))
+TOLERANCE = option(
+    "tolerance",
+    help="score changes up to this size count as unchanged (0: CALM's robustness rate)",
+    accepts=(Interval(float, 0.0, None),),
+)
+ALPHA = option(
+    "alpha", help="level of the probe-vs-rerun test", accepts=(Interval(float, 0.0, 1.0, closed="neither"),)
+)
 
 
 @dataclass(frozen=True)
-class ProbeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions,
-                   StatsOptions):
+class ProbeOptions(
+    TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions, StatsOptions
+):
     """``mitigate probe``: the bias battery: judge items as they are, again (the noise floor) and under each
     probe."""
 
@@ -44,29 +48,46 @@ class ProbeOptions(TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOpti
     }
     """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
-    probes: Annotated[str, PROBES,
-                      Override(help="'all' (every rule-based probe, plus the LM-assisted ones with "
-                               "--rewriter) or names such as authority,bandwagon")] = "all"
-    rewriter: Annotated[Rewriter,
-                        Override(help="LM spec that writes the LM-assisted probes' rewrites (sentiment, "
-                                 "assertiveness, fallacy, factual-error)")] = None
+    probes: Annotated[
+        str,
+        PROBES,
+        Override(
+            help="'all' (every rule-based probe, plus the LM-assisted ones with "
+            "--rewriter) or names such as authority,bandwagon"
+        ),
+    ] = "all"
+    rewriter: Annotated[
+        Rewriter,
+        Override(
+            help="LM spec that writes the LM-assisted probes' rewrites (sentiment, "
+            "assertiveness, fallacy, factual-error)"
+        ),
+    ] = None
     side: Annotated[Literal["a", "b"], SIDE] = "a"
-    pipeline: Annotated[str | None, PIPELINE,
-                        Override(help="mitigations wrapping the judge (pipeline text or "
-                                 "@file.json); they must not need fitting")] = None
+    pipeline: Annotated[
+        str | None,
+        PIPELINE,
+        Override(
+            help="mitigations wrapping the judge (pipeline text or @file.json); they must not need fitting"
+        ),
+    ] = None
     tolerance: Annotated[float, TOLERANCE] = 0.0
     alpha: Annotated[float, ALPHA] = 0.05
-    out: Annotated[Path | None, OUT,
-                   Override(help="write the whole report (every rewrite included) to this JSON "
-                            "file")] = None
+    out: Annotated[
+        Path | None, OUT, Override(help="write the whole report (every rewrite included) to this JSON file")
+    ] = None
 
     limit: Annotated[Limit, Override(help="probe the first N items, document by document (0 = all)")] = 20
-    backend: Annotated[Backend,
-                       Override(help="the judge's LM: openai:<model>, anthropic:<model>, dspy:<model>, "
-                                "local, local:<path.gguf>, replay:<path>")] = DEFAULT_BACKEND
-    temperature: Annotated[Temperature,
-                           Override(help="sampling temperature (the rerun for the noise floor uses the "
-                                    "same)")] = 0.0
+    backend: Annotated[
+        Backend,
+        Override(
+            help="the judge's LM: openai:<model>, anthropic:<model>, dspy:<model>, "
+            "local, local:<path.gguf>, replay:<path>"
+        ),
+    ] = DEFAULT_BACKEND
+    temperature: Annotated[
+        Temperature, Override(help="sampling temperature (the rerun for the noise floor uses the same)")
+    ] = 0.0
     seed: Annotated[Seed, Override(help="seed of the probes' wording and of the bootstrap")] = 0
 
 
@@ -79,8 +100,10 @@ def probe_cmd(options: ProbeOptions) -> None:
 
 
 async def _probe(o: ProbeOptions) -> None:
-    chosen = [p.with_params(seed=o.seed, side=o.side)
-              for p in resolve_probes(o.probes, rewriter=o.rewriter is not None)]
+    chosen = [
+        p.with_params(seed=o.seed, side=o.side)
+        for p in resolve_probes(o.probes, rewriter=o.rewriter is not None)
+    ]
     if o.rewriter is None:
         check_rewriter(chosen, None)  # refused before data or calls
     pipe = None
@@ -96,13 +119,26 @@ async def _probe(o: ProbeOptions) -> None:
         judge_obj = with_pipeline(base, o.pipeline)
         items = list(task.items)
         preflight(judge_obj, items)
-        typer.echo(f"{task.benchmark.summary()}\nprobing {len(items)} items on {task.criterion!r} with "
-                   f"{lm.spec}: {', '.join(p.name for p in chosen)} "
-                   f"({(2 + len(chosen)) * len(items)} judgments)", err=True)
-        report = await run_probes(judge_obj, items, chosen, criterion=task.criterion, rewriter=rewriter_lm,
-                                  concurrency=o.concurrency, progress=o.progress, alpha=o.alpha,
-                                  tolerance=o.tolerance, n_boot=o.n_boot, seed=o.seed,
-                                  label=o.pipeline or "baseline")
+        typer.echo(
+            f"{task.benchmark.summary()}\nprobing {len(items)} items on {task.criterion!r} with "
+            f"{lm.spec}: {', '.join(p.name for p in chosen)} "
+            f"({(2 + len(chosen)) * len(items)} judgments)",
+            err=True,
+        )
+        report = await run_probes(
+            judge_obj,
+            items,
+            chosen,
+            criterion=task.criterion,
+            rewriter=rewriter_lm,
+            concurrency=o.concurrency,
+            progress=o.progress,
+            alpha=o.alpha,
+            tolerance=o.tolerance,
+            n_boot=o.n_boot,
+            seed=o.seed,
+            label=o.pipeline or "baseline",
+        )
     finally:
         await lm.aclose()
         if rewriter_lm is not None:

@@ -26,11 +26,17 @@ if TYPE_CHECKING:
 # Imported where used: what 'inspect' and 'render' need (the template reader, the judge, the strategies, the
 # data).
 
-ITEM = option("item", "--item",
-              help="with 'render' and -b: the id of the item to render (default: the first)")
+ITEM = option(
+    "item", "--item", help="with 'render' and -b: the id of the item to render (default: the first)"
+)
 
-RENDER_ONLY = {"pipeline": "--pipeline", "benchmark": "-b", "item": "--item", "train": "--train",
-               "backend": "--backend"}
+RENDER_ONLY = {
+    "pipeline": "--pipeline",
+    "benchmark": "-b",
+    "item": "--item",
+    "train": "--train",
+    "backend": "--backend",
+}
 """The options that apply to 'mitigate prompts render' alone, as a refusal names them."""
 
 
@@ -40,41 +46,72 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
 
     COMMAND: ClassVar[str] = "prompts"
 
-    name: Annotated[str | None, argument("name", help="print this built-in prompt's text, 'inspect' or "
-                                                      "'render'")] = None
-    file: Annotated[Path | None,
-                    argument("file", help="with 'inspect': the template file to read; with 'render': a "
-                             "template file or a built-in prompt name")] = None
-    pipeline: Annotated[str | None, PIPELINE,
-                        Override(help="with 'render': the mitigations wrapping the judge "
-                                 "(pipeline text or @file.json)")] = None
-    benchmark: Annotated[str | None, BENCHMARK,
-                         Override(help="with 'render': take the item from this benchmark "
-                                  "(default: an item whose slots show "
-                                  "their names)")] = None
-    criterion: Annotated[Criterion, Override(help="with 'render': the criterion (default: the benchmark's "
-                                                  "first)")] = None
+    name: Annotated[
+        str | None, argument("name", help="print this built-in prompt's text, 'inspect' or 'render'")
+    ] = None
+    file: Annotated[
+        Path | None,
+        argument(
+            "file",
+            help="with 'inspect': the template file to read; with 'render': a "
+            "template file or a built-in prompt name",
+        ),
+    ] = None
+    pipeline: Annotated[
+        str | None,
+        PIPELINE,
+        Override(help="with 'render': the mitigations wrapping the judge (pipeline text or @file.json)"),
+    ] = None
+    benchmark: Annotated[
+        str | None,
+        BENCHMARK,
+        Override(
+            help="with 'render': take the item from this benchmark "
+            "(default: an item whose slots show "
+            "their names)"
+        ),
+    ] = None
+    criterion: Annotated[
+        Criterion, Override(help="with 'render': the criterion (default: the benchmark's first)")
+    ] = None
     item: Annotated[str | None, ITEM] = None
-    train: Annotated[str | None, TRAIN, Override(help="with 'render' and -b: fit the pipeline first, on this "
-                                                      "fraction of the benchmark (split by document, seed 0) "
-                                                      "or on this training benchmark; pipelines that call "
-                                                      "the judge while fitting need --backend")] = None
-    backend: Annotated[str | None, BACKEND,
-                       Override(help="with 'render': the judge backend whose requests are shown "
-                                "(its constraint fields, logprob scoring ...); "
-                                "default: the embedded model's requests, "
-                                "without loading it")] = None
+    train: Annotated[
+        str | None,
+        TRAIN,
+        Override(
+            help="with 'render' and -b: fit the pipeline first, on this "
+            "fraction of the benchmark (split by document, seed 0) "
+            "or on this training benchmark; pipelines that call "
+            "the judge while fitting need --backend"
+        ),
+    ] = None
+    backend: Annotated[
+        str | None,
+        BACKEND,
+        Override(
+            help="with 'render': the judge backend whose requests are shown "
+            "(its constraint fields, logprob scoring ...); "
+            "default: the embedded model's requests, "
+            "without loading it"
+        ),
+    ] = None
     guided: Annotated[Guided | None, GUIDED] = None
     base_url: BaseUrl = None
-    scale: Annotated[Scale,
-                     Override(help="with 'render': answer scale MIN,MAX (default: from the prompt)")] = None
+    scale: Annotated[
+        Scale, Override(help="with 'render': answer scale MIN,MAX (default: from the prompt)")
+    ] = None
 
-    system: Annotated[System,
-                      Override(help="with 'inspect' or 'render': a system message template file")] = None
-    const: Annotated[Const,
-                     Override(help="with 'inspect' or 'render': NAME=VALUE (or NAME=@file) filled into the "
-                              "template once, e.g. a rubric or a Jinja variable; "
-                              "repeat for several")] = None
+    system: Annotated[System, Override(help="with 'inspect' or 'render': a system message template file")] = (
+        None
+    )
+    const: Annotated[
+        Const,
+        Override(
+            help="with 'inspect' or 'render': NAME=VALUE (or NAME=@file) filled into the "
+            "template once, e.g. a rubric or a Jinja variable; "
+            "repeat for several"
+        ),
+    ] = None
 
     def check(self) -> None:
         """A ``--scale`` of MIN,MAX; the render options only with 'render'; ``--item`` and ``--train`` with
@@ -83,11 +120,14 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
         if self.name != "render":
             given = [flag for field, flag in RENDER_ONLY.items() if getattr(self, field) is not None]
             if given:
-                raise ConfigError(f"{', '.join(given)} apply to 'mitigate prompts render'; got them with "
-                                  f"{self.name or 'no subcommand'!r}")
+                raise ConfigError(
+                    f"{', '.join(given)} apply to 'mitigate prompts render'; got them with "
+                    f"{self.name or 'no subcommand'!r}"
+                )
         if (self.item is not None or self.train is not None) and self.benchmark is None:
-            raise ConfigError("--item and --train take their items from a benchmark; expected -b with "
-                              "them; got none")
+            raise ConfigError(
+                "--item and --train take their items from a benchmark; expected -b with them; got none"
+            )
 
 
 @command("prompts", PromptsOptions)
@@ -111,8 +151,9 @@ def inspect_template(file: Path | None, system: Path | None, consts: list[str]) 
     from mitigate.prompt import TemplateHints, describe_template
 
     if file is None or not (file.exists() or file.is_symlink()):
-        raise ConfigError("expected 'mitigate prompts inspect FILE' with an existing template "
-                          f"file; got {file}")
+        raise ConfigError(
+            f"expected 'mitigate prompts inspect FILE' with an existing template file; got {file}"
+        )
     text = read_text_file(file, "FILE")  # a folder, FIFO or device is refused by what it is, never opened
     constants = constants_of(consts)
     sys_text = read_text_file(system, "--system") if system is not None else None
@@ -123,14 +164,18 @@ def inspect_template(file: Path | None, system: Path | None, consts: list[str]) 
 def _template(source: Path | None) -> str:
     """The text of a template file, or of a built-in prompt named by ``source``."""
     if source is None:
-        raise ConfigError("expected 'mitigate prompts render FILE' (a template file) or a built-in prompt "
-                          f"name ({', '.join(list_prompts()[:4])} ...); got none")
+        raise ConfigError(
+            "expected 'mitigate prompts render FILE' (a template file) or a built-in prompt "
+            f"name ({', '.join(list_prompts()[:4])} ...); got none"
+        )
     if source.is_file():
         return read_text_file(source, "FILE")
     if str(source) in list_prompts():
         return prompt_text(str(source))
-    raise ConfigError(f"expected a template file or a built-in prompt name ({', '.join(list_prompts()[:4])} "
-                      f"...); got {str(source)!r}, which is neither")
+    raise ConfigError(
+        f"expected a template file or a built-in prompt name ({', '.join(list_prompts()[:4])} "
+        f"...); got {str(source)!r}, which is neither"
+    )
 
 
 def _train_bench(bench: "Benchmark", train: str, criterion: str) -> tuple["Benchmark", "Benchmark"]:
@@ -143,8 +188,9 @@ def _train_bench(bench: "Benchmark", train: str, criterion: str) -> tuple["Bench
     except ValueError:
         return load(train), bench
     if not 0.0 < fraction < 1.0:
-        raise ConfigError("expected --train as a fraction strictly between 0 and 1 or a benchmark; "
-                          f"got {train!r}")
+        raise ConfigError(
+            f"expected --train as a fraction strictly between 0 and 1 or a benchmark; got {train!r}"
+        )
     return train_test_split(bench, fraction, seed=0, criterion=criterion)
 
 
@@ -156,8 +202,9 @@ def _pick(items: tuple["Item", ...], item_id: str | None, bench: "Benchmark") ->
     for it in bench.items:
         if it.id == item_id:
             return it
-    raise ConfigError(f"expected --item as an item id of {bench.name!r} (e.g. {bench.items[0].id!r}); "
-                      f"got {item_id!r}")
+    raise ConfigError(
+        f"expected --item as an item id of {bench.name!r} (e.g. {bench.items[0].id!r}); got {item_id!r}"
+    )
 
 
 def render_template(o: PromptsOptions) -> str:
@@ -178,26 +225,32 @@ def render_template(o: PromptsOptions) -> str:
         bench = load(o.benchmark)
         crit = crit or (bench.criteria[0] if bench.criteria else None)
     answer = "pairwise" if bench is not None and bench.pairwise else None
-    origin = (template_origin(o.file, o.system, option="FILE") if o.file is not None and o.file.is_file()
-              else f"{o.file} (built-in)")
-    jp = prompt_from_template(text, o, system=system, scale=parse_scale(o.scale), criterion=crit,
-                              answer=answer,
-                       origin=origin)
+    origin = (
+        template_origin(o.file, o.system, option="FILE")
+        if o.file is not None and o.file.is_file()
+        else f"{o.file} (built-in)"
+    )
+    jp = prompt_from_template(
+        text, o, system=system, scale=parse_scale(o.scale), criterion=crit, answer=answer, origin=origin
+    )
     fitting_calls = pipe.tags.needs_fitting and not pipe.is_fitted and pipe.tags.calls_judge_while_fitting
     lm = _backend(o, declared=not fitting_calls or o.backend is None)  # no --backend: refused below
-    config = JudgeConfig(temperature=o.temperature, max_tokens=o.max_tokens,
-                         **scoring_for(o, lm, jp, pipe))  # type: ignore[arg-type]
+    config = JudgeConfig(temperature=o.temperature, max_tokens=o.max_tokens, **scoring_for(o, lm, jp, pipe))  # type: ignore[arg-type]
     base = PromptJudge(jp, lm, config)
     notes: list[str] = []
     test_items: tuple[Item, ...] = bench.items if bench is not None else ()
     train: Benchmark | None = None
     if pipe.tags.needs_fitting and not pipe.is_fitted:
         if o.train is None or bench is None or crit is None:
-            raise ConfigError(f"pipeline {o.pipeline!r} learns from data and must be fitted first; expected "
-                              "-b with --train FRACTION (or --train BENCHMARK); got none")
+            raise ConfigError(
+                f"pipeline {o.pipeline!r} learns from data and must be fitted first; expected "
+                "-b with --train FRACTION (or --train BENCHMARK); got none"
+            )
         if pipe.tags.calls_judge_while_fitting and o.backend is None:
-            raise ConfigError(f"pipeline {o.pipeline!r} calls the judge while fitting; expected --backend to "
-                              "fit it with; got none")
+            raise ConfigError(
+                f"pipeline {o.pipeline!r} calls the judge while fitting; expected --backend to "
+                "fit it with; got none"
+            )
         train, test = _train_bench(bench, o.train, crit)
         test_items = test.items
         notes.append(f"fitted on {len(train)} items of {train.name}")
@@ -223,5 +276,3 @@ def _backend(o: PromptsOptions, *, declared: bool = True) -> "LM":
         kwargs["guided"] = o.guided
     spec = o.backend or DEFAULT_BACKEND
     return declare(spec, **kwargs) if declared else get(spec, **kwargs)
-
-

@@ -61,11 +61,21 @@ def _default(param: Any) -> str:
 
 def _command(name: str, command: VendoredCommand, parent: typer.Context) -> list[str]:
     ctx = typer.Context(command, info_name=name, parent=parent)
-    out = [f"## mitigate {name}", "", _cell(command.help or ""), "",
-           f"Usage: `{' '.join(command.collect_usage_pieces(ctx))}`"
-           .replace("Usage: `", f"Usage: `mitigate {name} "), ""]
-    panels = (command.grouped(ctx, every=True) if isinstance(command, RegisteredNamesHelp)
-              else [("Options", [p for p in command.get_params(ctx) if not getattr(p, "hidden", False)])])
+    out = [
+        f"## mitigate {name}",
+        "",
+        _cell(command.help or ""),
+        "",
+        f"Usage: `{' '.join(command.collect_usage_pieces(ctx))}`".replace(
+            "Usage: `", f"Usage: `mitigate {name} "
+        ),
+        "",
+    ]
+    panels = (
+        command.grouped(ctx, every=True)
+        if isinstance(command, RegisteredNamesHelp)
+        else [("Options", [p for p in command.get_params(ctx) if not getattr(p, "hidden", False)])]
+    )
     for title, params in panels:
         out += [f"### {title}", "", "| option | default | what it does |", "|---|---|---|"]
         for p in params:
@@ -101,8 +111,10 @@ def main(argv: list[str] | None = None) -> int:
     path, text = Path(paths[0]), markdown()
     if check:
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            print(f"{path} is not current; regenerate it: python -m mitigate.cli._reference {path}",
-                  file=sys.stderr)
+            print(
+                f"{path} is not current; regenerate it: python -m mitigate.cli._reference {path}",
+                file=sys.stderr,
+            )
             return 1
         return 0
     write_output(path, text, "the CLI reference")

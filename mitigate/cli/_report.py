@@ -24,10 +24,10 @@ class ReportOptions(CommandOptions):
     COMMAND: ClassVar[str] = "report"
 
     folder: Annotated[Path, argument("folder", help="a folder written by 'mitigate compare'")]
-    html: Annotated[bool,
-                    option("html", "--html",
-                           help="also rebuild report.html (self-contained, with the per-item "
-                           "view)")] = False
+    html: Annotated[
+        bool,
+        option("html", "--html", help="also rebuild report.html (self-contained, with the per-item view)"),
+    ] = False
 
 
 @command("report", ReportOptions)
@@ -35,8 +35,11 @@ def report_cmd(options: ReportOptions) -> None:
     """Re-render report.md and the plots of a comparison from its results.json (--html: report.html too)."""
     folder = options.folder
     if not folder.is_dir():
-        raise ConfigError(f"expected a folder written by 'mitigate compare'; {folder} "
-                          f"{'is a file' if folder.exists() else 'does not exist'}", path=str(folder))
+        raise ConfigError(
+            f"expected a folder written by 'mitigate compare'; {folder} "
+            f"{'is a file' if folder.exists() else 'does not exist'}",
+            path=str(folder),
+        )
     results = folder / "results.json"
     if results.is_file():
         read_text_file(results, "the results.json of the folder")

@@ -34,24 +34,38 @@ DEFAULT_ENGINE = "random"
 """The search engine unless ``--engine`` says (random search over the selectors' draws)."""
 
 ENGINE = option("engine", help=f"search engine: {registered_names('engine')}")
-BUDGET = option("budget",
-                help="distinct LM requests the search may make (cache hits count too, so a rerun retraces "
-                "the same search)", accepts=(Interval(int, 1, None),))
+BUDGET = option(
+    "budget",
+    help="distinct LM requests the search may make (cache hits count too, so a rerun retraces "
+    "the same search)",
+    accepts=(Interval(int, 1, None),),
+)
 K = option("k", "--k", help="demos per set; repeat for several sizes", accepts=(Interval(int, 1, None),))
-SELECTOR = option("selector", "--selector",
-                  help=f"candidate generator: {registered_names('selector')} (fixed needs "
-                  "ids: use the Python API); repeat for several (default: random and stratified)")
-PERTURBED = option("perturbed",
-                   help="also search demos shown under reordered guidelines (Ghazarian et al. 2024)")
+SELECTOR = option(
+    "selector",
+    "--selector",
+    help=f"candidate generator: {registered_names('selector')} (fixed needs "
+    "ids: use the Python API); repeat for several (default: random and stratified)",
+)
+PERTURBED = option(
+    "perturbed", help="also search demos shown under reordered guidelines (Ghazarian et al. 2024)"
+)
 AGREEMENT = option("agreement", help="spearman, kendall, pearson or accuracy (exact match)")
-CONSISTENCY_WEIGHT = option("consistency_weight",
-                            help="lambda: weight of consistency under guideline perturbation",
-                            accepts=(Interval(float, 0.0, None),))
-CONSISTENCY = option("consistency",
-                     help="kappa (chance-corrected; a judge giving one answer to everything cannot "
-                     "win) or raw (the paper's share)")
-BIAS_WEIGHT = option("bias_weight", help="mu: weight of |BiasScore| (needs --likelihood)",
-                     accepts=(Interval(float, 0.0, None),))
+CONSISTENCY_WEIGHT = option(
+    "consistency_weight",
+    help="lambda: weight of consistency under guideline perturbation",
+    accepts=(Interval(float, 0.0, None),),
+)
+CONSISTENCY = option(
+    "consistency",
+    help="kappa (chance-corrected; a judge giving one answer to everything cannot "
+    "win) or raw (the paper's share)",
+)
+BIAS_WEIGHT = option(
+    "bias_weight",
+    help="mu: weight of |BiasScore| (needs --likelihood)",
+    accepts=(Interval(float, 0.0, None),),
+)
 SPLITS = option("splits", help="train,dev,test fractions")
 
 
@@ -76,26 +90,42 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
     consistency_weight: Annotated[float, CONSISTENCY_WEIGHT] = 0.0
     consistency: Annotated[Consistency, CONSISTENCY] = "kappa"
     bias_weight: Annotated[float, BIAS_WEIGHT] = 0.0
-    likelihood: Annotated[str, LIKELIHOOD,
-                          Override(help="backend computing LS for BiasScore")] = DEFAULT_BACKEND
+    likelihood: Annotated[str, LIKELIHOOD, Override(help="backend computing LS for BiasScore")] = (
+        DEFAULT_BACKEND
+    )
     splits: Annotated[str, SPLITS] = "0.5,0.25,0.25"
-    out: Annotated[Path, OUT,
-                   Override(help="where to write the winning pipeline spec (load it with 'mitigate judge "
-                            "--pipeline @<file>')")] = Path("search_pipeline.json")
+    out: Annotated[
+        Path,
+        OUT,
+        Override(
+            help="where to write the winning pipeline spec (load it with 'mitigate judge --pipeline @<file>')"
+        ),
+    ] = Path("search_pipeline.json")
     plot: Annotated[bool, PLOT] = True
-    pipeline: Annotated[str, PIPELINE,
-                        Override(help="mitigations wrapping the judge before demos are searched: "
-                                 "pipeline text or @file.json; the saved spec holds them "
-                                 "followed by the winner")] = "baseline"
+    pipeline: Annotated[
+        str,
+        PIPELINE,
+        Override(
+            help="mitigations wrapping the judge before demos are searched: "
+            "pipeline text or @file.json; the saved spec holds them "
+            "followed by the winner"
+        ),
+    ] = "baseline"
     dry_run: DryRun = False
 
-    criterion: Annotated[Criterion,
-                         Override(help="criterion to optimise (default: the benchmark's first)")] = None
-    limit: Annotated[Limit,
-                     Override(help="use only the first N labelled items, document by document, so each "
-                              "document keeps every system's output (0 = all)")] = 0
-    backend: Annotated[Backend, Override(help="openai:<model>, anthropic:<model>, dspy:<model>, local, "
-                                              "local:<path.gguf>")] = DEFAULT_BACKEND
+    criterion: Annotated[
+        Criterion, Override(help="criterion to optimise (default: the benchmark's first)")
+    ] = None
+    limit: Annotated[
+        Limit,
+        Override(
+            help="use only the first N labelled items, document by document, so each "
+            "document keeps every system's output (0 = all)"
+        ),
+    ] = 0
+    backend: Annotated[
+        Backend, Override(help="openai:<model>, anthropic:<model>, dspy:<model>, local, local:<path.gguf>")
+    ] = DEFAULT_BACKEND
     prompt: Annotated[Prompt, Override(help="judge prompt template file with {{slots}}")] = None
     seed: Annotated[Seed, Override(help="seed of the split, the draws and the bootstrap")] = 0
 
@@ -143,9 +173,11 @@ def _search(o: SearchOptions) -> None:
     judge = before.wrap(base)
     if o.dry_run:
         try:
-            typer.echo(dry_run_text([(o.pipeline, judge)], base, task.items)
-                       + "\n\n(the search adds each candidate demo set to these prompts; no LM "
-                         "call was made)")
+            typer.echo(
+                dry_run_text([(o.pipeline, judge)], base, task.items)
+                + "\n\n(the search adds each candidate demo set to these prompts; no LM "
+                "call was made)"
+            )
         finally:
             run_coroutine(base.lm.aclose(), what="mitigate search --dry-run", instead="lm.aclose()")
         return
@@ -153,26 +185,41 @@ def _search(o: SearchOptions) -> None:
     selectors = [cls(seed=o.seed) if "seed" in cls.model_fields else cls() for cls in classes]
     agreement = o.agreement
     if task.benchmark.pairwise and agreement != "accuracy":  # verdicts against gold preferences: exact match
-        typer.echo("pairwise benchmark: agreement is accuracy against the gold preferences (not "
-                   f"{agreement})",
-                   err=True)
+        typer.echo(
+            f"pairwise benchmark: agreement is accuracy against the gold preferences (not {agreement})",
+            err=True,
+        )
         agreement = "accuracy"
-    objective = Objective(agreement=agreement, consistency_weight=o.consistency_weight,
-                          consistency=o.consistency, bias_weight=o.bias_weight)
+    objective = Objective(
+        agreement=agreement,
+        consistency_weight=o.consistency_weight,
+        consistency=o.consistency,
+        bias_weight=o.bias_weight,
+    )
     templates: list[Any] = [None]
     if o.perturbed:
         templates.append(PerturbedDemosPreset(kind="order", seed=o.seed).build())
     common: dict[str, Any] = {
-        "criterion": task.criterion, "objective": objective, "k": o.k or [2], "budget": o.budget,
-        "splits": o.split_fractions, "cache": o.cache, "concurrency": o.concurrency,
-        "progress": o.progress, "n_boot": o.n_boot, "seed": o.seed,
+        "criterion": task.criterion,
+        "objective": objective,
+        "k": o.k or [2],
+        "budget": o.budget,
+        "splits": o.split_fractions,
+        "cache": o.cache,
+        "concurrency": o.concurrency,
+        "progress": o.progress,
+        "n_boot": o.n_boot,
+        "seed": o.seed,
     }
     if objective.needs_likelihood:
         common["likelihood"] = o.likelihood
     if lookup("engine", o.engine).declared_tags.uses_selectors or o.selector or o.perturbed:
         common.update(selectors=selectors, perturbations=templates)  # an engine that takes none refuses them
-    typer.echo(f"{task.benchmark.summary()}\nsearching demos for {task.criterion!r} on {len(task.items)} "
-               f"labelled items with {base.lm.spec}, engine {o.engine}, budget {o.budget} LM calls", err=True)
+    typer.echo(
+        f"{task.benchmark.summary()}\nsearching demos for {task.criterion!r} on {len(task.items)} "
+        f"labelled items with {base.lm.spec}, engine {o.engine}, budget {o.budget} LM calls",
+        err=True,
+    )
     result = _run(judge, data, o.engine, common)
     typer.echo(result.summary())
     with writing_after_run("the LM cache" if o.cache else None):
@@ -180,18 +227,25 @@ def _search(o: SearchOptions) -> None:
         if result.beats_baseline:
             typer.echo(f"wrote {path} (use it with: mitigate judge --pipeline @{path})", err=True)
         else:
-            typer.echo(f"wrote {path}: {result.verdict()}; it holds the dev winner for inspection, not a "
-                       "recommendation", err=True)
+            typer.echo(
+                f"wrote {path}: {result.verdict()}; it holds the dev winner for inspection, not a "
+                "recommendation",
+                err=True,
+            )
         if o.plot:
             from mitigate.report import plot_search  # only with --plot (matplotlib)
 
-            typer.echo(f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs "
-                       "baseline on test)", err=True)
+            typer.echo(
+                f"wrote {plot_search(result, path.with_suffix('.png'))} (trials on dev; winner vs "
+                "baseline on test)",
+                err=True,
+            )
 
 
 def _run(judge: Any, data: Any, engine: str, common: dict[str, Any]) -> Any:
     """The search, and the judge's backend closed in the same event loop (its HTTP session belongs to that
     loop)."""
+
     async def searched() -> Any:
         try:
             return await asearch(judge, data, engine=engine, **common)

@@ -24,8 +24,12 @@ _ESCAPED = (*FORMULA_START, "'")
 def csv_cell(value: Any) -> Any:
     """``value`` as a CSV cell: a text starting like a formula (or like an escaped one) gets a leading
     apostrophe."""
-    if isinstance(value, str) and (value.startswith(FORMULA_START)
-                                   or value.startswith("'") and value[1:2] != "" and value[1:2] in _ESCAPED):
+    if isinstance(value, str) and (
+        value.startswith(FORMULA_START)
+        or value.startswith("'")
+        and value[1:2] != ""
+        and value[1:2] in _ESCAPED
+    ):
         return "'" + value
     return value
 

@@ -143,8 +143,9 @@ class SourceStatus(BaseModel):
             "missing": f"{total - self.count('present')} of {total} files missing",
             "corrupt": f"{self.count('corrupt')} of {total} files fail their SHA-256 check",
         }[self.state]
-        return (f"{', '.join(self.source.benchmarks):<48} {self.source.name + '/':<24} "
-                f"{self.state:<8} {detail}")
+        return (
+            f"{', '.join(self.source.benchmarks):<48} {self.source.name + '/':<24} {self.state:<8} {detail}"
+        )
 
 
 @functools.cache
@@ -155,8 +156,14 @@ def sources() -> dict[str, Source]:
     for name, spec in raw.items():
         files = tuple(SourceFile(path=p, bytes=n, sha256=h) for p, n, h in spec["files"])
         derived = tuple(DerivedFile.model_validate(d) for d in spec.get("derived", ()))
-        out[name] = Source(name=name, repo=spec["repo"], commit=spec["commit"],
-                           benchmarks=tuple(spec["benchmarks"]), files=files, derived=derived)
+        out[name] = Source(
+            name=name,
+            repo=spec["repo"],
+            commit=spec["commit"],
+            benchmarks=tuple(spec["benchmarks"]),
+            files=files,
+            derived=derived,
+        )
     return out
 
 
@@ -169,8 +176,9 @@ def source_for(name: str) -> Source:
         if name in source.benchmarks:
             return source
     names = [b for s in table.values() for b in s.benchmarks]
-    raise DataError(f"expected a built-in benchmark name, one of {names} (or a folder: {list(table)}); "
-                    f"got {name!r}")
+    raise DataError(
+        f"expected a built-in benchmark name, one of {names} (or a folder: {list(table)}); got {name!r}"
+    )
 
 
 def target_dir(root: str | Path | None = None) -> Path:
@@ -202,9 +210,13 @@ def status(source: Source, root: str | Path | None = None, *, base_url: str | No
     """The state of each of ``source``'s files under the data folder (present, missing or corrupt)."""
     folder = target_dir(root)
     files = tuple(
-        FileStatus(source=source.name, path=f.path, dest=source.dest(folder, f),
-                   url=None if isinstance(f, DerivedFile) else source.url(f, base_url),
-                   state=_state(source.dest(folder, f), f))
+        FileStatus(
+            source=source.name,
+            path=f.path,
+            dest=source.dest(folder, f),
+            url=None if isinstance(f, DerivedFile) else source.url(f, base_url),
+            state=_state(source.dest(folder, f), f),
+        )
         for f in source.all_files()
     )
     return SourceStatus(source=source, root=folder, files=files)
@@ -234,13 +246,20 @@ def fetch(
     source = name if isinstance(name, Source) else source_for(name)
     folder = target_dir(root)
     todo = [f for f in source.files if _state(source.dest(folder, f), f) != "present"]
-    with httpx.Client(follow_redirects=True, max_redirects=10,
-                      timeout=httpx.Timeout(timeout, connect=min(timeout, 20.0))) as client:
+    with httpx.Client(
+        follow_redirects=True, max_redirects=10, timeout=httpx.Timeout(timeout, connect=min(timeout, 20.0))
+    ) as client:
         for index, file in enumerate(todo):
             if on_file is not None:
                 on_file(file.path)
-            _download(client, source.url(file, base_url), source.dest(folder, file), file,
-                      remaining=len(todo) - index - 1, source=source)
+            _download(
+                client,
+                source.url(file, base_url),
+                source.dest(folder, file),
+                file,
+                remaining=len(todo) - index - 1,
+                source=source,
+            )
     for derived in source.derived:
         dest = source.dest(folder, derived)
         if _state(dest, derived) != "present":
@@ -251,12 +270,16 @@ def fetch(
     return status(source, folder, base_url=base_url)
 
 
-def _download(client: httpx.Client, url: str, dest: Path, file: SourceFile, *, remaining: int,
-              source: Source) -> None:
+def _download(
+    client: httpx.Client, url: str, dest: Path, file: SourceFile, *, remaining: int, source: Source
+) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
-    by_hand = (f"download {url} by hand and save it as {dest} (sha256 {file.sha256})"
-               + (f"; {remaining} more file(s) of {source.name} to fetch: 'mitigate data list "
-                  f"{source.benchmarks[0]} --urls' lists each URL and place" if remaining else ""))
+    by_hand = f"download {url} by hand and save it as {dest} (sha256 {file.sha256})" + (
+        f"; {remaining} more file(s) of {source.name} to fetch: 'mitigate data list "
+        f"{source.benchmarks[0]} --urls' lists each URL and place"
+        if remaining
+        else ""
+    )
 
     def refuse(kind: str, why: str) -> DownloadError:
         return DownloadError(f"{why}; nothing was written to {dest}", kind=kind, url=url, dest=str(dest))
@@ -267,8 +290,10 @@ def _download(client: httpx.Client, url: str, dest: Path, file: SourceFile, *, r
         try:
             with client.stream("GET", url) as response:
                 if response.status_code != 200:
-                    raise refuse("http", f"expected HTTP 200 from {url}; got {response.status_code} "
-                                         f"{response.reason_phrase}")
+                    raise refuse(
+                        "http",
+                        f"expected HTTP 200 from {url}; got {response.status_code} {response.reason_phrase}",
+                    )
                 for chunk in response.iter_bytes():
                     received += len(chunk)
                     if received > file.bytes:
@@ -278,16 +303,21 @@ def _download(client: httpx.Client, url: str, dest: Path, file: SourceFile, *, r
         except (httpx.ConnectError, httpx.TimeoutException) as exc:
             host = urllib.parse.urlsplit(url).netloc
             reason = str(exc).strip() or type(exc).__name__
-            raise DownloadError(f"cannot reach {host} ({reason}); {by_hand}", kind="offline", url=url,
-                                dest=str(dest)) from exc
+            raise DownloadError(
+                f"cannot reach {host} ({reason}); {by_hand}", kind="offline", url=url, dest=str(dest)
+            ) from exc
         except httpx.HTTPError as exc:  # the body stopped short of its Content-Length, a bad chunk ...
-            raise refuse("integrity", f"the download of {url} was cut after {received} of {file.bytes} "
-                                      f"bytes ({exc})") from exc
+            raise refuse(
+                "integrity", f"the download of {url} was cut after {received} of {file.bytes} bytes ({exc})"
+            ) from exc
         if received != file.bytes:
             raise refuse("integrity", f"expected {file.bytes} bytes from {url}; got {received}")
         if digest.hexdigest() != file.sha256:
-            raise refuse("integrity", f"expected sha256 {file.sha256} for {url}; got {digest.hexdigest()} "
-                                      "(the file at that address is not the pinned release)")
+            raise refuse(
+                "integrity",
+                f"expected sha256 {file.sha256} for {url}; got {digest.hexdigest()} "
+                "(the file at that address is not the pinned release)",
+            )
 
     # written beside dest and renamed into place only once every check passed; a refusal leaves nothing
     write_output(dest, stream, f"the download of {url} to", binary=True)
@@ -302,8 +332,10 @@ class _PlainUnpickler(pickle.Unpickler):
     """Unpickles built-in containers and scalars only: any class or function reference is refused."""
 
     def find_class(self, module: str, name: str) -> Any:
-        raise DataError(f"expected a pickle of plain dicts, lists, strings and numbers; got a reference to "
-                        f"{module}.{name}")
+        raise DataError(
+            f"expected a pickle of plain dicts, lists, strings and numbers; got a reference to "
+            f"{module}.{name}"
+        )
 
 
 def _summeval_bartscore_rows(pickled: bytes) -> Iterable[dict[str, Any]]:
@@ -312,12 +344,18 @@ def _summeval_bartscore_rows(pickled: bytes) -> Iterable[dict[str, Any]]:
         raise DataError(f"expected BARTScore's SummEval pickle to hold a dict; got {type(data).__name__}")
     for doc_id, doc in data.items():
         for system, summary in doc["sys_summs"].items():
-            yield {"doc_id": doc_id, "model_id": system, "src": doc["src"], "ref_summs": doc["ref_summs"],
-                   "sys_summ": summary["sys_summ"], **{c: summary["scores"][c] for c in CRITERIA}}
+            yield {
+                "doc_id": doc_id,
+                "model_id": system,
+                "src": doc["src"],
+                "ref_summs": doc["ref_summs"],
+                "sys_summ": summary["sys_summ"],
+                **{c: summary["scores"][c] for c in CRITERIA},
+            }
 
 
 CONVERTERS: dict[str, Callable[[bytes], Iterable[dict[str, Any]]]] = {
-    "summeval-bartscore-jsonl": _summeval_bartscore_rows,
+    "summeval-bartscore-jsonl": _summeval_bartscore_rows
 }
 """Derived-file kind -> function turning the source file's bytes into the JSON-lines rows to write."""
 
@@ -329,6 +367,10 @@ def _derive(derived: DerivedFile, origin: Path, dest: Path) -> None:
     text = "".join(json.dumps(row) + "\n" for row in convert(origin.read_bytes())).encode("utf-8")
     got = hashlib.sha256(text).hexdigest()
     if got != derived.sha256:
-        raise DownloadError(f"expected sha256 {derived.sha256} for {dest} made from {origin}; got {got}; "
-                            f"nothing was written to {dest}", kind="integrity", dest=str(dest))
+        raise DownloadError(
+            f"expected sha256 {derived.sha256} for {dest} made from {origin}; got {got}; "
+            f"nothing was written to {dest}",
+            kind="integrity",
+            dest=str(dest),
+        )
     write_output(dest, text, f"the derived file made from {origin} to")

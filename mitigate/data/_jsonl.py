@@ -31,9 +31,20 @@ from mitigate.scale import Scale
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-ROW_KEYS = ("id", "system", "doc_id", "inputs", "output", "output_b", "system_b", "reference", "human",
-            "annotators",
-            "preference", "meta")
+ROW_KEYS = (
+    "id",
+    "system",
+    "doc_id",
+    "inputs",
+    "output",
+    "output_b",
+    "system_b",
+    "reference",
+    "human",
+    "annotators",
+    "preference",
+    "meta",
+)
 """The keys a generic-format row may hold; any other key is an error (it is usually a typo)."""
 
 HEADER_KEYS = ("name", "criteria", "scale", "scales", "description")
@@ -112,8 +123,12 @@ def json_value(line: str, path: Path, number: int, *, error: type[DataError] = D
     try:
         value = json.loads(line)
     except RecursionError:
-        raise error(f"{path}:{number}: expected one JSON value per line nested at most a few hundred levels "
-                    "deep; got one nested too deep to read", path=str(path), line=number) from None
+        raise error(
+            f"{path}:{number}: expected one JSON value per line nested at most a few hundred levels "
+            "deep; got one nested too deep to read",
+            path=str(path),
+            line=number,
+        ) from None
     except json.JSONDecodeError as exc:
         raise error(
             f"{path}:{number}: expected one JSON value per line; got invalid JSON ({exc.msg} at "
@@ -220,8 +235,9 @@ def row_error(path: Path, line: int, message: str, *, error: type[DataError] = D
 def number(value: Any, path: Path, line: int, what: str) -> float:
     """``value`` as a finite float, or a DataError saying ``what`` should have been a number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise row_error(path, line,
-                        f"expected a number for {what}; got {type(value).__name__} {_clip(repr(value))}")
+        raise row_error(
+            path, line, f"expected a number for {what}; got {type(value).__name__} {_clip(repr(value))}"
+        )
     result = float(value)
     if not math.isfinite(result):
         raise row_error(path, line, f"expected a finite number for {what}; got {value!r}")
@@ -270,9 +286,11 @@ def load_jsonl(
     seen_criteria: dict[str, None] = {}
     for line, _, item in rows:
         if item.id in first_line:
-            raise row_error(file, line,
-                            f"expected a unique 'id'; got {item.id!r}, already used on line "
-                            f"{first_line[item.id]}")
+            raise row_error(
+                file,
+                line,
+                f"expected a unique 'id'; got {item.id!r}, already used on line {first_line[item.id]}",
+            )
         first_line[item.id] = line
         note_criteria(item, seen_criteria)
         items.append(item)
@@ -328,8 +346,9 @@ class JsonlRows:
     def item(self, row: Any, line: int) -> Item:
         """One row read again (at ``line``, after the file was iterated once) as its item."""
         if self.common is None:
-            raise DataError(f"{self.path}: expected its rows read once before one is read again",
-                            path=str(self.path))
+            raise DataError(
+                f"{self.path}: expected its rows read once before one is read again", path=str(self.path)
+            )
         return _row_to_item(row, self.path, line, self.common, self.per)
 
     def criteria(self, given: Sequence[str] | None, seen: Mapping[str, None]) -> tuple[str, ...]:
@@ -344,46 +363,56 @@ def _scale_value(value: Any, where: str) -> Scale:
     try:
         if isinstance(value, dict):
             return Scale.model_validate(value)
-        if isinstance(value, (list, tuple)) and len(value) == 2 and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        if (
+            isinstance(value, (list, tuple))
+            and len(value) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+        ):
             return Scale(min=value[0], max=value[1])
         if isinstance(value, Scale):
             return value
     except (ValueError, ScaleError) as exc:
         raise DataError(f"expected a valid scale for {where}; got {_clip(repr(value))}: {exc}") from None
-    raise DataError(f"expected a scale [min, max] or {{\"min\": .., \"max\": ..}} for {where}; got "
-                    f"{_clip(repr(value))}")
+    raise DataError(
+        f'expected a scale [min, max] or {{"min": .., "max": ..}} for {where}; got {_clip(repr(value))}'
+    )
 
 
 def _header(value: Any, path: Path, line: int) -> dict[str, Any]:
     """The checked header ``{"benchmark": {...}}``: name, criteria, scale, scales, description."""
     if not isinstance(value, dict):
-        raise row_error(path, line,
-                        f"expected the header 'benchmark' to be an object; got {type(value).__name__}")
+        raise row_error(
+            path, line, f"expected the header 'benchmark' to be an object; got {type(value).__name__}"
+        )
     unknown = [k for k in value if k not in HEADER_KEYS]
     if unknown:
-        raise row_error(path, line,
-                        f"expected only the header keys {list(HEADER_KEYS)}; got unknown key(s) {unknown}")
+        raise row_error(
+            path, line, f"expected only the header keys {list(HEADER_KEYS)}; got unknown key(s) {unknown}"
+        )
     out: dict[str, Any] = {}
     for key in ("name", "description"):
         if key in value:
             if not isinstance(value[key], str):
-                raise row_error(path, line,
-                                f"expected a string header '{key}'; got {type(value[key]).__name__}")
+                raise row_error(
+                    path, line, f"expected a string header '{key}'; got {type(value[key]).__name__}"
+                )
             out[key] = value[key]
     if "criteria" in value:
         crits = value["criteria"]
         if not isinstance(crits, list) or not all(isinstance(c, str) and c for c in crits):
-            raise row_error(path, line,
-                            f"expected header 'criteria' to be a list of names; got {_clip(repr(crits))}")
+            raise row_error(
+                path, line, f"expected header 'criteria' to be a list of names; got {_clip(repr(crits))}"
+            )
         out["criteria"] = crits
     try:
         if "scale" in value:
             out["scale"] = _scale_value(value["scale"], "the header 'scale'")
         if "scales" in value:
             if not isinstance(value["scales"], dict):
-                raise DataError(f"expected header 'scales' to be an object criterion -> scale; got "
-                                f"{type(value['scales']).__name__}")
+                raise DataError(
+                    f"expected header 'scales' to be an object criterion -> scale; got "
+                    f"{type(value['scales']).__name__}"
+                )
             out["scales"] = {c: _scale_value(v, f"criterion {c!r}") for c, v in value["scales"].items()}
     except DataError as exc:
         raise row_error(path, line, exc.message) from None
@@ -400,8 +429,9 @@ def _scales(header: dict[str, Any], scale: Any, path: Path) -> tuple[Scale, dict
         elif scale is not None:
             common = Scale.of(scale)
     except ScaleError as exc:
-        raise DataError("expected scale=(min, max), a Scale or a mapping criterion -> scale for "
-                        f"{path}; {exc}") from None
+        raise DataError(
+            f"expected scale=(min, max), a Scale or a mapping criterion -> scale for {path}; {exc}"
+        ) from None
     return common, per
 
 
@@ -423,56 +453,84 @@ def _row_to_item(row: Any, path: Path, line: int, common: Scale, per: Mapping[st
         if value is None and key != "output":
             continue
         if not isinstance(value, str):
-            raise row_error(path, line,
-                            f"expected a string for '{key}' in row {item_id!r}; got {type(value).__name__}")
+            raise row_error(
+                path, line, f"expected a string for '{key}' in row {item_id!r}; got {type(value).__name__}"
+            )
         fields[key] = value
     inputs = row.get("inputs", {})
     if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
-        raise row_error(path, line,
-                        f"expected 'inputs' to be an object of named texts in row {item_id!r}; got "
-                        f"{_clip(repr(inputs))}")
+        raise row_error(
+            path,
+            line,
+            f"expected 'inputs' to be an object of named texts in row {item_id!r}; got {_clip(repr(inputs))}",
+        )
     fields["inputs"] = inputs
     human = row.get("human", {})
     if not isinstance(human, dict):
-        raise row_error(path, line,
-                        f"expected 'human' to be an object criterion -> score in row {item_id!r}; got "
-                        f"{type(human).__name__}")
-    fields["human"] = {c: _in_scale(number(v, path, line, f"human score {c!r}"), per.get(c, common), path,
-                                    line, c)
-                       for c, v in human.items()}
+        raise row_error(
+            path,
+            line,
+            f"expected 'human' to be an object criterion -> score in row {item_id!r}; got "
+            f"{type(human).__name__}",
+        )
+    fields["human"] = {
+        c: _in_scale(number(v, path, line, f"human score {c!r}"), per.get(c, common), path, line, c)
+        for c, v in human.items()
+    }
     annotators = row.get("annotators", {})
     if not isinstance(annotators, dict):
-        raise row_error(path, line,
-                        "expected 'annotators' to be an object criterion -> list of scores in row "
-                        f"{item_id!r}; got {type(annotators).__name__}")
+        raise row_error(
+            path,
+            line,
+            "expected 'annotators' to be an object criterion -> list of scores in row "
+            f"{item_id!r}; got {type(annotators).__name__}",
+        )
     parsed: dict[str, tuple[float | None, ...]] = {}
     for criterion, scores in annotators.items():
         if not isinstance(scores, list):
-            raise row_error(path, line,
-                            f"expected a list of scores for annotators {criterion!r}; got "
-                            f"{type(scores).__name__}")
+            raise row_error(
+                path,
+                line,
+                f"expected a list of scores for annotators {criterion!r}; got {type(scores).__name__}",
+            )
         parsed[criterion] = tuple(
-            None if s is None else _in_scale(number(s, path, line, f"annotator score {criterion!r}"),
-                                             per.get(criterion, common), path, line, criterion)
+            None
+            if s is None
+            else _in_scale(
+                number(s, path, line, f"annotator score {criterion!r}"),
+                per.get(criterion, common),
+                path,
+                line,
+                criterion,
+            )
             for s in scores
         )
     fields["annotators"] = parsed
     preference = row.get("preference", {})
     if not isinstance(preference, dict):
-        raise row_error(path, line,
-                        f"expected 'preference' to be an object criterion -> \"A\", \"B\" or \"tie\" in row "
-                        f"{item_id!r}; got {type(preference).__name__}")
+        raise row_error(
+            path,
+            line,
+            f'expected \'preference\' to be an object criterion -> "A", "B" or "tie" in row '
+            f"{item_id!r}; got {type(preference).__name__}",
+        )
     if preference and "output_b" not in fields:
-        raise row_error(path, line,
-                        f"expected an 'output_b' in row {item_id!r}, which has a gold 'preference' "
-                        "(a pairwise item compares output = A with output_b = B); got none")
+        raise row_error(
+            path,
+            line,
+            f"expected an 'output_b' in row {item_id!r}, which has a gold 'preference' "
+            "(a pairwise item compares output = A with output_b = B); got none",
+        )
     prefs: dict[str, str] = {}
     for criterion, value in preference.items():
         gold = PREFERENCES.get(value.lower()) if isinstance(value, str) else None
         if gold is None:
-            raise row_error(path, line,
-                            f"expected the preference for {criterion!r} to be \"A\", \"B\" or \"tie\"; "
-                            f"got {_clip(repr(value))}")
+            raise row_error(
+                path,
+                line,
+                f'expected the preference for {criterion!r} to be "A", "B" or "tie"; '
+                f"got {_clip(repr(value))}",
+            )
         prefs[criterion] = gold
     fields["preference"] = prefs
     meta = row.get("meta", {})
@@ -485,7 +543,8 @@ def _row_to_item(row: Any, path: Path, line: int, common: Scale, per: Mapping[st
 def _in_scale(value: float, scale: Scale, path: Path, line: int, criterion: str) -> float:
     if not scale.contains(value):
         raise row_error(
-            path, line,
+            path,
+            line,
             f"expected {criterion!r} scores within the human scale {scale.describe()} (declare the scale in "
             f"the header line or pass scale= to load_jsonl for another); got {value:g}",
         )
@@ -518,8 +577,11 @@ def item_to_row(item: Item) -> dict[str, Any]:
 def header_row(benchmark: Benchmark) -> dict[str, Any]:
     """The header line ``{"benchmark": {...}}`` that lets :func:`load_jsonl` restore name, criteria and
     scales."""
-    head: dict[str, Any] = {"name": benchmark.name, "criteria": list(benchmark.criteria),
-                            "scale": benchmark.scale.model_dump(mode="json")}
+    head: dict[str, Any] = {
+        "name": benchmark.name,
+        "criteria": list(benchmark.criteria),
+        "scale": benchmark.scale.model_dump(mode="json"),
+    }
     if benchmark.scales:
         head["scales"] = {c: s.model_dump(mode="json") for c, s in benchmark.scales.items()}
     if benchmark.description:

@@ -55,8 +55,10 @@ JUDGE_TEMPLATES: dict[str, tuple[str, str | None]] = {
 _HINT = "JudgeBench comes from github.com/ScalerLab/JudgeBench (folders data/, outputs/ and utils/templates/)"
 _LABEL: dict[str, Literal["A", "B", "tie"]] = {"A>B": "A", "B>A": "B", "A=B": "tie"}
 _FLIP: dict[str, Literal["A", "B", "tie"]] = {"A": "B", "B": "A", "tie": "tie"}
-_OUT_NAME = re.compile(r"dataset=judgebench,response_model=(?P<rm>[^,]+),judge_name=(?P<jn>[^,]+),"
-                       r"judge_model=(?P<jm>.+)\.jsonl$")
+_OUT_NAME = re.compile(
+    r"dataset=judgebench,response_model=(?P<rm>[^,]+),judge_name=(?P<jn>[^,]+),"
+    r"judge_model=(?P<jm>.+)\.jsonl$"
+)
 _DATA_NAME = re.compile(r"dataset=judgebench,response_model=(?P<rm>.+)\.jsonl$")
 
 
@@ -78,15 +80,16 @@ def category(source: str) -> str:
 def _repo(path: str | Path) -> Path:
     p = Path(path)
     if not (p / "data").is_dir():
-        raise DataError("expected a JudgeBench repository folder with data/ (and outputs/); got "
-                        f"{p}. {_HINT}")
+        raise DataError(
+            f"expected a JudgeBench repository folder with data/ (and outputs/); got {p}. {_HINT}"
+        )
     return p
 
 
 def _gold(value: Any, path: Path, line: int) -> Literal["A", "B"]:
     got = _LABEL.get(value) if isinstance(value, str) else None
     if got not in ("A", "B"):
-        raise DataError(f"{path}:{line}: expected 'label' \"A>B\" or \"B>A\"; got {value!r}", path=str(path))
+        raise DataError(f'{path}:{line}: expected \'label\' "A>B" or "B>A"; got {value!r}', path=str(path))
     return got
 
 
@@ -96,14 +99,25 @@ def _item(row: Any, path: Path, line: int) -> Item:
     keys = ("pair_id", "question", "response_A", "response_B", "source")
     bad = [k for k in keys if not isinstance(row.get(k), str) or (k == "pair_id" and not row.get(k))]
     if bad:
-        raise DataError(f"{path}:{line}: expected strings {list(keys)}; {bad} are missing or not strings",
-                        path=str(path))
+        raise DataError(
+            f"{path}:{line}: expected strings {list(keys)}; {bad} are missing or not strings", path=str(path)
+        )
     model = str(row.get("response_model") or "")
-    return Item(id=row["pair_id"], doc_id=row["pair_id"], inputs={"question": row["question"]},
-                output=row["response_A"], output_b=row["response_B"], system=model or None,
-                system_b=model or None, preference={RELEASE_CRITERION: _gold(row.get("label"), path, line)},
-                meta={"source": row["source"], "category": category(row["source"]),
-                      "original_id": str(row.get("original_id", ""))})
+    return Item(
+        id=row["pair_id"],
+        doc_id=row["pair_id"],
+        inputs={"question": row["question"]},
+        output=row["response_A"],
+        output_b=row["response_B"],
+        system=model or None,
+        system_b=model or None,
+        preference={RELEASE_CRITERION: _gold(row.get("label"), path, line)},
+        meta={
+            "source": row["source"],
+            "category": category(row["source"]),
+            "original_id": str(row.get("original_id", "")),
+        },
+    )
 
 
 def load_judgebench(path: str | Path, *, response_model: str | None = None) -> Benchmark:
@@ -117,11 +131,15 @@ def load_judgebench(path: str | Path, *, response_model: str | None = None) -> B
     if p.is_file():
         m = _DATA_NAME.search(p.name)
         if m is None or p.parent.name != "data":
-            raise DataError("expected a JudgeBench folder or a data file "
-                            f"data/dataset=judgebench,response_model=<model>.jsonl; got {p}")
+            raise DataError(
+                "expected a JudgeBench folder or a data file "
+                f"data/dataset=judgebench,response_model=<model>.jsonl; got {p}"
+            )
         if response_model not in (None, m.group("rm")):
-            raise DataError(f"expected response_model {m.group('rm')!r} for the data file {p.name}; got "
-                            f"{response_model!r}")
+            raise DataError(
+                f"expected response_model {m.group('rm')!r} for the data file {p.name}; got "
+                f"{response_model!r}"
+            )
         path, response_model = p.parent.parent, m.group("rm")
     repo = _repo(path)
     files = sorted(repo.glob("data/dataset=judgebench,response_model=*.jsonl"))
@@ -140,9 +158,12 @@ def load_judgebench(path: str | Path, *, response_model: str | None = None) -> B
                 raise DataError(f"{file}:{line}: pair_id {item.id!r} appears twice", path=str(file))
             items[item.id] = item
     name = "judgebench" if response_model is None else f"judgebench:{response_model}"
-    return Benchmark(name=name, items=tuple(items.values()), criteria=(RELEASE_CRITERION,),
-                     description="JudgeBench response pairs; gold = the objectively correct "
-                                 "response; no ties")
+    return Benchmark(
+        name=name,
+        items=tuple(items.values()),
+        criteria=(RELEASE_CRITERION,),
+        description="JudgeBench response pairs; gold = the objectively correct response; no ties",
+    )
 
 
 def _template(repo: Path, judge_name: str) -> TemplateSource | list[str]:
@@ -160,10 +181,14 @@ def _template(repo: Path, judge_name: str) -> TemplateSource | list[str]:
     if missing:
         return missing
     system_text = (folder / f"{system}.jinja2").read_text(encoding="utf-8") if system else None
-    return TemplateSource(key=f"judgebench:{judge_name}",
-                          text=(folder / f"{user}.jinja2").read_text(encoding="utf-8"),
-                          system=system_text, answer="pairwise", labels=("A", "B"),
-                          path=f"utils/templates/{user}.jinja2")
+    return TemplateSource(
+        key=f"judgebench:{judge_name}",
+        text=(folder / f"{user}.jinja2").read_text(encoding="utf-8"),
+        system=system_text,
+        answer="pairwise",
+        labels=("A", "B"),
+        path=f"utils/templates/{user}.jinja2",
+    )
 
 
 def _decision(value: Any, where: str) -> Literal["A", "B", "tie"] | None:
@@ -171,7 +196,7 @@ def _decision(value: Any, where: str) -> Literal["A", "B", "tie"] | None:
         return None
     got = _LABEL.get(value) if isinstance(value, str) else None
     if got is None:
-        raise DataError(f"{where}: expected a decision \"A>B\", \"B>A\", \"A=B\" or null; got {value!r}")
+        raise DataError(f'{where}: expected a decision "A>B", "B>A", "A=B" or null; got {value!r}')
     return got
 
 
@@ -179,19 +204,25 @@ def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: i
     judgments = row.get("judgments")
     where = f"{file}:{line}"
     if not isinstance(judgments, list) or not 1 <= len(judgments) <= 2:
-        raise DataError(f"{where}: expected 'judgments': one or two entries (as given, then swapped); got "
-                        f"{str(judgments)[:60]!r}", path=str(file))
+        raise DataError(
+            f"{where}: expected 'judgments': one or two entries (as given, then swapped); got "
+            f"{str(judgments)[:60]!r}",
+            path=str(file),
+        )
     out = []
     orders: tuple[Literal["original", "swapped"], ...] = ("original", "swapped")
     for order, entry in zip(orders, judgments, strict=False):
         if entry is None:  # the release recorded no judgment at all for this order
-            out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order, raw="",
-                                      template=template,
-                                      line=line))
+            out.append(
+                ReleasedAnswer(
+                    item_id=row["pair_id"], judge=judge, order=order, raw="", template=template, line=line
+                )
+            )
             continue
         if not isinstance(entry, dict):
-            raise DataError(f"{where}: expected a judgment object; got {type(entry).__name__}",
-                            path=str(file))
+            raise DataError(
+                f"{where}: expected a judgment object; got {type(entry).__name__}", path=str(file)
+            )
         decision = _decision(entry.get("decision"), where)
         if order == "swapped" and decision is not None:
             decision = _FLIP[decision]
@@ -203,9 +234,18 @@ def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: i
         if isinstance(scores, list) and len(scores) == 2 and all(isinstance(s, int | float) for s in scores):
             first, second = float(scores[0]), float(scores[1])
             pair = (first, second) if order == "original" else (second, first)
-        out.append(ReleasedAnswer(item_id=row["pair_id"], judge=judge, order=order,
-                                  raw=raw if isinstance(raw, str) else "", scores=pair, template=template,
-                                  release_verdict=decision, line=line))
+        out.append(
+            ReleasedAnswer(
+                item_id=row["pair_id"],
+                judge=judge,
+                order=order,
+                raw=raw if isinstance(raw, str) else "",
+                scores=pair,
+                template=template,
+                release_verdict=decision,
+                line=line,
+            )
+        )
     return out
 
 
@@ -234,19 +274,29 @@ def read_judgebench(path: str | Path, *, judges: str | None = None) -> PairwiseR
         templates.setdefault(src.key, src)
         for line, row in read_json_lines(file):
             if not isinstance(row, dict) or row.get("pair_id") not in known:
-                raise DataError(f"{file}:{line}: expected a pair of the data files (a known pair_id); got "
-                                f"{str(row.get('pair_id') if isinstance(row, dict) else row)[:60]!r}",
-                                path=str(file))
+                raise DataError(
+                    f"{file}:{line}: expected a pair of the data files (a known pair_id); got "
+                    f"{str(row.get('pair_id') if isinstance(row, dict) else row)[:60]!r}",
+                    path=str(file),
+                )
             answers += _answers(row, judge, src.key, file, line)
         info[judge] = {"model": m.group("jm"), "strategy": m.group("jn"), "response_model": m.group("rm")}
-    release = PairwiseRelease(source=f"judgebench:{path}", benchmark=bench, answers=tuple(answers),
-                              templates=templates, judges=tuple(info), judge_info=info).select(judges)
+    release = PairwiseRelease(
+        source=f"judgebench:{path}",
+        benchmark=bench,
+        answers=tuple(answers),
+        templates=templates,
+        judges=tuple(info),
+        judge_info=info,
+    ).select(judges)
     lacking = [j for j in release.judges if j in missing]
     if lacking:
         files = sorted({f for j in lacking for f in missing[j]})
-        raise DataError(f"expected the prompt templates the answers of {lacking[0]}"
-                        f"{f' (and {len(lacking) - 1} more judges)' if len(lacking) > 1 else ''} are read "
-                        f"with; {repo} lacks {', '.join(files)} (a copy without utils/templates/; {_HINT})",
-                        path=str(repo))
+        raise DataError(
+            f"expected the prompt templates the answers of {lacking[0]}"
+            f"{f' (and {len(lacking) - 1} more judges)' if len(lacking) > 1 else ''} are read "
+            f"with; {repo} lacks {', '.join(files)} (a copy without utils/templates/; {_HINT})",
+            path=str(repo),
+        )
     used = {a.template for a in release.answers}
     return release.model_copy(update={"templates": {k: v for k, v in release.templates.items() if k in used}})

@@ -41,8 +41,16 @@ from mitigate.scale import Scale
 PREFERENCE_VALUE = {"A": 1.0, "B": 0.0, "tie": 0.5}
 """A gold preference as a number: the share of the first text's (``output``'s) win."""
 
-_PREFERENCE_TEXT = {"a": "A", "b": "B", "tie": "tie", "1": "A", "1.0": "A", "0": "B", "0.0": "B",
-                    "0.5": "tie"}
+_PREFERENCE_TEXT = {
+    "a": "A",
+    "b": "B",
+    "tie": "tie",
+    "1": "A",
+    "1.0": "A",
+    "0": "B",
+    "0.0": "B",
+    "0.5": "tie",
+}
 
 
 def label_value(item: Item, criterion: str) -> float | None:
@@ -77,49 +85,63 @@ def _rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
         out = []
         try:
             if reader.fieldnames is None or "id" not in reader.fieldnames or "label" not in reader.fieldnames:
-                raise row_error(file, 1,
-                                "expected a header with the columns 'id' and 'label' (and optionally "
-                                f"'weight'); got {str(reader.fieldnames)[:200]}")
+                raise row_error(
+                    file,
+                    1,
+                    "expected a header with the columns 'id' and 'label' (and optionally "
+                    f"'weight'); got {str(reader.fieldnames)[:200]}",
+                )
             for row in reader:
                 out.append((reader.line_num, {k: v for k, v in row.items() if k is not None}))
         except csv.Error as exc:
-            raise row_error(file, reader.line_num + 1,
-                            f"expected CSV rows; got a row the csv reader refuses ({exc})") from None
+            raise row_error(
+                file, reader.line_num + 1, f"expected CSV rows; got a row the csv reader refuses ({exc})"
+            ) from None
         return out
     rows = []
     for line, row in read_json_lines(file):
         if not isinstance(row, dict):
-            raise row_error(file, line,
-                            f"expected a JSON object with 'id' and 'label'; got {type(row).__name__}")
+            raise row_error(
+                file, line, f"expected a JSON object with 'id' and 'label'; got {type(row).__name__}"
+            )
         rows.append((line, row))
     return rows
 
 
-def _label(value: Any, scale: Scale, pairwise: bool, file: Path, line: int,
-           criterion: str) -> float | str | None:
+def _label(
+    value: Any, scale: Scale, pairwise: bool, file: Path, line: int, criterion: str
+) -> float | str | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if pairwise:
-        key = (f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool)
-               else str(value))
+        key = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
         gold = _PREFERENCE_TEXT.get(key.strip().lower())
         if gold is None:
-            raise row_error(file, line,
-                            f"expected a pairwise label of A, B or tie (or 1, 0, 0.5) on {criterion!r}; "
-                            f"got {value!r}")
+            raise row_error(
+                file,
+                line,
+                f"expected a pairwise label of A, B or tie (or 1, 0, 0.5) on {criterion!r}; got {value!r}",
+            )
         return gold
     if isinstance(value, bool):
-        raise row_error(file, line,
-                        f"expected a number on {criterion!r}'s scale {scale.describe()}; got {value!r}")
+        raise row_error(
+            file, line, f"expected a number on {criterion!r}'s scale {scale.describe()}; got {value!r}"
+        )
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise row_error(file, line, f"expected a number on {criterion!r}'s scale {scale.describe()}; got "
-                                    f"{str(value)[:60]!r}") from None
+        raise row_error(
+            file,
+            line,
+            f"expected a number on {criterion!r}'s scale {scale.describe()}; got {str(value)[:60]!r}",
+        ) from None
     if not math.isfinite(number) or not scale.contains(number):
-        raise row_error(file, line,
-                        f"expected a label on {criterion!r}'s scale {scale.describe()}; got {number:g} "
-                        "(labels on another scale cannot be mixed with the benchmark's)")
+        raise row_error(
+            file,
+            line,
+            f"expected a label on {criterion!r}'s scale {scale.describe()}; got {number:g} "
+            "(labels on another scale cannot be mixed with the benchmark's)",
+        )
     return number
 
 
@@ -131,15 +153,20 @@ def _weight(value: Any, file: Path, line: int) -> float | None:
     except (TypeError, ValueError):
         number = math.nan
     if not math.isfinite(number) or number < 1 - 1e-9:
-        raise row_error(file, line, f"expected 'weight' to be a number >= 1 (the inverse of an inclusion "
-                                    f"probability); got {str(value)[:60]!r}")
+        raise row_error(
+            file,
+            line,
+            f"expected 'weight' to be a number >= 1 (the inverse of an inclusion "
+            f"probability); got {str(value)[:60]!r}",
+        )
     return number
 
 
 def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: bool = False) -> LabelFile:
     """Read a labels file (see the module docstring); DataError ``file:line:`` for a bad row."""
-    file = check_input_file(Path(path), "a labels file (CSV with id,label[,weight] or JSON lines)",
-                            error=DataError)
+    file = check_input_file(
+        Path(path), "a labels file (CSV with id,label[,weight] or JSON lines)", error=DataError
+    )
     labels: dict[str, float | str] = {}
     weights: dict[str, float] = {}
     seen: dict[str, int] = {}
@@ -151,8 +178,9 @@ def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: boo
         if not isinstance(item_id, str) or not item_id:
             raise row_error(file, line, f"expected a non-empty 'id'; got {item_id!r}")
         if item_id in seen:
-            raise row_error(file, line,
-                            f"expected each item once; got {item_id!r} again (first on line {seen[item_id]})")
+            raise row_error(
+                file, line, f"expected each item once; got {item_id!r} again (first on line {seen[item_id]})"
+            )
         seen[item_id] = line
         label = _label(row.get("label"), scale, pairwise, file, line, criterion)
         weight = _weight(row.get("weight"), file, line)
@@ -163,19 +191,24 @@ def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: boo
         if label is not None:
             labels[item_id] = label
     if weights and unlabelled_selected:
-        raise DataError(f"{file}: {len(unlabelled_selected)} of {len(weights)} selected items have no label "
-                        f"(first {unlabelled_selected[0]!r}); expected every selected item labelled, since "
-                        "an unlabelled one would bias the weighted estimate", path=str(file))
+        raise DataError(
+            f"{file}: {len(unlabelled_selected)} of {len(weights)} selected items have no label "
+            f"(first {unlabelled_selected[0]!r}); expected every selected item labelled, since "
+            "an unlabelled one would bias the weighted estimate",
+            path=str(file),
+        )
     if weights and len(weights) != len(seen):
         missing = next(i for i in seen if i not in weights)
-        raise DataError(f"{file}: expected a weight on every row of a selection file; item "
-                        f"{missing!r} has none",
-                        path=str(file))
+        raise DataError(
+            f"{file}: expected a weight on every row of a selection file; item {missing!r} has none",
+            path=str(file),
+        )
     return LabelFile(path=str(file), labels=labels, weights=weights)
 
 
-def apply_labels(bench: Benchmark, criterion: str, labels: Mapping[str, float | str], *,
-                 source: str | None = None) -> Benchmark:
+def apply_labels(
+    bench: Benchmark, criterion: str, labels: Mapping[str, float | str], *, source: str | None = None
+) -> Benchmark:
     """``bench`` with ``labels`` (item id -> label) added on ``criterion``.
 
     DataError for an id the benchmark lacks, or a label that contradicts one the item already has;
@@ -184,8 +217,11 @@ def apply_labels(bench: Benchmark, criterion: str, labels: Mapping[str, float | 
     by_id = {it.id: it for it in bench.items}
     unknown = [i for i in labels if i not in by_id]
     if unknown:
-        raise DataError(f"{source + ': ' if source else ''}expected labels for items of {bench.name!r}; "
-                        f"{len(unknown)} ids are not in it (first {unknown[0]!r})", path=source)
+        raise DataError(
+            f"{source + ': ' if source else ''}expected labels for items of {bench.name!r}; "
+            f"{len(unknown)} ids are not in it (first {unknown[0]!r})",
+            path=source,
+        )
     items = []
     for it in bench.items:
         if it.id not in labels:
@@ -195,14 +231,20 @@ def apply_labels(bench: Benchmark, criterion: str, labels: Mapping[str, float | 
         if it.pairwise:
             old = it.preference.get(criterion)
             if old is not None and old != new:
-                raise DataError(f"item {it.id!r} already has the preference {old!r} on {criterion!r}; the "
-                                f"labels file says {new!r}", item_id=it.id)
+                raise DataError(
+                    f"item {it.id!r} already has the preference {old!r} on {criterion!r}; the "
+                    f"labels file says {new!r}",
+                    item_id=it.id,
+                )
             items.append(it.model_copy(update={"preference": {**it.preference, criterion: new}}))
         else:
             old_score = it.human.get(criterion)
             if old_score is not None and math.isfinite(old_score) and abs(old_score - float(new)) > 1e-9:
-                raise DataError(f"item {it.id!r} already has the label {old_score:g} on {criterion!r}; the "
-                                f"labels file says {float(new):g}", item_id=it.id)
+                raise DataError(
+                    f"item {it.id!r} already has the label {old_score:g} on {criterion!r}; the "
+                    f"labels file says {float(new):g}",
+                    item_id=it.id,
+                )
             items.append(it.model_copy(update={"human": {**it.human, criterion: float(new)}}))
     return bench.model_copy(update={"items": tuple(items)})
 
@@ -241,8 +283,9 @@ def add_label_files(bench: Benchmark, criterion: str, paths: Sequence[str | Path
         if found.weighted:
             again = next((i for i in found.weights if i in weights), None)
             if again is not None:
-                raise DataError(f"item {again!r} is in two selection files; expected each selected item "
-                                "in one round")
+                raise DataError(
+                    f"item {again!r} is in two selection files; expected each selected item in one round"
+                )
             number = max(rounds.values(), default=0) + 1
             weights.update(found.weights)
             rounds.update(dict.fromkeys(found.weights, number))
@@ -251,16 +294,26 @@ def add_label_files(bench: Benchmark, criterion: str, paths: Sequence[str | Path
 
 def _without_label(item: Item, criterion: str) -> Item:
     if item.pairwise:
-        return item.model_copy(update={"preference": {k: v for k, v in item.preference.items()
-                                                      if k != criterion}})
-    return item.model_copy(update={"human": {k: v for k, v in item.human.items() if k != criterion},
-                                   "annotators": {k: v for k, v in item.annotators.items()
-                                                  if k != criterion}})
+        return item.model_copy(
+            update={"preference": {k: v for k, v in item.preference.items() if k != criterion}}
+        )
+    return item.model_copy(
+        update={
+            "human": {k: v for k, v in item.human.items() if k != criterion},
+            "annotators": {k: v for k, v in item.annotators.items() if k != criterion},
+        }
+    )
 
 
-def hide_labels(bench: Benchmark, criterion: str, *, per_group: int | None = None,
-                fraction: float | None = None, seed: int = 0,
-                group: Callable[[Item], str] | None = None) -> tuple[Benchmark, dict[str, float]]:
+def hide_labels(
+    bench: Benchmark,
+    criterion: str,
+    *,
+    per_group: int | None = None,
+    fraction: float | None = None,
+    seed: int = 0,
+    group: Callable[[Item], str] | None = None,
+) -> tuple[Benchmark, dict[str, float]]:
     """Keep a seeded random draw of the labels on ``criterion`` and hide the rest.
 
     Exactly one of ``per_group`` (labels kept per group, all when a group has fewer) and
@@ -270,10 +323,13 @@ def hide_labels(bench: Benchmark, criterion: str, *, per_group: int | None = Non
     :func:`label_value`): the truth an experiment compares with.
     """
     if (per_group is None) == (fraction is None):
-        raise ConfigError("expected exactly one of per_group (labels kept per group) and fraction (share "
-                          f"kept); got per_group={per_group!r}, fraction={fraction!r}")
-    if per_group is not None and (isinstance(per_group, bool) or not isinstance(per_group, int)
-                                  or per_group < 0):
+        raise ConfigError(
+            "expected exactly one of per_group (labels kept per group) and fraction (share "
+            f"kept); got per_group={per_group!r}, fraction={fraction!r}"
+        )
+    if per_group is not None and (
+        isinstance(per_group, bool) or not isinstance(per_group, int) or per_group < 0
+    ):
         raise ConfigError(f"The 'per_group' parameter must be an int >= 0. Got {per_group!r} instead.")
     if fraction is not None and not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
         raise ConfigError(f"The 'fraction' parameter must be a float in (0, 1]. Got {fraction!r} instead.")
@@ -289,9 +345,9 @@ def hide_labels(bench: Benchmark, criterion: str, *, per_group: int | None = Non
     keep: set[str] = set()
     for name in sorted(groups):
         ids = groups[name]
-        count = per_group if per_group is not None else max(1,
-                                                            round(len(ids) * float(fraction)))  # type: ignore[arg-type]
+        count = per_group if per_group is not None else max(1, round(len(ids) * float(fraction)))  # type: ignore[arg-type]
         keep.update(rng.sample(ids, min(count, len(ids))))
-    items = tuple(it if it.id in keep or it.id not in truth else _without_label(it, criterion)
-                  for it in bench.items)
+    items = tuple(
+        it if it.id in keep or it.id not in truth else _without_label(it, criterion) for it in bench.items
+    )
     return bench.model_copy(update={"items": items}), truth

@@ -47,8 +47,13 @@ from mitigate.data._released_pairwise import (
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import DataError
 
-LLMBAR_SETS = ("LLMBar/Natural", "LLMBar/Adversarial/Neighbor", "LLMBar/Adversarial/GPTInst",
-               "LLMBar/Adversarial/GPTOut", "LLMBar/Adversarial/Manual")
+LLMBAR_SETS = (
+    "LLMBar/Natural",
+    "LLMBar/Adversarial/Neighbor",
+    "LLMBar/Adversarial/GPTInst",
+    "LLMBar/Adversarial/GPTOut",
+    "LLMBar/Adversarial/Manual",
+)
 """The five sets of LLMBar proper (100 + 134 + 92 + 47 + 46 = 419 instances): the default of the loaders."""
 
 _HINT = "LLMBar comes from github.com/princeton-nlp/LLMBar (folders Dataset/ and LLMEvaluator/)"
@@ -60,8 +65,10 @@ def _layout(path: str | Path) -> tuple[Path, Path | None, list[str]]:
     at)."""
     p = Path(path)
     if not p.exists():
-        raise DataError(f"expected an LLMBar folder (the repository, its Dataset/ or one set); {p} does not "
-                        f"exist. {_HINT}")
+        raise DataError(
+            f"expected an LLMBar folder (the repository, its Dataset/ or one set); {p} does not "
+            f"exist. {_HINT}"
+        )
     if (p / "dataset.json").is_file():  # one set: find the Dataset folder above it
         for parent in p.resolve().parents:
             if parent.name == "Dataset":
@@ -70,11 +77,15 @@ def _layout(path: str | Path) -> tuple[Path, Path | None, list[str]]:
         return p.parent, None, [p.name]
     dataset = p / "Dataset" if (p / "Dataset").is_dir() else p
     repo = dataset.parent if dataset.name == "Dataset" else None
-    found = sorted(f.parent.relative_to(dataset).as_posix() for f in dataset.rglob("dataset.json")
-                   if "evaluators" not in f.relative_to(dataset).parts)
+    found = sorted(
+        f.parent.relative_to(dataset).as_posix()
+        for f in dataset.rglob("dataset.json")
+        if "evaluators" not in f.relative_to(dataset).parts
+    )
     if not found:
-        raise DataError(f"expected LLMBar sets (folders holding dataset.json) under {dataset}; found "
-                        f"none. {_HINT}")
+        raise DataError(
+            f"expected LLMBar sets (folders holding dataset.json) under {dataset}; found none. {_HINT}"
+        )
     return dataset, repo, found
 
 
@@ -101,27 +112,35 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: expected JSON; got a syntax error at line {exc.lineno}: {exc.msg}",
-                        path=str(path)) from None
+        raise DataError(
+            f"{path}: expected JSON; got a syntax error at line {exc.lineno}: {exc.msg}", path=str(path)
+        ) from None
     except OSError as exc:
         raise DataError(f"{path}: expected a readable file; got {exc.strerror}", path=str(path)) from None
 
 
 def _instance(row: Any, path: Path, index: int) -> tuple[str, str, str, Literal["A", "B"]]:
     if not isinstance(row, dict):
-        raise DataError(f"{path}: instance {index}: expected an object with input, output_1, output_2 and "
-                        f"label; got {type(row).__name__}", path=str(path))
+        raise DataError(
+            f"{path}: instance {index}: expected an object with input, output_1, output_2 and "
+            f"label; got {type(row).__name__}",
+            path=str(path),
+        )
     texts = [row.get(k) for k in ("input", "output_1", "output_2")]
     if not all(isinstance(t, str) for t in texts):
-        bad = [k for k, t in zip(("input", "output_1", "output_2"), texts, strict=True)
-               if not isinstance(t, str)]
-        raise DataError(f"{path}: instance {index}: expected strings 'input', 'output_1' and 'output_2'; "
-                        f"{bad} are not", path=str(path))
+        bad = [
+            k for k, t in zip(("input", "output_1", "output_2"), texts, strict=True) if not isinstance(t, str)
+        ]
+        raise DataError(
+            f"{path}: instance {index}: expected strings 'input', 'output_1' and 'output_2'; {bad} are not",
+            path=str(path),
+        )
     label = row.get("label")
     gold = _WINNER.get(label) if isinstance(label, int | str) and not isinstance(label, bool) else None
     if gold is None:
-        raise DataError(f"{path}: instance {index}: expected 'label' 1 or 2; got {row.get('label')!r}",
-                        path=str(path))
+        raise DataError(
+            f"{path}: instance {index}: expected 'label' 1 or 2; got {row.get('label')!r}", path=str(path)
+        )
     return texts[0], texts[1], texts[2], gold  # type: ignore[return-value]
 
 
@@ -129,15 +148,24 @@ def _set_items(dataset: Path, name: str) -> list[Item]:
     path = dataset / name / "dataset.json"
     rows = _read_json(path)
     if not isinstance(rows, list) or not rows:
-        raise DataError(f"{path}: expected a non-empty JSON list of instances; got {type(rows).__name__}",
-                        path=str(path))
+        raise DataError(
+            f"{path}: expected a non-empty JSON list of instances; got {type(rows).__name__}", path=str(path)
+        )
     items = []
     for index, row in enumerate(rows):
         instruction, out_1, out_2, gold = _instance(row, path, index)
         item_id = f"{name}/{index}"
-        items.append(Item(id=item_id, doc_id=item_id, inputs={"input": instruction}, output=out_1,
-                          output_b=out_2,
-                          preference={RELEASE_CRITERION: gold}, meta={"set": name, "index": index}))
+        items.append(
+            Item(
+                id=item_id,
+                doc_id=item_id,
+                inputs={"input": instruction},
+                output=out_1,
+                output_b=out_2,
+                preference={RELEASE_CRITERION: gold},
+                meta={"set": name, "index": index},
+            )
+        )
     return items
 
 
@@ -152,9 +180,13 @@ def load_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None) ->
     chosen = _choose_sets(found, sets)
     items = [it for name in chosen for it in _set_items(dataset, name)]
     label = "llmbar" if chosen == [s for s in LLMBAR_SETS if s in found] else "llmbar:" + ",".join(chosen)
-    return Benchmark(name=label, items=tuple(items), criteria=(RELEASE_CRITERION,),
-                     description=f"LLMBar pairwise instances ({', '.join(chosen)}); gold = the objectively "
-                                 "better output (label 1 -> A, 2 -> B); no ties")
+    return Benchmark(
+        name=label,
+        items=tuple(items),
+        criteria=(RELEASE_CRITERION,),
+        description=f"LLMBar pairwise instances ({', '.join(chosen)}); gold = the objectively "
+        "better output (label 1 -> A, 2 -> B); no ties",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,25 +195,32 @@ def load_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None) ->
 
 def _templates(repo: Path | None, model: str, strategy: str) -> tuple[list[TemplateSource], list[str]]:
     """The template of each call of a judge's strategy (from its config), or a declared format when absent."""
-    config = (None if repo is None
-              else repo / "LLMEvaluator" / "evaluators" / "config" / model / f"{strategy}.json")
+    config = (
+        None if repo is None else repo / "LLMEvaluator" / "evaluators" / "config" / model / f"{strategy}.json"
+    )
     rating = strategy.startswith("Rating")
     if config is None or not config.is_file():
         key = f"declared:{'rating' if rating else 'output-ab'}{'-cot' if 'CoT' in strategy else ''}"
-        return [TemplateSource(key=key, answer="score" if rating else "pairwise",
-                               labels=None if rating else ("a", "b"))], []
+        return [
+            TemplateSource(
+                key=key, answer="score" if rating else "pairwise", labels=None if rating else ("a", "b")
+            )
+        ], []
     modules = _read_json(config)
-    if not isinstance(modules, list) or not all(isinstance(m, dict) and isinstance(m.get("prompt"), str)
-                                                for m in modules):
-        raise DataError(f"{config}: expected a JSON list of calls, each with a 'prompt' file name",
-                        path=str(config))
+    if not isinstance(modules, list) or not all(
+        isinstance(m, dict) and isinstance(m.get("prompt"), str) for m in modules
+    ):
+        raise DataError(
+            f"{config}: expected a JSON list of calls, each with a 'prompt' file name", path=str(config)
+        )
     out = []
     for m in modules:
         rel = f"LLMEvaluator/evaluators/prompts/{m['prompt']}"
         file = repo / rel  # type: ignore[operator]
         if not file.is_file():
-            raise DataError(f"{config}: names the prompt {m['prompt']!r}, which is missing at {file}",
-                            path=str(config))
+            raise DataError(
+                f"{config}: names the prompt {m['prompt']!r}, which is missing at {file}", path=str(config)
+            )
         answer: Literal["pairwise", "score"] = "score" if m["prompt"].startswith("rating/") else "pairwise"
         out.append(TemplateSource(key=m["prompt"], text=_cached_text(str(file)), answer=answer, path=rel))
     return out, [m["prompt"] for m in modules]
@@ -200,23 +239,25 @@ def _completion(value: Any, where: str) -> str:
 
 def _order_answers(entry: Any, where: str) -> dict[str, tuple[str, Literal["A", "B"] | None]]:
     if not isinstance(entry, dict):
-        raise DataError(f"{where}: expected an object with 'swap = False' and 'swap = True'; got "
-                        f"{type(entry).__name__}")
+        raise DataError(
+            f"{where}: expected an object with 'swap = False' and 'swap = True'; got {type(entry).__name__}"
+        )
     out = {}
     for order, key in (("original", "swap = False"), ("swapped", "swap = True")):
         got = entry.get(key)
         if not isinstance(got, dict):
-            raise DataError(f"{where}: expected {key!r} with a completion and a winner; got "
-                            f"{str(got)[:60]!r}")
+            raise DataError(
+                f"{where}: expected {key!r} with a completion and a winner; got {str(got)[:60]!r}"
+            )
         if not isinstance(got.get("winner"), str | int | None) or got.get("winner") not in _WINNER:
             raise DataError(f"{where}: expected {key!r} winner '1', '2' or null; got {got.get('winner')!r}")
         out[order] = (_completion(got.get("completion"), f"{where} {key!r}"), _WINNER[got.get("winner")])
     return out
 
 
-def _strategy_answers(rows: list[Any], set_name: str, judge: str, strategy: str,
-                      templates: list[TemplateSource],
-                      path: Path) -> list[ReleasedAnswer]:
+def _strategy_answers(
+    rows: list[Any], set_name: str, judge: str, strategy: str, templates: list[TemplateSource], path: Path
+) -> list[ReleasedAnswer]:
     out: list[ReleasedAnswer] = []
     rating = strategy.startswith("Rating")
     swap = strategy.startswith("Swap")
@@ -225,27 +266,43 @@ def _strategy_answers(rows: list[Any], set_name: str, judge: str, strategy: str,
         where = f"{path}: instance {index}"
         results = row.get("results") if isinstance(row, dict) else None
         if not isinstance(results, list) or not results:
-            raise DataError(f"{where}: expected a non-empty 'results' list; got {str(results)[:60]!r}",
-                            path=str(path))
+            raise DataError(
+                f"{where}: expected a non-empty 'results' list; got {str(results)[:60]!r}", path=str(path)
+            )
         item_id = f"{set_name}/{index}"
         if rating:
             last = results[-1]
             if not isinstance(last, dict):
-                raise DataError(f"{where}: expected the rating entry with score_1 and score_2",
-                                path=str(path))
+                raise DataError(
+                    f"{where}: expected the rating entry with score_1 and score_2", path=str(path)
+                )
             for part, key in (("score_a", "score_1"), ("score_b", "score_2")):
-                out.append(ReleasedAnswer(item_id=item_id, judge=judge, part=part,  # type: ignore[arg-type]
-                                          raw=_completion(last.get(key), f"{where} {key!r}"),
-                                          template=final_t))
+                out.append(
+                    ReleasedAnswer(
+                        item_id=item_id,
+                        judge=judge,
+                        part=part,  # type: ignore[arg-type]
+                        raw=_completion(last.get(key), f"{where} {key!r}"),
+                        template=final_t,
+                    )
+                )
             continue
         stages = [r for r in results if isinstance(r, dict)] if swap else [results[-1]]
         for stage_no, entry in enumerate(stages, start=1):
             template = templates[min(stage_no, len(templates)) - 1].key if swap else final_t
             for order, (raw, winner) in _order_answers(entry, where).items():
-                out.append(ReleasedAnswer(item_id=item_id, judge=judge, order=order,  # type: ignore[arg-type]
-                                          stage=stage_no, final=stage_no == len(stages), raw=raw,
-                                          template=template,
-                                          release_verdict=winner))
+                out.append(
+                    ReleasedAnswer(
+                        item_id=item_id,
+                        judge=judge,
+                        order=order,  # type: ignore[arg-type]
+                        stage=stage_no,
+                        final=stage_no == len(stages),
+                        raw=raw,
+                        template=template,
+                        release_verdict=winner,
+                    )
+                )
     return out
 
 
@@ -256,8 +313,9 @@ def _stats(path: Path) -> dict[str, str | float]:
     return {k: v for k, v in raw.items() if isinstance(v, str | float | int)} if isinstance(raw, dict) else {}
 
 
-def read_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None,
-                judges: str | None = None) -> PairwiseRelease:
+def read_llmbar(
+    path: str | Path, *, sets: str | Sequence[str] | None = None, judges: str | None = None
+) -> PairwiseRelease:
     """The LLMBar release at ``path``: benchmark, every raw judge answer, templates and the paper's
     statistics.
 
@@ -282,15 +340,23 @@ def read_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None,
                 templates.setdefault(s.key, s)
             rows = _read_json(result)
             if not isinstance(rows, list):
-                raise DataError(f"{result}: expected a JSON list of instances; got {type(rows).__name__}",
-                                path=str(result))
+                raise DataError(
+                    f"{result}: expected a JSON list of instances; got {type(rows).__name__}",
+                    path=str(result),
+                )
             answers += _strategy_answers(rows, set_name, judge, strategy, srcs, result)
             names.setdefault(judge, {"model": model, "strategy": strategy})
             stats[f"{set_name}|{judge}"] = _stats(result.parent / "statistics.json")
     # auxiliary calls (Metrics questions, Reference outputs) judge nothing
     used = {a.template for a in answers}
     templates = {k: v for k, v in templates.items() if k in used}
-    release = PairwiseRelease(source=f"llmbar:{path}", benchmark=bench, answers=tuple(answers),
-                              templates=templates,
-                              judges=tuple(names), judge_info=names, release_stats=stats)
+    release = PairwiseRelease(
+        source=f"llmbar:{path}",
+        benchmark=bench,
+        answers=tuple(answers),
+        templates=templates,
+        judges=tuple(names),
+        judge_info=names,
+        release_stats=stats,
+    )
     return release.select(judges)

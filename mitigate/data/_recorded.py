@@ -51,9 +51,19 @@ from mitigate.errors import DataError, ParseError, ScaleError
 from mitigate.paths import open_regular, read_lines, write_output
 from mitigate.scale import Scale
 
-RECORD_KEYS = ("item_id", "judge", "criterion", "score", "verdict", "raw", "sample", "order", "variant",
-               "error",
-               "meta")
+RECORD_KEYS = (
+    "item_id",
+    "judge",
+    "criterion",
+    "score",
+    "verdict",
+    "raw",
+    "sample",
+    "order",
+    "variant",
+    "error",
+    "meta",
+)
 """The keys a recorded-judgment row may hold; any other key is an error (usually a typo)."""
 
 DEFAULT_VARIANT = "default"
@@ -117,8 +127,9 @@ class RecordedJudgment(BaseModel):
 
     def select(self, variant: str, order: Order = "original") -> list[RecordedRow]:
         """The answers under one variant and order, by sample index."""
-        return sorted((r for r in self.rows if r.variant == variant and r.order == order),
-                      key=lambda r: r.sample)
+        return sorted(
+            (r for r in self.rows if r.variant == variant and r.order == order), key=lambda r: r.sample
+        )
 
     @property
     def variants(self) -> list[str]:
@@ -178,8 +189,13 @@ class RecordedRun(BaseModel):
 # building runs
 
 
-def runs_from_rows(rows: Sequence[RecordedRow], source: str, scales: Mapping[str, Scale] | None = None,
-                   *, path: Path | None = None) -> dict[str, RecordedRun]:
+def runs_from_rows(
+    rows: Sequence[RecordedRow],
+    source: str,
+    scales: Mapping[str, Scale] | None = None,
+    *,
+    path: Path | None = None,
+) -> dict[str, RecordedRun]:
     """Group rows into one :class:`RecordedRun` per judge (judges in order of first appearance).
 
     Two rows for the same judge, item, criterion, variant, order and sample are an error naming
@@ -191,9 +207,11 @@ def runs_from_rows(rows: Sequence[RecordedRow], source: str, scales: Mapping[str
         key = (r.judge, r.item_id, r.criterion, r.variant, r.order, r.sample)
         if key in seen:
             where = f"already given on line {seen[key]}" if seen[key] else "given twice"
-            message = ("expected one answer per judge, item, criterion, variant, order and sample; got a "
-                       f"second for judge {r.judge!r}, item {r.item_id!r}, criterion {r.criterion!r}, "
-                       f"variant {r.variant!r}, order {r.order!r}, sample {r.sample} ({where})")
+            message = (
+                "expected one answer per judge, item, criterion, variant, order and sample; got a "
+                f"second for judge {r.judge!r}, item {r.item_id!r}, criterion {r.criterion!r}, "
+                f"variant {r.variant!r}, order {r.order!r}, sample {r.sample} ({where})"
+            )
             if path is not None and r.line:
                 raise row_error(path, r.line, message)
             raise DataError(message, item_id=r.item_id)
@@ -205,12 +223,19 @@ def runs_from_rows(rows: Sequence[RecordedRow], source: str, scales: Mapping[str
         variants = list(dict.fromkeys(r.variant for r in judge_rows))
         primary = DEFAULT_VARIANT if DEFAULT_VARIANT in variants else variants[0]
         judgments = {
-            item_id: {c: RecordedJudgment(judge=judge, item_id=item_id, criterion=c, rows=tuple(rs))
-                      for c, rs in per.items()}
+            item_id: {
+                c: RecordedJudgment(judge=judge, item_id=item_id, criterion=c, rows=tuple(rs))
+                for c, rs in per.items()
+            }
             for item_id, per in per_item.items()
         }
-        out[judge] = RecordedRun(judge=judge, source=source, judgments=judgments, scales=dict(scales or {}),
-                                 primary_variant=primary)
+        out[judge] = RecordedRun(
+            judge=judge,
+            source=source,
+            judgments=judgments,
+            scales=dict(scales or {}),
+            primary_variant=primary,
+        )
     return out
 
 
@@ -236,15 +261,19 @@ def _scale(value: Any, where: str) -> Scale:
 
 def _header(value: Any, path: Path, line: int) -> tuple[Scale | None, dict[str, Scale]]:
     if not isinstance(value, dict) or set(value) - {"scale", "scales"}:
-        raise row_error(path, line,
-                        "expected the header line {\"recorded\": {\"scale\": [min, max], \"scales\": "
-                        f"{{criterion: [min, max]}}}}; got {_clip(json.dumps(value))}")
+        raise row_error(
+            path,
+            line,
+            'expected the header line {"recorded": {"scale": [min, max], "scales": '
+            f"{{criterion: [min, max]}}}}; got {_clip(json.dumps(value))}",
+        )
     try:
         common = _scale(value["scale"], "the header 'scale'") if "scale" in value else None
         scales = value.get("scales", {})
         if not isinstance(scales, dict):
-            raise DataError("expected header 'scales' to be an object criterion -> scale; got "
-                            f"{type(scales).__name__}")
+            raise DataError(
+                f"expected header 'scales' to be an object criterion -> scale; got {type(scales).__name__}"
+            )
         return common, {c: _scale(v, f"criterion {c!r}") for c, v in scales.items()}
     except DataError as exc:
         raise row_error(path, line, exc.message) from None
@@ -254,13 +283,17 @@ def _text(row: Mapping[str, Any], key: str, path: Path, line: int, *, required: 
     value = row.get(key)
     if value is None or value == "":
         if required:
-            raise row_error(path, line,
-                            f"expected a non-empty string '{key}'; got "
-                            f"{'nothing' if value is None else 'an empty string'}")
+            raise row_error(
+                path,
+                line,
+                f"expected a non-empty string '{key}'; got "
+                f"{'nothing' if value is None else 'an empty string'}",
+            )
         return None
     if not isinstance(value, str):
-        raise row_error(path, line,
-                        f"expected a string '{key}'; got {type(value).__name__} {_clip(repr(value))}")
+        raise row_error(
+            path, line, f"expected a string '{key}'; got {type(value).__name__} {_clip(repr(value))}"
+        )
     return value
 
 
@@ -271,9 +304,16 @@ The item id lets the reader know the texts the answer judged (a value they hold 
 is never the verdict)."""
 
 
-def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | None = None,
-              common: Scale | None = None, *, from_csv: bool = False,
-              read: AnswerReader | None = None) -> RecordedRow:
+def parse_row(
+    row: Any,
+    path: Path,
+    line: int,
+    scale_of: Mapping[str, Scale] | None = None,
+    common: Scale | None = None,
+    *,
+    from_csv: bool = False,
+    read: AnswerReader | None = None,
+) -> RecordedRow:
     """Check one recorded-judgment row (a JSON object, or a CSV row of strings) and build it.
 
     A row holding only the judge's ``raw`` text is read with ``read`` (a prompt's answer format):
@@ -281,12 +321,14 @@ def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | N
     ``file:line:`` saying what was expected and what came.
     """
     if not isinstance(row, dict):
-        raise row_error(path, line,
-                        f"expected a JSON object with {list(RECORD_KEYS[:3])} ...; got {type(row).__name__}")
+        raise row_error(
+            path, line, f"expected a JSON object with {list(RECORD_KEYS[:3])} ...; got {type(row).__name__}"
+        )
     unknown = [k for k in row if k not in RECORD_KEYS]
     if unknown:
-        raise row_error(path, line,
-                        f"expected only the keys {list(RECORD_KEYS)}; got unknown key(s) {unknown}")
+        raise row_error(
+            path, line, f"expected only the keys {list(RECORD_KEYS)}; got unknown key(s) {unknown}"
+        )
     item_id = _text(row, "item_id", path, line, required=True)
     judge = _text(row, "judge", path, line, required=True)
     criterion = _text(row, "criterion", path, line, required=True)
@@ -295,24 +337,31 @@ def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | N
     order_text = _text(row, "order", path, line, required=False) or "original"
     order = _ORDERS.get(order_text.lower())
     if order is None:
-        raise row_error(path, line, f"expected 'order' to be \"original\" or \"swapped\"; got {order_text!r}")
+        raise row_error(path, line, f'expected \'order\' to be "original" or "swapped"; got {order_text!r}')
     verdict = _verdict(_text(row, "verdict", path, line, required=False), order, path, line)
     error = _text(row, "error", path, line, required=False)
     if score is not None and verdict is not None:
-        raise row_error(path, line,
-                        f"expected a 'score' or a 'verdict', not both; got score {score:g} and "
-                        f"verdict {verdict!r}")
+        raise row_error(
+            path,
+            line,
+            f"expected a 'score' or a 'verdict', not both; got score {score:g} and verdict {verdict!r}",
+        )
     if (score is not None or verdict is not None) and error is not None:
-        raise row_error(path, line,
-                        f"expected an 'error' only on a row without a score or verdict; got {error!r} "
-                        "beside an answer")
+        raise row_error(
+            path,
+            line,
+            f"expected an 'error' only on a row without a score or verdict; got {error!r} beside an answer",
+        )
     raw_text = row.get("raw")
     if score is None and verdict is None and error is None and isinstance(raw_text, str) and raw_text.strip():
         if read is None:
-            raise row_error(path, line,
-                            f"expected a 'score', a 'verdict' or an 'error' for item {item_id!r}; got only "
-                            "'raw' (give the prompt whose answer format reads it: "
-                            "compare --prompt)")
+            raise row_error(
+                path,
+                line,
+                f"expected a 'score', a 'verdict' or an 'error' for item {item_id!r}; got only "
+                "'raw' (give the prompt whose answer format reads it: "
+                "compare --prompt)",
+            )
         try:
             got = read(raw_text, criterion, item_id)
         except ParseError as exc:
@@ -323,14 +372,19 @@ def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | N
             else:
                 score = float(got)
     if score is None and verdict is None and error is None:
-        raise row_error(path, line,
-                        f"expected a 'score', a 'verdict' or an 'error' (an answer that held none) for "
-                        f"item {item_id!r}; got none of them")
+        raise row_error(
+            path,
+            line,
+            f"expected a 'score', a 'verdict' or an 'error' (an answer that held none) for "
+            f"item {item_id!r}; got none of them",
+        )
     scale = (scale_of or {}).get(criterion, common)
     if score is not None and scale is not None and not scale.contains(score):
-        raise row_error(path, line,
-                        f"expected {criterion!r} scores within the declared scale {scale.describe()}; "
-                        f"got {score:g}")
+        raise row_error(
+            path,
+            line,
+            f"expected {criterion!r} scores within the declared scale {scale.describe()}; got {score:g}",
+        )
     sample = _sample(row.get("sample"), path, line)
     variant = _text(row, "variant", path, line, required=False) or DEFAULT_VARIANT
     raw = row.get("raw") or ""
@@ -344,10 +398,20 @@ def parse_row(row: Any, path: Path, line: int, scale_of: Mapping[str, Scale] | N
             raise row_error(path, line, f"expected 'meta' to hold a JSON object; got {_clip(meta)}") from None
     if not isinstance(meta, dict):
         raise row_error(path, line, f"expected 'meta' to be an object; got {type(meta).__name__}")
-    return RecordedRow(item_id=item_id, judge=judge, criterion=criterion, score=score, verdict=verdict,
-                       raw=raw,
-                       sample=sample, order=order, variant=variant,  # type: ignore[arg-type]
-                       error=error, line=line, meta=meta)
+    return RecordedRow(
+        item_id=item_id,
+        judge=judge,
+        criterion=criterion,
+        score=score,
+        verdict=verdict,
+        raw=raw,
+        sample=sample,
+        order=order,
+        variant=variant,  # type: ignore[arg-type]
+        error=error,
+        line=line,
+        meta=meta,
+    )
 
 
 def _score(value: Any, path: Path, line: int, *, from_csv: bool) -> float | None:
@@ -359,8 +423,9 @@ def _score(value: Any, path: Path, line: int, *, from_csv: bool) -> float | None
         except ValueError:
             raise row_error(path, line, f"expected a number for 'score'; got {_clip(repr(value))}") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise row_error(path, line,
-                        f"expected a number for 'score'; got {type(value).__name__} {_clip(repr(value))}")
+        raise row_error(
+            path, line, f"expected a number for 'score'; got {type(value).__name__} {_clip(repr(value))}"
+        )
     result = float(value)
     if result != result or result in (float("inf"), float("-inf")):
         raise row_error(path, line, f"expected a finite number for 'score'; got {value!r}")
@@ -386,9 +451,12 @@ def _verdict(value: str | None, order: str, path: Path, line: int) -> Literal["A
     if key in _POSITION:
         a_first = order == "original"
         return "A" if (key == "first") == a_first else "B"
-    raise row_error(path, line,
-                    "expected a 'verdict' of \"A\", \"B\" or \"tie\" (the text preferred) or \"first\"/"
-                    f"\"second\" (the position preferred as presented); got {value!r}")
+    raise row_error(
+        path,
+        line,
+        'expected a \'verdict\' of "A", "B" or "tie" (the text preferred) or "first"/'
+        f'"second" (the position preferred as presented); got {value!r}',
+    )
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -398,22 +466,26 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc}", path=str(path)) from exc
     with handle:  # lines read one at a time, none past MAX_LINE_BYTES; a quoted field may span several
-        reader = csv.DictReader(line.decode("utf-8")
-                                for line in read_lines(handle, f"the CSV file {path}", path=path))
+        reader = csv.DictReader(
+            line.decode("utf-8") for line in read_lines(handle, f"the CSV file {path}", path=path)
+        )
         if reader.fieldnames is None:
             return
         unknown = [k for k in reader.fieldnames if k not in RECORD_KEYS]
         if unknown:
-            raise row_error(path, 1,
-                            f"expected only the columns {list(RECORD_KEYS)}; got unknown column(s) {unknown}")
+            raise row_error(
+                path, 1, f"expected only the columns {list(RECORD_KEYS)}; got unknown column(s) {unknown}"
+            )
         start = 2
         for row in reader:
             if any(v not in (None, "") for v in row.values()):
                 extra = row.pop(None, None)
                 if extra:
-                    raise row_error(path, start,
-                                    f"expected {len(reader.fieldnames)} columns; got more: "
-                                    f"{_clip(repr(extra))}")
+                    raise row_error(
+                        path,
+                        start,
+                        f"expected {len(reader.fieldnames)} columns; got more: {_clip(repr(extra))}",
+                    )
                 yield start, {k: csv_value(v) for k, v in row.items() if v not in (None, "")}
             start = reader.line_num + 1
 
@@ -431,9 +503,10 @@ class RecordedRows:
     def __init__(self, path: str | Path, read: AnswerReader | None = None) -> None:
         self.path = Path(path)
         if not self.path.is_file():
-            raise DataError(f"expected a recorded-judgments file (JSON lines or .csv) at {self.path}; "
-                            "no such file",
-                            path=str(self.path))
+            raise DataError(
+                f"expected a recorded-judgments file (JSON lines or .csv) at {self.path}; no such file",
+                path=str(self.path),
+            )
         self.read = read
         self.common: Scale | None = None
         self.per: dict[str, Scale] = {}
@@ -466,8 +539,9 @@ def load_recorded_runs(path: str | Path, read: AnswerReader | None = None) -> di
     file = reader.path
     rows = list(reader)
     if not rows:
-        raise DataError(f"{file}: expected at least one recorded judgment; the file holds none",
-                        path=str(file))
+        raise DataError(
+            f"{file}: expected at least one recorded judgment; the file holds none", path=str(file)
+        )
     scales = dict(reader.per)
     if reader.common is not None:
         for c in dict.fromkeys(r.criterion for r in rows):

@@ -68,10 +68,12 @@ rather than counted as parse failures; nothing is rounded.
 """
 
 _STARS = re.compile(
-    r"(?i)\b(\d+(?:\.\d+)?|zero|one|two|three|four|five|six|seven|eight|nine|ten)[- ]stars?\b")
+    r"(?i)\b(\d+(?:\.\d+)?|zero|one|two|three|four|five|six|seven|eight|nine|ten)[- ]stars?\b"
+)
 
 MCQ_SCALE = Scale(min=1, max=5, letters={"A": 1, "B": 2, "C": 3, "D": 4, "E": 5})
 """The MCQ options of Shen et al.: A->1 ... E->5."""
+
 
 class ReleasedJudgeFiles(NamedTuple):
     """Where a released judge's outputs live: its model folder and its method's file suffix."""
@@ -95,8 +97,17 @@ MCQ_METHODS = frozenset({"mcq", "altmcq"})
 
 H2H_MODEL = "gpt-3.5-turbo-0301"
 H2H_PAIRS: tuple[tuple[str, str], ...] = (
-    ("M10", "M20"), ("M12", "M13"), ("M13", "M15"), ("M14", "M8"), ("M15", "M14"), ("M17", "M12"),
-    ("M20", "M11"), ("M22", "M23"), ("M23", "M17"), ("M8", "M9"), ("M9", "M10"),
+    ("M10", "M20"),
+    ("M12", "M13"),
+    ("M13", "M15"),
+    ("M14", "M8"),
+    ("M15", "M14"),
+    ("M17", "M12"),
+    ("M20", "M11"),
+    ("M22", "M23"),
+    ("M23", "M17"),
+    ("M8", "M9"),
+    ("M9", "M10"),
 )
 """The 11 system pairs of the released head-to-head comparisons (first system = ``human_score_1``)."""
 
@@ -208,12 +219,14 @@ class ReleasedRun(BaseModel):
         if per_item is None:
             raise DataError(
                 f"expected an item id of the released run {self.judge!r} (e.g. "
-                f"{next(iter(self.judgments), '')!r}); got {item_id!r}", item_id=item_id,
+                f"{next(iter(self.judgments), '')!r}); got {item_id!r}",
+                item_id=item_id,
             )
         if criterion not in per_item:
             raise DataError(
                 f"expected one of the criteria {sorted(per_item)} for item {item_id!r}; got {criterion!r}",
-                item_id=item_id, criterion=criterion,
+                item_id=item_id,
+                criterion=criterion,
             )
         return per_item[criterion]
 
@@ -286,33 +299,51 @@ def _read_judge_file(path: Path, system: str, criterion: str, method: str) -> li
     per_doc: dict[str, list[ReleasedSample]] = {}
     for line, row in read_json_lines(path, error=ReplayFormatError):
         if not isinstance(row, dict):
-            raise row_error(path, line, f"expected a JSON object {{id, resp, ...}}; got {type(row).__name__}",
-                            error=ReplayFormatError)
+            raise row_error(
+                path,
+                line,
+                f"expected a JSON object {{id, resp, ...}}; got {type(row).__name__}",
+                error=ReplayFormatError,
+            )
         doc_id, resp = row.get("id"), row.get("resp")
         if not isinstance(doc_id, str) or not doc_id:
-            raise row_error(path, line,
-                            f"expected a non-empty string 'id' (a SummEval doc id); got {doc_id!r}",
-                            error=ReplayFormatError)
+            raise row_error(
+                path,
+                line,
+                f"expected a non-empty string 'id' (a SummEval doc id); got {doc_id!r}",
+                error=ReplayFormatError,
+            )
         if not isinstance(resp, str):
-            raise row_error(path, line,
-                            f"expected a string 'resp' (the judge's response); got {type(resp).__name__}",
-                            error=ReplayFormatError)
+            raise row_error(
+                path,
+                line,
+                f"expected a string 'resp' (the judge's response); got {type(resp).__name__}",
+                error=ReplayFormatError,
+            )
         score, error = _parse(resp, method)
         samples = per_doc.setdefault(doc_id, [])
-        samples.append(ReleasedSample(
-            run=len(samples), raw=resp, score=score, error=error, line=line,
-            prompt_len=_optional_int(row, "prompt_len", path, line),
-            total_len=_optional_int(row, "total_len", path, line),
-        ))
+        samples.append(
+            ReleasedSample(
+                run=len(samples),
+                raw=resp,
+                score=score,
+                error=error,
+                line=line,
+                prompt_len=_optional_int(row, "prompt_len", path, line),
+                total_len=_optional_int(row, "total_len", path, line),
+            )
+        )
     if not per_doc:
-        raise DataError(f"{path}: expected one JSON line per judged summary; the file is empty",
-                        path=str(path))
+        raise DataError(
+            f"{path}: expected one JSON line per judged summary; the file is empty", path=str(path)
+        )
     runs = max(len(s) for s in per_doc.values())
     complete = [r for r in range(runs) if all(len(s) > r for s in per_doc.values())]
     primary = complete[-1] if complete else 0
     return [
-        ReleasedJudgment(item_id=f"{system}/{doc_id}", criterion=criterion, samples=tuple(samples),
-                         primary=primary)
+        ReleasedJudgment(
+            item_id=f"{system}/{doc_id}", criterion=criterion, samples=tuple(samples), primary=primary
+        )
         for doc_id, samples in per_doc.items()
     ]
 
@@ -321,7 +352,9 @@ def _read_judge_file(path: Path, system: str, criterion: str, method: str) -> li
 def _load_all(root: str, judge: str) -> ReleasedRun:
     model, method = _judge(judge)
     paths = require_files(
-        Path(root), judge_files(judge), dataset=f"released judge outputs {judge!r}",
+        Path(root),
+        judge_files(judge),
+        dataset=f"released judge outputs {judge!r}",
         hint="They come from github.com/DAMO-NLP-SG/LLM_summeval, folder eval_model_generations/.",
     )
     judgments: dict[str, dict[str, ReleasedJudgment]] = {}
@@ -359,7 +392,7 @@ def load_released(
         raise DataError(
             f"expected a released {judge!r} judgment for every item of benchmark {benchmark.name!r}; "
             f"{len(missing)} of {len(benchmark)} items have none, e.g. {missing[:3]} "
-            f"(the released outputs cover the 12 systems of load_summeval('llm_summeval'))",
+            f"(the released outputs cover the 12 systems of load_summeval('llm_summeval'))"
         )
     keep = {item.id for item in benchmark.items}
     return run.model_copy(update={"judgments": {i: per for i, per in run.judgments.items() if i in keep}})
@@ -439,14 +472,17 @@ def h2h_files() -> list[str]:
 
 def _h2h_record(row: Any, path: Path, line: int, pair: tuple[str, str], dim: str, order: str) -> H2HRecord:
     if not isinstance(row, dict):
-        raise row_error(path, line, f"expected a JSON object; got {type(row).__name__}",
-                        error=ReplayFormatError)
+        raise row_error(
+            path, line, f"expected a JSON object; got {type(row).__name__}", error=ReplayFormatError
+        )
     doc_id, resp = row.get("id"), row.get("resp")
     if not isinstance(doc_id, str) or not doc_id or not isinstance(resp, str):
-        raise row_error(path, line,
-                        f"expected a string 'id' and 'resp'; got id={doc_id!r}, resp of type "
-                        f"{type(resp).__name__}",
-                        error=ReplayFormatError)
+        raise row_error(
+            path,
+            line,
+            f"expected a string 'id' and 'resp'; got id={doc_id!r}, resp of type {type(resp).__name__}",
+            error=ReplayFormatError,
+        )
     humans = []
     for key in ("human_score_1", "human_score_2"):
         value = row.get(key)
@@ -460,9 +496,17 @@ def _h2h_record(row: Any, path: Path, line: int, pair: tuple[str, str], dim: str
     except ParseError as exc:
         error = exc.message
     return H2HRecord(
-        system_1=pair[0], system_2=pair[1], criterion=dim, doc_id=doc_id,
-        order="toggled" if order == "_toggle" else "original", raw=resp,
-        human_score_1=humans[0], human_score_2=humans[1], verdict=verdict, error=error, line=line,
+        system_1=pair[0],
+        system_2=pair[1],
+        criterion=dim,
+        doc_id=doc_id,
+        order="toggled" if order == "_toggle" else "original",
+        raw=resp,
+        human_score_1=humans[0],
+        human_score_2=humans[1],
+        verdict=verdict,
+        error=error,
+        line=line,
         prompt_len=_optional_int(row, "prompt_len", path, line),
     )
 
@@ -470,7 +514,9 @@ def _h2h_record(row: Any, path: Path, line: int, pair: tuple[str, str], dim: str
 @functools.lru_cache(maxsize=4)
 def _load_h2h(root: str) -> tuple[H2HRecord, ...]:
     paths = require_files(
-        Path(root), h2h_files(), dataset="released head-to-head verdicts",
+        Path(root),
+        h2h_files(),
+        dataset="released head-to-head verdicts",
         hint="They come from github.com/DAMO-NLP-SG/LLM_summeval, folder comp_res/gpt-3.5-turbo-0301/.",
     )
     records: list[H2HRecord] = []
@@ -520,11 +566,19 @@ def run_to_recorded(run: ReleasedRun) -> RecordedRun:
     for judgment in run.iter_judgments():
         for sample in judgment.samples:
             variant = DEFAULT_VARIANT if sample.run == judgment.primary else f"pass {sample.run + 1}"
-            rows.append(RecordedRow(
-                item_id=judgment.item_id, judge=run.judge, criterion=judgment.criterion, score=sample.score,
-                raw=sample.raw, variant=variant, error=sample.error, line=sample.line,
-                meta={"model": run.model, "method": run.method},
-            ))
+            rows.append(
+                RecordedRow(
+                    item_id=judgment.item_id,
+                    judge=run.judge,
+                    criterion=judgment.criterion,
+                    score=sample.score,
+                    raw=sample.raw,
+                    variant=variant,
+                    error=sample.error,
+                    line=sample.line,
+                    meta={"model": run.model, "method": run.method},
+                )
+            )
     return runs_from_rows(rows, f"released:{run.judge}", {c: run.scale for c in run.criteria})[run.judge]
 
 
@@ -541,18 +595,29 @@ def h2h_to_recorded(records: list[H2HRecord]) -> RecordedRun:
     presented. A verdict the parser rejected is a row with its ``error``.
     """
     rows = [
-        RecordedRow(item_id=h2h_item_id(r), judge=H2H_JUDGE, criterion=r.criterion, raw=r.raw, line=r.line,
-                    verdict=None if r.verdict is None else _H2H_TEXT[(r.verdict, r.order)], error=r.error,
-                    order="original" if r.order == "original" else "swapped", meta={"model": H2H_MODEL})
+        RecordedRow(
+            item_id=h2h_item_id(r),
+            judge=H2H_JUDGE,
+            criterion=r.criterion,
+            raw=r.raw,
+            line=r.line,
+            verdict=None if r.verdict is None else _H2H_TEXT[(r.verdict, r.order)],
+            error=r.error,
+            order="original" if r.order == "original" else "swapped",
+            meta={"model": H2H_MODEL},
+        )
         for r in records
     ]
     return runs_from_rows(rows, f"released:{H2H_JUDGE}")[H2H_JUDGE]
 
 
 _H2H_TEXT: dict[tuple[str, str], Literal["A", "B", "tie"]] = {
-    ("first", "original"): "A", ("second", "original"): "B",
-    ("first", "toggled"): "B", ("second", "toggled"): "A",
-    ("tie", "original"): "tie", ("tie", "toggled"): "tie",
+    ("first", "original"): "A",
+    ("second", "original"): "B",
+    ("first", "toggled"): "B",
+    ("second", "toggled"): "A",
+    ("tie", "original"): "tie",
+    ("tie", "toggled"): "tie",
 }
 
 
@@ -587,21 +652,35 @@ def load_head_to_head_benchmark(*, root: str | Path | None = None) -> Benchmark:
         key = h2h_item_id(r)
         id_a, id_b = r.item_ids
         if id_a not in summaries or id_b not in summaries:
-            raise DataError(f"expected SummEval summaries {id_a!r} and {id_b!r} for the head-to-head "
-                            f"item {key!r}; "
-                            "the annotations lack one", item_id=key)
-        entry = items.setdefault(key, {
-            "id": key, "system": r.system_1, "system_b": r.system_2, "doc_id": r.doc_id,
-            "inputs": dict(summaries[id_a].inputs), "output": summaries[id_a].output,
-            "output_b": summaries[id_b].output, "preference": {}, "meta": {"human_a": {}, "human_b": {}},
-        })
+            raise DataError(
+                f"expected SummEval summaries {id_a!r} and {id_b!r} for the head-to-head "
+                f"item {key!r}; "
+                "the annotations lack one",
+                item_id=key,
+            )
+        entry = items.setdefault(
+            key,
+            {
+                "id": key,
+                "system": r.system_1,
+                "system_b": r.system_2,
+                "doc_id": r.doc_id,
+                "inputs": dict(summaries[id_a].inputs),
+                "output": summaries[id_a].output,
+                "output_b": summaries[id_b].output,
+                "preference": {},
+                "meta": {"human_a": {}, "human_b": {}},
+            },
+        )
         entry["preference"][r.criterion] = _gold(r)
         entry["meta"]["human_a"][r.criterion] = r.human_score_1
         entry["meta"]["human_b"][r.criterion] = r.human_score_2
     return Benchmark(
-        name="summeval-h2h", items=tuple(Item(**fields) for fields in items.values()), criteria=CRITERIA,
+        name="summeval-h2h",
+        items=tuple(Item(**fields) for fields in items.values()),
+        criteria=CRITERIA,
         description="SummEval head-to-head pairs of Shen et al. 2023; gold = the higher mean expert score, "
-                    "equal means a tie",
+        "equal means a tie",
     )
 
 

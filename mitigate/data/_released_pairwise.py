@@ -109,13 +109,18 @@ class PairwiseRelease(BaseModel):
             return self
         keep = tuple(j for j in self.judges if fnmatch.fnmatchcase(j, pattern))
         if not keep:
-            raise DataError(f"expected a judge pattern matching some of {list(self.judges)[:12]}"
-                            f"{' ...' if len(self.judges) > 12 else ''} in {self.source}; got {pattern!r}")
+            raise DataError(
+                f"expected a judge pattern matching some of {list(self.judges)[:12]}"
+                f"{' ...' if len(self.judges) > 12 else ''} in {self.source}; got {pattern!r}"
+            )
         wanted = set(keep)
-        return self.model_copy(update={
-            "answers": tuple(a for a in self.answers if a.judge in wanted), "judges": keep,
-            "judge_info": {j: v for j, v in self.judge_info.items() if j in wanted},
-        })
+        return self.model_copy(
+            update={
+                "answers": tuple(a for a in self.answers if a.judge in wanted),
+                "judges": keep,
+                "judge_info": {j: v for j, v in self.judge_info.items() if j in wanted},
+            }
+        )
 
 
 def split_release_spec(spec: str, layouts: Sequence[str]) -> tuple[str, Path, str | None]:
@@ -125,8 +130,10 @@ def split_release_spec(spec: str, layouts: Sequence[str]) -> tuple[str, Path, st
     """
     layout, sep, rest = spec.partition(":")
     if not sep or layout not in layouts or not rest:
-        raise DataError(f"expected '<layout>:<path>[#<judge pattern>]' with a layout in {list(layouts)} "
-                        f"(e.g. 'llmbar:/data/LLMBar#GPT-4/*'); got {spec!r}")
+        raise DataError(
+            f"expected '<layout>:<path>[#<judge pattern>]' with a layout in {list(layouts)} "
+            f"(e.g. 'llmbar:/data/LLMBar#GPT-4/*'); got {spec!r}"
+        )
     path, _, pattern = rest.partition("#")
     if not path:
         raise DataError(f"expected a path after '{layout}:'; got {spec!r}")

@@ -49,7 +49,8 @@ class Item(BaseModel):
         if self.preference and self.output_b is None:
             raise DataError(
                 f"item {self.id!r} has a gold 'preference' but no 'output_b'; expected a pairwise item with "
-                "two texts (output = A, output_b = B)", item_id=self.id,
+                "two texts (output = A, output_b = B)",
+                item_id=self.id,
             )
         return self
 
@@ -61,8 +62,12 @@ class Item(BaseModel):
     def texts(self) -> tuple[str, ...]:
         """Every text the item holds (outputs, inputs, reference): what a judge's answer may quote back, never
         its verdict."""
-        return (self.output, *([self.output_b] if self.output_b is not None else []), *self.inputs.values(),
-                *([self.reference] if self.reference is not None else []))
+        return (
+            self.output,
+            *([self.output_b] if self.output_b is not None else []),
+            *self.inputs.values(),
+            *([self.reference] if self.reference is not None else []),
+        )
 
     def field(self, name: str) -> str:
         """The text an item holds under ``name`` (``output``, ``reference`` or an input), case-insensitive."""
@@ -75,11 +80,14 @@ class Item(BaseModel):
         for key, value in self.inputs.items():
             if key.lower() == name.lower():
                 return value
-        available = ["output", *(["output_b"] if self.output_b is not None else []),
-                     *(["reference"] if self.reference is not None else []), *self.inputs]
+        available = [
+            "output",
+            *(["output_b"] if self.output_b is not None else []),
+            *(["reference"] if self.reference is not None else []),
+            *self.inputs,
+        ]
         raise DataError(
-            f"item {self.id!r} has no field {name!r}; expected one of {available}",
-            item_id=self.id,
+            f"item {self.id!r} has no field {name!r}; expected one of {available}", item_id=self.id
         )
 
 
@@ -130,12 +138,29 @@ class Benchmark(BaseModel):
         """One line with the counts and label scale, for CLIs and logs."""
         systems = {i.system for i in self.items if i.system is not None}
         docs = {i.doc_id for i in self.items if i.doc_id is not None}
-        return summary_line(self.name, len(self.items), len(systems), len(docs), self.criteria, self.scale,
-                            self.scales, pairwise=self.pairwise)
+        return summary_line(
+            self.name,
+            len(self.items),
+            len(systems),
+            len(docs),
+            self.criteria,
+            self.scale,
+            self.scales,
+            pairwise=self.pairwise,
+        )
 
 
-def summary_line(name: str, items: int, systems: int, documents: int, criteria: tuple[str, ...], scale: Scale,
-                 scales: dict[str, Scale], *, pairwise: bool) -> str:
+def summary_line(
+    name: str,
+    items: int,
+    systems: int,
+    documents: int,
+    criteria: tuple[str, ...],
+    scale: Scale,
+    scales: dict[str, Scale],
+    *,
+    pairwise: bool,
+) -> str:
     """A benchmark in one line: its counts, criteria and label scales (:meth:`Benchmark.summary`)."""
     if scales:
         shown = ", ".join(f"{c} {scales.get(c, scale).describe()}" for c in (criteria or tuple(scales)))
@@ -143,5 +168,7 @@ def summary_line(name: str, items: int, systems: int, documents: int, criteria: 
     else:
         label = f"human scale {scale.describe()}"
     kind = "pairwise items" if pairwise else "items"
-    return (f"{name}: {items} {kind}, {systems} systems, {documents} documents, "
-            f"criteria={list(criteria)}, {label}")
+    return (
+        f"{name}: {items} {kind}, {systems} systems, {documents} documents, "
+        f"criteria={list(criteria)}, {label}"
+    )

@@ -37,8 +37,11 @@ class Split(BaseModel):
 
     def ids(self) -> dict[str, tuple[str, ...]]:
         """The item ids of each split."""
-        return {"train": tuple(i.id for i in self.train), "dev": tuple(i.id for i in self.dev),
-                "test": tuple(i.id for i in self.test)}
+        return {
+            "train": tuple(i.id for i in self.train),
+            "dev": tuple(i.id for i in self.dev),
+            "test": tuple(i.id for i in self.test),
+        }
 
 
 def split_items(
@@ -76,8 +79,9 @@ def split_items(
     return Split(train=tuple(parts[0]), dev=tuple(parts[1]), test=tuple(parts[2]), scale=scale)
 
 
-def split_by_document(items: Sequence[Item], fractions: Sequence[float], *, seed: int = 0,
-                      by_doc: bool = True) -> tuple[list[list[Item]], int]:
+def split_by_document(
+    items: Sequence[Item], fractions: Sequence[float], *, seed: int = 0, by_doc: bool = True
+) -> tuple[list[list[Item]], int]:
     """``items`` split into ``len(fractions)`` parts by document, and the number of groups.
 
     Items are grouped by ``doc_id`` when ``by_doc`` and every item has one (otherwise each
@@ -104,8 +108,9 @@ def split_by_document(items: Sequence[Item], fractions: Sequence[float], *, seed
     return parts, len(keys)
 
 
-def train_test_split(bench: Benchmark, fraction: float, *, seed: int = 0,
-                     criterion: str | None = None) -> tuple[Benchmark, Benchmark]:
+def train_test_split(
+    bench: Benchmark, fraction: float, *, seed: int = 0, criterion: str | None = None
+) -> tuple[Benchmark, Benchmark]:
     """Split ``bench`` into train and test by document (:func:`split_by_document`), so no source text is on
     both sides.
 
@@ -119,13 +124,17 @@ def train_test_split(bench: Benchmark, fraction: float, *, seed: int = 0,
     if criterion is not None:
         train = [it for it in train if labelled(it, criterion)]
     if not train or not test:
-        raise DataError(f"a train fraction of {fraction} leaves {len(train)} labelled train and {len(test)} "
-                        f"test items of {bench.name!r} ({groups} documents); expected both to be non-empty")
+        raise DataError(
+            f"a train fraction of {fraction} leaves {len(train)} labelled train and {len(test)} "
+            f"test items of {bench.name!r} ({groups} documents); expected both to be non-empty"
+        )
     keep_order = {it.id: i for i, it in enumerate(bench.items)}
     train.sort(key=lambda it: keep_order[it.id])
     test.sort(key=lambda it: keep_order[it.id])
-    return (bench.model_copy(update={"name": f"{bench.name}-train", "items": tuple(train)}),
-            bench.model_copy(update={"name": bench.name, "items": tuple(test)}))
+    return (
+        bench.model_copy(update={"name": f"{bench.name}-train", "items": tuple(train)}),
+        bench.model_copy(update={"name": bench.name, "items": tuple(test)}),
+    )
 
 
 def labelled(item: Item, criterion: str) -> bool:

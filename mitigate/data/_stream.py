@@ -45,8 +45,16 @@ class ItemStream:
 
     unique_ids = True
 
-    def __init__(self, rows: JsonlRows, count: int, stamp: tuple[int, int], *, order: array | None = None,
-                 offsets: array | None = None, lines: array | None = None) -> None:
+    def __init__(
+        self,
+        rows: JsonlRows,
+        count: int,
+        stamp: tuple[int, int],
+        *,
+        order: array | None = None,
+        offsets: array | None = None,
+        lines: array | None = None,
+    ) -> None:
         self._rows = rows
         self._count = count
         self._stamp = stamp
@@ -62,9 +70,11 @@ class ItemStream:
 
     def _check_unchanged(self) -> None:
         if _stamp(self._rows.path) != self._stamp:
-            raise DataError(f"{self._rows.path} changed while it was being read; expected the benchmark file "
-                            "to stay as it was when its rows were checked: rerun the command",
-                            path=str(self._rows.path))
+            raise DataError(
+                f"{self._rows.path} changed while it was being read; expected the benchmark file "
+                "to stay as it was when its rows were checked: rerun the command",
+                path=str(self._rows.path),
+            )
 
     def __iter__(self) -> Iterator[Item]:
         self._check_unchanged()
@@ -100,9 +110,20 @@ class StreamedBenchmark:
     number chosen.
     """
 
-    def __init__(self, *, name: str, criteria: tuple[str, ...], scale: Scale, scales: dict[str, Scale],
-                 description: str, count: int, systems: int, documents: int, pairwise: bool,
-                 items: ItemStream | tuple[Item, ...]) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        criteria: tuple[str, ...],
+        scale: Scale,
+        scales: dict[str, Scale],
+        description: str,
+        count: int,
+        systems: int,
+        documents: int,
+        pairwise: bool,
+        items: ItemStream | tuple[Item, ...],
+    ) -> None:
         self.name = name
         self.criteria = criteria
         self.scale = scale
@@ -123,18 +144,33 @@ class StreamedBenchmark:
 
     def summary(self) -> str:
         """One line with the counts and label scales, as :meth:`Benchmark.summary` gives it."""
-        return summary_line(self.name, self.count, self.systems, self.documents, self.criteria, self.scale,
-                            self.scales, pairwise=self.pairwise)
+        return summary_line(
+            self.name,
+            self.count,
+            self.systems,
+            self.documents,
+            self.criteria,
+            self.scale,
+            self.scales,
+            pairwise=self.pairwise,
+        )
 
     @classmethod
     def of(cls, bench: Benchmark, limit: int) -> StreamedBenchmark:
         """A benchmark loaded whole, with its first ``limit`` items (0: all) in document-major order
         chosen."""
-        return cls(name=bench.name, criteria=bench.criteria, scale=bench.scale, scales=dict(bench.scales),
-                   description=bench.description, count=len(bench.items),
-                   systems=len({i.system for i in bench.items if i.system is not None}),
-                   documents=len({i.doc_id for i in bench.items if i.doc_id is not None}),
-                   pairwise=bench.pairwise, items=tuple(select_items(bench.items, limit or None)))
+        return cls(
+            name=bench.name,
+            criteria=bench.criteria,
+            scale=bench.scale,
+            scales=dict(bench.scales),
+            description=bench.description,
+            count=len(bench.items),
+            systems=len({i.system for i in bench.items if i.system is not None}),
+            documents=len({i.doc_id for i in bench.items if i.doc_id is not None}),
+            pairwise=bench.pairwise,
+            items=tuple(select_items(bench.items, limit or None)),
+        )
 
 
 def _distinct(keys: Iterable[int]) -> int:
@@ -143,8 +179,15 @@ def _distinct(keys: Iterable[int]) -> int:
     return sum(1 for a, b in pairwise(ordered) if a != b) + 1 if ordered else 0
 
 
-def scan_jsonl(path: str | Path, limit: int = 0, *, name: str | None = None, scale: Any = None,
-               criteria: Sequence[str] | None = None, description: str = "") -> StreamedBenchmark:
+def scan_jsonl(
+    path: str | Path,
+    limit: int = 0,
+    *,
+    name: str | None = None,
+    scale: Any = None,
+    criteria: Sequence[str] | None = None,
+    description: str = "",
+) -> StreamedBenchmark:
     """Check every row of a generic JSON-lines file in one pass and choose its first ``limit`` items (0: all).
 
     The same rows are refused, with the same ``file:line`` errors, as by
@@ -192,12 +235,22 @@ def scan_jsonl(path: str | Path, limit: int = 0, *, name: str | None = None, sca
         order = array("q", sorted(range(count), key=ranks.__getitem__))
     chosen = count if not limit else min(limit, count)
     return StreamedBenchmark(
-        name=name or rows.header.get("name") or file.stem, criteria=rows.criteria(criteria, seen_criteria),
-        scale=rows.common, scales=dict(rows.per), description=description
-        or rows.header.get("description", ""),
-        count=count, systems=len(systems), documents=documents, pairwise=pairwise,
-        items=ItemStream(rows, chosen, stamp, **({"order": order, "offsets": offsets, "lines": lines}
-                                                 if order is not None else {})))
+        name=name or rows.header.get("name") or file.stem,
+        criteria=rows.criteria(criteria, seen_criteria),
+        scale=rows.common,
+        scales=dict(rows.per),
+        description=description or rows.header.get("description", ""),
+        count=count,
+        systems=len(systems),
+        documents=documents,
+        pairwise=pairwise,
+        items=ItemStream(
+            rows,
+            chosen,
+            stamp,
+            **({"order": order, "offsets": offsets, "lines": lines} if order is not None else {}),
+        ),
+    )
 
 
 def _check_unique(rows: JsonlRows, hashes: array) -> None:
@@ -214,8 +267,11 @@ def _check_unique(rows: JsonlRows, hashes: array) -> None:
         if hash(item.id) not in repeated:
             continue
         if item.id in first_line:
-            raise row_error(rows.path, line, f"expected a unique 'id'; got {item.id!r}, already used on line "
-                            f"{first_line[item.id]}")
+            raise row_error(
+                rows.path,
+                line,
+                f"expected a unique 'id'; got {item.id!r}, already used on line {first_line[item.id]}",
+            )
         first_line[item.id] = line
 
 

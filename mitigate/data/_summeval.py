@@ -42,8 +42,10 @@ SCALE = Scale(min=1, max=5)
 
 def annotation_files() -> list[str]:
     """The per-system annotation files of the LLM_summeval copy, relative to the data folder."""
-    return [f"{LLM_SUMMEVAL_DIR}/model_output_annotations/{s}_outputs_annotations.jsonl"
-            for s in LLM_SUMMEVAL_SYSTEMS]
+    return [
+        f"{LLM_SUMMEVAL_DIR}/model_output_annotations/{s}_outputs_annotations.jsonl"
+        for s in LLM_SUMMEVAL_SYSTEMS
+    ]
 
 
 def load_summeval(
@@ -52,7 +54,7 @@ def load_summeval(
     *,
     root: str | Path | None = None,
 ) -> Benchmark:
-    """Load SummEval as a :class:`~mitigate.data._schema.Benchmark` (criteria: the four dimensions, scale 1-5).
+    """Load SummEval as a :class:`~mitigate.data.Benchmark` (criteria: the four dimensions, scale 1-5).
 
     - ``source="llm_summeval"``: 1,200 items (12 systems x 100 docs). ``human`` is the mean of
       the 3 expert ratings per dimension and ``annotators`` the 3 expert ratings, unless
@@ -68,8 +70,10 @@ def load_summeval(
     """
     base = resolve_root(root)
     if annotators not in ("expert", "turker"):
-        raise ConfigError("The 'annotators' parameter of load_summeval must be 'expert' or 'turker'. Got "
-                          f"{annotators!r} instead.")
+        raise ConfigError(
+            "The 'annotators' parameter of load_summeval must be 'expert' or 'turker'. Got "
+            f"{annotators!r} instead."
+        )
     if source == "llm_summeval":
         return _load_llm_summeval(str(base), annotators)
     if source == "bartscore":
@@ -79,8 +83,10 @@ def load_summeval(
                 f"Got {annotators!r} instead (use source='llm_summeval' for crowd ratings)."
             )
         return _load_bartscore(str(base))
-    raise ConfigError("The 'source' parameter of load_summeval must be 'llm_summeval' or 'bartscore'. Got "
-                      f"{source!r} instead.")
+    raise ConfigError(
+        "The 'source' parameter of load_summeval must be 'llm_summeval' or 'bartscore'. Got "
+        f"{source!r} instead."
+    )
 
 
 def _system_key(system: str) -> tuple[int, str]:
@@ -91,7 +97,9 @@ def _system_key(system: str) -> tuple[int, str]:
 @functools.lru_cache(maxsize=4)
 def _load_llm_summeval(root: str, annotators: str) -> Benchmark:
     paths = require_files(
-        Path(root), annotation_files(), dataset="SummEval (LLM_summeval copy)",
+        Path(root),
+        annotation_files(),
+        dataset="SummEval (LLM_summeval copy)",
         hint="They come from github.com/DAMO-NLP-SG/LLM_summeval, folder model_output_annotations/.",
     )
     items: list[Item] = []
@@ -113,24 +121,31 @@ def _load_llm_summeval(root: str, annotators: str) -> Benchmark:
 def _ratings(row: dict[str, Any], key: str, path: Path, line: int) -> dict[str, tuple[float, ...]]:
     raters = row.get(key)
     if not isinstance(raters, list) or not raters:
-        raise row_error(path, line,
-                        f"expected '{key}' to be a non-empty list of rating objects; got "
-                        f"{type(raters).__name__}")
+        raise row_error(
+            path,
+            line,
+            f"expected '{key}' to be a non-empty list of rating objects; got {type(raters).__name__}",
+        )
     out: dict[str, list[float]] = {c: [] for c in CRITERIA}
     for index, rater in enumerate(raters):
         if not isinstance(rater, dict):
-            raise row_error(path, line,
-                            f"expected '{key}'[{index}] to be an object dimension -> rating; got "
-                            f"{type(rater).__name__}")
+            raise row_error(
+                path,
+                line,
+                f"expected '{key}'[{index}] to be an object dimension -> rating; got {type(rater).__name__}",
+            )
         for criterion in CRITERIA:
             if criterion not in rater:
-                raise row_error(path, line,
-                                f"expected a {criterion!r} rating in '{key}'[{index}]; got keys "
-                                f"{sorted(rater)}")
+                raise row_error(
+                    path,
+                    line,
+                    f"expected a {criterion!r} rating in '{key}'[{index}]; got keys {sorted(rater)}",
+                )
             value = number(rater[criterion], path, line, f"'{key}'[{index}].{criterion}")
             if not SCALE.contains(value):
-                raise row_error(path, line,
-                                f"expected '{key}'[{index}].{criterion} within 1 to 5; got {value:g}")
+                raise row_error(
+                    path, line, f"expected '{key}'[{index}].{criterion} within 1 to 5; got {value:g}"
+                )
             out[criterion].append(value)
     return {c: tuple(v) for c, v in out.items()}
 
@@ -138,9 +153,11 @@ def _ratings(row: dict[str, Any], key: str, path: Path, line: int) -> dict[str, 
 def _text(row: dict[str, Any], key: str, path: Path, line: int) -> str:
     value = row.get(key)
     if not isinstance(value, str):
-        raise row_error(path, line,
-                        f"expected a string '{key}'; got "
-                        f"{'nothing' if value is None else type(value).__name__}")
+        raise row_error(
+            path,
+            line,
+            f"expected a string '{key}'; got {'nothing' if value is None else type(value).__name__}",
+        )
     return value
 
 
@@ -173,9 +190,11 @@ def _llm_summeval_item(row: Any, system: str, path: Path, line: int, annotators:
 @functools.lru_cache(maxsize=2)
 def _load_bartscore(root: str) -> Benchmark:
     (path,) = require_files(
-        Path(root), [f"{BARTSCORE_DIR}/{BARTSCORE_FILE}"], dataset="SummEval (BARTScore copy, 16 systems)",
+        Path(root),
+        [f"{BARTSCORE_DIR}/{BARTSCORE_FILE}"],
+        dataset="SummEval (BARTScore copy, 16 systems)",
         hint="The file is the flattened SUM/SummEval/data.pkl of github.com/neulab/BARTScore (see its "
-             "PROVENANCE.md).",
+        "PROVENANCE.md).",
     )
     items: list[Item] = []
     seen: dict[str, int] = {}
@@ -197,15 +216,25 @@ def _load_bartscore(root: str) -> Benchmark:
             human[criterion] = value
         item_id = f"{system}/{doc_id}"
         if item_id in seen:
-            raise row_error(path, line,
-                            f"expected one row per (model_id, doc_id); got {item_id!r} again (first on line "
-                            f"{seen[item_id]})")
+            raise row_error(
+                path,
+                line,
+                f"expected one row per (model_id, doc_id); got {item_id!r} again (first on line "
+                f"{seen[item_id]})",
+            )
         seen[item_id] = line
-        items.append(Item(
-            id=item_id, system=system, doc_id=doc_id, inputs={"source": _text(row, "src", path, line)},
-            output=_text(row, "sys_summ", path, line), reference=refs[0], human=human,
-            meta={"references": tuple(refs)},
-        ))
+        items.append(
+            Item(
+                id=item_id,
+                system=system,
+                doc_id=doc_id,
+                inputs={"source": _text(row, "src", path, line)},
+                output=_text(row, "sys_summ", path, line),
+                reference=refs[0],
+                human=human,
+                meta={"references": tuple(refs)},
+            )
+        )
     doc_order = {d: i for i, d in enumerate(dict.fromkeys(i.doc_id for i in items))}
     items.sort(key=lambda i: (_system_key(i.system or ""), doc_order[i.doc_id]))
     return Benchmark(
@@ -214,5 +243,5 @@ def _load_bartscore(root: str) -> Benchmark:
         criteria=CRITERIA,
         scale=SCALE,
         description="SummEval, all 16 systems x 100 CNN/DM articles (BARTScore copy); human = mean of 3 "
-                    "expert ratings",
+        "expert ratings",
     )

@@ -46,15 +46,18 @@ def load_tmu_gfm(*, zero_as_missing: bool = True, root: str | Path | None = None
 def _ratings(raw: str, column: str, path: Path, line: int) -> tuple[int, ...]:
     parts = [p.strip() for p in raw.split(",")]
     if not parts or not all(p.isdigit() and 0 <= int(p) <= 4 for p in parts):
-        raise row_error(path, line,
-                        f"expected comma-separated integer ratings 0-4 in column {column!r}; got {raw!r}")
+        raise row_error(
+            path, line, f"expected comma-separated integer ratings 0-4 in column {column!r}; got {raw!r}"
+        )
     return tuple(int(p) for p in parts)
 
 
 @functools.lru_cache(maxsize=2)
 def _load(root: str, zero_as_missing: bool) -> Benchmark:
     (path,) = require_files(
-        Path(root), [GFM_FILE], dataset="TMU-GFM",
+        Path(root),
+        [GFM_FILE],
+        dataset="TMU-GFM",
         hint="It comes from github.com/tmu-nlp/TMU-GFM-Dataset (tmu-gfm-dataset.csv).",
     )
     items: list[Item] = []
@@ -64,14 +67,18 @@ def _load(root: str, zero_as_missing: bool) -> Benchmark:
         needed = ["source", "output", "system", *(c for c, _ in COLUMNS.values())]
         missing = [c for c in needed if c not in (reader.fieldnames or [])]
         if missing:
-            raise row_error(path, 1,
-                            f"expected header columns {needed}; missing {missing} (got {reader.fieldnames})")
+            raise row_error(
+                path, 1, f"expected header columns {needed}; missing {missing} (got {reader.fieldnames})"
+            )
         for index, row in enumerate(reader):
             line = reader.line_num
             if None in row or any(row.get(c) is None for c in needed):
-                raise row_error(path, line,
-                                f"expected {len(reader.fieldnames or [])} comma-separated columns; got a row "
-                                "of another length")
+                raise row_error(
+                    path,
+                    line,
+                    f"expected {len(reader.fieldnames or [])} comma-separated columns; got a row "
+                    "of another length",
+                )
             raw: dict[str, tuple[int, ...]] = {}
             human: dict[str, float] = {}
             annotators: dict[str, tuple[float | None, ...]] = {}
@@ -79,20 +86,30 @@ def _load(root: str, zero_as_missing: bool) -> Benchmark:
                 ratings = _ratings(row[column], column, path, line)
                 kept = [float(r) for r in ratings if r != 0 or not zero_as_missing]
                 if not kept:
-                    raise row_error(path, line,
-                                    f"expected at least one non-zero {column!r} rating; got {row[column]!r}")
+                    raise row_error(
+                        path, line, f"expected at least one non-zero {column!r} rating; got {row[column]!r}"
+                    )
                 raw[criterion] = ratings
                 human[criterion] = mean(kept)
-                annotators[criterion] = tuple(None if (r == 0 and zero_as_missing) else float(r)
-                                              for r in ratings)
+                annotators[criterion] = tuple(
+                    None if (r == 0 and zero_as_missing) else float(r) for r in ratings
+                )
             source = row["source"]
             doc = sources.setdefault(source, len(sources))
             systems = tuple(s.strip() for s in row["system"].split(",") if s.strip())
             meta: dict[str, Any] = {"systems": systems, "raw": raw, "line": line}
-            items.append(Item(
-                id=f"{index:04d}", system=row["system"], doc_id=f"src{doc}", inputs={"source": source},
-                output=row["output"], human=human, annotators=annotators, meta=meta,
-            ))
+            items.append(
+                Item(
+                    id=f"{index:04d}",
+                    system=row["system"],
+                    doc_id=f"src{doc}",
+                    inputs={"source": source},
+                    output=row["output"],
+                    human=human,
+                    annotators=annotators,
+                    meta=meta,
+                )
+            )
     return Benchmark(
         name="tmu-gfm",
         items=tuple(items),

@@ -70,8 +70,9 @@ def _parse_ratings(raw: str, path: Path, line: int) -> tuple[float, ...]:
     for part in raw.split(","):
         part = part.strip()
         if not part.isdigit() or not 1 <= int(part) <= 5:
-            raise row_error(path, line,
-                            f"expected comma-separated integer ratings 1-5 on a USER line; got {raw!r}")
+            raise row_error(
+                path, line, f"expected comma-separated integer ratings 1-5 on a USER line; got {raw!r}"
+            )
         values.append(float(part))
     return tuple(values)
 
@@ -90,7 +91,8 @@ def parse_uss_file(path: Path) -> list[list[_Turn]]:
         fields = text.split("\t")
         if len(fields) < 4:
             raise row_error(
-                path, number,
+                path,
+                number,
                 f"expected 4 tab-separated fields (role, text, action, ratings); got {len(fields)}: "
                 f"{text[:60]!r}",
             )
@@ -99,8 +101,9 @@ def parse_uss_file(path: Path) -> list[list[_Turn]]:
         if role not in ("USER", "SYSTEM"):
             raise row_error(path, number, f"expected role USER or SYSTEM; got {role!r}")
         if current and current[-1].role == "USER" and current[-1].text == "OVERALL":
-            raise row_error(path, number,
-                            "expected a blank line after the USER OVERALL line; got another turn")
+            raise row_error(
+                path, number, "expected a blank line after the USER OVERALL line; got another turn"
+            )
         ratings: tuple[float, ...] = ()
         if role == "USER":
             ratings = _parse_ratings(ratings_text, path, number)
@@ -111,7 +114,8 @@ def parse_uss_file(path: Path) -> list[list[_Turn]]:
         last = dialogue[-1]
         if not (last.role == "USER" and last.text == "OVERALL"):
             raise row_error(
-                path, dialogue[0].line,
+                path,
+                dialogue[0].line,
                 "expected the dialogue starting here to end with a 'USER<TAB>OVERALL' line; it ends at line "
                 f"{last.line} with {last.role} {last.text[:40]!r}",
             )
@@ -123,10 +127,7 @@ def _transcript(turns: list[_Turn]) -> str:
 
 
 def load_uss(
-    corpus: str = "sgd",
-    level: Literal["dialogue", "turn"] = "dialogue",
-    *,
-    root: str | Path | None = None,
+    corpus: str = "sgd", level: Literal["dialogue", "turn"] = "dialogue", *, root: str | Path | None = None
 ) -> Benchmark:
     """Load one USS corpus (``sgd``, ``multiwoz``, ``redial`` or ``ccpe``) at dialogue or turn level.
 
@@ -134,18 +135,22 @@ def load_uss(
     """
     key = ALIASES.get(corpus.lower(), corpus.lower())
     if key not in CORPORA:
-        raise ConfigError(f"The 'corpus' parameter of load_uss must be one of {sorted(CORPORA)}. Got "
-                          f"{corpus!r} instead.")
+        raise ConfigError(
+            f"The 'corpus' parameter of load_uss must be one of {sorted(CORPORA)}. Got {corpus!r} instead."
+        )
     if level not in ("dialogue", "turn"):
-        raise ConfigError("The 'level' parameter of load_uss must be 'dialogue' or 'turn'. Got "
-                          f"{level!r} instead.")
+        raise ConfigError(
+            f"The 'level' parameter of load_uss must be 'dialogue' or 'turn'. Got {level!r} instead."
+        )
     return _load(str(resolve_root(root)), key, level)
 
 
 @functools.lru_cache(maxsize=8)
 def _load(root: str, corpus: str, level: str) -> Benchmark:
     (path,) = require_files(
-        Path(root), [f"{USS_DIR}/{CORPORA[corpus]}.txt"], dataset=f"USS {corpus}",
+        Path(root),
+        [f"{USS_DIR}/{CORPORA[corpus]}.txt"],
+        dataset=f"USS {corpus}",
         hint="It comes from github.com/sunnweiwei/user-satisfaction-simulation, folder dataset/.",
     )
     items: list[Item] = []
@@ -154,13 +159,22 @@ def _load(root: str, corpus: str, level: str) -> Benchmark:
         turns, overall = dialogue[:-1], dialogue[-1]
         if level == "dialogue":
             text = _transcript(turns)
-            items.append(Item(
-                id=dialogue_id, doc_id=dialogue_id, output=text, inputs={"dialogue": text},
-                human={CRITERION: mean(overall.ratings)}, annotators={CRITERION: overall.ratings},
-                meta={"label": majority_label(overall.ratings), "corpus": corpus, "line": turns[0].line
-                      if turns else overall.line,
-                      "n_turns": len(turns)},
-            ))
+            items.append(
+                Item(
+                    id=dialogue_id,
+                    doc_id=dialogue_id,
+                    output=text,
+                    inputs={"dialogue": text},
+                    human={CRITERION: mean(overall.ratings)},
+                    annotators={CRITERION: overall.ratings},
+                    meta={
+                        "label": majority_label(overall.ratings),
+                        "corpus": corpus,
+                        "line": turns[0].line if turns else overall.line,
+                        "n_turns": len(turns),
+                    },
+                )
+            )
             continue
         pending: list[_Turn] = []
         for position, turn in enumerate(turns):
@@ -169,13 +183,22 @@ def _load(root: str, corpus: str, level: str) -> Benchmark:
                 continue
             if pending:
                 start = position - len(pending)
-                items.append(Item(
-                    id=f"{dialogue_id}/t{position:02d}", doc_id=dialogue_id,
-                    output="\n".join(t.text for t in pending), inputs={"context": _transcript(turns[:start])},
-                    human={CRITERION: mean(turn.ratings)}, annotators={CRITERION: turn.ratings},
-                    meta={"label": majority_label(turn.ratings), "corpus": corpus, "line": turn.line,
-                          "action": pending[-1].action},
-                ))
+                items.append(
+                    Item(
+                        id=f"{dialogue_id}/t{position:02d}",
+                        doc_id=dialogue_id,
+                        output="\n".join(t.text for t in pending),
+                        inputs={"context": _transcript(turns[:start])},
+                        human={CRITERION: mean(turn.ratings)},
+                        annotators={CRITERION: turn.ratings},
+                        meta={
+                            "label": majority_label(turn.ratings),
+                            "corpus": corpus,
+                            "line": turn.line,
+                            "action": pending[-1].action,
+                        },
+                    )
+                )
             pending = []
     return Benchmark(
         name=f"uss-{corpus}" + ("" if level == "dialogue" else "-turn"),
@@ -184,8 +207,11 @@ def _load(root: str, corpus: str, level: str) -> Benchmark:
         scale=SCALE,
         description=(
             f"USS {CORPORA[corpus]}: "
-            + ("dialogue-level user satisfaction (OVERALL ratings)" if level == "dialogue"
-               else "exchange-level user satisfaction of each system response")
+            + (
+                "dialogue-level user satisfaction (OVERALL ratings)"
+                if level == "dialogue"
+                else "exchange-level user satisfaction of each system response"
+            )
             + "; human = mean rating, meta['label'] = majority vote (ties to the lower score)"
         ),
     )

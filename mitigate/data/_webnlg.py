@@ -81,8 +81,11 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}: expected a JSON document; got invalid JSON ({exc.msg})",
-                        path=str(path), line=exc.lineno) from exc
+        raise DataError(
+            f"{path}:{exc.lineno}: expected a JSON document; got invalid JSON ({exc.msg})",
+            path=str(path),
+            line=exc.lineno,
+        ) from exc
 
 
 @functools.lru_cache(maxsize=4)
@@ -90,55 +93,80 @@ def _load(root: str, include_reference: bool) -> Benchmark:
     base = Path(root) / WEBNLG_DIR
     hint = "They come from github.com/WebNLG/challenge-2020 (see webnlg2020_human_eval/PROVENANCE.md)."
     aggregate_path, tables_path = require_files(
-        Path(root), [f"{WEBNLG_DIR}/{AGGREGATE}", f"{WEBNLG_DIR}/{TABLES}"],
-        dataset="WebNLG 2020 human evaluation", hint=hint,
+        Path(root),
+        [f"{WEBNLG_DIR}/{AGGREGATE}", f"{WEBNLG_DIR}/{TABLES}"],
+        dataset="WebNLG 2020 human evaluation",
+        hint=hint,
     )
     rows = _read_json(aggregate_path)
     if not isinstance(rows, list):
-        raise DataError(f"{aggregate_path}: expected a JSON list of rated outputs; got {type(rows).__name__}",
-                        path=str(aggregate_path))
+        raise DataError(
+            f"{aggregate_path}: expected a JSON list of rated outputs; got {type(rows).__name__}",
+            path=str(aggregate_path),
+        )
     tables = _read_json(tables_path)
     if not isinstance(tables, dict):
-        raise DataError(f"{tables_path}: expected a JSON object sample id -> HTML table; got "
-                        f"{type(tables).__name__}", path=str(tables_path))
+        raise DataError(
+            f"{tables_path}: expected a JSON object sample id -> HTML table; got {type(tables).__name__}",
+            path=str(tables_path),
+        )
     submissions = list(dict.fromkeys(str(r.get("submission_id")) for r in rows if isinstance(r, dict)))
     needed = [f"{WEBNLG_DIR}/{RESULTS}/{s}/primary.json" for s in submissions]
-    needed += [f"{WEBNLG_DIR}/submissions/rdf2text/en/{s}/primary.en" for s in submissions
-               if s != REFERENCE_SUBMISSION]
+    needed += [
+        f"{WEBNLG_DIR}/submissions/rdf2text/en/{s}/primary.en"
+        for s in submissions
+        if s != REFERENCE_SUBMISSION
+    ]
     require_files(Path(root), needed, dataset="WebNLG 2020 human evaluation", hint=hint)
     ratings = {s: _read_json(base / RESULTS / s / "primary.json") for s in submissions}
     outputs = {
         s: read_text(base / "submissions/rdf2text/en" / s / "primary.en").split("\n")
-        for s in submissions if s != REFERENCE_SUBMISSION
+        for s in submissions
+        if s != REFERENCE_SUBMISSION
     }
     items: list[Item] = []
     for index, row in enumerate(rows):
         where = f"{aggregate_path} entry {index}"
         if not isinstance(row, dict) or "submission_id" not in row or "sample_id" not in row:
-            raise DataError(f"{where}: expected an object with submission_id and sample_id; got "
-                            f"{str(row)[:80]}", path=str(aggregate_path))
+            raise DataError(
+                f"{where}: expected an object with submission_id and sample_id; got {str(row)[:80]}",
+                path=str(aggregate_path),
+            )
         submission, sample = str(row["submission_id"]), str(row["sample_id"])
         if submission == REFERENCE_SUBMISSION and not include_reference:
             continue
         raters = ratings[submission].get(sample)
         rating_path = base / RESULTS / submission / "primary.json"
         if not isinstance(raters, dict) or not raters:
-            raise DataError(f"{rating_path}: expected ratings for sample {sample!r} (listed in {where}); "
-                            f"got {raters!r}", path=str(rating_path))
+            raise DataError(
+                f"{rating_path}: expected ratings for sample {sample!r} (listed in {where}); got {raters!r}",
+                path=str(rating_path),
+            )
         per_criterion: dict[str, list[float]] = {c: [] for c in CRITERIA}
         for worker, scores in raters.items():
             if not isinstance(scores, dict):
-                raise DataError(f"{rating_path}: expected an object of scores for rater {worker!r} on "
-                                f"sample {sample!r}", path=str(rating_path))
+                raise DataError(
+                    f"{rating_path}: expected an object of scores for rater {worker!r} on sample {sample!r}",
+                    path=str(rating_path),
+                )
             for source_name, criterion in CRITERIA_MAP.items():
                 if source_name not in scores:
-                    raise DataError(f"{rating_path}: expected a {source_name!r} score from rater {worker!r} "
-                                    f"on sample {sample!r}; got keys {sorted(scores)}", path=str(rating_path))
+                    raise DataError(
+                        f"{rating_path}: expected a {source_name!r} score from rater {worker!r} "
+                        f"on sample {sample!r}; got keys {sorted(scores)}",
+                        path=str(rating_path),
+                    )
                 value = scores[source_name]
-                if (isinstance(value, bool) or not isinstance(value, (int, float))
-                        or not SCALE.contains(value)):
-                    raise DataError(f"{rating_path}: expected a number 0-100 for {source_name} from "
-                                    f"{worker!r} on sample {sample!r}; got {value!r}", path=str(rating_path))
+                if (
+                    isinstance(value, bool)
+                    or not isinstance(value, (int, float))
+                    or not SCALE.contains(value)
+                ):
+                    raise DataError(
+                        f"{rating_path}: expected a number 0-100 for {source_name} from "
+                        f"{worker!r} on sample {sample!r}; got {value!r}",
+                        path=str(rating_path),
+                    )
                 per_criterion[criterion].append(float(value))
         human = {c: mean(v) for c, v in per_criterion.items()}
         for source_name, criterion in CRITERIA_MAP.items():
@@ -147,12 +175,17 @@ def _load(root: str, include_reference: bool) -> Benchmark:
                 raise DataError(
                     f"{where}: expected the listed {source_name} mean to equal the raters' mean in "
                     f"{rating_path}; got {listed} vs {human[criterion]:.6f} for sample {sample!r}",
-                    path=str(aggregate_path))
+                    path=str(aggregate_path),
+                )
         if sample not in tables:
-            raise DataError(f"{tables_path}: expected an input table for sample {sample!r}; got none",
-                            path=str(tables_path))
+            raise DataError(
+                f"{tables_path}: expected an input table for sample {sample!r}; got none",
+                path=str(tables_path),
+            )
         meta: dict[str, Any] = {
-            "raters": tuple(raters), "size": int(row.get("size", 0)), "domain": row.get("domain"),
+            "raters": tuple(raters),
+            "size": int(row.get("size", 0)),
+            "domain": row.get("domain"),
             "category": row.get("category"),
         }
         if submission == REFERENCE_SUBMISSION:
@@ -162,14 +195,24 @@ def _load(root: str, include_reference: bool) -> Benchmark:
             lines = outputs[submission]
             output_path = base / "submissions/rdf2text/en" / submission / "primary.en"
             if not sample.isdigit() or not 1 <= int(sample) <= len(lines):
-                raise row_error(output_path, int(sample) if sample.isdigit() else 0,
-                                f"expected an output line for test id {sample} (file has {len(lines)} lines)")
+                raise row_error(
+                    output_path,
+                    int(sample) if sample.isdigit() else 0,
+                    f"expected an output line for test id {sample} (file has {len(lines)} lines)",
+                )
             output = lines[int(sample) - 1].rstrip("\r")
-        items.append(Item(
-            id=f"{submission}/{sample}", system=submission, doc_id=sample,
-            inputs={"triples": triples_text(tables[sample])}, output=output,
-            human=human, annotators={c: tuple(v) for c, v in per_criterion.items()}, meta=meta,
-        ))
+        items.append(
+            Item(
+                id=f"{submission}/{sample}",
+                system=submission,
+                doc_id=sample,
+                inputs={"triples": triples_text(tables[sample])},
+                output=output,
+                human=human,
+                annotators={c: tuple(v) for c, v in per_criterion.items()},
+                meta=meta,
+            )
+        )
     return Benchmark(
         name="webnlg" + ("-with-reference" if include_reference else ""),
         items=tuple(items),

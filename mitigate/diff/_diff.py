@@ -79,25 +79,73 @@ def clusters_of(items: Sequence[Item]) -> tuple[list[str], str]:
     return [it.id for it in items], "items"
 
 
-def _share_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, clusters: Sequence[str], *,
-                   better: Better, unit: str, how: str, n_boot: int, n_perm: int, seed: int, dropped: int = 0,
-                   reason: str | None = None) -> DiffMeasure:
+def _share_measure(
+    name: str,
+    criterion: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    clusters: Sequence[str],
+    *,
+    better: Better,
+    unit: str,
+    how: str,
+    n_boot: int,
+    n_perm: int,
+    seed: int,
+    dropped: int = 0,
+    reason: str | None = None,
+) -> DiffMeasure:
     """A share or mean (of per-item values) of A and B, its paired difference, interval and sign-flip p."""
     keep = np.isfinite(a) & np.isfinite(b)
     if reason is not None or not keep.any():
-        return DiffMeasure(name=name, criterion=criterion, a=None, b=None, delta=None, n=int(keep.sum()),
-                           dropped=dropped + int((~keep).sum()), better=better, unit=unit, how=how,
-                           reason=reason or "no item has a value for both judges")
+        return DiffMeasure(
+            name=name,
+            criterion=criterion,
+            a=None,
+            b=None,
+            delta=None,
+            n=int(keep.sum()),
+            dropped=dropped + int((~keep).sum()),
+            better=better,
+            unit=unit,
+            how=how,
+            reason=reason or "no item has a value for both judges",
+        )
     d = paired_mean_difference(b, a, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
-    return DiffMeasure(name=name, criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed), low=d.low,
-                       high=d.high,
-                       p=d.p_value, n=int(keep.sum()), dropped=dropped + int((~keep).sum()), better=better,
-                       unit=unit, how=how, test=d.test)
+    return DiffMeasure(
+        name=name,
+        criterion=criterion,
+        a=d.a,
+        b=d.b,
+        delta=_f(d.observed),
+        low=d.low,
+        high=d.high,
+        p=d.p_value,
+        n=int(keep.sum()),
+        dropped=dropped + int((~keep).sum()),
+        better=better,
+        unit=unit,
+        how=how,
+        test=d.test,
+    )
 
 
-def _stat_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, ref: np.ndarray,
-                  stat: Callable[[np.ndarray, np.ndarray], float], clusters: Sequence[str], *, better: Better,
-                  unit: str, how: str, n_boot: int, n_perm: int, seed: int) -> DiffMeasure:
+def _stat_measure(
+    name: str,
+    criterion: str,
+    a: np.ndarray,
+    b: np.ndarray,
+    ref: np.ndarray,
+    stat: Callable[[np.ndarray, np.ndarray], float],
+    clusters: Sequence[str],
+    *,
+    better: Better,
+    unit: str,
+    how: str,
+    n_boot: int,
+    n_perm: int,
+    seed: int,
+) -> DiffMeasure:
     """``stat(judge, ref)`` for A and B on the items both scored, and a paired cluster bootstrap of the
     difference.
 
@@ -109,11 +157,26 @@ def _stat_measure(name: str, criterion: str, a: np.ndarray, b: np.ndarray, ref: 
     measure.)
     """
     keep = np.isfinite(a) & np.isfinite(b) & np.isfinite(ref)
-    d = paired_statistic_difference(b, a, ref, stat, test="bootstrap", clusters=clusters, n_boot=n_boot,
-                                    n_perm=n_perm, seed=seed)
-    return DiffMeasure(name=name, criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed) if d.ok else None,
-                       low=d.low, high=d.high, p=d.p_value, n=d.n, dropped=int((~keep).sum()), better=better,
-                       unit=unit, how=how, test=d.test, reason=d.reason)
+    d = paired_statistic_difference(
+        b, a, ref, stat, test="bootstrap", clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed
+    )
+    return DiffMeasure(
+        name=name,
+        criterion=criterion,
+        a=d.a,
+        b=d.b,
+        delta=_f(d.observed) if d.ok else None,
+        low=d.low,
+        high=d.high,
+        p=d.p_value,
+        n=d.n,
+        dropped=int((~keep).sum()),
+        better=better,
+        unit=unit,
+        how=how,
+        test=d.test,
+        reason=d.reason,
+    )
 
 
 def _abs_spearman(x: np.ndarray, w: np.ndarray) -> float:
@@ -149,9 +212,9 @@ def _score_of(j: Judgment | None, criterion: str) -> float:
     return math.nan if v is None else float(v)
 
 
-def _check_same_items(items: Sequence[Item], a: Sequence[Judgment], b: Sequence[Judgment],
-                      names: tuple[str, str]
-                      ) -> tuple[list[Judgment], list[Judgment]]:
+def _check_same_items(
+    items: Sequence[Item], a: Sequence[Judgment], b: Sequence[Judgment], names: tuple[str, str]
+) -> tuple[list[Judgment], list[Judgment]]:
     """Each judge's judgments in item order; ConfigError naming the judge and the items when they do not
     match."""
     ids = [it.id for it in items]
@@ -162,10 +225,12 @@ def _check_same_items(items: Sequence[Item], a: Sequence[Judgment], b: Sequence[
         extra = sorted(set(by_id) - set(ids))
         if missing or extra:
             parts = ([f"no judgment for {len(missing)} items, e.g. {missing[:3]}"] if missing else []) + (
-                [f"{len(extra)} judgments of items not compared, e.g. {extra[:3]}"] if extra else [])
-            raise ConfigError(f"expected judge {name!r} to have judged exactly the {len(ids)} items "
-                              "compared; got "
-                              + " and ".join(parts))
+                [f"{len(extra)} judgments of items not compared, e.g. {extra[:3]}"] if extra else []
+            )
+            raise ConfigError(
+                f"expected judge {name!r} to have judged exactly the {len(ids)} items "
+                "compared; got " + " and ".join(parts)
+            )
         out.append([by_id[i] for i in ids])
     return out[0], out[1]
 
@@ -181,9 +246,18 @@ def map_scores(values: np.ndarray, source: Scale, target: Scale) -> np.ndarray:
 
 
 def diff_judgments(
-    items: Sequence[Item], a: Sequence[Judgment], b: Sequence[Judgment], *, criterion: str,
-    names: tuple[str, str] = ("A", "B"), task: Task | None = None, scales: tuple[Scale, Scale] | None = None,
-    scale_map: Literal["none", "linear"] = "none", n_boot: int = 1000, n_perm: int = 2000, seed: int = 0,
+    items: Sequence[Item],
+    a: Sequence[Judgment],
+    b: Sequence[Judgment],
+    *,
+    criterion: str,
+    names: tuple[str, str] = ("A", "B"),
+    task: Task | None = None,
+    scales: tuple[Scale, Scale] | None = None,
+    scale_map: Literal["none", "linear"] = "none",
+    n_boot: int = 1000,
+    n_perm: int = 2000,
+    seed: int = 0,
 ) -> DiffReport:
     """Compare judge B with judge A on ``items`` (each judged once by both) on ``criterion``.
 
@@ -201,11 +275,14 @@ def diff_judgments(
     clusters, unit = clusters_of(items)
     notes: list[str] = []
     if unit == "documents":
-        notes.append(f"intervals and bootstrap p resample the {len(set(clusters))} documents, and the "
-                     "sign-flip tests flip whole documents (several items share a document)")
+        notes.append(
+            f"intervals and bootstrap p resample the {len(set(clusters))} documents, and the "
+            "sign-flip tests flip whole documents (several items share a document)"
+        )
     if task == "pairwise":
-        measures, changes = _pairwise(items, ja, jb, criterion, clusters, unit, n_boot=n_boot, n_perm=n_perm,
-                                      seed=seed)
+        measures, changes = _pairwise(
+            items, ja, jb, criterion, clusters, unit, n_boot=n_boot, n_perm=n_perm, seed=seed
+        )
         slices = _slices_pairwise(items, ja, jb, criterion)
     else:
         sa = np.array([_score_of(j, criterion) for j in ja])
@@ -216,58 +293,131 @@ def diff_judgments(
                     f"judge {names[0]!r} answers on {scales[0].describe()} and {names[1]!r} on "
                     f"{scales[1].describe()}; "
                     "expected the same scale, or a mapping (--scale-map linear maps B's scores "
-                    "onto A's range)")
+                    "onto A's range)"
+                )
             sb = map_scores(sb, scales[1], scales[0])
-            notes.append(f"{names[1]}'s scores were mapped linearly from {scales[1].describe()} onto "
-                         f"{scales[0].describe()}")
-        measures, changes = _scores(items, ja, jb, sa, sb, criterion, clusters, unit, n_boot=n_boot,
-                                    n_perm=n_perm,
-                                    seed=seed)
+            notes.append(
+                f"{names[1]}'s scores were mapped linearly from {scales[1].describe()} onto "
+                f"{scales[0].describe()}"
+            )
+        measures, changes = _scores(
+            items, ja, jb, sa, sb, criterion, clusters, unit, n_boot=n_boot, n_perm=n_perm, seed=seed
+        )
         slices = _slices_scores(items, sa, sb, criterion)
-    return DiffReport(a=names[0], b=names[1], criteria=(criterion,), task=task, n_items=len(items), unit=unit,
-                      n_units=len(set(clusters)), measures=tuple(measures), changes=tuple(changes),
-                      slices=tuple(slices), notes=tuple(notes))
+    return DiffReport(
+        a=names[0],
+        b=names[1],
+        criteria=(criterion,),
+        task=task,
+        n_items=len(items),
+        unit=unit,
+        n_units=len(set(clusters)),
+        measures=tuple(measures),
+        changes=tuple(changes),
+        slices=tuple(slices),
+        notes=tuple(notes),
+    )
 
 
 def _failed(values: np.ndarray) -> np.ndarray:
     return (~np.isfinite(values)).astype(float)
 
 
-def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment], sa: np.ndarray,
-            sb: np.ndarray,
-            criterion: str, clusters: Sequence[str], unit: str, *, n_boot: int, n_perm: int, seed: int
-            ) -> tuple[list[DiffMeasure], list[ItemChange]]:
+def _scores(
+    items: Sequence[Item],
+    ja: Sequence[Judgment],
+    jb: Sequence[Judgment],
+    sa: np.ndarray,
+    sb: np.ndarray,
+    criterion: str,
+    clusters: Sequence[str],
+    unit: str,
+    *,
+    n_boot: int,
+    n_perm: int,
+    seed: int,
+) -> tuple[list[DiffMeasure], list[ItemChange]]:
     human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
     words = np.array([word_count(it.output) for it in items], dtype=float)
     kw: dict[str, Any] = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
     out = [
-        _stat_measure("spearman", criterion, sa, sb, human, spearman, clusters, better="higher", unit=unit,
-                      how="item-level Spearman with the human scores, on the items both judges "
-                      "scored and humans labelled (a failed item is left out here and counted in "
-                      "failure-rate)", **kw),
+        _stat_measure(
+            "spearman",
+            criterion,
+            sa,
+            sb,
+            human,
+            spearman,
+            clusters,
+            better="higher",
+            unit=unit,
+            how="item-level Spearman with the human scores, on the items both judges "
+            "scored and humans labelled (a failed item is left out here and counted in "
+            "failure-rate)",
+            **kw,
+        ),
         _document_measure(items, sa, sb, human, criterion, **kw),
-        _stat_measure("length-bias", criterion, sa, sb, words, _abs_spearman, clusters, better="lower",
-                      unit=unit,
-                      how="|Spearman(score, output length in words)| on the items both judges scored", **kw),
-        _share_measure("failure-rate", criterion, _failed(sa), _failed(sb), clusters, better="lower",
-                       unit=unit,
-                       how="share of items without a score (parse failure, abstention or LM error), "
-                           "of all items",
-                       **kw),
+        _stat_measure(
+            "length-bias",
+            criterion,
+            sa,
+            sb,
+            words,
+            _abs_spearman,
+            clusters,
+            better="lower",
+            unit=unit,
+            how="|Spearman(score, output length in words)| on the items both judges scored",
+            **kw,
+        ),
+        _share_measure(
+            "failure-rate",
+            criterion,
+            _failed(sa),
+            _failed(sb),
+            clusters,
+            better="lower",
+            unit=unit,
+            how="share of items without a score (parse failure, abstention or LM error), of all items",
+            **kw,
+        ),
     ]
     both = np.isfinite(sa) & np.isfinite(sb)
     if both.any():
         d = paired_mean_difference(sb, sa, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
-        out.append(DiffMeasure(name="mean-score", criterion=criterion, a=d.a, b=d.b, delta=_f(d.observed),
-                               low=d.low, high=d.high, p=d.p_value, n=int(both.sum()),
-                               dropped=int((~both).sum()),
-                               better="none", unit=unit, test=d.test,
-                               how="mean score on the items both judges "
-                               "scored (a shift, neither better nor worse; never gated)"))
+        out.append(
+            DiffMeasure(
+                name="mean-score",
+                criterion=criterion,
+                a=d.a,
+                b=d.b,
+                delta=_f(d.observed),
+                low=d.low,
+                high=d.high,
+                p=d.p_value,
+                n=int(both.sum()),
+                dropped=int((~both).sum()),
+                better="none",
+                unit=unit,
+                test=d.test,
+                how="mean score on the items both judges "
+                "scored (a shift, neither better nor worse; never gated)",
+            )
+        )
     else:
-        out.append(DiffMeasure(name="mean-score", criterion=criterion, a=None, b=None, delta=None,
-                               better="none",
-                               unit=unit, dropped=len(items), reason="no item was scored by both judges"))
+        out.append(
+            DiffMeasure(
+                name="mean-score",
+                criterion=criterion,
+                a=None,
+                b=None,
+                delta=None,
+                better="none",
+                unit=unit,
+                dropped=len(items),
+                reason="no item was scored by both judges",
+            )
+        )
     changes: list[ItemChange] = []
     for it, x, y, h in zip(items, sa, sb, human, strict=True):
         fx, fy = math.isfinite(x), math.isfinite(y)
@@ -275,26 +425,54 @@ def _scores(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment
             continue
         if not fx and not fy:
             continue
-        change: Change = (("failed in B" if fx else "recovered in B") if fx != fy
-                          else ("up" if y > x else "down"))
-        changes.append(ItemChange(item_id=it.id, criterion=criterion, system=it.system, doc_id=it.doc_id,
-                                  a=_f(x), b=_f(y), move=_f(y - x) if fx and fy else None, human=_f(h),
-                                  change=change))
+        change: Change = (
+            ("failed in B" if fx else "recovered in B") if fx != fy else ("up" if y > x else "down")
+        )
+        changes.append(
+            ItemChange(
+                item_id=it.id,
+                criterion=criterion,
+                system=it.system,
+                doc_id=it.doc_id,
+                a=_f(x),
+                b=_f(y),
+                move=_f(y - x) if fx and fy else None,
+                human=_f(h),
+                change=change,
+            )
+        )
     changes.sort(key=lambda c: (c.move is not None, -abs(c.move or 0.0)))
     return out, changes
 
 
-def _document_measure(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, human: np.ndarray,
-                      criterion: str, *,
-                      n_boot: int, n_perm: int, seed: int) -> DiffMeasure:
+def _document_measure(
+    items: Sequence[Item],
+    sa: np.ndarray,
+    sb: np.ndarray,
+    human: np.ndarray,
+    criterion: str,
+    *,
+    n_boot: int,
+    n_perm: int,
+    seed: int,
+) -> DiffMeasure:
     """Mean over documents of the Spearman across each document's items, for A and B, paired by document."""
-    how = ("mean over documents of the Spearman across the document's items (SummEval's summary level), on "
-           "the items both judges scored; documents where either is undefined are left out")
+    how = (
+        "mean over documents of the Spearman across the document's items (SummEval's summary level), on "
+        "the items both judges scored; documents where either is undefined are left out"
+    )
     docs = [it.doc_id for it in items]
     if any(d is None for d in docs) or len(set(docs)) == len(docs):
-        return DiffMeasure(name="spearman-document", criterion=criterion, a=None, b=None, delta=None,
-                           unit="documents",
-                           how=how, reason="needs items grouped by document (several items per doc_id)")
+        return DiffMeasure(
+            name="spearman-document",
+            criterion=criterion,
+            a=None,
+            b=None,
+            delta=None,
+            unit="documents",
+            how=how,
+            reason="needs items grouped by document (several items per doc_id)",
+        )
     both = np.isfinite(sa) & np.isfinite(sb) & np.isfinite(human)
     names = [str(d) for d in docs]
     keep_docs = [n for n, k in zip(names, both, strict=True) if k]
@@ -304,14 +482,34 @@ def _document_measure(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, hum
     x = np.array([ra[k] for k in keys])
     y = np.array([rb[k] for k in keys])
     undefined = int((~(np.isfinite(x) & np.isfinite(y))).sum())
-    m = _share_measure("spearman-document", criterion, x, y, keys, better="higher", unit="documents", how=how,
-                       n_boot=n_boot, n_perm=n_perm, seed=seed)
+    m = _share_measure(
+        "spearman-document",
+        criterion,
+        x,
+        y,
+        keys,
+        better="higher",
+        unit="documents",
+        how=how,
+        n_boot=n_boot,
+        n_perm=n_perm,
+        seed=seed,
+    )
     return m.model_copy(update={"dropped": undefined})
 
 
-def _pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment], criterion: str,
-              clusters: Sequence[str], unit: str, *, n_boot: int, n_perm: int, seed: int
-              ) -> tuple[list[DiffMeasure], list[ItemChange]]:
+def _pairwise(
+    items: Sequence[Item],
+    ja: Sequence[Judgment],
+    jb: Sequence[Judgment],
+    criterion: str,
+    clusters: Sequence[str],
+    unit: str,
+    *,
+    n_boot: int,
+    n_perm: int,
+    seed: int,
+) -> tuple[list[DiffMeasure], list[ItemChange]]:
     va, vb = verdicts_as_text(ja), verdicts_as_text(jb)
     for j, v in ((ja, va), (jb, vb)):  # an LM error is a failure, whatever verdict field it left
         for k, judgment in enumerate(j):
@@ -321,55 +519,114 @@ def _pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgme
     kw: dict[str, Any] = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
 
     def correct(vs: Sequence[str | None]) -> np.ndarray:
-        return np.array([math.nan if g is None else float(v is not None and v == g)
-                         for v, g in zip(vs, gold, strict=True)])
+        return np.array(
+            [
+                math.nan if g is None else float(v is not None and v == g)
+                for v, g in zip(vs, gold, strict=True)
+            ]
+        )
 
     no_gold = sum(g is None for g in gold)
-    out = [_share_measure("accuracy", criterion, correct(va), correct(vb), clusters, better="higher",
-                          unit=unit,
-                          how="share of verdicts equal to gold over the items with a gold preference; a "
-                          "failed verdict counts as wrong", dropped=0, **kw,
-                          reason=None if no_gold < len(items)
-                          else "no item has a gold preference on this criterion")]
+    out = [
+        _share_measure(
+            "accuracy",
+            criterion,
+            correct(va),
+            correct(vb),
+            clusters,
+            better="higher",
+            unit=unit,
+            how="share of verdicts equal to gold over the items with a gold preference; a "
+            "failed verdict counts as wrong",
+            dropped=0,
+            **kw,
+            reason=None if no_gold < len(items) else "no item has a gold preference on this criterion",
+        )
+    ]
     out.append(_consistency(ja, jb, criterion, clusters, unit, **kw))
     longer = _longer(items)
     lean_a = np.array([_prefers_longer(v, side) for v, side in zip(va, longer, strict=True)])
     lean_b = np.array([_prefers_longer(v, side) for v, side in zip(vb, longer, strict=True)])
-    out.append(_stat_measure("length-lean", criterion, lean_a, lean_b, np.zeros(len(items)), _lean, clusters,
-                             better="lower", unit=unit,
-                             how="|P(prefer the longer text) - 0.5| over the pairs of "
-                             "unequal length where both judges preferred one text (ties and "
-                             "failures left out)", **kw))
+    out.append(
+        _stat_measure(
+            "length-lean",
+            criterion,
+            lean_a,
+            lean_b,
+            np.zeros(len(items)),
+            _lean,
+            clusters,
+            better="lower",
+            unit=unit,
+            how="|P(prefer the longer text) - 0.5| over the pairs of "
+            "unequal length where both judges preferred one text (ties and "
+            "failures left out)",
+            **kw,
+        )
+    )
     fail_a = np.array([float(v is None) for v in va])
     fail_b = np.array([float(v is None) for v in vb])
-    out.append(_share_measure("failure-rate", criterion, fail_a, fail_b, clusters, better="lower", unit=unit,
-                              how="share of items without a verdict (parse failure, abstention or LM error), "
-                              "of all items", **kw))
+    out.append(
+        _share_measure(
+            "failure-rate",
+            criterion,
+            fail_a,
+            fail_b,
+            clusters,
+            better="lower",
+            unit=unit,
+            how="share of items without a verdict (parse failure, abstention or LM error), of all items",
+            **kw,
+        )
+    )
     changes = []
     for it, x, y, g in zip(items, va, vb, gold, strict=True):
         if x == y:
             continue
-        change: Change = ("flipped" if x is not None and y is not None
-                          else "failed in B" if y is None else "recovered in B")
-        changes.append(ItemChange(item_id=it.id, criterion=criterion, system=it.system, doc_id=it.doc_id, a=x,
-                                  b=y,
-                                  human=g, change=change))
+        change: Change = (
+            "flipped" if x is not None and y is not None else "failed in B" if y is None else "recovered in B"
+        )
+        changes.append(
+            ItemChange(
+                item_id=it.id,
+                criterion=criterion,
+                system=it.system,
+                doc_id=it.doc_id,
+                a=x,
+                b=y,
+                human=g,
+                change=change,
+            )
+        )
     return out, changes
 
 
-def _consistency(ja: Sequence[Judgment], jb: Sequence[Judgment], criterion: str, clusters: Sequence[str],
-                 unit: str,
-                 **kw: Any) -> DiffMeasure:
-    how = ("share of pairs whose two presentation orders prefer the same text, over the pairs both judges "
-           "saw in both orders; a failed order counts as inconsistent")
+def _consistency(
+    ja: Sequence[Judgment],
+    jb: Sequence[Judgment],
+    criterion: str,
+    clusters: Sequence[str],
+    unit: str,
+    **kw: Any,
+) -> DiffMeasure:
+    how = (
+        "share of pairs whose two presentation orders prefer the same text, over the pairs both judges "
+        "saw in both orders; a failed order counts as inconsistent"
+    )
     oa, ob = verdict_orders(ja), verdict_orders(jb)
     if oa is None or ob is None:
         who = [n for n, o in (("A", oa), ("B", ob)) if o is None]
-        return DiffMeasure(name="position-consistency", criterion=criterion, a=None, b=None, delta=None,
-                           unit=unit,
-                           how=how,
-                           reason=f"judge {' and '.join(who)} did not judge the pairs in both orders "
-                           "(position swap, or recorded rows with order 'swapped')")
+        return DiffMeasure(
+            name="position-consistency",
+            criterion=criterion,
+            a=None,
+            b=None,
+            delta=None,
+            unit=unit,
+            how=how,
+            reason=f"judge {' and '.join(who)} did not judge the pairs in both orders "
+            "(position swap, or recorded rows with order 'swapped')",
+        )
 
     def consistent(orders: tuple[list[str | None], list[str | None]], js: Sequence[Judgment]) -> np.ndarray:
         swap = {"first": "second", "second": "first", "tie": "tie"}
@@ -381,8 +638,17 @@ def _consistency(ja: Sequence[Judgment], jb: Sequence[Judgment], criterion: str,
                 out.append(float(o is not None and s is not None and swap.get(str(o)) == s))
         return np.array(out)
 
-    return _share_measure("position-consistency", criterion, consistent(oa, ja), consistent(ob, jb), clusters,
-                          better="higher", unit=unit, how=how, **kw)
+    return _share_measure(
+        "position-consistency",
+        criterion,
+        consistent(oa, ja),
+        consistent(ob, jb),
+        clusters,
+        better="higher",
+        unit=unit,
+        how=how,
+        **kw,
+    )
 
 
 def _longer(items: Sequence[Item]) -> list[str | None]:
@@ -422,7 +688,8 @@ def _slice_order(kind: str, labels: Sequence[Hashable | None]) -> list[Hashable 
 def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criterion: str) -> list[SliceRow]:
     human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
     keys: dict[SliceKind, Sequence[Hashable | None]] = {
-        "system": [it.system for it in items], "document": [it.doc_id for it in items],
+        "system": [it.system for it in items],
+        "document": [it.doc_id for it in items],
         "length": _length_buckets(items),
     }
     rows: list[SliceRow] = []
@@ -435,20 +702,32 @@ def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criter
             ra, rb = _f(spearman(x, h)), _f(spearman(y, h))
             both = np.isfinite(x) & np.isfinite(y)
             moved = int((both & (np.abs(y - x) > 1e-9)).sum() + (np.isfinite(x) != np.isfinite(y)).sum())
-            rows.append(SliceRow(kind=kind, key=str(key), criterion=criterion, measure="spearman", n=len(idx),
-                                 a=ra,
-                                 b=rb, delta=None if ra is None or rb is None else rb - ra, changed=moved,
-                                 mean_move=_f(float((y - x)[both].mean())) if both.any() else None))
+            rows.append(
+                SliceRow(
+                    kind=kind,
+                    key=str(key),
+                    criterion=criterion,
+                    measure="spearman",
+                    n=len(idx),
+                    a=ra,
+                    b=rb,
+                    delta=None if ra is None or rb is None else rb - ra,
+                    changed=moved,
+                    mean_move=_f(float((y - x)[both].mean())) if both.any() else None,
+                )
+            )
     return rows
 
 
-def _slices_pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment], criterion: str
-                     ) -> list[SliceRow]:
+def _slices_pairwise(
+    items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment], criterion: str
+) -> list[SliceRow]:
     va, vb = verdicts_as_text(ja), verdicts_as_text(jb)
     gold = [it.preference.get(criterion) for it in items]
     keys: dict[SliceKind, Sequence[Hashable | None]] = {
         "system": [f"{it.system} vs {it.system_b}" if it.system else None for it in items],
-        "document": [it.doc_id for it in items], "length": _length_buckets(items),
+        "document": [it.doc_id for it in items],
+        "length": _length_buckets(items),
     }
     rows: list[SliceRow] = []
     for kind, labels in keys.items():
@@ -460,47 +739,98 @@ def _slices_pairwise(items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence
                 continue
             acc_a = sum(va[k] == gold[k] for k in idx) / len(idx)
             acc_b = sum(vb[k] == gold[k] for k in idx) / len(idx)
-            rows.append(SliceRow(kind=kind, key=str(key), criterion=criterion, measure="accuracy", n=len(idx),
-                                 a=acc_a, b=acc_b, delta=acc_b - acc_a,
-                                 changed=sum(va[k] != vb[k] for k in idx)))
+            rows.append(
+                SliceRow(
+                    kind=kind,
+                    key=str(key),
+                    criterion=criterion,
+                    measure="accuracy",
+                    n=len(idx),
+                    a=acc_a,
+                    b=acc_b,
+                    delta=acc_b - acc_a,
+                    changed=sum(va[k] != vb[k] for k in idx),
+                )
+            )
     return rows
 
 
 def probe_slices(criterion: str, reports: tuple[Any, Any]) -> list[SliceRow]:
-    """Probe slices from the two judges' bias-battery reports (:class:`~mitigate.probes._battery.ProbeReport`):
+    """Probe slices from the two judges' bias-battery reports (:class:`~mitigate.probes.ProbeReport`):
     each probe's robustness rate for A and B (and the noise floor as the row ``rerun``)."""
     ra, rb = reports
     by_b = {row.probe: row for row in rb.rows}
-    out = [SliceRow(kind="probe", key="rerun (noise floor)", criterion=criterion, measure="flip rate",
-                    n=ra.noise.n, a=_f(ra.noise.value), b=_f(rb.noise.value),
-                    delta=_f(rb.noise.value - ra.noise.value))]
+    out = [
+        SliceRow(
+            kind="probe",
+            key="rerun (noise floor)",
+            criterion=criterion,
+            measure="flip rate",
+            n=ra.noise.n,
+            a=_f(ra.noise.value),
+            b=_f(rb.noise.value),
+            delta=_f(rb.noise.value - ra.noise.value),
+        )
+    ]
     for row in ra.rows:
         other = by_b.get(row.probe)
         if other is None:
             continue
         x, y = row.effect.robustness, other.effect.robustness
-        out.append(SliceRow(kind="probe", key=row.probe, criterion=criterion, measure="robustness rate",
-                            n=min(x.n, y.n), a=_f(x.value), b=_f(y.value), delta=_f(y.value - x.value),
-                            changed=int(round((1 - y.value) * y.n)) if y.ok else 0))
+        out.append(
+            SliceRow(
+                kind="probe",
+                key=row.probe,
+                criterion=criterion,
+                measure="robustness rate",
+                n=min(x.n, y.n),
+                a=_f(x.value),
+                b=_f(y.value),
+                delta=_f(y.value - x.value),
+                changed=int(round((1 - y.value) * y.n)) if y.ok else 0,
+            )
+        )
     return out
 
 
 def as_json(report: DiffReport) -> dict[str, Any]:
     """The report as plain JSON: measures with ``a``, ``b``, ``delta``, ``low``, ``high``, ``p`` first."""
     gate_checks: Mapping[tuple[str, str], GateCheck] = (
-        {(c.measure, c.criterion): c for c in report.gate.checks} if report.gate else {})
+        {(c.measure, c.criterion): c for c in report.gate.checks} if report.gate else {}
+    )
     measures = []
     for m in report.measures:
-        row = {"name": m.name, "criterion": m.criterion, "a": m.a, "b": m.b, "delta": m.delta, "low": m.low,
-               "high": m.high, "p": m.p, "n": m.n, "dropped": m.dropped, "better": m.better, "unit": m.unit,
-               "how": m.how, "reason": m.reason}
+        row = {
+            "name": m.name,
+            "criterion": m.criterion,
+            "a": m.a,
+            "b": m.b,
+            "delta": m.delta,
+            "low": m.low,
+            "high": m.high,
+            "p": m.p,
+            "n": m.n,
+            "dropped": m.dropped,
+            "better": m.better,
+            "unit": m.unit,
+            "how": m.how,
+            "reason": m.reason,
+        }
         check = gate_checks.get((m.name, m.criterion))
         if check is not None:
             row |= {"gated": True, "level": check.level, "p_adjusted": check.p_adjusted, "worse": check.worse}
         measures.append(row)
-    return {"a": report.a, "b": report.b, "criteria": list(report.criteria), "task": report.task,
-            "n_items": report.n_items, "resampled": {"unit": report.unit, "n": report.n_units},
-            "measures": measures, "notes": list(report.notes),
-            "gate": None if report.gate is None else report.gate.model_dump(mode="json"),
-            "changes": [c.model_dump(mode="json") for c in report.changes],
-            "slices": [s.model_dump(mode="json") for s in report.slices], **report.extra}
+    return {
+        "a": report.a,
+        "b": report.b,
+        "criteria": list(report.criteria),
+        "task": report.task,
+        "n_items": report.n_items,
+        "resampled": {"unit": report.unit, "n": report.n_units},
+        "measures": measures,
+        "notes": list(report.notes),
+        "gate": None if report.gate is None else report.gate.model_dump(mode="json"),
+        "changes": [c.model_dump(mode="json") for c in report.changes],
+        "slices": [s.model_dump(mode="json") for s in report.slices],
+        **report.extra,
+    }

@@ -27,7 +27,6 @@ DEFAULT_FAIL_ON = "agreement,failure-rate"
 rate."""
 
 
-
 # --------------------------------------------------------------------------- the gate
 
 
@@ -45,18 +44,22 @@ def parse_fail_on(text: str, task: Task) -> list[tuple[str, float]]:
         if name not in known:
             other: Task = "pairwise" if task == "score" else "score"
             hint = f" ({name!r} applies to {other} judges)" if name in MEASURE_NAMES[other] else ""
-            raise ConfigError(f"expected --fail-on measures among {['agreement', *known]}; got "
-                              f"{name!r}{hint}")
+            raise ConfigError(
+                f"expected --fail-on measures among {['agreement', *known]}; got {name!r}{hint}"
+            )
         if name == "mean-score":
-            raise ConfigError("expected --fail-on measures with a worse direction; 'mean-score' is a shift, "
-                              "neither better nor worse")
+            raise ConfigError(
+                "expected --fail-on measures with a worse direction; 'mean-score' is a shift, "
+                "neither better nor worse"
+            )
         level = 0.05
         if sep:
             try:
                 level = float(level_text)
             except ValueError:
-                raise ConfigError("expected --fail-on levels as numbers, e.g. spearman:0.05; "
-                                  f"got {part!r}") from None
+                raise ConfigError(
+                    f"expected --fail-on levels as numbers, e.g. spearman:0.05; got {part!r}"
+                ) from None
             if not 0 < level < 1:
                 raise ConfigError(f"expected a --fail-on level strictly between 0 and 1; got {part!r}")
         if any(n == name for n, _ in out):
@@ -86,8 +89,11 @@ def _fmt(v: float | None, digits: int = 3) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
-def gate(report: DiffReport, fail_on: Sequence[tuple[str, float]],
-         correction: Literal["holm", "bonferroni", "none"] = "holm") -> GateResult:
+def gate(
+    report: DiffReport,
+    fail_on: Sequence[tuple[str, float]],
+    correction: Literal["holm", "bonferroni", "none"] = "holm",
+) -> GateResult:
     """Decide whether B is significantly worse than A on the gated measures (every criterion of the report).
 
     ConfigError when a gated measure could not be computed (its reason named): the gate cannot
@@ -98,9 +104,11 @@ def gate(report: DiffReport, fail_on: Sequence[tuple[str, float]],
         found = [m for m in report.measures if m.name == name]
         for m in found:
             if not m.ok:
-                raise ConfigError(f"cannot gate on {name} ({m.criterion}): {m.reason or 'no p-value'}; "
-                                  "expected a measure both judges' answers support (choose others "
-                                  "with --fail-on)")
+                raise ConfigError(
+                    f"cannot gate on {name} ({m.criterion}): {m.reason or 'no p-value'}; "
+                    "expected a measure both judges' answers support (choose others "
+                    "with --fail-on)"
+                )
             chosen.append((m, level))
     if not chosen:
         raise ConfigError(f"expected --fail-on measures the report holds; got {[n for n, _ in fail_on]}")
@@ -108,16 +116,28 @@ def gate(report: DiffReport, fail_on: Sequence[tuple[str, float]],
     checks = []
     for (m, level), p_adj in zip(chosen, adjusted, strict=True):
         worse = m.worse_direction() and p_adj < level
-        line = (f"{report.b} is {'worse' if worse else 'not significantly worse'} than {report.a} on "
-                f"{m.name} ({m.criterion}): {_fmt(m.a)} -> {_fmt(m.b)}, delta {_fmt(m.delta)} "
-                f"[{_fmt(m.low)}, {_fmt(m.high)}], p={_fmt(m.p, 4)}"
-                + (f" ({correction}-adjusted {_fmt(p_adj, 4)})" if correction != "none" else "")
-                + f" {'<' if p_adj < level else '>='} {level:g}")
-        checks.append(GateCheck(measure=m.name, criterion=m.criterion, level=level, p=m.p, p_adjusted=p_adj,
-                                worse=worse, line=line))
+        line = (
+            f"{report.b} is {'worse' if worse else 'not significantly worse'} than {report.a} on "
+            f"{m.name} ({m.criterion}): {_fmt(m.a)} -> {_fmt(m.b)}, delta {_fmt(m.delta)} "
+            f"[{_fmt(m.low)}, {_fmt(m.high)}], p={_fmt(m.p, 4)}"
+            + (f" ({correction}-adjusted {_fmt(p_adj, 4)})" if correction != "none" else "")
+            + f" {'<' if p_adj < level else '>='} {level:g}"
+        )
+        checks.append(
+            GateCheck(
+                measure=m.name,
+                criterion=m.criterion,
+                level=level,
+                p=m.p,
+                p_adjusted=p_adj,
+                worse=worse,
+                line=line,
+            )
+        )
     failing = [c.line for c in checks if c.worse]
-    return GateResult(checks=tuple(checks), correction=correction, failed=bool(failing),
-                      reason="; ".join(failing))
+    return GateResult(
+        checks=tuple(checks), correction=correction, failed=bool(failing), reason="; ".join(failing)
+    )
 
 
 def junit_xml(report: DiffReport) -> str:
@@ -126,21 +146,30 @@ def junit_xml(report: DiffReport) -> str:
     if report.gate is None:
         raise ConfigError("expected a diff report with a gate decision (gate(report, ...)) for JUnit output")
     checks = report.gate.checks
-    suite = ET.Element("testsuite", name=f"mitigate diff: {report.a} -> {report.b}", tests=str(len(checks)),
-                       failures=str(sum(c.worse for c in checks)), errors="0", skipped="0")
+    suite = ET.Element(
+        "testsuite",
+        name=f"mitigate diff: {report.a} -> {report.b}",
+        tests=str(len(checks)),
+        failures=str(sum(c.worse for c in checks)),
+        errors="0",
+        skipped="0",
+    )
     props = ET.SubElement(suite, "properties")
-    for key, value in (("a", report.a), ("b", report.b), ("items", report.n_items),
-                       ("resampled", f"{report.n_units} {report.unit}"),
-                       ("correction", report.gate.correction)):
+    for key, value in (
+        ("a", report.a),
+        ("b", report.b),
+        ("items", report.n_items),
+        ("resampled", f"{report.n_units} {report.unit}"),
+        ("correction", report.gate.correction),
+    ):
         ET.SubElement(props, "property", name=key, value=str(value))
     for c in checks:
-        case = ET.SubElement(suite, "testcase", classname=f"mitigate.diff.{c.criterion}", name=c.measure,
-                             time="0")
+        case = ET.SubElement(
+            suite, "testcase", classname=f"mitigate.diff.{c.criterion}", name=c.measure, time="0"
+        )
         if c.worse:
             ET.SubElement(case, "failure", message=c.line, type="regression").text = c.line
         else:
             ET.SubElement(case, "system-out").text = c.line
     ET.indent(suite)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
-
-

@@ -44,6 +44,7 @@ Better = Literal["higher", "lower", "none"]
 Change = Literal["up", "down", "flipped", "failed in B", "recovered in B"]
 SliceKind = Literal["system", "document", "length", "probe", "criterion"]
 
+
 class DiffMeasure(BaseModel):
     """One measure of judges A and B on the same items: ``a``, ``b``, ``delta`` = b − a, its interval and p.
 
@@ -157,12 +158,27 @@ class DiffReport(BaseModel):
         crits = tuple(c for r in reports for c in r.criteria)
         slices = [s for r in reports for s in r.slices]
         if len(reports) > 1:
-            slices += [SliceRow(kind="criterion", key=m.criterion, criterion=m.criterion, measure=m.name,
-                                n=m.n,
-                                a=m.a, b=m.b, delta=m.delta)
-                       for r in reports for m in r.measures if m.name == AGREEMENT[r.task]]
-        return first.model_copy(update={
-            "criteria": crits, "measures": tuple(m for r in reports for m in r.measures),
-            "changes": tuple(c for r in reports for c in r.changes), "slices": tuple(slices),
-            "notes": tuple(dict.fromkeys(n for r in reports for n in r.notes)),
-        })
+            slices += [
+                SliceRow(
+                    kind="criterion",
+                    key=m.criterion,
+                    criterion=m.criterion,
+                    measure=m.name,
+                    n=m.n,
+                    a=m.a,
+                    b=m.b,
+                    delta=m.delta,
+                )
+                for r in reports
+                for m in r.measures
+                if m.name == AGREEMENT[r.task]
+            ]
+        return first.model_copy(
+            update={
+                "criteria": crits,
+                "measures": tuple(m for r in reports for m in r.measures),
+                "changes": tuple(c for r in reports for c in r.changes),
+                "slices": tuple(slices),
+                "notes": tuple(dict.fromkeys(n for r in reports for n in r.notes)),
+            }
+        )

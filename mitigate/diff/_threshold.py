@@ -92,9 +92,16 @@ def _samples(j: Judgment, criterion: str) -> tuple[float, ...]:
     return () if score is None else (float(score),)
 
 
-def threshold_report(judgments: Sequence[Judgment], criterion: str, threshold: float, *,
-                     require: float | None = None, alpha: float = 0.05, n_boot: int = 2000,
-                     seed: int = 0) -> ThresholdReport:
+def threshold_report(
+    judgments: Sequence[Judgment],
+    criterion: str,
+    threshold: float,
+    *,
+    require: float | None = None,
+    alpha: float = 0.05,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> ThresholdReport:
     """Pass rates at ``score >= threshold`` per item and overall, straddling items, and the decision against
     ``require``."""
     if not judgments:
@@ -105,9 +112,16 @@ def threshold_report(judgments: Sequence[Judgment], criterion: str, threshold: f
     for j in judgments:
         s = _samples(j, criterion)
         passes = sum(v >= threshold for v in s)
-        items.append(ItemPass(item_id=j.item_id, samples=s, passes=passes, pass_rate=passes / len(s) if s
-                              else 0.0,
-                              straddles=0 < passes < len(s), failed=not s))
+        items.append(
+            ItemPass(
+                item_id=j.item_id,
+                samples=s,
+                passes=passes,
+                pass_rate=passes / len(s) if s else 0.0,
+                straddles=0 < passes < len(s),
+                failed=not s,
+            )
+        )
     rates = np.array([it.pass_rate for it in items])
     most = max(len(it.samples) for it in items)
     interval: Literal["wilson", "bootstrap", "none"] = "none"
@@ -124,33 +138,57 @@ def threshold_report(judgments: Sequence[Judgment], criterion: str, threshold: f
             decision = "undecided"
         else:
             decision = "pass" if low >= require else "fail" if high < require else "undecided"
-    return ThresholdReport(criterion=criterion, threshold=threshold, n_items=len(items),
-                           n_failed=sum(it.failed for it in items), samples_per_item=most,
-                           pass_rate=float(rates.mean()), low=low if math.isfinite(low) else None,
-                           high=high if math.isfinite(high) else None, interval=interval, require=require,
-                           decision=decision, items=tuple(items))
+    return ThresholdReport(
+        criterion=criterion,
+        threshold=threshold,
+        n_items=len(items),
+        n_failed=sum(it.failed for it in items),
+        samples_per_item=most,
+        pass_rate=float(rates.mean()),
+        low=low if math.isfinite(low) else None,
+        high=high if math.isfinite(high) else None,
+        interval=interval,
+        require=require,
+        decision=decision,
+        items=tuple(items),
+    )
 
 
 def threshold_text(report: ThresholdReport, *, show: int = 10) -> str:
     """The gate in words: the overall pass rate with its interval, the decision, and the straddling items."""
     r = report
-    ci = (f" [{r.low:.3f}, {r.high:.3f}] ({r.interval}, 95%)" if r.low is not None and r.high is not None
-          else "")
-    lines = [f"Pass threshold: {r.criterion} >= {r.threshold:g}. Pass rate {r.pass_rate:.3f}{ci} over "
-             f"{r.n_items} items, {r.samples_per_item} sample(s) per item"
-             + (f"; {r.n_failed} items without a score count as not passing" if r.n_failed else "") + "."]
+    ci = (
+        f" [{r.low:.3f}, {r.high:.3f}] ({r.interval}, 95%)"
+        if r.low is not None and r.high is not None
+        else ""
+    )
+    lines = [
+        f"Pass threshold: {r.criterion} >= {r.threshold:g}. Pass rate {r.pass_rate:.3f}{ci} over "
+        f"{r.n_items} items, {r.samples_per_item} sample(s) per item"
+        + (f"; {r.n_failed} items without a score count as not passing" if r.n_failed else "")
+        + "."
+    ]
     if r.require is not None:
-        verdict = {"pass": "PASS: the interval's lower end is at or above",
-                   "fail": "FAIL: the interval's upper end is below",
-                   "undecided": "UNDECIDED (fails the gate): the interval holds"}[r.decision or "undecided"]
+        verdict = {
+            "pass": "PASS: the interval's lower end is at or above",
+            "fail": "FAIL: the interval's upper end is below",
+            "undecided": "UNDECIDED (fails the gate): the interval holds",
+        }[r.decision or "undecided"]
         lines.append(f"{verdict} the required pass rate {r.require:g}.")
     straddle = r.straddling
     if r.samples_per_item > 1:
-        lines.append(f"{len(straddle)} of {r.n_items} items straddle the threshold (their samples fall "
-                     "on both sides)"
-                     + (": "
-                        + ", ".join(f"{it.item_id} ({it.passes}/{len(it.samples)})" for it in straddle[:show])
-                        + (" ..." if len(straddle) > show else "") if straddle else "") + ".")
+        lines.append(
+            f"{len(straddle)} of {r.n_items} items straddle the threshold (their samples fall "
+            "on both sides)"
+            + (
+                ": "
+                + ", ".join(f"{it.item_id} ({it.passes}/{len(it.samples)})" for it in straddle[:show])
+                + (" ..." if len(straddle) > show else "")
+                if straddle
+                else ""
+            )
+            + "."
+        )
     return "\n".join(lines)
 
 
@@ -159,9 +197,13 @@ def threshold_section(result: object, threshold: float, require: float | None = 
     skipped)."""
     entries = getattr(result, "entries", ())
     criterion = str(getattr(result, "criterion", ""))
-    lines = ["## Pass threshold", "",
-             f"A score of {threshold:g} or more passes. Pass rate = mean over items of the share of each "
-             "item's samples that pass; an item without a score counts as not passing.", ""]
+    lines = [
+        "## Pass threshold",
+        "",
+        f"A score of {threshold:g} or more passes. Pass rate = mean over items of the share of each "
+        "item's samples that pass; an item without a score counts as not passing.",
+        "",
+    ]
     for e in entries:
         if not e.judgments or all(j.verdict is not None for j in e.judgments):
             continue

@@ -75,11 +75,14 @@ def fit_calibration(judge: np.ndarray, labels: np.ndarray, kind: Calibration = "
     x = np.asarray(judge, dtype=float)
     y = np.asarray(labels, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or not len(x):
-        raise ConfigError("expected two equal-length, non-empty 1-D arrays to calibrate; got shapes "
-                          f"{x.shape} and {y.shape}")
+        raise ConfigError(
+            "expected two equal-length, non-empty 1-D arrays to calibrate; got shapes "
+            f"{x.shape} and {y.shape}"
+        )
     if kind == "isotonic":
         return _isotonic(x, y)
     if kind == "linear":
         return _linear(x, y)
-    raise ConfigError(f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got "
-                      f"{kind!r} instead.")
+    raise ConfigError(
+        f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got {kind!r} instead."
+    )

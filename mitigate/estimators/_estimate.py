@@ -121,12 +121,14 @@ class EstimateColumns(BaseModel):
         from."""
         rows = [i for i, g in enumerate(self.groups) if g == group]
         y = np.array([math.nan if self.labels[i] is None else self.labels[i] for i in rows], dtype=float)
-        f = np.array([math.nan if self.judge_values[i] is None else self.judge_values[i] for i in rows],
-                     dtype=float)
+        f = np.array(
+            [math.nan if self.judge_values[i] is None else self.judge_values[i] for i in rows], dtype=float
+        )
         w = r = None
         if self.weights and any(self.weights[i] is not None for i in rows):
-            w = np.array([math.nan if self.weights[i] is None else self.weights[i] for i in rows],
-                         dtype=float)
+            w = np.array(
+                [math.nan if self.weights[i] is None else self.weights[i] for i in rows], dtype=float
+            )
             r = np.array([self.rounds[i] if self.rounds else int(self.weights[i] is not None) for i in rows])
         return GroupArrays(y, f, w, r, rows)
 
@@ -154,9 +156,11 @@ def _value_of(j: Judgment, criterion: str) -> float | None:
     return next(iter(j.scores.values())) if len(j.scores) == 1 else None
 
 
-def judge_values(judge: Mapping[str, float | None] | RecordedRun | Sequence[Judgment] | Any,
-                 items: Sequence[Item],
-                 criterion: str) -> tuple[list[float | None], dict[str, int]]:
+def judge_values(
+    judge: Mapping[str, float | None] | RecordedRun | Sequence[Judgment] | Any,
+    items: Sequence[Item],
+    criterion: str,
+) -> tuple[list[float | None], dict[str, int]]:
     """The judge's value for each of ``items`` on ``criterion``, and the count of missing ones by reason.
 
     ``judge``: item id -> value; a :class:`~mitigate.data._recorded.RecordedRun` (its headline
@@ -181,8 +185,10 @@ def judge_values(judge: Mapping[str, float | None] | RecordedRun | Sequence[Judg
         try:
             by_id = {j.item_id: j for j in judgments}
         except (TypeError, AttributeError):
-            raise ConfigError("expected the judge as a mapping item id -> value, a RecordedRun or a sequence "
-                              f"of Judgments; got {type(judge).__name__}") from None
+            raise ConfigError(
+                "expected the judge as a mapping item id -> value, a RecordedRun or a sequence "
+                f"of Judgments; got {type(judge).__name__}"
+            ) from None
     values: list[float | None] = []
     missing: dict[str, int] = {}
     for it in items:
@@ -196,9 +202,10 @@ def judge_values(judge: Mapping[str, float | None] | RecordedRun | Sequence[Judg
         elif got is None:
             reason = "no answer"
         elif isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
-            raise DataError("expected a finite number (or None) as the judge value of item "
-                            f"{it.id!r}; got {got!r}",
-                            item_id=it.id)
+            raise DataError(
+                f"expected a finite number (or None) as the judge value of item {it.id!r}; got {got!r}",
+                item_id=it.id,
+            )
         else:
             value = float(got)
         if reason is not None:
@@ -217,18 +224,23 @@ def resolve_by(items: Sequence[Item], by: str) -> str:
     if by not in BY:
         raise ConfigError(f"The 'by' parameter must be one of {list(BY)}. Got {by!r} instead.")
     pairwise = bool(items) and all(it.pairwise for it in items)
-    named = bool(items) and all(it.system is not None and (not pairwise or it.system_b is not None)
-                                for it in items)
+    named = bool(items) and all(
+        it.system is not None and (not pairwise or it.system_b is not None) for it in items
+    )
     if by == "auto":
         return "system" if named else "none"
     if by == "pair" and not pairwise:
-        raise ConfigError("--by pair groups pairwise items by their two systems; the items are not pairwise "
-                          "(use --by system or --by none)")
+        raise ConfigError(
+            "--by pair groups pairwise items by their two systems; the items are not pairwise "
+            "(use --by system or --by none)"
+        )
     if by in ("system", "pair") and not named:
         lacking = sum(1 for it in items if it.system is None or (pairwise and it.system_b is None))
-        raise ConfigError(f"--by {by} needs the system on every "
-                          f"item{' (system and system_b)' if pairwise else ''}; {lacking} of {len(items)} "
-                          "items have none (use --by none)")
+        raise ConfigError(
+            f"--by {by} needs the system on every "
+            f"item{' (system and system_b)' if pairwise else ''}; {lacking} of {len(items)} "
+            "items have none (use --by none)"
+        )
     return by
 
 
@@ -249,13 +261,21 @@ def _expand(items: Sequence[Item], by: str, pairwise: bool) -> list[tuple[int, s
     return rows
 
 
-def columns_from_items(items: Sequence[Item], criterion: str, values: Sequence[float | None], *,
-                       by: str = "auto",
-                       weights: Mapping[str, float] | None = None, rounds: Mapping[str, int] | None = None,
-                       truth: Mapping[str, float] | None = None, benchmark: str = "", judge: str = "",
-                       label_scale: Scale | None = None,
-                       judge_scale: Scale | None = None, judge_missing: Mapping[str, int] | None = None
-                       ) -> EstimateColumns:
+def columns_from_items(
+    items: Sequence[Item],
+    criterion: str,
+    values: Sequence[float | None],
+    *,
+    by: str = "auto",
+    weights: Mapping[str, float] | None = None,
+    rounds: Mapping[str, int] | None = None,
+    truth: Mapping[str, float] | None = None,
+    benchmark: str = "",
+    judge: str = "",
+    label_scale: Scale | None = None,
+    judge_scale: Scale | None = None,
+    judge_missing: Mapping[str, int] | None = None,
+) -> EstimateColumns:
     """The estimate's rows from ``items`` and the judge's ``values`` (one per item, None where missing).
 
     ``weights``: item id -> selection weight of labels drawn in a selection round, ``rounds``:
@@ -266,8 +286,9 @@ def columns_from_items(items: Sequence[Item], criterion: str, values: Sequence[f
         raise DataError(f"expected one judge value per item; got {len(values)} values for {len(items)} items")
     ids = [it.id for it in items]
     if len(set(ids)) != len(ids):
-        raise DataError("expected unique item ids; "
-                        f"{next(i for i in ids if ids.count(i) > 1)!r} appears more than once")
+        raise DataError(
+            f"expected unique item ids; {next(i for i in ids if ids.count(i) > 1)!r} appears more than once"
+        )
     pairwise = bool(items) and all(it.pairwise for it in items)
     if not pairwise and any(it.pairwise for it in items):
         raise DataError("expected items that are all pairwise or all single outputs; got a mix")
@@ -275,11 +296,14 @@ def columns_from_items(items: Sequence[Item], criterion: str, values: Sequence[f
     weights = dict(weights or {})
     unknown = [i for i in weights if i not in set(ids)]
     if unknown:
-        raise DataError(f"expected selection weights for items of the benchmark; {unknown[0]!r} is "
-                        "not one of them")
+        raise DataError(
+            f"expected selection weights for items of the benchmark; {unknown[0]!r} is not one of them"
+        )
     if weights and pairwise and by == "system":
-        raise ConfigError("selection weights belong to one group per item; with pairwise items --by system "
-                          "counts each item in two groups (use --by pair or --by none)")
+        raise ConfigError(
+            "selection weights belong to one group per item; with pairwise items --by system "
+            "counts each item in two groups (use --by pair or --by none)"
+        )
     rows = _expand(items, by, pairwise)
 
     def flip(v: float | None, flipped: bool) -> float | None:
@@ -287,25 +311,39 @@ def columns_from_items(items: Sequence[Item], criterion: str, values: Sequence[f
 
     labels = [label_value(items[k], criterion) for k, _, _ in rows]
     return EstimateColumns(
-        benchmark=benchmark, criterion=criterion, judge=judge, by=by, pairwise=pairwise,
+        benchmark=benchmark,
+        criterion=criterion,
+        judge=judge,
+        by=by,
+        pairwise=pairwise,
         label_scale=label_scale or (Scale(min=0, max=1, step=0.5) if pairwise else Scale()),
-        judge_scale=judge_scale, ids=tuple(items[k].id for k, _, _ in rows),
+        judge_scale=judge_scale,
+        ids=tuple(items[k].id for k, _, _ in rows),
         groups=tuple(g for _, g, _ in rows),
         labels=tuple(flip(v, fl) for v, (_, _, fl) in zip(labels, rows, strict=True)),
         judge_values=tuple(flip(values[k], fl) for k, _, fl in rows),
         weights=tuple(weights.get(items[k].id) for k, _, _ in rows) if weights else (),
-        rounds=tuple((rounds or {}).get(items[k].id, 1) if items[k].id in weights else 0
-                     for k, _, _ in rows) if weights else (),
+        rounds=tuple((rounds or {}).get(items[k].id, 1) if items[k].id in weights else 0 for k, _, _ in rows)
+        if weights
+        else (),
         truth=tuple(flip(truth.get(items[k].id), fl) for k, _, fl in rows) if truth else (),
         judge_missing=dict(judge_missing or {}),
     )
 
 
-def columns(benchmark: Benchmark, criterion: str, judge: Any, *, by: str = "auto",
-            weights: Mapping[str, float] | None = None, rounds: Mapping[str, int] | None = None,
-            truth: Mapping[str, float] | None = None,
-            judge_name: str | None = None, judge_scale: Scale | None = None,
-            items: Sequence[Item] | None = None) -> EstimateColumns:
+def columns(
+    benchmark: Benchmark,
+    criterion: str,
+    judge: Any,
+    *,
+    by: str = "auto",
+    weights: Mapping[str, float] | None = None,
+    rounds: Mapping[str, int] | None = None,
+    truth: Mapping[str, float] | None = None,
+    judge_name: str | None = None,
+    judge_scale: Scale | None = None,
+    items: Sequence[Item] | None = None,
+) -> EstimateColumns:
     """The estimate's rows for ``benchmark`` (or its ``items``) on ``criterion`` with the judge's values.
 
     ``judge``: see :func:`judge_values`; a RecordedRun gives its name and declared scale.
@@ -317,18 +355,36 @@ def columns(benchmark: Benchmark, criterion: str, judge: Any, *, by: str = "auto
     if isinstance(judge, RecordedRun):
         judge_name = judge_name or judge.judge
         judge_scale = judge_scale or judge.scales.get(criterion)
-    label_scale = (Scale(min=0, max=1, step=0.5) if benchmark.pairwise else benchmark.scale_for(criterion))
-    return columns_from_items(chosen, criterion, values, by=by, weights=weights, rounds=rounds, truth=truth,
-                              benchmark=benchmark.name, judge=judge_name or "judge", label_scale=label_scale,
-                              judge_scale=judge_scale, judge_missing=missing)
+    label_scale = Scale(min=0, max=1, step=0.5) if benchmark.pairwise else benchmark.scale_for(criterion)
+    return columns_from_items(
+        chosen,
+        criterion,
+        values,
+        by=by,
+        weights=weights,
+        rounds=rounds,
+        truth=truth,
+        benchmark=benchmark.name,
+        judge=judge_name or "judge",
+        label_scale=label_scale,
+        judge_scale=judge_scale,
+        judge_missing=missing,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # estimating
 
 
-def _beside(a: GroupArrays, method: Method, confidence: float, target: Target, group: str,
-            unavailable: dict[str, str], **kw: Any) -> MeanEstimate | None:
+def _beside(
+    a: GroupArrays,
+    method: Method,
+    confidence: float,
+    target: Target,
+    group: str,
+    unavailable: dict[str, str],
+    **kw: Any,
+) -> MeanEstimate | None:
     try:
         return _one(a, method, confidence, target, group, **kw)
     except DataError as exc:
@@ -336,14 +392,32 @@ def _beside(a: GroupArrays, method: Method, confidence: float, target: Target, g
         return None
 
 
-def _one(a: GroupArrays, method: Method, confidence: float, target: Target, group: str, *, scale: Scale,
-         slope: Slope | None = None, **kw: Any) -> MeanEstimate:
+def _one(
+    a: GroupArrays,
+    method: Method,
+    confidence: float,
+    target: Target,
+    group: str,
+    *,
+    scale: Scale,
+    slope: Slope | None = None,
+    **kw: Any,
+) -> MeanEstimate:
     corrected = method != "judge"
     weighted = corrected and a.weights is not None
-    return estimate_mean(a.labels, a.judge, method=method, confidence=confidence, target=target,
-                         weights=a.weights if weighted else None, rounds=a.rounds if weighted else None,
-                         group=group, bounds=(scale.min, scale.max) if corrected else None,
-                         slope=slope if method == "ppi" else None, **kw)
+    return estimate_mean(
+        a.labels,
+        a.judge,
+        method=method,
+        confidence=confidence,
+        target=target,
+        weights=a.weights if weighted else None,
+        rounds=a.rounds if weighted else None,
+        group=group,
+        bounds=(scale.min, scale.max) if corrected else None,
+        slope=slope if method == "ppi" else None,
+        **kw,
+    )
 
 
 TUNE: tuple[str, ...] = ("overall", "group")
@@ -362,10 +436,18 @@ def tuned_slope(cols: EstimateColumns, method: str, tune: str) -> Slope | None:
     return shared_slope([cols.arrays(g)[:2] for g in names])
 
 
-def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidence: float = 0.95,
-                     target: Target = "items", calibration: Calibration = "isotonic", folds: int = 5,
-                     seed: int = 0, tune: str = "overall",
-                     remedies: Remedies | None = None) -> EstimateResult:
+def estimate_columns(
+    cols: EstimateColumns,
+    *,
+    method: Method = "ppi",
+    confidence: float = 0.95,
+    target: Target = "items",
+    calibration: Calibration = "isotonic",
+    folds: int = 5,
+    seed: int = 0,
+    tune: str = "overall",
+    remedies: Remedies | None = None,
+) -> EstimateResult:
     """Every group's estimate by ``method``, the labels-alone and judge-alone ones beside it, and the ranking.
 
     ``tune``: ``overall`` (default) gives ``ppi`` one judge slope fitted on every group's
@@ -377,25 +459,40 @@ def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidenc
     check_settings(method, confidence, target, calibration, folds)
     slope = tuned_slope(cols, method, tune)
     fix = remedies or Remedies()
-    kw: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed, "scale": cols.label_scale,
-                          "remedies": fix}
+    kw: dict[str, Any] = {
+        "calibration": calibration,
+        "folds": folds,
+        "seed": seed,
+        "scale": cols.label_scale,
+        "remedies": fix,
+    }
     groups: list[GroupResult] = []
     for name in cols.group_names():
         a = cols.arrays(name)
         main = _one(a, method, confidence, target, name, slope=slope, **kw)
         unavailable: dict[str, str] = {}
-        human = main if method == "human" else _beside(a, "human", confidence, target, name, unavailable,
-                                                       **kw)
-        judge = main if method == "judge" else _beside(a, "judge", confidence, target, name, unavailable,
-                                                       **kw)
+        human = (
+            main if method == "human" else _beside(a, "human", confidence, target, name, unavailable, **kw)
+        )
+        judge = (
+            main if method == "judge" else _beside(a, "judge", confidence, target, name, unavailable, **kw)
+        )
         w = a.weights
         truth = None
         if cols.truth:
             known = [t for i in a.rows if (t := cols.truth[i]) is not None]
             truth = float(np.mean(known)) if known else None
-        groups.append(GroupResult(group=name, estimate=main, human=human, judge=judge,
-                                  unavailable=unavailable,
-                                  truth=truth, n_weighted=0 if w is None else int(np.isfinite(w).sum())))
+        groups.append(
+            GroupResult(
+                group=name,
+                estimate=main,
+                human=human,
+                judge=judge,
+                unavailable=unavailable,
+                truth=truth,
+                n_weighted=0 if w is None else int(np.isfinite(w).sum()),
+            )
+        )
     ranking = None
     if len(groups) >= 2:
         others: dict[str, dict[str, float]] = {}
@@ -405,25 +502,46 @@ def estimate_columns(cols: EstimateColumns, *, method: Method = "ppi", confidenc
         if all(g.truth is not None for g in groups):
             others["all_labels"] = {g.group: float(g.truth) for g in groups}  # type: ignore[arg-type]
         ranking = rank_estimates({g.group: g.estimate for g in groups}, confidence, others)
-    return EstimateResult(benchmark=cols.benchmark, criterion=cols.criterion, judge=cols.judge, method=method,
-                          confidence=confidence, target=target, by=cols.by, pairwise=cols.pairwise,
-                          label_scale=cols.label_scale, judge_scale=cols.judge_scale, groups=tuple(groups),
-                          ranking=ranking, notes=tuple(_notes(cols, method, fix, slope)))
+    return EstimateResult(
+        benchmark=cols.benchmark,
+        criterion=cols.criterion,
+        judge=cols.judge,
+        method=method,
+        confidence=confidence,
+        target=target,
+        by=cols.by,
+        pairwise=cols.pairwise,
+        label_scale=cols.label_scale,
+        judge_scale=cols.judge_scale,
+        groups=tuple(groups),
+        ranking=ranking,
+        notes=tuple(_notes(cols, method, fix, slope)),
+    )
 
 
 def _notes(cols: EstimateColumns, method: str, remedies: Remedies, slope: Slope | None = None) -> list[str]:
     notes = []
     if slope is not None:
-        notes.append(Remedies.after(f"ppi: one judge slope ({slope.value:.3g}) fitted on the labels of all "
-                                    f"{len(cols.group_names())} groups, each group keeping its own intercept",
-                                    f"({remedies.per_group_slope})" if remedies.per_group_slope else "", " "))
+        notes.append(
+            Remedies.after(
+                f"ppi: one judge slope ({slope.value:.3g}) fitted on the labels of all "
+                f"{len(cols.group_names())} groups, each group keeping its own intercept",
+                f"({remedies.per_group_slope})" if remedies.per_group_slope else "",
+                " ",
+            )
+        )
     if cols.judge_missing:
         counts = ", ".join(f"{n} {reason}" for reason, n in cols.judge_missing.items())
         notes.append(f"items without a judge value: {counts}; they are kept (see the per-group notes)")
-    if cols.judge_scale is not None and method != "human" and (
-            cols.judge_scale.min != cols.label_scale.min or cols.judge_scale.max != cols.label_scale.max):
-        notes.append(f"the judge answers on {cols.judge_scale.describe()}, the labels are on "
-                     f"{cols.label_scale.describe()}: the judge-alone values are on the judge's scale")
+    if (
+        cols.judge_scale is not None
+        and method != "human"
+        and (cols.judge_scale.min != cols.label_scale.min or cols.judge_scale.max != cols.label_scale.max)
+    ):
+        notes.append(
+            f"the judge answers on {cols.judge_scale.describe()}, the labels are on "
+            f"{cols.label_scale.describe()}: the judge-alone values are on the judge's scale"
+        )
     if cols.pairwise:
         notes.append("pairwise: a group's mean is a win rate (a tie counts half)")
     if any(w is not None for w in cols.weights):
@@ -431,11 +549,23 @@ def _notes(cols: EstimateColumns, method: str, remedies: Remedies, slope: Slope 
     return notes
 
 
-def estimate(benchmark: Benchmark, criterion: str, judge: Any, *, method: Method = "ppi", by: str = "auto",
-             confidence: float = 0.95, target: Target = "items", weights: Mapping[str, float] | None = None,
-             rounds: Mapping[str, int] | None = None, calibration: Calibration = "isotonic", folds: int = 5,
-             seed: int = 0, truth: Mapping[str, float] | None = None,
-             tune: str = "overall") -> EstimateResult:
+def estimate(
+    benchmark: Benchmark,
+    criterion: str,
+    judge: Any,
+    *,
+    method: Method = "ppi",
+    by: str = "auto",
+    confidence: float = 0.95,
+    target: Target = "items",
+    weights: Mapping[str, float] | None = None,
+    rounds: Mapping[str, int] | None = None,
+    calibration: Calibration = "isotonic",
+    folds: int = 5,
+    seed: int = 0,
+    truth: Mapping[str, float] | None = None,
+    tune: str = "overall",
+) -> EstimateResult:
     """Each group's mean label on ``criterion`` from the judge's values and the benchmark's labels (see the
     module docstring).
 
@@ -449,9 +579,16 @@ def estimate(benchmark: Benchmark, criterion: str, judge: Any, *, method: Method
     >>> result.to_pandas()                                                        # doctest: +SKIP
     """
     cols = columns(benchmark, criterion, judge, by=by, weights=weights, rounds=rounds, truth=truth)
-    return estimate_columns(cols, method=method, confidence=confidence, target=target,
-                            calibration=calibration,
-                            folds=folds, seed=seed, tune=tune)
+    return estimate_columns(
+        cols,
+        method=method,
+        confidence=confidence,
+        target=target,
+        calibration=calibration,
+        folds=folds,
+        seed=seed,
+        tune=tune,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -462,10 +599,17 @@ PLANNED: tuple[str, ...] = ("human", "ppi", "calibrated")
 """The methods a plan covers (the judge alone does not improve with labels)."""
 
 
-def plan_labels(cols: EstimateColumns, half_width: float, *, confidence: float = 0.95,
-                target: Target = "items",
-                calibration: Calibration = "isotonic", folds: int = 5, seed: int = 0, tune: str = "overall"
-                ) -> LabelPlan:
+def plan_labels(
+    cols: EstimateColumns,
+    half_width: float,
+    *,
+    confidence: float = 0.95,
+    target: Target = "items",
+    calibration: Calibration = "isotonic",
+    folds: int = 5,
+    seed: int = 0,
+    tune: str = "overall",
+) -> LabelPlan:
     """How many labels each group needs, per method, for an interval of ±``half_width`` (predicted from its
     labels)."""
     if isinstance(half_width, bool) or not isinstance(half_width, (int, float)) or not half_width > 0:
@@ -479,16 +623,33 @@ def plan_labels(cols: EstimateColumns, half_width: float, *, confidence: float =
         plans = {}
         for method in PLANNED:
             if labelled < MIN_LABELS[method]:
-                plans[method] = labels_needed(half_width, math.nan, 1, len(y), labelled, confidence,
-                                              method=method)
-                plans[method] = plans[method].model_copy(update={
-                    "note": f"needs at least {MIN_LABELS[method]} labels to plan from"})
+                plans[method] = labels_needed(
+                    half_width, math.nan, 1, len(y), labelled, confidence, method=method
+                )
+                plans[method] = plans[method].model_copy(
+                    update={"note": f"needs at least {MIN_LABELS[method]} labels to plan from"}
+                )
                 continue
-            spread = pilot_spread(y, f, method, calibration=calibration, folds=folds, seed=seed,
-                                  slope=slope if method == "ppi" else None)
-            plans[method] = labels_needed(half_width, spread.s2, spread.p, len(y), labelled, confidence,
-                                          s2_labels=spread.s2_labels, population=target == "population",
-                                          method=method)
+            spread = pilot_spread(
+                y,
+                f,
+                method,
+                calibration=calibration,
+                folds=folds,
+                seed=seed,
+                slope=slope if method == "ppi" else None,
+            )
+            plans[method] = labels_needed(
+                half_width,
+                spread.s2,
+                spread.p,
+                len(y),
+                labelled,
+                confidence,
+                s2_labels=spread.s2_labels,
+                population=target == "population",
+                method=method,
+            )
         groups.append(PlanGroup(group=name, n=len(y), labelled=labelled, plans=plans))
     return LabelPlan(half_width=float(half_width), confidence=confidence, target=target, groups=tuple(groups))
 
@@ -497,10 +658,18 @@ def plan_labels(cols: EstimateColumns, half_width: float, *, confidence: float =
 # active selection
 
 
-def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi",
-                         floor: float = DEFAULT_FLOOR,
-                         seed: int = 0, confidence: float = 0.95, calibration: Calibration = "isotonic",
-                         folds: int = 5, tune: str = "overall") -> Selection:
+def select_for_labelling(
+    cols: EstimateColumns,
+    n: int,
+    *,
+    method: Method = "ppi",
+    floor: float = DEFAULT_FLOOR,
+    seed: int = 0,
+    confidence: float = 0.95,
+    calibration: Calibration = "isotonic",
+    folds: int = 5,
+    tune: str = "overall",
+) -> Selection:
     """The ``n`` unlabelled items worth labelling next, with their inclusion probabilities and weights.
 
     Labels go to the groups whose predicted variance drops most, and within a group to the
@@ -508,14 +677,19 @@ def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi
     Label every item chosen, then estimate with the file's weights (``--labels FILE``).
     """
     if method == "judge":
-        raise ConfigError("--select chooses labels for a bias-corrected method; expected --method ppi, "
-                          "calibrated or human; got judge")
+        raise ConfigError(
+            "--select chooses labels for a bias-corrected method; expected --method ppi, "
+            "calibrated or human; got judge"
+        )
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError("The 'n' parameter of select_for_labelling must be an int >= 1. Got "
-                          f"{n!r} instead.")
+        raise ConfigError(
+            f"The 'n' parameter of select_for_labelling must be an int >= 1. Got {n!r} instead."
+        )
     if cols.pairwise and cols.by == "system":
-        raise ConfigError("--select draws each item from one group; with pairwise items --by system counts "
-                          "each item in two groups (use --by pair or --by none)")
+        raise ConfigError(
+            "--select draws each item from one group; with pairwise items --by system counts "
+            "each item in two groups (use --by pair or --by none)"
+        )
     check_settings(method, confidence, "items", calibration, folds)
     names = cols.group_names()
     data = {g: cols.arrays(g) for g in names}
@@ -523,8 +697,9 @@ def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi
     spreads: dict[str, Any] = {}
     for g, (y, f, *_) in data.items():
         if int(np.isfinite(y).sum()) >= MIN_LABELS[method]:
-            spreads[g] = pilot_spread(y, f, method, calibration=calibration, folds=folds, seed=seed,
-                                      slope=slope)
+            spreads[g] = pilot_spread(
+                y, f, method, calibration=calibration, folds=folds, seed=seed, slope=slope
+            )
     known = [s.s2 for s in spreads.values() if math.isfinite(s.s2) and s.s2 > 0]
     pooled = float(np.mean(known)) if known else 1.0
 
@@ -546,13 +721,17 @@ def select_for_labelling(cols: EstimateColumns, n: int, *, method: Method = "ppi
         y, f, _, _, idx = data[g]
         pool = np.nonzero(~np.isfinite(y))[0]
         lab = np.isfinite(y)
-        proxy = (uncertainty(f[pool], f[lab], spreads[g].residuals) if g in spreads else np.ones(len(pool)))
+        proxy = uncertainty(f[pool], f[lab], spreads[g].residuals) if g in spreads else np.ones(len(pool))
         pi = inclusion_probabilities(proxy, m, floor)
         for k in systematic_draw(pi, rng):
-            rows.append(SelectionRow(id=cols.ids[idx[pool[k]]], group=g, probability=float(pi[k]),
-                                     weight=float(1.0 / pi[k])))
-    return Selection(method=method, floor=floor, seed=seed, rows=tuple(rows),
-                     per_group={g: given[g] for g in names})
+            rows.append(
+                SelectionRow(
+                    id=cols.ids[idx[pool[k]]], group=g, probability=float(pi[k]), weight=float(1.0 / pi[k])
+                )
+            )
+    return Selection(
+        method=method, floor=floor, seed=seed, rows=tuple(rows), per_group={g: given[g] for g in names}
+    )
 
 
 SELECTION_FIRST = ("id", "label", "weight", "probability", "group")
@@ -564,8 +743,15 @@ def _selection_records(selection: Selection, items: Sequence[Item]) -> list[dict
     records = []
     for r in selection.rows:
         it = by_id[r.id]
-        rec: dict[str, Any] = {"id": r.id, "label": "", "weight": r.weight, "probability": r.probability,
-                               "group": r.group, "system": it.system, "doc_id": it.doc_id}
+        rec: dict[str, Any] = {
+            "id": r.id,
+            "label": "",
+            "weight": r.weight,
+            "probability": r.probability,
+            "group": r.group,
+            "system": it.system,
+            "doc_id": it.doc_id,
+        }
         if it.pairwise:
             rec["system_b"] = it.system_b
         rec["inputs"] = dict(it.inputs)
@@ -588,8 +774,11 @@ def _cell(column: str, value: Any) -> Any:
     """
     if value is None:
         return ""
-    if column not in ("id", "label", "weight", "probability") and isinstance(value, str) and value.startswith(
-            _FORMULA_START):
+    if (
+        column not in ("id", "label", "weight", "probability")
+        and isinstance(value, str)
+        and value.startswith(_FORMULA_START)
+    ):
         return "'" + value
     return value
 
@@ -613,8 +802,16 @@ def write_selection(selection: Selection, items: Sequence[Item], path: Any, *, p
     file.parent.mkdir(parents=True, exist_ok=True)
     if file.suffix.lower() == ".csv":
         names = list(dict.fromkeys(k for rec in records for k in rec["inputs"]))
-        fields = [*SELECTION_FIRST, "system", *(["system_b"] if pairwise else []), "doc_id",
-                  *(f"inputs.{k}" for k in names), "output", *(["output_b"] if pairwise else [])]
+        fields = [
+            *SELECTION_FIRST,
+            "system",
+            *(["system_b"] if pairwise else []),
+            "doc_id",
+            *(f"inputs.{k}" for k in names),
+            "output",
+            *(["output_b"] if pairwise else []),
+        ]
+
         def write_csv(handle: IO[str]) -> None:
             writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
             writer.writeheader()
@@ -623,6 +820,8 @@ def write_selection(selection: Selection, items: Sequence[Item], path: Any, *, p
                 writer.writerow({k: _cell(k, v) for k, v in flat.items()})
 
         return write_output(file, write_csv, "the selection file", newline="")
-    return write_output(file, "".join(json.dumps({**rec, "label": None}, ensure_ascii=False) + "\n"
-                                      for rec in records), "the selection file")
-
+    return write_output(
+        file,
+        "".join(json.dumps({**rec, "label": None}, ensure_ascii=False) + "\n" for rec in records),
+        "the selection file",
+    )

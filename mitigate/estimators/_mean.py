@@ -190,8 +190,9 @@ def t_quantile(confidence: float, df: float | np.ndarray) -> np.ndarray:
 # the vectorised cores (a batch of draws along the leading axes; the labelled items along the last)
 
 
-def regression_fit(y: np.ndarray, X: np.ndarray, x_mean_all: np.ndarray, N: int, *,
-                   population: bool = False) -> RegressionFit:
+def regression_fit(
+    y: np.ndarray, X: np.ndarray, x_mean_all: np.ndarray, N: int, *, population: bool = False
+) -> RegressionFit:
     """The regression (difference) estimate of a group's mean from ``n`` labels drawn at random.
 
     ``y``: labels, shape (..., n); ``X``: the prediction's columns on the labelled items,
@@ -207,7 +208,7 @@ def regression_fit(y: np.ndarray, X: np.ndarray, x_mean_all: np.ndarray, N: int,
     resid = y - (X @ beta[..., None])[..., 0]
     rank = np.linalg.matrix_rank(xtx, hermitian=True)
     df = (n - rank).astype(float)
-    s2 = np.where(df > 0, (resid ** 2).sum(-1) / np.where(df > 0, df, 1.0), np.nan)
+    s2 = np.where(df > 0, (resid**2).sum(-1) / np.where(df > 0, df, 1.0), np.nan)
     n_u = N - n
     x_lab = X.sum(-2)
     unlabelled_sum = N * x_mean_all - x_lab
@@ -215,7 +216,7 @@ def regression_fit(y: np.ndarray, X: np.ndarray, x_mean_all: np.ndarray, N: int,
     if n_u > 0:
         x_u = unlabelled_sum / n_u
         quad = (x_u[..., None, :] @ inv @ x_u[..., :, None])[..., 0, 0]
-        variance = s2 * ((n_u / N) ** 2 * quad + n_u / N ** 2)
+        variance = s2 * ((n_u / N) ** 2 * quad + n_u / N**2)
     else:
         variance = np.zeros_like(estimate)
     if population:
@@ -223,8 +224,9 @@ def regression_fit(y: np.ndarray, X: np.ndarray, x_mean_all: np.ndarray, N: int,
     return RegressionFit(estimate, variance, df, beta, s2, resid)
 
 
-def _slope_column(f_lab: np.ndarray, f_all_mean: np.ndarray,
-                  ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _slope_column(
+    f_lab: np.ndarray, f_all_mean: np.ndarray, ref: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The centred judge column on the labelled items and its mean over all items; zeroed where it is flat."""
     col = f_lab - ref[..., None]
     spread = col.max(-1) - col.min(-1)
@@ -233,8 +235,9 @@ def _slope_column(f_lab: np.ndarray, f_all_mean: np.ndarray,
     return col, f_all_mean - ref
 
 
-def ppi_srs(y: np.ndarray, f: np.ndarray, f_mean_all: float | np.ndarray, N: int, *,
-            population: bool = False) -> RegressionFit:
+def ppi_srs(
+    y: np.ndarray, f: np.ndarray, f_mean_all: float | np.ndarray, N: int, *, population: bool = False
+) -> RegressionFit:
     """``ppi`` on labels drawn at random, vectorised: ``y`` and ``f`` (..., n) labels and judge values of the
     labelled items (all judged), ``f_mean_all`` the judge's mean over all ``N`` items."""
     y = np.asarray(y, dtype=float)
@@ -265,8 +268,9 @@ def _as_array(values: Sequence[float | None] | np.ndarray, name: str) -> np.ndar
     try:
         arr = np.array([math.nan if v is None else v for v in values], dtype=float)
     except (TypeError, ValueError):
-        raise DataError(f"expected numbers (or None for a missing value) in {name}; got "
-                        f"{list(values)[:5]!r}") from None
+        raise DataError(
+            f"expected numbers (or None for a missing value) in {name}; got {list(values)[:5]!r}"
+        ) from None
     if arr.ndim != 1:
         raise DataError(f"expected one value per item in {name}; got an array of shape {arr.shape}")
     if np.isinf(arr).any():
@@ -281,13 +285,13 @@ def check_settings(method: str, confidence: float, target: str, calibration: str
     if target not in TARGETS:
         raise ConfigError(f"The 'target' parameter must be one of {list(TARGETS)}. Got {target!r} instead.")
     if calibration not in CALIBRATIONS:
-        raise ConfigError(f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got "
-                          f"{calibration!r} "
-                          "instead.")
+        raise ConfigError(
+            f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got {calibration!r} instead."
+        )
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
-        raise ConfigError("The 'confidence' parameter must be a float in (0, 1), e.g. 0.95. Got "
-                          f"{confidence!r} "
-                          "instead.")
+        raise ConfigError(
+            f"The 'confidence' parameter must be a float in (0, 1), e.g. 0.95. Got {confidence!r} instead."
+        )
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
         raise ConfigError(f"The 'folds' parameter must be an int >= 2. Got {folds!r} instead.")
 
@@ -338,35 +342,68 @@ def estimate_mean(
     n, n_judged = int(labelled.sum()), int(judged.sum())
     notes: list[str] = []
     if n_judged < N and method != "human":
-        notes.append(f"{N - n_judged} of {N} items have no judge value (parse failure or error): "
-                     + ("the judge-only mean leaves them out" if method == "judge" else
-                        "they stay in the estimate, predicted from the labels of such items (or "
-                        "the intercept)"))
-    common = {"method": method, "confidence": float(confidence), "target": target, "n": N, "n_labelled": n,
-              "n_judged": n_judged}
+        notes.append(
+            f"{N - n_judged} of {N} items have no judge value (parse failure or error): "
+            + (
+                "the judge-only mean leaves them out"
+                if method == "judge"
+                else "they stay in the estimate, predicted from the labels of such items (or the intercept)"
+            )
+        )
+    common = {
+        "method": method,
+        "confidence": float(confidence),
+        "target": target,
+        "n": N,
+        "n_labelled": n,
+        "n_judged": n_judged,
+    }
     if method == "judge":
         return _judge_only(f[judged], where, common, notes)
     if n == 0:
-        raise DataError(f"{where} has no labelled item; expected at least {MIN_LABELS[method]} labels to "
-                        f"estimate its mean with {method!r} "
-                        f"({Remedies.after('label some of its items', fix.regroup, ', or ')})")
+        raise DataError(
+            f"{where} has no labelled item; expected at least {MIN_LABELS[method]} labels to "
+            f"estimate its mean with {method!r} "
+            f"({Remedies.after('label some of its items', fix.regroup, ', or ')})"
+        )
     need = 2 if method == "ppi" and slope is not None else MIN_LABELS[method]
     if n == 1:
-        raise DataError(f"{where} has a single label; expected at least {need} for {method!r} (one label "
-                        "shows no spread, so no interval can be formed)")
+        raise DataError(
+            f"{where} has a single label; expected at least {need} for {method!r} (one label "
+            "shows no spread, so no interval can be formed)"
+        )
     if n < need:
-        raise DataError(Remedies.after(f"{where} has {n} labels; {method!r} needs at least {need} (it "
-                                       f"fits {need - 1} "
-                                       "coefficients and needs one more for the spread)",
-                                       fix.fewer_coefficients))
+        raise DataError(
+            Remedies.after(
+                f"{where} has {n} labels; {method!r} needs at least {need} (it "
+                f"fits {need - 1} "
+                "coefficients and needs one more for the spread)",
+                fix.fewer_coefficients,
+            )
+        )
     exact = n == N and target == "items"
     if not exact and np.ptp(y[labelled]) <= _FLAT * (1.0 + abs(float(np.nanmean(y)))):
-        raise DataError(Remedies.after(f"{where}: its {n} labels are all {float(y[labelled][0]):g}, which "
-                                       "shows no spread to build an interval from", fix.more_labels))
+        raise DataError(
+            Remedies.after(
+                f"{where}: its {n} labels are all {float(y[labelled][0]):g}, which "
+                "shows no spread to build an interval from",
+                fix.more_labels,
+            )
+        )
     rnd = _round_of(rounds, w, labelled, where)
     if (rnd > 0).any():
-        raw = _by_rounds(y, f, w, rnd, method, calibration,  # type: ignore[arg-type]
-                         folds, seed, where, notes)
+        raw = _by_rounds(
+            y,
+            f,
+            w,
+            rnd,
+            method,
+            calibration,  # type: ignore[arg-type]
+            folds,
+            seed,
+            where,
+            notes,
+        )
     elif method == "calibrated":
         raw = _calibrated(y, f, calibration, folds, seed, notes)
     else:
@@ -376,11 +413,13 @@ def estimate_mean(
         variance += _label_spread(y, w, rnd) / N
     out = _finish(raw.estimate, variance, raw.df, where, common, notes, lam=raw.lam, fitted=raw.fitted)
     if bounds is not None and (out.low < bounds[0] or out.high > bounds[1]):
-        out = out.model_copy(update={"low": max(out.low, float(bounds[0])),
-                                     "high": min(out.high, float(bounds[1])),
-                                     "notes": (*out.notes,
-                                               f"interval cut to the labels' scale [{bounds[0]:g}, "
-                                               f"{bounds[1]:g}]")})
+        out = out.model_copy(
+            update={
+                "low": max(out.low, float(bounds[0])),
+                "high": min(out.high, float(bounds[1])),
+                "notes": (*out.notes, f"interval cut to the labels' scale [{bounds[0]:g}, {bounds[1]:g}]"),
+            }
+        )
     return out
 
 
@@ -394,8 +433,9 @@ class _Raw(NamedTuple):
     fitted: bool = False
 
 
-def _round_of(rounds: Sequence[int] | np.ndarray | None, w: np.ndarray | None, labelled: np.ndarray,
-              where: str) -> np.ndarray:
+def _round_of(
+    rounds: Sequence[int] | np.ndarray | None, w: np.ndarray | None, labelled: np.ndarray, where: str
+) -> np.ndarray:
     """Each item's selection round (0: labelled before any round, or unlabelled), checked against the
     weights."""
     N = len(labelled)
@@ -407,15 +447,20 @@ def _round_of(rounds: Sequence[int] | np.ndarray | None, w: np.ndarray | None, l
         if rnd.shape != (N,) or not np.issubdtype(rnd.dtype, np.integer) or (rnd < 0).any():
             raise DataError(f"expected one selection round (an int >= 0) per item; got {rounds!r}"[:300])
         if ((rnd > 0) != weighted).any():
-            raise DataError(f"{where}: expected a selection weight exactly on the items of a selection round "
-                            "(round >= 1)")
+            raise DataError(
+                f"{where}: expected a selection weight exactly on the items of a selection round (round >= 1)"
+            )
     if (weighted & ~labelled).any():
-        raise DataError(f"{where}: {int((weighted & ~labelled).sum())} items carry a selection weight but no "
-                        "label; expected every selected item labelled (an unlabelled selected item would "
-                        "bias the weights)")
+        raise DataError(
+            f"{where}: {int((weighted & ~labelled).sum())} items carry a selection weight but no "
+            "label; expected every selected item labelled (an unlabelled selected item would "
+            "bias the weights)"
+        )
     if weighted.any() and (w[weighted] < 1 - 1e-9).any():  # type: ignore[index]
-        raise DataError(f"{where}: expected selection weights >= 1 (the inverse of an inclusion "
-                        f"probability); got {float(np.min(w[weighted])):g}")  # type: ignore[index]
+        raise DataError(
+            f"{where}: expected selection weights >= 1 (the inverse of an inclusion "
+            f"probability); got {float(np.min(w[weighted])):g}"
+        )  # type: ignore[index]
     return rnd
 
 
@@ -433,39 +478,73 @@ def _label_spread(y: np.ndarray, w: np.ndarray | None, rnd: np.ndarray) -> float
     return float((weights * (values - mean) ** 2).sum() / weights.sum() * k / (k - 1))
 
 
-def _finish(estimate: float, variance: float, df: float, where: str, common: Mapping[str, object],
-            notes: list[str],
-            *, lam: float | None = None, fitted: bool = False) -> MeanEstimate:
+def _finish(
+    estimate: float,
+    variance: float,
+    df: float,
+    where: str,
+    common: Mapping[str, object],
+    notes: list[str],
+    *,
+    lam: float | None = None,
+    fitted: bool = False,
+) -> MeanEstimate:
     if not (math.isfinite(variance) and df >= 1):
-        raise DataError(f"{where}: too few labels for an interval with {common['method']!r} "
-                        f"({common['n_labelled']} "
-                        "labels); label more of its items")
+        raise DataError(
+            f"{where}: too few labels for an interval with {common['method']!r} "
+            f"({common['n_labelled']} "
+            "labels); label more of its items"
+        )
     if variance <= 0 and common["n_labelled"] != common["n"]:
-        what = ("the judge's values, as fitted, predict each of its labels exactly" if fitted
-                else "its residuals show no spread")
-        raise DataError(f"{where}: {what}, which leaves no spread to build an interval from; label more "
-                        "of its items")
+        what = (
+            "the judge's values, as fitted, predict each of its labels exactly"
+            if fitted
+            else "its residuals show no spread"
+        )
+        raise DataError(
+            f"{where}: {what}, which leaves no spread to build an interval from; label more of its items"
+        )
     se = math.sqrt(max(variance, 0.0))
     half = float(t_quantile(float(common["confidence"]), df)) * se  # type: ignore[arg-type]
-    return MeanEstimate(estimate=float(estimate), low=float(estimate - half), high=float(estimate + half),
-                        se=se,
-                        df=float(df), bias_corrected=True, lam=lam, notes=tuple(notes),
-                        **common)  # type: ignore[arg-type]
+    return MeanEstimate(
+        estimate=float(estimate),
+        low=float(estimate - half),
+        high=float(estimate + half),
+        se=se,
+        df=float(df),
+        bias_corrected=True,
+        lam=lam,
+        notes=tuple(notes),
+        **common,
+    )  # type: ignore[arg-type]
 
 
-def _judge_only(values: np.ndarray, where: str, common: Mapping[str, object],
-                notes: list[str]) -> MeanEstimate:
+def _judge_only(
+    values: np.ndarray, where: str, common: Mapping[str, object], notes: list[str]
+) -> MeanEstimate:
     if len(values) < 2:
-        raise DataError(f"{where} has {len(values)} judge value(s); expected at least 2 for the judge-only "
-                        "mean and its interval")
+        raise DataError(
+            f"{where} has {len(values)} judge value(s); expected at least 2 for the judge-only "
+            "mean and its interval"
+        )
     se = float(values.std(ddof=1)) / math.sqrt(len(values))
     df = float(len(values) - 1)
     half = float(t_quantile(float(common["confidence"]), df)) * se  # type: ignore[arg-type]
     mean = float(values.mean())
-    notes = [*notes,
-             "not bias-corrected: the judge's own mean, with the spread of its values as the interval"]
-    return MeanEstimate(estimate=mean, low=mean - half, high=mean + half, se=se, df=df, bias_corrected=False,
-                        notes=tuple(notes), **common)  # type: ignore[arg-type]
+    notes = [
+        *notes,
+        "not bias-corrected: the judge's own mean, with the spread of its values as the interval",
+    ]
+    return MeanEstimate(
+        estimate=mean,
+        low=mean - half,
+        high=mean + half,
+        se=se,
+        df=df,
+        bias_corrected=False,
+        notes=tuple(notes),
+        **common,
+    )  # type: ignore[arg-type]
 
 
 def _ppi_design(f: np.ndarray, fit_rows: np.ndarray, ref: float) -> tuple[np.ndarray, bool]:
@@ -486,8 +565,9 @@ def _ppi_design(f: np.ndarray, fit_rows: np.ndarray, ref: float) -> tuple[np.nda
     return np.stack(cols, -1), bool(keep)
 
 
-def _regression(y: np.ndarray, f: np.ndarray, method: str, notes: list[str],
-                slope: Slope | None = None) -> _Raw:
+def _regression(
+    y: np.ndarray, f: np.ndarray, method: str, notes: list[str], slope: Slope | None = None
+) -> _Raw:
     """``human`` or ``ppi`` on the labelled items of ``y`` (labels drawn at random); ``slope``: a shared
     one."""
     labelled = np.isfinite(y)
@@ -502,8 +582,10 @@ def _regression(y: np.ndarray, f: np.ndarray, method: str, notes: list[str],
         ref = float(f[lab_judged].mean()) if lab_judged.any() else 0.0
         X, keep = _ppi_design(f, labelled, ref)
         if not keep:
-            notes.append("the judge's values do not vary on the labelled items (or too few are judged): its "
-                         "slope is set to 0, so the estimate is the labels-alone one")
+            notes.append(
+                "the judge's values do not vary on the labelled items (or too few are judged): its "
+                "slope is set to 0, so the estimate is the labels-alone one"
+            )
     fit = regression_fit(y[labelled], X[labelled], X.mean(0), N)
     lam = float(fit.beta[1]) * (N - int(labelled.sum())) / N if method == "ppi" else None
     return _Raw(float(fit.estimate), float(fit.variance), float(fit.df), lam, keep)
@@ -559,13 +641,18 @@ def _shared_slope(y: np.ndarray, f: np.ndarray, slope: Slope) -> _Raw:
     fit = regression_fit(y[labelled] - slope.value * centred[labelled], X[labelled], X.mean(0), N)
     n_u = N - n
     gap = (centred[~labelled].mean() - centred[labelled].mean()) * n_u / N if n_u else 0.0
-    return _Raw(float(fit.estimate) + slope.value * float(centred.mean()), float(fit.variance)
-                + gap ** 2 * slope.variance,
-                float(fit.df), slope.value * n_u / N, slope.value != 0)
+    return _Raw(
+        float(fit.estimate) + slope.value * float(centred.mean()),
+        float(fit.variance) + gap**2 * slope.variance,
+        float(fit.df),
+        slope.value * n_u / N,
+        slope.value != 0,
+    )
 
 
-def _predictor(y: np.ndarray, f: np.ndarray, method: str,
-               calibration: str) -> Callable[[np.ndarray], np.ndarray]:
+def _predictor(
+    y: np.ndarray, f: np.ndarray, method: str, calibration: str
+) -> Callable[[np.ndarray], np.ndarray]:
     """The prediction of ``method`` fitted on labelled items (``y``, ``f``; ``f`` NaN where no judge
     value)."""
     judged = np.isfinite(f)
@@ -586,8 +673,9 @@ def _predictor(y: np.ndarray, f: np.ndarray, method: str,
     return lambda q: np.full(len(q), mean_failed)
 
 
-def crossfit(y_l: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, calibration: str, folds: int,
-             seed: int) -> tuple[np.ndarray, np.ndarray, int]:
+def crossfit(
+    y_l: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, calibration: str, folds: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, int]:
     """K-fold cross-fitting of a calibration map on the labelled items.
 
     Returns each labelled item's residual under the map fitted without its fold, the other
@@ -606,8 +694,9 @@ def crossfit(y_l: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, calibration: str
     return resid, pred_u, k
 
 
-def _calibrated(y: np.ndarray, f: np.ndarray, calibration: str, folds: int, seed: int,
-                notes: list[str]) -> _Raw:
+def _calibrated(
+    y: np.ndarray, f: np.ndarray, calibration: str, folds: int, seed: int, notes: list[str]
+) -> _Raw:
     """``calibrated`` on the labelled items of ``y`` (labels drawn at random)."""
     labelled = np.isfinite(y)
     N, n = len(y), int(labelled.sum())
@@ -619,21 +708,24 @@ def _calibrated(y: np.ndarray, f: np.ndarray, calibration: str, folds: int, seed
     return _Raw(float(estimate), float(variance), float(n - 1), None, True)
 
 
-def _round_estimate(y: np.ndarray, pred: np.ndarray, before: np.ndarray, chosen: np.ndarray,
-                    pi: np.ndarray, where: str) -> _Raw:
+def _round_estimate(
+    y: np.ndarray, pred: np.ndarray, before: np.ndarray, chosen: np.ndarray, pi: np.ndarray, where: str
+) -> _Raw:
     """One selection round's estimate given the labels before it: those exactly, the others predicted, the
     round's
     residuals weighted by 1 / probability (Horvitz-Thompson); Hájek's variance for a fixed-size draw."""
     N, m = len(y), int(chosen.sum())
     if m < 2:
-        raise DataError(f"{where}: a selection round of {m} item; expected at least 2 weighted labels per "
-                        "round for an interval")
+        raise DataError(
+            f"{where}: a selection round of {m} item; expected at least 2 weighted labels per "
+            "round for an interval"
+        )
     z = y[chosen] - pred[chosen]
     total = y[before].sum() + pred[~before].sum() + (z / pi).sum()
     c = 1.0 - pi
     ratio = z / pi
     centre = (c * ratio).sum() / c.sum() if c.sum() > 0 else 0.0
-    variance = m / (m - 1) * (c * (ratio - centre) ** 2).sum() / N ** 2
+    variance = m / (m - 1) * (c * (ratio - centre) ** 2).sum() / N**2
     return _Raw(float(total / N), float(variance), float(m - 1))
 
 
@@ -650,8 +742,18 @@ def _combine(a: _Raw, count: int, b: _Raw, m: int) -> _Raw:
     return _Raw(wa * a.estimate + wb * b.estimate, va + vb, float(df))
 
 
-def _by_rounds(y: np.ndarray, f: np.ndarray, w: np.ndarray, rnd: np.ndarray, method: str, calibration: str,
-               folds: int, seed: int, where: str, notes: list[str]) -> _Raw:
+def _by_rounds(
+    y: np.ndarray,
+    f: np.ndarray,
+    w: np.ndarray,
+    rnd: np.ndarray,
+    method: str,
+    calibration: str,
+    folds: int,
+    seed: int,
+    where: str,
+    notes: list[str],
+) -> _Raw:
     """The estimate from labels known before any round (drawn at random) and one or more selection rounds.
 
     Round ``k``'s estimate counts the labels before it exactly, predicts every other item with
@@ -666,8 +768,11 @@ def _by_rounds(y: np.ndarray, f: np.ndarray, w: np.ndarray, rnd: np.ndarray, met
     raw: _Raw | None = None
     if count >= MIN_LABELS[method] and np.ptp(y[pilot]) > 0:
         sub = np.where(pilot, y, np.nan)
-        raw = _calibrated(sub, f, calibration, folds, seed, []) if method == "calibrated" else _regression(
-            sub, f, method, [])
+        raw = (
+            _calibrated(sub, f, calibration, folds, seed, [])
+            if method == "calibrated"
+            else _regression(sub, f, method, [])
+        )
     for k in range(1, int(rnd.max()) + 1):
         chosen = rnd == k
         if not chosen.any():
@@ -677,9 +782,11 @@ def _by_rounds(y: np.ndarray, f: np.ndarray, w: np.ndarray, rnd: np.ndarray, met
         if int(fit_on.sum()) < MIN_LABELS[method]:
             fit_on = before | chosen
         if raw is None:
-            notes.append(f"fewer than {MIN_LABELS[method]} labels (or labels without spread) before the "
-                         "first selection round: its prediction is fitted on the round's own labels "
-                         "(approximately unbiased)")
+            notes.append(
+                f"fewer than {MIN_LABELS[method]} labels (or labels without spread) before the "
+                "first selection round: its prediction is fitted on the round's own labels "
+                "(approximately unbiased)"
+            )
         pred = _predictor(y[fit_on], f[fit_on], method, calibration)(f)
         this = _round_estimate(y, pred, before, chosen, 1.0 / w[chosen], where)
         m = int(chosen.sum())
@@ -687,9 +794,11 @@ def _by_rounds(y: np.ndarray, f: np.ndarray, w: np.ndarray, rnd: np.ndarray, met
         count += m
     assert raw is not None
     rounds = int(rnd.max())
-    notes.append(f"{int((rnd > 0).sum())} labels from {rounds} selection round{'s' if rounds > 1 else ''}, "
-                 f"weighted by their inverse inclusion probabilities, combined with the {int(pilot.sum())} "
-                 "labels drawn at random")
+    notes.append(
+        f"{int((rnd > 0).sum())} labels from {rounds} selection round{'s' if rounds > 1 else ''}, "
+        f"weighted by their inverse inclusion probabilities, combined with the {int(pilot.sum())} "
+        "labels drawn at random"
+    )
     return _Raw(raw.estimate, raw.variance, raw.df)
 
 
@@ -707,10 +816,16 @@ class Spread(NamedTuple):
     s2_labels: float
 
 
-def pilot_spread(labels: Sequence[float | None] | np.ndarray, judge: Sequence[float | None] | np.ndarray,
-                 method: str,
-                 *, calibration: str = "isotonic", folds: int = 5, seed: int = 0,
-                 slope: Slope | None = None) -> Spread:
+def pilot_spread(
+    labels: Sequence[float | None] | np.ndarray,
+    judge: Sequence[float | None] | np.ndarray,
+    method: str,
+    *,
+    calibration: str = "isotonic",
+    folds: int = 5,
+    seed: int = 0,
+    slope: Slope | None = None,
+) -> Spread:
     """The spread of the labelled items under ``method`` (``human``, ``ppi`` or ``calibrated``), labels drawn
     at random.
 

@@ -40,8 +40,16 @@ class MethodPlan(BaseModel):
     note: str | None = None
 
 
-def half_width_at(n: np.ndarray | int, s2: float, p: int, N: int, confidence: float, *,
-                  s2_labels: float = 0.0, population: bool = False) -> np.ndarray:
+def half_width_at(
+    n: np.ndarray | int,
+    s2: float,
+    p: int,
+    N: int,
+    confidence: float,
+    *,
+    s2_labels: float = 0.0,
+    population: bool = False,
+) -> np.ndarray:
     """The predicted half-width at ``n`` labels (see the module docstring); NaN where ``n <= p``."""
     n_arr = np.asarray(n, dtype=float)
     df = n_arr - p
@@ -54,22 +62,42 @@ def half_width_at(n: np.ndarray | int, s2: float, p: int, N: int, confidence: fl
     return np.where(ok, out, np.nan)
 
 
-def labels_needed(half_width: float, s2: float, p: int, N: int, labelled: int, confidence: float, *,
-                  s2_labels: float = 0.0, population: bool = False, method: str = "") -> MethodPlan:
+def labels_needed(
+    half_width: float,
+    s2: float,
+    p: int,
+    N: int,
+    labelled: int,
+    confidence: float,
+    *,
+    s2_labels: float = 0.0,
+    population: bool = False,
+    method: str = "",
+) -> MethodPlan:
     """The fewest labels (at least ``labelled`` and ``p + 1``, at most ``N``) predicted to reach
     ``half_width``."""
     now = half_width_at(labelled, s2, p, N, confidence, s2_labels=s2_labels, population=population)
     now_value = float(now) if np.isfinite(now) else None
     if not math.isfinite(s2):
-        return MethodPlan(method=method, labelled=labelled,
-                          note="the pilot's spread is unknown (too few labels)")
+        return MethodPlan(
+            method=method, labelled=labelled, note="the pilot's spread is unknown (too few labels)"
+        )
     sizes = np.arange(max(labelled, p + 1), N + 1)
     widths = half_width_at(sizes, s2, p, N, confidence, s2_labels=s2_labels, population=population)
     hits = np.nonzero(widths <= half_width + 1e-12)[0]
     if not len(hits):
         best = float(widths[-1]) if len(widths) else math.nan
-        return MethodPlan(method=method, labelled=labelled, half_width_now=now_value,
-                          note=f"not reachable: even {N} labels give ±{best:.3g}")
+        return MethodPlan(
+            method=method,
+            labelled=labelled,
+            half_width_now=now_value,
+            note=f"not reachable: even {N} labels give ±{best:.3g}",
+        )
     needed = int(sizes[hits[0]])
-    return MethodPlan(method=method, labelled=labelled, needed=needed, more=max(0, needed - labelled),
-                      half_width_now=now_value)
+    return MethodPlan(
+        method=method,
+        labelled=labelled,
+        needed=needed,
+        more=max(0, needed - labelled),
+        half_width_now=now_value,
+    )

@@ -82,21 +82,30 @@ def kendall_tau(a: Mapping[str, float], b: Mapping[str, float]) -> float | None:
     return tau if math.isfinite(tau) else None
 
 
-def rank_estimates(estimates: Mapping[str, MeanEstimate], confidence: float,
-                   others: Mapping[str, Mapping[str, float]] | None = None) -> Ranking:
+def rank_estimates(
+    estimates: Mapping[str, MeanEstimate],
+    confidence: float,
+    others: Mapping[str, Mapping[str, float]] | None = None,
+) -> Ranking:
     """The ranking of ``estimates`` (group -> estimate) with rank intervals jointly at ``confidence``.
 
     ``others``: named scorings of the same groups (e.g. ``{"judge": {...}, "human": {...}}``) to
     compare with by Kendall's tau.
     """
-    return rank_intervals({g: e.estimate for g, e in estimates.items()},
-                          lambda level: {g: e.interval(level) for g, e in estimates.items()}, confidence,
-                          others)
+    return rank_intervals(
+        {g: e.estimate for g, e in estimates.items()},
+        lambda level: {g: e.interval(level) for g, e in estimates.items()},
+        confidence,
+        others,
+    )
 
 
-def rank_intervals(points: Mapping[str, float],
-                   bounds_at: Callable[[float], Mapping[str, tuple[float, float]]],
-                   confidence: float, others: Mapping[str, Mapping[str, float]] | None = None) -> Ranking:
+def rank_intervals(
+    points: Mapping[str, float],
+    bounds_at: Callable[[float], Mapping[str, tuple[float, float]]],
+    confidence: float,
+    others: Mapping[str, Mapping[str, float]] | None = None,
+) -> Ranking:
     """The ranking of ``points`` (group -> point estimate) with rank intervals jointly at ``confidence``.
 
     ``bounds_at(level)`` gives each group's interval at ``level``; it is asked for the Bonferroni
@@ -104,8 +113,9 @@ def rank_intervals(points: Mapping[str, float],
     t interval, a Bradley-Terry ability with its Fisher or bootstrap interval).
     """
     if not 0 < confidence < 1:
-        raise ConfigError("The 'confidence' parameter must be a float in (0, 1). Got "
-                          f"{confidence!r} instead.")
+        raise ConfigError(
+            f"The 'confidence' parameter must be a float in (0, 1). Got {confidence!r} instead."
+        )
     groups = sorted(points, key=lambda g: (-points[g], g))
     k = len(groups)
     level = 1 - (1 - confidence) / max(k, 1)
@@ -117,7 +127,12 @@ def rank_intervals(points: Mapping[str, float],
         above = sum(1 for h in groups if h != g and bounds[h][0] > high)
         below = sum(1 for h in groups if h != g and bounds[h][1] < low)
         ranks.append(GroupRank(group=g, rank=i + 1, low=1 + above, high=k - below))
-        separable += [(g, h) for h in groups[i + 1:] if low > bounds[h][1]]
+        separable += [(g, h) for h in groups[i + 1 :] if low > bounds[h][1]]
     kendall = {name: kendall_tau(dict(points), other) for name, other in (others or {}).items()}
-    return Ranking(confidence=confidence, order=tuple(groups), ranks=tuple(ranks), separable=tuple(separable),
-                   kendall=kendall)
+    return Ranking(
+        confidence=confidence,
+        order=tuple(groups),
+        ranks=tuple(ranks),
+        separable=tuple(separable),
+        kendall=kendall,
+    )

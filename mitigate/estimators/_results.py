@@ -28,9 +28,10 @@ METHOD_TITLES = {
 }
 """How each method is named in the table's heading."""
 
-TARGET_TITLES = {"items": "the mean over each group's items",
-                 "population": "the mean of the population the items "
-                 "come from"}
+TARGET_TITLES = {
+    "items": "the mean over each group's items",
+    "population": "the mean of the population the items come from",
+}
 
 
 def _round(value: float | None, digits: int = 6) -> float | None:
@@ -41,8 +42,10 @@ def aligned(rows: list[list[str]]) -> list[str]:
     """Rows of cells as text lines: the first column left-aligned, the others right-aligned, two spaces
     apart."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-            for r in rows]
+    return [
+        "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        for r in rows
+    ]
 
 
 def _brief(e: MeanEstimate | None) -> dict[str, Any] | None:
@@ -113,10 +116,16 @@ class EstimateResult(BaseModel):
         groups = []
         for g in self.groups:
             e = g.estimate
-            row: dict[str, Any] = {"group": g.group, "n": e.n, "n_labelled": e.n_labelled,
-                                   "estimate": _round(e.estimate),
-                                   "low": _round(e.low), "high": _round(e.high), "se": _round(e.se),
-                                   "n_judged": e.n_judged}
+            row: dict[str, Any] = {
+                "group": g.group,
+                "n": e.n,
+                "n_labelled": e.n_labelled,
+                "estimate": _round(e.estimate),
+                "low": _round(e.low),
+                "high": _round(e.high),
+                "se": _round(e.se),
+                "n_judged": e.n_judged,
+            }
             if e.lam is not None:
                 row["lambda"] = _round(e.lam)
             if g.n_weighted:
@@ -130,15 +139,24 @@ class EstimateResult(BaseModel):
                 row["all_labels_mean"] = _round(g.truth)
             row["notes"] = [*e.notes, *(f"{k}: {v}" for k, v in g.unavailable.items())]
             groups.append(row)
-        out: dict[str, Any] = {"criterion": self.criterion, "method": self.method,
-                               "confidence": self.confidence,
-                               "groups": groups, "benchmark": self.benchmark, "judge": self.judge,
-                               "target": self.target, "by": self.by, "bias_corrected": self.method != "judge"}
+        out: dict[str, Any] = {
+            "criterion": self.criterion,
+            "method": self.method,
+            "confidence": self.confidence,
+            "groups": groups,
+            "benchmark": self.benchmark,
+            "judge": self.judge,
+            "target": self.target,
+            "by": self.by,
+            "bias_corrected": self.method != "judge",
+        }
         if self.ranking is not None:
-            out["ranking"] = {"order": list(self.ranking.order),
-                              "simultaneous_confidence": self.ranking.confidence,
-                              "separable": [list(p) for p in self.ranking.separable],
-                              "kendall_tau": {k: _round(v) for k, v in self.ranking.kendall.items()}}
+            out["ranking"] = {
+                "order": list(self.ranking.order),
+                "simultaneous_confidence": self.ranking.confidence,
+                "separable": [list(p) for p in self.ranking.separable],
+                "kendall_tau": {k: _round(v) for k, v in self.ranking.kendall.items()},
+            }
         out["notes"] = list(self.notes)
         return out
 
@@ -148,14 +166,26 @@ class EstimateResult(BaseModel):
         out = []
         for g in self.groups:
             e = g.estimate
-            row: dict[str, Any] = {"group": g.group, "n": e.n, "n_labelled": e.n_labelled,
-                                   "n_judged": e.n_judged,
-                                   "method": e.method, "estimate": e.estimate, "low": e.low, "high": e.high,
-                                   "se": e.se, "lambda": e.lam}
+            row: dict[str, Any] = {
+                "group": g.group,
+                "n": e.n,
+                "n_labelled": e.n_labelled,
+                "n_judged": e.n_judged,
+                "method": e.method,
+                "estimate": e.estimate,
+                "low": e.low,
+                "high": e.high,
+                "se": e.se,
+                "lambda": e.lam,
+            }
             for name, other in (("human", g.human), ("judge", g.judge)):
-                row.update({f"{name}_estimate": other.estimate if other else None,
-                            f"{name}_low": other.low if other else None, f"{name}_high": other.high if other
-                            else None})
+                row.update(
+                    {
+                        f"{name}_estimate": other.estimate if other else None,
+                        f"{name}_low": other.low if other else None,
+                        f"{name}_high": other.high if other else None,
+                    }
+                )
             if self.ranking is not None:
                 r = self.ranking.rank_of(g.group)
                 row.update(rank=r.rank, rank_low=r.low, rank_high=r.high)
@@ -174,9 +204,11 @@ class EstimateResult(BaseModel):
         """The text ``mitigate estimate`` prints: a heading, one line per group (ranked), the ranking's
         notes."""
         pct = f"{self.confidence:.0%}"
-        lines = [f"{self.benchmark} · {self.criterion} · judge {self.judge} · {self.method} "
-                 f"({METHOD_TITLES[self.method]})",
-                 f"{pct} intervals of {TARGET_TITLES[self.target]}; groups by {self.by}"]
+        lines = [
+            f"{self.benchmark} · {self.criterion} · judge {self.judge} · {self.method} "
+            f"({METHOD_TITLES[self.method]})",
+            f"{pct} intervals of {TARGET_TITLES[self.target]}; groups by {self.by}",
+        ]
         order = self.ranking.order if self.ranking is not None else tuple(g.group for g in self.groups)
         by_name = {g.group: g for g in self.groups}
         header = ["group", "items", "labelled", "estimate", f"{pct} interval"]
@@ -199,8 +231,9 @@ class EstimateResult(BaseModel):
             for key, other in (("human", g.human), ("judge", g.judge)):
                 if key == self.method:
                     continue
-                cells.append("-" if other is None
-                             else f"{other.estimate:.3f} [{other.low:.3f}, {other.high:.3f}]")
+                cells.append(
+                    "-" if other is None else f"{other.estimate:.3f} [{other.low:.3f}, {other.high:.3f}]"
+                )
             if any(x.truth is not None for x in self.groups):
                 cells.append("-" if g.truth is None else f"{g.truth:.3f}")
             body.append(cells)
@@ -208,10 +241,13 @@ class EstimateResult(BaseModel):
         if self.ranking is not None:
             rk = self.ranking
             pairs = ", ".join(f"{a} > {b}" for a, b in rk.separable) or "none"
-            lines.append(f"ranks: intervals hold jointly at {rk.confidence:.0%} (Bonferroni over "
-                         f"{len(rk.order)} groups); separable pairs: {pairs}")
-            taus = ", ".join(f"{k.replace('_', ' ')} {'-' if v is None else f'{v:.2f}'}" for k,
-                             v in rk.kendall.items())
+            lines.append(
+                f"ranks: intervals hold jointly at {rk.confidence:.0%} (Bonferroni over "
+                f"{len(rk.order)} groups); separable pairs: {pairs}"
+            )
+            taus = ", ".join(
+                f"{k.replace('_', ' ')} {'-' if v is None else f'{v:.2f}'}" for k, v in rk.kendall.items()
+            )
             if taus:
                 lines.append(f"Kendall tau between this ranking and: {taus}")
         notes = list(dict.fromkeys([*self.notes, *(n for g in self.groups for n in g.estimate.notes)]))
@@ -251,13 +287,29 @@ class LabelPlan(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The ``plan`` object of ``--json``."""
-        return {"half_width": self.half_width, "confidence": self.confidence, "target": self.target,
-                "groups": [{"group": g.group, "n": g.n, "n_labelled": g.labelled,
-                            **{m: {"needed": p.needed, "more": p.more,
-                                   "half_width_now": _round(p.half_width_now),
-                                   **({"note": p.note} if p.note else {})} for m, p in g.plans.items()}}
-                           for g in self.groups],
-                "more": {m: self.more(m) for m in self.methods}}
+        return {
+            "half_width": self.half_width,
+            "confidence": self.confidence,
+            "target": self.target,
+            "groups": [
+                {
+                    "group": g.group,
+                    "n": g.n,
+                    "n_labelled": g.labelled,
+                    **{
+                        m: {
+                            "needed": p.needed,
+                            "more": p.more,
+                            "half_width_now": _round(p.half_width_now),
+                            **({"note": p.note} if p.note else {}),
+                        }
+                        for m, p in g.plans.items()
+                    },
+                }
+                for g in self.groups
+            ],
+            "more": {m: self.more(m) for m in self.methods},
+        }
 
     def table(self) -> str:
         """One line per group: labels now, and per method the total needed (+ more to add)."""
@@ -270,10 +322,17 @@ class LabelPlan(BaseModel):
                 p = g.plans[m]
                 cells.append(f"{p.needed} (+{p.more})" if p.needed is not None else (p.note or "-"))
             body.append(cells)
-        body.append(["all", str(sum(g.n for g in self.groups)), str(sum(g.labelled for g in self.groups)),
-                     *("-" if self.more(m) is None else f"+{self.more(m)}" for m in methods)])
-        lines = [f"labels for ±{self.half_width:g} at {self.confidence:.0%} (predicted from the "
-                 "labels so far):"]
+        body.append(
+            [
+                "all",
+                str(sum(g.n for g in self.groups)),
+                str(sum(g.labelled for g in self.groups)),
+                *("-" if self.more(m) is None else f"+{self.more(m)}" for m in methods),
+            ]
+        )
+        lines = [
+            f"labels for ±{self.half_width:g} at {self.confidence:.0%} (predicted from the labels so far):"
+        ]
         return "\n".join(lines + aligned([header, *body]))
 
 
@@ -300,5 +359,10 @@ class Selection(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The ``selection`` object of ``--json``."""
-        return {"method": self.method, "floor": self.floor, "seed": self.seed, "per_group": self.per_group,
-                "items": [r.model_dump() for r in self.rows]}
+        return {
+            "method": self.method,
+            "floor": self.floor,
+            "seed": self.seed,
+            "per_group": self.per_group,
+            "items": [r.model_dump() for r in self.rows],
+        }

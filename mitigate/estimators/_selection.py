@@ -74,7 +74,7 @@ def uncertainty(judge_pool: np.ndarray, judge_pilot: np.ndarray, residuals: np.n
     if overall <= 0:
         return np.ones(len(pool))
     levels = _levels(np.concatenate([pilot, pool]))
-    pilot_levels, pool_levels = levels[: len(pilot)], levels[len(pilot):]
+    pilot_levels, pool_levels = levels[: len(pilot)], levels[len(pilot) :]
     out = np.empty(len(pool))
     for level in np.unique(pool_levels):
         here = pilot_levels == level
@@ -92,8 +92,9 @@ def inclusion_probabilities(proxy: np.ndarray, m: int, floor: float = DEFAULT_FL
     u = np.asarray(proxy, dtype=float)
     size = len(u)
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 0 <= m <= size:
-        raise ConfigError(f"expected a number of items to select between 0 and the {size} "
-                          f"unlabelled; got {m!r}")
+        raise ConfigError(
+            f"expected a number of items to select between 0 and the {size} unlabelled; got {m!r}"
+        )
     if not 0 < floor <= 1:
         raise ConfigError(f"The 'floor' parameter must be a float in (0, 1]. Got {floor!r} instead.")
     if (u < 0).any() or not np.isfinite(u).all():
@@ -126,8 +127,9 @@ def systematic_draw(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     total = float(p.sum())
     m = int(round(total))
     if abs(total - m) > 1e-6:
-        raise ConfigError("expected inclusion probabilities summing to a whole number of items; "
-                          f"got {total:g}")
+        raise ConfigError(
+            f"expected inclusion probabilities summing to a whole number of items; got {total:g}"
+        )
     if m == 0:
         return np.zeros(0, dtype=int)
     order = rng.permutation(len(p))
@@ -138,9 +140,14 @@ def systematic_draw(pi: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.sort(order[chosen])
 
 
-def allocate(variance: Mapping[str, Callable[[int], float]], labelled: Mapping[str, int],
-             room: Mapping[str, int],
-             total: int, *, first: int = 2) -> dict[str, int]:
+def allocate(
+    variance: Mapping[str, Callable[[int], float]],
+    labelled: Mapping[str, int],
+    room: Mapping[str, int],
+    total: int,
+    *,
+    first: int = 2,
+) -> dict[str, int]:
     """How many of ``total`` new labels each group gets: greedily, where the predicted variance drops most.
 
     ``variance[g](n)`` is group ``g``'s predicted variance with ``n`` labels, ``labelled[g]``
@@ -149,8 +156,9 @@ def allocate(variance: Mapping[str, Callable[[int], float]], labelled: Mapping[s
     allows. ConfigError when ``total`` exceeds the room.
     """
     if total > sum(room.values()):
-        raise ConfigError(f"expected at most the {sum(room.values())} unlabelled items to "
-                          f"select; got {total}")
+        raise ConfigError(
+            f"expected at most the {sum(room.values())} unlabelled items to select; got {total}"
+        )
     given = dict.fromkeys(variance, 0)
 
     def step(g: str) -> int:

@@ -75,17 +75,12 @@ from mitigate.harness._config import CompareConfig
 from mitigate.harness._entry import Entry
 from mitigate.harness._fit import fit
 from mitigate.harness._judging import judge
-from mitigate.harness._measuring import (
-    measure,
-)
+from mitigate.harness._measuring import measure
 from mitigate.harness._planning import ComparePlan, plan
 from mitigate.judge import Judge
 from mitigate.lm import LM
 from mitigate.probes import Probe
-from mitigate.report import (
-    CompareResult,
-    write_report,
-)
+from mitigate.report import CompareResult, write_report
 from mitigate.run import BatchConfig, BatchSession
 
 
@@ -110,9 +105,13 @@ async def _run(planned: ComparePlan) -> CompareResult:
 def _given(fn: Any, values: Mapping[str, Any]) -> list[str]:
     """The keyword options of ``fn`` whose values differ from their defaults."""
     params = inspect.signature(fn).parameters
-    return [k for k, v in values.items() if k in params and params[k].default is not inspect.Parameter.empty
-            and not (v is params[k].default
-                     or (type(v) is type(params[k].default) and v == params[k].default))]
+    return [
+        k
+        for k, v in values.items()
+        if k in params
+        and params[k].default is not inspect.Parameter.empty
+        and not (v is params[k].default or (type(v) is type(params[k].default) and v == params[k].default))
+    ]
 
 
 async def compare(
@@ -189,28 +188,53 @@ async def compare(
       cache and, with ``train``, the training items (``out_dir/train.jsonl``, generic format,
       for ``mitigate search -b jsonl:...``).
     """
-    options = {"out_dir": out_dir, "concurrency": concurrency, "limit": limit, "likelihood": likelihood,
-               "likelihood_task": likelihood_task, "progress": progress, "n_boot": n_boot, "n_perm": n_perm,
-               "seed": seed, "restart": restart, "command": command, "batch": batch, "train": train,
-               "report": report, "probes": probes, "rewriter": rewriter, "probe_tolerance": probe_tolerance,
-               "estimate": estimate, "labels": labels}
+    options = {
+        "out_dir": out_dir,
+        "concurrency": concurrency,
+        "limit": limit,
+        "likelihood": likelihood,
+        "likelihood_task": likelihood_task,
+        "progress": progress,
+        "n_boot": n_boot,
+        "n_perm": n_perm,
+        "seed": seed,
+        "restart": restart,
+        "command": command,
+        "batch": batch,
+        "train": train,
+        "report": report,
+        "probes": probes,
+        "rewriter": rewriter,
+        "probe_tolerance": probe_tolerance,
+        "estimate": estimate,
+        "labels": labels,
+    }
     if isinstance(benchmark, CompareConfig | ComparePlan):
         extra = [k for k, v in (("criterion", criterion), ("entries", entries)) if v is not None]
         extra += _given(compare, options)
         if extra:
-            raise ConfigError(f"compare({type(benchmark).__name__}) takes every option from it; got "
-                              f"{', '.join(extra)} beside it (set them in the CompareConfig)")
+            raise ConfigError(
+                f"compare({type(benchmark).__name__}) takes every option from it; got "
+                f"{', '.join(extra)} beside it (set them in the CompareConfig)"
+            )
         return await _run(benchmark if isinstance(benchmark, ComparePlan) else plan(benchmark))
     if out_dir is None:
         raise ConfigError("expected out_dir (the folder for journals and reports); got none")
-    config = CompareConfig.model_validate({"benchmark": benchmark, "criterion": criterion, "entries": entries,
-                                           **options})
+    config = CompareConfig.model_validate(
+        {"benchmark": benchmark, "criterion": criterion, "entries": entries, **options}
+    )
     return await _run(plan(config))
 
 
-def check_compare(benchmark: str | Benchmark | CompareConfig, criterion: str | None = None,
-                  entries: Sequence[Entry] | Mapping[str, Judge] | None = None, *, limit: int | None = None,
-                  seed: int = 0, train: float | str | Benchmark | None = None) -> ComparePlan:
+def check_compare(
+    benchmark: str | Benchmark | CompareConfig,
+    criterion: str | None = None,
+    entries: Sequence[Entry] | Mapping[str, Judge] | None = None,
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+    train: float | str | Benchmark | None = None,
+) -> ComparePlan:
     """The plan stage alone: raise what :func:`compare` would refuse, with no LM call and nothing written.
 
     Returns the :class:`ComparePlan`; ``compare(plan)`` runs it without planning again. Given a
@@ -223,10 +247,18 @@ def check_compare(benchmark: str | Benchmark | CompareConfig, criterion: str | N
         extra = [k for k, v in (("criterion", criterion), ("entries", entries)) if v is not None]
         extra += _given(check_compare, {"limit": limit, "seed": seed, "train": train})
         if extra:
-            raise ConfigError("check_compare(CompareConfig) takes every option from it; got "
-                              f"{', '.join(extra)} "
-                              "beside it")
+            raise ConfigError(
+                f"check_compare(CompareConfig) takes every option from it; got {', '.join(extra)} beside it"
+            )
         return plan(benchmark)
-    config = CompareConfig.model_validate({"benchmark": benchmark, "criterion": criterion, "entries": entries,
-                                           "limit": limit, "seed": seed, "train": train})
+    config = CompareConfig.model_validate(
+        {
+            "benchmark": benchmark,
+            "criterion": criterion,
+            "entries": entries,
+            "limit": limit,
+            "seed": seed,
+            "train": train,
+        }
+    )
     return plan(config)

@@ -102,8 +102,10 @@ class CompareConfig(BaseModel):
             first = exc.errors()[0]
             name = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int)) or "?"
             name = name.split(".")[0]
-            raise ConfigError(f"The {name!r} parameter of compare is not valid: {first.get('msg')}. "
-                              f"Got {str(first.get('input'))[:80]!r} instead.") from None
+            raise ConfigError(
+                f"The {name!r} parameter of compare is not valid: {first.get('msg')}. "
+                f"Got {str(first.get('input'))[:80]!r} instead."
+            ) from None
         config._check()
         return config
 
@@ -111,15 +113,19 @@ class CompareConfig(BaseModel):
         if self.probes:
             check_rewriter(self.probes, self.rewriter)
         if self.estimate is not None and self.estimate not in METHODS:
-            raise ConfigError(f"The 'estimate' parameter of compare must be one of {list(METHODS)} or None. "
-                              f"Got {self.estimate!r} instead.")
+            raise ConfigError(
+                f"The 'estimate' parameter of compare must be one of {list(METHODS)} or None. "
+                f"Got {self.estimate!r} instead."
+            )
 
     def with_options(self, **options: Any) -> CompareConfig:
         """A copy with ``options`` (field names) set, checked like a new config."""
         unknown = sorted(k for k in options if k not in type(self).model_fields)
         if unknown:
-            raise ConfigError(f"CompareConfig has no field {', '.join(map(repr, unknown))}; expected some of "
-                              f"{sorted(type(self).model_fields)}")
+            raise ConfigError(
+                f"CompareConfig has no field {', '.join(map(repr, unknown))}; expected some of "
+                f"{sorted(type(self).model_fields)}"
+            )
         current = {k: getattr(self, k) for k in type(self).model_fields}
         return CompareConfig.model_validate({**current, **options})
 
@@ -158,8 +164,9 @@ def _normalised(data: dict[str, Any]) -> dict[str, Any]:
     if "likelihood" in data and data["likelihood"] is None:
         data["likelihood"] = False
     if "likelihood" in data and not isinstance(data["likelihood"], bool | LikelihoodScorer):
-        raise ConfigError("expected likelihood=True or a LikelihoodScorer; got "
-                          f"{type(data['likelihood']).__name__}")
+        raise ConfigError(
+            f"expected likelihood=True or a LikelihoodScorer; got {type(data['likelihood']).__name__}"
+        )
     if data.get("probes") is None:
         data.pop("probes", None)
     elif not isinstance(data["probes"], tuple):

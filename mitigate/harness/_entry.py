@@ -69,8 +69,10 @@ class Entry(BaseModel):
     def ready_judge(self) -> Judge:
         """The judge that judges the items; ConfigError for an entry still to be fitted."""
         if self.judge is None:
-            raise ConfigError(f"entry {self.name!r} learns from data and has no judge until it is fitted; "
-                              "expected a fitted entry (the fit stage gives it one)")
+            raise ConfigError(
+                f"entry {self.name!r} learns from data and has no judge until it is fitted; "
+                "expected a fitted entry (the fit stage gives it one)"
+            )
         return self.judge
 
     def fitted(self, pipeline: Mitigation) -> Entry:
@@ -81,10 +83,12 @@ class Entry(BaseModel):
         stay together, so the report shows what each judge learned.
         """
         if self.base is None:
-            raise ConfigError(f"entry {self.name!r} has no base judge to wrap; only a pipeline "
-                              "entry is fitted")
-        return self.model_copy(update={"judge": pipeline.wrap(self.base), "pipeline": pipeline,
-                                       "spec": pipeline.spec()})
+            raise ConfigError(
+                f"entry {self.name!r} has no base judge to wrap; only a pipeline entry is fitted"
+            )
+        return self.model_copy(
+            update={"judge": pipeline.wrap(self.base), "pipeline": pipeline, "spec": pipeline.spec()}
+        )
 
     @classmethod
     def from_pipeline(cls, name: str | None, base: Judge, pipeline: Mitigation | str) -> Entry:
@@ -101,23 +105,27 @@ class Entry(BaseModel):
         elif isinstance(pipeline, Mitigation):
             pipe = pipeline if isinstance(pipeline, Pipeline) else Pipeline([pipeline])
         else:
-            raise ConfigError("expected a Pipeline, a Mitigation or pipeline text; got "
-                              f"{type(pipeline).__name__}")
+            raise ConfigError(
+                f"expected a Pipeline, a Mitigation or pipeline text; got {type(pipeline).__name__}"
+            )
         label = name or (text.strip() if text and text.strip() else None) or _pipeline_label(pipe)
         judge = None if pipe.tags.needs_fitting and not pipe.is_fitted else pipe.wrap(base)
         return cls(name=label, judge=judge, kind="pipeline", spec=pipe.spec(), pipeline=pipe, base=base)
 
     @classmethod
-    def from_released(cls, judge_name: str, criterion: str, *, name: str | None = None,
-                      root: str | Path | None = None) -> Entry:
+    def from_released(
+        cls, judge_name: str, criterion: str, *, name: str | None = None, root: str | Path | None = None
+    ) -> Entry:
         """A :class:`~mitigate.replay._released.ReleasedJudge` entry (named after the judge)."""
         judge = ReleasedJudge(judge_name, criterion, root=root)
-        return cls(name=name or judge_name, judge=judge, kind="released", spec=judge.describe(),
-                   scale=judge.scale)
+        return cls(
+            name=name or judge_name, judge=judge, kind="released", spec=judge.describe(), scale=judge.scale
+        )
 
     @classmethod
-    def from_recorded(cls, recorded: Any, criterion: str, *, judge: str | None = None,
-                      name: str | None = None) -> Entry:
+    def from_recorded(
+        cls, recorded: Any, criterion: str, *, judge: str | None = None, name: str | None = None
+    ) -> Entry:
         """A :class:`~mitigate.replay._recorded.RecordedJudge` entry (named after the recorded judge).
 
         ``recorded`` is a :class:`~mitigate.data._recorded.RecordedRun` or the path of a
@@ -125,8 +133,9 @@ class Entry(BaseModel):
         """
         run = recorded if isinstance(recorded, RecordedRun) else load_recorded(recorded, judge)
         replay = RecordedJudge(run, criterion)
-        return cls(name=name or run.judge, judge=replay, kind="recorded", spec=replay.describe(),
-                   scale=replay.scale)
+        return cls(
+            name=name or run.judge, judge=replay, kind="recorded", spec=replay.describe(), scale=replay.scale
+        )
 
     @classmethod
     def all_released(cls, spec: str, criterion: str) -> list[Entry]:
@@ -141,8 +150,9 @@ class Entry(BaseModel):
             return [cls.from_released(spec, criterion)]
         runs = [r for r in load_released_pairwise(spec).values() if criterion in r.criteria]
         if not runs:
-            raise ConfigError(f"expected released judgments on {criterion!r} in {spec}; they "
-                              "answer 'overall'")
+            raise ConfigError(
+                f"expected released judgments on {criterion!r} in {spec}; they answer 'overall'"
+            )
         return [cls.from_recorded(run, criterion) for run in runs]
 
     @classmethod
@@ -154,8 +164,9 @@ class Entry(BaseModel):
         """
         runs = [r for r in load_recorded_runs(path, read).values() if criterion in r.criteria]
         if not runs:
-            raise ConfigError(f"expected judgments on {criterion!r} in {path}; its judges answered "
-                              "other criteria")
+            raise ConfigError(
+                f"expected judgments on {criterion!r} in {path}; its judges answered other criteria"
+            )
         return [cls.from_recorded(run, criterion) for run in runs]
 
 
@@ -175,17 +186,21 @@ def as_entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> tuple[Entry, .
     else:
         out = list(entries)
     if not out:
-        raise ConfigError("expected at least one entry (a pipeline, a recorded or a released judge) to "
-                          "compare; got none")
+        raise ConfigError(
+            "expected at least one entry (a pipeline, a recorded or a released judge) to compare; got none"
+        )
     for e in out:
         if not isinstance(e, Entry):
-            raise ConfigError("expected Entry objects (Entry.from_pipeline / from_recorded / "
-                              f"from_released); got {type(e).__name__}")
+            raise ConfigError(
+                "expected Entry objects (Entry.from_pipeline / from_recorded / "
+                f"from_released); got {type(e).__name__}"
+            )
     names = [e.name for e in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise ConfigError(f"expected unique entry names; {dup} appear more than once (name them "
-                          "with name=...)")
+        raise ConfigError(
+            f"expected unique entry names; {dup} appear more than once (name them with name=...)"
+        )
     return tuple(out)
 
 

@@ -66,14 +66,28 @@ async def fit(plan: ComparePlan) -> FittedPlan:
         try:
             fitted = await e.pipeline.afit(train, e.base, ctx)
         except MitigateError as exc:  # one entry that cannot learn from this data does not stop the others
-            info[e.name] = {"fitted": False, "train": train.name, "n_items": len(train),
-                            "error": f"{type(exc).__name__}: {exc}"}
+            info[e.name] = {
+                "fitted": False,
+                "train": train.name,
+                "n_items": len(train),
+                "error": f"{type(exc).__name__}: {exc}",
+            }
             continue
         out.append(e.fitted(fitted))
-        info[e.name] = {"fitted": True, "train": train.name, "n_items": len(train),
-                        "judged_while_fitting": e.pipeline.tags.calls_judge_while_fitting}
+        info[e.name] = {
+            "fitted": True,
+            "train": train.name,
+            "n_items": len(train),
+            "judged_while_fitting": e.pipeline.tags.calls_judge_while_fitting,
+        }
     if not out:
-        raise ConfigError("no entry is left to compare: every one failed to fit; "
-                          + "; ".join(f"{k}: {v.get('error')}" for k, v in info.items()))
-    return FittedPlan(plan=plan, entries=tuple(out), fit_info=info,
-                      train_info={**(plan.train_info or {}), "file": TRAIN_FILE})
+        raise ConfigError(
+            "no entry is left to compare: every one failed to fit; "
+            + "; ".join(f"{k}: {v.get('error')}" for k, v in info.items())
+        )
+    return FittedPlan(
+        plan=plan,
+        entries=tuple(out),
+        fit_info=info,
+        train_info={**(plan.train_info or {}), "file": TRAIN_FILE},
+    )

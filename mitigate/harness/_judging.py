@@ -58,49 +58,100 @@ async def judge(fitted: FittedPlan) -> Judged:
         preflight(j, items)
     journals = [out / "journals" / f"{plan.journals[e.name]}.jsonl" for e in fitted.entries]
     if config.batch:
-        runs = await _run_batched(judges, [e.name for e in fitted.entries], items, journals, config.batch,
-                                  out,
-                                  restart=config.restart, progress=config.progress)
+        runs = await _run_batched(
+            judges,
+            [e.name for e in fitted.entries],
+            items,
+            journals,
+            config.batch,
+            out,
+            restart=config.restart,
+            progress=config.progress,
+        )
     else:
         runs = []
         for e, j, journal in zip(fitted.entries, judges, journals, strict=True):
-            runs.append(await run(j, items, concurrency=config.concurrency, journal=journal,
-                                  restart=config.restart,
-                                  progress=config.progress, desc=e.name, check=False))
+            runs.append(
+                await run(
+                    j,
+                    items,
+                    concurrency=config.concurrency,
+                    journal=journal,
+                    restart=config.restart,
+                    progress=config.progress,
+                    desc=e.name,
+                    check=False,
+                )
+            )
     ls: list[float] | None = None
     ls_info: dict[str, Any] | None = None
     if config.likelihood is not False:
         scorer = LikelihoodScorer() if config.likelihood is True else config.likelihood
         task = config.likelihood_task or generation_task(plan.judged.name)
         ls = await likelihood_scores(items, scorer, task, out / LIKELIHOOD_FILE, progress=config.progress)
-        ls_info = {"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce, "task": task,
-                   "cache": LIKELIHOOD_FILE}
+        ls_info = {
+            "lm": scorer.lm,
+            "template": scorer.template,
+            "reduce": scorer.reduce,
+            "task": task,
+            "cache": LIKELIHOOD_FILE,
+        }
     probes: dict[str, dict[str, Any]] = {}
     if config.probes:
         for e, result in zip(fitted.entries, runs, strict=True):
             if e.kind != "pipeline":
                 continue
             probes[e.name] = await probe_entry(
-                e.ready_judge, items, config.probes, criterion=config.criterion, original=result.judgments,
-                out=out / "probes" / f"{plan.journals[e.name]}.jsonl", rewriter=config.rewriter,
-                concurrency=config.concurrency, progress=config.progress, n_boot=config.n_boot,
+                e.ready_judge,
+                items,
+                config.probes,
+                criterion=config.criterion,
+                original=result.judgments,
+                out=out / "probes" / f"{plan.journals[e.name]}.jsonl",
+                rewriter=config.rewriter,
+                concurrency=config.concurrency,
+                progress=config.progress,
+                n_boot=config.n_boot,
                 seed=config.seed,
-                label=e.name, tolerance=config.probe_tolerance)
-    return Judged(fitted=fitted, runs=tuple(runs), ls=None if ls is None else tuple(ls), ls_info=ls_info,
-                  probes=probes)
+                label=e.name,
+                tolerance=config.probe_tolerance,
+            )
+    return Judged(
+        fitted=fitted, runs=tuple(runs), ls=None if ls is None else tuple(ls), ls_info=ls_info, probes=probes
+    )
 
 
-async def _run_batched(judges: Sequence[Judge], names: Sequence[str], items: Sequence[Any],
-                       journals: Sequence[Path],
-                       batch: BatchConfig | BatchSession | bool, out: Path, *, restart: bool,
-                       progress: bool) -> list[RunResult]:
+async def _run_batched(
+    judges: Sequence[Judge],
+    names: Sequence[str],
+    items: Sequence[Any],
+    journals: Sequence[Path],
+    batch: BatchConfig | BatchSession | bool,
+    out: Path,
+    *,
+    restart: bool,
+    progress: bool,
+) -> list[RunResult]:
     """Every entry at once through one batch session, so their requests share batches."""
     session, owned = session_for(batch, out / "batches", progress=progress)
     try:
-        return list(await asyncio.gather(*(
-            run(j, items, journal=journal, restart=restart, progress=progress, desc=name, batch=session,
-                check=False)
-            for j, name, journal in zip(judges, names, journals, strict=True))))
+        return list(
+            await asyncio.gather(
+                *(
+                    run(
+                        j,
+                        items,
+                        journal=journal,
+                        restart=restart,
+                        progress=progress,
+                        desc=name,
+                        batch=session,
+                        check=False,
+                    )
+                    for j, name, journal in zip(judges, names, journals, strict=True)
+                )
+            )
+        )
     finally:
         if owned:
             await session.aclose()

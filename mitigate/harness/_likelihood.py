@@ -41,20 +41,30 @@ def generation_task(benchmark: str) -> str:
 
 
 def _likelihood_key(scorer: Any, task: str) -> str:
-    blob = json.dumps({"lm": scorer.lm, "template": scorer.template, "reduce": scorer.reduce,
-                       "input_fields": list(scorer.input_fields), "task": task}, sort_keys=True)
+    blob = json.dumps(
+        {
+            "lm": scorer.lm,
+            "template": scorer.template,
+            "reduce": scorer.reduce,
+            "input_fields": list(scorer.input_fields),
+            "task": task,
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-async def likelihood_scores(items: Sequence[Item], scorer: Any, task: str, cache: Path | None,
-                            progress: bool = True) -> list[float]:
+async def likelihood_scores(
+    items: Sequence[Item], scorer: Any, task: str, cache: Path | None, progress: bool = True
+) -> list[float]:
     """LS per item, reading and extending the JSONL cache ``cache`` (one line per item and scorer setting)."""
     key = _likelihood_key(scorer, task)
     known: dict[str, float] = {}
     if cache is not None and (cache.exists() or cache.is_symlink()):
         with open_regular(cache, "rb", "the likelihood cache") as fh:  # a FIFO or a device is refused unread
-            lines = [raw.decode("utf-8")
-                     for raw in read_lines(fh, f"the likelihood cache {cache}", path=cache)]
+            lines = [
+                raw.decode("utf-8") for raw in read_lines(fh, f"the likelihood cache {cache}", path=cache)
+            ]
         for n, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -63,22 +73,35 @@ async def likelihood_scores(items: Sequence[Item], scorer: Any, task: str, cache
             except json.JSONDecodeError:
                 if n == len(lines):
                     continue  # a half-written last line from a killed run
-                raise DataError(f"{cache}:{n}: expected a likelihood cache line; got invalid JSON",
-                                path=str(cache), line=n) from None
+                raise DataError(
+                    f"{cache}:{n}: expected a likelihood cache line; got invalid JSON",
+                    path=str(cache),
+                    line=n,
+                ) from None
             if row.get("key") == key:
                 known[row["id"]] = math.nan if row.get("ls") is None else float(row["ls"])
     todo = [it for it in items if it.id not in known]
     if todo:
         if cache is not None:
             cache.parent.mkdir(parents=True, exist_ok=True)
-        with tqdm(total=len(items), initial=len(items) - len(todo), desc="likelihood", unit="item",
-                  disable=not progress, leave=False) as bar:
+        with tqdm(
+            total=len(items),
+            initial=len(items) - len(todo),
+            desc="likelihood",
+            unit="item",
+            disable=not progress,
+            leave=False,
+        ) as bar:
             for it in todo:
                 value = float(await scorer.score(it, task))
                 known[it.id] = value
                 if cache is not None:
                     with open_regular(cache, "a", "the likelihood cache") as fh:
-                        fh.write(json.dumps({"key": key, "id": it.id,
-                                             "ls": value if math.isfinite(value) else None}) + "\n")
+                        fh.write(
+                            json.dumps(
+                                {"key": key, "id": it.id, "ls": value if math.isfinite(value) else None}
+                            )
+                            + "\n"
+                        )
                 bar.update(1)
     return [known[it.id] for it in items]

@@ -63,8 +63,12 @@ ABSTAINED = "abstain"
 """A verdict slot where the judge abstained (a majority panel without a majority): no verdict, and not
 correct."""
 
-REMEDIES = Remedies(regroup="", fewer_coefficients="label more of its items (--labels FILE)",
-                    more_labels="label more of its items (--labels FILE)", per_group_slope="")
+REMEDIES = Remedies(
+    regroup="",
+    fewer_coefficients="label more of its items (--labels FILE)",
+    more_labels="label more of its items (--labels FILE)",
+    per_group_slope="",
+)
 """What compare's estimate notes suggest: compare groups by system with one method and one tuning, so only
 more labels."""
 
@@ -82,10 +86,17 @@ def _counts(labels: Sequence[str | None]) -> dict[str, int]:
 # against the first entry
 
 
-def spearman_comparison(first: str, a: Sequence[float | None], b: Sequence[float | None], human: np.ndarray,
-                        *,
-                        n_boot: int, n_perm: int, seed: int,
-                        scales: tuple[Scale, Scale] | None = None) -> Comparison:
+def spearman_comparison(
+    first: str,
+    a: Sequence[float | None],
+    b: Sequence[float | None],
+    human: np.ndarray,
+    *,
+    n_boot: int,
+    n_perm: int,
+    seed: int,
+    scales: tuple[Scale, Scale] | None = None,
+) -> Comparison:
     """Item-level Spearman with humans of ``b`` minus that of ``a`` (the first entry), on the items both
     scored.
 
@@ -95,57 +106,112 @@ def spearman_comparison(first: str, a: Sequence[float | None], b: Sequence[float
     scales); ``test`` and ``test_reason`` on the result say which and why.
     """
     why = None if scales is None else swap_refusal(a, b, *scales)
-    d = paired_statistic_difference(b, a, human, "spearman",
-                                    test="permutation" if why is None else "bootstrap",
-                                    n_boot=n_boot, n_perm=n_perm, seed=seed)
+    d = paired_statistic_difference(
+        b,
+        a,
+        human,
+        "spearman",
+        test="permutation" if why is None else "bootstrap",
+        n_boot=n_boot,
+        n_perm=n_perm,
+        seed=seed,
+    )
     if d.n < 3:
-        return Comparison(against=first, observed=math.nan, n=d.n, test=d.test, test_reason=why,
-                          reason=f"needs at least 3 items scored by both entries and humans; got {d.n}")
+        return Comparison(
+            against=first,
+            observed=math.nan,
+            n=d.n,
+            test=d.test,
+            test_reason=why,
+            reason=f"needs at least 3 items scored by both entries and humans; got {d.n}",
+        )
     if not d.ok:
-        return Comparison(against=first, observed=math.nan, n=d.n, test=d.test, test_reason=why,
-                          reason=d.reason or "Spearman is undefined for at least one entry (constant scores)")
-    return Comparison(against=first, observed=d.observed, ci_low=d.low, ci_high=d.high, p_value=d.p_value,
-                      n=d.n, n_perm=n_perm if why is None else 0, test=d.test, test_reason=why)
+        return Comparison(
+            against=first,
+            observed=math.nan,
+            n=d.n,
+            test=d.test,
+            test_reason=why,
+            reason=d.reason or "Spearman is undefined for at least one entry (constant scores)",
+        )
+    return Comparison(
+        against=first,
+        observed=d.observed,
+        ci_low=d.low,
+        ci_high=d.high,
+        p_value=d.p_value,
+        n=d.n,
+        n_perm=n_perm if why is None else 0,
+        test=d.test,
+        test_reason=why,
+    )
 
 
 def _correct(verdicts: Sequence[str | None], gold: Sequence[str | None]) -> np.ndarray:
     """1.0 where the verdict equals gold, 0.0 where not (an abstention included), NaN where either is
     missing."""
-    return np.array([math.nan if v is None or g is None else float(v == g) for v,
-                     g in zip(verdicts, gold, strict=True)])
+    return np.array(
+        [math.nan if v is None or g is None else float(v == g) for v, g in zip(verdicts, gold, strict=True)]
+    )
 
 
 def verdicts_or_abstentions(judgments: Sequence[Judgment]) -> list[str | None]:
     """Each judgment's verdict as the text it prefers, :data:`ABSTAINED` where the judge abstained, None where
     it
     gave none (a parse failure, an error)."""
-    return [ABSTAINED if abstained(j) else v for j,
-            v in zip(judgments, verdicts_as_text(judgments), strict=True)]
+    return [
+        ABSTAINED if abstained(j) else v for j, v in zip(judgments, verdicts_as_text(judgments), strict=True)
+    ]
 
 
-def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | None],
-                        gold: Sequence[str | None], *,
-                        n_boot: int, n_perm: int, seed: int) -> Comparison:
+def accuracy_comparison(
+    first: str,
+    a: Sequence[str | None],
+    b: Sequence[str | None],
+    gold: Sequence[str | None],
+    *,
+    n_boot: int,
+    n_perm: int,
+    seed: int,
+) -> Comparison:
     """Accuracy of ``b`` minus that of ``a`` against gold, paired, on the items both judged.
 
     An abstention (:data:`ABSTAINED`) is an outcome, counted as not correct, as the entry's
     own accuracy counts it; where either side abstained somewhere, the difference on the items
     both decided is given beside it (``decided_observed``, ``decided_n``).
     """
-    d = paired_mean_difference(_correct(b, gold), _correct(a, gold), n_boot=n_boot, n_perm=n_perm, seed=seed,
-                               min_n=3)
+    d = paired_mean_difference(
+        _correct(b, gold), _correct(a, gold), n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=3
+    )
     if d.n < 3:
-        return Comparison(against=first, measure="preference-accuracy", observed=math.nan, n=d.n, test=d.test,
-                          reason="needs at least 3 items with a verdict from both entries and "
-                                 f"gold; got {d.n}")
+        return Comparison(
+            against=first,
+            measure="preference-accuracy",
+            observed=math.nan,
+            n=d.n,
+            test=d.test,
+            reason=f"needs at least 3 items with a verdict from both entries and gold; got {d.n}",
+        )
     decided: dict[str, Any] = {}
     if ABSTAINED in a or ABSTAINED in b:
         keep = [i for i, (va, vb) in enumerate(zip(a, b, strict=True)) if ABSTAINED not in (va, vb)]
-        dx, dy = complete_pairs(_correct([a[i] for i in keep], [gold[i] for i in keep]),
-                                _correct([b[i] for i in keep], [gold[i] for i in keep]))
+        dx, dy = complete_pairs(
+            _correct([a[i] for i in keep], [gold[i] for i in keep]),
+            _correct([b[i] for i in keep], [gold[i] for i in keep]),
+        )
         decided = {"decided_observed": float(np.mean(dy - dx)) if len(dx) else None, "decided_n": len(dx)}
-    return Comparison(against=first, measure="preference-accuracy", observed=d.observed, ci_low=d.low,
-                      ci_high=d.high, p_value=d.p_value, n=d.n, n_perm=n_perm, test=d.test, **decided)
+    return Comparison(
+        against=first,
+        measure="preference-accuracy",
+        observed=d.observed,
+        ci_low=d.low,
+        ci_high=d.high,
+        p_value=d.p_value,
+        n=d.n,
+        n_perm=n_perm,
+        test=d.test,
+        **decided,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -155,10 +221,17 @@ def accuracy_comparison(first: str, a: Sequence[str | None], b: Sequence[str | N
 def _subset(data: EntryData, keep: Sequence[int]) -> EntryData:
     """``data`` restricted to the items at ``keep`` (their scores, judgments, LS and verdicts with them)."""
     return EntryData(
-        scores=data.scores[list(keep)], items=[data.items[i] for i in keep], criterion=data.criterion,
-        scale=data.scale, judgments=[data.judgments[i] for i in keep] if data.judgments else (),
-        ls=None if data.ls is None else data.ls[list(keep)], n_boot=data.n_boot, seed=data.seed,
-        verdicts=[data.verdicts[i] for i in keep] if data.verdicts else [], task=data.task)
+        scores=data.scores[list(keep)],
+        items=[data.items[i] for i in keep],
+        criterion=data.criterion,
+        scale=data.scale,
+        judgments=[data.judgments[i] for i in keep] if data.judgments else (),
+        ls=None if data.ls is None else data.ls[list(keep)],
+        n_boot=data.n_boot,
+        seed=data.seed,
+        verdicts=[data.verdicts[i] for i in keep] if data.verdicts else [],
+        task=data.task,
+    )
 
 
 def _labelled_rows(items: Sequence[Item], criterion: str) -> list[int] | None:
@@ -168,8 +241,15 @@ def _labelled_rows(items: Sequence[Item], criterion: str) -> list[int] | None:
 
 
 def entry_measures(
-    judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, scale: Scale, *,
-    ls: Sequence[float] | None = None, n_boot: int = 1000, seed: int = 0, task: Task = "score",
+    judgments: Sequence[Judgment],
+    items: Sequence[Item],
+    criterion: str,
+    scale: Scale,
+    *,
+    ls: Sequence[float] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    task: Task = "score",
 ) -> tuple[dict[str, Measure], dict[str, Measure]]:
     """Every registered reported measure of ``task`` for one entry, plus P_i per system (Spearman).
 
@@ -177,27 +257,50 @@ def entry_measures(
     only some items are labelled on ``criterion``, the measures that read labels (and P_i) are
     computed on the labelled items alone.
     """
-    scores = np.array([math.nan if (s := score_of(j, criterion)) is None else s for j in judgments],
-                      dtype=float)
+    scores = np.array(
+        [math.nan if (s := score_of(j, criterion)) is None else s for j in judgments], dtype=float
+    )
     verdicts = verdicts_as_text(judgments) if task == "pairwise" else []
-    data = EntryData(scores=scores, items=items, criterion=criterion, scale=scale, judgments=judgments,
-                     ls=None if ls is None else np.asarray(ls, dtype=float), n_boot=n_boot, seed=seed,
-                     verdicts=verdicts, task=task)
+    data = EntryData(
+        scores=scores,
+        items=items,
+        criterion=criterion,
+        scale=scale,
+        judgments=judgments,
+        ls=None if ls is None else np.asarray(ls, dtype=float),
+        n_boot=n_boot,
+        seed=seed,
+        verdicts=verdicts,
+        task=task,
+    )
     rows = _labelled_rows(items, criterion)
     on_labels = data if rows is None else _subset(data, rows)
-    out = {key: cls().compute(on_labels if cls.reads_labels() else data) for key,
-           cls in measure_table(task).items()}
+    out = {
+        key: cls().compute(on_labels if cls.reads_labels() else data)
+        for key, cls in measure_table(task).items()
+    }
     per_system: dict[str, Measure] = {}
     if task == "score" and on_labels.has_systems:
-        per_system = per_system_correlation(on_labels.scores, on_labels.human, on_labels.systems, "spearman",
-                                            **on_labels.ci)
+        per_system = per_system_correlation(
+            on_labels.scores, on_labels.human, on_labels.systems, "spearman", **on_labels.ci
+        )
     return out, per_system
 
 
-def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, *, method: Method,
-                   benchmark: str, name: str, label_scale: Scale, judge_scale: Scale | None, seed: int = 0,
-                   weights: Mapping[str, float] | None = None, rounds: Mapping[str, int] | None = None
-                   ) -> tuple[EstimateResult | None, str | None]:
+def entry_estimate(
+    judgments: Sequence[Judgment],
+    items: Sequence[Item],
+    criterion: str,
+    *,
+    method: Method,
+    benchmark: str,
+    name: str,
+    label_scale: Scale,
+    judge_scale: Scale | None,
+    seed: int = 0,
+    weights: Mapping[str, float] | None = None,
+    rounds: Mapping[str, int] | None = None,
+) -> tuple[EstimateResult | None, str | None]:
     """One entry's bias-corrected estimate per system (by ``auto``: per system when every item names one), or
     why not.
 
@@ -208,17 +311,27 @@ def entry_estimate(judgments: Sequence[Judgment], items: Sequence[Item], criteri
     ``weights`` and ``rounds``: the selection weight and round of items labelled in a selection round.
     """
     values, missing = judge_values(judgments, items, criterion)
-    cols = columns_from_items(items, criterion, values, benchmark=benchmark, judge=name,
-                              label_scale=label_scale,
-                              judge_scale=judge_scale, judge_missing=missing, weights=weights, rounds=rounds)
+    cols = columns_from_items(
+        items,
+        criterion,
+        values,
+        benchmark=benchmark,
+        judge=name,
+        label_scale=label_scale,
+        judge_scale=judge_scale,
+        judge_missing=missing,
+        weights=weights,
+        rounds=rounds,
+    )
     try:
         return estimate_columns(cols, method=method, seed=seed, remedies=REMEDIES), None
     except DataError as exc:
         return None, exc.message
 
 
-def _human_reference(items: Sequence[Item], criterion: str, scale: Scale, *, n_boot: int,
-                     seed: int, task: Task = "score") -> dict[str, Measure]:
+def _human_reference(
+    items: Sequence[Item], criterion: str, scale: Scale, *, n_boot: int, seed: int, task: Task = "score"
+) -> dict[str, Measure]:
     """The reported measures marked ``on_humans`` (distribution, length) of the human scores, as a reference
     row.
 
@@ -229,8 +342,16 @@ def _human_reference(items: Sequence[Item], criterion: str, scale: Scale, *, n_b
     if rows is not None:
         items = [items[i] for i in rows]
     gold = [it.preference.get(criterion) for it in items] if task == "pairwise" else []
-    data = EntryData(scores=human_scores(items, criterion), items=items, criterion=criterion, scale=scale,
-                     n_boot=n_boot, seed=seed, verdicts=gold, task=task)
+    data = EntryData(
+        scores=human_scores(items, criterion),
+        items=items,
+        criterion=criterion,
+        scale=scale,
+        n_boot=n_boot,
+        seed=seed,
+        verdicts=gold,
+        task=task,
+    )
     return {key: cls().compute(data) for key, cls in measure_table(task).items() if cls.on_humans}
 
 
@@ -255,56 +376,111 @@ def measure(judged: Judged) -> CompareResult:
     results: list[EntryResult] = []
     for k, (e, result) in enumerate(zip(entries, runs, strict=True)):
         scale = e.scale or judge_scale(e.ready_judge) or human_scale
-        measures, per_system = entry_measures(result.judgments, items, criterion, scale, ls=ls, n_boot=n_boot,
-                                              seed=seed, task=task)
+        measures, per_system = entry_measures(
+            result.judgments, items, criterion, scale, ls=ls, n_boot=n_boot, seed=seed, task=task
+        )
         comparison = None
         if task == "pairwise":
             histogram = _counts(verdicts_as_text(result.judgments))
             if k > 0:
-                comparison = accuracy_comparison(entries[0].name, verdicts_or_abstentions(runs[0].judgments),
-                                                 verdicts_or_abstentions(result.judgments), gold,
-                                                 n_boot=n_boot, n_perm=n_perm, seed=seed)
+                comparison = accuracy_comparison(
+                    entries[0].name,
+                    verdicts_or_abstentions(runs[0].judgments),
+                    verdicts_or_abstentions(result.judgments),
+                    gold,
+                    n_boot=n_boot,
+                    n_perm=n_perm,
+                    seed=seed,
+                )
         else:
             scores = [score_of(j, criterion) for j in result.judgments]
             histogram = _histogram(scores, scale)
             if k > 0:
                 first = [score_of(j, criterion) for j in runs[0].judgments]
-                comparison = spearman_comparison(entries[0].name, first, scores, human, n_boot=n_boot,
-                                                 n_perm=n_perm, seed=seed, scales=(results[0].scale, scale))
+                comparison = spearman_comparison(
+                    entries[0].name,
+                    first,
+                    scores,
+                    human,
+                    n_boot=n_boot,
+                    n_perm=n_perm,
+                    seed=seed,
+                    scales=(results[0].scale, scale),
+                )
         estimate = why = None
         if estimate_method is not None:
             estimate, why = entry_estimate(
-                result.judgments, items, criterion, method=estimate_method, benchmark=plan.judged.name,
-                name=e.name, label_scale=Scale(min=0, max=1, step=0.5) if task == "pairwise" else human_scale,
-                judge_scale=None if task == "pairwise" else scale, seed=seed, weights=plan.label_weights,
-                rounds=plan.label_rounds)
-        results.append(EntryResult(
-            name=e.name, kind=e.kind, spec=e.spec, describe=e.ready_judge.describe(), scale=scale,
-            summary=result.summary, judgments=result.judgments, measures=measures, per_system=per_system,
-            histogram=histogram, comparison=comparison, fitted=fitted.fit_info.get(e.name),
-            scoring=scoring_of(e),
-            identical_to=same.get(e.name), probes=judged.probes.get(e.name), estimate=estimate,
-            estimate_note=why,
-        ))
+                result.judgments,
+                items,
+                criterion,
+                method=estimate_method,
+                benchmark=plan.judged.name,
+                name=e.name,
+                label_scale=Scale(min=0, max=1, step=0.5) if task == "pairwise" else human_scale,
+                judge_scale=None if task == "pairwise" else scale,
+                seed=seed,
+                weights=plan.label_weights,
+                rounds=plan.label_rounds,
+            )
+        results.append(
+            EntryResult(
+                name=e.name,
+                kind=e.kind,
+                spec=e.spec,
+                describe=e.ready_judge.describe(),
+                scale=scale,
+                summary=result.summary,
+                judgments=result.judgments,
+                measures=measures,
+                per_system=per_system,
+                histogram=histogram,
+                comparison=comparison,
+                fitted=fitted.fit_info.get(e.name),
+                scoring=scoring_of(e),
+                identical_to=same.get(e.name),
+                probes=judged.probes.get(e.name),
+                estimate=estimate,
+                estimate_note=why,
+            )
+        )
     records = tuple(
-        ItemRecord(id=it.id, system=it.system, doc_id=it.doc_id,
-                   human=None if not math.isfinite(h) else float(h), words=word_count(it.output),
-                   ls=None if ls is None or not math.isfinite(ls[i]) else float(ls[i]),
-                   system_b=it.system_b, words_b=None if it.output_b is None else word_count(it.output_b),
-                   gold=gold[i], output=it.output, output_b=it.output_b)
+        ItemRecord(
+            id=it.id,
+            system=it.system,
+            doc_id=it.doc_id,
+            human=None if not math.isfinite(h) else float(h),
+            words=word_count(it.output),
+            ls=None if ls is None or not math.isfinite(ls[i]) else float(ls[i]),
+            system_b=it.system_b,
+            words_b=None if it.output_b is None else word_count(it.output_b),
+            gold=gold[i],
+            output=it.output,
+            output_b=it.output_b,
+        )
         for i, (it, h) in enumerate(zip(items, human, strict=True))
     )
     return CompareResult(
-        benchmark=plan.judged.name, criterion=criterion, human_scale=human_scale, task=task, items=records,
+        benchmark=plan.judged.name,
+        criterion=criterion,
+        human_scale=human_scale,
+        task=task,
+        items=records,
         entries=tuple(results),
-        human=_human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed,
-                               task=task),
+        human=_human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed, task=task),
         human_histogram=_counts(gold) if task == "pairwise" else _histogram(list(human), human_scale),
         likelihood=judged.ls_info,
-        settings={"limit": config.limit, "n_items": len(items), "n_labelled": plan.n_labelled,
-                  "concurrency": config.concurrency, "n_boot": n_boot, "n_perm": n_perm, "seed": seed,
-                  "command": config.command, "train": fitted.train_info,
-                  "not_fitted": {k: v["error"] for k, v in fitted.fit_info.items() if v.get("error")},
-                  "journals": {e.name: f"journals/{plan.journals[e.name]}.jsonl" for e in entries},
-                  **({"estimate": estimate_method} if estimate_method is not None else {})},
+        settings={
+            "limit": config.limit,
+            "n_items": len(items),
+            "n_labelled": plan.n_labelled,
+            "concurrency": config.concurrency,
+            "n_boot": n_boot,
+            "n_perm": n_perm,
+            "seed": seed,
+            "command": config.command,
+            "train": fitted.train_info,
+            "not_fitted": {k: v["error"] for k, v in fitted.fit_info.items() if v.get("error")},
+            "journals": {e.name: f"journals/{plan.journals[e.name]}.jsonl" for e in entries},
+            **({"estimate": estimate_method} if estimate_method is not None else {}),
+        },
     )

@@ -38,8 +38,10 @@ from mitigate.judge import judge_scale
 from mitigate.measures import Task
 from mitigate.replay import RecordedJudge, ReleasedJudge
 
-NEEDS_TRAIN = ("learns from data (its demos come from a training pool) and must be fitted first; expected a "
-               "train split: --train FRACTION (e.g. 0.5, split by document) or --train BENCHMARK")
+NEEDS_TRAIN = (
+    "learns from data (its demos come from a training pool) and must be fitted first; expected a "
+    "train split: --train FRACTION (e.g. 0.5, split by document) or --train BENCHMARK"
+)
 """What an entry that must be fitted, with no train split, is refused with (after its name)."""
 
 
@@ -84,8 +86,9 @@ class ComparePlan(BaseModel):
     def out(self) -> Path:
         """The output folder; ConfigError when the config has none (a plan made only to be checked)."""
         if self.config.out_dir is None:
-            raise ConfigError("expected out_dir (the folder for journals and reports) to run a "
-                              "comparison; got none")
+            raise ConfigError(
+                "expected out_dir (the folder for journals and reports) to run a comparison; got none"
+            )
         return self.config.out_dir
 
     @property
@@ -102,8 +105,10 @@ class ComparePlan(BaseModel):
         """
         planned = sorted(k for k in options if k in PLANNING_FIELDS)
         if planned:
-            raise ConfigError(f"changing {', '.join(map(repr, planned))} changes what is judged; expected "
-                              "only run options here (make a new plan from the changed CompareConfig)")
+            raise ConfigError(
+                f"changing {', '.join(map(repr, planned))} changes what is judged; expected "
+                "only run options here (make a new plan from the changed CompareConfig)"
+            )
         return self.model_copy(update={"config": self.config.with_options(**options)})
 
 
@@ -111,8 +116,9 @@ def _benchmark(benchmark: str | Benchmark) -> Benchmark:
     return benchmark if isinstance(benchmark, Benchmark) else load(benchmark)
 
 
-def train_and_test(bench: Benchmark, train: float | str | Benchmark | None, criterion: str,
-                   seed: int) -> tuple[Benchmark | None, Benchmark, dict[str, Any] | None]:
+def train_and_test(
+    bench: Benchmark, train: float | str | Benchmark | None, criterion: str, seed: int
+) -> tuple[Benchmark | None, Benchmark, dict[str, Any] | None]:
     """The training benchmark (None without ``train``), the benchmark to judge, and what the report says of
     them."""
     if train is None:
@@ -122,16 +128,24 @@ def train_and_test(bench: Benchmark, train: float | str | Benchmark | None, crit
     if isinstance(train, float | int):
         fit, test = train_test_split(bench, float(train), seed=seed, criterion=criterion)
         docs = {it.doc_id for it in fit.items if it.doc_id is not None}
-        return fit, test, {"source": f"{bench.name}, fraction {train:g} by document (seed {seed})",
-                           "n_items": len(fit), "n_documents": len(docs) or len(fit),
-                           "ids": [it.id for it in fit.items]}
+        return (
+            fit,
+            test,
+            {
+                "source": f"{bench.name}, fraction {train:g} by document (seed {seed})",
+                "n_items": len(fit),
+                "n_documents": len(docs) or len(fit),
+                "ids": [it.id for it in fit.items],
+            },
+        )
     fit = _benchmark(train)
     fit = fit.model_copy(update={"items": tuple(it for it in fit.items if labelled(it, criterion))})
     if not fit.items:
         raise DataError(f"training benchmark {fit.name!r} has no item labelled on {criterion!r}")
     shared_ids = sorted({it.id for it in fit.items} & {it.id for it in bench.items})
-    shared_docs = sorted({it.doc_id for it in fit.items if it.doc_id}
-                         & {it.doc_id for it in bench.items if it.doc_id})
+    shared_docs = sorted(
+        {it.doc_id for it in fit.items if it.doc_id} & {it.doc_id for it in bench.items if it.doc_id}
+    )
     if shared_ids or shared_docs:
         shared = shared_docs or shared_ids
         raise ConfigError(
@@ -140,8 +154,16 @@ def train_and_test(bench: Benchmark, train: float | str | Benchmark | None, crit
             "fraction instead)"
         )
     docs = {it.doc_id for it in fit.items if it.doc_id is not None}
-    return fit, bench, {"source": fit.name, "n_items": len(fit), "n_documents": len(docs) or len(fit),
-                        "ids": [it.id for it in fit.items]}
+    return (
+        fit,
+        bench,
+        {
+            "source": fit.name,
+            "n_items": len(fit),
+            "n_documents": len(docs) or len(fit),
+            "ids": [it.id for it in fit.items],
+        },
+    )
 
 
 def _check_recorded_cover(entries: Sequence[Entry], items: Sequence[Item], benchmark: str) -> None:
@@ -185,8 +207,11 @@ def recorded_outside(benchmark: Benchmark, criterion: str, entries: Sequence[Ent
             parts.append(f"{entry.name}: {len(rows)} rows on {n_items} items")
     if not parts:
         return None
-    return (f"warning: recorded answers for items not in benchmark {benchmark.name!r} are not compared ("
-            + "; ".join(parts) + ")")
+    return (
+        f"warning: recorded answers for items not in benchmark {benchmark.name!r} are not compared ("
+        + "; ".join(parts)
+        + ")"
+    )
 
 
 def _warn_scale_mismatch(bench: Benchmark, criterion: str, entries: Sequence[Entry]) -> None:
@@ -211,7 +236,8 @@ def _warn_scale_mismatch(bench: Benchmark, criterion: str, entries: Sequence[Ent
             f"benchmark {bench.name!r} labels {criterion!r} on {human.describe()}, but entries {names} ask "
             f"for {lo:g} to {hi:g}: demos from it are mapped linearly onto the prompt's scale, and absolute "
             "differences from the human scores compare two scales (rank correlations do not)",
-            PromptConflictWarning, stacklevel=4,
+            PromptConflictWarning,
+            stacklevel=4,
         )
 
 
@@ -237,33 +263,46 @@ def plan(config: CompareConfig) -> ComparePlan:
     _check_recorded_cover(config.entries, items, bench.name)
     _warn_scale_mismatch(full, criterion, config.entries)
     if bench.pairwise and not any(criterion in it.preference for it in items):
-        raise DataError(f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference "
-                        f"on {criterion!r}")
+        raise DataError(
+            f"benchmark {bench.name!r} is pairwise but none of its items has a gold preference "
+            f"on {criterion!r}"
+        )
     weights, rounds = _file_labels(added, config.labels, items, bench) if added is not None else ({}, {})
     return ComparePlan(
-        config=config, benchmark=full, judged=bench, train=fit_on, train_info=train_info, items=tuple(items),
+        config=config,
+        benchmark=full,
+        judged=bench,
+        train=fit_on,
+        train_info=train_info,
+        items=tuple(items),
         task="pairwise" if bench.pairwise else "score",
         journals=journal_names([e.name for e in config.entries]),
         outside=recorded_outside(full, criterion, config.entries),
-        n_labelled=sum(1 for it in items if labelled(it, criterion)), label_weights=weights,
+        n_labelled=sum(1 for it in items if labelled(it, criterion)),
+        label_weights=weights,
         label_rounds=rounds,
     )
 
 
-def _file_labels(added: AddedLabels, paths: Sequence[Path], items: Sequence[Item], bench: Benchmark
-                 ) -> tuple[dict[str, float], dict[str, int]]:
+def _file_labels(
+    added: AddedLabels, paths: Sequence[Path], items: Sequence[Item], bench: Benchmark
+) -> tuple[dict[str, float], dict[str, int]]:
     """The selection weights and rounds of the judged items; DataError when the labels files label none of
     them, or
     when they carry weights on a pairwise benchmark (whose items count in two systems' groups)."""
     files = ", ".join(str(p) for p in paths)
     ids = {it.id for it in items}
     if added.labelled and not ids.intersection(added.labelled):
-        raise DataError(f"{files}: none of the {len(added.labelled)} items labelled there is among the "
-                        f"{len(items)} items compared (first labelled {added.labelled[0]!r}); expected "
-                        "labels for the judged items (check the limit and the train split)")
+        raise DataError(
+            f"{files}: none of the {len(added.labelled)} items labelled there is among the "
+            f"{len(items)} items compared (first labelled {added.labelled[0]!r}); expected "
+            "labels for the judged items (check the limit and the train split)"
+        )
     weights = {i: w for i, w in added.weights.items() if i in ids}
     if weights and bench.pairwise:
-        raise DataError(f"{files}: expected labels without selection weights on the pairwise benchmark "
-                        f"{bench.name!r}; compare estimates each system's win rate, counting a pairwise item "
-                        "in both its systems' groups, and a selection weight belongs to one group")
+        raise DataError(
+            f"{files}: expected labels without selection weights on the pairwise benchmark "
+            f"{bench.name!r}; compare estimates each system's win rate, counting a pairwise item "
+            "in both its systems' groups, and a selection weight belongs to one group"
+        )
     return weights, {i: r for i, r in added.rounds.items() if i in ids}

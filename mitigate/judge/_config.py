@@ -59,7 +59,6 @@ class JudgeConfig(BaseModel):
         return v
 
 
-
 class PlannedRequest(BaseModel):
     """One LM request a judge would send for an item, listed without calling the LM (:meth:`Judge.requests`).
 
@@ -89,8 +88,9 @@ class PlannedRequest(BaseModel):
         """The path joined with " / " ("judge" for a plain prompt judge)."""
         return " / ".join(self.path) or "judge"
 
-    def under(self, name: str, *, condition: str | None = None,
-              swapped: bool | None = None) -> PlannedRequest:
+    def under(
+        self, name: str, *, condition: str | None = None, swapped: bool | None = None
+    ) -> PlannedRequest:
         """This request placed under the fan-out child ``name`` (and its condition, when the child has
         one)."""
         conds = [c for c in (condition, self.condition) if c]
@@ -124,7 +124,3 @@ def answer_mode(lm: LM, scoring: str = "auto", constrain: str = "auto") -> dict[
     if constrain == "auto" and scoring == "expected" and "format" in lm.constraint_modes():
         constrain = "answer"
     return {"scoring": scoring, "constrain": constrain}
-
-
-
-

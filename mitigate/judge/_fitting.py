@@ -70,8 +70,10 @@ class FitContext(BaseModel):
         if isinstance(data, Mapping):
             unknown = sorted(str(k) for k in data if k not in cls.model_fields)
             if unknown:
-                raise ConfigError(f"FitContext has no field {', '.join(map(repr, unknown))}; expected some "
-                                  f"of {sorted(cls.model_fields)}")
+                raise ConfigError(
+                    f"FitContext has no field {', '.join(map(repr, unknown))}; expected some "
+                    f"of {sorted(cls.model_fields)}"
+                )
             for name, forms in _CONSTRAINTS.items():
                 if name in data:
                     check_param("FitContext", name, data[name], forms)
@@ -80,8 +82,10 @@ class FitContext(BaseModel):
         except ValidationError as exc:
             first = exc.errors()[0]
             name = ".".join(str(p) for p in first.get("loc", ())) or "?"
-            raise ConfigError(f"The {name!r} field of FitContext is not valid: {first.get('msg')}. "
-                              f"Got {first.get('input')!r} instead.") from None
+            raise ConfigError(
+                f"The {name!r} field of FitContext is not valid: {first.get('msg')}. "
+                f"Got {first.get('input')!r} instead."
+            ) from None
 
     def merged(self, **options: Any) -> FitContext:
         """A copy with ``options`` (field names) set, validated like a new context."""
@@ -111,13 +115,16 @@ def fit_context(ctx: FitContext | None, options: Mapping[str, Any], *, owner: st
     or for a ``ctx`` that is not a FitContext.
     """
     if ctx is not None and not isinstance(ctx, FitContext):
-        raise ConfigError(f"{owner}.fit expected a FitContext as its third argument; "
-                          f"got {type(ctx).__name__}")
+        raise ConfigError(
+            f"{owner}.fit expected a FitContext as its third argument; got {type(ctx).__name__}"
+        )
     base = ctx if ctx is not None else FitContext()
     unknown = sorted(k for k in options if k not in FitContext.model_fields)
     if unknown:
-        raise ConfigError(f"{owner}.fit has no option {', '.join(map(repr, unknown))}; expected some of "
-                          f"{sorted(FitContext.model_fields)} (the fields of FitContext)")
+        raise ConfigError(
+            f"{owner}.fit has no option {', '.join(map(repr, unknown))}; expected some of "
+            f"{sorted(FitContext.model_fields)} (the fields of FitContext)"
+        )
     return base.merged(**options) if options else base
 
 
@@ -137,8 +144,10 @@ def require_judge(component: Any, judge: Any, ctx: FitContext) -> None:
         return
     reads_scores = tags.calls_judge_while_fitting and not tags.needs_judge
     hint = " (or its scores: ls= and judge_scores=)" if reads_scores else ""
-    raise ConfigError(f"{type(component).__name__}.fit needs the judge it fits against; expected a "
-                      f"Judge{hint}, got {type(judge).__name__}")
+    raise ConfigError(
+        f"{type(component).__name__}.fit needs the judge it fits against; expected a "
+        f"Judge{hint}, got {type(judge).__name__}"
+    )
 
 
 _T = TypeVar("_T")
@@ -159,8 +168,10 @@ def run_fit(component: Any, coro: Coroutine[Any, Any, _T], *, what: str, instead
         except StopIteration as done:
             return done.value
         coro.close()
-        raise ConfigError(f"{type(component).__name__}.afit waited on I/O, but its tags say it calls no "
-                          "judge while fitting; expected calls_judge_while_fitting=True in its declared_tags")
+        raise ConfigError(
+            f"{type(component).__name__}.afit waited on I/O, but its tags say it calls no "
+            "judge while fitting; expected calls_judge_while_fitting=True in its declared_tags"
+        )
     return run_coroutine(coro, what=what, instead=instead)
 
 
@@ -171,8 +182,9 @@ class Fittable:
     original; a component with nothing to learn returns itself. See the module docstring.
     """
 
-    async def afit(self, train: Any, judge: Any = None, ctx: FitContext | None = None,
-                   **options: Any) -> Self:
+    async def afit(
+        self, train: Any, judge: Any = None, ctx: FitContext | None = None, **options: Any
+    ) -> Self:
         """A fitted copy learned from ``train`` against ``judge`` with ``ctx`` (keyword ``options`` over it).
 
         The judge check (:func:`require_judge`) runs here, once, before :meth:`learn`.
@@ -184,8 +196,12 @@ class Fittable:
     def fit(self, train: Any, judge: Any = None, ctx: FitContext | None = None, **options: Any) -> Self:
         """:meth:`afit` run to completion (see :func:`run_fit`: inside a running event loop, only for a
         component whose tags say it calls no judge while fitting; otherwise ``await afit`` there)."""
-        return run_fit(self, self.afit(train, judge, ctx, **options), what=f"{type(self).__name__}.fit()",
-                       instead="x.afit(train, judge)")
+        return run_fit(
+            self,
+            self.afit(train, judge, ctx, **options),
+            what=f"{type(self).__name__}.fit()",
+            instead="x.afit(train, judge)",
+        )
 
     async def learn(self, train: Any, judge: Any, ctx: FitContext) -> Self:
         """What a fittable implements: the fitted copy (this component itself when there is nothing to learn).

@@ -42,7 +42,6 @@ def recording_requests() -> Iterator[list[LMRequest]]:
         _SENT.reset(token)
 
 
-
 class Judge(ABC):
     """The judge protocol: ``judge(item)`` and ``map_prompts(fn)``."""
 
@@ -114,8 +113,6 @@ class Judge(ABC):
         """Release resources held by the judge's backends."""
 
 
-
-
 class CompositeJudge(Judge):
     """A judge made of named child judges (a fan-out); subclasses implement :meth:`judge`.
 
@@ -149,11 +146,13 @@ class CompositeJudge(Judge):
         """The composite's own parameters for :meth:`describe` (override to add)."""
         return {}
 
-    def child_requests(self, name: str, item: Item, *, condition: str | None = None,
-                       swapped: bool = False) -> list[PlannedRequest]:
+    def child_requests(
+        self, name: str, item: Item, *, condition: str | None = None, swapped: bool = False
+    ) -> list[PlannedRequest]:
         """The requests of child ``name`` for ``item``, placed under ``name`` in the path."""
-        return [r.under(name, condition=condition, swapped=swapped)
-                for r in self.children[name].requests(item)]
+        return [
+            r.under(name, condition=condition, swapped=swapped) for r in self.children[name].requests(item)
+        ]
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         """Every child's requests for ``item``, in order (a fan-out that changes the item or calls
@@ -181,8 +180,11 @@ class CompositeJudge(Judge):
 
     def describe(self) -> dict[str, Any]:
         """Kind, parameters and every child's description."""
-        return {"kind": self.kind, "params": self.params(),
-                "children": {k: c.describe() for k, c in self.children.items()}}
+        return {
+            "kind": self.kind,
+            "params": self.params(),
+            "children": {k: c.describe() for k, c in self.children.items()},
+        }
 
     async def aclose(self) -> None:
         """Close every child."""
@@ -191,8 +193,6 @@ class CompositeJudge(Judge):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(self.children)})"
-
-
 
 
 def judge_scale(judge: Judge) -> Scale | None:
@@ -210,8 +210,10 @@ def judge_scale(judge: Judge) -> Scale | None:
         return None
     scales = {leaf.prompt.scale.model_dump_json(): leaf.prompt.scale for leaf in leaves}
     if len(scales) > 1:
-        raise ConfigError(f"expected one answer scale across the judge's prompts; got {len(scales)}: "
-                          f"{', '.join(s.describe() for s in scales.values())}")
+        raise ConfigError(
+            f"expected one answer scale across the judge's prompts; got {len(scales)}: "
+            f"{', '.join(s.describe() for s in scales.values())}"
+        )
     return next(iter(scales.values()), None)
 
 
@@ -222,8 +224,9 @@ class PromptJudge(Judge):
         if not isinstance(prompt, JudgePrompt):
             raise ConfigError(f"expected a JudgePrompt; got {type(prompt).__name__}")
         if not isinstance(lm, LM):
-            raise ConfigError("expected an LM backend (mitigate.lm.get('local') ...); got "
-                              f"{type(lm).__name__}")
+            raise ConfigError(
+                f"expected an LM backend (mitigate.lm.get('local') ...); got {type(lm).__name__}"
+            )
         self.prompt = prompt
         self.lm = lm
         self.config = config or JudgeConfig()
@@ -251,8 +254,10 @@ class PromptJudge(Judge):
             return {}
         scale = self.prompt.scale
         slack = 0.5 if scale.modifiers else 0.0
-        return {n: (scale.min - slack, scale.max + slack) for n in [c.name for c in self.prompt.criteria]
-                or ["score"]}
+        return {
+            n: (scale.min - slack, scale.max + slack)
+            for n in [c.name for c in self.prompt.criteria] or ["score"]
+        }
 
     def describe(self) -> dict[str, Any]:
         """Prompt, backend spec and config."""
@@ -279,8 +284,9 @@ class PromptJudge(Judge):
             return None
         if mode == "answer":
             fmt = fmt.model_copy(update={"reasoning": "none"})
-        return fmt.constraint(self.prompt.scale, "json" if mode == "json" else "format",
-                              max_tokens=self.config.max_tokens)
+        return fmt.constraint(
+            self.prompt.scale, "json" if mode == "json" else "format", max_tokens=self.config.max_tokens
+        )
 
     def request(self, item: Item) -> LMRequest:
         """The LM request this judge sends for ``item``."""
@@ -310,9 +316,12 @@ class PromptJudge(Judge):
         if self.config.scoring == "expected" and self.prompt.answer != "pairwise":
             return f"expected score from the top-{self.config.top_logprobs} logprobs at the score position"
         kind = {"pairwise": "verdict", "mcq": "chosen letter"}.get(self.prompt.answer, "score")
-        return f"parse the {kind} from the text ({self.prompt.format.kind} format); reduce {self.config.n} " \
-               f"sample(s) by {self.config.reducer}" if self.config.n > 1 else \
-               f"parse the {kind} from the text ({self.prompt.format.kind} format)"
+        return (
+            f"parse the {kind} from the text ({self.prompt.format.kind} format); reduce {self.config.n} "
+            f"sample(s) by {self.config.reducer}"
+            if self.config.n > 1
+            else f"parse the {kind} from the text ({self.prompt.format.kind} format)"
+        )
 
     def plan(self, request: LMRequest, item: Item, reads: str) -> PlannedRequest:
         """``request`` as a :class:`PlannedRequest`, with the backend's refusal when it cannot take it."""
@@ -325,8 +334,14 @@ class PromptJudge(Judge):
             fields = self.lm.constraint_fields(request)
         except MitigateError as exc:
             fields, refused = {}, refused or str(exc)
-        return PlannedRequest(item_id=item.id, backend=self.lm.spec, request=request, reads=reads,
-                              refused=refused, backend_fields=fields)
+        return PlannedRequest(
+            item_id=item.id,
+            backend=self.lm.spec,
+            request=request,
+            reads=reads,
+            refused=refused,
+            backend_fields=fields,
+        )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         """The one request :meth:`judge` sends for ``item`` (``n`` samples in one request)."""
@@ -352,19 +367,25 @@ class PromptJudge(Judge):
         for idx, choice in enumerate(response.choices):
             if self.prompt.answer == "pairwise":
                 try:
-                    got = fmt.read_json(choice.text, self.prompt.scale) if as_json else fmt.read(
-                        choice.text, self.prompt.scale, quoted=shown, judged=judged)
+                    got = (
+                        fmt.read_json(choice.text, self.prompt.scale)
+                        if as_json
+                        else fmt.read(choice.text, self.prompt.scale, quoted=shown, judged=judged)
+                    )
                     verdicts.append(got)  # type: ignore[arg-type]
                 except ParseError as exc:
-                    failures.append(ParseFailure(criterion=names[0], raw=choice.text, reason=exc.message,
-                                                 sample=idx))
+                    failures.append(
+                        ParseFailure(criterion=names[0], raw=choice.text, reason=exc.message, sample=idx)
+                    )
                 continue
-            for name, value in self._parse_choice(choice, names, as_json=as_json, quoted=shown,
-                                                  judged=judged).items():
+            for name, value in self._parse_choice(
+                choice, names, as_json=as_json, quoted=shown, judged=judged
+            ).items():
                 if isinstance(value, ParseError):
                     per_crit[name].append(None)
-                    failures.append(ParseFailure(criterion=name, raw=choice.text, reason=value.message,
-                                                 sample=idx))
+                    failures.append(
+                        ParseFailure(criterion=name, raw=choice.text, reason=value.message, sample=idx)
+                    )
                 else:
                     per_crit[name].append(value)
         scores: dict[str, float | None] = {}
@@ -391,27 +412,50 @@ class PromptJudge(Judge):
             meta={"constraint": request.constraint.mode} if request.constraint is not None else {},
         )
 
-    def _parse_choice(self, choice: Choice, names: list[str], *, as_json: bool = False,
-                      quoted: Sequence[str] = (),
-                      judged: Sequence[str] = ()) -> dict[str, float | ParseError]:
+    def _parse_choice(
+        self,
+        choice: Choice,
+        names: list[str],
+        *,
+        as_json: bool = False,
+        quoted: Sequence[str] = (),
+        judged: Sequence[str] = (),
+    ) -> dict[str, float | ParseError]:
         scale = self.prompt.scale
         try:
             if self.config.scoring == "expected":
                 if choice.logprobs is None:
-                    raise ParseError("expected token logprobs in the response; the backend returned none",
-                                     raw=choice.text)
-                return {names[0]: expected_score(choice.logprobs, scale)} if len(names) == 1 else {
-                    n: ParseError("expected-score scoring needs one criterion per call (use SingleAttribute)",
-                                  raw=choice.text)
-                    for n in names
-                }
+                    raise ParseError(
+                        "expected token logprobs in the response; the backend returned none", raw=choice.text
+                    )
+                return (
+                    {names[0]: expected_score(choice.logprobs, scale)}
+                    if len(names) == 1
+                    else {
+                        n: ParseError(
+                            "expected-score scoring needs one criterion per call (use SingleAttribute)",
+                            raw=choice.text,
+                        )
+                        for n in names
+                    }
+                )
             if len(names) > 1:
                 return parse_criteria(choice.text, names, scale, quoted=quoted, judged=judged)
             fmt = self.prompt.format
             if as_json:
                 return {names[0]: float(fmt.read_json(choice.text, scale))}
             cues = tuple(n for n in names if n.lower() != "score")
-            return {names[0]: float(fmt.read(choice.text, scale, echoes=self.prompt.echo_lines(), cues=cues,
-                                             quoted=quoted, judged=judged))}
+            return {
+                names[0]: float(
+                    fmt.read(
+                        choice.text,
+                        scale,
+                        echoes=self.prompt.echo_lines(),
+                        cues=cues,
+                        quoted=quoted,
+                        judged=judged,
+                    )
+                )
+            }
         except ParseError as exc:
             return {n: exc for n in names}

@@ -75,24 +75,43 @@ class Judgment(BaseModel):
         reasons and any error, joined by "; "; None when none) and ``flags`` (joined by ",").
         ``criterion`` keeps only that criterion's rows.
         """
-        failure = "; ".join([*(f.reason for f in self.failures),
-                             *([self.error] if self.error else [])]) or None
+        failure = (
+            "; ".join([*(f.reason for f in self.failures), *([self.error] if self.error else [])]) or None
+        )
         common = {"raw": "\n\n".join(self.raw), "failure": failure, "flags": ",".join(self.flags)}
         orders = self.meta.get("orders")
-        pairwise = self.verdict is not None or isinstance(orders, dict) or (
-            # a pairwise answer that failed to parse
-            not self.scores and not self.samples and bool(self.failures))
+        pairwise = (
+            self.verdict is not None
+            or isinstance(orders, dict)
+            or (
+                # a pairwise answer that failed to parse
+                not self.scores and not self.samples and bool(self.failures)
+            )
+        )
         if pairwise:
-            crit = criterion if criterion is not None else (self.failures[0].criterion if self.failures
-                                                            else None)
+            crit = (
+                criterion
+                if criterion is not None
+                else (self.failures[0].criterion if self.failures else None)
+            )
             given = orders if isinstance(orders, dict) else {"original": self.verdict}
-            return [{"criterion": crit, "order": o, "score": None, "verdict": _as_text(given.get(o), o),
-                     **common}
-                    for o in ("original", "swapped") if o in given]
+            return [
+                {"criterion": crit, "order": o, "score": None, "verdict": _as_text(given.get(o), o), **common}
+                for o in ("original", "swapped")
+                if o in given
+            ]
         crits: list[str | None] = [criterion] if criterion is not None else [*self.scores] or [None]
         only = next(iter(self.scores.values())) if len(self.scores) == 1 else None
-        return [{"criterion": c, "order": None, "score": self.scores.get(c, only) if c is not None else None,
-                 "verdict": None, **common} for c in crits]
+        return [
+            {
+                "criterion": c,
+                "order": None,
+                "score": self.scores.get(c, only) if c is not None else None,
+                "verdict": None,
+                **common,
+            }
+            for c in crits
+        ]
 
     def score(self, criterion: str | None = None) -> float | None:
         """The score for ``criterion`` (the only one when None)."""
@@ -138,7 +157,6 @@ def reduce_samples(values: Sequence[float], reducer: Reducer) -> float:
     return float(min(v for v, c in counts.items() if c == best))
 
 
-
 def merge_judgments(item_id: str, parts: Sequence[Judgment], **fields: Any) -> Judgment:
     """One judgment from several (a fan-out's children): usage, cost, calls, raw and failures add up.
 
@@ -164,8 +182,20 @@ def merge_judgments(item_id: str, parts: Sequence[Judgment], **fields: Any) -> J
     return Judgment(**base)
 
 
-FRAME_COLUMNS = ("entry", "item", "document", "system", "criterion", "order", "score", "verdict", "human",
-                 "raw", "failure", "flags")
+FRAME_COLUMNS = (
+    "entry",
+    "item",
+    "document",
+    "system",
+    "criterion",
+    "order",
+    "score",
+    "verdict",
+    "human",
+    "raw",
+    "failure",
+    "flags",
+)
 """The columns of the long-form tables of judge and compare results."""
 
 
@@ -175,6 +205,7 @@ def frame(rows: Iterable[dict[str, Any]], columns: Sequence[str] = FRAME_COLUMNS
     try:
         import pandas as pd
     except ImportError:
-        raise ConfigError("to_pandas() needs pandas; it is not installed (pip install "
-                          "'mitigate[pandas]')") from None
+        raise ConfigError(
+            "to_pandas() needs pandas; it is not installed (pip install 'mitigate[pandas]')"
+        ) from None
     return pd.DataFrame(list(rows), columns=list(columns))

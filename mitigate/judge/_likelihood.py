@@ -83,8 +83,9 @@ class LikelihoodScorer(BaseModel):
         try:
             names = {name for _, name, _, _ in string.Formatter().parse(v) if name is not None}
         except ValueError as exc:
-            raise TemplateError("the likelihood template is not a valid format string: "
-                                f"{exc}; got {v!r}") from exc
+            raise TemplateError(
+                f"the likelihood template is not a valid format string: {exc}; got {v!r}"
+            ) from exc
         unknown = names - _SLOTS
         if unknown:
             raise TemplateError(

@@ -41,7 +41,11 @@ class AnswerFields:
         """The error of a field that is not ``expected``."""
         return LMCallError(
             f"{self.where} answered HTTP 200 with a malformed {field}; expected {expected}; got {shown(got)}",
-            backend=self.backend, reason="malformed", kind=f"a malformed {field}", field=field)
+            backend=self.backend,
+            reason="malformed",
+            kind=f"a malformed {field}",
+            field=field,
+        )
 
     def mapping(self, value: Any, field: str) -> Mapping[str, Any]:
         """An object (a missing or null one is empty)."""
@@ -59,8 +63,12 @@ class AnswerFields:
         if isinstance(value, int) and not isinstance(value, bool):
             if 0 <= value < _LARGEST_COUNT:
                 return value
-        elif (isinstance(value, float) and math.isfinite(value) and value.is_integer()
-              and 0 <= value < _LARGEST_COUNT):
+        elif (
+            isinstance(value, float)
+            and math.isfinite(value)
+            and value.is_integer()
+            and 0 <= value < _LARGEST_COUNT
+        ):
             return int(value)
         raise self.error(field, f"a whole number from 0 to {_LARGEST_COUNT:,}", value)
 
@@ -78,8 +86,12 @@ class AnswerFields:
 
     def logprob(self, value: Any, field: str) -> float:
         """A log-probability: a finite number <= 0 (a tiny positive rounding error is read as 0)."""
-        if (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-                and value <= 1e-6):
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value <= 1e-6
+        ):
             return min(float(value), 0.0)
         raise self.error(field, "a finite number <= 0", value)
 
@@ -91,8 +103,11 @@ class AnswerFields:
         prompt = self.count(usage.get("prompt_tokens"), "usage.prompt_tokens")
         cached = self.count(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens")
         if cached > prompt:
-            raise self.error("usage.prompt_tokens_details.cached_tokens", f"at most prompt_tokens ({prompt})",
-                             cached)
-        return Usage(prompt_tokens=prompt, completion_tokens=self.count(usage.get("completion_tokens"),
-                                                                        "usage.completion_tokens"),
-                     cached_prompt_tokens=cached)
+            raise self.error(
+                "usage.prompt_tokens_details.cached_tokens", f"at most prompt_tokens ({prompt})", cached
+            )
+        return Usage(
+            prompt_tokens=prompt,
+            completion_tokens=self.count(usage.get("completion_tokens"), "usage.completion_tokens"),
+            cached_prompt_tokens=cached,
+        )

@@ -166,10 +166,16 @@ class AnthropicLM(LM):
         if prompt_cache not in ("auto", "off"):
             raise ConfigError(f"expected prompt_cache to be 'auto' or 'off'; got {prompt_cache!r}")
         self.prompt_cache = prompt_cache
-        self.planner = (PrefixPlanner(cache_min_tokens or anthropic_min_cache_tokens(model))
-                        if prompt_cache == "auto" else None)
-        self.limiter = rate_limit if isinstance(rate_limit, AdaptiveLimiter) else (
-            AdaptiveLimiter() if rate_limit else None)
+        self.planner = (
+            PrefixPlanner(cache_min_tokens or anthropic_min_cache_tokens(model))
+            if prompt_cache == "auto"
+            else None
+        )
+        self.limiter = (
+            rate_limit
+            if isinstance(rate_limit, AdaptiveLimiter)
+            else (AdaptiveLimiter() if rate_limit else None)
+        )
         self.base_url = check_base_url(base_url, backend=f"anthropic:{model}") if base_url else None
         self.api_key_env = api_key_env
         self.timeout = None if timeout is None else check_timeout(timeout, backend=f"anthropic:{model}")
@@ -204,7 +210,7 @@ class AnthropicLM(LM):
         return self.timeout if self.timeout is not None else self.limits.deadline
 
     def constraint_modes(self) -> frozenset[str]:
-        """"json", as a forced tool call whose input schema is the answer's."""
+        """ "json", as a forced tool call whose input schema is the answer's."""
         return frozenset({"json"})
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
@@ -230,9 +236,9 @@ class AnthropicLM(LM):
                 "api_key": self._api_key.get_secret_value(),
                 "max_retries": 0,
                 "timeout": self.read_timeout,
-                "http_client": anthropic.DefaultAsyncHttpxClient(timeout=self.read_timeout,
-                                                                 follow_redirects=False,
-                                                                 cookies=no_cookies()),
+                "http_client": anthropic.DefaultAsyncHttpxClient(
+                    timeout=self.read_timeout, follow_redirects=False, cookies=no_cookies()
+                ),
             }
             if self.base_url is not None:
                 kwargs["base_url"] = self.base_url
@@ -288,7 +294,8 @@ class AnthropicLM(LM):
         system = params.get("system")
         messages = params["messages"]
         if (system is not None and not isinstance(system, str)) or any(
-                not isinstance(m.get("content"), str) for m in messages):
+            not isinstance(m.get("content"), str) for m in messages
+        ):
             return params  # already in block form: leave the caller's own breakpoints alone
         segments = _segments(system, messages)
         points = self.planner.plan(segments, learn=learn)
@@ -302,7 +309,8 @@ class AnthropicLM(LM):
         if system is not None and 0 in cuts:
             out["system"] = _blocks(system, cuts[0])
         out["messages"] = [
-            {**m, "content": _blocks(m["content"], cuts[k + first_message])} if k + first_message in cuts
+            {**m, "content": _blocks(m["content"], cuts[k + first_message])}
+            if k + first_message in cuts
             else m
             for k, m in enumerate(messages)
         ]
@@ -315,8 +323,14 @@ class AnthropicLM(LM):
         params = self._params(request)
         self.planner.observe(_segments(params.get("system"), params["messages"]))
 
-    async def _one(self, client: anthropic.AsyncAnthropic, params: dict[str, Any], tokens: int, clock: Any,
-                   exchange: Exchange) -> Any:
+    async def _one(
+        self,
+        client: anthropic.AsyncAnthropic,
+        params: dict[str, Any],
+        tokens: int,
+        clock: Any,
+        exchange: Exchange,
+    ) -> Any:
         """One call within what is left of the request's deadline: the answer read up to the size cap and
         checked to
         be a Message (a typed LMCallError if not)."""
@@ -333,13 +347,21 @@ class AnthropicLM(LM):
         finally:
             exchange.got += mine.got
             if limiter is not None and ticket is not None:
-                limiter.release(ticket, status=mine.status, headers=mine.headers,
-                                retry_after=parse_retry_after(mine.headers) if mine.status == 429 else None)
-        return self.parse_message(decode_json_object(data, where=self.identity(), backend=self.spec,
-                                                     expected="a JSON Messages API message"))
+                limiter.release(
+                    ticket,
+                    status=mine.status,
+                    headers=mine.headers,
+                    retry_after=parse_retry_after(mine.headers) if mine.status == 429 else None,
+                )
+        return self.parse_message(
+            decode_json_object(
+                data, where=self.identity(), backend=self.spec, expected="a JSON Messages API message"
+            )
+        )
 
-    async def _post(self, client: anthropic.AsyncAnthropic, params: dict[str, Any],
-                    exchange: Exchange) -> bytes:
+    async def _post(
+        self, client: anthropic.AsyncAnthropic, params: dict[str, Any], exchange: Exchange
+    ) -> bytes:
         """POST the message (redirects not followed); the body, read up to the size cap."""
         where = self.identity()
         try:
@@ -356,11 +378,20 @@ class AnthropicLM(LM):
             exchange.status, exchange.headers = resp.status_code, resp.headers
             history = getattr(resp.http_response, "history", None)
             if history:
-                raise http_error(where, history[0].status_code, history[0].headers, "",
-                                 api_key_env=self.api_key_env,
-                                 backend=self.spec)
-            return await read_capped(counted(resp.iter_bytes(), exchange), self.limits.max_response_bytes,
-                                     where=where, backend=self.spec)
+                raise http_error(
+                    where,
+                    history[0].status_code,
+                    history[0].headers,
+                    "",
+                    api_key_env=self.api_key_env,
+                    backend=self.spec,
+                )
+            return await read_capped(
+                counted(resp.iter_bytes(), exchange),
+                self.limits.max_response_bytes,
+                where=where,
+                backend=self.spec,
+            )
         except MitigateError:
             raise
         except Exception as exc:  # the connection closed or timed out mid-body
@@ -383,19 +414,30 @@ class AnthropicLM(LM):
     async def _complete(self, request: LMRequest) -> LMResponse:
         client = self._get_client()
         params = self.message_params(request)
-        tokens = (estimate_tokens(request) // request.n if self.limiter is not None
-                  and self.limiter.tracks_tokens else 0)
+        tokens = (
+            estimate_tokens(request) // request.n
+            if self.limiter is not None and self.limiter.tracks_tokens
+            else 0
+        )
         clock = request_clock()
         exchange = Exchange()
         try:
             if request.n == 1:
                 raws = [await self._one(client, params, tokens, clock, exchange)]
             else:
-                raws = list(await asyncio.gather(*(self._one(client, params, tokens, clock, exchange)
-                                                   for _ in range(request.n))))
+                raws = list(
+                    await asyncio.gather(
+                        *(self._one(client, params, tokens, clock, exchange) for _ in range(request.n))
+                    )
+                )
         except TimeoutError:
-            raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec, got=exchange.got,
-                                 attempts=clock.attempts) from None
+            raise deadline_error(
+                self.identity(),
+                self.limits.deadline,
+                backend=self.spec,
+                got=exchange.got,
+                attempts=clock.attempts,
+            ) from None
         return self.response_from(raws)
 
     def parse_message(self, raw: Mapping[str, Any]) -> Any:
@@ -406,20 +448,30 @@ class AnthropicLM(LM):
             message = anthropic.types.Message.model_validate(dict(raw))
         except ValidationError as exc:
             errors = exc.errors()
-            loc, err_type, said = ((errors[0]["loc"], errors[0]["type"], errors[0]["msg"]) if errors
-                                   else ((), "", ""))
+            loc, err_type, said = (
+                (errors[0]["loc"], errors[0]["type"], errors[0]["msg"]) if errors else ((), "", "")
+            )
             field = _field_of(loc, raw) or "the message"
             kind = f"a message without {field}" if err_type == "missing" else f"a malformed {field}"
             said = said[:120]
             shown = self.scrubber.text(str(dict(raw)))[:160]
-            raise self.scrubber.error(malformed(self.identity(), kind,
-                                                f"a Messages API message ({said}); got "
-                                                f"{shown!r}", backend=self.spec)) from None
+            raise self.scrubber.error(
+                malformed(
+                    self.identity(),
+                    kind,
+                    f"a Messages API message ({said}); got {shown!r}",
+                    backend=self.spec,
+                )
+            ) from None
         fields = AnswerFields(self.identity(), self.spec)
         usage = message.usage
         try:
-            for name in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                         "cache_creation_input_tokens"):
+            for name in (
+                "input_tokens",
+                "output_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            ):
                 fields.count(getattr(usage, name, None), f"usage.{name}")
         except MitigateError as exc:
             raise self.scrubber.error(exc) from None
@@ -437,8 +489,9 @@ class AnthropicLM(LM):
         model = self.model
         for raw in raws:
             text = answer_text(raw.content)
-            choices.append(Choice(text=text,
-                                  finish_reason=_FINISH.get(raw.stop_reason or "", raw.stop_reason)))
+            choices.append(
+                Choice(text=text, finish_reason=_FINISH.get(raw.stop_reason or "", raw.stop_reason))
+            )
             u = raw.usage
             cache_read = getattr(u, "cache_read_input_tokens", None) or 0
             cache_write = getattr(u, "cache_creation_input_tokens", None) or 0
@@ -449,16 +502,25 @@ class AnthropicLM(LM):
                 cache_write_tokens=cache_write,
             )
             model = raw.model or model
-        return self.scrubber.response(LMResponse(choices=tuple(choices), usage=usage, model=model,
-                                                 cost_usd=self.cost_of(usage, batch=batch)))
+        return self.scrubber.response(
+            LMResponse(
+                choices=tuple(choices), usage=usage, model=model, cost_usd=self.cost_of(usage, batch=batch)
+            )
+        )
 
     def _translate(self, exc: BaseException, phase: Literal["answer", "body"] = "answer") -> MitigateError:
         """Map an SDK error (or a client exception under it) to a typed error (scrubbed at the boundary,
         :meth:`complete`)."""
         return sdk_error(
-            exc, where=self.identity(), detail=str(exc), timeout=self.read_timeout, backend=self.spec,
-            api_key_env=self.api_key_env, status_error=anthropic.APIStatusError,
-            timeout_error=anthropic.APITimeoutError, connection_error=anthropic.APIConnectionError,
+            exc,
+            where=self.identity(),
+            detail=str(exc),
+            timeout=self.read_timeout,
+            backend=self.spec,
+            api_key_env=self.api_key_env,
+            status_error=anthropic.APIStatusError,
+            timeout_error=anthropic.APITimeoutError,
+            connection_error=anthropic.APIConnectionError,
             phase=phase,
         )
 
@@ -491,8 +553,9 @@ def _field_of(loc: Sequence[Any], raw: Any) -> str:
     return ".".join(parts)
 
 
-_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "union", "literal",
-                        "tagged-union"})
+_TYPE_TAGS = frozenset(
+    {"str", "int", "float", "bool", "list", "dict", "none", "union", "literal", "tagged-union"}
+)
 
 
 def _segments(system: str | None, messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
@@ -503,5 +566,7 @@ def _segments(system: str | None, messages: Sequence[Mapping[str, Any]]) -> list
 
 def _blocks(text: str, offsets: Sequence[int]) -> list[dict[str, Any]]:
     """``text`` as text blocks cut at ``offsets``, each block ending at a cut marked for the prompt cache."""
-    return [{"type": "text", "text": piece, **({"cache_control": {"type": "ephemeral"}} if cut else {})}
-            for piece, cut in split_at(text, offsets)]
+    return [
+        {"type": "text", "text": piece, **({"cache_control": {"type": "ephemeral"}} if cut else {})}
+        for piece, cut in split_at(text, offsets)
+    ]

@@ -257,8 +257,7 @@ def validate_spec_part(name: str, value: str) -> str:
     bad = next((ch for ch in value if ord(ch) < 32 or ord(ch) == 127), None)
     if bad is not None:
         raise ConfigError(
-            f"expected a {name} without line breaks or control characters; got {value!r} "
-            f"(contains {bad!r})"
+            f"expected a {name} without line breaks or control characters; got {value!r} (contains {bad!r})"
         )
     if value != value.strip():
         raise ConfigError(f"expected a {name} without leading or trailing spaces; got {value!r}")

@@ -102,8 +102,13 @@ Group = tuple[str, list[Line]]
 """One request's lines: ``(key, [(custom_id, body), ...])`` (several when each sample is a line)."""
 
 
-def pack(groups: Sequence[Group], limits: BatchLimits, *, size: Callable[[Line], int] | None = None,
-         overhead: int = 0) -> list[list[Group]]:
+def pack(
+    groups: Sequence[Group],
+    limits: BatchLimits,
+    *,
+    size: Callable[[Line], int] | None = None,
+    overhead: int = 0,
+) -> list[list[Group]]:
     """Split requests into chunks that each respect ``limits`` (lines and bytes); a request's lines stay
     together.
 
@@ -117,10 +122,12 @@ def pack(groups: Sequence[Group], limits: BatchLimits, *, size: Callable[[Line],
     for key, lines in groups:
         n_bytes = sum(measure(line) for line in lines)
         if n_bytes + overhead > limits.max_bytes or len(lines) > limits.max_requests:
-            raise ConfigError(f"one batch request ({key[:16]}...) takes {len(lines)} lines and {n_bytes} "
-                              f"bytes; expected at most {limits.max_requests} lines and "
-                              f"{limits.max_bytes - overhead} "
-                              "bytes (the provider's batch size limit)")
+            raise ConfigError(
+                f"one batch request ({key[:16]}...) takes {len(lines)} lines and {n_bytes} "
+                f"bytes; expected at most {limits.max_requests} lines and "
+                f"{limits.max_bytes - overhead} "
+                "bytes (the provider's batch size limit)"
+            )
         if current and (count + len(lines) > limits.max_requests or used + n_bytes > limits.max_bytes):
             chunks.append(current)
             current, count, used = [], 0, overhead
@@ -259,8 +266,11 @@ class BatchStore:
             try:
                 event = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataError(f"{self.path}:{n}: expected a batch event; got invalid JSON ({exc})",
-                                path=str(self.path), line=n) from None
+                raise DataError(
+                    f"{self.path}:{n}: expected a batch event; got invalid JSON ({exc})",
+                    path=str(self.path),
+                    line=n,
+                ) from None
             self._apply(event)
 
     def _apply(self, event: Mapping[str, Any]) -> None:
@@ -296,8 +306,9 @@ class BatchStore:
         """Where the requests of batch ``local`` are kept."""
         return self.directory / f"{local}.requests.jsonl"
 
-    def begin(self, api: BatchAPI, requests: Sequence[tuple[str, LMRequest]], lines: int, *,
-              attempt: int = 1) -> BatchRecord:
+    def begin(
+        self, api: BatchAPI, requests: Sequence[tuple[str, LMRequest]], lines: int, *, attempt: int = 1
+    ) -> BatchRecord:
         """Record the intent to submit ``requests`` (their file first, then the event); returns the record."""
         local = f"mb-{uuid.uuid4().hex[:20]}"
         path = self.requests_path(local)
@@ -307,9 +318,19 @@ class BatchStore:
                 fh.write(json.dumps({"key": key, "request": request.model_dump(mode="json")}) + "\n")
 
         write_output(path, fill, "the batch requests file")
-        self._event({"event": "intent", "local": local, "provider": api.provider, "identity": api.identity,
-                     "model": api.model, "keys": [k for k, _ in requests], "lines": lines,
-                     "created": time.time(), "attempt": attempt})
+        self._event(
+            {
+                "event": "intent",
+                "local": local,
+                "provider": api.provider,
+                "identity": api.identity,
+                "model": api.model,
+                "keys": [k for k, _ in requests],
+                "lines": lines,
+                "created": time.time(),
+                "attempt": attempt,
+            }
+        )
         return self.records[local]
 
     def submitted(self, record: BatchRecord, batch_id: str) -> None:
@@ -332,8 +353,9 @@ class BatchStore:
             with open_regular(path, "rb", f"the requests of batch {record.local}") as fh:
                 lines = list(read_lines(fh, f"the batch requests file {path}", path=path))
         except OSError as exc:
-            raise DataError(f"expected the requests of batch {record.local} at {path}; got {exc}",
-                            path=str(path)) from None
+            raise DataError(
+                f"expected the requests of batch {record.local} at {path}; got {exc}", path=str(path)
+            ) from None
         for line in lines:
             if not line.strip():
                 continue

@@ -47,9 +47,18 @@ T = TypeVar("T")
 CLOCK_SKEW = 120.0
 """Seconds a batch's ``created_at`` may precede the local time its intent was written."""
 _RETRYABLE_ERRORS = frozenset({"api_error", "overloaded_error", "rate_limit_error", "timeout_error"})
-_ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
-                 "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
-                 "rate_limit_error": 429, "api_error": 500, "timeout_error": 504, "overloaded_error": 529}
+_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
 """The HTTP status of each Anthropic ``error.type`` (its API reference), so an errored batch request
 is judged like the same failure of a live call (e.g. by the runner's circuit breaker)."""
 
@@ -72,11 +81,17 @@ class AnthropicBatchAPI(BatchAPI):
             raise self.backend.scrubber.chained(self._error(what, exc), exc)  # noqa: B904 - chained there
 
     def _error(self, what: str, exc: anthropic.AnthropicError) -> MitigateError:
-        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc),
-                         timeout=self.backend.read_timeout,
-                         backend=self.backend.spec, api_key_env=self.backend.api_key_env,
-                         status_error=anthropic.APIStatusError, timeout_error=anthropic.APITimeoutError,
-                         connection_error=anthropic.APIConnectionError)
+        return sdk_error(
+            exc,
+            where=f"{self.identity} ({what})",
+            detail=str(exc),
+            timeout=self.backend.read_timeout,
+            backend=self.backend.spec,
+            api_key_env=self.backend.api_key_env,
+            status_error=anthropic.APIStatusError,
+            timeout_error=anthropic.APITimeoutError,
+            connection_error=anthropic.APIConnectionError,
+        )
 
     def lines(self, requests: Sequence[tuple[str, LMRequest]]) -> list[Group]:
         """One line per sample; every request shown to the cache planner before any is planned."""
@@ -90,8 +105,12 @@ class AnthropicBatchAPI(BatchAPI):
 
     def chunks(self, groups: Sequence[Group]) -> list[list[Group]]:
         """Requests split at 100,000 lines or 256 MB per batch (or the smaller limits set)."""
-        return pack(groups, self.limits, overhead=16,
-                    size=lambda line: len(json.dumps({"custom_id": line[0], "params": line[1]})) + 2)
+        return pack(
+            groups,
+            self.limits,
+            overhead=16,
+            size=lambda line: len(json.dumps({"custom_id": line[0], "params": line[1]})) + 2,
+        )
 
     async def submit(self, local_id: str, lines: Sequence[Line]) -> str:
         """Create the batch (the API takes no tag; see :meth:`find`)."""
@@ -127,10 +146,14 @@ class AnthropicBatchAPI(BatchAPI):
         client = self._client()
         batch = await self._call("batch retrieve", lambda: client.messages.batches.retrieve(batch_id))
         c = batch.request_counts
-        return BatchState(batch_id=batch_id, status=batch.processing_status,
-                          ended=batch.processing_status == "ended",
-                          total=c.processing + c.succeeded + c.errored + c.canceled + c.expired,
-                          succeeded=c.succeeded, failed=c.errored + c.canceled + c.expired)
+        return BatchState(
+            batch_id=batch_id,
+            status=batch.processing_status,
+            ended=batch.processing_status == "ended",
+            total=c.processing + c.succeeded + c.errored + c.canceled + c.expired,
+            succeeded=c.succeeded,
+            failed=c.errored + c.canceled + c.expired,
+        )
 
     async def results(self, state: BatchState) -> dict[str, dict[str, Any] | BatchItemError]:
         """Every result of the ended batch by custom id."""
@@ -166,9 +189,14 @@ def _result(result: Any) -> dict[str, Any] | BatchItemError:
     if kind == "errored":
         err = result.error.error
         err_type = getattr(err, "type", "error")
-        return BatchItemError(kind="errored", message=f"{err_type}: {getattr(err, 'message', '')}",
-                              status=_ERROR_STATUS.get(err_type), retryable=err_type in _RETRYABLE_ERRORS)
+        return BatchItemError(
+            kind="errored",
+            message=f"{err_type}: {getattr(err, 'message', '')}",
+            status=_ERROR_STATUS.get(err_type),
+            retryable=err_type in _RETRYABLE_ERRORS,
+        )
     if kind == "expired":
-        return BatchItemError(kind="expired", message="the request was not run before the batch expired",
-                              retryable=True)
+        return BatchItemError(
+            kind="expired", message="the request was not run before the batch expired", retryable=True
+        )
     return BatchItemError(kind="canceled", message="the batch was canceled before the request ran")

@@ -51,11 +51,17 @@ class OpenAIBatchAPI(BatchAPI):
             raise self.backend.scrubber.chained(self._error(what, exc), exc)  # noqa: B904 - chained there
 
     def _error(self, what: str, exc: openai.OpenAIError) -> MitigateError:
-        return sdk_error(exc, where=f"{self.identity} ({what})", detail=str(exc),
-                         timeout=self.backend.read_timeout,
-                         backend=self.backend.spec, api_key_env=self.backend.api_key_env,
-                         status_error=openai.APIStatusError, timeout_error=openai.APITimeoutError,
-                         connection_error=openai.APIConnectionError)
+        return sdk_error(
+            exc,
+            where=f"{self.identity} ({what})",
+            detail=str(exc),
+            timeout=self.backend.read_timeout,
+            backend=self.backend.spec,
+            api_key_env=self.backend.api_key_env,
+            status_error=openai.APIStatusError,
+            timeout_error=openai.APITimeoutError,
+            connection_error=openai.APIConnectionError,
+        )
 
     def lines(self, requests: Sequence[tuple[str, LMRequest]]) -> list[Group]:
         """One line per request (its custom id the key), its body the live call's body."""
@@ -63,8 +69,10 @@ class OpenAIBatchAPI(BatchAPI):
 
     @staticmethod
     def _jsonl(lines: Sequence[Line]) -> bytes:
-        return "".join(json.dumps({"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": body}) + "\n"
-                       for cid, body in lines).encode("utf-8")
+        return "".join(
+            json.dumps({"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": body}) + "\n"
+            for cid, body in lines
+        ).encode("utf-8")
 
     def chunks(self, groups: Sequence[Group]) -> list[list[Group]]:
         """Requests split at 50,000 lines or 200 MB per file (or the smaller limits set)."""
@@ -74,10 +82,16 @@ class OpenAIBatchAPI(BatchAPI):
         """Upload the file and create the batch, tagged with ``local_id``."""
         client = self.backend.sdk_client()
         data = self._jsonl(lines)
-        upload = await self._call("file upload", lambda: client.files.create(
-            file=(f"mitigate-{local_id}.jsonl", data), purpose="batch"))
-        batch = await self._call("batch create", lambda: client.batches.create(
-            input_file_id=upload.id, endpoint=ENDPOINT, completion_window="24h", metadata={TAG: local_id}))
+        upload = await self._call(
+            "file upload",
+            lambda: client.files.create(file=(f"mitigate-{local_id}.jsonl", data), purpose="batch"),
+        )
+        batch = await self._call(
+            "batch create",
+            lambda: client.batches.create(
+                input_file_id=upload.id, endpoint=ENDPOINT, completion_window="24h", metadata={TAG: local_id}
+            ),
+        )
         return str(batch.id)
 
     async def find(self, local_id: str, count: int, since: float, claimed: Iterable[str]) -> str | None:
@@ -102,12 +116,20 @@ class OpenAIBatchAPI(BatchAPI):
         message = None
         if batch.status == "failed":
             errors = batch.errors.data if batch.errors and batch.errors.data else []
-            message = "; ".join(f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "")
-                                for e in errors) or "the batch failed validation"
+            message = (
+                "; ".join(f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "") for e in errors)
+                or "the batch failed validation"
+            )
         message = None if message is None else self.backend.scrubber.text(message)
-        return BatchState(batch_id=batch_id, status=batch.status, ended=batch.status in TERMINAL,
-                          total=counts.total if counts else 0, succeeded=counts.completed if counts else 0,
-                          failed=counts.failed if counts else 0, message=message)
+        return BatchState(
+            batch_id=batch_id,
+            status=batch.status,
+            ended=batch.status in TERMINAL,
+            total=counts.total if counts else 0,
+            succeeded=counts.completed if counts else 0,
+            failed=counts.failed if counts else 0,
+            message=message,
+        )
 
     async def results(self, state: BatchState) -> dict[str, dict[str, Any] | BatchItemError]:
         """Every line of the output and error files by custom id (none for a batch that failed validation)."""
@@ -143,8 +165,12 @@ def _result(row: dict[str, Any], batch_status: str) -> dict[str, Any] | BatchIte
         status = int(response.get("status_code") or 0)
         body = response.get("body") or {}
         message = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
-        return BatchItemError(kind="errored", status=status, message=f"HTTP {status}: {message or body}",
-                              retryable=is_retryable_status(status))
+        return BatchItemError(
+            kind="errored",
+            status=status,
+            message=f"HTTP {status}: {message or body}",
+            retryable=is_retryable_status(status),
+        )
     code = (error or {}).get("code") or ""
     message = (error or {}).get("message") or f"no result (batch {batch_status})"
     if code == "batch_expired":

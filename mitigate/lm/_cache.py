@@ -86,6 +86,7 @@ def cache_only() -> Iterator[None]:
     finally:
         _CACHE_ONLY.reset(token)
 
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
     key TEXT PRIMARY KEY,
@@ -114,8 +115,9 @@ class LMCache:
         except OSError as exc:
             raise ConfigError(f"expected a writable cache directory at {target.parent}; got {exc}") from exc
         if target.is_dir():
-            raise ConfigError(f"expected an SQLite LM cache file at {target}; got a directory",
-                              path=str(target))
+            raise ConfigError(
+                f"expected an SQLite LM cache file at {target}; got a directory", path=str(target)
+            )
         kind = path_kind(target)
         if kind not in (None, "a regular file"):  # a FIFO or a device: refused by what it is, never opened
             raise ConfigError(f"expected an SQLite LM cache file at {target}; it is {kind}", path=str(target))
@@ -124,17 +126,20 @@ class LMCache:
         self._damaged: str | None = None  # why the file is unusable (then every look-up is a miss)
         self._warned: set[str] = set()  # the causes reported so far (each once)
         try:
-            self._conn = sqlite3.connect(str(target), timeout=30.0, check_same_thread=False,
-                                         isolation_level=None)
+            self._conn = sqlite3.connect(
+                str(target), timeout=30.0, check_same_thread=False, isolation_level=None
+            )
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(_SCHEMA)
         except sqlite3.OperationalError as exc:  # cannot open or write the file at all: the user must act
             cause = _trouble(exc)
             said = _TROUBLE[cause] if cause in _TROUBLE else str(exc)
-            raise ConfigError(f"expected a readable and writable SQLite LM cache at {target}; could not open "
-                              f"it: {said} ({exc}); pass --no-cache to run without one",
-                              path=str(target)) from exc
+            raise ConfigError(
+                f"expected a readable and writable SQLite LM cache at {target}; could not open "
+                f"it: {said} ({exc}); pass --no-cache to run without one",
+                path=str(target),
+            ) from exc
         except sqlite3.DatabaseError as exc:  # the file is damaged (not a database, malformed): run uncached
             self._damaged = str(exc)
             self._warn(exc)
@@ -171,9 +176,12 @@ class LMCache:
                 stacklevel=3,
             )
         else:
-            warnings.warn(f"the LM cache {self.path} could not be used: {_TROUBLE[cause]} ({exc}); the "
-                          "answers concerned are not cached, the run goes on and the file is left as it is",
-                          CacheUnavailableWarning, stacklevel=3)
+            warnings.warn(
+                f"the LM cache {self.path} could not be used: {_TROUBLE[cause]} ({exc}); the "
+                "answers concerned are not cached, the run goes on and the file is left as it is",
+                CacheUnavailableWarning,
+                stacklevel=3,
+            )
 
     def _guarded(self, default: T, op: Callable[[], T]) -> T:
         """``op()`` under the lock; ``default`` (with one warning per cause) when SQLite reports damage, a
@@ -250,15 +258,23 @@ class LMCache:
 
 _TROUBLE = {
     "full": "no space left on the device (ENOSPC: SQLite reports the database or disk is full); "
-            "free some space",
+    "free some space",
     "io": "a disk I/O error",
     "busy": "another process held its lock for more than 30 s",
     "readonly": "the file or its folder is read-only",
 }
 """What a cause of :func:`_trouble` that is not damage means, in words."""
-_CODES = {getattr(sqlite3, name): cause for name, cause in (
-    ("SQLITE_FULL", "full"), ("SQLITE_IOERR", "io"), ("SQLITE_BUSY", "busy"), ("SQLITE_LOCKED", "busy"),
-    ("SQLITE_READONLY", "readonly")) if hasattr(sqlite3, name)}
+_CODES = {
+    getattr(sqlite3, name): cause
+    for name, cause in (
+        ("SQLITE_FULL", "full"),
+        ("SQLITE_IOERR", "io"),
+        ("SQLITE_BUSY", "busy"),
+        ("SQLITE_LOCKED", "busy"),
+        ("SQLITE_READONLY", "readonly"),
+    )
+    if hasattr(sqlite3, name)
+}
 
 
 def _trouble(exc: BaseException) -> str:
@@ -269,9 +285,14 @@ def _trouble(exc: BaseException) -> str:
     if isinstance(code, int) and (code & 0xFF) in _CODES:
         return _CODES[code & 0xFF]
     text = str(exc).lower()
-    for words, cause in (("disk is full", "full"), ("no space", "full"), ("disk i/o", "io"),
-                         ("locked", "busy"),
-                         ("readonly", "readonly"), ("read-only", "readonly")):
+    for words, cause in (
+        ("disk is full", "full"),
+        ("no space", "full"),
+        ("disk i/o", "io"),
+        ("locked", "busy"),
+        ("readonly", "readonly"),
+        ("read-only", "readonly"),
+    ):
         if words in text:
             return cause
     return "damaged"
@@ -379,4 +400,3 @@ def _decode_loglikelihood(payload: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"expected a number; got {type(value).__name__}")
     return float(value)
-

@@ -49,6 +49,9 @@ def tool_answer_fields(c: AnswerConstraint | None) -> dict[str, Any]:
     forced tool call; empty without a constraint)."""
     if c is None:
         return {}
-    tool = {"name": c.name, "description": f"Record the judge's answer: {c.describe}",
-            "input_schema": c.json_schema}
+    tool = {
+        "name": c.name,
+        "description": f"Record the judge's answer: {c.describe}",
+        "input_schema": c.json_schema,
+    }
     return {"tools": [tool], "tool_choice": {"type": "tool", "name": c.name}}

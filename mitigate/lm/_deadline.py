@@ -21,8 +21,9 @@ from __future__ import annotations
 import contextvars
 import time
 
-_CLOCK: contextvars.ContextVar[RequestClock | None] = contextvars.ContextVar("mitigate_request_clock",
-                                                                             default=None)
+_CLOCK: contextvars.ContextVar[RequestClock | None] = contextvars.ContextVar(
+    "mitigate_request_clock", default=None
+)
 
 
 class RequestClock:

@@ -58,9 +58,15 @@ class DeclaredLM(LM):
     network backend (``--max-prompt-chars``, ``--max-samples``).
     """
 
-    def __init__(self, provider: str, model: str, facts: BackendFacts,
-                 options: Mapping[str, Any] | None = None,
-                 *, limits: Any | None = None) -> None:
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        facts: BackendFacts,
+        options: Mapping[str, Any] | None = None,
+        *,
+        limits: Any | None = None,
+    ) -> None:
         self.provider = provider
         self.model = model
         self.facts = facts
@@ -98,10 +104,14 @@ class DeclaredLM(LM):
         if request.temperature > self.facts.max_temperature:
             raise CapabilityError(
                 f"{self.spec!r} accepts temperature between 0 and {self.facts.max_temperature:g}; got "
-                f"temperature={request.temperature}", backend=self.spec)
+                f"temperature={request.temperature}",
+                backend=self.spec,
+            )
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """Never sends: a declared backend only renders and checks requests."""
         raise CapabilityError(
             f"backend {self.spec!r} was declared for rendering requests only (no client was built); expected "
-            "a backend from mitigate.lm.get() to send a request", backend=self.spec)
+            "a backend from mitigate.lm.get() to send a request",
+            backend=self.spec,
+        )

@@ -16,4 +16,3 @@ DEFAULT_MAX_PROMPT_CHARS = 400_000
 """The longest prompt sent, in characters (about 100,000 tokens); checked before sending."""
 DEFAULT_MAX_SAMPLES = 128
 """The most samples (``n``) asked for in one request."""
-

@@ -74,8 +74,9 @@ keys)."""
 
 def environment_keys() -> tuple[str, ...]:
     """The values of the ``*_API_KEY`` environment variables LiteLLM may send (8 characters or more)."""
-    return tuple(v for k, v in os.environ.items() if k.upper().endswith("API_KEY")
-                 and len(v) >= ENV_KEY_MIN_CHARS)
+    return tuple(
+        v for k, v in os.environ.items() if k.upper().endswith("API_KEY") and len(v) >= ENV_KEY_MIN_CHARS
+    )
 
 
 def _silence_messages_deprecation() -> None:
@@ -120,8 +121,9 @@ def _token_logprobs(raw: Any) -> tuple[TokenLogprob, ...] | None:
         TokenLogprob(
             token=str(_get(t, "token")),
             logprob=float(_get(t, "logprob")),
-            top=tuple((str(_get(a, "token")), float(_get(a, "logprob")))
-                      for a in (_get(t, "top_logprobs") or [])),
+            top=tuple(
+                (str(_get(a, "token")), float(_get(a, "logprob"))) for a in (_get(t, "top_logprobs") or [])
+            ),
         )
         for t in content
     )
@@ -166,15 +168,23 @@ class DSPyLM(LM):
     supports_stop = True
 
     def __init__(
-        self, model: str, *, api_base: str | None = None, api_key: str | None = None,
-        base_url: str | None = None, timeout: float | None = None, limits: Limits | None = None,
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        limits: Limits | None = None,
         **lm_kwargs: Any,
     ) -> None:
         self.model = validate_spec_part("DSPy/LiteLLM model id", model)
         self.limits = check_limits(limits, backend=f"dspy:{model}")
         if base_url and api_base and base_url.rstrip("/") != api_base.rstrip("/"):
-            raise ConfigError(f"DSPyLM takes one server URL; got api_base={public_url(api_base)!r} and "
-                              f"base_url={public_url(base_url)!r} (expected one of them, or both equal)")
+            raise ConfigError(
+                f"DSPyLM takes one server URL; got api_base={public_url(api_base)!r} and "
+                f"base_url={public_url(base_url)!r} (expected one of them, or both equal)"
+            )
         api_base = api_base or base_url
         self.api_base = check_base_url(api_base, backend=f"dspy:{model}") if api_base else None
         kwargs: dict[str, Any] = {**lm_kwargs, "cache": False, "num_retries": 0}
@@ -200,8 +210,11 @@ class DSPyLM(LM):
 
     def _kwargs(self, request: LMRequest) -> dict[str, Any]:
         """Per-call sampling arguments for ``dspy.LM``."""
-        return {"temperature": request.temperature, "max_tokens": request.max_tokens,
-                **openai_style_options(request)}
+        return {
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            **openai_style_options(request),
+        }
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run ``request`` through ``dspy.LM`` (see the module docstring)."""
@@ -224,8 +237,9 @@ class DSPyLM(LM):
                 finally:
                     clock.end()
             except TimeoutError:
-                raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec,
-                                     attempts=clock.attempts) from None
+                raise deadline_error(
+                    self.identity(), self.limits.deadline, backend=self.spec, attempts=clock.attempts
+                ) from None
             except (MitigateError, TypeError, AttributeError):
                 raise
             except Exception as exc:
@@ -267,22 +281,26 @@ class DSPyLM(LM):
         usage = Usage(
             prompt_tokens=fields.count(_get(raw_usage, "prompt_tokens"), "usage.prompt_tokens"),
             completion_tokens=fields.count(_get(raw_usage, "completion_tokens"), "usage.completion_tokens"),
-            cached_prompt_tokens=fields.count(_get(details, "cached_tokens")
-                                              or _get(raw_usage, "cache_read_input_tokens"),
-                                              "usage.cached_tokens"),
-            cache_write_tokens=fields.count(_get(details, "cache_creation_tokens")
-                                            or _get(raw_usage, "cache_creation_input_tokens"),
-                                            "usage.cache_creation_tokens"),
+            cached_prompt_tokens=fields.count(
+                _get(details, "cached_tokens") or _get(raw_usage, "cache_read_input_tokens"),
+                "usage.cached_tokens",
+            ),
+            cache_write_tokens=fields.count(
+                _get(details, "cache_creation_tokens") or _get(raw_usage, "cache_creation_input_tokens"),
+                "usage.cache_creation_tokens",
+            ),
         )
         cost = entry.get("cost")
         if cost is None and self.api_base is None:
             cost = pricing.cost(self.model, usage)
-        elif cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float)
-                                   or not 0 <= cost < 1e9):
+        elif cost is not None and (
+            isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 <= cost < 1e9
+        ):
             raise fields.error("cost", "a number of dollars >= 0", cost)
         model = fields.optional_text(entry.get("response_model"), "model") or self.model
-        return LMResponse(choices=tuple(choices), usage=usage, model=model, cost_usd=None if cost is None
-                          else float(cost))
+        return LMResponse(
+            choices=tuple(choices), usage=usage, model=model, cost_usd=None if cost is None else float(cost)
+        )
 
     def _translate(self, exc: Exception) -> MitigateError:
         """Map DSPy/LiteLLM errors to TransientLMError (retryable) or LMCallError, without the key."""

@@ -83,7 +83,11 @@ class FakeLM(LM):
     supports_stop = True
 
     def __init__(
-        self, responses: Script, *, logprobs: bool = False, model: str = "",
+        self,
+        responses: Script,
+        *,
+        logprobs: bool = False,
+        model: str = "",
         constraint_modes: Sequence[str] = (),
         loglikelihood: Callable[[str, str], float] | None = None,
     ) -> None:

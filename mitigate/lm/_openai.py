@@ -100,13 +100,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import SecretStr
 
-from mitigate.errors import (
-    BackendSpecError,
-    CapabilityError,
-    ConfigError,
-    MissingAPIKeyError,
-    MitigateError,
-)
+from mitigate.errors import BackendSpecError, CapabilityError, ConfigError, MissingAPIKeyError, MitigateError
 from mitigate.lm import _pricing as pricing
 from mitigate.lm._answer_fields import AnswerFields
 from mitigate.lm._base import (
@@ -170,10 +164,20 @@ def _raw_response_class() -> Any:
         return None
     return httpx.Response
 
+
 GuidedServer = Literal["openai", "vllm", "vllm-legacy", "sglang", "llamacpp"]
 _GUIDED = ("openai", "vllm", "vllm-legacy", "sglang", "llamacpp")
-_STRUCTURED_PREFIXES = ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4",
-                        "chatgpt-4o")
+_STRUCTURED_PREFIXES = (
+    "gpt-4o-mini",
+    "gpt-4o",
+    "gpt-4.1",
+    "gpt-4.5",
+    "gpt-5",
+    "o1",
+    "o3",
+    "o4",
+    "chatgpt-4o",
+)
 _NO_STRUCTURED = ("gpt-4o-2024-05-13", "o1-mini", "o1-preview")
 
 
@@ -200,8 +204,12 @@ def constraint_fields(request: LMRequest, guided: str | None) -> dict[str, Any]:
     if c is None:
         return {}
     if c.mode == "json":
-        return {"response_format": {"type": "json_schema",
-                                    "json_schema": {"name": c.name, "schema": c.json_schema, "strict": True}}}
+        return {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": c.name, "schema": c.json_schema, "strict": True},
+            }
+        }
     if guided == "vllm":
         return {"structured_outputs": {"regex": c.regex}}
     if guided == "vllm-legacy":
@@ -276,8 +284,11 @@ class OpenAILM(LM):
         if guided is not None and guided not in _GUIDED:
             raise ConfigError(f"expected guided to be one of {list(_GUIDED)} or None; got {guided!r}")
         self.guided = guided
-        self.limiter = rate_limit if isinstance(rate_limit, AdaptiveLimiter) else (
-            AdaptiveLimiter() if rate_limit else None)
+        self.limiter = (
+            rate_limit
+            if isinstance(rate_limit, AdaptiveLimiter)
+            else (AdaptiveLimiter() if rate_limit else None)
+        )
         resolved_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
         self.base_url = check_base_url(resolved_url, backend=f"openai:{model}") if resolved_url else None
         self.api_key_env = api_key_env
@@ -301,8 +312,10 @@ class OpenAILM(LM):
         if transport == "auto":
             transport = "direct" if http_client is None and importlib.util.find_spec("aiohttp") else "sdk"
         if transport == "direct" and importlib.util.find_spec("aiohttp") is None:
-            raise ConfigError("transport='direct' needs aiohttp; expected it installed (pip install "
-                              "'mitigate[openai]' or pip install aiohttp)")
+            raise ConfigError(
+                "transport='direct' needs aiohttp; expected it installed (pip install "
+                "'mitigate[openai]' or pip install aiohttp)"
+            )
         if transport != "direct" and importlib.util.find_spec("openai") is None:
             raise BackendSpecError(
                 f"backend spec 'openai:{model}' needs the 'openai' package (or aiohttp for its direct "
@@ -328,7 +341,7 @@ class OpenAILM(LM):
         self._session_keeper: asyncio.Task[None] | None = None
 
     def constraint_modes(self) -> frozenset[str]:
-        """"json" on structured-outputs models and declared servers; "format" on named guided-decoding
+        """ "json" on structured-outputs models and declared servers; "format" on named guided-decoding
         servers."""
         return constraint_modes_for(self.model, self.base_url, self.guided)
 
@@ -426,26 +439,39 @@ class OpenAILM(LM):
         exchange = Exchange()
         clock = request_clock()
         try:
-            ticket = (await limiter.acquire(estimate_tokens(request) if limiter.tracks_tokens else 0,
-                                            where=self.identity()) if limiter is not None else None)
+            ticket = (
+                await limiter.acquire(
+                    estimate_tokens(request) if limiter.tracks_tokens else 0, where=self.identity()
+                )
+                if limiter is not None
+                else None
+            )
             try:
                 left = clock.begin(self.limits.deadline)
                 try:
                     async with asyncio.timeout(left):
                         raw = await (self._post_direct if self.transport == "direct" else self._post_sdk)(
-                            self._body(request), exchange)
+                            self._body(request), exchange
+                        )
                 finally:
                     clock.end()
             except TimeoutError:
-                raise deadline_error(self.identity(), self.limits.deadline, backend=self.spec,
-                                     got=exchange.got,
-                                     attempts=clock.attempts) from None
+                raise deadline_error(
+                    self.identity(),
+                    self.limits.deadline,
+                    backend=self.spec,
+                    got=exchange.got,
+                    attempts=clock.attempts,
+                ) from None
             finally:
                 if limiter is not None and ticket is not None:
                     status = exchange.status
-                    limiter.release(ticket, status=status, headers=exchange.headers,
-                                    retry_after=parse_retry_after(exchange.headers) if status == 429
-                                    else None)
+                    limiter.release(
+                        ticket,
+                        status=status,
+                        headers=exchange.headers,
+                        retry_after=parse_retry_after(exchange.headers) if status == 429 else None,
+                    )
             return self.scrubber.response(self._response(request, raw))
         except MitigateError as exc:  # the boundary: no secret leaves in an error (nor in an answer, above)
             # the same error, scrubbed; its chain is kept unless it shows a key
@@ -458,8 +484,12 @@ class OpenAILM(LM):
         openai = _sdk()
         where = self.identity()
         try:
-            resp = await client.post("/chat/completions", body=body, cast_to=_raw_response_class(), options={
-                "headers": {"X-Stainless-Raw-Response": "stream"}, "follow_redirects": False})
+            resp = await client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=_raw_response_class(),
+                options={"headers": {"X-Stainless-Raw-Response": "stream"}, "follow_redirects": False},
+            )
         except openai.APIStatusError as exc:
             exchange.status, exchange.headers = exc.status_code, exc.response.headers
             raise self._translate(exc) from exc
@@ -471,10 +501,20 @@ class OpenAILM(LM):
             exchange.status, exchange.headers = resp.status_code, resp.headers
             if getattr(resp, "history", None):  # a client of the caller's own that follows redirects
                 first = resp.history[0]
-                raise http_error(where, first.status_code, first.headers, "", api_key_env=self.api_key_env,
-                                 backend=self.spec)
-            data = await read_capped(counted(resp.aiter_bytes(), exchange), self.limits.max_response_bytes,
-                                     where=where, backend=self.spec)
+                raise http_error(
+                    where,
+                    first.status_code,
+                    first.headers,
+                    "",
+                    api_key_env=self.api_key_env,
+                    backend=self.spec,
+                )
+            data = await read_capped(
+                counted(resp.aiter_bytes(), exchange),
+                self.limits.max_response_bytes,
+                where=where,
+                backend=self.spec,
+            )
         except MitigateError:
             raise
         except Exception as exc:
@@ -484,16 +524,18 @@ class OpenAILM(LM):
         finally:
             with contextlib.suppress(Exception):
                 await resp.aclose()
-        return decode_json_object(data, where=where, backend=self.spec,
-                                  expected="a JSON chat.completion object")
+        return decode_json_object(
+            data, where=where, backend=self.spec, expected="a JSON chat.completion object"
+        )
 
     def chat_body(self, request: LMRequest) -> dict[str, Any]:
         """The JSON body of ``POST /chat/completions`` for ``request`` (also a batch line's ``body``)."""
         self.check(request)
         return self._body(request)
 
-    def parse_chat_completion(self, request: LMRequest, raw: dict[str, Any], *,
-                              batch: bool = False) -> LMResponse:
+    def parse_chat_completion(
+        self, request: LMRequest, raw: dict[str, Any], *, batch: bool = False
+    ) -> LMResponse:
         """A chat.completion JSON object (a batch result's ``response.body``) as an :class:`LMResponse` (the
         key taken
         out of it, and out of the error of a malformed one)."""
@@ -550,8 +592,9 @@ class OpenAILM(LM):
         cost = pricing.cost(self.model, usage) if self.base_url is None else None
         return LMResponse(choices=tuple(choices), usage=usage, model=model or self.model, cost_usd=cost)
 
-    def _logprobs(self, request: LMRequest, rc: dict[str, Any],
-                  fields: AnswerFields) -> tuple[TokenLogprob, ...]:
+    def _logprobs(
+        self, request: LMRequest, rc: dict[str, Any], fields: AnswerFields
+    ) -> tuple[TokenLogprob, ...]:
         """A choice's token logprobs (``logprobs.content``); CapabilityError when the server sent none."""
         content = fields.mapping(rc.get("logprobs"), "choices[].logprobs").get("content")
         if content is None:
@@ -572,14 +615,21 @@ class OpenAILM(LM):
             alternatives = []
             for a in top:
                 a = fields.mapping(a, "choices[].logprobs.content[].top_logprobs[]")
-                alternatives.append((fields.text(a.get("token"),
-                                                 "choices[].logprobs.content[].top_logprobs[].token"),
-                                     fields.logprob(a.get("logprob"),
-                                                    "choices[].logprobs.content[].top_logprobs[].logprob")))
-            out.append(TokenLogprob(token=fields.text(t.get("token"), "choices[].logprobs.content[].token"),
-                                    logprob=fields.logprob(t.get("logprob"),
-                                                           "choices[].logprobs.content[].logprob"),
-                                    top=tuple(alternatives)))
+                alternatives.append(
+                    (
+                        fields.text(a.get("token"), "choices[].logprobs.content[].top_logprobs[].token"),
+                        fields.logprob(
+                            a.get("logprob"), "choices[].logprobs.content[].top_logprobs[].logprob"
+                        ),
+                    )
+                )
+            out.append(
+                TokenLogprob(
+                    token=fields.text(t.get("token"), "choices[].logprobs.content[].token"),
+                    logprob=fields.logprob(t.get("logprob"), "choices[].logprobs.content[].logprob"),
+                    top=tuple(alternatives),
+                )
+            )
         return tuple(out)
 
     async def _post_direct(self, body: dict[str, Any], exchange: Exchange) -> dict[str, Any]:
@@ -606,28 +656,46 @@ class OpenAILM(LM):
                 phase = "body"
                 if resp.status >= 300 or resp.status < 200:
                     detail = await read_head(resp.content.iter_any())
-                    raise http_error(where, resp.status, resp.headers, detail, api_key_env=self.api_key_env,
-                                     backend=self.spec)
-                data = await read_capped(counted(resp.content.iter_any(), exchange),
-                                         self.limits.max_response_bytes,
-                                         where=where, backend=self.spec)
+                    raise http_error(
+                        where,
+                        resp.status,
+                        resp.headers,
+                        detail,
+                        api_key_env=self.api_key_env,
+                        backend=self.spec,
+                    )
+                data = await read_capped(
+                    counted(resp.content.iter_any(), exchange),
+                    self.limits.max_response_bytes,
+                    where=where,
+                    backend=self.spec,
+                )
         except MitigateError:
             raise
         except Exception as exc:
             if not is_client_failure(exc):
                 raise
-            raise transport_error(exc, where=where, backend=self.spec, timeout=self.read_timeout,
-                                  phase=phase) from exc
-        return decode_json_object(data, where=where, backend=self.spec,
-                                  expected="a JSON chat.completion object")
+            raise transport_error(
+                exc, where=where, backend=self.spec, timeout=self.read_timeout, phase=phase
+            ) from exc
+        return decode_json_object(
+            data, where=where, backend=self.spec, expected="a JSON chat.completion object"
+        )
 
     def _translate(self, exc: BaseException, phase: Literal["answer", "body"] = "answer") -> MitigateError:
         """Map an SDK error (or a client exception under it) to a typed error."""
         openai = _sdk()
         return sdk_error(
-            exc, where=self.identity(), detail=str(exc), timeout=self.read_timeout, backend=self.spec,
-            api_key_env=self.api_key_env, status_error=openai.APIStatusError,
-            timeout_error=openai.APITimeoutError, connection_error=openai.APIConnectionError, phase=phase,
+            exc,
+            where=self.identity(),
+            detail=str(exc),
+            timeout=self.read_timeout,
+            backend=self.spec,
+            api_key_env=self.api_key_env,
+            status_error=openai.APIStatusError,
+            timeout_error=openai.APITimeoutError,
+            connection_error=openai.APIConnectionError,
+            phase=phase,
         )
 
     async def aclose(self) -> None:
@@ -657,4 +725,3 @@ async def _close_when_its_loop_ends(session: Any) -> None:
         await asyncio.Event().wait()
     finally:
         await session.close()
-

@@ -103,8 +103,9 @@ def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float,
             continue
         parts = text.split()
         if len(parts) > 2:
-            raise ConfigError(f"{source}:{number}: expected 'URL' or 'URL WEIGHT'; got {len(parts)} words: "
-                              f"{text[:80]!r}")
+            raise ConfigError(
+                f"{source}:{number}: expected 'URL' or 'URL WEIGHT'; got {len(parts)} words: {text[:80]!r}"
+            )
         weight = 1.0
         if len(parts) == 2:
             try:
@@ -112,8 +113,10 @@ def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float,
             except ValueError:
                 weight = math.nan
             if not (math.isfinite(weight) and weight > 0):
-                raise ConfigError(f"{source}:{number}: expected a weight that is a positive number after the "
-                                  f"URL; got {parts[1]!r}")
+                raise ConfigError(
+                    f"{source}:{number}: expected a weight that is a positive number after the "
+                    f"URL; got {parts[1]!r}"
+                )
         out.append((parts[0], weight, number))
     return out
 
@@ -129,16 +132,21 @@ def read_endpoints(values: Sequence[str], read_file: Callable[[Path, str], str])
     for value in values:
         if value.startswith("@"):
             path = Path(value[1:])
-            found = [(url, weight, f"{path}:{line}") for url, weight, line in
-                     parse_endpoints(read_file(path, "--base-url").splitlines(), str(path))]
+            found = [
+                (url, weight, f"{path}:{line}")
+                for url, weight, line in parse_endpoints(
+                    read_file(path, "--base-url").splitlines(), str(path)
+                )
+            ]
             if not found:
                 raise ConfigError(f"expected --base-url {value} to list at least one URL; it lists none")
         else:
             found = [(value, 1.0, "--base-url")]
         for url, weight, place in found:
             if url in where:
-                raise ConfigError(f"expected each replica once; {public_url(url)} is given at {where[url]} "
-                                  f"and at {place}")
+                raise ConfigError(
+                    f"expected each replica once; {public_url(url)} is given at {where[url]} and at {place}"
+                )
             where[url] = place
             out.append((url, weight))
     return out
@@ -165,13 +173,20 @@ class PoolLM(WrapperLM):
     ``max_backoff`` set the breakers; ``clock`` is injectable for tests.
     """
 
-    def __init__(self, endpoints: Sequence[tuple[str, float, LM]], *, trip_after: int = TRIP_AFTER,
-                 max_backoff: float = MAX_BACKOFF, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        endpoints: Sequence[tuple[str, float, LM]],
+        *,
+        trip_after: int = TRIP_AFTER,
+        max_backoff: float = MAX_BACKOFF,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if not endpoints:
             raise ConfigError("expected at least one replica for a pool; got none")
         if isinstance(trip_after, bool) or not isinstance(trip_after, int) or trip_after < 1:
-            raise ConfigError("The 'trip_after' parameter of PoolLM must be an int >= 1. Got "
-                              f"{trip_after!r} instead.")
+            raise ConfigError(
+                f"The 'trip_after' parameter of PoolLM must be an int >= 1. Got {trip_after!r} instead."
+            )
         specs = {lm.spec for _, _, lm in endpoints}
         if len(specs) != 1:
             raise ConfigError(f"expected replicas of one model; got backends {sorted(specs)}")
@@ -184,11 +199,11 @@ class PoolLM(WrapperLM):
         self._identity = f"{self.inner.spec}@" + ",".join(sorted({e.shown for e in self.endpoints}))
 
     @classmethod
-    def of(cls, endpoints: Sequence[tuple[str, float]], build: Callable[[str], LM],
-           **options: object) -> PoolLM:
+    def of(
+        cls, endpoints: Sequence[tuple[str, float]], build: Callable[[str], LM], **options: object
+    ) -> PoolLM:
         """A pool of ``(url, weight)`` replicas, each backend built by ``build(url)``."""
-        return cls([(url, weight, build(url)) for url, weight in endpoints],
-                   **options)  # type: ignore[arg-type]
+        return cls([(url, weight, build(url)) for url, weight in endpoints], **options)  # type: ignore[arg-type]
 
     def identity(self) -> str:
         """The model's spec and the sorted set of the replicas' URLs: the same whichever replica answers."""
@@ -232,8 +247,11 @@ class PoolLM(WrapperLM):
         cause = causes.pop() if len(causes) == 1 else None
         if cause is not None and cause.startswith("http-"):
             return TransientLMError(message, status=int(cause[5:]), backend=self.inner.spec)
-        return TransientLMError(message, reason=cause if cause in ("connection", "closed", "cut", "timeout")
-                                else "unavailable", backend=self.inner.spec)
+        return TransientLMError(
+            message,
+            reason=cause if cause in ("connection", "closed", "cut", "timeout") else "unavailable",
+            backend=self.inner.spec,
+        )
 
     def _succeeded(self, e: Endpoint) -> None:
         e.served += 1
@@ -243,9 +261,11 @@ class PoolLM(WrapperLM):
         back = bool(e.down_until)
         e.failures, e.down_until, e.backoff, e.probing, e.last_reason = 0, 0.0, 0.0, False, None
         if back:
-            warnings.warn(f"replica {e.shown} of {self.inner.spec} answered again: back in the pool",
-                          EndpointWarning,
-                          stacklevel=4)
+            warnings.warn(
+                f"replica {e.shown} of {self.inner.spec} answered again: back in the pool",
+                EndpointWarning,
+                stacklevel=4,
+            )
 
     def _failed(self, e: Endpoint, exc: MitigateError) -> None:
         cause = _cause(exc)
@@ -258,14 +278,18 @@ class PoolLM(WrapperLM):
         e.last_reason = cause
         was_probe, e.probing = e.probing or bool(e.down_until), False
         if was_probe or e.failures >= self.trip_after or cause == "connection":
-            e.backoff = FIRST_BACKOFF if not was_probe else min(self.max_backoff,
-                                                                max(FIRST_BACKOFF, 2 * e.backoff))
+            e.backoff = (
+                FIRST_BACKOFF if not was_probe else min(self.max_backoff, max(FIRST_BACKOFF, 2 * e.backoff))
+            )
             e.down_until = self._clock() + e.backoff
             if not was_probe:
-                warnings.warn(f"replica {e.shown} of {self.inner.spec} taken out of the pool after "
-                              f"{e.failures} failure{'s' if e.failures != 1 else ''} in a row ({cause}: "
-                              f"{str(exc)[:160]}); probed again in {e.backoff:g} s", EndpointWarning,
-                              stacklevel=4)
+                warnings.warn(
+                    f"replica {e.shown} of {self.inner.spec} taken out of the pool after "
+                    f"{e.failures} failure{'s' if e.failures != 1 else ''} in a row ({cause}: "
+                    f"{str(exc)[:160]}); probed again in {e.backoff:g} s",
+                    EndpointWarning,
+                    stacklevel=4,
+                )
 
     # -- the LM interface
 
@@ -310,9 +334,17 @@ class PoolLM(WrapperLM):
         whether
         it is in the pool now."""
         now = self._clock()
-        return [{"url": e.shown, "weight": e.weight, "served": e.served, "failed": e.failed,
-                 "causes": dict(e.causes),
-                 "in": e.down_until <= now} for e in self.endpoints]
+        return [
+            {
+                "url": e.shown,
+                "weight": e.weight,
+                "served": e.served,
+                "failed": e.failed,
+                "causes": dict(e.causes),
+                "in": e.down_until <= now,
+            }
+            for e in self.endpoints
+        ]
 
     async def aclose(self) -> None:
         """Close every replica's backend."""

@@ -112,8 +112,10 @@ def register_price(model: str, price: Price | Mapping[str, float]) -> Price:
     try:
         value = price if isinstance(price, Price) else Price.model_validate(dict(price))
     except ValidationError as exc:
-        raise ConfigError(f"expected a price for {model!r} with input/output USD per 1M tokens; got "
-                          f"{price!r} ({exc.errors()[0]['loc']}: {exc.errors()[0]['msg']})") from None
+        raise ConfigError(
+            f"expected a price for {model!r} with input/output USD per 1M tokens; got "
+            f"{price!r} ({exc.errors()[0]['loc']}: {exc.errors()[0]['msg']})"
+        ) from None
     with _lock:
         _user_prices[model.strip()] = value
     return value
@@ -129,8 +131,9 @@ def load_prices(path: str | Path) -> dict[str, Price]:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"expected a JSON price file at {p}; it is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"expected a JSON object mapping model names to prices in {p}; got "
-                          f"{type(data).__name__}")
+        raise ConfigError(
+            f"expected a JSON object mapping model names to prices in {p}; got {type(data).__name__}"
+        )
     out: dict[str, Price] = {}
     for model, price in data.items():
         if not isinstance(price, dict):
@@ -225,6 +228,9 @@ def why_unpriced(lm: object) -> str:
     if server:
         return f"{spec} runs on a server at a base URL, which has no list price"
     if getattr(inner, "provider", "") in ("openai", "anthropic", "dspy") and lookup(model) is None:
-        return (f"no list price for {model!r} in mitigate's price list (add one: mitigate.lm.register_price or a JSON "
-                f"file named by ${PRICES_ENV})")
+        return (
+            f"no list price for {model!r} in mitigate's price list (add one: mitigate.lm.register_price or "
+            "a JSON "
+            f"file named by ${PRICES_ENV})"
+        )
     return f"{spec} reports no price for its calls"

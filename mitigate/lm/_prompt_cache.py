@@ -157,7 +157,7 @@ class PrefixPlanner:
         if not ends:
             return []
         if len(ends) > self.max_breakpoints:  # keep the shortest (shared by most) and the longest ones
-            ends = [ends[0], *ends[len(ends) - self.max_breakpoints + 1:]]
+            ends = [ends[0], *ends[len(ends) - self.max_breakpoints + 1 :]]
         for end in ends:
             self._known.move_to_end(flat[:end])
         out: list[Breakpoint] = []

@@ -111,9 +111,11 @@ def parse_rate_limit_headers(headers: Mapping[str, str] | None) -> RateLimitSnap
     get = headers.get
     if get("x-ratelimit-remaining-requests") is not None or get("x-ratelimit-remaining-tokens") is not None:
         prefix, names = "x-ratelimit-", ("limit-{}", "remaining-{}", "reset-{}")
-    elif get("anthropic-ratelimit-requests-remaining") is not None or \
-            get("anthropic-ratelimit-tokens-remaining") is not None or \
-            get("anthropic-ratelimit-input-tokens-remaining") is not None:
+    elif (
+        get("anthropic-ratelimit-requests-remaining") is not None
+        or get("anthropic-ratelimit-tokens-remaining") is not None
+        or get("anthropic-ratelimit-input-tokens-remaining") is not None
+    ):
         prefix, names = "anthropic-ratelimit-", ("{}-limit", "{}-remaining", "{}-reset")
     else:
         return None
@@ -128,8 +130,14 @@ def parse_rate_limit_headers(headers: Mapping[str, str] | None) -> RateLimitSnap
     tl, tr, ts = family("tokens")
     if tr is None and prefix.startswith("anthropic"):
         tl, tr, ts = family("input-tokens")
-    return RateLimitSnapshot(requests_limit=rl, requests_remaining=rr, requests_reset=rs,
-                             tokens_limit=tl, tokens_remaining=tr, tokens_reset=ts)
+    return RateLimitSnapshot(
+        requests_limit=rl,
+        requests_remaining=rr,
+        requests_reset=rs,
+        tokens_limit=tl,
+        tokens_remaining=tr,
+        tokens_reset=ts,
+    )
 
 
 def _rate(limit: int | None, remaining: int, reset: float | None) -> float | None:
@@ -269,7 +277,10 @@ class AdaptiveLimiter:
                 raise TransientLMError(
                     f"{where}: the server's rate limit (its Retry-After or rate-limit headers) asks to wait "
                     f"{delay:,.0f} s before the next request, longer than the rate limiter waits by itself "
-                    f"({self.max_wait:g} s; retryable)", retry_after=delay, reason="rate-limit")
+                    f"({self.max_wait:g} s; retryable)",
+                    retry_after=delay,
+                    reason="rate-limit",
+                )
             if delay > 1e-6:
                 waited = True
                 await self._sleep(delay)
@@ -296,8 +307,14 @@ class AdaptiveLimiter:
             self._tok_remaining -= tokens
         return self._epoch, tokens
 
-    def release(self, ticket: Ticket, *, status: int | None = None, headers: Mapping[str, str] | None = None,
-                retry_after: float | None = None) -> None:
+    def release(
+        self,
+        ticket: Ticket,
+        *,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         """Record how a call ended: ``status`` None or 2xx/3xx is a success, 429 shrinks the cap and pauses,
         anything else (0 for no answer at all) changes nothing but the count in flight."""
         epoch, tokens = ticket
@@ -326,12 +343,18 @@ class AdaptiveLimiter:
                 self._successes = 0
             pause = retry_after
             if pause is None and snap is not None:
-                resets = [r for r, left in ((snap.requests_reset, snap.requests_remaining),
-                                            (snap.tokens_reset, snap.tokens_remaining))
-                          if r is not None and left is not None and left <= 0]
+                resets = [
+                    r
+                    for r, left in (
+                        (snap.requests_reset, snap.requests_remaining),
+                        (snap.tokens_reset, snap.tokens_remaining),
+                    )
+                    if r is not None and left is not None and left <= 0
+                ]
                 pause = max(resets) if resets else None
-            self._paused_until = max(self._paused_until, now
-                                     + (self.default_pause if pause is None else pause))
+            self._paused_until = max(
+                self._paused_until, now + (self.default_pause if pause is None else pause)
+            )
         elif (status is None or 200 <= status < 400) and self.cap is not None:
             self._successes += 1
             if self._successes >= self.cap:

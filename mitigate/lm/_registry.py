@@ -134,9 +134,9 @@ def declare(spec: str, **kwargs: Any) -> LM:
     if backend.facts is None:  # nothing declared: only the built backend knows what it takes
         return get(spec, **kwargs)
     if kind == "local" and sep and not rest:
-        raise BackendSpecError(f"backend spec {spec!r} has an empty path; expected 'local' or "
-                               "'local:<path.gguf>'",
-                               spec=spec)
+        raise BackendSpecError(
+            f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'", spec=spec
+        )
     if kind == "fake":
         rest = rest or str(kwargs.get("model") or "")
     limits = kwargs.get("limits") if backend.network else None
@@ -199,9 +199,9 @@ def _dspy(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
 
 def _local(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
     if sep and not rest:
-        raise BackendSpecError(f"backend spec {spec!r} has an empty path; expected 'local' or "
-                               "'local:<path.gguf>'",
-                               spec=spec)
+        raise BackendSpecError(
+            f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'", spec=spec
+        )
     llamacpp = _module("llamacpp", spec)
     return llamacpp.LlamaCppLM(model_path=rest or None, **kwargs) if sep else llamacpp.LlamaCppLM(**kwargs)
 
@@ -225,6 +225,7 @@ def _fake(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
 def _server_identity(url_option: str, env: str | None = None) -> Callable[[str, Mapping[str, Any]], str]:
     """``identity(spec, options)``: the spec, plus ``@<server url>`` when the options (or ``env``) name a
     server."""
+
     def identity(spec: str, options: Mapping[str, Any]) -> str:
         url = options.get(url_option) or (os.environ.get(env) if env else None)
         if not url:
@@ -239,8 +240,9 @@ def _server_identity(url_option: str, env: str | None = None) -> Callable[[str, 
 def _openai_modes(model: str, options: Mapping[str, Any]) -> frozenset[str]:
     from mitigate.lm._openai import constraint_modes_for  # no SDK: the module imports it only to send
 
-    return constraint_modes_for(model, options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None,
-                                options.get("guided"))
+    return constraint_modes_for(
+        model, options.get("base_url") or os.environ.get("OPENAI_BASE_URL") or None, options.get("guided")
+    )
 
 
 def _openai_fields(request: LMRequest, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -261,42 +263,102 @@ def _fake_modes(model: str, options: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(options.get("constraint_modes") or ())
 
 
-add("backend", "openai", Backend(
-    ("openai:<model>",), _openai, network=True, needs="model", options=("transport", "guided"), batch=True,
-    about="the OpenAI API and OpenAI-compatible servers such as vLLM",
-    facts=BackendFacts(supports_logprobs=True, supports_n=True, modes=_openai_modes, fields=_openai_fields,
-                       identity=_server_identity("base_url", "OPENAI_BASE_URL"),
-                       options=("base_url", "guided"))))
-add("backend", "anthropic", Backend(
-    ("anthropic:<model>",), _anthropic, network=True, needs="model", batch=True, about="the Anthropic API",
-    facts=BackendFacts(supports_logprobs=False, supports_n=True, max_temperature=1.0,
-                       modes=lambda model, options: frozenset({"json"}),
-                       fields=lambda request, options: tool_answer_fields(request.constraint),
-                       identity=_server_identity("base_url"), options=("base_url",))))
-add("backend", "dspy", Backend(
-    ("dspy:<litellm model id>",), _dspy, network=True, needs="model",
-    facts=BackendFacts(supports_logprobs=True, supports_n=True,
-                       identity=_server_identity("base_url"), options=("base_url",))))
-add("backend", "local", Backend(
-    ("local", "local:<path.gguf>"), _local,
-    facts=BackendFacts(supports_logprobs=True, supports_n=True, modes=lambda model,
-                       options: frozenset({"format", "json"}),
-                       fields=_grammar_fields)))
-add("backend", "replay", Backend(
-    ("replay:<path.jsonl>",), _replay, needs="path",
-    facts=BackendFacts(supports_logprobs=True, supports_n=True)))
-add("backend", "fake", Backend(
-    ("fake",), _fake,
-    facts=BackendFacts(supports_logprobs=False, supports_n=True, modes=_fake_modes,
-                       options=("constraint_modes",))))
+add(
+    "backend",
+    "openai",
+    Backend(
+        ("openai:<model>",),
+        _openai,
+        network=True,
+        needs="model",
+        options=("transport", "guided"),
+        batch=True,
+        about="the OpenAI API and OpenAI-compatible servers such as vLLM",
+        facts=BackendFacts(
+            supports_logprobs=True,
+            supports_n=True,
+            modes=_openai_modes,
+            fields=_openai_fields,
+            identity=_server_identity("base_url", "OPENAI_BASE_URL"),
+            options=("base_url", "guided"),
+        ),
+    ),
+)
+add(
+    "backend",
+    "anthropic",
+    Backend(
+        ("anthropic:<model>",),
+        _anthropic,
+        network=True,
+        needs="model",
+        batch=True,
+        about="the Anthropic API",
+        facts=BackendFacts(
+            supports_logprobs=False,
+            supports_n=True,
+            max_temperature=1.0,
+            modes=lambda model, options: frozenset({"json"}),
+            fields=lambda request, options: tool_answer_fields(request.constraint),
+            identity=_server_identity("base_url"),
+            options=("base_url",),
+        ),
+    ),
+)
+add(
+    "backend",
+    "dspy",
+    Backend(
+        ("dspy:<litellm model id>",),
+        _dspy,
+        network=True,
+        needs="model",
+        facts=BackendFacts(
+            supports_logprobs=True,
+            supports_n=True,
+            identity=_server_identity("base_url"),
+            options=("base_url",),
+        ),
+    ),
+)
+add(
+    "backend",
+    "local",
+    Backend(
+        ("local", "local:<path.gguf>"),
+        _local,
+        facts=BackendFacts(
+            supports_logprobs=True,
+            supports_n=True,
+            modes=lambda model, options: frozenset({"format", "json"}),
+            fields=_grammar_fields,
+        ),
+    ),
+)
+add(
+    "backend",
+    "replay",
+    Backend(
+        ("replay:<path.jsonl>",),
+        _replay,
+        needs="path",
+        facts=BackendFacts(supports_logprobs=True, supports_n=True),
+    ),
+)
+add(
+    "backend",
+    "fake",
+    Backend(
+        ("fake",),
+        _fake,
+        facts=BackendFacts(
+            supports_logprobs=False, supports_n=True, modes=_fake_modes, options=("constraint_modes",)
+        ),
+    ),
+)
 
 
-def wrap(
-    lm: LM,
-    *,
-    cache: bool | str | Path | LMCache = True,
-    retry: RetryPolicy | bool | None = True,
-) -> LM:
+def wrap(lm: LM, *, cache: bool | str | Path | LMCache = True, retry: RetryPolicy | bool | None = True) -> LM:
     """Stack the standard wrappers: ``CachedLM(RetryingLM(lm))``.
 
     ``cache``: True for the default cache file (:func:`mitigate.paths.cache_dir`), a path
@@ -311,8 +373,9 @@ def wrap(
     elif isinstance(retry, RetryPolicy):
         out = RetryingLM(out, retry)
     elif retry not in (False, None):
-        raise ConfigError("expected retry to be True, False, None or a RetryPolicy; got "
-                          f"{type(retry).__name__}")
+        raise ConfigError(
+            f"expected retry to be True, False, None or a RetryPolicy; got {type(retry).__name__}"
+        )
     if cache is True:
         out = CachedLM(out, LMCache())
     elif isinstance(cache, LMCache):
@@ -320,6 +383,7 @@ def wrap(
     elif isinstance(cache, str | Path):
         out = CachedLM(out, LMCache(cache))
     elif cache is not False:
-        raise ConfigError("expected cache to be True, False, a path or an LMCache; got "
-                          f"{type(cache).__name__}")
+        raise ConfigError(
+            f"expected cache to be True, False, a path or an LMCache; got {type(cache).__name__}"
+        )
     return out

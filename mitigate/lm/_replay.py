@@ -77,8 +77,9 @@ def _parse_prompt(value: Any, path: Path, line: int) -> tuple[Message, ...]:
                 f"got an invalid message ({exc.errors()[0]['msg']})",
             ) from exc
     raise _error(
-        path, line,
-        f'expected "prompt" to be a string or a non-empty list of messages; got {type(value).__name__}'
+        path,
+        line,
+        f'expected "prompt" to be a string or a non-empty list of messages; got {type(value).__name__}',
     )
 
 
@@ -91,7 +92,7 @@ def _parse_samples(value: Any, path: Path, line: int) -> tuple[str, ...]:
         path,
         line,
         'expected "response" of a prompt line to be a string or a non-empty list of strings; got '
-        f'{value!r:.60}',
+        f"{value!r:.60}",
     )
 
 
@@ -126,21 +127,25 @@ class ReplayLM(LM):
 
     def _load(self) -> None:
         with open_regular(self.path, "rb", "the replay file") as fh:  # a FIFO or a device is refused unread
-            for number, raw_bytes in enumerate(read_lines(fh, f"the replay file {self.path}", path=self.path),
-                                               1):
+            for number, raw_bytes in enumerate(
+                read_lines(fh, f"the replay file {self.path}", path=self.path), 1
+            ):
                 try:
                     raw = raw_bytes.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise _error(self.path, number,
-                                 f"expected UTF-8 text; got a byte that is not UTF-8 at column "
-                                 f"{exc.start + 1}") from None
+                    raise _error(
+                        self.path,
+                        number,
+                        f"expected UTF-8 text; got a byte that is not UTF-8 at column {exc.start + 1}",
+                    ) from None
                 if not raw.strip():
                     continue
                 try:
                     obj = json.loads(raw)
                 except json.JSONDecodeError as exc:
-                    raise _error(self.path, number,
-                                 f"expected a JSON object; got invalid JSON ({exc.msg})") from exc
+                    raise _error(
+                        self.path, number, f"expected a JSON object; got invalid JSON ({exc.msg})"
+                    ) from exc
                 if not isinstance(obj, dict):
                     raise _error(self.path, number, f"expected a JSON object; got {type(obj).__name__}")
                 if "response" not in obj:
@@ -167,16 +172,18 @@ class ReplayLM(LM):
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
             raise _error(
-                self.path, number,
-                f'expected "response" to be an LMResponse object; {where or "value"}: {err["msg"]}'
+                self.path,
+                number,
+                f'expected "response" to be an LMResponse object; {where or "value"}: {err["msg"]}',
             ) from exc
         if not response.choices:
             raise _error(self.path, number, 'expected "response" to hold at least one choice; got none')
         previous = self._by_key.get(key)
         if previous is not None and previous[0] != response:
             raise _error(
-                self.path, number,
-                f"key {key} was already recorded with a different answer on line {previous[1]}"
+                self.path,
+                number,
+                f"key {key} was already recorded with a different answer on line {previous[1]}",
             )
         self._by_key[key] = (response, number)
 
@@ -217,7 +224,7 @@ class ReplayLM(LM):
                 f"no recorded answer in {self.path} for request key {key} (prompt key {pkey}); "
                 "expected a line "
                 f'with "key": "{key}" or a "prompt" equal to the request messages. Last message: '
-                f'{last[:80]!r}',
+                f"{last[:80]!r}",
                 key=key,
                 prompt_key=pkey,
                 path=str(self.path),
@@ -261,8 +268,10 @@ class ReplayRecorder(WrapperLM):
         self.recorded = 0
         kind = path_kind(self.path)
         if kind not in (None, "a regular file"):  # refused before the first answer, not at its write
-            raise ConfigError(f"expected the replay file {self.path} to be a regular file; it is {kind}",
-                              path=str(self.path))
+            raise ConfigError(
+                f"expected the replay file {self.path} to be a regular file; it is {kind}",
+                path=str(self.path),
+            )
         if kind is not None:
             self._seen = set(ReplayLM(self.path)._by_key)
 

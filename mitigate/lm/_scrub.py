@@ -33,8 +33,11 @@ class Scrubber:
     __slots__ = ("secrets",)
 
     def __init__(self, secrets: Iterable[str | None]) -> None:
-        found = {s for s in secrets if s and s != PLACEHOLDER_KEY and len(s) >= MIN_SECRET_CHARS
-                 and "\x00" not in s}
+        found = {
+            s
+            for s in secrets
+            if s and s != PLACEHOLDER_KEY and len(s) >= MIN_SECRET_CHARS and "\x00" not in s
+        }
         self.secrets: tuple[str, ...] = tuple(sorted(found, key=len, reverse=True))  # a longer one first
 
     def __bool__(self) -> bool:

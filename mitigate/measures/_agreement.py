@@ -56,8 +56,9 @@ def _pivot(
     for k, (r, c) in enumerate(zip(row_labels, col_labels, strict=True)):
         key = (r_index[r], c_index[c])
         if key in seen:
-            raise DataError(f"expected one item per (document, system); got two for document {r!r}, "
-                            f"system {c!r}")
+            raise DataError(
+                f"expected one item per (document, system); got two for document {r!r}, system {c!r}"
+            )
         seen.add(key)
         for mat, col in zip(mats, columns, strict=True):
             mat[key] = col[k]
@@ -82,8 +83,14 @@ def _item_rows(doc_ids: Sequence[Hashable | None] | None, columns: Sequence[Hash
 
 
 def item_correlation(
-    judge: Scores, human: Scores, method: str = "kendall", *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    judge: Scores,
+    human: Scores,
+    method: str = "kendall",
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Pooled item-level correlation: one correlation over all items.
 
@@ -106,8 +113,15 @@ def item_correlation(
 
 
 def document_correlation(
-    judge: Scores, human: Scores, doc_ids: Sequence[Hashable | None], method: str = "kendall", *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    judge: Scores,
+    human: Scores,
+    doc_ids: Sequence[Hashable | None],
+    method: str = "kendall",
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Per-document ("summary-level") correlation, a common SummEval convention.
 
@@ -144,11 +158,13 @@ def document_correlation(
     name = f"{method}-document"
     extra = {"n_documents": len(per_doc), "n_documents_undefined": n_undefined}
     if not per_doc:
-        return undefined(name, 0, failed, f"no document has a defined correlation ({n_undefined} undefined)",
-                         **extra)
+        return undefined(
+            name, 0, failed, f"no document has a defined correlation ({n_undefined} undefined)", **extra
+        )
     values = np.array(per_doc)
-    interval = resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha,
-                                 seed=seed) if ci else None
+    interval = (
+        resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    )
     return finish(name, float(values.mean()), used, failed, interval=interval, extra=extra)
 
 
@@ -159,8 +175,10 @@ def _system_means(jm: np.ndarray, hm: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _complete_matrices(
-    judge: Scores, human: Scores, systems: Sequence[Hashable | None],
-    doc_ids: Sequence[Hashable | None] | None
+    judge: Scores,
+    human: Scores,
+    systems: Sequence[Hashable | None],
+    doc_ids: Sequence[Hashable | None] | None,
 ) -> tuple[list[Hashable], list[Hashable], np.ndarray, np.ndarray, int, int]:
     j = as_float_array(judge, "judge")
     h = as_float_array(human, "human")
@@ -176,9 +194,16 @@ def _complete_matrices(
 
 
 def system_correlation(
-    judge: Scores, human: Scores, systems: Sequence[Hashable | None], method: str = "kendall", *,
+    judge: Scores,
+    human: Scores,
+    systems: Sequence[Hashable | None],
+    method: str = "kendall",
+    *,
     doc_ids: Sequence[Hashable | None] | None = None,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """System-level correlation: between the judge's and the humans' mean score per system.
 
@@ -190,8 +215,11 @@ def system_correlation(
     fn = correlation_function(method)
     _, cols, jm, hm, used, failed = _complete_matrices(judge, human, systems, doc_ids)
     qj, qh = _system_means(jm, hm)
-    extra = {"systems": {str(c): {"judge": float(a), "human": float(b)} for c, a,
-                         b in zip(cols, qj, qh, strict=True)}}
+    extra = {
+        "systems": {
+            str(c): {"judge": float(a), "human": float(b)} for c, a, b in zip(cols, qj, qh, strict=True)
+        }
+    }
     name = f"{method}-system"
     x, y = complete_pairs(qj, qh)
     reason = why_no_correlation(x, y)
@@ -207,8 +235,15 @@ def system_correlation(
 
 
 def per_system_correlation(
-    judge: Scores, human: Scores, systems: Sequence[Hashable | None], method: str = "kendall", *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    judge: Scores,
+    human: Scores,
+    systems: Sequence[Hashable | None],
+    method: str = "kendall",
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> dict[str, Measure]:
     """P_i (Shen et al. 2023): for each system, the correlation between judge and humans over its items.
 
@@ -229,10 +264,17 @@ def per_system_correlation(
 
 
 def meta_correlation(
-    judge: Scores, human: Scores, systems: Sequence[Hashable | None], method: str = "kendall",
-    meta_method: str | None = None, *,
+    judge: Scores,
+    human: Scores,
+    systems: Sequence[Hashable | None],
+    method: str = "kendall",
+    meta_method: str | None = None,
+    *,
     doc_ids: Sequence[Hashable | None] | None = None,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Meta-correlation M = corr(Q_i, P_i) over systems (Shen et al. 2023).
 
@@ -254,8 +296,9 @@ def meta_correlation(
         return q, p
 
     q, p = parts(jm, hm)
-    extra = {"systems": {str(c): {"quality": float(a), "P": float(b)} for c, a,
-                         b in zip(cols, q, p, strict=True)}}
+    extra = {
+        "systems": {str(c): {"quality": float(a), "P": float(b)} for c, a, b in zip(cols, q, p, strict=True)}
+    }
     name = f"meta_{meta_method or method}"
     x, y = complete_pairs(q, p)
     reason = why_no_correlation(x, y)
@@ -270,8 +313,13 @@ def meta_correlation(
 
 
 def accuracy(
-    predicted: Labels, gold: Labels, *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    predicted: Labels,
+    gold: Labels,
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Share of items whose predicted label equals the gold label
     (:func:`~mitigate.measures._base.labels_equal`).
@@ -284,18 +332,31 @@ def accuracy(
     pred = list(predicted)
     gold_l = list(gold)
     if len(pred) != len(gold_l):
-        raise DataError(f"expected predicted and gold labels of equal length; got {len(pred)} and "
-                        f"{len(gold_l)}")
-    hits = np.array([float(labels_equal(p, g)) for p, g in zip(pred, gold_l, strict=True)
-                     if not is_missing(p) and not is_missing(g)])
+        raise DataError(
+            f"expected predicted and gold labels of equal length; got {len(pred)} and {len(gold_l)}"
+        )
+    hits = np.array(
+        [
+            float(labels_equal(p, g))
+            for p, g in zip(pred, gold_l, strict=True)
+            if not is_missing(p) and not is_missing(g)
+        ]
+    )
     failed = len(pred) - len(hits)
     unscorable = sum(1 for p, g in zip(pred, gold_l, strict=True) if is_missing(p) and not is_missing(g))
     if len(hits) == 0:
         return undefined("accuracy", 0, failed, "no item has both a prediction and a gold label")
     interval = resample_interval(batched_nanmean, hits, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     count = int(hits.sum())
-    return finish("accuracy", float(hits.mean()), len(hits), failed, interval=interval, count=count,
-                  of_all=count / (len(hits) + unscorable))
+    return finish(
+        "accuracy",
+        float(hits.mean()),
+        len(hits),
+        failed,
+        interval=interval,
+        count=count,
+        of_all=count / (len(hits) + unscorable),
+    )
 
 
 def _preference_points(m: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -313,8 +374,15 @@ def _cp_table(jm: np.ndarray, hm: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
 
 
 def correct_preferences(
-    judge: Scores, human: Scores, systems: Sequence[Hashable | None], doc_ids: Sequence[Hashable | None], *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    judge: Scores,
+    human: Scores,
+    systems: Sequence[Hashable | None],
+    doc_ids: Sequence[Hashable | None],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """#CP, correct preferences over system pairs (Shen et al. 2023).
 
@@ -344,18 +412,25 @@ def correct_preferences(
             hd = np.sign(round(ph[s, t] - ph[t, s], 6))
             comparable += 1
             correct += int(jd == hd)
-            rows.append({
-                "a": str(cols[s]), "b": str(cols[t]), "n_documents": int(ndocs[s, t]),
-                "judge_a": float(pj[s, t]), "judge_b": float(pj[t, s]),
-                "human_a": float(ph[s, t]), "human_b": float(ph[t, s]), "correct": bool(jd == hd),
-            })
+            rows.append(
+                {
+                    "a": str(cols[s]),
+                    "b": str(cols[t]),
+                    "n_documents": int(ndocs[s, t]),
+                    "judge_a": float(pj[s, t]),
+                    "judge_b": float(pj[t, s]),
+                    "human_a": float(ph[s, t]),
+                    "human_b": float(ph[t, s]),
+                    "correct": bool(jd == hd),
+                }
+            )
         return correct, comparable, rows
 
     correct, comparable, table = count(jm, hm)
     if comparable == 0:
-        return undefined(name, used, failed,
-                         "no pair of systems shares a document scored by judge and humans",
-                    pairs=table)
+        return undefined(
+            name, used, failed, "no pair of systems shares a document scored by judge and humans", pairs=table
+        )
     extra = {"n_pairs": comparable, "share": correct / comparable, "pairs": table}
 
     def stat(a: np.ndarray, b: np.ndarray) -> float:
@@ -387,8 +462,14 @@ class _Correlation(ReportedMeasure):
             return document_correlation(entry.scores, entry.human, entry.docs, method, **entry.ci)
         if not entry.has_systems:
             return undefined(f"{method}-system", 0, 0, "items carry no system label")
-        return system_correlation(entry.scores, entry.human, entry.systems, method,
-                                  doc_ids=entry.docs if entry.has_docs else None, **entry.ci)
+        return system_correlation(
+            entry.scores,
+            entry.human,
+            entry.systems,
+            method,
+            doc_ids=entry.docs if entry.has_docs else None,
+            **entry.ci,
+        )
 
 
 @register("measure", "spearman-item")
@@ -492,5 +573,11 @@ class MetaSpearman(ReportedMeasure):
         """M with Spearman; needs system labels."""
         if not entry.has_systems:
             return undefined("meta-spearman", 0, 0, "items carry no system label")
-        return meta_correlation(entry.scores, entry.human, entry.systems, "spearman",
-                                doc_ids=entry.docs if entry.has_docs else None, **entry.ci)
+        return meta_correlation(
+            entry.scores,
+            entry.human,
+            entry.systems,
+            "spearman",
+            doc_ids=entry.docs if entry.has_docs else None,
+            **entry.ci,
+        )

@@ -117,8 +117,18 @@ def finish(
     if interval is not None and math.isfinite(value):
         if math.isfinite(interval[0]) and math.isfinite(interval[1]):
             low, high = float(interval[0]), float(interval[1])
-    return Measure(name=name, value=value, n=n, n_failed=n_failed, ci_low=low, ci_high=high,
-                   reason=reason, extra=extra or {}, count=count, of_all=of_all)
+    return Measure(
+        name=name,
+        value=value,
+        n=n,
+        n_failed=n_failed,
+        ci_low=low,
+        ci_high=high,
+        reason=reason,
+        extra=extra or {},
+        count=count,
+        of_all=of_all,
+    )
 
 
 def share(
@@ -140,8 +150,9 @@ def share(
     count = int(np.sum(hits))
     total = n + n_failed
     of_all = (count + (n_failed if failure_counts_as_hit else 0)) / total if total else None
-    return finish(name, float(np.mean(hits)), n, n_failed, interval=interval, extra=extra, count=count,
-                  of_all=of_all)
+    return finish(
+        name, float(np.mean(hits)), n, n_failed, interval=interval, extra=extra, count=count, of_all=of_all
+    )
 
 
 def resample_interval(
@@ -367,8 +378,11 @@ def measure_table(task: Task | None = None) -> dict[str, type[ReportedMeasure]]:
 
     Table order: by group (accuracy, bias, consistency), then in registration order.
     """
-    found = [(k, v) for k, v in registered("measure").items()
-             if isinstance(v, type) and issubclass(v, ReportedMeasure) and (task is None or v.task == task)]
+    found = [
+        (k, v)
+        for k, v in registered("measure").items()
+        if isinstance(v, type) and issubclass(v, ReportedMeasure) and (task is None or v.task == task)
+    ]
     rank = {g: i for i, g in enumerate(GROUPS)}
     return dict(sorted(found, key=lambda kv: rank[kv[1].info.group]))
 

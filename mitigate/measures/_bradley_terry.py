@@ -133,9 +133,11 @@ def _check_estimable(systems: list[str], table: dict[tuple[int, int], list[float
         parts = _components(k, undirected)
         if len(parts) > 1:
             groups = sorted((sorted(systems[i] for i in p) for p in parts), key=len)
-            raise DataError(f"the comparisons split the systems into {len(parts)} groups never compared with "
-                            f"each other (e.g. {groups[0]}): Bradley-Terry cannot place them on one scale; "
-                            "expected comparisons connecting every system")
+            raise DataError(
+                f"the comparisons split the systems into {len(parts)} groups never compared with "
+                f"each other (e.g. {groups[0]}): Bradley-Terry cannot place them on one scale; "
+                "expected comparisons connecting every system"
+            )
         beats: dict[int, set[int]] = defaultdict(set)
         for (i, j), (n, s) in table.items():
             if s > 0:
@@ -145,13 +147,16 @@ def _check_estimable(systems: list[str], table: dict[tuple[int, int], list[float
         parts = _components(k, beats)
         if len(parts) > 1:
             top = sorted(systems[i] for i in parts[-1])
-            raise DataError(f"some systems won (or lost) every comparison with the rest (e.g. {top}), so "
-                            "their Bradley-Terry abilities are infinite; expected more comparisons, or prior "
-                            "> 0 (a Gaussian prior on the abilities)")
+            raise DataError(
+                f"some systems won (or lost) every comparison with the rest (e.g. {top}), so "
+                "their Bradley-Terry abilities are infinite; expected more comparisons, or prior "
+                "> 0 (a Gaussian prior on the abilities)"
+            )
 
 
-def _newton(k: int, table: dict[tuple[int, int], list[float]], prior: float,
-            max_iter: int = 100) -> tuple[np.ndarray, np.ndarray]:
+def _newton(
+    k: int, table: dict[tuple[int, int], list[float]], prior: float, max_iter: int = 100
+) -> tuple[np.ndarray, np.ndarray]:
     """Centred abilities and the information matrix at them."""
     theta = np.zeros(k)
     pairs = np.array(list(table), dtype=int).reshape(-1, 2)
@@ -181,10 +186,17 @@ def _newton(k: int, table: dict[tuple[int, int], list[float]], prior: float,
     return theta, info
 
 
-def fit_bradley_terry(comparisons: Sequence[Comparison], *, confidence: float = 0.95,
-                      method: Literal["fisher", "bootstrap"] = "fisher", n_boot: int = 1000, seed: int = 0,
-                      clusters: Sequence[Hashable] | None = None, prior: float = 0.0,
-                      others: Mapping[str, Mapping[str, float]] | None = None) -> BradleyTerryFit:
+def fit_bradley_terry(
+    comparisons: Sequence[Comparison],
+    *,
+    confidence: float = 0.95,
+    method: Literal["fisher", "bootstrap"] = "fisher",
+    n_boot: int = 1000,
+    seed: int = 0,
+    clusters: Sequence[Hashable] | None = None,
+    prior: float = 0.0,
+    others: Mapping[str, Mapping[str, float]] | None = None,
+) -> BradleyTerryFit:
     """Bradley-Terry abilities of the systems in ``comparisons`` (see the module docstring).
 
     ``clusters``: one label per comparison (e.g. its document), resampled together by the
@@ -194,8 +206,9 @@ def fit_bradley_terry(comparisons: Sequence[Comparison], *, confidence: float = 
     if not comparisons:
         raise DataError("expected pairwise comparisons to fit Bradley-Terry abilities on; got none")
     if not 0 < confidence < 1:
-        raise ConfigError("The 'confidence' parameter must be a float in (0, 1). Got "
-                          f"{confidence!r} instead.")
+        raise ConfigError(
+            f"The 'confidence' parameter must be a float in (0, 1). Got {confidence!r} instead."
+        )
     if prior < 0:
         raise ConfigError(f"The 'prior' parameter must be a float >= 0. Got {prior!r} instead.")
     systems, table = _pair_table(comparisons)
@@ -211,8 +224,9 @@ def fit_bradley_terry(comparisons: Sequence[Comparison], *, confidence: float = 
 
         def bounds_at(level: float) -> dict[str, tuple[float, float]]:
             z = float(stats.norm.ppf(0.5 + level / 2))
-            return {s: (float(theta[i] - z * se[i]), float(theta[i] + z * se[i])) for i,
-                    s in enumerate(systems)}
+            return {
+                s: (float(theta[i] - z * se[i]), float(theta[i] + z * se[i])) for i, s in enumerate(systems)
+            }
     else:
         boots = _bootstrap(comparisons, systems, clusters, prior, n_boot, seed)
         se = boots.std(axis=0, ddof=1)
@@ -225,15 +239,29 @@ def fit_bradley_terry(comparisons: Sequence[Comparison], *, confidence: float = 
     ranking = rank_intervals(points, bounds_at, confidence, others)
     plain = bounds_at(confidence)
     return BradleyTerryFit(
-        systems=tuple(systems), abilities=points, se={s: float(se[i]) for i, s in enumerate(systems)},
-        low={s: plain[s][0] for s in systems}, high={s: plain[s][1] for s in systems}, confidence=confidence,
-        method=method, prior=prior, n_comparisons=len(comparisons),
-        n_ties=sum(1 for _, _, o in comparisons if o == 0.5), ranking=ranking,
-        cycles=majority_cycles(comparisons))
+        systems=tuple(systems),
+        abilities=points,
+        se={s: float(se[i]) for i, s in enumerate(systems)},
+        low={s: plain[s][0] for s in systems},
+        high={s: plain[s][1] for s in systems},
+        confidence=confidence,
+        method=method,
+        prior=prior,
+        n_comparisons=len(comparisons),
+        n_ties=sum(1 for _, _, o in comparisons if o == 0.5),
+        ranking=ranking,
+        cycles=majority_cycles(comparisons),
+    )
 
 
-def _bootstrap(comparisons: Sequence[Comparison], systems: list[str], clusters: Sequence[Hashable] | None,
-               prior: float, n_boot: int, seed: int) -> np.ndarray:
+def _bootstrap(
+    comparisons: Sequence[Comparison],
+    systems: list[str],
+    clusters: Sequence[Hashable] | None,
+    prior: float,
+    n_boot: int,
+    seed: int,
+) -> np.ndarray:
     rng = np.random.default_rng(seed)
     labels = list(clusters) if clusters is not None else list(range(len(comparisons)))
     if len(labels) != len(comparisons):
@@ -259,8 +287,10 @@ def _bootstrap(comparisons: Sequence[Comparison], systems: list[str], clusters: 
             row[index[s]] = v
         out.append(row)
     if len(out) < n_boot / 2:
-        raise DataError(f"only {len(out)} of {n_boot} bootstrap resamples could be fitted; expected more "
-                        "comparisons per system, or method='fisher'")
+        raise DataError(
+            f"only {len(out)} of {n_boot} bootstrap resamples could be fitted; expected more "
+            "comparisons per system, or method='fisher'"
+        )
     return np.array(out)
 
 
@@ -283,8 +313,12 @@ def majority_cycles(comparisons: Sequence[Comparison]) -> dict[str, Any]:
     for comp in _components(len(systems), beats):
         if len(comp) < 2:
             continue
-        groups.append({"systems": sorted(systems[i] for i in comp),
-                       "cycle": [systems[i] for i in _a_cycle(comp, beats)]})
+        groups.append(
+            {
+                "systems": sorted(systems[i] for i in comp),
+                "cycle": [systems[i] for i in _a_cycle(comp, beats)],
+            }
+        )
     decided = {(i, j) for i in beats for j in beats[i]}
     complete = cyclic = 0
     k = len(systems)
@@ -296,7 +330,8 @@ def majority_cycles(comparisons: Sequence[Comparison]) -> dict[str, Any]:
                     continue
                 complete += 1
                 if ((a, b) in decided and (b, c) in decided and (c, a) in decided) or (
-                        (b, a) in decided and (c, b) in decided and (a, c) in decided):
+                    (b, a) in decided and (c, b) in decided and (a, c) in decided
+                ):
                     cyclic += 1
     return {"groups": groups, "cyclic_triples": cyclic, "complete_triples": complete}
 
@@ -325,8 +360,9 @@ def _a_cycle(comp: list[int], beats: Mapping[int, set[int]]) -> list[int]:
     return [start, start]
 
 
-def comparisons_from_verdicts(systems_a: Sequence[str | None], systems_b: Sequence[str | None],
-                              verdicts: Sequence[str | None]) -> tuple[list[Comparison], list[int]]:
+def comparisons_from_verdicts(
+    systems_a: Sequence[str | None], systems_b: Sequence[str | None], verdicts: Sequence[str | None]
+) -> tuple[list[Comparison], list[int]]:
     """Comparisons (system of A, system of B, outcome) from verdicts by text, and the rows they came from.
 
     Rows missing a system or a verdict are left out; a row comparing a system with itself too.
@@ -350,11 +386,15 @@ class BradleyTerryRanking(ReportedMeasure):
     preferences."""
 
     paper = "Bradley and Terry 1952"
-    info = MeasureInfo(label="BT ranking tau", direction="higher", group="accuracy",
-                       note="Kendall tau-b between the systems ranked by Bradley-Terry on the judge's "
-                            "verdicts and on the gold preferences; the details hold both rankings with rank "
-                            "intervals and the judge's majority cycles. Needs items naming both systems "
-                            "(system, system_b).")
+    info = MeasureInfo(
+        label="BT ranking tau",
+        direction="higher",
+        group="accuracy",
+        note="Kendall tau-b between the systems ranked by Bradley-Terry on the judge's "
+        "verdicts and on the gold preferences; the details hold both rankings with rank "
+        "intervals and the judge's majority cycles. Needs items naming both systems "
+        "(system, system_b).",
+    )
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
@@ -365,17 +405,28 @@ class BradleyTerryRanking(ReportedMeasure):
         judged, rows = comparisons_from_verdicts(a, b, entry.verdicts)
         gold, _ = comparisons_from_verdicts(a, b, list(entry.gold))
         if len({s for c in judged for s in c[:2]}) < 3:
-            return undefined("bradley-terry", len(judged), len(items) - len(judged),
-                             "fewer than three systems are compared (items need system and system_b)")
+            return undefined(
+                "bradley-terry",
+                len(judged),
+                len(items) - len(judged),
+                "fewer than three systems are compared (items need system and system_b)",
+            )
         try:
             gold_fit = fit_bradley_terry(gold) if gold else None
             fit = fit_bradley_terry(judged, others={"gold": gold_fit.abilities} if gold_fit else None)
         except DataError as exc:
             return undefined("bradley-terry", len(judged), len(items) - len(judged), exc.message)
-        extra = {"judge": fit.model_dump(mode="json"), "gold": gold_fit.model_dump(mode="json") if gold_fit
-                 else None}
+        extra = {
+            "judge": fit.model_dump(mode="json"),
+            "gold": gold_fit.model_dump(mode="json") if gold_fit else None,
+        }
         tau = kendall_tau(fit.abilities, gold_fit.abilities) if gold_fit else None
         if tau is None:
-            return undefined("bradley-terry", len(judged), len(items) - len(judged),
-                             "no gold preferences to rank the systems by, or a constant ranking", **extra)
+            return undefined(
+                "bradley-terry",
+                len(judged),
+                len(items) - len(judged),
+                "no gold preferences to rank the systems by, or a constant ranking",
+                **extra,
+            )
         return finish("bradley-terry", tau, len(judged), len(items) - len(judged), extra=extra)

@@ -49,8 +49,12 @@ def _perturbation_frame(
 
 
 def perturbation_consistency(
-    outputs: Mapping[str, Mapping[str, Any]], *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    outputs: Mapping[str, Mapping[str, Any]],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Consistency (Ghazarian et al. 2024): share of items whose output is identical under every prompt.
 
@@ -79,13 +83,19 @@ def perturbation_consistency(
     failed = len(ids) - len(same)
     name = "perturbation-consistency"
     if not same:
-        return undefined(name, 0, failed, "no item has an output under every perturbation",
-                         perturbations=names)
+        return undefined(
+            name, 0, failed, "no item has an output under every perturbation", perturbations=names
+        )
     arr = np.array(same)
     interval = resample_interval(batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     value, chance, kappa = consistency_kappa(complete)
-    return share(name, arr, failed, interval=interval,
-                 extra={"percent": 100 * value, "perturbations": names, "chance": chance, "kappa": kappa})
+    return share(
+        name,
+        arr,
+        failed,
+        interval=interval,
+        extra={"percent": 100 * value, "perturbations": names, "chance": chance, "kappa": kappa},
+    )
 
 
 def consistency_kappa(rows: Sequence[Sequence[Any]]) -> tuple[float, float, float]:
@@ -126,8 +136,13 @@ def chance_consistency(rows: Sequence[Sequence[Any]]) -> float:
 
 
 def accuracy_under_perturbation(
-    outputs: Mapping[str, Mapping[str, Any]], gold: Mapping[str, Any], *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    outputs: Mapping[str, Mapping[str, Any]],
+    gold: Mapping[str, Any],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Accuracy per perturbation, averaged over perturbations (Ghazarian et al. 2024).
 
@@ -153,9 +168,13 @@ def accuracy_under_perturbation(
     failed = mat.size - used
     name = "accuracy_under_perturbation"
     if any(v["n"] == 0 for v in per.values()):
-        return undefined(name, used, failed,
-                         "a perturbation has no item with both an output and a gold label",
-                    per_perturbation=per)
+        return undefined(
+            name,
+            used,
+            failed,
+            "a perturbation has no item with both an output and a gold label",
+            per_perturbation=per,
+        )
     value = float(np.mean([v["accuracy"] for v in per.values()]))
 
     @batched
@@ -194,16 +213,22 @@ class PerturbationConsistency(ReportedMeasure):
     paper = "Ghazarian et al. 2024"
 
     info = MeasureInfo(
-        label="consistency", direction="higher", group="consistency", headline=True,
+        label="consistency",
+        direction="higher",
+        group="consistency",
+        headline=True,
         note="consistency is of scored items; the details give it of all items too, an item without a "
-             "score under some perturbation counted as inconsistent, and the chance level and kappa",
+        "score under some perturbation counted as inconsistent, and the chance level and kappa",
     )
 
     def compute(self, entry: EntryData) -> Measure:
         """Consistency over ``meta["perturbations"]``; NaN when fewer than 2 perturbations were recorded."""
         outputs = perturbation_outputs(entry.judgments)
         if len(outputs) < 2:
-            return undefined("perturbation-consistency", 0, 0,
-                             "no judgment carries scores under 2 or more perturbations in "
-                             "meta['perturbations']")
+            return undefined(
+                "perturbation-consistency",
+                0,
+                0,
+                "no judgment carries scores under 2 or more perturbations in meta['perturbations']",
+            )
         return perturbation_consistency(outputs, **entry.ci)

@@ -54,8 +54,16 @@ def score_histogram(scores: Scores, scale: Scale | tuple[float, float]) -> dict[
 
 
 def _distribution_measure(
-    name: str, scores: Scores, scale: Scale | tuple[float, float], stat: Callable[[np.ndarray], float],
-    extra_fn: Callable[[np.ndarray], dict[str, Any]], *, ci: bool, n_boot: int, alpha: float, seed: int,
+    name: str,
+    scores: Scores,
+    scale: Scale | tuple[float, float],
+    stat: Callable[[np.ndarray], float],
+    extra_fn: Callable[[np.ndarray], dict[str, Any]],
+    *,
+    ci: bool,
+    n_boot: int,
+    alpha: float,
+    seed: int,
 ) -> Measure:
     s = Scale.of(scale)
     inside, missing, outside = _on_scale(scores, s)
@@ -68,8 +76,13 @@ def _distribution_measure(
 
 
 def scale_coverage(
-    scores: Scores, scale: Scale | tuple[float, float], *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    scores: Scores,
+    scale: Scale | tuple[float, float],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Share of the scale's points used at least once (Stureborg et al. 2024: judges use few points).
 
@@ -83,14 +96,27 @@ def scale_coverage(
         return len(np.unique(nearest_points(x, s))) / points
 
     return _distribution_measure(
-        "scale-coverage", scores, s, stat, lambda x: {"histogram": score_histogram(x, s), "n_points": points},
-        ci=ci, n_boot=n_boot, alpha=alpha, seed=seed,
+        "scale-coverage",
+        scores,
+        s,
+        stat,
+        lambda x: {"histogram": score_histogram(x, s), "n_points": points},
+        ci=ci,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
     )
 
 
 def round_number_excess(
-    scores: Scores, scale: Scale | tuple[float, float], multiple: int = 5, *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    scores: Scores,
+    scale: Scale | tuple[float, float],
+    multiple: int = 5,
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Excess of round numbers (Stureborg et al. 2024): how much more often scores are multiples of
     ``multiple``.
@@ -102,8 +128,9 @@ def round_number_excess(
     ``value`` = observed - expected (0 = no excess); ``extra`` has both and their ratio.
     """
     if multiple < 1:
-        raise ConfigError("The 'multiple' parameter of round_number_excess must be an int >= 1. Got "
-                          f"{multiple} instead.")
+        raise ConfigError(
+            f"The 'multiple' parameter of round_number_excess must be an int >= 1. Got {multiple} instead."
+        )
     s = Scale.of(scale)
     ints = np.array(s.integer_points(), dtype=float)
     if len(ints) == 0:
@@ -115,18 +142,34 @@ def round_number_excess(
 
     def extra(x: np.ndarray) -> dict[str, Any]:
         obs = observed(x)
-        return {"observed": obs, "expected": expected, "ratio": obs / expected if expected else math.nan,
-                "multiple": multiple}
+        return {
+            "observed": obs,
+            "expected": expected,
+            "ratio": obs / expected if expected else math.nan,
+            "multiple": multiple,
+        }
 
     return _distribution_measure(
-        f"round_number_excess_{multiple}", scores, s, lambda x: observed(x) - expected, extra,
-        ci=ci, n_boot=n_boot, alpha=alpha, seed=seed,
+        f"round_number_excess_{multiple}",
+        scores,
+        s,
+        lambda x: observed(x) - expected,
+        extra,
+        ci=ci,
+        n_boot=n_boot,
+        alpha=alpha,
+        seed=seed,
     )
 
 
 def score_entropy(
-    scores: Scores, scale: Scale | tuple[float, float], *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    scores: Scores,
+    scale: Scale | tuple[float, float],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Shannon entropy in bits of the score distribution over the scale's points (scores rounded to points).
 
@@ -145,8 +188,9 @@ def score_entropy(
     def extra(x: np.ndarray) -> dict[str, Any]:
         return {"max_bits": max_bits, "normalised": stat(x) / max_bits if max_bits else math.nan}
 
-    return _distribution_measure("score-entropy", scores, s, stat, extra, ci=ci, n_boot=n_boot, alpha=alpha,
-                                 seed=seed)
+    return _distribution_measure(
+        "score-entropy", scores, s, stat, extra, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed
+    )
 
 
 def _criterion_matrix(scores: Mapping[str, Scores], what: str) -> tuple[list[str], np.ndarray]:
@@ -156,8 +200,10 @@ def _criterion_matrix(scores: Mapping[str, Scores], what: str) -> tuple[list[str
     cols = [as_float_array(scores[c], f"{what}[{c!r}]") for c in names]
     lengths = {len(c) for c in cols}
     if len(lengths) > 1:
-        raise DataError(f"expected the same number of items for every criterion in {what}; got "
-                        + ", ".join(f"{c}={len(v)}" for c, v in zip(names, cols, strict=True)))
+        raise DataError(
+            f"expected the same number of items for every criterion in {what}; got "
+            + ", ".join(f"{c}={len(v)}" for c, v in zip(names, cols, strict=True))
+        )
     return names, np.column_stack(cols) if cols else np.empty((0, 0))
 
 
@@ -172,8 +218,13 @@ def _mean_pairwise(
 
 
 def inter_criterion_correlation(
-    scores: Mapping[str, Scores], method: str = "kendall", *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    scores: Mapping[str, Scores],
+    method: str = "kendall",
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Mean pairwise correlation between criteria (Stureborg et al. 2024's anchoring check).
 
@@ -202,8 +253,14 @@ def inter_criterion_correlation(
 
 
 def anchoring(
-    judge: Mapping[str, Scores], human: Mapping[str, Scores], method: str = "kendall", *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    judge: Mapping[str, Scores],
+    human: Mapping[str, Scores],
+    method: str = "kendall",
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Anchoring (Stureborg et al. 2024): judge's mean inter-criterion correlation beside the humans'.
 
@@ -217,8 +274,9 @@ def anchoring(
     names, jm = _criterion_matrix(judge, "judge")
     hnames, hm = _criterion_matrix(human, "human")
     if names != hnames:
-        raise DataError(f"expected the same criteria, in the same order, for judge and human; got {names} "
-                        f"and {hnames}")
+        raise DataError(
+            f"expected the same criteria, in the same order, for judge and human; got {names} and {hnames}"
+        )
     if len(names) < 2:
         raise ConfigError(f"anchoring needs at least 2 criteria; got {names}")
     if jm.shape != hm.shape:
@@ -229,15 +287,20 @@ def anchoring(
     jmean, jpairs = _mean_pairwise(jm, fn)
     hmean, hpairs = _mean_pairwise(hm, fn)
     extra = {
-        "judge_mean": jmean, "human_mean": hmean,
+        "judge_mean": jmean,
+        "human_mean": hmean,
         "judge_pairs": {f"{names[a]}|{names[b]}": v for (a, b), v in jpairs.items()},
         "human_pairs": {f"{names[a]}|{names[b]}": v for (a, b), v in hpairs.items()},
     }
     name = f"anchoring_{method}"
     if not (math.isfinite(jmean) and math.isfinite(hmean)):
-        return undefined(name, len(jm), failed,
-                         "no pair of criteria has a defined correlation for judge and humans",
-                    **extra)
+        return undefined(
+            name,
+            len(jm),
+            failed,
+            "no pair of criteria has a defined correlation for judge and humans",
+            **extra,
+        )
 
     def stat(a: np.ndarray, b: np.ndarray) -> float:
         return _mean_pairwise(a, fn)[0] - _mean_pairwise(b, fn)[0]
@@ -247,9 +310,15 @@ def anchoring(
 
 
 def correlation_by_position(
-    judge: Mapping[str, Scores], human: Mapping[str, Scores],
-    positions: Sequence[str] | Mapping[str, Sequence[int | None]], method: str = "kendall", *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    judge: Mapping[str, Scores],
+    human: Mapping[str, Scores],
+    positions: Sequence[str] | Mapping[str, Sequence[int | None]],
+    method: str = "kendall",
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Agreement with humans by a criterion's position in a multi-criterion output (Stureborg et al. 2024).
 
@@ -266,8 +335,9 @@ def correlation_by_position(
     names, jm = _criterion_matrix(judge, "judge")
     hnames, hm = _criterion_matrix(human, "human")
     if names != hnames:
-        raise DataError(f"expected the same criteria, in the same order, for judge and human; got {names} "
-                        f"and {hnames}")
+        raise DataError(
+            f"expected the same criteria, in the same order, for judge and human; got {names} and {hnames}"
+        )
     if jm.shape != hm.shape:
         raise DataError(f"expected as many judge as human items; got {jm.shape[0]} and {hm.shape[0]}")
     n_items = jm.shape[0]
@@ -286,8 +356,9 @@ def correlation_by_position(
     complete = np.isfinite(jm) & np.isfinite(hm) & np.isfinite(pm)
     failed = int((~complete).sum())
 
-    def table(a: np.ndarray, b: np.ndarray,
-              p: np.ndarray) -> tuple[dict[int, float], dict[str, dict[int, float]]]:
+    def table(
+        a: np.ndarray, b: np.ndarray, p: np.ndarray
+    ) -> tuple[dict[int, float], dict[str, dict[int, float]]]:
         ok = np.isfinite(a) & np.isfinite(b) & np.isfinite(p)
         detail: dict[str, dict[int, float]] = {}
         collected: dict[int, list[float]] = {}
@@ -365,7 +436,10 @@ class RoundNumberExcess5(ReportedMeasure):
         """Multiples of 5; NaN on scales with fewer than 10 integer points."""
         if len(entry.scale.integer_points()) < 10:
             return undefined(
-                "round-number-excess-5", 0, 0,
+                "round-number-excess-5",
+                0,
+                0,
                 f"round numbers are not meaningful on {entry.scale.describe()} (needs 10 or more "
-                "integer points)")
+                "integer points)",
+            )
         return round_number_excess(entry.scores, entry.scale, 5, **entry.ci)

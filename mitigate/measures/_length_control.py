@@ -36,8 +36,9 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def fit_length_glm(pref: np.ndarray, delta: np.ndarray, scale: float, *,
-                   iters: int = 50) -> tuple[float, float]:
+def fit_length_glm(
+    pref: np.ndarray, delta: np.ndarray, scale: float, *, iters: int = 50
+) -> tuple[float, float]:
     """``(θ, φ)`` of ``logit P(A) = θ + φ·tanh(Δ/scale)`` by Newton's method with soft targets ``pref`` in [0,
     1]."""
     x = np.tanh(delta / scale) if scale > 0 else np.zeros_like(delta)
@@ -56,8 +57,14 @@ def fit_length_glm(pref: np.ndarray, delta: np.ndarray, scale: float, *,
 
 
 def length_controlled_win_rate(
-    preference: Scores, length_a: Scores, length_b: Scores, *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    preference: Scores,
+    length_a: Scores,
+    length_b: Scores,
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """The length-controlled win rate of A over B, with the raw win rate beside it.
 
@@ -72,8 +79,9 @@ def length_controlled_win_rate(
     pref = as_float_array(preference, "preference")
     la, lb = as_float_array(length_a, "length_a"), as_float_array(length_b, "length_b")
     if not len(pref) == len(la) == len(lb):
-        raise DataError(f"expected one length of each output per preference; got {len(pref)}, "
-                        f"{len(la)}, {len(lb)}")
+        raise DataError(
+            f"expected one length of each output per preference; got {len(pref)}, {len(la)}, {len(lb)}"
+        )
     ok = np.isfinite(pref) & np.isfinite(la) & np.isfinite(lb)
     bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
     if len(bad):
@@ -82,30 +90,51 @@ def length_controlled_win_rate(
     failed = int((~ok).sum())
     pref, delta = pref[ok], (la - lb)[ok]
     if len(pref) < 3:
-        return undefined(name, len(pref), failed,
-                         f"only {len(pref)} pairs have a preference; expected at least 3")
+        return undefined(
+            name, len(pref), failed, f"only {len(pref)} pairs have a preference; expected at least 3"
+        )
     sigma = float(np.std(delta))
 
     def lc(p: np.ndarray, d: np.ndarray) -> float:
         return float(_sigmoid(np.asarray(fit_length_glm(p, d, sigma)[0])))
 
     theta, phi = fit_length_glm(pref, delta, sigma)
-    extra: dict[str, Any] = {"raw_win_rate": float(pref.mean()), "theta": theta, "phi": phi, "sigma": sigma,
-             "mean_length_diff": float(delta.mean()), "n_ties": int(np.sum(pref == 0.5))}
+    extra: dict[str, Any] = {
+        "raw_win_rate": float(pref.mean()),
+        "theta": theta,
+        "phi": phi,
+        "sigma": sigma,
+        "mean_length_diff": float(delta.mean()),
+        "n_ties": int(np.sum(pref == 0.5)),
+    }
     interval = None
     if ci:
         interval = bootstrap_ci(lc, pref, delta, n_boot=n_boot, alpha=alpha, seed=seed, paired=True)
         raw_ci = bootstrap_ci(lambda p: float(np.mean(p)), pref, n_boot=n_boot, alpha=alpha, seed=seed)
         extra["raw_ci"] = [float(raw_ci[0]), float(raw_ci[1])]
-    reason = None if sigma > 0 else ("every pair has the same length difference; the length effect is "
-                                     "not identified")
-    return finish(name, float(_sigmoid(np.asarray(theta))), len(pref), failed, interval=interval, extra=extra,
-                  reason=reason)
+    reason = (
+        None
+        if sigma > 0
+        else ("every pair has the same length difference; the length effect is not identified")
+    )
+    return finish(
+        name,
+        float(_sigmoid(np.asarray(theta))),
+        len(pref),
+        failed,
+        interval=interval,
+        extra=extra,
+        reason=reason,
+    )
 
 
 def pairs_against(
-    scores: Scores, systems: Sequence[Hashable | None], docs: Sequence[Hashable | None], lengths: Scores,
-    system: Hashable, baseline: Hashable | None = None,
+    scores: Scores,
+    systems: Sequence[Hashable | None],
+    docs: Sequence[Hashable | None],
+    lengths: Scores,
+    system: Hashable,
+    baseline: Hashable | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pointwise scores turned into pairs ``system`` vs ``baseline`` on the same document.
 
@@ -117,15 +146,18 @@ def pairs_against(
     s = as_float_array(scores, "scores")
     ln = as_float_array(lengths, "lengths")
     if not len(s) == len(systems) == len(docs) == len(ln):
-        raise DataError(f"expected one system, document and length per score; got {len(s)}, {len(systems)}, "
-                        f"{len(docs)}, {len(ln)}")
+        raise DataError(
+            f"expected one system, document and length per score; got {len(s)}, {len(systems)}, "
+            f"{len(docs)}, {len(ln)}"
+        )
     index: dict[tuple[Hashable, Hashable], int] = {}
     for i, (sy, d) in enumerate(zip(systems, docs, strict=True)):
         if sy is not None and d is not None:
             index[(sy, d)] = i
     pref, la, lb = [], [], []
-    others = [baseline] if baseline is not None else [x for x in dict.fromkeys(systems)
-                                                      if x not in (None, system)]
+    others = (
+        [baseline] if baseline is not None else [x for x in dict.fromkeys(systems) if x not in (None, system)]
+    )
     for d in dict.fromkeys(d for d in docs if d is not None):
         a = index.get((system, d))
         for other in others:
@@ -133,8 +165,15 @@ def pairs_against(
             if a is None or b is None:
                 continue
             x, y = s[a], s[b]
-            pref.append(math.nan if not (math.isfinite(x) and math.isfinite(y))
-                        else 1.0 if x > y else 0.0 if x < y else 0.5)
+            pref.append(
+                math.nan
+                if not (math.isfinite(x) and math.isfinite(y))
+                else 1.0
+                if x > y
+                else 0.0
+                if x < y
+                else 0.5
+            )
             la.append(ln[a])
             lb.append(ln[b])
     return np.array(pref, dtype=float), np.array(la, dtype=float), np.array(lb, dtype=float)

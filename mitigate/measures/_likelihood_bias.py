@@ -43,7 +43,7 @@ US_SCALINGS = ("range", "max-deviation")
 
 
 def unfairness_scores(
-    judge: Scores, human: Scores, scaling: Literal["range", "max-deviation"] = "range",
+    judge: Scores, human: Scores, scaling: Literal["range", "max-deviation"] = "range"
 ) -> np.ndarray:
     """US per item (Ohi et al. 2024): judge score minus human score on a common footing.
 
@@ -128,8 +128,7 @@ def rs_scores(ls: Scores, us: Scores) -> np.ndarray:
 
 
 def bias_score(
-    ls: Scores, us: Scores, *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    ls: Scores, us: Scores, *, ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
 ) -> Measure:
     """BiasScore = Spearman(LS, US) (Ohi et al. 2024): how much the judge's overrating follows likelihood.
 
@@ -150,8 +149,15 @@ def _grouped_means(values: np.ndarray, groups: np.ndarray) -> dict[float, dict[s
 
 
 def familiarity(
-    perplexities: Scores, judge: Scores, human: Scores, scale: Scale | tuple[float, float], *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    perplexities: Scores,
+    judge: Scores,
+    human: Scores,
+    scale: Scale | tuple[float, float],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Familiarity bias (Stureborg et al. 2024): mean perplexity of outputs per judge rating beside per human
     rating.
@@ -166,8 +172,9 @@ def familiarity(
     favours familiar text more than humans.
     """
     s = Scale.of(scale)
-    p, j, h = (as_float_array(a, n) for a,
-               n in ((perplexities, "perplexities"), (judge, "judge"), (human, "human")))
+    p, j, h = (
+        as_float_array(a, n) for a, n in ((perplexities, "perplexities"), (judge, "judge"), (human, "human"))
+    )
     if not len(p) == len(j) == len(h):
         raise DataError(f"expected equal lengths; got perplexities={len(p)}, judge={len(j)}, human={len(h)}")
     pc, jc, hc = complete_pairs(p, j, h)

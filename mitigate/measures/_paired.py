@@ -103,8 +103,12 @@ def _between_points(values: np.ndarray, scale: Scale) -> bool:
     return any(not scale.on_grid(float(v)) for v in values[np.isfinite(values)])
 
 
-def swap_refusal(a: Sequence[float | None] | np.ndarray, b: Sequence[float | None] | np.ndarray,
-                 scale_a: Scale, scale_b: Scale) -> str | None:
+def swap_refusal(
+    a: Sequence[float | None] | np.ndarray,
+    b: Sequence[float | None] | np.ndarray,
+    scale_a: Scale,
+    scale_b: Scale,
+) -> str | None:
     """Why swapping A's and B's raw values on an item is not a valid null for them; None when it is.
 
     Swapping assumes the two judges' values are exchangeable under the null. It is not when
@@ -114,13 +118,17 @@ def swap_refusal(a: Sequence[float | None] | np.ndarray, b: Sequence[float | Non
     for reasons unrelated to agreement.
     """
     if (scale_a.min, scale_a.max, scale_a.step) != (scale_b.min, scale_b.max, scale_b.step):
-        return (f"the entries answer on different scales ({scale_a.describe()} by {scale_a.step:g} and "
-                f"{scale_b.describe()} by {scale_b.step:g})")
+        return (
+            f"the entries answer on different scales ({scale_a.describe()} by {scale_a.step:g} and "
+            f"{scale_b.describe()} by {scale_b.step:g})"
+        )
     x, y = as_float_array(a, "a"), as_float_array(b, "b")
     off_a, off_b = _between_points(x, scale_a), _between_points(y, scale_b)
     if off_a != off_b:
-        return ("one entry's scores fall between the scale's points (continuous, e.g. an expected score) and "
-                "the other's sit on them")
+        return (
+            "one entry's scores fall between the scale's points (continuous, e.g. an expected score) and "
+            "the other's sit on them"
+        )
     return None
 
 
@@ -145,8 +153,9 @@ def _padded(arrays: Sequence[np.ndarray], clusters: Sequence[Any]) -> list[np.nd
     return out
 
 
-def cluster_interval(fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[Any], *,
-                     n_boot: int, seed: int) -> tuple[float | None, float | None]:
+def cluster_interval(
+    fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[Any], *, n_boot: int, seed: int
+) -> tuple[float | None, float | None]:
     """Paired percentile bootstrap interval of ``fn(*arrays)``, resampling whole clusters.
 
     ``fn`` gets the flattened arrays with NaN where a resampled cluster had fewer items than the
@@ -163,17 +172,27 @@ def cluster_interval(fn: Callable[..., float], arrays: Sequence[np.ndarray], clu
     return _finite(low), _finite(high)
 
 
-def _cluster_resamples(fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[Any], *,
-                       n_boot: int, seed: int) -> np.ndarray:
+def _cluster_resamples(
+    fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[Any], *, n_boot: int, seed: int
+) -> np.ndarray:
     """``fn(*arrays)`` on ``n_boot`` paired resamples of whole clusters (NaN-padded rows, flattened for
     ``fn``)."""
     mats = _padded(arrays, clusters)
     rng = np.random.default_rng(seed)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        return np.concatenate([np.array([fn(*[m[i].reshape(-1) for m in mats])
-                                         for i in rng.integers(0, len(mats[0]), size=(rows, len(mats[0])))],
-                                        dtype=float) for rows in row_chunks(n_boot, len(mats[0]))])
+        return np.concatenate(
+            [
+                np.array(
+                    [
+                        fn(*[m[i].reshape(-1) for m in mats])
+                        for i in rng.integers(0, len(mats[0]), size=(rows, len(mats[0])))
+                    ],
+                    dtype=float,
+                )
+                for rows in row_chunks(n_boot, len(mats[0]))
+            ]
+        )
 
 
 def _mean_difference(b: np.ndarray, a: np.ndarray) -> float:
@@ -186,9 +205,16 @@ def _mean_difference(b: np.ndarray, a: np.ndarray) -> float:
 # a mean (or share) of B minus that of A
 
 
-def paired_mean_difference(b: Sequence[float | None] | np.ndarray, a: Sequence[float | None] | np.ndarray, *,
-                           clusters: Sequence[Any] | None = None, n_boot: int = 1000, n_perm: int = 5000,
-                           seed: int = 0, min_n: int = 1) -> PairedDifference:
+def paired_mean_difference(
+    b: Sequence[float | None] | np.ndarray,
+    a: Sequence[float | None] | np.ndarray,
+    *,
+    clusters: Sequence[Any] | None = None,
+    n_boot: int = 1000,
+    n_perm: int = 5000,
+    seed: int = 0,
+    min_n: int = 1,
+) -> PairedDifference:
     """Mean of ``b`` minus mean of ``a`` over the items where both are finite, with interval and sign-flip p.
 
     ``clusters``: one label per item; the sign flips and the bootstrap then take whole clusters.
@@ -197,15 +223,19 @@ def paired_mean_difference(b: Sequence[float | None] | np.ndarray, a: Sequence[f
     x_all = as_float_array(a, "a")
     y_all = as_float_array(b, "b")
     if len(x_all) != len(y_all) or (clusters is not None and len(clusters) != len(x_all)):
-        raise ConfigError("expected one value per item from both judges (and one cluster each); got "
-                          f"{len(y_all)} and {len(x_all)}"
-                          + ("" if clusters is None else f", {len(clusters)} clusters"))
+        raise ConfigError(
+            "expected one value per item from both judges (and one cluster each); got "
+            f"{len(y_all)} and {len(x_all)}" + ("" if clusters is None else f", {len(clusters)} clusters")
+        )
     keep = np.isfinite(x_all) & np.isfinite(y_all)
     x, y = x_all[keep], y_all[keep]
     if len(x) < max(min_n, 1):
-        return PairedDifference(observed=math.nan, n=len(x), test="paired sign-flip permutation",
-                                reason=f"needs at least {max(min_n, 1)} items with a value from both; "
-                                       f"got {len(x)}")
+        return PairedDifference(
+            observed=math.nan,
+            n=len(x),
+            test="paired sign-flip permutation",
+            reason=f"needs at least {max(min_n, 1)} items with a value from both; got {len(x)}",
+        )
     groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
     test = permutation_test_mean_diff(y, x, n_perm=n_perm, seed=seed, paired=True, groups=groups)
     low = high = None
@@ -214,18 +244,32 @@ def paired_mean_difference(b: Sequence[float | None] | np.ndarray, a: Sequence[f
         if math.isfinite(lo) and math.isfinite(hi):
             low, high = lo, hi
     elif n_boot > 0:
-        low, high = cluster_interval(_mean_difference, [y, x], groups,  # type: ignore[arg-type]
-                                     n_boot=n_boot, seed=seed)
-    return PairedDifference(observed=test.observed, a=float(x.mean()), b=float(y.mean()), low=low, high=high,
-                            p_value=_finite(test.p_value), n=len(x), test="paired sign-flip permutation")
+        low, high = cluster_interval(
+            _mean_difference,
+            [y, x],
+            groups,  # type: ignore[arg-type]
+            n_boot=n_boot,
+            seed=seed,
+        )
+    return PairedDifference(
+        observed=test.observed,
+        a=float(x.mean()),
+        b=float(y.mean()),
+        low=low,
+        high=high,
+        p_value=_finite(test.p_value),
+        n=len(x),
+        test="paired sign-flip permutation",
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # a statistic against a reference, of B minus A
 
 
-def _batched_difference(stat: str, *arrays: np.ndarray) -> tuple[Callable[..., np.ndarray] | None,
-                                                                 tuple[Any, ...]]:
+def _batched_difference(
+    stat: str, *arrays: np.ndarray
+) -> tuple[Callable[..., np.ndarray] | None, tuple[Any, ...]]:
     """``stat(b, ref) - stat(a, ref)`` on every resample at once, for the named correlations that batch, and
     the
     arrays to resample for it: for Spearman the value codes of (a, b) and of ref, ranked by counting (the
@@ -242,10 +286,11 @@ def _batched_difference(stat: str, *arrays: np.ndarray) -> tuple[Callable[..., n
         @batched
         def ranked(ca: np.ndarray, cb: np.ndarray, c: np.ndarray) -> np.ndarray:
             hr = ranks_from_codes(c, len(levels))
-            return pearson_rows(ranks_from_codes(cb, len(values)),
-                                hr) - pearson_rows(ranks_from_codes(ca, len(values)), hr)
+            return pearson_rows(ranks_from_codes(cb, len(values)), hr) - pearson_rows(
+                ranks_from_codes(ca, len(values)), hr
+            )
 
-        return ranked, (codes[: len(a)], codes[len(a):], ch)
+        return ranked, (codes[: len(a)], codes[len(a) :], ch)
 
     @batched
     def diff(a: np.ndarray, b: np.ndarray, h: np.ndarray) -> np.ndarray:
@@ -255,11 +300,17 @@ def _batched_difference(stat: str, *arrays: np.ndarray) -> tuple[Callable[..., n
 
 
 def paired_statistic_difference(
-    b: Sequence[float | None] | np.ndarray, a: Sequence[float | None] | np.ndarray,
+    b: Sequence[float | None] | np.ndarray,
+    a: Sequence[float | None] | np.ndarray,
     reference: Sequence[float | None] | np.ndarray,
     stat: str | Callable[[np.ndarray, np.ndarray], float] = "spearman",
-    *, test: PairedTest = "permutation", clusters: Sequence[Any] | None = None, n_boot: int = 1000,
-    n_perm: int = 5000, seed: int = 0, min_n: int = 3,
+    *,
+    test: PairedTest = "permutation",
+    clusters: Sequence[Any] | None = None,
+    n_boot: int = 1000,
+    n_perm: int = 5000,
+    seed: int = 0,
+    min_n: int = 3,
 ) -> PairedDifference:
     """``stat(b, reference) - stat(a, reference)`` on the items where all three are finite, with interval and
     p.
@@ -270,51 +321,93 @@ def paired_statistic_difference(
     resamples, ``max(n_boot, n_perm)`` of them); see the module docstring for when each holds.
     """
     if test not in ("permutation", "bootstrap"):
-        raise ConfigError(f"The 'test' parameter of paired_statistic_difference must be 'permutation' or "
-                          f"'bootstrap'. Got {test!r} instead.")
+        raise ConfigError(
+            f"The 'test' parameter of paired_statistic_difference must be 'permutation' or "
+            f"'bootstrap'. Got {test!r} instead."
+        )
     fn = correlation_function(stat) if isinstance(stat, str) else stat
     x, y, h = complete_pairs(a, b, reference)
-    keep = np.isfinite(as_float_array(a, "a")) & np.isfinite(as_float_array(b, "b")) & np.isfinite(
-        as_float_array(reference, "reference"))
+    keep = (
+        np.isfinite(as_float_array(a, "a"))
+        & np.isfinite(as_float_array(b, "b"))
+        & np.isfinite(as_float_array(reference, "reference"))
+    )
     groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
     if test == "permutation":
         return _permutation(x, y, h, stat, fn, groups, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=min_n)
     return _bootstrap(x, y, h, fn, groups, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=min_n)
 
 
-def _permutation(x: np.ndarray, y: np.ndarray, h: np.ndarray, stat: str | Callable[..., float],
-                 fn: Callable[..., float], groups: list[Any] | None, *, n_boot: int, n_perm: int, seed: int,
-                 min_n: int) -> PairedDifference:
+def _permutation(
+    x: np.ndarray,
+    y: np.ndarray,
+    h: np.ndarray,
+    stat: str | Callable[..., float],
+    fn: Callable[..., float],
+    groups: list[Any] | None,
+    *,
+    n_boot: int,
+    n_perm: int,
+    seed: int,
+    min_n: int,
+) -> PairedDifference:
     name = "paired permutation"
     if len(x) < min_n:
-        return PairedDifference(observed=math.nan, n=len(x), test=name,
-                                reason=f"needs at least {min_n} items with a value from both and the "
-                                       f"reference; got {len(x)}")
+        return PairedDifference(
+            observed=math.nan,
+            n=len(x),
+            test=name,
+            reason=f"needs at least {min_n} items with a value from both and the reference; got {len(x)}",
+        )
     perm = paired_permutation_test(y, x, h, stat, n_perm=n_perm, seed=seed, groups=groups)
     a_value, b_value = _finite(perm.observed_b), _finite(perm.observed_a)
     if not math.isfinite(perm.observed):
-        return PairedDifference(observed=math.nan, a=a_value, b=b_value, n=len(x), test=name,
-                                reason=perm.reason or "the statistic is undefined for at least one judge "
-                                                      "(constant scores)")
+        return PairedDifference(
+            observed=math.nan,
+            a=a_value,
+            b=b_value,
+            n=len(x),
+            test=name,
+            reason=perm.reason or "the statistic is undefined for at least one judge (constant scores)",
+        )
     low = high = None
     if n_boot > 0:
         if groups is not None:
-            low, high = cluster_interval(lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_), [x, y, h], groups,
-                                         n_boot=n_boot, seed=seed)
+            low, high = cluster_interval(
+                lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_), [x, y, h], groups, n_boot=n_boot, seed=seed
+            )
         else:
             diff, arrays = _batched_difference(stat, x, y, h) if isinstance(stat, str) else (None, (x, y, h))
-            difference: Callable[..., Any] = (diff if diff is not None
-                                              else (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_)))
+            difference: Callable[..., Any] = (
+                diff if diff is not None else (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_))
+            )
             lo, hi = bootstrap_ci(difference, *arrays, n_boot=n_boot, seed=seed)
             if math.isfinite(lo) and math.isfinite(hi):
                 low, high = lo, hi
-    return PairedDifference(observed=perm.observed, a=a_value, b=b_value, low=low, high=high,
-                            p_value=_finite(perm.p_value), n=len(x), test=name)
+    return PairedDifference(
+        observed=perm.observed,
+        a=a_value,
+        b=b_value,
+        low=low,
+        high=high,
+        p_value=_finite(perm.p_value),
+        n=len(x),
+        test=name,
+    )
 
 
-def _bootstrap(x: np.ndarray, y: np.ndarray, h: np.ndarray, fn: Callable[..., float],
-               groups: list[Any] | None,
-               *, n_boot: int, n_perm: int, seed: int, min_n: int) -> PairedDifference:
+def _bootstrap(
+    x: np.ndarray,
+    y: np.ndarray,
+    h: np.ndarray,
+    fn: Callable[..., float],
+    groups: list[Any] | None,
+    *,
+    n_boot: int,
+    n_perm: int,
+    seed: int,
+    min_n: int,
+) -> PairedDifference:
     name = "paired bootstrap"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -322,8 +415,9 @@ def _bootstrap(x: np.ndarray, y: np.ndarray, h: np.ndarray, fn: Callable[..., fl
     if sa is None or sb is None:
         why = "the statistic is undefined for at least one judge (constant scores?)"
         if len(x) < min_n:
-            why = (f"needs at least {min_n} items with a value from both judges and the reference; "
-                   f"got {len(x)}")
+            why = (
+                f"needs at least {min_n} items with a value from both judges and the reference; got {len(x)}"
+            )
         return PairedDifference(observed=math.nan, a=sa, b=sb, n=len(x), test=name, reason=why)
 
     def diff(y_: np.ndarray, x_: np.ndarray, h_: np.ndarray) -> float:

@@ -121,8 +121,9 @@ def pair_category(original: str, swapped: str) -> Category:
     return "primacy" if "first" in (o, s) else "recency"
 
 
-def _pairs(original: Sequence[str | None],
-           swapped: Sequence[str | None]) -> tuple[list[str | None], list[str | None]]:
+def _pairs(
+    original: Sequence[str | None], swapped: Sequence[str | None]
+) -> tuple[list[str | None], list[str | None]]:
     o = [_verdict(v, "original") for v in original]
     s = [_verdict(v, "swapped") for v in swapped]
     if len(o) != len(s):
@@ -140,8 +141,13 @@ def _groups(groups: Sequence[Hashable | None] | None, n: int) -> list[Hashable |
 
 
 def position_bias(
-    original: Sequence[str | None], swapped: Sequence[str | None], *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    original: Sequence[str | None],
+    swapped: Sequence[str | None],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Position bias of a pairwise judge, from verdicts on each pair in original and swapped order.
 
@@ -173,22 +179,27 @@ def position_bias(
         "tie_share": all_verdicts.count("tie") / len(all_verdicts),
     }
     extra["consistency_of_all"] = (len(flips) - int(flips.sum())) / len(o)
-    interval = resample_interval(batched_nanmean, flips, n_boot=n_boot, alpha=alpha,
-                                 seed=seed) if ci else None
+    interval = (
+        resample_interval(batched_nanmean, flips, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    )
     return share(name, flips, failed, failure_counts_as_hit=True, interval=interval, extra=extra)
 
 
 def _by_group(
-    fn: Any, original: list[str | None], swapped: list[str | None], groups: list[Hashable | None],
-    **kw: Any,
+    fn: Any, original: list[str | None], swapped: list[str | None], groups: list[Hashable | None], **kw: Any
 ) -> dict[str, dict[str, Any]]:
     """``fn`` on the pairs of each group (e.g. each system pair), as small JSON-able rows."""
     out: dict[str, dict[str, Any]] = {}
     for g in dict.fromkeys(x for x in groups if x is not None):
         sel = [i for i, x in enumerate(groups) if x == g]
         m: Measure = fn([original[i] for i in sel], [swapped[i] for i in sel], **kw)
-        row: dict[str, Any] = {"value": m.value, "n": m.n, "n_failed": m.n_failed,
-                               "ci_low": m.ci_low, "ci_high": m.ci_high}
+        row: dict[str, Any] = {
+            "value": m.value,
+            "n": m.n,
+            "n_failed": m.n_failed,
+            "ci_low": m.ci_low,
+            "ci_high": m.ci_high,
+        }
         for key in ("primacy", "recency"):
             if key in m.extra:
                 row[key] = m.extra[key]
@@ -197,9 +208,14 @@ def _by_group(
 
 
 def position_consistency(
-    original: Sequence[str | None], swapped: Sequence[str | None], *,
+    original: Sequence[str | None],
+    swapped: Sequence[str | None],
+    *,
     groups: Sequence[Hashable | None] | None = None,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Position consistency (Shi et al. 2024): the share of pairs whose two verdicts prefer the same text.
 
@@ -212,8 +228,9 @@ def position_consistency(
     """
     o, s = _pairs(original, swapped)
     g = _groups(groups, len(o))
-    cats = [pair_category(a, b) if a is not None and b is not None else None for a,
-            b in zip(o, s, strict=True)]
+    cats = [
+        pair_category(a, b) if a is not None and b is not None else None for a, b in zip(o, s, strict=True)
+    ]
     used = [c for c in cats if c is not None]
     failed = len(cats) - len(used)
     name = "position-consistency"
@@ -222,8 +239,9 @@ def position_consistency(
     hits = np.array([float(c == "consistent") for c in used])
     extra: dict[str, Any] = {"primacy": used.count("primacy"), "recency": used.count("recency")}
     if g is not None:
-        extra["per_group"] = _by_group(position_consistency, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha,
-                                       seed=seed)
+        extra["per_group"] = _by_group(
+            position_consistency, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed
+        )
     interval = resample_interval(batched_nanmean, hits, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return share(name, hits, failed, interval=interval, extra=extra)
 
@@ -239,9 +257,14 @@ def _fairness_rows(primacy: np.ndarray, recency: np.ndarray) -> np.ndarray:
 
 
 def preference_fairness(
-    original: Sequence[str | None], swapped: Sequence[str | None], *,
+    original: Sequence[str | None],
+    swapped: Sequence[str | None],
+    *,
     groups: Sequence[Hashable | None] | None = None,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Preference fairness PF (Shi et al. 2024) in [-1, 1]: 0 fair, > 0 favours the later position, < 0 the
     first.
@@ -254,8 +277,9 @@ def preference_fairness(
     """
     o, s = _pairs(original, swapped)
     g = _groups(groups, len(o))
-    cats = [pair_category(a, b) if a is not None and b is not None else None for a,
-            b in zip(o, s, strict=True)]
+    cats = [
+        pair_category(a, b) if a is not None and b is not None else None for a, b in zip(o, s, strict=True)
+    ]
     used = [c for c in cats if c is not None]
     failed = len(cats) - len(used)
     name = "preference-fairness"
@@ -264,19 +288,30 @@ def preference_fairness(
     primacy = np.array([float(c == "primacy") for c in used])
     recency = np.array([float(c == "recency") for c in used])
     value = float(_fairness_rows(primacy[None, :], recency[None, :])[0])
-    extra: dict[str, Any] = {"primacy": int(primacy.sum()), "recency": int(recency.sum()),
-                             "pf_all_pairs": value * len(used) / len(cats)}
+    extra: dict[str, Any] = {
+        "primacy": int(primacy.sum()),
+        "recency": int(recency.sum()),
+        "pf_all_pairs": value * len(used) / len(cats),
+    }
     if g is not None:
-        extra["per_group"] = _by_group(preference_fairness, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha,
-                                       seed=seed)
-    interval = (resample_interval(_fairness_rows, primacy, recency, n_boot=n_boot, alpha=alpha, seed=seed)
-                if ci else None)
+        extra["per_group"] = _by_group(
+            preference_fairness, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed
+        )
+    interval = (
+        resample_interval(_fairness_rows, primacy, recency, n_boot=n_boot, alpha=alpha, seed=seed)
+        if ci
+        else None
+    )
     return finish(name, value, len(used), failed, interval=interval, extra=extra)
 
 
 def repetition_stability(
-    trials: Sequence[Sequence[str | None]], *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    trials: Sequence[Sequence[str | None]],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Repetition stability (Shi et al. 2024): per instance, the share of trials giving its most frequent
     verdict.
@@ -298,19 +333,34 @@ def repetition_stability(
         per.append(max(Counter(got).values()) / len(got))
     name = "repetition-stability"
     if not per:
-        reason = ("no instance was judged more than once" if not repeated
-                  else "no repeated instance has 2 or more parsed verdicts")
+        reason = (
+            "no instance was judged more than once"
+            if not repeated
+            else "no repeated instance has 2 or more parsed verdicts"
+        )
         return undefined(name, 0, failed, reason)
     values = np.array(per)
-    interval = resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha,
-                                 seed=seed) if ci else None
-    return finish(name, float(values.mean()), len(per), failed, interval=interval,
-                  extra={"trials_per_instance": float(np.mean([len(r) for r in repeated]))})
+    interval = (
+        resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    )
+    return finish(
+        name,
+        float(values.mean()),
+        len(per),
+        failed,
+        interval=interval,
+        extra={"trials_per_instance": float(np.mean([len(r) for r in repeated]))},
+    )
 
 
 def preference_accuracy(
-    verdicts: Sequence[str | None], gold: Sequence[str | None], *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    verdicts: Sequence[str | None],
+    gold: Sequence[str | None],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Accuracy of pairwise verdicts against gold preferences (``"A"``, ``"B"``, ``"tie"``; 3-way).
 
@@ -335,15 +385,24 @@ def preference_accuracy(
     for a, b in used:
         confusion.setdefault(str(b), {}).setdefault(str(a), 0)
         confusion[str(b)][str(a)] += 1
-    extra = {"accuracy_decisive": float(np.mean(decisive)) if decisive else None,
-             "n_gold_ties": sum(1 for _, b in used if b == "tie"), "confusion": confusion}
+    extra = {
+        "accuracy_decisive": float(np.mean(decisive)) if decisive else None,
+        "n_gold_ties": sum(1 for _, b in used if b == "tie"),
+        "confusion": confusion,
+    }
     interval = resample_interval(batched_nanmean, hits, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return share(name, hits, failed, interval=interval, extra=extra)
 
 
 def longer_preference(
-    verdicts: Sequence[str | None], length_a: Sequence[float], length_b: Sequence[float], *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    verdicts: Sequence[str | None],
+    length_a: Sequence[float],
+    length_b: Sequence[float],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """The lean towards the longer text: P(prefer the longer text) - 0.5, among decisive verdicts.
 
@@ -354,8 +413,10 @@ def longer_preference(
     """
     v = [_preference(x, "verdicts") for x in verdicts]
     if not len(v) == len(length_a) == len(length_b):
-        raise DataError(f"expected one length per text of every item; got {len(v)} verdicts, {len(length_a)} "
-                        f"and {len(length_b)} lengths")
+        raise DataError(
+            f"expected one length per text of every item; got {len(v)} verdicts, {len(length_a)} "
+            f"and {len(length_b)} lengths"
+        )
     hits: list[float] = []
     skipped = {"no_verdict": 0, "tie": 0, "equal_length": 0}
     for verdict, la, lb in zip(v, length_a, length_b, strict=True):
@@ -373,20 +434,29 @@ def longer_preference(
     if not hits:
         why = "no decisive verdict on two texts of different length"
         if skipped["equal_length"]:
-            why = (f"n/a: the {skipped['equal_length']} decisive verdicts are all on two texts of equal "
-                   f"length (no longer text to prefer; not failures), {skipped['tie']} ties")
+            why = (
+                f"n/a: the {skipped['equal_length']} decisive verdicts are all on two texts of equal "
+                f"length (no longer text to prefer; not failures), {skipped['tie']} ties"
+            )
         return undefined(name, 0, failed, why, **skipped)
     arr = np.array(hits)
     interval = None
     if ci:
         low, high = resample_interval(batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed)
         interval = (low - 0.5, high - 0.5)
-    return finish(name, float(arr.mean()) - 0.5, len(hits), failed, interval=interval,
-                  extra={"p_longer": float(arr.mean()), "n_longer": int(arr.sum()), **skipped})
+    return finish(
+        name,
+        float(arr.mean()) - 0.5,
+        len(hits),
+        failed,
+        interval=interval,
+        extra={"p_longer": float(arr.mean()), "n_longer": int(arr.sum()), **skipped},
+    )
 
 
-def reconcile(original: str | None, swapped: str | None,
-              on_flip: Literal["tie", "abstain"] = "tie") -> str | None:
+def reconcile(
+    original: str | None, swapped: str | None, on_flip: Literal["tie", "abstain"] = "tie"
+) -> str | None:
     """The verdict position swap keeps, as a text preference: the same text in both orders, else a tie (or
     None).
 
@@ -403,9 +473,16 @@ def reconcile(original: str | None, swapped: str | None,
 
 
 def swap_gain(
-    original: Sequence[str | None], swapped: Sequence[str | None], gold: Sequence[str | None], *,
-    on_flip: Literal["tie", "abstain"] = "tie", n_perm: int = 5000,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    original: Sequence[str | None],
+    swapped: Sequence[str | None],
+    gold: Sequence[str | None],
+    *,
+    on_flip: Literal["tie", "abstain"] = "tie",
+    n_perm: int = 5000,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Accuracy gained by judging both orders and reconciling (position swap) over the original order alone.
 
@@ -435,19 +512,37 @@ def swap_gain(
     diff = x - y
     interval = resample_interval(batched_nanmean, diff, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     test = permutation_test_mean_diff(x, y, n_perm=n_perm, seed=seed, paired=True)
-    gold_ties = sum(1 for a, b, want in zip(o, s, g, strict=True)
-                    if a is not None and b is not None and want == "tie")
-    return finish(name, float(diff.mean()), len(one), failed, interval=interval,
-                  extra={"accuracy_swap": float(x.mean()), "accuracy_one_order": float(y.mean()),
-                         "p_value": test.p_value, "n_perm": n_perm, "n_gold_ties": gold_ties,
-                         # a flip becomes a tie (or no verdict), right only on a gold tie: without one the
-                         # swap can only lose accuracy, so the value is <= 0 whatever the judge
-                         "nonpositive_by_construction": gold_ties == 0})
+    gold_ties = sum(
+        1 for a, b, want in zip(o, s, g, strict=True) if a is not None and b is not None and want == "tie"
+    )
+    return finish(
+        name,
+        float(diff.mean()),
+        len(one),
+        failed,
+        interval=interval,
+        extra={
+            "accuracy_swap": float(x.mean()),
+            "accuracy_one_order": float(y.mean()),
+            "p_value": test.p_value,
+            "n_perm": n_perm,
+            "n_gold_ties": gold_ties,
+            # a flip becomes a tie (or no verdict), right only on a gold tie: without one the
+            # swap can only lose accuracy, so the value is <= 0 whatever the judge
+            "nonpositive_by_construction": gold_ties == 0,
+        },
+    )
 
 
 def accuracy_both_orders(
-    original: Sequence[str | None], swapped: Sequence[str | None], gold: Sequence[str | None], *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    original: Sequence[str | None],
+    swapped: Sequence[str | None],
+    gold: Sequence[str | None],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Accuracy over the verdicts of both orders, each order's verdict counted once (LLMBar's headline).
 
@@ -499,8 +594,9 @@ def verdict_orders(judgments: Sequence[Judgment]) -> tuple[list[str | None], lis
     return original, swapped
 
 
-def _from_both_orders(entry: EntryData, name: str,
-                      measure: Callable[[list[str | None], list[str | None]], Measure]) -> Measure:
+def _from_both_orders(
+    entry: EntryData, name: str, measure: Callable[[list[str | None], list[str | None]], Measure]
+) -> Measure:
     """``measure`` of the entry's verdicts in both orders; NaN with the reason when no judgment holds both."""
     orders = verdict_orders(entry.judgments)
     if orders is None:
@@ -536,12 +632,16 @@ strategies.panel)."""
 class PreferenceAccuracy(ReportedMeasure):
     """Accuracy of the entry's verdicts against the gold preferences (:func:`preference_accuracy`)."""
 
-    info = MeasureInfo(label="accuracy (judge's verdict)", direction="higher", group="accuracy",
-                       headline=True,
-                       note="3-way: a tie verdict is right only where the gold preference is a tie. The "
-                            "judge's own verdict per item: the order judged for a one-order or recorded "
-                            "judge (the original), the reconciled verdict of a position-swap judge; the "
-                            "details say which.")
+    info = MeasureInfo(
+        label="accuracy (judge's verdict)",
+        direction="higher",
+        group="accuracy",
+        headline=True,
+        note="3-way: a tie verdict is right only where the gold preference is a tie. The "
+        "judge's own verdict per item: the order judged for a one-order or recorded "
+        "judge (the original), the reconciled verdict of a position-swap judge; the "
+        "details say which.",
+    )
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
@@ -557,26 +657,46 @@ class PreferenceAccuracy(ReportedMeasure):
             return m.model_copy(update={"extra": {**m.extra, "orders": verdict_order_text(entry.judgments)}})
         # an abstention is a verdict that matches no gold preference (so it counts, as wrong)
         verdicts = ["abstain" if a else v for v, a in zip(entry.verdicts, abstentions, strict=True)]
-        labelled = [a for a, g in zip(abstentions, entry.gold, strict=True)
-                    if _preference(g, "gold") is not None]
+        labelled = [
+            a for a, g in zip(abstentions, entry.gold, strict=True) if _preference(g, "gold") is not None
+        ]
         m = preference_accuracy([None if v == "abstain" else v for v in verdicts], entry.gold, **entry.ci)
-        hits = [float(_preference(v, "verdicts") == _preference(g, "gold")) if v != "abstain" else 0.0
-                for v, g in zip(verdicts, entry.gold, strict=True)
-                if _preference(g, "gold") is not None
-                and (v == "abstain" or _preference(v, "verdicts") is not None)]
+        hits = [
+            float(_preference(v, "verdicts") == _preference(g, "gold")) if v != "abstain" else 0.0
+            for v, g in zip(verdicts, entry.gold, strict=True)
+            if _preference(g, "gold") is not None
+            and (v == "abstain" or _preference(v, "verdicts") is not None)
+        ]
         n_abs = sum(labelled)
         if not hits:
             return m
         arr = np.array(hits)
-        interval = (resample_interval(batched_nanmean, arr, n_boot=entry.ci.get("n_boot", 1000),
-                                      alpha=entry.ci.get("alpha", 0.05), seed=entry.ci.get("seed", 0))
-                    if entry.ci.get("ci") else None)
+        interval = (
+            resample_interval(
+                batched_nanmean,
+                arr,
+                n_boot=entry.ci.get("n_boot", 1000),
+                alpha=entry.ci.get("alpha", 0.05),
+                seed=entry.ci.get("seed", 0),
+            )
+            if entry.ci.get("ci")
+            else None
+        )
         # an abstention is in ``arr`` (counted wrong), so it is not a dropped item as well: only parse
         # failures are
-        out = share("preference-accuracy", arr, m.n_failed - n_abs, interval=interval,
-                    extra={**m.extra, "orders": verdict_order_text(entry.judgments), "abstained": n_abs,
-                           "abstention_rate": n_abs / len(arr),
-                           "accuracy_when_decided": m.value if m.ok else None})
+        out = share(
+            "preference-accuracy",
+            arr,
+            m.n_failed - n_abs,
+            interval=interval,
+            extra={
+                **m.extra,
+                "orders": verdict_order_text(entry.judgments),
+                "abstained": n_abs,
+                "abstention_rate": n_abs / len(arr),
+                "accuracy_when_decided": m.value if m.ok else None,
+            },
+        )
         return out
 
 
@@ -585,8 +705,11 @@ def verdict_order_text(judgments: Sequence[Judgment]) -> str:
     ..."""
     if any("position_consistent" in j.meta for j in judgments):
         return "both orders, reconciled"
-    recorded = {j.meta["recorded"].get("order") for j in judgments
-                if isinstance(j.meta.get("recorded"), dict) and j.meta["recorded"].get("order")}
+    recorded = {
+        j.meta["recorded"].get("order")
+        for j in judgments
+        if isinstance(j.meta.get("recorded"), dict) and j.meta["recorded"].get("order")
+    }
     if recorded:
         return f"{'/'.join(sorted(recorded))} order only"
     return "one order, as presented"
@@ -596,24 +719,35 @@ def verdict_order_text(judgments: Sequence[Judgment]) -> str:
 class AccuracyBothOrders(ReportedMeasure):
     """Accuracy over both orders' verdicts, each counted once (:func:`accuracy_both_orders`)."""
 
-    info = MeasureInfo(label="accuracy (both orders)", direction="higher", group="accuracy", headline=True,
-                       note="every verdict of both orders against gold, each order counted once (LLMBar's "
-                            "headline); needs verdicts in both orders.")
+    info = MeasureInfo(
+        label="accuracy (both orders)",
+        direction="higher",
+        group="accuracy",
+        headline=True,
+        note="every verdict of both orders against gold, each order counted once (LLMBar's "
+        "headline); needs verdicts in both orders.",
+    )
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "accuracy-both-orders",
-                                 lambda o, s: accuracy_both_orders(o, s, entry.gold, **entry.ci))
+        return _from_both_orders(
+            entry, "accuracy-both-orders", lambda o, s: accuracy_both_orders(o, s, entry.gold, **entry.ci)
+        )
 
 
 @register("measure", "swap-gain")
 class SwapGain(ReportedMeasure):
     """Accuracy of the position-swapped verdict minus that of the original order alone (:func:`swap_gain`)."""
 
-    info = MeasureInfo(label="swap gain", direction="higher", group="accuracy", headline=True,
-                       note="accuracy after judging both orders (a flip becomes a tie) minus accuracy of the "
-                            "original order alone; needs verdicts in both orders.")
+    info = MeasureInfo(
+        label="swap gain",
+        direction="higher",
+        group="accuracy",
+        headline=True,
+        note="accuracy after judging both orders (a flip becomes a tie) minus accuracy of the "
+        "original order alone; needs verdicts in both orders.",
+    )
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
@@ -625,17 +759,26 @@ class SwapGain(ReportedMeasure):
 class LongerPreference(ReportedMeasure):
     """P(prefer the longer text) - 0.5 among decisive verdicts (:func:`longer_preference`)."""
 
-    info = MeasureInfo(label="longer pref. (P-½)", direction="zero", group="bias", headline=True,
-                       note="P(the preferred text is the longer one) minus 0.5, over decisive verdicts on "
-                            "texts of different length in words; the humans row gives the gold "
-                            "preferences' own lean.")
+    info = MeasureInfo(
+        label="longer pref. (P-½)",
+        direction="zero",
+        group="bias",
+        headline=True,
+        note="P(the preferred text is the longer one) minus 0.5, over decisive verdicts on "
+        "texts of different length in words; the humans row gives the gold "
+        "preferences' own lean.",
+    )
     task = "pairwise"
     on_humans = True
 
     def compute(self, entry: EntryData) -> Measure:
         """From the verdicts (on the humans row: the gold preferences) and the two texts' word counts."""
-        return longer_preference(entry.verdicts, [word_count(i.output) for i in entry.items],
-                                 [word_count(i.output_b or "") for i in entry.items], **entry.ci)
+        return longer_preference(
+            entry.verdicts,
+            [word_count(i.output) for i in entry.items],
+            [word_count(i.output_b or "") for i in entry.items],
+            **entry.ci,
+        )
 
 
 @register("measure", "preference-fairness")
@@ -645,15 +788,23 @@ class PreferenceFairness(ReportedMeasure):
 
     paper = "Shi et al. 2024"
 
-    info = MeasureInfo(label="pref. fairness", direction="zero", group="bias", headline=True,
-                       note="Shi et al. 2024: 0 is fair, < 0 favours the first position, > 0 the second; "
-                            "from the pairs judged in both orders.")
+    info = MeasureInfo(
+        label="pref. fairness",
+        direction="zero",
+        group="bias",
+        headline=True,
+        note="Shi et al. 2024: 0 is fair, < 0 favours the first position, > 0 the second; "
+        "from the pairs judged in both orders.",
+    )
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "preference-fairness", lambda o, s: preference_fairness(
-            o, s, groups=_pair_groups(entry), **entry.ci))
+        return _from_both_orders(
+            entry,
+            "preference-fairness",
+            lambda o, s: preference_fairness(o, s, groups=_pair_groups(entry), **entry.ci),
+        )
 
 
 @register("measure", "position-consistency")
@@ -662,15 +813,22 @@ class PositionConsistency(ReportedMeasure):
 
     paper = "Shi et al. 2024"
 
-    info = MeasureInfo(label="position consistency", direction="higher", group="consistency", headline=True,
-                       note="share of pairs whose verdicts in both orders prefer the same text (Shi "
-                            "et al. 2024).")
+    info = MeasureInfo(
+        label="position consistency",
+        direction="higher",
+        group="consistency",
+        headline=True,
+        note="share of pairs whose verdicts in both orders prefer the same text (Shi et al. 2024).",
+    )
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "position-consistency", lambda o, s: position_consistency(
-            o, s, groups=_pair_groups(entry), **entry.ci))
+        return _from_both_orders(
+            entry,
+            "position-consistency",
+            lambda o, s: position_consistency(o, s, groups=_pair_groups(entry), **entry.ci),
+        )
 
 
 @register("measure", "repetition-stability")
@@ -679,15 +837,21 @@ class RepetitionStability(ReportedMeasure):
 
     paper = "Shi et al. 2024"
 
-    info = MeasureInfo(label="repetition stability", direction="higher", group="consistency", headline=True,
-                       note="share of repeated judgments of one pair in one order that give its most "
-                            "frequent verdict (Shi et al. 2024).")
+    info = MeasureInfo(
+        label="repetition stability",
+        direction="higher",
+        group="consistency",
+        headline=True,
+        note="share of repeated judgments of one pair in one order that give its most "
+        "frequent verdict (Shi et al. 2024).",
+    )
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
         """From ``meta["verdict_samples"]``; NaN when no pair was judged more than once."""
         trials = verdict_samples(entry.judgments)
         if not trials:
-            return undefined("repetition-stability", 0, 0,
-                             "no judgment holds repeated verdicts (meta['verdict_samples'])")
+            return undefined(
+                "repetition-stability", 0, 0, "no judgment holds repeated verdicts (meta['verdict_samples'])"
+            )
         return repetition_stability(trials, **entry.ci)

@@ -83,9 +83,17 @@ def score_relation(x: float | None, y: float | None, tolerance: float = 0.0) -> 
     return ">" if x > y else "<"
 
 
-def score_pair_conflict(score_x: Sequence[float | None], score_y: Sequence[float | None],
-                        relations: Sequence[Relation | None], *, tolerance: float = 0.0, ci: bool = False,
-                        n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> Measure:
+def score_pair_conflict(
+    score_x: Sequence[float | None],
+    score_y: Sequence[float | None],
+    relations: Sequence[Relation | None],
+    *,
+    tolerance: float = 0.0,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> Measure:
     """The share of pairs whose pairwise relation differs from the one their scores imply (see the module
     docstring).
 
@@ -93,8 +101,10 @@ def score_pair_conflict(score_x: Sequence[float | None], score_y: Sequence[float
     are dropped (``n_failed``). ``extra`` counts the conflicts by (scores, pairwise) relation.
     """
     if not len(score_x) == len(score_y) == len(relations):
-        raise DataError(f"expected equal numbers of x scores, y scores and relations; got {len(score_x)}, "
-                        f"{len(score_y)}, {len(relations)}")
+        raise DataError(
+            f"expected equal numbers of x scores, y scores and relations; got {len(score_x)}, "
+            f"{len(score_y)}, {len(relations)}"
+        )
     hits: list[float] = []
     kinds: defaultdict[str, int] = defaultdict(int)
     failed = 0
@@ -112,10 +122,19 @@ def score_pair_conflict(score_x: Sequence[float | None], score_y: Sequence[float
     if not hits:
         return undefined("score_pair_conflict", 0, failed, "no pair has both scores and a pairwise relation")
     arr = np.array(hits)
-    interval = bootstrap_ci(lambda x: float(np.mean(x)), arr, n_boot=n_boot, alpha=alpha, seed=seed) \
-        if ci and len(arr) > 1 else None
-    return share("score_pair_conflict", arr, failed, failure_counts_as_hit=False, interval=interval,
-                 extra={"tolerance": tolerance, "by_kind": dict(kinds)})
+    interval = (
+        bootstrap_ci(lambda x: float(np.mean(x)), arr, n_boot=n_boot, alpha=alpha, seed=seed)
+        if ci and len(arr) > 1
+        else None
+    )
+    return share(
+        "score_pair_conflict",
+        arr,
+        failed,
+        failure_counts_as_hit=False,
+        interval=interval,
+        extra={"tolerance": tolerance, "by_kind": dict(kinds)},
+    )
 
 
 _WEAK_ORDERS = [r for r in itertools.product(range(3), repeat=3)]
@@ -137,10 +156,15 @@ def triple_violation(xy: Relation, yz: Relation, xz: Relation) -> Literal["circu
     return "equivalence" if [xy, yz, xz].count("=") == 2 else "circular"
 
 
-def transitivity_violations(relations: Mapping[tuple[Hashable, Hashable, Hashable], Relation | None], *,
-                            k: int = 3,
-                            ci: bool = False, n_boot: int = 1000, alpha: float = 0.05,
-                            seed: int = 0) -> Measure:
+def transitivity_violations(
+    relations: Mapping[tuple[Hashable, Hashable, Hashable], Relation | None],
+    *,
+    k: int = 3,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> Measure:
     """TrustJudge's non-transitivity ratio: the share of ``k``-sets of one question's responses holding a
     contradiction.
 
@@ -160,8 +184,10 @@ def transitivity_violations(relations: Mapping[tuple[Hashable, Hashable, Hashabl
             raise DataError(f"expected relations '>', '=', '<' or None; got {rel!r} for {(q, x, y)!r}")
         old = table[q].get((y, x))
         if old is not None and _FLIP[old] != rel:
-            raise DataError(f"question {q!r}: the pair ({x!r}, {y!r}) is judged {rel!r} one way and {old!r} "
-                            "the other; expected one relation per pair (reconcile the two orders first)")
+            raise DataError(
+                f"question {q!r}: the pair ({x!r}, {y!r}) is judged {rel!r} one way and {old!r} "
+                "the other; expected one relation per pair (reconcile the two orders first)"
+            )
         table[q][(x, y)] = rel
 
     def get(q: Hashable, x: Hashable, y: Hashable) -> Relation | None:
@@ -183,8 +209,10 @@ def transitivity_violations(relations: Mapping[tuple[Hashable, Hashable, Hashabl
                 skipped += 1
                 continue
             total += 1
-            found = [triple_violation(rels[(x, y)], rels[(y, z)], rels[(x, z)])  # type: ignore[arg-type]
-                     for x, y, z in itertools.combinations(group, 3)]
+            found = [
+                triple_violation(rels[(x, y)], rels[(y, z)], rels[(x, z)])  # type: ignore[arg-type]
+                for x, y, z in itertools.combinations(group, 3)
+            ]
             if any(found):
                 bad += 1
                 for f in found:
@@ -193,17 +221,27 @@ def transitivity_violations(relations: Mapping[tuple[Hashable, Hashable, Hashabl
         if total:
             per_question.append((bad, total))
     if not per_question:
-        return undefined("transitivity_violations", 0, skipped,
-                         f"no question has {k} responses with every pair among them judged")
+        return undefined(
+            "transitivity_violations",
+            0,
+            skipped,
+            f"no question has {k} responses with every pair among them judged",
+        )
     bad_arr = np.array([b for b, _ in per_question], dtype=float)
     tot_arr = np.array([t for _, t in per_question], dtype=float)
     interval = None
     if ci and len(per_question) > 1:
-        interval = bootstrap_ci(lambda b, t: float(np.sum(b) / np.sum(t)), bad_arr, tot_arr, n_boot=n_boot,
-                                alpha=alpha, seed=seed)
+        interval = bootstrap_ci(
+            lambda b, t: float(np.sum(b) / np.sum(t)), bad_arr, tot_arr, n_boot=n_boot, alpha=alpha, seed=seed
+        )
     hits = np.concatenate([np.r_[np.ones(b), np.zeros(t - b)] for b, t in per_question])
-    return share("transitivity_violations", hits, skipped, interval=interval,
-                 extra={"k": k, "contradicting_triples": kinds, "questions": len(per_question)})
+    return share(
+        "transitivity_violations",
+        hits,
+        skipped,
+        interval=interval,
+        extra={"k": k, "contradicting_triples": kinds, "questions": len(per_question)},
+    )
 
 
 @register("measure", "preference-cycle-rate")
@@ -211,10 +249,14 @@ class PreferenceCycleRate(ReportedMeasure):
     """Share of a question's response triples whose verdicts admit no ranking (TrustJudge's NTR, k=3)."""
 
     paper = "Wang et al. 2025 (TrustJudge)"
-    info = MeasureInfo(label="preference cycles (NTR3)", direction="lower", group="consistency",
-                       note="share of triples of one question's responses (doc_id; system, system_b), every "
-                            "pair judged, whose verdicts contradict every ranking with ties; needs "
-                            "round-robin items.")
+    info = MeasureInfo(
+        label="preference cycles (NTR3)",
+        direction="lower",
+        group="consistency",
+        note="share of triples of one question's responses (doc_id; system, system_b), every "
+        "pair judged, whose verdicts contradict every ranking with ties; needs "
+        "round-robin items.",
+    )
     task = "pairwise"
     on_humans = True
 
@@ -223,9 +265,12 @@ class PreferenceCycleRate(ReportedMeasure):
         responses."""
         items = entry.items
         if not items or any(i.doc_id is None or i.system is None or i.system_b is None for i in items):
-            return undefined("transitivity_violations", 0, len(items),
-                             "the items do not all name their question "
-                             "(doc_id) and both responses (system, system_b)")
+            return undefined(
+                "transitivity_violations",
+                0,
+                len(items),
+                "the items do not all name their question (doc_id) and both responses (system, system_b)",
+            )
         rels: dict[tuple[Hashable, Hashable, Hashable], Relation | None] = {}
         for it, v in zip(items, entry.verdicts, strict=True):
             rels[(it.doc_id, it.system, it.system_b)] = verdict_relation(v)
@@ -233,7 +278,8 @@ class PreferenceCycleRate(ReportedMeasure):
         return m.model_copy(update={"name": "preference-cycle-rate"})
 
 
-def pooled_relations(preferences: Sequence[Mapping[str, Any] | None], tie_margin: float = 0.0
-                     ) -> list[Relation | None]:
+def pooled_relations(
+    preferences: Sequence[Mapping[str, Any] | None], tie_margin: float = 0.0
+) -> list[Relation | None]:
     """The relation of each pair from its pooled preference probabilities (None where there are none)."""
     return [None if p is None else verdict_relation(preference_verdict(p, tie_margin)) for p in preferences]

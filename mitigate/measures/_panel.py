@@ -47,14 +47,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mitigate.errors import DataError
 from mitigate.judge import Judgment
-from mitigate.measures._base import (
-    EntryData,
-    Measure,
-    MeasureInfo,
-    ReportedMeasure,
-    finish,
-    undefined,
-)
+from mitigate.measures._base import EntryData, Measure, MeasureInfo, ReportedMeasure, finish, undefined
 from mitigate.registry import register
 
 SINGLE_MEMBER = "judge"
@@ -71,8 +64,9 @@ def score_class(value: float) -> str:
     return str(int(math.floor(float(value) + 0.5)))
 
 
-def panel_votes(judgments: Sequence[Judgment], kind: Kind,
-                criterion: str | None = None) -> tuple[list[str], list[list[str | None]]]:
+def panel_votes(
+    judgments: Sequence[Judgment], kind: Kind, criterion: str | None = None
+) -> tuple[list[str], list[list[str | None]]]:
     """(member names, per judgment one label per member or None): each member's answer in a panel's judgments.
 
     ``kind="verdict"``: the members' verdicts as texts ("A", "B", "tie"); ``"score"``: their scores
@@ -86,8 +80,11 @@ def panel_votes(judgments: Sequence[Judgment], kind: Kind,
         members = panel.get("members") if isinstance(panel, dict) else None
         if kind == "verdict":
             given = members.get("verdict") if isinstance(members, dict) else None
-            row = ({str(n): _verdict_text(v) for n, v in given.items()} if isinstance(given, dict)
-                   else {SINGLE_MEMBER: _verdict_text(j.verdict)})
+            row = (
+                {str(n): _verdict_text(v) for n, v in given.items()}
+                if isinstance(given, dict)
+                else {SINGLE_MEMBER: _verdict_text(j.verdict)}
+            )
         else:
             crit = criterion if criterion is not None else _only_criterion(j)
             given = members.get(crit) if isinstance(members, dict) and crit is not None else None
@@ -150,8 +147,10 @@ class DawidSkeneModel(BaseModel):
     def member_matrix(self, member: str) -> dict[str, dict[str, float]]:
         """``member``'s confusion matrix as {class: {response: probability}}."""
         m = self.members.index(member)
-        return {k: dict(zip(self.responses, self.confusion[m][i], strict=True)) for i,
-                k in enumerate(self.classes)}
+        return {
+            k: dict(zip(self.responses, self.confusion[m][i], strict=True))
+            for i, k in enumerate(self.classes)
+        }
 
     def accuracy(self, member: str) -> dict[str, float]:
         """Per class, the probability ``member`` answers that class (a verdict class's own label; a score
@@ -165,8 +164,12 @@ class DawidSkeneModel(BaseModel):
         return float(np.mean(list(acc.values())))
 
 
-def _classes_for(kind: Kind, votes: Sequence[Sequence[str | None]], gold: Sequence[str | None] | None,
-                 classes: Sequence[str] | None) -> tuple[list[str], list[str]]:
+def _classes_for(
+    kind: Kind,
+    votes: Sequence[Sequence[str | None]],
+    gold: Sequence[str | None] | None,
+    classes: Sequence[str] | None,
+) -> tuple[list[str], list[str]]:
     seen = {v for row in votes for v in row if v is not None}
     golds = {g for g in (gold or ()) if g is not None}
     if kind == "verdict":
@@ -250,13 +253,15 @@ def fit_dawid_skene(
             t[i, index[gold[i]]] = 1.0  # type: ignore[index]
         priors, theta = _m_step(t[rows], onehot[rows], smoothing)
         ll = float(np.sum(t[rows] * _log_joint(np.log(priors), np.log(theta), onehot[rows])))
-        return _model(kind, cls, responses, members, priors, theta, supervised=True, iterations=0,
-                      converged=True,
-                      ll=ll)
+        return _model(
+            kind, cls, responses, members, priors, theta, supervised=True, iterations=0, converged=True, ll=ll
+        )
     # unsupervised: start from the members' (soft) majority, then EM
     match = np.array([responses.index(k) if k in responses else -1 for k in cls])
-    t = np.stack([onehot[:, :, r].sum(axis=1) if r >= 0 else np.zeros(len(votes)) for r in match],
-                 axis=1) + 1e-3
+    t = (
+        np.stack([onehot[:, :, r].sum(axis=1) if r >= 0 else np.zeros(len(votes)) for r in match], axis=1)
+        + 1e-3
+    )
     t = t / t.sum(axis=1, keepdims=True)
     last, converged, it = -math.inf, False, 0
     for it in range(1, max_iter + 1):  # noqa: B007 - the last iteration count is reported
@@ -268,9 +273,18 @@ def fit_dawid_skene(
             break
         last = ll
     priors, theta = _m_step(t, onehot, smoothing)
-    return _model(kind, cls, responses, members, priors, theta, supervised=False, iterations=it,
-                  converged=converged,
-                  ll=ll)
+    return _model(
+        kind,
+        cls,
+        responses,
+        members,
+        priors,
+        theta,
+        supervised=False,
+        iterations=it,
+        converged=converged,
+        ll=ll,
+    )
 
 
 def _m_step(t: np.ndarray, onehot: np.ndarray, smoothing: float) -> tuple[np.ndarray, np.ndarray]:
@@ -279,8 +293,9 @@ def _m_step(t: np.ndarray, onehot: np.ndarray, smoothing: float) -> tuple[np.nda
     totals = counts.sum(axis=2, keepdims=True)
     theta = np.divide(counts, totals, out=np.full_like(counts, 1.0 / counts.shape[2]), where=totals > 0)
     prior_counts = t.sum(axis=0) + smoothing
-    priors = (prior_counts / prior_counts.sum() if prior_counts.sum() > 0
-              else np.full(t.shape[1], 1 / t.shape[1]))
+    priors = (
+        prior_counts / prior_counts.sum() if prior_counts.sum() > 0 else np.full(t.shape[1], 1 / t.shape[1])
+    )
     return np.clip(priors, 1e-12, None), np.clip(theta, 1e-12, None)
 
 
@@ -289,19 +304,36 @@ def _log_joint(log_prior: np.ndarray, log_theta: np.ndarray, onehot: np.ndarray)
     return log_prior[None, :] + np.einsum("iml,mkl->ik", onehot, log_theta)
 
 
-def _model(kind: Kind, cls: list[str], responses: list[str], members: Sequence[str], priors: np.ndarray,
-           theta: np.ndarray, *, supervised: bool, iterations: int, converged: bool,
-           ll: float) -> DawidSkeneModel:
+def _model(
+    kind: Kind,
+    cls: list[str],
+    responses: list[str],
+    members: Sequence[str],
+    priors: np.ndarray,
+    theta: np.ndarray,
+    *,
+    supervised: bool,
+    iterations: int,
+    converged: bool,
+    ll: float,
+) -> DawidSkeneModel:
     return DawidSkeneModel(
-        kind=kind, classes=tuple(cls), responses=tuple(responses), members=tuple(str(m) for m in members),
+        kind=kind,
+        classes=tuple(cls),
+        responses=tuple(responses),
+        members=tuple(str(m) for m in members),
         priors=tuple(float(p) for p in priors),
         confusion=tuple(tuple(tuple(float(x) for x in row) for row in mat) for mat in theta),
-        supervised=supervised, iterations=iterations, converged=converged,
-        log_likelihood=ll if math.isfinite(ll) else None)
+        supervised=supervised,
+        iterations=iterations,
+        converged=converged,
+        log_likelihood=ll if math.isfinite(ll) else None,
+    )
 
 
-def dawid_skene_posterior(model: DawidSkeneModel, votes: dict[str, str | None] | Sequence[str | None]
-                          ) -> dict[str, float] | None:
+def dawid_skene_posterior(
+    model: DawidSkeneModel, votes: dict[str, str | None] | Sequence[str | None]
+) -> dict[str, float] | None:
     """P(class | votes) for one item (None when it has no vote); ``votes`` by member name, or in member order.
 
     A member the model does not know, or an answer outside its responses, is a DataError.
@@ -322,8 +354,9 @@ def dawid_skene_posterior(model: DawidSkeneModel, votes: dict[str, str | None] |
         if v is None:
             continue
         if v not in model.responses:
-            raise DataError(f"expected a vote among {list(model.responses)}; member "
-                            f"{model.members[m]!r} voted {v!r}")
+            raise DataError(
+                f"expected a vote among {list(model.responses)}; member {model.members[m]!r} voted {v!r}"
+            )
         l_idx = model.responses.index(v)
         logits = logits + np.log([model.confusion[m][k][l_idx] for k in range(len(model.classes))])
     p, _ = _log_norm(logits[None, :])
@@ -368,9 +401,15 @@ def _kish(n: int, rho: float) -> float:
     return n / denom if math.isfinite(rho) and denom > 1e-9 else math.nan
 
 
-def effective_votes(errors: np.ndarray | Sequence[Sequence[float | None]], *, ci: bool = False,
-                    n_boot: int = 1000,
-                    alpha: float = 0.05, seed: int = 0, members: Sequence[str] | None = None) -> Measure:
+def effective_votes(
+    errors: np.ndarray | Sequence[Sequence[float | None]],
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+    members: Sequence[str] | None = None,
+) -> Measure:
     """Kish's effective number of votes of a panel: ``n / (1 + (n - 1) * rho)`` (see the module docstring).
 
     ``errors``: items x members, each member's error on each item (NaN or None where it gave
@@ -379,28 +418,48 @@ def effective_votes(errors: np.ndarray | Sequence[Sequence[float | None]], *, ci
     or a constant error are left out); ``extra`` holds ``rho``, each pair's correlation and the
     number of members. ``ci``: a percentile bootstrap over items.
     """
-    err = np.array([[math.nan if v is None else float(v) for v in row] for row in errors], dtype=float) \
-        if not isinstance(errors, np.ndarray) else errors.astype(float)
+    err = (
+        np.array([[math.nan if v is None else float(v) for v in row] for row in errors], dtype=float)
+        if not isinstance(errors, np.ndarray)
+        else errors.astype(float)
+    )
     if err.ndim != 2 or err.shape[1] < 2:
-        return undefined("panel-effective-votes", int(err.shape[0]) if err.ndim else 0, 0,
-                         "a panel needs at least two members to have an effective number of votes")
+        return undefined(
+            "panel-effective-votes",
+            int(err.shape[0]) if err.ndim else 0,
+            0,
+            "a panel needs at least two members to have an effective number of votes",
+        )
     n_members = err.shape[1]
     rho, cors = _mean_error_correlation(err)
     used = int(np.isfinite(err).any(axis=1).sum())
     failed = int(err.shape[0] - used)
     names = list(members) if members is not None else [str(i) for i in range(n_members)]
     pairs = [(names[a], names[b]) for a in range(n_members) for b in range(a + 1, n_members)]
-    extra: dict[str, Any] = {"rho": rho, "n_members": n_members,
-                             "definition": "Kish: n / (1 + (n - 1) * rho)",
-                             "pair_correlations": _pair_table(err, pairs, names)}
+    extra: dict[str, Any] = {
+        "rho": rho,
+        "n_members": n_members,
+        "definition": "Kish: n / (1 + (n - 1) * rho)",
+        "pair_correlations": _pair_table(err, pairs, names),
+    }
     if not math.isfinite(rho):
-        return undefined("panel-effective-votes", used, failed, "no pair of members has a defined error "
-                         "correlation (each needs 3 items both answered, with errors that vary)", **extra)
+        return undefined(
+            "panel-effective-votes",
+            used,
+            failed,
+            "no pair of members has a defined error "
+            "correlation (each needs 3 items both answered, with errors that vary)",
+            **extra,
+        )
     value = _kish(n_members, rho)
     if not math.isfinite(value):
-        return undefined("panel-effective-votes", used, failed,
-                         f"the mean error correlation {rho:.3f} is <= -1/(n-1): Kish's n_eff is undefined",
-                         **extra)
+        return undefined(
+            "panel-effective-votes",
+            used,
+            failed,
+            f"the mean error correlation {rho:.3f} is <= -1/(n-1): Kish's n_eff is undefined",
+            **extra,
+        )
     interval = None
     if ci and used >= 3:
         rng = np.random.default_rng(seed)
@@ -426,16 +485,26 @@ def _pair_table(err: np.ndarray, pairs: list[tuple[str, str]], names: list[str])
 def verdict_errors(votes: Sequence[Sequence[str | None]], gold: Sequence[Hashable | None]) -> np.ndarray:
     """Items x members: 1.0 where a member's verdict differs from the gold preference, 0.0 where equal, NaN
     missing."""
-    return np.array([[math.nan if v is None or g is None else float(v != g) for v in row]
-                     for row, g in zip(votes, gold, strict=True)], dtype=float).reshape(len(votes), -1)
+    return np.array(
+        [
+            [math.nan if v is None or g is None else float(v != g) for v in row]
+            for row, g in zip(votes, gold, strict=True)
+        ],
+        dtype=float,
+    ).reshape(len(votes), -1)
 
 
 # --------------------------------------------------------------------------------------------- member
 # confusion
 
 
-def member_confusion(votes: Sequence[Sequence[str | None]], members: Sequence[str],
-                     gold: Sequence[str | None] | None = None, *, kind: Kind = "verdict") -> Measure:
+def member_confusion(
+    votes: Sequence[Sequence[str | None]],
+    members: Sequence[str],
+    gold: Sequence[str | None] | None = None,
+    *,
+    kind: Kind = "verdict",
+) -> Measure:
     """Each member's confusion matrix estimated by unsupervised Dawid-Skene over these items, and observed
     against gold.
 
@@ -450,7 +519,8 @@ def member_confusion(votes: Sequence[Sequence[str | None]], members: Sequence[st
     model = fit_dawid_skene(answered, members, kind=kind)
     estimated: dict[str, dict[str, Any]] = {
         m: {"matrix": model.member_matrix(m), "balanced_accuracy": model.balanced_accuracy(m)}
-        for m in model.members}
+        for m in model.members
+    }
     extra: dict[str, Any] = {"estimated": estimated, "model": model.model_dump(mode="json")}
     if gold is not None:
         observed: dict[str, Any] = {}
@@ -480,9 +550,13 @@ class PanelEffectiveVotes(ReportedMeasure):
     :func:`effective_votes`)."""
 
     paper = "Kohli 2026; Kish 1965"
-    info = MeasureInfo(label="panel n_eff", direction="higher", group="consistency",
-                       note="n / (1 + (n-1) * mean pairwise correlation of the members' errors against "
-                            "gold); n for independent members, 1 for members who err together.")
+    info = MeasureInfo(
+        label="panel n_eff",
+        direction="higher",
+        group="consistency",
+        note="n / (1 + (n-1) * mean pairwise correlation of the members' errors against "
+        "gold); n for independent members, 1 for members who err together.",
+    )
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:
@@ -499,8 +573,12 @@ class PanelEffectiveVotesScore(ReportedMeasure):
     """Kish's effective number of votes of a score panel from its members' errors against the human scores."""
 
     paper = "Kohli 2026; Kish 1965"
-    info = MeasureInfo(label="panel n_eff (scores)", direction="higher", group="consistency",
-                       note="as for verdicts, with each member's error its score minus the human score.")
+    info = MeasureInfo(
+        label="panel n_eff (scores)",
+        direction="higher",
+        group="consistency",
+        note="as for verdicts, with each member's error its score minus the human score.",
+    )
 
     def compute(self, entry: EntryData) -> Measure:
         """From the members' scores in ``meta["panel"]`` on the entry's criterion; NaN for a judge that is no
@@ -509,21 +587,26 @@ class PanelEffectiveVotesScore(ReportedMeasure):
             return none
         names, rows = _member_scores(entry.judgments, entry.criterion)
         human = entry.human
-        err = np.array([[math.nan if v is None else v - h for v in row] for row,
-                        h in zip(rows, human, strict=True)],
-                       dtype=float).reshape(len(rows), -1)
+        err = np.array(
+            [[math.nan if v is None else v - h for v in row] for row, h in zip(rows, human, strict=True)],
+            dtype=float,
+        ).reshape(len(rows), -1)
         return effective_votes(err, members=names, **entry.ci)
 
 
-def _member_scores(judgments: Sequence[Judgment],
-                   criterion: str) -> tuple[list[str], list[list[float | None]]]:
+def _member_scores(
+    judgments: Sequence[Judgment], criterion: str
+) -> tuple[list[str], list[list[float | None]]]:
     names: list[str] = []
     rows: list[dict[str, float | None]] = []
     for j in judgments:
         members = (j.meta.get("panel") or {}).get("members") or {}
         given = members.get(criterion) if isinstance(members, dict) else None
-        row = ({str(n): (None if v is None else float(v)) for n, v in given.items()}
-               if isinstance(given, dict) else {})
+        row = (
+            {str(n): (None if v is None else float(v)) for n, v in given.items()}
+            if isinstance(given, dict)
+            else {}
+        )
         names += [n for n in row if n not in names]
         rows.append(row)
     return names, [[row.get(n) for n in names] for row in rows]
@@ -535,11 +618,15 @@ class MemberConfusion(ReportedMeasure):
     against it."""
 
     paper = "Dawid and Skene 1979"
-    info = MeasureInfo(label="weakest member (DS bal. acc.)", direction="higher", group="accuracy",
-                       note="the lowest balanced accuracy among the panel's members as unsupervised "
-                            "Dawid-Skene estimates it from their votes alone (valid when the members are "
-                            "better than chance on the whole); the details hold every member's matrix beside "
-                            "the observed one.")
+    info = MeasureInfo(
+        label="weakest member (DS bal. acc.)",
+        direction="higher",
+        group="accuracy",
+        note="the lowest balanced accuracy among the panel's members as unsupervised "
+        "Dawid-Skene estimates it from their votes alone (valid when the members are "
+        "better than chance on the whole); the details hold every member's matrix beside "
+        "the observed one.",
+    )
     task = "pairwise"
 
     def compute(self, entry: EntryData) -> Measure:

@@ -53,8 +53,13 @@ def _alpha(mat: np.ndarray, level: Any) -> tuple[float, str | None]:
 
 
 def krippendorff_alpha(
-    ratings: Sequence[Scores] | np.ndarray, level: str = "interval", *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    ratings: Sequence[Scores] | np.ndarray,
+    level: str = "interval",
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Krippendorff's alpha (via the ``krippendorff`` package); rows are samples or settings, columns items.
 
@@ -69,8 +74,9 @@ def krippendorff_alpha(
     if not rows:
         raise DataError("expected at least one row of ratings; got none")
     if len({len(r) for r in rows}) > 1:
-        raise DataError("expected every row to rate the same items; got row lengths "
-                        f"{[len(r) for r in rows]}")
+        raise DataError(
+            f"expected every row to rate the same items; got row lengths {[len(r) for r in rows]}"
+        )
     mat = np.vstack(rows)
     failed = int((~np.isfinite(mat)).sum())
     used = int((np.isfinite(mat).sum(axis=0) >= 2).sum())
@@ -87,8 +93,13 @@ def krippendorff_alpha(
 
 
 def alpha_across_samples(
-    samples: Sequence[Scores] | np.ndarray, level: str = "interval", *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    samples: Sequence[Scores] | np.ndarray,
+    level: str = "interval",
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Inter-sample agreement: Krippendorff's alpha across N samples of one judge (rows: samples, columns:
     items).
@@ -101,7 +112,7 @@ def alpha_across_samples(
 
 
 def bin_to_scale(
-    values: Scores, source: Scale | tuple[float, float], target: Scale | tuple[float, float],
+    values: Scores, source: Scale | tuple[float, float], target: Scale | tuple[float, float]
 ) -> np.ndarray:
     """Scores on ``source`` binned onto the coarser ``target`` scale, as Stureborg et al. 2024 bin wider
     scales to 1-5.
@@ -115,9 +126,11 @@ def bin_to_scale(
     src, tgt = Scale.of(source), Scale.of(target)
     n_src, n_tgt = len(src.points()), len(tgt.points())
     if n_tgt > n_src:
-        raise ConfigError("expected a target scale no finer than the source to bin onto; got "
-                          f"{tgt.describe()} ({n_tgt} points) for scores on {src.describe()} "
-                          f"({n_src} points)")
+        raise ConfigError(
+            "expected a target scale no finer than the source to bin onto; got "
+            f"{tgt.describe()} ({n_tgt} points) for scores on {src.describe()} "
+            f"({n_src} points)"
+        )
     x = as_float_array(values, "values")
     finite = np.isfinite(x)
     outside = finite & ((x < src.min - 1e-9) | (x > src.max + 1e-9))
@@ -130,9 +143,14 @@ def bin_to_scale(
 
 
 def alpha_across_settings(
-    settings: Mapping[str, Scores], level: str = "interval", *,
+    settings: Mapping[str, Scores],
+    level: str = "interval",
+    *,
     scales: Mapping[str, Scale | tuple[float, float]] | None = None,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Agreement across settings (temperature, CoT, scale ...): Krippendorff's alpha, one row per setting.
 
@@ -153,10 +171,15 @@ def alpha_across_settings(
     if scales is None:
         inferred = {k: _inferred_top(r) for k, r in zip(names, rows, strict=True)}
         if len({v for v in inferred.values() if v is not None}) > 1:
-            seen = ", ".join(f"{k}: up to {_observed_max(r):g} (looks 1-{inferred[k]})"
-                             for k, r in zip(names, rows, strict=True) if inferred[k] is not None)
-            raise DataError("expected the settings on one scale, or scales={setting: scale} to bin them "
-                            f"onto the coarsest; got scores that look to be on different scales ({seen})")
+            seen = ", ".join(
+                f"{k}: up to {_observed_max(r):g} (looks 1-{inferred[k]})"
+                for k, r in zip(names, rows, strict=True)
+                if inferred[k] is not None
+            )
+            raise DataError(
+                "expected the settings on one scale, or scales={setting: scale} to bin them "
+                f"onto the coarsest; got scores that look to be on different scales ({seen})"
+            )
     if scales is not None:
         missing = [k for k in names if k not in scales]
         if missing:
@@ -165,13 +188,18 @@ def alpha_across_settings(
         described = {k: s.describe() for k, s in own.items()}
         if len({(s.min, s.max, s.step) for s in own.values()}) > 1:
             common = min(own.values(), key=lambda s: len(s.points()))
-            rows = [r if own[k] == common else bin_to_scale(r, own[k], common) for k,
-                    r in zip(names, rows, strict=True)]
+            rows = [
+                r if own[k] == common else bin_to_scale(r, own[k], common)
+                for k, r in zip(names, rows, strict=True)
+            ]
             binned_to = common.describe()
     m = krippendorff_alpha(rows, level, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
-    return m.model_copy(update={"name": "alpha_across_settings",
-                                "extra": {**m.extra, "settings": names, "scales": described,
-                                          "binned_to": binned_to}})
+    return m.model_copy(
+        update={
+            "name": "alpha_across_settings",
+            "extra": {**m.extra, "settings": names, "scales": described, "binned_to": binned_to},
+        }
+    )
 
 
 def _observed_max(scores: Scores) -> float:
@@ -211,15 +239,22 @@ class AlphaAcrossSamples(ReportedMeasure):
     paper = "Stureborg et al. 2024"
 
     info = MeasureInfo(
-        label="α samples", direction="higher", group="consistency", headline=True,
+        label="α samples",
+        direction="higher",
+        group="consistency",
+        headline=True,
         note="α samples compares samples of one judge on one scale; settings on different scales "
-             "(alpha_across_settings) are binned to the coarsest scale first, as Stureborg et al. 2024 do",
+        "(alpha_across_settings) are binned to the coarsest scale first, as Stureborg et al. 2024 do",
     )
 
     def compute(self, entry: EntryData) -> Measure:
         """Alpha over the judgments' samples; NaN when every judgment holds at most one."""
         mat = sample_rows(entry.judgments, entry.criterion)
         if mat.shape[0] < 2:
-            return undefined("alpha-across-samples", 0, 0,
-                             "every judgment holds at most 1 sample (set n > 1 to measure it)")
+            return undefined(
+                "alpha-across-samples",
+                0,
+                0,
+                "every judgment holds at most 1 sample (set n > 1 to measure it)",
+            )
         return alpha_across_samples(list(mat), **entry.ci)

@@ -88,8 +88,15 @@ def _changed(y: np.ndarray, p: np.ndarray, tolerance: float) -> np.ndarray:
 
 
 def robustness_rate(
-    original: Scores, probed: Scores, *, tolerance: float = 0.0, ci: bool = False, n_boot: int = 1000,
-    alpha: float = 0.05, seed: int = 0, name: str = "robustness_rate",
+    original: Scores,
+    probed: Scores,
+    *,
+    tolerance: float = 0.0,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+    name: str = "robustness_rate",
 ) -> Measure:
     """CALM's robustness rate: the share of items whose value the probe left unchanged (see the module
     docstring).
@@ -105,8 +112,16 @@ def robustness_rate(
     return share(name, same, failed, interval=interval)
 
 
-def noise_floor(original: Scores, rerun: Scores, *, tolerance: float = 0.0, ci: bool = False,
-                n_boot: int = 1000, alpha: float = 0.05, seed: int = 0) -> Measure:
+def noise_floor(
+    original: Scores,
+    rerun: Scores,
+    *,
+    tolerance: float = 0.0,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> Measure:
     """The judge's own flip rate: the share of items whose value changed on an unperturbed rerun (1 − RR(y,
     r))."""
     _check_tolerance(tolerance)
@@ -118,9 +133,16 @@ def noise_floor(original: Scores, rerun: Scores, *, tolerance: float = 0.0, ci: 
     return share("noise_floor", flips, failed, failure_counts_as_hit=True, interval=interval)
 
 
-def score_shift(original: Scores, probed: Scores, *, ci: bool = False, n_boot: int = 1000,
-                alpha: float = 0.05,
-                seed: int = 0, name: str = "mean_shift") -> Measure:
+def score_shift(
+    original: Scores,
+    probed: Scores,
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+    name: str = "mean_shift",
+) -> Measure:
     """mean(probed − original) over the items with both values, with a paired bootstrap interval."""
     y, p, failed = _pair(original, probed)
     if len(y) == 0:
@@ -130,8 +152,9 @@ def score_shift(original: Scores, probed: Scores, *, ci: bool = False, n_boot: i
     return finish(name, float(d.mean()), len(d), failed, interval=interval)
 
 
-def directional_share(original: Scores, probed: Scores, direction: Direction, *,
-                      tolerance: float = 0.0) -> Measure:
+def directional_share(
+    original: Scores, probed: Scores, direction: Direction, *, tolerance: float = 0.0
+) -> Measure:
     """Of the items the probe changed, the share that moved in ``direction`` (``up``: probed > original)."""
     _check_tolerance(tolerance)
     if direction not in ("up", "down", "any"):
@@ -155,7 +178,7 @@ def mcnemar_one_sided(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    return float(sum(math.comb(n, k) for k in range(b, n + 1)) / 2 ** n)
+    return float(sum(math.comb(n, k) for k in range(b, n + 1)) / 2**n)
 
 
 def flip_test(original: Scores, probed: Scores, rerun: Scores, *, tolerance: float = 0.0) -> Measure:
@@ -166,8 +189,9 @@ def flip_test(original: Scores, probed: Scores, rerun: Scores, *, tolerance: flo
     and ``c`` (rerun changed, probe did not), and both flip rates.
     """
     _check_tolerance(tolerance)
-    y, p, r = (as_float_array(v, k) for v,
-               k in ((original, "original"), (probed, "probed"), (rerun, "rerun")))
+    y, p, r = (
+        as_float_array(v, k) for v, k in ((original, "original"), (probed, "probed"), (rerun, "rerun"))
+    )
     if not len(y) == len(p) == len(r):
         raise DataError(f"expected one value per item in each run; got {len(y)}, {len(p)} and {len(r)}")
     ok = np.isfinite(y) & np.isfinite(p) & np.isfinite(r)
@@ -177,8 +201,14 @@ def flip_test(original: Scores, probed: Scores, rerun: Scores, *, tolerance: flo
         return undefined("probe_vs_noise", 0, failed, "no item has a value in all three runs")
     cp, cr = _changed(y, p, tolerance), _changed(y, r, tolerance)
     b, c = int(np.sum(cp & ~cr)), int(np.sum(~cp & cr))
-    extra = {"p_value": mcnemar_one_sided(b, c), "b": b, "c": c, "flip_probe": float(cp.mean()),
-             "flip_rerun": float(cr.mean()), "test": "exact one-sided McNemar on (probe flip, rerun flip)"}
+    extra = {
+        "p_value": mcnemar_one_sided(b, c),
+        "b": b,
+        "c": c,
+        "flip_probe": float(cp.mean()),
+        "flip_rerun": float(cr.mean()),
+        "test": "exact one-sided McNemar on (probe flip, rerun flip)",
+    }
     return finish("probe_vs_noise", float(cp.mean() - cr.mean()), len(y), failed, extra=extra)
 
 
@@ -207,9 +237,18 @@ class ProbeEffect(BaseModel):
 
 
 def probe_effect(
-    original: Scores, probed: Scores, rerun: Scores, *, probe: str, direction: Direction,
-    ideal: Literal["unchanged", "down"] = "unchanged", tolerance: float = 0.0, alpha: float = 0.05,
-    n_boot: int = 1000, seed: int = 0, n_perm: int = 5000,
+    original: Scores,
+    probed: Scores,
+    rerun: Scores,
+    *,
+    probe: str,
+    direction: Direction,
+    ideal: Literal["unchanged", "down"] = "unchanged",
+    tolerance: float = 0.0,
+    alpha: float = 0.05,
+    n_boot: int = 1000,
+    seed: int = 0,
+    n_perm: int = 5000,
 ) -> ProbeEffect:
     """The :class:`ProbeEffect` of one probe from the three runs (``n_boot=0``: no intervals)."""
     if not 0 < alpha < 1:
@@ -224,8 +263,9 @@ def probe_effect(
     test = flip_test(original, probed, rerun, tolerance=tolerance)
     if test.ok:
         perm = permutation_test_mean_diff(probed, rerun, paired=True, n_perm=n_perm, seed=seed)
-        test = test.model_copy(update={"extra": {**test.extra, "shift_p": perm.p_value,
-                                                 "shift_beyond_noise": perm.observed}})
+        test = test.model_copy(
+            update={"extra": {**test.extra, "shift_p": perm.p_value, "shift_beyond_noise": perm.observed}}
+        )
     p = test.extra.get("p_value", math.nan)
     leaning = direction == "any" or (directional.ok and directional.value > 0.5)
     detected = bool(test.ok and p < alpha and leaning)
@@ -237,10 +277,20 @@ def probe_effect(
         reading = "changes above noise, but not mostly in the predicted direction"
     else:
         reading = "overlooked the error" if ideal == "down" else "not moved above noise"
-    return ProbeEffect(probe=probe, direction=direction, ideal=ideal, alpha=alpha, robustness=rr, noise=floor,
-                       shift=shift, noise_shift=noise_shift, directional=directional, test=test,
-                       detected=detected,
-                       reading=reading)
+    return ProbeEffect(
+        probe=probe,
+        direction=direction,
+        ideal=ideal,
+        alpha=alpha,
+        robustness=rr,
+        noise=floor,
+        shift=shift,
+        noise_shift=noise_shift,
+        directional=directional,
+        test=test,
+        detected=detected,
+        reading=reading,
+    )
 
 
 def effects_table(effects: Sequence[ProbeEffect]) -> list[dict[str, object]]:
@@ -248,10 +298,19 @@ def effects_table(effects: Sequence[ProbeEffect]) -> list[dict[str, object]]:
     p."""
     rows: list[dict[str, object]] = []
     for e in effects:
-        rows.append({
-            "probe": e.probe, "n": e.robustness.n, "n_failed": e.robustness.n_failed,
-            "robustness": e.robustness.value, "noise_floor": e.noise.value, "shift": e.shift.value,
-            "shift_ci": [e.shift.ci_low, e.shift.ci_high], "directional": e.directional.value,
-            "p_value": e.test.extra.get("p_value"), "detected": e.detected, "reading": e.reading,
-        })
+        rows.append(
+            {
+                "probe": e.probe,
+                "n": e.robustness.n,
+                "n_failed": e.robustness.n_failed,
+                "robustness": e.robustness.value,
+                "noise_floor": e.noise.value,
+                "shift": e.shift.value,
+                "shift_ci": [e.shift.ci_low, e.shift.ci_high],
+                "directional": e.directional.value,
+                "p_value": e.test.extra.get("p_value"),
+                "detected": e.detected,
+                "reading": e.reading,
+            }
+        )
     return rows

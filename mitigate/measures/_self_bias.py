@@ -55,9 +55,15 @@ def _self_bias(norm: np.ndarray, evaluators: list[Hashable], generators: list[Ha
 
 
 def self_preference(
-    scores: Scores, evaluators: Sequence[Hashable | None], generators: Sequence[Hashable | None], *,
+    scores: Scores,
+    evaluators: Sequence[Hashable | None],
+    generators: Sequence[Hashable | None],
+    *,
     texts: Sequence[Hashable | None] | None = None,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Self-preference (Liu et al. 2024): the evaluator x generator matrix of mean scores, min-max normalised
     per row.
@@ -99,15 +105,22 @@ def self_preference(
     norm = _row_minmax(raw)
     per = _self_bias(norm, ev_names, gen_names)
     extra = {
-        "evaluators": [str(e) for e in ev_names], "generators": [str(g) for g in gen_names],
-        "matrix": raw.tolist(), "normalised": norm.tolist(), "self_bias": per,
+        "evaluators": [str(e) for e in ev_names],
+        "generators": [str(g) for g in gen_names],
+        "matrix": raw.tolist(),
+        "normalised": norm.tolist(),
+        "self_bias": per,
     }
     name = "self_preference"
     used = int(ok.sum())
     if not per:
-        return undefined(name, used, failed,
-                         "no evaluator is also a generator with a defined normalised row and "
-                         "other generators", **extra)
+        return undefined(
+            name,
+            used,
+            failed,
+            "no evaluator is also a generator with a defined normalised row and other generators",
+            **extra,
+        )
 
     interval = None
     if ci:
@@ -115,7 +128,8 @@ def self_preference(
             raise ConfigError(
                 f"expected texts= (the id of the judged text, one per judgment) to bootstrap self-preference "
                 f"over {len(ev_names)} evaluators: the bootstrap resamples texts, keeping each text's "
-                f"judgments by every evaluator together; got texts=None")
+                f"judgments by every evaluator together; got texts=None"
+            )
         text_ids = check_labels(texts, len(x), "text id") if texts is not None else list(range(len(x)))
         groups: dict[Hashable, list[int]] = {}
         for i, t in enumerate(text_ids):
@@ -133,8 +147,13 @@ def self_preference(
 
 
 def length_correlation(
-    scores: Scores, lengths: Sequence[int | float | str | None] | np.ndarray, *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    scores: Scores,
+    lengths: Sequence[int | float | str | None] | np.ndarray,
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """Length preference (Liu et al. 2024): Spearman(score, output length in words).
 
@@ -147,8 +166,15 @@ def length_correlation(
 
 
 def source_sensitivity(
-    with_source: Scores, without_source: Scores, human: Scores | None = None, method: str = "kendall", *,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    with_source: Scores,
+    without_source: Scores,
+    human: Scores | None = None,
+    method: str = "kendall",
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """How much the same judge's scores move when the source document is removed from the prompt.
 
@@ -182,8 +208,9 @@ def source_sensitivity(
         extra[f"{method}_with_source"] = item_correlation(a, human, method).value
         extra[f"{method}_without_source"] = item_correlation(b, human, method).value
     absdiff = np.abs(diff)
-    interval = resample_interval(batched_nanmean, absdiff, n_boot=n_boot, alpha=alpha,
-                                 seed=seed) if ci else None
+    interval = (
+        resample_interval(batched_nanmean, absdiff, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    )
     return finish(name, float(absdiff.mean()), len(x), failed, interval=interval, extra=extra)
 
 

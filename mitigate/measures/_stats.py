@@ -284,6 +284,7 @@ def _kendall_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], np
     resample
     instead of a sort of the items.
     """
+
     def stat(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
         flat_x = np.asarray(cx, dtype=np.int64).reshape(-1, cx.shape[-1])
         flat_y = np.asarray(cy, dtype=np.int64).reshape(-1, cy.shape[-1])
@@ -373,8 +374,9 @@ def bootstrap_ci(
     ``(nan, nan)``.
     """
     if n_boot < 1:
-        raise ConfigError("The 'n_boot' parameter of bootstrap_ci must be an int >= 1. Got "
-                          f"{n_boot} instead.")
+        raise ConfigError(
+            f"The 'n_boot' parameter of bootstrap_ci must be an int >= 1. Got {n_boot} instead."
+        )
     if not 0 < alpha < 1:
         raise ConfigError(f"The 'alpha' parameter of bootstrap_ci must be in (0, 1). Got {alpha} instead.")
     if not arrays:
@@ -390,19 +392,37 @@ def bootstrap_ci(
             ux, cx = np.unique(x, return_inverse=True)
             uy, cy = np.unique(y, return_inverse=True)
             return bootstrap_ci(
-                _spearman_on_codes(len(ux), len(uy)), cx, cy, n_boot=n_boot, alpha=alpha, seed=seed,
-                paired=True, min_valid_share=min_valid_share,
+                _spearman_on_codes(len(ux), len(uy)),
+                cx,
+                cy,
+                n_boot=n_boot,
+                alpha=alpha,
+                seed=seed,
+                paired=True,
+                min_valid_share=min_valid_share,
             )
         if fn == "kendall":
             ux, cx = np.unique(x, return_inverse=True)
             uy, cy = np.unique(y, return_inverse=True)
             if len(ux) * len(uy) <= KENDALL_TABLE_CELLS:
                 return bootstrap_ci(
-                    _kendall_on_codes(len(ux), len(uy)), cx, cy, n_boot=n_boot, alpha=alpha, seed=seed,
-                    paired=True, min_valid_share=min_valid_share,
+                    _kendall_on_codes(len(ux), len(uy)),
+                    cx,
+                    cy,
+                    n_boot=n_boot,
+                    alpha=alpha,
+                    seed=seed,
+                    paired=True,
+                    min_valid_share=min_valid_share,
                 )
         return bootstrap_ci(
-            _correlation_batched(fn), x, y, n_boot=n_boot, alpha=alpha, seed=seed, paired=True,
+            _correlation_batched(fn),
+            x,
+            y,
+            n_boot=n_boot,
+            alpha=alpha,
+            seed=seed,
+            paired=True,
             min_valid_share=min_valid_share,
         )
     arrs = [np.asarray(a) for a in arrays]
@@ -416,10 +436,17 @@ def bootstrap_ci(
         warnings.simplefilter("ignore")
         if not paired:
             indices = [rng.integers(0, len(a), size=(n_boot, len(a))) for a in arrs]
-            values = (np.asarray(fn(*[a[i] for a, i in zip(arrs, indices, strict=True)]), dtype=float)
-                      if is_batched
-                      else np.array([float(fn(*[a[i[b]] for a, i in zip(arrs, indices, strict=True)]))
-                                     for b in range(n_boot)], dtype=float))
+            values = (
+                np.asarray(fn(*[a[i] for a, i in zip(arrs, indices, strict=True)]), dtype=float)
+                if is_batched
+                else np.array(
+                    [
+                        float(fn(*[a[i[b]] for a, i in zip(arrs, indices, strict=True)]))
+                        for b in range(n_boot)
+                    ],
+                    dtype=float,
+                )
+            )
             return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
         n = len(arrs[0])
         parts = []
@@ -533,14 +560,19 @@ def paired_permutation_test(
     observed = sa - sb
     if not math.isfinite(observed):
         return PermutationResult(
-            observed=math.nan, p_value=math.nan, n=len(a), n_perm=n_perm, observed_a=sa, observed_b=sb,
+            observed=math.nan,
+            p_value=math.nan,
+            n=len(a),
+            n_perm=n_perm,
+            observed_a=sa,
+            observed_b=sb,
             reason=f"the statistic is undefined for at least one judge on {len(a)} complete items",
         )
     rng = np.random.default_rng(seed)
     parts = []
     if stat == "spearman":
         values, codes = np.unique(np.concatenate([a, b]), return_inverse=True)
-        ca, cb = codes[: len(a)], codes[len(a):]
+        ca, cb = codes[: len(a)], codes[len(a) :]
         hr = rank_rows(h)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -552,13 +584,22 @@ def paired_permutation_test(
             elif stat == "pearson":
                 parts.append(pearson_rows(np.where(swap, b, a), h) - pearson_rows(np.where(swap, a, b), h))
             else:
-                parts.append(np.array([float(stat_fn(x, h)) - float(stat_fn(y, h))
-                                       for x,
-                                       y in zip(np.where(swap, b, a), np.where(swap, a, b), strict=True)]))
+                parts.append(
+                    np.array(
+                        [
+                            float(stat_fn(x, h)) - float(stat_fn(y, h))
+                            for x, y in zip(np.where(swap, b, a), np.where(swap, a, b), strict=True)
+                        ]
+                    )
+                )
     null = np.concatenate(parts)
     return PermutationResult(
-        observed=observed, p_value=_two_sided_p(observed, null), n=len(a), n_perm=n_perm,
-        observed_a=sa, observed_b=sb,
+        observed=observed,
+        p_value=_two_sided_p(observed, null),
+        n=len(a),
+        n_perm=n_perm,
+        observed_a=sa,
+        observed_b=sb,
     )
 
 
@@ -589,28 +630,47 @@ def permutation_test_mean_diff(
         keep = _complete_mask(x, y)
         a, b = complete_pairs(x, y)
         if len(a) == 0:
-            return PermutationResult(observed=math.nan, p_value=math.nan, n=0, n_perm=n_perm,
-                                     reason="no complete pairs")
+            return PermutationResult(
+                observed=math.nan, p_value=math.nan, n=0, n_perm=n_perm, reason="no complete pairs"
+            )
         d = a - b
         observed = float(d.mean())
         codes = None if groups is None else _group_codes(groups, keep)
-        null = np.concatenate([(np.where(swap, -1.0, 1.0) * d).mean(axis=1)
-                               for swap in _swaps(rng, n_perm, len(d), codes)])
-        return PermutationResult(observed=observed, p_value=_two_sided_p(observed, null), n=len(d),
-                                 n_perm=n_perm, observed_a=float(a.mean()), observed_b=float(b.mean()))
+        null = np.concatenate(
+            [(np.where(swap, -1.0, 1.0) * d).mean(axis=1) for swap in _swaps(rng, n_perm, len(d), codes)]
+        )
+        return PermutationResult(
+            observed=observed,
+            p_value=_two_sided_p(observed, null),
+            n=len(d),
+            n_perm=n_perm,
+            observed_a=float(a.mean()),
+            observed_b=float(b.mean()),
+        )
     a = as_float_array(x, "x")
     b = as_float_array(y, "y")
     a = a[np.isfinite(a)]
     b = b[np.isfinite(b)]
     if len(a) == 0 or len(b) == 0:
-        return PermutationResult(observed=math.nan, p_value=math.nan, n=len(a) + len(b), n_perm=n_perm,
-                                 reason=f"each sample needs a value; got {len(a)} and {len(b)}")
+        return PermutationResult(
+            observed=math.nan,
+            p_value=math.nan,
+            n=len(a) + len(b),
+            n_perm=n_perm,
+            reason=f"each sample needs a value; got {len(a)} and {len(b)}",
+        )
     pooled = np.concatenate([a, b])
     observed = float(a.mean() - b.mean())
     parts = []
     for rows in row_chunks(n_perm, len(pooled)):
         shuffled = pooled[np.argsort(rng.random((rows, len(pooled))), axis=1)]
-        parts.append(shuffled[:, : len(a)].mean(axis=1) - shuffled[:, len(a):].mean(axis=1))
+        parts.append(shuffled[:, : len(a)].mean(axis=1) - shuffled[:, len(a) :].mean(axis=1))
     null = np.concatenate(parts)
-    return PermutationResult(observed=observed, p_value=_two_sided_p(observed, null), n=len(pooled),
-                             n_perm=n_perm, observed_a=float(a.mean()), observed_b=float(b.mean()))
+    return PermutationResult(
+        observed=observed,
+        p_value=_two_sided_p(observed, null),
+        n=len(pooled),
+        n_perm=n_perm,
+        observed_a=float(a.mean()),
+        observed_b=float(b.mean()),
+    )

@@ -53,8 +53,12 @@ _LIST = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+\S", re.MULTILINE)
 
 def style_features(text: str) -> dict[str, float]:
     """The style counts of ``text``: words, markdown headers, bold spans and list items."""
-    return {"length": float(word_count(text)), "headers": float(len(_HEADER.findall(text))),
-            "bold": float(len(_BOLD.findall(text))), "lists": float(len(_LIST.findall(text)))}
+    return {
+        "length": float(word_count(text)),
+        "headers": float(len(_HEADER.findall(text))),
+        "bold": float(len(_BOLD.findall(text))),
+        "lists": float(len(_LIST.findall(text))),
+    }
 
 
 def _check_features(features: Sequence[str]) -> list[str]:
@@ -103,9 +107,15 @@ def _as_rows(features: Sequence[Mapping[str, float]] | np.ndarray, cols: list[st
 
 
 def style_controlled_win_rate(
-    preference: Scores, features_a: Sequence[Mapping[str, float]] | np.ndarray,
-    features_b: Sequence[Mapping[str, float]] | np.ndarray, *, features: Sequence[str] = STYLE_FEATURES,
-    ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+    preference: Scores,
+    features_a: Sequence[Mapping[str, float]] | np.ndarray,
+    features_b: Sequence[Mapping[str, float]] | np.ndarray,
+    *,
+    features: Sequence[str] = STYLE_FEATURES,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
 ) -> Measure:
     """The win rate of A over B read at equal style (see the module docstring), with each feature's
     coefficient.
@@ -120,8 +130,9 @@ def style_controlled_win_rate(
     pref = as_float_array(preference, "preference")
     fa, fb = _as_rows(features_a, cols, "features_a"), _as_rows(features_b, cols, "features_b")
     if not len(pref) == len(fa) == len(fb):
-        raise DataError(f"expected one feature row of each text per preference; got {len(pref)}, "
-                        f"{len(fa)}, {len(fb)}")
+        raise DataError(
+            f"expected one feature row of each text per preference; got {len(pref)}, {len(fa)}, {len(fb)}"
+        )
     ok = np.isfinite(pref) & np.isfinite(fa).all(axis=1) & np.isfinite(fb).all(axis=1)
     bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
     if len(bad):
@@ -130,26 +141,39 @@ def style_controlled_win_rate(
     failed = int((~ok).sum())
     pref, delta = pref[ok], (fa - fb)[ok]
     if len(pref) < 3:
-        return undefined(name, len(pref), failed,
-                         f"only {len(pref)} pairs have a preference; expected at least 3")
+        return undefined(
+            name, len(pref), failed, f"only {len(pref)} pairs have a preference; expected at least 3"
+        )
     sigma = delta.std(axis=0)
     keep = sigma > 0
     used = [c for c, k in zip(cols, keep, strict=True) if k]
     constant = [c for c, k in zip(cols, keep, strict=True) if not k]
     x = np.tanh(delta[:, keep] / sigma[keep]) if used else np.zeros((len(pref), 0))
     w = fit_logit(pref, x)
-    extra = {"coefficients": {c: float(v) for c, v in zip(used, w[1:], strict=True)},
-             "sigma": {c: float(s) for c, s in zip(cols, sigma, strict=True)}, "constant": constant,
-             "raw_win_rate": float(pref.mean()), "theta": float(w[0])}
+    extra = {
+        "coefficients": {c: float(v) for c, v in zip(used, w[1:], strict=True)},
+        "sigma": {c: float(s) for c, s in zip(cols, sigma, strict=True)},
+        "constant": constant,
+        "raw_win_rate": float(pref.mean()),
+        "theta": float(w[0]),
+    }
     interval = None
     if ci:
+
         def controlled(p: np.ndarray, xx: np.ndarray) -> float:
             return float(1.0 / (1.0 + np.exp(-fit_logit(p, xx)[0])))
 
         interval = bootstrap_ci(controlled, pref, x, n_boot=n_boot, alpha=alpha, seed=seed, paired=True)
     reason = None if used else "no style feature differs between the texts; nothing is controlled"
-    return finish(name, float(1.0 / (1.0 + np.exp(-w[0]))), len(pref), failed, interval=interval, extra=extra,
-                  reason=reason)
+    return finish(
+        name,
+        float(1.0 / (1.0 + np.exp(-w[0]))),
+        len(pref),
+        failed,
+        interval=interval,
+        extra=extra,
+        reason=reason,
+    )
 
 
 def squashed(matrix: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
@@ -159,7 +183,10 @@ def squashed(matrix: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray
 
 
 def score_style_regression(
-    scores: Scores, texts: Sequence[str], *, human: Scores | None = None,
+    scores: Scores,
+    texts: Sequence[str],
+    *,
+    human: Scores | None = None,
     features: Sequence[str] = STYLE_FEATURES,
 ) -> Measure:
     """OLS of the judge's score (or score − human) on the squashed style features; ``value`` = R².
@@ -192,11 +219,15 @@ def score_style_regression(
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     resid = y - design @ coef
     total = float(np.sum((y - y.mean()) ** 2))
-    r2 = float(1 - np.sum(resid ** 2) / total) if total > 0 else float("nan")
+    r2 = float(1 - np.sum(resid**2) / total) if total > 0 else float("nan")
     used = [c for c, k in zip(cols, keep, strict=True) if k]
-    extra = {"coefficients": {c: float(v) for c, v in zip(used, coef[1:], strict=True)},
-             "intercept": float(coef[0]), "mean": {c: float(m) for c, m in zip(cols, mean, strict=True)},
-             "sd": {c: float(s) for c, s in zip(cols, sd, strict=True)},
-             "constant": [c for c, k in zip(cols, keep, strict=True) if not k], "target": target}
+    extra = {
+        "coefficients": {c: float(v) for c, v in zip(used, coef[1:], strict=True)},
+        "intercept": float(coef[0]),
+        "mean": {c: float(m) for c, m in zip(cols, mean, strict=True)},
+        "sd": {c: float(s) for c, s in zip(cols, sd, strict=True)},
+        "constant": [c for c, k in zip(cols, keep, strict=True) if not k],
+        "target": target,
+    }
     reason = None if total > 0 else "every score is the same; there is nothing to explain"
     return finish(name, r2, len(y), failed, extra=extra, reason=reason)

@@ -60,8 +60,9 @@ class AnswerLine:
         if len(re.findall(r"[A-Za-z]+", self.line.replace(VALUE, " "))) <= 1:
             # "Summary {value}", "Output ({value})": the line is also how the reasoning names an output,
             # so only a line holding it alone (after a short lead-in: "Answer:", "On balance,") is the verdict
-            pattern = (r"(?m)^[ \t>#\-*\"'“]*(?:[A-Za-z][A-Za-z ]{0,24}[:,\-]\s*)?"
-                       + pattern + r"[ \t\"'”.!]*$")
+            pattern = (
+                r"(?m)^[ \t>#\-*\"'“]*(?:[A-Za-z][A-Za-z ]{0,24}[:,\-]\s*)?" + pattern + r"[ \t\"'”.!]*$"
+            )
         return re.compile(pattern, self._flags)
 
     def holds(self, span: str) -> bool:
@@ -90,7 +91,8 @@ class AnswerLine:
                 f"expected one answer in the format {self.shown}; got {len(distinct)} different ones "
                 f"({', '.join(dict.fromkeys(h.group('v').strip() for h in hits))}): an echoed list of "
                 "the options?",
-                raw=text, expected=f"one answer {self.shown}",
+                raw=text,
+                expected=f"one answer {self.shown}",
             )
         chosen = hits[0] if self.first else hits[-1]
         self._one_in_sentence(work, chosen, hits, text)
@@ -99,20 +101,26 @@ class AnswerLine:
     def _same_value(self, value: str) -> str:
         return value.strip() if self.case_sensitive else value.strip().lower()
 
-    def _one_in_sentence(self, work: str, chosen: re.Match[str], hits: Sequence[re.Match[str]],
-                         text: str) -> None:
+    def _one_in_sentence(
+        self, work: str, chosen: re.Match[str], hits: Sequence[re.Match[str]], text: str
+    ) -> None:
         """Raise when another hit with a different value shares ``chosen``'s sentence (two verdicts, no final
         one)."""
         start, end = sentence_bounds(work, chosen.start(), chosen.end())
         mine = self._same_value(chosen.group("v"))
-        rival = [h.group("v").strip() for h in hits if h is not chosen and start <= h.start() < end
-                 and self._same_value(h.group("v")) != mine]
+        rival = [
+            h.group("v").strip()
+            for h in hits
+            if h is not chosen and start <= h.start() < end and self._same_value(h.group("v")) != mine
+        ]
         if rival:
             expected = f"one answer {self.shown}"
-            raise ParseError(f"expected {expected}; got {rival[0]!r} and {chosen.group('v').strip()!r} in "
-                             f"one sentence {' '.join(work[start:end].split())[:120]!r}, with no final one",
-                             raw=text,
-                             expected=expected)
+            raise ParseError(
+                f"expected {expected}; got {rival[0]!r} and {chosen.group('v').strip()!r} in "
+                f"one sentence {' '.join(work[start:end].split())[:120]!r}, with no final one",
+                raw=text,
+                expected=expected,
+            )
 
     def _verdict(self, text: str) -> str | None:
         """The label of the last verdict written in the template's own words (the first when the answer comes
@@ -136,14 +144,22 @@ class AnswerLine:
         hit = hits[0] if self.first else hits[-1]
         self._one_in_sentence(work, hit, hits, text)
         start, end = sentence_bounds(work, hit.start(), hit.end())
-        clause = own_clause(work[start: hit.start()])
-        rest = _REASON_AFTER.sub(" ", _NOT_ONLY.sub(" ", work[hit.end(): end]))
+        clause = own_clause(work[start : hit.start()])
+        rest = _REASON_AFTER.sub(" ", _NOT_ONLY.sub(" ", work[hit.end() : end]))
         if _NEITHER.search(clause):
             return None
-        if _HEDGE.search(clause) or work[hit.end(): hit.end() + 2].startswith("?") or _QUALIFIED.search(rest):
+        if (
+            _HEDGE.search(clause)
+            or work[hit.end() : hit.end() + 2].startswith("?")
+            or _QUALIFIED.search(rest)
+        ):
             expected = f"a verdict in the format {self.shown}"
-            raise ParseError(f"expected {expected}; got a hedged or questioned verdict line "
-                             f"{' '.join(work[start: hit.end()].split())!r}", raw=text, expected=expected)
+            raise ParseError(
+                f"expected {expected}; got a hedged or questioned verdict line "
+                f"{' '.join(work[start : hit.end()].split())!r}",
+                raw=text,
+                expected=expected,
+            )
         return hit.group("v")
 
 
@@ -159,7 +175,7 @@ def line_pattern(line: str, value_regex: str) -> str:
     if bracket is not None and head[: bracket.start()].strip():
         # "Rating: [[5]]": the words are optional, the brackets are what identify the answer
         parts.append(f"(?:{loose(head[: bracket.start()])})?")
-        parts.append(loose(head[bracket.start():]))
+        parts.append(loose(head[bracket.start() :]))
     else:
         parts.append(loose(head))
     # after a cue ("Score:") the value is on the same line; inside brackets or tags it may sit on its own line
@@ -175,8 +191,10 @@ def line_pattern(line: str, value_regex: str) -> str:
     return pattern
 
 
-_CONNECTIVE = re.compile(r"(?i)^(?:therefore|thus|hence|so|overall|in\s+conclusion|in\s+summary|finally|"
-                         r"consequently|in\s+the\s+end|ultimately)\b\s*,?\s*")
+_CONNECTIVE = re.compile(
+    r"(?i)^(?:therefore|thus|hence|so|overall|in\s+conclusion|in\s+summary|finally|"
+    r"consequently|in\s+the\s+end|ultimately)\b\s*,?\s*"
+)
 _HEDGE = re.compile(
     r"(?i)\b(?:whether|if|unless|not|never|no|cannot|can't|couldn't|could|might|may|would\s+argue|argue|"
     r"unclear|unsure|uncertain|hard\s+to\s+(?:say|tell)|difficult\s+to\s+(?:say|tell)|one\s+could|some|"
@@ -196,7 +214,8 @@ _NEITHER = re.compile(r"(?i)\b(?:neither|nor)\b")
 # whether it follows the instruction,"): what they say does not hedge the main clause that follows.
 _SUBORDINATE = re.compile(
     r"(?i)\b(?:because|since|as|while|whereas|although|though|given|considering|based\s+on|after|when|despite|"
-    r"in\s+light\s+of|due\s+to|upon|according\s+to)\b[^,;:]*[,;:]")
+    r"in\s+light\s+of|due\s+to|upon|according\s+to)\b[^,;:]*[,;:]"
+)
 # Where a coordinate clause starts: the verdict's own clause is the last one.
 _COORDINATE = re.compile(r"(?i),\s*(?:and|but|so|yet)\b|;|:")
 
@@ -205,14 +224,17 @@ def own_clause(before: str) -> str:
     """The words of a verdict's own clause before it, from the text of its sentence before it."""
     text = _SUBORDINATE.sub(" ", before)
     cuts = list(_COORDINATE.finditer(text))
-    return text[cuts[-1].end():] if cuts else text
+    return text[cuts[-1].end() :] if cuts else text
 
 
 def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     """The sentence (or line) of ``text`` around ``text[start:end]``: from after the last boundary to the
     next."""
-    left = max(m.end() for m in (*BOUNDARY.finditer(text, 0, start), None) if m is not None) \
-        if BOUNDARY.search(text, 0, start) else 0
+    left = (
+        max(m.end() for m in (*BOUNDARY.finditer(text, 0, start), None) if m is not None)
+        if BOUNDARY.search(text, 0, start)
+        else 0
+    )
     right = BOUNDARY.search(text, end)
     return left, right.start() if right else len(text)
 
@@ -237,7 +259,7 @@ def verdict_line_pattern(line: str, value_regex: str) -> str:
     parts = []
     if connective is not None:
         parts.append(f"(?:{loose(connective.group(0).rstrip(', '))}" + r"\s*,?\s*)?")
-        head_text = head_text[connective.end():]
+        head_text = head_text[connective.end() :]
     if head_text:
         parts.append(r"(?<![\w(\[])" + loose(head_text) + (r"\s*" if head.endswith(" ") else ""))
     else:
@@ -263,4 +285,3 @@ def loose(text: str) -> str:
         else:
             out.append(r"[*_]*" + re.escape(token) + r"[*_]*")
     return "".join(out)
-

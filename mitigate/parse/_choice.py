@@ -61,4 +61,3 @@ def parse_mcq(text: str, scale: Scale, *, raw: str | None = None) -> float:
     if stray is not None:
         raise _fail(f"letter {stray.group(1).upper()!r}, which is not in the map", text, expected)
     raise _fail("no option letter", text, expected)
-

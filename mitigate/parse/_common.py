@@ -33,8 +33,9 @@ def format_number(x: float) -> str:
 
 def fail(reason: str, text: str, expected: str, **context: object) -> ParseError:
     """The :class:`ParseError` for ``text``: "expected <expected>; got <reason> in '<snippet>'"."""
-    return ParseError(f"expected {expected}; got {reason} in {snippet(text)!r}", raw=text, expected=expected,
-                      **context)
+    return ParseError(
+        f"expected {expected}; got {reason} in {snippet(text)!r}", raw=text, expected=expected, **context
+    )
 
 
 WORD_NUMBERS = {

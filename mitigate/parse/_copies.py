@@ -149,7 +149,7 @@ class _Corpus:
 
     @property
     def pairs(self) -> dict[str, list[tuple[int, int]]]:
-        """"token next" -> where the pair starts (line, position)."""
+        """ "token next" -> where the pair starts (line, position)."""
         if self._pairs is None:
             pairs: dict[str, list[tuple[int, int]]] = {}
             for n, tokens in enumerate(self.lines):
@@ -181,9 +181,13 @@ class _Corpus:
         size = 2
         while i + size < len(toks):
             exact, loose = toks[i + size - 1], toks[i + size].rstrip(".")
-            alive = [(n, k) for n, k in alive if k + size < len(self.lines[n])
-                     and self.lines[n][k + size - 1] == exact
-                     and self.lines[n][k + size].rstrip(".") == loose]
+            alive = [
+                (n, k)
+                for n, k in alive
+                if k + size < len(self.lines[n])
+                and self.lines[n][k + size - 1] == exact
+                and self.lines[n][k + size].rstrip(".") == loose
+            ]
             if not alive:
                 break
             size += 1
@@ -210,9 +214,15 @@ def _corpus(text: str, fold: bool) -> _Corpus:
     return _Corpus(flat_lines(text, fold))
 
 
-def copied_runs(text: str, sources: Sequence[str], fold: bool = True, hint: re.Pattern[str] | None = None,
-                whole: Sequence[str] = (), *,
-                hot: re.Pattern[str] | None = None) -> list[tuple[int, int, str]]:
+def copied_runs(
+    text: str,
+    sources: Sequence[str],
+    fold: bool = True,
+    hint: re.Pattern[str] | None = None,
+    whole: Sequence[str] = (),
+    *,
+    hot: re.Pattern[str] | None = None,
+) -> list[tuple[int, int, str]]:
     """The maximal runs of words of ``text`` that stand verbatim in one of ``sources``: (start, end,
     normalised run).
 
@@ -329,8 +339,14 @@ def _bare_word(word: str) -> str:
     return _flat_word(word).rstrip(".")
 
 
-def _hot_runs(line: str, hot: re.Pattern[str], norm: Callable[[str], str], sources: _Sources,
-              together: Callable[[str], bool], offset: int) -> list[tuple[int, int, str]]:
+def _hot_runs(
+    line: str,
+    hot: re.Pattern[str],
+    norm: Callable[[str], str],
+    sources: _Sources,
+    together: Callable[[str], bool],
+    offset: int,
+) -> list[tuple[int, int, str]]:
     """The runs of the stretches of ``line`` that hold a match of ``hot`` or a digit (see
     :func:`copied_runs`).
 
@@ -374,8 +390,11 @@ def _hot_runs(line: str, hot: re.Pattern[str], norm: Callable[[str], str], sourc
                 anchor = k if stands(k) else None
             else:  # a chunk with no word: inside a stretch only between two of its words
                 left, right = neighbour(k, -1), neighbour(k, 1)
-                anchor = (left if left is not None and right is not None and stands(left) and stands(right)
-                          else None)
+                anchor = (
+                    left
+                    if left is not None and right is not None and stands(left) and stands(right)
+                    else None
+                )
             if anchor is None:
                 continue
             lo = hi = anchor
@@ -395,8 +414,9 @@ def _hot_runs(line: str, hot: re.Pattern[str], norm: Callable[[str], str], sourc
     for lo, hi in sorted(stretches):
         if _holds_value(line, starts[lo], starts[hi] + len(chunks[hi]), hot):
             toks = [(words[k], starts[k], starts[k] + len(chunks[k])) for k in range(lo, hi + 1) if word(k)]
-            runs += _stretch_runs(toks, [w for w, _, _ in toks], 0, len(toks), sources.longest, together,
-                                  offset)
+            runs += _stretch_runs(
+                toks, [w for w, _, _ in toks], 0, len(toks), sources.longest, together, offset
+            )
     return runs
 
 
@@ -410,9 +430,15 @@ def _holds_value(line: str, start: int, end: int, hot: re.Pattern[str]) -> bool:
     return hot.search(piece) is not None or _DIGIT.search(piece) is not None
 
 
-def _stretch_runs(toks: Sequence[tuple[str, int, int]], words: Sequence[str], i: int, j: int,
-                  longest: Callable[[Sequence[str], int], int], together: Callable[[str], bool],
-                  offset: int) -> list[tuple[int, int, str]]:
+def _stretch_runs(
+    toks: Sequence[tuple[str, int, int]],
+    words: Sequence[str],
+    i: int,
+    j: int,
+    longest: Callable[[Sequence[str], int], int],
+    together: Callable[[str], bool],
+    offset: int,
+) -> list[tuple[int, int, str]]:
     """The runs of the stretch ``words[i:j]``, left to right, each as long as it can be; adjacent runs that
     stand
     together in the whole prompt are one."""
@@ -424,11 +450,16 @@ def _stretch_runs(toks: Sequence[tuple[str, int, int]], words: Sequence[str], i:
             i += 1
             continue
         start = i
-        if last is not None and last[1] == i and together(" ".join(words[last[0]: i + size])):
+        if last is not None and last[1] == i and together(" ".join(words[last[0] : i + size])):
             start = last[0]
             runs.pop()
-        runs.append((toks[start][1] + offset, toks[i + size - 1][2] + offset,
-                     " ".join(words[start: i + size]).rstrip(".")))
+        runs.append(
+            (
+                toks[start][1] + offset,
+                toks[i + size - 1][2] + offset,
+                " ".join(words[start : i + size]).rstrip("."),
+            )
+        )
         last = (start, i + size)
         i += size
     return runs

@@ -24,8 +24,9 @@ def _segment(work: str, start: int, any_name: str) -> str:
     return segment
 
 
-def parse_criteria(text: str, names: Sequence[str], scale: Scale, *, quoted: Sequence[str] = (),
-                   judged: Sequence[str] = ()) -> dict[str, float | ParseError]:
+def parse_criteria(
+    text: str, names: Sequence[str], scale: Scale, *, quoted: Sequence[str] = (), judged: Sequence[str] = ()
+) -> dict[str, float | ParseError]:
     """Read one score per criterion from a multi-criterion answer ("Coherence: 4\\nFluency: 3").
 
     Each name is matched case-insensitively where it labels a value ("Coherence: 4",
@@ -41,15 +42,21 @@ def parse_criteria(text: str, names: Sequence[str], scale: Scale, *, quoted: Seq
     if not names:
         return {}
     wide = Scale(min=-1e6, max=1e6, step=0.001)
-    own_words = ({w.lower() for n in names for w in re.findall(r"[A-Za-z]+", n)}
-                 | {"score", "rating", "out", "of"})
+    own_words = {w.lower() for n in names for w in re.findall(r"[A-Za-z]+", n)} | {
+        "score",
+        "rating",
+        "out",
+        "of",
+    }
 
     def states(span: str) -> bool:
         return any(not isinstance(v, ParseError) for v in _criteria(span, names, wide).values())
 
     def bare(span: str) -> bool:
-        return all(w.lower() in own_words or w[0].isdigit()
-                   for w in re.findall(r"[A-Za-z]+|\d+(?:\.\d+)?", _normalise(span)))
+        return all(
+            w.lower() in own_words or w[0].isdigit()
+            for w in re.findall(r"[A-Za-z]+|\d+(?:\.\d+)?", _normalise(span))
+        )
 
     own, strict = unquote(text, statement=states, bare=bare, sources=quoted, judged=judged)
     out = _criteria(own, names, scale, raw=text)
@@ -60,14 +67,17 @@ def parse_criteria(text: str, names: Sequence[str], scale: Scale, *, quoted: Seq
                 expected = f"one value for {name!r} on {scale.describe()}"
                 out[name] = ParseError(
                     f"expected {expected}; got {_fmt(value)} and also {_fmt(mine)}, which the judged text "
-                    "holds as written: no way to tell which is the judge's own", raw=text, expected=expected,
-                    criterion=name)
+                    "holds as written: no way to tell which is the judge's own",
+                    raw=text,
+                    expected=expected,
+                    criterion=name,
+                )
     return out
 
 
-def _criteria(text: str, names: Sequence[str], scale: Scale, *, raw: str | None = None) -> dict[
-        str,
-        float | ParseError]:
+def _criteria(
+    text: str, names: Sequence[str], scale: Scale, *, raw: str | None = None
+) -> dict[str, float | ParseError]:
     """:func:`parse_criteria` on ``text`` as it is (errors carry ``raw``, default ``text``)."""
     raw = text if raw is None else raw
     work = re.sub(r"[*`#]+", "", text)
@@ -93,4 +103,3 @@ def _criteria(text: str, names: Sequence[str], scale: Scale, *, raw: str | None 
         except ParseError as exc:
             out[name] = exc
     return out
-

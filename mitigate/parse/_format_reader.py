@@ -49,10 +49,15 @@ class FormatReader:
     @functools.cached_property
     def answer_line(self) -> AnswerLine:
         """The format's own answer line, as :mod:`.answer_line` looks for it."""
-        return AnswerLine(line=self.fmt.line, value=self.value_regex, kind=self.fmt.kind,
-                          first=self.fmt.reasoning == "after",
-                          case_sensitive=self.fmt.case_sensitive, relations=self.fmt.relations,
-                          shown=self.shown)
+        return AnswerLine(
+            line=self.fmt.line,
+            value=self.value_regex,
+            kind=self.fmt.kind,
+            first=self.fmt.reasoning == "after",
+            case_sensitive=self.fmt.case_sensitive,
+            relations=self.fmt.relations,
+            shown=self.shown,
+        )
 
     @functools.cached_property
     def completion(self) -> StubCompletion | None:
@@ -60,17 +65,22 @@ class FormatReader:
         one."""
         if not self.fmt.stub:
             return None
-        return StubCompletion(label=self.fmt.stub_label, continuation=self.fmt.continuation,
-                              value=self.value_regex,
-                              shown=self.shown)
+        return StubCompletion(
+            label=self.fmt.stub_label,
+            continuation=self.fmt.continuation,
+            value=self.value_regex,
+            shown=self.shown,
+        )
 
     @functools.cached_property
     def value_regex(self) -> str:
         """A regex of one value: a label (or relation), a letter, or a number with an optional modifier."""
         if self.fmt.kind == "pairwise":
-            labels = sorted({re.escape(x)
-                             for x in (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))}, key=len,
-                            reverse=True)
+            labels = sorted(
+                {re.escape(x) for x in (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))},
+                key=len,
+                reverse=True,
+            )
             if self.fmt.relations:
                 return r"[^\]\s]{1,3}(?:\s*(?:>>|>|=|<|<<)\s*[^\]\s]{1,3})?"
             return "|".join(labels)
@@ -81,8 +91,11 @@ class FormatReader:
     @functools.cached_property
     def hint(self) -> re.Pattern[str]:
         """What any answer of this format holds: a number (or number word), a label, or a letter."""
-        return value_hint(self.fmt.kind, tuple(self.fmt.labels) + ((self.fmt.tie,) if self.fmt.tie else ()),
-                          self.fmt.case_sensitive)
+        return value_hint(
+            self.fmt.kind,
+            tuple(self.fmt.labels) + ((self.fmt.tie,) if self.fmt.tie else ()),
+            self.fmt.case_sensitive,
+        )
 
     @functools.cached_property
     def line_cues(self) -> tuple[str, ...]:
@@ -104,16 +117,31 @@ class FormatReader:
         return frozenset(own)
 
     # ------------------------------------------------------------------ reading
-    def read(self, text: str, scale: Scale, *, echoes: Sequence[str] = (), cues: Sequence[str] = (),
-             quoted: Sequence[str] = (), judged: Sequence[str] = ()) -> float | Verdict:
+    def read(
+        self,
+        text: str,
+        scale: Scale,
+        *,
+        echoes: Sequence[str] = (),
+        cues: Sequence[str] = (),
+        quoted: Sequence[str] = (),
+        judged: Sequence[str] = (),
+    ) -> float | Verdict:
         """The score (or verdict) in ``text``; see :meth:`mitigate.prompt.answer.AnswerFormat.read`."""
         work = strip_echoed_lines(text, echoes) if echoes else text
 
         def plain(part: str) -> float | Verdict:
             return self.read_plain(part, text, scale, cues)
 
-        own, strict = unquote(work, statement=lambda span: self.states(span, scale, cues), bare=self.bare,
-                              sources=quoted, judged=judged, fold=not self.fmt.case_sensitive, hint=self.hint)
+        own, strict = unquote(
+            work,
+            statement=lambda span: self.states(span, scale, cues),
+            bare=self.bare,
+            sources=quoted,
+            judged=judged,
+            fold=not self.fmt.case_sensitive,
+            hint=self.hint,
+        )
         value = plain(own)
         if strict != own:
             try:
@@ -122,9 +150,12 @@ class FormatReader:
                 return value  # the bare copy is the answer's only statement: the judge gave that value itself
             if other != value:
                 expected = f"one answer {self.shown}"
-                raise ParseError(f"expected {expected}; got {other!r} and also {value!r}, which the judged "
-                                 f"text holds as written: no way to tell which is the judge's own", raw=text,
-                                 expected=expected)
+                raise ParseError(
+                    f"expected {expected}; got {other!r} and also {value!r}, which the judged "
+                    f"text holds as written: no way to tell which is the judge's own",
+                    raw=text,
+                    expected=expected,
+                )
         return value
 
     def read_plain(self, work: str, text: str, scale: Scale, cues: Sequence[str]) -> float | Verdict:
@@ -159,8 +190,9 @@ class FormatReader:
                 raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
             s1, s2 = (parse_score(f"Score: {obj[k]}", scale, raw=text) for k in ("score_1", "score_2"))
             return "first" if s1 > s2 else "second" if s2 > s1 else "tie"
-        key = self.fmt.json_key or ("verdict" if self.fmt.kind == "pairwise" else "answer"
-                                    if self.fmt.kind == "mcq" else "score")
+        key = self.fmt.json_key or (
+            "verdict" if self.fmt.kind == "pairwise" else "answer" if self.fmt.kind == "mcq" else "score"
+        )
         if key not in obj:
             raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
         return self.accept(str(obj[key]), text, scale)
@@ -215,7 +247,7 @@ class FormatReader:
         for back in range(len(lines) - 1, -1, -1):
             bare = _LETTER_MARKUP.sub("", lines[back]).strip()
             if len(bare) == 1 and bare.upper() in known:
-                rest = "\n".join(lines[back + 1:])
+                rest = "\n".join(lines[back + 1 :])
                 try:
                     parse_mcq(rest, scale)
                 except ParseError:
@@ -267,11 +299,20 @@ class FormatReader:
             if self.fmt.kind == "pairwise":
                 # a tie only where the template offers one (a named tie label, or A=B); a template that
                 # named no answer format said nothing against ties
-                offered = (self.fmt.tie is not None or self.fmt.relations or not self.fmt.inferred
-                           or self.fmt.line.strip() == VALUE)
-                return parse_pairwise(work, (self.fmt.labels[0], self.fmt.labels[1]), tie=self.fmt.tie,
-                                      case_sensitive=self.fmt.case_sensitive, ties=offered,
-                                      final=_FINAL[self.fmt.reasoning])  # type: ignore[arg-type]
+                offered = (
+                    self.fmt.tie is not None
+                    or self.fmt.relations
+                    or not self.fmt.inferred
+                    or self.fmt.line.strip() == VALUE
+                )
+                return parse_pairwise(
+                    work,
+                    (self.fmt.labels[0], self.fmt.labels[1]),
+                    tie=self.fmt.tie,
+                    case_sensitive=self.fmt.case_sensitive,
+                    ties=offered,
+                    final=_FINAL[self.fmt.reasoning],
+                )  # type: ignore[arg-type]
             if self.fmt.kind == "mcq":
                 return parse_mcq(work, scale)
             return parse_score(work, scale, cues=(*self.line_cues, *cues))

@@ -25,7 +25,7 @@ def json_value(text: str, key: str) -> Any:
                 depth -= 1
                 if depth == 0:
                     try:
-                        obj = json.loads(text[m.start(): j + 1])
+                        obj = json.loads(text[m.start() : j + 1])
                     except json.JSONDecodeError:
                         break
                     if isinstance(obj, dict) and key in obj:
@@ -40,9 +40,9 @@ def json_object(text: str, expected: str) -> dict[str, Any]:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ParseError(f"expected {expected}; got invalid JSON ({exc.msg})", raw=text,
-                         expected=expected) from None
+        raise ParseError(
+            f"expected {expected}; got invalid JSON ({exc.msg})", raw=text, expected=expected
+        ) from None
     if not isinstance(obj, dict):
         raise ParseError(f"expected {expected}; got {type(obj).__name__}", raw=text, expected=expected)
     return obj
-

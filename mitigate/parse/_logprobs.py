@@ -42,9 +42,7 @@ def _distribution(pos: TokenLogprob) -> dict[str, float]:
     return probs
 
 
-def _point_mass(
-    positions: Sequence[TokenLogprob], i: int, points: dict[str, int]
-) -> dict[int, float]:
+def _point_mass(positions: Sequence[TokenLogprob], i: int, points: dict[str, int]) -> dict[int, float]:
     """Probability mass per integer scale point at position ``i`` (multi-token numbers split)."""
     dist = _distribution(positions[i])
     generated = _clean_token(positions[i].token)

@@ -77,7 +77,7 @@ def _alone(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` is all its line holds, markup and punctuation aside."""
     left = text.rfind("\n", 0, start) + 1
     right = text.find("\n", end)
-    line = text[left: len(text) if right < 0 else right]
+    line = text[left : len(text) if right < 0 else right]
     return re.sub(r"[\W_]+", "", line) == re.sub(r"[\W_]+", "", text[start:end])
 
 
@@ -99,16 +99,18 @@ def blank(text: str, spans: Sequence[Span]) -> str:
     return "".join(chars)
 
 
-def _template_parts(sources: Sequence[str], judged: Sequence[str], fold: bool,
-                    fast: bool = True) -> list[str]:
+def _template_parts(
+    sources: Sequence[str], judged: Sequence[str], fold: bool, fast: bool = True
+) -> list[str]:
     """What ``sources`` (the rendered prompt) hold besides the judged texts: the template's own words (and
     demos)."""
     return list(_template_parts_of(tuple(sources), tuple(judged), fold, fast))
 
 
 @functools.lru_cache(maxsize=64)  # the samples and criteria of one request read the same prompt and texts
-def _template_parts_of(sources: tuple[str, ...], judged: tuple[str, ...], fold: bool,
-                       fast: bool) -> tuple[str, ...]:
+def _template_parts_of(
+    sources: tuple[str, ...], judged: tuple[str, ...], fold: bool, fast: bool
+) -> tuple[str, ...]:
     texts = sorted((j for j in judged if j and not j.isspace()), key=len, reverse=True)
     lines_of: dict[str, set[str]] = {}
 
@@ -132,11 +134,17 @@ def _template_parts_of(sources: tuple[str, ...], judged: tuple[str, ...], fold: 
     return tuple(out)
 
 
-
-
-def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str], bool],
-            sources: Sequence[str] = (), judged: Sequence[str] = (), fold: bool = True,
-            hint: re.Pattern[str] | None = None, fast: bool = True) -> tuple[str, str]:
+def unquote(
+    text: str,
+    *,
+    statement: Callable[[str], bool],
+    bare: Callable[[str], bool],
+    sources: Sequence[str] = (),
+    judged: Sequence[str] = (),
+    fold: bool = True,
+    hint: re.Pattern[str] | None = None,
+    fast: bool = True,
+) -> tuple[str, str]:
     """``(own, strict)``: ``text`` with what is not the judge's own statement blanked (see the module
     docstring).
 
@@ -165,16 +173,20 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
         return seen[span]
 
     reported = reported_spans(text)
-    own: list[Span] = [s for s in reported if (hint is None or hint.search(text, *s))
-                       and states(text[s[0]: s[1]])]
+    own: list[Span] = [
+        s for s in reported if (hint is None or hint.search(text, *s)) and states(text[s[0] : s[1]])
+    ]
     strict: list[Span] = []
     if any(x and not x.isspace() for x in [*sources, *judged]):
         # whether the judged texts' index is non-empty, without building it: two texts or more (their lines
         # joined), or
         # one holding a letter or digit (which every token has, and every chunk holding one is a token)
         given = [x for x in judged if x and not x.isspace()]
-        judging = (len(given) > 1 or any(has_alnum(lowered(x, fold)) for x in given)) if fast else bool(
-            source_index(judged, fold))
+        judging = (
+            (len(given) > 1 or any(has_alnum(lowered(x, fold)) for x in given))
+            if fast
+            else bool(source_index(judged, fold))
+        )
         template = _template_parts(sources, judged, fold, fast) if judging else list(sources)
         runs = copied_runs(text, [*template, *judged], fold, hint, whole=sources, hot=hint if fast else None)
         judged_index = source_index(judged, fold) if runs else ""
@@ -202,8 +214,9 @@ def unquote(text: str, *, statement: Callable[[str], bool], bare: Callable[[str]
                 if _DIGIT.search(piece) or states(piece):
                     own.append((start, end))
             elif states(piece):
-                if bare(piece) or (template_index and stands_in(norm, template_index)
-                                   and not stands_in(norm, judged_index)):
+                if bare(piece) or (
+                    template_index and stands_in(norm, template_index) and not stands_in(norm, judged_index)
+                ):
                     # the answer in the format's own words, or in the template's ("Assistant A is much better:
                     # [[A>>B]]" copied from the template's list of verdicts): the judge's own statement
                     if stands_in(norm, judged_index):

@@ -34,30 +34,81 @@ def marked_spans(text: str) -> list[Span]:
 # are also participles ("the groups mentioned", "as stated") count only before "that", a colon or a quotation.
 _QUOTE_NEXT = r"(?=[ \t]*(?:that\b|[:\"“'‘`]))"
 _SAYS = ("says", "states", "claims", "writes", "wrote", "argues", "asserts", "insists", "declares", "quotes")
-_SAYS_BEFORE_QUOTE = ("reads", "goes", "ends", "finishes", "closes", "begins", "starts", "opens", "mentions",
-                      "contains",
-                      "includes")
-_SAID_BEFORE_QUOTE = ("said", "stated", "claimed", "argued", "asserted", "insisted", "declared", "quoted",
-                      "mentioned",
-                      "written")
-_ENDS_WITH = ("ends", "ended", "concludes", "concluded", "closes", "closed", "finishes", "finished", "opens",
-              "opened",
-              "begins", "began", "starts", "started")
-_REPORT_PATTERN = (r"\b(?:" + "|".join(_SAYS) + "|(?:" + "|".join(_SAYS_BEFORE_QUOTE) + ")" + _QUOTE_NEXT
-                   + "|(?:"
-                   + "|".join(_SAID_BEFORE_QUOTE) + ")" + _QUOTE_NEXT + "|(?:" + "|".join(_ENDS_WITH)
-                   + r")\s+(?:with|by))\b")
+_SAYS_BEFORE_QUOTE = (
+    "reads",
+    "goes",
+    "ends",
+    "finishes",
+    "closes",
+    "begins",
+    "starts",
+    "opens",
+    "mentions",
+    "contains",
+    "includes",
+)
+_SAID_BEFORE_QUOTE = (
+    "said",
+    "stated",
+    "claimed",
+    "argued",
+    "asserted",
+    "insisted",
+    "declared",
+    "quoted",
+    "mentioned",
+    "written",
+)
+_ENDS_WITH = (
+    "ends",
+    "ended",
+    "concludes",
+    "concluded",
+    "closes",
+    "closed",
+    "finishes",
+    "finished",
+    "opens",
+    "opened",
+    "begins",
+    "began",
+    "starts",
+    "started",
+)
+_REPORT_PATTERN = (
+    r"\b(?:"
+    + "|".join(_SAYS)
+    + "|(?:"
+    + "|".join(_SAYS_BEFORE_QUOTE)
+    + ")"
+    + _QUOTE_NEXT
+    + "|(?:"
+    + "|".join(_SAID_BEFORE_QUOTE)
+    + ")"
+    + _QUOTE_NEXT
+    + "|(?:"
+    + "|".join(_ENDS_WITH)
+    + r")\s+(?:with|by))\b"
+)
 _REPORT = re.compile(_REPORT_PATTERN, re.IGNORECASE)
 # The same verbs searched faster: in the text with every character that re.IGNORECASE equates with an ASCII
 # letter
 # written as that letter (A-Z, and the four others: U+0130, U+0131, U+017F, U+212A), case-sensitively, after a
 # check
 # that one of the verbs occurs at all. Same length, so the same spans.
-_FOLD = str.maketrans({**{chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)},
-                       "\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_FOLD = str.maketrans(
+    {
+        **{chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)},
+        "\u0130": "i",
+        "\u0131": "i",
+        "\u017f": "s",
+        "\u212a": "k",
+    }
+)
 _REPORT_FOLDED = re.compile(_REPORT_PATTERN)
-_ANY_VERB = re.compile("|".join(sorted({*_SAYS, *_SAYS_BEFORE_QUOTE, *_SAID_BEFORE_QUOTE, *_ENDS_WITH},
-                                       key=len, reverse=True)))
+_ANY_VERB = re.compile(
+    "|".join(sorted({*_SAYS, *_SAYS_BEFORE_QUOTE, *_SAID_BEFORE_QUOTE, *_ENDS_WITH}, key=len, reverse=True))
+)
 
 
 def _verbs(text: str) -> list[re.Match[str]]:
@@ -71,8 +122,9 @@ def _verbs(text: str) -> list[re.Match[str]]:
 # The judge speaking of itself ("as I said", "we stated"): its own words, not reported.
 _OWN_SUBJECT = re.compile(r"\b(?:I|we|me|my|our|I've|I'd|I'll|I'm|we've|we'd)\b", re.IGNORECASE)
 # Where the subject of a verb begins: the last clause boundary before it.
-_SUBJECT_START = re.compile(r"(?:[.!?;:,\n]|\bthat\b|\band\b|\bbut\b|\bwhile\b|\bbecause\b|\bso\b)",
-                            re.IGNORECASE)
+_SUBJECT_START = re.compile(
+    r"(?:[.!?;:,\n]|\bthat\b|\band\b|\bbut\b|\bwhile\b|\bbecause\b|\bso\b)", re.IGNORECASE
+)
 # Where a reported clause ends.
 _CLAUSE_END = re.compile(r"[.!?](?=[\s\"'”’)]|$)|[;,]|\n|\s(?:but|however|whereas|while|so)\b", re.IGNORECASE)
 _LETTER = re.compile(r"[A-Za-z]")
@@ -93,7 +145,7 @@ def reported_spans(text: str) -> list[Span]:
     spans: list[Span] = []
     for verb in _verbs(text):
         starts = [m.end() for m in _SUBJECT_START.finditer(text, max(0, verb.start() - 200), verb.start())]
-        subject = text[starts[-1] if starts else max(0, verb.start() - 200): verb.start()]
+        subject = text[starts[-1] if starts else max(0, verb.start() - 200) : verb.start()]
         if _OWN_SUBJECT.search(subject) or not _LETTER.search(subject):
             continue  # the judge's own words, or no subject at all ("Reads well.")
         lead = _LEAD.match(text, verb.end())

@@ -50,8 +50,9 @@ NUM_RE = re.compile(rf"(?<![\w.$£€/\\-])(?<!\d,)(-?{_NUM})(?![\w%]|\.\d|-[A-Z
 _MASKS = [
     re.compile(rf"\b(?:scale|range)\s+(?:of|from)?\s*{_SNUM}\s*(?:-|to)\s*{_SNUM}", re.I),
     re.compile(rf"\b(?:from|between)\s+{_SNUM}\s*(?:-|to|and)\s*{_SNUM}\b(?!\s*(?:/|out\s+of))", re.I),
-    re.compile(rf"\b{_SNUM}\s*(?:-|to)\s*{_SNUM}[\s-]*(?:point\s+|star\s+)?(?:scale|range|rating\s+scale)\b",
-               re.I),
+    re.compile(
+        rf"\b{_SNUM}\s*(?:-|to)\s*{_SNUM}[\s-]*(?:point\s+|star\s+)?(?:scale|range|rating\s+scale)\b", re.I
+    ),
     re.compile(rf"\(\s*{_SNUM}\s*(?:-|to)\s*{_SNUM}\s*\)"),
     re.compile(rf"\bscale\s+of\s+{_SNUM}\b", re.I),
     re.compile(rf"\b{_SNUM}[\s-]*point\s+(?:scale|likert)\b", re.I),
@@ -80,8 +81,9 @@ _GAP_WORDS = frozenset(
     "coherence consistency fluency relevance quality helpfulness accuracy overall i'd i'll id "
     "deserves deserve merits earns gets receives get receive earn".split()
 )
-_DENOM_RE = re.compile(rf"\s*(?:/|out\s+of|of\s+a\s+possible|of\s+a\s+maximum\s+of)\s*({_NUM})\b(?!/\d)",
-                       re.I)
+_DENOM_RE = re.compile(
+    rf"\s*(?:/|out\s+of|of\s+a\s+possible|of\s+a\s+maximum\s+of)\s*({_NUM})\b(?!/\d)", re.I
+)
 _RANGE_RE = re.compile(rf"\s*(-|to|or)\s*({_NUM})\b", re.I)
 # A score the judge is *not* giving: "it's not a 5 out of 5", "keeps it from being a perfect 5",
 # "not engaging enough to score a 3", "falls short of a 4", "with a few tweaks it could be a perfect 5".
@@ -214,7 +216,7 @@ def _candidates(text: str, cues: Sequence[str] = ()) -> list[_Candidate]:
             if not _follow_ok(text, cued.end(), allowed):
                 continue
         found.setdefault(cued.start(), cand)
-        if not text[cue.end():cued.start()].strip() and re.match(r"[ \t]*:", text[cued.end():]):
+        if not text[cue.end() : cued.start()].strip() and re.match(r"[ \t]*:", text[cued.end() :]):
             labels[cued.start()] = cand.value
     if len(set(labels.values())) >= 2:
         for start in labels:
@@ -227,8 +229,11 @@ _MARKER_RE = re.compile(rf"(?:\[\[\s*|\[RESULT\]\s*:?\s*\(?)(?P<n>-?{_NUM})", re
 # A score written first: "2. The response ...", "4\nThe summary ...", "3 - mostly coherent".
 _LEAD_RE = re.compile(rf"^\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*(?:[.):\-]|\n|$)", re.I)
 
-_TRAIL_RE = re.compile(r"(?:^|\n|[.!?;:,]\s+|\s[(\[])"  # the start, a line or sentence, or an opening bracket
-                       rf"\s*[(\[]?\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*[)\]]?[\s.!]*$", re.I)
+_TRAIL_RE = re.compile(
+    r"(?:^|\n|[.!?;:,]\s+|\s[(\[])"  # the start, a line or sentence, or an opening bracket
+    rf"\s*[(\[]?\s*(?:(weak|strong)\s+)?(-?{_NUM})\s*[)\]]?[\s.!]*$",
+    re.I,
+)
 
 
 def _trailing(text: str) -> _Candidate | None:
@@ -249,8 +254,11 @@ def _check_value(cand: _Candidate, text: str, scale: Scale, expected: str) -> fl
     if cand.range_:
         raise _fail(f"a range or alternatives {shown!r} instead of one score", text, expected)
     if cand.denominator is not None and not math.isclose(cand.denominator, scale.max):
-        raise _fail(f"a score out of {_fmt(cand.denominator)} ({cand.literal}/{_fmt(cand.denominator)})",
-                    text, expected)
+        raise _fail(
+            f"a score out of {_fmt(cand.denominator)} ({cand.literal}/{_fmt(cand.denominator)})",
+            text,
+            expected,
+        )
     value = cand.value
     if not scale.contains(value):
         raise _fail(f"{shown}, outside the scale", text, expected)
@@ -289,8 +297,15 @@ def _leading(text: str) -> _Candidate | None:
     return _Candidate(m.start(2), m.end(2), float(m.group(2)), m.group(2), None, False, mod)
 
 
-def read_score(text: str, scale: Scale, *, raw: str, cued: bool = False, criterion: str | None = None,
-               cues: Sequence[str] = ()) -> float:
+def read_score(
+    text: str,
+    scale: Scale,
+    *,
+    raw: str,
+    cued: bool = False,
+    criterion: str | None = None,
+    cues: Sequence[str] = (),
+) -> float:
     """:func:`parse_score` on ``text``; errors quote ``text`` but keep ``raw`` (the whole response) on
     ``.raw``.
 
@@ -298,8 +313,9 @@ def read_score(text: str, scale: Scale, *, raw: str, cued: bool = False, criteri
     """
     expected = f"a score from {scale.describe()} (e.g. 'Score: {_example(scale)}')"
     if criterion is not None:
-        expected = (f"a score from {scale.describe()} for {criterion!r} (e.g. '{criterion}: "
-                    f"{_example(scale)}')")
+        expected = (
+            f"a score from {scale.describe()} for {criterion!r} (e.g. '{criterion}: {_example(scale)}')"
+        )
     prefix = "Score: " if cued else ""
     normal = _normalise(prefix + text)
     work = _mask(normal)
@@ -322,5 +338,3 @@ def read_score(text: str, scale: Scale, *, raw: str, cued: bool = False, criteri
         if raw is text and criterion is None:
             raise
         raise ParseError(exc.message, raw=raw, expected=expected, criterion=criterion) from None
-
-

@@ -50,8 +50,9 @@ class StubCompletion:
     def _bare(self) -> re.Pattern[str]:
         """The completion alone on a line: "3", "**3**", "3.", "[[3]]"."""
         head, tail = self._parts
-        return re.compile(rf"[ \t>]*{_MARKUP}{head}(?P<v>{self.value}){tail}{_MARKUP}[ \t]*[.!]?[ \t]*",
-                          re.IGNORECASE)
+        return re.compile(
+            rf"[ \t>]*{_MARKUP}{head}(?P<v>{self.value}){tail}{_MARKUP}[ \t]*[.!]?[ \t]*", re.IGNORECASE
+        )
 
     @functools.cached_property
     def _labelled(self) -> re.Pattern[str]:
@@ -63,15 +64,17 @@ class StubCompletion:
             rf"[ \t>]*{LIST_MARKER}?[ \t]*{_MARKUP}{label}{_MARKUP}[ \t]*{RANGE}?[ \t]*"
             rf"{_MARKUP}[ \t]*[:=][ \t]*{_MARKUP}[ \t]*{head}(?P<v>{self.value}){tail}{_MARKUP}[ "
             r"\t]*[.!]?[ \t]*",
-            re.IGNORECASE)
+            re.IGNORECASE,
+        )
 
     @functools.cached_property
     def _opening(self) -> re.Pattern[str]:
         """The completion opening a longer first line: "3 - it reads well" (checked for other numbers after
         it)."""
         head, tail = self._parts
-        return re.compile(rf"[ \t>]*{_MARKUP}{head}(?P<v>{self.value})(?!\w|\.\d){tail}{_MARKUP}(?P<rest>.*)",
-                          re.IGNORECASE)
+        return re.compile(
+            rf"[ \t>]*{_MARKUP}{head}(?P<v>{self.value})(?!\w|\.\d){tail}{_MARKUP}(?P<rest>.*)", re.IGNORECASE
+        )
 
     def _line_value(self, line: str) -> str | None:
         for pattern in (self._bare, self._labelled):
@@ -101,8 +104,12 @@ class StubCompletion:
             rest = opening.group("rest")
             if re.match(r"\s*(?:-|–|—|to\b|or\b|and\b|,)\s*[*_`]*\d", rest):
                 expected = f"one answer {self.shown}"
-                raise ParseError(f"expected {expected}; got a range or alternatives {first.strip()[:80]!r}, "
-                                 "not one value completing the stub", raw=raw, expected=expected)
+                raise ParseError(
+                    f"expected {expected}; got a range or alternatives {first.strip()[:80]!r}, "
+                    "not one value completing the stub",
+                    raw=raw,
+                    expected=expected,
+                )
             if re.search(r"\d", rest):
                 # "3 out of 3", "3/3", "3 (of 3)": the general reader judges a line with more numbers
                 return None
@@ -111,8 +118,10 @@ class StubCompletion:
             other = self._line_value(later)
             if other is not None and other.lower() != value.lower():
                 expected = f"one answer {self.shown}"
-                raise ParseError(f"expected {expected}; the answer completes the stub with {value!r} and a "
-                                 f"later line gives {other!r}: no way to tell which is the judge's answer",
-                                 raw=raw,
-                                 expected=expected)
+                raise ParseError(
+                    f"expected {expected}; the answer completes the stub with {value!r} and a "
+                    f"later line gives {other!r}: no way to tell which is the judge's answer",
+                    raw=raw,
+                    expected=expected,
+                )
         return value

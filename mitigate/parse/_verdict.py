@@ -10,8 +10,10 @@ from mitigate.parse._common import Verdict
 from mitigate.parse._common import fail as _fail
 from mitigate.parse._common import snippet as _snippet
 
-_NOUNS = (r"(?:summary|summaries|response|output|answer|option|candidate|assistant|text|system|model"
-          r"|translation|story|completion)")
+_NOUNS = (
+    r"(?:summary|summaries|response|output|answer|option|candidate|assistant|text|system|model"
+    r"|translation|story|completion)"
+)
 _COMPARATIVE = (
     r"(?:is|was|seems|appears|looks|reads|would\s+be)?\s*(?:\w+ly\s+)?"
     r"(?:better|superior|preferable|preferred|stronger|more\s+\w+|the\s+(?:better|best|stronger|winner|preferred)|wins)"
@@ -36,9 +38,11 @@ _TIE_PHRASES = re.compile(
 )
 
 
-_BETTER_ONE = (r"\bthe\s+(?:better|best|stronger|preferred|preferable|superior|winning)"
-               rf"\s+(?:{_NOUNS}|one|choice)\b"
-               r"[^.!?\n]{0,80}?\b(?:is|would\s+be)\s+")
+_BETTER_ONE = (
+    r"\bthe\s+(?:better|best|stronger|preferred|preferable|superior|winning)"
+    rf"\s+(?:{_NOUNS}|one|choice)\b"
+    r"[^.!?\n]{0,80}?\b(?:is|would\s+be)\s+"
+)
 _VERDICT_CUE = (
     r"\b(?:(?:final\s+)?(?:answer|verdict|choice|winner|decision|preference)\s*(?:is|:|=|-)\s*"
     r"|(?:i\s+(?:would\s+)?)?(?:prefer|choose|chose|pick|select|vote\s+for|go\s+with)\s+)"
@@ -50,8 +54,11 @@ def _label_forms(label: str, ordinal: str) -> str:
     # a one-letter label is also an English word ("a", "A", "I"): bare, it counts only in its own case
     # and never lower-case ("answer a question" names no output); in brackets it always counts
     word = len(label) == 1 and label.isalpha()
-    named = rf"[(\[]{esc}[)\]]" if word and not label.isupper() else (
-        rf"(?-i:[(\[]?{esc}[)\]]?)" if word else rf"[(\[]?{esc}[)\]]?")
+    named = (
+        rf"[(\[]{esc}[)\]]"
+        if word and not label.isupper()
+        else (rf"(?-i:[(\[]?{esc}[)\]]?)" if word else rf"[(\[]?{esc}[)\]]?")
+    )
     forms = [
         rf"\b{_NOUNS}\s*(?:#|no\.?|number)?\s*{named}(?!\w)",
         rf"#\s*{esc}(?!\w)",
@@ -70,9 +77,11 @@ _CONCLUSION = re.compile(
 )
 
 
-_NEITHER_TIE = re.compile(r"\bneither\b[^.!?\n]{0,80}?\bnor\b[^.!?\n]{0,80}?"
-                          r"\b(?:is|are|was|were)\s+(?:\w+\s+)?(?:better|preferred|preferable|superior)\b",
-                          re.I)
+_NEITHER_TIE = re.compile(
+    r"\bneither\b[^.!?\n]{0,80}?\bnor\b[^.!?\n]{0,80}?"
+    r"\b(?:is|are|was|were)\s+(?:\w+\s+)?(?:better|preferred|preferable|superior)\b",
+    re.I,
+)
 """A sentence saying neither output is better: a tie claim, never a claim for the output it names last."""
 
 
@@ -95,8 +104,13 @@ def _sentences(text: str) -> list[str]:
 
 
 def parse_pairwise(
-    text: str, labels: tuple[str, str] = ("1", "2"), *, tie: str | None = None, case_sensitive: bool = False,
-    ties: bool = True, final: Literal["last", "first", "either"] = "either",
+    text: str,
+    labels: tuple[str, str] = ("1", "2"),
+    *,
+    tie: str | None = None,
+    case_sensitive: bool = False,
+    ties: bool = True,
+    final: Literal["last", "first", "either"] = "either",
 ) -> Literal["first", "second", "tie"]:
     """Read which of two outputs a judge preferred: "first", "second" or "tie".
 
@@ -118,8 +132,9 @@ def parse_pairwise(
     """
     first, second = labels
     if not first or not second or first == second or (not case_sensitive and first.lower() == second.lower()):
-        hint = (" (labels that differ only by case need case_sensitive=True)" if first and first != second
-                else "")
+        hint = (
+            " (labels that differ only by case need case_sensitive=True)" if first and first != second else ""
+        )
         raise ConfigError(f"expected two different, non-empty pairwise labels; got {labels!r}{hint}")
     flags = 0 if case_sensitive else re.I
     expected = f"a verdict naming {first!r}, {second!r} or a tie (e.g. 'Summary {first} is better')"
@@ -150,8 +165,9 @@ def parse_pairwise(
         if re.match(rf"[(\[`]{{0,2}}\s*{esc}{sep}", work, flags):
             explicit.append((0, side))
         explicit.extend((m.start(), side) for m in re.finditer(rf"\[\[\s*{esc}\s*\]\]", work, flags))
-        explicit.extend((m.start(), side)
-                        for m in re.finditer(f"(?i:{_VERDICT_CUE})" + forms[side], work, flags))
+        explicit.extend(
+            (m.start(), side) for m in re.finditer(f"(?i:{_VERDICT_CUE})" + forms[side], work, flags)
+        )
         last = re.search(rf"(?:^|\n|[.!?:]\s+)[\s\"'`(\[]*{esc}[\"'`)\]]*\s*\.?\s*$", work, flags)
         if last is not None and len(work) > len(label) + 2:
             explicit.append((last.start() + 1, side))
@@ -161,8 +177,9 @@ def parse_pairwise(
         rivals = {s for p, s in explicit if s != side and start <= p < end}
         if rivals:  # "[[A]] [[B]]", "either [[A]] or [[B]] would do": two verdicts, no final one
             order = [v for v in ("first", "second", "tie") if v in rivals | {side}]
-            raise _fail(f"two verdicts in one sentence ({', '.join(order)}) with no final one", text,
-                        expected)
+            raise _fail(
+                f"two verdicts in one sentence ({', '.join(order)}) with no final one", text, expected
+            )
         return side
 
     pairs: tuple[tuple[Verdict, Verdict], ...] = (("first", "second"), ("second", "first"))
@@ -210,13 +227,16 @@ def parse_pairwise(
     if conclusions:
         last = conclusions[-1]
         concluded = claims(last.group(0))
-        if len(concluded) == 1 and claims(work[last.end():]) <= concluded:
+        if len(concluded) == 1 and claims(work[last.end() :]) <= concluded:
             return decided(concluded.pop())
         if len(concluded) > 1:
             raise conflict(concluded)
-        if not concluded and not work[last.end():].strip(" \t\n.!"):
-            raise _fail(f"a concluding sentence that names no side ({_snippet(last.group(0).strip(), 60)!r})",
-                        text, expected)
+        if not concluded and not work[last.end() :].strip(" \t\n.!"):
+            raise _fail(
+                f"a concluding sentence that names no side ({_snippet(last.group(0).strip(), 60)!r})",
+                text,
+                expected,
+            )
 
     # 4. the final statement (last sentence, first one, or either), agreeing with every other claim
     sentences = _sentences(work)
@@ -232,7 +252,7 @@ def parse_pairwise(
     if len(claimed) > 1 or len(ends) > 1:
         raise conflict(claimed | ends)
     if claimed:
-        raise _fail(f"no final verdict (a claim for {claimed.pop()} only inside the reasoning)", text,
-                    expected)
+        raise _fail(
+            f"no final verdict (a claim for {claimed.pop()} only inside the reasoning)", text, expected
+        )
     raise _fail("no verdict", text, expected)
-

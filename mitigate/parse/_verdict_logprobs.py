@@ -58,10 +58,15 @@ def _matches(token: str, part: str) -> bool:
     return token.startswith(part) and not token[len(part)].isalnum()
 
 
-def verdict_probabilities(positions: Sequence[TokenLogprob], labels: tuple[str, str], tie: str | None = None,
-                          *,
-                          lead: str = "", case_sensitive: bool = False, answer_first: bool = False
-                          ) -> VerdictProbabilities:
+def verdict_probabilities(
+    positions: Sequence[TokenLogprob],
+    labels: tuple[str, str],
+    tie: str | None = None,
+    *,
+    lead: str = "",
+    case_sensitive: bool = False,
+    answer_first: bool = False,
+) -> VerdictProbabilities:
     """The verdict distribution at the position where the judge names its verdict (see the module docstring).
 
     ``labels`` name the first and second output as the answer writes them, ``tie`` the tie
@@ -75,7 +80,7 @@ def verdict_probabilities(positions: Sequence[TokenLogprob], labels: tuple[str, 
     values = {labels[0]: "first", labels[1]: "second", **({tie: "tie"} if tie else {})}
     folded = [_fold(v, sensitive) for v in values]
     shared = os.path.commonprefix(folded)
-    parts = {lab[len(shared):]: verdict for lab, verdict in zip(folded, values.values(), strict=True)}
+    parts = {lab[len(shared) :]: verdict for lab, verdict in zip(folded, values.values(), strict=True)}
     needed = _fold(lead + shared, sensitive).rstrip()
     text = ""
     found: list[int] = []
@@ -87,9 +92,12 @@ def verdict_probabilities(positions: Sequence[TokenLogprob], labels: tuple[str, 
         text += _token_text(pos.token)
     raw = text
     if not found:
-        raise ParseError(f"expected a generated token naming one of {list(values)} after {lead + shared!r}; "
-                         f"got none in {raw[:120]!r}", raw=raw,
-                         expected=f"a verdict label among {list(values)}")
+        raise ParseError(
+            f"expected a generated token naming one of {list(values)} after {lead + shared!r}; "
+            f"got none in {raw[:120]!r}",
+            raw=raw,
+            expected=f"a verdict label among {list(values)}",
+        )
     i = found[0] if answer_first else found[-1]
     pos = positions[i]
     mass = dict.fromkeys(values.values(), 0.0)
@@ -106,12 +114,13 @@ def verdict_probabilities(positions: Sequence[TokenLogprob], labels: tuple[str, 
             mass[verdict] += p
     total = sum(mass.values())
     if total <= 0:
-        raise ParseError(f"expected probability on the labels {list(values)} at the verdict "
-                         "position; got none",
-                         raw=raw)
+        raise ParseError(
+            f"expected probability on the labels {list(values)} at the verdict position; got none", raw=raw
+        )
     generated = _label_of(pos.token, parts, sensitive) or ""
-    return VerdictProbabilities({k: v / total for k, v in mass.items()}, i, generated, total / listed
-                                if listed else 0.0)
+    return VerdictProbabilities(
+        {k: v / total for k, v in mass.items()}, i, generated, total / listed if listed else 0.0
+    )
 
 
 def _label_of(token: str, parts: dict[str, str], sensitive: bool) -> str | None:

@@ -148,8 +148,9 @@ class RuleProbe(Probe):
         field = self.field_for(item)
         original = item.field(field)
         probed, added = self.rewrite(original, self.rng(item))
-        record = ProbeRecord(probe=self.name, item_id=item.id, field=field, original=original, probed=probed,
-                             added=added)
+        record = ProbeRecord(
+            probe=self.name, item_id=item.id, field=field, original=original, probed=probed, added=added
+        )
         return ProbedItem(self.with_text(item, field, probed), record)
 
     async def aprobe(self, item: Item, rewriter: LM | None = None) -> ProbedItem:
@@ -198,8 +199,9 @@ def resolve_probes(spec: str | Sequence[str | Probe], *, rewriter: bool = False)
             out.append(p)
             continue
         if p == "all":
-            raise ConfigError("expected 'all' on its own or a comma-separated list of probe names; got "
-                              "'all' in a list")
+            raise ConfigError(
+                "expected 'all' on its own or a comma-separated list of probe names; got 'all' in a list"
+            )
         if p not in known:
             raise ConfigError(f"unknown probe {p!r}; expected 'all' or some of {known}")
         out.append(registered("probe")[p]())

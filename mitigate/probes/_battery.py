@@ -128,8 +128,9 @@ def _value(j: Judgment | None, criterion: str, task: str, side: Literal["a", "b"
     return j.scores.get("score") if len(j.scores) == 1 else None
 
 
-def _values(judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, task: str,
-            side: Literal["a", "b"]) -> list[float | None]:
+def _values(
+    judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, task: str, side: Literal["a", "b"]
+) -> list[float | None]:
     by_id = {j.item_id: j for j in judgments}
     return [_value(by_id.get(it.id), criterion, task, side) for it in items]
 
@@ -139,9 +140,19 @@ def _calls(judgments: Sequence[Judgment]) -> int:
 
 
 async def run_probes(
-    judge: Judge, items: Sequence[Item], probes: Sequence[Probe], *, criterion: str,
-    rewriter: LM | None = None, original: Sequence[Judgment] | None = None, concurrency: int = 4,
-    progress: bool = False, alpha: float = 0.05, tolerance: float = 0.0, n_boot: int = 1000, seed: int = 0,
+    judge: Judge,
+    items: Sequence[Item],
+    probes: Sequence[Probe],
+    *,
+    criterion: str,
+    rewriter: LM | None = None,
+    original: Sequence[Judgment] | None = None,
+    concurrency: int = 4,
+    progress: bool = False,
+    alpha: float = 0.05,
+    tolerance: float = 0.0,
+    n_boot: int = 1000,
+    seed: int = 0,
     label: str = "judge",
 ) -> ProbeReport:
     """Judge ``items`` as they are, again (the rerun), and once per probe; measure every probe.
@@ -173,12 +184,19 @@ async def run_probes(
         if isinstance(p, PromptProbe):
             p.perturb(judge)
     if original is None:
-        original = (await run(judge, items, concurrency=concurrency, progress=progress,
-                              desc=f"{label}: original")).judgments
+        original = (
+            await run(judge, items, concurrency=concurrency, progress=progress, desc=f"{label}: original")
+        ).judgments
     elif len(original) != len(items):
         raise ConfigError(f"expected one original judgment per item ({len(items)}); got {len(original)}")
-    again = await run(rerun_judge(judge), items, concurrency=concurrency, progress=progress, check=False,
-                      desc=f"{label}: rerun")
+    again = await run(
+        rerun_judge(judge),
+        items,
+        concurrency=concurrency,
+        progress=progress,
+        check=False,
+        desc=f"{label}: rerun",
+    )
     temps = _temperatures(judge)
     rows: list[ProbeRow] = []
     records: list[ProbeRecord] = []
@@ -186,42 +204,101 @@ async def run_probes(
     for p in probes:
         if isinstance(p, PromptProbe):
             judged, kept = await _judge_prompt_probe(
-                p, judge, items, _values(original, items, criterion, task, "a"), task,
-                concurrency=concurrency, progress=progress, desc=f"{label}: {p.name}")
+                p,
+                judge,
+                items,
+                _values(original, items, criterion, task, "a"),
+                task,
+                concurrency=concurrency,
+                progress=progress,
+                desc=f"{label}: {p.name}",
+            )
             records.extend(kept)
             failed = sum(1 for r in kept if not r.ok)
         else:
             probed: list[ProbedItem] = [await p.aprobe(it, rewriter) for it in items]
             records.extend(pi.record for pi in probed)
             todo = [pi.item for pi in probed if pi.item is not None]
-            judged = list((await run(judge, todo, concurrency=concurrency, progress=progress, check=True,
-                                     desc=f"{label}: {p.name}")).judgments) if todo else []
+            judged = (
+                list(
+                    (
+                        await run(
+                            judge,
+                            todo,
+                            concurrency=concurrency,
+                            progress=progress,
+                            check=True,
+                            desc=f"{label}: {p.name}",
+                        )
+                    ).judgments
+                )
+                if todo
+                else []
+            )
             failed = sum(1 for pi in probed if pi.item is None)
         side = p.side
         effect = probe_effect(
-            _values(original, items, criterion, task, side), _values(judged, items, criterion, task, side),
-            _values(again.judgments, items, criterion, task, side), probe=p.name, direction=p.direction(),
-            ideal=p.ideal, tolerance=tolerance, alpha=alpha, n_boot=n_boot, seed=seed,
+            _values(original, items, criterion, task, side),
+            _values(judged, items, criterion, task, side),
+            _values(again.judgments, items, criterion, task, side),
+            probe=p.name,
+            direction=p.direction(),
+            ideal=p.ideal,
+            tolerance=tolerance,
+            alpha=alpha,
+            n_boot=n_boot,
+            seed=seed,
         )
-        rows.append(ProbeRow(probe=p.name, spec=p.spec(), family=p.family, effect=effect,
-                             rewrite_failures=failed, calls=_calls(judged)))
+        rows.append(
+            ProbeRow(
+                probe=p.name,
+                spec=p.spec(),
+                family=p.family,
+                effect=effect,
+                rewrite_failures=failed,
+                calls=_calls(judged),
+            )
+        )
         calls[p.name] = _calls(judged)
     side0 = probes[0].side
     first = _values(original, items, criterion, task, side0)
-    floor = noise_floor(first, _values(again.judgments, items, criterion, task, side0), tolerance=tolerance,
-                        ci=n_boot > 0, n_boot=max(n_boot, 1), seed=seed)
-    return ProbeReport(judge=label, criterion=criterion, task=task, n_items=len(items), temperatures=temps,
-                       floor_note=floor_note(temps, floor), tolerance=tolerance, alpha=alpha,
-                       tolerance_note=tolerance_note(first, tolerance),
-                       constant_note=constant_note(first, task),
-                       noise=floor, rows=tuple(rows), records=tuple(records), calls=calls)
+    floor = noise_floor(
+        first,
+        _values(again.judgments, items, criterion, task, side0),
+        tolerance=tolerance,
+        ci=n_boot > 0,
+        n_boot=max(n_boot, 1),
+        seed=seed,
+    )
+    return ProbeReport(
+        judge=label,
+        criterion=criterion,
+        task=task,
+        n_items=len(items),
+        temperatures=temps,
+        floor_note=floor_note(temps, floor),
+        tolerance=tolerance,
+        alpha=alpha,
+        tolerance_note=tolerance_note(first, tolerance),
+        constant_note=constant_note(first, task),
+        noise=floor,
+        rows=tuple(rows),
+        records=tuple(records),
+        calls=calls,
+    )
 
 
-async def _judge_prompt_probe(p: PromptProbe, judge: Judge, items: Sequence[Item],
-                              values: Sequence[float | None],
-                              task: Literal["score", "pairwise"], *, concurrency: int, progress: bool,
-                              desc: str
-                              ) -> tuple[list[Judgment], list[ProbeRecord]]:
+async def _judge_prompt_probe(
+    p: PromptProbe,
+    judge: Judge,
+    items: Sequence[Item],
+    values: Sequence[float | None],
+    task: Literal["score", "pairwise"],
+    *,
+    concurrency: int,
+    progress: bool,
+    desc: str,
+) -> tuple[list[Judgment], list[ProbeRecord]]:
     """Judge ``items`` under ``p``'s perturbed prompt: one perturbed judge per target (what the change argues
     for,
     from each item's original value), and one record per item (a recorded failure where there is no
@@ -232,16 +309,17 @@ async def _judge_prompt_probe(p: PromptProbe, judge: Judge, items: Sequence[Item
     for k, value in enumerate(values):
         target = p.target(value, prompt, task)
         if target == NO_TARGET:
-            records[k] = p.record(items[k], prompt,
-                                  error="the original judgment gave no value to argue against")
+            records[k] = p.record(
+                items[k], prompt, error="the original judgment gave no value to argue against"
+            )
         else:
             groups.setdefault(target, []).append(k)
     judged: list[Judgment] = []
     for target, index in groups.items():
         group = [items[k] for k in index]
-        result = await run(p.perturb(judge, target), group, concurrency=concurrency, progress=progress,
-                           check=True,
-                           desc=desc)
+        result = await run(
+            p.perturb(judge, target), group, concurrency=concurrency, progress=progress, check=True, desc=desc
+        )
         judged.extend(result.judgments)
         records.update({k: p.record(items[k], prompt, target) for k in index})
     return judged, [records[k] for k in sorted(records)]
@@ -254,8 +332,10 @@ def constant_note(values: Sequence[float | None], task: str) -> str:
     if len(seen) < 2 or len(set(seen)) > 1:
         return ""
     what = "the same verdict" if task == "pairwise" else f"the same score ({seen[0]:g})"
-    return (f"the judge gave all {len(seen)} original items {what}, so it did not tell them apart; a high "
-            "robustness rate here may only mean it does not read the text")
+    return (
+        f"the judge gave all {len(seen)} original items {what}, so it did not tell them apart; a high "
+        "robustness rate here may only mean it does not read the text"
+    )
 
 
 def tolerance_note(values: Sequence[float | None], tolerance: float) -> str:
@@ -266,10 +346,12 @@ def tolerance_note(values: Sequence[float | None], tolerance: float) -> str:
     off = sum(1 for v in values if v is not None and math.isfinite(v) and abs(v - round(v)) > 1e-9)
     if not off:
         return ""
-    return (f"{off} of the original scores are not whole numbers (continuous scores, e.g. "
-            "probability-weighted) and the tolerance is 0, so a change in the second decimal counts as a "
-            "flip; set a tolerance (--tolerance, or --probe-tolerance on compare) to count only changes a "
-            "reader would notice")
+    return (
+        f"{off} of the original scores are not whole numbers (continuous scores, e.g. "
+        "probability-weighted) and the tolerance is 0, so a change in the second decimal counts as a "
+        "flip; set a tolerance (--tolerance, or --probe-tolerance on compare) to count only changes a "
+        "reader would notice"
+    )
 
 
 def floor_note(temperatures: Sequence[float], floor: Measure) -> str:
@@ -277,20 +359,33 @@ def floor_note(temperatures: Sequence[float], floor: Measure) -> str:
     if not temperatures or max(temperatures) > 0 or not floor.ok:
         return ""
     if floor.value == 0:
-        return ("Every judge call is greedy (temperature 0) and the rerun repeated every verdict: the floor "
-                "is 0, as it must be on a deterministic backend, so any probe flip counts against it")
-    return (f"Every judge call is greedy (temperature 0), yet the rerun changed {floor.count} of {floor.n} "
-            "verdicts: this backend is not deterministic (numerics of batching or prefix reuse can do this), "
-            "so the floor is not 0 and probe flips count only above it")
+        return (
+            "Every judge call is greedy (temperature 0) and the rerun repeated every verdict: the floor "
+            "is 0, as it must be on a deterministic backend, so any probe flip counts against it"
+        )
+    return (
+        f"Every judge call is greedy (temperature 0), yet the rerun changed {floor.count} of {floor.n} "
+        "verdicts: this backend is not deterministic (numerics of batching or prefix reuse can do this), "
+        "so the floor is not 0 and probe flips count only above it"
+    )
 
 
-async def probe_entry(judge: Judge, items: Sequence[Item], probes: Sequence[Probe], *, criterion: str,
-                      original: Sequence[Judgment], out: Path, rewriter: LM | None = None,
-                      **kw: Any) -> dict[str, Any]:
+async def probe_entry(
+    judge: Judge,
+    items: Sequence[Item],
+    probes: Sequence[Probe],
+    *,
+    criterion: str,
+    original: Sequence[Judgment],
+    out: Path,
+    rewriter: LM | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
     """:func:`run_probes` for one ``compare`` entry: the report as JSON without its rewrites, which go to
     ``out``."""
-    report = await run_probes(judge, items, probes, criterion=criterion, rewriter=rewriter, original=original,
-                              **kw)
+    report = await run_probes(
+        judge, items, probes, criterion=criterion, rewriter=rewriter, original=original, **kw
+    )
     write_output(out, "".join(r.model_dump_json() + "\n" for r in report.records), "the probe records")
     return {**report.model_dump(mode="json", exclude={"records"}), "records_file": f"probes/{out.name}"}
 
@@ -328,8 +423,11 @@ def _revive(obj: Any) -> Any:
 
 def render_probe_table(report: ProbeReport | dict[str, Any]) -> str:
     """The battery as a markdown table: one row per probe, with the noise floor above it."""
-    rep = report if isinstance(report, ProbeReport) else ProbeReport.model_validate(
-        _revive({k: v for k, v in report.items() if k != "records_file"}))
+    rep = (
+        report
+        if isinstance(report, ProbeReport)
+        else ProbeReport.model_validate(_revive({k: v for k, v in report.items() if k != "records_file"}))
+    )
     unit = "preference for the probed text, -1..1" if rep.task == "pairwise" else "score"
     lines = [
         f"Noise floor (flip rate of an unperturbed rerun, same sampling settings): {_ci(rep.noise)} "
@@ -360,10 +458,14 @@ def probe_section(reports: Sequence[tuple[str, dict[str, Any] | ProbeReport]]) -
     """Markdown lines of a "Bias probes" report section: one table per (entry name, probe report)."""
     if not reports:
         return []
-    out = ["## Bias probes", "",
-           "Each probe rewrites the judged text in a way a fair judge should ignore (see `mitigate.probes`); "
-           "robustness rate = share of verdicts unchanged (CALM); p tests whether the probe changes verdicts "
-           "more often than rerunning the same items does (exact one-sided McNemar).", ""]
+    out = [
+        "## Bias probes",
+        "",
+        "Each probe rewrites the judged text in a way a fair judge should ignore (see `mitigate.probes`); "
+        "robustness rate = share of verdicts unchanged (CALM); p tests whether the probe changes verdicts "
+        "more often than rerunning the same items does (exact one-sided McNemar).",
+        "",
+    ]
     for name, rep in reports:
         out += [f"### {name}", "", render_probe_table(rep), ""]
     return out

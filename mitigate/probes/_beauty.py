@@ -28,8 +28,11 @@ class Beauty(RuleProbe):
     bold_words: int = 3
     predicts: ClassVar[Direction] = "up"
     family: ClassVar[str] = "beauty"
-    parameter_constraints: ClassVar = {**RuleProbe.parameter_constraints, "emoji": [IsInstance(bool)],
-                                       "bold_words": [Interval(int, 0)]}
+    parameter_constraints: ClassVar = {
+        **RuleProbe.parameter_constraints,
+        "emoji": [IsInstance(bool)],
+        "bold_words": [Interval(int, 0)],
+    }
 
     def rewrite(self, text: str, rng: random.Random) -> tuple[str, str]:
         """The same sentences under a header, as bullets with bold lead words (and emoji)."""

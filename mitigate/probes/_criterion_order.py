@@ -30,8 +30,10 @@ class CriterionOrder(PromptProbe):
     order: Literal["reverse", "shuffle"] = "reverse"
     predicts: ClassVar[Direction] = "any"
     family: ClassVar[str] = "criterion order"
-    parameter_constraints: ClassVar = {**PromptProbe.parameter_constraints,
-                                       "order": [Options("reverse", "shuffle")]}
+    parameter_constraints: ClassVar = {
+        **PromptProbe.parameter_constraints,
+        "order": [Options("reverse", "shuffle")],
+    }
 
     def new_order(self, names: list[str]) -> list[str]:
         """The criteria names in the probed order (never the same order)."""
@@ -51,13 +53,16 @@ class CriterionOrder(PromptProbe):
     def _leaf(self, leaf: PromptJudge) -> Judge:
         names = [c.name for c in leaf.prompt.criteria]
         if len(names) < 2:
-            raise ConfigError("criterion-order reorders the criteria of a prompt scoring several; expected "
-                              f"two or more criteria; got {names or 'none'}")
+            raise ConfigError(
+                "criterion-order reorders the criteria of a prompt scoring several; expected "
+                f"two or more criteria; got {names or 'none'}"
+            )
         if self._rebuilt(leaf, names) != leaf.prompt:
             raise ConfigError(
                 "criterion-order reorders criteria a prompt lists as separate parts (the multi-attribute "
                 f"rating prompt); expected such a prompt; got a free-form template that names {names} in "
-                "its own words")
+                "its own words"
+            )
         return leaf.with_prompt(self._rebuilt(leaf, self.new_order(names)))
 
     def perturb(self, judge: Judge, target: Hashable = None) -> Judge:
@@ -67,8 +72,9 @@ class CriterionOrder(PromptProbe):
     def apply_prompt(self, prompt: JudgePrompt, target: Hashable = None) -> JudgePrompt:
         """Refused on a bare prompt: the multi-criterion prompt is rebuilt through its judge
         (:meth:`perturb`)."""
-        raise ConfigError("criterion-order rebuilds the multi-criterion prompt of a judge; expected "
-                          "probe.perturb(judge)")
+        raise ConfigError(
+            "criterion-order rebuilds the multi-criterion prompt of a judge; expected probe.perturb(judge)"
+        )
 
     def change(self, prompt: JudgePrompt, target: Hashable = None) -> tuple[str, str, str]:
         """The criteria order before and after."""

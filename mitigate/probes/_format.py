@@ -63,8 +63,10 @@ class Format(RuleProbe):
     to: Literal["auto", "plain", "bullets", "prose"] = "auto"
     predicts: ClassVar[Direction] = "any"
     family: ClassVar[str] = "format"
-    parameter_constraints: ClassVar = {**RuleProbe.parameter_constraints,
-                                       "to": [Options("auto", "plain", "bullets", "prose")]}
+    parameter_constraints: ClassVar = {
+        **RuleProbe.parameter_constraints,
+        "to": [Options("auto", "plain", "bullets", "prose")],
+    }
 
     def rewrite(self, text: str, rng: random.Random) -> tuple[str, str]:
         """``(probed text, what changed)``; the probed text equals ``text`` when there is nothing to
@@ -86,9 +88,17 @@ class Format(RuleProbe):
         original = item.field(field)
         probed, added = self.rewrite(original, self.rng(item))
         if probed.strip() == original.strip():
-            record = ProbeRecord(probe=self.name, item_id=item.id, field=field, original=original, probed="",
-                                 added=added, error=f"nothing to convert: {added}")
+            record = ProbeRecord(
+                probe=self.name,
+                item_id=item.id,
+                field=field,
+                original=original,
+                probed="",
+                added=added,
+                error=f"nothing to convert: {added}",
+            )
             return ProbedItem(None, record)
-        record = ProbeRecord(probe=self.name, item_id=item.id, field=field, original=original, probed=probed,
-                             added=added)
+        record = ProbeRecord(
+            probe=self.name, item_id=item.id, field=field, original=original, probed=probed, added=added
+        )
         return ProbedItem(self.with_text(item, field, probed), record)

@@ -28,8 +28,11 @@ class Identity(RuleProbe):
     family: ClassVar[str] = "compassion-fade / diversity"
     parameter_constraints: ClassVar = {
         **RuleProbe.parameter_constraints,
-        "author": [Satisfies(lambda v: isinstance(v, str) and bool(v.strip()) and "\n" not in v,
-                             "a non-empty one-line str")],
+        "author": [
+            Satisfies(
+                lambda v: isinstance(v, str) and bool(v.strip()) and "\n" not in v, "a non-empty one-line str"
+            )
+        ],
         "hypothesis": [Options("up", "down", "any")],
     }
 

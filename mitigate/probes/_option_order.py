@@ -28,8 +28,10 @@ class OptionOrder(PromptProbe):
     order: Literal["reverse", "shuffle"] = "reverse"
     predicts: ClassVar[Direction] = "any"
     family: ClassVar[str] = "option order"
-    parameter_constraints: ClassVar = {**PromptProbe.parameter_constraints,
-                                       "order": [Options("reverse", "shuffle")]}
+    parameter_constraints: ClassVar = {
+        **PromptProbe.parameter_constraints,
+        "order": [Options("reverse", "shuffle")],
+    }
 
     def perturbation(self, prompt: JudgePrompt) -> OrderPerturbation:
         """The reordering applied to ``prompt``'s guideline (by original option position)."""
@@ -39,7 +41,8 @@ class OptionOrder(PromptProbe):
             raise ConfigError(
                 "option-order reorders the template's score options; expected a template whose options were "
                 "read ('Score 1: ...', 'A: ...'; see mitigate prompts inspect); got one "
-                "with no options") from None
+                "with no options"
+            ) from None
         if self.order == "reverse":
             return OrderPerturbation(order=tuple(range(n - 1, -1, -1)))
         return order_perturbations(prompt, max_n=1, seed=self.seed)[0]

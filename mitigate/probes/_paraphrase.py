@@ -25,6 +25,8 @@ class Paraphrase(LMProbe):
 
     def task(self) -> str:
         """The paraphrase edit."""
-        return ("Paraphrase the text: reword every sentence with different words and phrasing while keeping "
-                "exactly what it says, every fact, name and number, and its quality, including any "
-                "mistakes it makes.")
+        return (
+            "Paraphrase the text: reword every sentence with different words and phrasing while keeping "
+            "exactly what it says, every fact, name and number, and its quality, including any "
+            "mistakes it makes."
+        )

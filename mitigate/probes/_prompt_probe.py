@@ -62,21 +62,26 @@ class PromptProbe(Probe):
         """``judge`` with every prompt perturbed (a new judge; ``judge`` is unchanged)."""
         return judge.map_prompts(lambda p: self.apply_prompt(p, target))
 
-    def record(self, item: Item, prompt: JudgePrompt, target: Hashable = None, error: str | None = None
-               ) -> ProbeRecord:
+    def record(
+        self, item: Item, prompt: JudgePrompt, target: Hashable = None, error: str | None = None
+    ) -> ProbeRecord:
         """The review record of one item judged under the perturbed prompt."""
         if error is not None:
-            return ProbeRecord(probe=self.name, item_id=item.id, field="prompt", original="", probed="",
-                               error=error)
+            return ProbeRecord(
+                probe=self.name, item_id=item.id, field="prompt", original="", probed="", error=error
+            )
         before, after, added = self.change(prompt, target)
-        return ProbeRecord(probe=self.name, item_id=item.id, field="prompt", original=before, probed=after,
-                           added=added)
+        return ProbeRecord(
+            probe=self.name, item_id=item.id, field="prompt", original=before, probed=after, added=added
+        )
 
     async def aprobe(self, item: Item, rewriter: LM | None = None) -> ProbedItem:
         """Refused: a prompt probe changes the judge, not the item (:meth:`perturb`)."""
-        raise ConfigError(f"probe {self.registry_name!r} perturbs the judge's prompt, not the judged text; "
-                          "expected it to be run by run_probes (or probe.perturb(judge)); got a call to "
-                          "rewrite an item")
+        raise ConfigError(
+            f"probe {self.registry_name!r} perturbs the judge's prompt, not the judged text; "
+            "expected it to be run by run_probes (or probe.perturb(judge)); got a call to "
+            "rewrite an item"
+        )
 
 
 NO_TARGET = "<no original value>"
@@ -91,14 +96,16 @@ def add_to_user_turn(prompt: JudgePrompt, text: str) -> JudgePrompt:
     """
     users = [k for k, m in enumerate(prompt.messages) if m.role == "user"]
     if not users:
-        raise ConfigError("expected a prompt with a user message to add to; got only "
-                          f"{[m.role for m in prompt.messages]}")
+        raise ConfigError(
+            f"expected a prompt with a user message to add to; got only {[m.role for m in prompt.messages]}"
+        )
     idx = users[-1]
     template = prompt.messages[idx].template
     stub = prompt.answer_stub(idx)
     body = template[: len(template) - len(stub)] if stub else template
     core = body.rstrip()
-    new = core + "\n\n" + text + body[len(core):] + stub
-    messages = tuple(PromptMessage(role=m.role, template=new) if k == idx else m
-                     for k, m in enumerate(prompt.messages))
+    new = core + "\n\n" + text + body[len(core) :] + stub
+    messages = tuple(
+        PromptMessage(role=m.role, template=new) if k == idx else m for k, m in enumerate(prompt.messages)
+    )
     return prompt.model_copy(update={"messages": messages})

@@ -53,8 +53,11 @@ class LMProbe(Probe):
     temperature: float = 0.0
     max_tokens: int = 512
     needs_rewriter: ClassVar[bool] = True
-    parameter_constraints: ClassVar = {**Probe.parameter_constraints, "temperature": [Interval(float, 0, 2)],
-                                       "max_tokens": [Interval(int, 1)]}
+    parameter_constraints: ClassVar = {
+        **Probe.parameter_constraints,
+        "temperature": [Interval(float, 0, 2)],
+        "max_tokens": [Interval(int, 1)],
+    }
 
     def task(self) -> str:
         """The one-sentence edit the rewriter is asked to make."""
@@ -62,8 +65,12 @@ class LMProbe(Probe):
 
     def request(self, text: str) -> LMRequest:
         """The rewrite request for ``text``."""
-        return LMRequest(messages=(Message(role="user", content=FRAME.format(task=self.task(), text=text)),),
-                         temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed)
+        return LMRequest(
+            messages=(Message(role="user", content=FRAME.format(task=self.task(), text=text)),),
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+        )
 
     async def aprobe(self, item: Item, rewriter: LM | None = None) -> ProbedItem:
         """Ask ``rewriter`` for the probed text; a ConfigError without one, a recorded failure for a bad
@@ -84,11 +91,18 @@ class LMProbe(Probe):
             error = "the rewriter's answer was empty"
         elif " ".join(text.split()) == " ".join(original.split()):
             error = "the rewriter returned the text unchanged"
-        record = ProbeRecord(probe=self.name, item_id=item.id, field=field, original=original,
-                             probed=text if error is None else "", added=self.task(), model=model, raw=raw,
-                             error=error)
+        record = ProbeRecord(
+            probe=self.name,
+            item_id=item.id,
+            field=field,
+            original=original,
+            probed=text if error is None else "",
+            added=self.task(),
+            model=model,
+            raw=raw,
+            error=error,
+        )
         return ProbedItem(None if error else self.with_text(item, field, text), record)
-
 
 
 @register("probe", "sentiment")
@@ -100,8 +114,10 @@ class Sentiment(LMProbe):
 
     tone: Literal["cheerful", "gloomy"] = "cheerful"
     family: ClassVar[str] = "sentiment"
-    parameter_constraints: ClassVar = {**LMProbe.parameter_constraints,
-                                       "tone": [Options("cheerful", "gloomy")]}
+    parameter_constraints: ClassVar = {
+        **LMProbe.parameter_constraints,
+        "tone": [Options("cheerful", "gloomy")],
+    }
 
     def direction(self) -> Direction:
         """``up`` for a cheerful tone, ``down`` for a gloomy one."""
@@ -109,10 +125,13 @@ class Sentiment(LMProbe):
 
     def task(self) -> str:
         """The tone edit."""
-        mood = ("upbeat, warm and enthusiastic" if self.tone == "cheerful"
-                else "downcast, weary and pessimistic")
-        return (f"Change only the emotional tone of the text so that it sounds {mood}, without adding or "
-                "removing facts.")
+        mood = (
+            "upbeat, warm and enthusiastic" if self.tone == "cheerful" else "downcast, weary and pessimistic"
+        )
+        return (
+            f"Change only the emotional tone of the text so that it sounds {mood}, without adding or "
+            "removing facts."
+        )
 
 
 @register("probe", "assertiveness")
@@ -124,8 +143,10 @@ class Assertiveness(LMProbe):
 
     def task(self) -> str:
         """The confidence edit."""
-        return ("Make the text sound completely confident and authoritative: remove hedges such as 'may', "
-                "'might' or 'it seems', and state each point as certain, without adding or removing facts.")
+        return (
+            "Make the text sound completely confident and authoritative: remove hedges such as 'may', "
+            "'might' or 'it seems', and state each point as certain, without adding or removing facts."
+        )
 
 
 @register("probe", "fallacy")
@@ -138,9 +159,11 @@ class Fallacy(LMProbe):
 
     def task(self) -> str:
         """The fallacy edit."""
-        return ("Add exactly one sentence containing a reasoning error, for example a conclusion that does "
-                "not follow from the facts given or a claim that one event caused another merely because "
-                "it came first.")
+        return (
+            "Add exactly one sentence containing a reasoning error, for example a conclusion that does "
+            "not follow from the facts given or a claim that one event caused another merely because "
+            "it came first."
+        )
 
 
 @register("probe", "factual-error")
@@ -154,5 +177,7 @@ class FactualError(LMProbe):
 
     def task(self) -> str:
         """The factual edit."""
-        return ("Change exactly one factual detail (a number, a name, a place or a date) so that it becomes "
-                "wrong, and leave everything else word for word.")
+        return (
+            "Change exactly one factual detail (a number, a name, a place or a date) so that it becomes "
+            "wrong, and leave everything else word for word."
+        )

@@ -72,8 +72,10 @@ class SocialPressure(PromptProbe):
 
     target_value: Literal["opposite", "top", "bottom"] = "opposite"
     family: ClassVar[str] = "social pressure"
-    parameter_constraints: ClassVar = {**PromptProbe.parameter_constraints,
-                                       "target_value": [Options("opposite", "top", "bottom")]}
+    parameter_constraints: ClassVar = {
+        **PromptProbe.parameter_constraints,
+        "target_value": [Options("opposite", "top", "bottom")],
+    }
 
     def direction(self) -> Direction:
         """``up`` / ``down`` for a fixed target; ``any`` for the opposite of each original answer."""
@@ -112,12 +114,16 @@ class SocialPressure(PromptProbe):
         scale = prompt.scale
         if prompt.answer == "mcq":
             if not scale.letters:
-                raise ConfigError("social-pressure names an option by its letter; expected a lettered scale "
-                                  "with scores (pass letters= to the template); got options without scores")
+                raise ConfigError(
+                    "social-pressure names an option by its letter; expected a lettered scale "
+                    "with scores (pass letters= to the template); got options without scores"
+                )
             answer = f"option {prompt.format.value_text(float(target), scale)}"
         else:
-            answer = (f"a score of {format_number(float(target))} (on the scale from "
-                      f"{format_number(scale.min)} to {format_number(scale.max)})")
+            answer = (
+                f"a score of {format_number(float(target))} (on the scale from "
+                f"{format_number(scale.min)} to {format_number(scale.max)})"
+            )
         return SCORE_PHRASES[k].format(answer=answer)
 
     def _resolved(self, prompt: JudgePrompt, target: Hashable) -> Hashable:
@@ -137,9 +143,11 @@ class SocialPressure(PromptProbe):
         """``judge`` with the pressure added to every prompt; refused for a position-swapped pairwise
         judge."""
         if "position-swap" in _kinds(judge):
-            raise ConfigError("social-pressure names the first or second text shown; expected a judge that "
-                              "shows each pair in one order; got a position-swapped judge (the texts "
-                              "trade places)")
+            raise ConfigError(
+                "social-pressure names the first or second text shown; expected a judge that "
+                "shows each pair in one order; got a position-swapped judge (the texts "
+                "trade places)"
+            )
         return super().perturb(judge, target)
 
     def change(self, prompt: JudgePrompt, target: Hashable = None) -> tuple[str, str, str]:

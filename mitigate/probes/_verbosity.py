@@ -32,8 +32,10 @@ class Verbosity(RuleProbe):
     sentences: int = 3
     predicts: ClassVar[Direction] = "up"
     family: ClassVar[str] = "verbosity"
-    parameter_constraints: ClassVar = {**RuleProbe.parameter_constraints,
-                                       "sentences": [Interval(int, 1, len(FILLERS))]}
+    parameter_constraints: ClassVar = {
+        **RuleProbe.parameter_constraints,
+        "sentences": [Interval(int, 1, len(FILLERS))],
+    }
 
     def rewrite(self, text: str, rng: random.Random) -> tuple[str, str]:
         """The text followed by the drawn filler sentences."""

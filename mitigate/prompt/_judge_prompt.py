@@ -55,7 +55,6 @@ DEMO_FIELDS = ("inputs", "output_name", "output", "guideline", "reason", "criter
 """The fields a ``demo_template`` may use (see :meth:`JudgePrompt._scored_demo`)."""
 
 
-
 class JudgePrompt(BaseModel):
     """A judge prompt: message templates plus the structure recovered from them.
 
@@ -105,17 +104,23 @@ class JudgePrompt(BaseModel):
         ``{inputs[0]}`` or ``{score:>999999999}`` (format-string tricks that read internals or build any
         size)."""
         try:
-            fields = [(name, spec, conv) for _, name, spec, conv in string.Formatter().parse(value)
-                      if name is not None]
+            fields = [
+                (name, spec, conv)
+                for _, name, spec, conv in string.Formatter().parse(value)
+                if name is not None
+            ]
         except ValueError as exc:
-            raise TemplateError("expected demo_template to be a format string; got "
-                                f"{value!r} ({exc})") from None
+            raise TemplateError(
+                f"expected demo_template to be a format string; got {value!r} ({exc})"
+            ) from None
         for name, spec, conv in fields:
             if name not in DEMO_FIELDS or spec or conv:
                 shown = "{" + name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "") + "}"
-                raise TemplateError("expected demo_template fields among "
-                                    f"{', '.join('{' + f + '}' for f in DEMO_FIELDS)}, each plain (no "
-                                    f"attribute, index, conversion or format spec); got {shown}")
+                raise TemplateError(
+                    "expected demo_template fields among "
+                    f"{', '.join('{' + f + '}' for f in DEMO_FIELDS)}, each plain (no "
+                    f"attribute, index, conversion or format spec); got {shown}"
+                )
         return value
 
     @model_validator(mode="after")
@@ -126,7 +131,7 @@ class JudgePrompt(BaseModel):
         if self.output_slot not in found:
             raise TemplateError(
                 f"expected a slot {{{{{self.output_slot}}}}} for the judged text in the template; "
-                f"found slots {sorted(found) or 'none'}",
+                f"found slots {sorted(found) or 'none'}"
             )
         marks = sum(m.template.count(GUIDELINE_MARK) for m in self.messages)
         if (self.guideline is None) != (marks == 0) or marks > 1:
@@ -160,8 +165,10 @@ class JudgePrompt(BaseModel):
             template = self.messages[-1].template
             found = re.search(rf"{re.escape(old)}(?=\s*\Z)", template)
             if found is not None:
-                last = PromptMessage(role=self.messages[-1].role,
-                                     template=template[: found.start()] + new + template[found.end():])
+                last = PromptMessage(
+                    role=self.messages[-1].role,
+                    template=template[: found.start()] + new + template[found.end() :],
+                )
                 update["messages"] = (*self.messages[:-1], last)
         return self.model_copy(update=update)
 
@@ -180,7 +187,7 @@ class JudgePrompt(BaseModel):
         m = re.search(r"(?:\n[ \t]*(?:[-*#]+[ \t]*)?[^\n]{1,80}?[:?][ \t]*(?:\n[ \t]*)*)+\Z", tail)
         if m is None or GUIDELINE_MARK in m.group(0):
             return ""
-        return tail[m.start():]
+        return tail[m.start() :]
 
     def echo_lines(self) -> tuple[str, ...]:
         """The guideline's option descriptions: lines a judge may copy into its answer (not answers)."""
@@ -190,8 +197,9 @@ class JudgePrompt(BaseModel):
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def from_template(cls, text: str, hints: TemplateHints | None = None, /, *, system: str | None = None,
-                      **overrides: Any) -> JudgePrompt:
+    def from_template(
+        cls, text: str, hints: TemplateHints | None = None, /, *, system: str | None = None, **overrides: Any
+    ) -> JudgePrompt:
         """Recover a :class:`JudgePrompt` from a judge template as it was published.
 
         ``text`` is the template (the user message, or a chat text in ChatML / Llama-3 /
@@ -214,8 +222,9 @@ class JudgePrompt(BaseModel):
     def with_guideline(self, guideline: Guideline) -> JudgePrompt:
         """A copy with another guideline (same mark); the prompt must have had one."""
         if self.guideline is None:
-            raise TemplateError("this prompt has no parsed guideline to replace; expected one from "
-                                "from_template")
+            raise TemplateError(
+                "this prompt has no parsed guideline to replace; expected one from from_template"
+            )
         return self.model_copy(update={"guideline": guideline})
 
     def with_demos(self, demos: Sequence[Demo]) -> JudgePrompt:
@@ -293,7 +302,9 @@ class JudgePrompt(BaseModel):
                     f"when the template was read; item {item.id!r} has a field {name!r} the prompt would "
                     f"leave out: expected --const {name}=... (constants={{{name!r}: ...}}, one value for "
                     f"every item), or {{{{{name}}}}} "
-                    "outside the condition (Jinja is rendered once, before judging)", item_id=item.id)
+                    "outside the condition (Jinja is rendered once, before judging)",
+                    item_id=item.id,
+                )
         guideline_text = self.guideline.render() if self.guideline else ""
         place = self.demo_place() if self.demos else None
         if isinstance(place, str):
@@ -314,8 +325,9 @@ class JudgePrompt(BaseModel):
             out.append(Message(role=m.role, content=content))
         if self.demos and place is None:  # no slot anywhere: demos go before the last message's text
             last = out[-1]
-            out[-1] = Message(role=last.role, content=self.render_demos() + self.demo_separator
-                              + last.content)
+            out[-1] = Message(
+                role=last.role, content=self.render_demos() + self.demo_separator + last.content
+            )
         return tuple(out)
 
     def demo_place(self) -> tuple[int, int, bool] | str | None:
@@ -345,10 +357,12 @@ class JudgePrompt(BaseModel):
             g = marked[0]
             at = self.messages[g].template.index(GUIDELINE_MARK) + len(GUIDELINE_MARK)
             if g > idx or (g == idx and at > where.insert_at):
-                heading = template[where.start:].split("\n", 1)[0].strip()
-                return ("layout 'as_written' puts the demos right after the guideline, which stands after "
-                        f"the judged item's first heading {heading!r}; expected layout 'invariant_first' for "
-                        "this template")
+                heading = template[where.start :].split("\n", 1)[0].strip()
+                return (
+                    "layout 'as_written' puts the demos right after the guideline, which stands after "
+                    f"the judged item's first heading {heading!r}; expected layout 'invariant_first' for "
+                    "this template"
+                )
             return g, at, True
         return idx, where.insert_at, False
 
@@ -371,17 +385,23 @@ class JudgePrompt(BaseModel):
             return ""
         for demo in self.demos:
             _check_demo_fits(demo, self)
-        parts = [self._pairwise_demo(d, newline) if self.answer == "pairwise"
-                 else self._scored_demo(d, newline)
-                 for d in self.demos]
+        parts = [
+            self._pairwise_demo(d, newline) if self.answer == "pairwise" else self._scored_demo(d, newline)
+            for d in self.demos
+        ]
         header = self.demo_header
         fmt = self.format
-        if (header == "Examples:\n\n" and fmt.reasoning != "none"
+        if (
+            header == "Examples:\n\n"
+            and fmt.reasoning != "none"
             and self.demo_template == DEFAULT_DEMO_TEMPLATE
-                and any(not d.reason for d in self.demos)):
+            and any(not d.reason for d in self.demos)
+        ):
             where = "first" if fmt.reasoning == "before" else "after the answer line"
-            header = ("Examples (each shows only its final answer; in your own answer, write the reasoning "
-                      f"the instructions ask for {where}):\n\n")
+            header = (
+                "Examples (each shows only its final answer; in your own answer, write the reasoning "
+                f"the instructions ask for {where}):\n\n"
+            )
         return header.replace("\n", newline) + self.demo_separator.replace("\n", newline).join(parts)
 
     def item_section(self) -> tuple[int, int, int] | None:
@@ -426,7 +446,7 @@ class JudgePrompt(BaseModel):
             at = next(i for i, p in enumerate(paragraphs) if GUIDELINE_MARK in p)
             if SLOT_RE.search(paragraphs[at]) or at == 0 or at == len(paragraphs) - 1:
                 return None
-            section = "".join(paragraphs[:at] + paragraphs[at + 2:])
+            section = "".join(paragraphs[:at] + paragraphs[at + 2 :])
         return section
 
     def _demo_item_text(self, demo: Demo, nl: str = "\n") -> tuple[str, str]:
@@ -476,16 +496,30 @@ class JudgePrompt(BaseModel):
         # a demo template of the user's own: filled as written
         if self.demo_template != DEFAULT_DEMO_TEMPLATE:
             crit_name = self.criteria[0].name if self.criteria else "score"
-            label = "Answer" if self.answer == "mcq" and self.scale.letters else (
-                "Score" if crit_name.lower() == "score" else f"{_title(crit_name)} score")
-            score_text = (", ".join(f"{k}: {self._answer_text(v)}" for k, v in demo.score.items())
-                          if isinstance(demo.score, dict) else self._answer_text(demo.score))
-            inputs = "".join(f"{_title(s)}: {value}\n" for s in self._input_slots()
-                             if (value := field_text(demo.item, self._field_for(s))) is not None)
-            return self.demo_template.format(inputs=inputs, output_name=_title(self.output_slot),
-                                             output=demo.item.output, guideline=guideline,
-                                             reason=f"Reason: {demo.reason}\n" if demo.reason else "",
-                                             criterion=label, score=score_text)
+            label = (
+                "Answer"
+                if self.answer == "mcq" and self.scale.letters
+                else ("Score" if crit_name.lower() == "score" else f"{_title(crit_name)} score")
+            )
+            score_text = (
+                ", ".join(f"{k}: {self._answer_text(v)}" for k, v in demo.score.items())
+                if isinstance(demo.score, dict)
+                else self._answer_text(demo.score)
+            )
+            inputs = "".join(
+                f"{_title(s)}: {value}\n"
+                for s in self._input_slots()
+                if (value := field_text(demo.item, self._field_for(s))) is not None
+            )
+            return self.demo_template.format(
+                inputs=inputs,
+                output_name=_title(self.output_slot),
+                output=demo.item.output,
+                guideline=guideline,
+                reason=f"Reason: {demo.reason}\n" if demo.reason else "",
+                criterion=label,
+                score=score_text,
+            )
         names = [c.name for c in self.criteria]
         if isinstance(demo.score, dict) and len(names) > 1 and all(n in demo.score for n in names):
             # a multi-criterion prompt answers one line per criterion: the demo answers the same way
@@ -498,8 +532,11 @@ class JudgePrompt(BaseModel):
         elif fmt.two_scores:
             raise TemplateError("a two-scores format has no single answer a scored demo can show")
         else:
-            answer = fmt.render(demo.score, self.scale, reason=demo.reason or (
-                "(not shown in this example)" if fmt.reason_key else None))
+            answer = fmt.render(
+                demo.score,
+                self.scale,
+                reason=demo.reason or ("(not shown in this example)" if fmt.reason_key else None),
+            )
             if fmt.json_key is None and fmt.line.strip() == VALUE:  # a bare value would read as a stray word
                 answer = f"Answer: {answer}"
         text, sep = self._demo_item_text(demo, nl)
@@ -637,4 +674,3 @@ def _check_demo_fits(demo: Demo, prompt: JudgePrompt) -> None:
 def prompt_from_spec(spec: Mapping[str, Any]) -> JudgePrompt:
     """Rebuild a prompt from ``model_dump()`` output."""
     return JudgePrompt.model_validate(dict(spec))
-

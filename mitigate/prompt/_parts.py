@@ -101,9 +101,7 @@ class Guideline(BaseModel):
     def reordered(self, order: Sequence[int]) -> Guideline:
         """A copy with options in ``order`` (indices into the current tuple); separators stay put."""
         if sorted(order) != list(range(len(self.options))):
-            raise TemplateError(
-                f"expected a permutation of 0..{len(self.options) - 1}; got {list(order)}"
-            )
+            raise TemplateError(f"expected a permutation of 0..{len(self.options) - 1}; got {list(order)}")
         return self.model_copy(update={"options": tuple(self.options[i] for i in order)})
 
 
@@ -169,8 +167,12 @@ class Demo(BaseModel):
             )
         score = item.human[criterion]
         if human_scale is not None and prompt_scale is not None:
-            return cls(item=item, score=rescale_score(score, human_scale, prompt_scale), reason=reason,
-                       scale=prompt_scale)
+            return cls(
+                item=item,
+                score=rescale_score(score, human_scale, prompt_scale),
+                reason=reason,
+                scale=prompt_scale,
+            )
         return cls(item=item, score=score, reason=reason, scale=human_scale)
 
     def on_scale(self, scale: Scale, *, who: str = "the prompt") -> Demo:
@@ -188,8 +190,11 @@ class Demo(BaseModel):
 
         def move(value: float) -> float:
             if not src.contains(value):
-                where = (f"its scale {src.describe()}" if self.scale is not None
-                         else f"{who}'s scale {scale.describe()}")
+                where = (
+                    f"its scale {src.describe()}"
+                    if self.scale is not None
+                    else f"{who}'s scale {scale.describe()}"
+                )
                 raise TemplateError(
                     f"demo {self.item.id!r} shows the score {format_number(value)}, outside {where}; "
                     "expected a score within it (give Demo(scale=<the label scale>) to map labels from "
@@ -214,6 +219,7 @@ class Demo(BaseModel):
 
 DEFAULT_DEMO_TEMPLATE = "{inputs}{output_name}: {output}\n{guideline}{reason}{criterion}: {score}"
 """How a demonstration is shown by default: its inputs, the judged text, then "<Criterion> score: N"."""
+
 
 class PromptMessage(BaseModel):
     """One message of a prompt template (role + text with ``{{slots}}``)."""

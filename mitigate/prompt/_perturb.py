@@ -112,8 +112,9 @@ def original_order(guideline: Guideline) -> Guideline:
 
 def _check_positive(value: int | None, what: str, owner: str) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"The '{what}' parameter of {owner} must be an int >= 1 or None. Got "
-                          f"{value!r} instead.")
+        raise ConfigError(
+            f"The '{what}' parameter of {owner} must be an int >= 1 or None. Got {value!r} instead."
+        )
 
 
 # --------------------------------------------------------------------------- perturbations
@@ -194,16 +195,18 @@ class LengthenPerturbation(Perturbation):
     @classmethod
     def _check_option(cls, v: int) -> int:
         if v < 0:
-            raise ConfigError("The 'option' parameter of LengthenPerturbation must be an int >= 0. Got "
-                              f"{v} instead.")
+            raise ConfigError(
+                f"The 'option' parameter of LengthenPerturbation must be an int >= 0. Got {v} instead."
+            )
         return v
 
     @field_validator("text")
     @classmethod
     def _check_text(cls, v: str) -> str:
         if not v.strip():
-            raise ConfigError("The 'text' parameter of LengthenPerturbation must be a non-empty "
-                              "description. Got ''.")
+            raise ConfigError(
+                "The 'text' parameter of LengthenPerturbation must be a non-empty description. Got ''."
+            )
         if "\n" in v or "\r" in v:
             raise ConfigError(
                 "The 'text' parameter of LengthenPerturbation must be one line (a guideline option is one "
@@ -225,8 +228,11 @@ class LengthenPerturbation(Perturbation):
                 f"0..{len(options) - 1}"
             )
         return guideline.model_copy(
-            update={"options": tuple(o.with_description(self.text) if o.position == self.option else o
-                                     for o in options)}
+            update={
+                "options": tuple(
+                    o.with_description(self.text) if o.position == self.option else o for o in options
+                )
+            }
         )
 
 
@@ -318,8 +324,10 @@ def _resolve_lengthened(guideline: Guideline, lengthened: Mapping[str, str]) -> 
 
 
 def lengthen_perturbations(
-    guideline: Guideline | JudgePrompt, lengthened: Mapping[str, str] | None, max_n: int | None = None,
-    seed: int = 0
+    guideline: Guideline | JudgePrompt,
+    lengthened: Mapping[str, str] | None,
+    max_n: int | None = None,
+    seed: int = 0,
 ) -> list[LengthenPerturbation]:
     """One :class:`LengthenPerturbation` per option label in ``lengthened`` (guideline order).
 
@@ -364,8 +372,9 @@ def perturbation_set(
     """
     _check_positive(n, "n", "perturbation_set")
     if kind not in ("order", "length", "both"):
-        raise ConfigError("The 'kind' parameter of perturbation_set must be 'order', 'length' or 'both'. "
-                          f"Got {kind!r}.")
+        raise ConfigError(
+            f"The 'kind' parameter of perturbation_set must be 'order', 'length' or 'both'. Got {kind!r}."
+        )
     gl = guideline_of(guideline)
     if kind == "order":
         return list(order_perturbations(gl, max_n=n, seed=seed))

@@ -55,8 +55,9 @@ class RecordedJudge(Judge):
 
     def __init__(self, run: RecordedRun, criterion: str, *, reducer: Reducer = "mean") -> None:
         if not isinstance(run, RecordedRun):
-            raise ConfigError("expected a RecordedRun (mitigate.data._recorded.load_recorded); got "
-                              f"{type(run).__name__}")
+            raise ConfigError(
+                f"expected a RecordedRun (mitigate.data._recorded.load_recorded); got {type(run).__name__}"
+            )
         if criterion not in run.criteria:
             raise ConfigError(
                 f"expected a criterion the recorded judge {run.judge!r} answered, one of "
@@ -94,7 +95,8 @@ class RecordedJudge(Judge):
             raise DataError(
                 f"expected a recorded answer of {self.recorded.judge!r} on {self.criterion!r} for item "
                 f"{item.id!r} ({self.recorded.source}); it has none",
-                item_id=item.id, criterion=self.criterion,
+                item_id=item.id,
+                criterion=self.criterion,
             )
         return self.to_judgment(recorded)
 
@@ -118,15 +120,24 @@ class RecordedJudge(Judge):
         rows, order = self._primary(recorded)
         crit = self.criterion
         failures = tuple(
-            ParseFailure(criterion=crit, raw=r.raw, reason=r.error
-                         or "the recorded answer held no score or verdict",
-                         sample=r.sample)
-            for r in rows if r.failed
+            ParseFailure(
+                criterion=crit,
+                raw=r.raw,
+                reason=r.error or "the recorded answer held no score or verdict",
+                sample=r.sample,
+            )
+            for r in rows
+            if r.failed
         )
-        meta: dict[str, Any] = {"recorded": {
-            "judge": self.recorded.judge, "source": self.recorded.source, "lines": [r.line for r in rows],
-            "variant": rows[0].variant if rows else None, "order": order,
-        }}
+        meta: dict[str, Any] = {
+            "recorded": {
+                "judge": self.recorded.judge,
+                "source": self.recorded.source,
+                "lines": [r.line for r in rows],
+                "variant": rows[0].variant if rows else None,
+                "order": order,
+            }
+        }
         variants = recorded.variants
         if recorded.pairwise:
             variant = rows[0].variant if rows else self.recorded.primary_variant
@@ -136,21 +147,34 @@ class RecordedJudge(Judge):
             # every unparsed answer counts, the swapped order's too (the headline verdict reads one order)
             counted = {id(r) for r in rows}
             failures += tuple(
-                ParseFailure(criterion=crit, raw=r.raw, reason=r.error
-                             or "the recorded answer held no verdict",
-                             sample=r.sample)
-                for rs in by_order.values() for r in rs if r.failed and id(r) not in counted
+                ParseFailure(
+                    criterion=crit,
+                    raw=r.raw,
+                    reason=r.error or "the recorded answer held no verdict",
+                    sample=r.sample,
+                )
+                for rs in by_order.values()
+                for r in rs
+                if r.failed and id(r) not in counted
             )
             if by_order["original"] and by_order["swapped"]:
-                meta["orders"] = {o: _majority([r.presented for r in rs if r.presented is not None])
-                                  for o, rs in by_order.items()}
+                meta["orders"] = {
+                    o: _majority([r.presented for r in rs if r.presented is not None])
+                    for o, rs in by_order.items()
+                }
             if len(variants) > 1:
-                meta["perturbations"] = {v: _majority([r.verdict for r in recorded.select(v, order)
-                                                       if r.verdict is not None]) for v in variants}
+                meta["perturbations"] = {
+                    v: _majority([r.verdict for r in recorded.select(v, order) if r.verdict is not None])
+                    for v in variants
+                }
             return Judgment(
-                item_id=recorded.item_id, verdict=_TO_POSITION[verdict_text] if verdict_text
-                else None,  # type: ignore[arg-type]
-                raw=tuple(r.raw for r in rows), failures=failures, calls=0, cost_usd=0.0, meta=meta,
+                item_id=recorded.item_id,
+                verdict=_TO_POSITION[verdict_text] if verdict_text else None,  # type: ignore[arg-type]
+                raw=tuple(r.raw for r in rows),
+                failures=failures,
+                calls=0,
+                cost_usd=0.0,
+                meta=meta,
             )
         if len(variants) > 1:
             meta["perturbations"] = {v: self._score(recorded.select(v, order)) for v in variants}

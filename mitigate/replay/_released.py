@@ -47,8 +47,9 @@ class ReleasedJudge(RecordedJudge):
 
     def __init__(self, judge_name: str, criterion: str, *, root: str | Path | None = None) -> None:
         if judge_name not in released_names():
-            raise ConfigError(f"expected a released judge name, one of {released_names()}; got "
-                              f"{judge_name!r}")
+            raise ConfigError(
+                f"expected a released judge name, one of {released_names()}; got {judge_name!r}"
+            )
         self.judge_name = judge_name
         self.run: ReleasedRun | None = None
         if judge_name == H2H_JUDGE:
@@ -83,9 +84,14 @@ class ReleasedJudge(RecordedJudge):
             return judgment
         released = self.run.get(item.id, self.criterion)
         sample = released.sample
-        info = {"judge": self.judge_name, "model": self.run.model, "method": self.run.method,
-                "line": sample.line,
-                "primary": released.primary, "runs": list(released.scores)}
+        info = {
+            "judge": self.judge_name,
+            "model": self.run.model,
+            "method": self.run.method,
+            "line": sample.line,
+            "primary": released.primary,
+            "runs": list(released.scores),
+        }
         return judgment.model_copy(update={"meta": {**judgment.meta, "released": info}})
 
     def describe(self) -> dict[str, Any]:

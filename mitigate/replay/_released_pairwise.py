@@ -53,14 +53,24 @@ LAYOUTS: dict[str, Callable[..., PairwiseRelease]] = {"llmbar": read_llmbar, "ju
 """Release layout -> reader (``<layout>:<path>``)."""
 
 _DECLARED: dict[str, tuple[AnswerFormat, Scale]] = {
-    "declared:output-ab": (AnswerFormat(kind="pairwise", line="Output ({value})", labels=("a", "b")),
-                           Scale(min=1, max=5)),
-    "declared:output-ab-cot": (AnswerFormat(kind="pairwise", line="Output ({value})", labels=("a", "b"),
-                                            reasoning="before"), Scale(min=1, max=5)),
+    "declared:output-ab": (
+        AnswerFormat(kind="pairwise", line="Output ({value})", labels=("a", "b")),
+        Scale(min=1, max=5),
+    ),
+    "declared:output-ab-cot": (
+        AnswerFormat(kind="pairwise", line="Output ({value})", labels=("a", "b"), reasoning="before"),
+        Scale(min=1, max=5),
+    ),
     "declared:rating": (AnswerFormat(kind="score", line="{value}"), Scale(min=0, max=9)),
 }
-_TO_TEXT = {("first", "original"): "A", ("second", "original"): "B", ("first", "swapped"): "B",
-            ("second", "swapped"): "A", ("tie", "original"): "tie", ("tie", "swapped"): "tie"}
+_TO_TEXT = {
+    ("first", "original"): "A",
+    ("second", "original"): "B",
+    ("first", "swapped"): "B",
+    ("second", "swapped"): "A",
+    ("tie", "original"): "tie",
+    ("tie", "swapped"): "tie",
+}
 
 
 class ParsedAnswer(BaseModel):
@@ -88,8 +98,9 @@ class ReleaseParse(BaseModel):
 
 
 @functools.lru_cache(maxsize=64)
-def _prompt_format(text: str, system: str | None, answer: str,
-                   labels: tuple[str, str] | None) -> tuple[AnswerFormat, Scale, tuple[str, ...]]:
+def _prompt_format(
+    text: str, system: str | None, answer: str, labels: tuple[str, str] | None
+) -> tuple[AnswerFormat, Scale, tuple[str, ...]]:
     prompt = JudgePrompt.from_template(text, TemplateHints.of(answer=answer, labels=labels), system=system)
     return prompt.format, prompt.scale, prompt.echo_lines()
 
@@ -105,14 +116,17 @@ def answer_reader(src: TemplateSource) -> tuple[str, Callable[..., ParsedAnswer]
         try:
             fmt, scale, echoes = _prompt_format(src.text, src.system, src.answer, src.labels)
         except MitigateError as exc:
-            raise ConfigError(f"expected the released prompt {src.path or key!r} to be readable as a judge "
-                              f"template; got: {exc}") from None
+            raise ConfigError(
+                f"expected the released prompt {src.path or key!r} to be readable as a judge "
+                f"template; got: {exc}"
+            ) from None
     elif key in _DECLARED:
         fmt, scale = _DECLARED[key]
         echoes = ()
     else:
-        raise ConfigError("expected a template text or a declared format in "
-                          f"{sorted(_DECLARED)}; got {key!r}")
+        raise ConfigError(
+            f"expected a template text or a declared format in {sorted(_DECLARED)}; got {key!r}"
+        )
 
     def read(answer: ReleasedAnswer, judged: tuple[str, ...] = ()) -> ParsedAnswer:
         try:
@@ -139,8 +153,9 @@ def _judged(item: Item | None, answer: ReleasedAnswer) -> tuple[str, ...]:
 
 def _reward(answer: ReleasedAnswer, judged: tuple[str, ...] = ()) -> ParsedAnswer:
     if answer.scores is None:
-        return ParsedAnswer(error="the release holds no rewards for this answer",
-                            reader="declared:reward-scores")
+        return ParsedAnswer(
+            error="the release holds no rewards for this answer", reader="declared:reward-scores"
+        )
     a, b = answer.scores
     return ParsedAnswer(verdict="A" if a > b else "B" if b > a else "tie", reader="declared:reward-scores")
 
@@ -163,29 +178,44 @@ def parse_release(release: PairwiseRelease) -> ReleaseParse:
     for k in sorted(range(len(release.answers)), key=lambda k: release.answers[k].item_id):
         answer = release.answers[k]
         parsed[k] = readers[answer.template][1](answer, _judged(items.get(answer.item_id), answer))
-    return ReleaseParse(release=release, parsed=tuple(p for p in parsed if p is not None),
-                        formats={k: v[0] for k, v in readers.items()})
+    return ReleaseParse(
+        release=release,
+        parsed=tuple(p for p in parsed if p is not None),
+        formats={k: v[0] for k, v in readers.items()},
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # recorded judgments
 
 
-def _rating_row(item_id: str, judge: str,
-                parts: dict[str, tuple[ReleasedAnswer, ParsedAnswer]]) -> RecordedRow:
+def _rating_row(
+    item_id: str, judge: str, parts: dict[str, tuple[ReleasedAnswer, ParsedAnswer]]
+) -> RecordedRow:
     (raw_a, got_a), (raw_b, got_b) = parts["score_a"], parts["score_b"]
-    meta: dict[str, Any] = {"raw_score_a": raw_a.raw, "raw_score_b": raw_b.raw, "reader": got_a.reader,
-                            "scores": [got_a.score, got_b.score]}
+    meta: dict[str, Any] = {
+        "raw_score_a": raw_a.raw,
+        "raw_score_b": raw_b.raw,
+        "reader": got_a.reader,
+        "scores": [got_a.score, got_b.score],
+    }
     raw = f"{raw_a.raw}\n{raw_b.raw}"
     if got_a.score is None or got_b.score is None:
         which = "A's" if got_a.score is None else "B's"
         reason = got_a.error if got_a.score is None else got_b.error
-        return RecordedRow(item_id=item_id, judge=judge, criterion=RELEASE_CRITERION, raw=raw, meta=meta,
-                           error=f"the rating of output {which[0]} did not parse: {reason}")
+        return RecordedRow(
+            item_id=item_id,
+            judge=judge,
+            criterion=RELEASE_CRITERION,
+            raw=raw,
+            meta=meta,
+            error=f"the rating of output {which[0]} did not parse: {reason}",
+        )
     a, b = got_a.score, got_b.score
     verdict: Text = "A" if a > b else "B" if b > a else "tie"
-    return RecordedRow(item_id=item_id, judge=judge, criterion=RELEASE_CRITERION, raw=raw, verdict=verdict,
-                       meta=meta)
+    return RecordedRow(
+        item_id=item_id, judge=judge, criterion=RELEASE_CRITERION, raw=raw, verdict=verdict, meta=meta
+    )
 
 
 def recorded_runs(parse: ReleaseParse) -> dict[str, RecordedRun]:
@@ -205,13 +235,24 @@ def recorded_runs(parse: ReleaseParse) -> dict[str, RecordedRun]:
         if answer.part != "verdict":
             ratings.setdefault((answer.judge, answer.item_id), {})[answer.part] = (answer, got)
             continue
-        rows.append(RecordedRow(
-            item_id=answer.item_id, judge=answer.judge, criterion=RELEASE_CRITERION, verdict=got.verdict,
-            error=got.error if got.verdict is None else None, raw=answer.raw, order=answer.order,
-            line=answer.line,
-            meta={"release_verdict": answer.release_verdict, "stage": answer.stage, "reader": got.reader,
-                  **({"scores": list(answer.scores)} if answer.scores is not None else {})},
-        ))
+        rows.append(
+            RecordedRow(
+                item_id=answer.item_id,
+                judge=answer.judge,
+                criterion=RELEASE_CRITERION,
+                verdict=got.verdict,
+                error=got.error if got.verdict is None else None,
+                raw=answer.raw,
+                order=answer.order,
+                line=answer.line,
+                meta={
+                    "release_verdict": answer.release_verdict,
+                    "stage": answer.stage,
+                    "reader": got.reader,
+                    **({"scores": list(answer.scores)} if answer.scores is not None else {}),
+                },
+            )
+        )
     for (judge, item_id), parts in ratings.items():
         if set(parts) != {"score_a", "score_b"}:
             raise DataError(f"expected both ratings of item {item_id!r} from {judge!r}; got {sorted(parts)}")
@@ -249,26 +290,55 @@ def parse_report(parse: ReleaseParse, *, examples: int = 3) -> dict[str, dict[st
     """
     out: dict[str, dict[str, Any]] = {}
     for answer, got in zip(parse.release.answers, parse.parsed, strict=True):
-        row = out.setdefault(f"{answer.judge}|{answer.template}", {
-            "judge": answer.judge, "template": answer.template,
-            "format": parse.formats.get(answer.template, ""),
-            "answers": 0, "parsed": 0, "failed": 0, "compared": 0, "agree": 0, "both_none": 0,
-            "only_release": 0, "only_mitigate": 0, "differ": 0, "examples": {}})
+        row = out.setdefault(
+            f"{answer.judge}|{answer.template}",
+            {
+                "judge": answer.judge,
+                "template": answer.template,
+                "format": parse.formats.get(answer.template, ""),
+                "answers": 0,
+                "parsed": 0,
+                "failed": 0,
+                "compared": 0,
+                "agree": 0,
+                "both_none": 0,
+                "only_release": 0,
+                "only_mitigate": 0,
+                "differ": 0,
+                "examples": {},
+            },
+        )
         row["answers"] += 1
         ok = got.verdict is not None or got.score is not None
         row["parsed" if ok else "failed"] += 1
         if answer.part != "verdict":
             continue
         mine, theirs = got.verdict, answer.release_verdict
-        kind = ("both_none" if mine is None and theirs is None else "only_release" if mine is None
-                else "only_mitigate" if theirs is None else "agree" if mine == theirs else "differ")
+        kind = (
+            "both_none"
+            if mine is None and theirs is None
+            else "only_release"
+            if mine is None
+            else "only_mitigate"
+            if theirs is None
+            else "agree"
+            if mine == theirs
+            else "differ"
+        )
         row[kind] += 1
         if mine is not None and theirs is not None:
             row["compared"] += 1
         if kind != "agree":
             bucket = row["examples"].setdefault(kind, [])
             if len(bucket) < examples:
-                bucket.append({"item_id": answer.item_id, "order": answer.order, "mitigate": mine,
-                               "release": theirs,
-                               "error": got.error, "raw_tail": answer.raw[-240:]})
+                bucket.append(
+                    {
+                        "item_id": answer.item_id,
+                        "order": answer.order,
+                        "mitigate": mine,
+                        "release": theirs,
+                        "error": got.error,
+                        "raw_tail": answer.raw[-240:],
+                    }
+                )
     return out

@@ -33,8 +33,10 @@ def _strict(value: Any) -> Any:
 
 def dump_results(result: CompareResult) -> str:
     """``result`` as strict JSON text (undefined values as null)."""
-    return json.dumps(_strict(result.model_dump(mode="json")), indent=1, allow_nan=False,
-                      ensure_ascii=False) + "\n"
+    return (
+        json.dumps(_strict(result.model_dump(mode="json")), indent=1, allow_nan=False, ensure_ascii=False)
+        + "\n"
+    )
 
 
 _STREAMED = frozenset({"items", "entries", "judgments"})
@@ -93,27 +95,31 @@ def load_results(path: str | Path) -> CompareResult:
     if p.is_dir():
         p = p / RESULTS_FILE
     if not (p.exists() or p.is_symlink()):
-        raise DataError(f"expected a {RESULTS_FILE} written by 'mitigate compare' at {p}; found none",
-                        path=str(p))
+        raise DataError(
+            f"expected a {RESULTS_FILE} written by 'mitigate compare' at {p}; found none", path=str(p)
+        )
     try:
         with open_regular(p, "r", f"the {RESULTS_FILE}") as fh:  # a FIFO or a device is refused, never read
             data = json.load(fh)
     except OSError as exc:
-        raise DataError(f"expected a readable {RESULTS_FILE} at {p}; got "
-                        f"{exc.strerror or type(exc).__name__}",
-                        path=str(p)) from None
+        raise DataError(
+            f"expected a readable {RESULTS_FILE} at {p}; got {exc.strerror or type(exc).__name__}",
+            path=str(p),
+        ) from None
     except json.JSONDecodeError as exc:
-        raise DataError(f"{p}: expected JSON written by 'mitigate compare'; got invalid JSON ({exc})",
-                        path=str(p)) from None
+        raise DataError(
+            f"{p}: expected JSON written by 'mitigate compare'; got invalid JSON ({exc})", path=str(p)
+        ) from None
     try:
         return CompareResult.model_validate(data)
     except ValueError as exc:
-        raise DataError(f"{p}: expected the results of 'mitigate compare'; the file does not match ({exc})",
-                        path=str(p)) from None
+        raise DataError(
+            f"{p}: expected the results of 'mitigate compare'; the file does not match ({exc})", path=str(p)
+        ) from None
 
 
 def write_columns(result: CompareResult, path: str | Path) -> Path:
-    """Every entry's judgments as columns (``results.sqlite``, :mod:`mitigate.run._columns`): one row per entry
+    """Every entry's judgments as columns (``results.sqlite``, :class:`mitigate.run.Columns`): one row per entry
     and
     item, ``entry`` naming the entry, written as they are read (the long-form table of
     :meth:`CompareResult.rows`)."""
@@ -123,12 +129,24 @@ def write_columns(result: CompareResult, path: str | Path) -> Path:
     crit = result.criterion
     pairwise = result.task == "pairwise"
     # what the columns read of an item: its names and its label on the criterion
-    items = [Item.model_construct(
-        id=r.id, output=r.output or "", output_b=(r.output_b or "") if pairwise else None, system=r.system,
-        doc_id=r.doc_id, human={} if r.human is None else {crit: r.human},
-        preference={} if r.gold is None else {crit: r.gold}) for r in result.items]
-    about = {"benchmark": result.benchmark, "criterion": crit, "task": result.task,
-             "entries": [e.name for e in result.entries]}
+    items = [
+        Item.model_construct(
+            id=r.id,
+            output=r.output or "",
+            output_b=(r.output_b or "") if pairwise else None,
+            system=r.system,
+            doc_id=r.doc_id,
+            human={} if r.human is None else {crit: r.human},
+            preference={} if r.gold is None else {crit: r.gold},
+        )
+        for r in result.items
+    ]
+    about = {
+        "benchmark": result.benchmark,
+        "criterion": crit,
+        "task": result.task,
+        "entries": [e.name for e in result.entries],
+    }
     with ColumnWriter(path, about, criterion=crit) as columns:
         for e in result.entries:
             for item, judgment in zip(items, e.judgments, strict=True):

@@ -150,8 +150,10 @@ def _table_html(block: list[str], images: dict[str, str]) -> str:
 
     head = "".join(cell("th", c, k) for k, c in enumerate(rows[0]))
     trs = "".join("<tr>" + "".join(cell("td", c, k) for k, c in enumerate(r)) + "</tr>" for r in body)
-    return ('<div class="scroll"><table '
-            f'class="summary"><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>')
+    return (
+        '<div class="scroll"><table '
+        f'class="summary"><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -224,20 +226,31 @@ def item_view(result: CompareResult) -> list[dict[str, Any]]:
             else:
                 disagreement = float(bool(given) and rec.gold is not None and given[0] != rec.gold)
         else:
-            normed = [_normalised(_score(j, result.criterion), e) for j,
-                      e in zip(judgments, result.entries, strict=True)]
+            normed = [
+                _normalised(_score(j, result.criterion), e)
+                for j, e in zip(judgments, result.entries, strict=True)
+            ]
             vals = [v for v in normed if v is not None]
             if len(result.entries) > 1:
                 disagreement = max(vals) - min(vals) if len(vals) > 1 else 0.0
             else:
                 span = hs.max - hs.min
-                disagreement = (abs(vals[0] - (rec.human - hs.min) / span)
-                                if vals and rec.human is not None and span else 0.0)
-        rows.append({
-            "index": i, "record": rec, "judgments": judgments, "disagreement": disagreement,
-            "flip": any(_flipped(j) for j in judgments), "failure": any(_failed(j) for j in judgments),
-            "flagged": any(j.flags for j in judgments),
-        })
+                disagreement = (
+                    abs(vals[0] - (rec.human - hs.min) / span)
+                    if vals and rec.human is not None and span
+                    else 0.0
+                )
+        rows.append(
+            {
+                "index": i,
+                "record": rec,
+                "judgments": judgments,
+                "disagreement": disagreement,
+                "flip": any(_flipped(j) for j in judgments),
+                "failure": any(_failed(j) for j in judgments),
+                "flagged": any(j.flags for j in judgments),
+            }
+        )
     return rows
 
 
@@ -248,8 +261,10 @@ def _answer_cell(result: CompareResult, e: EntryResult, j: Judgment) -> str:
         text = _e(v) if v is not None else '<span class="bad">none</span>'
         o = _orders(j)
         if o:
-            text += (f' <span class="orders{" flip" if _flipped(j) else ""}">('
-                     f'{_e(o.get("original") or "–")} / {_e(o.get("swapped") or "–")})</span>')
+            text += (
+                f' <span class="orders{" flip" if _flipped(j) else ""}">('
+                f"{_e(o.get('original') or '–')} / {_e(o.get('swapped') or '–')})</span>"
+            )
     else:
         s = _score(j, result.criterion)
         text = _e(_num(s)) if s is not None else '<span class="bad">none</span>'
@@ -289,39 +304,58 @@ def _reads_probabilities(describe: Any) -> bool:
 def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
     rows = []
     if _reads_probabilities(e.describe) and result.task != "pairwise":
-        rows.append(("how scored", "the probability-weighted score over the scale, read from the token "
-                                   "probabilities at the score position; the raw answer is the "
-                                   "text generated"))
+        rows.append(
+            (
+                "how scored",
+                "the probability-weighted score over the scale, read from the token "
+                "probabilities at the score position; the raw answer is the "
+                "text generated",
+            )
+        )
     o = _orders(j)
     if o:
-        rows.append(("verdict by order", "; ".join(f"{k}: prefers {v or 'none'}" for k, v in o.items())
-                     + (" (flip)" if _flipped(j) else "")))
+        rows.append(
+            (
+                "verdict by order",
+                "; ".join(f"{k}: prefers {v or 'none'}" for k, v in o.items())
+                + (" (flip)" if _flipped(j) else ""),
+            )
+        )
     for crit, samples in j.samples.items():
         if len(samples) > 1 or crit != result.criterion:
             rows.append((f"samples ({crit})", ", ".join(_num(s) for s in samples)))
     vs = j.meta.get("verdict_samples")
     if isinstance(vs, dict):
-        rows.append(("verdict samples",
-                     "; ".join(f"{k}: {', '.join(str(x) for x in v)}" for k, v in vs.items())))
+        rows.append(
+            ("verdict samples", "; ".join(f"{k}: {', '.join(str(x) for x in v)}" for k, v in vs.items()))
+        )
     per = j.meta.get("perturbations")
     if isinstance(per, dict):
-        rows.append(("under perturbed guidelines", ", ".join(f"{k}: {v if v is not None else 'none'}"
-                                                             for k, v in per.items())))
+        rows.append(
+            (
+                "under perturbed guidelines",
+                ", ".join(f"{k}: {v if v is not None else 'none'}" for k, v in per.items()),
+            )
+        )
     if j.flags:
         rows.append(("flags", ", ".join(j.flags)))
     if j.error:
         rows.append(("error", j.error))
     table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
-    failures = "".join(f'<li><span class="bad">parse failure</span> (sample {f.sample}, {_e(f.criterion)}): '
-                       f'{_e(f.reason)}<pre>{_e(f.raw)}</pre></li>' for f in j.failures)
+    failures = "".join(
+        f'<li><span class="bad">parse failure</span> (sample {f.sample}, {_e(f.criterion)}): '
+        f"{_e(f.reason)}<pre>{_e(f.raw)}</pre></li>"
+        for f in j.failures
+    )
     raws = "".join(f"<pre>{_e(r)}</pre>" for r in j.raw) or '<p class="muted">no raw answer</p>'
-    return (f'<div class="entry"><h4>{_e(e.name)}</h4>'
-            + (f"<table class='kv'>{table}</table>" if table else "")
-            + (f"<ul class='failures'>{failures}</ul>" if failures else "")
-            + f"<details open><summary>raw answer{'s' if len(j.raw) != 1 else ''} "
-              f"({len(j.raw)})</summary>{raws}</details>"
-            + '<details class="prompt"><summary>prompt of the first '
-              f'request</summary>{_prompt_html(j)}</details></div>')
+    return (
+        f'<div class="entry"><h4>{_e(e.name)}</h4>'
+        + (f"<table class='kv'>{table}</table>" if table else "")
+        + (f"<ul class='failures'>{failures}</ul>" if failures else "")
+        + f"<details open><summary>raw answer{'s' if len(j.raw) != 1 else ''} "
+        f"({len(j.raw)})</summary>{raws}</details>" + '<details class="prompt"><summary>prompt of the first '
+        f"request</summary>{_prompt_html(j)}</details></div>"
+    )
 
 
 def _label(result: CompareResult, rec: ItemRecord) -> str:
@@ -338,8 +372,9 @@ def _item_text(rec: ItemRecord) -> str:
         texts.append(("B", rec.output_b))
     if not texts:
         return ""
-    return "".join(f'<div class="msg"><span class="role">{_e(k)}</span><pre>{_e(v)}</pre></div>' for k,
-                   v in texts)
+    return "".join(
+        f'<div class="msg"><span class="role">{_e(k)}</span><pre>{_e(v)}</pre></div>' for k, v in texts
+    )
 
 
 INLINE_ITEMS = 1000
@@ -362,10 +397,12 @@ def _item_body(result: CompareResult, r: dict[str, Any], ncols: int) -> str:
     pairwise = result.task == "pairwise"
     system = _system(rec, pairwise)
     human_key = (rec.human if rec.human is not None else -math.inf) if not pairwise else 0
-    cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e, j in zip(result.entries, r["judgments"],
-                                                                             strict=True))
-    details = "".join(_details_html(result, e, j) for e,
-                      j in zip(result.entries, r["judgments"], strict=True))
+    cells = "".join(
+        f"<td>{_answer_cell(result, e, j)}</td>" for e, j in zip(result.entries, r["judgments"], strict=True)
+    )
+    details = "".join(
+        _details_html(result, e, j) for e, j in zip(result.entries, r["judgments"], strict=True)
+    )
     return (
         f'<tbody class="item" data-index="{r["index"]}" data-disagreement="{r["disagreement"]:.6f}" '
         f'data-human="{human_key if math.isfinite(human_key) else -1e9}" data-flip="{int(r["flip"])}" '
@@ -375,7 +412,8 @@ def _item_body(result: CompareResult, r: dict[str, Any], ncols: int) -> str:
         f'class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(system)}</td><td '
         f'class="num">{_e(_label(result, rec))}</td>{cells}<td '
         f'class="num">{r["disagreement"]:.2f}</td></tr><tr class="detail" hidden><td '
-        f'colspan="{ncols}">{_item_text(rec)}{details}</td></tr></tbody>')
+        f'colspan="{ncols}">{_item_text(rec)}{details}</td></tr></tbody>'
+    )
 
 
 def _system(rec: ItemRecord, pairwise: bool) -> str:
@@ -393,9 +431,16 @@ def _keys(result: CompareResult, r: dict[str, Any]) -> list[Any]:
     rec: ItemRecord = r["record"]
     # as data-human says
     human = 0 if result.task == "pairwise" else rec.human if rec.human is not None else -1e9
-    return [r["index"], round(r["disagreement"], 6), human, int(r["flip"]), int(r["failure"]),
-            int(r["flagged"]),
-            _search(rec, _system(rec, result.task == "pairwise")), rec.id]
+    return [
+        r["index"],
+        round(r["disagreement"], 6),
+        human,
+        int(r["flip"]),
+        int(r["failure"]),
+        int(r["flagged"]),
+        _search(rec, _system(rec, result.task == "pairwise")),
+        rec.id,
+    ]
 
 
 def _packed(parts: Iterable[str]) -> str:
@@ -405,8 +450,9 @@ def _packed(parts: Iterable[str]) -> str:
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
     chunks = [z.compress(b"[")]
     for k, part in enumerate(parts):
-        chunks.append(z.compress(((", " if k else "")
-                                  + json.dumps(part, ensure_ascii=False)).encode("utf-8")))
+        chunks.append(
+            z.compress(((", " if k else "") + json.dumps(part, ensure_ascii=False)).encode("utf-8"))
+        )
     chunks.append(z.compress(b"]"))
     chunks.append(z.flush())
     return base64.b64encode(b"".join(chunks)).decode("ascii")
@@ -416,42 +462,56 @@ def _per_item_data(result: CompareResult, rows: list[dict[str, Any]], ncols: int
     """A large report's per-item view as script data: the index of every item and its HTML in compressed
     blocks."""
     keys = _packed(json.dumps(_keys(result, r)) for r in rows)
-    blocks = [_packed(_item_body(result, r, ncols) for r in rows[k:k + block])
-              for k in range(0, len(rows), block)]
+    blocks = [
+        _packed(_item_body(result, r, ncols) for r in rows[k : k + block]) for k in range(0, len(rows), block)
+    ]
     return json.dumps({"keys": keys, "block": block, "blocks": blocks})
 
 
-def _per_item_html(result: CompareResult, *, inline_items: int = INLINE_ITEMS,
-                   block_items: int = BLOCK_ITEMS) -> tuple[str, str]:
+def _per_item_html(
+    result: CompareResult, *, inline_items: int = INLINE_ITEMS, block_items: int = BLOCK_ITEMS
+) -> tuple[str, str]:
     """The per-item view's section and its script data (``null`` when the items are plain HTML in the
     section)."""
     rows = item_view(result)
     pairwise = result.task == "pairwise"
-    counts = {"all": len(rows), "disagree": sum(r["disagreement"] > 0 for r in rows),
-              "flips": sum(r["flip"] for r in rows), "failures": sum(r["failure"] for r in rows),
-              "flagged": sum(r["flagged"] for r in rows)}
+    counts = {
+        "all": len(rows),
+        "disagree": sum(r["disagreement"] > 0 for r in rows),
+        "flips": sum(r["flip"] for r in rows),
+        "failures": sum(r["failure"] for r in rows),
+        "flagged": sum(r["flagged"] for r in rows),
+    }
     options = "".join(f'<option value="{k}">{_e(v)} ({counts[k]})</option>' for k, v in FILTERS.items())
     sorts = "".join(f'<option value="{k}">{_e(v)}</option>' for k, v in _SORTS.items())
     label = "gold" if pairwise else "human"
-    head = (f'<th data-sort="item">item</th><th>document</th><th>system{"s" if pairwise else ""}</th>'
-            f'<th class="num" data-sort="human">{label}</th>'
-            + "".join(f"<th>{_e(e.name)}</th>" for e in result.entries)
-            + '<th class="num" data-sort="disagreement">disagreement</th>')
+    head = (
+        f'<th data-sort="item">item</th><th>document</th><th>system{"s" if pairwise else ""}</th>'
+        f'<th class="num" data-sort="human">{label}</th>'
+        + "".join(f"<th>{_e(e.name)}</th>" for e in result.entries)
+        + '<th class="num" data-sort="disagreement">disagreement</th>'
+    )
     ncols = 5 + len(result.entries)
     packed = len(rows) > inline_items
     bodies = "" if packed else "".join(_item_body(result, r, ncols) for r in rows)
     data = _per_item_data(result, rows, ncols, block_items) if packed else "null"
-    scale_note = ("Verdicts are the text preferred (A, B or tie); in brackets the verdict of each order "
-                  "(original / swapped) where the judge saw both." if pairwise else
-                  "Scores on each entry's own scale; disagreement is the spread of the entries' scores, each "
-                  "scaled to 0–1 by its own scale (with one entry: its distance from the human label).")
-    search_note = (f" With more than {inline_items:,} items the search looks in the item, document and "
-                   "system names." if packed else "")
+    scale_note = (
+        "Verdicts are the text preferred (A, B or tie); in brackets the verdict of each order "
+        "(original / swapped) where the judge saw both."
+        if pairwise
+        else "Scores on each entry's own scale; disagreement is the spread of the entries' scores, each "
+        "scaled to 0–1 by its own scale (with one entry: its distance from the human label)."
+    )
+    search_note = (
+        f" With more than {inline_items:,} items the search looks in the item, document and system names."
+        if packed
+        else ""
+    )
     section = (
         '<section id="per-item"><h2>Per item</h2>'
-        f'<p>{_e(scale_note)} ✗n: parse failures. Click a row for samples, raw answers, failures and the '
-        f'exact prompt. {PAGE_ITEMS} items a page.{_e(search_note)} The address keeps the view (e.g. '
-        '<code>#filter=failures&amp;sort=disagreement</code>).</p>'
+        f"<p>{_e(scale_note)} ✗n: parse failures. Click a row for samples, raw answers, failures and the "
+        f"exact prompt. {PAGE_ITEMS} items a page.{_e(search_note)} The address keeps the view (e.g. "
+        "<code>#filter=failures&amp;sort=disagreement</code>).</p>"
         '<div class="controls">'
         f'<label>show <select id="filter">{options}</select></label> '
         f'<label>sort by <select id="sort">{sorts}</select></label> '
@@ -592,8 +652,14 @@ _SCRIPT = """
 """.replace("PAGE_ITEMS", str(PAGE_ITEMS))
 
 
-def render_html(result: CompareResult, markdown: str, plots: Sequence[str | Path] = (), *,
-                inline_items: int = INLINE_ITEMS, block_items: int = BLOCK_ITEMS) -> str:
+def render_html(
+    result: CompareResult,
+    markdown: str,
+    plots: Sequence[str | Path] = (),
+    *,
+    inline_items: int = INLINE_ITEMS,
+    block_items: int = BLOCK_ITEMS,
+) -> str:
     """The self-contained HTML page of a comparison: ``markdown`` (the report.md text) and the per-item view.
 
     ``plots`` are the PNG files written beside it; each one the markdown links is inlined as
@@ -613,9 +679,9 @@ def render_html(result: CompareResult, markdown: str, plots: Sequence[str | Path
         body += "\n" + markdown_to_html("## Every measure" + rest, images)
     title = f"Comparison: {result.benchmark} / {result.criterion}"
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>\n{body}\n"
         f"<script>var ITEMS={data};{_SCRIPT}</script>\n</body></html>\n"

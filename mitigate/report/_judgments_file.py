@@ -35,18 +35,36 @@ from mitigate.measures import presented_to_text
 from mitigate.paths import write_output
 from mitigate.run import RunResult
 
-COLUMNS = ("item_id", "criterion", "score", "scores", "verdict", "human", "gold", "samples", "ok", "failures",
-           "raw",
-           "error", "flags", "needs_human", "prompt_tokens", "completion_tokens", "cached_prompt_tokens",
-           "calls",
-           "cached_calls", "cost_usd")
+COLUMNS = (
+    "item_id",
+    "criterion",
+    "score",
+    "scores",
+    "verdict",
+    "human",
+    "gold",
+    "samples",
+    "ok",
+    "failures",
+    "raw",
+    "error",
+    "flags",
+    "needs_human",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_prompt_tokens",
+    "calls",
+    "cached_calls",
+    "cost_usd",
+)
 """The columns of a judgments file, in order."""
 
 NEEDS_HUMAN = "needs_human"
 
 
-def judgment_row(judgment: Judgment, item: Item | None = None,
-                 criterion: str | None = None) -> dict[str, Any]:
+def judgment_row(
+    judgment: Judgment, item: Item | None = None, criterion: str | None = None
+) -> dict[str, Any]:
     """One judgment as a row (see the module docstring); ``item`` adds its human label and gold preference."""
     crit = criterion or (next(iter(judgment.scores)) if len(judgment.scores) == 1 else None)
     score = judgment.scores.get(crit) if crit is not None else None
@@ -60,8 +78,10 @@ def judgment_row(judgment: Judgment, item: Item | None = None,
         "gold": item.preference.get(crit) if item is not None and crit is not None else None,
         "samples": list(judgment.samples.get(crit, ())) if crit is not None else [],
         "ok": judgment.ok,
-        "failures": [{"criterion": f.criterion, "sample": f.sample, "reason": f.reason, "raw": f.raw}
-                     for f in judgment.failures],
+        "failures": [
+            {"criterion": f.criterion, "sample": f.sample, "reason": f.reason, "raw": f.raw}
+            for f in judgment.failures
+        ],
         "raw": list(judgment.raw),
         "error": judgment.error,
         "flags": list(judgment.flags),
@@ -122,8 +142,11 @@ def check_out_path(path: str | Path) -> Path:
 
 
 def write_judgments(
-    judgments: RunResult | Sequence[Judgment], path: str | Path, *,
-    items: Sequence[Item] | None = None, criterion: str | None = None,
+    judgments: RunResult | Sequence[Judgment],
+    path: str | Path,
+    *,
+    items: Sequence[Item] | None = None,
+    criterion: str | None = None,
 ) -> Path:
     """Write one row per judgment to ``path`` (JSON lines; CSV when it ends in ``.csv``) and return the path.
 

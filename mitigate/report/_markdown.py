@@ -39,13 +39,7 @@ from mitigate.estimators import METHOD_TITLES, MeanEstimate
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
 from mitigate.paths import write_output
 from mitigate.probes import probe_section
-from mitigate.report._files import (
-    COLUMNS_FILE,
-    RESULTS_FILE,
-    load_results,
-    write_columns,
-    write_results,
-)
+from mitigate.report._files import COLUMNS_FILE, RESULTS_FILE, load_results, write_columns, write_results
 from mitigate.report._html import HTML_FILE, render_html
 from mitigate.report._panel import panel_members_section
 from mitigate.report._plots import PLOT_CAPTIONS, human_quality, pair_tables, planned_plots, render_plots
@@ -69,8 +63,9 @@ def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
     return [path, write_columns(result, out / COLUMNS_FILE), *render_report(out, html=True, result=result)]
 
 
-def render_report(folder: str | Path, *, html: bool = False,
-                  result: CompareResult | None = None) -> list[Path]:
+def render_report(
+    folder: str | Path, *, html: bool = False, result: CompareResult | None = None
+) -> list[Path]:
     """Re-render ``report.md`` and the plots (and with ``html``, ``report.html``) in ``folder`` from
     ``results.json``
     (or from ``result``, when the caller holds it: a results.json written through a device cannot be read
@@ -115,7 +110,7 @@ def _value_text(key: str, m: Measure) -> str:
 
 
 def _of_all_text(m: Measure) -> str:
-    """"0.771 of 419": the share over every item, dropped ones counted against the judge ("" if not a
+    """ "0.771 of 419": the share over every item, dropped ones counted against the judge ("" if not a
     share)."""
     if m.of_all is None or not m.ok:
         return ""
@@ -134,15 +129,19 @@ def _best(values: Sequence[float], direction: str) -> set[int]:
     """The entries to bold in a column: see :func:`mitigate.report._tables.best_indices`."""
     return best_indices(values, direction)
 
+
 def _header(info: MeasureInfo) -> str:
     return f"{info.label} ({_ARROWS[info.direction]})"
 
 
 def _shown_columns(result: CompareResult) -> list[str]:
     """Headline measures of the result's task with a value for at least one entry."""
-    return [k for k, cls in measure_table(result.task).items()
-            if cls.info.headline
-            and any(e.measures.get(k) is not None and e.measures[k].ok for e in result.entries)]
+    return [
+        k
+        for k, cls in measure_table(result.task).items()
+        if cls.info.headline
+        and any(e.measures.get(k) is not None and e.measures[k].ok for e in result.entries)
+    ]
 
 
 def _delta_info(result: CompareResult) -> MeasureInfo:
@@ -187,14 +186,21 @@ def _labels_text(result: CompareResult) -> str:
         return ""
     label = "a gold preference" if result.task == "pairwise" else "a human label"
     if n_labelled == 0:
-        return (f" No judged item carries {label} on {result.criterion!r}: agreement with humans cannot be "
-                "measured here.")
-    which = ("accuracy against gold, in both orders and the swap gain" if result.task == "pairwise" else
-             "the correlations with the human scores, #CP, P_i, the meta-correlation and BiasScore")
-    return (f" Only {n_labelled} of the {n_items} items carry {label} on {result.criterion!r}: agreement "
-            f"with humans ({which}, and the difference against the first entry) is computed on those "
-            f"{n_labelled} "
-            "alone, and an unlabelled item is not counted as a failure; the other measures use every item.")
+        return (
+            f" No judged item carries {label} on {result.criterion!r}: agreement with humans cannot be "
+            "measured here."
+        )
+    which = (
+        "accuracy against gold, in both orders and the swap gain"
+        if result.task == "pairwise"
+        else "the correlations with the human scores, #CP, P_i, the meta-correlation and BiasScore"
+    )
+    return (
+        f" Only {n_labelled} of the {n_items} items carry {label} on {result.criterion!r}: agreement "
+        f"with humans ({which}, and the difference against the first entry) is computed on those "
+        f"{n_labelled} "
+        "alone, and an unlabelled item is not counted as a failure; the other measures use every item."
+    )
 
 
 def _summary_lines(result: CompareResult) -> list[str]:
@@ -202,10 +208,16 @@ def _summary_lines(result: CompareResult) -> list[str]:
     lines: list[str] = [f"# Comparison: {result.benchmark} / {result.criterion}", ""]
     n_items = len(result.items)
     limit = s.get("limit")
-    scope = (f"the first {n_items} items in document-major order (limit {limit})" if limit
-             else f"all {n_items} items")
-    labels = ("gold preferences (A, B or tie)" if result.task == "pairwise"
-              else f"human scores on {result.human_scale.describe()}")
+    scope = (
+        f"the first {n_items} items in document-major order (limit {limit})"
+        if limit
+        else f"all {n_items} items"
+    )
+    labels = (
+        "gold preferences (A, B or tie)"
+        if result.task == "pairwise"
+        else f"human scores on {result.human_scale.describe()}"
+    )
     lines.append(
         f"{len(result.entries)} entries judged {scope}; {labels}. "
         f"Intervals are 95% percentile bootstrap intervals ({s.get('n_boot', 0)} resamples, seed "
@@ -213,19 +225,23 @@ def _summary_lines(result: CompareResult) -> list[str]:
         "missing score."
     )
     if any(m.of_all is not None for e in result.entries for m in e.measures.values()):
-        lines[-1] += (" A share (such as consistency) is of the scored items; where items were dropped, \"of "
-                      "all\" gives it over every item, each dropped one counted against the judge, as papers "
-                      "that report shares of all items count (LLMBar's order consistency 323/419).")
+        lines[-1] += (
+            ' A share (such as consistency) is of the scored items; where items were dropped, "of '
+            'all" gives it over every item, each dropped one counted against the judge, as papers '
+            "that report shares of all items count (LLMBar's order consistency 323/419)."
+        )
     lines[-1] += _labels_text(result)
     train = s.get("train")
     if train:
         fitted = [e.name for e in result.entries if e.fitted and e.fitted.get("fitted")]
-        lines += ["",
-                  f"Fit on train, compare on test: {len(fitted)} entries ({', '.join(fitted) or 'none'}) "
-                  f"were fitted on {train.get('n_items')} labelled training items "
-                  f"({train.get('source')}; {train.get('n_documents')} documents, none of them among the "
-                  f"judged items; ids in `{train.get('file', 'results.json')}`); the others were "
-                  "used as given."]
+        lines += [
+            "",
+            f"Fit on train, compare on test: {len(fitted)} entries ({', '.join(fitted) or 'none'}) "
+            f"were fitted on {train.get('n_items')} labelled training items "
+            f"({train.get('source')}; {train.get('n_documents')} documents, none of them among the "
+            f"judged items; ids in `{train.get('file', 'results.json')}`); the others were "
+            "used as given.",
+        ]
     if s.get("not_fitted"):
         lines += ["", "Not compared, because fitting on the training items failed:", ""]
         lines += [f"- {name}: {why}" for name, why in s["not_fitted"].items()]
@@ -236,37 +252,69 @@ def _summary_lines(result: CompareResult) -> list[str]:
     if cautions:
         lines += ["", "## Warnings", "", *(f"- {line}" for line in cautions)]
     if any(e.scoring for e in result.entries):
-        lines += ["", "How each entry's answers were read: "
-                  + "; ".join(f"{e.name}: {e.scoring}" for e in result.entries if e.scoring) + "."]
+        lines += [
+            "",
+            "How each entry's answers were read: "
+            + "; ".join(f"{e.name}: {e.scoring}" for e in result.entries if e.scoring)
+            + ".",
+        ]
     same = [e for e in result.entries if e.identical_to]
     if same:
-        lines += ["",
-                  "Identical by construction (the same prompts, backend, settings and fan-out as an earlier "
-                  "entry, so the same requests read the same way; their difference is 0 by construction, "
-                  "not a measurement):", ""]
+        lines += [
+            "",
+            "Identical by construction (the same prompts, backend, settings and fan-out as an earlier "
+            "entry, so the same requests read the same way; their difference is 0 by construction, "
+            "not a measurement):",
+            "",
+        ]
         lines += [f"- {e.name} = {e.identical_to}" for e in same]
-    lines += ["", "## Accuracy and bias", "",
-              "Best value per column in **bold**. Direction: ↑ higher is better, ↓ lower is better, "
-              "→ 0 closer to 0 is better.", ""]
+    lines += [
+        "",
+        "## Accuracy and bias",
+        "",
+        "Best value per column in **bold**. Direction: ↑ higher is better, ↓ lower is better, "
+        "→ 0 closer to 0 is better.",
+        "",
+    ]
     cols = _shown_columns(result)
     delta_info = _delta_info(result)
     has_delta = any(e.comparison is not None for e in result.entries)
     # a swap gain without gold ties is <= 0 by construction: neither "higher is better" nor a best value
-    unsigned = {k for k in cols if k == "swap-gain" and all(
-        e.measures[k].extra.get("nonpositive_by_construction") for e in result.entries
-        if e.measures.get(k) is not None and e.measures[k].ok)}
-    head = ["entry", "n ok", "parse failures", "errors",
-            *(f"{MEASURES[k].label} (≤ 0 by construction: no gold ties)" if k in unsigned
-              else _header(MEASURES[k])
-              for k in cols)]
+    unsigned = {
+        k
+        for k in cols
+        if k == "swap-gain"
+        and all(
+            e.measures[k].extra.get("nonpositive_by_construction")
+            for e in result.entries
+            if e.measures.get(k) is not None and e.measures[k].ok
+        )
+    }
+    head = [
+        "entry",
+        "n ok",
+        "parse failures",
+        "errors",
+        *(
+            f"{MEASURES[k].label} (≤ 0 by construction: no gold ties)"
+            if k in unsigned
+            else _header(MEASURES[k])
+            for k in cols
+        ),
+    ]
     if has_delta:
         head.append(f"{delta_info.label} ({_ARROWS[delta_info.direction]})")
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
-    best = {k: set() if k in unsigned else _best([e.measures[k].value for e in result.entries],
-                                                 MEASURES[k].direction) for k in cols}
-    best_delta = _best([math.nan if e.identical_to else _delta_value(e) for e in result.entries],
-                       delta_info.direction)
+    best = {
+        k: set()
+        if k in unsigned
+        else _best([e.measures[k].value for e in result.entries], MEASURES[k].direction)
+        for k in cols
+    }
+    best_delta = _best(
+        [math.nan if e.identical_to else _delta_value(e) for e in result.entries], delta_info.direction
+    )
     notes: list[str] = []
     for i, e in enumerate(result.entries):
         cells = [e.name, str(e.summary.ok), str(e.summary.parse_failures), str(e.summary.errors)]
@@ -278,9 +326,11 @@ def _summary_lines(result: CompareResult) -> list[str]:
             if not m.ok:
                 notes.append(f"- {e.name} / {MEASURES[k].label}: {plain_reason(m.reason, k)}")
             of_all = f"; of all: {_of_all_text(m)}" if m.n_failed and _of_all_text(m) else ""
-            abstained = (f"; abstained {m.extra['abstention_rate']:.3f} ({m.extra['abstained']}), "
-                         "counted wrong"
-                         if m.ok and m.extra.get("abstained") else "")
+            abstained = (
+                f"; abstained {m.extra['abstention_rate']:.3f} ({m.extra['abstained']}), counted wrong"
+                if m.ok and m.extra.get("abstained")
+                else ""
+            )
             cells.append(text + _ci_text(m, k) + of_all + abstained)
         if has_delta:
             c = e.comparison
@@ -293,16 +343,30 @@ def _summary_lines(result: CompareResult) -> list[str]:
                 if i in best_delta:
                     text = f"**{text}**"
                 ci = f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
-                p = (f", {'bootstrap ' if c.test_reason else ''}p={c.p_value:.3g}"
-                     if c.p_value is not None and math.isfinite(c.p_value) else "")
+                p = (
+                    f", {'bootstrap ' if c.test_reason else ''}p={c.p_value:.3g}"
+                    if c.p_value is not None and math.isfinite(c.p_value)
+                    else ""
+                )
                 if not math.isfinite(c.observed):
                     notes.append(f"- {e.name} / {delta_info.label}: {plain_reason(c.reason)}")
-                decided = (f"; decided items only: {_fmt(c.decided_observed)} (n={c.decided_n})"
-                           if c.decided_n is not None else "")
+                decided = (
+                    f"; decided items only: {_fmt(c.decided_observed)} (n={c.decided_n})"
+                    if c.decided_n is not None
+                    else ""
+                )
                 cells.append(text + ci + p + decided)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    ref = [("gold preferences (reference)" if result.task == "pairwise"
-            else f"humans (reference, {result.human_scale.describe()})"), "", "", ""]
+    ref = [
+        (
+            "gold preferences (reference)"
+            if result.task == "pairwise"
+            else f"humans (reference, {result.human_scale.describe()})"
+        ),
+        "",
+        "",
+        "",
+    ]
     any_ref = False
     for k in cols:
         reference = result.human.get(k)
@@ -319,13 +383,16 @@ def _summary_lines(result: CompareResult) -> list[str]:
     if missing:
         lines += ["", "Not computed for any entry:", ""]
         for k in missing:  # each entry's own reason; one sentence when they share it
-            reasons = {e.name: plain_reason(e.measures[k].reason if k in e.measures else "not measured", k)
-                       for e in result.entries}
+            reasons = {
+                e.name: plain_reason(e.measures[k].reason if k in e.measures else "not measured", k)
+                for e in result.entries
+            }
             if len(set(reasons.values())) == 1:
                 lines.append(f"- {MEASURES[k].label}: {next(iter(reasons.values()))}")
             else:
-                lines.append(f"- {MEASURES[k].label}: "
-                             + "; ".join(f"{name}: {why}" for name, why in reasons.items()))
+                lines.append(
+                    f"- {MEASURES[k].label}: " + "; ".join(f"{name}: {why}" for name, why in reasons.items())
+                )
     if notes:
         lines += ["", "Values shown as n/a:", "", *notes]
     reading = [f"- {MEASURES[k].label}: {MEASURES[k].note}" for k in cols if MEASURES[k].note]
@@ -345,26 +412,50 @@ def _estimates_section(result: CompareResult) -> list[str]:
     if not method:
         return []
     what = "win rate" if result.task == "pairwise" else "mean human score"
-    out = ["", "## Corrected estimates per system", "",
-           f"{result.settings.get('n_labelled')} of the {len(result.items)} items carry a label on "
-           f"{result.criterion!r}. Each entry's estimate of each system's {what} is its judge's value on "
-           f"every item corrected by the labelled items ({METHOD_TITLES.get(method, method)}, `{method}`; "
-           "95% intervals of the mean over each system's items, as `mitigate estimate` computes them, "
-           "docs/estimate.md). The judge's raw mean is not corrected (on the judge's own scale); the labels "
-           "alone are the labelled items' mean."]
+    out = [
+        "",
+        "## Corrected estimates per system",
+        "",
+        f"{result.settings.get('n_labelled')} of the {len(result.items)} items carry a label on "
+        f"{result.criterion!r}. Each entry's estimate of each system's {what} is its judge's value on "
+        f"every item corrected by the labelled items ({METHOD_TITLES.get(method, method)}, `{method}`; "
+        "95% intervals of the mean over each system's items, as `mitigate estimate` computes them, "
+        "docs/estimate.md). The judge's raw mean is not corrected (on the judge's own scale); the labels "
+        "alone are the labelled items' mean.",
+    ]
     for e in result.entries:
         est = e.estimate
         if est is None:
             out += ["", f"### {e.name}", "", f"No corrected estimate: {e.estimate_note or 'not computed'}."]
             continue
-        rows = [[g.group, str(g.n), str(g.n_labelled), "n/a" if g.judge is None
-                 else f"{g.judge.estimate:.3f}",
-                 _interval_text(g.estimate), _interval_text(g.human)] for g in est.groups]
-        out += ["", f"### {e.name}", "",
-                *md_table(["system" if est.by != "none" else "group", "items", "labelled", "raw mean (judge)",
-                           f"{'not corrected' if est.method == 'judge' else 'corrected'}, "
-                           f"{est.method} [95% CI]", "labels alone [95% CI]"], rows,
-                          ["left", "right", "right", "right", "right", "right"])]
+        rows = [
+            [
+                g.group,
+                str(g.n),
+                str(g.n_labelled),
+                "n/a" if g.judge is None else f"{g.judge.estimate:.3f}",
+                _interval_text(g.estimate),
+                _interval_text(g.human),
+            ]
+            for g in est.groups
+        ]
+        out += [
+            "",
+            f"### {e.name}",
+            "",
+            *md_table(
+                [
+                    "system" if est.by != "none" else "group",
+                    "items",
+                    "labelled",
+                    "raw mean (judge)",
+                    f"{'not corrected' if est.method == 'judge' else 'corrected'}, {est.method} [95% CI]",
+                    "labels alone [95% CI]",
+                ],
+                rows,
+                ["left", "right", "right", "right", "right", "right"],
+            ),
+        ]
         notes = list(dict.fromkeys([*est.notes, *(n for g in est.groups for n in g.estimate.notes)]))
         if notes:
             out += ["", *(f"- {md_cell(n)}" for n in notes)]
@@ -380,24 +471,37 @@ def _details(result: CompareResult) -> list[str]:
         outcome = ""
         if n_abs:
             # every item is one outcome: a value, an abstention, no value after a parse failure, or an error
-            outcome = (f" Items by outcome: {sm.ok} with a verdict, {n_abs} abstained, "
-                       f"{sm.items - sm.ok - n_abs - sm.errors} without one after parse failures, "
-                       f"{sm.errors} errors (= {sm.items}).")
-        out += [f"### {e.name}", "",
-                f"Kind: {e.kind}; {_answers_text(result, e)}; {sm.items} items, {sm.ok} ok, "
-                f"{sm.parse_failures} parse failures{' (both orders)' if result.task == 'pairwise' else ''}, "
-                f"{sm.errors} errors; {sm.calls} LM calls ({sm.cached_calls} from cache)." + outcome
-                + _fitted_text(e), "",
-                "| measure | direction | value | 95% CI | n | failed | of all | note |",
-                "|---|---|---:|---|---:|---:|---:|---|"]
+            outcome = (
+                f" Items by outcome: {sm.ok} with a verdict, {n_abs} abstained, "
+                f"{sm.items - sm.ok - n_abs - sm.errors} without one after parse failures, "
+                f"{sm.errors} errors (= {sm.items})."
+            )
+        out += [
+            f"### {e.name}",
+            "",
+            f"Kind: {e.kind}; {_answers_text(result, e)}; {sm.items} items, {sm.ok} ok, "
+            f"{sm.parse_failures} parse failures{' (both orders)' if result.task == 'pairwise' else ''}, "
+            f"{sm.errors} errors; {sm.calls} LM calls ({sm.cached_calls} from cache)."
+            + outcome
+            + _fitted_text(e),
+            "",
+            "| measure | direction | value | 95% CI | n | failed | of all | note |",
+            "|---|---|---:|---|---:|---:|---:|---|",
+        ]
         for k, m in e.measures.items():
             info = MEASURES.get(k)
             direction = _ARROWS[info.direction] if info else ""
             ci = _ci_text(m, k).strip()
             label = info.label if info else k
             note = plain_reason(m.reason, k) if m.reason else ""
-            out.append("| " + " | ".join(md_cell(c) for c in (label, direction, _value_text(k, m), ci, m.n,
-                                                             m.n_failed, _of_all_text(m), note)) + " |")
+            out.append(
+                "| "
+                + " | ".join(
+                    md_cell(c)
+                    for c in (label, direction, _value_text(k, m), ci, m.n, m.n_failed, _of_all_text(m), note)
+                )
+                + " |"
+            )
         out.append("")
     return out
 
@@ -416,8 +520,10 @@ def _fitted_text(e: EntryResult) -> str:
     if not e.fitted:
         return ""
     if e.fitted.get("fitted"):
-        return (f" Fitted on the {e.fitted.get('n_items')} items of {e.fitted.get('train')} (its spec holds "
-                "what it learned).")
+        return (
+            f" Fitted on the {e.fitted.get('n_items')} items of {e.fitted.get('train')} (its spec holds "
+            "what it learned)."
+        )
     return f" Not fitted here: {e.fitted.get('why')}."
 
 
@@ -434,12 +540,16 @@ def _per_system(result: CompareResult) -> list[str]:
             m = e.per_system.get(sys_name)
             cells.append("n/a" if m is None or not m.ok else f"{_fmt(m.value)} (n={m.n})")
         rows.append(cells)
-    out = ["## Per-system correlation P_i (Spearman with humans, per system)", "",
-           "Systems ordered by human quality Q_i (mean human score); the meta-correlation M = "
-           "corr(Q_i, P_i).", "",
-           *md_table(["system", "Q_i", *(e.name for e in entries)], rows,
-                     ["left", *["right"] * (len(entries) + 1)]),
-           ""]
+    out = [
+        "## Per-system correlation P_i (Spearman with humans, per system)",
+        "",
+        "Systems ordered by human quality Q_i (mean human score); the meta-correlation M = corr(Q_i, P_i).",
+        "",
+        *md_table(
+            ["system", "Q_i", *(e.name for e in entries)], rows, ["left", *["right"] * (len(entries) + 1)]
+        ),
+        "",
+    ]
     return out
 
 
@@ -448,11 +558,15 @@ def _per_pair(result: CompareResult) -> list[str]:
     tables = pair_tables(result)
     if not tables:
         return []
-    out = ["## Per system pair", "",
-           "Position consistency (↑) and preference fairness (→ 0; < 0 favours the first position, > 0 the "
-           "second) within each pair of systems, with 95% bootstrap intervals (Shi et al. 2024).", "",
-           "| entry | pair | n | position consistency | preference fairness | primacy / recency |",
-           "|---|---|---:|---|---|---|"]
+    out = [
+        "## Per system pair",
+        "",
+        "Position consistency (↑) and preference fairness (→ 0; < 0 favours the first position, > 0 the "
+        "second) within each pair of systems, with 95% bootstrap intervals (Shi et al. 2024).",
+        "",
+        "| entry | pair | n | position consistency | preference fairness | primacy / recency |",
+        "|---|---|---:|---|---|---|",
+    ]
 
     def cell(row: dict[str, Any] | None) -> str:
         if row is None or row.get("value") is None or not math.isfinite(row["value"]):
@@ -475,8 +589,9 @@ def _test_names(result: CompareResult) -> str:
     """The tests that gave the comparisons' p-values, in words (older results.json: the test compare then
     ran)."""
     default = "paired sign-flip permutation" if result.task == "pairwise" else "paired permutation"
-    names = list(dict.fromkeys(e.comparison.test or default for e in result.entries
-                               if e.comparison is not None))
+    names = list(
+        dict.fromkeys(e.comparison.test or default for e in result.entries if e.comparison is not None)
+    )
     return " or ".join(f"{n} test" for n in names)
 
 
@@ -485,35 +600,56 @@ def _comparisons(result: CompareResult) -> list[str]:
     if not rows:
         return []
     first = result.entries[0].name
-    what, short = (("Accuracy against the gold preferences", "Δ accuracy") if result.task == "pairwise"
-                   else ("Item-level Spearman", "Δ Spearman"))
-    out = [f"## Against {first}", "",
-           f"{what} of each entry minus that of the first entry, on items both scored; paired "
-           f"bootstrap interval and two-sided p from the {_test_names(result)} (column 'test'). The "
-           "permutation test swaps the two entries' values on each item, which is valid only when they "
-           "answer in one currency; otherwise p comes from the interval's own paired resamples.", "",
-           f"| entry | {short} | 95% CI | p | test | n | note |", "|---|---:|---|---:|---|---:|---|"]
+    what, short = (
+        ("Accuracy against the gold preferences", "Δ accuracy")
+        if result.task == "pairwise"
+        else ("Item-level Spearman", "Δ Spearman")
+    )
+    out = [
+        f"## Against {first}",
+        "",
+        f"{what} of each entry minus that of the first entry, on items both scored; paired "
+        f"bootstrap interval and two-sided p from the {_test_names(result)} (column 'test'). The "
+        "permutation test swaps the two entries' values on each item, which is valid only when they "
+        "answer in one currency; otherwise p comes from the interval's own paired resamples.",
+        "",
+        f"| entry | {short} | 95% CI | p | test | n | note |",
+        "|---|---:|---|---:|---|---:|---|",
+    ]
     for e in rows:
         c = e.comparison
         assert c is not None
         ci = f"[{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if c.ci_low is not None else ""
         p = f"{c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else "n/a"
         if e.identical_to:
-            out.append("| "
-                       + " | ".join(md_cell(x)
-                                    for x in (e.name, "—", "", "", "", c.n,
-                                              f"identical to {e.identical_to} by construction")) + " |")
+            out.append(
+                "| "
+                + " | ".join(
+                    md_cell(x)
+                    for x in (e.name, "—", "", "", "", c.n, f"identical to {e.identical_to} by construction")
+                )
+                + " |"
+            )
             continue
         note = plain_reason(c.reason) if c.reason else ""
         if c.test_reason:
             note = "; ".join(filter(None, [note, f"bootstrap test: {c.test_reason}"]))
         if c.decided_n is not None:
-            note = "; ".join(filter(None,
-                                    [note,
-                                     f"abstentions counted not correct; on the {c.decided_n} items both "
-                                     f"decided: {_fmt(c.decided_observed)}"]))
-        out.append("| " + " | ".join(md_cell(x) for x in (e.name, _fmt(c.observed), ci, p, c.test or "", c.n,
-                                                          note)) + " |")
+            note = "; ".join(
+                filter(
+                    None,
+                    [
+                        note,
+                        f"abstentions counted not correct; on the {c.decided_n} items both "
+                        f"decided: {_fmt(c.decided_observed)}",
+                    ],
+                )
+            )
+        out.append(
+            "| "
+            + " | ".join(md_cell(x) for x in (e.name, _fmt(c.observed), ci, p, c.test or "", c.n, note))
+            + " |"
+        )
     out.append("")
     return out
 
@@ -534,10 +670,18 @@ def _demos_section(result: CompareResult) -> list[str]:
     blocks = [(e, lines) for e, lines in blocks if lines]
     if not blocks:
         return []
-    out = ["## Demos", "",
-           "The demonstrations each entry's prompts show (for a fitted entry, the ones fitting chose "
-           "from the training items; the texts are cut at 70 characters).", ""]
+    out = [
+        "## Demos",
+        "",
+        "The demonstrations each entry's prompts show (for a fitted entry, the ones fitting chose "
+        "from the training items; the texts are cut at 70 characters).",
+        "",
+    ]
     for e, lines in blocks:
-        out += [f"### {e.name}", "", *(f"- {line}" if not line.startswith("  ") else line for line in lines),
-                ""]
+        out += [
+            f"### {e.name}",
+            "",
+            *(f"- {line}" if not line.startswith("  ") else line for line in lines),
+            "",
+        ]
     return out

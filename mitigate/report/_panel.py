@@ -31,19 +31,39 @@ def panel_members_section(result: CompareResult) -> list[str]:
         observed: dict[str, Any] = m.extra.get("observed") or {}
         for member, est in estimated.items():
             matrix = est.get("matrix") or {}
-            cells = "; ".join(f"true {k}: " + ", ".join(f"{a} {_fmt(p)}" for a, p in row.items())
-                              for k, row in matrix.items())
-            rows.append("| " + " | ".join(md_cell(c) for c in (
-                e.name, member, _fmt(est.get("balanced_accuracy")),
-                _fmt((observed.get(member) or {}).get("balanced_accuracy")), cells)) + " |")
+            cells = "; ".join(
+                f"true {k}: " + ", ".join(f"{a} {_fmt(p)}" for a, p in row.items())
+                for k, row in matrix.items()
+            )
+            rows.append(
+                "| "
+                + " | ".join(
+                    md_cell(c)
+                    for c in (
+                        e.name,
+                        member,
+                        _fmt(est.get("balanced_accuracy")),
+                        _fmt((observed.get(member) or {}).get("balanced_accuracy")),
+                        cells,
+                    )
+                )
+                + " |"
+            )
     if not rows:
         return []
-    return ["", "## Panel members", "",
-            "Each member's confusion matrix P(answer | true preference), estimated by unsupervised "
-            "Dawid-Skene from the members' verdicts alone (Dawid and Skene 1979), its balanced accuracy (the "
-            "mean over true classes of answering that class), and the balanced accuracy observed against the "
-            "gold preferences. The estimate assumes the members are better than chance on the whole; where "
-            "most of them are worse, it describes the flipped labelling (compare the two columns).", "",
-            "| entry | member | balanced acc. (estimated, no gold) | balanced acc. (observed) | P(answer "
-            "given the true class) |",
-            "|---|---|---:|---:|---|", *rows, ""]
+    return [
+        "",
+        "## Panel members",
+        "",
+        "Each member's confusion matrix P(answer | true preference), estimated by unsupervised "
+        "Dawid-Skene from the members' verdicts alone (Dawid and Skene 1979), its balanced accuracy (the "
+        "mean over true classes of answering that class), and the balanced accuracy observed against the "
+        "gold preferences. The estimate assumes the members are better than chance on the whole; where "
+        "most of them are worse, it describes the flipped labelling (compare the two columns).",
+        "",
+        "| entry | member | balanced acc. (estimated, no gold) | balanced acc. (observed) | P(answer "
+        "given the true class) |",
+        "|---|---|---:|---:|---|",
+        *rows,
+        "",
+    ]

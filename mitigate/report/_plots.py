@@ -38,16 +38,18 @@ PAIR_KEYS = ("position-consistency", "preference-fairness")
 def pair_tables(result: CompareResult) -> dict[str, dict[str, dict[str, Any]]]:
     """Entry name -> measure -> system pair -> row, for the entries whose pairwise measures hold per-pair
     tables."""
-    tables = {e.name: {k: e.measures[k].extra.get("per_group", {}) for k in PAIR_KEYS if k in e.measures}
-              for e in result.entries}
+    tables = {
+        e.name: {k: e.measures[k].extra.get("per_group", {}) for k in PAIR_KEYS if k in e.measures}
+        for e in result.entries
+    }
     return {name: t for name, t in tables.items() if any(t.values())}
 
 
 def has_consistency(result: CompareResult) -> bool:
-    return any(e.measures.get("perturbation-consistency") is not None
-               and e.measures["perturbation-consistency"].ok
-               for e in result.entries)
-
+    return any(
+        e.measures.get("perturbation-consistency") is not None and e.measures["perturbation-consistency"].ok
+        for e in result.entries
+    )
 
 
 def _plt() -> Any:
@@ -107,18 +109,30 @@ def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
     paths."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
-    draw = {"histograms.png": _histograms, "ls_vs_us.png": _ls_vs_us, "per_system.png": _per_system_plot,
-            "consistency.png": _consistency_plot, "per_pair.png": _per_pair_plot}
+    draw = {
+        "histograms.png": _histograms,
+        "ls_vs_us.png": _ls_vs_us,
+        "per_system.png": _per_system_plot,
+        "consistency.png": _consistency_plot,
+        "per_pair.png": _per_pair_plot,
+    }
     return [draw[name](result, out / name) for name in planned_plots(result)]
 
 
 def _histograms(result: CompareResult, path: Path) -> Path:
     plt = _plt()
-    panels = [(e.name, f"n={e.summary.ok}, {e.summary.parse_failures} parse failures", e.histogram)
-              for e in result.entries]
+    panels = [
+        (e.name, f"n={e.summary.ok}, {e.summary.parse_failures} parse failures", e.histogram)
+        for e in result.entries
+    ]
     pairwise = result.task == "pairwise"
-    panels.append(("humans (gold)" if pairwise else "humans (mean, rounded)",
-                   f"n={sum(result.human_histogram.values())}", result.human_histogram))
+    panels.append(
+        (
+            "humans (gold)" if pairwise else "humans (mean, rounded)",
+            f"n={sum(result.human_histogram.values())}",
+            result.human_histogram,
+        )
+    )
     rows, cols = _grid(len(panels))
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax, (name, subtitle, hist) in zip(axes.flat, panels, strict=False):
@@ -133,7 +147,7 @@ def _histograms(result: CompareResult, path: Path) -> Path:
             ax.set_xticks(xs, labels=list(hist))
         else:
             ax.set_xticks(xs if len(xs) <= 12 else xs[:: max(1, len(xs) // 10)])
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     kind = "Verdict distribution" if pairwise else "Score distribution"
     fig.suptitle(f"{kind}: {result.benchmark} / {result.criterion}")
@@ -153,8 +167,16 @@ def _ls_vs_us(result: CompareResult, path: Path) -> Path:
         ok = np.isfinite(ls) & np.isfinite(us)
         ax.scatter(ls[ok], us[ok], s=12, alpha=0.6, color="#3b6ea8")
         if not ok.any():
-            ax.text(0.5, 0.5, "no item has both LS and a judge score", transform=ax.transAxes, ha="center",
-                    va="center", fontsize=9, color="#c0392b")
+            ax.text(
+                0.5,
+                0.5,
+                "no item has both LS and a judge score",
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+                fontsize=9,
+                color="#c0392b",
+            )
             ax.set_xticks([])
             ax.set_yticks([])
         bias = e.measures.get("bias-score")
@@ -170,7 +192,7 @@ def _ls_vs_us(result: CompareResult, path: Path) -> Path:
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("LS = log P(output | input, task)")
         ax.set_ylabel("US = judge - human (normalised)")
-    for ax in list(axes.flat)[len(result.entries):]:
+    for ax in list(axes.flat)[len(result.entries) :]:
         ax.axis("off")
     fig.suptitle("Likelihood bias (Ohi et al. 2024)")
     fig.tight_layout()
@@ -189,13 +211,20 @@ def _per_system_plot(result: CompareResult, path: Path) -> Path:
         vals = [e.per_system[s].value if s in e.per_system else math.nan for s in systems]
         meta = e.measures.get("meta-spearman")
         label = _short(e.name) + (f" (M={meta.value:.2f})" if meta is not None and meta.ok else "")
-        ax.bar(x + (k - (len(entries) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width,
-               label=label)
+        ax.bar(
+            x + (k - (len(entries) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width, label=label
+        )
         for xi, v in zip(x, vals, strict=True):
             if not math.isfinite(v):
-                ax.text(xi + (k - (len(entries) - 1) / 2) * width, 0, "n/a", ha="center", va="bottom",
-                        fontsize=6,
-                        rotation=90)
+                ax.text(
+                    xi + (k - (len(entries) - 1) / 2) * width,
+                    0,
+                    "n/a",
+                    ha="center",
+                    va="bottom",
+                    fontsize=6,
+                    rotation=90,
+                )
     ax.set_xticks(x)
     ax.set_xticklabels([f"{s}\nQ={quality[s]:.2f}" for s in systems], fontsize=8)
     ax.axhline(0, color="#999999", linewidth=0.8)
@@ -212,24 +241,43 @@ def _per_pair_plot(result: CompareResult, path: Path) -> Path:
     plt = _plt()
     tables = pair_tables(result)
     pairs = list(dict.fromkeys(p for t in tables.values() for rows in t.values() for p in rows))
-    fig, axes = plt.subplots(1, 2, figsize=(max(8.0, 0.55 * len(pairs) * max(1, len(tables)) + 4), 4.2),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, 2, figsize=(max(8.0, 0.55 * len(pairs) * max(1, len(tables)) + 4), 4.2), squeeze=False
+    )
     width = 0.8 / max(len(tables), 1)
     x = np.arange(len(pairs))
-    for ax, key, label in zip(axes.flat, PAIR_KEYS, ("position consistency (↑)", "preference fairness (→ 0)"),
-                              strict=True):
+    for ax, key, label in zip(
+        axes.flat, PAIR_KEYS, ("position consistency (↑)", "preference fairness (→ 0)"), strict=True
+    ):
         for k, (name, t) in enumerate(tables.items()):
             rows = t.get(key, {})
-            vals = np.array([rows[p]["value"] if p in rows and rows[p]["value"] is not None else math.nan
-                             for p in pairs], dtype=float)
-            low = np.array([rows[p]["ci_low"] if p in rows and rows[p].get("ci_low") is not None else math.nan
-                            for p in pairs], dtype=float)
-            high = np.array([rows[p]["ci_high"] if p in rows and rows[p].get("ci_high") is not None
-                             else math.nan
-                             for p in pairs], dtype=float)
+            vals = np.array(
+                [rows[p]["value"] if p in rows and rows[p]["value"] is not None else math.nan for p in pairs],
+                dtype=float,
+            )
+            low = np.array(
+                [
+                    rows[p]["ci_low"] if p in rows and rows[p].get("ci_low") is not None else math.nan
+                    for p in pairs
+                ],
+                dtype=float,
+            )
+            high = np.array(
+                [
+                    rows[p]["ci_high"] if p in rows and rows[p].get("ci_high") is not None else math.nan
+                    for p in pairs
+                ],
+                dtype=float,
+            )
             err = np.nan_to_num(np.vstack([vals - low, high - vals]), nan=0.0)
-            ax.bar(x + (k - (len(tables) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width,
-                   yerr=err, capsize=2, label=_short(name))
+            ax.bar(
+                x + (k - (len(tables) - 1) / 2) * width,
+                np.nan_to_num(vals, nan=0.0),
+                width=width,
+                yerr=err,
+                capsize=2,
+                label=_short(name),
+            )
         ax.set_xticks(x)
         ax.set_xticklabels(pairs, rotation=45, ha="right", fontsize=8)
         ax.axhline(0, color="#999999", linewidth=0.8)
@@ -259,8 +307,9 @@ def _consistency_plot(result: CompareResult, path: Path) -> Path:
     ax.set_xticklabels(names, rotation=20, ha="right", fontsize=8)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("share of items with one score\nunder every perturbation")
-    ax.set_title(f"Consistency under guideline perturbation\n{result.benchmark} / {result.criterion}",
-                 fontsize=11)
+    ax.set_title(
+        f"Consistency under guideline perturbation\n{result.benchmark} / {result.criterion}", fontsize=11
+    )
     fig.tight_layout()
     return save_figure(fig, path)
 
@@ -307,9 +356,14 @@ def plot_search(result: Any, path: str | Path) -> Path:
     base = result.baseline_dev.value
     if math.isfinite(base):
         ax.axhline(base, color="grey", linestyle="--", label="baseline (dev)")
-    ax.plot([result.best_index], [values[result.best_index]] if math.isfinite(values[result.best_index])
-            else [floor],
-            "*", markersize=14, color="tab:orange", label="winner")
+    ax.plot(
+        [result.best_index],
+        [values[result.best_index]] if math.isfinite(values[result.best_index]) else [floor],
+        "*",
+        markersize=14,
+        color="tab:orange",
+        label="winner",
+    )
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -318,8 +372,12 @@ def plot_search(result: Any, path: str | Path) -> Path:
     ax.set_title(_short(f"{result.engine}: {result.objective.describe()}", 60), fontsize=10)
     ax.legend(fontsize=8, loc="best")
 
-    bars = [("winner\ndev", result.dev), ("baseline\ndev", result.baseline_dev),
-            ("winner\ntest", result.test), ("baseline\ntest", result.baseline_test)]
+    bars = [
+        ("winner\ndev", result.dev),
+        ("baseline\ndev", result.baseline_dev),
+        ("winner\ntest", result.test),
+        ("baseline\ntest", result.baseline_test),
+    ]
     for i, (label, v) in enumerate(bars):
         color = "tab:orange" if label.startswith("winner") else "grey"
         if not math.isfinite(v.value):
@@ -327,8 +385,9 @@ def plot_search(result: Any, path: str | Path) -> Path:
             continue
         bx.bar(i, v.value, color=color, alpha=0.8 if label.endswith("test") else 0.45)
         if v.ci_low is not None and v.ci_high is not None:
-            bx.errorbar(i, v.value, yerr=[[v.value - v.ci_low], [v.ci_high - v.value]], color="black",
-                        capsize=4)
+            bx.errorbar(
+                i, v.value, yerr=[[v.value - v.ci_low], [v.ci_high - v.value]], color="black", capsize=4
+            )
     bx.axhline(0, color="black", linewidth=0.5)
     bx.set_xticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
     g = result.test_gain
@@ -338,4 +397,3 @@ def plot_search(result: Any, path: str | Path) -> Path:
     bx.set_title(f"held-out test gain {gain}", fontsize=10)
     fig.tight_layout()
     return save_figure(fig, out)
-

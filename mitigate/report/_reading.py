@@ -22,16 +22,19 @@ from mitigate.measures import MEASURES, MIN_DOCUMENTS, MIN_ITEMS
 from mitigate.report._results import CompareResult, EntryResult
 
 _FIRST_SECOND: dict[str, tuple[str, str]] = {
-    "bias-score": ("the likelihood LS is the same for every item",
-                   "the judge-minus-human gap US is the same for "
-                   "every item"),
+    "bias-score": (
+        "the likelihood LS is the same for every item",
+        "the judge-minus-human gap US is the same for every item",
+    ),
     "length-spearman": ("the judge gave every item the same score", "every output has the same length"),
     "meta-spearman": ("every system has the same human quality", "every system has the same P_i"),
 }
 """Measure key -> what a constant first / second input of its correlation means."""
 
-_DEFAULT_FIRST_SECOND = ("the judge gave every item the same score",
-                         "the human labels are all equal on these items")
+_DEFAULT_FIRST_SECOND = (
+    "the judge gave every item the same score",
+    "the human labels are all equal on these items",
+)
 
 
 def plain_reason(reason: str | None, key: str = "") -> str:
@@ -40,15 +43,23 @@ def plain_reason(reason: str | None, key: str = "") -> str:
         return "undefined"
     first, second = _FIRST_SECOND.get(key, _DEFAULT_FIRST_SECOND)
     text = reason
-    text = text.replace("the first input is constant, so its correlation is undefined",
-                        f"{first}, so no correlation can be computed")
-    text = text.replace("the second input is constant, so its correlation is undefined",
-                        f"{second}, so no correlation can be computed")
-    text = text.replace("no judgment carries scores under 2 or more perturbations in meta['perturbations']",
-                        "no item was scored under 2 or more perturbed guidelines (only a pipeline with "
-                        "perturbed-guideline demos or a perturbation probe scores them)")
-    text = text.replace("no judgment holds verdicts in both orders (meta['orders'])",
-                        "no pair was judged in both orders (add position-swap, or record both orders)")
+    text = text.replace(
+        "the first input is constant, so its correlation is undefined",
+        f"{first}, so no correlation can be computed",
+    )
+    text = text.replace(
+        "the second input is constant, so its correlation is undefined",
+        f"{second}, so no correlation can be computed",
+    )
+    text = text.replace(
+        "no judgment carries scores under 2 or more perturbations in meta['perturbations']",
+        "no item was scored under 2 or more perturbed guidelines (only a pipeline with "
+        "perturbed-guideline demos or a perturbation probe scores them)",
+    )
+    text = text.replace(
+        "no judgment holds verdicts in both orders (meta['orders'])",
+        "no pair was judged in both orders (add position-swap, or record both orders)",
+    )
     text = re.sub(r"\s*\(?meta\[['\"](\w+)['\"]\]\)?", "", text)
     return text
 
@@ -72,11 +83,17 @@ def bottom_lines(result: CompareResult) -> list[str]:
     ``n`` either way.
     """
     if len(result.entries) < 2:
-        return [f"Only one entry ({result.entries[0].name}): nothing to "
-                "compare it with."] if result.entries else []
+        return (
+            [f"Only one entry ({result.entries[0].name}): nothing to compare it with."]
+            if result.entries
+            else []
+        )
     ref = result.entries[0].name
-    what = ("accuracy against the gold preferences" if result.task == "pairwise"
-            else "item-level Spearman with humans")
+    what = (
+        "accuracy against the gold preferences"
+        if result.task == "pairwise"
+        else "item-level Spearman with humans"
+    )
     docs = len({it.doc_id for it in result.items if it.doc_id is not None})
     out = []
     for e in result.entries[1:]:
@@ -87,8 +104,11 @@ def bottom_lines(result: CompareResult) -> list[str]:
             continue
         has_ci = c.ci_low is not None and c.ci_high is not None
         ci = f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if has_ci else ""
-        p = (f", {'bootstrap ' if c.test_reason else ''}p={c.p_value:.3g}"
-             if c.p_value is not None and math.isfinite(c.p_value) else "")
+        p = (
+            f", {'bootstrap ' if c.test_reason else ''}p={c.p_value:.3g}"
+            if c.p_value is not None and math.isfinite(c.p_value)
+            else ""
+        )
         diff = f"Δ {what} {_fmt(c.observed)}{ci}{p}, n={c.n}"
         has_p = c.p_value is not None and math.isfinite(c.p_value)
         ci_side = 0
@@ -98,15 +118,22 @@ def bottom_lines(result: CompareResult) -> list[str]:
         p_side = (1 if c.observed > 0 else -1) if has_p and c.p_value is not None and c.p_value < 0.05 else 0
         # a difference is claimed only when every test at hand says so: the interval excludes 0 and p < 0.05
         verdict = ci_side if has_ci and (not has_p or p_side == ci_side) else (p_side if not has_ci else 0)
-        better, worse = (("is more accurate than", "is less accurate than") if result.task == "pairwise"
-                         else ("agrees with humans better than", "agrees with humans worse than"))
-        few = [f"{c.n} items" if c.n < MIN_ITEMS else "", f"{docs} document{'s' if docs != 1 else ''}"
-               if 0 < docs < MIN_DOCUMENTS else ""]
+        better, worse = (
+            ("is more accurate than", "is less accurate than")
+            if result.task == "pairwise"
+            else ("agrees with humans better than", "agrees with humans worse than")
+        )
+        few = [
+            f"{c.n} items" if c.n < MIN_ITEMS else "",
+            f"{docs} document{'s' if docs != 1 else ''}" if 0 < docs < MIN_DOCUMENTS else "",
+        ]
         if any(few):
-            out.append(f"{e.name}: no claim against {ref} at this n ({diff}; "
-                       f"{' from '.join(f for f in few if f)} are too few: a difference is claimed from "
-                       f"{MIN_ITEMS} items and {MIN_DOCUMENTS} documents "
-                       "on).")
+            out.append(
+                f"{e.name}: no claim against {ref} at this n ({diff}; "
+                f"{' from '.join(f for f in few if f)} are too few: a difference is claimed from "
+                f"{MIN_ITEMS} items and {MIN_DOCUMENTS} documents "
+                "on)."
+            )
             continue
         if verdict > 0:
             out.append(f"{e.name} {better} {ref} at this n ({diff}).")
@@ -114,13 +141,20 @@ def bottom_lines(result: CompareResult) -> list[str]:
             out.append(f"{e.name} {worse} {ref} at this n ({diff}).")
         else:
             if has_ci and ci_side != 0:
-                basis = (f"the interval excludes 0 but the {'bootstrap' if c.test_reason else 'permutation'} "
-                         "test does not reject it: not established")
+                basis = (
+                    f"the interval excludes 0 but the {'bootstrap' if c.test_reason else 'permutation'} "
+                    "test does not reject it: not established"
+                )
             elif has_ci and p_side != 0:
                 basis = "p < 0.05 but the interval includes 0: not established"
             else:
-                basis = ("the interval includes 0" if has_ci else "p >= 0.05" if has_p
-                         else "no interval or test was computed")
+                basis = (
+                    "the interval includes 0"
+                    if has_ci
+                    else "p >= 0.05"
+                    if has_p
+                    else "no interval or test was computed"
+                )
             out.append(f"{e.name} does not differ measurably from {ref} at this n ({diff}; {basis}).")
     return out
 
@@ -136,43 +170,61 @@ def warnings(result: CompareResult) -> list[str]:
     out: list[str] = []
     n = len(result.items)
     if n < MIN_ITEMS:
-        out.append(f"Only {n} items were judged: with fewer than {MIN_ITEMS} items the intervals are wide "
-                   "and unstable; read differences as anecdotes, not findings.")
+        out.append(
+            f"Only {n} items were judged: with fewer than {MIN_ITEMS} items the intervals are wide "
+            "and unstable; read differences as anecdotes, not findings."
+        )
     docs = {it.doc_id for it in result.items if it.doc_id is not None}
     if docs and len(docs) < MIN_DOCUMENTS:
-        out.append(f"The items come from {len(docs)} document{'s' if len(docs) != 1 else ''}: per-document "
-                   f"and system-level correlations and #CP rest on fewer than {MIN_DOCUMENTS} documents, and "
-                   "their intervals say little (judge more documents with a larger --limit).")
+        out.append(
+            f"The items come from {len(docs)} document{'s' if len(docs) != 1 else ''}: per-document "
+            f"and system-level correlations and #CP rest on fewer than {MIN_DOCUMENTS} documents, and "
+            "their intervals say little (judge more documents with a larger --limit)."
+        )
     zero: dict[str, list[str]] = {}
     for e in result.entries:
-        keys = [k for k, m in e.measures.items() if m.ok and m.ci_low is not None and m.ci_high is not None
-                and math.isfinite(m.ci_low) and m.ci_low == m.ci_high]
+        keys = [
+            k
+            for k, m in e.measures.items()
+            if m.ok
+            and m.ci_low is not None
+            and m.ci_high is not None
+            and math.isfinite(m.ci_low)
+            and m.ci_low == m.ci_high
+        ]
         if keys:
             zero[e.name] = keys
     if zero:
-        labels = list(dict.fromkeys(MEASURES[k].label if k in MEASURES else k for keys in zero.values()
-                                    for k in keys))
+        labels = list(
+            dict.fromkeys(MEASURES[k].label if k in MEASURES else k for keys in zero.values() for k in keys)
+        )
         counts = ", ".join(f"{name} {len(keys)}" for name, keys in zero.items())
-        out.append(f"Intervals of zero width ({counts}: "
-                   f"{', '.join(labels[:8])}{', ...' if len(labels) > 8 else ''}): "
-                   "every resample gave the same value because there is too little to resample, not because "
-                   "the value is certain.")
+        out.append(
+            f"Intervals of zero width ({counts}: "
+            f"{', '.join(labels[:8])}{', ...' if len(labels) > 8 else ''}): "
+            "every resample gave the same value because there is too little to resample, not because "
+            "the value is certain."
+        )
     if result.task == "score":
         hs = result.human_scale
         for e in result.entries:
             if (e.scale.min, e.scale.max) != (hs.min, hs.max):
-                out.append(f"{e.name} answers on {e.scale.describe()} but the human labels are on "
-                           f"{hs.describe()}: "
-                           "correlations are unaffected, but score distributions, shares of the scale and "
-                           "score differences are not on the same footing.")
+                out.append(
+                    f"{e.name} answers on {e.scale.describe()} but the human labels are on "
+                    f"{hs.describe()}: "
+                    "correlations are unaffected, but score distributions, shares of the scale and "
+                    "score differences are not on the same footing."
+                )
     seen: dict[tuple[Any, ...], str] = {}
     for e in result.entries:
         answers = _answers(e, result)
         if not any(a is not None for a in answers):
             continue
         if answers in seen:
-            out.append(f"{e.name} gave exactly the same answer as {seen[answers]} on every item: the two "
-                       "entries may be the same judge, and their difference is 0 by construction.")
+            out.append(
+                f"{e.name} gave exactly the same answer as {seen[answers]} on every item: the two "
+                "entries may be the same judge, and their difference is 0 by construction."
+            )
         else:
             seen[answers] = e.name
     return out
@@ -182,8 +234,9 @@ def _demo_text(demo: dict[str, Any], width: int = 70) -> str:
     item = demo.get("item") or {}
     label = demo.get("verdict") if demo.get("verdict") is not None else demo.get("score")
     if isinstance(label, dict):
-        label = ", ".join(f"{k} {v:g}" if isinstance(v, int | float) else f"{k} {v}" for k,
-                          v in label.items())
+        label = ", ".join(
+            f"{k} {v:g}" if isinstance(v, int | float) else f"{k} {v}" for k, v in label.items()
+        )
     elif isinstance(label, int | float):
         label = f"{label:g}"
     text = " ".join(str(item.get("output") or "").split())
@@ -199,8 +252,11 @@ def _walk_demos(spec: Any) -> list[tuple[str, Any]]:
     if isinstance(spec, dict):
         params = spec.get("params")
         if isinstance(params, dict) and "demos_" in params:
-            per_item = (params.get("demos_") is None and params.get("selector") is not None
-                        and not params.get("demos"))
+            per_item = (
+                params.get("demos_") is None
+                and params.get("selector") is not None
+                and not params.get("demos")
+            )
             demos = None if per_item else (params.get("demos_") or params.get("demos") or [])
             found.append((str(spec.get("name", "demos")), demos))
         for v in spec.values():

@@ -26,20 +26,43 @@ from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text
 from mitigate.run import RunSummary
 from mitigate.scale import Scale
 
-ESTIMATE_COLUMNS = ("entry", "system", "n", "n_labelled", "method", "estimate", "low", "high", "raw_mean",
-                    "labels_mean", "labels_low", "labels_high")
+ESTIMATE_COLUMNS = (
+    "entry",
+    "system",
+    "n",
+    "n_labelled",
+    "method",
+    "estimate",
+    "low",
+    "high",
+    "raw_mean",
+    "labels_mean",
+    "labels_low",
+    "labels_high",
+)
 """The columns of :meth:`CompareResult.estimate_rows` (and ``to_pandas("estimates")``)."""
 
-COMPARISON_COLUMNS = ("entry", "against", "measure", "observed", "low", "high", "p_value", "test",
-                      "test_reason", "n",
-                      "reason")
+COMPARISON_COLUMNS = (
+    "entry",
+    "against",
+    "measure",
+    "observed",
+    "low",
+    "high",
+    "p_value",
+    "test",
+    "test_reason",
+    "n",
+    "reason",
+)
 """The columns of :meth:`CompareResult.comparison_rows` (and ``to_pandas("comparisons")``)."""
 
 DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
 """How the comparison against the first entry is shown."""
 
-DELTA_ACCURACY_INFO = MeasureInfo(label="Δ accuracy vs first", direction="higher", group="accuracy",
-                                  headline=True)
+DELTA_ACCURACY_INFO = MeasureInfo(
+    label="Δ accuracy vs first", direction="higher", group="accuracy", headline=True
+)
 """How the comparison against the first entry is shown on a pairwise benchmark."""
 
 
@@ -188,8 +211,16 @@ class CompareResult(BaseModel):
             for rec, j in zip(self.items, e.judgments, strict=True):
                 human: Any = rec.gold if self.task == "pairwise" else rec.human
                 for row in j.rows(self.criterion):
-                    out.append({"entry": e.name, "item": rec.id, "document": rec.doc_id, "system": rec.system,
-                                **row, "human": human})
+                    out.append(
+                        {
+                            "entry": e.name,
+                            "item": rec.id,
+                            "document": rec.doc_id,
+                            "system": rec.system,
+                            **row,
+                            "human": human,
+                        }
+                    )
         return out
 
     def estimate_rows(self) -> list[dict[str, Any]]:
@@ -205,12 +236,22 @@ class CompareResult(BaseModel):
             if e.estimate is None:
                 continue
             for row in e.estimate.rows():
-                out.append({"entry": e.name, "system": row["group"], "n": row["n"],
-                            "n_labelled": row["n_labelled"],
-                            "method": row["method"], "estimate": row["estimate"], "low": row["low"],
-                            "high": row["high"], "raw_mean": row["judge_estimate"],
-                            "labels_mean": row["human_estimate"], "labels_low": row["human_low"],
-                            "labels_high": row["human_high"]})
+                out.append(
+                    {
+                        "entry": e.name,
+                        "system": row["group"],
+                        "n": row["n"],
+                        "n_labelled": row["n_labelled"],
+                        "method": row["method"],
+                        "estimate": row["estimate"],
+                        "low": row["low"],
+                        "high": row["high"],
+                        "raw_mean": row["judge_estimate"],
+                        "labels_mean": row["human_estimate"],
+                        "labels_low": row["human_low"],
+                        "labels_high": row["human_high"],
+                    }
+                )
         return out
 
     def comparison_rows(self) -> list[dict[str, Any]]:
@@ -218,15 +259,30 @@ class CompareResult(BaseModel):
         interval (``low``, ``high``), ``p_value``, the ``test`` that gave it and why the permutation test was
         not
         valid (``test_reason``), ``n`` and the ``reason`` a difference is missing."""
-        return [{"entry": e.name, "against": c.against, "measure": c.measure, "observed": c.observed,
-                 "low": c.ci_low,
-                 "high": c.ci_high, "p_value": c.p_value, "test": c.test, "test_reason": c.test_reason,
-                 "n": c.n,
-                 "reason": c.reason}
-                for e in self.entries if (c := e.comparison) is not None]
+        return [
+            {
+                "entry": e.name,
+                "against": c.against,
+                "measure": c.measure,
+                "observed": c.observed,
+                "low": c.ci_low,
+                "high": c.ci_high,
+                "p_value": c.p_value,
+                "test": c.test,
+                "test_reason": c.test_reason,
+                "n": c.n,
+                "reason": c.reason,
+            }
+            for e in self.entries
+            if (c := e.comparison) is not None
+        ]
 
-    def to_pandas(self, table: Literal["judgments", "estimates", "comparisons"] = "judgments", *,
-                  folder: str | Path | None = None) -> Any:
+    def to_pandas(
+        self,
+        table: Literal["judgments", "estimates", "comparisons"] = "judgments",
+        *,
+        folder: str | Path | None = None,
+    ) -> Any:
         """A pandas DataFrame (needs the ``pandas`` extra): :meth:`rows` (``table="judgments"``, one row per
         entry, item and order), :meth:`estimate_rows` (``table="estimates"``, one row per entry and system) or
         :meth:`comparison_rows` (``table="comparisons"``, one row per entry compared with the first).

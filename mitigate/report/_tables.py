@@ -23,8 +23,9 @@ def md_cell(text: object) -> str:
     return s.replace("\\|", "|").replace("|", "\\|").strip()
 
 
-def md_table(header: Sequence[object], rows: Sequence[Sequence[object]],
-             align: Sequence[str] | None = None) -> list[str]:
+def md_table(
+    header: Sequence[object], rows: Sequence[Sequence[object]], align: Sequence[str] | None = None
+) -> list[str]:
     """The lines of a markdown table; ``align`` per column is "left" (default) or "right".
 
     Every row must have as many cells as the header (ValueError otherwise): a short row
@@ -34,8 +35,10 @@ def md_table(header: Sequence[object], rows: Sequence[Sequence[object]],
     aligns = list(align) if align is not None else ["left"] * width
     if len(aligns) != width:
         raise ValueError(f"expected {width} alignments, one per column; got {len(aligns)}")
-    out = ["| " + " | ".join(md_cell(h) for h in header) + " |",
-           "|" + "|".join("---:" if a == "right" else "---" for a in aligns) + "|"]
+    out = [
+        "| " + " | ".join(md_cell(h) for h in header) + " |",
+        "|" + "|".join("---:" if a == "right" else "---" for a in aligns) + "|",
+    ]
     for i, row in enumerate(rows):
         if len(row) != width:
             raise ValueError(f"expected {width} cells in row {i} (one per column); got {len(row)}")
@@ -79,8 +82,11 @@ def best_indices(values: Sequence[float | None], direction: str, digits: int = 3
     """
     if direction not in _DIRECTIONS:
         raise ValueError(f"expected a direction in {_DIRECTIONS}; got {direction!r}")
-    finite = [(i, round(float(v), digits)) for i, v in enumerate(values)
-              if v is not None and math.isfinite(float(v))]
+    finite = [
+        (i, round(float(v), digits))
+        for i, v in enumerate(values)
+        if v is not None and math.isfinite(float(v))
+    ]
     if len({v for _, v in finite}) < 2:
         return set()
     key = {"higher": lambda v: -v, "lower": lambda v: v, "zero": abs}[direction]

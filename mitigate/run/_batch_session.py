@@ -2,7 +2,7 @@
 
 ``run(judge, items, batch=BatchConfig(...))`` (``mitigate judge --batch``, ``mitigate compare
 --batch``) judges every item as usual, but each leaf LM of the judge is replaced by a
-:class:`~mitigate.lm._batching.BatchingLM`. A request the LM cache can answer is answered at once; any other is
+:class:`~mitigate.lm.BatchingLM`. A request the LM cache can answer is answered at once; any other is
 *parked* in a :class:`BatchSession`. When the run goes quiet (every item is waiting on a
 parked request), the session writes the parked requests as batch files, splitting them at
 the provider's size limits, submits them, polls them with a growing interval, and when a
@@ -118,10 +118,12 @@ class BatchStats(BaseModel):
 
     def line(self) -> str:
         """One human-readable line."""
-        return (f"batch: {self.submitted_batches} batches submitted ({self.submitted_requests} requests), "
-                f"{self.resumed_batches} resumed ({self.adopted_batches} found after a crash), "
-                f"{self.collected_batches} collected: {self.succeeded} answers, {self.failed} failed, "
-                f"{self.retried} resent; {self.cache_hits} answered from the cache")
+        return (
+            f"batch: {self.submitted_batches} batches submitted ({self.submitted_requests} requests), "
+            f"{self.resumed_batches} resumed ({self.adopted_batches} found after a crash), "
+            f"{self.collected_batches} collected: {self.succeeded} answers, {self.failed} failed, "
+            f"{self.retried} resent; {self.cache_hits} answered from the cache"
+        )
 
 
 @dataclass
@@ -148,8 +150,10 @@ class BatchSession:
         self.options = options or BatchConfig()
         folder = directory if directory is not None else self.options.directory
         if folder is None:
-            raise ConfigError("batch mode needs a folder for its batch record (to resume a killed run); "
-                              "expected a journal / --run-dir or BatchConfig(directory=...); got none")
+            raise ConfigError(
+                "batch mode needs a folder for its batch record (to resume a killed run); "
+                "expected a journal / --run-dir or BatchConfig(directory=...); got none"
+            )
         self.store = BatchStore(folder)
         self.stats = BatchStats()
         self.states: dict[str, BatchState] = {}
@@ -309,8 +313,9 @@ class BatchSession:
                     await self._wake.wait()
                 continue
             changed = await self._poll(open_records)
-            interval = (self.options.poll_interval if changed
-                        else min(self.options.max_poll_interval, interval * 1.5))
+            interval = (
+                self.options.poll_interval if changed else min(self.options.max_poll_interval, interval * 1.5)
+            )
             if any(not r.collected for r in open_records):
                 await asyncio.sleep(interval)
 
@@ -346,8 +351,9 @@ class BatchSession:
             for chunk in api.chunks(groups):
                 keys = [k for k, _ in chunk]
                 lines = [line for _, ls in chunk for line in ls]
-                record = self.store.begin(api, [(k, requests[k]) for k in keys], len(lines),
-                                          attempt=max(attempts[k] for k in keys))
+                record = self.store.begin(
+                    api, [(k, requests[k]) for k in keys], len(lines), attempt=max(attempts[k] for k in keys)
+                )
                 for k in keys:
                     self._in_batch[k] = record.local
                 self._lines[record.local] = len(lines)
@@ -395,8 +401,9 @@ class BatchSession:
             self._in_batch.pop(key, None)
             parked = self._waiting.pop(key, None)
             if parked is not None and not parked.future.done():
-                parked.future.set_exception(LMCallError(f"the provider refused the batch: {exc}",
-                                                        backend=record.identity))
+                parked.future.set_exception(
+                    LMCallError(f"the provider refused the batch: {exc}", backend=record.identity)
+                )
         self.stats.failed += len(record.keys)
 
     # ------------------------------------------------------------------ poll, collect
@@ -434,8 +441,9 @@ class BatchSession:
     async def _collect(self, api: BatchAPI, record: BatchRecord, state: BatchState) -> None:
         results = await self._retrying("results", lambda: api.results(state))
         requests = self.store.requests(record)
-        expected = {cid for key, req in requests.items()
-                    for cid in custom_ids(key, req.n, per_sample=api.per_sample)}
+        expected = {
+            cid for key, req in requests.items() for cid in custom_ids(key, req.n, per_sample=api.per_sample)
+        }
         if results and not expected & results.keys():
             # an adopted batch whose results are someone else's: forget it and submit ours
             self.store.disown(record)
@@ -450,10 +458,16 @@ class BatchSession:
             if errors:
                 failures[key] = errors[0]
             elif any(g is None for g in got):
-                failures[key] = (BatchItemError(kind="failed", message=state.message) if state.message else
-                                 BatchItemError(kind="missing", retryable=True,
-                                                message=f"batch {state.batch_id} ({state.status}) returned "
-                                                        "no result for this request"))
+                failures[key] = (
+                    BatchItemError(kind="failed", message=state.message)
+                    if state.message
+                    else BatchItemError(
+                        kind="missing",
+                        retryable=True,
+                        message=f"batch {state.batch_id} ({state.status}) returned "
+                        "no result for this request",
+                    )
+                )
             else:
                 try:
                     answers[key] = api.response(request, [g for g in got if isinstance(g, dict)])
@@ -462,8 +476,10 @@ class BatchSession:
         cache = self._caches.get(record.identity)
         if cache is None:
             cache = self._default_cache()
-        payloads = [(key, resp.model_copy(update={"cached": False}).model_dump_json()) for key,
-                    resp in answers.items()]
+        payloads = [
+            (key, resp.model_copy(update={"cached": False}).model_dump_json())
+            for key, resp in answers.items()
+        ]
         await asyncio.to_thread(_store_all, cache, payloads, record.identity, record.model)
         self.store.collected(record, state.status, {k: f"{e.kind}: {e.message}" for k, e in failures.items()})
         self.stats.collected_batches += 1
@@ -487,9 +503,13 @@ class BatchSession:
                 continue
             del self._waiting[key]
             if not parked.future.done():
-                parked.future.set_exception(LMCallError(
-                    f"batch {state.batch_id}: the request {error.kind} ({error.message})",
-                    backend=record.identity, status=error.status))
+                parked.future.set_exception(
+                    LMCallError(
+                        f"batch {state.batch_id}: the request {error.kind} ({error.message})",
+                        backend=record.identity,
+                        status=error.status,
+                    )
+                )
         self._last_park = time.monotonic()  # follow-ups: let the woken items park their next calls first
 
     # ------------------------------------------------------------------ progress
@@ -508,8 +528,10 @@ class BatchSession:
         self._bar.n = done
         statuses = Counter(s.status for s in self.states.values())
         failed = sum(s.failed for s in self.states.values())
-        self._bar.set_postfix_str(", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
-                                  + (f"; {failed} failed" if failed else ""))
+        self._bar.set_postfix_str(
+            ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+            + (f"; {failed} failed" if failed else "")
+        )
         self._bar.refresh()
 
 
@@ -536,10 +558,12 @@ def batch_api_for(lm: LM) -> BatchAPI:
     """
     backend = innermost(lm)  # the implementations import the SDKs: only when batch mode is used
     if backend.provider in ("openai", "anthropic") and importlib.util.find_spec(backend.provider) is None:
-        raise BackendSpecError(f"batch mode on {lm.spec!r} goes through the {backend.provider!r} SDK, which "
-                               "is not installed; expected it importable (pip install "
-                               f"'mitigate[{backend.provider}]')",
-                               spec=lm.spec)
+        raise BackendSpecError(
+            f"batch mode on {lm.spec!r} goes through the {backend.provider!r} SDK, which "
+            "is not installed; expected it importable (pip install "
+            f"'mitigate[{backend.provider}]')",
+            spec=lm.spec,
+        )
     if backend.provider == "openai":
         from mitigate.lm import OpenAIBatchAPI, OpenAILM
 
@@ -556,8 +580,13 @@ def batch_api_for(lm: LM) -> BatchAPI:
     )
 
 
-def session_for(batch: BatchConfig | BatchSession | bool, folder: Path | None, *,
-                progress: bool = True, judge: Judge | None = None) -> tuple[BatchSession, bool]:
+def session_for(
+    batch: BatchConfig | BatchSession | bool,
+    folder: Path | None,
+    *,
+    progress: bool = True,
+    judge: Judge | None = None,
+) -> tuple[BatchSession, bool]:
     """The session a run uses for ``batch`` (options, a shared session, or True), and whether the run owns it.
 
     A session made here keeps its record in ``options.directory``, else in ``folder`` (the
@@ -570,8 +599,9 @@ def session_for(batch: BatchConfig | BatchSession | bool, folder: Path | None, *
     if isinstance(batch, BatchSession):
         return batch, False
     if batch is not True and not isinstance(batch, BatchConfig):
-        raise ConfigError("expected batch to be True, BatchConfig or a BatchSession; got "
-                          f"{type(batch).__name__}")
+        raise ConfigError(
+            f"expected batch to be True, BatchConfig or a BatchSession; got {type(batch).__name__}"
+        )
     options = batch if isinstance(batch, BatchConfig) else BatchConfig()
     if not progress:
         options = options.model_copy(update={"progress": False})

@@ -42,10 +42,17 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
     retry_after, patience = exc.context.get("retry_after"), exc.context.get("patience")
     if isinstance(retry_after, int | float) and isinstance(patience, int | float) and retry_after > patience:
         last = exc.context.get("last_error")
-        said = "its rate-limit headers" if getattr(last, "context",
-                                                   {}).get("reason") == "rate-limit" else "Retry-After"
-        return ("retry-after", f"the server asked to wait {retry_after:g} s before retrying ({said}), longer "
-                f"than this run's patience of {patience:g} s; try again later or allow a longer wait", True)
+        said = (
+            "its rate-limit headers"
+            if getattr(last, "context", {}).get("reason") == "rate-limit"
+            else "Retry-After"
+        )
+        return (
+            "retry-after",
+            f"the server asked to wait {retry_after:g} s before retrying ({said}), longer "
+            f"than this run's patience of {patience:g} s; try again later or allow a longer wait",
+            True,
+        )
     last = exc.context.get("last_error")
     attempts = exc.context.get("attempts")
     if isinstance(last, TransientLMError) and isinstance(attempts, int):
@@ -53,19 +60,31 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
         if reason == "connection":
             return "unreachable", f"could not connect on any of {attempts} attempts: {last.message}", True
         if reason == "closed":
-            return "closed", (f"the server closed the connection on every one of {attempts} attempts: "
-                              f"{last.message}"), False
+            return (
+                "closed",
+                (f"the server closed the connection on every one of {attempts} attempts: {last.message}"),
+                False,
+            )
         if reason == "cut":
-            return "cut", (f"the server broke off its answer on every one of {attempts} attempts: "
-                           f"{last.message}"), False
+            return (
+                "cut",
+                (f"the server broke off its answer on every one of {attempts} attempts: {last.message}"),
+                False,
+            )
         if reason == "timeout":
             return "timeout", f"every one of {attempts} attempts timed out: {last.message}", False
         if reason == "unavailable":  # every replica of a pool out, for different causes
-            return "unavailable", (f"every one of {attempts} attempts found no replica to send to: "
-                                   f"{last.message}"), False
+            return (
+                "unavailable",
+                (f"every one of {attempts} attempts found no replica to send to: {last.message}"),
+                False,
+            )
         if last.status is not None:
-            return f"exhausted-{last.status}", (f"every one of {attempts} attempts failed: "
-                                                f"{last.message}"), False
+            return (
+                f"exhausted-{last.status}",
+                (f"every one of {attempts} attempts failed: {last.message}"),
+                False,
+            )
     return None
 
 
@@ -78,8 +97,9 @@ class CircuitBreaker:
 
     def __init__(self, stop_after: int = STOP_AFTER) -> None:
         if isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 0:
-            raise ConfigError("The 'stop_after' parameter of run must be an int >= 0. Got "
-                              f"{stop_after!r} instead.")
+            raise ConfigError(
+                f"The 'stop_after' parameter of run must be an int >= 0. Got {stop_after!r} instead."
+            )
         self.stop_after = stop_after
         self.kind: str | None = None
         self.count = 0

@@ -57,36 +57,66 @@ BATCH = 1000
 """Rows written per transaction."""
 
 JUDGMENT_COLUMNS = (
-    ("seq", "INTEGER PRIMARY KEY"), ("entry", "TEXT"), ("item", "TEXT NOT NULL"), ("document", "TEXT"),
-    ("system", "TEXT"), ("ok", "INTEGER NOT NULL"), ("error", "TEXT"), ("failure", "TEXT"), ("flags", "TEXT"),
-    ("needs_human", "INTEGER NOT NULL"), ("raw", "TEXT"), ("calls", "INTEGER"),
-    ("cached_calls", "INTEGER"), ("prompt_tokens", "INTEGER"), ("completion_tokens", "INTEGER"),
-    ("cached_prompt_tokens", "INTEGER"), ("cost_usd", "REAL"),
+    ("seq", "INTEGER PRIMARY KEY"),
+    ("entry", "TEXT"),
+    ("item", "TEXT NOT NULL"),
+    ("document", "TEXT"),
+    ("system", "TEXT"),
+    ("ok", "INTEGER NOT NULL"),
+    ("error", "TEXT"),
+    ("failure", "TEXT"),
+    ("flags", "TEXT"),
+    ("needs_human", "INTEGER NOT NULL"),
+    ("raw", "TEXT"),
+    ("calls", "INTEGER"),
+    ("cached_calls", "INTEGER"),
+    ("prompt_tokens", "INTEGER"),
+    ("completion_tokens", "INTEGER"),
+    ("cached_prompt_tokens", "INTEGER"),
+    ("cost_usd", "REAL"),
 )
 """The ``judgments`` table: one row per judgment (name, SQLite type)."""
 SCORE_COLUMNS = (
-    ("seq", "INTEGER NOT NULL"), ("criterion", "TEXT"), ("order", "TEXT"), ("score", "REAL"),
+    ("seq", "INTEGER NOT NULL"),
+    ("criterion", "TEXT"),
+    ("order", "TEXT"),
+    ("score", "REAL"),
     ("verdict", "TEXT"),
-    ("human", ""), ("samples", "TEXT"),
+    ("human", ""),
+    ("samples", "TEXT"),
 )
 """The ``scores`` table: one row per criterion (or pairwise order) of a judgment; ``human`` is a number or a
 gold
 preference ("A", "B", "tie"); ``samples`` the criterion's per-sample scores as JSON (null for a failed
 sample)."""
-NUMERIC = frozenset({"seq", "ok", "needs_human", "calls", "cached_calls", "prompt_tokens",
-                     "completion_tokens",
-                     "cached_prompt_tokens", "cost_usd", "score"})
+NUMERIC = frozenset(
+    {
+        "seq",
+        "ok",
+        "needs_human",
+        "calls",
+        "cached_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "cached_prompt_tokens",
+        "cost_usd",
+        "score",
+    }
+)
 """Columns :meth:`Columns.column` returns as float arrays (NULL as NaN)."""
-_TABLE_OF = ({name: "judgments" for name, _ in JUDGMENT_COLUMNS}
-             | {name: "scores" for name, _ in SCORE_COLUMNS[1:]})
+_TABLE_OF = {name: "judgments" for name, _ in JUDGMENT_COLUMNS} | {
+    name: "scores" for name, _ in SCORE_COLUMNS[1:]
+}
 
 _SCHEMA = [
     "CREATE TABLE about (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE judgments ({})".format(", ".join(f'"{n}" {t}' for n, t in JUDGMENT_COLUMNS)),
     "CREATE TABLE scores ({})".format(", ".join(f'"{n}" {t}'.rstrip() for n, t in SCORE_COLUMNS)),
 ]
-_INDEXES = ["CREATE INDEX scores_seq ON scores (seq)",
-            "CREATE INDEX judgments_item ON judgments (entry, item)"]
+_INDEXES = [
+    "CREATE INDEX scores_seq ON scores (seq)",
+    "CREATE INDEX judgments_item ON judgments (entry, item)",
+]
 
 
 def _quoted(name: str) -> str:
@@ -101,8 +131,9 @@ class ColumnWriter:
     ``criterion`` is the criterion whose human score fills ``human`` (None: the judgment's own).
     """
 
-    def __init__(self, path: Path | str, about: Mapping[str, Any] | None = None, *,
-                 criterion: str | None = None) -> None:
+    def __init__(
+        self, path: Path | str, about: Mapping[str, Any] | None = None, *, criterion: str | None = None
+    ) -> None:
         self.path = Path(path)
         self.about = dict(about or {})
         self.criterion = criterion
@@ -122,13 +153,15 @@ class ColumnWriter:
             conn.execute("PRAGMA synchronous=OFF")
             for statement in _SCHEMA:
                 conn.execute(statement)
-            conn.executemany("INSERT INTO about VALUES (?, ?)",
-                             [(k, json.dumps(v)) for k,
-                              v in {"version": COLUMNS_VERSION, **self.about}.items()])
+            conn.executemany(
+                "INSERT INTO about VALUES (?, ?)",
+                [(k, json.dumps(v)) for k, v in {"version": COLUMNS_VERSION, **self.about}.items()],
+            )
         except sqlite3.Error as exc:
             self._stack.close()
-            raise ConfigError(f"expected to write the results' columns {self.path}; got {exc}",
-                              path=str(self.path)) from None
+            raise ConfigError(
+                f"expected to write the results' columns {self.path}; got {exc}", path=str(self.path)
+            ) from None
         except BaseException:
             self._stack.close()
             raise
@@ -141,23 +174,47 @@ class ColumnWriter:
         self.rows += 1
         usage = judgment.usage
         rows = judgment.rows(self.criterion)
-        first = rows[0] if rows else {"raw": "\n\n".join(judgment.raw), "failure": judgment.error,
-                                      "flags": ""}
-        self._judgments.append((
-            seq, entry, judgment.item_id, item.doc_id if item else None, item.system if item else None,
-            int(judgment.ok), judgment.error, first["failure"], first["flags"],
-            int("needs_human" in judgment.flags),
-            first["raw"], judgment.calls, judgment.cached_calls, usage.prompt_tokens,
-            usage.completion_tokens, usage.cached_prompt_tokens, judgment.cost_usd,
-        ))
+        first = (
+            rows[0] if rows else {"raw": "\n\n".join(judgment.raw), "failure": judgment.error, "flags": ""}
+        )
+        self._judgments.append(
+            (
+                seq,
+                entry,
+                judgment.item_id,
+                item.doc_id if item else None,
+                item.system if item else None,
+                int(judgment.ok),
+                judgment.error,
+                first["failure"],
+                first["flags"],
+                int("needs_human" in judgment.flags),
+                first["raw"],
+                judgment.calls,
+                judgment.cached_calls,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                usage.cached_prompt_tokens,
+                judgment.cost_usd,
+            )
+        )
         for row in rows:
             crit = row["criterion"]
             human: Any = None
             if item is not None and crit is not None:
                 human = item.preference.get(crit) if item.output_b is not None else item.human.get(crit)
             samples = judgment.samples.get(crit) if crit is not None else None
-            self._scores.append((seq, crit, row["order"], row["score"], row["verdict"], human,
-                                 None if samples is None else json.dumps(list(samples))))
+            self._scores.append(
+                (
+                    seq,
+                    crit,
+                    row["order"],
+                    row["score"],
+                    row["verdict"],
+                    human,
+                    None if samples is None else json.dumps(list(samples)),
+                )
+            )
         if len(self._judgments) >= BATCH:
             self._flush()
 
@@ -167,19 +224,23 @@ class ColumnWriter:
             return
         try:
             conn.execute("BEGIN")
-            conn.executemany(f"INSERT INTO judgments VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})",
-                             self._judgments)
-            conn.executemany(f"INSERT INTO scores VALUES ({', '.join('?' * len(SCORE_COLUMNS))})",
-                             self._scores)
+            conn.executemany(
+                f"INSERT INTO judgments VALUES ({', '.join('?' * len(JUDGMENT_COLUMNS))})", self._judgments
+            )
+            conn.executemany(
+                f"INSERT INTO scores VALUES ({', '.join('?' * len(SCORE_COLUMNS))})", self._scores
+            )
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise ConfigError(f"expected to write the results' columns {self.path}; got {exc}",
-                              path=str(self.path)) from None
+            raise ConfigError(
+                f"expected to write the results' columns {self.path}; got {exc}", path=str(self.path)
+            ) from None
         self._judgments.clear()
         self._scores.clear()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         try:
             if exc_type is None and self._conn is not None:
                 self._flush()
@@ -187,8 +248,10 @@ class ColumnWriter:
                     for statement in _INDEXES:
                         self._conn.execute(statement)
                 except sqlite3.Error as error:
-                    raise ConfigError(f"expected to write the results' columns {self.path}; got {error}",
-                                      path=str(self.path)) from None
+                    raise ConfigError(
+                        f"expected to write the results' columns {self.path}; got {error}",
+                        path=str(self.path),
+                    ) from None
         except BaseException:
             self._conn = None
             self._stack.__exit__(*sys.exc_info())  # the temporary file is removed
@@ -206,12 +269,18 @@ class Columns:
             self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
             about = dict(self._conn.execute("SELECT key, value FROM about").fetchall())
         except sqlite3.Error as exc:
-            raise DataError(f"expected {self.path} to be a results' columns file (SQLite, written by "
-                            f"mitigate); got {exc}", path=str(self.path)) from None
+            raise DataError(
+                f"expected {self.path} to be a results' columns file (SQLite, written by "
+                f"mitigate); got {exc}",
+                path=str(self.path),
+            ) from None
         self.about: dict[str, Any] = {k: json.loads(v) for k, v in about.items()}
         if self.about.get("version") != COLUMNS_VERSION:
-            raise DataError(f"expected a results' columns file of version {COLUMNS_VERSION}; {self.path} is "
-                            f"version {self.about.get('version')!r}", path=str(self.path))
+            raise DataError(
+                f"expected a results' columns file of version {COLUMNS_VERSION}; {self.path} is "
+                f"version {self.about.get('version')!r}",
+                path=str(self.path),
+            )
 
     def close(self) -> None:
         """Close the file."""
@@ -249,8 +318,10 @@ class Columns:
         if table == "judgments":
             sql = f"SELECT j.{_quoted(name)} FROM judgments j{where} ORDER BY j.seq"
         else:
-            sql = (f"SELECT s.{_quoted(name)} FROM scores s JOIN judgments j ON j.seq = s.seq{where} "
-                   "ORDER BY s.seq, s.rowid")
+            sql = (
+                f"SELECT s.{_quoted(name)} FROM scores s JOIN judgments j ON j.seq = s.seq{where} "
+                "ORDER BY s.seq, s.rowid"
+            )
         import numpy as np  # the reader's: a run that only writes columns does not load it
 
         cursor = self._conn.execute(sql, args)
@@ -258,8 +329,9 @@ class Columns:
             return np.fromiter((np.nan if v is None else v for (v,) in cursor), dtype=float)
         return np.array([v for (v,) in cursor], dtype=object)
 
-    def rows(self, columns: Sequence[str] | None = None, *, entry: str | None = None,
-             criterion: str | None = None) -> Iterator[dict[str, Any]]:
+    def rows(
+        self, columns: Sequence[str] | None = None, *, entry: str | None = None, criterion: str | None = None
+    ) -> Iterator[dict[str, Any]]:
         """The long-form rows (one per score row, with its judgment's columns), in order, one at a time.
 
         ``columns`` default to :data:`mitigate.judge.FRAME_COLUMNS`; any column of either table
@@ -275,13 +347,16 @@ class Columns:
                 raise ConfigError(f"expected columns among {sorted(_TABLE_OF)}; got {name!r}")
             selected.append(f"{'j' if table == 'judgments' else 's'}.{_quoted(name)}")
         where, args = self._where(entry, criterion, "scores")
-        sql = (f"SELECT {', '.join(selected)} FROM judgments j JOIN scores s ON s.seq = j.seq{where} "
-               "ORDER BY j.seq, s.rowid")
+        sql = (
+            f"SELECT {', '.join(selected)} FROM judgments j JOIN scores s ON s.seq = j.seq{where} "
+            "ORDER BY j.seq, s.rowid"
+        )
         for values in self._conn.execute(sql, args):
             yield dict(zip(wanted, values, strict=True))
 
-    def to_pandas(self, columns: Sequence[str] | None = None, *, entry: str | None = None,
-                  criterion: str | None = None) -> Any:
+    def to_pandas(
+        self, columns: Sequence[str] | None = None, *, entry: str | None = None, criterion: str | None = None
+    ) -> Any:
         """:meth:`rows` as a pandas DataFrame (needs the ``pandas`` extra)."""
         from mitigate.judge import FRAME_COLUMNS, frame
 

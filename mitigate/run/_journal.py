@@ -31,13 +31,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from mitigate.errors import (
-    ConfigError,
-    DataError,
-    JournalDamageWarning,
-    RunBusyError,
-    RunStoppedError,
-)
+from mitigate.errors import ConfigError, DataError, JournalDamageWarning, RunBusyError, RunStoppedError
 from mitigate.judge import Judgment
 from mitigate.paths import open_regular, path_kind, read_lines
 
@@ -95,10 +89,12 @@ class RunLock:
             key = str(self.path.resolve())
         except OSError as exc:
             blocker = next((p for p in self.path.parents if p.exists()), None)
-            reason = (f"{blocker} is a file" if blocker is not None and not blocker.is_dir()
-                      else _os_reason(exc))
-            raise ConfigError(f"expected a writable folder for {self.path}; {reason}",
-                              path=str(self.path)) from None
+            reason = (
+                f"{blocker} is a file" if blocker is not None and not blocker.is_dir() else _os_reason(exc)
+            )
+            raise ConfigError(
+                f"expected a writable folder for {self.path}; {reason}", path=str(self.path)
+            ) from None
         with self._guard:
             held = self._held.get(key)
             if held is not None:
@@ -109,8 +105,10 @@ class RunLock:
                 # a FIFO or a device is refused, never opened
                 fh = open_regular(self.path, "a+", "the lock file")
             except OSError as exc:
-                raise ConfigError(f"expected to create the lock file {self.path}; got {_os_reason(exc)}",
-                                  path=str(self.path)) from None
+                raise ConfigError(
+                    f"expected to create the lock file {self.path}; got {_os_reason(exc)}",
+                    path=str(self.path),
+                ) from None
             try:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -170,7 +168,12 @@ class Journal:
     """
 
     def __init__(
-        self, path: Path | str, fingerprint: str, *, restart: bool = False, fsync_every: float = 1.0,
+        self,
+        path: Path | str,
+        fingerprint: str,
+        *,
+        restart: bool = False,
+        fsync_every: float = 1.0,
         bounds: Mapping[str, tuple[float, float]] | None = None,
     ) -> None:
         self.path = Path(path)
@@ -189,8 +192,9 @@ class Journal:
         kind = path_kind(self.path)
         # unreadable: said below
         if kind not in (None, "a regular file") and not kind.startswith("unreadable"):
-            raise ConfigError(f"expected the journal {self.path} to be a regular file; it is {kind}",
-                              path=str(self.path))
+            raise ConfigError(
+                f"expected the journal {self.path} to be a regular file; it is {kind}", path=str(self.path)
+            )
         self._lock = RunLock.for_journal(self.path)
         self._lock.acquire()
         try:
@@ -202,9 +206,10 @@ class Journal:
                 self._write_line({"journal": JOURNAL_VERSION, "judge": fingerprint})
         except OSError as exc:
             self._lock.release()
-            raise ConfigError(f"expected a readable and writable journal at {self.path}; got "
-                              f"{_os_reason(exc)}",
-                              path=str(self.path)) from None
+            raise ConfigError(
+                f"expected a readable and writable journal at {self.path}; got {_os_reason(exc)}",
+                path=str(self.path),
+            ) from None
         except BaseException:
             self._lock.release()
             raise
@@ -244,7 +249,8 @@ class Journal:
                         f"{self.path}:{line}: expected {'a journal header' if was_first else 'a judgment'}; "
                         f"got an unreadable line ({reason}) followed by good ones; delete that line to judge "
                         "its item again, or rerun with --restart",
-                        path=str(self.path), line=line,
+                        path=str(self.path),
+                        line=line,
                     )
                 keep_end, tail_bad = size, 0
                 if isinstance(value, dict):
@@ -278,7 +284,8 @@ class Journal:
             warnings.warn(
                 f"journal {self.path}: {len(self.rejected)} judgment line(s) hold a score that is not on the "
                 f"judge's scale ({first}); read as damaged, their items are judged again",
-                JournalDamageWarning, stacklevel=3,
+                JournalDamageWarning,
+                stacklevel=3,
             )
 
     def _index(self, hashes: array, starts: array, states: array) -> None:
@@ -385,8 +392,9 @@ class Journal:
                 finally:
                     fh.close()
         except OSError as exc:
-            raise RunStoppedError(f"could not flush the journal {self.path}: {_os_reason(exc)}",
-                                  path=str(self.path)) from None
+            raise RunStoppedError(
+                f"could not flush the journal {self.path}: {_os_reason(exc)}", path=str(self.path)
+            ) from None
         finally:
             self._lock.release()
 

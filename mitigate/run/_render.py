@@ -30,9 +30,13 @@ def placeholder_item(judge: Judge, item_id: str = "example") -> Item:
         slots |= leaf.prompt.slots()
         pairwise = pairwise or leaf.prompt.answer == "pairwise"
     inputs = {s: f"<{s}>" for s in sorted(slots) if s not in ("output", "output_b", "reference")}
-    return Item(id=item_id, output="<output>", output_b="<output_b>" if pairwise or "output_b" in slots
-                else None,
-                reference="<reference>" if "reference" in slots else None, inputs=inputs)
+    return Item(
+        id=item_id,
+        output="<output>",
+        output_b="<output_b>" if pairwise or "output_b" in slots else None,
+        reference="<reference>" if "reference" in slots else None,
+        inputs=inputs,
+    )
 
 
 def transcript(messages: Sequence[Message]) -> list[str]:
@@ -71,14 +75,18 @@ def render_requests(planned: Sequence[PlannedRequest], baseline: PromptJudge | N
     total = len(planned)
     for i, p in enumerate(planned, 1):
         r = p.request
-        head = (f"=== request {i} of {total}: {p.label} (item "
-                f"{p.item_id!r}{', outputs swapped' if p.swapped else ''})")
+        head = (
+            f"=== request {i} of {total}: {p.label} (item "
+            f"{p.item_id!r}{', outputs swapped' if p.swapped else ''})"
+        )
         out.append(head)
-        out.append(f"backend: {p.backend}   temperature: {r.temperature:g}   n: {r.n}   max tokens: "
-                   f"{r.max_tokens}   logprobs: "
-                   f"{'top-' + str(r.top_logprobs) if r.logprobs or r.top_logprobs else 'no'}"
-                   + (f"   seed: {r.seed}" if r.seed is not None else "")
-                   + (f"   stop: {list(r.stop)}" if r.stop else ""))
+        out.append(
+            f"backend: {p.backend}   temperature: {r.temperature:g}   n: {r.n}   max tokens: "
+            f"{r.max_tokens}   logprobs: "
+            f"{'top-' + str(r.top_logprobs) if r.logprobs or r.top_logprobs else 'no'}"
+            + (f"   seed: {r.seed}" if r.seed is not None else "")
+            + (f"   stop: {list(r.stop)}" if r.stop else "")
+        )
         out.append(f"answer read: {p.reads}")
         if p.condition:
             out.append(f"sent only conditionally: {p.condition}")
@@ -90,9 +98,11 @@ def render_requests(planned: Sequence[PlannedRequest], baseline: PromptJudge | N
         if baseline is not None:
             base_item = _swapped(item) if p.swapped else item
             base = transcript(baseline.prompt.render(base_item))
-            diff = list(difflib.unified_diff(base, transcript(r.messages), "unmitigated prompt",
-                                             f"request {i}",
-                                             n=2, lineterm=""))
+            diff = list(
+                difflib.unified_diff(
+                    base, transcript(r.messages), "unmitigated prompt", f"request {i}", n=2, lineterm=""
+                )
+            )
             if diff:
                 out.append("--- diff against the unmitigated prompt")
                 out.extend(diff)

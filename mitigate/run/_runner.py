@@ -95,8 +95,9 @@ class RunResult(BaseModel):
         """Judgments keyed by item id."""
         return {j.item_id: j for j in self.judgments}
 
-    def rows(self, items: Sequence[Item] | None = None, criterion: str | None = None,
-             entry: str | None = None) -> list[dict[str, Any]]:
+    def rows(
+        self, items: Sequence[Item] | None = None, criterion: str | None = None, entry: str | None = None
+    ) -> list[dict[str, Any]]:
         """Every judgment in long form (:meth:`Judgment.rows`), with the item's document, system and human
         label.
 
@@ -113,12 +114,21 @@ class RunResult(BaseModel):
                 human: Any = None
                 if it is not None and crit is not None:
                     human = it.preference.get(crit) if it.output_b is not None else it.human.get(crit)
-                out.append({"entry": entry, "item": j.item_id, "document": it.doc_id if it else None,
-                            "system": it.system if it else None, **row, "human": human})
+                out.append(
+                    {
+                        "entry": entry,
+                        "item": j.item_id,
+                        "document": it.doc_id if it else None,
+                        "system": it.system if it else None,
+                        **row,
+                        "human": human,
+                    }
+                )
         return out
 
-    def to_pandas(self, items: Sequence[Item] | None = None, criterion: str | None = None,
-                  entry: str | None = None) -> Any:
+    def to_pandas(
+        self, items: Sequence[Item] | None = None, criterion: str | None = None, entry: str | None = None
+    ) -> Any:
         """:meth:`rows` as a pandas DataFrame (columns :data:`FRAME_COLUMNS`); needs the ``pandas`` extra."""
         return frame(self.rows(items, criterion, entry))
 
@@ -229,7 +239,9 @@ def preflight(judge: Judge, items: Iterable[Item]) -> None:
         raise DataError(
             f"{too_long} of {count} items give a prompt longer than max_prompt_chars={cap:,} "
             f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} "
-            f"characters (about {chars // 4:,} tokens)", item_id=item.id)
+            f"characters (about {chars // 4:,} tokens)",
+            item_id=item.id,
+        )
     if first_bad is not None:
         item, cause = first_bad
         raise DataError(
@@ -252,18 +264,28 @@ class RunStream:
     """
 
     def __init__(
-        self, judge: Judge, items: Iterable[Item], *, concurrency: int = 8, journal: Path | str | None = None,
-        restart: bool = False, progress: bool = True, desc: str = "judging",
-        batch: BatchConfig | BatchSession | bool | None = None, stop_after: int = STOP_AFTER,
+        self,
+        judge: Judge,
+        items: Iterable[Item],
+        *,
+        concurrency: int = 8,
+        journal: Path | str | None = None,
+        restart: bool = False,
+        progress: bool = True,
+        desc: str = "judging",
+        batch: BatchConfig | BatchSession | bool | None = None,
+        stop_after: int = STOP_AFTER,
         check: bool = True,
         window: int | None = None,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError("The 'concurrency' parameter of run must be an int >= 1. Got "
-                              f"{concurrency!r} instead.")
+            raise ConfigError(
+                f"The 'concurrency' parameter of run must be an int >= 1. Got {concurrency!r} instead."
+            )
         if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
-            raise ConfigError("The 'window' parameter of run must be an int >= 1 or None. Got "
-                              f"{window!r} instead.")
+            raise ConfigError(
+                f"The 'window' parameter of run must be an int >= 1 or None. Got {window!r} instead."
+            )
         self.breaker = CircuitBreaker(stop_after)
         self.judge = judge
         self.items = items
@@ -308,12 +330,19 @@ class RunStream:
             _check_unique(items)
         if self.batch:
             self._session, self._own_session = session_for(
-                self.batch, self.journal_path.parent / "batches" if self.journal_path else None,
-                progress=self.progress, judge=self.judge)
+                self.batch,
+                self.journal_path.parent / "batches" if self.journal_path else None,
+                progress=self.progress,
+                judge=self.judge,
+            )
         try:
             if self.journal_path is not None:
-                self._jr = Journal(self.journal_path, self.judge.fingerprint(), restart=self.restart,
-                                   bounds=self.judge.score_bounds())
+                self._jr = Journal(
+                    self.journal_path,
+                    self.judge.fingerprint(),
+                    restart=self.restart,
+                    bounds=self.judge.score_bounds(),
+                )
             if self.check and not self._one_pass:
                 preflight(self.judge, self._todo(items))
         except BaseException:
@@ -330,8 +359,9 @@ class RunStream:
             if jr is None or item.id not in jr:
                 yield item
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self._close()
 
     async def _close(self) -> None:
@@ -357,8 +387,9 @@ class RunStream:
 
     def __aiter__(self) -> AsyncIterator[tuple[Item, Judgment]]:
         if not self._entered:
-            raise ConfigError("expected `async with run_stream(...) as stream:` before iterating "
-                              "over the stream")
+            raise ConfigError(
+                "expected `async with run_stream(...) as stream:` before iterating over the stream"
+            )
         return self._pairs()
 
     async def _pairs(self) -> AsyncIterator[tuple[Item, Judgment]]:
@@ -383,8 +414,10 @@ class RunStream:
                     assert isinstance(item, Item)
                     if seen is not None:
                         if item.id in seen:
-                            raise DataError(f"expected unique item ids; {item.id!r} appears more than once",
-                                            item_id=item.id)
+                            raise DataError(
+                                f"expected unique item ids; {item.id!r} appears more than once",
+                                item_id=item.id,
+                            )
                         seen.add(item.id)
                     done = jr.get(item.id) if jr is not None else None
                     if done is not None:
@@ -451,8 +484,11 @@ class RunStream:
         breaker = self.breaker
         kept = ""
         if self.journal_path is not None:
-            done = (f"the {summary.ok} judgments made are kept in {self.journal_path}" if summary.ok else
-                    "nothing was judged")
+            done = (
+                f"the {summary.ok} judgments made are kept in {self.journal_path}"
+                if summary.ok
+                else "nothing was judged"
+            )
             kept = f"; {done}: fix the cause and rerun to resume"
         error = RunStoppedError(
             f"run stopped after {breaker.count} failed judgment{'s' if breaker.count != 1 else ''} in a row, "
@@ -555,8 +591,11 @@ class _Worker:
                         result = await self.judge_one(item)
                         # a permanent failure in a row keeps its slot, so a run that cannot succeed makes
                         # stop_after requests in all, not stop_after plus those started while they failed
-                        keep = (not self.opened.is_set() and self.breaker.count > before
-                                and self.held < min(self.breaker.count, self.slots - 1))
+                        keep = (
+                            not self.opened.is_set()
+                            and self.breaker.count > before
+                            and self.held < min(self.breaker.count, self.slots - 1)
+                        )
                         return result
                 finally:
                     if keep:
@@ -640,9 +679,18 @@ async def run(
     """
     listed = items if isinstance(items, Sequence) else list(items)
     judgments: list[Judgment] = []
-    stream = RunStream(judge, listed, concurrency=concurrency, journal=journal, restart=restart,
-                       progress=progress,
-                       desc=desc, batch=batch, stop_after=stop_after, check=check)
+    stream = RunStream(
+        judge,
+        listed,
+        concurrency=concurrency,
+        journal=journal,
+        restart=restart,
+        progress=progress,
+        desc=desc,
+        batch=batch,
+        stop_after=stop_after,
+        check=check,
+    )
     try:
         async with stream:
             async for _, judgment in stream:

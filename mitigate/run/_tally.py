@@ -98,13 +98,23 @@ class Tally:
     def summary(self, seconds: float = 0.0, cost_note: str | None = None) -> RunSummary:
         """The totals so far as a :class:`RunSummary` (usage and cost count resumed judgments too)."""
         return RunSummary(
-            items=self.items, judged_now=self.items - self.resumed, resumed=self.resumed, ok=self.ok,
-            parse_failures=self.parse_failures, errors=self.errors, calls=self.calls,
+            items=self.items,
+            judged_now=self.items - self.resumed,
+            resumed=self.resumed,
+            ok=self.ok,
+            parse_failures=self.parse_failures,
+            errors=self.errors,
+            calls=self.calls,
             cached_calls=self.cached_calls,
-            usage=Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
-                        cached_prompt_tokens=self.cached_prompt_tokens,
-                        cache_write_tokens=self.cache_write_tokens),
-            cost_usd=self.cost_usd, seconds=seconds, cost_note=cost_note if self.cost_usd is None else None,
+            usage=Usage(
+                prompt_tokens=self.prompt_tokens,
+                completion_tokens=self.completion_tokens,
+                cached_prompt_tokens=self.cached_prompt_tokens,
+                cache_write_tokens=self.cache_write_tokens,
+            ),
+            cost_usd=self.cost_usd,
+            seconds=seconds,
+            cost_note=cost_note if self.cost_usd is None else None,
         )
 
 

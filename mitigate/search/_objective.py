@@ -125,6 +125,7 @@ class ObjectiveValue(BaseModel):
 
     def line(self) -> str:
         """One human-readable line: value, interval and terms."""
+
         def f(x: float | None) -> str:
             return "nan" if x is None or not math.isfinite(x) else f"{x:.3f}"
 
@@ -172,8 +173,15 @@ def _variant_rows(judgments: Sequence[Judgment]) -> list[tuple[Any, ...] | None]
 class _Arrays:
     """Per-item columns the objective is computed from (aligned with the items)."""
 
-    def __init__(self, scores: np.ndarray, human: np.ndarray, consistent: np.ndarray, ls: np.ndarray,
-                 variants: list[tuple[Any, ...] | None], pairwise: bool = False) -> None:
+    def __init__(
+        self,
+        scores: np.ndarray,
+        human: np.ndarray,
+        consistent: np.ndarray,
+        ls: np.ndarray,
+        variants: list[tuple[Any, ...] | None],
+        pairwise: bool = False,
+    ) -> None:
         self.pairwise = pairwise
         self.scores = scores
         self.human = human
@@ -229,17 +237,23 @@ class Objective(Component):
         return self.bias_weight > 0
 
     # ------------------------------------------------------------------ computing
-    def _arrays(self, judgments: Sequence[Judgment], items: Sequence[Item], criterion: str,
-                ls: LS) -> _Arrays:
+    def _arrays(
+        self, judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, ls: LS
+    ) -> _Arrays:
         if len(judgments) != len(items):
-            raise DataError(f"expected one judgment per item; got {len(judgments)} judgments for "
-                            f"{len(items)} items")
+            raise DataError(
+                f"expected one judgment per item; got {len(judgments)} judgments for {len(items)} items"
+            )
         for j, it in zip(judgments, items, strict=True):
             if j.item_id != it.id:
-                raise DataError(f"expected judgments in item order; judgment {j.item_id!r} stands where item "
-                                f"{it.id!r} is", item_id=it.id)
-        scores = np.array([math.nan if (s := judgment_score(j, criterion)) is None else s for j in judgments],
-                          float)
+                raise DataError(
+                    f"expected judgments in item order; judgment {j.item_id!r} stands where item "
+                    f"{it.id!r} is",
+                    item_id=it.id,
+                )
+        scores = np.array(
+            [math.nan if (s := judgment_score(j, criterion)) is None else s for j in judgments], float
+        )
         human = measures.human_scores(items, criterion)
         pairwise = False
         for i, it in enumerate(items):  # a gold preference: the code of the verdict that agrees with it
@@ -249,8 +263,9 @@ class Objective(Component):
         if ls is None:
             ls_arr = np.full(len(items), np.nan)
         elif isinstance(ls, Mapping):
-            ls_arr = np.array([float(ls[it.id]) if ls.get(it.id) is not None else math.nan for it in items],
-                              float)
+            ls_arr = np.array(
+                [float(ls[it.id]) if ls.get(it.id) is not None else math.nan for it in items], float
+            )
         else:
             if len(ls) != len(items):
                 raise DataError(f"expected one LS per item ({len(items)}); got {len(ls)}")
@@ -292,8 +307,16 @@ class Objective(Component):
         return float(value)
 
     def evaluate(
-        self, judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, *,
-        ls: LS = None, ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+        self,
+        judgments: Sequence[Judgment],
+        items: Sequence[Item],
+        criterion: str,
+        *,
+        ls: LS = None,
+        ci: bool = False,
+        n_boot: int = 1000,
+        alpha: float = 0.05,
+        seed: int = 0,
     ) -> ObjectiveValue:
         """The objective of ``judgments`` (in item order) against the items' human ``criterion`` scores.
 
@@ -305,8 +328,10 @@ class Objective(Component):
         scored = np.isfinite(a.scores) & labelled
         coverage = float(scored.sum() / labelled.sum()) if labelled.any() else 0.0
         if self.agreement_for(a.pairwise) == "accuracy":
-            agreement = measures.accuracy([None if not math.isfinite(v) else v for v in a.scores],
-                                         [None if not math.isfinite(v) else v for v in a.human])
+            agreement = measures.accuracy(
+                [None if not math.isfinite(v) else v for v in a.scores],
+                [None if not math.isfinite(v) else v for v in a.human],
+            )
         else:
             agreement = measures.item_correlation(a.scores, a.human, self.agreement)
         consistency: Measure | None = None
@@ -323,26 +348,44 @@ class Objective(Component):
                     for name, out in per.items():
                         outputs.setdefault(str(name), {})[j.item_id] = out
             if len(outputs) < 2:
-                consistency = Measure(name="perturbation-consistency", value=math.nan, n=0,
-                                      reason="no judgment records outputs under 2 or more perturbations in "
-                                             "meta['perturbations'] (wrap the judge in a PerturbationProbe)")
+                consistency = Measure(
+                    name="perturbation-consistency",
+                    value=math.nan,
+                    n=0,
+                    reason="no judgment records outputs under 2 or more perturbations in "
+                    "meta['perturbations'] (wrap the judge in a PerturbationProbe)",
+                )
             else:
                 consistency = measures.perturbation_consistency(outputs)
                 if self.consistency == "kappa" and consistency.ok:
                     kappa = float(consistency.extra["kappa"])
-                    why = None if math.isfinite(kappa) else (
-                        "kappa is undefined: every perturbation gave one same answer to every item (a "
-                        "collapsed judge; chance agreement is 1)")
-                    consistency = consistency.model_copy(update={
-                        "name": "perturbation_consistency_kappa", "value": kappa, "reason": why,
-                        "extra": {**consistency.extra, "raw": consistency.value}})
+                    why = (
+                        None
+                        if math.isfinite(kappa)
+                        else (
+                            "kappa is undefined: every perturbation gave one same answer to every item (a "
+                            "collapsed judge; chance agreement is 1)"
+                        )
+                    )
+                    consistency = consistency.model_copy(
+                        update={
+                            "name": "perturbation_consistency_kappa",
+                            "value": kappa,
+                            "reason": why,
+                            "extra": {**consistency.extra, "raw": consistency.value},
+                        }
+                    )
             value += self.consistency_weight * consistency.value
             if not consistency.ok:
                 reasons.append(f"consistency: {consistency.reason}")
         if self.bias_weight:
             if not np.isfinite(a.ls).any():
-                bias = Measure(name="bias-score", value=math.nan, n=0,
-                               reason="no LS was given for these items (pass ls= or a likelihood backend)")
+                bias = Measure(
+                    name="bias-score",
+                    value=math.nan,
+                    n=0,
+                    reason="no LS was given for these items (pass ls= or a likelihood backend)",
+                )
             else:
                 bias = measures.bias_score(a.ls, measures.unfairness_scores(a.scores, a.human))
             value -= self.bias_weight * abs(bias.value)
@@ -350,27 +393,49 @@ class Objective(Component):
                 reasons.append(f"BiasScore: {bias.reason}")
         if labelled.any() and coverage < self.min_coverage:
             value = math.nan
-            reasons.insert(0, f"coverage {coverage:.0%} of labelled items got a score; expected at least "
-                              f"{self.min_coverage:.0%}")
+            reasons.insert(
+                0,
+                f"coverage {coverage:.0%} of labelled items got a score; expected at least "
+                f"{self.min_coverage:.0%}",
+            )
         elif not labelled.any():
             value = math.nan
             reasons.insert(0, f"no item has a human {criterion!r} score")
         low = high = None
         if ci and math.isfinite(value):
-            lo, hi = bootstrap_ci(lambda idx: self._point(a, idx.astype(int)), np.arange(len(items)),
-                                  n_boot=n_boot, alpha=alpha, seed=seed)
+            lo, hi = bootstrap_ci(
+                lambda idx: self._point(a, idx.astype(int)),
+                np.arange(len(items)),
+                n_boot=n_boot,
+                alpha=alpha,
+                seed=seed,
+            )
             if math.isfinite(lo) and math.isfinite(hi):
                 low, high = lo, hi
         return ObjectiveValue(
-            value=float(value), agreement=agreement, consistency=consistency, bias=bias,
-            n=int(scored.sum()), n_failed=int((labelled & ~scored).sum()), coverage=coverage,
-            ci_low=low, ci_high=high, reason="; ".join(reasons) if not math.isfinite(value) and reasons
-            else None,
+            value=float(value),
+            agreement=agreement,
+            consistency=consistency,
+            bias=bias,
+            n=int(scored.sum()),
+            n_failed=int((labelled & ~scored).sum()),
+            coverage=coverage,
+            ci_low=low,
+            ci_high=high,
+            reason="; ".join(reasons) if not math.isfinite(value) and reasons else None,
         )
 
     def gain(
-        self, better: Sequence[Judgment], base: Sequence[Judgment], items: Sequence[Item], criterion: str, *,
-        ls: LS = None, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0,
+        self,
+        better: Sequence[Judgment],
+        base: Sequence[Judgment],
+        items: Sequence[Item],
+        criterion: str,
+        *,
+        ls: LS = None,
+        n_boot: int = 1000,
+        alpha: float = 0.05,
+        seed: int = 0,
     ) -> Gain:
         """objective(better) − objective(base) on the same items, with a paired bootstrap interval (none when
         n_boot=0)."""
@@ -382,14 +447,21 @@ class Objective(Component):
             return Gain(value=math.nan, n=len(items), reason="the objective is NaN for one of the two judges")
         if n_boot <= 0:
             return Gain(value=float(value), n=len(items))
-        lo, hi = bootstrap_ci(lambda i: self._point(a, i.astype(int)) - self._point(b, i.astype(int)), idx,
-                              n_boot=n_boot, alpha=alpha, seed=seed)
+        lo, hi = bootstrap_ci(
+            lambda i: self._point(a, i.astype(int)) - self._point(b, i.astype(int)),
+            idx,
+            n_boot=n_boot,
+            alpha=alpha,
+            seed=seed,
+        )
         finite = math.isfinite(lo) and math.isfinite(hi)
-        return Gain(value=float(value), ci_low=lo if finite else None, ci_high=hi if finite else None,
-                    n=len(items))
+        return Gain(
+            value=float(value), ci_low=lo if finite else None, ci_high=hi if finite else None, n=len(items)
+        )
 
-    def item_metric(self, predicted: float | None, human: float, scale: Scale,
-                    consistent: float | None = None) -> float:
+    def item_metric(
+        self, predicted: float | None, human: float, scale: Scale, consistent: float | None = None
+    ) -> float:
         """The per-item part of the objective, for optimizers that average a per-example metric (DSPy).
 
         ``1 − |predicted − human| / (scale.max − scale.min)`` (closeness, in [0, 1]), plus

@@ -89,8 +89,15 @@ class SearchResult(BaseModel):
         win: no demo set is then recommended.
         """
         g = self.test_gain
-        return (self.best_index != 0 and math.isfinite(g.value) and g.value > 0 and g.ci_low is not None
-                and math.isfinite(g.ci_low) and g.ci_low > 0 and not self.warnings())
+        return (
+            self.best_index != 0
+            and math.isfinite(g.value)
+            and g.value > 0
+            and g.ci_low is not None
+            and math.isfinite(g.ci_low)
+            and g.ci_low > 0
+            and not self.warnings()
+        )
 
     def verdict(self) -> str:
         """One sentence: the winner beat the baseline on test, or no demo set did, and why not."""
@@ -108,8 +115,10 @@ class SearchResult(BaseModel):
         elif g.ci_low <= 0:
             why = f"the test gain's interval [{g.ci_low:+.3f}, {g.ci_high:+.3f}] includes 0"
         else:
-            why = (f"the test gain {g.value:+.3f} [{g.ci_low:+.3f}, {g.ci_high:+.3f}] excludes 0, but rests "
-                   "on too little test data to establish it (see the warnings)")
+            why = (
+                f"the test gain {g.value:+.3f} [{g.ci_low:+.3f}, {g.ci_high:+.3f}] excludes 0, but rests "
+                "on too little test data to establish it (see the warnings)"
+            )
         return f"{NO_WINNER} ({why})"
 
     def warnings(self) -> list[str]:
@@ -117,13 +126,17 @@ class SearchResult(BaseModel):
         n = len(self.split.get("test", ()))
         out = []
         if n < MIN_ITEMS:
-            out.append(f"only {n} test items: with fewer than {MIN_ITEMS} the test gain and its interval are "
-                       "too unstable to carry a conclusion (use more labelled data: --limit, or "
-                       "other --splits)")
+            out.append(
+                f"only {n} test items: with fewer than {MIN_ITEMS} the test gain and its interval are "
+                "too unstable to carry a conclusion (use more labelled data: --limit, or "
+                "other --splits)"
+            )
         if self.test_documents is not None and self.test_documents < MIN_DOCUMENTS:
-            out.append(f"the test items come from {self.test_documents} document"
-                       f"{'s' if self.test_documents != 1 else ''}, fewer than {MIN_DOCUMENTS}: the test "
-                       "gain rests on too few sources")
+            out.append(
+                f"the test items come from {self.test_documents} document"
+                f"{'s' if self.test_documents != 1 else ''}, fewer than {MIN_DOCUMENTS}: the test "
+                "gain rests on too few sources"
+            )
         return out
 
     @property
@@ -147,22 +160,25 @@ class SearchResult(BaseModel):
         if g.ci_low is not None and g.ci_high is not None:
             gain += f" [{g.ci_low:+.3f}, {g.ci_high:+.3f}]"
         backend = "" if self.calls_backend is None else f" ({self.calls_backend} reached the backend)"
-        return "\n".join([
-            f"search engine {self.engine}: objective {self.objective.describe()} on {self.criterion!r}; "
-            f"{len(self.trials)} trials, {self.calls_search}/{self.budget} LM calls{backend}, stopped: "
-            f"{self.stopped}",
-            f"winner: {self.best.label} demos={list(self.best.demo_ids)}",
-            f"dev   winner {self.dev.line()}",
-            f"dev   baseline {self.baseline_dev.line()}",
-            f"test  winner {self.test.line()}",
-            f"test  baseline {self.baseline_test.line()}",
-            f"test gain over baseline: {gain} ({self.calls_test} LM calls for the test split)",
-            f"verdict: {self.verdict()}",
-            *(f"warning: {w}" for w in self.warnings()),
-        ])
+        return "\n".join(
+            [
+                f"search engine {self.engine}: objective {self.objective.describe()} on {self.criterion!r}; "
+                f"{len(self.trials)} trials, {self.calls_search}/{self.budget} LM calls{backend}, stopped: "
+                f"{self.stopped}",
+                f"winner: {self.best.label} demos={list(self.best.demo_ids)}",
+                f"dev   winner {self.dev.line()}",
+                f"dev   baseline {self.baseline_dev.line()}",
+                f"test  winner {self.test.line()}",
+                f"test  baseline {self.baseline_test.line()}",
+                f"test gain over baseline: {gain} ({self.calls_test} LM calls for the test split)",
+                f"verdict: {self.verdict()}",
+                *(f"warning: {w}" for w in self.warnings()),
+            ]
+        )
 
     def __repr__(self) -> str:
         """One short line (the full record is :meth:`summary` and ``model_dump()``)."""
+
         def f(x: float) -> str:
             return "nan" if not math.isfinite(x) else f"{x:+.3f}" if x < 0 or x > 0 else "0.000"
 
@@ -170,9 +186,11 @@ class SearchResult(BaseModel):
         gain = f(g.value)
         if g.ci_low is not None and g.ci_high is not None:
             gain += f" [{f(g.ci_low)}, {f(g.ci_high)}]"
-        return (f"SearchResult(engine={self.engine!r}, trials={len(self.trials)}, "
-                f"winner={self.best.label!r}, dev={f(self.dev.value)}, test={f(self.test.value)}, "
-                f"test_gain={gain}, calls={self.calls_search}/{self.budget})")
+        return (
+            f"SearchResult(engine={self.engine!r}, trials={len(self.trials)}, "
+            f"winner={self.best.label!r}, dev={f(self.dev.value)}, test={f(self.test.value)}, "
+            f"test_gain={gain}, calls={self.calls_search}/{self.budget})"
+        )
 
     def __str__(self) -> str:
         """:meth:`summary`."""
@@ -198,17 +216,26 @@ class SearchResult(BaseModel):
             "verdict": self.verdict(),
             "pipeline": pipeline,
             "search": {
-                "beats_baseline": self.beats_baseline, "warnings": self.warnings(),
+                "beats_baseline": self.beats_baseline,
+                "warnings": self.warnings(),
                 "test_documents": self.test_documents,
-                "engine": self.engine, "objective": self.objective.model_dump(mode="json"),
-                "objective_formula": self.objective.describe(), "criterion": self.criterion,
-                "winner": self.best.label, "demo_ids": list(self.best.demo_ids),
-                "dev": self.dev.model_dump(mode="json"), "test": self.test.model_dump(mode="json"),
+                "engine": self.engine,
+                "objective": self.objective.model_dump(mode="json"),
+                "objective_formula": self.objective.describe(),
+                "criterion": self.criterion,
+                "winner": self.best.label,
+                "demo_ids": list(self.best.demo_ids),
+                "dev": self.dev.model_dump(mode="json"),
+                "test": self.test.model_dump(mode="json"),
                 "baseline_dev": self.baseline_dev.model_dump(mode="json"),
                 "baseline_test": self.baseline_test.model_dump(mode="json"),
-                "test_gain": self.test_gain.model_dump(mode="json"), "budget": self.budget,
-                "calls_search": self.calls_search, "calls_backend": self.calls_backend,
-                "calls_test": self.calls_test, "stopped": self.stopped, "seed": self.seed,
+                "test_gain": self.test_gain.model_dump(mode="json"),
+                "budget": self.budget,
+                "calls_search": self.calls_search,
+                "calls_backend": self.calls_backend,
+                "calls_test": self.calls_test,
+                "stopped": self.stopped,
+                "seed": self.seed,
                 "split": {k: list(v) for k, v in self.split.items()},
             },
         }
@@ -220,4 +247,3 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     raise TypeError(f"cannot serialise {type(value).__name__}")
-

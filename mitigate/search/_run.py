@@ -45,8 +45,10 @@ def engine_from(engine: str | Engine, options: Mapping[str, Any] | None = None) 
     check_param("search", "engine", engine, [Options(*names), IsInstance(Engine, noun="an Engine")])
     if isinstance(engine, Engine):
         if options:
-            raise ConfigError(f"expected the options of the {engine.registry_name!r} engine on the Engine "
-                              f"itself; got also {sorted(options)} as keyword arguments")
+            raise ConfigError(
+                f"expected the options of the {engine.registry_name!r} engine on the Engine "
+                f"itself; got also {sorted(options)} as keyword arguments"
+            )
         return engine
     return lookup("engine", engine).model_validate(dict(options or {}))
 
@@ -108,8 +110,10 @@ async def asearch(
     eng = engine_from(engine, engine_options)
     templates = list(perturbations) or [None]
     if not eng.tags.uses_selectors and (selectors is not None or templates != [None]):
-        raise ConfigError(f"the {eng.registry_name!r} engine chooses demos its own way; expected no "
-                          "selectors= or perturbations=, got some")
+        raise ConfigError(
+            f"the {eng.registry_name!r} engine chooses demos its own way; expected no "
+            "selectors= or perturbations=, got some"
+        )
     check_param("search", "budget", budget, [Interval(int, 1)])
     check_param("search", "concurrency", concurrency, [Interval(int, 1)])
     check_param("search", "n_boot", n_boot, [Interval(int, 0)])
@@ -126,14 +130,29 @@ async def asearch(
         fitted = fit_selectors(chosen, split, crit)
         n_train = min(len(s.pool_ or ()) if s.is_fitted else len(split.train) for s in fitted)
         if max(ks) > n_train:
-            raise ConfigError(f"The 'k' parameter of search asks for up to {max(ks)} demos, but the train "
-                              f"split has only {n_train} labelled items")
-    probe = (probe
-             or PerturbationProbe(kind="order", n=2, seed=seed)) if objective.needs_perturbations else None
+            raise ConfigError(
+                f"The 'k' parameter of search asks for up to {max(ks)} demos, but the train "
+                f"split has only {n_train} labelled items"
+            )
+    probe = (
+        (probe or PerturbationProbe(kind="order", n=2, seed=seed)) if objective.needs_perturbations else None
+    )
     ls = await likelihoods(objective, ls, likelihood, split, judge)
-    s = Session(judge, split, crit, objective, budget=budget, probe=probe, ls=ls, cache=cache,
-                concurrency=concurrency, progress=progress, n_boot=n_boot, seed=seed,
-                engine=eng.registry_name)
+    s = Session(
+        judge,
+        split,
+        crit,
+        objective,
+        budget=budget,
+        probe=probe,
+        ls=ls,
+        cache=cache,
+        concurrency=concurrency,
+        progress=progress,
+        n_boot=n_boot,
+        seed=seed,
+        engine=eng.registry_name,
+    )
     try:
         if await s.evaluate(Candidate("baseline (no demos)", None)) is None:
             raise ConfigError(
@@ -153,8 +172,9 @@ def search(judge: Judge, data: Benchmark | Split | Sequence[Item], **kwargs: Any
     return run_coroutine(asearch(judge, data, **kwargs), what="search()", instead="asearch(...)")
 
 
-def dspy_search(judge: Judge, data: Benchmark | Split | Sequence[Item], *, optimizer: str = "labeled",
-                **kwargs: Any) -> SearchResult:
+def dspy_search(
+    judge: Judge, data: Benchmark | Split | Sequence[Item], *, optimizer: str = "labeled", **kwargs: Any
+) -> SearchResult:
     """``search(judge, data, engine="dspy-<optimizer>", **kwargs)`` (``optimizer``: "labeled", "bootstrap-rs"
     or "mipro")."""
     check_param("dspy_search", "optimizer", optimizer, [Options(*OPTIMIZERS)])

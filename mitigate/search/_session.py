@@ -47,8 +47,9 @@ MAX_MISSES = 200
 """Draws in a row that give nothing new before a sampling engine stops ("exhausted")."""
 
 
-def instrument(judge: Judge, budget: CallBudget,
-               cache: bool | str | Path | LMCache = True) -> tuple[Judge, list[LMCache]]:
+def instrument(
+    judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCache = True
+) -> tuple[Judge, list[LMCache]]:
     """``judge`` with every leaf LM wrapped as ``BudgetedLM(CachedLM(lm))`` (or ``BudgetedLM(lm)`` without
     cache).
 
@@ -66,8 +67,9 @@ def instrument(judge: Judge, budget: CallBudget,
         shared = LMCache(cache)
         opened.append(shared)
     elif cache is not False:
-        raise ConfigError("expected cache to be True, False, a path or an LMCache; got "
-                          f"{type(cache).__name__}")
+        raise ConfigError(
+            f"expected cache to be True, False, a path or an LMCache; got {type(cache).__name__}"
+        )
     wrapped: dict[int, LM] = {}
 
     def wrap(lm: LM) -> LM:
@@ -90,8 +92,14 @@ class Candidate:
     ``key`` identifies it: a demo set already tried in another order is the same candidate.
     """
 
-    def __init__(self, label: str, mitigation: Mitigation | None, selector: str | None = None,
-                 demo_ids: Sequence[str] = (), meta: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        label: str,
+        mitigation: Mitigation | None,
+        selector: str | None = None,
+        demo_ids: Sequence[str] = (),
+        meta: dict[str, Any] | None = None,
+    ) -> None:
         self.label = label
         self.mitigation = mitigation
         self.selector = selector
@@ -113,8 +121,10 @@ def with_demos(template: Demos | None, demos: Sequence[Demo]) -> Mitigation:
     if template is None:
         return Demos(demos=tuple(demos), k=len(demos))
     if not isinstance(template, Demos) or template.display == "plain":
-        raise ConfigError(f"expected perturbation templates to be Demos with a guideline display (e.g. "
-                          f"perturbed-demos) or None; got {template!r}"[:300])
+        raise ConfigError(
+            f"expected perturbation templates to be Demos with a guideline display (e.g. "
+            f"perturbed-demos) or None; got {template!r}"[:300]
+        )
     fitted = {name: None for name in type(template).model_fields if name.endswith("_")}
     params = {**dict(template), **fitted, "selector": None, "demos": tuple(demos), "k": len(demos)}
     return Demos.model_validate(params)
@@ -130,9 +140,21 @@ class Session:
     """
 
     def __init__(
-        self, judge: Judge, split: Split, criterion: str, objective: Objective, *, budget: int,
-        probe: PerturbationProbe | None, ls: Mapping[str, float] | None, cache: bool | str | Path | LMCache,
-        concurrency: int, progress: bool, n_boot: int, seed: int, engine: str,
+        self,
+        judge: Judge,
+        split: Split,
+        criterion: str,
+        objective: Objective,
+        *,
+        budget: int,
+        probe: PerturbationProbe | None,
+        ls: Mapping[str, float] | None,
+        cache: bool | str | Path | LMCache,
+        concurrency: int,
+        progress: bool,
+        n_boot: int,
+        seed: int,
+        engine: str,
     ) -> None:
         self.budget = CallBudget(budget)
         self.budget_total = budget
@@ -154,8 +176,9 @@ class Session:
         if not leaves:
             raise ConfigError(f"search needs a judge with at least one prompt; got {type(judge).__name__}")
         self.prompt_scale = leaves[0].prompt.scale
-        self.bar = tqdm(total=budget, desc=f"search ({engine})", unit="call", disable=not progress,
-                        leave=False)
+        self.bar = tqdm(
+            total=budget, desc=f"search ({engine})", unit="call", disable=not progress, leave=False
+        )
 
     def close(self) -> None:
         """Close the progress bar and the caches this session opened."""
@@ -196,9 +219,16 @@ class Session:
         if refused:
             return None
         value = self.objective.evaluate(judgments, self.split.dev, self.criterion, ls=self.ls)
-        trial = Trial(index=len(self.trials), label=cand.label, selector=cand.selector,
-                      demo_ids=cand.demo_ids,
-                      pipeline=cand.spec, dev=value, calls=calls, meta=cand.meta)
+        trial = Trial(
+            index=len(self.trials),
+            label=cand.label,
+            selector=cand.selector,
+            demo_ids=cand.demo_ids,
+            pipeline=cand.spec,
+            dev=value,
+            calls=calls,
+            meta=cand.meta,
+        )
         self.seen[cand.key] = trial.index
         self.trials.append(trial)
         self.judgments[trial.index] = judgments
@@ -218,30 +248,43 @@ class Session:
         self.budget.limit = None
         best = self.best_index()
         base = 0  # the baseline is always the first trial
-        base_test, _, _ = await self.run(self.judge_for(from_spec(self.trials[base].pipeline)),
-                                         self.split.test)
+        base_test, _, _ = await self.run(
+            self.judge_for(from_spec(self.trials[base].pipeline)), self.split.test
+        )
         if best == base:
             best_test = base_test
         else:
-            best_test, _, _ = await self.run(self.judge_for(from_spec(self.trials[best].pipeline)),
-                                             self.split.test)
+            best_test, _, _ = await self.run(
+                self.judge_for(from_spec(self.trials[best].pipeline)), self.split.test
+            )
         test_calls = self.budget.used - spent
         boot = {"n_boot": self.n_boot, "seed": self.seed}
         ci = self.n_boot > 0
         obj, crit = self.objective, self.criterion
         dev_items, test_items = self.split.dev, self.split.test
         return SearchResult(
-            engine=self.engine, objective=obj, criterion=crit, budget=self.budget_total, seed=self.seed,
-            split=self.split.ids(), trials=tuple(self.trials), best_index=best,
+            engine=self.engine,
+            objective=obj,
+            criterion=crit,
+            budget=self.budget_total,
+            seed=self.seed,
+            split=self.split.ids(),
+            trials=tuple(self.trials),
+            best_index=best,
             dev=obj.evaluate(self.judgments[best], dev_items, crit, ls=self.ls, ci=ci, **boot),
             test=obj.evaluate(best_test, test_items, crit, ls=self.ls, ci=ci, **boot),
             baseline_dev=obj.evaluate(self.judgments[base], dev_items, crit, ls=self.ls, ci=ci, **boot),
             baseline_test=obj.evaluate(base_test, test_items, crit, ls=self.ls, ci=ci, **boot),
-            test_gain=obj.gain(best_test, base_test, test_items, crit, ls=self.ls, n_boot=self.n_boot,
-                               seed=self.seed),
-            calls_search=spent, calls_backend=backend, calls_test=test_calls, stopped=stopped, meta=meta
-            or {},
-            test_documents=len({it.doc_id for it in test_items}) if all(it.doc_id for it in test_items)
+            test_gain=obj.gain(
+                best_test, base_test, test_items, crit, ls=self.ls, n_boot=self.n_boot, seed=self.seed
+            ),
+            calls_search=spent,
+            calls_backend=backend,
+            calls_test=test_calls,
+            stopped=stopped,
+            meta=meta or {},
+            test_documents=len({it.doc_id for it in test_items})
+            if all(it.doc_id for it in test_items)
             else None,
         )
 
@@ -277,16 +320,22 @@ def fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -
         if not isinstance(sel, Selector):
             raise ConfigError(f"expected Selector objects in selectors=; got {type(sel).__name__}")
         if sel.chosen_ is not None:
-            raise ConfigError(f"search draws many demo sets from each selector; expected {sel.describe()} "
-                              f"unfitted or fitted on its pool, got one keeping only the {len(sel.chosen_)} "
-                              "demos it chose")
-        out.append(sel if sel.is_fitted or sel.tags.calls_judge_while_fitting
-                   else sel.fit(train_pool(split, criterion), None, FitContext(criterion=criterion)))
+            raise ConfigError(
+                f"search draws many demo sets from each selector; expected {sel.describe()} "
+                f"unfitted or fitted on its pool, got one keeping only the {len(sel.chosen_)} "
+                "demos it chose"
+            )
+        out.append(
+            sel
+            if sel.is_fitted or sel.tags.calls_judge_while_fitting
+            else sel.fit(train_pool(split, criterion), None, FitContext(criterion=criterion))
+        )
     return out
 
 
-async def fit_judged_selectors(s: Session, selectors: list[Selector],
-                               likelihood: str | LM | None) -> list[Selector]:
+async def fit_judged_selectors(
+    s: Session, selectors: list[Selector], likelihood: str | LM | None
+) -> list[Selector]:
     """Fit the unfitted selectors that judge the pool (HighestRS) on the train split, with the session's
     judge.
 
@@ -299,9 +348,11 @@ async def fit_judged_selectors(s: Session, selectors: list[Selector],
             cost = s.cost(None, s.split.train)
             remaining = s.budget.remaining
             if remaining is not None and cost > remaining:
-                raise ConfigError(f"fitting {type(sel).__name__} judges the train split (up to {cost} LM "
-                                  f"calls), but only {remaining} of the budget are left; raise the budget or "
-                                  "pass it fitted")
+                raise ConfigError(
+                    f"fitting {type(sel).__name__} judges the train split (up to {cost} LM "
+                    f"calls), but only {remaining} of the budget are left; raise the budget or "
+                    "pass it fitted"
+                )
             before = s.budget.used
             lm = likelihood if isinstance(likelihood, LM) else None
             ctx = FitContext(criterion=s.criterion, lm=lm, progress=False)  # the search shows its own bar
@@ -318,8 +369,9 @@ def reseeded(sel: Selector, rng: _random.Random) -> Selector:
     return sel
 
 
-def as_split(data: Benchmark | Split | Sequence[Item], fractions: tuple[float, float, float], seed: int,
-             criterion: str) -> Split:
+def as_split(
+    data: Benchmark | Split | Sequence[Item], fractions: tuple[float, float, float], seed: int, criterion: str
+) -> Split:
     """``data`` itself when it is a Split, else :func:`~mitigate.data._split.split_items` of it."""
     if isinstance(data, Split):
         return data
@@ -336,29 +388,44 @@ def search_criterion(data: Benchmark | Split | Sequence[Item], judge: Judge, cri
     names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
     if len(names) == 1:
         return names[0]
-    raise ConfigError("search needs criterion=... (the human label to optimise against); the judge "
-                      f"scores {names}")
+    raise ConfigError(
+        f"search needs criterion=... (the human label to optimise against); the judge scores {names}"
+    )
 
 
 def demo_counts(k: int | Sequence[int]) -> list[int]:
     """The demo set sizes to search: ``k`` or the list of them, each an int >= 1."""
     one = Interval(int, 1)
-    many = Satisfies(lambda v: isinstance(v, Sequence) and not isinstance(v, str) and len(v) > 0
-                     and all(one.accepts(x) for x in v), "a non-empty list of ints >= 1")
+    many = Satisfies(
+        lambda v: (
+            isinstance(v, Sequence)
+            and not isinstance(v, str)
+            and len(v) > 0
+            and all(one.accepts(x) for x in v)
+        ),
+        "a non-empty list of ints >= 1",
+    )
     check_param("search", "k", k, [one, many])
     return [k] if isinstance(k, int) else list(k)
 
 
-async def likelihoods(objective: Objective, ls: Mapping[str, float] | None, likelihood: str | LM | None,
-                      split: Split, judge: Judge) -> Mapping[str, float] | None:
+async def likelihoods(
+    objective: Objective,
+    ls: Mapping[str, float] | None,
+    likelihood: str | LM | None,
+    split: Split,
+    judge: Judge,
+) -> Mapping[str, float] | None:
     """LS per dev and test item when the objective counts BiasScore: ``ls`` as given, else computed with
     ``likelihood``."""
     if not objective.needs_likelihood or ls is not None:
         return ls
     if likelihood is None:
-        raise ConfigError("the objective counts BiasScore (bias_weight > 0), which needs LS per item: pass "
-                          "ls= (item id -> log-likelihood) or likelihood='local' (a backend with "
-                          "loglikelihood)")
+        raise ConfigError(
+            "the objective counts BiasScore (bias_weight > 0), which needs LS per item: pass "
+            "ls= (item id -> log-likelihood) or likelihood='local' (a backend with "
+            "loglikelihood)"
+        )
     scorer = LikelihoodScorer(likelihood)
     items = [*split.dev, *split.test]
     task = next((leaf.prompt.task for leaf in judge.leaves()), "")

@@ -67,12 +67,8 @@ def selector_from_spec(spec: dict[str, Any] | Selector) -> Selector:
     return sel
 
 
-
-
 GOLD_VERDICT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 """The verdict a demo shows for a gold preference (``A``: the item's ``output``, shown first)."""
-
-
 
 
 def demo_item(item: Item) -> Item:
@@ -87,8 +83,9 @@ def demo_item(item: Item) -> Item:
     return item.model_copy(update={"annotators": {}, "meta": {}})
 
 
-def demo_of(item: Item, criterion: str, *, human_scale: Scale | None = None,
-            prompt_scale: Scale | None = None) -> Demo:
+def demo_of(
+    item: Item, criterion: str, *, human_scale: Scale | None = None, prompt_scale: Scale | None = None
+) -> Demo:
     """The demo ``item`` makes: its human score (mapped onto ``prompt_scale``), or its gold preference as a
     verdict."""
     if criterion not in item.human and criterion in item.preference:
@@ -183,8 +180,9 @@ class Selector(Component, Fittable):
         """
         return self.model_copy(update=self.fit_state(train, ctx.criterion, judge))
 
-    def fit_state(self, pool: Benchmark | Sequence[Item], criterion: str | None,
-                  judge: Judge | None = None) -> dict[str, Any]:
+    def fit_state(
+        self, pool: Benchmark | Sequence[Item], criterion: str | None, judge: Judge | None = None
+    ) -> dict[str, Any]:
         """The base fitted fields (``pool_``, ``criterion_``, ``scale_``, ``n_pool_``) for ``pool``.
 
         Subclasses add theirs.
@@ -193,13 +191,17 @@ class Selector(Component, Fittable):
         if isinstance(pool, Benchmark):
             items, scale = list(pool.items), pool.scale
             if criterion is None:
-                criterion = (pool.criteria[0] if len(pool.criteria) == 1
-                             else _criterion_of_judge(name, items, judge, f"benchmark {pool.name!r}"))
+                criterion = (
+                    pool.criteria[0]
+                    if len(pool.criteria) == 1
+                    else _criterion_of_judge(name, items, judge, f"benchmark {pool.name!r}")
+                )
         else:
             items, scale = list(pool), None
             if not all(isinstance(it, Item) for it in items):
-                raise ConfigError(f"{name}.fit expected a Benchmark or a sequence of Items; got "
-                                  f"{type(pool).__name__}")
+                raise ConfigError(
+                    f"{name}.fit expected a Benchmark or a sequence of Items; got {type(pool).__name__}"
+                )
             if criterion is None:
                 criterion = _criterion_of_judge(name, items, judge, "a list of items")
         kept = labelled_items(items, criterion)
@@ -213,10 +215,16 @@ class Selector(Component, Fittable):
         ids = [it.id for it in kept]
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
-            raise ConfigError(f"{name}.fit expected unique item ids in the pool; {dup!r} appears more than "
-                              "once")
-        return {"pool_": tuple(demo_item(it) for it in kept), "chosen_": None, "criterion_": criterion,
-                "scale_": scale, "n_pool_": len(kept)}
+            raise ConfigError(
+                f"{name}.fit expected unique item ids in the pool; {dup!r} appears more than once"
+            )
+        return {
+            "pool_": tuple(demo_item(it) for it in kept),
+            "chosen_": None,
+            "criterion_": criterion,
+            "scale_": scale,
+            "n_pool_": len(kept),
+        }
 
     def with_choice(self, k: int) -> Self:
         """The fitted copy keeping only the ``k`` items ``select(k)`` chooses (``chosen_``), not the pool.
@@ -233,9 +241,7 @@ class Selector(Component, Fittable):
             return self
         return self.model_copy(update={"pool_": None, "chosen_": tuple(picks)})
 
-    def select(
-        self, k: int, query: Item | None = None, *, prompt_scale: Scale | None = None
-    ) -> list[Demo]:
+    def select(self, k: int, query: Item | None = None, *, prompt_scale: Scale | None = None) -> list[Demo]:
         """``k`` demos (human scores) chosen from the fitted pool; the query item is never among them.
 
         ``prompt_scale``: when given and the pool came from a benchmark whose human scale
@@ -250,11 +256,13 @@ class Selector(Component, Fittable):
         name = type(self).__name__
         check_param(name, "k", k, [Interval(int, 1)])
         if not self.is_fitted:
-            raise ConfigError(f"{name} is not fitted; expected `sel = sel.fit(pool, criterion=...)` "
-                              "before select()")
+            raise ConfigError(
+                f"{name} is not fitted; expected `sel = sel.fit(pool, criterion=...)` before select()"
+            )
         if query is not None and not isinstance(query, Item):
-            raise ConfigError(f"{name}.select expected query to be an Item or None; "
-                              f"got {type(query).__name__}")
+            raise ConfigError(
+                f"{name}.select expected query to be an Item or None; got {type(query).__name__}"
+            )
         if self.tags.query_dependent and query is None:
             raise ConfigError(
                 f"{name} chooses demos by similarity to the item being judged; expected query=<Item>, got "
@@ -287,8 +295,11 @@ class Selector(Component, Fittable):
 def _criterion_of_judge(owner: str, items: Sequence[Item], judge: Judge | None, what: str) -> str:
     """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly
     one."""
-    names = [] if judge is None else list(dict.fromkeys(c.name for leaf in judge.leaves()
-                                                        for c in leaf.prompt.criteria))
+    names = (
+        []
+        if judge is None
+        else list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
+    )
     known = [n for n in names if labelled_items(items, n)]
     if len(known) != 1:
         labels = sorted({c for it in items for c in (*it.human, *it.preference)})
@@ -307,6 +318,6 @@ def example_pool() -> list[Item]:
         ("ex-3", "The cat slept on the warm mat.", 5.0),
         ("ex-4", "Stocks fell sharply on Monday.", 3.0),
     ]
-    return [Item(id=i, output=t, inputs={"source": f"Source of {i}."}, human={"score": s}) for i, t,
-            s in texts]
-
+    return [
+        Item(id=i, output=t, inputs={"source": f"Source of {i}."}, human={"score": s}) for i, t, s in texts
+    ]

@@ -19,8 +19,12 @@ from mitigate.selectors._base import Selector, example_pool
 
 
 def _unique_ids(value: Any) -> bool:
-    return (isinstance(value, list | tuple) and len(value) > 0 and all(isinstance(i, str) for i in value)
-            and len(set(value)) == len(value))
+    return (
+        isinstance(value, list | tuple)
+        and len(value) > 0
+        and all(isinstance(i, str) for i in value)
+        and len(set(value)) == len(value)
+    )
 
 
 @register("selector", "fixed")
@@ -35,8 +39,9 @@ class Fixed(Selector):
     """
 
     ids: tuple[str, ...]
-    parameter_constraints: ClassVar = {"ids": [Satisfies(_unique_ids,
-                                                         "a non-empty list of unique ids of pool items")]}
+    parameter_constraints: ClassVar = {
+        "ids": [Satisfies(_unique_ids, "a non-empty list of unique ids of pool items")]
+    }
 
     @classmethod
     def examples(cls) -> list[Selector]:

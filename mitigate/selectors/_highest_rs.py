@@ -48,8 +48,9 @@ def rank_by_rs(
     """
     items = list(items)
     if not (len(items) == len(ls) == len(us)):
-        raise DataError(f"expected one LS and one US per item; got {len(items)} items, {len(ls)} LS, "
-                        f"{len(us)} US")
+        raise DataError(
+            f"expected one LS and one US per item; got {len(items)} items, {len(ls)} LS, {len(us)} US"
+        )
     rs = measures.rs_scores(ls, us)
     ranked = [(item, float(r)) for item, r in zip(items, rs, strict=True) if math.isfinite(r)]
     return sorted(ranked, key=lambda pair: -pair[1])
@@ -150,8 +151,13 @@ class HighestRS(Selector):
         task = self.task if self.task is not None else next((lf.prompt.task for lf in judge.leaves()), "")
         scorer = LikelihoodScorer(ctx.lm) if ctx.lm is not None else LikelihoodScorer(self.likelihood)
         ls_values = await scorer.score_many(items, task, progress=ctx.progress)
-        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress,
-                           desc="highest-rs: judging the pool")
+        result = await run(
+            judge,
+            items,
+            concurrency=ctx.concurrency,
+            progress=ctx.progress,
+            desc="highest-rs: judging the pool",
+        )
         scores: list[float] = []
         excluded: dict[str, str] = {}
         n_parse = 0
@@ -175,8 +181,11 @@ class HighestRS(Selector):
                     "no RS: US is undefined (fewer than 2 judged items, or the judge or the humans gave "
                     "every judged item the same score)"
                 )
-        update: dict[str, Any] = {"n_parse_failures_": n_parse, "excluded_": excluded,
-                                  "n_excluded_": len(excluded)}
+        update: dict[str, Any] = {
+            "n_parse_failures_": n_parse,
+            "excluded_": excluded,
+            "n_excluded_": len(excluded),
+        }
         if ctx.lm is not None:
             update["likelihood"] = ctx.lm.spec
         return fitted.model_copy(update=update)
@@ -192,8 +201,9 @@ class HighestRS(Selector):
         def only(values: dict[str, float] | None) -> dict[str, float] | None:
             return None if values is None else {i: v for i, v in values.items() if i in ids}
 
-        return slim.model_copy(update={"rs_": only(self.rs_), "ls_": only(self.ls_), "us_": only(self.us_),
-                                       "excluded_": None})
+        return slim.model_copy(
+            update={"rs_": only(self.rs_), "ls_": only(self.ls_), "us_": only(self.us_), "excluded_": None}
+        )
 
     def _draw(self, kept: tuple[Item, ...], pool: Benchmark | Sequence[Item]) -> tuple[Item, ...]:
         """The labelled items to judge: all, or ``pool_size`` of them drawn with ``seed`` (in pool order)."""
@@ -208,8 +218,14 @@ class HighestRS(Selector):
         keep = sorted(random.Random(self.seed).sample(range(len(kept)), self.pool_size))
         return tuple(kept[i] for i in keep)
 
-    def _fit_scores(self, pool: Benchmark | Sequence[Item], criterion: str | None, ls: Mapping[str, float],
-                    judge_scores: Mapping[str, float | None], judge: Judge | None = None) -> Self:
+    def _fit_scores(
+        self,
+        pool: Benchmark | Sequence[Item],
+        criterion: str | None,
+        ls: Mapping[str, float],
+        judge_scores: Mapping[str, float | None],
+        judge: Judge | None = None,
+    ) -> Self:
         """The fitted copy from given LS and judge scores (no LM call)."""
         state = self.fit_state(pool, criterion, judge)
         items = self._draw(state["pool_"], pool)
@@ -217,19 +233,23 @@ class HighestRS(Selector):
         js = [math.nan if (v := judge_scores.get(it.id)) is None else float(v) for it in items]
         return self._ranked(state, items, ls_list, js)
 
-    def _ranked(self, state: dict[str, Any], items: tuple[Item, ...], ls: list[float],
-                scores: list[float]) -> Self:
-        us = measures.unfairness_scores(scores, measures.human_scores(items, state["criterion_"]),
-                                        scaling=self.scaling)
+    def _ranked(
+        self, state: dict[str, Any], items: tuple[Item, ...], ls: list[float], scores: list[float]
+    ) -> Self:
+        us = measures.unfairness_scores(
+            scores, measures.human_scores(items, state["criterion_"]), scaling=self.scaling
+        )
         ranked = rank_by_rs(items, ls, list(us))
-        return self.model_copy(update={
-            **state,
-            "pool_": items,
-            "n_pool_": len(items),
-            "rs_": {it.id: rs for it, rs in ranked},
-            "ls_": {it.id: v for it, v in zip(items, ls, strict=True) if math.isfinite(v)},
-            "us_": {it.id: float(v) for it, v in zip(items, us, strict=True) if math.isfinite(v)},
-        })
+        return self.model_copy(
+            update={
+                **state,
+                "pool_": items,
+                "n_pool_": len(items),
+                "rs_": {it.id: rs for it, rs in ranked},
+                "ls_": {it.id: v for it, v in zip(items, ls, strict=True) if math.isfinite(v)},
+                "us_": {it.id: float(v) for it, v in zip(items, us, strict=True) if math.isfinite(v)},
+            }
+        )
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
         """The ``k`` candidates with the highest RS."""

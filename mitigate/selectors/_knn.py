@@ -75,12 +75,19 @@ class KNN(Selector):
     ngram_max: int = 2
     nearest_last: bool = False
     parameter_constraints: ClassVar = {
-        "fields": [Satisfies(lambda v: isinstance(v, list | tuple) and len(v) > 0
-                             and all(isinstance(f, str) for f in v),
-                             "a non-empty list of item field names")],
-        "embedding": [Options("tfidf"),
-                      Satisfies(lambda v: isinstance(v, str) and v.startswith("sentence-transformers:"),
-                                "'sentence-transformers:<local model folder>'")],
+        "fields": [
+            Satisfies(
+                lambda v: isinstance(v, list | tuple) and len(v) > 0 and all(isinstance(f, str) for f in v),
+                "a non-empty list of item field names",
+            )
+        ],
+        "embedding": [
+            Options("tfidf"),
+            Satisfies(
+                lambda v: isinstance(v, str) and v.startswith("sentence-transformers:"),
+                "'sentence-transformers:<local model folder>'",
+            ),
+        ],
         "ngram_max": [Interval(int, 1)],
         "nearest_last": [bool],
     }
@@ -93,8 +100,15 @@ class KNN(Selector):
     # ------------------------------------------------------------------ index
     def _key(self) -> str:
         assert self.pool_ is not None
-        blob = json.dumps([self.embedding, self.ngram_max, list(self.fields),
-                           [[it.id, item_text(it, self.fields)] for it in self.pool_]], ensure_ascii=False)
+        blob = json.dumps(
+            [
+                self.embedding,
+                self.ngram_max,
+                list(self.fields),
+                [[it.id, item_text(it, self.fields)] for it in self.pool_],
+            ],
+            ensure_ascii=False,
+        )
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
     def _index(self) -> _Index:
@@ -123,8 +137,9 @@ class KNN(Selector):
             try:
                 matrix = vec.fit_transform(texts)
             except ValueError as exc:  # every text empty or only stop words
-                raise ConfigError("KNN could not build a TF-IDF vocabulary from the pool's "
-                                  f"{list(self.fields)}: {exc}") from exc
+                raise ConfigError(
+                    f"KNN could not build a TF-IDF vocabulary from the pool's {list(self.fields)}: {exc}"
+                ) from exc
             embed = vec.transform
         else:
             model = _sentence_model(self.embedding.split(":", 1)[1])
@@ -139,14 +154,16 @@ class KNN(Selector):
     def neighbours(self, query: Item) -> list[tuple[Item, float]]:
         """Every pool item with its cosine distance to ``query``, nearest first (ties in pool order)."""
         if not self.is_fitted:
-            raise ConfigError("KNN is not fitted; expected `sel = sel.fit(pool, criterion=...)` before "
-                              "neighbours()")
+            raise ConfigError(
+                "KNN is not fitted; expected `sel = sel.fit(pool, criterion=...)` before neighbours()"
+            )
         assert self.pool_ is not None
         index = self._index()
         vector = index.embed([item_text(query, self.fields)])
         dist, idx = index.nn.kneighbors(vector, n_neighbors=len(self.pool_))
-        pairs = sorted(zip(dist[0].tolist(), idx[0].tolist(), strict=True),
-                       key=lambda p: (round(p[0], 12), p[1]))
+        pairs = sorted(
+            zip(dist[0].tolist(), idx[0].tolist(), strict=True), key=lambda p: (round(p[0], 12), p[1])
+        )
         return [(self.pool_[i], float(d)) for d, i in pairs]
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:

@@ -49,10 +49,7 @@ def stratified_pick(
     """
     if not criteria:
         raise ConfigError("expected at least one criterion to pick demos for; got none")
-    eligible = [
-        it for it in items
-        if all(c in it.human and math.isfinite(it.human[c]) for c in criteria)
-    ]
+    eligible = [it for it in items if all(c in it.human and math.isfinite(it.human[c]) for c in criteria)]
     if len(eligible) < m:
         raise ConfigError(
             f"expected at least m={m} training items with human scores for {list(criteria)}; got "
@@ -130,8 +127,11 @@ class Stratified(Selector):
     by: Literal["label", "range"] = "label"
     scale: Scale | None = None
     judge_scale_: Scale | None = None
-    parameter_constraints: ClassVar = {"seed": [Interval(int)], "by": [Options("label", "range")],
-                                       "scale": [Scale, dict, None]}
+    parameter_constraints: ClassVar = {
+        "seed": [Interval(int)],
+        "by": [Options("label", "range")],
+        "scale": [Scale, dict, None],
+    }
 
     async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
         """As :meth:`Selector.learn`; with ``by="range"`` and no ``scale``, also the judge's prompt scale."""
@@ -154,8 +154,9 @@ class Stratified(Selector):
         """Balanced draw over labels (or ``stratified_pick`` for ``by="range"``)."""
         assert self.criterion_ is not None
         if self.by == "range" and all(self.criterion_ in it.human for it in candidates):
-            return stratified_pick(candidates, [self.criterion_], k, self.scale or self.judge_scale_,
-                                   self.seed)
+            return stratified_pick(
+                candidates, [self.criterion_], k, self.scale or self.judge_scale_, self.seed
+            )
         rng = _random.Random(self.seed)
         groups: dict[float, list[Item]] = {}
         for it in sorted(candidates, key=lambda it: it.id):

@@ -93,8 +93,12 @@ class AgreementJudge(CompositeJudge):
         if mcq.meta:
             meta["mcq_meta"] = mcq.meta
         return merge_judgments(
-            item.id, [rts, mcq], scores=dict(rts.scores), samples=dict(rts.samples), failures=failures,
-            meta=meta
+            item.id,
+            [rts, mcq],
+            scores=dict(rts.scores),
+            samples=dict(rts.samples),
+            failures=failures,
+            meta=meta,
         )
 
 
@@ -145,8 +149,9 @@ class GateReport(BaseModel):
         for d in self.decisions:
             if d.system == system:
                 return d
-        raise DataError(f"expected one of the gated systems {[d.system for d in self.decisions]}; "
-                        f"got {system!r}")
+        raise DataError(
+            f"expected one of the gated systems {[d.system for d in self.decisions]}; got {system!r}"
+        )
 
 
 @register("mitigation", "agreement-gate")
@@ -192,7 +197,9 @@ class AgreementGate(Mitigation):
             )
         return AgreementJudge(
             {"rts": judge.map_prompts(rts_form), "mcq": judge.map_prompts(mcq_form)},
-            tolerance=self.tolerance, method=self.method, min_items=self.min_items,
+            tolerance=self.tolerance,
+            method=self.method,
+            min_items=self.min_items,
         )
 
     def gate(
@@ -218,7 +225,8 @@ class AgreementGate(Mitigation):
             if item is None:
                 raise DataError(
                     f"expected an item for every judgment; judgment {j.item_id!r} has none among the "
-                    f"{len(by_id)} items given", item_id=j.item_id,
+                    f"{len(by_id)} items given",
+                    item_id=j.item_id,
                 )
             if item.system is None:
                 raise DataError(
@@ -237,11 +245,16 @@ class AgreementGate(Mitigation):
             d = by_system[s]
             flags = tuple(dict.fromkeys((*j.flags, NEEDS_HUMAN))) if d.needs_human else j.flags
             gate_meta = {"system": s, "r": None if math.isnan(d.r) else d.r, "decision": d.decision}
-            flagged.append(j.model_copy(update={"flags": flags,
-                                                "meta": {**j.meta, "agreement_gate": gate_meta}}))
+            flagged.append(
+                j.model_copy(update={"flags": flags, "meta": {**j.meta, "agreement_gate": gate_meta}})
+            )
         return GateReport(
-            criterion=crit, tolerance=self.tolerance, method=self.method, min_items=self.min_items,
-            decisions=tuple(decisions), judgments=tuple(flagged),
+            criterion=crit,
+            tolerance=self.tolerance,
+            method=self.method,
+            min_items=self.min_items,
+            decisions=tuple(decisions),
+            judgments=tuple(flagged),
         )
 
     def _decide(self, systems: Sequence[str], rts: np.ndarray, mcq: np.ndarray) -> list[GateDecision]:
@@ -250,28 +263,52 @@ class AgreementGate(Mitigation):
             idx = [i for i, t in enumerate(systems) if t == s]
             m = measures.item_correlation(rts[idx], mcq[idx], self.method)
             if m.n < self.min_items:
-                out.append(GateDecision(
-                    system=s, r=math.nan, n=m.n, n_failed=m.n_failed, decision="insufficient data",
-                    reason=f"only {m.n} of system {s!r}'s items have both an RTS and an MCQ score; "
-                           f"expected at least min_items={self.min_items}",
-                ))
+                out.append(
+                    GateDecision(
+                        system=s,
+                        r=math.nan,
+                        n=m.n,
+                        n_failed=m.n_failed,
+                        decision="insufficient data",
+                        reason=f"only {m.n} of system {s!r}'s items have both an RTS and an MCQ score; "
+                        f"expected at least min_items={self.min_items}",
+                    )
+                )
             elif not m.ok:
-                out.append(GateDecision(
-                    system=s, r=math.nan, n=m.n, n_failed=m.n_failed, decision="insufficient data",
-                    reason=f"R_i is undefined for system {s!r}: {m.reason} (first input RTS, second MCQ)",
-                ))
+                out.append(
+                    GateDecision(
+                        system=s,
+                        r=math.nan,
+                        n=m.n,
+                        n_failed=m.n_failed,
+                        decision="insufficient data",
+                        reason=f"R_i is undefined for system {s!r}: {m.reason} (first input RTS, second MCQ)",
+                    )
+                )
             else:
                 decision: Decision = "accept" if m.value >= self.tolerance else "needs_human"
-                reason = None if decision == "accept" else (
-                    f"R_i = {m.value:.3f} < tolerance {self.tolerance:g}: RTS and MCQ disagree on this system"
+                reason = (
+                    None
+                    if decision == "accept"
+                    else (
+                        f"R_i = {m.value:.3f} < tolerance {self.tolerance:g}: RTS and MCQ disagree on this "
+                        "system"
+                    )
                 )
-                out.append(GateDecision(system=s, r=m.value, n=m.n, n_failed=m.n_failed, decision=decision,
-                                        reason=reason))
+                out.append(
+                    GateDecision(
+                        system=s, r=m.value, n=m.n, n_failed=m.n_failed, decision=decision, reason=reason
+                    )
+                )
         return out
 
     def gate_released(
-        self, criteria: str | Sequence[str] | None = None, *, p_method: str = "spearman",
-        predict_method: str = "spearman", root: str | Path | None = None,
+        self,
+        criteria: str | Sequence[str] | None = None,
+        *,
+        p_method: str = "spearman",
+        predict_method: str = "spearman",
+        root: str | Path | None = None,
     ) -> dict[str, ReleasedGateReport]:
         """:func:`gate_released` with this gate's parameters."""
         return gate_released(criteria, gate=self, p_method=p_method, predict_method=predict_method, root=root)
@@ -300,7 +337,8 @@ def _form_scores(j: Judgment, criterion: str) -> tuple[float | None, float | Non
             return None, None
         raise DataError(
             f"expected judgments from AgreementGate().wrap(judge) with meta['rts'] and meta['mcq']; judgment "
-            f"{j.item_id!r} has meta keys {sorted(j.meta)}", item_id=j.item_id,
+            f"{j.item_id!r} has meta keys {sorted(j.meta)}",
+            item_id=j.item_id,
         )
     return rts.get(criterion), mcq.get(criterion)
 
@@ -334,8 +372,9 @@ class ReleasedGateReport(BaseModel):
     parse_failures: dict[str, int] = Field(default_factory=dict)
 
 
-def released_gate_judgments(criterion: str, items: Sequence[Item], *,
-                            root: str | Path | None = None) -> list[Judgment]:
+def released_gate_judgments(
+    criterion: str, items: Sequence[Item], *, root: str | Path | None = None
+) -> list[Judgment]:
     """Judgments shaped like :class:`AgreementJudge` output, from the released ChatGPT RTS and MCQ answers.
 
     ``scores[criterion]`` is the RTS score; ``meta["rts"]`` / ``meta["mcq"]`` both forms'
@@ -354,10 +393,15 @@ def released_gate_judgments(criterion: str, items: Sequence[Item], *,
             if rj.score is None:
                 failures.append(ParseFailure(criterion=criterion, raw=rj.raw, reason=f"{form}: {rj.error}"))
         r, m = parts
-        out.append(Judgment(
-            item_id=item.id, scores={criterion: r.score}, raw=(r.raw, m.raw), failures=tuple(failures),
-            meta={"rts": {criterion: r.score}, "mcq": {criterion: m.score}},
-        ))
+        out.append(
+            Judgment(
+                item_id=item.id,
+                scores={criterion: r.score},
+                raw=(r.raw, m.raw),
+                failures=tuple(failures),
+                meta={"rts": {criterion: r.score}, "mcq": {criterion: m.score}},
+            )
+        )
     return out
 
 
@@ -398,17 +442,26 @@ def gate_released(
         p = {s: float(m.value) for s, m in p_measures.items()}
         r_by = report.r_by_system()
         order = list(r_by)
-        predict = measures.item_correlation([r_by[s] for s in order], [p.get(s, math.nan) for s in order],
-                                           predict_method)
+        predict = measures.item_correlation(
+            [r_by[s] for s in order], [p.get(s, math.nan) for s in order], predict_method
+        )
         predict = predict.model_copy(update={"name": f"{predict_method}_R_vs_P"})
-        accepted = [p[s] for s in order if not report.decision(s).needs_human
-                    and math.isfinite(p.get(s, math.nan))]
-        flagged = [p[s] for s in order if report.decision(s).needs_human
-                   and math.isfinite(p.get(s, math.nan))]
-        fails = {"rts": sum(1 for j in judgments if j.meta["rts"][c] is None),
-                 "mcq": sum(1 for j in judgments if j.meta["mcq"][c] is None)}
+        accepted = [
+            p[s] for s in order if not report.decision(s).needs_human and math.isfinite(p.get(s, math.nan))
+        ]
+        flagged = [
+            p[s] for s in order if report.decision(s).needs_human and math.isfinite(p.get(s, math.nan))
+        ]
+        fails = {
+            "rts": sum(1 for j in judgments if j.meta["rts"][c] is None),
+            "mcq": sum(1 for j in judgments if j.meta["mcq"][c] is None),
+        }
         out[c] = ReleasedGateReport(
-            criterion=c, gate=report, p=p, p_method=p_method, r_predicts_p=predict,
+            criterion=c,
+            gate=report,
+            p=p,
+            p_method=p_method,
+            r_predicts_p=predict,
             p_accepted_mean=float(np.mean(accepted)) if accepted else math.nan,
             p_flagged_mean=float(np.mean(flagged)) if flagged else math.nan,
             parse_failures=fails,

@@ -70,8 +70,9 @@ class Mitigation(Component, Fittable):
         """A short name for reports: the registered name (a class whose name says too little refines it)."""
         return self.registry_name or type(self).__name__
 
-    async def acompile(self, judge: Judge, train: Benchmark | None = None, ctx: FitContext | None = None,
-                       **options: Any) -> Judge:
+    async def acompile(
+        self, judge: Judge, train: Benchmark | None = None, ctx: FitContext | None = None, **options: Any
+    ) -> Judge:
         """``judge`` with this mitigation fitted on ``train`` against it and applied: ``afit`` then ``wrap``.
 
         Without ``train`` (a mitigation with nothing to learn, or one already fitted) it is
@@ -80,11 +81,16 @@ class Mitigation(Component, Fittable):
         fitted = self if train is None else await self.afit(train, judge, ctx, **options)
         return fitted.wrap(judge)
 
-    def compile(self, judge: Judge, train: Benchmark | None = None, ctx: FitContext | None = None,
-                **options: Any) -> Judge:
+    def compile(
+        self, judge: Judge, train: Benchmark | None = None, ctx: FitContext | None = None, **options: Any
+    ) -> Judge:
         """The one-call path, :meth:`acompile` run to completion: ``m.fit(train, judge).wrap(judge)``."""
-        return run_fit(self, self.acompile(judge, train, ctx, **options),
-                       what=f"{type(self).__name__}.compile()", instead="x.acompile(judge, train)")
+        return run_fit(
+            self,
+            self.acompile(judge, train, ctx, **options),
+            what=f"{type(self).__name__}.compile()",
+            instead="x.acompile(judge, train)",
+        )
 
 
 class PromptMitigation(Mitigation):
@@ -173,8 +179,9 @@ def from_spec(spec: dict[str, Any] | Sequence[dict[str, Any]]) -> Mitigation:
     if isinstance(spec, dict) and spec.get("name") == "pipeline":
         extra = sorted(set(spec) - {"name", "steps"})
         if extra:
-            raise ConfigError("expected a pipeline spec with keys 'name' and 'steps'; got extra "
-                              f"keys {extra}")
+            raise ConfigError(
+                f"expected a pipeline spec with keys 'name' and 'steps'; got extra keys {extra}"
+            )
         steps = spec.get("steps", [])
         if not isinstance(steps, Sequence) or isinstance(steps, (str, bytes)):
             raise ConfigError(f"expected the 'steps' of a pipeline spec to be a list of specs; got {steps!r}")
@@ -198,9 +205,12 @@ def load_pipeline(path: str | Path) -> Mitigation:
     if isinstance(data, dict) and "pipeline" in data and "name" not in data:
         search = data.get("search")
         if isinstance(search, dict) and search.get("beats_baseline") is False:
-            warnings.warn(f"{p}: {data.get('verdict') or 'no demo set beat the baseline on test'}; it holds "
-                          "the search's dev winner, not a recommendation", NotRecommendedWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"{p}: {data.get('verdict') or 'no demo set beat the baseline on test'}; it holds "
+                "the search's dev winner, not a recommendation",
+                NotRecommendedWarning,
+                stacklevel=2,
+            )
         data = data["pipeline"]
     return from_spec(data)
 
@@ -224,8 +234,9 @@ def parse_pipeline(text: str) -> Pipeline:
         name, _, rest = part.partition("(")
         name = name.strip()
         if not rest and name.endswith(".json"):
-            raise ConfigError(f"expected pipeline text or @file.json; got {name!r} (write @{name} to load "
-                              "a spec file)")
+            raise ConfigError(
+                f"expected pipeline text or @file.json; got {name!r} (write @{name} to load a spec file)"
+            )
         params: dict[str, Any] = {}
         if rest:
             if not rest.endswith(")"):

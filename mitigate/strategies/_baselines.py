@@ -30,8 +30,12 @@ from mitigate.strategies._edits import (
 
 def _instruction(text: object) -> bool:
     """True for a non-empty instruction without template slots or the guideline mark."""
-    return isinstance(text,
-                      str) and bool(text.strip()) and not SLOT_RE.search(text) and GUIDELINE_MARK not in text
+    return (
+        isinstance(text, str)
+        and bool(text.strip())
+        and not SLOT_RE.search(text)
+        and GUIDELINE_MARK not in text
+    )
 
 
 @register("mitigation", "consistency-hint")
@@ -52,9 +56,12 @@ class ConsistencyHint(PromptMitigation):
 
     text: str = DEFAULT_HINT
     parameter_constraints: ClassVar = {
-        "text": [Satisfies(_instruction,
-                           "a non-empty instruction (it must not contain template slots such as "
-                           "{{output}})")],
+        "text": [
+            Satisfies(
+                _instruction,
+                "a non-empty instruction (it must not contain template slots such as {{output}})",
+            )
+        ]
     }
 
     def apply(self, prompt: JudgePrompt) -> JudgePrompt:
@@ -119,8 +126,13 @@ class SelfConsistency(Mitigation):
                 "expected value over the first scale number it generates (ExpectedScore); expected cot=False "
                 "with ExpectedScore"
             )
-        judge = leaf.with_prompt(set_cot(allow_reasoning(leaf.prompt, "SelfConsistency(cot=True)"), True,
-                                         lead=DEFAULT_COT)) if self.cot else leaf
+        judge = (
+            leaf.with_prompt(
+                set_cot(allow_reasoning(leaf.prompt, "SelfConsistency(cot=True)"), True, lead=DEFAULT_COT)
+            )
+            if self.cot
+            else leaf
+        )
         changes: dict[str, object] = {"n": self.n, "temperature": self.temperature, "reducer": "majority"}
         if self.max_tokens is not None:
             changes["max_tokens"] = self.max_tokens

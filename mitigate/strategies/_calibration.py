@@ -115,8 +115,16 @@ class CalibratedJudge(Judge):
     failure.
     """
 
-    def __init__(self, leaf: PromptJudge, prior: tuple[float, ...] | None, *, method: str, top_logprobs: int,
-                 labels: tuple[str, str], tie: str | None) -> None:
+    def __init__(
+        self,
+        leaf: PromptJudge,
+        prior: tuple[float, ...] | None,
+        *,
+        method: str,
+        top_logprobs: int,
+        labels: tuple[str, str],
+        tie: str | None,
+    ) -> None:
         why = asks_for_reasoning(leaf.prompt)
         if why is not None:
             raise ConfigError(
@@ -144,13 +152,26 @@ class CalibratedJudge(Judge):
                 f"a calibrated judge reads one prompt judge's logprobs; a later mitigation turned it into a "
                 f"{type(new).__name__} (place {self.method} calibration after it)"
             )
-        return CalibratedJudge(new, self.prior, method=self.method, top_logprobs=self.top_logprobs,
-                               labels=self.labels, tie=self.tie)
+        return CalibratedJudge(
+            new,
+            self.prior,
+            method=self.method,
+            top_logprobs=self.top_logprobs,
+            labels=self.labels,
+            tie=self.tie,
+        )
 
     def describe(self) -> dict[str, Any]:
         """The leaf's description, the method and the prior."""
-        return {"kind": "calibrated", "method": self.method, "prior": self.prior, "labels": list(self.labels),
-                "tie": self.tie, "top_logprobs": self.top_logprobs, "leaf": self.leaf.describe()}
+        return {
+            "kind": "calibrated",
+            "method": self.method,
+            "prior": self.prior,
+            "labels": list(self.labels),
+            "tie": self.tie,
+            "top_logprobs": self.top_logprobs,
+            "leaf": self.leaf.describe(),
+        }
 
     async def aclose(self) -> None:
         """Close the leaf."""
@@ -167,21 +188,25 @@ class CalibratedJudge(Judge):
 
     def request(self, item: Item) -> LMRequest:
         """The leaf's request for ``item`` with token logprobs asked for."""
-        return self.leaf.request(item).model_copy(update={"logprobs": True,
-                                                          "top_logprobs": self.top_logprobs})
+        return self.leaf.request(item).model_copy(
+            update={"logprobs": True, "top_logprobs": self.top_logprobs}
+        )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         """The one request, with logprobs; its answer is read as a calibrated distribution."""
-        how = (f"{self.method} calibration of the answer distribution over {list(self.support)} (top-"
-               f"{self.top_logprobs} logprobs)" if self.prior is not None else
-               f"the answer distribution over {list(self.support)} (uncalibrated)")
+        how = (
+            f"{self.method} calibration of the answer distribution over {list(self.support)} (top-"
+            f"{self.top_logprobs} logprobs)"
+            if self.prior is not None
+            else f"the answer distribution over {list(self.support)} (uncalibrated)"
+        )
         return [self.leaf.plan(self.request(item), item, how)]
 
     async def judge(self, item: Item) -> Judgment:
         """One call with logprobs; each sample's distribution calibrated and scored."""
         request = self.request(item)
         response = await self.leaf.lm.complete(request)
-        name = (self.leaf.prompt.criteria[0].name if self.leaf.prompt.criteria else "score")
+        name = self.leaf.prompt.criteria[0].name if self.leaf.prompt.criteria else "score"
         failures: list[ParseFailure] = []
         raw_dists: list[dict[str, float]] = []
         cal_dists: list[dict[str, float]] = []
@@ -194,18 +219,26 @@ class CalibratedJudge(Judge):
                 continue
             raw_dists.append(p)
             cal_dists.append(q)
-        meta: dict[str, Any] = {"calibration": {
-            "method": self.method if self.prior is not None else "none",
-            "p": raw_dists[0] if raw_dists else None, "q": cal_dists[0] if cal_dists else None,
-        }}
+        meta: dict[str, Any] = {
+            "calibration": {
+                "method": self.method if self.prior is not None else "none",
+                "p": raw_dists[0] if raw_dists else None,
+                "q": cal_dists[0] if cal_dists else None,
+            }
+        }
         common: dict[str, Any] = {
-            "item_id": item.id, "raw": tuple(c.text for c in response.choices), "failures": tuple(failures),
-            "usage": response.usage, "cost_usd": 0.0 if response.cached else response.cost_usd,
-            "calls": 0 if response.cached else 1, "cached_calls": 1 if response.cached else 0,
+            "item_id": item.id,
+            "raw": tuple(c.text for c in response.choices),
+            "failures": tuple(failures),
+            "usage": response.usage,
+            "cost_usd": 0.0 if response.cached else response.cost_usd,
+            "calls": 0 if response.cached else 1,
+            "cached_calls": 1 if response.cached else 0,
         }
         if self.leaf.prompt.answer == "pairwise":
-            mean_q = {y: sum(q[y] for q in cal_dists) / len(cal_dists)
-                      for y in self.support} if cal_dists else {}
+            mean_q = (
+                {y: sum(q[y] for q in cal_dists) / len(cal_dists) for y in self.support} if cal_dists else {}
+            )
             verdict = _most_probable(mean_q) if mean_q else None
             meta["calibration"]["mean_q"] = mean_q or None
             return Judgment(verdict=verdict, meta=meta, **common)  # type: ignore[arg-type]
@@ -227,14 +260,25 @@ def _most_probable(dist: dict[str, float]) -> str:
     return best[0] if len(best) == 1 else "tie"
 
 
-_LABELS = Satisfies(lambda v: isinstance(v, (tuple, list)) and len(v) == 2
-                    and all(isinstance(x, str) and x for x in v)
-                    and v[0] != v[1], "a pair of two different non-empty strings")
+_LABELS = Satisfies(
+    lambda v: (
+        isinstance(v, (tuple, list))
+        and len(v) == 2
+        and all(isinstance(x, str) and x for x in v)
+        and v[0] != v[1]
+    ),
+    "a pair of two different non-empty strings",
+)
 _PRIORS = Satisfies(
-    lambda v: isinstance(v, (tuple, list)) and all(
-        isinstance(p, (tuple, list)) and p and all(isinstance(x, (int, float)) and x >= 0 for x in p)
-        for p in v),
-    "a tuple of prior distributions (one tuple of non-negative floats per leaf judge)")
+    lambda v: (
+        isinstance(v, (tuple, list))
+        and all(
+            isinstance(p, (tuple, list)) and p and all(isinstance(x, (int, float)) and x >= 0 for x in p)
+            for p in v
+        )
+    ),
+    "a tuple of prior distributions (one tuple of non-negative floats per leaf judge)",
+)
 
 
 class _Calibration(Mitigation):
@@ -259,9 +303,9 @@ class _Calibration(Mitigation):
         return self.priors_ is not None
 
     def _leaf_judge(self, leaf: PromptJudge, prior: tuple[float, ...] | None) -> CalibratedJudge:
-        return CalibratedJudge(leaf, prior, method=self.method, top_logprobs=self.top_logprobs,
-                               labels=self.labels,
-                               tie=self.tie)
+        return CalibratedJudge(
+            leaf, prior, method=self.method, top_logprobs=self.top_logprobs, labels=self.labels, tie=self.tie
+        )
 
     def wrap(self, judge: Judge) -> Judge:
         """The judge with every leaf read through its calibrated answer distribution."""
@@ -291,13 +335,19 @@ class _Calibration(Mitigation):
         priors: list[tuple[float, ...]] = []
         for leaf in judge.leaves():
             reader = self._leaf_judge(leaf, None)
-            result = await run(reader, items, concurrency=ctx.concurrency, progress=ctx.progress,
-                               desc=f"fitting {self.method} calibration")
+            result = await run(
+                reader,
+                items,
+                concurrency=ctx.concurrency,
+                progress=ctx.progress,
+                desc=f"fitting {self.method} calibration",
+            )
             dists = [j.meta.get("calibration", {}).get("p") for j in result.judgments]
             dists = [d for d in dists if d]
             if not dists:
                 reasons = {f.reason for j in result.judgments for f in j.failures} | {
-                    j.error for j in result.judgments if j.error}
+                    j.error for j in result.judgments if j.error
+                }
                 raise ConfigError(
                     f"{type(self).__name__}.fit read no answer distribution from the judge on {len(items)} "
                     "inputs; expected token logprobs at a direct answer (got: "
@@ -327,8 +377,12 @@ class ContextualCalibration(_Calibration):
     content_free: tuple[str, ...] = CONTENT_FREE
     parameter_constraints: ClassVar = {
         **_Calibration.parameter_constraints,
-        "content_free": [Satisfies(lambda v: isinstance(v, (tuple, list)) and len(v) > 0
-                                   and all(isinstance(x, str) for x in v), "a non-empty tuple of strings")],
+        "content_free": [
+            Satisfies(
+                lambda v: isinstance(v, (tuple, list)) and len(v) > 0 and all(isinstance(x, str) for x in v),
+                "a non-empty tuple of strings",
+            )
+        ],
     }
 
     @classmethod
@@ -339,16 +393,21 @@ class ContextualCalibration(_Calibration):
     def fit_items(self, train: Benchmark) -> list[Item]:
         """One content-free copy of the first training item per text in ``content_free``."""
         if not train.items:
-            raise ConfigError("ContextualCalibration.fit needs one training item to copy the fields "
-                              "of; got none")
+            raise ConfigError(
+                "ContextualCalibration.fit needs one training item to copy the fields of; got none"
+            )
         first = train.items[0]
         out = []
         for i, text in enumerate(self.content_free):
-            out.append(Item(
-                id=f"content-free-{i}", output=text, inputs=dict.fromkeys(first.inputs, text),
-                output_b=text if first.output_b is not None else None,
-                reference=text if first.reference is not None else None,
-            ))
+            out.append(
+                Item(
+                    id=f"content-free-{i}",
+                    output=text,
+                    inputs=dict.fromkeys(first.inputs, text),
+                    output_b=text if first.output_b is not None else None,
+                    reference=text if first.reference is not None else None,
+                )
+            )
         return out
 
 
@@ -367,8 +426,10 @@ class BatchCalibration(_Calibration):
 
     method: ClassVar[str] = "batch"
     max_items: int | None = None
-    parameter_constraints: ClassVar = {**_Calibration.parameter_constraints,
-                                       "max_items": [Interval(int, 1), None]}
+    parameter_constraints: ClassVar = {
+        **_Calibration.parameter_constraints,
+        "max_items": [Interval(int, 1), None],
+    }
 
     @classmethod
     def examples(cls) -> list[Mitigation]:

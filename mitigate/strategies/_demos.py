@@ -58,13 +58,7 @@ from mitigate.prompt import (
     perturbation_set,
 )
 from mitigate.registry import Preset, Tags, register
-from mitigate.selectors import (
-    KNN,
-    Selector,
-    example_pool,
-    resolve_criterion,
-    selector_from_spec,
-)
+from mitigate.selectors import KNN, Selector, example_pool, resolve_criterion, selector_from_spec
 from mitigate.strategies._base import Mitigation
 
 Placement = Literal["replace", "append"]
@@ -158,8 +152,10 @@ class Display(BaseModel):
     def show(self, demos: Sequence[Demo], prompt: JudgePrompt) -> list[Demo]:
         """``demos`` as shown in ``prompt`` (each with the prompt's own score, and a guideline when not
         plain)."""
-        scored = [d.model_copy(update={"score": score_for(d, prompt)}) if isinstance(d.score, dict) else d
-                  for d in demos]
+        scored = [
+            d.model_copy(update={"score": score_for(d, prompt)}) if isinstance(d.score, dict) else d
+            for d in demos
+        ]
         if self.mode == "plain":
             return scored
         if prompt.answer == "pairwise":
@@ -181,8 +177,11 @@ class Display(BaseModel):
             else:
                 shown = [p.apply(base) for p in perts]
                 per_demo = [shown for _ in scored]
-        return [d.model_copy(update={"guideline": gl}) for d, gls in zip(scored, per_demo, strict=True)
-                for gl in gls]
+        return [
+            d.model_copy(update={"guideline": gl})
+            for d, gls in zip(scored, per_demo, strict=True)
+            for gl in gls
+        ]
 
 
 def _fitted_selector(value: Any) -> bool:
@@ -244,21 +243,31 @@ class Demos(Mitigation):
     @model_validator(mode="after")
     def _check(self) -> Self:
         if (self.selector is None) == (not self.demos):
-            raise ConfigError("Demos expected either selector=... (demos chosen at fit) or demos=(...) "
-                              f"(given demos); got {'both' if self.demos else 'neither'}")
+            raise ConfigError(
+                "Demos expected either selector=... (demos chosen at fit) or demos=(...) "
+                f"(given demos); got {'both' if self.demos else 'neither'}"
+            )
         if self.demos and len(self.demos) != self.k:
-            raise ConfigError(f"The 'demos' parameter of Demos must hold exactly k={self.k} demos. Got "
-                              f"{len(self.demos)} instead (pass k={len(self.demos)}).")
+            raise ConfigError(
+                f"The 'demos' parameter of Demos must hold exactly k={self.k} demos. Got "
+                f"{len(self.demos)} instead (pass k={len(self.demos)})."
+            )
         if self.display == "perturbed":
             require_lengthened("Demos", self.kind, self.lengthened)
         if self.ablation and self.display != "perturbed":
-            raise ConfigError("The 'ablation' parameter of Demos needs display='perturbed'. Got "
-                              f"ablation=True with display={self.display!r} instead.")
+            raise ConfigError(
+                "The 'ablation' parameter of Demos needs display='perturbed'. Got "
+                f"ablation=True with display={self.display!r} instead."
+            )
         if self.chooses_per_item and self.display != "plain":
-            why = (f"chooses per item with {type(self.selector).__name__}" if self.selector is not None
-                   else "chooses per item")
-            raise ConfigError(f"Demos {why}; expected display='plain' for per-item demos, got "
-                              f"display={self.display!r}")
+            why = (
+                f"chooses per item with {type(self.selector).__name__}"
+                if self.selector is not None
+                else "chooses per item"
+            )
+            raise ConfigError(
+                f"Demos {why}; expected display='plain' for per-item demos, got display={self.display!r}"
+            )
         return self
 
     @classmethod
@@ -266,9 +275,11 @@ class Demos(Mitigation):
         """Given demos under perturbed guidelines, an unfitted stratified choice, and per-item KNN."""
         pool = example_pool()
         given = (Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score"))
-        return [cls(demos=given, display="perturbed", n=2, seed=1),
-                cls.model_validate({"selector": "stratified", "k": 2}),
-                cls(selector=KNN.examples()[0], k=2)]
+        return [
+            cls(demos=given, display="perturbed", n=2, seed=1),
+            cls.model_validate({"selector": "stratified", "k": 2}),
+            cls(selector=KNN.examples()[0], k=2),
+        ]
 
     # ------------------------------------------------------------------ state
     @property
@@ -283,17 +294,24 @@ class Demos(Mitigation):
         if self.selector is None:
             return Tags()
         sel = self.selector.tags
-        return Tags(needs_fitting=True, query_dependent=self.chooses_per_item,
-                    calls_judge_while_fitting=sel.calls_judge_while_fitting and not self.selector.is_fitted)
+        return Tags(
+            needs_fitting=True,
+            query_dependent=self.chooses_per_item,
+            calls_judge_while_fitting=sel.calls_judge_while_fitting and not self.selector.is_fitted,
+        )
 
     @property
     def label(self) -> str:
         """``demos(<selector name or given>, k=..)``, with the display and per-item choice when not the
         default."""
-        source = "given" if self.selector is None else (self.selector.registry_name
-                                                        or type(self.selector).__name__)
-        extra = (("" if self.display == "plain" else f", {self.display}")
-                 + (", per item" if self.chooses_per_item else ""))
+        source = (
+            "given"
+            if self.selector is None
+            else (self.selector.registry_name or type(self.selector).__name__)
+        )
+        extra = ("" if self.display == "plain" else f", {self.display}") + (
+            ", per item" if self.chooses_per_item else ""
+        )
         return f"demos({source}, k={self.k}{extra})"
 
     @property
@@ -306,9 +324,14 @@ class Demos(Mitigation):
     @property
     def display_spec(self) -> Display:
         """How the demos are shown (:class:`Display`), from the display parameters."""
-        return Display(mode=self.display, kind=self.kind, n=self.n, lengthened=self.lengthened,
-                       seed=self.seed,
-                       ablation=self.ablation)
+        return Display(
+            mode=self.display,
+            kind=self.kind,
+            n=self.n,
+            lengthened=self.lengthened,
+            seed=self.seed,
+            ablation=self.ablation,
+        )
 
     @property
     def is_fitted(self) -> bool:
@@ -352,13 +375,15 @@ class Demos(Mitigation):
         fitted = await self.selector.afit(pool, judge, ctx.merged(criterion=criteria[0]))
         return self._adopt(criteria, fitted, train)
 
-    def _training_pool(self, train: Benchmark, judge: Judge | None,
-                       criterion: str | None) -> tuple[list[str], Benchmark]:
+    def _training_pool(
+        self, train: Benchmark, judge: Judge | None, criterion: str | None
+    ) -> tuple[list[str], Benchmark]:
         """The criteria the demos show and the training items labelled for all of them (what the selector fits
         on)."""
         if not isinstance(train, Benchmark):
-            raise ConfigError(f"Demos.fit expected the training items as a Benchmark; "
-                              f"got {type(train).__name__}")
+            raise ConfigError(
+                f"Demos.fit expected the training items as a Benchmark; got {type(train).__name__}"
+            )
         criteria = demo_criteria(train, judge, criterion)
         items = train.items
         for c in criteria:
@@ -454,8 +479,9 @@ class FixedDemosPreset(Preset):
 
     demos: tuple[Demo, ...]
     parameter_constraints: ClassVar = {
-        "demos": [Satisfies(lambda v: isinstance(v, list | tuple) and len(v) > 0,
-                            "a non-empty list of Demo values")],
+        "demos": [
+            Satisfies(lambda v: isinstance(v, list | tuple) and len(v) > 0, "a non-empty list of Demo values")
+        ]
     }
 
     @classmethod
@@ -489,8 +515,12 @@ class PerItemDemosPreset(Preset):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        check_param("PerItemDemosPreset", "selector", self.selector,
-                    [Satisfies(_fitted_selector, "a fitted selector (call .fit(pool, criterion=...) first)")])
+        check_param(
+            "PerItemDemosPreset",
+            "selector",
+            self.selector,
+            [Satisfies(_fitted_selector, "a fitted selector (call .fit(pool, criterion=...) first)")],
+        )
         return self
 
     @classmethod

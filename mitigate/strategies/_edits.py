@@ -88,6 +88,7 @@ def consistency_hint(prompt: JudgePrompt) -> str:
         return NO_OPTIONS_HINT
     return DEFAULT_HINT
 
+
 DEFAULT_COT = "Think step by step first and explain your reasoning."
 """How the chain-of-thought instruction :class:`SelfConsistency` adds when ``cot=True`` begins
 (:func:`self_consistency_instruction` writes the rest from the prompt's answer format)."""
@@ -131,8 +132,9 @@ def insert_after_guideline(prompt: JudgePrompt, text: str) -> JudgePrompt:
     if prompt.guideline is None or _guideline_inside_item(prompt):
         return append_instruction(prompt, text)
     msgs = tuple(
-        PromptMessage(role=m.role,
-                      template=m.template.replace(GUIDELINE_MARK, GUIDELINE_MARK + "\n\n" + text))
+        PromptMessage(
+            role=m.role, template=m.template.replace(GUIDELINE_MARK, GUIDELINE_MARK + "\n\n" + text)
+        )
         if GUIDELINE_MARK in m.template
         else m
         for m in prompt.messages
@@ -165,8 +167,9 @@ STUB_REASONING = "reasoning first, then the answer"
 added."""
 
 
-def allow_reasoning(prompt: JudgePrompt, who: str = "Sampling(cot=True)", *,
-                    added: Sequence[str] = ()) -> JudgePrompt:
+def allow_reasoning(
+    prompt: JudgePrompt, who: str = "Sampling(cot=True)", *, added: Sequence[str] = ()
+) -> JudgePrompt:
     """``prompt`` made fit for an added request to reason before the answer, or a one-line ConfigError.
 
     The template's own words are read by :func:`~mitigate.prompt.answer._infer.reasoning_ban`
@@ -258,7 +261,7 @@ def _split_end(prompt: JudgePrompt, idx: int) -> tuple[str, str]:
     template = prompt.messages[idx].template
     stub = prompt.answer_stub(idx)
     body = template[: len(template) - len(stub)].rstrip()
-    return body, template[len(body):]
+    return body, template[len(body) :]
 
 
 def message_end(prompt: JudgePrompt) -> tuple[int, str, str]:
@@ -325,8 +328,10 @@ def _final_answer(prompt: JudgePrompt) -> str:
     """The sentence asking for the final answer line after reasoning, in the prompt's answer format."""
     names = [c.name for c in prompt.criteria] or ["score"]
     if prompt.answer == "score" and len(names) > 1:
-        return ("Then give your final scores on the last lines, one line per criterion in the form "
-                f"'{_label(names[0])}: <score>'.")
+        return (
+            "Then give your final scores on the last lines, one line per criterion in the form "
+            f"'{_label(names[0])}: <score>'."
+        )
     return prompt.format.with_reasoning("before").instruction(prompt.scale)
 
 
@@ -364,15 +369,15 @@ def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD, who: str | N
     if lead not in _REASONING_LEADS:
         raise ConfigError(f"expected a chain-of-thought lead {list(_REASONING_LEADS)}; got {lead!r}")
     if on:
-        prompt = allow_reasoning(prompt, who or ("Sampling(cot=True)" if lead == COT_LEAD else
-                                                 "SelfConsistency(cot=True)"))
+        prompt = allow_reasoning(
+            prompt, who or ("Sampling(cot=True)" if lead == COT_LEAD else "SelfConsistency(cot=True)")
+        )
         if _single_answer(prompt):
             prompt = prompt.with_answer_format(prompt.format.with_reasoning("before"))
         prompt = set_addendum(prompt, lead, _REASONING_LEADS[lead](prompt))
     elif lead in addenda(prompt):
         prompt = set_addendum(prompt, lead, None)
-        if _single_answer(prompt) and not any(
-                k in addenda(prompt) for k in _REASONING_LEADS):
+        if _single_answer(prompt) and not any(k in addenda(prompt) for k in _REASONING_LEADS):
             prompt = prompt.with_answer_format(prompt.format.with_reasoning(_stated_reasoning(prompt)))
     else:
         return prompt
@@ -388,8 +393,9 @@ def _stated_reasoning(prompt: JudgePrompt) -> Literal["none", "before", "after"]
     core = _without_addenda(prompt)
     labels = fmt.labels if fmt.kind == "pairwise" else ()
     name = prompt.criteria[0].name if prompt.criteria else None
-    return infer_answer_format([m.template for m in core.messages], kind=fmt.kind, labels=labels, tie=fmt.tie,
-                               criterion=name).reasoning
+    return infer_answer_format(
+        [m.template for m in core.messages], kind=fmt.kind, labels=labels, tie=fmt.tie, criterion=name
+    ).reasoning
 
 
 def only_paragraph(prompt: JudgePrompt, *, answer: bool = True) -> str:
@@ -422,8 +428,9 @@ def refresh_addenda(prompt: JudgePrompt) -> JudgePrompt:
         answer = found[ONLY_LEAD] != only_paragraph(prompt, answer=False)
         prompt = set_addendum(prompt, ONLY_LEAD, only_paragraph(prompt, answer=answer))
     if SCALE_LEAD in found:
-        prompt = set_addendum(prompt, SCALE_LEAD, scale_note(prompt.scale, prompt.format)
-                              if prompt.answer == "score" else None)
+        prompt = set_addendum(
+            prompt, SCALE_LEAD, scale_note(prompt.scale, prompt.format) if prompt.answer == "score" else None
+        )
     for lead, write in _REASONING_LEADS.items():
         if lead in found:
             prompt = set_addendum(prompt, lead, write(prompt))
@@ -454,7 +461,7 @@ def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
         weak, strong = (fmt.render(f"{word} {mid}", scale) for word in ("weak", "strong"))
         text += (
             f' You may put "weak" or "strong" in front of it (for example "{weak}" or "{strong}") when '
-            'the text is '
+            "the text is "
             "a little below or a little above that point."
         )
     return text
@@ -565,8 +572,9 @@ def multi_criterion_prompt(
         # that
         # it reads the same with or without a chain of thought before it
         # the template's closing stub is not in the new prompt: the whole line is the judge's to write
-        answer_format = base.format.for_criterion(crits[0].name,
-                                                  [c.name for c in base.criteria]).without_stub()
+        answer_format = base.format.for_criterion(
+            crits[0].name, [c.name for c in base.criteria]
+        ).without_stub()
         answer = answer_format.with_reasoning("before").instruction(base.scale)
     blocks = [f"{_title(s)}:\n{{{{{s}}}}}" for s in inputs] + [f"{out_title}:\n{{{{{base.output_slot}}}}}"]
     user = "\n\n".join([intro, listed, scale_sentence(base.scale, each=several), *blocks, answer])

@@ -72,7 +72,8 @@ from mitigate.strategies._edits import (
 )
 
 _ANSWER_VERB = re.compile(
-    r"(?i)\b(reply|respond|answer|output|return|give|write|provide|format|print|state|end)\b")
+    r"(?i)\b(reply|respond|answer|output|return|give|write|provide|format|print|state|end)\b"
+)
 _ANSWER_NOUN = re.compile(r"(?i)\b(score|rating|number|letter|grade|digit|option)\b")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _MAX_LISTED_POINTS = 10
@@ -122,8 +123,9 @@ def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
 def _is_added(paragraph: str) -> bool:
     """True for a one-line paragraph another mitigation put at the end of the prompt."""
     text = paragraph.strip()
-    return "\n" not in text and (text.startswith(MANAGED_LEADS)
-                                 or text in (DEFAULT_HINT, NO_OPTIONS_HINT, PAIRWISE_HINT))
+    return "\n" not in text and (
+        text.startswith(MANAGED_LEADS) or text in (DEFAULT_HINT, NO_OPTIONS_HINT, PAIRWISE_HINT)
+    )
 
 
 def _added_tail(template: str) -> int:
@@ -132,7 +134,7 @@ def _added_tail(template: str) -> int:
     body = template.rstrip()
     while True:
         breaks = list(_PARAGRAPH_BREAK.finditer(body))
-        if not breaks or not _is_added(body[breaks[-1].end():]):
+        if not breaks or not _is_added(body[breaks[-1].end() :]):
             return len(body)
         body = body[: breaks[-1].start()]
 
@@ -216,18 +218,23 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
         scores = [_option_score(o, prompt.scale) for o in guideline.options]
         guideline = Guideline(
             options=tuple(
-                o.model_copy(update={"label": _fmt(v), "score": v, "head": f"Score {_fmt(v)} means ",
-                                     "tail": ""})
+                o.model_copy(
+                    update={"label": _fmt(v), "score": v, "head": f"Score {_fmt(v)} means ", "tail": ""}
+                )
                 for o, v in zip(guideline.options, scores, strict=True)
             ),
             separators=guideline.separators,
         )
-    fmt = (prompt.format if prompt.answer == "score"
-           else AnswerFormat.default("score")).with_reasoning("before")
+    fmt = (prompt.format if prompt.answer == "score" else AnswerFormat.default("score")).with_reasoning(
+        "before"
+    )
     form = prompt.model_copy(update={"scale": scale, "guideline": guideline}).with_answer_format(fmt)
     instruction = rts_instruction(scale, fmt)
-    return allow_reasoning(_with_instruction(prompt, form, instruction), "the RTS form (reason, then score)",
-                           added=(instruction,))
+    return allow_reasoning(
+        _with_instruction(prompt, form, instruction),
+        "the RTS form (reason, then score)",
+        added=(instruction,),
+    )
 
 
 def mcq_instruction(letters: list[str], stub: str = "") -> str:
@@ -235,10 +242,12 @@ def mcq_instruction(letters: list[str], stub: str = "") -> str:
     ends with
     "Answer:"), it asks for that line to be completed."""
     if stub:
-        return (f"Choose the option whose description fits best. Complete the last line \"{stub}\" with only "
-                f"the option's letter ({_or_list(letters)}).")
+        return (
+            f'Choose the option whose description fits best. Complete the last line "{stub}" with only '
+            f"the option's letter ({_or_list(letters)})."
+        )
     return (
-        "Choose the option whose description fits best. Reply with a single line \"Answer: \" followed by "
+        'Choose the option whose description fits best. Reply with a single line "Answer: " followed by '
         f"the option's letter ({_or_list(letters)})."
     )
 
@@ -262,8 +271,10 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
             for option in prompt.guideline.options:
                 _option_score(option, prompt.scale)
         if not prompt.scale.letters:
-            raise TemplateError("the MCQ form needs a score for every option letter; expected "
-                                "JudgePrompt.from_template(..., letters={'A': <score>, ...})")
+            raise TemplateError(
+                "the MCQ form needs a score for every option letter; expected "
+                "JudgePrompt.from_template(..., letters={'A': <score>, ...})"
+            )
         return prompt
     gl = prompt.guideline
     if gl is None:
@@ -293,19 +304,21 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
         )
         letters[letter] = float(score)
     scale = Scale.model_validate(prompt.scale.model_dump() | {"letters": letters})
-    form = prompt.model_copy(update={"guideline": Guideline(options=tuple(options), separators=gl.separators),
-                                     "scale": scale})
+    form = prompt.model_copy(
+        update={"guideline": Guideline(options=tuple(options), separators=gl.separators), "scale": scale}
+    )
     plain = AnswerFormat.default("mcq")
-    out = _letter_stub(_with_instruction(prompt, form.with_answer_format(plain),
-                                         mcq_instruction(list(letters))))
+    out = _letter_stub(
+        _with_instruction(prompt, form.with_answer_format(plain), mcq_instruction(list(letters)))
+    )
     stub = closing_stub([out.messages[-1].template])
     if stub is None:
         return out
     # the prompt ends with "Answer:": the judge completes it with the letter, as the instruction says
     stubbed = plain.with_stub(stub).model_copy(update={"inferred": True})
-    return _letter_stub(_with_instruction(prompt, form.with_answer_format(stubbed),
-                                          mcq_instruction(list(letters),
-                                                                                                     stub)))
+    return _letter_stub(
+        _with_instruction(prompt, form.with_answer_format(stubbed), mcq_instruction(list(letters), stub))
+    )
 
 
 def _letter_stub(form: JudgePrompt) -> JudgePrompt:
@@ -323,7 +336,7 @@ def _letter_stub(form: JudgePrompt) -> JudgePrompt:
     last = lines[-1]
     if re.fullmatch(r"\s*Answer:\s*", last):
         return form
-    trailing = stub[len(stub.rstrip()):]
+    trailing = stub[len(stub.rstrip()) :]
     indent = last[: len(last) - len(last.lstrip())]
     new_stub = "\n".join([*lines[:-1], indent + "Answer:"]) + trailing
     return with_message(form, idx, body + end[: len(end) - len(stub)] + new_stub)

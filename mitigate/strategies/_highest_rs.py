@@ -31,8 +31,11 @@ from mitigate.registry import Preset, register
 from mitigate.selectors import HighestRS, Random, example_pool
 from mitigate.strategies._demos import Demos
 
-_DEMO_CONSTRAINTS: dict[str, list[Any]] = {"k": [Interval(int, 1)], "criterion": [str, None],
-                                           "seed": [Interval(int)]}
+_DEMO_CONSTRAINTS: dict[str, list[Any]] = {
+    "k": [Interval(int, 1)],
+    "criterion": [str, None],
+    "seed": [Interval(int)],
+}
 
 
 @register("mitigation", "highest-rs-demos")
@@ -75,9 +78,13 @@ class HighestRSDemosPreset(Preset):
     seed: int = 0
     task: str | None = None
     scaling: Literal["range", "max-deviation"] = "range"
-    parameter_constraints: ClassVar = {**_DEMO_CONSTRAINTS, "likelihood": [str], "task": [str, None],
-                                       "pool_size": [Interval(int, 1), None],
-                                       "scaling": [Options("range", "max-deviation")]}
+    parameter_constraints: ClassVar = {
+        **_DEMO_CONSTRAINTS,
+        "likelihood": [str],
+        "task": [str, None],
+        "pool_size": [Interval(int, 1), None],
+        "scaling": [Options("range", "max-deviation")],
+    }
 
     @model_validator(mode="after")
     def _check_pool_size(self) -> Self:
@@ -90,14 +97,22 @@ class HighestRSDemosPreset(Preset):
         """The unfitted Demos, and one fitted with given LS and judge scores (no LM call)."""
         unfitted = cls(k=1, criterion="score").build()
         fitted = HighestRS.examples()[0].with_choice(1)
-        return [unfitted, unfitted.model_copy(update={"selector_": fitted, "demos_": tuple(fitted.select(1)),
-                                                      "n_unlabelled_": 0})]
+        return [
+            unfitted,
+            unfitted.model_copy(
+                update={"selector_": fitted, "demos_": tuple(fitted.select(1)), "n_unlabelled_": 0}
+            ),
+        ]
 
     def build(self) -> Demos:
         """``Demos(selector=HighestRS(...), k=k, criterion=criterion)``."""
-        selector = HighestRS(likelihood=self.likelihood, task=self.task, pool_size=self.pool_size,
-                             seed=self.seed,
-                             scaling=self.scaling)
+        selector = HighestRS(
+            likelihood=self.likelihood,
+            task=self.task,
+            pool_size=self.pool_size,
+            seed=self.seed,
+            scaling=self.scaling,
+        )
         return Demos(selector=selector, k=self.k, criterion=self.criterion)
 
 
@@ -126,8 +141,10 @@ class RandomDemosPreset(Preset):
     def examples(cls) -> list[Any]:
         """The unfitted Demos, and one fitted on the example pool."""
         unfitted = cls(k=1, criterion="score").build()
-        return [unfitted,
-                unfitted.fit(Benchmark(name="ex", items=tuple(example_pool()), criteria=("score",)))]
+        return [
+            unfitted,
+            unfitted.fit(Benchmark(name="ex", items=tuple(example_pool()), criteria=("score",))),
+        ]
 
     def build(self) -> Demos:
         """``Demos(selector=Random(seed=seed), k=k, criterion=criterion)``."""

@@ -43,8 +43,9 @@ class LengthControlledJudge(CompositeJudge):
         """None: the adjusted score is not clipped to the scale."""
         return None
 
-    def __init__(self, children: dict[str, Judge], *, slopes: dict[str, float], mean: float,
-                 std: float) -> None:
+    def __init__(
+        self, children: dict[str, Judge], *, slopes: dict[str, float], mean: float, std: float
+    ) -> None:
         super().__init__(children)
         self.slopes, self.mean, self.std = slopes, mean, std
 
@@ -65,9 +66,13 @@ class LengthControlledJudge(CompositeJudge):
         return j.model_copy(update={"scores": scores, "meta": meta})
 
 
-_SLOPES = Satisfies(lambda v: isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, (int, float))
-                                                          and math.isfinite(x) for k, x in v.items()),
-                    "a dict of criterion -> finite slope")
+_SLOPES = Satisfies(
+    lambda v: (
+        isinstance(v, dict)
+        and all(isinstance(k, str) and isinstance(x, (int, float)) and math.isfinite(x) for k, x in v.items())
+    ),
+    "a dict of criterion -> finite slope",
+)
 
 
 def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
@@ -81,7 +86,8 @@ def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
         raise ConfigError(
             f"{name} adjusts pointwise scores; expected a benchmark of single outputs with a judge that "
             f"scores them; got {got}. For pairwise verdicts read the length- or style-controlled win rate "
-            "(measures.length_controlled_win_rate, measures.style_controlled_win_rate) instead")
+            "(measures.length_controlled_win_rate, measures.style_controlled_win_rate) instead"
+        )
 
 
 @register("mitigation", "length-control")
@@ -104,10 +110,7 @@ class LengthControl(Mitigation):
     slopes_: dict[str, float] | None = None
     mean_: float = 0.0
     std_: float = 0.0
-    parameter_constraints: ClassVar = {
-        "reference": [Options("none", "human")],
-        "slopes_": [_SLOPES, None],
-    }
+    parameter_constraints: ClassVar = {"reference": [Options("none", "human")], "slopes_": [_SLOPES, None]}
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
@@ -123,8 +126,9 @@ class LengthControl(Mitigation):
         """A judge reporting length-controlled scores."""
         if self.slopes_ is None:
             raise ConfigError("LengthControl is not fitted; expected `m = m.fit(train, judge)` first")
-        return LengthControlledJudge({"inner": judge}, slopes=dict(self.slopes_), mean=self.mean_,
-                                     std=self.std_)
+        return LengthControlledJudge(
+            {"inner": judge}, slopes=dict(self.slopes_), mean=self.mean_, std=self.std_
+        )
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: the judge's score (or excess over humans) regressed on squashed length over
@@ -136,17 +140,21 @@ class LengthControl(Mitigation):
         lengths = np.array([word_count(it.output) for it in items], dtype=float)
         mean, std = float(lengths.mean()), float(lengths.std())
         z = np.tanh((lengths - mean) / std) if std > 0 else np.zeros_like(lengths)
-        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress,
-                           desc="fitting length control")
+        result = await run(
+            judge, items, concurrency=ctx.concurrency, progress=ctx.progress, desc="fitting length control"
+        )
         slopes: dict[str, float] = {}
         criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
         if not criteria:
-            raise ConfigError("LengthControl.fit needs scores to regress; the judge scored none of the "
-                              f"{len(items)} "
-                              "training items (every judgment failed, or it answers without scores)")
+            raise ConfigError(
+                "LengthControl.fit needs scores to regress; the judge scored none of the "
+                f"{len(items)} "
+                "training items (every judgment failed, or it answers without scores)"
+            )
         for c in criteria:
-            y = np.array([np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments],
-                         dtype=float)
+            y = np.array(
+                [np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments], dtype=float
+            )
             if self.reference == "human":
                 y = y - np.array([it.human.get(c, np.nan) for it in items], dtype=float)
             ok = np.isfinite(y)

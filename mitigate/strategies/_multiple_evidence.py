@@ -59,15 +59,17 @@ OUTCOMES = ("first", "second", "tie", "failed")
 """What one sample can come to, for the entropy."""
 
 
-def balanced_verdict(original: Sequence[str | None],
-                     swapped: Sequence[str | None]) -> tuple[Verdict | None, float]:
+def balanced_verdict(
+    original: Sequence[str | None], swapped: Sequence[str | None]
+) -> tuple[Verdict | None, float]:
     """The verdict averaged over both orders, and its mean value (first = +1, tie = 0, second = −1).
 
     ``swapped`` verdicts are in swapped positions and are mapped back first. None entries
     (no verdict) are left out of the average; no verdict at all gives ``(None, nan)``.
     """
-    values = ([_VALUE[v] for v in original if v is not None]
-              + [_VALUE[_BACK[v]] for v in swapped if v is not None])
+    values = [_VALUE[v] for v in original if v is not None] + [
+        _VALUE[_BACK[v]] for v in swapped if v is not None
+    ]
     if not values:
         return None, math.nan
     mean = float(np.mean(values))
@@ -108,40 +110,64 @@ class MultipleEvidenceJudge(CompositeJudge):
     def _check_pairwise(self) -> None:
         for leaf in self.leaves():
             if leaf.prompt.answer != "pairwise":
-                raise ConfigError("MultipleEvidence needs pairwise prompt judges (answer='pairwise'); got a "
-                                  f"prompt answering {leaf.prompt.answer!r}")
+                raise ConfigError(
+                    "MultipleEvidence needs pairwise prompt judges (answer='pairwise'); got a "
+                    f"prompt answering {leaf.prompt.answer!r}"
+                )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         """The k samples on the item as given (``o*``), then the k on its swapped copy (``s*``)."""
         self._check_pairwise()
         swapped = swap_item(item)
-        return [r for n in self.children for r in (
-            self.child_requests(n, swapped, swapped=True) if n.startswith("s")
-            else self.child_requests(n, item))]
+        return [
+            r
+            for n in self.children
+            for r in (
+                self.child_requests(n, swapped, swapped=True)
+                if n.startswith("s")
+                else self.child_requests(n, item)
+            )
+        ]
 
     async def judge(self, item: Item) -> Judgment:
         """Both orders, k samples each; the balanced verdict, its entropy and the human flag."""
         for leaf in self.leaves():
             if leaf.prompt.answer != "pairwise":
-                raise ConfigError("MultipleEvidence needs pairwise prompt judges (answer='pairwise'); got a "
-                                  f"prompt answering {leaf.prompt.answer!r}")
+                raise ConfigError(
+                    "MultipleEvidence needs pairwise prompt judges (answer='pairwise'); got a "
+                    f"prompt answering {leaf.prompt.answer!r}"
+                )
         swapped = swap_item(item)
         names = list(self.children)
         parts = await gather_children(
-            [partial(self.children[n].judge, swapped if n.startswith("s") else item) for n in names])
-        orig = [p.verdict if p.error is None else None for n, p in zip(names, parts, strict=True)
-                if n.startswith("o")]
-        swap = [p.verdict if p.error is None else None for n, p in zip(names, parts, strict=True)
-                if n.startswith("s")]
+            [partial(self.children[n].judge, swapped if n.startswith("s") else item) for n in names]
+        )
+        orig = [
+            p.verdict if p.error is None else None
+            for n, p in zip(names, parts, strict=True)
+            if n.startswith("o")
+        ]
+        swap = [
+            p.verdict if p.error is None else None
+            for n, p in zip(names, parts, strict=True)
+            if n.startswith("s")
+        ]
         verdict, mean = balanced_verdict(orig, swap)
         entropy = verdict_entropy(orig, swap)
         flags = [f for p in parts for f in p.flags]
         if self.entropy_threshold is not None and entropy >= self.entropy_threshold - 1e-12:
             flags.append(NEEDS_HUMAN)
-        meta = {"evidence": {"original": orig, "swapped": swap, "mean": None if math.isnan(mean) else mean,
-                             "entropy": entropy, "threshold": self.entropy_threshold},
-                "confidence": 1.0 - entropy / math.log(len(OUTCOMES)),
-                "orders": {"original": orig[0] if orig else None, "swapped": swap[0] if swap else None}}
+        meta = {
+            "evidence": {
+                "original": orig,
+                "swapped": swap,
+                "mean": None if math.isnan(mean) else mean,
+                "entropy": entropy,
+                "threshold": self.entropy_threshold,
+            },
+            "confidence": 1.0 - entropy / math.log(len(OUTCOMES)),
+            "orders": {"original": orig[0] if orig else None, "swapped": swap[0] if swap else None},
+        }
         return merge_judgments(item.id, parts, verdict=verdict, flags=tuple(dict.fromkeys(flags)), meta=meta)
 
 
@@ -163,8 +189,13 @@ class MultipleEvidence(Mitigation):
 
     paper = "Wang et al. 2023"
 
-    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, calls_judge_while_fitting=True, needs_judge=True,
-                                         pairwise_only=True, adds_reasoning=True)
+    declared_tags: ClassVar[Tags] = Tags(
+        needs_fitting=True,
+        calls_judge_while_fitting=True,
+        needs_judge=True,
+        pairwise_only=True,
+        adds_reasoning=True,
+    )
     k: int = 3
     temperature: float = 0.7
     max_tokens: int = 256
@@ -199,8 +230,10 @@ class MultipleEvidence(Mitigation):
         def leaf_fn(leaf: PromptJudge) -> Judge:
             # the answer format's reasoning becomes "before" with it
             prompt = set_cot(leaf.prompt, True, who="MultipleEvidence")
-            return leaf.with_prompt(prompt).with_config(temperature=self.temperature, n=1, seed=self.seed + i,
-                                                        max_tokens=self.max_tokens)
+            return leaf.with_prompt(prompt).with_config(
+                temperature=self.temperature, n=1, seed=self.seed + i, max_tokens=self.max_tokens
+            )
+
         return judge.map_leaves(leaf_fn)
 
     def _judge(self, judge: Judge, threshold: float | None) -> MultipleEvidenceJudge:
@@ -214,17 +247,23 @@ class MultipleEvidence(Mitigation):
     def wrap(self, judge: Judge) -> Judge:
         """A judge running k reasoning samples per order and balancing them."""
         if not self.is_fitted:
-            raise ConfigError("MultipleEvidence is not fitted; expected `m = m.fit(train, judge)` first (it "
-                              "sets the entropy threshold for human review), or human_share=0")
+            raise ConfigError(
+                "MultipleEvidence is not fitted; expected `m = m.fit(train, judge)` first (it "
+                "sets the entropy threshold for human review), or human_share=0"
+            )
         return self._judge(judge, self.entropy_threshold_ if self.human_share > 0 else None)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: the entropy at or above which the top ``human_share`` of training items lie."""
         if self.human_share == 0:
             return self
-        result = await run(self._judge(judge, None), train.items, concurrency=ctx.concurrency,
-                           progress=ctx.progress,
-                           desc="fitting the multiple-evidence entropy threshold")
+        result = await run(
+            self._judge(judge, None),
+            train.items,
+            concurrency=ctx.concurrency,
+            progress=ctx.progress,
+            desc="fitting the multiple-evidence entropy threshold",
+        )
         entropies = [j.meta["evidence"]["entropy"] for j in result.judgments if "evidence" in j.meta]
         if not entropies:
             raise ConfigError("MultipleEvidence.fit got no judgment to set the entropy threshold from")

@@ -52,10 +52,15 @@ from mitigate.strategies._edits import append_instruction
 Mode = Literal["solve", "revise"]
 Policy = Literal["fill", "refuse"]
 
-_REFERENCE_NAME = re.compile(r"(?:^|_)(?:ref|reference|references|expected|ideal|gold|target|ground_?truth|"
-                             r"correct|answer_?key)(?:_|$)", re.I)
-_LABELS: dict[Mode, str] = {"solve": "Your own answer to the task",
-                            "revise": "Reference answer (your revision)"}
+_REFERENCE_NAME = re.compile(
+    r"(?:^|_)(?:ref|reference|references|expected|ideal|gold|target|ground_?truth|"
+    r"correct|answer_?key)(?:_|$)",
+    re.I,
+)
+_LABELS: dict[Mode, str] = {
+    "solve": "Your own answer to the task",
+    "revise": "Reference answer (your revision)",
+}
 PLACEHOLDER = "<the answer to the first request>"
 """What stands in the reference slot when the requests are listed ahead (the first answer is not known
 yet)."""
@@ -103,8 +108,10 @@ _TAG = re.compile(r"^(\s*)<([A-Za-z_][\w.-]*)([^<>\n]*)>(\s*)$")
 _CLOSE_TAG = re.compile(r"</([A-Za-z_][\w.-]*)>")
 _START_OF = re.compile(r"(?i)\b(start|begin(?:ning)?)(\s+of\s+)(.+?)(\s*(?:\||\]|>|$))")
 _END_OF = re.compile(r"(?i)\b(end)(\s+of\s+)(.+?)(\s*(?:\||\]|>|$))")
-_HEADING = re.compile(r"^(?P<lead>\s*(?:#{1,6}\s*|\*\*\s*|__\s*|\[\s*|>\s*|[-*]\s+|(?P<num>\d+)[.)]\s*)*)"
-                      r"(?P<words>.*?)(?P<trail>\s*(?:\]|\*\*|__)?\s*[:：]?\s*(?:\*\*|__)?\s*)$")
+_HEADING = re.compile(
+    r"^(?P<lead>\s*(?:#{1,6}\s*|\*\*\s*|__\s*|\[\s*|>\s*|[-*]\s+|(?P<num>\d+)[.)]\s*)*)"
+    r"(?P<words>.*?)(?P<trail>\s*(?:\]|\*\*|__)?\s*[:：]?\s*(?:\*\*|__)?\s*)$"
+)
 _LABEL_END = (":", "：", ">", "]", "|", "=", "-", "–", "—")
 
 
@@ -125,20 +132,28 @@ def _relabel(heading: str, label: str, number: int | None) -> str | None:
     if tag is not None:
         return f"{tag.group(1)}<{_snake(label)}>{tag.group(4)}"
     if heading.rstrip().endswith(">") and re.search(r"<[A-Za-z_][\w.-]*[^<>\n]*>\s*$", heading):
-        return re.sub(r"<([A-Za-z_][\w.-]*)([^<>\n]*)>(\s*)$", lambda m: f"<{_snake(label)}>{m.group(3)}",
-                      heading)
+        return re.sub(
+            r"<([A-Za-z_][\w.-]*)([^<>\n]*)>(\s*)$", lambda m: f"<{_snake(label)}>{m.group(3)}", heading
+        )
     start = _START_OF.search(heading)
     if start is not None:
-        return heading[:start.start(3)] + _title_words(label) + heading[start.end(3):]
+        return heading[: start.start(3)] + _title_words(label) + heading[start.end(3) :]
     m = _HEADING.match(heading)
-    if (m is None or not m.group("words").strip() or len(heading.strip()) > 100
-            or m.group("words").rstrip().endswith((".", "?", "!", ",", ";"))):
+    if (
+        m is None
+        or not m.group("words").strip()
+        or len(heading.strip()) > 100
+        or m.group("words").rstrip().endswith((".", "?", "!", ",", ";"))
+    ):
         return None
     lead = m.group("lead")
     # the next number, or none where the template goes on numbering after the item
     if m.group("num") is not None:
-        lead = (lead.replace(m.group("num"), str(number), 1) if number is not None else
-                re.sub(r"\d+[.)]\s*", "", lead, count=1))
+        lead = (
+            lead.replace(m.group("num"), str(number), 1)
+            if number is not None
+            else re.sub(r"\d+[.)]\s*", "", lead, count=1)
+        )
     return lead + label + m.group("trail")
 
 
@@ -149,14 +164,17 @@ def _reclose(closer: str, label: str) -> str:
         return _CLOSE_TAG.sub(f"</{_snake(label)}>", closer, count=1)
     end = _END_OF.search(closer)
     if end is not None:
-        return closer[:end.start(3)] + _title_words(label) + closer[end.end(3):]
+        return closer[: end.start(3)] + _title_words(label) + closer[end.end(3) :]
     return closer
 
 
 def _markup_only(text: str) -> bool:
     s = text.strip()
-    return bool(s) and not SLOT_RE.search(s) and not re.search(r"[^\W_]", re.sub(
-        r"<\|[^|\n]*\|>|</?[A-Za-z_][^<>\n]*>|\[[^\[\]\n]*\]", "", s))
+    return (
+        bool(s)
+        and not SLOT_RE.search(s)
+        and not re.search(r"[^\W_]", re.sub(r"<\|[^|\n]*\|>|</?[A-Za-z_][^<>\n]*>|\[[^\[\]\n]*\]", "", s))
+    )
 
 
 _NUMBERED = re.compile(r"(?m)^\s*(?:#{1,6}\s*|\*\*)?(\d+)[.)]")
@@ -178,16 +196,17 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
     layout = item_layout(template)
     slots = list(SLOT_RE.finditer(template))
     if layout is None or not slots:
-        raise ConfigError("expected a template showing the judged item in slots; found none to put a "
-                          "reference after")
+        raise ConfigError(
+            "expected a template showing the judged item in slots; found none to put a reference after"
+        )
     nl = "\r\n" if "\r\n" in template else "\n"
-    section = template[layout.start:layout.end]
+    section = template[layout.start : layout.end]
     last = [s for s in slots if s.start() < layout.end][-1]
     line_start = template.rfind("\n", 0, last.start()) + 1
     line_end = template.find("\n", last.end())
     line_end = len(template) if line_end < 0 else line_end
-    prefix = template[line_start:last.start()]
-    suffix = template[last.end():line_end].rstrip("\r")
+    prefix = template[line_start : last.start()]
+    suffix = template[last.end() : line_end].rstrip("\r")
     slot_text = "{{" + slot + "}}"
     number = _next_number(section, template)
     spaced = re.search(r"\n[ \t]*\r?\n", section) is not None
@@ -196,18 +215,21 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
     if re.search(r"[^\W_]", prefix) or prefix.strip():
         core = prefix.rstrip().rstrip("\"'`“«(*_ ").rstrip()
         head = _relabel(prefix, label, number) if core.endswith(_LABEL_END) else None
-        tail = _reclose(suffix, label) if not re.search(r"[^\W_]", _CLOSE_TAG.sub("", suffix)) or \
-            _END_OF.search(suffix) else None
+        tail = (
+            _reclose(suffix, label)
+            if not re.search(r"[^\W_]", _CLOSE_TAG.sub("", suffix)) or _END_OF.search(suffix)
+            else None
+        )
         body = head + slot_text + tail if head is not None and tail is not None else plain
     else:
         above = template[:line_start].rstrip("\r\n")
         heading_start = above.rfind("\n") + 1
         heading = above[heading_start:].rstrip("\r")
-        gap = template[heading_start + len(heading):line_start]
+        gap = template[heading_start + len(heading) : line_start]
         head = _relabel(heading, label, number) if heading_start >= layout.start and heading.strip() else None
-        after = template[line_end:layout.end]
+        after = template[line_end : layout.end]
         closer = next((ln for ln in after.split("\n") if ln.strip()), "")
-        close_gap = after[:after.find(closer)] if closer else ""
+        close_gap = after[: after.find(closer)] if closer else ""
         if head is None:
             body = plain
         else:
@@ -219,17 +241,26 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
 
 def _note(mode: Mode, pairwise: bool, heading: str | None) -> str:
     where = f"The section \u201c{heading}\u201d" if heading else "The reference answer in this prompt"
-    texts, them, only = (("the two texts to compare", "them", "those two texts") if pairwise else
-                         ("the text to evaluate", "that text", "that text"))
+    texts, them, only = (
+        ("the two texts to compare", "them", "those two texts")
+        if pairwise
+        else ("the text to evaluate", "that text", "that text")
+    )
     if mode == "solve":
-        return (f"{where} is the answer you wrote to the task yourself, before reading {texts}: use it as a "
-                f"reference when you check {them}, but judge only {only}, as instructed.")
+        return (
+            f"{where} is the answer you wrote to the task yourself, before reading {texts}: use it as a "
+            f"reference when you check {them}, but judge only {only}, as instructed."
+        )
     if pairwise:
-        return (f"{where} is a reference answer you wrote by revising the two texts to correct and complete "
-                "them: use it as a reference when you check the two texts to compare, but judge the two "
-                "texts as they are, as instructed.")
-    return (f"{where} is your revision of the text to evaluate, correcting and completing it: use it as a "
-            "reference when you check the text, but judge the text as it is, as instructed.")
+        return (
+            f"{where} is a reference answer you wrote by revising the two texts to correct and complete "
+            "them: use it as a reference when you check the two texts to compare, but judge the two "
+            "texts as they are, as instructed."
+        )
+    return (
+        f"{where} is your revision of the text to evaluate, correcting and completing it: use it as a "
+        "reference when you check the text, but judge the text as it is, as instructed."
+    )
 
 
 def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> tuple[JudgePrompt, list[str]]:
@@ -239,11 +270,13 @@ def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> 
     own = reference_slots(prompt)
     if own:
         if policy == "refuse":
-            raise ConfigError(f"the template has its own reference slot {{{{{own[0]}}}}}; "
-                              f"{'solve-first' if mode == 'solve' else 'reference-revision'} with "
-                              "on_reference_slot='refuse' adds no second reference: expected "
-                              "on_reference_slot='fill' (the judge's reference fills that slot) or a "
-                              "template without one")
+            raise ConfigError(
+                f"the template has its own reference slot {{{{{own[0]}}}}}; "
+                f"{'solve-first' if mode == 'solve' else 'reference-revision'} with "
+                "on_reference_slot='refuse' adds no second reference: expected "
+                "on_reference_slot='fill' (the judge's reference fills that slot) or a "
+                "template without one"
+            )
         return append_instruction(prompt, _note(mode, pairwise, None)), own
     taken = prompt.slots()
     slot = "own_reference"
@@ -254,8 +287,9 @@ def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> 
     template = prompt.messages[holder].template
     at, block = reference_block(template, slot, label)
     messages = list(prompt.messages)
-    messages[holder] = PromptMessage(role=messages[holder].role, template=template[:at] + block
-                                     + template[at:])
+    messages[holder] = PromptMessage(
+        role=messages[holder].role, template=template[:at] + block + template[at:]
+    )
     edited = prompt.model_copy(update={"messages": tuple(messages)})
     return append_instruction(edited, _note(mode, pairwise, label)), [slot]
 
@@ -290,12 +324,15 @@ def _find_heading(prompt: JudgePrompt, slot: str) -> str | None:
         if found is None:
             continue
         start = m.template.rfind("\n", 0, found.start()) + 1
-        prefix = m.template[start:found.start()]
+        prefix = m.template[start : found.start()]
         if re.search(r"[^\W_]", prefix):
             return _words(prefix)
         for line in reversed(m.template[:start].splitlines()[-4:]):
-            if not line.strip() or (_markup_only(line)
-                                    and not re.search(r"[^\W_]", line)) or _TAG.match(line):
+            if (
+                not line.strip()
+                or (_markup_only(line) and not re.search(r"[^\W_]", line))
+                or _TAG.match(line)
+            ):
                 continue
             return _words(line)
     return None
@@ -306,15 +343,19 @@ def _inputs(prompt: JudgePrompt, item: Item) -> list[tuple[str, str]]:
     for s in task_slots(prompt):
         value = field_text(item, _field(prompt, s))
         if value is None:
-            raise DataError(f"slot {{{{{s}}}}} needs item field {_field(prompt, s)!r}; item {item.id!r} has "
-                            f"{['output', *item.inputs]}", item_id=item.id)
+            raise DataError(
+                f"slot {{{{{s}}}}} needs item field {_field(prompt, s)!r}; item {item.id!r} has "
+                f"{['output', *item.inputs]}",
+                item_id=item.id,
+            )
         out.append((slot_heading(prompt, s), value))
     return out
 
 
 def _text_slot(prompt: JudgePrompt, field: str) -> str | None:
-    return next((s for m in prompt.messages for s in slot_names(m.template) if _field(prompt, s) == field),
-                None)
+    return next(
+        (s for m in prompt.messages for s in slot_names(m.template) if _field(prompt, s) == field), None
+    )
 
 
 def _text_heading(prompt: JudgePrompt, field: str, fallback: str) -> str:
@@ -324,8 +365,9 @@ def _text_heading(prompt: JudgePrompt, field: str, fallback: str) -> str:
     return (_find_heading(prompt, slot) if slot is not None else None) or fallback
 
 
-def first_request(leaf: PromptJudge, item: Item, mode: Mode, *, task: str | None,
-                  max_tokens: int) -> LMRequest:
+def first_request(
+    leaf: PromptJudge, item: Item, mode: Mode, *, task: str | None, max_tokens: int
+) -> LMRequest:
     """The request that writes the reference for ``item`` (see the module docstring)."""
     prompt = leaf.prompt
     pairwise = prompt.answer == "pairwise"
@@ -334,59 +376,98 @@ def first_request(leaf: PromptJudge, item: Item, mode: Mode, *, task: str | None
     what = [c.name for c in prompt.criteria if c.name.lower() != "score"]
     on = f" on {', '.join(what)}" if what else ""
     if mode == "solve":
-        evaluated = ("two responses to the same task are compared" if pairwise
-                     else "a response to the same task is evaluated")
-        intro = ("Write your own answer to the task below, as well as you can. It will serve as a reference "
-                 f"answer when {evaluated}, so make it correct and complete.")
+        evaluated = (
+            "two responses to the same task are compared"
+            if pairwise
+            else "a response to the same task is evaluated"
+        )
+        intro = (
+            "Write your own answer to the task below, as well as you can. It will serve as a reference "
+            f"answer when {evaluated}, so make it correct and complete."
+        )
         if task:
             intro += f"\n\nThe task: {task}"
         closing = "Write only your answer."
     elif pairwise:
         if item.output_b is None:
-            raise DataError(f"reference-revision of a pairwise prompt needs both texts; item {item.id!r} has "
-                            "no output_b", item_id=item.id)
+            raise DataError(
+                f"reference-revision of a pairwise prompt needs both texts; item {item.id!r} has no output_b",
+                item_id=item.id,
+            )
         a = _text_heading(prompt, "output", "Response A")
         b = _text_heading(prompt, "output_b", "Response B")
         if a == b:
             a, b = "Response A", "Response B"
-        intro = ("Below are a task and two responses to it. Write a reference answer by revising them: keep "
-                 "what either does well, correct their mistakes and add what both miss. The reference will "
-                 f"be used to compare the two responses{on}.") if shown else (
-            "Below are two responses. Write a reference answer by revising them: keep what either does well, "
-            f"correct their mistakes and add what both miss. The reference will be used to compare them{on}.")
+        intro = (
+            (
+                "Below are a task and two responses to it. Write a reference answer by revising them: keep "
+                "what either does well, correct their mistakes and add what both miss. The reference will "
+                f"be used to compare the two responses{on}."
+            )
+            if shown
+            else (
+                "Below are two responses. Write a reference answer by revising them: keep what either does "
+                "well, "
+                "correct their mistakes and add what both miss. The reference will be used to compare "
+                f"them{on}."
+            )
+        )
         blocks += [f"{a}:\n{item.output}", f"{b}:\n{item.output_b}"]
         closing = "Write only the reference answer."
     else:
-        intro = ("Below are a task and a response to it. Revise the response into a reference answer: "
-                 "correct its mistakes and add what it misses, and keep what it already does well. The "
-                 f"reference will be used to evaluate the response{on}.") if shown else (
-            "Below is a response. Revise it into a reference answer: correct its mistakes and add what it "
-            "misses, and keep what it already does well. The reference will be used to evaluate the "
-            f"response{on}.")
+        intro = (
+            (
+                "Below are a task and a response to it. Revise the response into a reference answer: "
+                "correct its mistakes and add what it misses, and keep what it already does well. The "
+                f"reference will be used to evaluate the response{on}."
+            )
+            if shown
+            else (
+                "Below is a response. Revise it into a reference answer: correct its mistakes and add what "
+                "it "
+                "misses, and keep what it already does well. The reference will be used to evaluate the "
+                f"response{on}."
+            )
+        )
         blocks.append(f"{_text_heading(prompt, 'output', 'Response')}:\n{item.output}")
         closing = "Write only the revised response."
     text = "\n\n".join([intro, *blocks, closing])
-    return LMRequest(messages=(Message(role="user", content=text),), temperature=0.0, n=1,
-                     max_tokens=max_tokens,
-                     seed=leaf.config.seed)
+    return LMRequest(
+        messages=(Message(role="user", content=text),),
+        temperature=0.0,
+        n=1,
+        max_tokens=max_tokens,
+        seed=leaf.config.seed,
+    )
 
 
 class OwnReferenceJudge(Judge):
     """One prompt judge that first writes its own reference, then judges with it (see the module
     docstring)."""
 
-    def __init__(self, leaf: PromptJudge, *, mode: Mode, task: str | None = None, max_tokens: int = 512,
-                 policy: Policy = "fill") -> None:
+    def __init__(
+        self,
+        leaf: PromptJudge,
+        *,
+        mode: Mode,
+        task: str | None = None,
+        max_tokens: int = 512,
+        policy: Policy = "fill",
+    ) -> None:
         if not isinstance(leaf, PromptJudge):
             raise ConfigError(f"expected a prompt judge to give its own reference; got {type(leaf).__name__}")
         if mode == "solve" and not task_slots(leaf.prompt):
-            raise ConfigError("solve-first asks the judge to answer the task first, but the template shows "
-                              "no task input besides the judged text(s); expected a slot such as "
-                              "{{instruction}}, {{question}} or {{source}}")
+            raise ConfigError(
+                "solve-first asks the judge to answer the task first, but the template shows "
+                "no task input besides the judged text(s); expected a slot such as "
+                "{{instruction}}, {{question}} or {{source}}"
+            )
         if leaf.prompt.demos:
-            raise ConfigError(f"{'solve-first' if mode == 'solve' else 'reference-revision'} adds the "
-                              "judge's own reference to the judged item, which demonstrations cannot show "
-                              "(each would need a reference of its own); expected a prompt without demos")
+            raise ConfigError(
+                f"{'solve-first' if mode == 'solve' else 'reference-revision'} adds the "
+                "judge's own reference to the judged item, which demonstrations cannot show "
+                "(each would need a reference of its own); expected a prompt without demos"
+            )
         self.leaf, self.mode, self.task, self.max_tokens, self.policy = leaf, mode, task, max_tokens, policy
         self.prompt, self.slots = with_reference(leaf.prompt, mode, policy)
 
@@ -402,19 +483,29 @@ class OwnReferenceJudge(Judge):
         """The leaf changed by ``fn``, giving its own reference again (``fn`` must return a prompt judge)."""
         new = fn(self.leaf)
         if isinstance(new, OwnReferenceJudge):
-            raise ConfigError(f"{self.name} and {new.name} would each show the judge a reference of its own; "
-                              "expected one of them (one reference per judged item)")
+            raise ConfigError(
+                f"{self.name} and {new.name} would each show the judge a reference of its own; "
+                "expected one of them (one reference per judged item)"
+            )
         if not isinstance(new, PromptJudge):
-            raise ConfigError(f"{self.name} shows one prompt judge its own reference; a later mitigation "
-                              f"turned that judge into a {type(new).__name__}, which {self.name} cannot be "
-                              "combined with")
-        return OwnReferenceJudge(new, mode=self.mode, task=self.task, max_tokens=self.max_tokens,
-                                 policy=self.policy)
+            raise ConfigError(
+                f"{self.name} shows one prompt judge its own reference; a later mitigation "
+                f"turned that judge into a {type(new).__name__}, which {self.name} cannot be "
+                "combined with"
+            )
+        return OwnReferenceJudge(
+            new, mode=self.mode, task=self.task, max_tokens=self.max_tokens, policy=self.policy
+        )
 
     def describe(self) -> dict[str, Any]:
         """The leaf and the settings of the first call."""
-        return {"kind": self.name, "task": self.task, "max_tokens": self.max_tokens, "policy": self.policy,
-                "leaf": self.leaf.describe()}
+        return {
+            "kind": self.name,
+            "task": self.task,
+            "max_tokens": self.max_tokens,
+            "policy": self.policy,
+            "leaf": self.leaf.describe(),
+        }
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
         """The leaf's."""
@@ -430,9 +521,12 @@ class OwnReferenceJudge(Judge):
         for s in self.slots:
             field = _field(self.prompt, s)
             if check and s in reference_slots(self.leaf.prompt) and field_text(item, field) is not None:
-                raise DataError(f"item {item.id!r} brings its own reference for the template's {{{{{s}}}}}; "
-                                f"{self.name} would replace it with the judge's: expected items without one "
-                                f"(or leave {self.name} out)", item_id=item.id)
+                raise DataError(
+                    f"item {item.id!r} brings its own reference for the template's {{{{{s}}}}}; "
+                    f"{self.name} would replace it with the judge's: expected items without one "
+                    f"(or leave {self.name} out)",
+                    item_id=item.id,
+                )
             if field == "reference":
                 update["reference"] = answer
             else:
@@ -444,17 +538,25 @@ class OwnReferenceJudge(Judge):
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         """The first call, then the judge call with a placeholder where the first answer will stand."""
-        what = ("the judge's own answer to the task" if self.mode == "solve"
-                else "the judge's revision into a reference")
-        first = self.leaf.plan(self._first(item), item,
-                               f"free text: {what}, shown as the reference in the next "
-                               "request").under(self.mode)
+        what = (
+            "the judge's own answer to the task"
+            if self.mode == "solve"
+            else "the judge's revision into a reference"
+        )
+        first = self.leaf.plan(
+            self._first(item), item, f"free text: {what}, shown as the reference in the next request"
+        ).under(self.mode)
         judge = PromptJudge(self.prompt, self.leaf.lm, self.leaf.config)
         # an item's own reference is refused when judging
         shown = self._with_answer(item, PLACEHOLDER, check=False)
         cond = f"sent after the {self.mode} request; its answer stands where {PLACEHOLDER!r} is shown"
-        return [first, *(r.model_copy(update={"item_id": item.id}).under("judge", condition=cond)
-                         for r in judge.requests(shown))]
+        return [
+            first,
+            *(
+                r.model_copy(update={"item_id": item.id}).under("judge", condition=cond)
+                for r in judge.requests(shown)
+            ),
+        ]
 
     async def judge(self, item: Item) -> Judgment:
         """The first call, then the judge call with its answer as the reference."""
@@ -463,12 +565,23 @@ class OwnReferenceJudge(Judge):
         cost = 0.0 if response.cached else response.cost_usd
         calls, cached = (0, 1) if response.cached else (1, 0)
         if not answer:
-            return Judgment(item_id=item.id,
-                            error=f"{self.name}: the judge's {self.mode} call returned no text",
-                            usage=response.usage, cost_usd=cost, calls=calls, cached_calls=cached)
-        j = await PromptJudge(self.prompt, self.leaf.lm,
-                              self.leaf.config).judge(self._with_answer(item, answer))
-        return j.model_copy(update={
-            "usage": j.usage + response.usage, "cost_usd": combine_costs([j.cost_usd, cost]),
-            "calls": j.calls + calls, "cached_calls": j.cached_calls + cached,
-            "meta": {**j.meta, "own_reference": {"mode": self.mode, "text": answer, "slots": self.slots}}})
+            return Judgment(
+                item_id=item.id,
+                error=f"{self.name}: the judge's {self.mode} call returned no text",
+                usage=response.usage,
+                cost_usd=cost,
+                calls=calls,
+                cached_calls=cached,
+            )
+        j = await PromptJudge(self.prompt, self.leaf.lm, self.leaf.config).judge(
+            self._with_answer(item, answer)
+        )
+        return j.model_copy(
+            update={
+                "usage": j.usage + response.usage,
+                "cost_usd": combine_costs([j.cost_usd, cost]),
+                "calls": j.calls + calls,
+                "cached_calls": j.cached_calls + cached,
+                "meta": {**j.meta, "own_reference": {"mode": self.mode, "text": answer, "slots": self.slots}},
+            }
+        )

@@ -10,7 +10,7 @@ prompt judge of a pairwise pipeline:
 
 - ``source="logprobs"``: each order is one call with token logprobs; the verdict's probability
   is read at the token where the judge names it
-  (:func:`~mitigate.parse._verdict_logprobs.verdict_probabilities`). The label the judge wrote
+  (:func:`~mitigate.parse.verdict_probabilities`). The label the judge wrote
   must be the one its text parses to; otherwise the answer is a recorded parse failure.
 - ``source="samples"``: each order is sampled ``samples`` times at ``temperature``; the share
   of samples naming each verdict is its probability (failed samples are recorded and left out).
@@ -49,35 +49,53 @@ _BACK = {"first": "second", "second": "first", "tie": "tie"}
 _BY_TEXT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 
 
-def pool_orders(original: dict[str, float], swapped: dict[str, float], tie_margin: float = 0.0
-                ) -> tuple[dict[str, float], Verdict]:
+def pool_orders(
+    original: dict[str, float], swapped: dict[str, float], tie_margin: float = 0.0
+) -> tuple[dict[str, float], Verdict]:
     """The pooled preference by text ({"A", "B", "tie"}) from each order's verdict probabilities by position,
     and its verdict.
 
     ``swapped`` is by position as presented in the swapped order (its "first" is B).
     """
-    p = {"A": (original.get("first", 0.0) + swapped.get("second", 0.0)) / 2,
-         "B": (original.get("second", 0.0) + swapped.get("first", 0.0)) / 2,
-         "tie": (original.get("tie", 0.0) + swapped.get("tie", 0.0)) / 2}
+    p = {
+        "A": (original.get("first", 0.0) + swapped.get("second", 0.0)) / 2,
+        "B": (original.get("second", 0.0) + swapped.get("first", 0.0)) / 2,
+        "tie": (original.get("tie", 0.0) + swapped.get("tie", 0.0)) / 2,
+    }
     return p, _BY_TEXT[preference_verdict(p, tie_margin)]
 
 
 def check_readable(fmt: AnswerFormat) -> None:
     """ConfigError unless ``fmt`` names its verdict by a label whose probability logprobs can give."""
-    why = ("relations such as A>>B" if fmt.relations else "two scores" if fmt.two_scores
-           else "a JSON object" if fmt.json_key is not None else None)
+    why = (
+        "relations such as A>>B"
+        if fmt.relations
+        else "two scores"
+        if fmt.two_scores
+        else "a JSON object"
+        if fmt.json_key is not None
+        else None
+    )
     if why is not None:
-        raise ConfigError("verdict logprobs are read at the label the judge writes; this format answers "
-                          f"with {why} ({fmt.describe()}): expected a label format such as [[A]] / [[B]], or "
-                          "source='samples'")
+        raise ConfigError(
+            "verdict logprobs are read at the label the judge writes; this format answers "
+            f"with {why} ({fmt.describe()}): expected a label format such as [[A]] / [[B]], or "
+            "source='samples'"
+        )
 
 
 def read_verdict(positions: Any, fmt: AnswerFormat) -> Any:
-    """:func:`~mitigate.parse._verdict_logprobs.verdict_probabilities` told the format's labels, tie and answer
+    """:func:`~mitigate.parse.verdict_probabilities` told the format's labels, tie and answer
     line."""
     lead = fmt.line.split("{value}", 1)[0] if "{value}" in fmt.line else ""
-    return verdict_probabilities(positions, (fmt.labels[0], fmt.labels[1]), fmt.tie, lead=lead,
-                                 case_sensitive=fmt.case_sensitive, answer_first=fmt.reasoning == "after")
+    return verdict_probabilities(
+        positions,
+        (fmt.labels[0], fmt.labels[1]),
+        fmt.tie,
+        lead=lead,
+        case_sensitive=fmt.case_sensitive,
+        answer_first=fmt.reasoning == "after",
+    )
 
 
 def _most_common(verdicts: list[str]) -> str | None:
@@ -93,8 +111,10 @@ class DistributionJudge(Judge):
 
     def __init__(self, leaf: PromptJudge, *, source: Source, top_logprobs: int, tie_margin: float) -> None:
         if leaf.prompt.answer != "pairwise":
-            raise ConfigError("pairwise-distribution pools the verdicts of a pairwise judge; got a prompt "
-                              f"answering {leaf.prompt.answer!r}")
+            raise ConfigError(
+                "pairwise-distribution pools the verdicts of a pairwise judge; got a prompt "
+                f"answering {leaf.prompt.answer!r}"
+            )
         if source == "logprobs":
             check_readable(leaf.prompt.format)
         self.leaf, self.source, self.top_logprobs, self.tie_margin = leaf, source, top_logprobs, tie_margin
@@ -106,16 +126,24 @@ class DistributionJudge(Judge):
         """The leaf changed by ``fn``, pooled again (``fn`` must return a prompt judge)."""
         new = fn(self.leaf)
         if not isinstance(new, PromptJudge):
-            raise ConfigError("pairwise-distribution reads one prompt judge's answers in both orders; a "
-                              f"later mitigation turned it into a {type(new).__name__} (place "
-                              "pairwise-distribution after it)")
-        return DistributionJudge(new, source=self.source, top_logprobs=self.top_logprobs,
-                                 tie_margin=self.tie_margin)
+            raise ConfigError(
+                "pairwise-distribution reads one prompt judge's answers in both orders; a "
+                f"later mitigation turned it into a {type(new).__name__} (place "
+                "pairwise-distribution after it)"
+            )
+        return DistributionJudge(
+            new, source=self.source, top_logprobs=self.top_logprobs, tie_margin=self.tie_margin
+        )
 
     def describe(self) -> dict[str, Any]:
         """The leaf, the source and the pooling settings."""
-        return {"kind": "pairwise-distribution", "source": self.source, "top_logprobs": self.top_logprobs,
-                "tie_margin": self.tie_margin, "leaf": self.leaf.describe()}
+        return {
+            "kind": "pairwise-distribution",
+            "source": self.source,
+            "top_logprobs": self.top_logprobs,
+            "tie_margin": self.tie_margin,
+            "leaf": self.leaf.describe(),
+        }
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
         """No score: a verdict."""
@@ -134,27 +162,35 @@ class DistributionJudge(Judge):
 
     def _reads(self) -> str:
         if self.source == "logprobs":
-            return (f"verdict probabilities from the top-{self.top_logprobs} logprobs at the verdict label; "
-                    "pooled with the other order's (swap undone)")
-        return (f"verdict probabilities as the shares of {self.leaf.config.n} sampled verdicts; pooled with "
-                "the other order's (swap undone)")
+            return (
+                f"verdict probabilities from the top-{self.top_logprobs} logprobs at the verdict label; "
+                "pooled with the other order's (swap undone)"
+            )
+        return (
+            f"verdict probabilities as the shares of {self.leaf.config.n} sampled verdicts; pooled with "
+            "the other order's (swap undone)"
+        )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         """The original order's request, then the swapped copy's."""
         self._check_samples()
         swapped = swap_item(item)
-        return [self.leaf.plan(self.request(item), item, self._reads()).under("original"),
-                self.leaf.plan(self.request(swapped), swapped, self._reads()).under("swapped", swapped=True)]
+        return [
+            self.leaf.plan(self.request(item), item, self._reads()).under("original"),
+            self.leaf.plan(self.request(swapped), swapped, self._reads()).under("swapped", swapped=True),
+        ]
 
     def _check_samples(self) -> None:
         if self.source == "samples" and (self.leaf.config.n < 2 or self.leaf.config.temperature <= 0):
             raise ConfigError(
                 "pairwise-distribution with samples needs several samples at a temperature above 0; the "
                 f"judge asks n={self.leaf.config.n} at temperature {self.leaf.config.temperature:g} (a later "
-                "sampling step changed them?): expected n >= 2 and temperature > 0")
+                "sampling step changed them?): expected n >= 2 and temperature > 0"
+            )
 
-    async def _order(self, item: Item, name: str) -> tuple[LMResponse, dict[str, float] | None, str | None,
-                                                           list[ParseFailure]]:
+    async def _order(
+        self, item: Item, name: str
+    ) -> tuple[LMResponse, dict[str, float] | None, str | None, list[ParseFailure]]:
         """One order's response, its verdict distribution by position (None when unreadable), hard verdict,
         failures."""
         request = self.request(item)
@@ -169,22 +205,30 @@ class DistributionJudge(Judge):
             try:
                 verdict = str(fmt.read_json(choice.text, scale) if as_json else fmt.read(choice.text, scale))
             except ParseError as exc:
-                failures.append(ParseFailure(criterion=crit, raw=choice.text, reason=f"{name}: {exc.message}",
-                                             sample=idx))
+                failures.append(
+                    ParseFailure(criterion=crit, raw=choice.text, reason=f"{name}: {exc.message}", sample=idx)
+                )
                 continue
             if self.source == "logprobs":
                 try:
                     if choice.logprobs is None:
-                        raise ParseError("expected token logprobs in the response; the backend returned none",
-                                         raw=choice.text)
+                        raise ParseError(
+                            "expected token logprobs in the response; the backend returned none",
+                            raw=choice.text,
+                        )
                     read = read_verdict(choice.logprobs, fmt)
                     if read.generated != verdict:
-                        raise ParseError(f"the label at the verdict position ({read.generated!r}) is not the "
-                                         f"verdict the answer's text gives ({verdict!r})", raw=choice.text)
+                        raise ParseError(
+                            f"the label at the verdict position ({read.generated!r}) is not the "
+                            f"verdict the answer's text gives ({verdict!r})",
+                            raw=choice.text,
+                        )
                 except ParseError as exc:
-                    failures.append(ParseFailure(criterion=crit, raw=choice.text,
-                                                 reason=f"{name}: {exc.message}",
-                                                 sample=idx))
+                    failures.append(
+                        ParseFailure(
+                            criterion=crit, raw=choice.text, reason=f"{name}: {exc.message}", sample=idx
+                        )
+                    )
                     continue
                 dists.append(read.probabilities)
             parsed.append(verdict)
@@ -200,8 +244,9 @@ class DistributionJudge(Judge):
         """Both orders judged, their verdict probabilities pooled."""
         self._check_samples()
         swapped = swap_item(item)
-        results = await asyncio.gather(self._order(item, "original"), self._order(swapped, "swapped"),
-                                       return_exceptions=True)
+        results = await asyncio.gather(
+            self._order(item, "original"), self._order(swapped, "swapped"), return_exceptions=True
+        )
         errors = [r for r in results if isinstance(r, BaseException)]
         for r in errors:
             if not isinstance(r, MitigateError):
@@ -209,21 +254,28 @@ class DistributionJudge(Judge):
         if errors:
             return Judgment(item_id=item.id, error="; ".join(f"{type(e).__name__}: {e}" for e in errors))
         (r1, d1, v1, f1), (r2, d2, v2, f2) = results  # type: ignore[misc]
-        meta: dict[str, Any] = {"orders": {"original": v1, "swapped": v2},
-                                "order_probabilities": {"original": d1, "swapped": d2}, "source": self.source,
-                                "position_consistent": None if v1 is None or v2 is None else v1 == _BACK[v2]}
+        meta: dict[str, Any] = {
+            "orders": {"original": v1, "swapped": v2},
+            "order_probabilities": {"original": d1, "swapped": d2},
+            "source": self.source,
+            "position_consistent": None if v1 is None or v2 is None else v1 == _BACK[v2],
+        }
         verdict: Verdict | None = None
         if d1 is not None and d2 is not None:
             pooled, verdict = pool_orders(d1, d2, self.tie_margin)
             meta["preference"] = pooled
         usage = Usage() + r1.usage + r2.usage
         return Judgment(
-            item_id=item.id, verdict=verdict, raw=tuple(c.text for r in (r1, r2) for c in r.choices),
-            failures=tuple(f1 + f2), usage=usage,
+            item_id=item.id,
+            verdict=verdict,
+            raw=tuple(c.text for r in (r1, r2) for c in r.choices),
+            failures=tuple(f1 + f2),
+            usage=usage,
             cost_usd=combine_costs([0.0 if r.cached else r.cost_usd for r in (r1, r2)]),
             calls=sum(0 if r.cached else 1 for r in (r1, r2)),
             cached_calls=sum(1 if r.cached else 0 for r in (r1, r2)),
-            meta=meta)
+            meta=meta,
+        )
 
 
 @register("mitigation", "pairwise-distribution")
@@ -269,9 +321,11 @@ class PairwiseDistribution(Mitigation):
         return judge.map_leaves(self._leaf)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
-        source: Source = self.source if self.source != "auto" else (
-            "logprobs" if leaf.lm.supports_logprobs else "samples")
+        source: Source = (
+            self.source if self.source != "auto" else ("logprobs" if leaf.lm.supports_logprobs else "samples")
+        )
         if source == "samples":
             leaf = leaf.with_config(n=self.samples, temperature=self.temperature)
-        return DistributionJudge(leaf, source=source, top_logprobs=self.top_logprobs,
-                                 tie_margin=self.tie_margin)
+        return DistributionJudge(
+            leaf, source=source, top_logprobs=self.top_logprobs, tie_margin=self.tie_margin
+        )

@@ -50,8 +50,9 @@ NO_MAJORITY = "no_majority"
 _VERDICT_VALUE: dict[str, float] = {"first": 1.0, "tie": 0.5, "second": 0.0}
 
 
-def reduce_panel(values: Sequence[float | None], reducer: PanelReducer,
-                 quorum: int | None = None) -> float | None:
+def reduce_panel(
+    values: Sequence[float | None], reducer: PanelReducer, quorum: int | None = None
+) -> float | None:
     """The panel's value from one value per member (None for a failed member), or None when it has none.
 
     ``majority`` needs a value given by more than half of ``len(values)`` (failed members
@@ -88,8 +89,9 @@ class PanelJudge(CompositeJudge):
     kind = "panel"
     requests_are_children = True
 
-    def __init__(self, children: dict[str, Judge], *, reducer: PanelReducer = "median",
-                 quorum: int | None = None) -> None:
+    def __init__(
+        self, children: dict[str, Judge], *, reducer: PanelReducer = "median", quorum: int | None = None
+    ) -> None:
         super().__init__(children)
         if reducer not in ("mean", "median", "majority"):
             raise ConfigError(f"expected a panel reducer 'mean', 'median' or 'majority'; got {reducer!r}")
@@ -132,33 +134,56 @@ class PanelJudge(CompositeJudge):
             members[c] = dict(zip(names, values, strict=True))
         verdict: Verdict | None = None
         if pairwise:
-            votes = [_VERDICT_VALUE[p.verdict] if p.verdict is not None and p.error is None else None
-                     for p in parts]
+            votes = [
+                _VERDICT_VALUE[p.verdict] if p.verdict is not None and p.error is None else None
+                for p in parts
+            ]
             failed |= {n for n, v in zip(names, votes, strict=True) if v is None}
             verdict = _as_verdict(reduce_panel(votes, self.reducer, self.quorum))
             members["verdict"] = {n: p.verdict for n, p in zip(names, parts, strict=True)}
         flags = [f for p in parts for f in p.flags]
         if failed:
             flags.append(FAILED_FLAG)
-        if self.reducer == "majority" and (
-            any(v is None for v in scores.values()) or (pairwise and verdict is None)
-        ) and len(failed) < len(names):
+        if (
+            self.reducer == "majority"
+            and (any(v is None for v in scores.values()) or (pairwise and verdict is None))
+            and len(failed) < len(names)
+        ):
             flags.append(NO_MAJORITY)
-        meta = {"panel": {"reducer": self.reducer, "quorum": self.quorum, "members": members,
-                          "failed": [n for n in names if n in failed], "errors": errors,
-                          "n_members": len(names)}}
-        merged = merge_judgments(item.id, parts, scores=scores, samples=samples, verdict=verdict,
-                                 flags=tuple(dict.fromkeys(flags)), meta=meta)
+        meta = {
+            "panel": {
+                "reducer": self.reducer,
+                "quorum": self.quorum,
+                "members": members,
+                "failed": [n for n in names if n in failed],
+                "errors": errors,
+                "n_members": len(names),
+            }
+        }
+        merged = merge_judgments(
+            item.id,
+            parts,
+            scores=scores,
+            samples=samples,
+            verdict=verdict,
+            flags=tuple(dict.fromkeys(flags)),
+            meta=meta,
+        )
         if len(errors) < len(names):
             # failed members are reported in meta, not as a failed call
             merged = merged.model_copy(update={"error": None})
         return merged
 
 
-_SPECS = Satisfies(lambda v: isinstance(v, (tuple, list)) and len(v) > 0
-                   and all(isinstance(s, str) and s.strip() for s in v)
-                   and len(set(v)) == len(v),
-                   "a non-empty tuple of distinct backend spec strings")
+_SPECS = Satisfies(
+    lambda v: (
+        isinstance(v, (tuple, list))
+        and len(v) > 0
+        and all(isinstance(s, str) and s.strip() for s in v)
+        and len(set(v)) == len(v)
+    ),
+    "a non-empty tuple of distinct backend spec strings",
+)
 
 
 def _on_lm(lm: LM, leaf: PromptJudge) -> PromptJudge:
@@ -197,8 +222,10 @@ class Panel(Mitigation):
     @classmethod
     def examples(cls) -> list[Mitigation]:
         """A median panel of the base judge and a fake backend, and a strict-majority one."""
-        return [cls(backends=("local",)), cls(backends=("local", "local:other.gguf"), include_base=False,
-                                              reducer="majority", quorum=1)]
+        return [
+            cls(backends=("local",)),
+            cls(backends=("local", "local:other.gguf"), include_base=False, reducer="majority", quorum=1),
+        ]
 
     def wrap(self, judge: Judge) -> Judge:
         """A :class:`PanelJudge` of the judge (when ``include_base``) and its copies on each backend."""

@@ -85,17 +85,23 @@ def reduce_dawid_skene(j: Judgment, model: DawidSkeneModel, criterion: str | Non
     """``j`` with its members' answers reduced by ``model`` (see :class:`DawidSkeneJudge`)."""
     crit = _criterion(j, criterion) if model.kind == "score" else None
     if model.kind == "score" and crit is None:
-        raise ConfigError(f"Dawid-Skene needs the criterion to read; judgment {j.item_id!r} scores "
-                          f"{sorted(j.scores)}: expected criterion=... on dawid-skene")
+        raise ConfigError(
+            f"Dawid-Skene needs the criterion to read; judgment {j.item_id!r} scores "
+            f"{sorted(j.scores)}: expected criterion=... on dawid-skene"
+        )
     names, rows = panel_votes([j], model.kind, crit)
     if set(names) != set(model.members):
-        raise ConfigError(f"the Dawid-Skene model was fitted on the members {list(model.members)}; this "
-                          f"judge's members are {names}: expected the panel it was fitted on")
+        raise ConfigError(
+            f"the Dawid-Skene model was fitted on the members {list(model.members)}; this "
+            f"judge's members are {names}: expected the panel it was fitted on"
+        )
     votes = dict(zip(names, rows[0], strict=True))
     posterior = dawid_skene_posterior(model, {m: votes.get(m) for m in model.members})
     before: Any = j.verdict if model.kind == "verdict" else j.scores.get(crit) if crit is not None else None
-    meta = {**j.meta,
-            "dawid_skene": {"posterior": posterior, "before": before, "supervised": model.supervised}}
+    meta = {
+        **j.meta,
+        "dawid_skene": {"posterior": posterior, "before": before, "supervised": model.supervised},
+    }
     if model.kind == "verdict":
         verdict: Verdict | None = None
         if posterior is not None:
@@ -148,11 +154,15 @@ class DawidSkene(Mitigation):
     @classmethod
     def examples(cls) -> list[Mitigation]:
         """Unfitted (auto), and fitted on a made-up two-member pairwise panel."""
-        model = DawidSkeneModel(kind="verdict", classes=("A", "B"), responses=("A", "B", "tie"),
-                                members=("m1", "m2"), priors=(0.5, 0.5),
-                                confusion=(((0.9, 0.05, 0.05), (0.2, 0.7, 0.1)),
-                                           ((0.6, 0.3, 0.1), (0.3, 0.6, 0.1))),
-                                supervised=True)
+        model = DawidSkeneModel(
+            kind="verdict",
+            classes=("A", "B"),
+            responses=("A", "B", "tie"),
+            members=("m1", "m2"),
+            priors=(0.5, 0.5),
+            confusion=(((0.9, 0.05, 0.05), (0.2, 0.7, 0.1)), ((0.6, 0.3, 0.1), (0.3, 0.6, 0.1))),
+            supervised=True,
+        )
         return [cls(), cls(supervised=False, smoothing=1.0, model_=model)]
 
     @property
@@ -163,27 +173,32 @@ class DawidSkene(Mitigation):
     def wrap(self, judge: Judge) -> Judge:
         """``judge`` with its (members') answers reduced by the fitted model."""
         if self.model_ is None:
-            raise ConfigError("DawidSkene is not fitted; expected `m = m.fit(train, panel_judge)` first (it "
-                              "learns each member's confusion matrix from the panel's answers on a "
-                              "training split)")
+            raise ConfigError(
+                "DawidSkene is not fitted; expected `m = m.fit(train, panel_judge)` first (it "
+                "learns each member's confusion matrix from the panel's answers on a "
+                "training split)"
+            )
         return DawidSkeneJudge({"inner": judge}, model=self.model_, criterion=self.criterion)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: ``judge`` run over ``train``, the model fitted on its members' answers (and the
         labels)."""
-        result = await run(judge, train.items, concurrency=ctx.concurrency, progress=ctx.progress,
-                           desc="fitting Dawid-Skene")
+        result = await run(
+            judge, train.items, concurrency=ctx.concurrency, progress=ctx.progress, desc="fitting Dawid-Skene"
+        )
         return self.fit_judgments(result.judgments, train, criterion=ctx.criterion)
 
-    def fit_judgments(self, judgments: Sequence[Judgment], train: Benchmark, *,
-                      criterion: str | None = None) -> Self:
+    def fit_judgments(
+        self, judgments: Sequence[Judgment], train: Benchmark, *, criterion: str | None = None
+    ) -> Self:
         """A fitted copy from judgments already made on ``train``'s items (matched by id)."""
         by_id = {it.id: it for it in train.items}
         rows = [(j, by_id.get(j.item_id)) for j in judgments]
         lost = [j.item_id for j, it in rows if it is None]
         if lost:
-            raise DataError(f"expected a training item for every judgment; {lost[0]!r} has none",
-                            item_id=lost[0])
+            raise DataError(
+                f"expected a training item for every judgment; {lost[0]!r} has none", item_id=lost[0]
+            )
         kind: Kind = "verdict" if train.pairwise else "score"
         crit = criterion or self.criterion or (train.criteria[0] if len(train.criteria) == 1 else None)
         if crit is None and kind == "score":
@@ -193,19 +208,31 @@ class DawidSkene(Mitigation):
         has_gold = any(g is not None for g in gold)
         supervised = has_gold if self.supervised == "auto" else bool(self.supervised)
         if supervised and not has_gold:
-            raise ConfigError("DawidSkene(supervised=True) needs gold labels on the training items "
-                              f"({crit!r}); "
-                              "got none: expected human scores or preferences, or supervised=False")
-        model = fit_dawid_skene(votes, members, kind=kind, gold=gold if supervised else None,
-                                smoothing=self.smoothing, max_iter=self.max_iter)
-        return self.model_copy(update={"model_": model, "criterion": self.criterion if kind == "verdict"
-                                       else crit})
+            raise ConfigError(
+                "DawidSkene(supervised=True) needs gold labels on the training items "
+                f"({crit!r}); "
+                "got none: expected human scores or preferences, or supervised=False"
+            )
+        model = fit_dawid_skene(
+            votes,
+            members,
+            kind=kind,
+            gold=gold if supervised else None,
+            smoothing=self.smoothing,
+            max_iter=self.max_iter,
+        )
+        return self.model_copy(
+            update={"model_": model, "criterion": self.criterion if kind == "verdict" else crit}
+        )
 
 
 def _gold(item: Item, kind: Kind, criterion: str | None) -> str | None:
     if kind == "verdict":
-        pref = item.preference.get(criterion) if criterion is not None else (
-            next(iter(item.preference.values())) if len(item.preference) == 1 else None)
+        pref = (
+            item.preference.get(criterion)
+            if criterion is not None
+            else (next(iter(item.preference.values())) if len(item.preference) == 1 else None)
+        )
         return pref if pref in ("A", "B", "tie") else None
     value = item.human.get(criterion) if criterion is not None else None
     return None if value is None or not math.isfinite(value) else score_class(value)
@@ -236,31 +263,54 @@ class MinorityVetoJudge(CompositeJudge):
     kind = "minority-veto"
     requests_are_children = True
 
-    def __init__(self, children: dict[str, Judge], *, vetoers: tuple[str, ...], min_vetoes: int,
-                 threshold: float | None, criterion: str | None) -> None:
+    def __init__(
+        self,
+        children: dict[str, Judge],
+        *,
+        vetoers: tuple[str, ...],
+        min_vetoes: int,
+        threshold: float | None,
+        criterion: str | None,
+    ) -> None:
         super().__init__(children)
         self.vetoers, self.min_vetoes = vetoers, min_vetoes
         self.threshold, self.criterion = threshold, criterion
 
     def params(self) -> dict[str, Any]:
         """Who may veto, how many must, the pass threshold and the criterion."""
-        return {"vetoers": list(self.vetoers), "min_vetoes": self.min_vetoes, "threshold": self.threshold,
-                "criterion": self.criterion}
+        return {
+            "vetoers": list(self.vetoers),
+            "min_vetoes": self.min_vetoes,
+            "threshold": self.threshold,
+            "criterion": self.criterion,
+        }
 
     async def judge(self, item: Item) -> Judgment:
         """The panel's judgment, vetoed or not."""
-        return veto(await self.children["inner"].judge(item), self.vetoers, self.min_vetoes, self.threshold,
-                    self.criterion)
+        return veto(
+            await self.children["inner"].judge(item),
+            self.vetoers,
+            self.min_vetoes,
+            self.threshold,
+            self.criterion,
+        )
 
 
-def veto(j: Judgment, vetoers: tuple[str, ...], min_vetoes: int, threshold: float | None,
-         criterion: str | None = None) -> Judgment:
+def veto(
+    j: Judgment,
+    vetoers: tuple[str, ...],
+    min_vetoes: int,
+    threshold: float | None,
+    criterion: str | None = None,
+) -> Judgment:
     """``j`` with the minority veto applied (see :class:`MinorityVetoJudge`)."""
     panel = j.meta.get("panel")
     members = panel.get("members") if isinstance(panel, dict) else None
     if not isinstance(members, dict):
-        raise ConfigError(f"minority-veto reads a panel's members; judgment {j.item_id!r} has none: expected "
-                          "a panel before it (panel(backends=[...]) | minority-veto(...))")
+        raise ConfigError(
+            f"minority-veto reads a panel's members; judgment {j.item_id!r} has none: expected "
+            "a panel before it (panel(backends=[...]) | minority-veto(...))"
+        )
     if j.verdict is not None or "verdict" in members:
         votes = members.get("verdict") or {}
         named = _vetoers(vetoers, votes)
@@ -271,41 +321,63 @@ def veto(j: Judgment, vetoers: tuple[str, ...], min_vetoes: int, threshold: floa
         if len(against) < min_vetoes:
             return j
         info: dict[str, Any] = {"vetoed_by": against, "before": j.verdict}
-        return j.model_copy(update={"verdict": "tie", "flags": tuple(dict.fromkeys((*j.flags, VETOED))),
-                                    "meta": {**j.meta, "minority_veto": info}})
+        return j.model_copy(
+            update={
+                "verdict": "tie",
+                "flags": tuple(dict.fromkeys((*j.flags, VETOED))),
+                "meta": {**j.meta, "minority_veto": info},
+            }
+        )
     crit = _criterion(j, criterion)
     if crit is None or not isinstance(members.get(crit), dict):
-        raise ConfigError(f"minority-veto needs the criterion to read; judgment {j.item_id!r} scores "
-                          f"{sorted(j.scores)}: expected criterion=...")
+        raise ConfigError(
+            f"minority-veto needs the criterion to read; judgment {j.item_id!r} scores "
+            f"{sorted(j.scores)}: expected criterion=..."
+        )
     if threshold is None:
-        raise ConfigError("minority-veto on scores needs the pass threshold; expected threshold=<score a "
-                          "pass reaches> (a verdict panel needs none)")
+        raise ConfigError(
+            "minority-veto on scores needs the pass threshold; expected threshold=<score a "
+            "pass reaches> (a verdict panel needs none)"
+        )
     scores = members[crit]
     named = _vetoers(vetoers, scores)
     value = j.scores.get(crit)
     if value is None or value < threshold:
         return j
-    fails = [(m, float(scores[m])) for m in named if scores.get(m) is not None
-             and float(scores[m]) < threshold]
+    fails = [
+        (m, float(scores[m])) for m in named if scores.get(m) is not None and float(scores[m]) < threshold
+    ]
     if len(fails) < min_vetoes:
         return j
     new = max(v for _, v in fails)
     info = {"vetoed_by": [m for m, _ in fails], "before": value}
-    return j.model_copy(update={"scores": {**j.scores, crit: new},
-                                "flags": tuple(dict.fromkeys((*j.flags, VETOED))),
-                                "meta": {**j.meta, "minority_veto": info}})
+    return j.model_copy(
+        update={
+            "scores": {**j.scores, crit: new},
+            "flags": tuple(dict.fromkeys((*j.flags, VETOED))),
+            "meta": {**j.meta, "minority_veto": info},
+        }
+    )
 
 
 def _vetoers(vetoers: tuple[str, ...], votes: dict[str, Any]) -> list[str]:
     unknown = [v for v in vetoers if v not in votes]
     if unknown:
-        raise ConfigError(f"minority-veto names vetoers {unknown} that are not members of the panel; "
-                          f"expected some of {sorted(votes)}")
+        raise ConfigError(
+            f"minority-veto names vetoers {unknown} that are not members of the panel; "
+            f"expected some of {sorted(votes)}"
+        )
     return list(vetoers) if vetoers else list(votes)
 
 
-_NAMES = Satisfies(lambda v: isinstance(v, (tuple, list)) and all(isinstance(s, str) and s.strip() for s in v)
-                   and len(set(v)) == len(v), "a tuple of distinct member names")
+_NAMES = Satisfies(
+    lambda v: (
+        isinstance(v, (tuple, list))
+        and all(isinstance(s, str) and s.strip() for s in v)
+        and len(set(v)) == len(v)
+    ),
+    "a tuple of distinct member names",
+)
 
 
 @register("mitigation", "minority-veto")
@@ -344,10 +416,19 @@ class MinorityVeto(Mitigation):
     def wrap(self, judge: Judge) -> Judge:
         """``judge`` (which must hold a panel) with the veto applied to each judgment."""
         if not _panels_in(judge):
-            raise ConfigError("minority-veto re-reduces a panel's votes; expected a panel before it "
-                              "(panel(backends=[...]) | minority-veto(...)); got a judge with no panel")
+            raise ConfigError(
+                "minority-veto re-reduces a panel's votes; expected a panel before it "
+                "(panel(backends=[...]) | minority-veto(...)); got a judge with no panel"
+            )
         if self.min_vetoes > 1 and self.vetoers and self.min_vetoes > len(self.vetoers):
-            raise ConfigError(f"minority-veto needs {self.min_vetoes} vetoes from {len(self.vetoers)} "
-                              f"vetoers {list(self.vetoers)}: expected min_vetoes <= the number of vetoers")
-        return MinorityVetoJudge({"inner": judge}, vetoers=self.vetoers, min_vetoes=self.min_vetoes,
-                                 threshold=self.threshold, criterion=self.criterion)
+            raise ConfigError(
+                f"minority-veto needs {self.min_vetoes} vetoes from {len(self.vetoers)} "
+                f"vetoers {list(self.vetoers)}: expected min_vetoes <= the number of vetoers"
+            )
+        return MinorityVetoJudge(
+            {"inner": judge},
+            vetoers=self.vetoers,
+            min_vetoes=self.min_vetoes,
+            threshold=self.threshold,
+            criterion=self.criterion,
+        )

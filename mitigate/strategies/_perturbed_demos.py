@@ -98,8 +98,9 @@ class PerturbationProbeJudge(CompositeJudge):
 
     def __init__(self, children: dict[str, Judge], perturbations: dict[str, Perturbation]) -> None:
         if ORIGINAL not in children:
-            raise ConfigError(f"a perturbation probe needs a child named {ORIGINAL!r}; got "
-                              f"{sorted(children)}")
+            raise ConfigError(
+                f"a perturbation probe needs a child named {ORIGINAL!r}; got {sorted(children)}"
+            )
         super().__init__(children)
         self.perturbations = dict(perturbations)
 
@@ -149,9 +150,14 @@ class PerturbationProbeJudge(CompositeJudge):
         meta: dict[str, Any] = {**original.meta, "perturbations": outputs}
         if len(original.scores) > 1:
             meta["perturbations_by_criterion"] = {
-                c: {name: (by_name[name].scores.get(c) if name in by_name and by_name[name].error is None
-                           else None)
-                    for name in names}
+                c: {
+                    name: (
+                        by_name[name].scores.get(c)
+                        if name in by_name and by_name[name].error is None
+                        else None
+                    )
+                    for name in names
+                }
                 for c in original.scores
             }
         if errors:
@@ -170,8 +176,9 @@ class PerturbationProbeJudge(CompositeJudge):
 def _leaves_with_guidelines(judge: Judge, owner: str) -> list[tuple[PromptJudge, Guideline]]:
     leaves = judge.leaves()
     if not leaves:
-        raise ConfigError(f"{owner} needs a judge with at least one prompt; got "
-                          f"{type(judge).__name__} with none")
+        raise ConfigError(
+            f"{owner} needs a judge with at least one prompt; got {type(judge).__name__} with none"
+        )
     return [(leaf, guideline_of(leaf.prompt)) for leaf in leaves]
 
 
@@ -235,14 +242,18 @@ class PerturbationProbe(Mitigation):
                     "judge separately"
                 )
         base = original_order(first)
-        perts = [p for p in perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
-                 if not p.is_identity(base)]
+        perts = [
+            p
+            for p in perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
+            if not p.is_identity(base)
+        ]
         names = [p.name for p in perts]
         if len(set(names)) != len(names) or ORIGINAL in names:
             raise ConfigError(f"expected unique perturbation names other than {ORIGINAL!r}; got {names}")
         if not perts:
-            raise ConfigError("PerturbationProbe found no perturbation that changes the guideline; "
-                              "nothing to measure")
+            raise ConfigError(
+                "PerturbationProbe found no perturbation that changes the guideline; nothing to measure"
+            )
         return perts
 
     def wrap(self, judge: Judge) -> Judge:
@@ -310,8 +321,11 @@ class PerturbedDemosPreset(Preset):
     seed: int = 0
     ablation: bool = False
     perturbed: bool = True
-    parameter_constraints: ClassVar = {"m": [Interval(int, 1)], "perturbed": [bool],
-                                       **PERTURBATION_CONSTRAINTS}
+    parameter_constraints: ClassVar = {
+        "m": [Interval(int, 1)],
+        "perturbed": [bool],
+        **PERTURBATION_CONSTRAINTS,
+    }
 
     @model_validator(mode="after")
     def _check(self) -> Self:
@@ -338,13 +352,25 @@ class PerturbedDemosPreset(Preset):
             Demo(item=Item(id="demo-low", output="A muddled text."), score=1.0, scale=Scale(min=1, max=5)),
             Demo(item=Item(id="demo-high", output="A clear text."), score=5.0, scale=Scale(min=1, max=5)),
         )
-        return [cls(demos=demos).build(), cls(demos=demos, ablation=True, seed=3).build(),
-                cls(demos=demos, perturbed=False).build(), cls(m=2, n=2).build()]
+        return [
+            cls(demos=demos).build(),
+            cls(demos=demos, ablation=True, seed=3).build(),
+            cls(demos=demos, perturbed=False).build(),
+            cls(m=2, n=2).build(),
+        ]
 
     def build(self) -> Demos:
         """The :class:`Demos` these parameters stand for (see the class docstring)."""
         selector = None if self.demos else Stratified(by="range", seed=self.seed)
-        return Demos(selector=selector, demos=self.demos, k=self.m, display="perturbed" if self.perturbed
-                     else "guideline",
-                     placement="append", kind=self.kind, n=self.n, lengthened=self.lengthened, seed=self.seed,
-                     ablation=self.ablation)
+        return Demos(
+            selector=selector,
+            demos=self.demos,
+            k=self.m,
+            display="perturbed" if self.perturbed else "guideline",
+            placement="append",
+            kind=self.kind,
+            n=self.n,
+            lengthened=self.lengthened,
+            seed=self.seed,
+            ablation=self.ablation,
+        )

@@ -73,8 +73,10 @@ class PositionSwapJudge(CompositeJudge):
     def requests(self, item: Item) -> list[PlannedRequest]:
         """The original order's requests, then the swapped copy's."""
         self._check_pairwise()
-        return [*self.child_requests("original", item),
-                *self.child_requests("swapped", swap_item(item), swapped=True)]
+        return [
+            *self.child_requests("original", item),
+            *self.child_requests("swapped", swap_item(item), swapped=True),
+        ]
 
     async def judge(self, item: Item) -> Judgment:
         """Judge ``item`` in both orders and reconcile the two verdicts."""

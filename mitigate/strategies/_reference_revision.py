@@ -53,5 +53,6 @@ class ReferenceRevision(Mitigation):
         return judge.map_leaves(self._leaf)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
-        return OwnReferenceJudge(leaf, mode="revise", max_tokens=self.max_tokens,
-                                 policy=self.on_reference_slot)
+        return OwnReferenceJudge(
+            leaf, mode="revise", max_tokens=self.max_tokens, policy=self.on_reference_slot
+        )

@@ -247,8 +247,10 @@ def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
     scores: list[float] = []
     for opt in guideline.options:
         if opt.score is None:
-            raise ConfigError("expected every guideline option to state its score to move it to "
-                              f"{new.describe()}; option {opt.label!r} states none")
+            raise ConfigError(
+                "expected every guideline option to state its score to move it to "
+                f"{new.describe()}; option {opt.label!r} states none"
+            )
         if not old.contains(opt.score):
             raise ConfigError(
                 f"expected guideline scores within the prompt's scale {old.describe()}; got option "
@@ -288,7 +290,8 @@ def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
     # the top score named as such: "a reference answer that gets a score of 5", "Reference Answer (Score 5)"
     top = re.compile(
         rf"(\b(?:score|rating|grade)\s+of\s+|\(\s*(?:score|rating|grade)\s+){re.escape(hi)}(?![\d.]\d|\d)",
-                     re.IGNORECASE)
+        re.IGNORECASE,
+    )
     text = top.sub(lambda m: m.group(1) + nhi, text)
     span = re.compile(rf"(?<![\d.]){re.escape(lo)}(\s*(?:-|–|—|to)\s*){re.escape(hi)}(?!\d|\.\d)")
     text = span.sub(lambda m: f"{nlo}{m.group(1)}{nhi}", text)

@@ -109,8 +109,13 @@ class Guarantee(BaseModel):
 
 
 def fixed_sequence_threshold(
-    conf: Sequence[float] | np.ndarray, agreed: Sequence[bool] | np.ndarray, *, target: float, delta: float,
-    grid: int = 1000, min_accepted: int = 30,
+    conf: Sequence[float] | np.ndarray,
+    agreed: Sequence[bool] | np.ndarray,
+    *,
+    target: float,
+    delta: float,
+    grid: int = 1000,
+    min_accepted: int = 30,
 ) -> Guarantee:
     """λ̂ such that agreement among items with confidence >= λ̂ is >= ``target`` with probability >= 1 −
     ``delta``.
@@ -135,8 +140,9 @@ def fixed_sequence_threshold(
         raise ConfigError(f"expected target and delta in (0, 1); got target={target}, delta={delta}")
     finite = c[np.isfinite(c)]
     if len(finite) and (finite.min() < 0 or finite.max() > 1):
-        raise DataError(f"expected confidences in [0, 1]; got values from {finite.min():g} to "
-                        f"{finite.max():g}")
+        raise DataError(
+            f"expected confidences in [0, 1]; got values from {finite.min():g} to {finite.max():g}"
+        )
     alpha = 1.0 - target
     ok = np.isfinite(c)
     best: tuple[float, int, int, float] | None = None
@@ -157,11 +163,27 @@ def fixed_sequence_threshold(
             break
         best = (round(float(lam), 9), n, n - int(errors_upto[n - 1]), upper)
     if best is None:
-        return Guarantee(target=target, delta=delta, threshold=None, n_calibration=len(c), n_accepted=0,
-                         n_agreed=0, upper_risk=1.0, tested=tested)
+        return Guarantee(
+            target=target,
+            delta=delta,
+            threshold=None,
+            n_calibration=len(c),
+            n_accepted=0,
+            n_agreed=0,
+            upper_risk=1.0,
+            tested=tested,
+        )
     lam, n, agreed_n, upper = best
-    return Guarantee(target=target, delta=delta, threshold=lam, n_calibration=len(c), n_accepted=n,
-                     n_agreed=agreed_n, upper_risk=upper, tested=tested)
+    return Guarantee(
+        target=target,
+        delta=delta,
+        threshold=lam,
+        n_calibration=len(c),
+        n_accepted=n,
+        n_agreed=agreed_n,
+        upper_risk=upper,
+        tested=tested,
+    )
 
 
 # --------------------------------------------------------------------------- reading judgments
@@ -172,8 +194,9 @@ def _criterion(j: Judgment, criterion: str | None) -> str:
         return criterion
     names = list(j.scores) or list(j.samples)
     if len(names) != 1:
-        raise ConfigError(f"judgment {j.item_id!r} has scores for {names}; name the criterion "
-                          "(criterion=...)")
+        raise ConfigError(
+            f"judgment {j.item_id!r} has scores for {names}; name the criterion (criterion=...)"
+        )
     return names[0]
 
 
@@ -198,9 +221,11 @@ def confidence(j: Judgment, source: Confidence, criterion: str | None = None) ->
         if j.verdict is not None or "verdict" in panel:
             votes = list(panel.get("verdict", {}).values())
             if not votes:
-                raise DataError(f"judgment {j.item_id!r} has one verdict and no panel votes; 'samples' "
-                                "confidence needs a panel of verdicts (use 'both-orders' or 'meta' for a "
-                                "single pairwise judge)")
+                raise DataError(
+                    f"judgment {j.item_id!r} has one verdict and no panel votes; 'samples' "
+                    "confidence needs a panel of verdicts (use 'both-orders' or 'meta' for a "
+                    "single pairwise judge)"
+                )
             given = [v for v in votes if v is not None]
             return Counter(given).most_common(1)[0][1] / len(votes) if given else math.nan
         values = j.samples.get(_criterion(j, criterion), ())
@@ -212,20 +237,26 @@ def confidence(j: Judgment, source: Confidence, criterion: str | None = None) ->
         cal = meta.get("calibration", {})
         dist = cal.get("mean_q") or cal.get("q") or cal.get("p")
         if not dist:
-            raise DataError(f"judgment {j.item_id!r} holds no answer distribution; 'probability' confidence "
-                            "needs a calibrated logprob judge (contextual-calibration or batch-calibration)")
+            raise DataError(
+                f"judgment {j.item_id!r} holds no answer distribution; 'probability' confidence "
+                "needs a calibrated logprob judge (contextual-calibration or batch-calibration)"
+            )
         return float(max(dist.values()))
     if source == "both-orders":
         if "position_consistent" not in meta:
-            raise DataError(f"judgment {j.item_id!r} has no meta['position_consistent']; 'both-orders' "
-                            "confidence needs a position-swap judge")
+            raise DataError(
+                f"judgment {j.item_id!r} has no meta['position_consistent']; 'both-orders' "
+                "confidence needs a position-swap judge"
+            )
         pc = meta["position_consistent"]
         return math.nan if pc is None else float(bool(pc))
     if source == "rts-mcq":
         rts, mcq = meta.get("rts"), meta.get("mcq")
         if not isinstance(rts, dict) or not isinstance(mcq, dict):
-            raise DataError(f"judgment {j.item_id!r} has no RTS and MCQ scores; 'rts-mcq' confidence needs "
-                            "an agreement-gate judge")
+            raise DataError(
+                f"judgment {j.item_id!r} has no RTS and MCQ scores; 'rts-mcq' confidence needs "
+                "an agreement-gate judge"
+            )
         c = _criterion(j, criterion)
         r, m = rts.get(c), mcq.get(c)
         return math.nan if r is None or m is None else 1.0 / (1.0 + abs(r - m))
@@ -249,8 +280,11 @@ def gold_verdict(item: Item, criterion: str | None = None) -> str | None:
         return None
     if criterion is None:
         if len(prefs) > 1:
-            raise DataError(f"item {item.id!r} has gold preferences for {sorted(prefs)}; expected a "
-                            "criterion to pick one", item_id=item.id)
+            raise DataError(
+                f"item {item.id!r} has gold preferences for {sorted(prefs)}; expected a "
+                "criterion to pick one",
+                item_id=item.id,
+            )
         (pref,) = prefs.values()
         return _VERDICT_OF_PREFERENCE[pref]
     given = prefs.get(criterion)
@@ -290,32 +324,51 @@ class SelectiveJudge(CompositeJudge):
     kind = "selective"
     requests_are_children = True
 
-    def __init__(self, children: dict[str, Judge], *, threshold: float | None, source: Confidence,
-                 criterion: str | None,
-                 on_escalate: str) -> None:
+    def __init__(
+        self,
+        children: dict[str, Judge],
+        *,
+        threshold: float | None,
+        source: Confidence,
+        criterion: str | None,
+        on_escalate: str,
+    ) -> None:
         super().__init__(children)
         self.threshold, self.source = threshold, source
         self.criterion, self.on_escalate = criterion, on_escalate
 
     def params(self) -> dict[str, Any]:
         """Threshold, confidence source, criterion and what escalation does."""
-        return {"threshold": self.threshold, "source": self.source, "criterion": self.criterion,
-                "on_escalate": self.on_escalate}
+        return {
+            "threshold": self.threshold,
+            "source": self.source,
+            "criterion": self.criterion,
+            "on_escalate": self.on_escalate,
+        }
 
     async def judge(self, item: Item) -> Judgment:
         """The child's judgment with the decision."""
-        return decide(await self.children["inner"].judge(item), self.threshold, self.source, self.criterion,
-                      self.on_escalate)
+        return decide(
+            await self.children["inner"].judge(item),
+            self.threshold,
+            self.source,
+            self.criterion,
+            self.on_escalate,
+        )
 
 
-def decide(j: Judgment, threshold: float | None, source: Confidence, criterion: str | None,
-           on_escalate: str) -> Judgment:
+def decide(
+    j: Judgment, threshold: float | None, source: Confidence, criterion: str | None, on_escalate: str
+) -> Judgment:
     """``j`` accepted (confidence >= threshold) or escalated (always, when threshold is None), with
     ``meta["selective"]``."""
     conf = confidence(j, source, criterion)
     accept = threshold is not None and math.isfinite(conf) and conf >= threshold - 1e-12
-    info = {"confidence": None if math.isnan(conf) else conf, "threshold": threshold,
-            "decision": "accept" if accept else "escalate"}
+    info = {
+        "confidence": None if math.isnan(conf) else conf,
+        "threshold": threshold,
+        "decision": "accept" if accept else "escalate",
+    }
     update: dict[str, Any] = {"meta": {**j.meta, "selective": info}}
     if not accept:
         update["flags"] = tuple(dict.fromkeys((*j.flags, NEEDS_HUMAN)))
@@ -378,8 +431,16 @@ class SelectiveEvaluation(Mitigation):
     @classmethod
     def examples(cls) -> list[Mitigation]:
         """Unfitted, and fitted with a made-up guarantee."""
-        g = Guarantee(target=0.8, delta=0.1, threshold=0.6, n_calibration=100, n_accepted=60, n_agreed=55,
-                      upper_risk=0.16, tested=401)
+        g = Guarantee(
+            target=0.8,
+            delta=0.1,
+            threshold=0.6,
+            n_calibration=100,
+            n_accepted=60,
+            n_agreed=55,
+            upper_risk=0.16,
+            tested=401,
+        )
         return [cls(), cls(confidence="both-orders", on_escalate="abstain", guarantee_=g)]
 
     @property
@@ -390,10 +451,17 @@ class SelectiveEvaluation(Mitigation):
     def wrap(self, judge: Judge) -> Judge:
         """A judge whose judgments are accepted or escalated by the calibrated threshold."""
         if self.guarantee_ is None:
-            raise ConfigError("SelectiveEvaluation is not fitted; expected `m = m.fit(calibration, judge)` "
-                              "first (it calibrates the confidence threshold on labelled items)")
-        return SelectiveJudge({"inner": judge}, threshold=self.guarantee_.threshold, source=self.confidence,
-                              criterion=self.criterion, on_escalate=self.on_escalate)
+            raise ConfigError(
+                "SelectiveEvaluation is not fitted; expected `m = m.fit(calibration, judge)` "
+                "first (it calibrates the confidence threshold on labelled items)"
+            )
+        return SelectiveJudge(
+            {"inner": judge},
+            threshold=self.guarantee_.threshold,
+            source=self.confidence,
+            criterion=self.criterion,
+            on_escalate=self.on_escalate,
+        )
 
     def calibrate(self, judgments: Sequence[Judgment], items: Sequence[Item]) -> Self:
         """A fitted copy from judgments already made on labelled ``items`` (matched by id)."""
@@ -402,25 +470,34 @@ class SelectiveEvaluation(Mitigation):
         for j in judgments:
             item = by_id.get(j.item_id)
             if item is None:
-                raise DataError(f"expected an item for every judgment; {j.item_id!r} has none",
-                                item_id=j.item_id)
+                raise DataError(
+                    f"expected an item for every judgment; {j.item_id!r} has none", item_id=j.item_id
+                )
             a = agrees(j, item, tolerance=self.tolerance, criterion=self.criterion)
             if a is None:
                 continue  # no human label: cannot calibrate on it
             conf.append(confidence(j, self.confidence, self.criterion))
             agreed.append(a)
         if not conf:
-            raise ConfigError("SelectiveEvaluation.fit found no training item with a human label to "
-                              "calibrate on; expected human scores for the criterion, or gold preferences "
-                              "for pairwise items")
-        g = fixed_sequence_threshold(conf, agreed, target=self.target, delta=self.delta, grid=self.grid,
-                                     min_accepted=self.min_accepted)
+            raise ConfigError(
+                "SelectiveEvaluation.fit found no training item with a human label to "
+                "calibrate on; expected human scores for the criterion, or gold preferences "
+                "for pairwise items"
+            )
+        g = fixed_sequence_threshold(
+            conf, agreed, target=self.target, delta=self.delta, grid=self.grid, min_accepted=self.min_accepted
+        )
         return self.model_copy(update={"guarantee_": g})
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: ``judge`` run on ``train``, the threshold calibrated on its judgments."""
-        result = await run(judge, train.items, concurrency=ctx.concurrency, progress=ctx.progress,
-                           desc="calibrating selective evaluation")
+        result = await run(
+            judge,
+            train.items,
+            concurrency=ctx.concurrency,
+            progress=ctx.progress,
+            desc="calibrating selective evaluation",
+        )
         return self.calibrate(result.judgments, train.items)
 
 
@@ -440,8 +517,10 @@ class CascadeJudge(CompositeJudge):
     def __init__(self, children: dict[str, Judge], *, stages: Sequence[SelectiveEvaluation]) -> None:
         super().__init__(children)
         if len(stages) != len(children) or not all(s.is_fitted for s in stages):
-            raise ConfigError(f"expected one fitted SelectiveEvaluation per cascade stage; got {len(stages)} "
-                              f"for {len(children)} judges")
+            raise ConfigError(
+                f"expected one fitted SelectiveEvaluation per cascade stage; got {len(stages)} "
+                f"for {len(children)} judges"
+            )
         self.stages = list(stages)
 
     def params(self) -> dict[str, Any]:
@@ -455,11 +534,12 @@ class CascadeJudge(CompositeJudge):
         for (name, _child), stage in zip(self.children.items(), self.stages, strict=True):
             cond = None
             if before:
-                cond = ("sent only when " + " and ".join(before) + " escalate(s) (depends on their answers)")
+                cond = "sent only when " + " and ".join(before) + " escalate(s) (depends on their answers)"
             out.extend(self.child_requests(name, item, condition=cond))
             g = stage.guarantee_
-            threshold = ("never trusts" if g is None or g.threshold is None
-                         else f"confidence < {g.threshold:.3g}")
+            threshold = (
+                "never trusts" if g is None or g.threshold is None else f"confidence < {g.threshold:.3g}"
+            )
             before.append(f"stage {name!r} ({threshold})")
         return out
 
@@ -470,11 +550,13 @@ class CascadeJudge(CompositeJudge):
         for (name, child), stage in zip(self.children.items(), self.stages, strict=True):
             g = stage.guarantee_
             assert g is not None
-            j = decide(await child.judge(item), g.threshold, stage.confidence, stage.criterion,
-                       stage.on_escalate)
+            j = decide(
+                await child.judge(item), g.threshold, stage.confidence, stage.criterion, stage.on_escalate
+            )
             costs.append(j)
-            out = j.model_copy(update={"meta": {**j.meta, "cascade": {"stage": name,
-                                                                      "stages_called": len(costs)}}})
+            out = j.model_copy(
+                update={"meta": {**j.meta, "cascade": {"stage": name, "stages_called": len(costs)}}}
+            )
             if j.meta["selective"]["decision"] == "accept":
                 break
         assert out is not None
@@ -482,9 +564,13 @@ class CascadeJudge(CompositeJudge):
         return out.model_copy(update={"calls": calls, "cached_calls": sum(c.cached_calls for c in costs)})
 
 
-def fit_cascade(judgments: Sequence[Sequence[Judgment]], items: Sequence[Item],
-                stage: SelectiveEvaluation | Sequence[SelectiveEvaluation], *,
-                union_bound: bool = True) -> list[SelectiveEvaluation]:
+def fit_cascade(
+    judgments: Sequence[Sequence[Judgment]],
+    items: Sequence[Item],
+    stage: SelectiveEvaluation | Sequence[SelectiveEvaluation],
+    *,
+    union_bound: bool = True,
+) -> list[SelectiveEvaluation]:
     """One fitted stage per cascade stage, from every stage's judgments on the calibration ``items``.
 
     Stage k is calibrated on the items stages 1..k-1 escalated (as Jung et al. do).
@@ -497,25 +583,42 @@ def fit_cascade(judgments: Sequence[Sequence[Judgment]], items: Sequence[Item],
     """
     stages = [stage] * len(judgments) if isinstance(stage, SelectiveEvaluation) else list(stage)
     if len(stages) != len(judgments):
-        raise ConfigError(f"expected one SelectiveEvaluation per cascade stage ({len(judgments)}); "
-                          f"got {len(stages)}")
+        raise ConfigError(
+            f"expected one SelectiveEvaluation per cascade stage ({len(judgments)}); got {len(stages)}"
+        )
     if union_bound:
         stages = [s.model_copy(update={"delta": s.delta / len(stages)}) for s in stages]
     remaining = list(range(len(items)))
     fitted: list[SelectiveEvaluation] = []
     for js, unfit in zip(judgments, stages, strict=True):
         if len(js) != len(items):
-            raise DataError(f"expected one judgment per calibration item for every stage; got {len(js)} for "
-                            f"{len(items)} items")
+            raise DataError(
+                f"expected one judgment per calibration item for every stage; got {len(js)} for "
+                f"{len(items)} items"
+            )
         if remaining:
             s = unfit.calibrate([js[i] for i in remaining], [items[i] for i in remaining])
         else:  # nothing left to calibrate on: this stage trusts nothing
-            s = unfit.model_copy(update={"guarantee_": Guarantee(
-                target=unfit.target, delta=unfit.delta, threshold=None, n_calibration=0, n_accepted=0,
-                n_agreed=0, upper_risk=1.0, tested=0)})
+            s = unfit.model_copy(
+                update={
+                    "guarantee_": Guarantee(
+                        target=unfit.target,
+                        delta=unfit.delta,
+                        threshold=None,
+                        n_calibration=0,
+                        n_accepted=0,
+                        n_agreed=0,
+                        upper_risk=1.0,
+                        tested=0,
+                    )
+                }
+            )
         fitted.append(s)
         g = s.guarantee_
         assert g is not None
-        remaining = [i for i in remaining if g.threshold is None
-                     or not confidence(js[i], s.confidence, s.criterion) >= g.threshold - 1e-12]
+        remaining = [
+            i
+            for i in remaining
+            if g.threshold is None or not confidence(js[i], s.confidence, s.criterion) >= g.threshold - 1e-12
+        ]
     return fitted

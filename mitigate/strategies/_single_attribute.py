@@ -132,8 +132,9 @@ class SingleAttribute(Mitigation):
         prompt = leaf.prompt
         if len(prompt.criteria) < 2 or prompt.answer == "pairwise":
             return leaf.with_prompt(prompt)
-        children: dict[str, Judge] = {c.name: leaf.with_prompt(self.child_prompt(prompt, c))
-                                      for c in prompt.criteria}
+        children: dict[str, Judge] = {
+            c.name: leaf.with_prompt(self.child_prompt(prompt, c)) for c in prompt.criteria
+        }
         return SingleAttributeJudge(children, concurrent=self.concurrent)
 
     def child_prompt(self, prompt: JudgePrompt, criterion: Criterion) -> JudgePrompt:
@@ -222,10 +223,20 @@ class MultiAttribute(Mitigation):
     criteria: tuple[Criterion, ...] = ()
     order: tuple[str, ...] = ()
     parameter_constraints: ClassVar = {
-        "criteria": [Satisfies(lambda v: isinstance(v, list | tuple) and _distinct_names(v),
-                               "a list of criteria with distinct names")],
-        "order": [Satisfies(lambda v: isinstance(v, list | tuple) and all(isinstance(n, str) for n in v)
-                            and _distinct_names(v), "a list of distinct names")],
+        "criteria": [
+            Satisfies(
+                lambda v: isinstance(v, list | tuple) and _distinct_names(v),
+                "a list of criteria with distinct names",
+            )
+        ],
+        "order": [
+            Satisfies(
+                lambda v: (
+                    isinstance(v, list | tuple) and all(isinstance(n, str) for n in v) and _distinct_names(v)
+                ),
+                "a list of distinct names",
+            )
+        ],
     }
 
     @model_validator(mode="after")
@@ -241,8 +252,10 @@ class MultiAttribute(Mitigation):
     @classmethod
     def examples(cls) -> list[Mitigation]:
         """The default, and an explicit criteria list with a reversed order."""
-        crits = (Criterion(name="coherence", definition="how well organised it is"),
-                 Criterion(name="fluency"))
+        crits = (
+            Criterion(name="coherence", definition="how well organised it is"),
+            Criterion(name="fluency"),
+        )
         return [cls(), cls(criteria=crits, order=("fluency", "coherence"))]
 
     def wrap(self, judge: Judge) -> Judge:

@@ -58,5 +58,6 @@ class SolveFirst(Mitigation):
         return judge.map_leaves(self._leaf)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
-        return OwnReferenceJudge(leaf, mode="solve", task=self.task, max_tokens=self.max_tokens,
-                                 policy=self.on_reference_slot)
+        return OwnReferenceJudge(
+            leaf, mode="solve", task=self.task, max_tokens=self.max_tokens, policy=self.on_reference_slot
+        )

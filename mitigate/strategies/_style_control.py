@@ -50,8 +50,14 @@ class StyleControlledJudge(CompositeJudge):
         """None: the adjusted score is not clipped to the scale."""
         return None
 
-    def __init__(self, children: dict[str, Judge], *, coefficients: dict[str, dict[str, float]],
-                 mean: dict[str, float], sd: dict[str, float]) -> None:
+    def __init__(
+        self,
+        children: dict[str, Judge],
+        *,
+        coefficients: dict[str, dict[str, float]],
+        mean: dict[str, float],
+        sd: dict[str, float],
+    ) -> None:
         super().__init__(children)
         self.coefficients, self.mean, self.sd = coefficients, mean, sd
 
@@ -62,31 +68,48 @@ class StyleControlledJudge(CompositeJudge):
     def z(self, item: Item) -> dict[str, float]:
         """The squashed, standardised style features of the item's output."""
         f = style_features(item.output)
-        return {k: (math.tanh((f[k] - self.mean[k]) / self.sd[k]) if self.sd.get(k, 0) > 0 else 0.0)
-                for k in self.mean}
+        return {
+            k: (math.tanh((f[k] - self.mean[k]) / self.sd[k]) if self.sd.get(k, 0) > 0 else 0.0)
+            for k in self.mean
+        }
 
     async def judge(self, item: Item) -> Judgment:
         """The child's judgment with style-controlled scores (raw ones in ``meta["style_control"]``)."""
         j = await self.children["inner"].judge(item)
         z = self.z(item)
-        scores = {c: (None if v is None
-                      else v - sum(b * z.get(k, 0.0) for k, b in self.coefficients.get(c, {}).items()))
-                  for c, v in j.scores.items()}
+        scores = {
+            c: (
+                None
+                if v is None
+                else v - sum(b * z.get(k, 0.0) for k, b in self.coefficients.get(c, {}).items())
+            )
+            for c, v in j.scores.items()
+        }
         meta = {**j.meta, "style_control": {"raw": dict(j.scores), "z": z}}
         return j.model_copy(update={"scores": scores, "meta": meta})
 
 
 def _is_coefficients(v: Any) -> bool:
     return isinstance(v, dict) and all(
-        isinstance(c, str) and isinstance(row, dict) and all(
-            k in STYLE_FEATURES and isinstance(x, int | float) and math.isfinite(x) for k, x in row.items())
-        for c, row in v.items())
+        isinstance(c, str)
+        and isinstance(row, dict)
+        and all(
+            k in STYLE_FEATURES and isinstance(x, int | float) and math.isfinite(x) for k, x in row.items()
+        )
+        for c, row in v.items()
+    )
 
 
 def _is_stats(v: Any) -> bool:
-    return isinstance(v, dict) and all(k in STYLE_FEATURES and isinstance(x, int | float) and math.isfinite(x)
-                                       and x >= 0
-                                       for k, x in v.items()) if v else isinstance(v, dict)
+    return (
+        isinstance(v, dict)
+        and all(
+            k in STYLE_FEATURES and isinstance(x, int | float) and math.isfinite(x) and x >= 0
+            for k, x in v.items()
+        )
+        if v
+        else isinstance(v, dict)
+    )
 
 
 @register("mitigation", "style-control")
@@ -115,11 +138,16 @@ class StyleControl(Mitigation):
     sd_: dict[str, float] = {}
     parameter_constraints: ClassVar = {
         "reference": [Options("none", "human")],
-        "features": [Satisfies(lambda v: len(v) > 0 and len(set(v)) == len(v)
-                               and all(f in STYLE_FEATURES for f in v),
-                               f"a non-empty tuple of distinct features among {list(STYLE_FEATURES)}")],
-        "coefficients_": [Satisfies(_is_coefficients, "a dict of criterion -> {feature: finite slope}"),
-                          None],
+        "features": [
+            Satisfies(
+                lambda v: len(v) > 0 and len(set(v)) == len(v) and all(f in STYLE_FEATURES for f in v),
+                f"a non-empty tuple of distinct features among {list(STYLE_FEATURES)}",
+            )
+        ],
+        "coefficients_": [
+            Satisfies(_is_coefficients, "a dict of criterion -> {feature: finite slope}"),
+            None,
+        ],
         "mean_": [Satisfies(_is_stats, "a dict of feature -> finite value >= 0")],
         "sd_": [Satisfies(_is_stats, "a dict of feature -> finite value >= 0")],
     }
@@ -127,9 +155,15 @@ class StyleControl(Mitigation):
     @classmethod
     def examples(cls) -> list[Mitigation]:
         """Unfitted, and fitted on made-up slopes."""
-        return [cls(), cls(reference="human", coefficients_={"coherence": {"length": 0.3, "bold": 0.5}},
-                           mean_={"length": 60.0, "headers": 0.0, "bold": 0.4, "lists": 0.0},
-                           sd_={"length": 12.0, "headers": 0.0, "bold": 0.6, "lists": 0.0})]
+        return [
+            cls(),
+            cls(
+                reference="human",
+                coefficients_={"coherence": {"length": 0.3, "bold": 0.5}},
+                mean_={"length": 60.0, "headers": 0.0, "bold": 0.4, "lists": 0.0},
+                sd_={"length": 12.0, "headers": 0.0, "bold": 0.6, "lists": 0.0},
+            ),
+        ]
 
     @property
     def is_fitted(self) -> bool:
@@ -140,9 +174,12 @@ class StyleControl(Mitigation):
         """A judge reporting style-controlled scores."""
         if self.coefficients_ is None:
             raise ConfigError("StyleControl is not fitted; expected `m = m.fit(train, judge)` first")
-        return StyleControlledJudge({"inner": judge},
-                                    coefficients={c: dict(r) for c, r in self.coefficients_.items()},
-                                    mean=dict(self.mean_), sd=dict(self.sd_))
+        return StyleControlledJudge(
+            {"inner": judge},
+            coefficients={c: dict(r) for c, r in self.coefficients_.items()},
+            mean=dict(self.mean_),
+            sd=dict(self.sd_),
+        )
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: the judge's score (or excess over humans) regressed on the style features over
@@ -151,22 +188,29 @@ class StyleControl(Mitigation):
         items = list(train.items)
         if len(items) < 3:
             raise ConfigError(f"StyleControl.fit needs at least 3 training items; got {len(items)}")
-        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress,
-                           desc="fitting style control")
+        result = await run(
+            judge, items, concurrency=ctx.concurrency, progress=ctx.progress, desc="fitting style control"
+        )
         texts = [it.output for it in items]
         coefficients: dict[str, dict[str, float]] = {}
         mean: dict[str, float] = {}
         sd: dict[str, float] = {}
         criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
         if not criteria:
-            raise ConfigError("StyleControl.fit needs scores to regress; the judge scored none of the "
-                              f"{len(items)} "
-                              "training items (every judgment failed, or it answers without scores)")
+            raise ConfigError(
+                "StyleControl.fit needs scores to regress; the judge scored none of the "
+                f"{len(items)} "
+                "training items (every judgment failed, or it answers without scores)"
+            )
         for c in criteria:
-            y = np.array([np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments],
-                         dtype=float)
-            human = np.array([it.human.get(c, np.nan) for it in items],
-                             dtype=float) if self.reference == "human" else None
+            y = np.array(
+                [np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments], dtype=float
+            )
+            human = (
+                np.array([it.human.get(c, np.nan) for it in items], dtype=float)
+                if self.reference == "human"
+                else None
+            )
             m = score_style_regression(y, texts, human=human, features=self.features)
             if m.n < 3 or not m.extra.get("coefficients"):
                 raise ConfigError(

@@ -17,12 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _ROWS = [
-    {"id": f"x{i}", "system": f"S{i % 2}", "doc_id": f"d{i // 2}", "inputs": {"source": f"Article {i}."},
-     "output": f"Summary {i}.", "human": {"fluency": 1.0 + i % 5}}
+    {
+        "id": f"x{i}",
+        "system": f"S{i % 2}",
+        "doc_id": f"d{i // 2}",
+        "inputs": {"source": f"Article {i}."},
+        "output": f"Summary {i}.",
+        "human": {"fluency": 1.0 + i % 5},
+    }
     for i in range(12)
 ]
-_PROMPT = ("Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: "
-           "{{summary}}\n\nScore:")
+_PROMPT = (
+    "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
+)
 
 
 @dataclass(frozen=True)
@@ -46,8 +53,9 @@ def make_fixtures(folder: Path) -> Path:
     (d / "latin1.txt").write_bytes(_PROMPT.replace("fluency", "fluency \xe9").encode("latin-1"))
     good = json.dumps(_ROWS[0])
     (d / "latin1.jsonl").write_bytes((good + "\n").encode() + b'{"id": "y", "output": "caf\xe9"}\n')
-    (d / "surrogate.jsonl").write_text(good + '\n{"id": "y", "output": "half a pair \\ud800"}\n',
-                                       encoding="utf-8")
+    (d / "surrogate.jsonl").write_text(
+        good + '\n{"id": "y", "output": "half a pair \\ud800"}\n', encoding="utf-8"
+    )
     (d / "bad_json.jsonl").write_text(good + '\n{"id": "y", "output": \n', encoding="utf-8")
     (d / "no_id.jsonl").write_text(good + '\n{"output": "no id"}\n', encoding="utf-8")
     (d / "empty.jsonl").write_text("", encoding="utf-8")
@@ -59,34 +67,82 @@ def make_fixtures(folder: Path) -> Path:
     (d / "empty_folder").mkdir(exist_ok=True)
     (d / "config_unknown_key.toml").write_text('criterion = "fluency"\nlimitt = 3\n', encoding="utf-8")
     (d / "config_wrong_type.toml").write_text('limit = "ten"\n', encoding="utf-8")
-    (d / "config_not_toml.toml").write_text('limit = \n', encoding="utf-8")
+    (d / "config_not_toml.toml").write_text("limit = \n", encoding="utf-8")
     (d / "replay_latin1.jsonl").write_bytes(b'{"prompt": "caf\xe9", "response": "Score: 3"}\n')
     rec = [{"item_id": r["id"], "judge": "j", "criterion": "fluency", "score": 3} for r in _ROWS]
     (d / "recorded.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rec), encoding="utf-8")
     (d / "recorded_bad_score.jsonl").write_text(
-        json.dumps(rec[0]) + "\n" + json.dumps({**rec[1], "score": "high"}) + "\n", encoding="utf-8")
+        json.dumps(rec[0]) + "\n" + json.dumps({**rec[1], "score": "high"}) + "\n", encoding="utf-8"
+    )
     (d / "recorded_part.jsonl").write_text(json.dumps(rec[0]) + "\n", encoding="utf-8")
-    (d / "recorded_latin1.jsonl").write_bytes(b'{"item_id": "caf\xe9", "judge": "j", "criterion": '
-                                              b'"fluency"}\n')
+    (d / "recorded_latin1.jsonl").write_bytes(
+        b'{"item_id": "caf\xe9", "judge": "j", "criterion": "fluency"}\n'
+    )
     (d / "deep.jsonl").write_text(good + "\n" + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
     (d / "long.jsonl").write_text(json.dumps({**_ROWS[0], "output": "word " * 3000}) + "\n", encoding="utf-8")
     fifo = d / "fifo"
     if hasattr(os, "mkfifo") and not fifo.exists():
         os.mkfifo(fifo)
-    (d / "pairs.jsonl").write_text(json.dumps({"id": "p", "output": "a", "output_b": "b",
-                                               "preference": {"fluency": "A"}}) + "\n", encoding="utf-8")
+    (d / "pairs.jsonl").write_text(
+        json.dumps({"id": "p", "output": "a", "output_b": "b", "preference": {"fluency": "A"}}) + "\n",
+        encoding="utf-8",
+    )
     return d
 
 
-_J = ("judge", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{d}/prompt.txt",
-      "--backend", "openai:stub-model", "--base-url", "{url}", "--no-progress", "--no-cache")
+_J = (
+    "judge",
+    "-b",
+    "jsonl:{d}/bench.jsonl",
+    "-c",
+    "fluency",
+    "--prompt",
+    "{d}/prompt.txt",
+    "--backend",
+    "openai:stub-model",
+    "--base-url",
+    "{url}",
+    "--no-progress",
+    "--no-cache",
+)
 """A judge command line that would work: each judge case overrides one option (the last value wins)."""
-_C = ("compare", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{d}/prompt.txt",
-      "--backend", "openai:stub-model", "--base-url", "{url}", "--no-progress", "--no-cache", "--out",
-      "{d}/cmp")
-_S = ("search", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{d}/prompt.txt",
-      "--backend", "openai:stub-model", "--base-url", "{url}", "--no-progress", "--no-cache",
-      "--out", "{d}/search/pipeline.json", "--budget", "5", "--no-plot")
+_C = (
+    "compare",
+    "-b",
+    "jsonl:{d}/bench.jsonl",
+    "-c",
+    "fluency",
+    "--prompt",
+    "{d}/prompt.txt",
+    "--backend",
+    "openai:stub-model",
+    "--base-url",
+    "{url}",
+    "--no-progress",
+    "--no-cache",
+    "--out",
+    "{d}/cmp",
+)
+_S = (
+    "search",
+    "-b",
+    "jsonl:{d}/bench.jsonl",
+    "-c",
+    "fluency",
+    "--prompt",
+    "{d}/prompt.txt",
+    "--backend",
+    "openai:stub-model",
+    "--base-url",
+    "{url}",
+    "--no-progress",
+    "--no-cache",
+    "--out",
+    "{d}/search/pipeline.json",
+    "--budget",
+    "5",
+    "--no-plot",
+)
 
 
 def _j(name: str, expect: str, *args: str) -> BadInput:
@@ -129,33 +185,91 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _j("model name with a tab", "control characters", "--backend", "anthropic:claude\tx"),
     _j("missing gguf", "no such file", "--backend", "local:{d}/missing.gguf", "--base-url", ""),
     _j("file that is not gguf", "gguf model file", "--backend", "local:{d}/not_gguf.gguf", "--base-url", ""),
-    BadInput("missing api key", ("judge", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt",
-                                 "{d}/prompt.txt", "--backend", "openai:gpt-4o-mini", "--no-progress"),
-             "OPENAI_API_KEY"),
+    BadInput(
+        "missing api key",
+        (
+            "judge",
+            "-b",
+            "jsonl:{d}/bench.jsonl",
+            "-c",
+            "fluency",
+            "--prompt",
+            "{d}/prompt.txt",
+            "--backend",
+            "openai:gpt-4o-mini",
+            "--no-progress",
+        ),
+        "OPENAI_API_KEY",
+    ),
     _j("base url not a url", "base url", "--base-url", "not a url"),
     _j("base url without scheme", "base url", "--base-url", "localhost:8000/v1"),
     _j("base url port out of range", "base url", "--base-url", "http://127.0.0.1:99999/v1"),
     _j("base url ftp", "base url", "--base-url", "ftp://example.org/v1"),
     _j("base url for the local backend", "--base-url applies", "--backend", "local"),
-    _j("timeout for the local backend", "--timeout applies", "--backend", "local", "--base-url", "",
-       "--timeout", "5"),
+    _j(
+        "timeout for the local backend",
+        "--timeout applies",
+        "--backend",
+        "local",
+        "--base-url",
+        "",
+        "--timeout",
+        "5",
+    ),
     _j("missing replay file", "replay file", "--backend", "replay:{d}/missing.jsonl", "--base-url", ""),
     _j("replay file not utf-8", "utf-8", "--backend", "replay:{d}/replay_latin1.jsonl", "--base-url", ""),
     # large runs: transport and batch mode
     _j("unknown transport", "'--transport' parameter", "--transport", "websocket"),
-    _j("transport on an anthropic backend", "--transport applies", "--backend", "anthropic:claude-x",
-       "--transport", "direct"),
+    _j(
+        "transport on an anthropic backend",
+        "--transport applies",
+        "--backend",
+        "anthropic:claude-x",
+        "--transport",
+        "direct",
+    ),
     _j("unknown guided decoding", "'--guided' parameter", "--guided", "outlines"),
-    _j("guided on the local backend", "--guided applies", "--backend", "local", "--base-url", "", "--guided",
-       "vllm"),
+    _j(
+        "guided on the local backend",
+        "--guided applies",
+        "--backend",
+        "local",
+        "--base-url",
+        "",
+        "--guided",
+        "vllm",
+    ),
     _j("guided server without a url", "expected --base-url", "--base-url", "", "--guided", "sglang"),
     _j("batch without a run dir", "--batch needs --run-dir", "--batch"),
-    _j("batch on the local backend", "batch mode needs", "--backend", "local", "--base-url", "",
-       "--run-dir", "{d}/batch_run", "--batch"),
-    _j("batch on the dspy backend", "batch mode needs", "--backend", "dspy:openai/gpt-4o-mini",
-       "--run-dir", "{d}/batch_run", "--batch"),
-    _j("negative batch retries", "'--batch-retries' parameter", "--run-dir", "{d}/batch_run", "--batch",
-       "--batch-retries", "-1"),
+    _j(
+        "batch on the local backend",
+        "batch mode needs",
+        "--backend",
+        "local",
+        "--base-url",
+        "",
+        "--run-dir",
+        "{d}/batch_run",
+        "--batch",
+    ),
+    _j(
+        "batch on the dspy backend",
+        "batch mode needs",
+        "--backend",
+        "dspy:openai/gpt-4o-mini",
+        "--run-dir",
+        "{d}/batch_run",
+        "--batch",
+    ),
+    _j(
+        "negative batch retries",
+        "'--batch-retries' parameter",
+        "--run-dir",
+        "{d}/batch_run",
+        "--batch",
+        "--batch-retries",
+        "-1",
+    ),
     _j("batch retries without batch", "--batch-retries applies with --batch", "--batch-retries", "2"),
     # prompt and system files
     _j("missing prompt", "does not exist", "--prompt", "{d}/missing.txt"),
@@ -194,45 +308,115 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _c("compare unknown mitigation", "unknown mitigation", "-p", "nosuchthing"),
     _c("compare out under a file", "--out", "-p", "baseline", "--out", "{d}/a_file/cmp"),
     _c("compare zero patience", "'--patience' parameter", "-p", "baseline", "--patience", "0"),
-    _c("compare batch on the local backend", "batch mode needs", "-p", "baseline", "--backend", "local",
-       "--base-url", "", "--batch"),
+    _c(
+        "compare batch on the local backend",
+        "batch mode needs",
+        "-p",
+        "baseline",
+        "--backend",
+        "local",
+        "--base-url",
+        "",
+        "--batch",
+    ),
     _c("compare unknown transport", "'--transport' parameter", "-p", "baseline", "--transport", "http3"),
     _c("compare train fraction 0", "--train", "-p", "random-demos(k=2)", "--train", "0"),
     _c("compare train fraction above 1", "--train", "-p", "random-demos(k=2)", "--train", "1.5"),
     _c("compare train benchmark unknown", "expected a benchmark name", "-p", "baseline", "--train", "nope"),
-    _c("compare train sharing documents", "document", "-p", "random-demos(k=2)", "--train",
-       "jsonl:{d}/bench.jsonl"),
+    _c(
+        "compare train sharing documents",
+        "document",
+        "-p",
+        "random-demos(k=2)",
+        "--train",
+        "jsonl:{d}/bench.jsonl",
+    ),
     _c("compare unfitted entry without train", "--train", "-p", "random-demos(k=2)"),
     _c("compare missing recorded file", "no such file", "--recorded", "{d}/missing.jsonl"),
     _c("compare recorded not utf-8", "recorded_latin1.jsonl:1", "--recorded", "{d}/recorded_latin1.jsonl"),
-    _c("compare recorded bad score", "recorded_bad_score.jsonl:2", "--recorded",
-       "{d}/recorded_bad_score.jsonl"),
-    _c("compare recorded not covering the items", "recorded_part.jsonl", "--recorded",
-       "{d}/recorded_part.jsonl"),
-    _c("compare recorded unknown criterion", "criterion", "--recorded", "{d}/recorded.jsonl", "-c",
-       "coherence"),
+    _c(
+        "compare recorded bad score",
+        "recorded_bad_score.jsonl:2",
+        "--recorded",
+        "{d}/recorded_bad_score.jsonl",
+    ),
+    _c(
+        "compare recorded not covering the items",
+        "recorded_part.jsonl",
+        "--recorded",
+        "{d}/recorded_part.jsonl",
+    ),
+    _c(
+        "compare recorded unknown criterion",
+        "criterion",
+        "--recorded",
+        "{d}/recorded.jsonl",
+        "-c",
+        "coherence",
+    ),
     _c("compare released on another benchmark", "released", "--released", "chatgpt-h2h"),
     _c("compare released repository missing", "does not exist", "--released", "llmbar:{d}/no_llmbar_copy"),
     _c("compare released layout without a path", "expected '<layout>:<path>", "--released", "judgebench:"),
-    _c("compare config unknown key", "config_unknown_key.toml:2: unknown key 'limitt'", "-p", "baseline",
-       "-f",
-       "{d}/config_unknown_key.toml"),
-    _c("compare config wrong type", "config_wrong_type.toml:1: expected 'limit' to be an integer", "-p",
-       "baseline",
-       "-f", "{d}/config_wrong_type.toml"),
-    _c("compare config not toml", "config_not_toml.toml:1: expected valid TOML", "-p", "baseline", "-f",
-       "{d}/config_not_toml.toml"),
+    _c(
+        "compare config unknown key",
+        "config_unknown_key.toml:2: unknown key 'limitt'",
+        "-p",
+        "baseline",
+        "-f",
+        "{d}/config_unknown_key.toml",
+    ),
+    _c(
+        "compare config wrong type",
+        "config_wrong_type.toml:1: expected 'limit' to be an integer",
+        "-p",
+        "baseline",
+        "-f",
+        "{d}/config_wrong_type.toml",
+    ),
+    _c(
+        "compare config not toml",
+        "config_not_toml.toml:1: expected valid TOML",
+        "-p",
+        "baseline",
+        "-f",
+        "{d}/config_not_toml.toml",
+    ),
     _c("compare config missing", "expected a config file", "-p", "baseline", "-f", "{d}/no_such_config.toml"),
-    _c("compare plugin not found", "plugin module 'no_such_plugin' was not found", "-p", "baseline",
-       "--plugin",
-       "no_such_plugin"),
-    _j("judge refused option names the one it meant", "did you mean '1-100'", "--pipeline",
-       "granularity(scale=100)"),
-    BadInput("compare pairwise without a prompt", ("compare", "-b", "jsonl:{d}/pairs.jsonl", "-c", "fluency",
-                                                   "--backend", "openai:stub-model", "--base-url", "{url}",
-                                                   "--no-progress", "--no-cache", "--out", "{d}/cmp", "-p",
-                                                   "baseline"),
-             "pairwise"),
+    _c(
+        "compare plugin not found",
+        "plugin module 'no_such_plugin' was not found",
+        "-p",
+        "baseline",
+        "--plugin",
+        "no_such_plugin",
+    ),
+    _j(
+        "judge refused option names the one it meant",
+        "did you mean '1-100'",
+        "--pipeline",
+        "granularity(scale=100)",
+    ),
+    BadInput(
+        "compare pairwise without a prompt",
+        (
+            "compare",
+            "-b",
+            "jsonl:{d}/pairs.jsonl",
+            "-c",
+            "fluency",
+            "--backend",
+            "openai:stub-model",
+            "--base-url",
+            "{url}",
+            "--no-progress",
+            "--no-cache",
+            "--out",
+            "{d}/cmp",
+            "-p",
+            "baseline",
+        ),
+        "pairwise",
+    ),
     _j("judge out is a folder", "is a directory", "--out", "{d}/empty_folder"),
     _j("judge out under a file", "--out", "--out", "{d}/a_file/rows.jsonl"),
     _s("search negative limit", "'--limit' parameter", "-n", "-1"),
@@ -241,11 +425,25 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _s("search two splits", "--splits", "--splits", "0.5,0.5"),
     _s("search unknown selector", "unknown selector", "--selector", "bogus"),
     _s("search unknown engine", "engine", "--engine", "bogus"),
-    _s("search transport on the local backend", "--transport applies", "--backend", "local", "--base-url", "",
-       "--transport", "direct"),
+    _s(
+        "search transport on the local backend",
+        "--transport applies",
+        "--backend",
+        "local",
+        "--base-url",
+        "",
+        "--transport",
+        "direct",
+    ),
     _s("search unknown scoring", "'--scoring' parameter", "--scoring", "logits"),
-    _c("compare guided on an anthropic backend", "--guided applies", "--backend", "anthropic:claude-x",
-       "--guided", "vllm"),
+    _c(
+        "compare guided on an anthropic backend",
+        "--guided applies",
+        "--backend",
+        "anthropic:claude-x",
+        "--guided",
+        "vllm",
+    ),
     _s("search out is a folder", "is a directory", "--out", "{d}/empty_folder"),
     _j("judge data is a folder", "is a directory", "-b", "jsonl:{d}/empty_folder"),
     _j("judge data is a FIFO", "is a FIFO", "-b", "jsonl:{d}/fifo"),
@@ -254,12 +452,21 @@ BAD_INPUTS: tuple[BadInput, ...] = (
     _j("judge prompt is /dev/zero", "is a character device", "--prompt", "/dev/zero"),
     _j("judge system is a FIFO", "is a FIFO", "--system", "{d}/fifo"),
     _j("judge data nested too deep", "nested too deep", "-b", "jsonl:{d}/deep.jsonl"),
-    _j("judge credentials in the base url", "without credentials", "--base-url",
-       "http://user:pw@127.0.0.1:9/v1"),
+    _j(
+        "judge credentials in the base url",
+        "without credentials",
+        "--base-url",
+        "http://user:pw@127.0.0.1:9/v1",
+    ),
     _j("judge a billion samples", "--max-samples", "--samples", "1000000000"),
-    _j("judge prompt over the size cap", "max_prompt_chars", "-b", "jsonl:{d}/long.jsonl",
-       "--max-prompt-chars",
-       "5000"),
+    _j(
+        "judge prompt over the size cap",
+        "max_prompt_chars",
+        "-b",
+        "jsonl:{d}/long.jsonl",
+        "--max-prompt-chars",
+        "5000",
+    ),
     _j("judge zero deadline", "'--deadline' parameter", "--deadline", "0"),
     _j("judge zero response cap", "'--max-response-bytes' parameter", "--max-response-bytes", "0"),
     _j("judge out is a FIFO", "is a FIFO", "--out", "{d}/fifo"),

@@ -128,9 +128,14 @@ def example_pairwise_judge(lm: FakeLM) -> Any:
 def example_pairwise_train(n: int = 12) -> Benchmark:
     """A small pairwise benchmark with gold preferences on ``coherence``."""
     items = tuple(
-        Item(id=f"pair-{i}", output=f"Summary {i} A" + " and more" * (i % 3), output_b=f"Summary {i} B",
-             inputs={"source": f"Article {i}."}, doc_id=f"d{i // 3}",
-             preference={"coherence": "A" if i % 2 else "B"})
+        Item(
+            id=f"pair-{i}",
+            output=f"Summary {i} A" + " and more" * (i % 3),
+            output_b=f"Summary {i} B",
+            inputs={"source": f"Article {i}."},
+            doc_id=f"d{i // 3}",
+            preference={"coherence": "A" if i % 2 else "B"},
+        )
         for i in range(n)
     )
     return Benchmark(name="checks-pairwise", items=items, criteria=("coherence",))
@@ -140,10 +145,14 @@ def example_train(n: int = 12) -> Benchmark:
     """A small labelled benchmark: criterion ``coherence`` (human scores 1-5), also labelled under the
     generic ``score`` that components' ``examples()`` use."""
     items = tuple(
-        Item(id=f"check-{i}", output=f"Summary number {i} about topic {i % 4}." + " More." * (i % 3),
-             inputs={"source": f"Article {i}."},
-             system=f"S{i % 3}", doc_id=f"d{i // 3}",
-             human={"coherence": float(1 + i % 5), "score": float(1 + i % 5)})
+        Item(
+            id=f"check-{i}",
+            output=f"Summary number {i} about topic {i % 4}." + " More." * (i % 3),
+            inputs={"source": f"Article {i}."},
+            system=f"S{i % 3}",
+            doc_id=f"d{i // 3}",
+            human={"coherence": float(1 + i % 5), "score": float(1 + i % 5)},
+        )
         for i in range(n)
     )
     return Benchmark(name="checks", items=items, criteria=("coherence",), scale=Scale(min=1, max=5))
@@ -177,11 +186,13 @@ def check_is_frozen_value(component: Any) -> None:
 def check_is_registered(component: Any) -> None:
     """Registered under its name, so the registry finds its class."""
     cls = type(component)
-    assert cls.registry_name, (f"{cls.__name__} is not registered (decorate it with "
-                               "@register(<kind>, '<name>'))")
+    assert cls.registry_name, (
+        f"{cls.__name__} is not registered (decorate it with @register(<kind>, '<name>'))"
+    )
     assert registered(_kind(component)).get(cls.registry_name) is cls, (
         f"the registry maps {cls.registry_name!r} to "
-        f"{registered(_kind(component)).get(cls.registry_name)!r}, not {cls.__name__}")
+        f"{registered(_kind(component)).get(cls.registry_name)!r}, not {cls.__name__}"
+    )
 
 
 def check_spec_round_trips(component: Any) -> None:
@@ -216,8 +227,9 @@ def check_constraints_refuse_bad_values(component: Any) -> None:
     wording."""
     cls = type(component)
     for name in cls.parameter_constraints:
-        assert name in cls.model_fields, (f"{cls.__name__} declares constraints for {name!r}, which "
-                                          "is not a field")
+        assert name in cls.model_fields, (
+            f"{cls.__name__} declares constraints for {name!r}, which is not a field"
+        )
         try:
             component.with_params(**{name: _Unacceptable()})
         except ConfigError as exc:
@@ -234,14 +246,16 @@ def fitting_lm() -> FakeLM:
     """The fake LM the checks fit against: a varied, deterministic "Score: N" (1-5) per request, token
     logprobs, and a log-likelihood of minus the continuation's length (so RS, calibration and
     thresholds have something to learn from)."""
+
     def answer(request: LMRequest) -> str:
         text = "".join(m.content for m in request.messages)
         if "[[A]]" in text:
             return "[[A]]" if sum(map(ord, text)) % 2 else "[[B]]"
         return f"Score: {1 + sum(map(ord, text)) % 5}"
 
-    return FakeLM(answer, logprobs=True, loglikelihood=lambda context,
-                  continuation: -float(len(continuation)))
+    return FakeLM(
+        answer, logprobs=True, loglikelihood=lambda context, continuation: -float(len(continuation))
+    )
 
 
 def _fit_context(lm: FakeLM, **fields: Any) -> FitContext:
@@ -312,8 +326,9 @@ def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
     assert mitigation.model_dump() == before, f"{name}.fit changed the original"
     assert train.model_dump() == train_before, f"{name}.fit changed the training data"
     if not tags.needs_fitting:
-        assert fitted is mitigation, (f"{name}'s tags say it learns nothing at fit, but fit "
-                                      "returned a new value")
+        assert fitted is mitigation, (
+            f"{name}'s tags say it learns nothing at fit, but fit returned a new value"
+        )
     else:
         assert type(fitted) is type(mitigation), f"fit returned a {type(fitted).__name__}"
         assert fitted.is_fitted, f"{name}.fit returned an unfitted value"
@@ -354,11 +369,13 @@ def check_fitted_value_does_not_carry_the_training_set(mitigation: Mitigation) -
     name = type(mitigation).__name__
     assert len(ids[1]) <= len(ids[0]), (
         f"{name} fitted on 12 items names {len(ids[0])} of them in its spec, fitted on 48 it names "
-        f"{len(ids[1])}: it carries its training set")
+        f"{len(ids[1])}: it carries its training set"
+    )
     (small, train_small), (large, train_large) = sizes
     assert large - small <= (train_large - train_small) / 10, (
         f"{name}'s fitted spec grew by {large - small} bytes when fitted on {train_large - train_small} more "
-        "bytes of training data: it carries its training set")
+        "bytes of training data: it carries its training set"
+    )
 
 
 def check_compile_is_fit_then_wrap(mitigation: Mitigation) -> None:
@@ -369,8 +386,11 @@ def check_compile_is_fit_then_wrap(mitigation: Mitigation) -> None:
     for way in ("fit, wrap", "compile"):
         train, judge, lm = _fitting_setup(mitigation)
         try:
-            made.append(mitigation.fit(train, judge, _fit_context(lm)).wrap(judge) if way == "fit, wrap"
-                        else mitigation.compile(judge, train, _fit_context(lm)))
+            made.append(
+                mitigation.fit(train, judge, _fit_context(lm)).wrap(judge)
+                if way == "fit, wrap"
+                else mitigation.compile(judge, train, _fit_context(lm))
+            )
         except MitigateError:  # a mitigation may refuse this judge, with a typed error
             made.append(None)
     expected, compiled = made
@@ -379,7 +399,8 @@ def check_compile_is_fit_then_wrap(mitigation: Mitigation) -> None:
         return
     assert isinstance(compiled, Judge), f"{name}.compile returned a {type(compiled).__name__}"
     assert compiled.describe() == expected.describe(), (
-        f"{name}.compile(judge, train) differs from fit(train, judge).wrap(judge)")
+        f"{name}.compile(judge, train) differs from fit(train, judge).wrap(judge)"
+    )
 
 
 def check_fit_needs_the_judge_its_tags_say(component: Mitigation | Selector) -> None:
@@ -404,7 +425,8 @@ def check_fit_needs_the_judge_its_tags_say(component: Mitigation | Selector) -> 
         except ConfigError as exc:
             text = str(exc)
             assert text.startswith(sentence) and text.endswith(", got NoneType") and "\n" not in text, (
-                f"expected the fit protocol's sentence {sentence!r}...; got {text!r}")
+                f"expected the fit protocol's sentence {sentence!r}...; got {text!r}"
+            )
             assert lm.calls == 0, f"{name} called the LM {lm.calls} times before refusing"
             return
         raise AssertionError(f"{name}'s tags say fitting needs the judge, but it fitted without one")
@@ -429,12 +451,13 @@ def check_select_is_deterministic_and_hides_the_query(selector: Selector) -> Non
     assert len(first) == 2, f"asked for 2 demos, got {len(first)}"
     assert ids == [d.item.id for d in selector.select(2, query=query)], "select is not deterministic"
     assert ids == [d.item.id for d in _rebuild(selector, selector.spec()).select(2, query=query)], (
-        "the rebuilt selector chooses other demos")
+        "the rebuilt selector chooses other demos"
+    )
     assert query.id not in ids, "the judged item was shown as its own demo"
     crit = selector.criterion_
-    assert all(isinstance(d.score, float | int) and math.isclose(d.score, d.item.human[str(crit)])
-               for d in first), (
-        "demos must show the human score")
+    assert all(
+        isinstance(d.score, float | int) and math.isclose(d.score, d.item.human[str(crit)]) for d in first
+    ), "demos must show the human score"
 
 
 def check_k_is_validated(selector: Selector) -> None:
@@ -442,8 +465,9 @@ def check_k_is_validated(selector: Selector) -> None:
     try:
         selector.select(0, query=_query(selector))
     except ConfigError as exc:
-        assert str(exc).startswith(f"The 'k' parameter of {type(selector).__name__} must "
-                                   "be an int >= 1"), str(exc)
+        assert str(exc).startswith(f"The 'k' parameter of {type(selector).__name__} must be an int >= 1"), (
+            str(exc)
+        )
         return
     raise AssertionError(f"{type(selector).__name__}.select(0) was accepted")
 
@@ -464,11 +488,13 @@ def check_selector_fit_returns_a_copy(selector: Selector) -> None:
     assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted
     calls = lm.calls + len(lm.likelihood_requests)
     if unfitted.tags.calls_judge_while_fitting:
-        assert calls > 0, (f"{type(selector).__name__}'s tags say it calls the judge while fitting; it "
-                           "made no LM call")
+        assert calls > 0, (
+            f"{type(selector).__name__}'s tags say it calls the judge while fitting; it made no LM call"
+        )
     else:
-        assert calls == 0, (f"{type(selector).__name__}'s tags say it calls no judge while fitting; it "
-                            f"made {calls}")
+        assert calls == 0, (
+            f"{type(selector).__name__}'s tags say it calls no judge while fitting; it made {calls}"
+        )
 
 
 def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
@@ -481,7 +507,8 @@ def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
         return
     assert kept.pool_ is None and kept.chosen_ is not None and len(kept.chosen_) == 2, (
         f"{name}.with_choice(2) kept {len(kept.pool_ or ())} pool items and {len(kept.chosen_ or ())} "
-        "chosen ones")
+        "chosen ones"
+    )
     chosen = [(d.item.id, d.score) for d in selector.select(2)]
     shown = [(d.item.id, d.score) for d in kept.select(2)]
     assert shown == chosen, f"{name}.with_choice(2) shows other demos"
@@ -498,15 +525,33 @@ def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
 
 
 def _scripted_split() -> Split:
-    train = [Item(id=f"t{i}", output=f"Train text {i}.", inputs={"source": "A."},
-                  human={"coherence": float(1 + i % 5)})
-             for i in range(6)]
-    dev = [Item(id=f"v{i}", output=f"Dev text {i}.", inputs={"source": "A."},
-                human={"coherence": float(1 + i % 5)})
-           for i in range(5)]
-    test = [Item(id=f"e{i}", output=f"Test text {i}.", inputs={"source": "A."},
-                 human={"coherence": float(1 + i % 5)})
-            for i in range(5)]
+    train = [
+        Item(
+            id=f"t{i}",
+            output=f"Train text {i}.",
+            inputs={"source": "A."},
+            human={"coherence": float(1 + i % 5)},
+        )
+        for i in range(6)
+    ]
+    dev = [
+        Item(
+            id=f"v{i}",
+            output=f"Dev text {i}.",
+            inputs={"source": "A."},
+            human={"coherence": float(1 + i % 5)},
+        )
+        for i in range(5)
+    ]
+    test = [
+        Item(
+            id=f"e{i}",
+            output=f"Test text {i}.",
+            inputs={"source": "A."},
+            human={"coherence": float(1 + i % 5)},
+        )
+        for i in range(5)
+    ]
     return Split(train=tuple(train), dev=tuple(dev), test=tuple(test))
 
 
@@ -521,9 +566,18 @@ def check_engine_runs_within_its_budget(engine: Engine) -> None:
     lm = FakeLM(_scripted_answer)
     budget = 25
     try:
-        result = asyncio.run(asearch(example_judge(lm=lm), _scripted_split(), engine=engine, k=2,
-                                     budget=budget,
-                                     n_boot=0, cache=False, progress=False))
+        result = asyncio.run(
+            asearch(
+                example_judge(lm=lm),
+                _scripted_split(),
+                engine=engine,
+                k=2,
+                budget=budget,
+                n_boot=0,
+                cache=False,
+                progress=False,
+            )
+        )
     except ConfigError:
         assert lm.calls == 0, f"the {engine.registry_name} engine refused after {lm.calls} LM calls"
         return
@@ -535,14 +589,19 @@ def check_engine_runs_within_its_budget(engine: Engine) -> None:
 
 # --------------------------------------------------------------------------- probes
 
-_PROBE_ITEM = Item(id="probe-check",
-                   output="The mayor opened the bridge. Traffic eased at once. Shops reopened.",
-                   output_b="A bridge opened.", inputs={"source": "An article about a bridge."})
+_PROBE_ITEM = Item(
+    id="probe-check",
+    output="The mayor opened the bridge. Traffic eased at once. Shops reopened.",
+    output_b="A bridge opened.",
+    inputs={"source": "An article about a bridge."},
+)
 
 
-_OPTIONS_TEMPLATE = ("Rate the coherence of the summary.\n\nScore 1: no order at all.\nScore 2: some order.\n"
-                     "Score 3: a clear order throughout.\n\nArticle: {{source}}\nSummary: "
-                     "{{output}}\n\nScore:")
+_OPTIONS_TEMPLATE = (
+    "Rate the coherence of the summary.\n\nScore 1: no order at all.\nScore 2: some order.\n"
+    "Score 3: a clear order throughout.\n\nArticle: {{source}}\nSummary: "
+    "{{output}}\n\nScore:"
+)
 
 
 def _prompt_probe_judges() -> list[PromptJudge]:
@@ -551,7 +610,8 @@ def _prompt_probe_judges() -> list[PromptJudge]:
     lm = FakeLM(lambda request: "Score: 2")
     with_options = PromptJudge(JudgePrompt.from_template(_OPTIONS_TEMPLATE, criterion="coherence"), lm)
     multi = registered("mitigation")["multi-attribute"](
-        criteria=(Criterion(name="coherence"), Criterion(name="fluency"))).wrap(with_options)
+        criteria=(Criterion(name="coherence"), Criterion(name="fluency"))
+    ).wrap(with_options)
     return [with_options, multi]
 
 
@@ -574,17 +634,20 @@ def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
             continue
         applied += 1
         changed = [r.request.model_dump() for r in perturbed.requests(_PROBE_ITEM)]
-        again = [r.request.model_dump()
-                 for r in _rebuild(probe, probe.spec()).perturb(judge, target).requests(
-            _PROBE_ITEM)]
+        again = [
+            r.request.model_dump()
+            for r in _rebuild(probe, probe.spec()).perturb(judge, target).requests(_PROBE_ITEM)
+        ]
         assert changed != original, f"{type(probe).__name__} left the requests unchanged"
         assert again == changed, f"{type(probe).__name__} perturbs differently from the same spec"
-        assert [r.request.model_dump()
-                for r in judge.requests(_PROBE_ITEM)] == original, "the judge was changed"
+        assert [r.request.model_dump() for r in judge.requests(_PROBE_ITEM)] == original, (
+            "the judge was changed"
+        )
         record = probe.record(_PROBE_ITEM, prompt, target)
         assert record.ok and record.field == "prompt" and record.probed and record.probed != record.original
-    assert applied, (f"{type(probe).__name__} applied to no judge of the check (a prompt with options, "
-                     "two criteria)")
+    assert applied, (
+        f"{type(probe).__name__} applied to no judge of the check (a prompt with options, two criteria)"
+    )
     assert _PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item"
     assert probe.direction() in ("up", "down", "any"), f"{type(probe).__name__} declares no direction"
 
@@ -612,33 +675,51 @@ def check_probe_rewrites_and_records(probe: Probe) -> None:
     first = asyncio.run(probe.aprobe(_PROBE_ITEM, rewriter))
     again = asyncio.run(_rebuild(probe, probe.spec()).aprobe(_PROBE_ITEM, rewriter))
     assert _PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item it was given"
-    assert first.item is not None and first.record.ok, (f"{type(probe).__name__} did not rewrite: "
-                                                        f"{first.record.error}")
+    assert first.item is not None and first.record.ok, (
+        f"{type(probe).__name__} did not rewrite: {first.record.error}"
+    )
     field = first.record.field
     assert first.record.original == _PROBE_ITEM.field(field), "the record does not hold the original text"
-    assert first.item.field(field) == first.record.probed != first.record.original, \
+    assert first.item.field(field) == first.record.probed != first.record.original, (
         "the probed text is not recorded"
+    )
     others = {k: v for k, v in first.item.model_dump().items() if k != field}
-    assert others == {k: v for k, v in before.items()
-                      if k != field}, "the probe changed more than the judged text"
+    assert others == {k: v for k, v in before.items() if k != field}, (
+        "the probe changed more than the judged text"
+    )
     assert again.record == first.record, f"{type(probe).__name__} rewrote differently from the same spec"
     if probe.needs_rewriter:
-        assert first.record.model and first.record.raw, ("an LM rewrite must record the model and "
-                                                         "its raw answer")
+        assert first.record.model and first.record.raw, (
+            "an LM rewrite must record the model and its raw answer"
+        )
     assert probe.direction() in ("up", "down", "any"), f"{type(probe).__name__} declares no direction"
 
 
 # --------------------------------------------------------------------------- the battery
 
-COMMON = (check_is_frozen_value, check_is_registered, check_spec_round_trips,
-          check_unknown_parameter_is_refused,
-          check_constraints_refuse_bad_values, check_tags_are_declared)
-MITIGATION = (check_wrap_leaves_the_judge_alone, check_unfitted_use_is_refused,
-              check_fit_returns_a_fitted_copy, check_fitted_value_does_not_carry_the_training_set,
-              check_compile_is_fit_then_wrap, check_fit_needs_the_judge_its_tags_say)
-SELECTOR = (check_select_is_deterministic_and_hides_the_query, check_k_is_validated,
-            check_selector_fit_returns_a_copy, check_fit_needs_the_judge_its_tags_say,
-            check_choice_keeps_only_the_chosen)
+COMMON = (
+    check_is_frozen_value,
+    check_is_registered,
+    check_spec_round_trips,
+    check_unknown_parameter_is_refused,
+    check_constraints_refuse_bad_values,
+    check_tags_are_declared,
+)
+MITIGATION = (
+    check_wrap_leaves_the_judge_alone,
+    check_unfitted_use_is_refused,
+    check_fit_returns_a_fitted_copy,
+    check_fitted_value_does_not_carry_the_training_set,
+    check_compile_is_fit_then_wrap,
+    check_fit_needs_the_judge_its_tags_say,
+)
+SELECTOR = (
+    check_select_is_deterministic_and_hides_the_query,
+    check_k_is_validated,
+    check_selector_fit_returns_a_copy,
+    check_fit_needs_the_judge_its_tags_say,
+    check_choice_keeps_only_the_chosen,
+)
 ENGINE = (check_engine_runs_within_its_budget,)
 PROBE = (check_probe_rewrites_and_records,)
 

@@ -22,28 +22,60 @@ from typing import Any
 KEY = "sk-test-secret-4f9a1c"
 """An API key tests send; a server that echoes it must not get it stored, printed or raised."""
 
-_OK = {"id": "c1", "object": "chat.completion", "model": "m",
-       "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+_OK = {
+    "id": "c1",
+    "object": "chat.completion",
+    "model": "m",
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}
 
 BODIES: dict[str, bytes] = {
     "truncated": b'{"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "mess',
     "html": b"<html><body><h1>502 Bad Gateway</h1></body></html>",
     "empty": b"",
-    "content_null": json.dumps({**_OK,
-                                "choices": [{"index": 0, "message": {"role": "assistant", "content": None},
-                                             "finish_reason": "stop"}]}).encode(),
+    "content_null": json.dumps(
+        {
+            **_OK,
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "stop"}
+            ],
+        }
+    ).encode(),
     "no_choices": json.dumps({**_OK, "choices": []}).encode(),
     "deep": b"[" * 20_000 + b"]" * 20_000,
-    "anthropic_no_content": json.dumps({"id": "m1", "type": "message", "role": "assistant", "model": "m",
-                                        "stop_reason": "end_turn",
-                                        "usage": {"input_tokens": 3, "output_tokens": 1}}).encode(),
-    "echo_key": json.dumps({**_OK, "choices": [{"index": 0, "message": {
-        "role": "assistant", "content": f"Score: 4 (your key is {KEY})"},
-                                                "finish_reason": "stop"}]}).encode(),
-    "anthropic_echo_key": json.dumps({"id": "m1", "type": "message", "role": "assistant", "model": "m",
-                                      "stop_reason": "end_turn", "content": [
-                                          {"type": "text", "text": f"Score: 4 (your key is {KEY})"}],
-                                      "usage": {"input_tokens": 3, "output_tokens": 1}}).encode(),
+    "anthropic_no_content": json.dumps(
+        {
+            "id": "m1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        }
+    ).encode(),
+    "echo_key": json.dumps(
+        {
+            **_OK,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": f"Score: 4 (your key is {KEY})"},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+    ).encode(),
+    "anthropic_echo_key": json.dumps(
+        {
+            "id": "m1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "stop_reason": "end_turn",
+            "content": [{"type": "text", "text": f"Score: 4 (your key is {KEY})"}],
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        }
+    ).encode(),
 }
 """HTTP 200 bodies by mode name."""
 
@@ -57,26 +89,46 @@ JSON-escaped (``\\u`` escapes) in every field of a valid answer (``echo_escaped`
 
 def chat_answer(text: str, *, model: str = "m", finish: Any = "stop", usage: Any = None) -> dict[str, Any]:
     """An OpenAI chat.completion object answering ``text``."""
-    return {"id": "c1", "object": "chat.completion", "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": finish}],
-            "usage": usage if usage is not None
-            else {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+        "usage": usage
+        if usage is not None
+        else {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
 
 
-def message_answer(text: str, *, model: str = "m", stop: Any = "end_turn",
-                   usage: Any = None) -> dict[str, Any]:
+def message_answer(
+    text: str, *, model: str = "m", stop: Any = "end_turn", usage: Any = None
+) -> dict[str, Any]:
     """An Anthropic Messages API message answering ``text``."""
-    return {"id": "m1", "type": "message", "role": "assistant", "model": model, "stop_reason": stop,
-            "content": [{"type": "text", "text": text}],
-            "usage": usage if usage is not None else {"input_tokens": 3, "output_tokens": 1}}
+    return {
+        "id": "m1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "stop_reason": stop,
+        "content": [{"type": "text", "text": text}],
+        "usage": usage if usage is not None else {"input_tokens": 3, "output_tokens": 1},
+    }
 
 
-def http_reply(body: bytes, *, status: str = "200 OK", headers: tuple[tuple[str, str], ...] = (),
-               content_type: str = "application/json") -> bytes:
+def http_reply(
+    body: bytes,
+    *,
+    status: str = "200 OK",
+    headers: tuple[tuple[str, str], ...] = (),
+    content_type: str = "application/json",
+) -> bytes:
     """A whole HTTP/1.1 response with ``body`` and a Content-Length."""
-    head = [f"HTTP/1.1 {status}", f"Content-Type: {content_type}", f"Content-Length: {len(body)}",
-            *(f"{k}: {v}" for k, v in headers)]
+    head = [
+        f"HTTP/1.1 {status}",
+        f"Content-Type: {content_type}",
+        f"Content-Length: {len(body)}",
+        *(f"{k}: {v}" for k, v in headers),
+    ]
     return "\r\n".join(head).encode("utf-8", "surrogateescape") + b"\r\n\r\n" + body
 
 
@@ -104,8 +156,17 @@ class FaultServer:
     requests read; ``keys`` holds the keys the clients sent, ``cookies`` the Cookie headers.
     """
 
-    def __init__(self, mode: str, *, interval: float = 0.1, reply: bytes = b"", location: str = "",
-                 host: str = "127.0.0.1", faults: int | None = None, hold: float = 30.0) -> None:
+    def __init__(
+        self,
+        mode: str,
+        *,
+        interval: float = 0.1,
+        reply: bytes = b"",
+        location: str = "",
+        host: str = "127.0.0.1",
+        faults: int | None = None,
+        hold: float = 30.0,
+    ) -> None:
         self.mode = mode
         self.faults = faults
         self.hold = hold
@@ -171,8 +232,9 @@ class FaultServer:
         parts = lines[0].split(" ")
         return (parts[1] if len(parts) > 1 else "/"), key
 
-    def _receive(self, conn: socket.socket, data: bytes, done: Callable[[bytes], bool],
-                 deadline: float) -> bytes | None:
+    def _receive(
+        self, conn: socket.socket, data: bytes, done: Callable[[bytes], bool], deadline: float
+    ) -> bytes | None:
         """``data`` and what comes after it until ``done`` (or the deadline, or a stop); None when the client
         left."""
         while not done(data) and time.monotonic() < deadline and not self._stop.is_set():
@@ -214,17 +276,20 @@ class FaultServer:
             self._stop.wait(self.hold)
             return False
         if mode == "trickle":
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                         b"100000\r\n\r\n")
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+            )
             for _ in range(int(self.hold / self.interval)):
                 if self._stop.wait(self.interval):
                     break
                 conn.sendall(b" ")
             return False
         if mode == "huge":
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                         b"200000000\r\n\r\n"
-                         b'{"pad": "')
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                b"200000000\r\n\r\n"
+                b'{"pad": "'
+            )
             chunk = b"x" * 65536
             for _ in range(200_000_000 // len(chunk)):
                 if self._stop.is_set():
@@ -238,8 +303,9 @@ class FaultServer:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             return False
         if mode == "redirect":
-            conn.sendall(http_reply(b"", status="307 Temporary Redirect",
-                                    headers=(("Location", self.location),)))
+            conn.sendall(
+                http_reply(b"", status="307 Temporary Redirect", headers=(("Location", self.location),))
+            )
             return True
         if mode == "raw":
             conn.sendall(self.reply)
@@ -261,20 +327,26 @@ class FaultServer:
     @classmethod
     def _echo(cls, mode: str, path: str, key: str) -> bytes:
         """The answer of an echo ``mode``, carrying ``key`` everywhere the mode puts it."""
-        echo = (("X-Echo", key), ("X-Request-Id", key), ("Retry-After", key),
-                ("x-ratelimit-remaining-requests", key))
+        echo = (
+            ("X-Echo", key),
+            ("X-Request-Id", key),
+            ("Retry-After", key),
+            ("x-ratelimit-remaining-requests", key),
+        )
         if mode == "echo_status":
             return f"HTTP/1.1 {key} {key}\r\nX-Echo: {key}\r\n\r\nyour key is {key}".encode()
         if mode == "echo_text":
-            return http_reply(f"your key is {key}".encode(), status=f"200 OK {key}", headers=echo,
-                              content_type="text/plain")
+            return http_reply(
+                f"your key is {key}".encode(), status=f"200 OK {key}", headers=echo, content_type="text/plain"
+            )
         if mode == "echo_error":
             body = json.dumps({"error": {"message": f"bad key {key}", "type": key, "code": key}}).encode()
             return http_reply(body, status=f"400 Bad {key}", headers=echo)
         # its stop_reason is an enum: a key there is malformed
         anthropic = path.rstrip("/").endswith("/messages")
-        answer = cls._valid(path, f"Score: 4 (your key is {key})", model=key, finish="end_turn" if anthropic
-                            else key)
+        answer = cls._valid(
+            path, f"Score: 4 (your key is {key})", model=key, finish="end_turn" if anthropic else key
+        )
         answer["id"] = key
         if mode == "echo_escaped":
             body = json.dumps(answer).replace(key, _escaped(key)).encode()

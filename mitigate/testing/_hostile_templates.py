@@ -44,33 +44,53 @@ PAYLOADS: tuple[Payload, ...] = (
     Payload("namespace globals", '{{ namespace.__init__.__globals__.os.system("touch MARKER") }}', _ATTR),
     Payload("lipsum globals", '{{ lipsum.__globals__["os"].popen("touch MARKER").read() }}', _ATTR),
     Payload("lipsum globals by index", '{{ lipsum["__globals__"]["os"].system("touch MARKER") }}', _CALL),
-    Payload("range globals by built index",
-            "{{ range[('_' * 2) ~ 'globals' ~ ('_' * 2)]['os'] }}", _ATTR),
-    Payload("self context", '{{ self._TemplateReference__context.cycler.__init__.__globals__.os.system('
-            '"touch MARKER") }}', _ATTR),
-    Payload("self builtins import", '{{ self.__init__.__globals__.__builtins__.__import__("os").system('
-            '"touch MARKER") }}', _ATTR),
-    Payload("flask config", "{{ config.__class__.__init__.__globals__['os'].popen('touch MARKER').read() }}",
-            _ATTR),
+    Payload("range globals by built index", "{{ range[('_' * 2) ~ 'globals' ~ ('_' * 2)]['os'] }}", _ATTR),
+    Payload(
+        "self context",
+        '{{ self._TemplateReference__context.cycler.__init__.__globals__.os.system("touch MARKER") }}',
+        _ATTR,
+    ),
+    Payload(
+        "self builtins import",
+        '{{ self.__init__.__globals__.__builtins__.__import__("os").system("touch MARKER") }}',
+        _ATTR,
+    ),
+    Payload(
+        "flask config",
+        "{{ config.__class__.__init__.__globals__['os'].popen('touch MARKER').read() }}",
+        _ATTR,
+    ),
     Payload("flask url_for", '{{ url_for.__globals__.os.system("touch MARKER") }}', _ATTR),
-    Payload("flask request application", "{{ request.application.__globals__.__builtins__.__import__('os')"
-            ".popen('touch MARKER').read() }}", _ATTR),
-    Payload("str class mro subclasses",
-            "{% for c in ''.__class__.__mro__[1].__subclasses__() %}{% if c.__name__ "
-            "== 'Popen' %}{{ c(['touch', 'MARKER']) }}{% endif %}{% endfor %}", _ATTR),
+    Payload(
+        "flask request application",
+        "{{ request.application.__globals__.__builtins__.__import__('os').popen('touch MARKER').read() }}",
+        _ATTR,
+    ),
+    Payload(
+        "str class mro subclasses",
+        "{% for c in ''.__class__.__mro__[1].__subclasses__() %}{% if c.__name__ "
+        "== 'Popen' %}{{ c(['touch', 'MARKER']) }}{% endif %}{% endfor %}",
+        _ATTR,
+    ),
     Payload("tuple class base", "{{ ().__class__.__base__.__subclasses__() }}", _ATTR),
-    Payload("loop internals", "{% for i in [1] %}{{ loop.__class__.__init__.__globals__ }}{% endfor %}",
-            _ATTR),
-    Payload("set alias then walk",
-            "{% set x = cycler %}{{ x.__init__.__globals__.os.system('touch MARKER') }}",
-            _ATTR),
+    Payload(
+        "loop internals", "{% for i in [1] %}{{ loop.__class__.__init__.__globals__ }}{% endfor %}", _ATTR
+    ),
+    Payload(
+        "set alias then walk",
+        "{% set x = cycler %}{{ x.__init__.__globals__.os.system('touch MARKER') }}",
+        _ATTR,
+    ),
     Payload("range method self", "{{ range.__self__ }}", _ATTR),
     Payload("plain attribute of a function", "{{ range.func_globals }}", "of a function"),
     # filters that reach attributes or call
     Payload("attr filter", '{{ ()|attr("__class__")|attr("__base__")|attr("__subclasses__")() }}', "|attr"),
-    Payload("attr filter hex escapes",
-            '{{ lipsum|attr("\\x5f\\x5fglobals\\x5f\\x5f")|attr("__getitem__")("os")'
-            '|attr("popen")("touch MARKER")|attr("read")() }}', "|attr"),
+    Payload(
+        "attr filter hex escapes",
+        '{{ lipsum|attr("\\x5f\\x5fglobals\\x5f\\x5f")|attr("__getitem__")("os")'
+        '|attr("popen")("touch MARKER")|attr("read")() }}',
+        "|attr",
+    ),
     Payload("map attribute", '{{ [range]|map(attribute="__globals__")|list }}', "|map"),
     Payload("filter block", "{% filter system %}touch MARKER{% endfilter %}", "|system"),
     Payload("select with a callable test", "{{ [range]|select('callable')|list }}", "|select"),
@@ -84,16 +104,26 @@ PAYLOADS: tuple[Payload, ...] = (
     Payload("range of a billion", "{% for i in range(10 ** 9) %}x{% endfor %}", "range("),
     Payload("string times a billion", '{{ "x" * 10 ** 9 }}', "builds a value"),
     Payload("list times a billion", "{{ [1] * 10 ** 9 }}", "builds a value"),
-    Payload("string multiplication loop", '{% set s = "x" * 900000 %}{% for i in range(10000) %}{{ s }}'
-            '{% endfor %}', "renders more than"),
-    Payload("concatenation doubling", '{% set a = "xxxxxxxxxx" %}' + '{% set a = a ~ a %}' * 40 + "{{ a }}",
-            "with '~'"),
-    Payload("addition doubling", '{% set a = "xxxxxxxxxx" %}' + '{% set a = a + a %}' * 40 + "{{ a }}",
-            "with '+'"),
+    Payload(
+        "string multiplication loop",
+        '{% set s = "x" * 900000 %}{% for i in range(10000) %}{{ s }}{% endfor %}',
+        "renders more than",
+    ),
+    Payload(
+        "concatenation doubling",
+        '{% set a = "xxxxxxxxxx" %}' + "{% set a = a ~ a %}" * 40 + "{{ a }}",
+        "with '~'",
+    ),
+    Payload(
+        "addition doubling", '{% set a = "xxxxxxxxxx" %}' + "{% set a = a + a %}" * 40 + "{{ a }}", "with '+'"
+    ),
     Payload("power tower", "{{ 9 ** (9 ** 9) }}", "bits"),
     Payload("integer squaring", "{% set n = 10 %}" + "{% set n = n * n %}" * 40 + "{{ n }}", "bits"),
-    Payload("nested loops", "{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}",
-            "steps"),
+    Payload(
+        "nested loops",
+        "{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}",
+        "steps",
+    ),
     Payload("join amplification", '{{ (["x" * 100000] * 10000) | join }}', "|join"),
     Payload("indent amplification", '{{ ("a\\n" * 100000) | indent(1000000) }}', "indents"),
     Payload("round to a billion digits", "{{ 5 | round(-1000000000) }}", "rounds"),
@@ -102,15 +132,18 @@ PAYLOADS: tuple[Payload, ...] = (
     Payload("recursive loop", "{% for x in [[1]] recursive %}{{ loop(x) }}{% endfor %}", "recursive loop"),
     Payload("call block", "{% call range(3) %}x{% endcall %}", "macro"),
     Payload("include a file", '{% include "/etc/passwd" %}', "another template"),
-    Payload("import a template", '{% import "os" as os %}{{ os.system("touch MARKER") }}',
-            "another template"),
+    Payload(
+        "import a template", '{% import "os" as os %}{{ os.system("touch MARKER") }}', "another template"
+    ),
     Payload("extends", '{% extends "base.html" %}', "another template"),
     Payload("nesting too deep to parse", "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "nested too deep"),
 )
 """Each payload is refused by every command that reads a template (see the module docstring)."""
 
-_TEMPLATE = ("Rate the fluency of the summary from 1 to 5.\n\n{payload}\n\nArticle: {{{{source}}}}\n"
-             "Summary: {{{{summary}}}}\n\nScore:")
+_TEMPLATE = (
+    "Rate the fluency of the summary from 1 to 5.\n\n{payload}\n\nArticle: {{{{source}}}}\n"
+    "Summary: {{{{summary}}}}\n\nScore:"
+)
 
 
 def hostile_template(payload: Payload, marker: Path | str) -> str:
@@ -118,9 +151,20 @@ def hostile_template(payload: Payload, marker: Path | str) -> str:
     return _TEMPLATE.format(payload=payload.jinja.replace("MARKER", str(marker)))
 
 
-_COMMON = ("-b", "jsonl:{d}/bench.jsonl", "-c", "fluency", "--prompt", "{prompt}", "--backend",
-           "openai:stub-model",
-           "--base-url", "{url}", "--no-progress", "--no-cache")
+_COMMON = (
+    "-b",
+    "jsonl:{d}/bench.jsonl",
+    "-c",
+    "fluency",
+    "--prompt",
+    "{prompt}",
+    "--backend",
+    "openai:stub-model",
+    "--base-url",
+    "{url}",
+    "--no-progress",
+    "--no-cache",
+)
 TEMPLATE_COMMANDS: dict[str, tuple[str, ...]] = {
     "prompts inspect": ("prompts", "inspect", "{prompt}"),
     "prompts render": ("prompts", "render", "{prompt}", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency"),
@@ -135,5 +179,7 @@ TEMPLATE_COMMANDS: dict[str, tuple[str, ...]] = {
 
 def template_command(command: str, prompt: Path | str, folder: Path | str, url: str) -> list[str]:
     """The arguments of ``command`` (a key of :data:`TEMPLATE_COMMANDS`) with its placeholders filled."""
-    return [a.replace("{prompt}", str(prompt)).replace("{d}", str(folder)).replace("{url}", url)
-            for a in TEMPLATE_COMMANDS[command]]
+    return [
+        a.replace("{prompt}", str(prompt)).replace("{d}", str(folder)).replace("{url}", url)
+        for a in TEMPLATE_COMMANDS[command]
+    ]

@@ -18,7 +18,6 @@ _CHOSEN_P = 0.7
 _ALT_PS = (0.15, 0.08, 0.04, 0.02, 0.005, 0.003, 0.001, 0.0005, 0.0003, 0.0001)
 
 
-
 def tokenize(text: str) -> list[str]:
     """Split ``text`` into the stub's tokens (digits one by one, words, punctuation, whitespace runs)."""
     return _TOKEN_RE.findall(text)
@@ -44,12 +43,7 @@ def synthetic_logprobs(text: str, top_k: int) -> list[dict[str, Any]]:
                 break
             top.append({"token": alt, "logprob": math.log(p), "bytes": list(alt.encode())})
         content.append(
-            {
-                "token": token,
-                "logprob": chosen,
-                "bytes": list(token.encode()),
-                "top_logprobs": top[:top_k],
-            }
+            {"token": token, "logprob": chosen, "bytes": list(token.encode()), "top_logprobs": top[:top_k]}
         )
     return content
 

@@ -58,9 +58,16 @@ def _iso(t: float) -> str:
     return dt.datetime.fromtimestamp(t, tz=dt.UTC).isoformat().replace("+00:00", "Z")
 
 
-ANTHROPIC_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                         404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
-                         500: "api_error", 529: "overloaded_error"}
+ANTHROPIC_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
 """The ``error.type`` Anthropic's API reference gives for each HTTP status."""
 
 
@@ -70,17 +77,24 @@ def _anthropic_error_type(status: int) -> str:
 
 def _error(status: int, message: str, *, anthropic: bool = False) -> Reply:
     if anthropic:
-        return status, {"type": "error",
-                        "error": {"type": _anthropic_error_type(status), "message": message}}, {}
+        return (
+            status,
+            {"type": "error", "error": {"type": _anthropic_error_type(status), "message": message}},
+            {},
+        )
     return status, {"error": {"message": message, "type": "invalid_request_error", "code": None}}, {}
 
 
 def _error_body(status: int, message: str, anthropic: bool) -> dict[str, Any]:
     if anthropic:
         return {"type": "error", "error": {"type": _anthropic_error_type(status), "message": message}}
-    return {"error": {"message": message, "type": "server_error" if status >= 500
-                      else "invalid_request_error",
-                      "code": None}}
+    return {
+        "error": {
+            "message": message,
+            "type": "server_error" if status >= 500 else "invalid_request_error",
+            "code": None,
+        }
+    }
 
 
 @dataclass
@@ -94,9 +108,17 @@ class StubFile:
     created_at: int
 
     def describe(self) -> dict[str, Any]:
-        return {"id": self.id, "object": "file", "bytes": len(self.content), "created_at": self.created_at,
-                "filename": self.filename, "purpose": self.purpose, "status": "processed", "expires_at": None,
-                "status_details": None}
+        return {
+            "id": self.id,
+            "object": "file",
+            "bytes": len(self.content),
+            "created_at": self.created_at,
+            "filename": self.filename,
+            "purpose": self.purpose,
+            "status": "processed",
+            "expires_at": None,
+            "status_details": None,
+        }
 
 
 @dataclass
@@ -191,8 +213,9 @@ class BatchEmulator:
 
     # ------------------------------------------------------------------ routing
 
-    async def route(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
-                    raw: bytes, body: Any) -> Reply | None:
+    async def route(
+        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], raw: bytes, body: Any
+    ) -> Reply | None:
         """Answer a batch or file endpoint, or None when ``path`` is not one."""
         m = re.search(r"/messages/batches(?:/([^/]+))?(?:/(results|cancel))?$", path)
         if m:
@@ -207,8 +230,9 @@ class BatchEmulator:
 
     # ------------------------------------------------------------------ OpenAI files
 
-    def _files(self, method: str, file_id: str | None, sub: str | None, headers: dict[str, str],
-               raw: bytes) -> Reply:
+    def _files(
+        self, method: str, file_id: str | None, sub: str | None, headers: dict[str, str], raw: bytes
+    ) -> Reply:
         if file_id is None:
             if method == "GET":
                 with self._lock:
@@ -223,8 +247,13 @@ class BatchEmulator:
             if purpose != "batch":
                 return _error(400, f"this stub accepts purpose 'batch' only; got {purpose!r}")
             filename, content = fields["file"]
-            f = StubFile(id=f"file-{uuid.uuid4().hex[:24]}", filename=filename or "upload.jsonl",
-                         purpose=purpose, content=content, created_at=int(time.time()))
+            f = StubFile(
+                id=f"file-{uuid.uuid4().hex[:24]}",
+                filename=filename or "upload.jsonl",
+                purpose=purpose,
+                content=content,
+                created_at=int(time.time()),
+            )
             with self._lock:
                 self.files[f.id] = f
             return 200, f.describe(), {}
@@ -247,21 +276,39 @@ class BatchEmulator:
     def _openai_view(self, b: StubBatch) -> dict[str, Any]:
         failed = b.errored + b.expired + b.canceled
         view: dict[str, Any] = {
-            "id": b.id, "object": "batch", "endpoint": b.endpoint, "input_file_id": b.input_file_id,
-            "completion_window": "24h", "status": b.status, "output_file_id": b.output_file_id,
-            "error_file_id": b.error_file_id, "created_at": int(b.created_at),
-            "expires_at": int(b.created_at + 86400), "metadata": b.metadata,
+            "id": b.id,
+            "object": "batch",
+            "endpoint": b.endpoint,
+            "input_file_id": b.input_file_id,
+            "completion_window": "24h",
+            "status": b.status,
+            "output_file_id": b.output_file_id,
+            "error_file_id": b.error_file_id,
+            "created_at": int(b.created_at),
+            "expires_at": int(b.created_at + 86400),
+            "metadata": b.metadata,
             "errors": {"object": "list", "data": b.errors} if b.errors else None,
-            "request_counts": {"total": len(b.requests) if b.status != "failed" else 0,
-                               "completed": b.succeeded, "failed": failed},
+            "request_counts": {
+                "total": len(b.requests) if b.status != "failed" else 0,
+                "completed": b.succeeded,
+                "failed": failed,
+            },
         }
-        for stamp in ("in_progress", "finalizing", "completed", "failed", "expired", "cancelling",
-                      "cancelled"):
+        for stamp in (
+            "in_progress",
+            "finalizing",
+            "completed",
+            "failed",
+            "expired",
+            "cancelling",
+            "cancelled",
+        ):
             view[f"{stamp}_at"] = int(b.stamps[stamp]) if stamp in b.stamps else None
         return view
 
-    async def _openai_batches(self, method: str, batch_id: str | None, sub: str | None, query: dict[str, str],
-                              body: Any) -> Reply:
+    async def _openai_batches(
+        self, method: str, batch_id: str | None, sub: str | None, query: dict[str, str], body: Any
+    ) -> Reply:
         if batch_id is None and method == "GET":
             return 200, self._page("openai", query, self._openai_view, after_key="after"), {}
         if batch_id is None:
@@ -276,8 +323,15 @@ class BatchEmulator:
                 return _error(400, f"completion_window must be '24h'; got {body.get('completion_window')!r}")
             endpoint = str(body.get("endpoint") or "")
             metadata = body.get("metadata")
-            b = StubBatch(provider="openai", id=f"batch_{uuid.uuid4().hex[:24]}", requests=[],
-                          created_at=time.time(), metadata=metadata, input_file_id=f.id, endpoint=endpoint)
+            b = StubBatch(
+                provider="openai",
+                id=f"batch_{uuid.uuid4().hex[:24]}",
+                requests=[],
+                created_at=time.time(),
+                metadata=metadata,
+                input_file_id=f.id,
+                endpoint=endpoint,
+            )
             b.requests, b.errors = self._parse_openai_input(f.content, endpoint)
             self._register(b)
             await asyncio.sleep(self.create_delay)
@@ -296,81 +350,136 @@ class BatchEmulator:
         with self._lock:
             return 200, self._openai_view(b2), {}
 
-    def _parse_openai_input(self, content: bytes,
-                            endpoint: str) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
+    def _parse_openai_input(
+        self, content: bytes, endpoint: str
+    ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
         errors: list[dict[str, Any]] = []
         requests: list[tuple[str, dict[str, Any]]] = []
         if len(content) > self.openai_max_bytes:
-            return [], [{"code": "file_too_large", "line": None, "param": None,
-                         "message": f"input file has {len(content)} bytes; the limit is "
-                                    f"{self.openai_max_bytes}"}]
+            return [], [
+                {
+                    "code": "file_too_large",
+                    "line": None,
+                    "param": None,
+                    "message": f"input file has {len(content)} bytes; the limit is {self.openai_max_bytes}",
+                }
+            ]
         seen: set[str] = set()
         for n, line in enumerate(content.decode("utf-8", "replace").splitlines(), start=1):
             try:
                 obj = json.loads(line)
                 cid, url, req = str(obj["custom_id"]), obj["url"], obj["body"]
             except (json.JSONDecodeError, KeyError, TypeError):
-                errors.append({"code": "invalid_json_line", "line": n, "param": None,
-                               "message": "expected a JSON object with custom_id, method, url and body"})
+                errors.append(
+                    {
+                        "code": "invalid_json_line",
+                        "line": n,
+                        "param": None,
+                        "message": "expected a JSON object with custom_id, method, url and body",
+                    }
+                )
                 continue
             if url != endpoint or obj.get("method") != "POST":
-                errors.append({"code": "mismatched_endpoint", "line": n, "param": "url",
-                               "message": f"line url {url!r} does not match the batch endpoint {endpoint!r}"})
+                errors.append(
+                    {
+                        "code": "mismatched_endpoint",
+                        "line": n,
+                        "param": "url",
+                        "message": f"line url {url!r} does not match the batch endpoint {endpoint!r}",
+                    }
+                )
             if cid in seen:
-                errors.append({"code": "duplicate_custom_id", "line": n, "param": "custom_id",
-                               "message": f"custom_id {cid!r} appears more than once"})
+                errors.append(
+                    {
+                        "code": "duplicate_custom_id",
+                        "line": n,
+                        "param": "custom_id",
+                        "message": f"custom_id {cid!r} appears more than once",
+                    }
+                )
             seen.add(cid)
             requests.append((cid, req))
         if len(requests) > self.openai_max_requests:
-            errors.append({"code": "too_many_requests", "line": None, "param": None,
-                           "message": f"{len(requests)} requests; the limit is {self.openai_max_requests}"})
+            errors.append(
+                {
+                    "code": "too_many_requests",
+                    "line": None,
+                    "param": None,
+                    "message": f"{len(requests)} requests; the limit is {self.openai_max_requests}",
+                }
+            )
         if not requests and not errors:
-            errors.append({"code": "empty_file", "line": None, "param": None,
-                           "message": "the input file is empty"})
+            errors.append(
+                {"code": "empty_file", "line": None, "param": None, "message": "the input file is empty"}
+            )
         return requests, errors
 
     # ------------------------------------------------------------------ Anthropic batches
 
     def _anthropic_view(self, b: StubBatch) -> dict[str, Any]:
         return {
-            "id": b.id, "type": "message_batch", "processing_status": b.status,
-            "request_counts": {"processing": b.processing, "succeeded": b.succeeded, "errored": b.errored,
-                               "canceled": b.canceled, "expired": b.expired},
-            "ended_at": _iso(b.ended_at) if b.ended_at else None, "created_at": _iso(b.created_at),
-            "expires_at": _iso(b.created_at + 86400), "archived_at": None,
+            "id": b.id,
+            "type": "message_batch",
+            "processing_status": b.status,
+            "request_counts": {
+                "processing": b.processing,
+                "succeeded": b.succeeded,
+                "errored": b.errored,
+                "canceled": b.canceled,
+                "expired": b.expired,
+            },
+            "ended_at": _iso(b.ended_at) if b.ended_at else None,
+            "created_at": _iso(b.created_at),
+            "expires_at": _iso(b.created_at + 86400),
+            "archived_at": None,
             "cancel_initiated_at": _iso(b.cancel_requested) if b.cancel_requested else None,
-            "results_url": (f"{self.url_root}/v1/messages/batches/{b.id}/results" if b.status == "ended"
-                            else None),
+            "results_url": (
+                f"{self.url_root}/v1/messages/batches/{b.id}/results" if b.status == "ended" else None
+            ),
         }
 
     url_root = ""
 
-    async def _anthropic(self, method: str, batch_id: str | None, sub: str | None, query: dict[str, str],
-                         body: Any) -> Reply:
+    async def _anthropic(
+        self, method: str, batch_id: str | None, sub: str | None, query: dict[str, str], body: Any
+    ) -> Reply:
         if batch_id is None and method == "GET":
             return 200, self._page("anthropic", query, self._anthropic_view, after_key="after_id"), {}
         if batch_id is None:
             if method != "POST" or not isinstance(body, dict) or not isinstance(body.get("requests"), list):
-                return _error(400, "expected POST /v1/messages/batches with a 'requests' list",
-                              anthropic=True)
+                return _error(
+                    400, "expected POST /v1/messages/batches with a 'requests' list", anthropic=True
+                )
             reqs = body["requests"]
             size = len(json.dumps(body))
             if not reqs or len(reqs) > self.anthropic_max_requests or size > self.anthropic_max_bytes:
-                return _error(400, f"a batch holds 1 to {self.anthropic_max_requests} requests and at most "
-                                   f"{self.anthropic_max_bytes} bytes; got {len(reqs)} requests, "
-                                   f"{size} bytes",
-                              anthropic=True)
+                return _error(
+                    400,
+                    f"a batch holds 1 to {self.anthropic_max_requests} requests and at most "
+                    f"{self.anthropic_max_bytes} bytes; got {len(reqs)} requests, "
+                    f"{size} bytes",
+                    anthropic=True,
+                )
             seen: set[str] = set()
             parsed: list[tuple[str, dict[str, Any]]] = []
             for r in reqs:
                 cid = str(r.get("custom_id", "")) if isinstance(r, dict) else ""
                 if not ANTHROPIC_ID.match(cid) or cid in seen or not isinstance(r.get("params"), dict):
-                    return _error(400, f"requests need unique custom_id matching ^[a-zA-Z0-9_-]{{1,64}}$ and "
-                                       f"params; got custom_id {cid!r}", anthropic=True)
+                    return _error(
+                        400,
+                        f"requests need unique custom_id matching ^[a-zA-Z0-9_-]{{1,64}}$ and "
+                        f"params; got custom_id {cid!r}",
+                        anthropic=True,
+                    )
                 seen.add(cid)
                 parsed.append((cid, r["params"]))
-            b = StubBatch(provider="anthropic", id=f"msgbatch_{uuid.uuid4().hex[:24]}", requests=parsed,
-                          created_at=time.time(), status="in_progress")
+            b = StubBatch(
+                provider="anthropic",
+                id=f"msgbatch_{uuid.uuid4().hex[:24]}",
+                requests=parsed,
+                created_at=time.time(),
+                status="in_progress",
+            )
             self._register(b)
             await asyncio.sleep(self.create_delay)
             with self._lock:
@@ -384,8 +493,11 @@ class BatchEmulator:
                 if b2.status != "ended":
                     return _error(400, f"batch {batch_id} has not ended", anthropic=True)
                 self._downloads.append(batch_id)
-                lines = [json.dumps({"custom_id": cid, "result": b2.results[cid]}) for cid, _ in b2.requests
-                         if cid in b2.results]
+                lines = [
+                    json.dumps({"custom_id": cid, "result": b2.results[cid]})
+                    for cid, _ in b2.requests
+                    if cid in b2.results
+                ]
             return 200, ("\n".join(lines) + "\n").encode(), {"Content-Type": "application/binary"}
         if sub == "cancel":
             with self._lock:
@@ -397,21 +509,30 @@ class BatchEmulator:
 
     # ------------------------------------------------------------------ shared
 
-    def _page(self, provider: str, query: dict[str, str], view: Callable[[StubBatch], dict[str, Any]],
-              after_key: str) -> dict[str, Any]:
+    def _page(
+        self,
+        provider: str,
+        query: dict[str, str],
+        view: Callable[[StubBatch], dict[str, Any]],
+        after_key: str,
+    ) -> dict[str, Any]:
         limit = max(1, min(100, int(query.get("limit") or 20)))
         with self._lock:
             ids = [i for i in reversed(self._order) if self.batches[i].provider == provider]
             after = query.get(after_key)
             if after and after in ids:
-                ids = ids[ids.index(after) + 1:]
+                ids = ids[ids.index(after) + 1 :]
             before = query.get("before_id")
             if before and before in ids:
                 ids = ids[: ids.index(before)]
             page = ids[:limit]
             data = [view(self.batches[i]) for i in page]
-        out: dict[str, Any] = {"data": data, "has_more": len(ids) > limit,
-                               "first_id": page[0] if page else None, "last_id": page[-1] if page else None}
+        out: dict[str, Any] = {
+            "data": data,
+            "has_more": len(ids) > limit,
+            "first_id": page[0] if page else None,
+            "last_id": page[-1] if page else None,
+        }
         if provider == "openai":
             out["object"] = "list"
         return out
@@ -420,8 +541,9 @@ class BatchEmulator:
         with self._lock:
             self.batches[b.id] = b
             self._order.append(b.id)
-            self._created.append({"provider": b.provider, "id": b.id,
-                                  "custom_ids": [c for c, _ in b.requests]})
+            self._created.append(
+                {"provider": b.provider, "id": b.id, "custom_ids": [c for c, _ in b.requests]}
+            )
         task = asyncio.get_running_loop().create_task(self._process(b))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -457,12 +579,18 @@ class BatchEmulator:
             with self._lock:
                 if status is None:
                     b.succeeded += 1
-                    b.results[cid] = ({"type": "succeeded", "message": answer} if anthropic else
-                                      {"status_code": 200, "body": answer})
+                    b.results[cid] = (
+                        {"type": "succeeded", "message": answer}
+                        if anthropic
+                        else {"status_code": 200, "body": answer}
+                    )
                 else:
                     b.errored += 1
-                    b.results[cid] = ({"type": "errored", "error": answer} if anthropic else
-                                      {"status_code": status, "body": answer})
+                    b.results[cid] = (
+                        {"type": "errored", "error": answer}
+                        if anthropic
+                        else {"status_code": status, "body": answer}
+                    )
         with self._lock:
             cancelled = b.cancel_requested is not None
             for cid, _ in b.requests:
@@ -487,20 +615,44 @@ class BatchEmulator:
                 r = b.results[cid]
                 rid = f"batch_req_{uuid.uuid4().hex[:16]}"
                 if "error_code" in r:
-                    msg = ("This request could not be executed before the completion window expired."
-                           if r["error_code"] == "batch_expired" else "This request was cancelled.")
-                    err_lines.append(json.dumps({"id": rid, "custom_id": cid, "response": None,
-                                                 "error": {"code": r["error_code"], "message": msg}}))
+                    msg = (
+                        "This request could not be executed before the completion window expired."
+                        if r["error_code"] == "batch_expired"
+                        else "This request was cancelled."
+                    )
+                    err_lines.append(
+                        json.dumps(
+                            {
+                                "id": rid,
+                                "custom_id": cid,
+                                "response": None,
+                                "error": {"code": r["error_code"], "message": msg},
+                            }
+                        )
+                    )
                 else:
-                    line = json.dumps({"id": rid, "custom_id": cid,
-                                       "response": {"status_code": r["status_code"], "request_id": rid,
-                                                    "body": r["body"]}, "error": None})
+                    line = json.dumps(
+                        {
+                            "id": rid,
+                            "custom_id": cid,
+                            "response": {
+                                "status_code": r["status_code"],
+                                "request_id": rid,
+                                "body": r["body"],
+                            },
+                            "error": None,
+                        }
+                    )
                     (out_lines if r["status_code"] == 200 else err_lines).append(line)
             for lines, attr in ((out_lines, "output_file_id"), (err_lines, "error_file_id")):
                 if lines:
-                    f = StubFile(id=f"file-{uuid.uuid4().hex[:24]}", filename=f"{b.id}_{attr}.jsonl",
-                                 purpose="batch_output", content=("\n".join(lines) + "\n").encode(),
-                                 created_at=int(now))
+                    f = StubFile(
+                        id=f"file-{uuid.uuid4().hex[:24]}",
+                        filename=f"{b.id}_{attr}.jsonl",
+                        purpose="batch_output",
+                        content=("\n".join(lines) + "\n").encode(),
+                        created_at=int(now),
+                    )
                     self.files[f.id] = f
                     setattr(b, attr, f.id)
             final = "cancelled" if cancelled else "expired" if b.expired else "completed"

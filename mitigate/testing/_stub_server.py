@@ -104,8 +104,9 @@ def _cache_blocks(body: dict[str, Any]) -> list[tuple[list[str], bool]]:
         elif isinstance(content, list):
             for block in content:
                 if isinstance(block, dict):
-                    blocks.append((words(block.get("text", "")),
-                                   isinstance(block.get("cache_control"), dict)))
+                    blocks.append(
+                        (words(block.get("text", "")), isinstance(block.get("cache_control"), dict))
+                    )
 
     add(body.get("system", ""))
     for message in body.get("messages") or []:
@@ -222,8 +223,12 @@ class StubOpenAIServer:
         max_requests = batch_max_requests or {}
         max_bytes = batch_max_bytes or {}
         self.batch = BatchEmulator(
-            self._answer, latency=batch_latency, validation_delay=batch_validation_delay,
-            create_delay=batch_create_delay, expire_after=batch_expire_after, fail=batch_fail,
+            self._answer,
+            latency=batch_latency,
+            validation_delay=batch_validation_delay,
+            create_delay=batch_create_delay,
+            expire_after=batch_expire_after,
+            fail=batch_fail,
             openai_max_requests=max_requests.get("openai", 50_000),
             openai_max_bytes=max_bytes.get("openai", 200 * 1024 * 1024),
             anthropic_max_requests=max_requests.get("anthropic", 100_000),
@@ -356,10 +361,7 @@ class StubOpenAIServer:
         return self.start()
 
     def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
 
@@ -430,8 +432,9 @@ class StubOpenAIServer:
                     raw = await reader.readexactly(length) if length else b""
                 close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
                 path, _, query = target.partition("?")
-                status, payload, extra = await self._respond(method, path, headers, raw,
-                                                             dict(parse_qsl(query)))
+                status, payload, extra = await self._respond(
+                    method, path, headers, raw, dict(parse_qsl(query))
+                )
                 await self._send(writer, status, payload, extra, close)
                 if close:
                     return
@@ -498,11 +501,17 @@ class StubOpenAIServer:
             if anthropic_route:
                 kind = "rate_limit_error" if self.fail_status == 429 else "api_error"
                 return self.fail_status, {"type": "error", "error": {"type": kind, "message": message}}, extra
-            return self.fail_status, {"error": {"message": message, "type": "stub_error",
-                                                "code": None}}, extra
+            return (
+                self.fail_status,
+                {"error": {"message": message, "type": "stub_error", "code": None}},
+                extra,
+            )
         if method == "GET" and path.endswith("/models"):
-            return 200, {"object": "list",
-                         "data": [{"id": self.model, "object": "model", "owned_by": "stub"}]}, {}
+            return (
+                200,
+                {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "stub"}]},
+                {},
+            )
         routed = await self.batch.route(method, path, query or {}, headers, raw, body)
         if routed is not None:
             return routed
@@ -516,16 +525,20 @@ class StubOpenAIServer:
                 return limited
             answer = self._messages(body) if anthropic_route else self._chat(body)
             return 200, answer, limited[2]
-        return 404, {"error": {"message": f"no route for {path}; expected /v1/chat/completions or "
-                                          "/v1/messages"}}, {}
+        return (
+            404,
+            {"error": {"message": f"no route for {path}; expected /v1/chat/completions or /v1/messages"}},
+            {},
+        )
 
     async def _answer(self, provider: str, body: dict[str, Any]) -> dict[str, Any]:
         """One batched request's answer: the same as a live call's (no rate limits: batches have their own
         pool)."""
         return self._messages(body) if provider == "anthropic" else self._chat(body)
 
-    def _rate_limit(self, body: dict[str, Any],
-                    anthropic: bool) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def _rate_limit(
+        self, body: dict[str, Any], anthropic: bool
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
         """Take a live request from the budgets; (200, {}, headers) or a 429 answer with headers.
 
         Budgets are token buckets, as the providers describe theirs: a full bucket holds the
@@ -539,8 +552,10 @@ class StubOpenAIServer:
             now = time.monotonic()
             elapsed, self._window_start = now - self._window_start, now
             waits = [0.0]
-            for kind, limit, want in (("requests", self.rate_limit_requests, 1),
-                                      ("tokens", self.rate_limit_tokens, need)):
+            for kind, limit, want in (
+                ("requests", self.rate_limit_requests, 1),
+                ("tokens", self.rate_limit_tokens, need),
+            ):
                 if limit is None:
                     continue
                 rate = limit / self.rate_limit_window
@@ -561,8 +576,11 @@ class StubOpenAIServer:
         message = "stub rate limit reached"
         if anthropic:
             return 429, {"type": "error", "error": {"type": "rate_limit_error", "message": message}}, headers
-        return 429, {"error": {"message": message, "type": "requests",
-                               "code": "rate_limit_exceeded"}}, headers
+        return (
+            429,
+            {"error": {"message": message, "type": "requests", "code": "rate_limit_exceeded"}},
+            headers,
+        )
 
     def _limit_headers(self, anthropic: bool) -> dict[str, str]:
         """The provider's rate-limit headers for the current buckets (call with the lock held)."""
@@ -578,7 +596,8 @@ class StubOpenAIServer:
                 out[f"anthropic-ratelimit-{kind}-limit"] = str(limit)
                 out[f"anthropic-ratelimit-{kind}-remaining"] = left
                 out[f"anthropic-ratelimit-{kind}-reset"] = stamp.isoformat(timespec="milliseconds").replace(
-                    "+00:00", "Z")
+                    "+00:00", "Z"
+                )
             else:
                 out[f"x-ratelimit-limit-{kind}"] = str(limit)
                 out[f"x-ratelimit-remaining-{kind}"] = left
@@ -659,9 +678,17 @@ class StubOpenAIServer:
             message: dict[str, Any] = {"role": "assistant", "content": text}
             forced = forced_function(body)
             if forced is not None:  # a request that forces a tool call gets one, its arguments the reply text
-                message = {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": f"call_{index}", "type": "function",
-                     "function": {"name": forced, "arguments": text}}]}
+                message = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"call_{index}",
+                            "type": "function",
+                            "function": {"name": forced, "arguments": text},
+                        }
+                    ],
+                }
                 finish = "tool_calls"
             choice: dict[str, Any] = {
                 "index": index,
@@ -743,8 +770,9 @@ def main(argv: list[str] | None = None) -> None:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m mitigate.testing", description=main.__doc__)
-    parser.add_argument("--port", type=int, default=0,
-                        help="port on 127.0.0.1 (default: a free one, printed)")
+    parser.add_argument(
+        "--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one, printed)"
+    )
     parser.add_argument("--latency", type=float, default=0.05, help="seconds before each answer")
     parser.add_argument("--reply", default="Score: 4", help="the completion text")
     parser.add_argument("--fail-first", type=int, default=0)

@@ -23,8 +23,9 @@ from mitigate.judge import PromptJudge
 from mitigate.lm import FakeLM
 from mitigate.prompt import JudgePrompt
 
-TEMPLATE = ("Rate the answer from 1 to 5.\nQuestion: {{source}}\nReference: {{reference}}\nAnswer: "
-            "{{output}}\nScore:")
+TEMPLATE = (
+    "Rate the answer from 1 to 5.\nQuestion: {{source}}\nReference: {{reference}}\nAnswer: {{output}}\nScore:"
+)
 
 
 def _judge() -> tuple[PromptJudge, FakeLM]:
@@ -35,8 +36,9 @@ def _judge() -> tuple[PromptJudge, FakeLM]:
         return "Score: 5" if "Paris" in text else "Score: 2"
 
     lm = FakeLM(reply)
-    return PromptJudge(JudgePrompt.from_template(TEMPLATE, scale=(1, 5),
-                                                 slot_fields={"reference": "reference"}), lm), lm
+    return PromptJudge(
+        JudgePrompt.from_template(TEMPLATE, scale=(1, 5), slot_fields={"reference": "reference"}), lm
+    ), lm
 
 
 @pytest.fixture(autouse=True)
@@ -60,8 +62,12 @@ def test_measure_gives_the_normalised_score_the_raw_answer_as_reason_and_success
 async def test_a_measure_is_the_async_twin() -> None:
     judge, _ = _judge()
     metric = mitigated_metric(judge, threshold=0.2)
-    assert await metric.a_measure(LLMTestCase(input="Two plus two?", actual_output="Five",
-                                              expected_output="Four")) == 0.25
+    assert (
+        await metric.a_measure(
+            LLMTestCase(input="Two plus two?", actual_output="Five", expected_output="Four")
+        )
+        == 0.25
+    )
     assert metric.success is True
 
 
@@ -69,21 +75,27 @@ def test_an_answer_without_a_score_is_a_metric_error_not_a_score() -> None:
     judge, _ = _judge()
     metric = mitigated_metric(judge)
     with pytest.raises(ParseError, match="held no score"):
-        metric.measure(LLMTestCase(input="Colour of the sky?", actual_output="It depends",
-                                   expected_output="Blue"))
+        metric.measure(
+            LLMTestCase(input="Colour of the sky?", actual_output="It depends", expected_output="Blue")
+        )
     assert metric.score is None and metric.success is False and metric.reason == "I cannot tell."
     assert metric.error is not None and "held no score" in metric.error
 
 
 def test_deepeval_evaluate_runs_the_metric_and_records_the_parse_failure_as_an_error() -> None:
     judge, _ = _judge()
-    cases = [LLMTestCase(input="Capital of France?", actual_output="Paris", expected_output="Paris",
-                         name="q0"),
-             LLMTestCase(input="Colour of the sky?", actual_output="It depends", expected_output="Blue",
-                         name="q1")]
-    result = evaluate(cases, [mitigated_metric(judge, threshold=0.5)],
-                      error_config=ErrorConfig(ignore_errors=True),
-                      display_config=DisplayConfig(print_results=False, show_indicator=False))
+    cases = [
+        LLMTestCase(input="Capital of France?", actual_output="Paris", expected_output="Paris", name="q0"),
+        LLMTestCase(
+            input="Colour of the sky?", actual_output="It depends", expected_output="Blue", name="q1"
+        ),
+    ]
+    result = evaluate(
+        cases,
+        [mitigated_metric(judge, threshold=0.5)],
+        error_config=ErrorConfig(ignore_errors=True),
+        display_config=DisplayConfig(print_results=False, show_indicator=False),
+    )
     by_name = {t.name: t.metrics_data[0] for t in result.test_results}
     assert (by_name["q0"].score, by_name["q0"].success, by_name["q0"].error) == (1.0, True, None)
     assert by_name["q1"].score is None and by_name["q1"].success is False

@@ -32,8 +32,10 @@ from mitigate.lm import FakeLM
 from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
 
-TEMPLATE = ("Rate how well the answer fits the question, from 1 to 5.\nQuestion: {{source}}\nAnswer: "
-            "{{output}}\nScore:")
+TEMPLATE = (
+    "Rate how well the answer fits the question, from 1 to 5.\nQuestion: {{source}}\nAnswer: "
+    "{{output}}\nScore:"
+)
 ANSWERS = {"Capital of France?": "Paris.", "Two plus two?": "Four.", "Colour of the sky?": "It depends."}
 
 
@@ -66,8 +68,9 @@ def _dataset() -> list[Sample]:
 
 
 def _run(tmp_path: Path, task: Task, **kwargs: Any) -> Any:
-    (log,) = inspect_eval(task, model=_solver_model(), log_dir=str(tmp_path / "logs"), display="none",
-                          **kwargs)
+    (log,) = inspect_eval(
+        task, model=_solver_model(), log_dir=str(tmp_path / "logs"), display="none", **kwargs
+    )
     assert log.status == "success", log.error
     return log
 
@@ -88,18 +91,36 @@ def test_the_scorer_judges_the_solver_output_and_leaves_a_parse_failure_unscored
 
 def test_a_log_of_the_scorer_reads_back_as_recorded_judgments_with_epochs_as_samples(tmp_path: Path) -> None:
     judge, _ = _judge()
-    log = _run(tmp_path, Task(dataset=_dataset(), solver=generate(), scorer=mitigated_scorer(judge)),
-               epochs=2)
+    log = _run(
+        tmp_path, Task(dataset=_dataset(), solver=generate(), scorer=mitigated_scorer(judge)), epochs=2
+    )
     run = read_inspect_log(log.location)["mitigated_judge"]
     rows = sorted(run.rows(), key=lambda r: (r.item_id, r.sample))
     assert [(r.item_id, r.sample, r.score) for r in rows] == [
-        ("q0", 0, 5.0), ("q0", 1, 5.0), ("q1", 0, 3.0), ("q1", 1, 3.0), ("q2", 0, None), ("q2", 1, None)]
+        ("q0", 0, 5.0),
+        ("q0", 1, 5.0),
+        ("q1", 0, 3.0),
+        ("q1", 1, 3.0),
+        ("q2", 0, None),
+        ("q2", 1, None),
+    ]
     assert rows[4].error is not None and "held no score" in rows[4].error and rows[4].raw == "I cannot tell."
     assert run.scales["score"] == Scale(min=1, max=5)
     assert rows[0].meta["model"] == "mockllm/model"
-    converted = CliRunner().invoke(app,
-                                   ["data", "convert", log.location, "--from", "inspect", "--judge", "mine",
-                                         "-o", str(tmp_path / "rec.csv")])
+    converted = CliRunner().invoke(
+        app,
+        [
+            "data",
+            "convert",
+            log.location,
+            "--from",
+            "inspect",
+            "--judge",
+            "mine",
+            "-o",
+            str(tmp_path / "rec.csv"),
+        ],
+    )
     assert converted.exit_code == 0, converted.output
     (again,) = load_recorded_runs(tmp_path / "rec.csv").values()
     assert again.judge == "mine" and len(again.rows()) == 6
@@ -111,8 +132,11 @@ def test_a_json_log_of_inspects_own_model_graded_scorer_reads_grades_as_scores(t
         return _output("The answer is right.\nGRADE: C" if "Paris." in text else "Wrong.\nGRADE: I")
 
     grader = get_model("mockllm/model", custom_outputs=grade)
-    log = _run(tmp_path, Task(dataset=_dataset(), solver=generate(), scorer=model_graded_qa(model=grader)),
-               log_format="json")
+    log = _run(
+        tmp_path,
+        Task(dataset=_dataset(), solver=generate(), scorer=model_graded_qa(model=grader)),
+        log_format="json",
+    )
     assert log.location.endswith(".json")
     run = read_inspect_log(log.location, judge="mockllm-grader", criterion="correct")["mockllm-grader"]
     got = {r.item_id: r.score for r in run.rows()}
@@ -126,12 +150,30 @@ def test_an_inspect_log_feeds_compare_recorded(tmp_path: Path) -> None:
     log = _run(tmp_path, Task(dataset=_dataset(), solver=generate(), scorer=mitigated_scorer(judge)))
     recorded = inspect_log_to_recorded(log.location, tmp_path / "recorded.jsonl", criterion="fit")
     assert set(load_recorded_runs(recorded)) == {"mitigated_judge"}
-    bench = Benchmark(name="qa", criteria=("fit",), scale=Scale(min=1, max=5), items=tuple(
-        Item(id=f"q{i}", output=ANSWERS[q], inputs={"source": q}, human={"fit": h})
-        for i, (q, h) in enumerate(zip(ANSWERS, (5, 2, 1), strict=True))))
+    bench = Benchmark(
+        name="qa",
+        criteria=("fit",),
+        scale=Scale(min=1, max=5),
+        items=tuple(
+            Item(id=f"q{i}", output=ANSWERS[q], inputs={"source": q}, human={"fit": h})
+            for i, (q, h) in enumerate(zip(ANSWERS, (5, 2, 1), strict=True))
+        ),
+    )
     save_jsonl(bench, tmp_path / "bench.jsonl")
-    result = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fit",
-                                      "--recorded", str(recorded), "--out", str(tmp_path / "report")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            "-b",
+            f"jsonl:{tmp_path / 'bench.jsonl'}",
+            "-c",
+            "fit",
+            "--recorded",
+            str(recorded),
+            "--out",
+            str(tmp_path / "report"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "mitigated_judge" in result.stdout
     assert (tmp_path / "report").is_dir()
@@ -153,12 +195,13 @@ def test_dict_values_give_one_criterion_each_and_noanswer_is_a_failure_not_a_zer
     assert set(run.criteria) == {"fluency", "correct", "overall"}
     assert run.get("q0", "fluency").rows[0].score == 4.0 and run.get("q0", "correct").rows[0].score == 1.0
     (noanswer,) = run.get("q2", "overall").rows
-    assert noanswer.score is None and "got 'N'" in (noanswer.error
-                                                    or "") and noanswer.raw == "no answer given"
+    assert (
+        noanswer.score is None and "got 'N'" in (noanswer.error or "") and noanswer.raw == "no answer given"
+    )
 
 
 def test_a_file_that_is_not_an_inspect_log_is_refused_naming_it(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
-    bad.write_text("{\"not\": \"a log\"}")
+    bad.write_text('{"not": "a log"}')
     with pytest.raises(DataError, match="expected an inspect eval log"):
         read_inspect_log(bad)

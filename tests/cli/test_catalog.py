@@ -14,9 +14,17 @@ from mitigate.registry import KIND_PACKAGES, registered
 from mitigate.strategies import parse_pipeline
 
 
-@pytest.mark.parametrize(("command", "kind"), [("mitigations", "mitigation"), ("selectors", "selector"),
-                                               ("measures", "measure"), ("engines", "engine"),
-                                               ("backends", "backend"), ("benchmarks", "benchmark")])
+@pytest.mark.parametrize(
+    ("command", "kind"),
+    [
+        ("mitigations", "mitigation"),
+        ("selectors", "selector"),
+        ("measures", "measure"),
+        ("engines", "engine"),
+        ("backends", "backend"),
+        ("benchmarks", "benchmark"),
+    ],
+)
 def test_each_kind_command_lists_every_registered_component(command: str, kind: str) -> None:
     result = CliRunner().invoke(app, [command, "--json"])
     assert result.exit_code == 0, result.output
@@ -33,8 +41,14 @@ def test_a_mitigation_in_detail_shows_its_parameters_accepted_values_and_paper()
     row = json.loads(result.stdout)
     assert row["paper"] == "Stureborg et al. 2024"
     assert row["cls"] == "mitigate.strategies._sampling.Granularity"
-    assert row["parameters"] == [{"name": "scale", "type": "Literal['1-5', '1-10', '1-100', 'modifiers']",
-                                  "default": "1-10", "accepts": "one of '1-5', '1-10', '1-100', 'modifiers'"}]
+    assert row["parameters"] == [
+        {
+            "name": "scale",
+            "type": "Literal['1-5', '1-10', '1-100', 'modifiers']",
+            "default": "1-10",
+            "accepts": "one of '1-5', '1-10', '1-100', 'modifiers'",
+        }
+    ]
     text = CliRunner().invoke(app, ["list", "mitigations", "granularity"]).stdout
     assert "paper: Stureborg et al. 2024" in text
     assert "scale: Literal['1-5', '1-10', '1-100', 'modifiers'] (default \"1-10\"); accepts one of" in text
@@ -44,16 +58,19 @@ def test_the_list_of_mitigations_names_each_paper_and_purpose() -> None:
     lines = CliRunner().invoke(app, ["mitigations"]).stdout.splitlines()
     by_name = {ln.split()[0]: ln for ln in lines[:-1]}
     assert set(by_name) == set(registered("mitigation"))
-    assert ("[Ohi et al. 2024]" in by_name["highest-rs-demos"]
-            and "[Shen et al. 2023]" in by_name["agreement-gate"])
+    assert (
+        "[Ohi et al. 2024]" in by_name["highest-rs-demos"]
+        and "[Shen et al. 2023]" in by_name["agreement-gate"]
+    )
 
 
 def test_a_required_parameter_and_fitted_state_are_told_apart() -> None:
     row = json.loads(CliRunner().invoke(app, ["selectors", "fixed", "--json"]).stdout)
     ids = next(p for p in row["parameters"] if p["name"] == "ids")
     assert ids["required"] is True and "default" not in ids
-    assert [p["name"] for p in row["parameters"]] == [n for n in registered("selector")["fixed"].model_fields
-                                                      if not n.endswith("_")]
+    assert [p["name"] for p in row["parameters"]] == [
+        n for n in registered("selector")["fixed"].model_fields if not n.endswith("_")
+    ]
     assert "pool_" in registered("selector")["fixed"].model_fields  # fitted state exists, and is not listed
 
 
@@ -62,28 +79,38 @@ def test_list_without_a_kind_counts_each_kind() -> None:
     assert json.loads(result.stdout) == {k: len(registered(k)) for k in KIND_PACKAGES}
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["list", "widgets"], "expected a kind of component"),
-    (["mitigations", "no-such-thing"], "unknown mitigation 'no-such-thing'; expected one of"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["list", "widgets"], "expected a kind of component"),
+        (["mitigations", "no-such-thing"], "unknown mitigation 'no-such-thing'; expected one of"),
+    ],
+)
 def test_an_unknown_kind_or_name_is_one_line_listing_what_exists(args: list[str], expected: str) -> None:
     result = CliRunner().invoke(app, args)
-    assert (result.exit_code == 2 and expected in result.stderr
-            and len(result.stderr.strip().splitlines()) == 1)
+    assert (
+        result.exit_code == 2 and expected in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    )
 
 
-@pytest.mark.parametrize(("text", "hint"), [
-    ("granularity(scale=100)", " (did you mean '1-100'?)"),
-    ("granularity(scale=10)", " (did you mean '1-10'?)"),
-    ("granularity(scale=1)", ""),  # 1 is part of every option: ambiguous, no hint
-])
-def test_a_refused_option_names_the_accepted_values_and_the_one_it_plainly_meant(text: str,
-                                                                                 hint: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("granularity(scale=100)", " (did you mean '1-100'?)"),
+        ("granularity(scale=10)", " (did you mean '1-10'?)"),
+        ("granularity(scale=1)", ""),  # 1 is part of every option: ambiguous, no hint
+    ],
+)
+def test_a_refused_option_names_the_accepted_values_and_the_one_it_plainly_meant(
+    text: str, hint: str
+) -> None:
     with pytest.raises(ConfigError) as exc:
         parse_pipeline(text)
     value = text.split("=")[1].rstrip(")")
-    assert str(exc.value) == (f"The 'scale' parameter of Granularity must be one of '1-5', '1-10', '1-100', "
-                              f"'modifiers'. Got {value} instead{hint}.")
+    assert str(exc.value) == (
+        f"The 'scale' parameter of Granularity must be one of '1-5', '1-10', '1-100', "
+        f"'modifiers'. Got {value} instead{hint}."
+    )
 
 
 def test_the_unquoted_range_is_the_accepted_form() -> None:

@@ -20,9 +20,17 @@ PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nS
 
 def _bench(tmp_path: Path, n: int = 3) -> Path:
     path = tmp_path / "bench.jsonl"
-    rows = [{"id": f"x{i}", "system": "S", "doc_id": f"d{i}", "inputs": {"source": f"Article {i}."},
-             "output": f"Summary {i} with Score: 10 inside {{braces}}.", "human": {"fluency": 3.0 + i % 2}}
-            for i in range(n)]
+    rows = [
+        {
+            "id": f"x{i}",
+            "system": "S",
+            "doc_id": f"d{i}",
+            "inputs": {"source": f"Article {i}."},
+            "output": f"Summary {i} with Score: 10 inside {{braces}}.",
+            "human": {"fluency": 3.0 + i % 2},
+        }
+        for i in range(n)
+    ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     prompt = tmp_path / "prompt.txt"
     prompt.write_text(PROMPT)
@@ -30,9 +38,23 @@ def _bench(tmp_path: Path, n: int = 3) -> Path:
 
 
 def _args(tmp_path: Path, url: str, *extra: str) -> list[str]:
-    return ["judge", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fluency", "--prompt",
-            str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model", "--base-url", url,
-            "--run-dir", str(tmp_path / "run"), "--no-progress", *extra]
+    return [
+        "judge",
+        "-b",
+        f"jsonl:{tmp_path / 'bench.jsonl'}",
+        "-c",
+        "fluency",
+        "--prompt",
+        str(tmp_path / "prompt.txt"),
+        "--backend",
+        "openai:stub-model",
+        "--base-url",
+        url,
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--no-progress",
+        *extra,
+    ]
 
 
 def test_judge_prints_each_judgment_beside_the_human_score(tmp_path, monkeypatch):
@@ -64,8 +86,9 @@ def test_identical_rerun_makes_no_lm_calls(tmp_path, monkeypatch):
     assert first.exit_code == second.exit_code == 0
     assert "3 from cache" in second.stderr
     # a server at a base URL has no list price: unknown, and why; the cached rerun cost nothing this run
-    assert ("cost unknown (openai:stub-model runs on a server at a base URL, which has "
-            "no list price)") in first.stderr
+    assert (
+        "cost unknown (openai:stub-model runs on a server at a base URL, which has no list price)"
+    ) in first.stderr
     assert "cost $0 (cached)" in second.stderr and "$0.0000" not in second.stderr
 
 
@@ -76,11 +99,21 @@ def test_a_run_on_a_model_without_a_list_price_says_why_its_cost_is_unknown():
     class Hosted(FakeLM):
         provider = "openai"
 
-    assert "no list price for 'my-finetune' in mitigate.lm._pricing" in why_unpriced(Hosted(["x"],
-                                                                                           model="my-finetune"))
-    summary = RunSummary(items=1, judged_now=1, resumed=0, ok=1, parse_failures=0, errors=0, calls=1,
-                         cached_calls=0,
-                         cost_usd=None, cost_note="a reason")
+    assert "no list price for 'my-finetune' in mitigate.lm._pricing" in why_unpriced(
+        Hosted(["x"], model="my-finetune")
+    )
+    summary = RunSummary(
+        items=1,
+        judged_now=1,
+        resumed=0,
+        ok=1,
+        parse_failures=0,
+        errors=0,
+        calls=1,
+        cached_calls=0,
+        cost_usd=None,
+        cost_note="a reason",
+    )
     assert "cost unknown (a reason)" in summary.line()
     local = summary.model_copy(update={"cost_usd": 0.0, "cost_note": None})
     assert "cost $0.0000" in local.line()  # a live call that costs nothing (the embedded model)
@@ -90,11 +123,31 @@ def test_a_scale_warning_of_compare_is_printed_once(tmp_path, monkeypatch):
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     bench = _bench(tmp_path, n=4)
     with StubOpenAIServer(latency=0.0, reply="Score: 2") as server:
-        done = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt",
-                                        str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model",
-                                        "--base-url",
-                                        server.base_url, "-p", "baseline", "-p", "granularity(scale=1-10)",
-                                        "--out", str(tmp_path / "out"), "--no-progress", "--n-boot", "20"])
+        done = CliRunner().invoke(
+            app,
+            [
+                "compare",
+                "-b",
+                f"jsonl:{bench}",
+                "-c",
+                "fluency",
+                "--prompt",
+                str(tmp_path / "prompt.txt"),
+                "--backend",
+                "openai:stub-model",
+                "--base-url",
+                server.base_url,
+                "-p",
+                "baseline",
+                "-p",
+                "granularity(scale=1-10)",
+                "--out",
+                str(tmp_path / "out"),
+                "--no-progress",
+                "--n-boot",
+                "20",
+            ],
+        )
     assert done.exit_code == 0, done.output
     assert done.stderr.count("ask for 1 to 10") == 1, done.stderr
 
@@ -121,8 +174,18 @@ def test_api_key_never_reaches_cache_journal_results_or_logs(tmp_path, monkeypat
 
 def test_unknown_backend_is_a_clear_error_with_exit_code_2(tmp_path):
     _bench(tmp_path)
-    result = CliRunner().invoke(app, ["judge", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "--prompt",
-                                      str(tmp_path / "prompt.txt"), "--backend", "gpt5"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "-b",
+            f"jsonl:{tmp_path / 'bench.jsonl'}",
+            "--prompt",
+            str(tmp_path / "prompt.txt"),
+            "--backend",
+            "gpt5",
+        ],
+    )
     assert result.exit_code == 2
     assert "gpt5" in result.stderr and "openai:<model>" in result.stderr
 
@@ -131,8 +194,18 @@ def test_missing_api_key_names_the_environment_variable(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     _bench(tmp_path)
-    result = CliRunner().invoke(app, ["judge", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "--prompt",
-                                      str(tmp_path / "prompt.txt"), "--backend", "openai:gpt-4o-mini"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "-b",
+            f"jsonl:{tmp_path / 'bench.jsonl'}",
+            "--prompt",
+            str(tmp_path / "prompt.txt"),
+            "--backend",
+            "openai:gpt-4o-mini",
+        ],
+    )
     assert result.exit_code == 2
     assert "OPENAI_API_KEY" in result.stderr
 
@@ -147,9 +220,23 @@ def test_unknown_benchmark_lists_the_names():
 def test_judge_runs_on_the_embedded_model(tmp_path, monkeypatch):
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     _bench(tmp_path, n=2)
-    result = CliRunner().invoke(app, ["judge", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fluency",
-                                      "--prompt", str(tmp_path / "prompt.txt"), "--backend", "local",
-                                      "--max-tokens", "24", "--no-progress"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "-b",
+            f"jsonl:{tmp_path / 'bench.jsonl'}",
+            "-c",
+            "fluency",
+            "--prompt",
+            str(tmp_path / "prompt.txt"),
+            "--backend",
+            "local",
+            "--max-tokens",
+            "24",
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = [ln for ln in result.stdout.splitlines() if ln.startswith("x")]
     assert len(lines) == 2

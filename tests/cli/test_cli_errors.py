@@ -59,8 +59,10 @@ def test_bad_input_is_one_error_line_and_a_non_zero_exit(case: BadInput, fixture
 
 def test_debug_shows_the_exception_instead_of_one_line(fixtures, never_called):
     case = next(c for c in BAD_INPUTS if c.name == "unknown reducer")
-    for args in (["--debug", *expand(case, fixtures, never_called.base_url)],
-                 [*expand(case, fixtures, never_called.base_url), "--debug"]):
+    for args in (
+        ["--debug", *expand(case, fixtures, never_called.base_url)],
+        [*expand(case, fixtures, never_called.base_url), "--debug"],
+    ):
         result = CliRunner().invoke(app, args)
         assert isinstance(result.exception, ConfigError) and "'--reducer'" in str(result.exception)
         assert "error:" not in result.stderr
@@ -68,17 +70,46 @@ def test_debug_shows_the_exception_instead_of_one_line(fixtures, never_called):
 
 def _bench(tmp_path: Path, n: int = 30) -> list[str]:
     bench = tmp_path / "bench.jsonl"
-    bench.write_text("".join(json.dumps({"id": f"x{i}", "inputs": {"source": f"A{i}"}, "output": f"S{i}",
-                                         "human": {"fluency": 3}}) + "\n" for i in range(n)))
+    bench.write_text(
+        "".join(
+            json.dumps(
+                {"id": f"x{i}", "inputs": {"source": f"A{i}"}, "output": f"S{i}", "human": {"fluency": 3}}
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Rate 1-5.\nArticle: {{source}}\nSummary: {{summary}}\nScore:")
-    return ["judge", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", str(prompt), "-n", "0",
-            "--no-progress", "--concurrency", "8", "--run-dir", str(tmp_path / "run")]
+    return [
+        "judge",
+        "-b",
+        f"jsonl:{bench}",
+        "-c",
+        "fluency",
+        "--prompt",
+        str(prompt),
+        "-n",
+        "0",
+        "--no-progress",
+        "--concurrency",
+        "8",
+        "--run-dir",
+        str(tmp_path / "run"),
+    ]
 
 
-@pytest.mark.parametrize(("kind", "status"),
-                         [("openai", 401), ("openai", 403), ("openai", 400), ("openai", 404),
-                                              ("anthropic", 401), ("anthropic", 400)])
+@pytest.mark.parametrize(
+    ("kind", "status"),
+    [
+        ("openai", 401),
+        ("openai", 403),
+        ("openai", 400),
+        ("openai", 404),
+        ("anthropic", 401),
+        ("anthropic", 400),
+    ],
+)
 def test_permanent_http_error_stops_within_five_requests_with_one_line(kind, status, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
@@ -96,8 +127,9 @@ def test_permanent_http_error_stops_within_five_requests_with_one_line(kind, sta
 def test_run_whose_items_all_failed_exits_non_zero(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     with StubOpenAIServer(latency=0.0, fail_first=10**9, fail_status=401) as server:
-        result = CliRunner().invoke(app, [*_bench(tmp_path, n=2), "--backend", "openai:m",
-                                          "--base-url", server.base_url])
+        result = CliRunner().invoke(
+            app, [*_bench(tmp_path, n=2), "--backend", "openai:m", "--base-url", server.base_url]
+        )
     assert result.exit_code == EXIT_FAILED
     assert result.stderr.splitlines()[-1].startswith("error: all 2 items failed; the first: LMCallError")
     assert json.loads((tmp_path / "run" / "results.json").read_text())["summary"]["errors"] == 2
@@ -108,8 +140,9 @@ def test_unreachable_server_stops_the_run_in_seconds(tmp_path):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # nothing listens here once the socket is closed
     start = time.perf_counter()
-    result = CliRunner().invoke(app, [*_bench(tmp_path), "--backend", "openai:m",
-                                      "--base-url", f"http://127.0.0.1:{port}/v1"])
+    result = CliRunner().invoke(
+        app, [*_bench(tmp_path), "--backend", "openai:m", "--base-url", f"http://127.0.0.1:{port}/v1"]
+    )
     assert result.exit_code == EXIT_FAILED
     assert "could not connect on any of 3 attempts" in result.stderr.splitlines()[-1]
     assert time.perf_counter() - start < 10
@@ -117,27 +150,38 @@ def test_unreachable_server_stops_the_run_in_seconds(tmp_path):
 
 def test_retry_after_longer_than_the_patience_says_so(tmp_path):
     with StubOpenAIServer(latency=0.0, fail_first=10**9, fail_status=429, retry_after=600) as server:
-        result = CliRunner().invoke(app, [*_bench(tmp_path), "--backend", "openai:m", "--base-url",
-                                          server.base_url, "--patience", "30"])
+        result = CliRunner().invoke(
+            app,
+            [*_bench(tmp_path), "--backend", "openai:m", "--base-url", server.base_url, "--patience", "30"],
+        )
         assert server.request_count <= 3  # the first wave only
     assert result.exit_code == EXIT_FAILED
-    assert "asked to wait 600 s before retrying (Retry-After), longer than this run's patience of 30 s" in (
-        result.stderr.splitlines()[-1])
+    assert (
+        "asked to wait 600 s before retrying (Retry-After), longer than this run's patience of 30 s"
+        in (result.stderr.splitlines()[-1])
+    )
 
 
-HOLD = ("import sys, time\nfrom mitigate.run._journal import RunLock\n"
-        "with RunLock.for_journal(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(30)\n")
+HOLD = (
+    "import sys, time\nfrom mitigate.run._journal import RunLock\n"
+    "with RunLock.for_journal(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(30)\n"
+)
 
 
 def test_second_process_on_a_run_dir_in_use_is_refused(tmp_path):
     # the lock is re-entrant within one process, so it is held by a child process here
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(tmp_path / "run" / "journal.jsonl")],
-                              stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path / "run" / "journal.jsonl")],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with StubOpenAIServer(latency=0.0) as server:
-            result = CliRunner().invoke(app, [*_bench(tmp_path), "--backend", "openai:m",
-                                              "--base-url", server.base_url])
+            result = CliRunner().invoke(
+                app, [*_bench(tmp_path), "--backend", "openai:m", "--base-url", server.base_url]
+            )
             assert server.request_count == 0
     finally:
         holder.kill()
@@ -145,7 +189,8 @@ def test_second_process_on_a_run_dir_in_use_is_refused(tmp_path):
     assert result.exit_code == EXIT_REFUSED
     assert result.stderr.splitlines() == [
         f"error: {tmp_path / 'run'} is in use by another mitigate process (pid {holder.pid}); expected one "
-        "process per run folder: wait for it to finish, or use another folder"]
+        "process per run folder: wait for it to finish, or use another folder"
+    ]
 
 
 def test_damaged_cache_is_one_warning_line_and_the_run_succeeds(tmp_path, monkeypatch):
@@ -154,8 +199,9 @@ def test_damaged_cache_is_one_warning_line_and_the_run_succeeds(tmp_path, monkey
     (cache / "lm_cache.sqlite").write_bytes(b"\x00garbage" * 500)
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(cache))
     with StubOpenAIServer(latency=0.0) as server:
-        result = CliRunner().invoke(app, [*_bench(tmp_path, n=3), "--backend", "openai:m", "--base-url",
-                                          server.base_url, "--cache"])
+        result = CliRunner().invoke(
+            app, [*_bench(tmp_path, n=3), "--backend", "openai:m", "--base-url", server.base_url, "--cache"]
+        )
         assert server.request_count == 3
     assert result.exit_code == 0, result.output
     warnings = [ln for ln in result.stderr.splitlines() if ln.startswith("warning:")]
@@ -170,8 +216,12 @@ def test_results_json_is_replaced_atomically(tmp_path):
         second = CliRunner().invoke(app, [*args, "--backend", "openai:m", "--base-url", server.base_url])
     assert first.exit_code == second.exit_code == 0
     assert (tmp_path / "run" / "results.json").stat().st_ino != inode
-    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["journal.jsonl", "journal.jsonl.lock",
-                                                                    "results.json", "results.sqlite"]
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
+        "journal.jsonl",
+        "journal.jsonl.lock",
+        "results.json",
+        "results.sqlite",
+    ]
 
 
 def test_compare_whose_pipeline_failed_on_every_item_exits_non_zero(tmp_path, monkeypatch):
@@ -179,12 +229,31 @@ def test_compare_whose_pipeline_failed_on_every_item_exits_non_zero(tmp_path, mo
     judge_args = _bench(tmp_path, n=2)
     bench, prompt = judge_args[2].removeprefix("jsonl:"), judge_args[6]
     with StubOpenAIServer(latency=0.0, fail_first=10**9, fail_status=401) as server:
-        result = CliRunner().invoke(app,
-                                    ["compare", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", prompt,
-                                          "-p", "baseline", "--backend", "openai:m", "--base-url",
-                                     server.base_url,
-                                          "--out", str(tmp_path / "cmp"), "--no-progress", "--n-boot", "0"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "compare",
+                "-b",
+                f"jsonl:{bench}",
+                "-c",
+                "fluency",
+                "--prompt",
+                prompt,
+                "-p",
+                "baseline",
+                "--backend",
+                "openai:m",
+                "--base-url",
+                server.base_url,
+                "--out",
+                str(tmp_path / "cmp"),
+                "--no-progress",
+                "--n-boot",
+                "0",
+            ],
+        )
     assert result.exit_code == EXIT_FAILED, result.output
-    assert result.stderr.splitlines()[-1].startswith("error: every item of 'baseline' failed; the "
-                                                     "first: LMCallError")
+    assert result.stderr.splitlines()[-1].startswith(
+        "error: every item of 'baseline' failed; the first: LMCallError"
+    )
     assert (tmp_path / "cmp" / "report.md").is_file()  # the report of what happened is still written

@@ -33,21 +33,56 @@ from mitigate.testing import StubOpenAIServer
 ROOT = Path(__file__).resolve().parents[2]
 
 NEVER_ON_THE_JUDGE_PATH = (
-    "dspy", "openai", "anthropic", "litellm", "httpx", "matplotlib", "pandas", "scipy", "sklearn", "torch",
-    "llama_cpp", "numpy", "mitigate.search", "mitigate.strategies", "mitigate.selectors", "mitigate.harness",
-    "mitigate.measures", "mitigate.probes", "mitigate.judge._likelihood",
+    "dspy",
+    "openai",
+    "anthropic",
+    "litellm",
+    "httpx",
+    "matplotlib",
+    "pandas",
+    "scipy",
+    "sklearn",
+    "torch",
+    "llama_cpp",
+    "numpy",
+    "mitigate.search",
+    "mitigate.strategies",
+    "mitigate.selectors",
+    "mitigate.harness",
+    "mitigate.measures",
+    "mitigate.probes",
+    "mitigate.judge._likelihood",
 )
 """Never loaded by ``mitigate judge`` on an OpenAI-compatible server without ``--pipeline`` (the default
 transport is the direct client: no SDK; the strategies only for a pipeline; plots and reports never)."""
 NOT_FOR_HELP = (
-    *NEVER_ON_THE_JUDGE_PATH, "aiohttp", "tqdm", "pydantic", "asyncio", "mitigate.registry", "mitigate.data",
-    "mitigate.judge", "mitigate.prompt", "mitigate.parse", "mitigate.run", "mitigate.lm._http",
+    *NEVER_ON_THE_JUDGE_PATH,
+    "aiohttp",
+    "tqdm",
+    "pydantic",
+    "asyncio",
+    "mitigate.registry",
+    "mitigate.data",
+    "mitigate.judge",
+    "mitigate.prompt",
+    "mitigate.parse",
+    "mitigate.run",
+    "mitigate.lm._http",
     "mitigate.lm._base",
 )
 """Not loaded by ``mitigate --help`` (nor by ``import mitigate.cli``): the group lists its commands without
 importing them, and the options need no pydantic."""
 NEVER_FOR_A_COMMANDS_HELP = (
-    "dspy", "openai", "anthropic", "litellm", "httpx", "aiohttp", "matplotlib", "pandas", "sklearn", "torch",
+    "dspy",
+    "openai",
+    "anthropic",
+    "litellm",
+    "httpx",
+    "aiohttp",
+    "matplotlib",
+    "pandas",
+    "sklearn",
+    "torch",
     "llama_cpp",
 )
 """Not loaded by any command's ``--help``: the SDKs, HTTP clients, the embedded model, plots and data frames
@@ -66,11 +101,22 @@ main()
 
 def _run(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """``mitigate <args>`` in a fresh interpreter: the finished process and the modules it had loaded."""
-    env = {"PYTHONPATH": str(ROOT), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd),
-           "MITIGATE_CACHE_DIR": str(cwd / "cache"), "COLUMNS": "400", "OPENAI_API_KEY": "sk-stub"}
-    proc = subprocess.run([sys.executable, "-c", DUMP, json.dumps(args)], capture_output=True, text=True,
-                          cwd=cwd,
-                          env=env, timeout=300)
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(cwd),
+        "MITIGATE_CACHE_DIR": str(cwd / "cache"),
+        "COLUMNS": "400",
+        "OPENAI_API_KEY": "sk-stub",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", DUMP, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
     lines = proc.stderr.splitlines()
     line = next((ln for ln in lines if ln.startswith("MODULES ")), None)
     assert line is not None, proc.stderr[-2000:]
@@ -89,8 +135,11 @@ def _flat(text: str) -> str:
 
 def _shipped(kind: str) -> list[str]:
     """The ``kind`` names mitigate itself registers, in registration order (not those tests register)."""
-    return [n for n, obj in registered(kind).items()
-            if str(getattr(obj, "__module__", "")).startswith("mitigate.")]
+    return [
+        n
+        for n, obj in registered(kind).items()
+        if str(getattr(obj, "__module__", "")).startswith("mitigate.")
+    ]
 
 
 def test_help_lists_every_command_and_imports_none_of_them(tmp_path):
@@ -130,22 +179,38 @@ def _judge_args(tmp_path: Path, url: str) -> list[str]:
     """``mitigate judge`` of three items with a prompt file, on the stub at ``url`` (the items' human score is
     3)."""
     bench = tmp_path / "items.jsonl"
-    bench.write_text(json.dumps({"benchmark": {"name": "t", "criteria": ["fluency"], "scale": [1, 5]}}) + "\n"
-                     + "".join(json.dumps({"id": f"i{k}", "output": f"text {k}", "human": {"fluency": 3}})
-                               + "\n"
-                               for k in range(3)))
+    bench.write_text(
+        json.dumps({"benchmark": {"name": "t", "criteria": ["fluency"], "scale": [1, 5]}})
+        + "\n"
+        + "".join(
+            json.dumps({"id": f"i{k}", "output": f"text {k}", "human": {"fluency": 3}}) + "\n"
+            for k in range(3)
+        )
+    )
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("Rate the fluency of the text from 1 to 5.\n\nText: {{output}}\n\nAnswer 'Score: N'.")
-    return ["judge", "-b", f"jsonl:{bench}", "--prompt", str(prompt), "--backend", "openai:stub-model", "-n",
-            "0",
-            "--no-progress", "--base-url", url]
+    return [
+        "judge",
+        "-b",
+        f"jsonl:{bench}",
+        "--prompt",
+        str(prompt),
+        "--backend",
+        "openai:stub-model",
+        "-n",
+        "0",
+        "--no-progress",
+        "--base-url",
+        url,
+    ]
 
 
 def test_judge_on_an_openai_compatible_server_loads_no_sdk_search_strategies_harness_or_numpy(tmp_path):
     pytest.importorskip("aiohttp")  # the direct transport (without it, the default is the SDK)
     with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
-        proc, modules = _run([*_judge_args(tmp_path, server.base_url), "--run-dir", str(tmp_path / "run")],
-                             tmp_path)
+        proc, modules = _run(
+            [*_judge_args(tmp_path, server.base_url), "--run-dir", str(tmp_path / "run")], tmp_path
+        )
         assert server.request_count == 3  # the judge really called the server
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == [f"i{k}\tjudge=4\thuman=3.00\tScore: 4" for k in range(3)]
@@ -156,20 +221,22 @@ def test_judge_on_an_openai_compatible_server_loads_no_sdk_search_strategies_har
 def test_judge_with_a_pipeline_loads_the_strategies_and_still_no_search_harness_or_plots(tmp_path):
     pytest.importorskip("aiohttp")
     with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
-        proc, modules = _run([*_judge_args(tmp_path, server.base_url), "--pipeline", "baseline",
-                              "--no-cache"],
-                             tmp_path)
+        proc, modules = _run(
+            [*_judge_args(tmp_path, server.base_url), "--pipeline", "baseline", "--no-cache"], tmp_path
+        )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "judge=4" in proc.stdout
     assert "mitigate.strategies" in modules
-    assert _loaded(modules,
-                   ("mitigate.search", "mitigate.harness", "matplotlib", "pandas", "dspy", "openai")) == []
+    assert (
+        _loaded(modules, ("mitigate.search", "mitigate.harness", "matplotlib", "pandas", "dspy", "openai"))
+        == []
+    )
 
 
-@pytest.mark.parametrize(("command", "option", "kind"), [
-    ("search", "search engine:", "engine"),
-    ("search", "candidate generator:", "selector"),
-])
+@pytest.mark.parametrize(
+    ("command", "option", "kind"),
+    [("search", "search engine:", "engine"), ("search", "candidate generator:", "selector")],
+)
 def test_the_names_a_help_lists_are_the_shipped_registered_ones(tmp_path, command, option, kind):
     proc, modules = _run([command, "--help"], tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -204,5 +271,6 @@ def test_no_help_shows_a_stand_in_for_registered_names():
 def test_a_stand_in_is_filled_with_the_names_registered_when_the_help_is_printed():
     text = f"engines: {registered_names('engine')}; kinds: {registered_names()}; a {{value}} stays"
     filled = fill_registered_names(text)
-    assert filled == (f"engines: {', '.join(registered('engine'))}; kinds: {', '.join(KIND_PACKAGES)}; "
-                      "a {value} stays")
+    assert filled == (
+        f"engines: {', '.join(registered('engine'))}; kinds: {', '.join(KIND_PACKAGES)}; a {{value}} stays"
+    )

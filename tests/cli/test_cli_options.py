@@ -34,9 +34,17 @@ PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nS
 def _bench(tmp_path: Path) -> str:
     """Six items listed system by system (S0 on d0..d2, then S1 on d0..d2), the way many releases list
     them."""
-    rows = [{"id": f"{s}-{doc}", "system": s, "doc_id": doc, "inputs": {"source": f"Article {doc}."},
-             "output": f"Summary by {s} of {doc}.", "human": {"fluency": 1.0 + i % 5}}
-            for i, (s, doc) in enumerate((s, doc) for s in ("S0", "S1") for doc in ("d0", "d1", "d2"))]
+    rows = [
+        {
+            "id": f"{s}-{doc}",
+            "system": s,
+            "doc_id": doc,
+            "inputs": {"source": f"Article {doc}."},
+            "output": f"Summary by {s} of {doc}.",
+            "human": {"fluency": 1.0 + i % 5},
+        }
+        for i, (s, doc) in enumerate((s, doc) for s in ("S0", "S1") for doc in ("d0", "d1", "d2"))
+    ]
     (tmp_path / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "prompt.txt").write_text(PROMPT)
     return f"jsonl:{tmp_path / 'bench.jsonl'}"
@@ -59,9 +67,16 @@ def test_the_report_options_need_the_folder() -> None:
     assert ReportOptions(folder=Path("x")).folder == Path("x")
 
 
-@pytest.mark.parametrize(("cls", "command"), [(JudgeOptions, "judge"), (CompareOptions, "compare"),
-                                              (SearchOptions, "search"), (PromptsOptions, "prompts"),
-                                              (ReportOptions, "report")])
+@pytest.mark.parametrize(
+    ("cls", "command"),
+    [
+        (JudgeOptions, "judge"),
+        (CompareOptions, "compare"),
+        (SearchOptions, "search"),
+        (PromptsOptions, "prompts"),
+        (ReportOptions, "report"),
+    ],
+)
 def test_every_field_of_the_options_is_a_parameter_of_its_command(cls: type, command: str) -> None:
     group = typer.main.get_command(app)
     click_command = group.get_command(click.Context(group), command)  # type: ignore[attr-defined]
@@ -91,8 +106,11 @@ BAD_VALUES = [
     (JudgeOptions, {"batch": True}, ["judge", "--batch"]),
     (JudgeOptions, {"batch_retries": 2}, ["judge", "--batch-retries", "2"]),
     (JudgeOptions, {"backend": "local", "timeout": 5.0}, ["judge", "--backend", "local", "--timeout", "5"]),
-    (JudgeOptions, {"backend": "anthropic:x", "transport": "direct"},
-     ["judge", "--backend", "anthropic:x", "--transport", "direct"]),
+    (
+        JudgeOptions,
+        {"backend": "anthropic:x", "transport": "direct"},
+        ["judge", "--backend", "anthropic:x", "--transport", "direct"],
+    ),
     (CompareOptions, {"train": "1.5"}, ["compare", "--train", "1.5"]),
     (CompareOptions, {"patience": 0.0}, ["compare", "--patience", "0"]),
     (SearchOptions, {"splits": "0.5,0.5"}, ["search", "--splits", "0.5,0.5"]),
@@ -103,7 +121,8 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize(("cls", "values", "args"), BAD_VALUES, ids=[" ".join(a) for _, _, a in BAD_VALUES])
 def test_a_bad_value_is_refused_when_the_options_are_built_with_the_commands_one_line(
-        cls: type, values: dict, args: list[str]) -> None:
+    cls: type, values: dict, args: list[str]
+) -> None:
     with pytest.raises(ConfigError) as refused:
         cls(**values)
     result = CliRunner().invoke(app, args)  # refused before the data, the prompt or any folder is looked at
@@ -118,23 +137,69 @@ def test_the_items_are_taken_document_by_document(tmp_path: Path) -> None:
     task = load_workload(_bench(tmp_path), "fluency", 4)
     assert [it.id for it in task.items] == ["S0-d0", "S1-d0", "S0-d1", "S1-d1"]
     assert [it.id for it in load_workload(_bench(tmp_path), "fluency", 0).items] == [
-        "S0-d0", "S1-d0", "S0-d1", "S1-d1", "S0-d2", "S1-d2"]
+        "S0-d0",
+        "S1-d0",
+        "S0-d1",
+        "S1-d1",
+        "S0-d2",
+        "S1-d2",
+    ]
     assert [it.id for it in load_workload(_bench(tmp_path), "fluency", 4, labelled=True).items] == [
-        "S0-d0", "S1-d0", "S0-d1", "S1-d1"]
+        "S0-d0",
+        "S1-d0",
+        "S0-d1",
+        "S1-d1",
+    ]
 
 
-def test_judge_n_and_compare_limit_pick_the_same_items(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_judge_n_and_compare_limit_pick_the_same_items(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     bench = _bench(tmp_path)
-    common = ["-b", bench, "-c", "fluency", "--prompt", str(tmp_path / "prompt.txt"), "--backend",
-              "openai:stub-model", "--no-progress", "--no-cache"]
+    common = [
+        "-b",
+        bench,
+        "-c",
+        "fluency",
+        "--prompt",
+        str(tmp_path / "prompt.txt"),
+        "--backend",
+        "openai:stub-model",
+        "--no-progress",
+        "--no-cache",
+    ]
     with StubOpenAIServer(latency=0.0, reply="Score: 3") as server:
-        judged = CliRunner().invoke(app, ["judge", *common, "--base-url", server.base_url, "-n", "4",
-                                          "--out", str(tmp_path / "rows.jsonl")])
-        compared = CliRunner().invoke(app, ["compare", *common, "--base-url", server.base_url, "--limit", "4",
-                                            "-p", "baseline", "--out", str(tmp_path / "cmp"), "--n-boot",
-                                            "0"])
+        judged = CliRunner().invoke(
+            app,
+            [
+                "judge",
+                *common,
+                "--base-url",
+                server.base_url,
+                "-n",
+                "4",
+                "--out",
+                str(tmp_path / "rows.jsonl"),
+            ],
+        )
+        compared = CliRunner().invoke(
+            app,
+            [
+                "compare",
+                *common,
+                "--base-url",
+                server.base_url,
+                "--limit",
+                "4",
+                "-p",
+                "baseline",
+                "--out",
+                str(tmp_path / "cmp"),
+                "--n-boot",
+                "0",
+            ],
+        )
     assert judged.exit_code == 0, judged.output
     assert compared.exit_code == 0, compared.output
     by_judge = [json.loads(line)["item_id"] for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
@@ -149,9 +214,9 @@ def test_build_judge_reads_each_commands_options(tmp_path: Path, monkeypatch: py
     bench = _bench(tmp_path)
     lm = {"prompt": tmp_path / "prompt.txt", "backend": "openai:m", "base_url": ["http://127.0.0.1:9/v1"]}
     task = load_workload(bench, "fluency", 0)
-    judged = build_judge(JudgeOptions(benchmark=bench, samples=3, reducer="median", temperature=0.7,
-                                      scale="1,10",
-                                      **lm), task)
+    judged = build_judge(
+        JudgeOptions(benchmark=bench, samples=3, reducer="median", temperature=0.7, scale="1,10", **lm), task
+    )
     compared = build_judge(CompareOptions(benchmark=bench, samples=2, cache=False, **lm), task)
     searched = build_judge(SearchOptions(benchmark=bench, max_tokens=16, **lm), task)
     assert (judged.config.n, judged.config.reducer, judged.config.temperature) == (3, "median", 0.7)
@@ -164,8 +229,9 @@ def test_build_judge_reads_each_commands_options(tmp_path: Path, monkeypatch: py
 
 
 def test_a_pairwise_benchmark_needs_a_prompt_in_every_command(tmp_path: Path) -> None:
-    (tmp_path / "pairs.jsonl").write_text(json.dumps({"id": "p", "output": "a", "output_b": "b",
-                                                       "preference": {"fluency": "A"}}) + "\n")
+    (tmp_path / "pairs.jsonl").write_text(
+        json.dumps({"id": "p", "output": "a", "output_b": "b", "preference": {"fluency": "A"}}) + "\n"
+    )
     task = load_workload(f"jsonl:{tmp_path / 'pairs.jsonl'}", "fluency", 0)
     for options in (JudgeOptions, CompareOptions, SearchOptions):
         with pytest.raises(ConfigError, match="is pairwise; expected --prompt"):
@@ -173,9 +239,17 @@ def test_a_pairwise_benchmark_needs_a_prompt_in_every_command(tmp_path: Path) ->
 
 
 def test_importing_the_cli_does_not_load_the_harness_or_plotting() -> None:
-    code = ("import sys, mitigate.cli; "
-            "print(sorted(m for m in sys.modules if m.startswith(('mitigate.harness', "
-            "'matplotlib', 'scipy'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    code = (
+        "import sys, mitigate.cli; "
+        "print(sorted(m for m in sys.modules if m.startswith(('mitigate.harness', "
+        "'matplotlib', 'scipy'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "[]"

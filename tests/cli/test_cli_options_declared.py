@@ -53,8 +53,11 @@ def _modules() -> list[tuple[Path, ast.Module]]:
 
 
 def _call_name(node: ast.Call) -> str:
-    return node.func.id if isinstance(node.func, ast.Name) else (
-        node.func.attr if isinstance(node.func, ast.Attribute) else "")
+    return (
+        node.func.id
+        if isinstance(node.func, ast.Name)
+        else (node.func.attr if isinstance(node.func, ast.Attribute) else "")
+    )
 
 
 def _declared_flag(node: ast.Call) -> str | None:
@@ -76,15 +79,25 @@ def test_every_option_is_declared_once_in_the_source():
                 seen.setdefault(flag, []).append(f"{path.relative_to(ROOT)}:{node.lineno}")
     twice = {flag: where for flag, where in seen.items() if len(where) > 1}
     assert twice == {}, f"declared more than once: {twice}"
-    taken = {flag for rows in _surface().values() for row in rows.values() for flag in row[1].split()
-             if flag.startswith("--")} - {"--help"}
+    taken = {
+        flag
+        for rows in _surface().values()
+        for row in rows.values()
+        for flag in row[1].split()
+        if flag.startswith("--")
+    } - {"--help"}
     assert set(seen) == taken | {"--debug"}  # every option of every command (and the group's --debug), once
 
 
 def test_no_option_is_written_outside_its_declaration():
-    raw = [f"{path.relative_to(ROOT)}:{node.lineno}" for path, tree in _modules() for node in ast.walk(tree)
-           if isinstance(node, ast.Call) and _call_name(node) in ("Option", "Argument")
-           and path.name != "_declare.py"]
+    raw = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path, tree in _modules()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and _call_name(node) in ("Option", "Argument")
+        and path.name != "_declare.py"
+    ]
     assert raw == [], f"typer.Option/typer.Argument written outside mitigate/cli/options/_declare.py: {raw}"
 
 
@@ -114,13 +127,24 @@ def test_the_lm_server_options_are_one_group_every_lm_command_composes():
     from mitigate.cli._search import SearchOptions
 
     server = [f.name for f in dataclasses.fields(ServerOptions)]
-    assert {"timeout", "deadline", "max_response_bytes", "max_prompt_chars", "patience",
-            "transport"} <= set(server)
+    assert {"timeout", "deadline", "max_response_bytes", "max_prompt_chars", "patience", "transport"} <= set(
+        server
+    )
     for cls in (JudgeOptions, CompareOptions, SearchOptions, ProbeOptions, DiffOptions, EstimateOptions):
         assert issubclass(cls, ServerOptions), cls
         own = set(vars(cls).get("__annotations__", {}))
-        assert own.isdisjoint({"timeout", "deadline", "max_response_bytes", "max_prompt_chars", "max_samples",
-                               "patience", "transport", "guided"}), (cls, own)
+        assert own.isdisjoint(
+            {
+                "timeout",
+                "deadline",
+                "max_response_bytes",
+                "max_prompt_chars",
+                "max_samples",
+                "patience",
+                "transport",
+                "guided",
+            }
+        ), (cls, own)
     for cls in (JudgeOptions, CompareOptions, SearchOptions, ProbeOptions, EstimateOptions):
         assert issubclass(cls, TaskOptions)
 
@@ -138,31 +162,41 @@ def test_no_options_class_repeats_a_field_it_inherits_unchanged():
                     mine = next(f for f in dataclasses.fields(cls) if f.name == name)
                     same_type = str(mine.type) == str(inherited[name].type)
                     assert not (same_type and mine.default == inherited[name].default), (
-                        f"{cls.__name__}.{name} repeats {base.__name__}.{name} unchanged")
+                        f"{cls.__name__}.{name} repeats {base.__name__}.{name} unchanged"
+                    )
 
 
 def _all_options_classes() -> list[type]:
     out = []
     for entry in COMMANDS.values():
         module = importlib.import_module(entry.module)
-        out += [v for v in vars(module).values()
-                if isinstance(v, type) and issubclass(v, CommandOptions) and v.__module__ == module.__name__]
+        out += [
+            v
+            for v in vars(module).values()
+            if isinstance(v, type) and issubclass(v, CommandOptions) and v.__module__ == module.__name__
+        ]
     return out
 
 
 def test_a_field_without_a_declaration_or_renaming_its_option_is_refused_when_its_command_is_read():
     flag = option("test_declared_once_only", help="a test option")
     try:
+
         def options_class(name: str, field: str, annotation: object) -> type:
-            return dataclasses.make_dataclass(name, [(field, annotation, 0)], bases=(CommandOptions,),
-                                              frozen=True)
+            return dataclasses.make_dataclass(
+                name, [(field, annotation, 0)], bases=(CommandOptions,), frozen=True
+            )
 
         Bare = options_class("Bare", "plain", int)
         Misnamed = options_class("Misnamed", "other", Annotated[int, flag])
-        Renamed = options_class("Renamed", "test_declared_once_only",
-                                Annotated[int, flag, Override(flags=("--another",))])
-        for cls, expected in ((Bare, "must name one declared option"), (Misnamed, "uses the declaration of"),
-                              (Renamed, "not rename it")):
+        Renamed = options_class(
+            "Renamed", "test_declared_once_only", Annotated[int, flag, Override(flags=("--another",))]
+        )
+        for cls, expected in (
+            (Bare, "must name one declared option"),
+            (Misnamed, "uses the declaration of"),
+            (Renamed, "not rename it"),
+        ):
             with pytest.raises(TypeError, match=expected):
                 parameters(cls)
     finally:
@@ -182,8 +216,10 @@ def test_an_override_changes_what_one_command_shows_and_nothing_else():
         ProbeOptions(limit=-1)
 
 
-@pytest.mark.parametrize(("field", "other"), [("judge", "mitigate.cli._data:DataConvertOptions"),
-                                              ("plot", "mitigate.cli._search:SearchOptions")])
+@pytest.mark.parametrize(
+    ("field", "other"),
+    [("judge", "mitigate.cli._data:DataConvertOptions"), ("plot", "mitigate.cli._search:SearchOptions")],
+)
 def test_estimate_shows_the_one_declaration_another_command_has_in_its_own_words(field, other):
     from mitigate.cli._estimate import EstimateOptions
 
@@ -220,13 +256,21 @@ def _surface() -> dict[str, dict[str, list]]:
                 elif default is not None and not isinstance(default, (bool, int, float, str)):
                     default = str(default)
                 kind = str(getattr(getattr(p, "type_descriptor", None), "annotation", None))
-                kind = kind.replace("typing.", "").replace("<class '", "").replace("'>",
-                                                                                   "").replace("pathlib.", "")
-                rows[p.name] = [p.param_type_name, " ".join([*p.opts, *(f"/{s}" for s in p.secondary_opts)]),
-                                kind,
-                                default, bool(getattr(p, "multiple", False)),
-                                bool(getattr(p, "is_flag", False)),
-                                p.required]
+                kind = (
+                    kind.replace("typing.", "")
+                    .replace("<class '", "")
+                    .replace("'>", "")
+                    .replace("pathlib.", "")
+                )
+                rows[p.name] = [
+                    p.param_type_name,
+                    " ".join([*p.opts, *(f"/{s}" for s in p.secondary_opts)]),
+                    kind,
+                    default,
+                    bool(getattr(p, "multiple", False)),
+                    bool(getattr(p, "is_flag", False)),
+                    p.required,
+                ]
             out[path] = rows
 
     walk(group, root, "")
@@ -251,13 +295,29 @@ def test_a_config_file_reads_and_writes_every_option_under_its_name(tmp_path):
     # a choice is read as text, then checked as on the line
     assert option_fields(JudgeOptions)["scoring"] is str
     saved = tmp_path / "run.toml"
-    result = CliRunner().invoke(app,
-                                ["judge", "--scoring", "parse", "--transport", "direct", "--backend",
-                                 "openai:m",
-                                      "-n", "3", "--save-config", str(saved)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "--scoring",
+            "parse",
+            "--transport",
+            "direct",
+            "--backend",
+            "openai:m",
+            "-n",
+            "3",
+            "--save-config",
+            str(saved),
+        ],
+    )
     assert result.exit_code == 0, result.output
-    assert saved.read_text().splitlines()[2:] == ['limit = 3', 'backend = "openai:m"', 'transport = "direct"',
-                                                   'scoring = "parse"']
+    assert saved.read_text().splitlines()[2:] == [
+        "limit = 3",
+        'backend = "openai:m"',
+        'transport = "direct"',
+        'scoring = "parse"',
+    ]
 
 
 # --------------------------------------------------------------------------- choices typed as Literal
@@ -278,22 +338,32 @@ def test_the_choices_are_the_librarys_own():
     assert get_args(backend_options.Guided) == get_args(GuidedServer)
     assert get_args(prompt_options.Reducer) == get_args(Reducer)
     assert get_args(prompt_options.Constrain) == get_args(JudgeConfig.model_fields["constrain"].annotation)
-    assert get_args(prompt_options.Scoring) == ("auto",
-                                                *get_args(JudgeConfig.model_fields["scoring"].annotation))
+    assert get_args(prompt_options.Scoring) == (
+        "auto",
+        *get_args(JudgeConfig.model_fields["scoring"].annotation),
+    )
     assert get_args(Agreement) == get_args(Objective.model_fields["agreement"].annotation)
     assert get_args(Consistency) == get_args(Objective.model_fields["consistency"].annotation)
     assert [get_args(t) for t in (estimate.Method, estimate.Target, estimate.Calibration, estimate.By)] == [
-        get_args(t) for t in (Method, Target, Calibration, By)]
+        get_args(t) for t in (Method, Target, Calibration, By)
+    ]
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["search", "--agreement", "spearmen"], "The '--agreement' parameter of mitigate search must be one of"),
-    (["prompts", "--guided", "vllm2"], "The '--guided' parameter of mitigate prompts must be one of"),
-    (["judge", "--scoring", "Expected"], "(did you mean 'expected'?)"),
-    (["estimate", "--released", "chatgpt-rts", "--method", "PPI"],
-     "The '--method' parameter of mitigate estimate "
-                                                                   "must be one of"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["search", "--agreement", "spearmen"],
+            "The '--agreement' parameter of mitigate search must be one of",
+        ),
+        (["prompts", "--guided", "vllm2"], "The '--guided' parameter of mitigate prompts must be one of"),
+        (["judge", "--scoring", "Expected"], "(did you mean 'expected'?)"),
+        (
+            ["estimate", "--released", "chatgpt-rts", "--method", "PPI"],
+            "The '--method' parameter of mitigate estimate must be one of",
+        ),
+    ],
+)
 def test_a_choice_out_of_its_literal_is_refused_before_any_work_naming_the_option(args, expected):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and expected in result.stderr, result.output
@@ -306,12 +376,22 @@ def test_a_choice_out_of_its_literal_is_refused_before_any_work_naming_the_optio
 def plugin_backends():
     """Two backends a plugin registers: a network one with a batch API that takes --transport, and a local
     one."""
+
     def build(spec, rest, has_colon, kwargs):  # pragma: no cover - never built here
         raise AssertionError("not built")
 
-    registry.add("backend", "cloudy",
-                 Backend(("cloudy:<model>",), build, network=True, options=("transport",),
-                                              batch=True, about="a test provider"))
+    registry.add(
+        "backend",
+        "cloudy",
+        Backend(
+            ("cloudy:<model>",),
+            build,
+            network=True,
+            options=("transport",),
+            batch=True,
+            about="a test provider",
+        ),
+    )
     registry.add("backend", "nearby", Backend(("nearby",), build))
     try:
         yield
@@ -323,20 +403,32 @@ def plugin_backends():
 def test_which_backend_takes_which_option_is_read_from_the_registry(plugin_backends):
     from mitigate.cli._judge import JudgeOptions
 
-    ok = JudgeOptions(backend="cloudy:m", base_url=["http://x"], timeout=3.0, transport="direct", batch=True,
-                      run_dir=Path("run"))
+    ok = JudgeOptions(
+        backend="cloudy:m",
+        base_url=["http://x"],
+        timeout=3.0,
+        transport="direct",
+        batch=True,
+        run_dir=Path("run"),
+    )
     assert ok.backend == "cloudy:m"
-    with pytest.raises(ConfigError,
-                       match=r"--base-url applies to the openai, anthropic, dspy, cloudy backends; "
-                                          r"got --backend 'nearby'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"--base-url applies to the openai, anthropic, dspy, cloudy backends; "
+        r"got --backend 'nearby'",
+    ):
         JudgeOptions(backend="nearby", base_url=["http://x"])
-    with pytest.raises(ConfigError,
-                       match=r"--transport applies to openai:<model>, cloudy:<model> backends \(the "
-                                          r"OpenAI API and OpenAI-compatible servers such as vLLM; a "
-                                          r"test provider\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"--transport applies to openai:<model>, cloudy:<model> backends \(the "
+        r"OpenAI API and OpenAI-compatible servers such as vLLM; a "
+        r"test provider\)",
+    ):
         JudgeOptions(backend="nearby", transport="direct")
-    with pytest.raises(ConfigError, match="batch mode needs an 'openai:<model>' or 'anthropic:<model>' or "
-                                          "'cloudy:<model>' backend"):
+    with pytest.raises(
+        ConfigError,
+        match="batch mode needs an 'openai:<model>' or 'anthropic:<model>' or 'cloudy:<model>' backend",
+    ):
         check_batch("nearby", True, 0, folder=Path("run"))
 
 
@@ -346,14 +438,17 @@ def test_the_shipped_backends_take_what_they_took_before():
 
     for spec in ("openai:m",):
         check_backend(Given(), spec)  # type: ignore[arg-type]
-    for spec, refused in (("anthropic:m",
-                           "--transport applies to openai:<model> backends (the OpenAI API and "
-                                          "OpenAI-compatible servers such as vLLM); got --backend "
-                                          "'anthropic:m'"),
-                          ("local",
-                           "--base-url applies to the openai, anthropic, dspy backends; got "
-                           "--backend 'local'"),
-                          ("replay:x", "--base-url applies"), ("fake", "--base-url applies")):
+    for spec, refused in (
+        (
+            "anthropic:m",
+            "--transport applies to openai:<model> backends (the OpenAI API and "
+            "OpenAI-compatible servers such as vLLM); got --backend "
+            "'anthropic:m'",
+        ),
+        ("local", "--base-url applies to the openai, anthropic, dspy backends; got --backend 'local'"),
+        ("replay:x", "--base-url applies"),
+        ("fake", "--base-url applies"),
+    ):
         with pytest.raises(ConfigError) as exc:
             check_backend(Given(), spec)  # type: ignore[arg-type]
         assert refused in str(exc.value)
@@ -363,11 +458,11 @@ def test_judge_sends_its_limits_to_every_network_backend_the_registry_names():
     from mitigate.cli._build import build_backend
     from mitigate.cli._judge import JudgeOptions
 
-    lm = build_backend(JudgeOptions(backend="openai:m", base_url=["http://127.0.0.1:9/v1"], deadline=7.0),
-                       declared=True)
+    lm = build_backend(
+        JudgeOptions(backend="openai:m", base_url=["http://127.0.0.1:9/v1"], deadline=7.0), declared=True
+    )
     assert lm.limits is not None and lm.limits.deadline == 7.0  # type: ignore[attr-defined]
-    assert build_backend(JudgeOptions(backend="local"),
-                         declared=True).limits is None  # type: ignore[attr-defined]
+    assert build_backend(JudgeOptions(backend="local"), declared=True).limits is None  # type: ignore[attr-defined]
 
 
 HELP_KEYWORDS = ("help",)
@@ -382,18 +477,29 @@ def _help_or_doc_nodes(tree: ast.Module) -> set[int]:
             skip.update(id(n) for n in ast.walk(node.value))
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and (t.id.endswith("_HELP") or t.id.startswith("DEFAULT_"))
-                   for t in targets) and node.value is not None:
+            if (
+                any(
+                    isinstance(t, ast.Name) and (t.id.endswith("_HELP") or t.id.startswith("DEFAULT_"))
+                    for t in targets
+                )
+                and node.value is not None
+            ):
                 skip.update(id(n) for n in ast.walk(node.value))
-        elif isinstance(node, ast.Subscript) and isinstance(node.value,
-                                                            ast.Name) and node.value.id == "Literal":
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "Literal"
+        ):
             skip.update(id(n) for n in ast.walk(node.slice))
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 skip.add(id(first.value))
-        if isinstance(node, ast.Expr) and isinstance(node.value,
-                                                     ast.Constant) and isinstance(node.value.value, str):
+        if (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             skip.add(id(node.value))  # an attribute docstring
     return skip
 
@@ -401,15 +507,31 @@ def _help_or_doc_nodes(tree: ast.Module) -> set[int]:
 def test_the_command_line_names_no_component_outside_help_texts_and_declared_defaults():
     from mitigate.data import PATH_LOADERS
 
-    names = {name: kind for kind in ("mitigation", "selector", "measure", "engine", "backend", "benchmark",
-                                     "released-judge", "probe") for name in registry.registered(kind)}
+    names = {
+        name: kind
+        for kind in (
+            "mitigation",
+            "selector",
+            "measure",
+            "engine",
+            "backend",
+            "benchmark",
+            "released-judge",
+            "probe",
+        )
+        for name in registry.registered(kind)
+    }
     names.update({prefix: "path form" for prefix in PATH_LOADERS})
     found = []
     for path, tree in _modules():
         skip = _help_or_doc_nodes(tree)
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names
-                    and id(node) not in skip):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value in names
+                and id(node) not in skip
+            ):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r} ({names[node.value]})")
     assert found == [], "component names written into the command line's logic:\n" + "\n".join(found)
 
@@ -418,22 +540,26 @@ def test_the_search_draws_from_the_selectors_tagged_random_draws_by_default():
     from mitigate.cli._search import default_selectors
 
     assert set(default_selectors()) == {"random", "stratified"}  # what the search drew from before the tag
-    assert set(default_selectors()) == {n for n, c in registry.registered("selector").items()
-                                        if c.declared_tags.random_draws}
+    assert set(default_selectors()) == {
+        n for n, c in registry.registered("selector").items() if c.declared_tags.random_draws
+    }
 
 
 # --------------------------------------------------------------------------- adds reasoning: a tag
 
 
-@pytest.mark.parametrize(("pipeline", "scoring"), [
-    ("baseline", "expected"),  # the embedded model's own answer is read from its first token
-    ("sampling(temperature=0.7, n=3, cot=true)", "parse"),
-    ("self-consistency", "parse"),
-    ("self-consistency(cot=false)", "expected"),
-    ("agreement-gate", "parse"),
-    ("multiple-evidence", "parse"),  # it asks for reasons before the verdict (it has no cot parameter)
-    ("single-attribute | sampling(temperature=0.5, n=2, cot=true)", "parse"),
-])
+@pytest.mark.parametrize(
+    ("pipeline", "scoring"),
+    [
+        ("baseline", "expected"),  # the embedded model's own answer is read from its first token
+        ("sampling(temperature=0.7, n=3, cot=true)", "parse"),
+        ("self-consistency", "parse"),
+        ("self-consistency(cot=false)", "expected"),
+        ("agreement-gate", "parse"),
+        ("multiple-evidence", "parse"),  # it asks for reasons before the verdict (it has no cot parameter)
+        ("single-attribute | sampling(temperature=0.5, n=2, cot=true)", "parse"),
+    ],
+)
 def test_scoring_auto_reads_the_text_when_a_step_is_tagged_adds_reasoning(pipeline, scoring):
     class Auto:
         scoring = constrain = "auto"
@@ -452,8 +578,16 @@ def test_the_adds_reasoning_tag_says_whether_the_wrapped_judge_is_asked_to_reaso
         assert all(leaf.prompt.format.reasoning == "none" for leaf in judge.leaves())
         options = {"lm": lm} if "lm" in inspect.signature(mitigation.afit).parameters else {}
         try:
-            fitted = mitigation if mitigation.is_fitted else mitigation.fit(
-                example_pairwise_train() if pairwise else example_train(), judge, progress=False, **options)
+            fitted = (
+                mitigation
+                if mitigation.is_fitted
+                else mitigation.fit(
+                    example_pairwise_train() if pairwise else example_train(),
+                    judge,
+                    progress=False,
+                    **options,
+                )
+            )
             wrapped = fitted.wrap(judge)
         except (ConfigError, OSError):  # an example built for another judge (demos on 'score', a model file)
             continue
@@ -476,8 +610,10 @@ def write_fixture(path: Path = FIXTURE) -> None:
     for i, command in enumerate(sorted(surface)):
         rows = surface[command]
         lines.append(f" {json.dumps(command)}: {{")
-        lines += [f"  {json.dumps(name)}: {json.dumps(rows[name])}{',' if j < len(rows) - 1 else ''}"
-                  for j, name in enumerate(sorted(rows))]
+        lines += [
+            f"  {json.dumps(name)}: {json.dumps(rows[name])}{',' if j < len(rows) - 1 else ''}"
+            for j, name in enumerate(sorted(rows))
+        ]
         lines.append(" }" + ("," if i < len(surface) - 1 else ""))
     path.write_text("\n".join([*lines, "}"]) + "\n", encoding="utf-8")
 

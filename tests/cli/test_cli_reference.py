@@ -22,8 +22,9 @@ COMMANDS = {"judge": JudgeOptions, "compare": CompareOptions, "search": SearchOp
 
 def _mitigate(*args: str, columns: int = 80) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": str(columns)}
-    return subprocess.run([sys.executable, "-m", "mitigate", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "mitigate", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def _flag(field: dataclasses.Field) -> str:
@@ -55,9 +56,13 @@ def test_help_shows_the_first_options_grouped_and_says_where_the_rest_are(comman
 
 def test_docs_cli_md_is_what_the_commands_give_now():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "mitigate.cli._reference", "--check",
-                           str(ROOT / "docs" / "cli.md")],
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "mitigate.cli._reference", "--check", str(ROOT / "docs" / "cli.md")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     text = (ROOT / "docs" / "cli.md").read_text()
     for command, options in COMMANDS.items():
@@ -71,6 +76,11 @@ def test_the_reference_check_fails_on_a_stale_file(tmp_path):
     stale = tmp_path / "cli.md"
     stale.write_text((ROOT / "docs" / "cli.md").read_text().replace("--deadline", "--dead-line", 1))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "mitigate.cli._reference", "--check", str(stale)],
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "mitigate.cli._reference", "--check", str(stale)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 1 and "is not current" in done.stderr

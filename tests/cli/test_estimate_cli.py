@@ -19,8 +19,9 @@ from mitigate.testing import StubOpenAIServer
 SYSTEMS = {"north": 4.0, "south": 3.0, "east": 2.2}
 
 
-def write_task(tmp_path: Path, labelled: int = 8, per_system: int = 30) -> tuple[Path, Path,
-                                                                                 dict[str, float]]:
+def write_task(
+    tmp_path: Path, labelled: int = 8, per_system: int = 30
+) -> tuple[Path, Path, dict[str, float]]:
     """A partly labelled benchmark file, a recorded-judgments file (one parse failure, one item unanswered)
     and
     every label."""
@@ -32,25 +33,39 @@ def write_task(tmp_path: Path, labelled: int = 8, per_system: int = 30) -> tuple
             label = float(np.clip(np.round(level + rng.normal(scale=0.9)), 1, 5))
             item_id = f"{system}-{k}"
             truth[item_id] = label
-            row = {"id": item_id, "system": system, "doc_id": f"doc{k}",
-                   "inputs": {"question": f"How far is {k}?"},
-                   "output": f"The {system} answer to {k} is quality {int(label)}."}
+            row = {
+                "id": item_id,
+                "system": system,
+                "doc_id": f"doc{k}",
+                "inputs": {"question": f"How far is {k}?"},
+                "output": f"The {system} answer to {k} is quality {int(label)}.",
+            }
             if k in keep:
                 row["human"] = {"helpfulness": label}
             rows.append(row)
             if item_id == "south-3":
                 continue  # the judge never answered this one
             if item_id == "east-4":
-                answers.append({"item_id": item_id, "judge": "small-judge", "criterion": "helpfulness",
-                                "error": "no score in the answer", "raw": "It depends."})
+                answers.append(
+                    {
+                        "item_id": item_id,
+                        "judge": "small-judge",
+                        "criterion": "helpfulness",
+                        "error": "no score in the answer",
+                        "raw": "It depends.",
+                    }
+                )
                 continue
             score = float(np.clip(np.round(label - 1 + rng.normal(scale=0.5)), 1, 5))
-            answers.append({"item_id": item_id, "judge": "small-judge", "criterion": "helpfulness",
-                            "score": score})
+            answers.append(
+                {"item_id": item_id, "judge": "small-judge", "criterion": "helpfulness", "score": score}
+            )
     bench = tmp_path / "bench.jsonl"
-    bench.write_text(json.dumps({"benchmark": {"name": "toy", "criteria": ["helpfulness"], "scale": [1, 5]}})
-                     + "\n"
-                     + "".join(json.dumps(r) + "\n" for r in rows))
+    bench.write_text(
+        json.dumps({"benchmark": {"name": "toy", "criteria": ["helpfulness"], "scale": [1, 5]}})
+        + "\n"
+        + "".join(json.dumps(r) + "\n" for r in rows)
+    )
     recorded = tmp_path / "judged.jsonl"
     recorded.write_text("".join(json.dumps(a) + "\n" for a in answers))
     return bench, recorded, truth
@@ -90,7 +105,8 @@ def test_a_group_with_one_label_is_refused_in_one_line(tmp_path):
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
         "error: group 'north' has a single label; expected at least 3 for 'ppi' (one label shows no spread, "
-        "so no interval can be formed)"]
+        "so no interval can be formed)"
+    ]
 
 
 def test_labels_on_another_scale_are_refused(tmp_path):
@@ -102,13 +118,19 @@ def test_labels_on_another_scale_are_refused(tmp_path):
     assert "expected a label on 'helpfulness''s scale 1 to 5; got 8" in result.stderr
 
 
-@pytest.mark.parametrize(("extra", "expected"), [
-    ((), "expected one judge: --recorded FILE, --released NAME or --pipeline PIPELINE"),
-    (("--released", "chatgpt-rts", "--pipeline", "baseline"), "got --released and --pipeline"),
-    (("--released", "chatgpt-rts", "--judge", "x"), "--judge names a judge of a --recorded file"),
-    (("--released", "chatgpt-rts", "--confidence", "1.2"), "'--confidence' parameter of mitigate estimate"),
-    (("--released", "chatgpt-rts", "--method", "judge", "--select", "3"), "--select chooses labels"),
-])
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ((), "expected one judge: --recorded FILE, --released NAME or --pipeline PIPELINE"),
+        (("--released", "chatgpt-rts", "--pipeline", "baseline"), "got --released and --pipeline"),
+        (("--released", "chatgpt-rts", "--judge", "x"), "--judge names a judge of a --recorded file"),
+        (
+            ("--released", "chatgpt-rts", "--confidence", "1.2"),
+            "'--confidence' parameter of mitigate estimate",
+        ),
+        (("--released", "chatgpt-rts", "--method", "judge", "--select", "3"), "--select chooses labels"),
+    ],
+)
 def test_option_combinations_that_cannot_work_are_refused_before_any_work(extra, expected):
     result = run(*extra)
     assert result.exit_code == 2 and expected in result.stderr
@@ -118,8 +140,22 @@ def test_plan_select_and_plot_write_what_a_labeller_needs(tmp_path):
     bench, recorded, truth = write_task(tmp_path)
     selection = tmp_path / "to_label.csv"
     plot = tmp_path / "estimate.png"
-    result = run("-b", f"jsonl:{bench}", "--recorded", str(recorded), "--plan", "0.3", "--select", "9",
-                 "--select-out", str(selection), "--plot", str(plot), "--seed", "2")
+    result = run(
+        "-b",
+        f"jsonl:{bench}",
+        "--recorded",
+        str(recorded),
+        "--plan",
+        "0.3",
+        "--select",
+        "9",
+        "--select-out",
+        str(selection),
+        "--plot",
+        str(plot),
+        "--seed",
+        "2",
+    )
     assert result.exit_code == 0, result.output
     assert "labels for ±0.3 at 95%" in result.stdout and "selected 9 items to label" in result.stdout
     assert plot.read_bytes()[:4] == b"\x89PNG"
@@ -146,8 +182,9 @@ def test_hidden_labels_for_an_experiment_show_the_mean_of_every_label(tmp_path):
     out = json.loads(result.stdout)
     for g in out["groups"]:
         assert g["n_labelled"] == 6
-        assert g["all_labels_mean"] == pytest.approx(np.mean([v for k, v in truth.items()
-                                                              if k.startswith(g["group"] + "-")]))
+        assert g["all_labels_mean"] == pytest.approx(
+            np.mean([v for k, v in truth.items() if k.startswith(g["group"] + "-")])
+        )
     assert "all_labels" in out["ranking"]["kendall_tau"]
 
 
@@ -155,8 +192,10 @@ def test_a_live_judge_scores_every_item_then_the_labels_correct_it(tmp_path, mon
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     bench, _, _ = write_task(tmp_path)
     prompt = tmp_path / "prompt.txt"
-    prompt.write_text("Rate how helpful the answer is, from 1 to 5.\n\nQuestion: {{question}}\nAnswer: "
-                      "{{output}}\n\nReply with 'Score: N'.")
+    prompt.write_text(
+        "Rate how helpful the answer is, from 1 to 5.\n\nQuestion: {{question}}\nAnswer: "
+        "{{output}}\n\nReply with 'Score: N'."
+    )
 
     # a judge harsher than the labels the answers were written from, and erratic
     def reply(request: dict) -> str:
@@ -166,8 +205,20 @@ def test_a_live_judge_scores_every_item_then_the_labels_correct_it(tmp_path, mon
         return f"Score: {max(1, quality - 1 - (question % 3 == 0))}"
 
     with StubOpenAIServer(latency=0.0, reply=reply) as server:
-        result = run("-b", f"jsonl:{bench}", "--pipeline", "baseline", "--prompt", str(prompt), "--backend",
-                     "openai:stub-model", "--base-url", server.base_url, "--no-progress", "--json")
+        result = run(
+            "-b",
+            f"jsonl:{bench}",
+            "--pipeline",
+            "baseline",
+            "--prompt",
+            str(prompt),
+            "--backend",
+            "openai:stub-model",
+            "--base-url",
+            server.base_url,
+            "--no-progress",
+            "--json",
+        )
         assert server.request_count == 90
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)

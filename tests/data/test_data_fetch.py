@@ -34,8 +34,13 @@ def _sha(data: bytes) -> str:
 
 
 def _source(*files: tuple[str, bytes]) -> F.Source:
-    return F.Source(name="toy_data", repo=REPO, commit=COMMIT, benchmarks=("toy",),
-                    files=tuple(F.SourceFile(path=p, bytes=len(b), sha256=_sha(b)) for p, b in files))
+    return F.Source(
+        name="toy_data",
+        repo=REPO,
+        commit=COMMIT,
+        benchmarks=("toy",),
+        files=tuple(F.SourceFile(path=p, bytes=len(b), sha256=_sha(b)) for p, b in files),
+    )
 
 
 class _Server:
@@ -77,8 +82,9 @@ class _Server:
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     def serve(self, path: str, body: bytes, mode: str = "ok") -> None:
@@ -121,8 +127,13 @@ def test_a_wrong_checksum_is_refused_and_nothing_is_left_in_place(server: _Serve
 
 def test_a_cut_download_is_refused_and_nothing_is_left_in_place(server: _Server, tmp_path: Path) -> None:
     server.serve("a.csv", GOOD[:100], mode="cut")  # announces 1,100 bytes, sends 100, closes
-    source = F.Source(name="toy_data", repo=REPO, commit=COMMIT, benchmarks=("toy",),
-                      files=(F.SourceFile(path="a.csv", bytes=1100, sha256=_sha(b"x" * 1100)),))
+    source = F.Source(
+        name="toy_data",
+        repo=REPO,
+        commit=COMMIT,
+        benchmarks=("toy",),
+        files=(F.SourceFile(path="a.csv", bytes=1100, sha256=_sha(b"x" * 1100)),),
+    )
     with pytest.raises(F.DownloadError, match="cut after 100 of 1100 bytes") as caught:
         F.fetch(source, tmp_path, base_url=server.base_url)
     assert caught.value.kind == "integrity"
@@ -164,8 +175,9 @@ def test_offline_says_in_one_line_which_url_to_fetch_by_hand_and_where_to_put_it
         F.fetch(source, tmp_path, base_url=base)
     message = str(caught.value)
     assert caught.value.kind == "offline" and "\n" not in message
-    assert (f"download {base}/{REPO}/{COMMIT}/a.csv by hand and save it as "
-            f"{tmp_path / 'toy_data/a.csv'}") in message
+    assert (
+        f"download {base}/{REPO}/{COMMIT}/a.csv by hand and save it as {tmp_path / 'toy_data/a.csv'}"
+    ) in message
     assert "1 more file(s)" in message and "mitigate data list toy --urls" in message
     assert _leftovers(tmp_path) == []
 
@@ -178,8 +190,9 @@ def test_a_server_that_does_not_answer_in_time_counts_as_offline(server: _Server
     assert _leftovers(tmp_path) == []
 
 
-def test_the_base_url_comes_from_the_environment(server: _Server, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_base_url_comes_from_the_environment(
+    server: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     server.serve("a.csv", GOOD)
     monkeypatch.setenv(F.BASE_URL_ENV, server.base_url)
     F.fetch(_source(("a.csv", GOOD)), tmp_path)
@@ -226,21 +239,23 @@ def test_a_pickle_holding_a_class_reference_is_refused() -> None:
 # ----------------------------------------------------------------------------- CLI
 
 
-def test_cli_fetch_then_list_reports_present(server: _Server, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_fetch_then_list_reports_present(
+    server: _Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     source = _source(("a.csv", GOOD))
     server.serve("a.csv", GOOD)
     monkeypatch.setattr(F, "sources", lambda: {"toy_data": source})
-    fetched = CliRunner().invoke(app,
-                                 ["data", "fetch", "toy", "--dir", str(tmp_path), "--base-url",
-                                  server.base_url])
+    fetched = CliRunner().invoke(
+        app, ["data", "fetch", "toy", "--dir", str(tmp_path), "--base-url", server.base_url]
+    )
     assert fetched.exit_code == 0, fetched.output
     listed = CliRunner().invoke(app, ["data", "list", "--dir", str(tmp_path)])
     assert listed.exit_code == 0 and "present" in listed.stdout and "all 1 files verified" in listed.stdout
 
 
-def test_cli_fetch_offline_exits_1_with_one_error_line(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_fetch_offline_exits_1_with_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(F, "sources", lambda: {"toy_data": _source(("a.csv", GOOD))})
     base = f"http://127.0.0.1:{_closed_port()}"
     result = CliRunner().invoke(app, ["data", "fetch", "toy", "--dir", str(tmp_path), "--base-url", base])
@@ -249,11 +264,13 @@ def test_cli_fetch_offline_exits_1_with_one_error_line(tmp_path: Path,
     assert len(errors) == 1 and f"{base}/{REPO}/{COMMIT}/a.csv by hand" in errors[0]
 
 
-def test_cli_list_urls_prints_url_and_destination_of_missing_files(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_list_urls_prints_url_and_destination_of_missing_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(F, "sources", lambda: {"toy_data": _source(("a.csv", GOOD))})
-    result = CliRunner().invoke(app, ["data", "list", "toy", "--urls", "--dir", str(tmp_path),
-                                      "--base-url", "http://mirror.example"])
+    result = CliRunner().invoke(
+        app, ["data", "list", "toy", "--urls", "--dir", str(tmp_path), "--base-url", "http://mirror.example"]
+    )
     assert result.exit_code == 0
     url = f"http://mirror.example/{REPO}/{COMMIT}/a.csv"
     assert f"missing\t{url}\t{tmp_path / 'toy_data/a.csv'}" in result.stdout
@@ -283,12 +300,15 @@ def test_the_shared_data_folder_matches_every_pinned_checksum() -> None:
 
 @pytest.mark.data
 def test_fetching_bartscore_from_a_mirror_rebuilds_the_flattened_file_byte_for_byte(
-        server: _Server, tmp_path: Path) -> None:
+    server: _Server, tmp_path: Path
+) -> None:
     root = _shared()
     source = F.sources()["summeval_bartscore"]
     pkl = source.files[0]
     server.routes[f"/{source.repo}/{source.commit}/{pkl.path}"] = (
-        "ok", (root / source.name / pkl.path).read_bytes())
+        "ok",
+        (root / source.name / pkl.path).read_bytes(),
+    )
     status = F.fetch(source, tmp_path, base_url=server.base_url)
     assert status.state == "present"  # the derived JSON lines matched their pinned SHA-256
     assert _leftovers(tmp_path) == ["data.pkl", "summeval_1600_expert_avg.jsonl"]

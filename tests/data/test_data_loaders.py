@@ -24,15 +24,21 @@ from mitigate.paths import data_dir
 
 def write_lines(path: Path, rows: list[object | str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        "\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n", encoding="utf-8"
+    )
     return path
 
 
 def good_row(i: int = 1, **extra: object) -> dict[str, object]:
     row: dict[str, object] = {
-        "id": f"x{i}", "system": "S1", "doc_id": f"d{i}", "inputs": {"source": "src text"},
-        "output": "out text", "reference": "ref", "human": {"coherence": 3.5},
+        "id": f"x{i}",
+        "system": "S1",
+        "doc_id": f"d{i}",
+        "inputs": {"source": "src text"},
+        "output": "out text",
+        "reference": "ref",
+        "human": {"coherence": 3.5},
         "annotators": {"coherence": [3, 4]},
     }
     row.update(extra)
@@ -59,8 +65,17 @@ def needs(*relpaths: str) -> Path:
 
 def test_jsonl_round_trips_every_item_field(tmp_path):
     items = (
-        Item(id="a", output="o1", inputs={"source": "s"}, system="S", doc_id="d", reference="r",
-             human={"fluency": 2.5}, annotators={"fluency": (2.0, None, 3.0)}, meta={"k": [1, 2]}),
+        Item(
+            id="a",
+            output="o1",
+            inputs={"source": "s"},
+            system="S",
+            doc_id="d",
+            reference="r",
+            human={"fluency": 2.5},
+            annotators={"fluency": (2.0, None, 3.0)},
+            meta={"k": [1, 2]},
+        ),
         Item(id="b", output="o2", output_b="o3"),
     )
     bench = Benchmark(name="t", items=items, criteria=("fluency",))
@@ -72,9 +87,9 @@ def test_jsonl_round_trips_every_item_field(tmp_path):
 
 
 def test_jsonl_name_defaults_to_stem_and_criteria_follow_first_appearance(tmp_path):
-    path = write_lines(tmp_path / "mybench.jsonl", [
-        good_row(1, human={"b": 2}), "", good_row(2, human={"a": 1, "b": 3}),
-    ])
+    path = write_lines(
+        tmp_path / "mybench.jsonl", [good_row(1, human={"b": 2}), "", good_row(2, human={"a": 1, "b": 3})]
+    )
     bench = load_jsonl(path)
     assert bench.name == "mybench"
     assert bench.criteria == ("b", "coherence", "a")
@@ -90,15 +105,21 @@ def test_jsonl_name_defaults_to_stem_and_criteria_follow_first_appearance(tmp_pa
         (json.dumps({"id": "", "output": "o"}), "expected a non-empty string 'id'"),
         (json.dumps({"id": "z"}), "expected an 'output' text in row 'z'; got no 'output'"),
         (json.dumps({"id": "z", "output": 5}), "expected a string for 'output'"),
-        (json.dumps({"id": "z", "output": "o", "human": {"coherence": "high"}}),
-         "expected a number for human score 'coherence'; got str"),
+        (
+            json.dumps({"id": "z", "output": "o", "human": {"coherence": "high"}}),
+            "expected a number for human score 'coherence'; got str",
+        ),
         (json.dumps({"id": "z", "output": "o", "human": {"coherence": True}}), "expected a number"),
         (json.dumps({"id": "z", "output": "o", "human": {"coherence": 9}}), "within the human scale 1 to 5"),
-        (json.dumps({"id": "z", "output": "o", "annotators": {"coherence": [3, "x"]}}),
-         "annotator score 'coherence'"),
+        (
+            json.dumps({"id": "z", "output": "o", "annotators": {"coherence": [3, "x"]}}),
+            "annotator score 'coherence'",
+        ),
         (json.dumps({"id": "z", "output": "o", "annotators": {"coherence": 3}}), "expected a list of scores"),
-        (json.dumps({"id": "z", "output": "o", "inputs": {"source": 3}}),
-         "expected 'inputs' to be an object of named texts"),
+        (
+            json.dumps({"id": "z", "output": "o", "inputs": {"source": 3}}),
+            "expected 'inputs' to be an object of named texts",
+        ),
         (json.dumps({"id": "z", "ouput": "o"}), "unknown key(s) ['ouput']"),
         (json.dumps({"id": "x1", "output": "o"}), "expected a unique 'id'; got 'x1', already used on line 1"),
     ],
@@ -115,8 +136,9 @@ def test_jsonl_bad_row_names_file_line_and_expectation(tmp_path, line2, needle):
 
 def test_jsonl_lone_surrogate_escape_is_a_file_line_error_at_load(tmp_path):
     # json.loads accepts "\ud800", but no UTF-8 text can hold it: it used to crash the run much later
-    path = write_lines(tmp_path / "sur.jsonl",
-                       [good_row(1), '{"id": "z", "output": "half a pair \\ud800 here"}'])
+    path = write_lines(
+        tmp_path / "sur.jsonl", [good_row(1), '{"id": "z", "output": "half a pair \\ud800 here"}']
+    )
     with pytest.raises(DataError) as info:
         load_jsonl(path)
     assert str(info.value).startswith(f"{path}:2:") and "\\ud800" in str(info.value)
@@ -125,7 +147,7 @@ def test_jsonl_lone_surrogate_escape_is_a_file_line_error_at_load(tmp_path):
 
 def test_jsonl_keeps_escaped_surrogate_pairs_and_other_escapes(tmp_path):
     path = write_lines(tmp_path / "ok.jsonl", ['{"id": "z", "output": "\\ud83d\\ude00 caf\\u00e9"}'])
-    assert load_jsonl(path).items[0].output == "\U0001F600 caf\u00e9"
+    assert load_jsonl(path).items[0].output == "\U0001f600 caf\u00e9"
 
 
 def test_jsonl_line_that_is_not_utf8_names_file_line_and_byte(tmp_path):
@@ -133,8 +155,9 @@ def test_jsonl_line_that_is_not_utf8_names_file_line_and_byte(tmp_path):
     path.write_bytes(json.dumps(good_row(1)).encode() + b'\n{"id": "z", "output": "caf\xe9"}\n')
     with pytest.raises(DataError) as info:
         load_jsonl(path)
-    assert (str(info.value).startswith(f"{path}:2:") and "0xe9" in str(info.value)
-            and "UTF-8" in str(info.value))
+    assert (
+        str(info.value).startswith(f"{path}:2:") and "0xe9" in str(info.value) and "UTF-8" in str(info.value)
+    )
 
 
 def test_jsonl_scale_argument_allows_other_ranges(tmp_path):
@@ -159,8 +182,12 @@ def test_jsonl_missing_file_and_empty_file_raise(tmp_path):
 def summeval_row(doc: str, system: str, expert: list[int], turker: list[int]) -> dict[str, object]:
     dims = ("coherence", "consistency", "fluency", "relevance")
     return {
-        "id": doc, "model_id": system, "decoded": f"summary {system} {doc}", "text": f"article {doc}",
-        "references": [f"ref1 {doc}", f"ref2 {doc}"], "filepath": "x",
+        "id": doc,
+        "model_id": system,
+        "decoded": f"summary {system} {doc}",
+        "text": f"article {doc}",
+        "references": [f"ref1 {doc}", f"ref2 {doc}"],
+        "filepath": "x",
         "expert_annotations": [{d: s for d in dims} for s in expert],
         "turker_annotations": [{d: s for d in dims} for s in turker],
     }
@@ -208,9 +235,11 @@ def test_summeval_bad_rating_names_file_and_line(tmp_path):
     bad = summeval_row("d2", "M8", [1, 2, 3], [5, 5, 4, 4, 2])
     bad["expert_annotations"][1]["coherence"] = "three"  # type: ignore[index]
     write_lines(path, [summeval_row("d1", "M8", [1, 2, 3], [5, 5, 4, 4, 2]), bad])
-    with pytest.raises(DataError,
-                       match=r"M8_outputs_annotations\.jsonl:2: expected a number for "
-                             r"'expert_annotations'\[1\]\.coherence"):
+    with pytest.raises(
+        DataError,
+        match=r"M8_outputs_annotations\.jsonl:2: expected a number for "
+        r"'expert_annotations'\[1\]\.coherence",
+    ):
         load_summeval(root=tmp_path)
 
 
@@ -223,8 +252,17 @@ def test_summeval_row_from_wrong_system_is_rejected(tmp_path):
 
 def test_summeval_bartscore_copy_reads_flattened_rows_and_rejects_turker(tmp_path):
     rows = [
-        {"doc_id": "d1", "model_id": m, "src": "a", "ref_summs": ["r1", "r2"], "sys_summ": f"s {m}",
-         "coherence": 2.0, "consistency": 3.0, "fluency": 4.0, "relevance": 5.0}
+        {
+            "doc_id": "d1",
+            "model_id": m,
+            "src": "a",
+            "ref_summs": ["r1", "r2"],
+            "sys_summ": f"s {m}",
+            "coherence": 2.0,
+            "consistency": 3.0,
+            "fluency": 4.0,
+            "relevance": 5.0,
+        }
         for m in ("M11", "M2", "M0")
     ]
     write_lines(tmp_path / "summeval_bartscore" / "summeval_1600_expert_avg.jsonl", rows)
@@ -285,8 +323,12 @@ def test_uss_dialogue_items_hold_transcript_and_overall_ratings(tmp_path):
     first = bench.items[0]
     assert first.id == "sgd/0000"
     assert first.output.splitlines() == [
-        "USER: Hi, find me a flight.", "SYSTEM: Where to?", "USER: To Paris.", "SYSTEM: Found one.",
-        "SYSTEM: Shall I book it?", "USER: Yes please.",
+        "USER: Hi, find me a flight.",
+        "SYSTEM: Where to?",
+        "USER: To Paris.",
+        "SYSTEM: Found one.",
+        "SYSTEM: Shall I book it?",
+        "USER: Yes please.",
     ]
     assert first.inputs["dialogue"] == first.output
     assert first.annotators["satisfaction"] == (4.0, 4.0, 3.0)
@@ -317,8 +359,11 @@ def test_uss_turn_items_judge_system_responses_with_the_next_user_rating(tmp_pat
         ("USER\thi\tX\n", 1, "expected 4 tab-separated fields"),
         ("BOT\thi\t\t\n", 1, "expected role USER or SYSTEM; got 'BOT'"),
         ("USER\thi\tX\t3\nSYSTEM\tok\t\t\n", 1, "to end with a 'USER<TAB>OVERALL' line"),
-        ("USER\thi\tX\t3\nUSER\tOVERALL\t\t3\nSYSTEM\tmore\t\t\n", 3,
-         "expected a blank line after the USER OVERALL line"),
+        (
+            "USER\thi\tX\t3\nUSER\tOVERALL\t\t3\nSYSTEM\tmore\t\t\n",
+            3,
+            "expected a blank line after the USER OVERALL line",
+        ),
     ],
 )
 def test_uss_malformed_lines_name_file_and_line(tmp_path, text, line, needle):
@@ -347,9 +392,9 @@ def test_uss_rejects_unknown_corpus_and_names_missing_file(tmp_path):
 # ----------------------------------------------------------------------------- WebNLG (synthetic)
 
 TABLE = (
-    '<table><thead><tr><th><b>Subject</b></th><th>Predicate</th><th>Object</th></tr></thead><tbody>'
+    "<table><thead><tr><th><b>Subject</b></th><th>Predicate</th><th>Object</th></tr></thead><tbody>"
     '<tr><td class="a">Alan &amp; Co</td><td class="a">city</td><td class="a">"Paris, France"</td></tr>'
-    '<tr>\n<td>Alan &amp; Co</td>\n<td>founded</td>\n<td>1999</td>\n</tr></tbody></table>'
+    "<tr>\n<td>Alan &amp; Co</td>\n<td>founded</td>\n<td>1999</td>\n</tr></tbody></table>"
 )
 
 
@@ -359,9 +404,16 @@ def make_webnlg(root: Path, *, listed_mean: float | None = None) -> Path:
     crit = {"Correctness": 90, "DataCoverage": 80, "Fluency": 70, "Relevance": 60, "TextStructure": 50}
     rows = []
     for sub in ("SysA", "WebNLG-2020-reference"):
-        rows.append({"submission_id": sub, "size": "2", "sample_id": "2", "domain": "type1",
-                     "category": "City",
-                     **{k: (listed_mean if listed_mean is not None else v - 5) for k, v in crit.items()}})
+        rows.append(
+            {
+                "submission_id": sub,
+                "size": "2",
+                "sample_id": "2",
+                "domain": "type1",
+                "category": "City",
+                **{k: (listed_mean if listed_mean is not None else v - 5) for k, v in crit.items()},
+            }
+        )
         raters = {"w1": crit, "w2": {k: v - 10 for k, v in crit.items()}}
         (res / sub).mkdir(parents=True, exist_ok=True)
         (res / sub / "primary.json").write_text(json.dumps({"2": raters}), encoding="utf-8")
@@ -424,10 +476,13 @@ def write_gfm(root: Path, body: str) -> Path:
 
 
 def test_tmu_gfm_leaves_zero_ratings_out_of_the_mean_like_the_dataset(tmp_path):
-    write_gfm(tmp_path, (
-        'He go home.,He goes home.,"2,3,1,0,3","1,3,2,1,3","3,4,3,0,4","lstm,cnn",2.25,2.0,3.5\n'
-        'He go home.,He went home.,"4,4,4,4,4","4,4,4,4,4","4,4,4,4,4",smt,4.0,4.0,4.0\n'
-    ))
+    write_gfm(
+        tmp_path,
+        (
+            'He go home.,He goes home.,"2,3,1,0,3","1,3,2,1,3","3,4,3,0,4","lstm,cnn",2.25,2.0,3.5\n'
+            'He go home.,He went home.,"4,4,4,4,4","4,4,4,4,4","4,4,4,4,4",smt,4.0,4.0,4.0\n'
+        ),
+    )
     bench = load_tmu_gfm(root=tmp_path)
     first, second = bench.items
     assert first.id == "0000" and first.inputs == {"source": "He go home."}
@@ -442,10 +497,13 @@ def test_tmu_gfm_leaves_zero_ratings_out_of_the_mean_like_the_dataset(tmp_path):
 
 
 def test_tmu_gfm_bad_rating_names_file_and_csv_line(tmp_path):
-    path = write_gfm(tmp_path, (
-        'a,b,"1,2,3,4,4","1,2,3,4,4","1,2,3,4,4",smt,1,1,1\n'
-        'a,c,"1,2,x,4,4","1,2,3,4,4","1,2,3,4,4",smt,1,1,1\n'
-    ))
+    path = write_gfm(
+        tmp_path,
+        (
+            'a,b,"1,2,3,4,4","1,2,3,4,4","1,2,3,4,4",smt,1,1,1\n'
+            'a,c,"1,2,x,4,4","1,2,3,4,4","1,2,3,4,4",smt,1,1,1\n'
+        ),
+    )
     with pytest.raises(DataError) as info:
         load_tmu_gfm(root=tmp_path)
     assert str(info.value).startswith(f"{path}:3:")
@@ -482,8 +540,15 @@ def test_registry_loads_by_name_and_passes_keywords(tmp_path):
 def test_registry_unknown_name_lists_the_names():
     with pytest.raises(DataError) as info:
         load("summevall")
-    for name in ("summeval", "summeval-bartscore", "uss-sgd", "uss-multiwoz", "webnlg", "tmu-gfm",
-                 "jsonl:<path>"):
+    for name in (
+        "summeval",
+        "summeval-bartscore",
+        "uss-sgd",
+        "uss-multiwoz",
+        "webnlg",
+        "tmu-gfm",
+        "jsonl:<path>",
+    ):
         assert name in str(info.value)
     assert set(benchmark_names()) >= {"summeval", "webnlg", "tmu-gfm"}
     with pytest.raises(DataError, match="expected a path after 'jsonl:'"):
@@ -508,8 +573,10 @@ def test_real_summeval_llm_copy_has_1200_items_with_3_experts_and_5_turkers():
 
 @pytest.mark.data
 def test_real_summeval_bartscore_copy_has_1600_items_and_agrees_with_llm_copy():
-    root = needs("summeval_bartscore/summeval_1600_expert_avg.jsonl",
-                 "summeval_llm_summeval/model_output_annotations/M8_outputs_annotations.jsonl")
+    root = needs(
+        "summeval_bartscore/summeval_1600_expert_avg.jsonl",
+        "summeval_llm_summeval/model_output_annotations/M8_outputs_annotations.jsonl",
+    )
     wide = load_summeval("bartscore", root=root)
     assert len(wide) == 1600 and len({i.system for i in wide.items}) == 16
     narrow = {i.id: i for i in load_summeval(root=root).items}
@@ -521,8 +588,9 @@ def test_real_summeval_bartscore_copy_has_1600_items_and_agrees_with_llm_copy():
 
 
 @pytest.mark.data
-@pytest.mark.parametrize(("corpus", "dialogues"),
-                         [("sgd", 1000), ("multiwoz", 1000), ("redial", 1000), ("ccpe", 500)])
+@pytest.mark.parametrize(
+    ("corpus", "dialogues"), [("sgd", 1000), ("multiwoz", 1000), ("redial", 1000), ("ccpe", 500)]
+)
 def test_real_uss_dialogue_counts_and_label_ranges(corpus, dialogues):
     root = needs("user_satisfaction_uss/dataset/SGD.txt")
     bench = load_uss(corpus, root=root)
@@ -546,8 +614,9 @@ def test_real_uss_sgd_turn_level_covers_every_rated_exchange():
 
 @pytest.mark.data
 def test_real_webnlg_has_3025_rated_outputs_2847_with_text():
-    root = needs("webnlg2020_human_eval/evaluation/human-evaluation/results/en/"
-                 "english_humeval_data_all_teams.json")
+    root = needs(
+        "webnlg2020_human_eval/evaluation/human-evaluation/results/en/english_humeval_data_all_teams.json"
+    )
     full = load_webnlg(include_reference=True, root=root)
     assert len(full) == 3025
     assert sum(len(i.meta["raters"]) for i in full.items) == 8453

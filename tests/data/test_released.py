@@ -28,8 +28,9 @@ from mitigate.paths import data_dir
 DOCS = ("d1", "d2")
 
 
-def write_judge(root: Path, judge: str,
-                resp: str | dict[tuple[str, str, str], list[str]] = "Score: 4") -> Path:
+def write_judge(
+    root: Path, judge: str, resp: str | dict[tuple[str, str, str], list[str]] = "Score: 4"
+) -> Path:
     """Write every file of ``judge``: one line per doc, or the lines given per (system, dim, doc)."""
     for rel in judge_files(judge):
         path = root / rel
@@ -38,8 +39,9 @@ def write_judge(root: Path, judge: str,
         lines = []
         for doc in DOCS:
             answers = resp.get((system, dim, doc), ["Score: 3"]) if isinstance(resp, dict) else [resp]
-            lines.append([json.dumps({"id": doc, "prompt_len": 10, "total_len": 12, "resp": a})
-                          for a in answers])
+            lines.append(
+                [json.dumps({"id": doc, "prompt_len": 10, "total_len": 12, "resp": a}) for a in answers]
+            )
         # runs are written as whole passes over the documents, as in the released files
         passes = max(len(x) for x in lines)
         out = [doc_lines[k] for k in range(passes) for doc_lines in lines if k < len(doc_lines)]
@@ -58,8 +60,14 @@ def tiny_benchmark(systems: tuple[str, ...] = LLM_SUMMEVAL_SYSTEMS) -> Benchmark
 
 def test_released_judges_names_every_family_and_method():
     names = released_judges()
-    for name in ("chatgpt-rts", "chatgpt-mcq", "gpt4-rts", "llama2-7b-rts", "llama2-13b-rts",
-                 "llama2-70b-rts"):
+    for name in (
+        "chatgpt-rts",
+        "chatgpt-mcq",
+        "gpt4-rts",
+        "llama2-7b-rts",
+        "llama2-13b-rts",
+        "llama2-70b-rts",
+    ):
         assert name in names
     assert len(judge_files("gpt4-rts")) == 48
     assert judge_files("gpt4-rts")[0] == (
@@ -101,10 +109,14 @@ def test_doc_ids_repeat_across_systems_so_the_folder_names_the_system(tmp_path):
 
 
 def test_rts_failures_are_recorded_with_raw_text_never_scored(tmp_path):
-    write_judge(tmp_path, "gpt4-rts", {
-        ("M8", "coherence", "d1"): ["The summary is fine."],
-        ("M8", "coherence", "d2"): ["Mostly fluent. Final score: 3.5."],
-    })
+    write_judge(
+        tmp_path,
+        "gpt4-rts",
+        {
+            ("M8", "coherence", "d1"): ["The summary is fine."],
+            ("M8", "coherence", "d2"): ["Mostly fluent. Final score: 3.5."],
+        },
+    )
     run = load_released("gpt4-rts", root=tmp_path)
     failed = run.get("M8/d1", "coherence")
     assert failed.score is None and failed.raw == "The summary is fine."
@@ -119,10 +131,15 @@ def test_rts_failures_are_recorded_with_raw_text_never_scored(tmp_path):
 
 
 def test_mcq_letters_map_a_to_1_through_e_to_5(tmp_path):
-    write_judge(tmp_path, "chatgpt-mcq", {
-        ("M8", "relevance", "d1"): ["A"], ("M8", "relevance", "d2"): ["E"],
-        ("M9", "relevance", "d1"): ["maybe"],
-    })
+    write_judge(
+        tmp_path,
+        "chatgpt-mcq",
+        {
+            ("M8", "relevance", "d1"): ["A"],
+            ("M8", "relevance", "d2"): ["E"],
+            ("M9", "relevance", "d1"): ["maybe"],
+        },
+    )
     run = load_released("chatgpt-mcq", root=tmp_path)
     assert run.get("M8/d1", "relevance").score == 1.0
     assert run.get("M8/d2", "relevance").score == 5.0
@@ -133,17 +150,22 @@ def test_mcq_letters_map_a_to_1_through_e_to_5(tmp_path):
 def test_star_ratings_are_read_as_scores(tmp_path):
     assert stars_as_score("Four stars. Clear summary.") == "Score: Four. Clear summary."
     assert stars_as_score("The Oasis stars sang") == "The Oasis stars sang"
-    write_judge(tmp_path, "chatgpt-stareval",
-                {("M8", "fluency", "d1"): ["Two stars. Choppy."], ("M8", "fluency", "d2"): ["5 stars"]})
+    write_judge(
+        tmp_path,
+        "chatgpt-stareval",
+        {("M8", "fluency", "d1"): ["Two stars. Choppy."], ("M8", "fluency", "d2"): ["5 stars"]},
+    )
     run = load_released("chatgpt-stareval", root=tmp_path)
     assert run.get("M8/d1", "fluency").score == 2.0
     assert run.get("M8/d2", "fluency").score == 5.0
 
 
 def test_second_full_pass_is_kept_as_a_sample_and_becomes_primary(tmp_path):
-    write_judge(tmp_path, "chatgpt-mcq", {
-        ("M8", "consistency", "d1"): ["D", "E"], ("M8", "consistency", "d2"): ["B", "B"],
-    })
+    write_judge(
+        tmp_path,
+        "chatgpt-mcq",
+        {("M8", "consistency", "d1"): ["D", "E"], ("M8", "consistency", "d2"): ["B", "B"]},
+    )
     run = load_released("chatgpt-mcq", root=tmp_path)
     judgment = run.get("M8/d1", "consistency")
     assert judgment.scores == (4.0, 5.0)
@@ -154,8 +176,9 @@ def test_second_full_pass_is_kept_as_a_sample_and_becomes_primary(tmp_path):
 
 
 def test_partial_second_pass_keeps_the_first_pass_primary(tmp_path):
-    write_judge(tmp_path, "chatgpt-altmcq",
-                {("M8", "relevance", "d1"): ["D", "C"], ("M8", "relevance", "d2"): ["D"]})
+    write_judge(
+        tmp_path, "chatgpt-altmcq", {("M8", "relevance", "d1"): ["D", "C"], ("M8", "relevance", "d2"): ["D"]}
+    )
     run = load_released("chatgpt-altmcq", root=tmp_path)
     judgment = run.get("M8/d1", "relevance")
     assert judgment.scores == (4.0, 3.0)
@@ -168,8 +191,10 @@ def test_partial_second_pass_keeps_the_first_pass_primary(tmp_path):
         ("{oops", "invalid JSON"),
         (json.dumps({"id": "d1"}), "expected a string 'resp'"),
         (json.dumps({"resp": "Score: 3"}), "expected a non-empty string 'id'"),
-        (json.dumps({"id": "d1", "resp": "Score: 3", "prompt_len": "long"}),
-         "expected an integer 'prompt_len'"),
+        (
+            json.dumps({"id": "d1", "resp": "Score: 3", "prompt_len": "long"}),
+            "expected an integer 'prompt_len'",
+        ),
     ],
 )
 def test_malformed_judge_line_is_a_replay_format_error_with_file_and_line(tmp_path, line, needle):
@@ -206,8 +231,14 @@ def write_h2h(root: Path, special: dict[tuple[str, str, str], dict[str, object]]
         pair, dim = stem.removesuffix("_toggle").rsplit("_", 1)
         rows = []
         for doc in DOCS:
-            row: dict[str, object] = {"id": doc, "prompt_len": 5, "total_len": 6, "resp": "A",
-                                      "human_score_1": 3.0, "human_score_2": 2.0}
+            row: dict[str, object] = {
+                "id": doc,
+                "prompt_len": 5,
+                "total_len": 6,
+                "resp": "A",
+                "human_score_1": 3.0,
+                "human_score_2": 2.0,
+            }
             row.update(special.get((pair, dim, order), {}) if doc == "d1" else {})
             rows.append(json.dumps(row))
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -216,11 +247,14 @@ def write_h2h(root: Path, special: dict[tuple[str, str, str], dict[str, object]]
 
 
 def test_h2h_verdicts_map_back_to_systems_in_both_orders(tmp_path):
-    write_h2h(tmp_path, {
-        ("M8-M9", "fluency", "toggled"): {"resp": "B: Summary #2 is more fluent."},
-        ("M8-M9", "coherence", "original"): {"resp": "C: Both Summary #1 and #2 are equally coherent."},
-        ("M8-M9", "relevance", "original"): {"resp": "I cannot decide.", "human_score_2": 3.0},
-    })
+    write_h2h(
+        tmp_path,
+        {
+            ("M8-M9", "fluency", "toggled"): {"resp": "B: Summary #2 is more fluent."},
+            ("M8-M9", "coherence", "original"): {"resp": "C: Both Summary #1 and #2 are equally coherent."},
+            ("M8-M9", "relevance", "original"): {"resp": "I cannot decide.", "human_score_2": 3.0},
+        },
+    )
     records = load_head_to_head(root=tmp_path)
     assert len(records) == len(H2H_PAIRS) * 4 * 2 * 2
     by_key = {(r.pair, r.criterion, r.order, r.doc_id): r for r in records}
@@ -241,8 +275,9 @@ def test_h2h_verdicts_map_back_to_systems_in_both_orders(tmp_path):
 
 def test_h2h_missing_file_and_bad_score_are_reported(tmp_path):
     write_h2h(tmp_path, {("M8-M9", "fluency", "original"): {"human_score_1": "high"}})
-    with pytest.raises(ReplayFormatError,
-                       match=r"M8-M9_fluency\.result:1: expected a number 'human_score_1'"):
+    with pytest.raises(
+        ReplayFormatError, match=r"M8-M9_fluency\.result:1: expected a number 'human_score_1'"
+    ):
         load_head_to_head(root=tmp_path)
     (tmp_path / h2h_files()[0]).unlink()
     with pytest.raises(DataError, match="comp_res/gpt-3.5-turbo-0301/M10-M20_coherence.result"):

@@ -39,9 +39,10 @@ from mitigate.replay._released_pairwise import ParsedAnswer, parse_release
 COPY = release_copy("llmbar")
 COT = ("comparison/CoT.txt", "swap_and_synthesize/Swap_CoT.txt")
 
-pytestmark = pytest.mark.skipif(COPY is None or not (COPY / "LLMEvaluator").is_dir(),
-                                reason="no copy of princeton-nlp/LLMBar with its LLMEvaluator (set "
-                                       "MITIGATE_LLMBAR_DIR)")
+pytestmark = pytest.mark.skipif(
+    COPY is None or not (COPY / "LLMEvaluator").is_dir(),
+    reason="no copy of princeton-nlp/LLMBar with its LLMEvaluator (set MITIGATE_LLMBAR_DIR)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +58,10 @@ def release_rule(judge: str, template: str) -> tuple[tuple[str, str], ...]:
     """The release's (decision, expression) pairs for the call of ``judge`` that used ``template``, in its
     order."""
     model, strategy = judge.split("/")
-    calls = json.loads((Path(COPY) / "LLMEvaluator" / "evaluators" / "config" / model / f"{strategy}.json")  # type: ignore[arg-type]
-                       .read_text(encoding="utf-8"))
+    calls = json.loads(
+        (Path(COPY) / "LLMEvaluator" / "evaluators" / "config" / model / f"{strategy}.json")  # type: ignore[arg-type]
+        .read_text(encoding="utf-8")
+    )
     call = next((c for c in calls if c.get("prompt") == template), calls[-1])
     return tuple(call["parsing"].items())
 
@@ -70,15 +73,16 @@ def side_shown(verdict: str, order: str) -> str:
     return "1" if first == (order == "original") else "2"
 
 
-REPORTED = re.compile(r"\b(?:argues|argued|claims|claimed|says|said|states|believes|thinks)\s+that\b[^.\n]*$",
-                      re.I)
+REPORTED = re.compile(
+    r"\b(?:argues|argued|claims|claimed|says|said|states|believes|thinks)\s+that\b[^.\n]*$", re.I
+)
 
 
 def _reported(text: str, match: re.Match[str]) -> bool:
     """Whether ``match`` sits in a sentence reporting a third party's words ("Assistant (a) argues that
     ...")."""
     start = max(text.rfind(".", 0, match.start()), text.rfind("\n", 0, match.start())) + 1
-    return REPORTED.search(text[start: match.start()]) is not None
+    return REPORTED.search(text[start : match.start()]) is not None
 
 
 def explained(answer: ReleasedAnswer, mine: str) -> str | None:
@@ -92,8 +96,11 @@ def explained(answer: ReleasedAnswer, mine: str) -> str | None:
         own = [(pos, label) for pos, label, reported in found if not reported]
         if own and max(own)[1] == side_shown(mine, answer.order):
             later = max(found)[2]
-            return "both verdicts, a third party's argument last" if later else ("both verdicts, mitigate "
-                                                                                 "read the last")
+            return (
+                "both verdicts, a third party's argument last"
+                if later
+                else ("both verdicts, mitigate read the last")
+            )
     return None
 
 
@@ -105,8 +112,10 @@ def test_every_contradiction_with_the_release_is_one_its_own_rule_explains(readi
             continue
         kind = explained(answer, got.verdict)
         if kind is None:
-            unexplained.append(f"{answer.judge} {answer.item_id} {answer.order}: release "
-                               f"{answer.release_verdict}, mitigate {got.verdict}: ...{answer.raw[-200:]!r}")
+            unexplained.append(
+                f"{answer.judge} {answer.item_id} {answer.order}: release "
+                f"{answer.release_verdict}, mitigate {got.verdict}: ...{answer.raw[-200:]!r}"
+            )
         else:
             kinds[kind] = kinds.get(kind, 0) + 1
     print(f"\ncontradictions by the release's rule: {kinds}")

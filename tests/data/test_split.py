@@ -7,9 +7,17 @@ from mitigate.data._split import split_by_document
 
 
 def _bench(n_docs: int = 12, per_doc: int = 3) -> Benchmark:
-    items = tuple(Item(id=f"S{s}/d{d}", output=f"output {s} {d}", system=f"S{s}", doc_id=f"d{d}",
-                       human={"q": float(1 + (s + d) % 5)})
-                  for d in range(n_docs) for s in range(per_doc))
+    items = tuple(
+        Item(
+            id=f"S{s}/d{d}",
+            output=f"output {s} {d}",
+            system=f"S{s}",
+            doc_id=f"d{d}",
+            human={"q": float(1 + (s + d) % 5)},
+        )
+        for d in range(n_docs)
+        for s in range(per_doc)
+    )
     return Benchmark(name="b", items=items, criteria=("q",))
 
 

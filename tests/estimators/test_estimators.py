@@ -41,11 +41,11 @@ def population(judge: str, seed: int = 0, size: int = N_ITEMS) -> tuple[np.ndarr
     y = np.clip(np.round((3.3 + 0.8 * rng.normal(size=size)) * 3) / 3, 1, 5)
     e = rng.normal(size=size)
     f = {
-        "good": y + 0.4 * e,                   # close to the labels
-        "noisy": y + 1.5 * e,                  # weakly related
-        "biased": 1.0 + 0.4 * y + 0.2 * e,     # offset and compressed slope: its mean is far off
-        "uncorrelated": 3.0 + e,               # unrelated to the labels
-        "adversarial": 6.0 - y + 0.5 * e,      # runs against them
+        "good": y + 0.4 * e,  # close to the labels
+        "noisy": y + 1.5 * e,  # weakly related
+        "biased": 1.0 + 0.4 * y + 0.2 * e,  # offset and compressed slope: its mean is far off
+        "uncorrelated": 3.0 + e,  # unrelated to the labels
+        "adversarial": 6.0 - y + 0.5 * e,  # runs against them
     }[judge]
     return y, np.clip(np.round(f), 1, 5)
 
@@ -74,8 +74,10 @@ def test_ppi_and_human_intervals_cover_the_group_mean_at_the_nominal_rate(judge,
     count = 2000
     idx = draws(N_ITEMS, n, count, seed=n)
     truth = y.mean()
-    for name, fit in (("ppi", ppi_srs(y[idx], f[idx], f.mean(), N_ITEMS)),
-                      ("human", human_srs(y[idx], N_ITEMS))):
+    for name, fit in (
+        ("ppi", ppi_srs(y[idx], f[idx], f.mean(), N_ITEMS)),
+        ("human", human_srs(y[idx], N_ITEMS)),
+    ):
         got, _, refused = coverage(fit, truth)
         assert refused < 0.01, (name, refused)
         assert abs(got - NOMINAL) <= tolerance(count), (name, judge, n, got)
@@ -202,13 +204,16 @@ def test_items_the_judge_failed_on_stay_in_the_group_and_the_estimate_still_cove
 # refusals
 
 
-@pytest.mark.parametrize(("labels", "method", "expected"), [
-    ([None, None, None, None], "ppi", "has no labelled item"),
-    ([3, None, None, None], "human", "has a single label"),
-    ([3, 4, None, None], "ppi", "has 2 labels; 'ppi' needs at least 3"),
-    ([4, 4, 4, None, None], "ppi", "its 3 labels are all 4"),
-    ([4, 4, 4, None, None], "human", "its 3 labels are all 4"),
-])
+@pytest.mark.parametrize(
+    ("labels", "method", "expected"),
+    [
+        ([None, None, None, None], "ppi", "has no labelled item"),
+        ([3, None, None, None], "human", "has a single label"),
+        ([3, 4, None, None], "ppi", "has 2 labels; 'ppi' needs at least 3"),
+        ([4, 4, 4, None, None], "ppi", "its 3 labels are all 4"),
+        ([4, 4, 4, None, None], "human", "its 3 labels are all 4"),
+    ],
+)
 def test_what_cannot_be_estimated_is_refused_in_one_line_naming_the_group(labels, method, expected):
     with pytest.raises(DataError) as err:
         estimate_mean(labels, [1, 2, 3, 4, 5][: len(labels)], method=method, group="M8")
@@ -220,20 +225,28 @@ def test_a_judge_that_fits_the_labels_exactly_is_refused_rather_than_given_a_zer
         estimate_mean([1, 2, 3, None, None], [2, 3, 4, 1, 5], method="ppi")
 
 
-@pytest.mark.parametrize(("weights", "expected"), [
-    ([0.5, None, None, None, None, None], "expected selection weights >= 1"),
-    ([None, None, None, None, 2.0, None], "carry a selection weight but no label"),
-])
+@pytest.mark.parametrize(
+    ("weights", "expected"),
+    [
+        ([0.5, None, None, None, None, None], "expected selection weights >= 1"),
+        ([None, None, None, None, 2.0, None], "carry a selection weight but no label"),
+    ],
+)
 def test_bad_selection_weights_are_refused(weights, expected):
     with pytest.raises(DataError, match=expected):
         estimate_mean([3, 4, 2, 5, None, None], [3, 4, 2, 5, 1, 1], method="human", weights=weights)
 
 
-@pytest.mark.parametrize(("kw", "expected"), [
-    ({"method": "best"}, "'method' parameter"), ({"confidence": 1.5}, "'confidence' parameter"),
-    ({"target": "world"}, "'target' parameter"), ({"folds": 1}, "'folds' parameter"),
-    ({"calibration": "spline"}, "'calibration' parameter"),
-])
+@pytest.mark.parametrize(
+    ("kw", "expected"),
+    [
+        ({"method": "best"}, "'method' parameter"),
+        ({"confidence": 1.5}, "'confidence' parameter"),
+        ({"target": "world"}, "'target' parameter"),
+        ({"folds": 1}, "'folds' parameter"),
+        ({"calibration": "spline"}, "'calibration' parameter"),
+    ],
+)
 def test_bad_settings_are_config_errors(kw, expected):
     with pytest.raises(ConfigError, match=expected):
         estimate_mean([3, 4, 2, None], [3, 4, 2, 1], **kw)
@@ -304,12 +317,26 @@ def test_rank_intervals_hold_jointly_at_the_confidence_level():
 
 def test_separable_pairs_are_those_whose_simultaneous_intervals_do_not_overlap():
     def est(x: float, se: float) -> MeanEstimate:
-        return MeanEstimate(method="human", estimate=x, low=x - 2 * se, high=x + 2 * se, se=se, df=50,
-                            confidence=0.95, target="items", n=100, n_labelled=50, n_judged=100,
-                            bias_corrected=True)
+        return MeanEstimate(
+            method="human",
+            estimate=x,
+            low=x - 2 * se,
+            high=x + 2 * se,
+            se=se,
+            df=50,
+            confidence=0.95,
+            target="items",
+            n=100,
+            n_labelled=50,
+            n_judged=100,
+            bias_corrected=True,
+        )
 
-    ranking = rank_estimates({"a": est(4.0, 0.05), "b": est(3.9, 0.05), "c": est(2.0, 0.05)}, 0.95,
-                             {"judge": {"a": 1.0, "b": 3.0, "c": 2.0}})
+    ranking = rank_estimates(
+        {"a": est(4.0, 0.05), "b": est(3.9, 0.05), "c": est(2.0, 0.05)},
+        0.95,
+        {"judge": {"a": 1.0, "b": 3.0, "c": 2.0}},
+    )
     assert ranking.order == ("a", "b", "c")
     assert set(ranking.separable) == {("a", "c"), ("b", "c")}
     assert [(r.low, r.high) for r in ranking.ranks] == [(1, 2), (1, 2), (3, 3)]
@@ -376,8 +403,9 @@ def test_the_systematic_draw_holds_exactly_m_items_each_with_its_probability():
 
 def test_allocation_gives_a_group_no_label_or_at_least_two_and_favours_the_widest():
     variance = {"wide": lambda k: 4.0 / k, "narrow": lambda k: 0.1 / k, "mid": lambda k: 1.0 / k}
-    given = allocate(variance, {"wide": 10, "narrow": 10, "mid": 10}, {"wide": 90, "narrow": 90, "mid": 90},
-                     9)
+    given = allocate(
+        variance, {"wide": 10, "narrow": 10, "mid": 10}, {"wide": 90, "narrow": 90, "mid": 90}, 9
+    )
     assert sum(given.values()) == 9 and all(v == 0 or v >= 2 for v in given.values())
     assert given["wide"] > given["mid"] >= given["narrow"]
 
@@ -486,10 +514,14 @@ def test_one_slope_over_the_groups_covers_every_group_and_narrows_even_with_five
 
 
 def test_a_shared_slope_needs_judge_values_that_vary_within_some_group():
-    flat = [(np.array([3.0, 4.0, np.nan]), np.array([2.0, 2.0, 5.0])),
-            (np.array([1.0, 2.0]), np.array([4.0, 4.0]))]
+    flat = [
+        (np.array([3.0, 4.0, np.nan]), np.array([2.0, 2.0, 5.0])),
+        (np.array([1.0, 2.0]), np.array([4.0, 4.0])),
+    ]
     assert shared_slope(flat) is None
-    varied = [(np.array([1.0, 2.0, 3.0, np.nan]), np.array([1.0, 2.0, 4.0, 5.0])),
-              (np.array([2.0, 4.0, 5.0]), np.array([1.0, 3.0, 3.0]))]
+    varied = [
+        (np.array([1.0, 2.0, 3.0, np.nan]), np.array([1.0, 2.0, 4.0, 5.0])),
+        (np.array([2.0, 4.0, 5.0]), np.array([1.0, 3.0, 3.0])),
+    ]
     slope = shared_slope(varied)
     assert slope is not None and slope.value > 0 and slope.variance > 0

@@ -41,8 +41,15 @@ def _bench(docs: int = 5, systems: int = 4) -> Benchmark:
         for s in range(systems):
             q = 1 + (d * 3 + s * 2) % 5
             words = " ".join(["word"] * (3 + (d + s) % 7))
-            items.append(Item(id=f"S{s}/d{d}", system=f"S{s}", doc_id=f"d{d}", output=f"q={q} d{d} {words}",
-                              human={"quality": float(q) + 0.1 * s}))
+            items.append(
+                Item(
+                    id=f"S{s}/d{d}",
+                    system=f"S{s}",
+                    doc_id=f"d{d}",
+                    output=f"q={q} d{d} {words}",
+                    human={"quality": float(q) + 0.1 * s},
+                )
+            )
     return Benchmark(name="toy", items=tuple(items), criteria=("quality",))
 
 
@@ -66,10 +73,12 @@ def _entries(lm: FakeLM) -> list[Entry]:
 
 
 async def test_compare_reports_every_measure_with_ci_and_the_difference_against_the_first(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     lm = FakeLM(_answer)
-    result = await compare(_bench(), "quality", _entries(lm), out_dir=tmp_path, progress=False, n_boot=200,
-                           n_perm=500)
+    result = await compare(
+        _bench(), "quality", _entries(lm), out_dir=tmp_path, progress=False, n_boot=200, n_perm=500
+    )
     assert [e.name for e in result.entries] == ["baseline", "test-compare-exact"]
     base, exact = result.entries
     assert set(exact.measures) == set(M.measure_table("score"))
@@ -88,8 +97,9 @@ async def test_compare_reports_every_measure_with_ci_and_the_difference_against_
 
 
 async def test_compare_resumes_from_journals_without_new_lm_calls(tmp_path: Path) -> None:
-    first = await compare(_bench(), "quality", _entries(FakeLM(_answer)), out_dir=tmp_path, progress=False,
-                          n_boot=0)
+    first = await compare(
+        _bench(), "quality", _entries(FakeLM(_answer)), out_dir=tmp_path, progress=False, n_boot=0
+    )
     silent = FakeLM([])  # any call would raise ScriptExhaustedError
     again = await compare(_bench(), "quality", _entries(silent), out_dir=tmp_path, progress=False, n_boot=0)
     assert silent.calls == 0
@@ -99,8 +109,9 @@ async def test_compare_resumes_from_journals_without_new_lm_calls(tmp_path: Path
 
 
 async def test_too_small_run_gives_nan_with_reason_not_zero(tmp_path: Path) -> None:
-    result = await compare(_bench(), "quality", _entries(FakeLM(_answer)), out_dir=tmp_path, limit=2,
-                           progress=False, n_boot=50)
+    result = await compare(
+        _bench(), "quality", _entries(FakeLM(_answer)), out_dir=tmp_path, limit=2, progress=False, n_boot=50
+    )
     m = result.entries[1].measures["spearman-item"]
     assert math.isnan(m.value) and "at least 3" in (m.reason or "")
     assert math.isnan(result.entries[1].measures["bias-score"].value)
@@ -133,8 +144,12 @@ async def test_samples_likelihood_and_perturbations_feed_their_measures(tmp_path
         async def judge(self, item: Item) -> Judgment:
             q = float(item.output[2])
             flip = q + 1 if item.doc_id == "d0" else q
-            return Judgment(item_id=item.id, scores={"quality": q}, samples={"quality": (q, flip)},
-                            meta={"perturbations": {"original": q, "reversed": flip}})
+            return Judgment(
+                item_id=item.id,
+                scores={"quality": q},
+                samples={"quality": (q, flip)},
+                meta={"perturbations": {"original": q, "reversed": flip}},
+            )
 
         def map_leaves(self, fn):  # pragma: no cover - not used
             return self
@@ -145,8 +160,9 @@ async def test_samples_likelihood_and_perturbations_feed_their_measures(tmp_path
     lm = LengthLM()
     scorer = LikelihoodScorer(lm)
     entries = [Entry(name="perturbed", judge=PerturbedJudge())]
-    result = await compare(_bench(), "quality", entries, out_dir=tmp_path, likelihood=scorer, progress=False,
-                           n_boot=50)
+    result = await compare(
+        _bench(), "quality", entries, out_dir=tmp_path, likelihood=scorer, progress=False, n_boot=50
+    )
     measures = result.entries[0].measures
     assert measures["perturbation-consistency"].value == pytest.approx(16 / 20)
     assert math.isfinite(measures["alpha-across-samples"].value)
@@ -154,8 +170,15 @@ async def test_samples_likelihood_and_perturbations_feed_their_measures(tmp_path
     assert lm.calls == 20 and all(it.ls is not None for it in result.items)
     # LS is cached per item: a second compare computes none again
     lm2 = LengthLM()
-    await compare(_bench(), "quality", entries, out_dir=tmp_path, likelihood=LikelihoodScorer(lm2),
-                  progress=False, n_boot=0)
+    await compare(
+        _bench(),
+        "quality",
+        entries,
+        out_dir=tmp_path,
+        likelihood=LikelihoodScorer(lm2),
+        progress=False,
+        n_boot=0,
+    )
     assert getattr(lm2, "calls", 0) == 0
 
 
@@ -189,8 +212,9 @@ def _summeval_or_skip() -> None:
 async def test_released_judges_are_measured_without_calls_on_a_summeval_slice(tmp_path: Path) -> None:
     _summeval_or_skip()
     entries = [Entry.from_released("chatgpt-rts", "coherence"), Entry.from_released("gpt4-rts", "coherence")]
-    result = await compare("summeval", "coherence", entries, out_dir=tmp_path, limit=36, progress=False,
-                           n_boot=50, n_perm=200)
+    result = await compare(
+        "summeval", "coherence", entries, out_dir=tmp_path, limit=36, progress=False, n_boot=50, n_perm=200
+    )
     write_report(result, tmp_path)
     data = json.loads((tmp_path / "results.json").read_text())
     assert data["benchmark"] == "summeval" and len(data["items"]) == 36
@@ -200,8 +224,9 @@ async def test_released_judges_are_measured_without_calls_on_a_summeval_slice(tm
     # the harness number equals a direct computation from the released scores
     items = select_items(load("summeval").items, 36)
     run = ReleasedJudge("chatgpt-rts", "coherence").run
-    direct = M.item_correlation([run.get(i.id, "coherence").score for i in items],
-                                M.human_scores(items, "coherence"), "spearman").value
+    direct = M.item_correlation(
+        [run.get(i.id, "coherence").score for i in items], M.human_scores(items, "coherence"), "spearman"
+    ).value
     assert rts["measures"]["spearman-item"]["value"] == pytest.approx(direct)
     assert rts["measures"]["correct-preferences"]["extra"]["n_pairs"] == 66
     assert data["entries"][1]["comparison"]["against"] == "chatgpt-rts"
@@ -210,18 +235,25 @@ async def test_released_judges_are_measured_without_calls_on_a_summeval_slice(tm
 async def test_released_judge_records_parse_failures_and_refuses_prompt_transforms(tmp_path: Path) -> None:
     _summeval_or_skip()
     judge = ReleasedJudge("gpt4-rts", "consistency")
-    failed = [j.item_id for j in judge.run.iter_judgments() if j.criterion == "consistency"
-              and j.score is None]
+    failed = [
+        j.item_id for j in judge.run.iter_judgments() if j.criterion == "consistency" and j.score is None
+    ]
     assert failed, "gpt4-rts consistency has released answers the parser rejects"
     judgment = await judge.judge(Item(id=failed[0], output="x"))
     assert judgment.scores == {"consistency": None} and judgment.failures and judgment.calls == 0
     assert judgment.failures[0].raw == judgment.raw[0]
     with pytest.raises(ConfigError, match="answers for the 1,200 items"):
-        await compare(Benchmark(name="other", items=(Item(id="x/1", output="o", human={"consistency": 3.0}),),
-                                criteria=("consistency",)),
-                      "consistency", [Entry(name="g", judge=judge)], out_dir=tmp_path)
+        await compare(
+            Benchmark(
+                name="other",
+                items=(Item(id="x/1", output="o", human={"consistency": 3.0}),),
+                criteria=("consistency",),
+            ),
+            "consistency",
+            [Entry(name="g", judge=judge)],
+            out_dir=tmp_path,
+        )
     with pytest.raises(ConfigError, match="no prompt to transform"):
         judge.map_prompts(lambda p: p)
     with pytest.raises(ConfigError, match="criterion"):
         ReleasedJudge("gpt4-rts", "tastiness")
-

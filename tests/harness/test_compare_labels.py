@@ -38,8 +38,9 @@ def _task(tmp_path: Path, labelled: int = 8) -> tuple[Path, Path, dict[str, floa
     judge only on items it answered)."""
     bench, recorded, truth = write_task(tmp_path, labelled=labelled)
     with recorded.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"item_id": "south-3", "judge": "small-judge", "criterion": CRIT,
-                                 "score": 3.0}) + "\n")
+        handle.write(
+            json.dumps({"item_id": "south-3", "judge": "small-judge", "criterion": CRIT, "score": 3.0}) + "\n"
+        )
     return bench, recorded, truth
 
 
@@ -75,29 +76,60 @@ def test_labels_file_gives_the_estimates_the_same_labels_in_the_rows_give(tmp_pa
     extra = _slice(truth, bench, 4)
     labels = _labels_file(tmp_path / "labels.csv", extra)
     out = tmp_path / "out"
-    result = run("-b", f"jsonl:{bench}", "-c", CRIT, "--recorded", str(recorded), "--labels", str(labels),
-                 "--out", str(out), "--n-boot", "0")
+    result = run(
+        "-b",
+        f"jsonl:{bench}",
+        "-c",
+        CRIT,
+        "--recorded",
+        str(recorded),
+        "--labels",
+        str(labels),
+        "--out",
+        str(out),
+        "--n-boot",
+        "0",
+    )
     assert result.exit_code == 0, result.output
     assert "## Corrected estimates per system" in result.stdout
     stored = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert stored["settings"]["n_labelled"] == 3 * 6
     rows = apply_labels(load_jsonl(bench), CRIT, extra)  # the same labels written into the rows
     same = tmp_path / "same"
-    again = run("-b", f"jsonl:{_write_bench(rows, tmp_path / 'rows.jsonl')}", "-c", CRIT, "--recorded",
-                str(recorded), "--out", str(same), "--n-boot", "0")
+    again = run(
+        "-b",
+        f"jsonl:{_write_bench(rows, tmp_path / 'rows.jsonl')}",
+        "-c",
+        CRIT,
+        "--recorded",
+        str(recorded),
+        "--out",
+        str(same),
+        "--n-boot",
+        "0",
+    )
     assert again.exit_code == 0, again.output
     mine = stored["entries"][0]["estimate"]
     theirs = json.loads((same / "results.json").read_text(encoding="utf-8"))["entries"][0]["estimate"]
-    assert [(g["group"], g["estimate"]) for g in mine["groups"]] == [(g["group"], g["estimate"])
-                                                                     for g in theirs["groups"]]
+    assert [(g["group"], g["estimate"]) for g in mine["groups"]] == [
+        (g["group"], g["estimate"]) for g in theirs["groups"]
+    ]
     assert mine["groups"][0]["estimate"]["n_labelled"] == 6
 
 
 def _write_bench(bench: Benchmark, path: Path) -> Path:
     header = {"benchmark": {"name": bench.name, "criteria": list(bench.criteria), "scale": [1, 5]}}
-    rows = [{"id": it.id, "system": it.system, "doc_id": it.doc_id, "inputs": dict(it.inputs),
-             "output": it.output,
-             **({"human": dict(it.human)} if it.human else {})} for it in bench.items]
+    rows = [
+        {
+            "id": it.id,
+            "system": it.system,
+            "doc_id": it.doc_id,
+            "inputs": dict(it.inputs),
+            "output": it.output,
+            **({"human": dict(it.human)} if it.human else {}),
+        }
+        for it in bench.items
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in [header, *rows]), encoding="utf-8")
     return path
 
@@ -106,8 +138,20 @@ def test_a_filled_selection_file_carries_its_weights_into_the_estimates(tmp_path
     bench, recorded, truth = _task(tmp_path, labelled=4)
     chosen = _slice(truth, bench, 3)
     labels = _labels_file(tmp_path / "selected.csv", chosen, dict.fromkeys(chosen, 5.0))
-    result = run("-b", f"jsonl:{bench}", "-c", CRIT, "--recorded", str(recorded), "--labels", str(labels),
-                 "--out", str(tmp_path / "out"), "--n-boot", "0")
+    result = run(
+        "-b",
+        f"jsonl:{bench}",
+        "-c",
+        CRIT,
+        "--recorded",
+        str(recorded),
+        "--labels",
+        str(labels),
+        "--out",
+        str(tmp_path / "out"),
+        "--n-boot",
+        "0",
+    )
     assert result.exit_code == 0, result.output
     saved = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
     groups = saved["entries"][0]["estimate"]["groups"]
@@ -115,21 +159,40 @@ def test_a_filled_selection_file_carries_its_weights_into_the_estimates(tmp_path
     assert "weighted by 1 / their inclusion probability" in result.stdout
 
 
-@pytest.mark.parametrize(("rows", "extra", "expected"), [
-    ({"north-0": 3, "nowhere-1": 4}, (),
-     "labels.csv: expected labels for items of 'toy'; 1 ids are not in it "
-                                         "(first 'nowhere-1')"),
-    ({"north-0": 9}, (), "expected a label on 'helpfulness''s scale 1 to 5; got 9"),
-    ({"east-25": 3, "east-26": 2}, ("--limit", "30"),
-     "none of the 2 items labelled there is among the 30 items "
-                                                      "compared (first labelled 'east-25')"),
-])
-def test_a_labels_file_compare_cannot_use_is_refused_in_one_line(tmp_path: Path, rows, extra,
-                                                                 expected) -> None:
+@pytest.mark.parametrize(
+    ("rows", "extra", "expected"),
+    [
+        (
+            {"north-0": 3, "nowhere-1": 4},
+            (),
+            "labels.csv: expected labels for items of 'toy'; 1 ids are not in it (first 'nowhere-1')",
+        ),
+        ({"north-0": 9}, (), "expected a label on 'helpfulness''s scale 1 to 5; got 9"),
+        (
+            {"east-25": 3, "east-26": 2},
+            ("--limit", "30"),
+            "none of the 2 items labelled there is among the 30 items compared (first labelled 'east-25')",
+        ),
+    ],
+)
+def test_a_labels_file_compare_cannot_use_is_refused_in_one_line(
+    tmp_path: Path, rows, extra, expected
+) -> None:
     bench, recorded, _ = _task(tmp_path)
     labels = _labels_file(tmp_path / "labels.csv", rows)
-    result = run("-b", f"jsonl:{bench}", "-c", CRIT, "--recorded", str(recorded), "--labels", str(labels),
-                 "--out", str(tmp_path / "out"), *extra)
+    result = run(
+        "-b",
+        f"jsonl:{bench}",
+        "-c",
+        CRIT,
+        "--recorded",
+        str(recorded),
+        "--labels",
+        str(labels),
+        "--out",
+        str(tmp_path / "out"),
+        *extra,
+    )
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0]
@@ -150,9 +213,15 @@ def _bench(labels: dict[str, list[float]]) -> Benchmark:
     for s, given in labels.items():
         for d in range(12):
             human = {"q": given[d]} if d < len(given) else {}
-            items.append(Item(id=f"{s}/d{d}", system=s, doc_id=f"d{d}",
-                              output=f"q={1 + (d * 7) % 5} {s} d{d}",
-                              human=human))
+            items.append(
+                Item(
+                    id=f"{s}/d{d}",
+                    system=s,
+                    doc_id=f"d{d}",
+                    output=f"q={1 + (d * 7) % 5} {s} d{d}",
+                    human=human,
+                )
+            )
     return Benchmark(name="toy", items=tuple(items), criteria=("q",))
 
 
@@ -173,10 +242,18 @@ CASES = {  # labels per system, the method, and what the estimate then says
 async def test_compare_estimate_notes_name_only_options_compare_has(tmp_path: Path, case: str) -> None:
     labels, method, says = CASES[case]
     judge = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), FakeLM(_answer))
-    result = await compare(CompareConfig(benchmark=_bench(labels), criterion="q", out_dir=tmp_path,
-                                         progress=False,
-                                         entries=(Entry.from_pipeline("plain", judge, "baseline"),), n_boot=0,
-                                         n_perm=50, estimate=method))
+    result = await compare(
+        CompareConfig(
+            benchmark=_bench(labels),
+            criterion="q",
+            out_dir=tmp_path,
+            progress=False,
+            entries=(Entry.from_pipeline("plain", judge, "baseline"),),
+            n_boot=0,
+            n_perm=50,
+            estimate=method,
+        )
+    )
     e = result.entries[0]
     said = [e.estimate_note or ""]
     if e.estimate is not None:

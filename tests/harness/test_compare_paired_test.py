@@ -37,17 +37,21 @@ def _data() -> tuple[Benchmark, np.ndarray, np.ndarray, np.ndarray]:
     a = np.clip(np.round(3 + h + rng.normal(size=N)), 1, 5)
     latent = np.clip(3 + h + 0.5 * rng.normal(size=N), 1, 5)
     human = np.clip(np.round(3 + h), 1, 5)
-    items = tuple(Item(id=f"i{k}", system=f"S{k % 3}", doc_id=f"d{k}", output=f"text {k}",
-                       human={"q": float(v)})
-                  for k, v in enumerate(human))
+    items = tuple(
+        Item(id=f"i{k}", system=f"S{k % 3}", doc_id=f"d{k}", output=f"text {k}", human={"q": float(v)})
+        for k, v in enumerate(human)
+    )
     return Benchmark(name="toy", items=items, criteria=("q",)), a, latent, human
 
 
-def _recorded(path: Path, bench: Benchmark, judge: str, scores: np.ndarray,
-              scale: tuple[float, float]) -> Entry:
+def _recorded(
+    path: Path, bench: Benchmark, judge: str, scores: np.ndarray, scale: tuple[float, float]
+) -> Entry:
     rows = [{"recorded": {"scales": {"q": list(scale)}}}]
-    rows += [{"item_id": it.id, "judge": judge, "criterion": "q", "score": float(s)}
-             for it, s in zip(bench.items, scores, strict=True)]
+    rows += [
+        {"item_id": it.id, "judge": judge, "criterion": "q", "score": float(s)}
+        for it, s in zip(bench.items, scores, strict=True)
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return Entry.from_recorded(path, "q")
 
@@ -62,9 +66,9 @@ async def _compared(tmp_path: Path) -> tuple[dict, np.ndarray, np.ndarray, np.nd
         _recorded(tmp_path / "b100.jsonl", bench, "B on 0-100", 25 * b5 - 25, (0, 100)),
         _recorded(tmp_path / "bexp.jsonl", bench, "B expected", latent, (1, 5)),
     ]
-    result = await compare(bench, "q", entries, out_dir=tmp_path / "out", progress=False, n_boot=300,
-                           n_perm=600,
-                           seed=0)
+    result = await compare(
+        bench, "q", entries, out_dir=tmp_path / "out", progress=False, n_boot=300, n_perm=600, seed=0
+    )
     return {e.name: e.comparison for e in result.entries}, a, b5, human, result
 
 
@@ -79,15 +83,20 @@ async def test_delta_spearman_p_does_not_depend_on_the_scale_an_entry_answers_on
 
 
 async def test_entries_on_one_scale_keep_the_permutation_p_and_a_continuous_entry_gets_the_bootstrap(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     by, a, b5, human, _ = await _compared(tmp_path)
     same = by["B on 1-5"]
-    direct = paired_statistic_difference(b5, a, human, "spearman", test="permutation", n_boot=300, n_perm=600,
-                                         seed=0)
+    direct = paired_statistic_difference(
+        b5, a, human, "spearman", test="permutation", n_boot=300, n_perm=600, seed=0
+    )
     assert same.test == "paired permutation" and same.test_reason is None
-    assert (same.observed, same.p_value, same.ci_low, same.ci_high) == (direct.observed, direct.p_value,
-                                                                        direct.low,
-                                                                         direct.high)
+    assert (same.observed, same.p_value, same.ci_low, same.ci_high) == (
+        direct.observed,
+        direct.p_value,
+        direct.low,
+        direct.high,
+    )
     cont = by["B expected"]
     assert cont.test == "paired bootstrap" and "between the scale's points" in cont.test_reason
 
@@ -96,11 +105,11 @@ async def test_the_report_the_summary_and_the_comparisons_frame_name_the_test(tm
     pytest.importorskip("pandas")
     *_, result = await _compared(tmp_path)
     text = render_markdown(result)
-    section = text[text.index("## Against A"):]
+    section = text[text.index("## Against A") :]
     assert "| test |" in section and "paired permutation | 48 |" in section
     assert "paired bootstrap | 48 | bootstrap test: the entries answer on different scales" in section
     summary = render_summary(result)
-    table = summary[summary.index("| entry |"):]
+    table = summary[summary.index("| entry |") :]
     # the table; the bottom lines say it too
     assert table.count("bootstrap p=") == 3 and table.count(", p=") == 1
     frame = result.to_pandas("comparisons")

@@ -40,10 +40,17 @@ TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 
 
 def _bench(docs: int = 4, systems: int = 3) -> Benchmark:
-    items = tuple(Item(id=f"S{s}/d{d}", system=f"S{s}", doc_id=f"d{d}",
-                       output=f"q={1 + (d + s) % 5} d{d} s{s}",
-                       human={"q": float(1 + (d * 2 + s) % 5)})
-                  for d in range(docs) for s in range(systems))
+    items = tuple(
+        Item(
+            id=f"S{s}/d{d}",
+            system=f"S{s}",
+            doc_id=f"d{d}",
+            output=f"q={1 + (d + s) % 5} d{d} s{s}",
+            human={"q": float(1 + (d * 2 + s) % 5)},
+        )
+        for d in range(docs)
+        for s in range(systems)
+    )
     return Benchmark(name="toy", items=items, criteria=("q",))
 
 
@@ -52,17 +59,23 @@ def _answer(request: LMRequest) -> str:
 
 
 def _recorded_file(bench: Benchmark, path: Path) -> Path:
-    path.write_text("".join(json.dumps({"item_id": it.id, "judge": "logged", "criterion": "q",
-                                        "score": float(1 + i % 5)}) + "\n" for i,
-                            it in enumerate(bench.items)))
+    path.write_text(
+        "".join(
+            json.dumps({"item_id": it.id, "judge": "logged", "criterion": "q", "score": float(1 + i % 5)})
+            + "\n"
+            for i, it in enumerate(bench.items)
+        )
+    )
     return path
 
 
 def _entries(lm: FakeLM, bench: Benchmark, folder: Path) -> list[Entry]:
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), lm)
-    return [Entry.from_pipeline("baseline", base, "baseline"),
-            Entry.from_pipeline("two samples", base, "sampling(n=2, temperature=0.7)"),
-            Entry.from_recorded(_recorded_file(bench, folder / "recorded.jsonl"), "q")]
+    return [
+        Entry.from_pipeline("baseline", base, "baseline"),
+        Entry.from_pipeline("two samples", base, "sampling(n=2, temperature=0.7)"),
+        Entry.from_recorded(_recorded_file(bench, folder / "recorded.jsonl"), "q"),
+    ]
 
 
 def _counting(counts: Counter[str], name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -95,12 +108,18 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
 
 async def test_compare_plans_selects_items_and_preflights_each_entry_exactly_once(
-        tmp_path: Path,
-        counts: Counter[str]) -> None:
+    tmp_path: Path, counts: Counter[str]
+) -> None:
     bench = _bench()
-    result = await compare(bench, "q", _entries(FakeLM(_answer), bench, tmp_path), out_dir=tmp_path,
-                           progress=False,
-                           n_boot=0, n_perm=20)
+    result = await compare(
+        bench,
+        "q",
+        _entries(FakeLM(_answer), bench, tmp_path),
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=0,
+        n_perm=20,
+    )
     assert [e.name for e in result.entries] == ["baseline", "two samples", "logged"]
     assert counts["plan"] == 1 and counts["select_items"] == 1
     assert counts["preflight"] == 3  # one per entry, the replayed one included
@@ -109,11 +128,19 @@ async def test_compare_plans_selects_items_and_preflights_each_entry_exactly_onc
 
 
 async def test_check_compare_returns_the_plan_that_compare_runs_without_planning_again(
-        tmp_path: Path, counts: Counter[str]) -> None:
+    tmp_path: Path, counts: Counter[str]
+) -> None:
     bench = _bench()
-    config = CompareConfig(benchmark=bench, criterion="q", entries=_entries(FakeLM(_answer), bench, tmp_path),
-                           out_dir=tmp_path,
-                           progress=False, n_boot=0, n_perm=20, limit=6)
+    config = CompareConfig(
+        benchmark=bench,
+        criterion="q",
+        entries=_entries(FakeLM(_answer), bench, tmp_path),
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=0,
+        n_perm=20,
+        limit=6,
+    )
     planned = check_compare(config)
     assert isinstance(planned, ComparePlan) and planned.config is config
     assert [it.id for it in planned.items] == [it.id for it in bench.items[:6]]
@@ -123,15 +150,37 @@ async def test_check_compare_returns_the_plan_that_compare_runs_without_planning
 
 
 def test_the_cli_plans_once_selects_once_preflights_once_and_reads_answers_once_per_entry(
-        tmp_path: Path, counts: Counter[str]) -> None:
+    tmp_path: Path, counts: Counter[str]
+) -> None:
     path = save_jsonl(_bench(), tmp_path / "b.jsonl")
     (tmp_path / "p.txt").write_text(TEMPLATE)
     with StubOpenAIServer(latency=0.0, reply="Score: 3") as server:
-        result = CliRunner().invoke(app, [
-            "compare", "-b", f"jsonl:{path}", "-c", "q", "--prompt", str(tmp_path / "p.txt"), "--backend",
-            "openai:stub", "--base-url", server.base_url, "--no-cache", "-p", "baseline", "-p",
-            "sampling(n=2, temperature=0.7)",
-            "--out", str(tmp_path / "o"), "--n-boot", "0", "--no-progress"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "compare",
+                "-b",
+                f"jsonl:{path}",
+                "-c",
+                "q",
+                "--prompt",
+                str(tmp_path / "p.txt"),
+                "--backend",
+                "openai:stub",
+                "--base-url",
+                server.base_url,
+                "--no-cache",
+                "-p",
+                "baseline",
+                "-p",
+                "sampling(n=2, temperature=0.7)",
+                "--out",
+                str(tmp_path / "o"),
+                "--n-boot",
+                "0",
+                "--no-progress",
+            ],
+        )
     assert result.exit_code == 0, result.output
     assert counts["plan"] == 1 and counts["select_items"] == 1
     assert counts["preflight"] == 2
@@ -139,7 +188,8 @@ def test_the_cli_plans_once_selects_once_preflights_once_and_reads_answers_once_
 
 
 def test_the_cli_prints_the_summary_from_the_result_not_from_report_md(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import mitigate.paths
 
     opened = mitigate.paths.open_regular
@@ -153,8 +203,23 @@ def test_the_cli_prints_the_summary_from_the_result_not_from_report_md(
     path = save_jsonl(bench, tmp_path / "b.jsonl")
     rec = _recorded_file(bench, tmp_path / "rec.jsonl")
     out = tmp_path / "o"
-    result = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{path}", "-c", "q", "--recorded", str(rec),
-                                      "--out", str(out), "--n-boot", "0", "--no-progress"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            "-b",
+            f"jsonl:{path}",
+            "-c",
+            "q",
+            "--recorded",
+            str(rec),
+            "--out",
+            str(out),
+            "--n-boot",
+            "0",
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 0, result.output
     summary = render_summary(load_results(out))
     assert "## Bottom line" in summary and "## Every measure" not in summary
@@ -164,8 +229,16 @@ def test_the_cli_prints_the_summary_from_the_result_not_from_report_md(
 
 async def test_the_stages_run_one_by_one_give_what_compare_gives(tmp_path: Path) -> None:
     bench = _bench()
-    config = CompareConfig(benchmark=bench, criterion="q", entries=_entries(FakeLM(_answer), bench, tmp_path),
-                           out_dir=tmp_path / "a", progress=False, n_boot=50, n_perm=100, report=False)
+    config = CompareConfig(
+        benchmark=bench,
+        criterion="q",
+        entries=_entries(FakeLM(_answer), bench, tmp_path),
+        out_dir=tmp_path / "a",
+        progress=False,
+        n_boot=50,
+        n_perm=100,
+        report=False,
+    )
     planned = plan(config)
     fitted = await fit(planned)
     judged = await judge(fitted)
@@ -179,17 +252,28 @@ async def test_the_stages_run_one_by_one_give_what_compare_gives(tmp_path: Path)
     for a, b in zip(again.entries, result.entries, strict=True):
         assert a.scores("q") == b.scores("q")
         assert a.model_dump(include={"measures", "per_system", "comparison", "histogram"}) == b.model_dump(
-            include={"measures", "per_system", "comparison", "histogram"})
+            include={"measures", "per_system", "comparison", "histogram"}
+        )
 
 
 async def test_the_fit_stage_keeps_each_fitted_pipeline_its_spec_and_its_judge_together(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     bench = _bench(docs=8)
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), FakeLM(_answer))
-    config = CompareConfig(benchmark=bench, criterion="q", out_dir=tmp_path, progress=False, n_boot=0,
-                           n_perm=20,
-                           train=0.5, entries=[Entry.from_pipeline("plain", base, "baseline"),
-                                               Entry.from_pipeline("demos", base, "random-demos(k=2)")])
+    config = CompareConfig(
+        benchmark=bench,
+        criterion="q",
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=0,
+        n_perm=20,
+        train=0.5,
+        entries=[
+            Entry.from_pipeline("plain", base, "baseline"),
+            Entry.from_pipeline("demos", base, "random-demos(k=2)"),
+        ],
+    )
     fitted = await fit(plan(config))
     plain, demos = fitted.entries
     assert plain is config.entries[0] and fitted.fit_info["plain"]["fitted"] is False
@@ -202,8 +286,9 @@ async def test_the_fit_stage_keeps_each_fitted_pipeline_its_spec_and_its_judge_t
 def test_compare_config_checks_every_parameter_once_in_one_line(tmp_path: Path) -> None:
     bench = _bench()
     entries = _entries(FakeLM(_answer), bench, tmp_path)
-    with pytest.raises(ConfigError,
-                       match=r"^The 'concurrency' parameter of compare must be an int >= 1\. Got 0"):
+    with pytest.raises(
+        ConfigError, match=r"^The 'concurrency' parameter of compare must be an int >= 1\. Got 0"
+    ):
         CompareConfig(benchmark=bench, criterion="q", entries=entries, concurrency=0)
     with pytest.raises(ConfigError, match=r"^The 'n_perm' parameter of compare must be an int >= 1\. Got 0"):
         CompareConfig(benchmark=bench, criterion="q", entries=entries, n_perm=0)

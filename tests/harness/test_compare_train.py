@@ -21,9 +21,17 @@ from mitigate.testing import StubOpenAIServer
 
 
 def _bench(n_docs: int = 10, per_doc: int = 3) -> Benchmark:
-    items = tuple(Item(id=f"S{s}/d{d}", output=f"output {s} {d}", system=f"S{s}", doc_id=f"d{d}",
-                       human={"q": float(1 + (s + d) % 5)} if d != 0 else {})
-                  for d in range(n_docs) for s in range(per_doc))
+    items = tuple(
+        Item(
+            id=f"S{s}/d{d}",
+            output=f"output {s} {d}",
+            system=f"S{s}",
+            doc_id=f"d{d}",
+            human={"q": float(1 + (s + d) % 5)} if d != 0 else {},
+        )
+        for d in range(n_docs)
+        for s in range(per_doc)
+    )
     return Benchmark(name="b", items=items, criteria=("q",))
 
 
@@ -50,17 +58,20 @@ def test_bad_fractions_and_overlapping_training_benchmarks_are_refused(tmp_path:
     bench = _bench()
     with pytest.raises(ConfigError, match="shares no item or document"):
         train_and_test(bench, bench, "q", 0)
-    other = Benchmark(name="other", items=(Item(id="x", output="o", doc_id="elsewhere", human={"q": 3.0}),),
-                      criteria=("q",))
+    other = Benchmark(
+        name="other", items=(Item(id="x", output="o", doc_id="elsewhere", human={"q": 3.0}),), criteria=("q",)
+    )
     fit, test, info = train_and_test(bench, other, "q", 0)
     assert fit is not None and test is bench and info is not None and info["ids"] == ["x"]
 
 
 # ----------------------------------------------------------------------------- fitting every learnable entry
 
-GUIDED = ("Rate the text.\n\nScoring guideline:\nScore 1 means poor.\nScore 2 means weak.\nScore 3 means "
-          "fair.\nScore 4 means good.\nScore 5 means excellent.\n\nText: {{output}}\n\nReply with \"Score: "
-          "\" and a number.")
+GUIDED = (
+    "Rate the text.\n\nScoring guideline:\nScore 1 means poor.\nScore 2 means weak.\nScore 3 means "
+    'fair.\nScore 4 means good.\nScore 5 means excellent.\n\nText: {{output}}\n\nReply with "Score: '
+    '" and a number.'
+)
 
 
 def _scored(request: LMRequest) -> str:
@@ -84,20 +95,31 @@ def _pool_sizes(spec: dict) -> list[int]:
 async def test_compare_fits_demo_pipelines_on_train_and_judges_only_test(tmp_path: Path) -> None:
     bench = _bench(n_docs=12)
     base = PromptJudge(JudgePrompt.from_template(GUIDED, criterion="q"), FakeLM(_scored))
-    entries = [Entry.from_pipeline(text, base, text) for text in
-               ("baseline", "random-demos(k=2)", "demos(selector=stratified, k=2)", "perturbed-demos(m=2)")]
+    entries = [
+        Entry.from_pipeline(text, base, text)
+        for text in (
+            "baseline",
+            "random-demos(k=2)",
+            "demos(selector=stratified, k=2)",
+            "perturbed-demos(m=2)",
+        )
+    ]
     assert [e.needs_fit for e in entries] == [False, True, True, True]
-    with pytest.raises(ConfigError,
-                       match=r"entry 'random-demos\(k=2\)' learns from data .* --train FRACTION"):
+    with pytest.raises(
+        ConfigError, match=r"entry 'random-demos\(k=2\)' learns from data .* --train FRACTION"
+    ):
         await compare(bench, "q", entries, out_dir=tmp_path / "none", progress=False)
-    result = await compare(bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50,
-                           train=0.5, seed=1)
+    result = await compare(
+        bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50, train=0.5, seed=1
+    )
     train_ids = set(result.settings["train"]["ids"])
     judged = {it.id for it in result.items}
     assert train_ids and judged and not train_ids & judged
     assert not {i.split("/")[1] for i in train_ids} & {i.split("/")[1] for i in judged}  # whole documents
-    assert result.entries[0].fitted == {"fitted": False,
-                                        "why": "nothing to learn or already fitted; used as given"}
+    assert result.entries[0].fitted == {
+        "fitted": False,
+        "why": "nothing to learn or already fitted; used as given",
+    }
     for e in result.entries[1:]:
         assert e.fitted is not None and e.fitted["fitted"] and e.fitted["n_items"] == len(train_ids)
         assert e.spec["steps"][0]["params"]["demos_"], e.name
@@ -110,8 +132,9 @@ async def test_compare_fits_demo_pipelines_on_train_and_judges_only_test(tmp_pat
     write_report(result, tmp_path)
     assert "Fit on train, compare on test: 3 entries" in (tmp_path / "report.md").read_text()
     # a rerun resumes every entry from its journal: fitting is deterministic, so the fitted judges match
-    again = await compare(bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50,
-                          train=0.5, seed=1)
+    again = await compare(
+        bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50, train=0.5, seed=1
+    )
     assert [e.summary.resumed for e in again.entries] == [len(judged)] * 4
 
 
@@ -119,36 +142,83 @@ def test_cli_compare_train_fits_and_reports(tmp_path: Path) -> None:
     path = save_jsonl(_bench(n_docs=8), tmp_path / "b.jsonl")
     (tmp_path / "p.txt").write_text(GUIDED)
     with StubOpenAIServer(latency=0.0, reply="Score: 3") as server:
-        result = CliRunner().invoke(app, [
-            "compare", "-b", f"jsonl:{path}", "-c", "q", "--prompt", str(tmp_path / "p.txt"), "--backend",
-            "openai:stub", "--base-url", server.base_url, "--no-cache", "-p", "baseline", "-p",
-            "random-demos(k=2)",
-            "--train", "0.5", "--out", str(tmp_path / "o"), "--n-boot", "20", "--no-progress"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "compare",
+                "-b",
+                f"jsonl:{path}",
+                "-c",
+                "q",
+                "--prompt",
+                str(tmp_path / "p.txt"),
+                "--backend",
+                "openai:stub",
+                "--base-url",
+                server.base_url,
+                "--no-cache",
+                "-p",
+                "baseline",
+                "-p",
+                "random-demos(k=2)",
+                "--train",
+                "0.5",
+                "--out",
+                str(tmp_path / "o"),
+                "--n-boot",
+                "20",
+                "--no-progress",
+            ],
+        )
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "o" / "results.json").read_text())
     assert data["settings"]["train"]["source"].startswith("b, fraction 0.5 by document")
     assert data["entries"][1]["fitted"]["fitted"] is True
-    missing = CliRunner().invoke(app,
-                                 ["compare", "-b", f"jsonl:{path}", "-c", "q", "--prompt",
-                                  str(tmp_path / "p.txt"),
-                                       "-p", "random-demos(k=2)", "--out", str(tmp_path / "o2")])
+    missing = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            "-b",
+            f"jsonl:{path}",
+            "-c",
+            "q",
+            "--prompt",
+            str(tmp_path / "p.txt"),
+            "-p",
+            "random-demos(k=2)",
+            "--out",
+            str(tmp_path / "o2"),
+        ],
+    )
     assert missing.exit_code == 2 and "--train FRACTION" in missing.stderr
 
 
 async def test_a_searched_spec_file_is_an_entry_used_as_given(tmp_path: Path) -> None:
     bench = _bench(n_docs=12)
     base = PromptJudge(JudgePrompt.from_template(GUIDED, criterion="q"), FakeLM(_scored))
-    other = Benchmark(name="pool", items=tuple(Item(id=f"pool{i}", output=f"pool text {i}", doc_id=f"p{i}",
-                                                    human={"q": float(1 + i % 5)}) for i in range(6)),
-                      criteria=("q",))
+    other = Benchmark(
+        name="pool",
+        items=tuple(
+            Item(id=f"pool{i}", output=f"pool text {i}", doc_id=f"p{i}", human={"q": float(1 + i % 5)})
+            for i in range(6)
+        ),
+        criteria=("q",),
+    )
     searched = parse_pipeline("random-demos(k=2)").fit(other, base, progress=False)
     spec_file = tmp_path / "searched.json"
     spec_file.write_text(json.dumps({"pipeline": searched.spec(), "search": {"engine": "test"}}))
     entry = Entry.from_pipeline(None, base, f"@{spec_file}")
     assert not entry.needs_fit
-    result = await compare(bench, "q", [Entry.from_pipeline("baseline", base, "baseline"), entry],
-                           out_dir=tmp_path,
-                           progress=False, n_boot=20, n_perm=50, train=0.5)
+    result = await compare(
+        bench,
+        "q",
+        [Entry.from_pipeline("baseline", base, "baseline"), entry],
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=20,
+        n_perm=50,
+        train=0.5,
+    )
     e = result.entries[1]
     assert e.fitted is not None and not e.fitted["fitted"]
     assert _demo_ids(e.spec) == _demo_ids(searched.spec())  # not refitted on this train split
@@ -159,10 +229,13 @@ async def test_an_entry_that_cannot_fit_is_left_out_with_its_reason(tmp_path: Pa
     pytest.importorskip("llama_cpp")
     bench = _bench(n_docs=12)
     base = PromptJudge(JudgePrompt.from_template(GUIDED, criterion="q"), FakeLM(lambda _r: "Score: 3"))
-    entries = [Entry.from_pipeline(t, base, t) for t in ("baseline", "random-demos(k=2)",
-                                                           "highest-rs-demos(k=2, pool_size=6)")]
-    result = await compare(bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50,
-                           train=0.5)
+    entries = [
+        Entry.from_pipeline(t, base, t)
+        for t in ("baseline", "random-demos(k=2)", "highest-rs-demos(k=2, pool_size=6)")
+    ]
+    result = await compare(
+        bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50, train=0.5
+    )
     assert [e.name for e in result.entries] == ["baseline", "random-demos(k=2)"]
     # the judge answers 3 to everything, so US (and RS) is undefined on every pool item (LS: the embedded
     # model)

@@ -36,11 +36,17 @@ def _items() -> list[dict[str, Any]]:
     for d in range(N_DOCS):
         for s in SYSTEMS:
             quality = rng.randint(1, 5)
-            rows.append({"id": f"{s}/d{d}", "system": s, "doc_id": f"d{d}",
-                         "inputs": {"source": f"Article {d}."},
-                         "output": f"Summary of article {d} by {s}. quality={quality} "
-                         + "word " * rng.randint(3, 30),
-                         "human": {"coherence": float(quality)}})
+            rows.append(
+                {
+                    "id": f"{s}/d{d}",
+                    "system": s,
+                    "doc_id": f"d{d}",
+                    "inputs": {"source": f"Article {d}."},
+                    "output": f"Summary of article {d} by {s}. quality={quality} "
+                    + "word " * rng.randint(3, 30),
+                    "human": {"coherence": float(quality)},
+                }
+            )
     return rows
 
 
@@ -50,15 +56,19 @@ def _write_bench(tmp_path: Path) -> Path:
     return path
 
 
-def _recorded(tmp_path: Path, name: str, judge: str, score: Any,
-              scale: tuple[int, int] | None = None) -> Path:
+def _recorded(
+    tmp_path: Path, name: str, judge: str, score: Any, scale: tuple[int, int] | None = None
+) -> Path:
     """A recorded-judgments file: one row per item, the score a function of the item (None: a failure)."""
     rows = [{"recorded": {"scales": {"coherence": list(scale)}}}] if scale else []
     for it in _items():
         value = score(it)
         row = {"item_id": it["id"], "judge": judge, "criterion": "coherence"}
-        row |= {"error": "no score", "raw": "I cannot say."} if value is None else {"score": value,
-                                                                                     "raw": f"Score: {value}"}
+        row |= (
+            {"error": "no score", "raw": "I cannot say."}
+            if value is None
+            else {"score": value, "raw": f"Score: {value}"}
+        )
         rows.append(row)
     path = tmp_path / name
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
@@ -128,8 +138,17 @@ def test_junit_has_one_testcase_per_gated_measure_and_a_failure_for_the_regressi
     a = _recorded(tmp_path, "a.jsonl", "good", _good)
     b = _recorded(tmp_path, "b.jsonl", "noisy", _noisy)
     out = tmp_path / "junit.xml"
-    result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--junit", str(out),
-                  "--fail-on", "spearman:0.05,failure-rate,length-bias")
+    result = _run(
+        *_bench_arg(tmp_path),
+        "--recorded",
+        str(a),
+        "--recorded",
+        str(b),
+        "--junit",
+        str(out),
+        "--fail-on",
+        "spearman:0.05,failure-rate,length-bias",
+    )
     assert result.exit_code == 1
     suite = ET.parse(out).getroot()
     cases = suite.findall("testcase")
@@ -140,8 +159,9 @@ def test_junit_has_one_testcase_per_gated_measure_and_a_failure_for_the_regressi
 
 def test_failures_are_counted_never_dropped_silently(tmp_path):
     a = _recorded(tmp_path, "a.jsonl", "good", _good)
-    b = _recorded(tmp_path, "b.jsonl", "abstains",
-                  lambda it: None if it["system"] in ("s1", "s2") else _good(it))  # half the items unscored
+    b = _recorded(
+        tmp_path, "b.jsonl", "abstains", lambda it: None if it["system"] in ("s1", "s2") else _good(it)
+    )  # half the items unscored
     result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--json")
     assert result.exit_code == 1, result.output
     data = json.loads(result.stdout)
@@ -171,30 +191,37 @@ def test_a_judge_missing_items_is_refused_with_exit_2_naming_them(tmp_path):
     b.write_text("\n".join(a.read_text().splitlines()[:-3]).replace('"good"', '"short"') + "\n")
     result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b))
     assert result.exit_code == 2
-    assert ("expected judge 'short' to have an answer on 'coherence' for every item "
-            "compared; 3 of 48") in result.stderr
+    assert (
+        "expected judge 'short' to have an answer on 'coherence' for every item compared; 3 of 48"
+    ) in result.stderr
 
 
 def test_judges_on_different_scales_are_refused_unless_mapped(tmp_path):
     a = _recorded(tmp_path, "a.jsonl", "five", _good, scale=(1, 5))
     b = _recorded(tmp_path, "b.jsonl", "ten", lambda it: 2 * _good(it), scale=(1, 10))
     refused = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b))
-    assert refused.exit_code == 2 and ("expected the same scale, or a mapping "
-                                       "(--scale-map linear") in refused.stderr
-    mapped = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--scale-map", "linear",
-                  "--json")
+    assert (
+        refused.exit_code == 2
+        and ("expected the same scale, or a mapping (--scale-map linear") in refused.stderr
+    )
+    mapped = _run(
+        *_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--scale-map", "linear", "--json"
+    )
     assert mapped.exit_code == 0, mapped.output
     data = json.loads(mapped.stdout)
     assert data["measures"][0]["delta"] == pytest.approx(0.0)
     assert any("mapped linearly from 1 to 10" in n for n in data["notes"])
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--fail-on", "accuracy"], "'accuracy' applies to pairwise judges"),
-    (["--fail-on", "spearman:2"], "level strictly between 0 and 1"),
-    (["--fail-on", "mean-score"], "neither better nor worse"),
-    (["--correction", "sidak"], "--correction"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--fail-on", "accuracy"], "'accuracy' applies to pairwise judges"),
+        (["--fail-on", "spearman:2"], "level strictly between 0 and 1"),
+        (["--fail-on", "mean-score"], "neither better nor worse"),
+        (["--correction", "sidak"], "--correction"),
+    ],
+)
 def test_a_bad_gate_option_is_refused_before_anything_is_judged(tmp_path, args, message):
     a = _recorded(tmp_path, "a.jsonl", "good", _good)
     result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(a), *args)
@@ -202,8 +229,17 @@ def test_a_bad_gate_option_is_refused_before_anything_is_judged(tmp_path, args, 
 
 
 def test_two_judges_that_differ_in_two_things_are_refused(tmp_path):
-    result = _run(*_bench_arg(tmp_path), "--pipeline", "baseline", "--pipeline", "consistency-hint",
-                  "--backend", "fake", "--backend", "local")
+    result = _run(
+        *_bench_arg(tmp_path),
+        "--pipeline",
+        "baseline",
+        "--pipeline",
+        "consistency-hint",
+        "--backend",
+        "fake",
+        "--backend",
+        "local",
+    )
     assert result.exit_code == 2 and "differ in one thing" in result.stderr
     mixed = _run(*_bench_arg(tmp_path), "--recorded", "a.jsonl", "--released", "chatgpt-rts")
     assert mixed.exit_code == 2 and "from one source" in mixed.stderr
@@ -218,7 +254,7 @@ def test_a_gated_measure_that_cannot_be_computed_is_refused_not_passed(tmp_path)
 
 # --------------------------------------------------------------------------- live judges on the stub server
 
-PROMPT = "Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{output}}\n\nAnswer \"Score: N\"."
+PROMPT = 'Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{output}}\n\nAnswer "Score: N".'
 
 
 def _reply(body: dict[str, Any]) -> str:
@@ -232,9 +268,20 @@ def test_two_live_templates_on_the_stub_server_are_diffed_and_the_worse_one_fail
     (tmp_path / "a.txt").write_text(PROMPT)
     (tmp_path / "b.txt").write_text(PROMPT.replace("Rate the summary", "Be harsh. Rate the summary"))
     with StubOpenAIServer(latency=0.0, reply=_reply) as server:
-        result = _run(*_bench_arg(tmp_path), "--prompt", str(tmp_path / "a.txt"), "--prompt",
-                      str(tmp_path / "b.txt"), "--backend", "openai:stub", "--base-url", server.base_url,
-                      "--out", str(tmp_path / "out"), "--json")
+        result = _run(
+            *_bench_arg(tmp_path),
+            "--prompt",
+            str(tmp_path / "a.txt"),
+            "--prompt",
+            str(tmp_path / "b.txt"),
+            "--backend",
+            "openai:stub",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(tmp_path / "out"),
+            "--json",
+        )
         assert server.request_count == 2 * N_DOCS * len(SYSTEMS)
     assert result.exit_code == 1, result.output
     data = json.loads(result.stdout)
@@ -267,9 +314,16 @@ def test_clusters_are_documents_only_when_items_share_them():
 
 
 def _pairs(n: int = 24) -> list[Item]:
-    return [Item(id=f"p{k}", doc_id=f"d{k // 2}", output="short one",
-                 output_b="a much longer second text here",
-                 preference={"q": "A" if k % 3 else "B"}) for k in range(n)]
+    return [
+        Item(
+            id=f"p{k}",
+            doc_id=f"d{k // 2}",
+            output="short one",
+            output_b="a much longer second text here",
+            preference={"q": "A" if k % 3 else "B"},
+        )
+        for k in range(n)
+    ]
 
 
 def _verdicts(items: list[Item], pick: Any, both_orders: bool = False) -> list[Judgment]:
@@ -285,10 +339,14 @@ def _verdicts(items: list[Item], pick: Any, both_orders: bool = False) -> list[J
 
 def test_pairwise_accuracy_counts_a_failed_verdict_as_wrong_and_flips_are_listed():
     items = _pairs()
-    right = _verdicts(items, lambda k, it: "first" if it.preference["q"] == "A" else "second",
-                      both_orders=True)
-    abstain = _verdicts(items, lambda k, it: None if k % 4 == 0 else ("first" if it.preference["q"] == "A"
-                                                                      else "second"), both_orders=True)
+    right = _verdicts(
+        items, lambda k, it: "first" if it.preference["q"] == "A" else "second", both_orders=True
+    )
+    abstain = _verdicts(
+        items,
+        lambda k, it: None if k % 4 == 0 else ("first" if it.preference["q"] == "A" else "second"),
+        both_orders=True,
+    )
     report = diff_judgments(items, right, abstain, criterion="q", n_boot=200, n_perm=500)
     acc = report.measure("accuracy")
     assert (acc.a, acc.b, acc.n) == (1.0, pytest.approx(18 / 24), 24)
@@ -299,8 +357,16 @@ def test_pairwise_accuracy_counts_a_failed_verdict_as_wrong_and_flips_are_listed
     assert sum(c.change == "failed in B" for c in report.changes) == 6
     result = gate(report, parse_fail_on("agreement", "pairwise"))
     assert result.failed and "accuracy" in result.reason  # 6 misses in 6 documents: p about 2/64
-    clustered = diff_judgments(items, right, _verdicts(items, lambda k, it: None if k < 6 else (
-        "first" if it.preference["q"] == "A" else "second")), criterion="q", n_boot=0, n_perm=500)
+    clustered = diff_judgments(
+        items,
+        right,
+        _verdicts(
+            items, lambda k, it: None if k < 6 else ("first" if it.preference["q"] == "A" else "second")
+        ),
+        criterion="q",
+        n_boot=0,
+        n_perm=500,
+    )
     assert clustered.measure("accuracy").p > 0.2  # the same 6 misses in 3 documents: 2 of 8 sign patterns
     assert "<failure" in junit_xml(report.model_copy(update={"gate": result}))
 
@@ -342,9 +408,22 @@ def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_p
         return f"Score: {quality}"
 
     with StubOpenAIServer(latency=0.0, reply=reply) as server:
-        result = _run(*_bench_arg(tmp_path), "-n", "16", "--prompt", str(tmp_path / "a.txt"), "--prompt",
-                      str(tmp_path / "b.txt"), "--backend", "openai:stub", "--base-url", server.base_url,
-                      "--probes", "social-pressure,format", "--json")
+        result = _run(
+            *_bench_arg(tmp_path),
+            "-n",
+            "16",
+            "--prompt",
+            str(tmp_path / "a.txt"),
+            "--prompt",
+            str(tmp_path / "b.txt"),
+            "--backend",
+            "openai:stub",
+            "--base-url",
+            server.base_url,
+            "--probes",
+            "social-pressure,format",
+            "--json",
+        )
     assert result.exit_code == 0, result.output
     rows = {s["key"]: s for s in json.loads(result.stdout)["slices"] if s["kind"] == "probe"}
     assert rows["social-pressure"]["a"] == 1.0 and rows["social-pressure"]["b"] < 0.5

@@ -33,9 +33,9 @@ SYSTEMS = ("alpha", "beta", "gamma")
 QUALITY = {"alpha": 4.2, "beta": 3.1, "gamma": 2.4}
 
 
-def partly_labelled(per_system: int = 40, labelled: int = 10, seed: int = 0) -> tuple[Benchmark,
-                                                                                      dict[str, float],
-                                                                                       dict[str, float]]:
+def partly_labelled(
+    per_system: int = 40, labelled: int = 10, seed: int = 0
+) -> tuple[Benchmark, dict[str, float], dict[str, float]]:
     """Three systems' answers, labels on a random few per system; a judge that scores them 1.2 too low,
     noisily.
 
@@ -50,10 +50,16 @@ def partly_labelled(per_system: int = 40, labelled: int = 10, seed: int = 0) -> 
             item_id = f"{system}/d{k}"
             truth[item_id] = label
             judge[item_id] = float(np.clip(np.round(label - 1.2 + rng.normal(scale=0.5)), 1, 5))
-            items.append(Item(id=item_id, system=system, doc_id=f"d{k}",
-                              inputs={"question": f"Question {k}?"},
-                              output=f"{system} answers question {k}.",
-                              human={"quality": label} if k in keep else {}))
+            items.append(
+                Item(
+                    id=item_id,
+                    system=system,
+                    doc_id=f"d{k}",
+                    inputs={"question": f"Question {k}?"},
+                    output=f"{system} answers question {k}.",
+                    human={"quality": label} if k in keep else {},
+                )
+            )
     bench = Benchmark(name="toy", items=tuple(items), criteria=("quality",), scale=Scale(min=1, max=5))
     return bench, judge, truth
 
@@ -87,15 +93,42 @@ def test_each_system_gets_a_corrected_estimate_with_the_labels_alone_and_judge_a
 def test_the_json_object_holds_the_keys_the_command_documents():
     bench, judge, _ = partly_labelled()
     out = estimate(bench, "quality", judge, method="calibrated").to_json()
-    assert {"criterion", "method", "confidence", "groups", "benchmark", "judge", "target", "by", "ranking",
-            "notes", "bias_corrected"} == set(out)
-    assert (out["criterion"], out["method"], out["confidence"], out["bias_corrected"]) == ("quality",
-                                                                                           "calibrated",
-                                                                                          0.95, True)
+    assert {
+        "criterion",
+        "method",
+        "confidence",
+        "groups",
+        "benchmark",
+        "judge",
+        "target",
+        "by",
+        "ranking",
+        "notes",
+        "bias_corrected",
+    } == set(out)
+    assert (out["criterion"], out["method"], out["confidence"], out["bias_corrected"]) == (
+        "quality",
+        "calibrated",
+        0.95,
+        True,
+    )
     group = out["groups"][0]
-    assert {"group", "n", "n_labelled", "estimate", "low", "high", "se", "n_judged", "rank", "rank_low",
-            "rank_high",
-            "human", "judge", "notes"} <= set(group)
+    assert {
+        "group",
+        "n",
+        "n_labelled",
+        "estimate",
+        "low",
+        "high",
+        "se",
+        "n_judged",
+        "rank",
+        "rank_low",
+        "rank_high",
+        "human",
+        "judge",
+        "notes",
+    } <= set(group)
     assert set(group["human"]) == {"estimate", "low", "high"}
     assert group["judge"]["bias_corrected"] is False
     assert set(out["ranking"]) == {"order", "simultaneous_confidence", "separable", "kendall_tau"}
@@ -110,8 +143,9 @@ def test_a_result_is_a_frozen_value_that_round_trips_and_becomes_a_table():
     assert EstimateResult.model_validate(result.model_dump()) == result
     frame = result.to_pandas()
     assert isinstance(frame, pd.DataFrame) and list(frame["group"]) == list(SYSTEMS)
-    assert {"estimate", "low", "high", "human_estimate", "judge_estimate", "rank_low",
-            "rank_high"} <= set(frame)
+    assert {"estimate", "low", "high", "human_estimate", "judge_estimate", "rank_low", "rank_high"} <= set(
+        frame
+    )
     text = result.table()
     assert "ppi (PPI++ with power tuning)" in text and "judge alone (not corrected)" in text
 
@@ -119,17 +153,20 @@ def test_a_result_is_a_frozen_value_that_round_trips_and_becomes_a_table():
 def test_the_estimate_of_items_and_values_equals_the_estimate_of_the_benchmark_and_judge():
     bench, judge, _ = partly_labelled()
     values = [judge[it.id] for it in bench.items]
-    from_columns = estimate_columns(columns_from_items(bench.items, "quality", values, benchmark="toy",
-                                                       judge="judge",
-                                                       label_scale=bench.scale))
+    from_columns = estimate_columns(
+        columns_from_items(
+            bench.items, "quality", values, benchmark="toy", judge="judge", label_scale=bench.scale
+        )
+    )
     assert from_columns == estimate(bench, "quality", judge)
 
 
 def test_by_none_gives_one_estimate_over_every_item():
     bench, judge, _ = partly_labelled()
     result = estimate(bench, "quality", judge, by="none")
-    assert [g.group
-            for g in result.groups] == ["all"] and result.groups[0].n == 120 and result.ranking is None
+    assert (
+        [g.group for g in result.groups] == ["all"] and result.groups[0].n == 120 and result.ranking is None
+    )
 
 
 def test_a_system_without_labels_is_refused_naming_it():
@@ -153,10 +190,12 @@ def test_by_system_is_refused_when_an_item_names_no_system():
 
 def test_judge_values_from_a_recorded_run_keep_parse_failures_and_missing_answers_as_missing():
     items = [Item(id=f"i{k}", output="t", human={"c": 3.0}) for k in range(4)]
-    rows = [RecordedRow(item_id="i0", judge="j", criterion="c", score=4),
-            RecordedRow(item_id="i1", judge="j", criterion="c", error="no score in the answer", raw="hmm"),
-            RecordedRow(item_id="i2", judge="j", criterion="c", score=2, sample=0),
-            RecordedRow(item_id="i2", judge="j", criterion="c", score=3, sample=1)]
+    rows = [
+        RecordedRow(item_id="i0", judge="j", criterion="c", score=4),
+        RecordedRow(item_id="i1", judge="j", criterion="c", error="no score in the answer", raw="hmm"),
+        RecordedRow(item_id="i2", judge="j", criterion="c", score=2, sample=0),
+        RecordedRow(item_id="i2", judge="j", criterion="c", score=3, sample=1),
+    ]
     run = runs_from_rows(rows, "mem")["j"]
     values, missing = judge_values(run, items, "c")
     assert values == [4.0, None, 2.5, None]
@@ -165,9 +204,11 @@ def test_judge_values_from_a_recorded_run_keep_parse_failures_and_missing_answer
 
 def test_judge_values_from_judgments_code_a_pairwise_verdict_as_the_first_texts_win():
     items = pairwise_items()[:3]
-    judgments = [Judgment(item_id="p1", verdict="first"), Judgment(item_id="p2", verdict="tie"),
-                 Judgment(item_id="p3",
-                          failures=(ParseFailure(criterion="c", raw="?", reason="no verdict"),))]
+    judgments = [
+        Judgment(item_id="p1", verdict="first"),
+        Judgment(item_id="p2", verdict="tie"),
+        Judgment(item_id="p3", failures=(ParseFailure(criterion="c", raw="?", reason="no verdict"),)),
+    ]
     values, missing = judge_values(judgments, items, "c")
     assert values == [1.0, 0.5, None] and missing == {"parse failure": 1}
 
@@ -214,23 +255,33 @@ def _write_csv(path: Path, rows: list[dict[str, object]]) -> Path:
 
 
 def test_a_labels_file_adds_labels_and_its_weights(tmp_path):
-    path = _write_csv(tmp_path / "l.csv", [{"id": "a", "label": "4", "weight": "2.5", "note": "fine"},
-                                           {"id": "b", "label": "2", "weight": "4", "note": ""}])
+    path = _write_csv(
+        tmp_path / "l.csv",
+        [
+            {"id": "a", "label": "4", "weight": "2.5", "note": "fine"},
+            {"id": "b", "label": "2", "weight": "4", "note": ""},
+        ],
+    )
     found = read_labels(path, "c", Scale(min=1, max=5))
     assert found.labels == {"a": 4.0, "b": 2.0} and found.weights == {"a": 2.5, "b": 4.0}
     bench = Benchmark(name="t", items=(Item(id="a", output="x"), Item(id="b", output="y", human={"c": 2.0})))
     assert [label_value(it, "c") for it in apply_labels(bench, "c", found.labels).items] == [4.0, 2.0]
 
 
-@pytest.mark.parametrize(("rows", "expected"), [
-    ([{"id": "a", "label": "7"}], "on 'c''s scale 1 to 5; got 7"),
-    ([{"id": "a", "label": "good"}], "expected a number on 'c''s scale"),
-    ([{"id": "a", "label": "3"}, {"id": "a", "label": "4"}], "each item once"),
-    ([{"id": "a", "label": "3", "weight": "2"}, {"id": "b", "label": "", "weight": "2"}],
-     "1 of 2 selected items have no label"),
-    ([{"id": "a", "label": "3", "weight": "0.5"}], "'weight' to be a number >= 1"),
-    ([{"id": "a", "label": "1" * 200_000}], "a row the csv reader refuses"),
-])
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ([{"id": "a", "label": "7"}], "on 'c''s scale 1 to 5; got 7"),
+        ([{"id": "a", "label": "good"}], "expected a number on 'c''s scale"),
+        ([{"id": "a", "label": "3"}, {"id": "a", "label": "4"}], "each item once"),
+        (
+            [{"id": "a", "label": "3", "weight": "2"}, {"id": "b", "label": "", "weight": "2"}],
+            "1 of 2 selected items have no label",
+        ),
+        ([{"id": "a", "label": "3", "weight": "0.5"}], "'weight' to be a number >= 1"),
+        ([{"id": "a", "label": "1" * 200_000}], "a row the csv reader refuses"),
+    ],
+)
 def test_a_bad_labels_file_is_refused_in_one_line(tmp_path, rows, expected):
     path = _write_csv(tmp_path / "l.csv", rows)
     with pytest.raises(DataError) as err:
@@ -240,8 +291,13 @@ def test_a_bad_labels_file_is_refused_in_one_line(tmp_path, rows, expected):
 
 def test_a_labels_file_of_json_lines_with_pairwise_labels(tmp_path):
     path = tmp_path / "l.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in [{"id": "p1", "label": "B"}, {"id": "p2", "label": 0.5},
-                                                       {"id": "p3", "label": None}]) + "\n")
+    path.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [{"id": "p1", "label": "B"}, {"id": "p2", "label": 0.5}, {"id": "p3", "label": None}]
+        )
+        + "\n"
+    )
     found = read_labels(path, "c", Scale(min=0, max=1), pairwise=True)
     assert found.labels == {"p1": "B", "p2": "tie"}
     bench = Benchmark(name="t", items=tuple(pairwise_items()))
@@ -270,8 +326,7 @@ def test_a_plan_gives_each_group_and_method_the_labels_needed(tmp_path):
     plan = plan_labels(cols, 0.3)
     assert [g.group for g in plan.groups] == list(SYSTEMS) and plan.methods == ["human", "ppi", "calibrated"]
     for g in plan.groups:
-        assert (g.plans["ppi"].needed is not None
-                and g.plans["ppi"].needed <= g.plans["human"].needed)  # type: ignore[operator]
+        assert g.plans["ppi"].needed is not None and g.plans["ppi"].needed <= g.plans["human"].needed  # type: ignore[operator]
     assert plan.more("ppi") == sum(g.plans["ppi"].more for g in plan.groups)  # type: ignore[misc]
     assert "+" in plan.table() and json.dumps(plan.to_json())
 
@@ -319,20 +374,42 @@ def test_summeval_released_judge_corrected_with_ten_labels_per_system_is_closer_
     result = estimate(kept, "coherence", run, truth=truth)
     assert len(result.groups) == 12 and all(g.n == 100 and g.n_labelled == 10 for g in result.groups)
     ppi_error = np.mean([abs(g.estimate.estimate - g.truth) for g in result.groups])  # type: ignore[operator]
-    judge_error = np.mean([abs(g.judge.estimate - g.truth)  # type: ignore[operator, union-attr]
-                           for g in result.groups])
+    judge_error = np.mean(
+        [
+            abs(g.judge.estimate - g.truth)  # type: ignore[operator, union-attr]
+            for g in result.groups
+        ]
+    )
     assert ppi_error < judge_error / 2
-    assert sum(g.estimate.low <= g.truth <= g.estimate.high  # type: ignore[operator]
-               for g in result.groups) >= 10
-    assert sum(g.judge.low <= g.truth <= g.judge.high  # type: ignore[operator, union-attr]
-               for g in result.groups) <= 2
+    assert (
+        sum(
+            g.estimate.low <= g.truth <= g.estimate.high  # type: ignore[operator]
+            for g in result.groups
+        )
+        >= 10
+    )
+    assert (
+        sum(
+            g.judge.low <= g.truth <= g.judge.high  # type: ignore[operator, union-attr]
+            for g in result.groups
+        )
+        <= 2
+    )
     assert result.ranking is not None and not math.isnan(result.ranking.kendall["all_labels"] or math.nan)
 
 
 def test_a_win_rate_interval_is_cut_to_zero_and_one():
-    items = [Item(id=f"p{k}", system="x", system_b="y", output="a", output_b="b",
-                  preference={"c": "A"} if k in (0, 1, 2) else ({"c": "B"} if k == 3 else {}))
-             for k in range(12)]
+    items = [
+        Item(
+            id=f"p{k}",
+            system="x",
+            system_b="y",
+            output="a",
+            output_b="b",
+            preference={"c": "A"} if k in (0, 1, 2) else ({"c": "B"} if k == 3 else {}),
+        )
+        for k in range(12)
+    ]
     cols = columns_from_items(items, "c", [1.0, 1.0, 1.0, 0.0, *[1.0] * 8], by="pair")
     result = estimate_columns(cols, method="human")
     e = result.groups[0].estimate
@@ -342,12 +419,17 @@ def test_a_win_rate_interval_is_cut_to_zero_and_one():
 
 def test_a_selection_csv_never_hands_a_spreadsheet_a_formula_from_the_judged_text(tmp_path):
     bench, judge, _ = partly_labelled(per_system=12, labelled=4)
-    items = tuple(it.model_copy(update={"output": '=HYPERLINK("http://x.example","click")',
-                                        "inputs": {"question": "@SUM(A1)"}}) for it in bench.items)
+    items = tuple(
+        it.model_copy(
+            update={"output": '=HYPERLINK("http://x.example","click")', "inputs": {"question": "@SUM(A1)"}}
+        )
+        for it in bench.items
+    )
     bench = bench.model_copy(update={"items": items})
     chosen = select_for_labelling(columns(bench, "quality", judge), 6, seed=1)
-    with write_selection(chosen, bench.items, tmp_path / "s.csv").open(newline="",
-                                                                       encoding="utf-8") as handle:
+    with write_selection(chosen, bench.items, tmp_path / "s.csv").open(
+        newline="", encoding="utf-8"
+    ) as handle:
         rows = list(csv.DictReader(handle))
     assert all(r["output"].startswith("'=HYPERLINK") and r["inputs.question"] == "'@SUM(A1)" for r in rows)
     assert all(not r["id"].startswith("'") for r in rows)

@@ -48,11 +48,24 @@ pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (
 def _run(page: Path, fragment: str, tmp: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     assert BROWSER is not None
     profile = tmp / f"profile-{abs(hash((fragment, extra)))}"
-    args = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--disable-extensions", "--no-first-run", "--no-default-browser-check", "--mute-audio",
-            f"--user-data-dir={profile}", "--virtual-time-budget=5000", *extra,
-            page.resolve().as_uri() + fragment]
+    args = [
+        BROWSER,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-extensions",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--mute-audio",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=5000",
+        *extra,
+        page.resolve().as_uri() + fragment,
+    ]
     done = subprocess.run(args, capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return done
@@ -129,8 +142,9 @@ def test_the_tables_and_the_per_item_view_render(report: Path, tmp_path: Path) -
     assert "Bottom line" in dom and "Warnings" in dom and "Per item" in dom
 
 
-def test_filtering_by_parse_failures_and_flags_and_sorting_by_disagreement(report: Path,
-                                                                           tmp_path: Path) -> None:
+def test_filtering_by_parse_failures_and_flags_and_sorting_by_disagreement(
+    report: Path, tmp_path: Path
+) -> None:
     failures = parse(dump_dom(report, "#filter=failures", tmp_path))
     assert failures.shown == "3 of 12 items shown"
     assert [it["data-failure"] for it in visible(failures)] == ["1", "1", "1"]
@@ -153,8 +167,10 @@ def test_a_search_opens_one_item_with_its_prompt(report: Path, tmp_path: Path) -
     assert "Rate the text from 1 to 5." in dom and "prompt not recorded" in dom
 
 
-PAIRWISE = ("Which response answers better?\n\nResponse 1: {{output}}\n\nResponse 2: {{output_b}}\n\n"
-            "Answer with 1, 2 or tie.")
+PAIRWISE = (
+    "Which response answers better?\n\nResponse 1: {{output}}\n\nResponse 2: {{output_b}}\n\n"
+    "Answer with 1, 2 or tie."
+)
 
 
 def _pairwise_answer(request: LMRequest) -> str:
@@ -174,8 +190,17 @@ def test_order_flips_filter_on_a_pairwise_comparison(tmp_path: Path) -> None:
     bench = Benchmark(name="pw", items=tuple(items), criteria=("help",))
     judge = PromptJudge(JudgePrompt.from_template(PAIRWISE, criterion="help"), FakeLM(_pairwise_answer))
     out = tmp_path / "pw"
-    asyncio.run(compare(bench, "help", [Entry.from_pipeline("swap", judge, "position-swap")], out_dir=out,
-                        progress=False, n_boot=20, n_perm=50))
+    asyncio.run(
+        compare(
+            bench,
+            "help",
+            [Entry.from_pipeline("swap", judge, "position-swap")],
+            out_dir=out,
+            progress=False,
+            n_boot=20,
+            n_perm=50,
+        )
+    )
     view = parse(dump_dom(out / "report.html", "#filter=flips", tmp_path))
     assert [it["data-index"] for it in visible(view)] == ["0", "1", "2"]
     assert view.shown == "3 of 8 items shown"
@@ -183,8 +208,14 @@ def test_order_flips_filter_on_a_pairwise_comparison(tmp_path: Path) -> None:
 
 def test_a_screenshot_is_drawn(report: Path, tmp_path: Path) -> None:
     shot = tmp_path / "shot.png"
-    _run(report, "#filter=failures&open=1", tmp_path, f"--screenshot={shot}", "--window-size=1280,1600",
-         "--hide-scrollbars")
+    _run(
+        report,
+        "#filter=failures&open=1",
+        tmp_path,
+        f"--screenshot={shot}",
+        "--window-size=1280,1600",
+        "--hide-scrollbars",
+    )
     data = shot.read_bytes()
     assert data.startswith(PNG) and len(data) > 20_000
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
@@ -204,8 +235,9 @@ def _packed_page(report: Path, tmp: Path) -> Path:
     folder = report.parent
     page = tmp / "packed.html"
     md = (folder / "report.md").read_text()
-    page.write_text(render_html(load_results(folder), md, sorted(folder.glob("*.png")), inline_items=0,
-                                block_items=5))
+    page.write_text(
+        render_html(load_results(folder), md, sorted(folder.glob("*.png")), inline_items=0, block_items=5)
+    )
     return page
 
 
@@ -213,10 +245,20 @@ def _view_of(dom: str) -> list[tuple[str | None, str | None]]:
     return [(it["data-index"], it["open"]) for it in visible(parse(dom))]
 
 
-@pytest.mark.parametrize("fragment", ["", "#filter=failures", "#filter=flagged&sort=disagreement",
-                                      "#sort=human", "#q=s2%2Fd3&open=1", "#open=S1%2Fd2"])
-def test_a_packed_per_item_view_shows_what_the_plain_one_shows(report: Path, tmp_path: Path,
-                                                               fragment: str) -> None:
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        "",
+        "#filter=failures",
+        "#filter=flagged&sort=disagreement",
+        "#sort=human",
+        "#q=s2%2Fd3&open=1",
+        "#open=S1%2Fd2",
+    ],
+)
+def test_a_packed_per_item_view_shows_what_the_plain_one_shows(
+    report: Path, tmp_path: Path, fragment: str
+) -> None:
     packed = _packed_page(report, tmp_path)
     text = packed.read_text()
     assert text.count("<script>") == 1 and '<tbody class="item"' not in text  # the items travel packed
@@ -232,24 +274,44 @@ def _large_result(n: int, entries: int = 2) -> CompareResult:
     from mitigate.scale import Scale
 
     scale = Scale(min=1, max=5)
-    records = tuple(ItemRecord(id=f"t{k:06d}", system=f"S{k % 4}", doc_id=f"d{k // 4}",
-                               human=float(1 + k % 5),
-                               words=12,
-                               output=f"Text number {k}: the weather was mild and the streets were quiet.")
-                    for k in range(n))
-    summary = RunSummary(items=n, judged_now=n, resumed=0, ok=n, parse_failures=0, errors=0, calls=n,
-                         cached_calls=0)
+    records = tuple(
+        ItemRecord(
+            id=f"t{k:06d}",
+            system=f"S{k % 4}",
+            doc_id=f"d{k // 4}",
+            human=float(1 + k % 5),
+            words=12,
+            output=f"Text number {k}: the weather was mild and the streets were quiet.",
+        )
+        for k in range(n)
+    )
+    summary = RunSummary(
+        items=n, judged_now=n, resumed=0, ok=n, parse_failures=0, errors=0, calls=n, cached_calls=0
+    )
     out = []
     for e in range(entries):
         judgments = tuple(
-            Judgment(item_id=r.id, scores={"quality": float(1 + (k * (e + 3)) % 5)},
-                     raw=(f"Score: {1 + (k * (e + 3)) % 5}",), flags=("needs_human",) if k % 97 == 0 else ())
-            for k, r in enumerate(records))
-        out.append(EntryResult(name=f"judge {e}", kind="judge", scale=scale, summary=summary,
-                               judgments=judgments,
-                               measures={}))
-    return CompareResult(benchmark="large", criterion="quality", human_scale=scale, items=records,
-                         entries=tuple(out))
+            Judgment(
+                item_id=r.id,
+                scores={"quality": float(1 + (k * (e + 3)) % 5)},
+                raw=(f"Score: {1 + (k * (e + 3)) % 5}",),
+                flags=("needs_human",) if k % 97 == 0 else (),
+            )
+            for k, r in enumerate(records)
+        )
+        out.append(
+            EntryResult(
+                name=f"judge {e}",
+                kind="judge",
+                scale=scale,
+                summary=summary,
+                judgments=judgments,
+                measures={},
+            )
+        )
+    return CompareResult(
+        benchmark="large", criterion="quality", human_scale=scale, items=records, entries=tuple(out)
+    )
 
 
 def test_a_large_report_opens_on_its_summary_and_pages_through_its_items(tmp_path: Path) -> None:
@@ -257,8 +319,10 @@ def test_a_large_report_opens_on_its_summary_and_pages_through_its_items(tmp_pat
 
     n = 20_000
     page = tmp_path / "report.html"
-    md = ("# Comparison\n\n## Bottom line\n\n- judge 1 agrees more\n\n| entry | ρ |\n|---|---:|\n| "
-          "judge 0 | 0.1 |\n")
+    md = (
+        "# Comparison\n\n## Bottom line\n\n- judge 1 agrees more\n\n| entry | ρ |\n|---|---:|\n| "
+        "judge 0 | 0.1 |\n"
+    )
     page.write_text(render_html(_large_result(n), md))
     assert page.stat().st_size < 5_000_000  # 20,000 items x 2 entries; plain HTML would be some 30 MB
     done = _run(page, "", tmp_path, "--dump-dom", "--enable-logging=stderr", "--v=0")

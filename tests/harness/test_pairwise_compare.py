@@ -17,8 +17,10 @@ from mitigate.lm import FakeLM, LMRequest
 from mitigate.report import render_markdown
 from mitigate.testing import StubOpenAIServer
 
-TEMPLATE = ("Which response answers better?\n\nResponse 1: {{output}}\n\nResponse 2: {{output_b}}\n\n"
-            "Answer with 1, 2 or tie.")
+TEMPLATE = (
+    "Which response answers better?\n\nResponse 1: {{output}}\n\nResponse 2: {{output_b}}\n\n"
+    "Answer with 1, 2 or tie."
+)
 
 
 def _bench() -> Benchmark:
@@ -68,17 +70,34 @@ async def test_position_swap_entry_reports_consistency_fairness_and_its_gain(tmp
 
 def test_cli_compare_on_a_pairwise_benchmark_needs_a_pairwise_prompt(tmp_path: Path) -> None:
     path = save_jsonl(_bench(), tmp_path / "pw.jsonl")
-    result = CliRunner().invoke(app,
-                                ["compare", "-b", f"jsonl:{path}", "-p", "baseline", "--out",
-                                 str(tmp_path / "o")])
+    result = CliRunner().invoke(
+        app, ["compare", "-b", f"jsonl:{path}", "-p", "baseline", "--out", str(tmp_path / "o")]
+    )
     assert result.exit_code == 2 and "is pairwise; expected --prompt" in result.stderr
     (tmp_path / "p.txt").write_text(TEMPLATE)
     with StubOpenAIServer(latency=0.0, reply="1") as server:
-        ok = CliRunner().invoke(app, ["compare", "-b", f"jsonl:{path}", "-p", "position-swap", "--prompt",
-                                      str(tmp_path / "p.txt"), "--backend", "openai:stub", "--base-url",
-                                      server.base_url, "--no-cache", "--out", str(tmp_path / "o"), "--n-boot",
-                                      "20",
-                                      "--no-progress"])
+        ok = CliRunner().invoke(
+            app,
+            [
+                "compare",
+                "-b",
+                f"jsonl:{path}",
+                "-p",
+                "position-swap",
+                "--prompt",
+                str(tmp_path / "p.txt"),
+                "--backend",
+                "openai:stub",
+                "--base-url",
+                server.base_url,
+                "--no-cache",
+                "--out",
+                str(tmp_path / "o"),
+                "--n-boot",
+                "20",
+                "--no-progress",
+            ],
+        )
         assert server.request_count == 16  # 8 pairs in both orders
     assert ok.exit_code == 0, ok.output
     data = json.loads((tmp_path / "o" / "results.json").read_text())
@@ -110,7 +129,7 @@ async def test_the_pairwise_report_counts_both_orders_and_never_flatters(tmp_pat
     assert "accuracy (both orders) (↑ higher)" in head and "accuracy (judge's verdict)" in head
     assert "swap gain (≤ 0 by construction: no gold ties)" in head and "swap gain (↑" not in head
     lines = report.splitlines()
-    table = lines[lines.index(head) + 2:]
+    table = lines[lines.index(head) + 2 :]
     rows = [line for line in table[: table.index("")] if line.startswith("| swap")]
     assert len(rows) == 2
     gain_col = head.split(" | ").index("swap gain (≤ 0 by construction: no gold ties)")

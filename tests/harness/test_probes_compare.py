@@ -36,20 +36,38 @@ def _answer(request: LMRequest) -> str:
 
 
 def _bench() -> Benchmark:
-    items = tuple(Item(id=f"S{s}/d{d}", system=f"S{s}", doc_id=f"d{d}",
-                       output=f"q={1 + (d + s) % 4} text {d}.",
-                       human={"quality": float(1 + (d + s) % 4)}) for d in range(5) for s in range(3))
+    items = tuple(
+        Item(
+            id=f"S{s}/d{d}",
+            system=f"S{s}",
+            doc_id=f"d{d}",
+            output=f"q={1 + (d + s) % 4} text {d}.",
+            human={"quality": float(1 + (d + s) % 4)},
+        )
+        for d in range(5)
+        for s in range(3)
+    )
     return Benchmark(name="toy", items=items, criteria=("quality",))
 
 
 async def test_compare_with_probes_reports_the_bias_the_baseline_has_and_the_mitigation_removes(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     lm = FakeLM(_answer)
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="quality"), lm)
-    entries = [Entry.from_pipeline("baseline", base, Pipeline()),
-               Entry.from_pipeline("content-only", base, ContentOnly())]
-    result = await compare(_bench(), "quality", entries, out_dir=tmp_path, progress=False, n_boot=100,
-                           probes=resolve_probes("authority,bandwagon"))
+    entries = [
+        Entry.from_pipeline("baseline", base, Pipeline()),
+        Entry.from_pipeline("content-only", base, ContentOnly()),
+    ]
+    result = await compare(
+        _bench(),
+        "quality",
+        entries,
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=100,
+        probes=resolve_probes("authority,bandwagon"),
+    )
     base_rows, mit_rows = (e.probes["rows"] for e in result.entries)
     assert [r["effect"]["detected"] for r in base_rows] == [True, False]
     assert [r["effect"]["detected"] for r in mit_rows] == [False, False]

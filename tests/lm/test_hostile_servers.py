@@ -54,12 +54,14 @@ HAS_DSPY = importlib.util.find_spec("dspy") is not None
 CLIENTS = ["direct", "sdk", "httpx", "anthropic", *(["dspy"] if HAS_DSPY else [])]
 HTTP_CLIENTS = ["direct", "sdk", "httpx", "anthropic"]
 POLICY = RetryPolicy(base_delay=0.01, max_delay=0.05, jitter=False)
-REQUEST = LMRequest(messages=(Message(role="user",
-                                      content="Rate the text from 1 to 5.\nText: a text\nScore:"),))
+REQUEST = LMRequest(
+    messages=(Message(role="user", content="Rate the text from 1 to 5.\nText: a text\nScore:"),)
+)
 
 
-def make_lm(client: str, url: str, *, timeout: float | None = None, deadline: float = 5.0,
-            key: str = KEY) -> Any:
+def make_lm(
+    client: str, url: str, *, timeout: float | None = None, deadline: float = 5.0, key: str = KEY
+) -> Any:
     """The backend of ``client`` pointed at ``url`` with ``key``."""
     limits = Limits(deadline=deadline, max_response_bytes=100_000)
     if client == "anthropic":
@@ -87,8 +89,12 @@ def shown(result: LMResponse | BaseException) -> str:
     and traceback with its chain (what --debug prints)."""
     if isinstance(result, LMResponse):
         return result.model_dump_json()
-    parts = [str(result), repr(result), repr(getattr(result, "context", {})),
-             "".join(traceback.format_exception(result))]
+    parts = [
+        str(result),
+        repr(result),
+        repr(getattr(result, "context", {})),
+        "".join(traceback.format_exception(result)),
+    ]
     return "\n".join(parts)
 
 
@@ -124,23 +130,43 @@ def test_a_key_the_server_echoes_anywhere_is_in_no_answer_and_no_error(client, m
 
 @pytest.mark.parametrize("mode", ["echo", "echo_text", "echo_escaped", "echo_error"])
 @pytest.mark.parametrize("backend", ["openai-direct", "openai-sdk", "anthropic"])
-def test_a_key_the_server_echoes_reaches_no_file_and_no_stream_of_a_cli_run(backend, mode, tmp_path,
-                                                                            monkeypatch):
+def test_a_key_the_server_echoes_reaches_no_file_and_no_stream_of_a_cli_run(
+    backend, mode, tmp_path, monkeypatch
+):
     kind, _, transport = backend.partition("-")
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     bench = tmp_path / "b.jsonl"
-    bench.write_text("".join(json.dumps({"id": f"x{i}", "output": f"t{i}", "human": {"q": 3}}) + "\n"
-                             for i in range(3)), encoding="utf-8")
+    bench.write_text(
+        "".join(json.dumps({"id": f"x{i}", "output": f"t{i}", "human": {"q": 3}}) + "\n" for i in range(3)),
+        encoding="utf-8",
+    )
     prompt = tmp_path / "p.txt"
     prompt.write_text("Rate 1 to 5.\n{{output}}\nScore:", encoding="utf-8")
     with FaultServer(mode) as server:
-        result = CliRunner().invoke(app, [
-            "judge", "-b", f"jsonl:{bench}", "-c", "q", "--prompt", str(prompt), "--backend", f"{kind}:m",
-            "--base-url", server.url + ("/v1" if kind == "openai" else ""), "--no-progress",
-            "--run-dir", str(tmp_path / "run"), "--out", str(tmp_path / "rows.jsonl"),
-            *(["--transport", transport] if transport else [])])
+        result = CliRunner().invoke(
+            app,
+            [
+                "judge",
+                "-b",
+                f"jsonl:{bench}",
+                "-c",
+                "q",
+                "--prompt",
+                str(prompt),
+                "--backend",
+                f"{kind}:m",
+                "--base-url",
+                server.url + ("/v1" if kind == "openai" else ""),
+                "--no-progress",
+                "--run-dir",
+                str(tmp_path / "run"),
+                "--out",
+                str(tmp_path / "rows.jsonl"),
+                *(["--transport", transport] if transport else []),
+            ],
+        )
         keys = server.keys
     assert keys and all(k == KEY for k in keys)
     assert KEY not in result.stdout and KEY not in result.stderr, result.output
@@ -180,9 +206,12 @@ def test_a_hung_server_fails_the_request_once_its_deadline_is_spent_over_all_att
     async def go() -> tuple[LMResponse | BaseException, float, int]:
         with FaultServer("hang") as server:
             start = time.monotonic()
-            result = await outcome(RetryingLM(make_lm(client, server.url, timeout=0.4, deadline=1.0),
-                                              RetryPolicy(max_attempts=6, base_delay=0.01, max_delay=0.05,
-                                                          jitter=False)))
+            result = await outcome(
+                RetryingLM(
+                    make_lm(client, server.url, timeout=0.4, deadline=1.0),
+                    RetryPolicy(max_attempts=6, base_delay=0.01, max_delay=0.05, jitter=False),
+                )
+            )
             return result, time.monotonic() - start, server.requests
 
     result, seconds, requests = asyncio.run(go())
@@ -217,8 +246,9 @@ def test_a_server_trickling_a_byte_a_second_stops_a_run_after_one_deadline(clien
             start = time.monotonic()
             try:
                 with pytest.raises(RunStoppedError) as info:
-                    await run(_judge(lm), _items(20), concurrency=8, progress=False,
-                              journal=tmp_path / "j.jsonl")
+                    await run(
+                        _judge(lm), _items(20), concurrency=8, progress=False, journal=tmp_path / "j.jsonl"
+                    )
             finally:
                 await lm.aclose()
             return info.value, time.monotonic() - start, server.requests
@@ -233,12 +263,17 @@ def test_the_waits_between_attempts_are_not_time_on_the_server():
     # two quick 503s asking for 0.4 s each, then the answer: 0.8 s of waiting, a few ms on the server,
     # deadline 0.5 s
     async def go() -> tuple[LMResponse | BaseException, float]:
-        reply = http_reply(b'{"error": "busy"}', status="503 Service Unavailable",
-                           headers=(("Retry-After", "0.4"),))
+        reply = http_reply(
+            b'{"error": "busy"}', status="503 Service Unavailable", headers=(("Retry-After", "0.4"),)
+        )
         with FaultServer("raw", reply=reply, faults=2) as server:
             start = time.monotonic()
-            result = await outcome(RetryingLM(make_lm("direct", server.url, deadline=0.5),
-                                              RetryPolicy(base_delay=0.01, max_delay=1.0, jitter=False)))
+            result = await outcome(
+                RetryingLM(
+                    make_lm("direct", server.url, deadline=0.5),
+                    RetryPolicy(base_delay=0.01, max_delay=1.0, jitter=False),
+                )
+            )
             return result, time.monotonic() - start
 
     result, seconds = asyncio.run(go())
@@ -251,9 +286,9 @@ def test_the_default_settings_stop_a_run_on_a_hung_server_within_two_minutes():
     from mitigate.cli._judge import JudgeOptions
     from mitigate.lm._retry import hung_server_seconds
 
-    lm = build_backend(dataclasses.replace(JudgeOptions(), backend="openai:m",
-                                           base_url="http://127.0.0.1:9/v1",
-                                           cache=False))
+    lm = build_backend(
+        dataclasses.replace(JudgeOptions(), backend="openai:m", base_url="http://127.0.0.1:9/v1", cache=False)
+    )
     assert isinstance(lm, RetryingLM) and isinstance(lm.inner, OpenAILM)
     seconds = hung_server_seconds(lm.inner.limits.deadline, lm.inner.timeout, lm.policy)
     assert seconds < 120, seconds
@@ -262,7 +297,8 @@ def test_the_default_settings_stop_a_run_on_a_hung_server_within_two_minutes():
     assert hung_server_seconds(100.0, 40.0, RetryPolicy()) == pytest.approx(100.0 + 0.5 + 1.0)
     assert hung_server_seconds(100.0, 120.0, RetryPolicy()) == 100.0
     assert hung_server_seconds(100.0, 1.0, RetryPolicy(max_attempts=6, max_delay=60)) == pytest.approx(
-        6 * 1.0 + sum(min(60, 0.5 * 2 ** (k - 1)) for k in range(1, 6)))
+        6 * 1.0 + sum(min(60, 0.5 * 2 ** (k - 1)) for k in range(1, 6))
+    )
     assert math.isfinite(seconds)
 
 
@@ -270,34 +306,60 @@ def test_the_default_settings_stop_a_run_on_a_hung_server_within_two_minutes():
 
 
 def _body(client: str, **fields: Any) -> bytes:
-    answer = message_answer("Score: 4", **fields) if client == "anthropic" else chat_answer("Score: 4",
-                                                                                            **fields)
+    answer = (
+        message_answer("Score: 4", **fields) if client == "anthropic" else chat_answer("Score: 4", **fields)
+    )
     return json.dumps(answer).encode()
 
 
 MALFORMED: dict[str, tuple[Any, str]] = {
     # name: (the reply for a client, the field the error must name)
     "usage a string": (lambda c: http_reply(_body(c, usage="lots")), "usage"),
-    "tokens a word": (lambda c: http_reply(_body(c, usage={"prompt_tokens": "ten", "completion_tokens": 1,
-                                                           "input_tokens": "ten", "output_tokens": 1})),
-                      "_tokens"),
-    "tokens 1e999": (lambda c: http_reply(_body(c, usage={"prompt_tokens": 3, "completion_tokens": 1,
-                                                          "input_tokens": 3, "output_tokens": 1})
-                                          .replace(b'"completion_tokens": 1', b'"completion_tokens": 1e999')
-                                          .replace(b'"output_tokens": 1', b'"output_tokens": 1e999')),
-                     "_tokens"),
-    "tokens negative": (lambda c: http_reply(_body(c, usage={"prompt_tokens": -5, "completion_tokens": 1,
-                                                             "input_tokens": -5, "output_tokens": 1})),
-                        "_tokens"),
-    "finish_reason an object": (lambda c: http_reply(_body(c, **({"stop": {}} if c == "anthropic" else
-                                                                {"finish": {}}))), "_reason"),
+    "tokens a word": (
+        lambda c: http_reply(
+            _body(
+                c,
+                usage={
+                    "prompt_tokens": "ten",
+                    "completion_tokens": 1,
+                    "input_tokens": "ten",
+                    "output_tokens": 1,
+                },
+            )
+        ),
+        "_tokens",
+    ),
+    "tokens 1e999": (
+        lambda c: http_reply(
+            _body(
+                c, usage={"prompt_tokens": 3, "completion_tokens": 1, "input_tokens": 3, "output_tokens": 1}
+            )
+            .replace(b'"completion_tokens": 1', b'"completion_tokens": 1e999')
+            .replace(b'"output_tokens": 1', b'"output_tokens": 1e999')
+        ),
+        "_tokens",
+    ),
+    "tokens negative": (
+        lambda c: http_reply(
+            _body(
+                c, usage={"prompt_tokens": -5, "completion_tokens": 1, "input_tokens": -5, "output_tokens": 1}
+            )
+        ),
+        "_tokens",
+    ),
+    "finish_reason an object": (
+        lambda c: http_reply(_body(c, **({"stop": {}} if c == "anthropic" else {"finish": {}}))),
+        "_reason",
+    ),
     "model a list": (lambda c: http_reply(_body(c, model=["m"])), "model"),
     "status line garbage": (lambda c: b"HTTP/1.1 abc\r\nContent-Length: 0\r\n\r\n", "status line"),
     "status line not HTTP": (lambda c: b"\x00\x01 garbage\r\n\r\n", "status line"),
     "status 999": (lambda c: http_reply(_body(c), status="999 What"), "status"),
     "a 10 MB header": (lambda c: http_reply(_body(c), headers=(("X-Big", "a" * 10_000_000),)), "headers"),
-    "200k headers": (lambda c: http_reply(_body(c), headers=tuple((f"X-H{i}", "v") for i in range(200_000))),
-                     "headers"),
+    "200k headers": (
+        lambda c: http_reply(_body(c), headers=tuple((f"X-H{i}", "v") for i in range(200_000))),
+        "headers",
+    ),
 }
 
 
@@ -323,17 +385,34 @@ def test_a_malformed_field_stops_a_cli_run_naming_the_server_never_as_a_bug(clie
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     kind = "anthropic" if client == "anthropic" else "openai"
     bench = tmp_path / "b.jsonl"
-    bench.write_text("".join(json.dumps({"id": f"x{i}", "output": f"t{i}", "human": {"q": 3}}) + "\n"
-                             for i in range(6)), encoding="utf-8")
+    bench.write_text(
+        "".join(json.dumps({"id": f"x{i}", "output": f"t{i}", "human": {"q": 3}}) + "\n" for i in range(6)),
+        encoding="utf-8",
+    )
     prompt = tmp_path / "p.txt"
     prompt.write_text("Rate 1 to 5.\n{{output}}\nScore:", encoding="utf-8")
     reply = http_reply(_body(client, **({"stop": {}} if client == "anthropic" else {"finish": {}})))
     with FaultServer("raw", reply=reply) as server:
         url = server.url
-        result = CliRunner().invoke(app, [
-            "judge", "-b", f"jsonl:{bench}", "-c", "q", "--prompt", str(prompt), "--backend", f"{kind}:m",
-            "--base-url", url + ("/v1" if kind == "openai" else ""), "--no-progress", "--no-cache",
-            *(["--transport", client] if kind == "openai" else [])])
+        result = CliRunner().invoke(
+            app,
+            [
+                "judge",
+                "-b",
+                f"jsonl:{bench}",
+                "-c",
+                "q",
+                "--prompt",
+                str(prompt),
+                "--backend",
+                f"{kind}:m",
+                "--base-url",
+                url + ("/v1" if kind == "openai" else ""),
+                "--no-progress",
+                "--no-cache",
+                *(["--transport", client] if kind == "openai" else []),
+            ],
+        )
     errors = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
     assert result.exit_code == 1, result.output
     assert len(errors) == 1 and "bug in mitigate" not in errors[0]
@@ -352,8 +431,9 @@ def test_negative_or_unreadable_usage_is_never_summed():
             return await outcome(make_lm("direct", server.url))
 
     result = asyncio.run(go())
-    assert isinstance(result,
-                      LMCallError) and "usage.completion_tokens" in str(result) and "-3" in str(result)
+    assert (
+        isinstance(result, LMCallError) and "usage.completion_tokens" in str(result) and "-3" in str(result)
+    )
 
 
 # -------------------------------------------------------------------------------------------- wrong causes
@@ -371,8 +451,9 @@ def test_an_answer_broken_off_mid_body_is_retried_for_its_item_and_named_as_such
             lm = RetryingLM(make_lm(client, server.url), POLICY)
             try:
                 with pytest.raises(RunStoppedError) as info:
-                    await run(_judge(lm), _items(20), concurrency=8, progress=False,
-                              journal=tmp_path / "j.jsonl")
+                    await run(
+                        _judge(lm), _items(20), concurrency=8, progress=False, journal=tmp_path / "j.jsonl"
+                    )
             finally:
                 await lm.aclose()
             return info.value, server.requests
@@ -380,8 +461,9 @@ def test_an_answer_broken_off_mid_body_is_retried_for_its_item_and_named_as_such
     answered = asyncio.run(once())
     assert isinstance(answered, LMResponse) and answered.text == "Score: 4", shown(answered)
     error, requests = asyncio.run(always())
-    assert "closed mid-answer" in str(error) and ("broke off its answer on every one "
-                                                  "of 6 attempts") in str(error)
+    assert "closed mid-answer" in str(error) and ("broke off its answer on every one of 6 attempts") in str(
+        error
+    )
     assert "could not connect" not in str(error)
     assert requests == 3 * 6  # three items, each with every attempt: a server that answers is not unreachable
 
@@ -394,19 +476,26 @@ def test_a_cache_on_a_full_disk_says_so_and_never_advises_deleting_it(tmp_path):
     lm = CachedLM(answers, cache)
 
     async def go() -> list[str]:
-        return [(await lm.complete(LMRequest(messages=(Message(role="user", content=f"q{i} "
-                                                               + "x" * 3000),)))).text
-                for i in range(30)]
+        return [
+            (
+                await lm.complete(LMRequest(messages=(Message(role="user", content=f"q{i} " + "x" * 3000),)))
+            ).text
+            for i in range(30)
+        ]
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         texts = asyncio.run(go())
     assert texts == ["Score: 4"] * 30  # the run goes on, uncached
-    said = [str(w.message) for w in caught
-            if issubclass(w.category, CacheUnavailableWarning | CacheDamageWarning)]
+    said = [
+        str(w.message) for w in caught if issubclass(w.category, CacheUnavailableWarning | CacheDamageWarning)
+    ]
     assert len(said) == 1, said
-    assert ("no space left on the device (ENOSPC" in said[0] and "damaged" not in said[0]
-            and "delete" not in said[0])
+    assert (
+        "no space left on the device (ENOSPC" in said[0]
+        and "damaged" not in said[0]
+        and "delete" not in said[0]
+    )
     assert not any(issubclass(w.category, CacheDamageWarning) for w in caught)
     assert (tmp_path / "c.sqlite").exists()
 
@@ -431,8 +520,11 @@ def test_a_redirect_is_not_followed_and_names_both_servers(client, tmp_path):
 def test_a_cookie_an_answer_sets_is_neither_kept_nor_sent_back(client):
     # a cookie the client cannot encode broke every later request of the httpx clients; none is needed anyway
     async def go() -> tuple[list[LMResponse | BaseException], list[str]]:
-        cookies = (("Set-Cookie", "session=f\u01c5; Path=/"), ("Set-Cookie", "track=abc; Path=/"),
-                   ("Connection", "close"))
+        cookies = (
+            ("Set-Cookie", "session=f\u01c5; Path=/"),
+            ("Set-Cookie", "track=abc; Path=/"),
+            ("Connection", "close"),
+        )
         reply = http_reply(_body(client), headers=cookies)
         with FaultServer("raw", reply=reply) as server:
             lm = make_lm(client, server.url)
@@ -448,8 +540,9 @@ def test_a_cookie_an_answer_sets_is_neither_kept_nor_sent_back(client):
             return results, server.cookies
 
     results, cookies = asyncio.run(go())
-    assert all(isinstance(r, LMResponse) and r.text == "Score: 4" for r in results), [shown(r)
-                                                                                      for r in results]
+    assert all(isinstance(r, LMResponse) and r.text == "Score: 4" for r in results), [
+        shown(r) for r in results
+    ]
     assert cookies == []
 
 
@@ -458,16 +551,28 @@ def test_rate_limit_headers_asking_for_hours_stop_a_run_instead_of_stalling_it(c
     # the limiter's wait is not time on the server (the deadline leaves it out), so it must be bounded by
     # itself
     async def go() -> tuple[RunStoppedError, float, int]:
-        headers = (("x-ratelimit-remaining-requests", "0"), ("x-ratelimit-reset-requests", "1000000s"),
-                   ("anthropic-ratelimit-requests-remaining", "0"),
-                   ("anthropic-ratelimit-requests-reset", "2999-01-01T00:00:00Z"), ("Connection", "close"))
+        headers = (
+            ("x-ratelimit-remaining-requests", "0"),
+            ("x-ratelimit-reset-requests", "1000000s"),
+            ("anthropic-ratelimit-requests-remaining", "0"),
+            ("anthropic-ratelimit-requests-reset", "2999-01-01T00:00:00Z"),
+            ("Connection", "close"),
+        )
         with FaultServer("raw", reply=http_reply(_body(client), headers=headers)) as server:
             lm = RetryingLM(make_lm(client, server.url), POLICY)
             start = time.monotonic()
             try:
                 with pytest.raises(RunStoppedError) as info:
-                    await asyncio.wait_for(run(_judge(lm), _items(10), concurrency=1, progress=False,
-                                               journal=tmp_path / "j.jsonl"), 30)
+                    await asyncio.wait_for(
+                        run(
+                            _judge(lm),
+                            _items(10),
+                            concurrency=1,
+                            progress=False,
+                            journal=tmp_path / "j.jsonl",
+                        ),
+                        30,
+                    )
             finally:
                 await lm.aclose()
             return info.value, time.monotonic() - start, server.requests

@@ -159,8 +159,9 @@ async def test_a_server_never_reached_gets_only_connect_attempts_then_every_atte
         await lm.complete(req())
     assert never.calls == 3 and sleep.waits == [0.5, 1.0]
     flaky = Unreachable(up_after=0)
-    lm = RetryingLM(flaky, RetryPolicy(max_attempts=6, connect_attempts=3, jitter=False),
-                    sleep=RecordingSleep())
+    lm = RetryingLM(
+        flaky, RetryPolicy(max_attempts=6, connect_attempts=3, jitter=False), sleep=RecordingSleep()
+    )
     await lm.complete(req())  # the server answered once: a later outage gets the full policy
     flaky.up_after = 10**9
     with pytest.raises(LMCallError, match="after 6 attempts"):
@@ -306,8 +307,9 @@ def test_wrap_puts_retries_inside_the_cache(tmp_path):
 def test_unknown_cost_stays_unknown_and_cache_hits_cost_nothing():
     tally = UsageTally()
     tally.add(LMResponse(choices=(Choice(text="a"),), usage=Usage(prompt_tokens=10), cost_usd=0.5))
-    tally.add(LMResponse(choices=(Choice(text="b"),), usage=Usage(prompt_tokens=99), cost_usd=1.0,
-                         cached=True))
+    tally.add(
+        LMResponse(choices=(Choice(text="b"),), usage=Usage(prompt_tokens=99), cost_usd=1.0, cached=True)
+    )
     assert tally.cost_usd == 0.5 and tally.calls == 1 and tally.cached_hits == 1
     assert tally.usage.prompt_tokens == 10
     tally.add(LMResponse(choices=(Choice(text="c"),), usage=Usage(prompt_tokens=1), cost_usd=None))
@@ -317,8 +319,9 @@ def test_unknown_cost_stays_unknown_and_cache_hits_cost_nothing():
 
 def test_tally_is_thread_safe():
     tally = UsageTally()
-    resp = LMResponse(choices=(Choice(text="a"),), usage=Usage(prompt_tokens=1, completion_tokens=2),
-                      cost_usd=0.001)
+    resp = LMResponse(
+        choices=(Choice(text="a"),), usage=Usage(prompt_tokens=1, completion_tokens=2), cost_usd=0.001
+    )
 
     def work() -> None:
         for _ in range(2000):

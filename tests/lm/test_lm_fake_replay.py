@@ -107,8 +107,9 @@ def test_fake_rejects_a_bare_string_script():
 async def test_recorder_round_trip_replays_the_same_answers(tmp_path):
     path = tmp_path / "run.jsonl"
     lp = (TokenLogprob(token="3", logprob=-0.2, top=(("3", -0.2),)),)
-    inner = FakeLM(["Score: 4", LMResponse(choices=(Choice(text="3", logprobs=lp),), model="m")],
-                   logprobs=True)
+    inner = FakeLM(
+        ["Score: 4", LMResponse(choices=(Choice(text="3", logprobs=lp),), model="m")], logprobs=True
+    )
     recorder = ReplayRecorder(inner, path)
     r1 = await recorder.complete(req("item A"))
     r2 = await recorder.complete(req("item B", top_logprobs=1))
@@ -118,8 +119,9 @@ async def test_recorder_round_trip_replays_the_same_answers(tmp_path):
 
     replay = ReplayLM(path)
     assert (await replay.complete(req("item A"))).text == r1.text
-    assert (await replay.complete(req("item B",
-                                      top_logprobs=1))).choices[0].logprobs == r2.choices[0].logprobs
+    assert (await replay.complete(req("item B", top_logprobs=1))).choices[0].logprobs == r2.choices[
+        0
+    ].logprobs
     assert replay.spec == f"replay:{path}"
 
 
@@ -172,7 +174,7 @@ async def test_hand_written_lines_match_by_prompt_and_give_samples(tmp_path):
     [
         ('{"prompt": "a", "response": "1"}\n{not json}\n', 2, "invalid JSON"),
         ('\n\n{"prompt": "a"}\n', 3, '"response"'),
-        ('[1, 2]\n', 1, "expected a JSON object; got list"),
+        ("[1, 2]\n", 1, "expected a JSON object; got list"),
         ('{"prompt": 5, "response": "1"}\n', 1, '"prompt"'),
         ('{"prompt": "a", "response": [1]}\n', 1, '"response" of a prompt line'),
         ('{"key": "k", "response": {"choices": "nope"}}\n', 1, "LMResponse"),

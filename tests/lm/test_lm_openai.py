@@ -20,8 +20,10 @@ needs_dspy = pytest.mark.skipif(importlib.util.find_spec("dspy") is None, reason
 
 
 def req(text: str = "Rate this summary.", **kw) -> LMRequest:
-    return LMRequest(messages=(Message(role="system", content="You are a judge."),
-                               Message(role="user", content=text)), **kw)
+    return LMRequest(
+        messages=(Message(role="system", content="You are a judge."), Message(role="user", content=text)),
+        **kw,
+    )
 
 
 @pytest.fixture
@@ -278,7 +280,8 @@ def test_a_direct_session_is_closed_when_asyncio_run_ends(tmp_path) -> None:
     import textwrap
 
     script = tmp_path / "run_twice.py"
-    script.write_text(textwrap.dedent('''
+    script.write_text(
+        textwrap.dedent("""
         import asyncio, os
         from mitigate import Item, JudgeConfig, JudgePrompt, PromptJudge, lm
         from mitigate.testing._stub_server import StubOpenAIServer
@@ -289,10 +292,15 @@ def test_a_direct_session_is_closed_when_asyncio_run_ends(tmp_path) -> None:
             judge = PromptJudge(prompt, model, JudgeConfig())
             for i in ("1", "2"):
                 print(asyncio.run(judge.judge(Item(id=i, output="Paris."))).scores)
-    '''))
-    done = subprocess.run([sys.executable, "-W", "default", str(script)], capture_output=True, text=True,
-                          timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    """)
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "default", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("{'score': 4.0}") == 2
     assert "Unclosed" not in done.stderr and "unclosed" not in done.stderr, done.stderr

@@ -98,8 +98,13 @@ def test_unknown_spec_lists_the_accepted_forms(spec):
         registry.get(spec)
     text = str(info.value)
     assert f"unknown backend spec {spec!r}" in text
-    for form in ("openai:<model>", "anthropic:<model>", "dspy:<litellm model id>", "local:<path.gguf>",
-                 "replay:"):
+    for form in (
+        "openai:<model>",
+        "anthropic:<model>",
+        "dspy:<litellm model id>",
+        "local:<path.gguf>",
+        "replay:",
+    ):
         assert form in text
 
 
@@ -130,9 +135,19 @@ def test_model_names_with_line_breaks_or_control_characters_are_refused(kind, mo
             registry.get(f"{kind}:{model}", api_key="sk-x")
 
 
-@pytest.mark.parametrize("url",
-                         ["not a url", "localhost:8000/v1", "ftp://host/v1", "http://", "http://h:99999/v1",
-                                 "http://h:port/v1", "http://exa mple.org/v1", "http://h/v1\n"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "not a url",
+        "localhost:8000/v1",
+        "ftp://host/v1",
+        "http://",
+        "http://h:99999/v1",
+        "http://h:port/v1",
+        "http://exa mple.org/v1",
+        "http://h/v1\n",
+    ],
+)
 @pytest.mark.parametrize("kind", ["openai", "anthropic", "dspy"])
 def test_base_url_that_is_not_an_http_url_is_refused_when_the_backend_is_built(kind, url):
     if kind == "dspy":

@@ -73,8 +73,9 @@ async def test_a_replica_that_cannot_be_reached_is_taken_out_then_probed_after_i
     now = [0.0]
     dead, good = Scripted([_down(), _down()]), Scripted()
     pool = PoolLM([("http://dead/v1", 1.0, dead), ("http://good/v1", 1.0, good)], clock=lambda: now[0])
-    with pytest.warns(EndpointWarning,
-                      match=r"replica http://dead/v1 of openai:m taken out .* probed again in 1 s"):
+    with pytest.warns(
+        EndpointWarning, match=r"replica http://dead/v1 of openai:m taken out .* probed again in 1 s"
+    ):
         with pytest.raises(TransientLMError):
             await pool.complete(REQUEST)
     for _ in range(5):
@@ -139,16 +140,23 @@ def test_the_cache_key_is_the_same_whichever_replica_answers_and_in_any_order() 
 
 def test_endpoint_files_give_weights_and_refuse_what_they_cannot_read(tmp_path: Path) -> None:
     assert parse_endpoints(["# replicas", "http://a/v1 2", "", "http://b/v1  # the small one"], "e.txt") == [
-        ("http://a/v1", 2.0, 2), ("http://b/v1", 1.0, 4)]
-    for lines, said in ((["http://a/v1 zero"], r"e.txt:1: expected a weight that is a positive number"),
-                        (["http://a/v1 -1"], r"e.txt:1: expected a weight"),
-                        (["http://a/v1 1 2"], r"e.txt:1: expected 'URL' or 'URL WEIGHT'")):
+        ("http://a/v1", 2.0, 2),
+        ("http://b/v1", 1.0, 4),
+    ]
+    for lines, said in (
+        (["http://a/v1 zero"], r"e.txt:1: expected a weight that is a positive number"),
+        (["http://a/v1 -1"], r"e.txt:1: expected a weight"),
+        (["http://a/v1 1 2"], r"e.txt:1: expected 'URL' or 'URL WEIGHT'"),
+    ):
         with pytest.raises(ConfigError, match=said):
             parse_endpoints(lines, "e.txt")
     (tmp_path / "e.txt").write_text("http://a/v1\nhttp://b/v1 3\n")
     read = lambda path, option: Path(path).read_text()  # noqa: E731
     assert read_endpoints([f"@{tmp_path / 'e.txt'}", "http://c/v1"], read) == [
-        ("http://a/v1", 1.0), ("http://b/v1", 3.0), ("http://c/v1", 1.0)]
+        ("http://a/v1", 1.0),
+        ("http://b/v1", 3.0),
+        ("http://c/v1", 1.0),
+    ]
     with pytest.raises(ConfigError, match=r"http://b/v1 is given at .*e.txt:2 and at --base-url"):
         read_endpoints([f"@{tmp_path / 'e.txt'}", "http://b/v1"], read)
     (tmp_path / "twice.txt").write_text("http://a/v1\nhttp://a/v1\n")
@@ -161,11 +169,17 @@ def test_endpoint_files_give_weights_and_refuse_what_they_cannot_read(tmp_path: 
 
 
 async def test_a_run_over_three_replicas_one_dead_and_one_failing_loses_nothing(tmp_path: Path) -> None:
-    with StubOpenAIServer(latency=0.01) as a, StubOpenAIServer(latency=0.01) as b, \
-            StubOpenAIServer(latency=0.0, fail_first=10**6, fail_status=500) as failing:
+    with (
+        StubOpenAIServer(latency=0.01) as a,
+        StubOpenAIServer(latency=0.01) as b,
+        StubOpenAIServer(latency=0.0, fail_first=10**6, fail_status=500) as failing,
+    ):
         urls = [a.base_url, b.base_url, failing.base_url, _closed_port()]
-        lm = wrap(get("openai:stub-model", base_url=urls), cache=False,
-                  retry=RetryPolicy(base_delay=0.01, max_delay=0.1))
+        lm = wrap(
+            get("openai:stub-model", base_url=urls),
+            cache=False,
+            retry=RetryPolicy(base_delay=0.01, max_delay=0.1),
+        )
         judge = PromptJudge(JudgePrompt.from_template(TEMPLATE), lm)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", EndpointWarning)
@@ -176,13 +190,19 @@ async def test_a_run_over_three_replicas_one_dead_and_one_failing_loses_nothing(
     assert served == 60
     assert 3 <= failing.request_count <= 6  # three in a row take it out; a probe or two after its backoff
     taken_out = [str(w.message) for w in caught if "taken out" in str(w.message)]
-    assert len(taken_out) == 2 and any("(connection" in m for m in taken_out) and any("(http-500" in m
-                                                                                      for m in taken_out)
+    assert (
+        len(taken_out) == 2
+        and any("(connection" in m for m in taken_out)
+        and any("(http-500" in m for m in taken_out)
+    )
 
 
 async def test_a_pool_of_dead_replicas_stops_the_run_after_a_few_requests() -> None:
-    lm = wrap(get("openai:m", base_url=[_closed_port(), _closed_port()]), cache=False,
-              retry=RetryPolicy(base_delay=0.01, max_delay=0.1))
+    lm = wrap(
+        get("openai:m", base_url=[_closed_port(), _closed_port()]),
+        cache=False,
+        retry=RetryPolicy(base_delay=0.01, max_delay=0.1),
+    )
     judge = PromptJudge(JudgePrompt.from_template(TEMPLATE), lm)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", EndpointWarning)
@@ -192,27 +212,52 @@ async def test_a_pool_of_dead_replicas_stops_the_run_after_a_few_requests() -> N
 
 
 def _cli_bench(tmp_path: Path, n: int) -> list[str]:
-    rows = [{"id": f"x{i}", "inputs": {"source": f"Article {i}."}, "output": f"Summary {i}.",
-             "human": {"fluency": 3}} for i in range(n)]
+    rows = [
+        {
+            "id": f"x{i}",
+            "inputs": {"source": f"Article {i}."},
+            "output": f"Summary {i}.",
+            "human": {"fluency": 3},
+        }
+        for i in range(n)
+    ]
     (tmp_path / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "prompt.txt").write_text("Rate the fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: "
-                                         "{{summary}}\n\nScore:")
-    return ["judge", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fluency", "--prompt",
-            str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model", "-n", "0", "--no-progress"]
+    (tmp_path / "prompt.txt").write_text(
+        "Rate the fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
+    )
+    return [
+        "judge",
+        "-b",
+        f"jsonl:{tmp_path / 'bench.jsonl'}",
+        "-c",
+        "fluency",
+        "--prompt",
+        str(tmp_path / "prompt.txt"),
+        "--backend",
+        "openai:stub-model",
+        "-n",
+        "0",
+        "--no-progress",
+    ]
 
 
 def test_base_url_given_twice_spreads_the_run_and_a_rerun_over_the_file_is_served_from_the_cache(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     args = _cli_bench(tmp_path, 12)
-    with StubOpenAIServer(latency=0.02, reply="Score: 4") as a, StubOpenAIServer(latency=0.02,
-                                                                                 reply="Score: 4") as b:
-        first = CliRunner().invoke(app, [*args, "--base-url", a.base_url, "--base-url", b.base_url,
-                                         "--concurrency", "4"])
+    with (
+        StubOpenAIServer(latency=0.02, reply="Score: 4") as a,
+        StubOpenAIServer(latency=0.02, reply="Score: 4") as b,
+    ):
+        first = CliRunner().invoke(
+            app, [*args, "--base-url", a.base_url, "--base-url", b.base_url, "--concurrency", "4"]
+        )
         assert first.exit_code == 0, first.output
         assert a.request_count + b.request_count == 12 and a.request_count >= 4 and b.request_count >= 4
-        (tmp_path / "endpoints.txt").write_text(f"# the same replicas, the other way round\n{b.base_url} 2\n"
-                                                f"{a.base_url}\n")
+        (tmp_path / "endpoints.txt").write_text(
+            f"# the same replicas, the other way round\n{b.base_url} 2\n{a.base_url}\n"
+        )
         again = CliRunner().invoke(app, [*args, "--base-url", f"@{tmp_path / 'endpoints.txt'}"])
         assert again.exit_code == 0, again.output
         assert a.request_count + b.request_count == 12  # same replicas, same cache key: nothing sent again
@@ -224,8 +269,19 @@ def test_a_bad_endpoints_file_and_batch_over_replicas_are_refused_in_one_line(tm
     (tmp_path / "endpoints.txt").write_text("http://127.0.0.1:9/v1 heavy\n")
     bad = CliRunner().invoke(app, [*args, "--base-url", f"@{tmp_path / 'endpoints.txt'}"])
     assert bad.exit_code == 2 and "endpoints.txt:1: expected a weight that is a positive number" in bad.stderr
-    batch = CliRunner().invoke(app, [*args, "--base-url", "http://127.0.0.1:9/v1", "--base-url",
-                                     "http://127.0.0.1:8/v1", "--batch", "--run-dir", str(tmp_path / "run")])
+    batch = CliRunner().invoke(
+        app,
+        [
+            *args,
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--base-url",
+            "http://127.0.0.1:8/v1",
+            "--batch",
+            "--run-dir",
+            str(tmp_path / "run"),
+        ],
+    )
     assert batch.exit_code == 2 and "expected one --base-url with it" in batch.stderr
 
 
@@ -234,9 +290,16 @@ async def test_with_a_silence_timeout_a_request_leaves_a_hung_replica_for_anothe
     from mitigate.testing._fault_server import FaultServer
 
     with FaultServer("hang", hold=5.0) as hung, StubOpenAIServer(latency=0.0) as good:
-        lm = wrap(get("openai:stub-model", base_url=[f"{hung.url}/v1", good.base_url], timeout=0.3,
-                      limits=Limits(deadline=20.0)), cache=False,
-                  retry=RetryPolicy(base_delay=0.01, max_delay=0.1))
+        lm = wrap(
+            get(
+                "openai:stub-model",
+                base_url=[f"{hung.url}/v1", good.base_url],
+                timeout=0.3,
+                limits=Limits(deadline=20.0),
+            ),
+            cache=False,
+            retry=RetryPolicy(base_delay=0.01, max_delay=0.1),
+        )
         judge = PromptJudge(JudgePrompt.from_template(TEMPLATE), lm)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", EndpointWarning)

@@ -21,11 +21,16 @@ def _clean_user_prices(monkeypatch):
 
 def test_each_kind_of_token_has_its_own_price():
     # claude-3-5-haiku: input 0.80, cache write 1.00, cache read 0.08, output 4.00 per 1M tokens
-    usage = Usage(prompt_tokens=3_000_000, completion_tokens=1_000_000, cached_prompt_tokens=1_000_000,
-                  cache_write_tokens=1_000_000)
+    usage = Usage(
+        prompt_tokens=3_000_000,
+        completion_tokens=1_000_000,
+        cached_prompt_tokens=1_000_000,
+        cache_write_tokens=1_000_000,
+    )
     parts = breakdown(lookup("claude-3-5-haiku-20241022"), usage)
-    assert (parts.input, parts.cache_write, parts.cached_input,
-            parts.output) == pytest.approx((0.80, 1.00, 0.08, 4.00))
+    assert (parts.input, parts.cache_write, parts.cached_input, parts.output) == pytest.approx(
+        (0.80, 1.00, 0.08, 4.00)
+    )
     assert cost("claude-3-5-haiku-latest", usage) == pytest.approx(5.88)
 
 
@@ -48,8 +53,9 @@ def test_cache_writes_never_exceed_the_uncached_prompt():
 def test_registered_price_extends_and_overrides_the_table():
     assert lookup("my-finetune") is None
     register_price("my-finetune", {"input": 1.0, "output": 2.0})
-    assert cost("my-finetune",
-                Usage(prompt_tokens=1_000_000, completion_tokens=1_000_000)) == pytest.approx(3.0)
+    assert cost("my-finetune", Usage(prompt_tokens=1_000_000, completion_tokens=1_000_000)) == pytest.approx(
+        3.0
+    )
     register_price("gpt-4o", Price(input=9.0, output=9.0))
     assert lookup("gpt-4o-2024-08-06").input == 9.0
     assert lookup("gpt-4o", table=pricing.PRICES).input == 2.50

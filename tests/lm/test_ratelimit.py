@@ -14,10 +14,16 @@ from mitigate.testing import StubOpenAIServer
 
 
 def test_openai_headers_with_duration_resets_are_read():
-    snap = parse_rate_limit_headers({
-        "x-ratelimit-limit-requests": "5000", "x-ratelimit-remaining-requests": "4999",
-        "x-ratelimit-reset-requests": "12ms", "x-ratelimit-limit-tokens": "160000",
-        "x-ratelimit-remaining-tokens": "159976", "x-ratelimit-reset-tokens": "6m0s"})
+    snap = parse_rate_limit_headers(
+        {
+            "x-ratelimit-limit-requests": "5000",
+            "x-ratelimit-remaining-requests": "4999",
+            "x-ratelimit-reset-requests": "12ms",
+            "x-ratelimit-limit-tokens": "160000",
+            "x-ratelimit-remaining-tokens": "159976",
+            "x-ratelimit-reset-tokens": "6m0s",
+        }
+    )
     assert (snap.requests_limit, snap.requests_remaining, snap.tokens_remaining) == (5000, 4999, 159976)
     assert snap.requests_reset == pytest.approx(0.012) and snap.tokens_reset == pytest.approx(360.0)
     assert parse_duration("1h2m3.5s") == pytest.approx(3723.5)
@@ -26,11 +32,16 @@ def test_openai_headers_with_duration_resets_are_read():
 
 def test_anthropic_headers_with_rfc3339_resets_are_read():
     later = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30)).isoformat().replace("+00:00", "Z")
-    snap = parse_rate_limit_headers({
-        "anthropic-ratelimit-requests-limit": "1000", "anthropic-ratelimit-requests-remaining": "999",
-        "anthropic-ratelimit-requests-reset": later, "anthropic-ratelimit-input-tokens-limit": "80000",
-        "anthropic-ratelimit-input-tokens-remaining": "79000",
-        "anthropic-ratelimit-input-tokens-reset": later})
+    snap = parse_rate_limit_headers(
+        {
+            "anthropic-ratelimit-requests-limit": "1000",
+            "anthropic-ratelimit-requests-remaining": "999",
+            "anthropic-ratelimit-requests-reset": later,
+            "anthropic-ratelimit-input-tokens-limit": "80000",
+            "anthropic-ratelimit-input-tokens-remaining": "79000",
+            "anthropic-ratelimit-input-tokens-reset": later,
+        }
+    )
     assert snap.requests_remaining == 999 and snap.tokens_limit == 80000 and snap.tokens_remaining == 79000
     assert 28 < snap.requests_reset <= 30
     assert parse_rate_limit_headers({"content-type": "application/json"}) is None
@@ -80,8 +91,14 @@ async def test_an_exhausted_request_budget_waits_for_its_refill():
     t = FakeTime()
     lim = AdaptiveLimiter(clock=t.clock, sleep=t.sleep)
     ticket = await lim.acquire()
-    lim.release(ticket, headers={"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "0",
-                                 "x-ratelimit-reset-requests": "60s"})
+    lim.release(
+        ticket,
+        headers={
+            "x-ratelimit-limit-requests": "60",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": "60s",
+        },
+    )
     await lim.acquire()
     assert t.slept and t.slept[0] == pytest.approx(1.0)  # 60 per minute: one comes back after a second
 
@@ -125,5 +142,7 @@ async def test_tokens_per_minute_are_paced_from_the_anthropic_headers():
 
 
 def test_token_estimate_counts_prompt_characters_and_max_tokens():
-    assert estimate_tokens(LMRequest(messages=(Message(role="user", content="x" * 400),), max_tokens=50,
-                                     n=2)) == 200
+    assert (
+        estimate_tokens(LMRequest(messages=(Message(role="user", content="x" * 400),), max_tokens=50, n=2))
+        == 200
+    )

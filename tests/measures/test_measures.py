@@ -54,8 +54,9 @@ def test_item_column_helpers_read_scores_systems_documents_and_lengths():
 # --------------------------------------------------------------------------- agreement
 
 
-@pytest.mark.parametrize(("method", "ref"), [("kendall", sps.kendalltau), ("spearman", sps.spearmanr),
-                                             ("pearson", sps.pearsonr)])
+@pytest.mark.parametrize(
+    ("method", "ref"), [("kendall", sps.kendalltau), ("spearman", sps.spearmanr), ("pearson", sps.pearsonr)]
+)
 def test_item_correlation_matches_scipy_and_counts_failures(method, ref):
     judge = [1, 2, None, 4, 5, 3, 2]
     human = [1.5, 2.0, 3.0, 3.5, 5.0, NAN, 1.0]
@@ -149,7 +150,7 @@ def test_per_system_and_meta_correlation_by_hand():
     human = [1, 2, 3, 4, 2, 3, 4, 5, 3, 4, 5, 5]
     judge = [1, 2, 3, 4, 3, 2, 5, 4, 5, 4, 3, 2]
     per = M.per_system_correlation(judge, human, systems, "kendall")
-    expected_p = [sps.kendalltau(judge[i:i + 4], human[i:i + 4]).statistic for i in (0, 4, 8)]
+    expected_p = [sps.kendalltau(judge[i : i + 4], human[i : i + 4]).statistic for i in (0, 4, 8)]
     assert [per[s].value for s in "ABC"] == pytest.approx(expected_p)
     quality = [2.5, 3.5, 4.25]
     meta = M.meta_correlation(judge, human, systems, "kendall", meta_method="pearson")
@@ -219,8 +220,8 @@ def _reference_cp(judge, human, systems, docs):
         ja = jb = ha = hb = 0.0
         for d in dict.fromkeys(docs):
             (j1, h1), (j2, h2) = by[(d, a)], by[(d, b)]
-            ja, jb = (ja + 1, jb) if j1 > j2 else (ja, jb + 1) if j1 < j2 else (ja + .5, jb + .5)
-            ha, hb = (ha + 1, hb) if h1 > h2 else (ha, hb + 1) if h1 < h2 else (ha + .5, hb + .5)
+            ja, jb = (ja + 1, jb) if j1 > j2 else (ja, jb + 1) if j1 < j2 else (ja + 0.5, jb + 0.5)
+            ha, hb = (ha + 1, hb) if h1 > h2 else (ha, hb + 1) if h1 < h2 else (ha + 0.5, hb + 0.5)
         correct += (ja > jb and ha > hb) or (ja < jb and ha < hb) or (ja == jb and ha == hb)
     return correct
 
@@ -267,19 +268,20 @@ def test_perturbation_consistency_by_hand():
 
 def test_consistency_chance_and_kappa_tell_a_collapsed_judge_from_a_stable_one():
     # complete rows a, b (c is missing under "lengthened"): columns (1, 2), (1.0, 3), (1, 2)
-    m = M.perturbation_consistency({
-        "original": {"a": 1, "b": 2, "c": 3},
-        "reordered": {"a": 1.0, "b": 3, "c": 3},
-        "lengthened": {"a": 1, "b": 2},
-    })
+    m = M.perturbation_consistency(
+        {
+            "original": {"a": 1, "b": 2, "c": 3},
+            "reordered": {"a": 1.0, "b": 3, "c": 3},
+            "lengthened": {"a": 1, "b": 2},
+        }
+    )
     # answer 1: 1/2 * 1/2 * 1/2; answer 2: 1/2 * 0 * 1/2  -> chance 1/8
     assert m.extra["chance"] == pytest.approx(0.125)
     assert m.extra["kappa"] == pytest.approx((0.5 - 0.125) / (1 - 0.125))
     # a judge answering 5 to nearly everything is "consistent" by chance: kappa near 0
-    collapsed = M.perturbation_consistency({
-        "p0": {str(i): 5 for i in range(10)},
-        "p1": {str(i): (3 if i == 0 else 5) for i in range(10)},
-    })
+    collapsed = M.perturbation_consistency(
+        {"p0": {str(i): 5 for i in range(10)}, "p1": {str(i): (3 if i == 0 else 5) for i in range(10)}}
+    )
     assert collapsed.value == pytest.approx(0.9)
     assert collapsed.extra["chance"] == pytest.approx(0.9)
     assert collapsed.extra["kappa"] == pytest.approx(0.0)
@@ -364,8 +366,9 @@ def test_unfairness_scores_offer_the_released_codes_max_deviation_scaling_and_de
     ls = rng.normal(-60, 15, 40)
     paper = M.unfairness_scores(judge, human)
     released = M.unfairness_scores(judge, human, scaling="max-deviation")
-    assert paper == pytest.approx((judge - judge.mean()) / np.ptp(judge) * np.ptp(human)
-                                  + human.mean() - human)
+    assert paper == pytest.approx(
+        (judge - judge.mean()) / np.ptp(judge) * np.ptp(human) + human.mean() - human
+    )
     assert released == pytest.approx(_released_rescale(judge) - _released_rescale(human))
 
     def top8(us: np.ndarray) -> set[int]:
@@ -396,12 +399,13 @@ def test_familiarity_groups_perplexity_by_rounded_rating():
     human = [3.5, 2.5, 3.4, 1.2, 3.0]
     m = M.familiarity(ppl, judge, human, (1, 5))
     # halves round up: 3.5 -> 4, 2.5 -> 3, 3.4 -> 3, 1.2 -> 1
-    assert m.extra["human"] == {1.0: {"mean_perplexity": 40.0, "count": 1},
-                                3.0: {"mean_perplexity": 25.0, "count": 2},
-                                4.0: {"mean_perplexity": 10.0, "count": 1}}
+    assert m.extra["human"] == {
+        1.0: {"mean_perplexity": 40.0, "count": 1},
+        3.0: {"mean_perplexity": 25.0, "count": 2},
+        4.0: {"mean_perplexity": 10.0, "count": 1},
+    }
     assert m.extra["judge"][4.0] == {"mean_perplexity": 25.0, "count": 2}
-    expected = (sps.spearmanr(ppl[:4], judge[:4]).statistic
-                - sps.spearmanr(ppl[:4], human[:4]).statistic)
+    expected = sps.spearmanr(ppl[:4], judge[:4]).statistic - sps.spearmanr(ppl[:4], human[:4]).statistic
     assert m.value == pytest.approx(expected)
     assert (m.n, m.n_failed) == (4, 1)
 
@@ -504,8 +508,9 @@ KRIPPENDORFF_EXAMPLE = [
 def test_krippendorff_alpha_matches_package_and_published_example():
     m = M.krippendorff_alpha(KRIPPENDORFF_EXAMPLE)
     data = np.array([[NAN if v is None else v for v in row] for row in KRIPPENDORFF_EXAMPLE])
-    assert m.value == pytest.approx(krippendorff.alpha(reliability_data=data,
-                                                       level_of_measurement="interval"))
+    assert m.value == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement="interval")
+    )
     assert m.value == pytest.approx(0.849, abs=5e-4)  # Krippendorff (2011), interval
     assert M.krippendorff_alpha(KRIPPENDORFF_EXAMPLE, "nominal").value == pytest.approx(0.743, abs=5e-4)
     assert (m.n, m.n_failed) == (11, 7)
@@ -526,8 +531,9 @@ def test_alpha_across_samples_and_settings_with_ci():
     assert m.name == "alpha-across-samples" and m.ci_low <= m.value <= m.ci_high
     s = M.alpha_across_settings({"t0": samples[0], "t1": samples[1]})
     assert s.extra["settings"] == ["t0", "t1"]
-    assert s.value == pytest.approx(krippendorff.alpha(reliability_data=np.vstack(samples[:2]),
-                                                       level_of_measurement="interval"))
+    assert s.value == pytest.approx(
+        krippendorff.alpha(reliability_data=np.vstack(samples[:2]), level_of_measurement="interval")
+    )
 
 
 def test_alpha_across_settings_bins_settings_on_different_scales_to_the_coarsest():
@@ -535,8 +541,9 @@ def test_alpha_across_settings_bins_settings_on_different_scales_to_the_coarsest
     five = rng.integers(1, 6, 80).astype(float)
     # the same judgments on 1-100: 1 -> 1-20, 2 -> 21-40 ...
     hundred = (five - 1) * 20 + rng.integers(1, 21, 80)
-    with pytest.raises(DataError,
-                       match=r"look to be on different scales \(1-5: up to 5 \(looks 1-5\), 1-100: up to"):
+    with pytest.raises(
+        DataError, match=r"look to be on different scales \(1-5: up to 5 \(looks 1-5\), 1-100: up to"
+    ):
         # unconverted it was -0.46: refused, never shown
         M.alpha_across_settings({"1-5": five, "1-100": hundred})
     m = M.alpha_across_settings({"1-5": five, "1-100": hundred}, scales={"1-5": (1, 5), "1-100": (1, 100)})
@@ -599,8 +606,11 @@ def _bootstrap_by_hand(groups: list[list[int]], data: tuple, n_boot: int) -> np.
     values = []
     for _ in range(n_boot):
         idx = [i for d in rng.integers(0, len(groups), len(groups)) for i in groups[d]]
-        values.append(M.self_preference([scores[i] for i in idx], [evaluators[i] for i in idx],
-                                        [generators[i] for i in idx]).value)
+        values.append(
+            M.self_preference(
+                [scores[i] for i in idx], [evaluators[i] for i in idx], [generators[i] for i in idx]
+            ).value
+        )
     return np.nanpercentile(values, [2.5, 97.5])
 
 
@@ -686,8 +696,10 @@ def test_ci_is_none_when_value_is_nan():
 
 def test_importing_the_measures_does_not_import_scipy_sklearn_or_matplotlib():
     root = Path(__file__).resolve().parents[2]
-    code = ("import sys, mitigate.measures; "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'sklearn', 'matplotlib'}))")
+    code = (
+        "import sys, mitigate.measures; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy', 'sklearn', 'matplotlib'}))"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "[]"
@@ -696,8 +708,9 @@ def test_importing_the_measures_does_not_import_scipy_sklearn_or_matplotlib():
 def test_every_reported_measure_is_registered_with_display_info_and_a_spec_that_round_trips():
     table = M.measure_table()
     assert list(table)[:2] == ["spearman-item", "kendall-item"] and "perturbation-consistency" in table
-    assert [M.MEASURES[k].group for k in table] == sorted((M.MEASURES[k].group for k in table),
-                                                         key=["accuracy", "bias", "consistency"].index)
+    assert [M.MEASURES[k].group for k in table] == sorted(
+        (M.MEASURES[k].group for k in table), key=["accuracy", "bias", "consistency"].index
+    )
     for key, cls in table.items():
         assert isinstance(cls.info, M.MeasureInfo) and cls.info.label
         measure = cls()
@@ -708,8 +721,17 @@ def test_every_reported_measure_is_registered_with_display_info_and_a_spec_that_
 
 def test_measures_are_one_package_of_family_modules_without_a_metrics_module():
     assert importlib.util.find_spec("mitigate.measures.metrics") is None
-    for family in ("agreement", "consistency", "likelihood_bias", "distribution", "reliability", "self_bias",
-                   "pairwise"):
+    for family in (
+        "agreement",
+        "consistency",
+        "likelihood_bias",
+        "distribution",
+        "reliability",
+        "self_bias",
+        "pairwise",
+    ):
         module = importlib.import_module(f"mitigate.measures._{family}")
-        public = [name for name in M.__all__ if getattr(getattr(M, name), "__module__", None) == module.__name__]
+        public = [
+            name for name in M.__all__ if getattr(getattr(M, name), "__module__", None) == module.__name__
+        ]
         assert public, f"measures exports nothing of its {family} module"

@@ -1,4 +1,4 @@
-"""mitigate.measures._paired: the paired difference of two judges, its interval and test, shared by compare and
+"""The paired difference of two judges, its interval and test, shared by compare and
 diff."""
 
 from __future__ import annotations
@@ -55,8 +55,9 @@ def test_clusters_flip_and_resample_whole_clusters() -> None:
 def test_the_bootstrap_test_rejects_exactly_when_zero_is_outside_the_interval() -> None:
     for seed in range(6):
         a, b, human = _pairs(seed=seed)
-        d = paired_statistic_difference(b, a, human, spearman, test="bootstrap", n_boot=400, n_perm=400,
-                                        seed=seed)
+        d = paired_statistic_difference(
+            b, a, human, spearman, test="bootstrap", n_boot=400, n_perm=400, seed=seed
+        )
         assert d.ok and d.low is not None and d.high is not None
         assert (d.p_value < 0.05) == (not d.low <= 0 <= d.high)
         assert d.observed == pytest.approx(spearman(b, human) - spearman(a, human))
@@ -66,8 +67,9 @@ def test_a_statistic_difference_says_why_it_has_no_value() -> None:
     a, b, human = _pairs(n=2)
     short = paired_statistic_difference(b, a, human, "spearman", n_perm=50)
     assert not short.ok and short.n == 2 and "at least 3" in (short.reason or "")
-    flat = paired_statistic_difference(np.full(10, 3.0), np.arange(10.0), np.arange(10.0), "spearman",
-                                       n_perm=50)
+    flat = paired_statistic_difference(
+        np.full(10, 3.0), np.arange(10.0), np.arange(10.0), "spearman", n_perm=50
+    )
     assert not flat.ok and flat.reason
     with pytest.raises(ConfigError, match="'test' parameter of paired_statistic_difference"):
         paired_statistic_difference(b, a, human, test="t-test")  # type: ignore[arg-type]
@@ -79,9 +81,17 @@ TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 
 
 def _bench() -> Benchmark:
-    items = tuple(Item(id=f"S{s}/d{d}", system=f"S{s}", doc_id=f"d{d}",
-                       output=f"q={1 + (d + 2 * s) % 5} {d} {s}",
-                       human={"q": float(1 + (d + s) % 5)}) for d in range(8) for s in range(4))
+    items = tuple(
+        Item(
+            id=f"S{s}/d{d}",
+            system=f"S{s}",
+            doc_id=f"d{d}",
+            output=f"q={1 + (d + 2 * s) % 5} {d} {s}",
+            human={"q": float(1 + (d + s) % 5)},
+        )
+        for d in range(8)
+        for s in range(4)
+    )
     return Benchmark(name="toy", items=items, criteria=("q",))
 
 
@@ -97,28 +107,44 @@ def _off(request: LMRequest) -> str:
 async def test_compare_and_diff_take_their_paired_numbers_from_the_same_functions(tmp_path: Path) -> None:
     bench = _bench()
     prompt = JudgePrompt.from_template(TEMPLATE, criterion="q")
-    entries = [Entry.from_pipeline("off", PromptJudge(prompt, FakeLM(_off)), "baseline"),
-               Entry.from_pipeline("echo", PromptJudge(prompt, FakeLM(_echo)), "baseline")]
-    result = await compare(bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=300, n_perm=400,
-                           seed=2)
+    entries = [
+        Entry.from_pipeline("off", PromptJudge(prompt, FakeLM(_off)), "baseline"),
+        Entry.from_pipeline("echo", PromptJudge(prompt, FakeLM(_echo)), "baseline"),
+    ]
+    result = await compare(
+        bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=300, n_perm=400, seed=2
+    )
     first, second = (e.scores("q") for e in result.entries)
     human = [it.human["q"] for it in bench.items]
     c = result.entries[1].comparison
-    d = paired_statistic_difference(second, first, human, "spearman", test="permutation", n_boot=300,
-                                    n_perm=400,
-                                    seed=2)
-    assert c is not None and (c.observed, c.ci_low, c.ci_high, c.p_value, c.n) == (d.observed, d.low, d.high,
-                                                                                   d.p_value, d.n)
-    report = diff_judgments(list(bench.items), result.entries[0].judgments, result.entries[1].judgments,
-                            criterion="q", n_boot=300, n_perm=400, seed=2)
+    d = paired_statistic_difference(
+        second, first, human, "spearman", test="permutation", n_boot=300, n_perm=400, seed=2
+    )
+    assert c is not None and (c.observed, c.ci_low, c.ci_high, c.p_value, c.n) == (
+        d.observed,
+        d.low,
+        d.high,
+        d.p_value,
+        d.n,
+    )
+    report = diff_judgments(
+        list(bench.items),
+        result.entries[0].judgments,
+        result.entries[1].judgments,
+        criterion="q",
+        n_boot=300,
+        n_perm=400,
+        seed=2,
+    )
     docs = [it.doc_id for it in bench.items]
     mean = paired_mean_difference(second, first, clusters=docs, n_boot=300, n_perm=400, seed=2)
     m = report.measure("mean-score")
     assert (m.delta, m.low, m.high, m.p, m.n) == (mean.observed, mean.low, mean.high, mean.p_value, mean.n)
-    rho = paired_statistic_difference(second, first, human, spearman, test="bootstrap", clusters=docs,
-                                      n_boot=300,
-                                      n_perm=400, seed=2)
+    rho = paired_statistic_difference(
+        second, first, human, spearman, test="bootstrap", clusters=docs, n_boot=300, n_perm=400, seed=2
+    )
     s = report.measure("spearman")
     assert (s.delta, s.low, s.high, s.p) == (rho.observed, rho.low, rho.high, rho.p_value)
-    assert all(x is not None and math.isfinite(x)
-               for x in (c.observed, c.p_value, m.delta, m.p, s.delta, s.p))
+    assert all(
+        x is not None and math.isfinite(x) for x in (c.observed, c.p_value, m.delta, m.p, s.delta, s.p)
+    )

@@ -49,12 +49,20 @@ def test_a_triple_is_contradictory_exactly_when_no_ranking_with_ties_fits() -> N
 
 
 def test_the_cycle_rate_counts_sets_of_responses_whose_every_pair_was_judged() -> None:
-    rels = {("q1", "a", "b"): ">", ("q1", "b", "c"): ">", ("q1", "c", "a"): ">",  # a cycle
-            ("q2", "a", "b"): ">", ("q2", "b", "c"): ">", ("q2", "a", "c"): ">",
-            ("q3", "a", "b"): ">", ("q3", "b", "c"): ">"}  # a-c never judged: left out
+    rels = {
+        ("q1", "a", "b"): ">",
+        ("q1", "b", "c"): ">",
+        ("q1", "c", "a"): ">",  # a cycle
+        ("q2", "a", "b"): ">",
+        ("q2", "b", "c"): ">",
+        ("q2", "a", "c"): ">",
+        ("q3", "a", "b"): ">",
+        ("q3", "b", "c"): ">",
+    }  # a-c never judged: left out
     m = transitivity_violations(rels)
-    assert (m.value == 0.5 and m.n == 2 and m.n_failed == 1
-            and m.extra["contradicting_triples"]["circular"] == 1)
+    assert (
+        m.value == 0.5 and m.n == 2 and m.n_failed == 1 and m.extra["contradicting_triples"]["circular"] == 1
+    )
     four = {("q", x, y): ">" for x, y in itertools.combinations("abcd", 2)} | {("q", "a", "d"): "<"}
     assert transitivity_violations(four, k=4).value == 1.0
     with pytest.raises(DataError, match="judged"):
@@ -67,16 +75,26 @@ def _round_robin(strength: dict[str, float], docs: int, seed: int = 0) -> list[I
     for d in range(docs):
         for x, y in itertools.combinations(sorted(strength), 2):
             p = 1 / (1 + math.exp(-(strength[x] - strength[y])))
-            items.append(Item(id=f"{d}/{x}-{y}", output=x, output_b=y, system=x, system_b=y, doc_id=f"d{d}",
-                              preference={"overall": "A" if rng.random() < p else "B"}))
+            items.append(
+                Item(
+                    id=f"{d}/{x}-{y}",
+                    output=x,
+                    output_b=y,
+                    system=x,
+                    system_b=y,
+                    doc_id=f"d{d}",
+                    preference={"overall": "A" if rng.random() < p else "B"},
+                )
+            )
     return items
 
 
 def test_bradley_terry_recovers_the_strengths_and_their_order_with_fisher_intervals() -> None:
     strength = {"s1": 1.0, "s2": 0.5, "s3": 0.0, "s4": -1.5}
     items = _round_robin(strength, 400)
-    comps, _ = comparisons_from_verdicts([i.system for i in items], [i.system_b for i in items],
-                                         [i.preference["overall"] for i in items])
+    comps, _ = comparisons_from_verdicts(
+        [i.system for i in items], [i.system_b for i in items], [i.preference["overall"] for i in items]
+    )
     fit = fit_bradley_terry(comps)
     truth = {k: v - np.mean(list(strength.values())) for k, v in strength.items()}
     for s, v in truth.items():
@@ -98,9 +116,9 @@ def test_ties_count_half_and_a_system_that_never_lost_is_refused_unless_a_prior_
 
 
 def test_the_majority_tournament_reports_its_cycles() -> None:
-    cyc = majority_cycles([("a", "b", 1.0), ("b", "c", 1.0), ("c", "a", 1.0), ("a", "d", 1.0),
-                           ("b", "d", 1.0),
-                           ("c", "d", 1.0)])
+    cyc = majority_cycles(
+        [("a", "b", 1.0), ("b", "c", 1.0), ("c", "a", 1.0), ("a", "d", 1.0), ("b", "d", 1.0), ("c", "d", 1.0)]
+    )
     assert cyc["groups"] == [{"systems": ["a", "b", "c"], "cycle": ["a", "b", "c", "a"]}]
     assert cyc["cyclic_triples"] == 1 and cyc["complete_triples"] == 4
 
@@ -108,16 +126,31 @@ def test_the_majority_tournament_reports_its_cycles() -> None:
 def test_the_registered_measures_read_round_robin_items() -> None:
     items = _round_robin({"s1": 2.0, "s2": 0.0, "s3": -2.0}, 60)
     gold = [i.preference["overall"] for i in items]
-    entry = EntryData(scores=np.full(len(items), np.nan), items=items, criterion="overall", scale=Scale(),
-                      verdicts=gold, task="pairwise", n_boot=0)
+    entry = EntryData(
+        scores=np.full(len(items), np.nan),
+        items=items,
+        criterion="overall",
+        scale=Scale(),
+        verdicts=gold,
+        task="pairwise",
+        n_boot=0,
+    )
     bt = BradleyTerryRanking().compute(entry)
     assert bt.value == pytest.approx(1.0) and bt.extra["judge"]["ranking"]["order"][0] == "s1"
-    flipped = EntryData(scores=entry.scores, items=items, criterion="overall", scale=Scale(), task="pairwise",
-                        verdicts=[{"A": "B", "B": "A"}[v] for v in gold], n_boot=0)
+    flipped = EntryData(
+        scores=entry.scores,
+        items=items,
+        criterion="overall",
+        scale=Scale(),
+        task="pairwise",
+        verdicts=[{"A": "B", "B": "A"}[v] for v in gold],
+        n_boot=0,
+    )
     assert BradleyTerryRanking().compute(flipped).value == pytest.approx(-1.0)
     cycles = PreferenceCycleRate().compute(entry)
     assert cycles.name == "preference-cycle-rate" and 0 <= cycles.value <= 1 and cycles.n == 60
     bare = [i.model_copy(update={"doc_id": None}) for i in items]
-    no_doc = EntryData(scores=entry.scores, items=bare, criterion="overall", scale=Scale(), verdicts=gold,
-                       task="pairwise")
+    no_doc = EntryData(
+        scores=entry.scores, items=bare, criterion="overall", scale=Scale(), verdicts=gold, task="pairwise"
+    )
     assert "doc_id" in str(PreferenceCycleRate().compute(no_doc).reason)

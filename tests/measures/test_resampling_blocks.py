@@ -41,9 +41,9 @@ def _all(a: np.ndarray, b: np.ndarray, h: np.ndarray, docs: list[str]) -> list[o
         stats.permutation_test_mean_diff(a, b, n_perm=300, seed=5, paired=True, groups=docs).model_dump(),
         paired_mean_difference(b, a, n_boot=200, n_perm=300, seed=6).model_dump(),
         paired_statistic_difference(b, a, h, "spearman", n_boot=200, n_perm=300, seed=7).model_dump(),
-        paired_statistic_difference(b, a, h, "spearman", test="bootstrap", clusters=docs, n_boot=100,
-                                    n_perm=150,
-                                    seed=7).model_dump(),
+        paired_statistic_difference(
+            b, a, h, "spearman", test="bootstrap", clusters=docs, n_boot=100, n_perm=150, seed=7
+        ).model_dump(),
     ]
 
 
@@ -67,7 +67,8 @@ def test_blocks_cover_every_resample_and_bound_the_values_held() -> None:
 
 @pytest.mark.parametrize("levels", [(5, 5), (3, 9), (2, 2), (10, 4)])
 def test_kendall_resampled_from_contingency_tables_equals_scipy_to_the_last_bit(
-        levels: tuple[int, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    levels: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = np.random.default_rng(sum(levels))
     n = 301
     h = rng.integers(0, levels[1], n).astype(float) / 2
@@ -77,7 +78,8 @@ def test_kendall_resampled_from_contingency_tables_equals_scipy_to_the_last_bit(
     x, y = stats.complete_pairs(j, h)
     idx = idx[:, : len(x)] % len(x)
     tables = stats._kendall_on_codes(len(np.unique(x)), len(np.unique(y)))(
-        np.unique(x, return_inverse=True)[1][idx], np.unique(y, return_inverse=True)[1][idx])
+        np.unique(x, return_inverse=True)[1][idx], np.unique(y, return_inverse=True)[1][idx]
+    )
     looped = np.array([stats.kendall(x[i], y[i]) for i in idx])
     assert repr(tables.tolist()) == repr(looped.tolist())
     fast = stats.bootstrap_ci("kendall", j, h, n_boot=300, seed=4)
@@ -92,7 +94,8 @@ def test_kendall_of_a_constant_resample_is_nan_as_scipy_says() -> None:
 
 
 def test_compare_reports_the_numbers_the_implementation_before_reported(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Measures, per-system values, comparisons, human rows and corrected estimates of three small comparisons
     equal what the code before block resampling, table-based Kendall and streamed results reported (the
     fixture), with resampling blocks as large as the data and as small as a few rows.
@@ -113,28 +116,42 @@ def test_compare_reports_the_numbers_the_implementation_before_reported(
 def _differences(now: object, before: object, path: str = "") -> list[str]:
     """Where ``now`` differs from ``before``: floats beyond 1e-12 relative, anything else at all."""
     if isinstance(now, dict) and isinstance(before, dict):
-        return [d for k in sorted(set(now) | set(before), key=str)
-                for d in _differences(now.get(k), before.get(k), f"{path}/{k}")]
+        return [
+            d
+            for k in sorted(set(now) | set(before), key=str)
+            for d in _differences(now.get(k), before.get(k), f"{path}/{k}")
+        ]
     if isinstance(now, list) and isinstance(before, list) and len(now) == len(before):
-        return [d for i, (a, b) in enumerate(zip(now, before, strict=True))
-                for d in _differences(a, b, f"{path}[{i}]")]
+        return [
+            d
+            for i, (a, b) in enumerate(zip(now, before, strict=True))
+            for d in _differences(a, b, f"{path}[{i}]")
+        ]
     if isinstance(now, float) and isinstance(before, float):
-        same = math.isclose(now, before, rel_tol=1e-12, abs_tol=1e-15) or (math.isnan(now) and math.isnan(before))
+        same = math.isclose(now, before, rel_tol=1e-12, abs_tol=1e-15) or (
+            math.isnan(now) and math.isnan(before)
+        )
         return [] if same else [f"{path}: {now!r} != {before!r}"]
     return [] if now == before else [f"{path}: {now!r} != {before!r}"]
 
 
 def _known(now: dict, before: dict) -> dict:
-    """``now`` with only the measures ``before`` holds (another test module may register a measure of its own);
+    """``now`` with only the measures ``before`` holds (another test module may register a measure of its
+    own);
     a measure ``before`` holds and ``now`` lacks stays missing, so the comparison fails."""
     out = {}
     for name, run in now.items():
         entries = {}
         for entry, numbers in run["entries"].items():
             known = before.get(name, {}).get("entries", {}).get(entry, {}).get("measures", {})
-            entries[entry] = {**numbers,
-                              "measures": {k: v for k, v in numbers["measures"].items() if k in known}}
+            entries[entry] = {
+                **numbers,
+                "measures": {k: v for k, v in numbers["measures"].items() if k in known},
+            }
         known_human = before.get(name, {}).get("human", {})
-        out[name] = {**run, "entries": entries,
-                     "human": {k: v for k, v in run["human"].items() if k in known_human}}
+        out[name] = {
+            **run,
+            "entries": entries,
+            "human": {k: v for k, v in run["human"].items() if k in known_human},
+        }
     return out

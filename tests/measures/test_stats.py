@@ -183,10 +183,13 @@ def test_paired_permutation_matches_a_looped_reference_with_the_same_swaps():
     n_perm = 300
     swap = np.random.default_rng(11).random((n_perm, 40)) < 0.5
     observed = sps.spearmanr(a, human).statistic - sps.spearmanr(b, human).statistic
-    null = np.array([
-        sps.spearmanr(np.where(s, b, a), human).statistic - sps.spearmanr(np.where(s, a, b), human).statistic
-        for s in swap
-    ])
+    null = np.array(
+        [
+            sps.spearmanr(np.where(s, b, a), human).statistic
+            - sps.spearmanr(np.where(s, a, b), human).statistic
+            for s in swap
+        ]
+    )
     expected_p = (1 + np.sum(np.abs(null) >= abs(observed) - 1e-12)) / (1 + n_perm)
     for stat in ("spearman", lambda x, y: sps.spearmanr(x, y).statistic):
         result = paired_permutation_test(a, b, human, stat=stat, n_perm=n_perm, seed=11)

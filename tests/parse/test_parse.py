@@ -42,7 +42,6 @@ def test_an_echoed_list_of_score_labels_is_not_read_as_the_score() -> None:
     assert parse_score("Score 3: fair. On reflection, Score 3: fair.", S5) == 3  # repeated, not a list
 
 
-
 @pytest.mark.parametrize(
     ("text", "scale", "want"),
     [
@@ -236,8 +235,10 @@ def test_parse_pairwise_reads_a_named_tie_option() -> None:
 @pytest.mark.parametrize(
     ("text", "reason"),
     [
-        ("Summary 1 is more coherent, but Summary 2 is more relevant.",
-         "conflicting verdicts \\(first, second\\)"),
+        (
+            "Summary 1 is more coherent, but Summary 2 is more relevant.",
+            "conflicting verdicts \\(first, second\\)",
+        ),
         ("Summary 1 is better. Both are equally fluent.", "conflicting verdicts \\(first, tie\\)"),
         ("The two summaries discuss the article.", "no verdict"),
         ("", "no verdict"),

@@ -48,8 +48,20 @@ async def test_the_judge_tells_the_parser_what_it_showed_the_model() -> None:
     assert echo.scores["score"] is None and echo.failures and echo.failures[0].raw == "Summary: " + ITEM_TEXT
 
 
-SHAPES = st.sampled_from(["Score: {n}", "score: {n}", "Rating: [[{n}]]", "[RESULT] {n}", "I give it {n}",
-                          "{n}/5", "{n} out of 5", "Final score: {n}", "**Score:** {n}", "Score {n}: good"])
+SHAPES = st.sampled_from(
+    [
+        "Score: {n}",
+        "score: {n}",
+        "Rating: [[{n}]]",
+        "[RESULT] {n}",
+        "I give it {n}",
+        "{n}/5",
+        "{n} out of 5",
+        "Final score: {n}",
+        "**Score:** {n}",
+        "Score {n}: good",
+    ]
+)
 FILLER = st.sampled_from(["council", "budget", "river", "approved", "Monday", "the", "and", "of", ".", "\n"])
 ANSWERS = [
     ("The wording is plain and the facts match.\nScore: 3", 3.0),
@@ -72,16 +84,24 @@ def shown_texts(draw: st.DrawFn) -> tuple[str, str]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(shown=shown_texts(), pick=st.integers(0, len(ANSWERS) - 1),
-       fmt=st.sampled_from(["Score: {value}", "{value}"]))
+@given(
+    shown=shown_texts(),
+    pick=st.integers(0, len(ANSWERS) - 1),
+    fmt=st.sampled_from(["Score: {value}", "{value}"]),
+)
 def test_answer_shaped_judged_texts_and_prompts_never_change_the_parsed_score(
-        shown: tuple[str, str], pick: int, fmt: str) -> None:
+    shown: tuple[str, str], pick: int, fmt: str
+) -> None:
     judged, prompt = shown
     template, want = ANSWERS[pick]
-    answer = template.format(q=judged.replace("\n", " ").replace('"', "").strip() if "Summary:" in template
-                             else judged.split("\n")[0].replace('"', "").strip())
+    answer = template.format(
+        q=judged.replace("\n", " ").replace('"', "").strip()
+        if "Summary:" in template
+        else judged.split("\n")[0].replace('"', "").strip()
+    )
     if "Summary:" in template:
-        prompt = ("Rate the summary from 1 to 5.\n\nSummary: "
-                  f"{judged.replace(chr(10), ' ').replace(chr(34), '')}")
+        prompt = (
+            f"Rate the summary from 1 to 5.\n\nSummary: {judged.replace(chr(10), ' ').replace(chr(34), '')}"
+        )
     fmt_ = AnswerFormat(line=fmt, reasoning="before") if fmt != "{value}" else SCORE
     assert fmt_.read(answer, S5, quoted=(prompt, judged)) == want

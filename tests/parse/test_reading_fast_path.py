@@ -37,25 +37,31 @@ from mitigate.testing._planted import ISSUE_CASES, POSITIONS, QUOTES, judge_answ
 from tests.prompt.test_planted_values import FORMATS, WORDS, _line, cases
 
 
-def _both(fmt: AnswerFormat, scale: Scale, answer: str, sources: Sequence[str],
-          judged: Sequence[str]) -> tuple[tuple[str, str], tuple[str, str]]:
+def _both(
+    fmt: AnswerFormat, scale: Scale, answer: str, sources: Sequence[str], judged: Sequence[str]
+) -> tuple[tuple[str, str], tuple[str, str]]:
     reader = fmt.reader()
-    args = {"statement": lambda span: reader.states(span, scale, ()), "bare": reader.bare, "sources": sources,
-            "judged": judged, "fold": not fmt.case_sensitive, "hint": reader.hint}
+    args = {
+        "statement": lambda span: reader.states(span, scale, ()),
+        "bare": reader.bare,
+        "sources": sources,
+        "judged": judged,
+        "fold": not fmt.case_sensitive,
+        "hint": reader.hint,
+    }
     return Q.unquote(answer, **args, fast=True), Q.unquote(answer, **args, fast=False)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(case=cases())
-def test_the_fast_search_blanks_exactly_what_the_full_search_blanks_on_planted_values(case: dict[
-        str,
-        object]) -> None:
-    fast, full = _both(case["fmt"], case["scale"], case["answer"], (case["prompt"],),
-                       case["judged"])  # type: ignore[arg-type]
+def test_the_fast_search_blanks_exactly_what_the_full_search_blanks_on_planted_values(
+    case: dict[str, object],
+) -> None:
+    fast, full = _both(case["fmt"], case["scale"], case["answer"], (case["prompt"],), case["judged"])  # type: ignore[arg-type]
     assert fast == full, (case["format"], case["answer"])
 
 
-PUNCT = ["", ".", ",", ":", "!", "?", ";", "...", ")", "**", "\"", "'"]
+PUNCT = ["", ".", ",", ":", "!", "?", ";", "...", ")", "**", '"', "'"]
 
 
 @st.composite
@@ -67,35 +73,56 @@ def copied_answers(draw: st.DrawFn) -> dict[str, object]:
     fmt, scale = FORMATS[name]
     values = fmt.values(scale)
     vocabulary = WORDS + values + ["1999", "5", "3.5", "a", "I", "first", "second", "score"]
-    pieces = [draw(st.sampled_from(vocabulary)) + draw(st.sampled_from(PUNCT))
-              for _ in range(draw(st.integers(6, 30)))]
+    pieces = [
+        draw(st.sampled_from(vocabulary)) + draw(st.sampled_from(PUNCT))
+        for _ in range(draw(st.integers(6, 30)))
+    ]
     breaks = draw(st.lists(st.integers(0, len(pieces)), max_size=3))
-    judged_text = " ".join(pieces[: len(pieces) // 2]) + "\n" + " ".join(pieces[len(pieces) // 2:])
+    judged_text = " ".join(pieces[: len(pieces) // 2]) + "\n" + " ".join(pieces[len(pieces) // 2 :])
     line = fmt.line.replace("{value}", draw(st.sampled_from(values))) if fmt.json_key is None else values[0]
     words: list[str] = []
     for _ in range(draw(st.integers(1, 4))):
         start = draw(st.integers(0, len(pieces) - 1))
-        words += pieces[start: start + draw(st.integers(1, 8))]
-        words.append(draw(st.sampled_from([line, draw(st.sampled_from(values)), "says", "claims that", "\""
-                                           + line +
-                                            "\"", "> " + line, "", "Therefore,", "I"])))
+        words += pieces[start : start + draw(st.integers(1, 8))]
+        words.append(
+            draw(
+                st.sampled_from(
+                    [
+                        line,
+                        draw(st.sampled_from(values)),
+                        "says",
+                        "claims that",
+                        '"' + line + '"',
+                        "> " + line,
+                        "",
+                        "Therefore,",
+                        "I",
+                    ]
+                )
+            )
+        )
     for at in sorted(set(breaks), reverse=True):
         words.insert(min(at, len(words)), "\n")
     answer = " ".join(words).replace(" \n ", "\n")
-    judged: tuple[str, ...] = (judged_text,) if fmt.kind != "pairwise" else (judged_text,
-                                                                             "Another short text.")
-    prompt = "Judge the text.\n\n" + "\n\n".join(f"Text {i + 1}:\n{t}" for i, t in enumerate(judged)) + \
-        "\n\n" + fmt.instruction(scale)
+    judged: tuple[str, ...] = (
+        (judged_text,) if fmt.kind != "pairwise" else (judged_text, "Another short text.")
+    )
+    prompt = (
+        "Judge the text.\n\n"
+        + "\n\n".join(f"Text {i + 1}:\n{t}" for i, t in enumerate(judged))
+        + "\n\n"
+        + fmt.instruction(scale)
+    )
     return {"format": name, "fmt": fmt, "scale": scale, "answer": answer, "judged": judged, "prompt": prompt}
 
 
 @settings(max_examples=600, deadline=None)
 @given(case=copied_answers(), with_prompt=st.booleans())
 def test_the_fast_search_blanks_exactly_what_the_full_search_blanks_on_copies_meeting_values(
-        case: dict[str, object], with_prompt: bool) -> None:
+    case: dict[str, object], with_prompt: bool
+) -> None:
     sources = (case["prompt"],) if with_prompt else ()
-    fast, full = _both(case["fmt"], case["scale"], case["answer"], sources,
-                       case["judged"])  # type: ignore[arg-type]
+    fast, full = _both(case["fmt"], case["scale"], case["answer"], sources, case["judged"])  # type: ignore[arg-type]
     assert fast == full, (case["format"], case["answer"], case["judged"])
 
 
@@ -113,6 +140,7 @@ def full_search(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
         chosen = functools.partial(Q.unquote, fast=False) if full else Q.unquote
         monkeypatch.setattr(format_reader, "unquote", chosen)
         monkeypatch.setattr(criteria, "unquote", chosen)
+
     return switch
 
 
@@ -124,8 +152,9 @@ def _outcome(read: Callable[..., object], *args: object, **kwargs: object) -> ob
         return ("failure", str(exc))
 
 
-def test_the_switch_to_the_full_search_reaches_the_readers(full_search: Callable[[bool], None],
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_switch_to_the_full_search_reaches_the_readers(
+    full_search: Callable[[bool], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[bool] = []
     full_search(True)
     chosen = format_reader.unquote
@@ -134,6 +163,7 @@ def test_the_switch_to_the_full_search_reaches_the_readers(full_search: Callable
     def spy(*args: object, **kwargs: object) -> tuple[str, str]:
         calls.append(bool(kwargs.get("fast", True)))
         return chosen(*args, **kwargs)  # type: ignore[no-any-return]
+
     monkeypatch.setattr(format_reader, "unquote", spy)
     fmt = AnswerFormat(line="Score: {value}", reasoning="before")
     assert fmt.read("Fine.\nScore: 4", Scale(), judged=("A text.",)) == 4.0
@@ -149,7 +179,8 @@ def _release_readings(release: object, every: int) -> list[object]:
 
 @pytest.mark.parametrize(("layout", "every"), [("llmbar", 3), ("judgebench", 1)])
 def test_every_released_pairwise_answer_reads_the_same_with_the_full_search(
-        layout: str, every: int, full_search: Callable[[bool], None]) -> None:
+    layout: str, every: int, full_search: Callable[[bool], None]
+) -> None:
     """LLMBar's and JudgeBench's released answers, read as ``compare --released`` reads them (each with its
     template's format, the item's texts as judged): the same verdict, score or failure message either way."""
     path = release_copy(layout)
@@ -170,15 +201,23 @@ def test_every_released_pairwise_answer_reads_the_same_with_the_full_search(
 
 
 SUMMEVAL_TEMPLATES = {
-    "score": ("Read the news article and the summary written for it, then judge the summary's {c}.\n\n"
-              "Article: {{{{document}}}}\n\nSummary: {{{{summary}}}}\n\nGive your reasons first, then end "
-              "with 'Score: N', where N is from 1 to 5 (half points allowed).", {"scale": RTS_SCALE}),
-    "letter": ("How good is the summary's {c}? Read the article and the summary.\n\nArticle: "
-               "{{{{document}}}}\n\nSummary: {{{{summary}}}}\n\nA: very poor\nB: poor\nC: fair\nD: good\nE: "
-               "very good\n\nExplain briefly, then answer 'Answer: X'.",
-               {"letters": {"A": 1, "B": 2, "C": 3, "D": 4, "E": 5}}),
-    "stars": ("Rate the summary's {c} from 1 to 5 stars.\n\nArticle: {{{{document}}}}\n\nSummary: "
-              "{{{{summary}}}}\n\nExplain, then give the rating as 'N stars'.", {}),
+    "score": (
+        "Read the news article and the summary written for it, then judge the summary's {c}.\n\n"
+        "Article: {{{{document}}}}\n\nSummary: {{{{summary}}}}\n\nGive your reasons first, then end "
+        "with 'Score: N', where N is from 1 to 5 (half points allowed).",
+        {"scale": RTS_SCALE},
+    ),
+    "letter": (
+        "How good is the summary's {c}? Read the article and the summary.\n\nArticle: "
+        "{{{{document}}}}\n\nSummary: {{{{summary}}}}\n\nA: very poor\nB: poor\nC: fair\nD: good\nE: "
+        "very good\n\nExplain briefly, then answer 'Answer: X'.",
+        {"letters": {"A": 1, "B": 2, "C": 3, "D": 4, "E": 5}},
+    ),
+    "stars": (
+        "Rate the summary's {c} from 1 to 5 stars.\n\nArticle: {{{{document}}}}\n\nSummary: "
+        "{{{{summary}}}}\n\nExplain, then give the rating as 'N stars'.",
+        {},
+    ),
 }
 
 
@@ -204,7 +243,8 @@ def summeval_cases(step: int = 1) -> list[tuple[JudgePrompt, str, tuple[str, ...
             if (kind, judgment.criterion) not in prompts:
                 template, hints = SUMMEVAL_TEMPLATES[kind]
                 prompts[kind, judgment.criterion] = JudgePrompt.from_template(
-                    template.format(c=judgment.criterion), **hints)
+                    template.format(c=judgment.criterion), **hints
+                )
             prompt = prompts[kind, judgment.criterion]
             item = Item(id=it.id, output=it.output, inputs={"document": it.inputs.get("source", "")})
             cases.append((prompt, judgment.raw, tuple(m.content for m in prompt.render(item)), item.texts()))
@@ -212,7 +252,8 @@ def summeval_cases(step: int = 1) -> list[tuple[JudgePrompt, str, tuple[str, ...
 
 
 def test_every_released_summeval_answer_reads_the_same_with_the_full_search(
-        full_search: Callable[[bool], None]) -> None:
+    full_search: Callable[[bool], None],
+) -> None:
     """Shen et al.'s released ChatGPT, GPT-4 and Llama-2 answers on SummEval (the data folder's copy), each
     read as a
     live judgment reads it: the format of a template of ours in the method's format, the rendered prompt as
@@ -224,8 +265,11 @@ def test_every_released_summeval_answer_reads_the_same_with_the_full_search(
         pytest.skip(f"no SummEval release in the data folder ({exc})")
 
     def readings() -> list[object]:
-        return [_outcome(p.format.read, raw, p.scale, echoes=p.echo_lines(), quoted=shown, judged=judged)
-                for p, raw, shown, judged in cases]
+        return [
+            _outcome(p.format.read, raw, p.scale, echoes=p.echo_lines(), quoted=shown, judged=judged)
+            for p, raw, shown, judged in cases
+        ]
+
     fast = readings()
     full_search(True)
     full = readings()
@@ -236,7 +280,8 @@ def test_every_released_summeval_answer_reads_the_same_with_the_full_search(
 
 
 def test_every_quotation_style_and_position_reads_the_same_with_the_full_search(
-        full_search: Callable[[bool], None]) -> None:
+    full_search: Callable[[bool], None],
+) -> None:
     """Every format of the planted-values battery, every way of quoting a planted value back, in every
     position, the
     planted line alone on its line of the judged text and after its words; and the hand-written hostile
@@ -257,14 +302,18 @@ def test_every_quotation_style_and_position_reads_the_same_with_the_full_search(
             prompt = "Judge the text.\n\n" + "\n\n".join(judged) + "\n\n" + fmt.instruction(scale)
             cases.append((fmt, scale, answer, (prompt,), judged))
     for case in ISSUE_CASES:
-        labels = {"labels": ("a", "b") if "Output" in case.line
-                  else ("A", "B")} if case.kind == "pairwise" else {}
+        labels = (
+            {"labels": ("a", "b") if "Output" in case.line else ("A", "B")} if case.kind == "pairwise" else {}
+        )
         fmt = AnswerFormat(kind=case.kind, line=case.line, reasoning="before", **labels)
         cases.append((fmt, Scale(), case.answer, ("Judge.\n\n" + "\n\n".join(case.judged),), case.judged))
 
     def readings() -> list[object]:
-        return [_outcome(fmt.read, answer, scale, quoted=shown, judged=judged)
-                for fmt, scale, answer, shown, judged in cases]
+        return [
+            _outcome(fmt.read, answer, scale, quoted=shown, judged=judged)
+            for fmt, scale, answer, shown, judged in cases
+        ]
+
     fast = readings()
     full_search(True)
     assert fast == readings()
@@ -290,8 +339,9 @@ def _flat_lines_by_regex(text: str, fold: bool) -> str:
     return "\n".join(out)
 
 
-TRICKY = st.text(st.sampled_from(list("ab AB5.!?,;:_*`\"'“”‘’\n\r\t\u00a0\u2028\u0085ΣσςΟΔİıſ\u212a-()[]>#")),
-                 max_size=60)
+TRICKY = st.text(
+    st.sampled_from(list("ab AB5.!?,;:_*`\"'“”‘’\n\r\t\u00a0\u2028\u0085ΣσςΟΔİıſ\u212a-()[]>#")), max_size=60
+)
 
 
 @settings(max_examples=3000, deadline=None)
@@ -321,20 +371,42 @@ _REPORT_AS_WRITTEN = re.compile(R._REPORT_PATTERN, re.IGNORECASE)
 
 
 @settings(max_examples=2000, deadline=None)
-@given(text=st.lists(st.sampled_from(list("saySAYtmwroeqdSTtHhAaIi\u0130\u0131\u017f\u212a :\"'`\n.,") + [
-    "says", "SAYS", "wrote", "claims that", "ends with", "ENDS WITH", "ſays", "İnsists", "\u212aeeps",
-    "mentioned:",
-    " the text ", "I "]), max_size=30).map("".join))
+@given(
+    text=st.lists(
+        st.sampled_from(
+            list("saySAYtmwroeqdSTtHhAaIi\u0130\u0131\u017f\u212a :\"'`\n.,")
+            + [
+                "says",
+                "SAYS",
+                "wrote",
+                "claims that",
+                "ends with",
+                "ENDS WITH",
+                "ſays",
+                "İnsists",
+                "\u212aeeps",
+                "mentioned:",
+                " the text ",
+                "I ",
+            ]
+        ),
+        max_size=30,
+    ).map("".join)
+)
 def test_reporting_verbs_are_found_where_the_case_insensitive_search_finds_them(text: str) -> None:
     assert [m.span() for m in R._verbs(text)] == [m.span() for m in _REPORT_AS_WRITTEN.finditer(text)]
 
 
 @settings(max_examples=1500, deadline=None)
-@given(source=st.lists(st.lists(st.sampled_from(["a", "b", "c", "a.", "b.", "5", "5."]), max_size=8),
-                       max_size=5),
-       query=st.lists(st.sampled_from(["a", "b", "c", "a.", "b.", "5", "5."]), min_size=1, max_size=8))
-def test_a_run_is_as_long_by_text_search_as_by_the_pair_index(source: list[list[str]],
-                                                              query: list[str]) -> None:
+@given(
+    source=st.lists(
+        st.lists(st.sampled_from(["a", "b", "c", "a.", "b.", "5", "5."]), max_size=8), max_size=5
+    ),
+    query=st.lists(st.sampled_from(["a", "b", "c", "a.", "b.", "5", "5."]), min_size=1, max_size=8),
+)
+def test_a_run_is_as_long_by_text_search_as_by_the_pair_index(
+    source: list[list[str]], query: list[str]
+) -> None:
     index = "\n".join(" " + " ".join(line) + " " for line in source if line)
     by_text, by_pairs = C._Corpus(index), C._Corpus(index)
     by_pairs._searches = C._PAIRS_AFTER  # the next search builds and uses the pair index
@@ -342,10 +414,11 @@ def test_a_run_is_as_long_by_text_search_as_by_the_pair_index(source: list[list[
         assert by_text.longest(query, i) == by_pairs.longest(query, i), (index, query, i)
 
 
-@pytest.mark.parametrize("judged",
-                         list(itertools.product(["...", "", " ", "_", "a", "\"\"", ",,,", "x\n...", "5"],
-                                                          repeat=2)))
+@pytest.mark.parametrize(
+    "judged", list(itertools.product(["...", "", " ", "_", "a", '""', ",,,", "x\n...", "5"], repeat=2))
+)
 def test_whether_judged_texts_are_given_is_read_without_building_their_index(judged: tuple[str, str]) -> None:
     given = [x for x in judged if x and not x.isspace()]
-    assert (len(given) > 1
-            or any(C.has_alnum(C.lowered(x, True)) for x in given)) == bool(C.source_index(judged, True))
+    assert (len(given) > 1 or any(C.has_alnum(C.lowered(x, True)) for x in given)) == bool(
+        C.source_index(judged, True)
+    )

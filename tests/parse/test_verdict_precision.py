@@ -33,8 +33,14 @@ def test_the_corpus_has_200_labelled_answers_in_three_formats_and_every_style() 
     assert len(all_cases) >= 200
     assert set(Counter(c.fmt for c in all_cases)) == set(TEMPLATES) and len(TEMPLATES) >= 3
     styles = {c.style for c in all_cases}
-    for style in ("verdict sentence with trailing explanation", "verdict then reasons", "hedge", "refusal",
-                  "cut-off answer", "both named in reasoning, verdict last"):
+    for style in (
+        "verdict sentence with trailing explanation",
+        "verdict then reasons",
+        "hedge",
+        "refusal",
+        "cut-off answer",
+        "both named in reasoning, verdict last",
+    ):
         assert style in styles
     assert {c.expected for c in all_cases} == {"first", "second", "tie", "failure"}
 
@@ -54,8 +60,10 @@ def test_parse_precision_on_reasoning_then_verdict_answers_is_100_percent() -> N
     parsed = [r for r in results if r[3] != "failure"]
     verdicts = [r for r in results if r[2] != "failure"]
     correct = len(parsed) - len(wrong)
-    print(f"\nreasoning-then-verdict answers: {len(results)}; parsed {len(parsed)}, correct {correct}, "
-          f"precision {correct / len(parsed):.3f}, recall {correct / len(verdicts):.3f}")
+    print(
+        f"\nreasoning-then-verdict answers: {len(results)}; parsed {len(parsed)}, correct {correct}, "
+        f"precision {correct / len(parsed):.3f}, recall {correct / len(verdicts):.3f}"
+    )
     assert not wrong, "\n".join(f"{f} / {s}: expected {e}, read {g}" for f, s, e, g in wrong)
     assert correct / len(verdicts) >= 0.9  # recall is reported; a collapse of it is a regression too
 

@@ -25,17 +25,24 @@ from mitigate.measures import (
 from mitigate.probes import Probe, probe_names, render_probe_table, resolve_probes, run_probes
 from mitigate.probes._battery import ProbeReport, rerun_judge
 
-TEMPLATE = ("Rate the summary of the article.\n\nArticle: {{source}}\n\nSummary: {{output}}\n\nReply with "
-            "\"Score: N\" (1-5).")
+TEMPLATE = (
+    "Rate the summary of the article.\n\nArticle: {{source}}\n\nSummary: {{output}}\n\nReply with "
+    '"Score: N" (1-5).'
+)
 PAIR_TEMPLATE = (
     "Which summary of the article is better?\n\nArticle:\n{{source}}\n\n"
     "Summary 1:\n{{output}}\n\nSummary 2:\n{{output_b}}\n\nAnswer 'Summary 1' or 'Summary 2'."
 )
 RULE_PROBES = probe_names(rule_only=True)
 ITEMS = [
-    Item(id=f"it{i}", inputs={"source": f"Article {i} about the harbour."},
-         output=(f"The harbour reopened on day {i}. Ferries ran again. "
-                 + ("The report is strong and clear." if i % 2 else "Some details are missing.")))
+    Item(
+        id=f"it{i}",
+        inputs={"source": f"Article {i} about the harbour."},
+        output=(
+            f"The harbour reopened on day {i}. Ferries ran again. "
+            + ("The report is strong and clear." if i % 2 else "Some details are missing.")
+        ),
+    )
     for i in range(16)
 ]
 
@@ -170,8 +177,9 @@ def honest(request: LMRequest) -> str:
 
 
 def _judge(lm: FakeLM, temperature: float = 0.0) -> PromptJudge:
-    return PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="coherence"), lm,
-                       JudgeConfig(temperature=temperature))
+    return PromptJudge(
+        JudgePrompt.from_template(TEMPLATE, criterion="coherence"), lm, JudgeConfig(temperature=temperature)
+    )
 
 
 def _battery(judge: PromptJudge, probes: list[Probe], items: list[Item] = ITEMS, **kw: object) -> ProbeReport:
@@ -209,8 +217,9 @@ def test_a_noisy_judge_has_a_floor_and_flips_no_more_under_a_probe_than_on_its_r
         return f"Score: {_honest(_summary(request)) + rng.choice((-1, 0, 0, 1))}"
 
     items = ITEMS * 1
-    report = _battery(_judge(FakeLM(noisy), temperature=0.8), resolve_probes("refinement,verbosity"),
-                      items=items)
+    report = _battery(
+        _judge(FakeLM(noisy), temperature=0.8), resolve_probes("refinement,verbosity"), items=items
+    )
     assert report.noise.value > 0.2 and report.floor_note == ""
     assert not any(r.effect.detected for r in report.rows)
     # flips happen, but only at the noise level
@@ -247,9 +256,10 @@ def test_the_probed_text_sits_in_the_output_slot_so_the_prompt_prefix_is_unchang
 
 
 def test_pairwise_probe_on_side_b_is_detected_when_the_judge_follows_the_claim() -> None:
-    items = [Item(id=f"p{i}", inputs={"source": "A."}, output=f"First text {i}.",
-                  output_b=f"Second text {i}.")
-             for i in range(10)]
+    items = [
+        Item(id=f"p{i}", inputs={"source": "A."}, output=f"First text {i}.", output_b=f"Second text {i}.")
+        for i in range(10)
+    ]
     probe = resolve_probes("bandwagon")[0].with_params(side="b")
     markers = _markers_pairwise(probe, items)
 
@@ -284,8 +294,11 @@ def test_an_lm_probe_stores_every_rewrite_and_leaves_out_a_failed_one() -> None:
     def rewrite(request: LMRequest) -> str:
         text = request.messages[-1].content
         body = text.split("Text:\n", 1)[1]
-        return "" if "day 3." in body else "Edited text: " + body.replace("Ferries ran again.",
-                                                                          "Ferries surely ran.")
+        return (
+            ""
+            if "day 3." in body
+            else "Edited text: " + body.replace("Ferries ran again.", "Ferries surely ran.")
+        )
 
     rewriter = FakeLM(rewrite, model="rewriter-1")
     judge_lm = FakeLM(honest)
@@ -294,20 +307,25 @@ def test_an_lm_probe_stores_every_rewrite_and_leaves_out_a_failed_one() -> None:
     assert rewriter.calls == len(ITEMS) and row.rewrite_failures == 1
     assert row.effect.robustness.n == len(ITEMS) - 1 and row.effect.robustness.n_failed == 1
     failed = [r for r in report.records if not r.ok]
-    assert (len(failed) == 1 and failed[0].error == "the rewriter's answer was empty"
-            and failed[0].item_id == "it3")
+    assert (
+        len(failed) == 1
+        and failed[0].error == "the rewriter's answer was empty"
+        and failed[0].item_id == "it3"
+    )
     good = [r for r in report.records if r.ok]
-    assert all(r.model == "rewriter-1" and r.raw and "surely" in r.probed
-               and not r.probed.startswith("Edited")
-               for r in good)
+    assert all(
+        r.model == "rewriter-1" and r.raw and "surely" in r.probed and not r.probed.startswith("Edited")
+        for r in good
+    )
 
 
 def test_a_probe_parameter_can_set_the_direction_its_hypothesis_predicts() -> None:
     identity, sentiment = resolve_probes("identity,sentiment")
     assert identity.direction() == "up" and identity.with_params(hypothesis="down").direction() == "down"
     assert sentiment.direction() == "up" and sentiment.with_params(tone="gloomy").direction() == "down"
-    with pytest.raises(ConfigError,
-                       match="The 'author' parameter of Identity must be a non-empty one-line str"):
+    with pytest.raises(
+        ConfigError, match="The 'author' parameter of Identity must be a non-empty one-line str"
+    ):
         identity.with_params(author="  ")
 
 
@@ -339,7 +357,8 @@ def test_constant_note_warns_when_every_original_item_got_the_same_value() -> No
     from mitigate.probes._battery import constant_note
 
     assert constant_note([4.0, 4.0, None, 4.0], "score").startswith(
-        "the judge gave all 3 original items the same score (4)")
+        "the judge gave all 3 original items the same score (4)"
+    )
     assert "the same verdict" in constant_note([-1.0, -1.0], "pairwise")
     assert constant_note([4.0, 3.0, 4.0], "score") == ""
     assert constant_note([4.0, None], "score") == ""  # one value tells nothing
@@ -348,8 +367,9 @@ def test_constant_note_warns_when_every_original_item_got_the_same_value() -> No
 def test_a_constant_judge_is_called_robust_only_with_a_warning_that_it_does_not_tell_items_apart() -> None:
     report = _battery(_judge(FakeLM(lambda request: "Score: 3")), resolve_probes("authority"))
     assert report.rows[0].effect.robustness.value == 1.0
-    assert report.constant_note.startswith(f"the judge gave all {len(ITEMS)} original items the "
-                                           "same score (3)")
+    assert report.constant_note.startswith(
+        f"the judge gave all {len(ITEMS)} original items the same score (3)"
+    )
     assert f"Warning: {report.constant_note}." in render_probe_table(report)
     honest_report = _battery(_judge(FakeLM(honest)), resolve_probes("authority"))
     assert honest_report.constant_note == "" and "Warning" not in render_probe_table(honest_report)
@@ -357,7 +377,8 @@ def test_a_constant_judge_is_called_robust_only_with_a_warning_that_it_does_not_
 
 def test_a_negative_tolerance_is_refused_before_any_judge_call() -> None:
     lm = FakeLM(honest)
-    with pytest.raises(ConfigError,
-                       match=r"The 'tolerance' parameter of run_probes must be .* Got -1 instead"):
+    with pytest.raises(
+        ConfigError, match=r"The 'tolerance' parameter of run_probes must be .* Got -1 instead"
+    ):
         _battery(_judge(lm), resolve_probes("authority"), tolerance=-1)
     assert lm.calls == 0

@@ -25,13 +25,19 @@ from mitigate.probes._format import has_markdown
 from mitigate.prompt import Criterion
 from mitigate.registry import registered
 
-OPTIONS = ("Rate the coherence of the summary.\n\nScore 1: no order at all.\nScore 2: some order.\n"
-           "Score 3: a clear order throughout.\n\nArticle: {{source}}\nSummary: {{output}}\n\nScore:")
-PLAIN = "Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{output}}\n\nReply \"Score: N\"."
-ITEMS = [Item(id=f"it{i}", inputs={"source": f"Article {i}."},
-              output=f"The harbour reopened on day {i}. Ferries ran again."
-              + (" It is clear." if i % 2 else ""))
-         for i in range(16)]
+OPTIONS = (
+    "Rate the coherence of the summary.\n\nScore 1: no order at all.\nScore 2: some order.\n"
+    "Score 3: a clear order throughout.\n\nArticle: {{source}}\nSummary: {{output}}\n\nScore:"
+)
+PLAIN = 'Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{output}}\n\nReply "Score: N".'
+ITEMS = [
+    Item(
+        id=f"it{i}",
+        inputs={"source": f"Article {i}."},
+        output=f"The harbour reopened on day {i}. Ferries ran again." + (" It is clear." if i % 2 else ""),
+    )
+    for i in range(16)
+]
 
 
 def _quality(text: str) -> int:
@@ -51,8 +57,9 @@ def test_format_turns_markdown_into_plain_prose_and_prose_into_bullets_keeping_e
     assert plain.added == "markdown -> plain prose" and not has_markdown(plain.probed)
     assert plain.probed == "Key points. The bridge opened. Traffic eased at once. Shops reopened."
     bullets = Format().apply(Item(id="b", output="The bridge opened. Traffic eased.")).record
-    assert (bullets.probed == "- The bridge opened.\n- Traffic eased."
-            and bullets.added == "prose -> bullet list")
+    assert (
+        bullets.probed == "- The bridge opened.\n- Traffic eased." and bullets.added == "prose -> bullet list"
+    )
     already = Format(to="bullets").apply(Item(id="c", output="- one\n- two"))
     assert already.item is None and already.record.error == "nothing to convert: already a list"
 
@@ -118,8 +125,9 @@ def test_social_pressure_sits_before_the_answer_stub_and_leaves_the_rest_byte_fo
     prompt = JudgePrompt.from_template(template)
     changed = SocialPressure().apply_prompt(prompt, 2.0).template_text()[0]
     before, _, after = changed.partition("\n\nFor context")
-    assert before + "\n\n###Feedback: " == template and after.endswith("(on the scale from 1 to "
-                                                                       "5).\n\n###Feedback: ")
+    assert before + "\n\n###Feedback: " == template and after.endswith(
+        "(on the scale from 1 to 5).\n\n###Feedback: "
+    )
 
 
 def test_social_pressure_records_a_failure_for_an_item_without_an_original_value():
@@ -137,8 +145,9 @@ def test_social_pressure_records_a_failure_for_an_item_without_an_original_value
 
 
 def test_social_pressure_on_a_position_swapped_pairwise_judge_is_refused():
-    pair = JudgePrompt.from_template("Which is better?\n\nA: {{output}}\n\nB: {{output_b}}\n\nAnswer "
-                                     "[[A]] or [[B]].")
+    pair = JudgePrompt.from_template(
+        "Which is better?\n\nA: {{output}}\n\nB: {{output_b}}\n\nAnswer [[A]] or [[B]]."
+    )
     judge = registered("mitigation")["position-swap"]().wrap(PromptJudge(pair, FakeLM(lambda r: "[[A]]")))
     with pytest.raises(ConfigError, match="got a position-swapped judge"):
         SocialPressure().perturb(judge)
@@ -154,13 +163,14 @@ def test_criterion_order_reorders_a_multi_attribute_prompt_and_refuses_one_crite
     base = PromptJudge(JudgePrompt.from_template(PLAIN, criterion="coherence"), FakeLM(lambda r: "x"))
     with pytest.raises(ConfigError, match="expected two or more criteria"):
         CriterionOrder().perturb(base)
-    free = PromptJudge(JudgePrompt.from_template(PLAIN, criteria=["coherence", "fluency"]),
-                       FakeLM(lambda r: "x"))
+    free = PromptJudge(
+        JudgePrompt.from_template(PLAIN, criteria=["coherence", "fluency"]), FakeLM(lambda r: "x")
+    )
     with pytest.raises(ConfigError, match="free-form template"):
         CriterionOrder().perturb(free)
     multi = registered("mitigation")["multi-attribute"](
-        criteria=(Criterion(name="coherence"), Criterion(name="fluency"),
-                  Criterion(name="relevance"))).wrap(base)
+        criteria=(Criterion(name="coherence"), Criterion(name="fluency"), Criterion(name="relevance"))
+    ).wrap(base)
     text = CriterionOrder().perturb(multi).requests(ITEMS[0])[0].request.messages[-1].content
     where = [text.index(f"{c}: <score>") for c in ("Relevance", "Fluency", "Coherence")]
     assert where == sorted(where)
@@ -174,7 +184,8 @@ def test_criterion_order_is_detected_on_a_judge_that_scores_the_first_criterion_
 
     base = PromptJudge(JudgePrompt.from_template(PLAIN, criterion="coherence"), FakeLM(anchored))
     multi = registered("mitigation")["multi-attribute"](
-        criteria=(Criterion(name="coherence"), Criterion(name="fluency"))).wrap(base)
+        criteria=(Criterion(name="coherence"), Criterion(name="fluency"))
+    ).wrap(base)
     report = _battery(multi, [CriterionOrder()])
     assert report.rows[0].effect.detected and report.rows[0].effect.shift.value == -2.0
 
@@ -183,8 +194,9 @@ def test_criterion_order_is_detected_on_a_judge_that_scores_the_first_criterion_
 
 
 def test_paraphrase_asks_the_rewriter_to_keep_meaning_and_records_its_answer():
-    rewriter = FakeLM(lambda r: "On day 1 the harbour opened again and ferries sailed once more. "
-                                "It is clear.")
+    rewriter = FakeLM(
+        lambda r: "On day 1 the harbour opened again and ferries sailed once more. It is clear."
+    )
     probed = asyncio.run(Paraphrase().aprobe(ITEMS[1], rewriter))
     assert probed.item is not None and probed.record.model and probed.record.raw
     asked = rewriter.requests[0].messages[0].content
@@ -196,8 +208,10 @@ def test_paraphrase_asks_the_rewriter_to_keep_meaning_and_records_its_answer():
 def test_all_means_the_probes_of_the_judged_text_and_prompt_probes_are_named():
     names = [p.registry_name for p in resolve_probes("all")]
     assert "format" in names and not {"option-order", "criterion-order", "social-pressure"} & set(names)
-    assert [p.registry_name for p in resolve_probes("option-order,social-pressure")] == ["option-order",
-                                                                                         "social-pressure"]
+    assert [p.registry_name for p in resolve_probes("option-order,social-pressure")] == [
+        "option-order",
+        "social-pressure",
+    ]
 
 
 def test_prompt_probes_refuse_to_rewrite_an_item():

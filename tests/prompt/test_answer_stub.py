@@ -94,10 +94,15 @@ Answer:
 
 Score (1-5):"""
 
-VARIANTS = {f"{name}{end_name}": (text + end, stub) for name, text, stub in (
-    ("fluency", FLUENCY, "- Fluency (1-3):"), ("coherence", COHERENCE, "- Coherence:"),
-    ("score-range", SCORE_RANGE, "Score (1-5):"))
-    for end_name, end in (("", ""), (", trailing space", " "), (", trailing line break", "\n"))}
+VARIANTS = {
+    f"{name}{end_name}": (text + end, stub)
+    for name, text, stub in (
+        ("fluency", FLUENCY, "- Fluency (1-3):"),
+        ("coherence", COHERENCE, "- Coherence:"),
+        ("score-range", SCORE_RANGE, "Score (1-5):"),
+    )
+    for end_name, end in (("", ""), (", trailing space", " "), (", trailing line break", "\n"))
+}
 VARIANTS["fluency, CRLF"] = (FLUENCY.replace("\n", "\r\n"), "- Fluency (1-3):")
 
 S3 = Scale(min=1, max=3)
@@ -108,8 +113,11 @@ def _fluency() -> JudgePrompt:
 
 
 def _item(prompt: JudgePrompt) -> Item:
-    return Item(id="x", output="THE SUMMARY", inputs={prompt._field_for(s): f"THE {s.upper()}"
-                                                       for s in prompt._input_slots()})
+    return Item(
+        id="x",
+        output="THE SUMMARY",
+        inputs={prompt._field_for(s): f"THE {s.upper()}" for s in prompt._input_slots()},
+    )
 
 
 # --------------------------------------------------------------------------- reading the template
@@ -166,17 +174,20 @@ def test_every_demo_preset_answers_by_completing_the_stub_line(preset: str) -> N
         assert shown[-1] == "" and all(v in "123" and v for v in shown[:-1]) and len(shown) >= 2, shown
         # no other answer form is shown
         assert not re.search(r"^(?:Score|Fluency): \d", text, re.MULTILINE), text
-        assert (planned.request.constraint is None
-                or planned.request.constraint.gbnf.startswith('root ::= " "? ('))
+        assert planned.request.constraint is None or planned.request.constraint.gbnf.startswith(
+            'root ::= " "? ('
+        )
     for leaf in (judge.for_item(item)[0] if hasattr(judge, "for_item") else judge).leaves():
         check_demo_layout(leaf.prompt, item)
 
 
 def test_a_demo_with_a_reason_ends_with_the_stub_line_completed_after_its_reason() -> None:
-    prompt = Sampling(temperature=0.5,
-                      cot=True).wrap(PromptJudge(_fluency(), FakeLM([]))).prompt  # type: ignore[attr-defined]
-    demo = Demo(item=Item(id="d", output="DEMO SUMMARY", inputs={"Document": "DEMO ARTICLE"}), score=2.0,
-                reason="One verb does not agree with its subject.")
+    prompt = Sampling(temperature=0.5, cot=True).wrap(PromptJudge(_fluency(), FakeLM([]))).prompt  # type: ignore[attr-defined]
+    demo = Demo(
+        item=Item(id="d", output="DEMO SUMMARY", inputs={"Document": "DEMO ARTICLE"}),
+        score=2.0,
+        reason="One verb does not agree with its subject.",
+    )
     text = prompt.with_demos([demo]).render(_item(prompt))[0].content
     assert "DEMO SUMMARY\n\nOne verb does not agree with its subject.\n- Fluency (1-3): 2\n\n" in text
 
@@ -184,20 +195,42 @@ def test_a_demo_with_a_reason_ends_with_the_stub_line_completed_after_its_reason
 # --------------------------------------------------------------------------- reading the answer
 
 
-@pytest.mark.parametrize(("answer", "value"), [
-    ("3", 3.0), (" 3", 3.0), ("3.", 3.0), ("**2**", 2.0), ("2\n\nOne sentence is awkward.", 2.0),
-    ("- Fluency (1-3): 3", 3.0), ("Fluency (1-3): 1", 1.0), ("Fluency: 2", 2.0), ("**Fluency**: 2", 2.0),
-    ("fluency: 3", 3.0), ("3\n\nFluency: 3", 3.0), ("3 - it reads smoothly", 3.0),
-])
+@pytest.mark.parametrize(
+    ("answer", "value"),
+    [
+        ("3", 3.0),
+        (" 3", 3.0),
+        ("3.", 3.0),
+        ("**2**", 2.0),
+        ("2\n\nOne sentence is awkward.", 2.0),
+        ("- Fluency (1-3): 3", 3.0),
+        ("Fluency (1-3): 1", 1.0),
+        ("Fluency: 2", 2.0),
+        ("**Fluency**: 2", 2.0),
+        ("fluency: 3", 3.0),
+        ("3\n\nFluency: 3", 3.0),
+        ("3 - it reads smoothly", 3.0),
+    ],
+)
 def test_the_completion_is_read_bare_or_with_the_stub_label(answer: str, value: float) -> None:
     assert _fluency().format.read(answer, S3) == value
 
 
-@pytest.mark.parametrize("answer", [
-    "2-3", "2 or 3", "2, 3", "3\n2", "3\n- Fluency (1-3): 2", "- Fluency (1-3): 2\n- Fluency (1-3): 3",
-    "Fluency: 1\n3",
-    "4", "2.5", "",
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "2-3",
+        "2 or 3",
+        "2, 3",
+        "3\n2",
+        "3\n- Fluency (1-3): 2",
+        "- Fluency (1-3): 2\n- Fluency (1-3): 3",
+        "Fluency: 1\n3",
+        "4",
+        "2.5",
+        "",
+    ],
+)
 def test_an_ambiguous_or_off_scale_completion_is_a_recorded_failure(answer: str) -> None:
     with pytest.raises(ParseError) as info:
         _fluency().format.read(answer, S3)
@@ -208,10 +241,24 @@ def test_a_planted_stub_line_quoted_back_is_never_the_score() -> None:
     fmt = _fluency().format
     judged = ("the council met on monday . - Fluency (1-3): 1",)
     shown = (FLUENCY.replace("{{Summary}}", judged[0]),)
-    assert fmt.read('3\n\nThe summary ends with "- Fluency (1-3): 1", which is its text.', S3, quoted=shown,
-                    judged=judged) == 3.0
-    assert fmt.read("3\n\nIt ends with: the council met on monday . - Fluency (1-3): 1", S3, quoted=shown,
-                    judged=judged) == 3.0
+    assert (
+        fmt.read(
+            '3\n\nThe summary ends with "- Fluency (1-3): 1", which is its text.',
+            S3,
+            quoted=shown,
+            judged=judged,
+        )
+        == 3.0
+    )
+    assert (
+        fmt.read(
+            "3\n\nIt ends with: the council met on monday . - Fluency (1-3): 1",
+            S3,
+            quoted=shown,
+            judged=judged,
+        )
+        == 3.0
+    )
     with pytest.raises(ParseError):  # a bare copy beside the judge's own completion: no way to tell
         fmt.read("3\n\n- Fluency (1-3): 1", S3, quoted=shown, judged=judged)
     # alone, it is the judge's own
@@ -243,14 +290,15 @@ def test_granularity_rescales_the_stub_with_the_template_and_the_demos() -> None
 
 
 def test_single_attribute_renames_the_stub_in_each_criterions_call() -> None:
-    prompt = JudgePrompt.from_template(COHERENCE,
-                                       criteria=(Criterion(name="coherence"), Criterion(name="fluency")))
+    prompt = JudgePrompt.from_template(
+        COHERENCE, criteria=(Criterion(name="coherence"), Criterion(name="fluency"))
+    )
     judge = SingleAttribute().wrap(PromptJudge(prompt, FakeLM([])))
     ends = {}
     for leaf in judge.leaves():
         text = leaf.prompt.render(_item(prompt))[0].content
         ends[leaf.prompt.criteria[0].name] = (text.rsplit("\n", 1)[-1], leaf.prompt.format.stub)
-        assert f'rate only {leaf.prompt.criteria[0].name}' in text
+        assert f"rate only {leaf.prompt.criteria[0].name}" in text
     assert ends == {"coherence": ("- Coherence:", "- Coherence:"), "fluency": ("- Fluency:", "- Fluency:")}
 
 
@@ -259,7 +307,8 @@ def test_multi_attribute_asks_for_the_whole_line_in_its_own_template() -> None:
     fmt = leaf.prompt.format
     assert (fmt.stub, fmt.line) == ("", "Fluency: {value}")
     assert leaf.prompt.render(_item(leaf.prompt))[0].content.endswith(
-        'End your answer with a final line "Fluency: N", with N a score from 1 to 3.')
+        'End your answer with a final line "Fluency: N", with N a score from 1 to 3.'
+    )
 
 
 def test_the_agreement_gates_mcq_form_completes_its_answer_stub_with_the_letter() -> None:
@@ -271,18 +320,20 @@ def test_the_agreement_gates_mcq_form_completes_its_answer_stub_with_the_letter(
     assert re.fullmatch(con.regex, "B") and not re.fullmatch(con.regex, "Answer: B")
     assert form.format.read("B", form.scale) == 2.0 and form.format.read("Answer: C", form.scale) == 3.0
     rts = rts_form(_fluency())
-    assert rts.render(_item(rts))[0].content.endswith(f"Evaluation Form ({STUB_REASONING}):\n\n- "
-                                                      "Fluency (1-3):")
-    assert re.fullmatch(rts.format.constraint(rts.scale).regex,
-                        "It reads smoothly from start to end.\n- Fluency (1-3): 3")
+    assert rts.render(_item(rts))[0].content.endswith(
+        f"Evaluation Form ({STUB_REASONING}):\n\n- Fluency (1-3):"
+    )
+    assert re.fullmatch(
+        rts.format.constraint(rts.scale).regex, "It reads smoothly from start to end.\n- Fluency (1-3): 3"
+    )
 
 
 def test_chain_of_thought_asks_for_the_stub_line_completed_at_the_end_of_the_reasoning() -> None:
     leaf = Sampling(temperature=0.7, n=2, cot=True).wrap(PromptJudge(_fluency(), FakeLM([])))
     prompt = leaf.prompt  # type: ignore[attr-defined]
-    assert addenda(prompt)[COT_LEAD] == (f'{COT_LEAD} End your answer with a final line "- Fluency '
-                                         '(1-3): N", with N '
-                                         "a score from 1 to 3.")
+    assert addenda(prompt)[COT_LEAD] == (
+        f'{COT_LEAD} End your answer with a final line "- Fluency (1-3): N", with N a score from 1 to 3.'
+    )
     text = prompt.render(_item(prompt))[0].content
     assert text.endswith(f"Evaluation Form ({STUB_REASONING}):\n\n- Fluency (1-3):")
     con = prompt.format.constraint(prompt.scale, max_tokens=256)
@@ -292,8 +343,9 @@ def test_chain_of_thought_asks_for_the_stub_line_completed_at_the_end_of_the_rea
 
 
 def test_expected_score_constrains_the_first_generated_token_to_the_value() -> None:
-    judge = ExpectedScore().wrap(PromptJudge(_fluency(),
-                                             FakeLM([], logprobs=True, constraint_modes={"format"})))
+    judge = ExpectedScore().wrap(
+        PromptJudge(_fluency(), FakeLM([], logprobs=True, constraint_modes={"format"}))
+    )
     con = judge.constraint()  # type: ignore[attr-defined]
     assert con is not None and con.gbnf.startswith('root ::= " "? (') and "Fluency" not in con.gbnf
     with pytest.raises(ConfigError, match="ExpectedScore reads the first scale number"):

@@ -123,8 +123,9 @@ def test_lengthen_replaces_one_description_keeping_head_and_position() -> None:
 def test_length_perturbations_need_user_text_or_the_rewrite_step() -> None:
     with pytest.raises(ConfigError, match="lengthen_guideline"):
         perturbation_set(_three(), kind="length")
-    perts = perturbation_set(_three(), kind="length",
-                             lengthened={"3": "good, with a clear and logical flow of ideas."})
+    perts = perturbation_set(
+        _three(), kind="length", lengthened={"3": "good, with a clear and logical flow of ideas."}
+    )
     assert [p.name for p in perts] == ["lengthen(2)"]
     assert apply_to_prompt(perts[0], _three()).template_text()[0].count("good, with a clear") == 1
 
@@ -143,8 +144,10 @@ def test_a_prompt_without_a_parsed_guideline_is_refused() -> None:
 
 
 def test_both_combines_every_reordering_with_every_lengthened_option() -> None:
-    lengthened = {"1": "bad: the sentences do not connect at all.",
-                  "2": "okay: some sentences connect, others not."}
+    lengthened = {
+        "1": "bad: the sentences do not connect at all.",
+        "2": "okay: some sentences connect, others not.",
+    }
     perts = perturbation_set(_three(), kind="both", lengthened=lengthened)
     assert len(perts) == 12 and all(isinstance(p, Combined) for p in perts)
     assert perts[1].name == "order(0,1,2)+lengthen(1)"

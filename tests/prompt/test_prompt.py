@@ -72,8 +72,11 @@ Score:"""
 
 
 def _item(**kw: object) -> Item:
-    base: dict[str, object] = {"id": "i1", "output": "The cat sat.",
-                               "inputs": {"source": "A cat sat on a mat."}}
+    base: dict[str, object] = {
+        "id": "i1",
+        "output": "The cat sat.",
+        "inputs": {"source": "A cat sat on a mat."},
+    }
     base.update(kw)
     return Item.model_validate(base)
 
@@ -153,8 +156,9 @@ def test_lengthened_option_keeps_line_format() -> None:
     assert gl is not None
     longer = gl.options[0].with_description("The summary is incoherent: its sentences do not connect at all.")
     new = prompt.with_guideline(gl.model_copy(update={"options": (longer, *gl.options[1:])}))
-    assert ("A: The summary is incoherent: its sentences do not connect at "
-            "all. Score: One.") in new.template_text()[0]
+    assert (
+        "A: The summary is incoherent: its sentences do not connect at all. Score: One."
+    ) in new.template_text()[0]
 
 
 def test_template_without_a_slot_for_the_judged_text_is_refused_with_the_slots_found() -> None:
@@ -183,8 +187,9 @@ def test_missing_item_field_names_slot_and_available_fields() -> None:
 
 def test_demos_go_before_the_first_item_paragraph_so_the_prefix_is_shared() -> None:
     prompt = get_prompt("summeval-coherence")
-    demo_item = _item(id="d1", output="Demo summary.", inputs={"source": "Demo article."},
-                      human={"coherence": 4.0})
+    demo_item = _item(
+        id="d1", output="Demo summary.", inputs={"source": "Demo article."}, human={"coherence": 4.0}
+    )
     with_demos = prompt.with_demos([Demo.from_item(demo_item, "coherence")])
     a = with_demos.render(_item(id="a", output="First."))[0].content
     b = with_demos.render(_item(id="b", output="Second.", inputs={"source": "Other article."}))[0].content
@@ -200,10 +205,13 @@ def test_demos_go_before_the_first_item_paragraph_so_the_prefix_is_shared() -> N
 
 def test_demo_text_with_slot_syntax_is_shown_verbatim_never_filled() -> None:
     prompt = JudgePrompt.from_template("Rate 1-5.\n\nArticle: {{source}}\nSummary: {{summary}}\nScore:")
-    demos = [Demo(item=_item(id="d1", output="Shows {{summary}} and {{source}}",
-                             inputs={"source": "A {{x}}"}),
-                  score=4.0),
-             Demo(item=_item(id="d2", output="Names an {{author}} slot no item has"), score=2.0)]
+    demos = [
+        Demo(
+            item=_item(id="d1", output="Shows {{summary}} and {{source}}", inputs={"source": "A {{x}}"}),
+            score=4.0,
+        ),
+        Demo(item=_item(id="d2", output="Names an {{author}} slot no item has"), score=2.0),
+    ]
     item = _item(id="a", output="THE ITEM SUMMARY", inputs={"source": "THE ITEM ARTICLE"})
     text = prompt.with_demos(demos).render(item)[0].content
     assert "Summary: Shows {{summary}} and {{source}}\nScore: 4" in text and "Article: A {{x}}" in text
@@ -230,8 +238,9 @@ def test_prompt_is_frozen() -> None:
 
 def test_builtin_prompts_parse_with_guideline_and_scale() -> None:
     names = list_prompts()
-    assert {"summeval-coherence", "summeval-consistency", "summeval-fluency",
-            "summeval-relevance"} <= set(names)
+    assert {"summeval-coherence", "summeval-consistency", "summeval-fluency", "summeval-relevance"} <= set(
+        names
+    )
     for name in names:
         p = get_prompt(name)
         assert p.guideline is not None and len(p.guideline.options) >= 3
@@ -247,16 +256,18 @@ def test_mcq_demos_show_the_letter_the_judge_is_asked_for() -> None:
 
 def test_demo_from_item_maps_human_scale_onto_the_prompt_scale() -> None:
     item = _item(human={"fluency": 75.0})
-    demo = Demo.from_item(item, "fluency", human_scale=Scale(min=0, max=100),
-                          prompt_scale=Scale(min=1, max=5))
+    demo = Demo.from_item(
+        item, "fluency", human_scale=Scale(min=0, max=100), prompt_scale=Scale(min=1, max=5)
+    )
     assert demo.score == 4.0
     with pytest.raises(DataError, match="no human score for 'coherence'"):
         Demo.from_item(item, "coherence")
 
 
 def test_unnamed_criterion_demo_says_score_once() -> None:
-    prompt = JudgePrompt.from_template("Rate this: {{output}}").with_demos([Demo(item=_item(id="d"),
-                                                                                 score=2.0)])
+    prompt = JudgePrompt.from_template("Rate this: {{output}}").with_demos(
+        [Demo(item=_item(id="d"), score=2.0)]
+    )
     text = prompt.render(_item())[0].content
     assert "Score: 2" in text and "Score score" not in text
 
@@ -264,8 +275,9 @@ def test_unnamed_criterion_demo_says_score_once() -> None:
 def test_the_answer_format_alone_holds_the_answer_kind() -> None:
     from mitigate.prompt import AnswerFormat
 
-    pairwise = JudgePrompt.from_template("A: {{output}}\nB: {{output_b}}\nWhich is better?",
-                                         answer="pairwise")
+    pairwise = JudgePrompt.from_template(
+        "A: {{output}}\nB: {{output_b}}\nWhich is better?", answer="pairwise"
+    )
     spec = pairwise.model_dump()
     assert "answer" not in spec and spec["answer_format"]["kind"] == "pairwise"
     assert pairwise.answer == "pairwise" == pairwise.answer_format.kind

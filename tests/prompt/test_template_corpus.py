@@ -64,12 +64,16 @@ def _py_constants(dist: str, rel: str) -> dict[str, str]:
     tree = ast.parse(_dist_text(dist, rel))
     out: dict[str, str] = {}
     for node in tree.body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)):
+        if not (
+            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        ):
             continue
         value = node.value
-        strip = isinstance(value, ast.Call) and isinstance(value.func,
-                                                           ast.Attribute) and value.func.attr == "strip"
+        strip = (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Attribute)
+            and value.func.attr == "strip"
+        )
         if strip:
             value = value.func.value  # type: ignore[union-attr]
         try:
@@ -105,10 +109,12 @@ GEVAL_REPO = Path(os.environ.get("MITIGATE_GEVAL_REPO", "/work/.mirror/nlpyang+g
 """A copy of G-Eval's repository (github.com/nlpyang/geval): a checkout, or a bare snapshot read through
 git."""
 
-GEVAL_PROMPTS = {"geval-repo-coherence": "prompts/summeval/coh_detailed.txt",
-                 "geval-repo-consistency": "prompts/summeval/con_detailed.txt",
-                 "geval-repo-fluency": "prompts/summeval/flu_detailed.txt",
-                 "geval-repo-relevance": "prompts/summeval/rel_detailed.txt"}
+GEVAL_PROMPTS = {
+    "geval-repo-coherence": "prompts/summeval/coh_detailed.txt",
+    "geval-repo-consistency": "prompts/summeval/con_detailed.txt",
+    "geval-repo-fluency": "prompts/summeval/flu_detailed.txt",
+    "geval-repo-relevance": "prompts/summeval/rel_detailed.txt",
+}
 """G-Eval's own SummEval prompts, by the name the tests give them (no package ships them; never copied
 here)."""
 
@@ -121,83 +127,182 @@ def geval_repo_prompt(rel: str) -> str | None:
     if not GEVAL_REPO.is_dir():
         return None
     try:
-        shown = subprocess.run(["git", f"--git-dir={GEVAL_REPO}", "show", f"HEAD:{rel}"], capture_output=True,
-                               timeout=30, check=False)
+        shown = subprocess.run(
+            ["git", f"--git-dir={GEVAL_REPO}", "show", f"HEAD:{rel}"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return shown.stdout.decode("utf-8") if shown.returncode == 0 else None
 
 
 # Our own rubric in Flow Judge's rubric format ("- Score N: ..."); Flow Judge's presets are Python objects.
-FLOW_RUBRIC = "- Score 1: The output ignores the inputs.\n- Score 2: The output uses some of the inputs.\n" \
-              "- Score 3: The output uses all of the inputs correctly."
+FLOW_RUBRIC = (
+    "- Score 1: The output ignores the inputs.\n- Score 2: The output uses some of the inputs.\n"
+    "- Score 3: The output uses all of the inputs correctly."
+)
 
 # --------------------------------------------------------------------------- the real templates
 
 # name -> (loader, from_template hints that the package itself would pass, expected)
 REAL: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {
-    "alpacaeval-chatgpt": (lambda: _alpaca("chatgpt/basic_prompt.txt"), {}, dict(
-        kind="pairwise", labels=("a", "b"), line="Output ({value})", reasoning="none", markup="chatml",
-        roles=("system", "user"), second="output_2")),
-    "alpacaeval-text-davinci-003": (lambda: _alpaca("text_davinci_003/basic_prompt.txt"), {}, dict(
-        kind="pairwise", labels=("a", "b"), line="Output ({value})", reasoning="none", roles=("user",))),
-    "alpacaeval-claude": (lambda: _alpaca("claude/basic_prompt.txt"), {}, dict(
-        kind="pairwise", labels=("a", "b"), line="Output ({value})", markup="turns", roles=("user",))),
-    "alpacaeval-guanaco": (lambda: _alpaca("guanaco_33b/basic_prompt.txt"), {}, dict(
-        kind="pairwise", labels=("a", "b"), line="Output ({value})", markup="turns",
-        roles=("system", "user"))),
-    "alpacafarm-text-b1": (lambda: _alpaca("alpaca_farm/text_b1_without_inputs.txt"), {}, dict(
-        kind="pairwise", labels=("a", "b"), line="({value})", reasoning="none")),
-    "alpacafarm-chatml-b1-chat": (lambda: _alpaca("alpaca_farm/chatml_b1_chat_without_inputs.txt"), {}, dict(
-        kind="pairwise", labels=("a", "b"), line="Output ({value})", markup="chatml")),
-    "alpacaeval-gpt4-turbo-clf": (lambda: _alpaca("gpt4_turbo_clf/basic_clf_prompt.txt"), {}, dict(
-        kind="pairwise", labels=("A", "B"), line="{value}", reasoning="none")),
-    "alpacaeval-gpt4-turbo-cot-clf": (lambda: _alpaca("gpt4_turbo_cot_clf/basic_clf_cot_prompt.txt"), {},
-                                      dict(
-        kind="pairwise", labels=("A", "B"), line="{value}", reasoning="before")),
-    "alpacaeval-clf-m-M": (lambda: _alpaca("alpaca_eval_clf_gpt4_turbo/alpaca_eval_clf.txt"), {}, dict(
-        kind="pairwise", labels=("m", "M"), case_sensitive=True, line="{value}", reasoning="none")),
-    "alpacaeval-clf-cot-m-M": (lambda: _alpaca("alpaca_eval_clf_cot_gpt4_turbo/alpaca_eval_clf_cot.txt"), {},
-                               dict(
-        kind="pairwise", labels=("m", "M"), case_sensitive=True, reasoning="before")),
-    "alpacaeval-lmsys-two-scores": (lambda: _alpaca("lmsys_gpt4/lmsys_prompt.txt"), {}, dict(
-        kind="pairwise", labels=("1", "2"), two_scores=True, reasoning="after", scale=(1, 10))),
-    "alpacaeval-self-taught-mt-bench-pair": (lambda: _alpaca("Self-taught-llama3.1-70B-dpo/self_taught.txt"),
-                                             {},
-                                             dict(kind="pairwise", labels=("A", "B"), line="[[{value}]]",
-                                                  reasoning="before", markup="llama3",
-                                                  roles=("system", "user"))),
-    "prometheus-absolute": (lambda: _prometheus("ABSOLUTE_PROMPT"),
-                            {"constants": {"rubric": "HELPFULNESS_RUBRIC"}}, dict(
-        kind="score", scale=(1, 5), options=["1", "2", "3", "4", "5"], line="[RESULT] {value}",
-                                reasoning="before",
-        output="response", inputs={"instruction", "reference_answer"})),
-    "prometheus-absolute-no-reference": (lambda: _prometheus("ABSOLUTE_PROMPT_WO_REF"),
-                                         {"constants": {"rubric": "REASONING_RUBRIC"}}, dict(
-        kind="score", scale=(1, 5), options=["1", "2", "3", "4", "5"], line="[RESULT] {value}",
-        reasoning="before")),
-    "prometheus-relative": (lambda: _prometheus("RELATIVE_PROMPT"),
-                            {"constants": {"rubric": "HONESTY_RUBRIC:first-line"}}, dict(
-        kind="pairwise", labels=("A", "B"), line="[RESULT] {value}", reasoning="before",
-                                second="response_B")),
-    "prometheus-relative-no-reference": (lambda: _prometheus("RELATIVE_PROMPT_WO_REF"),
-                                         {"constants": {"rubric": "HARMLESSNESS_RUBRIC:first-line"}}, dict(
-        kind="pairwise", labels=("A", "B"), line="[RESULT] {value}", reasoning="before")),
-    "autoevals-factuality": (lambda: _yaml_prompt("autoevals/templates/factuality.yaml"), {}, dict(
-        kind="mcq", options=["A", "B", "C", "D", "E"], unscored=True, inputs={"input", "expected"})),
-    "autoevals-possible": (lambda: _yaml_prompt("autoevals/templates/possible.yaml"), {}, dict(
-        kind="mcq", options=["A", "B"], unscored=True)),
-    "flowjudge-with-inputs": (lambda: _flow("USER_PROMPT_TEMPLATE"),
-                              {"constants": {"RUBRIC": FLOW_RUBRIC,
-                                             "EVALUATION_CRITERIA": "Uses the inputs."}}, dict(
-        kind="score", scale=(1, 3), options=["1", "2", "3"], line="<score>{value}</score>",
-                                                 reasoning="before",
-        output="OUTPUT", inputs={"INPUTS"})),
-    "flowjudge-no-inputs": (lambda: _flow("USER_PROMPT_NO_INPUTS_TEMPLATE"),
-                            {"constants": {"RUBRIC": FLOW_RUBRIC, "EVALUATION_CRITERIA": "Uses the inputs."}},
-                            dict(
-        kind="score", scale=(1, 3), options=["1", "2", "3"], line="<score>{value}</score>",
-                                reasoning="before")),
+    "alpacaeval-chatgpt": (
+        lambda: _alpaca("chatgpt/basic_prompt.txt"),
+        {},
+        dict(
+            kind="pairwise",
+            labels=("a", "b"),
+            line="Output ({value})",
+            reasoning="none",
+            markup="chatml",
+            roles=("system", "user"),
+            second="output_2",
+        ),
+    ),
+    "alpacaeval-text-davinci-003": (
+        lambda: _alpaca("text_davinci_003/basic_prompt.txt"),
+        {},
+        dict(kind="pairwise", labels=("a", "b"), line="Output ({value})", reasoning="none", roles=("user",)),
+    ),
+    "alpacaeval-claude": (
+        lambda: _alpaca("claude/basic_prompt.txt"),
+        {},
+        dict(kind="pairwise", labels=("a", "b"), line="Output ({value})", markup="turns", roles=("user",)),
+    ),
+    "alpacaeval-guanaco": (
+        lambda: _alpaca("guanaco_33b/basic_prompt.txt"),
+        {},
+        dict(
+            kind="pairwise",
+            labels=("a", "b"),
+            line="Output ({value})",
+            markup="turns",
+            roles=("system", "user"),
+        ),
+    ),
+    "alpacafarm-text-b1": (
+        lambda: _alpaca("alpaca_farm/text_b1_without_inputs.txt"),
+        {},
+        dict(kind="pairwise", labels=("a", "b"), line="({value})", reasoning="none"),
+    ),
+    "alpacafarm-chatml-b1-chat": (
+        lambda: _alpaca("alpaca_farm/chatml_b1_chat_without_inputs.txt"),
+        {},
+        dict(kind="pairwise", labels=("a", "b"), line="Output ({value})", markup="chatml"),
+    ),
+    "alpacaeval-gpt4-turbo-clf": (
+        lambda: _alpaca("gpt4_turbo_clf/basic_clf_prompt.txt"),
+        {},
+        dict(kind="pairwise", labels=("A", "B"), line="{value}", reasoning="none"),
+    ),
+    "alpacaeval-gpt4-turbo-cot-clf": (
+        lambda: _alpaca("gpt4_turbo_cot_clf/basic_clf_cot_prompt.txt"),
+        {},
+        dict(kind="pairwise", labels=("A", "B"), line="{value}", reasoning="before"),
+    ),
+    "alpacaeval-clf-m-M": (
+        lambda: _alpaca("alpaca_eval_clf_gpt4_turbo/alpaca_eval_clf.txt"),
+        {},
+        dict(kind="pairwise", labels=("m", "M"), case_sensitive=True, line="{value}", reasoning="none"),
+    ),
+    "alpacaeval-clf-cot-m-M": (
+        lambda: _alpaca("alpaca_eval_clf_cot_gpt4_turbo/alpaca_eval_clf_cot.txt"),
+        {},
+        dict(kind="pairwise", labels=("m", "M"), case_sensitive=True, reasoning="before"),
+    ),
+    "alpacaeval-lmsys-two-scores": (
+        lambda: _alpaca("lmsys_gpt4/lmsys_prompt.txt"),
+        {},
+        dict(kind="pairwise", labels=("1", "2"), two_scores=True, reasoning="after", scale=(1, 10)),
+    ),
+    "alpacaeval-self-taught-mt-bench-pair": (
+        lambda: _alpaca("Self-taught-llama3.1-70B-dpo/self_taught.txt"),
+        {},
+        dict(
+            kind="pairwise",
+            labels=("A", "B"),
+            line="[[{value}]]",
+            reasoning="before",
+            markup="llama3",
+            roles=("system", "user"),
+        ),
+    ),
+    "prometheus-absolute": (
+        lambda: _prometheus("ABSOLUTE_PROMPT"),
+        {"constants": {"rubric": "HELPFULNESS_RUBRIC"}},
+        dict(
+            kind="score",
+            scale=(1, 5),
+            options=["1", "2", "3", "4", "5"],
+            line="[RESULT] {value}",
+            reasoning="before",
+            output="response",
+            inputs={"instruction", "reference_answer"},
+        ),
+    ),
+    "prometheus-absolute-no-reference": (
+        lambda: _prometheus("ABSOLUTE_PROMPT_WO_REF"),
+        {"constants": {"rubric": "REASONING_RUBRIC"}},
+        dict(
+            kind="score",
+            scale=(1, 5),
+            options=["1", "2", "3", "4", "5"],
+            line="[RESULT] {value}",
+            reasoning="before",
+        ),
+    ),
+    "prometheus-relative": (
+        lambda: _prometheus("RELATIVE_PROMPT"),
+        {"constants": {"rubric": "HONESTY_RUBRIC:first-line"}},
+        dict(
+            kind="pairwise",
+            labels=("A", "B"),
+            line="[RESULT] {value}",
+            reasoning="before",
+            second="response_B",
+        ),
+    ),
+    "prometheus-relative-no-reference": (
+        lambda: _prometheus("RELATIVE_PROMPT_WO_REF"),
+        {"constants": {"rubric": "HARMLESSNESS_RUBRIC:first-line"}},
+        dict(kind="pairwise", labels=("A", "B"), line="[RESULT] {value}", reasoning="before"),
+    ),
+    "autoevals-factuality": (
+        lambda: _yaml_prompt("autoevals/templates/factuality.yaml"),
+        {},
+        dict(kind="mcq", options=["A", "B", "C", "D", "E"], unscored=True, inputs={"input", "expected"}),
+    ),
+    "autoevals-possible": (
+        lambda: _yaml_prompt("autoevals/templates/possible.yaml"),
+        {},
+        dict(kind="mcq", options=["A", "B"], unscored=True),
+    ),
+    "flowjudge-with-inputs": (
+        lambda: _flow("USER_PROMPT_TEMPLATE"),
+        {"constants": {"RUBRIC": FLOW_RUBRIC, "EVALUATION_CRITERIA": "Uses the inputs."}},
+        dict(
+            kind="score",
+            scale=(1, 3),
+            options=["1", "2", "3"],
+            line="<score>{value}</score>",
+            reasoning="before",
+            output="OUTPUT",
+            inputs={"INPUTS"},
+        ),
+    ),
+    "flowjudge-no-inputs": (
+        lambda: _flow("USER_PROMPT_NO_INPUTS_TEMPLATE"),
+        {"constants": {"RUBRIC": FLOW_RUBRIC, "EVALUATION_CRITERIA": "Uses the inputs."}},
+        dict(
+            kind="score",
+            scale=(1, 3),
+            options=["1", "2", "3"],
+            line="<score>{value}</score>",
+            reasoning="before",
+        ),
+    ),
 }
 
 
@@ -264,8 +369,11 @@ def _check(prompt: JudgePrompt, exp: dict[str, Any]) -> None:
 
 
 def _item(prompt: JudgePrompt) -> Item:
-    inputs = {prompt._field_for(s): f"<{s} text>" for s in prompt._input_slots()
-              if prompt._field_for(s) != "output_b"}
+    inputs = {
+        prompt._field_for(s): f"<{s} text>"
+        for s in prompt._input_slots()
+        if prompt._field_for(s) != "output_b"
+    }
     return Item(id="x", output="FIRST OUTPUT", output_b="SECOND OUTPUT", inputs=inputs)
 
 
@@ -297,7 +405,8 @@ def test_the_corpus_holds_at_least_twenty_real_templates() -> None:
 
 MIRRORS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     # mirrors G-Eval's SummEval coherence prompt (criterion line, steps, "Evaluation Form (scores ONLY)" stub)
-    "geval-summeval": ("""You will read one news article and one summary of it.
+    "geval-summeval": (
+        """You will read one news article and one summary of it.
 
 Your job is to rate the summary on one metric.
 
@@ -322,11 +431,22 @@ Summary:
 
 Evaluation Form (scores ONLY):
 
-- Coherence:""", {}, dict(kind="score", criterion="coherence", scale=(1, 5), line="- Coherence: {value}",
-                        stub="- Coherence:", reasoning="none", output="Summary")),
+- Coherence:""",
+        {},
+        dict(
+            kind="score",
+            criterion="coherence",
+            scale=(1, 5),
+            line="- Coherence: {value}",
+            stub="- Coherence:",
+            reasoning="none",
+            output="Summary",
+        ),
+    ),
     # mirrors G-Eval's Topical-Chat engagingness prompt: "Name (1-3)" with no dash, definition on the same
     # line
-    "geval-topicalchat-engagingness": ("""You will see a conversation and one possible next reply.
+    "geval-topicalchat-engagingness": (
+        """You will see a conversation and one possible next reply.
 
 Evaluation Criteria:
 
@@ -342,10 +462,20 @@ Response:
 {{response}}
 
 Evaluation Form (scores ONLY):
-- Engagingness:""", {}, dict(kind="score", criterion="engagingness", scale=(1, 3), options=["1", "2", "3"],
-                              line="- Engagingness: {value}", stub="- Engagingness:")),
+- Engagingness:""",
+        {},
+        dict(
+            kind="score",
+            criterion="engagingness",
+            scale=(1, 3),
+            options=["1", "2", "3"],
+            line="- Engagingness: {value}",
+            stub="- Engagingness:",
+        ),
+    ),
     # mirrors G-Eval's Topical-Chat groundedness prompt: a (0-1) scale
-    "geval-topicalchat-groundedness": ("""Rate whether the reply uses the given fact.
+    "geval-topicalchat-groundedness": (
+        """Rate whether the reply uses the given fact.
 
 Evaluation Criteria:
 
@@ -358,10 +488,19 @@ Response:
 {{response}}
 
 Evaluation Form (scores ONLY):
-- Groundedness:""", {}, dict(kind="score", criterion="groundedness", scale=(0, 1),
-                             line="- Groundedness: {value}", stub="- Groundedness:")),
+- Groundedness:""",
+        {},
+        dict(
+            kind="score",
+            criterion="groundedness",
+            scale=(0, 1),
+            line="- Groundedness: {value}",
+            stub="- Groundedness:",
+        ),
+    ),
     # mirrors MT-Bench's single-answer grading prompt ("[[rating]]", "Rating: [[5]]", 1 to 10)
-    "mtbench-single": ("""[Instruction]
+    "mtbench-single": (
+        """[Instruction]
 Act as a fair judge of how well the assistant below answers the user. Start with a brief explanation of \
 your assessment. After the explanation, rate the answer on a scale of 1 to 10, strictly in the format \
 "[[rating]]", e.g. "Rating: [[6]]".
@@ -371,10 +510,13 @@ your assessment. After the explanation, rate the answer on a scale of 1 to 10, s
 
 [The Start of Assistant's Answer]
 {answer}
-[The End of Assistant's Answer]""", {}, dict(kind="score", scale=(1, 10), line="Rating: [[{value}]]",
-                                             reasoning="before", output="answer")),
+[The End of Assistant's Answer]""",
+        {},
+        dict(kind="score", scale=(1, 10), line="Rating: [[{value}]]", reasoning="before", output="answer"),
+    ),
     # mirrors MT-Bench's pairwise prompt ("[[A]]", "[[B]]", "[[C]]" for a tie)
-    "mtbench-pair": ("""Act as a fair judge and compare the two assistants' answers to the question below. \
+    "mtbench-pair": (
+        """Act as a fair judge and compare the two assistants' answers to the question below. \
 First explain your comparison briefly. Then give your final verdict strictly as "[[A]]" if assistant A \
 is better, "[[B]]" if assistant B is better, and "[[C]]" for a tie.
 
@@ -387,10 +529,20 @@ is better, "[[B]]" if assistant B is better, and "[[C]]" for a tie.
 
 [The Start of Assistant B's Answer]
 {answer_b}
-[The End of Assistant B's Answer]""", {}, dict(kind="pairwise", labels=("A", "B"), tie="C", line="[[{value}]]",  # noqa: E501 - the template's own lines, kept as written
-                                               reasoning="before", second="answer_b")),
+[The End of Assistant B's Answer]""",
+        {},
+        dict(
+            kind="pairwise",
+            labels=("A", "B"),
+            tie="C",
+            line="[[{value}]]",
+            reasoning="before",
+            second="answer_b",
+        ),
+    ),
     # mirrors Arena-Hard's judge prompt: five relations in double brackets
-    "arenahard": ("""<|User Prompt|>
+    "arenahard": (
+        """<|User Prompt|>
 {question_1}
 
 <|The Start of Assistant A's Answer|>
@@ -407,11 +559,20 @@ Compare the answers, first writing your own answer to the prompt. Then output yo
 3. About the same: [[A=B]]
 4. Assistant B is slightly better: [[B>A]]
 5. Assistant B is much better: [[B>>A]]
-For example: "My final verdict is tie: [[A=B]]".""", {}, dict(kind="pairwise", labels=("A", "B"), relations=True,  # noqa: E501 - the template's own lines, kept as written
-                                                            line="[[{value}]]", second="answer_2",
-                                                            reasoning="before")),
+For example: "My final verdict is tie: [[A=B]]".""",
+        {},
+        dict(
+            kind="pairwise",
+            labels=("A", "B"),
+            relations=True,
+            line="[[{value}]]",
+            second="answer_2",
+            reasoning="before",
+        ),
+    ),
     # mirrors LLMBar's comparison prompt ("Output (a)" / "Output (b)", no explanation)
-    "llmbar": ("""You judge which of two outputs follows the instruction better.
+    "llmbar": (
+        """You judge which of two outputs follows the instruction better.
 Do NOT provide any explanation for your choice.
 Reply with "Output (a)" or "Output (b)" only.
 
@@ -424,10 +585,13 @@ Reply with "Output (a)" or "Output (b)" only.
 # Output (b):
 {output_2}
 
-# Which is better, Output (a) or Output (b)?""", {}, dict(kind="pairwise", labels=("a", "b"), line="Output ({value})",  # noqa: E501 - the template's own lines, kept as written
-                                                       reasoning="none")),
+# Which is better, Output (a) or Output (b)?""",
+        {},
+        dict(kind="pairwise", labels=("a", "b"), line="Output ({value})", reasoning="none"),
+    ),
     # mirrors DeepEval's G-Eval results template: Jinja conditions and indexing, a JSON answer with a reason
-    "deepeval-geval-jinja": ("""You grade one test case. Using the {% if rubric %}steps and rubric{% else %}steps{% endif %} \
+    "deepeval-geval-jinja": (
+        """You grade one test case. Using the {% if rubric %}steps and rubric{% else %}steps{% endif %} \
 below, return a JSON object with:
 - "reason": why, in a few words;
 - "score": an integer between {{ score_range[0] }} and {{ score_range[1] }}.
@@ -444,10 +608,13 @@ Test case:
 Example JSON:
 {"reason": "...", "score": {{ score_range[0] }}}
 
-JSON:""", {"constants": {"score_range": (0, 10), "rubric": None, "evaluation_steps": "1. Check the facts."}},  # noqa: E501 - the template's own lines, kept as written
-        dict(kind="score", scale=(0, 10), json_key="score", reasoning="before", output="test_case_content")),
+JSON:""",
+        {"constants": {"score_range": (0, 10), "rubric": None, "evaluation_steps": "1. Check the facts."}},
+        dict(kind="score", scale=(0, 10), json_key="score", reasoning="before", output="test_case_content"),
+    ),
     # mirrors Ragas' rubric-based score prompt ("score1_description: ...")
-    "ragas-rubric": ("""Judge the response against the reference using the rubric, giving a score from 1 to 3.
+    "ragas-rubric": (
+        """Judge the response against the reference using the rubric, giving a score from 1 to 3.
 
 Rubric:
 score1_description: The response is wrong.
@@ -457,10 +624,13 @@ score3_description: The response is right and complete.
 Reference: {reference}
 Response: {response}
 
-Give your feedback first, then end with "Score: N".""", {}, dict(
-        kind="score", scale=(1, 3), options=["1", "2", "3"], line="Score: {value}", reasoning="before")),
+Give your feedback first, then end with "Score: N".""",
+        {},
+        dict(kind="score", scale=(1, 3), options=["1", "2", "3"], line="Score: {value}", reasoning="before"),
+    ),
     # mirrors the "analyze-rate" variant of "A Closer Look into Automatic Evaluation Using LLMs"
-    "closer-look-analyze-rate": ("""Evaluate the summary of the article.
+    "closer-look-analyze-rate": (
+        """Evaluate the summary of the article.
 
 Evaluation Criteria:
 Fluency (1-3): the quality of the summary's sentences.
@@ -469,18 +639,22 @@ Article: {{article}}
 Summary: {{summary}}
 
 Analyze the summary's fluency step by step, then give the rating on the last line as "Rating: <score>".""",
-                                 {},
-                                 dict(kind="score", criterion="fluency", scale=(1, 3), line="Rating: {value}",
-                                          reasoning="before")),
+        {},
+        dict(kind="score", criterion="fluency", scale=(1, 3), line="Rating: {value}", reasoning="before"),
+    ),
     # a 0-9 rating prompt whose numbered rules are not score options (the issue's reproduction)
-    "numbered-rules-0-9": ("""Rate the answer's accuracy on a scale of 0 to 9.
+    "numbered-rules-0-9": (
+        """Rate the answer's accuracy on a scale of 0 to 9.
 (1) Read the question.
 (2) Check every claim in the answer.
 (3) Ignore the style.
 
 Question: {{question}}
 Answer: {{answer}}
-Rating:""", {}, dict(kind="score", scale=(0, 9), line="Rating: {value}", stub="Rating:")),
+Rating:""",
+        {},
+        dict(kind="score", scale=(0, 9), line="Rating: {value}", stub="Rating:"),
+    ),
 }
 
 
@@ -512,8 +686,9 @@ def _corpus(name: str) -> JudgePrompt:
         if name.startswith("autoevals-"):
             yaml = pytest.importorskip("yaml")
             rel = f"autoevals/templates/{name.removeprefix('autoevals-')}.yaml"
-            given = TemplateHints.of(given,
-                                     letters=yaml.safe_load(_dist_text("autoevals", rel))["choice_scores"])
+            given = TemplateHints.of(
+                given, letters=yaml.safe_load(_dist_text("autoevals", rel))["choice_scores"]
+            )
         return JudgePrompt.from_template(load(), given)
     text, hints, _ = MIRRORS[name]
     return JudgePrompt.from_template(text, **hints)
@@ -521,8 +696,12 @@ def _corpus(name: str) -> JudgePrompt:
 
 def _demo(prompt: JudgePrompt) -> Demo:
     """One worked example for ``prompt``: a verdict for pairwise, else a gold score (the top of its scale)."""
-    item = Item(id="demo", output="DEMO FIRST", output_b="DEMO SECOND",
-                inputs={k: f"demo {k}" for k in _item(prompt).inputs})
+    item = Item(
+        id="demo",
+        output="DEMO FIRST",
+        output_b="DEMO SECOND",
+        inputs={k: f"demo {k}" for k in _item(prompt).inputs},
+    )
     if prompt.answer == "pairwise":
         return Demo(item=item, verdict="second")
     return Demo(item=item.model_copy(update={"output_b": None}), score=prompt.scale.max)
@@ -588,8 +767,9 @@ CORPUS = sorted(REAL) + sorted(MIRRORS)
 
 @pytest.mark.parametrize("mitigation", sorted(MITIGATIONS))
 @pytest.mark.parametrize("name", CORPUS)
-async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(name: str,
-                                                                                mitigation: str) -> None:
+async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
+    name: str, mitigation: str
+) -> None:
     """Added text goes before the template's answer stub, asks for the template's own answer line, and the
     answer
     written in that line is read back by the judge's own parser."""
@@ -624,7 +804,12 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
     # the answer format is the template's own (the RTS form keeps its line and asks for reasoning first)
     fmt, new = prompt.format, leaf.prompt.format
     assert (new.kind, new.line, new.labels, new.json_key, new.two_scores) == (
-        fmt.kind, fmt.line, fmt.labels, fmt.json_key, fmt.two_scores)
+        fmt.kind,
+        fmt.line,
+        fmt.labels,
+        fmt.json_key,
+        fmt.two_scores,
+    )
 
     # additions come before the template's answer stub, which still ends the message
     sent = calls[0].messages
@@ -655,8 +840,10 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
         gold = _demo(prompt)
         # a JSON format's explanation field says the demo shows no reasoning rather than leaving it empty
         reason = "(not shown in this example)" if fmt.reason_key else None
-        shown = fmt.render(gold.verdict if gold.verdict is not None else gold.score,
-                           prompt.scale,  # type: ignore[arg-type]
-                           reason=reason)
+        shown = fmt.render(
+            gold.verdict if gold.verdict is not None else gold.score,
+            prompt.scale,  # type: ignore[arg-type]
+            reason=reason,
+        )
         assert shown in everything
     assert added or mitigation == "granularity"

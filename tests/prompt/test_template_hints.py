@@ -16,14 +16,21 @@ from mitigate.errors import ConfigError, ScaleError
 from mitigate.prompt import AnswerFormat, JudgePrompt, TemplateHints, describe_template, read_prompt
 from mitigate.scale import Scale
 
-PAIR = ("Which answer is better?\n\n[Answer A]\n{{output_1}}\n\n[Answer B]\n{{output_2}}\n\n"
-        "Explain, then answer \"[[A]]\" or \"[[B]]\".")
+PAIR = (
+    "Which answer is better?\n\n[Answer A]\n{{output_1}}\n\n[Answer B]\n{{output_2}}\n\n"
+    'Explain, then answer "[[A]]" or "[[B]]".'
+)
 SCORED = "Rate the summary's coherence.\n\nArticle: {{document}}\n\nSummary: {{summary}}\n\nScore:"
 
 
 def test_hints_given_as_one_value_read_the_same_prompt_as_the_same_keywords() -> None:
-    keywords = {"scale": (1, 10), "criterion": "coherence", "output_slot": "summary",
-                "slot_fields": {"document": "source"}, "constants": {"unused": "x"}}
+    keywords = {
+        "scale": (1, 10),
+        "criterion": "coherence",
+        "output_slot": "summary",
+        "slot_fields": {"document": "source"},
+        "constants": {"unused": "x"},
+    }
     by_keywords = JudgePrompt.from_template(SCORED, **keywords)
     by_value = JudgePrompt.from_template(SCORED, TemplateHints(**keywords))
     assert by_value == by_keywords
@@ -42,8 +49,12 @@ def test_keywords_given_beside_a_hints_value_override_its_fields() -> None:
 
 
 def test_a_hints_value_is_frozen_and_its_spec_round_trips() -> None:
-    hints = TemplateHints(scale=(1, 5), criteria=["coherence", "fluency"], letters={"A": 1, "B": 2},
-                          answer_format=AnswerFormat(line="Rating: [[{value}]]"))
+    hints = TemplateHints(
+        scale=(1, 5),
+        criteria=["coherence", "fluency"],
+        letters={"A": 1, "B": 2},
+        answer_format=AnswerFormat(line="Rating: [[{value}]]"),
+    )
     with pytest.raises(ValueError):
         hints.tie = "C"  # type: ignore[misc]
     assert TemplateHints.model_validate(hints.model_dump()) == hints

@@ -14,8 +14,12 @@ from mitigate.prompt import JudgePrompt, read_prompt, scale_mentions
 
 
 def _item(**kw: object) -> Item:
-    base: dict[str, object] = {"id": "i", "output": "OUT", "output_b": "OUT-B",
-                               "inputs": {"question": "Q?", "document": "DOC", "source": "DOC"}}
+    base: dict[str, object] = {
+        "id": "i",
+        "output": "OUT",
+        "output_b": "OUT-B",
+        "inputs": {"question": "Q?", "document": "DOC", "source": "DOC"},
+    }
     base.update(kw)
     return Item.model_validate(base)
 
@@ -28,8 +32,9 @@ def test_single_brace_placeholders_are_slots_and_written_back_as_they_were() -> 
     prompt = JudgePrompt.from_template(text)
     assert prompt.output_slot == "answer" and prompt.slots() == {"question", "answer"}
     assert prompt.template_source() == text
-    assert prompt.render(_item())[0].content == ("Question: Q?\nAnswer: OUT\nRate the answer from 1 to "
-                                                 "10.\nRating:")
+    assert prompt.render(_item())[0].content == (
+        "Question: Q?\nAnswer: OUT\nRate the answer from 1 to 10.\nRating:"
+    )
 
 
 def test_a_format_string_keeps_its_escaped_braces_literal() -> None:
@@ -55,18 +60,22 @@ def test_a_template_without_a_judged_text_slot_names_what_was_seen() -> None:
 
 
 def test_jinja_is_rendered_with_constants_and_slots_stay_slots() -> None:
-    text = ("Give an integer between {{ score_range[0] }} and {{ score_range[1] }}.{% if rubric %}\nRubric: "
-            "{{ rubric }}{% endif %}\nText: {{ actual_output }}")
+    text = (
+        "Give an integer between {{ score_range[0] }} and {{ score_range[1] }}.{% if rubric %}\nRubric: "
+        "{{ rubric }}{% endif %}\nText: {{ actual_output }}"
+    )
     prompt = JudgePrompt.from_template(text, constants={"score_range": [0, 10], "rubric": ""})
     assert prompt.template_text() == ["Give an integer between 0 and 10.\nText: {{actual_output}}"]
     assert (prompt.scale.min, prompt.scale.max) == (0, 10)
 
 
 def test_jinja_that_needs_a_missing_value_is_refused_naming_the_construct() -> None:
-    with pytest.raises(TemplateError,
-                       match=r"construct \{\{ rubric \}\} needs a value.*constants=\{'rubric'"):
-        JudgePrompt.from_template("{% if rubric %}Graded.{% endif %}\nRubric: {{ rubric }}\nText: "
-                                  "{{ output }}")
+    with pytest.raises(
+        TemplateError, match=r"construct \{\{ rubric \}\} needs a value.*constants=\{'rubric'"
+    ):
+        JudgePrompt.from_template(
+            "{% if rubric %}Graded.{% endif %}\nRubric: {{ rubric }}\nText: {{ output }}"
+        )
     with pytest.raises(TemplateError, match=r"score_range"):
         JudgePrompt.from_template("Score from {{ score_range[0] }}.\nText: {{ output }}")
     with pytest.raises(TemplateError, match=r"\{% for step in steps %\}.*constants=\{'steps'"):
@@ -75,10 +84,13 @@ def test_jinja_that_needs_a_missing_value_is_refused_naming_the_construct() -> N
 
 @pytest.mark.parametrize("name", ["_additional_context", "rubric"])
 def test_a_jinja_test_of_a_name_nobody_gave_reads_false_and_leaves_out_what_it_guards(name: str) -> None:
-    text = (f"Rate the text from 1 to 5.\n{{% if {name} %}}\n\nAdditional Context:\n{{{{ {name} }}}}\n{{% "
-            "endif %}\nText: {{ output }}\nScore:")
-    with pytest.warns(TemplateReadWarning,
-                      match=rf"tests '{name}', which no constant gives: read as .* \(false\)"):
+    text = (
+        f"Rate the text from 1 to 5.\n{{% if {name} %}}\n\nAdditional Context:\n{{{{ {name} }}}}\n{{% "
+        "endif %}\nText: {{ output }}\nScore:"
+    )
+    with pytest.warns(
+        TemplateReadWarning, match=rf"tests '{name}', which no constant gives: read as .* \(false\)"
+    ):
         prompt = JudgePrompt.from_template(text)
     assert prompt.template_text() == ["Rate the text from 1 to 5.\n\nText: {{output}}\nScore:"]
     given = JudgePrompt.from_template(text, constants={name: "the style guide"})
@@ -86,8 +98,9 @@ def test_a_jinja_test_of_a_name_nobody_gave_reads_false_and_leaves_out_what_it_g
 
 
 def test_chatml_markup_becomes_messages_and_round_trips() -> None:
-    text = ("<|im_start|>system\nBe fair.\n<|im_end|>\n<|im_start|>user\nRate {output} from 1 to "
-            "5.\n<|im_end|>")
+    text = (
+        "<|im_start|>system\nBe fair.\n<|im_end|>\n<|im_start|>user\nRate {output} from 1 to 5.\n<|im_end|>"
+    )
     prompt = JudgePrompt.from_template(text)
     assert [m.role for m in prompt.messages] == ["system", "user"]
     assert [m.content for m in prompt.render(_item())] == ["Be fair.\n", "Rate OUT from 1 to 5.\n"]
@@ -113,8 +126,9 @@ def test_scale_statements_are_read(text: str, scale: tuple[int, int]) -> None:
 
 
 def test_the_criterion_line_names_the_criterion_without_a_dash() -> None:
-    prompt = JudgePrompt.from_template("Engagingness (1-3) Is the response dull or "
-                                       "interesting?\n{{response}}")
+    prompt = JudgePrompt.from_template(
+        "Engagingness (1-3) Is the response dull or interesting?\n{{response}}"
+    )
     assert prompt.criteria[0].name == "engagingness"
     assert prompt.criteria[0].definition == "Is the response dull or interesting?"
 
@@ -123,15 +137,18 @@ async def test_a_zero_to_one_answer_is_on_the_template_scale() -> None:
     from mitigate.judge import PromptJudge
     from mitigate.lm import FakeLM
 
-    prompt = JudgePrompt.from_template("Groundedness (0-1) Does the reply use the fact?\n{{response}}\n\n"
-                                       "- Groundedness:")
+    prompt = JudgePrompt.from_template(
+        "Groundedness (0-1) Does the reply use the fact?\n{{response}}\n\n- Groundedness:"
+    )
     judgment = await PromptJudge(prompt, FakeLM(["0"])).judge(_item())
     assert judgment.scores == {"groundedness": 0.0}
 
 
 def test_numbered_rules_in_a_zero_to_nine_prompt_are_not_score_options() -> None:
-    text = ("Rate the answer on a scale of 0 to 9.\n(1) Read the question.\n(2) Check each claim.\n"
-            "(3) Ignore style.\n\nAnswer: {{answer}}\nRating:")
+    text = (
+        "Rate the answer on a scale of 0 to 9.\n(1) Read the question.\n(2) Check each claim.\n"
+        "(3) Ignore style.\n\nAnswer: {{answer}}\nRating:"
+    )
     prompt = JudgePrompt.from_template(text)
     assert prompt.guideline is None and (prompt.scale.min, prompt.scale.max) == (0, 9)
 
@@ -139,17 +156,26 @@ def test_numbered_rules_in_a_zero_to_nine_prompt_are_not_score_options() -> None
 @pytest.mark.parametrize(
     ("lines", "labels", "scores"),
     [
-        ("- A score of 1 means bad.\n- A score of 2 means fine.\n- A score of 3 means good.", ["1", "2", "3"],
-         [1, 2, 3]),
-        ("score1_description: Bad.\nscore2_description: Fine.\nscore3_description: Good.", ["1", "2", "3"],
-         [1, 2, 3]),
-        ("(A) The answer is wrong.\n(B) The answer is partly right.\n(C) The answer is right.",
-         ["A", "B", "C"],
-         [None, None, None]),
+        (
+            "- A score of 1 means bad.\n- A score of 2 means fine.\n- A score of 3 means good.",
+            ["1", "2", "3"],
+            [1, 2, 3],
+        ),
+        (
+            "score1_description: Bad.\nscore2_description: Fine.\nscore3_description: Good.",
+            ["1", "2", "3"],
+            [1, 2, 3],
+        ),
+        (
+            "(A) The answer is wrong.\n(B) The answer is partly right.\n(C) The answer is right.",
+            ["A", "B", "C"],
+            [None, None, None],
+        ),
     ],
 )
-def test_option_formats_in_use_are_recognised(lines: str, labels: list[str],
-                                              scores: list[float | None]) -> None:
+def test_option_formats_in_use_are_recognised(
+    lines: str, labels: list[str], scores: list[float | None]
+) -> None:
     prompt = JudgePrompt.from_template(f"Judge the answer.\n\n{lines}\n\nAnswer: {{{{answer}}}}")
     assert prompt.guideline is not None
     assert [o.label for o in prompt.guideline.options] == labels
@@ -219,19 +245,27 @@ async def test_arena_hard_relations_and_output_a_labels_are_read() -> None:
     from mitigate.judge import PromptJudge
     from mitigate.lm import FakeLM
 
-    arena = ("Compare the two answers, then give a verdict: [[A>>B]], [[A>B]], [[A=B]], [[B>A]] or "
-             "[[B>>A]].\n\n<|The Start of Assistant A's Answer|>\n{answer_1}\n<|The End of Assistant A's "
-             "Answer|>\n\n<|The Start of Assistant B's Answer|>\n{answer_2}\n<|The End of Assistant "
-             "B's Answer|>")
+    arena = (
+        "Compare the two answers, then give a verdict: [[A>>B]], [[A>B]], [[A=B]], [[B>A]] or "
+        "[[B>>A]].\n\n<|The Start of Assistant A's Answer|>\n{answer_1}\n<|The End of Assistant A's "
+        "Answer|>\n\n<|The Start of Assistant B's Answer|>\n{answer_2}\n<|The End of Assistant "
+        "B's Answer|>"
+    )
     prompt = JudgePrompt.from_template(arena)
-    got = [(await PromptJudge(prompt, FakeLM([a])).judge(_item())).verdict
-           for a in ("My final verdict: [[B>>A]]", "[[A>B]]", "tie: [[A=B]]")]
+    got = [
+        (await PromptJudge(prompt, FakeLM([a])).judge(_item())).verdict
+        for a in ("My final verdict: [[B>>A]]", "[[A>B]]", "tie: [[A=B]]")
+    ]
     assert got == ["second", "first", "tie"]
-    llmbar = ("Which output is better? Reply with Output (a) or Output (b).\n# Output (a):\n{output_1}\n"
-              "# Output (b):\n{output_2}")
+    llmbar = (
+        "Which output is better? Reply with Output (a) or Output (b).\n# Output (a):\n{output_1}\n"
+        "# Output (b):\n{output_2}"
+    )
     prompt = JudgePrompt.from_template(llmbar)
-    cot = ("Output (a) covers the question. Output (b) is shorter and misses a step. Therefore, Output "
-           "(a) is better.")
+    cot = (
+        "Output (a) covers the question. Output (b) is shorter and misses a step. Therefore, Output "
+        "(a) is better."
+    )
     assert (await PromptJudge(prompt, FakeLM([cot])).judge(_item())).verdict == "first"
     assert (await PromptJudge(prompt, FakeLM(["Output (b)"])).judge(_item())).verdict == "second"
 
@@ -249,37 +283,50 @@ def test_demos_go_before_the_first_slot_paragraph_in_a_crlf_template() -> None:
 
 def test_demos_go_before_the_heading_line_of_a_slot_in_the_first_paragraph_and_repeat_it() -> None:
     prompt = JudgePrompt.from_template("Rate this summary:\n{{summary}}\nScore: ").with_demos(
-        [Demo(item=Item(id="d", output="A demo."), score=2)])
+        [Demo(item=Item(id="d", output="A demo."), score=2)]
+    )
     body = prompt.render(Item(id="i", output="X"))[0].content
     assert body == "Examples:\n\nRate this summary:\nA demo.\nScore: 2\n\nRate this summary:\nX\nScore: "
 
 
 def test_demos_answer_in_the_templates_own_format() -> None:
-    text = ("Write feedback, then a score that is an integer between 1 and 5: "
-            "\"(feedback) [RESULT] (an integer number between 1 and 5)\"\n\n###Response to "
-            "evaluate:\n{response}\n\n###Feedback: ")
+    text = (
+        "Write feedback, then a score that is an integer between 1 and 5: "
+        '"(feedback) [RESULT] (an integer number between 1 and 5)"\n\n###Response to '
+        "evaluate:\n{response}\n\n###Feedback: "
+    )
     prompt = JudgePrompt.from_template(text).with_demos([Demo(item=Item(id="d", output="A demo."), score=4)])
     body = prompt.render(_item())[0].content
     assert "###Response to evaluate:\nA demo.\n[RESULT] 4" in body and "score: 4" not in body
 
 
 def test_the_answer_stub_is_where_the_judges_answer_starts() -> None:
-    geval = ("Coherence (1-5) - how well it flows.\n\nSummary:\n{{summary}}\n\n\nEvaluation Form (scores "
-             "ONLY):\n\n- Coherence:")
-    assert JudgePrompt.from_template(geval).answer_stub() == ("\nEvaluation Form (scores "
-                                                              "ONLY):\n\n- Coherence:")
-    prometheus = ("Give feedback, then \"[RESULT] N\".\n\n###Response to "
-                  "evaluate:\n{response}\n\n###Feedback: ")
+    geval = (
+        "Coherence (1-5) - how well it flows.\n\nSummary:\n{{summary}}\n\n\nEvaluation Form (scores "
+        "ONLY):\n\n- Coherence:"
+    )
+    assert JudgePrompt.from_template(geval).answer_stub() == (
+        "\nEvaluation Form (scores ONLY):\n\n- Coherence:"
+    )
+    prometheus = 'Give feedback, then "[RESULT] N".\n\n###Response to evaluate:\n{response}\n\n###Feedback: '
     assert JudgePrompt.from_template(prometheus).answer_stub() == "\n###Feedback: "
-    closing = "Response: {{response}}\n\nReply with one sentence, then a final line \"Score: N\"."
+    closing = 'Response: {{response}}\n\nReply with one sentence, then a final line "Score: N".'
     assert JudgePrompt.from_template(closing).answer_stub() == ""
     fmt = JudgePrompt.from_template(prometheus).format
     assert fmt.with_reasoning("none").reasoning == "none" and fmt.reasoning == "before"
 
 
 def test_scale_mentions_finds_every_statement_of_the_scales_ends() -> None:
-    text = ("Rate it on a scale of 1 to 5, where 5 is the highest and 1 being the worst. The lowest score is "
-            "1; 10 = best on the other scale. Item 5 of the list is long.")
-    found = [(text[m.span[0]:m.span[1]], m.end, m.value) for m in scale_mentions(text)]
-    assert found == [("1", "lo", 1.0), ("5", "hi", 5.0), ("5", "hi", 5.0), ("1", "lo", 1.0), ("1", "lo", 1.0),
-                     ("10", "hi", 10.0)]  # "Item 5" is not a statement of the scale
+    text = (
+        "Rate it on a scale of 1 to 5, where 5 is the highest and 1 being the worst. The lowest score is "
+        "1; 10 = best on the other scale. Item 5 of the list is long."
+    )
+    found = [(text[m.span[0] : m.span[1]], m.end, m.value) for m in scale_mentions(text)]
+    assert found == [
+        ("1", "lo", 1.0),
+        ("5", "hi", 5.0),
+        ("5", "hi", 5.0),
+        ("1", "lo", 1.0),
+        ("1", "lo", 1.0),
+        ("10", "hi", 10.0),
+    ]  # "Item 5" is not a statement of the scale

@@ -64,17 +64,40 @@ def test_every_payload_is_refused_when_the_template_is_read(payload: Payload, tm
 
 def test_the_corpus_covers_every_kind_of_attack() -> None:
     text = " ".join(p.jinja for p in PAYLOADS)
-    for form in ("cycler", "joiner", "namespace", "lipsum", "self", "config", "url_for", "|attr(", "|map(",
-                 ".format(", "format_map", "range(10 ** 9)", "* 10 ** 9", " ~ ", "**", "recursive", "macro",
-                 "include", "import", "extends"):
+    for form in (
+        "cycler",
+        "joiner",
+        "namespace",
+        "lipsum",
+        "self",
+        "config",
+        "url_for",
+        "|attr(",
+        "|map(",
+        ".format(",
+        "format_map",
+        "range(10 ** 9)",
+        "* 10 ** 9",
+        " ~ ",
+        "**",
+        "recursive",
+        "macro",
+        "include",
+        "import",
+        "extends",
+    ):
         assert form in text, form
     assert len(PAYLOADS) >= 40 and len(set(NAMES)) == len(NAMES)
 
 
 @pytest.mark.parametrize("command", sorted(TEMPLATE_COMMANDS))
 def test_every_command_that_reads_a_template_refuses_every_payload_in_one_line(
-        command: str, fixtures: Path, never_called: StubOpenAIServer, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    command: str,
+    fixtures: Path,
+    never_called: StubOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.delenv("MITIGATE_DEBUG", raising=False)
     marker = tmp_path / "pwned"
@@ -96,9 +119,11 @@ def test_every_command_that_reads_a_template_refuses_every_payload_in_one_line(
 
 def test_a_refusal_names_the_line_and_the_construct() -> None:
     text = "Rate from 1 to 5.\n{{ output }}\n{{ cycler.__init__.__globals__ }}\nScore:"
-    with pytest.raises(TemplateSandboxError,
-                       match=r"line 3: \{\{ cycler\.__init__\.__globals__ \}\} was refused: it "
-                                                   r"reads the attribute '__globals__'"):
+    with pytest.raises(
+        TemplateSandboxError,
+        match=r"line 3: \{\{ cycler\.__init__\.__globals__ \}\} was refused: it "
+        r"reads the attribute '__globals__'",
+    ):
         JudgePrompt.from_template(text)
 
 
@@ -111,19 +136,29 @@ def test_a_forbidden_construct_is_refused_even_in_a_branch_that_would_not_run() 
 
 
 def test_the_allowed_filters_tests_and_calls_work_in_the_sandbox() -> None:
-    text = ("{% for k, v in rubric.items() %}{{ loop.index }}. {{ k|upper }}: {{ v|default('-')|trim }}"
-            "{{ loop.cycle(';', '.') }}\n{% endfor %}"
-            "{% for i in range(lo, hi + 1) %}{{ i }}{% if not loop.last %}, {% endif %}{% endfor %}\n"
-            "{{ steps|join(' / ') }} {{ steps|length }} {{ steps|first }} {{ steps|last|title }}\n"
-            "{{ rubric|tojson }} {{ 3.5|round }} {{ '7'|int + 1 }} {{ [3, 1, 2]|sort|list }} {{ -4|abs }}\n"
-            "{{ 'x' ~ lo }} {{ lo is number }} {{ missing is defined }} {{ (note or 'none')|indent(2) }}"
-            "{{ ' and ' if lo > 0 }}{{ [1, 2]|max }}{{ 'long text'|truncate(4, true, '', 0) }}")
+    text = (
+        "{% for k, v in rubric.items() %}{{ loop.index }}. {{ k|upper }}: {{ v|default('-')|trim }}"
+        "{{ loop.cycle(';', '.') }}\n{% endfor %}"
+        "{% for i in range(lo, hi + 1) %}{{ i }}{% if not loop.last %}, {% endif %}{% endfor %}\n"
+        "{{ steps|join(' / ') }} {{ steps|length }} {{ steps|first }} {{ steps|last|title }}\n"
+        "{{ rubric|tojson }} {{ 3.5|round }} {{ '7'|int + 1 }} {{ [3, 1, 2]|sort|list }} {{ -4|abs }}\n"
+        "{{ 'x' ~ lo }} {{ lo is number }} {{ missing is defined }} {{ (note or 'none')|indent(2) }}"
+        "{{ ' and ' if lo > 0 }}{{ [1, 2]|max }}{{ 'long text'|truncate(4, true, '', 0) }}"
+    )
     rendered = SandboxedTemplate(text, undefined=jinja2.Undefined).render(
-        {"rubric": {"clear": "It is clear. ", "short": None}, "lo": 1, "hi": 3, "steps": ["read", "judge"],
-         "note": ""})
-    assert rendered == ("1. CLEAR: It is clear.;\n2. SHORT: None.\n1, 2, 3\nread / judge 2 read Judge\n"
-                        '{"clear": "It is clear. ", "short": null} 4.0 8 [1, 2, 3] 4\n'
-                        "x1 True False none and 2long")
+        {
+            "rubric": {"clear": "It is clear. ", "short": None},
+            "lo": 1,
+            "hi": 3,
+            "steps": ["read", "judge"],
+            "note": "",
+        }
+    )
+    assert rendered == (
+        "1. CLEAR: It is clear.;\n2. SHORT: None.\n1, 2, 3\nread / judge 2 read Judge\n"
+        '{"clear": "It is clear. ", "short": null} 4.0 8 [1, 2, 3] 4\n'
+        "x1 True False none and 2long"
+    )
 
 
 def test_the_allow_lists_are_short_and_named() -> None:
@@ -175,15 +210,26 @@ def _published_jinja() -> list[tuple[str, str, dict[str, Any]]]:
             text = path.read_text(encoding="utf-8")
             if "{%" in text or "{{" in text:
                 out.append((f"deepeval/{path.relative_to(root)}", text, {}))
-                out.append((f"deepeval/{path.relative_to(root)} with constants", text, {
-                    "score_range": (0, 10), "rubric": "1: poor. 10: excellent.",
-                    "evaluation_steps": "1. Check.",
-                    "multimodal": False, "_fragments": {"multimodal_input_rules": "Images count."}}))
+                out.append(
+                    (
+                        f"deepeval/{path.relative_to(root)} with constants",
+                        text,
+                        {
+                            "score_range": (0, 10),
+                            "rubric": "1: poor. 10: excellent.",
+                            "evaluation_steps": "1. Check.",
+                            "multimodal": False,
+                            "_fragments": {"multimodal_input_rules": "Images count."},
+                        },
+                    )
+                )
     from tests.prompt.test_template_corpus import MIRRORS
 
-    out += [(f"mirror/{name}", text, dict(hints.get("constants", {}))) for name,
-            (text, hints, _) in MIRRORS.items()
-            if "{%" in text or re.search(r"\{\{ \w+\[", text)]
+    out += [
+        (f"mirror/{name}", text, dict(hints.get("constants", {})))
+        for name, (text, hints, _) in MIRRORS.items()
+        if "{%" in text or re.search(r"\{\{ \w+\[", text)
+    ]
     return out
 
 
@@ -213,48 +259,59 @@ def test_deepevals_shipped_g_eval_template_reads_with_its_optional_names_left_ou
     if not path.is_file():
         pytest.skip("this deepeval ships no g_eval/templates/generate_evaluation_results.txt")
     with pytest.warns(Warning, match="_additional_context"):
-        prompt = JudgePrompt.from_template(path.read_text(encoding="utf-8"),
-                                           constants={"score_range": (1, 10),
-                                                      "evaluation_steps": "1. Check."})
+        prompt = JudgePrompt.from_template(
+            path.read_text(encoding="utf-8"),
+            constants={"score_range": (1, 10), "evaluation_steps": "1. Check."},
+        )
     assert (prompt.scale.min, prompt.scale.max) == (1, 10) and prompt.format.json_key == "score"
-    assert ("Additional Context" not in prompt.template_text()[0]
-            and "Rubric:" not in prompt.template_text()[0])
-
+    assert (
+        "Additional Context" not in prompt.template_text()[0] and "Rubric:" not in prompt.template_text()[0]
+    )
 
 
 def test_an_item_with_a_field_a_jinja_test_read_as_false_is_refused_not_judged_without_it() -> None:
     from mitigate import Item
 
     with pytest.warns(Warning, match="tests 'rubric'"):
-        prompt = JudgePrompt.from_template("{% if rubric %}Rubric: {{ rubric }}\n{% endif %}Rate {{ "
-                                           "output }} 1 to 5.")
+        prompt = JudgePrompt.from_template(
+            "{% if rubric %}Rubric: {{ rubric }}\n{% endif %}Rate {{ output }} 1 to 5."
+        )
     assert prompt.render(Item(id="a", output="X"))[0].content == "Rate X 1 to 5."
-    with pytest.raises(TemplateError,
-                       match=r"tests 'rubric'.*item 'b' has a field 'rubric'.*--const rubric="):
+    with pytest.raises(
+        TemplateError, match=r"tests 'rubric'.*item 'b' has a field 'rubric'.*--const rubric="
+    ):
         prompt.render(Item(id="b", output="X", inputs={"rubric": "Be strict."}))
 
 
-@pytest.mark.parametrize("demo_template", ["{output.__class__.__init__}", "{inputs[0]}", "{score:>999999999}",
-                                           "{output!r}", "{author}"])
+@pytest.mark.parametrize(
+    "demo_template",
+    ["{output.__class__.__init__}", "{inputs[0]}", "{score:>999999999}", "{output!r}", "{author}"],
+)
 def test_a_demo_template_fills_only_its_plain_named_fields(demo_template: str) -> None:
     prompt = JudgePrompt.from_template("Rate {{output}} from 1 to 5.")
     with pytest.raises(TemplateError, match="expected demo_template fields among"):
         JudgePrompt.model_validate({**prompt.model_dump(), "demo_template": demo_template})
 
 
-def test_a_hostile_system_template_is_refused_naming_both_files(fixtures: Path,
-                                                                never_called: StubOpenAIServer,
-                                                                 tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hostile_system_template_is_refused_naming_both_files(
+    fixtures: Path, never_called: StubOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     marker = tmp_path / "pwned"
     system = tmp_path / "system.txt"
-    system.write_text("You grade. {{ cycler.__init__.__globals__.os.system('touch " + str(marker) + "') }}",
-                      encoding="utf-8")
-    args = [*template_command("judge --dry-run", fixtures / "prompt.txt", fixtures, never_called.base_url),
-            "--system", str(system)]
+    system.write_text(
+        "You grade. {{ cycler.__init__.__globals__.os.system('touch " + str(marker) + "') }}",
+        encoding="utf-8",
+    )
+    args = [
+        *template_command("judge --dry-run", fixtures / "prompt.txt", fixtures, never_called.base_url),
+        "--system",
+        str(system),
+    ]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == EXIT_REFUSED and not marker.exists()
-    assert result.stderr.startswith(f"error: template --prompt {fixtures / 'prompt.txt'} (with "
-                                    f"--system {system}): "
-                                    "the template's Jinja at line 1")
+    assert result.stderr.startswith(
+        f"error: template --prompt {fixtures / 'prompt.txt'} (with "
+        f"--system {system}): "
+        "the template's Jinja at line 1"
+    )

@@ -103,8 +103,13 @@ async def test_batches_over_the_size_limits_are_split(provider, server, tmp_path
     assert_all_right(result, 25)
     assert [len(b["custom_ids"]) for b in server.batch.created] == [10, 10, 5]
     by_bytes = FAST.model_copy(update={"max_bytes": 1000})  # a line is 250-350 bytes: at most 3 per batch
-    result = await run(judge_for(lm), [Item(id=f"x{i}", output=f"t{i + 100}") for i in range(12)],
-                       journal=tmp_path / "j2.jsonl", progress=False, batch=by_bytes)
+    result = await run(
+        judge_for(lm),
+        [Item(id=f"x{i}", output=f"t{i + 100}") for i in range(12)],
+        journal=tmp_path / "j2.jsonl",
+        progress=False,
+        batch=by_bytes,
+    )
     sizes = [len(b["custom_ids"]) for b in server.batch.created[3:]]
     assert result.summary.ok == 12 and sum(sizes) == 12 and len(sizes) >= 4 and max(sizes) <= 3
     assert max(submissions(server).values()) == 1
@@ -137,9 +142,13 @@ async def test_failed_requests_are_item_errors_and_a_follow_up_batch_retries_the
         bad = [j for j in first.judgments if j.error]
         assert all("errored" in j.error for j in bad)
         tries.clear()
-        retried = await run(judge_for(lm), [Item(id=f"b{i}", output=f"t{i + 50}") for i in range(10)],
-                            journal=tmp_path / "b.jsonl", progress=False,
-                            batch=FAST.model_copy(update={"retry_failed": 1}))
+        retried = await run(
+            judge_for(lm),
+            [Item(id=f"b{i}", output=f"t{i + 50}") for i in range(10)],
+            journal=tmp_path / "b.jsonl",
+            progress=False,
+            batch=FAST.model_copy(update={"retry_failed": 1}),
+        )
         assert retried.summary.ok == 10
         assert [len(b["custom_ids"]) for b in s.batch.created[1:]] == [10, 3]  # the follow-up holds the three
         await lm.aclose()
@@ -156,8 +165,13 @@ async def test_non_retryable_failures_are_not_resent(tmp_path):
         judge = judge_for(lm)
         first_key = LMCache.make_key(lm.identity(), lm.model, judge.request(items(1)[0]).key())
         s.batch.fail = refuse
-        result = await run(judge, items(5), journal=tmp_path / "j.jsonl", progress=False,
-                           batch=FAST.model_copy(update={"retry_failed": 2}))
+        result = await run(
+            judge,
+            items(5),
+            journal=tmp_path / "j.jsonl",
+            progress=False,
+            batch=FAST.model_copy(update={"retry_failed": 2}),
+        )
         assert result.summary.errors == 1 and "HTTP 400" in (result.by_id()["it0"].error or "")
         assert len(s.batch.created) == 1
         await lm.aclose()
@@ -178,13 +192,15 @@ async def test_expired_requests_are_errors_then_retried_when_asked(provider, tmp
         await lm.aclose()
 
 
-def _intent(session_dir: Path, lm: Any, judge: PromptJudge, todo: list[Item]) -> tuple[BatchStore, Any, Any,
-                                                                                       list]:
+def _intent(
+    session_dir: Path, lm: Any, judge: PromptJudge, todo: list[Item]
+) -> tuple[BatchStore, Any, Any, list]:
     """Write an intent for ``todo``'s requests as the runner would (what a killed run leaves behind)."""
     store = BatchStore(session_dir)
     api = batch_api_for(lm)
-    pairs = [(LMCache.make_key(lm.identity(), lm.model, judge.request(it).key()), judge.request(it))
-             for it in todo]
+    pairs = [
+        (LMCache.make_key(lm.identity(), lm.model, judge.request(it).key()), judge.request(it)) for it in todo
+    ]
     groups = api.lines(pairs)
     lines = [line for _, ls in groups for line in ls]
     record = store.begin(api, pairs, len(lines))
@@ -231,7 +247,8 @@ async def test_compare_style_shared_session_puts_several_runs_in_one_batch(serve
 
     first, second = await asyncio.gather(
         run(judge_for(lm), items(6), journal=tmp_path / "a.jsonl", progress=False, batch=session),
-        run(other, items(6), journal=tmp_path / "b.jsonl", progress=False, batch=session))
+        run(other, items(6), journal=tmp_path / "b.jsonl", progress=False, batch=session),
+    )
     await session.aclose()
     assert first.summary.ok == 6 and second.summary.ok == 6
     assert [len(b["custom_ids"]) for b in server.batch.created] == [12]
@@ -242,10 +259,13 @@ async def test_anthropic_batches_mark_the_shared_demos_prefix_for_the_prompt_cac
     demos = [Demo(item=Item(id=f"d{k}", output="a worked example text " * 300), score=3) for k in range(2)]
     prompt = JudgePrompt.from_template(TEMPLATE).with_demos(demos)
     with StubOpenAIServer(latency=0.0, batch_latency=0.001, reply=reply) as s:
-        lm = wrap(AnthropicLM("claude-sonnet-4", base_url=s.url, api_key="k", cache_min_tokens=1024),
-                  cache=tmp_path / "c.sqlite")
-        result = await run(PromptJudge(prompt, lm), items(6), journal=tmp_path / "j.jsonl", progress=False,
-                           batch=FAST)
+        lm = wrap(
+            AnthropicLM("claude-sonnet-4", base_url=s.url, api_key="k", cache_min_tokens=1024),
+            cache=tmp_path / "c.sqlite",
+        )
+        result = await run(
+            PromptJudge(prompt, lm), items(6), journal=tmp_path / "j.jsonl", progress=False, batch=FAST
+        )
         assert result.summary.ok == 6
         usage = result.summary.usage
         assert usage.cache_write_tokens > 1024  # the first request writes the prefix ...
@@ -263,8 +283,9 @@ async def test_batch_mode_refuses_a_backend_without_a_batch_api(tmp_path):
         await run(openai_judge, items(1), progress=False, batch=True)
 
 
-KILL_CHILD = textwrap.dedent(
-    """
+KILL_CHILD = (
+    textwrap.dedent(
+        """
     import asyncio, json, re, sys
     from pathlib import Path
     from mitigate import Item, JudgePrompt, PromptJudge
@@ -283,7 +304,9 @@ KILL_CHILD = textwrap.dedent(
     result = asyncio.run(run(judge, items, journal=folder / "journal.jsonl", progress=False, batch=options))
     print(json.dumps({"ok": result.summary.ok, "errors": result.summary.errors}))
     """
-) % TEMPLATE
+    )
+    % TEMPLATE
+)
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
@@ -317,8 +340,9 @@ async def test_polling_that_keeps_failing_stops_the_run_with_the_error_and_keeps
     server = StubOpenAIServer(latency=0.0, batch_latency=0.05, reply=reply).start()
     lm = wrap(backend("openai", server), cache=tmp_path / "c.sqlite")
     options = FAST.model_copy(update={"transient_retries": 2, "poll_interval": 0.01})
-    task = asyncio.ensure_future(run(judge_for(lm), items(5), journal=tmp_path / "run" / "j.jsonl",
-                                     progress=False, batch=options))
+    task = asyncio.ensure_future(
+        run(judge_for(lm), items(5), journal=tmp_path / "run" / "j.jsonl", progress=False, batch=options)
+    )
     while not server.batch.created:
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
@@ -342,12 +366,15 @@ async def test_circuit_breaker_stops_a_batch_run_whose_every_request_is_refused(
     with StubOpenAIServer(latency=0.0, batch_latency=0.001, reply=reply, batch_fail=no_such_model) as s:
         lm = wrap(backend(provider, s), cache=tmp_path / "c.sqlite")
         with pytest.raises(RunStoppedError, match="3 failed judgments in a row") as info:
-            await run(judge_for(lm), items(12), journal=tmp_path / "run" / "j.jsonl", progress=False,
-                      batch=FAST)
+            await run(
+                judge_for(lm), items(12), journal=tmp_path / "run" / "j.jsonl", progress=False, batch=FAST
+            )
         # no warm-up in batch mode: all twelve requests went out in one batch, none resent
         assert [len(b["custom_ids"]) for b in s.batch.created] == [12]
         result = info.value.result  # type: ignore[attr-defined]
         assert result.summary.ok == 0 and 3 <= result.summary.errors <= 12
-        assert all(("HTTP 404" if provider == "openai" else "not_found_error") in (j.error or "")
-                   for j in result.judgments)
+        assert all(
+            ("HTTP 404" if provider == "openai" else "not_found_error") in (j.error or "")
+            for j in result.judgments
+        )
         await lm.aclose()

@@ -57,9 +57,11 @@ class CountingLM(LM):
         text = request.messages[-1].content
         if any(f"Text: {i}\n" in text for i in self.fail_ids):
             raise LMCallError("server said no")
-        return LMResponse(choices=(Choice(text="Score: 4"),),
-                          usage=Usage(prompt_tokens=10, completion_tokens=2),
-                          cost_usd=0.001)
+        return LMResponse(
+            choices=(Choice(text="Score: 4"),),
+            usage=Usage(prompt_tokens=10, completion_tokens=2),
+            cost_usd=0.001,
+        )
 
 
 def _items(n: int) -> list[Item]:
@@ -104,8 +106,9 @@ async def test_half_written_last_journal_line_is_discarded_and_redone(tmp_path: 
 
 async def test_failed_calls_are_recorded_as_errors_and_retried_on_resume(tmp_path: Path) -> None:
     journal = tmp_path / "journal.jsonl"
-    result = await run(_judge(CountingLM(fail_ids=frozenset({"t2"}))), _items(4), journal=journal,
-                       progress=False)
+    result = await run(
+        _judge(CountingLM(fail_ids=frozenset({"t2"}))), _items(4), journal=journal, progress=False
+    )
     bad = result.by_id()["it2"]
     assert bad.error is not None and "server said no" in bad.error and bad.scores == {}
     assert result.summary.errors == 1
@@ -176,8 +179,14 @@ def test_run_killed_with_sigkill_resumes_without_losing_or_duplicating(tmp_path:
         done_before += 1
     assert 20 <= done_before < 300, "the kill must land mid-run"
     calls.write_text("")
-    out = subprocess.run([sys.executable, str(script), str(journal), str(calls)], env=env,
-                         capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run(
+        [sys.executable, str(script), str(journal), str(calls)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     assert out.stdout.strip() == "300"
     ids = [json.loads(ln)["item_id"] for ln in journal.read_text().splitlines()[1:]]
     assert sorted(ids) == sorted(f"it{i}" for i in range(300))  # every item exactly once
@@ -269,8 +278,12 @@ async def test_stop_after_zero_never_stops() -> None:
 async def test_unreachable_server_or_too_long_retry_after_stop_after_the_first_wave() -> None:
     refused = ScriptedLM(lambda n: TransientLMError("connection failed: refused", reason="connection"))
     with pytest.raises(RunStoppedError, match="could not connect on any of 3 attempts"):
-        await run(_judge(RetryingLM(refused, RetryPolicy(jitter=False, base_delay=0.0))), _items(50),
-                  concurrency=8, progress=False)
+        await run(
+            _judge(RetryingLM(refused, RetryPolicy(jitter=False, base_delay=0.0))),
+            _items(50),
+            concurrency=8,
+            progress=False,
+        )
     # the first wave (stop_after = 3 items) makes 3 attempts each, then it stops
     assert refused.calls <= 3 * 3
     busy = ScriptedLM(lambda n: TransientLMError("rate limited", status=429, retry_after=3600))
@@ -282,8 +295,12 @@ async def test_unreachable_server_or_too_long_retry_after_stop_after_the_first_w
 async def test_every_attempt_failing_with_the_same_5xx_stops_after_three_items() -> None:
     down = ScriptedLM(lambda n: TransientLMError("HTTP 500", status=500))
     with pytest.raises(RunStoppedError, match="every one of 2 attempts failed"):
-        await run(_judge(RetryingLM(down, RetryPolicy(max_attempts=2, base_delay=0.0, jitter=False))),
-                  _items(50), concurrency=8, progress=False)
+        await run(
+            _judge(RetryingLM(down, RetryPolicy(max_attempts=2, base_delay=0.0, jitter=False))),
+            _items(50),
+            concurrency=8,
+            progress=False,
+        )
     assert down.calls == 6
 
 
@@ -314,9 +331,18 @@ async def test_a_slot_no_item_can_fill_is_refused_before_the_first_call() -> Non
 # ---------------------------------------------------------------- damaged journals and shared run folders
 
 
-@pytest.mark.parametrize("tail",
-                         [b"\n", b"\n\n\n", b"   \n", b"\xff\xfe not utf-8\n", b'{"item_id": "it9", "scor\n',
-                                  b'{"valid": "json", "but": "not a judgment"}\n', b'{"item_id": "it3", "sc'])
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"\n",
+        b"\n\n\n",
+        b"   \n",
+        b"\xff\xfe not utf-8\n",
+        b'{"item_id": "it9", "scor\n',
+        b'{"valid": "json", "but": "not a judgment"}\n',
+        b'{"item_id": "it3", "sc',
+    ],
+)
 async def test_damaged_or_blank_trailing_journal_lines_are_trimmed_and_redone(tail, tmp_path) -> None:
     journal = tmp_path / "journal.jsonl"
     await run(_judge(CountingLM()), _items(4), journal=journal, progress=False)
@@ -337,8 +363,9 @@ async def test_unreadable_line_followed_by_good_ones_names_the_line(tmp_path) ->
     lines = journal.read_bytes().splitlines(keepends=True)
     lines[2] = b"\xff garbage\n"
     journal.write_bytes(b"".join(lines))
-    with pytest.raises(DataError,
-                       match=r"journal.jsonl:3: expected a judgment; got an unreadable line \(not UTF-8\)"):
+    with pytest.raises(
+        DataError, match=r"journal.jsonl:3: expected a judgment; got an unreadable line \(not UTF-8\)"
+    ):
         await run(_judge(CountingLM()), _items(4), journal=journal, progress=False)
 
 
@@ -373,8 +400,12 @@ HOLD_LOCK = textwrap.dedent(
 async def test_a_second_process_on_the_same_journal_is_refused_at_once(tmp_path) -> None:
     journal = tmp_path / "journal.jsonl"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(RunLock.for_journal(journal).path)],
-                              env=env, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(RunLock.for_journal(journal).path)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         lm = CountingLM()
@@ -392,10 +423,18 @@ async def test_run_lock_is_reentrant_within_a_process_and_released_by_the_last_h
     journal = tmp_path / "journal.jsonl"
     with RunLock.for_journal(journal):  # what the CLI does around a run
         await run(_judge(CountingLM()), _items(2), journal=journal, progress=False)
-    probe = subprocess.run([sys.executable, "-c", HOLD_LOCK.replace("time.sleep(30)", "pass"),
-                            str(RunLock.for_journal(journal).path)],
-                           env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
-                           timeout=60)
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            HOLD_LOCK.replace("time.sleep(30)", "pass"),
+            str(RunLock.for_journal(journal).path),
+        ],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert probe.stdout.strip() == "locked", probe.stderr
 
 
@@ -440,7 +479,8 @@ async def test_an_lm_that_answered_before_and_is_refused_now_still_stops_the_run
 
 
 async def test_stored_items_are_counted_as_they_are_served_not_after_the_items_ahead_that_need_calls(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     from mitigate import strategies as S
     from mitigate.lm import CachedLM, FakeLM, LMCache
     from mitigate.run import _runner as runner

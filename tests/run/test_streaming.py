@@ -37,8 +37,11 @@ class ScoreLM(LM):
         text = request.messages[-1].content
         number = int(text.split("Text: t", 1)[1].split("\n", 1)[0])
         await asyncio.sleep(self.delay.get(f"t{number}", 0.0))
-        return LMResponse(choices=(Choice(text=f"Score: {1 + number % 5}"),),
-                          usage=Usage(prompt_tokens=10, completion_tokens=2), cost_usd=0.001)
+        return LMResponse(
+            choices=(Choice(text=f"Score: {1 + number % 5}"),),
+            usage=Usage(prompt_tokens=10, completion_tokens=2),
+            cost_usd=0.001,
+        )
 
 
 def _items(n: int) -> list[Item]:
@@ -108,7 +111,8 @@ async def test_resumed_judgments_are_read_back_from_the_journal_in_their_place(t
 
 
 async def test_ids_that_share_a_journal_key_are_judged_again_never_given_anothers_judgment(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(journal_module, "id_hash", lambda item_id: 7)  # every id shares one key
     journal = tmp_path / "j.jsonl"
     await run(_judge(ScoreLM()), _items(5), journal=journal, progress=False)
@@ -122,9 +126,12 @@ async def test_ids_that_share_a_journal_key_are_judged_again_never_given_another
 def test_journal_index_keeps_the_last_line_of_each_item(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     good = Judgment(item_id="a", scores={"score": 2.0})
-    lines = [{"journal": 1, "judge": "fp"}, good.model_dump(mode="json"),
-             Judgment(item_id="b", scores={"score": 3.0}).model_dump(mode="json"),
-             Judgment(item_id="b", error="LMCallError: no").model_dump(mode="json")]
+    lines = [
+        {"journal": 1, "judge": "fp"},
+        good.model_dump(mode="json"),
+        Judgment(item_id="b", scores={"score": 3.0}).model_dump(mode="json"),
+        Judgment(item_id="b", error="LMCallError: no").model_dump(mode="json"),
+    ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     jr = Journal(path, "fp")
     try:
@@ -138,9 +145,13 @@ def test_tally_counts_what_a_summary_of_the_judgments_says() -> None:
     judgments = [
         Judgment(item_id="a", scores={"s": 3.0}, calls=1, usage=Usage(prompt_tokens=5), cost_usd=0.5),
         Judgment(item_id="b", error="LMCallError: refused"),
-        Judgment(item_id="c", scores={"s": None},
-                 failures=(ParseFailure(criterion="s", raw="x", reason="no score"),),
-                 cached_calls=1, cost_usd=None),
+        Judgment(
+            item_id="c",
+            scores={"s": None},
+            failures=(ParseFailure(criterion="s", raw="x", reason="no score"),),
+            cached_calls=1,
+            cost_usd=None,
+        ),
     ]
     tally = Tally()
     for j in judgments:
@@ -156,16 +167,28 @@ def test_tally_counts_what_a_summary_of_the_judgments_says() -> None:
 
 
 def _bench_file(path: Path, rows: list[dict]) -> Path:
-    path.write_text(json.dumps({"benchmark": {"name": "b", "scale": [1, 5]}}) + "\n"
-                    + "".join(json.dumps(r) + "\n" for r in rows))
+    path.write_text(
+        json.dumps({"benchmark": {"name": "b", "scale": [1, 5]}})
+        + "\n"
+        + "".join(json.dumps(r) + "\n" for r in rows)
+    )
     return path
 
 
 @pytest.mark.parametrize("limit", [0, 1, 4, 7])
-def test_a_scanned_file_gives_the_items_a_loaded_one_gives_in_document_order(tmp_path: Path,
-                                                                             limit: int) -> None:
-    rows = [{"id": f"x{i}", "doc_id": f"d{(i * 5) % 3}", "system": f"S{i % 2}", "output": f"o{i}",
-             "human": {"flu": 1 + i % 5}} for i in range(10)]  # documents interleaved: the order groups them
+def test_a_scanned_file_gives_the_items_a_loaded_one_gives_in_document_order(
+    tmp_path: Path, limit: int
+) -> None:
+    rows = [
+        {
+            "id": f"x{i}",
+            "doc_id": f"d{(i * 5) % 3}",
+            "system": f"S{i % 2}",
+            "output": f"o{i}",
+            "human": {"flu": 1 + i % 5},
+        }
+        for i in range(10)
+    ]  # documents interleaved: the order groups them
     path = _bench_file(tmp_path / "b.jsonl", rows)
     streamed = scan_jsonl(path, limit)
     loaded = load_jsonl(path)
@@ -224,7 +247,8 @@ async def test_the_columns_read_back_as_the_frame_of_the_run_result(tmp_path: Pa
     columns = Columns(tmp_path / "r.sqlite")
     try:
         expected = type(result)(judgments=tuple(judgments), summary=result.summary).to_pandas(
-            [*items, Item(id="it7", output="t7")], criterion="score")
+            [*items, Item(id="it7", output="t7")], criterion="score"
+        )
         pd.testing.assert_frame_equal(columns.to_pandas(criterion="score"), expected)
         assert columns.column("score")[:7].tolist() == [1.0 + i % 5 for i in range(7)]
         assert len(columns) == 8 and columns.column("ok").tolist() == [1.0] * 7 + [0.0]
@@ -266,18 +290,39 @@ def test_open_output_puts_the_file_in_place_only_when_its_block_ends(tmp_path: P
 
 
 def _cli_bench(tmp_path: Path, n: int) -> list[str]:
-    rows = [{"id": f"x{i}", "doc_id": f"d{i % 2}", "inputs": {"source": f"Article {i}."},
-             "output": f"Summary {i}.",
-             "human": {"fluency": 1.0 + i % 5}} for i in range(n)]
+    rows = [
+        {
+            "id": f"x{i}",
+            "doc_id": f"d{i % 2}",
+            "inputs": {"source": f"Article {i}."},
+            "output": f"Summary {i}.",
+            "human": {"fluency": 1.0 + i % 5},
+        }
+        for i in range(n)
+    ]
     (tmp_path / "bench.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (tmp_path / "prompt.txt").write_text("Rate the fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: "
-                                         "{{summary}}\n\nScore:")
-    return ["judge", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "fluency", "--prompt",
-            str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model", "-n", "0", "--no-progress"]
+    (tmp_path / "prompt.txt").write_text(
+        "Rate the fluency from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
+    )
+    return [
+        "judge",
+        "-b",
+        f"jsonl:{tmp_path / 'bench.jsonl'}",
+        "-c",
+        "fluency",
+        "--prompt",
+        str(tmp_path / "prompt.txt"),
+        "--backend",
+        "openai:stub-model",
+        "-n",
+        "0",
+        "--no-progress",
+    ]
 
 
-def test_judge_writes_out_and_the_columns_in_item_order(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_judge_writes_out_and_the_columns_in_item_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from typer.testing import CliRunner
 
     from mitigate.cli import app
@@ -286,9 +331,20 @@ def test_judge_writes_out_and_the_columns_in_item_order(tmp_path: Path,
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     args = _cli_bench(tmp_path, 6)
     with StubOpenAIServer(latency=0.0, reply="Score: 2") as server:
-        result = CliRunner().invoke(app,
-                                    [*args, "--base-url", server.base_url, "--run-dir", str(tmp_path / "run"),
-                                          "--out", str(tmp_path / "out.jsonl"), "--concurrency", "3"])
+        result = CliRunner().invoke(
+            app,
+            [
+                *args,
+                "--base-url",
+                server.base_url,
+                "--run-dir",
+                str(tmp_path / "run"),
+                "--out",
+                str(tmp_path / "out.jsonl"),
+                "--concurrency",
+                "3",
+            ],
+        )
     assert result.exit_code == 0, result.output
     order = ["x0", "x2", "x4", "x1", "x3", "x5"]  # document by document
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
@@ -302,7 +358,8 @@ def test_judge_writes_out_and_the_columns_in_item_order(tmp_path: Path,
 
 
 def test_an_out_that_cannot_be_written_lets_the_run_finish_and_exits_1_naming_the_journal(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from typer.testing import CliRunner
 
     from mitigate.cli import app
@@ -313,9 +370,10 @@ def test_an_out_that_cannot_be_written_lets_the_run_finish_and_exits_1_naming_th
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     args = _cli_bench(tmp_path, 4)
     with StubOpenAIServer(latency=0.0, reply="Score: 2") as server:
-        result = CliRunner().invoke(app,
-                                    [*args, "--base-url", server.base_url, "--run-dir", str(tmp_path / "run"),
-                                          "--out", "/dev/full"])
+        result = CliRunner().invoke(
+            app,
+            [*args, "--base-url", server.base_url, "--run-dir", str(tmp_path / "run"), "--out", "/dev/full"],
+        )
         calls = server.request_count
     assert result.exit_code == 1
     journal = tmp_path / "run" / "journal.jsonl"
@@ -326,8 +384,9 @@ def test_an_out_that_cannot_be_written_lets_the_run_finish_and_exits_1_naming_th
     assert json.loads((tmp_path / "run" / "results.json").read_text())["summary"]["ok"] == 4
 
 
-def test_a_stopped_run_leaves_out_and_the_columns_as_they_were(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stopped_run_leaves_out_and_the_columns_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from typer.testing import CliRunner
 
     from mitigate.cli import app
@@ -337,9 +396,18 @@ def test_a_stopped_run_leaves_out_and_the_columns_as_they_were(tmp_path: Path,
     args = _cli_bench(tmp_path, 5)
     (tmp_path / "out.jsonl").write_text("before\n")
     with StubOpenAIServer(latency=0.0, fail_first=100, fail_status=401) as server:
-        result = CliRunner().invoke(app,
-                                    [*args, "--base-url", server.base_url, "--run-dir", str(tmp_path / "run"),
-                                          "--out", str(tmp_path / "out.jsonl")])
+        result = CliRunner().invoke(
+            app,
+            [
+                *args,
+                "--base-url",
+                server.base_url,
+                "--run-dir",
+                str(tmp_path / "run"),
+                "--out",
+                str(tmp_path / "out.jsonl"),
+            ],
+        )
     assert result.exit_code == 1 and "run stopped" in result.stderr
     assert (tmp_path / "out.jsonl").read_text() == "before\n"
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["journal.jsonl", "journal.jsonl.lock"]
@@ -350,8 +418,12 @@ def test_recorded_rows_are_read_one_at_a_time(tmp_path: Path) -> None:
     from mitigate.data._recorded import RecordedRows
 
     path = tmp_path / "rec.jsonl"
-    rows = [{"recorded": {"scale": [1, 5]}}, {"item_id": "a", "judge": "j", "criterion": "c", "score": 4},
-            {"item_id": "b", "judge": "j", "criterion": "c", "score": 2}, {"item_id": "c", "judge": "j"}]
+    rows = [
+        {"recorded": {"scale": [1, 5]}},
+        {"item_id": "a", "judge": "j", "criterion": "c", "score": 4},
+        {"item_id": "b", "judge": "j", "criterion": "c", "score": 2},
+        {"item_id": "c", "judge": "j"},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     reader = RecordedRows(path)
     first = next(iter(reader))  # the bad fourth line is not read yet

@@ -39,9 +39,13 @@ def _reply() -> Callable[[dict[str, Any]], str]:
         if "[[ ## " in system:  # a DSPy-formatted request (MIPROv2's proposer): fill every output field
             outputs = system.split("Your output fields are:")[1].split("All interactions")[0]
             fields = FIELD_RE.findall(outputs)
-            return "".join(f"[[ ## {name} ## "
-                           f"]]\n{'1' if kind in ('float', 'int') else 'Judge with care.'}\n\n"
-                           for name, kind in fields) + "[[ ## completed ## ]]"
+            return (
+                "".join(
+                    f"[[ ## {name} ## ]]\n{'1' if kind in ('float', 'int') else 'Judge with care.'}\n\n"
+                    for name, kind in fields
+                )
+                + "[[ ## completed ## ]]"
+            )
         ids = ID_RE.findall(messages[-1]["content"])
         query, demos = ids[-1], set(ids[:-1])
         h = human[query]
@@ -63,8 +67,9 @@ def _judge(server: StubOpenAIServer) -> PromptJudge:
 
 def test_labeled_few_shot_demos_map_back_to_demo_objects_with_human_scores(server):
     split = _split()
-    result = dspy_search(_judge(server), split, optimizer="labeled", k=2, budget=100, seed=5, n_boot=0,
-                         progress=False)
+    result = dspy_search(
+        _judge(server), split, optimizer="labeled", k=2, budget=100, seed=5, n_boot=0, progress=False
+    )
     # LabeledFewShot samples with its own fixed Random(0) from the train split we shuffled with the seed
     shuffled = list(split.train)
     random.Random(5).shuffle(shuffled)
@@ -83,8 +88,9 @@ def test_labeled_few_shot_demos_map_back_to_demo_objects_with_human_scores(serve
 
 def test_bootstrap_random_search_runs_and_ranks_candidates_from_the_cache(server):
     split = _split()
-    result = dspy_search(_judge(server), split, optimizer="bootstrap-rs", k=2, budget=120, n_boot=0,
-                         progress=False)
+    result = dspy_search(
+        _judge(server), split, optimizer="bootstrap-rs", k=2, budget=120, n_boot=0, progress=False
+    )
     assert result.engine == "dspy-bootstrap-rs" and result.meta["num_candidate_programs"] >= 1
     assert result.calls_search <= 120
     candidates = result.trials[1:]
@@ -97,18 +103,29 @@ def test_bootstrap_random_search_runs_and_ranks_candidates_from_the_cache(server
 
 
 def test_bootstrap_random_search_stops_at_the_budget(server):
-    result = dspy_search(_judge(server), _split(), optimizer="bootstrap-rs", k=2, budget=40, n_boot=0,
-                         progress=False)
+    result = dspy_search(
+        _judge(server), _split(), optimizer="bootstrap-rs", k=2, budget=40, n_boot=0, progress=False
+    )
     assert result.stopped == "budget" and result.calls_search <= 40
     assert result.meta["calls_refused_in_dspy"] > 0
 
 
 def test_mipro_runs_offline_with_a_prompt_model_on_the_stub(server):
-    prompt_model = dspy.LM("openai/stub", api_base=server.base_url, api_key="sk-test", cache=False,
-                           num_retries=0)
-    result = dspy_search(_judge(server), _split(), optimizer="mipro", k=2, budget=80,
-                         prompt_model=prompt_model,
-                         num_candidates=2, num_trials=2, n_boot=0, progress=False)
+    prompt_model = dspy.LM(
+        "openai/stub", api_base=server.base_url, api_key="sk-test", cache=False, num_retries=0
+    )
+    result = dspy_search(
+        _judge(server),
+        _split(),
+        optimizer="mipro",
+        k=2,
+        budget=80,
+        prompt_model=prompt_model,
+        num_candidates=2,
+        num_trials=2,
+        n_boot=0,
+        progress=False,
+    )
     assert result.engine == "dspy-mipro" and result.meta["num_trials"] == 2
     assert result.meta["prompt_model_calls"] >= 1
     assert result.calls_search <= 80
@@ -116,14 +133,24 @@ def test_mipro_runs_offline_with_a_prompt_model_on_the_stub(server):
 
 
 def test_mipro_borrows_the_dspy_lm_of_the_judge_backend(server):
-    result = dspy_search(_judge(server), _split(), optimizer="mipro", k=1, budget=60, num_candidates=2,
-                         num_trials=1, n_boot=0, progress=False)
+    result = dspy_search(
+        _judge(server),
+        _split(),
+        optimizer="mipro",
+        k=1,
+        budget=60,
+        num_candidates=2,
+        num_trials=1,
+        n_boot=0,
+        progress=False,
+    )
     assert result.meta["prompt_model_calls"] >= 1
 
 
 def test_search_entry_point_dispatches_to_dspy(server):
-    result = search(_judge(server), _split(), engine="dspy-labeled", k=[2], budget=60, n_boot=0,
-                    progress=False)
+    result = search(
+        _judge(server), _split(), engine="dspy-labeled", k=[2], budget=60, n_boot=0, progress=False
+    )
     assert result.engine == "dspy-labeled" and len(result.best.demo_ids) in (0, 2)
 
 
@@ -155,17 +182,38 @@ def test_cli_search_runs_the_dspy_engine(server, tmp_path, monkeypatch):
 
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     split = _split()
-    rows = [{"id": it.id, "output": it.output, "human": it.human}
-            for it in (*split.train, *split.dev, *split.test)]
+    rows = [
+        {"id": it.id, "output": it.output, "human": it.human}
+        for it in (*split.train, *split.dev, *split.test)
+    ]
     (tmp_path / "bench.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "prompt.txt").write_text(PROMPT)
     out = tmp_path / "spec.json"
-    result = CliRunner().invoke(app, [
-        "search", "-b", f"jsonl:{tmp_path / 'bench.jsonl'}", "-c", "coherence", "--prompt",
-        str(tmp_path / "prompt.txt"),
-        "--backend", "openai:stub", "--base-url", server.base_url, "--engine", "dspy-labeled", "--budget",
-        "60",
-        "--n-boot", "0", "--no-progress", "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "search",
+            "-b",
+            f"jsonl:{tmp_path / 'bench.jsonl'}",
+            "-c",
+            "coherence",
+            "--prompt",
+            str(tmp_path / "prompt.txt"),
+            "--backend",
+            "openai:stub",
+            "--base-url",
+            server.base_url,
+            "--engine",
+            "dspy-labeled",
+            "--budget",
+            "60",
+            "--n-boot",
+            "0",
+            "--no-progress",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     saved = json.loads(out.read_text())
     assert saved["search"]["engine"] == "dspy-labeled" and saved["search"]["calls_search"] <= 60

@@ -126,8 +126,9 @@ def test_a_request_repeated_within_a_search_counts_once():
 def test_greedy_search_adds_the_demo_that_helps_most_at_each_step():
     split = _split()
     fake = scripted(split)
-    result = search(_judge(fake), split, engine="greedy", k=2, budget=400, n_candidates=6, n_boot=0,
-                    progress=False)
+    result = search(
+        _judge(fake), split, engine="greedy", k=2, budget=400, n_candidates=6, n_boot=0, progress=False
+    )
     assert set(result.best.demo_ids) == GOOD
     # step 1 tries the 6 candidates alone; step 2 adds each of the 5 others to the best single one
     assert len(result.trials) == 1 + 6 + 5
@@ -168,8 +169,16 @@ def test_consistency_term_wraps_the_judge_in_a_perturbation_probe():
     split = _split()
     fake = scripted(split)
     objective = Objective(consistency_weight=0.5)
-    result = search(_judge(fake), split, budget=30, objective=objective, max_trials=1, n_boot=0,
-                    probe=PerturbationProbe(kind="order", n=1), progress=False)
+    result = search(
+        _judge(fake),
+        split,
+        budget=30,
+        objective=objective,
+        max_trials=1,
+        n_boot=0,
+        probe=PerturbationProbe(kind="order", n=1),
+        progress=False,
+    )
     # one perturbed child per item: 2 calls per dev item
     assert result.trials[0].calls == 2 * len(split.dev)
     assert result.baseline_dev.consistency is not None
@@ -197,32 +206,55 @@ class LengthLM(FakeLM):
 def test_unfitted_highest_rs_is_fitted_on_the_train_split_within_the_budget():
     split = _split()
     fake = scripted(split)
-    result = search(_judge(fake), split, selectors=[HighestRS()], likelihood=LengthLM([]), budget=100,
-                    n_boot=0,
-                    progress=False)
+    result = search(
+        _judge(fake),
+        split,
+        selectors=[HighestRS()],
+        likelihood=LengthLM([]),
+        budget=100,
+        n_boot=0,
+        progress=False,
+    )
     assert len(result.trials) == 2 and result.trials[1].selector == "highest-rs"
     assert result.calls_search == 10 + 6 + 10  # baseline on dev, the train split judged for US, the candidate
     human = _human(split)
-    expected = HighestRS().fit(
-        list(split.train), criterion="coherence", ls={it.id: -float(len(it.output)) for it in split.train},
-        judge_scores={it.id: 6 - human[it.id] for it in split.train}).select(2)
+    expected = (
+        HighestRS()
+        .fit(
+            list(split.train),
+            criterion="coherence",
+            ls={it.id: -float(len(it.output)) for it in split.train},
+            judge_scores={it.id: 6 - human[it.id] for it in split.train},
+        )
+        .select(2)
+    )
     assert list(result.trials[1].demo_ids) == [d.item.id for d in expected]
 
 
 def test_bias_term_needs_ls_and_uses_it():
     split = _split()
     with pytest.raises(ConfigError, match="needs LS"):
-        search(_judge(scripted(split)), split, objective=Objective(bias_weight=1.0), budget=50,
-               progress=False)
+        search(
+            _judge(scripted(split)), split, objective=Objective(bias_weight=1.0), budget=50, progress=False
+        )
     ls = {it.id: -float(i) for i, it in enumerate((*split.dev, *split.test))}
-    result = search(_judge(scripted(split)), split, objective=Objective(bias_weight=1.0), ls=ls, budget=40,
-                    max_trials=2, n_boot=0, progress=False)
+    result = search(
+        _judge(scripted(split)),
+        split,
+        objective=Objective(bias_weight=1.0),
+        ls=ls,
+        budget=40,
+        max_trials=2,
+        n_boot=0,
+        progress=False,
+    )
     assert result.baseline_dev.bias is not None and math.isfinite(result.baseline_dev.bias.value)
 
 
 def test_split_items_is_seeded_grouped_and_disjoint():
-    items = [Item(id=f"x{i}", doc_id=f"doc{i // 3}", output="t", human={"c": float(i % 5)})
-             for i in range(30)]
+    items = [
+        Item(id=f"x{i}", doc_id=f"doc{i // 3}", output="t", human={"c": float(i % 5)}) for i in range(30)
+    ]
     a = split_items(items, seed=1, criterion="c")
     b = split_items(items, seed=1, criterion="c")
     assert a == b and a != split_items(items, seed=2, criterion="c")
@@ -244,8 +276,9 @@ async def test_asearch_runs_inside_an_event_loop_and_search_refuses_to():
 def test_selectors_default_to_random_and_stratified_and_unknown_engine_errors():
     split = _split()
     result = search(_judge(scripted(split)), split, budget=30, n_boot=0, progress=False)
-    assert (result.meta["selectors"][0].startswith("random")
-            and result.meta["selectors"][1].startswith("stratified"))
+    assert result.meta["selectors"][0].startswith("random") and result.meta["selectors"][1].startswith(
+        "stratified"
+    )
     with pytest.raises(ConfigError, match="'engine' parameter of search"):
         search(_judge(scripted(split)), split, engine="annealing", progress=False)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="'k' parameter of search"):
@@ -259,8 +292,10 @@ def test_selectors_default_to_random_and_stratified_and_unknown_engine_errors():
 
 def _write_bench(tmp_path: Path) -> Path:
     split = _split()
-    rows = [{"id": it.id, "output": it.output, "human": it.human}
-            for it in (*split.train, *split.dev, *split.test)]
+    rows = [
+        {"id": it.id, "output": it.output, "human": it.human}
+        for it in (*split.train, *split.dev, *split.test)
+    ]
     path = tmp_path / "bench.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "prompt.txt").write_text(PROMPT)
@@ -284,10 +319,36 @@ def test_cli_search_writes_a_spec_that_judge_pipeline_loads(tmp_path, monkeypatc
     bench = _write_bench(tmp_path)
     spec = tmp_path / "spec.json"
     with StubOpenAIServer(latency=0.0, reply=_server_reply(_split())) as server:
-        common = ["-b", f"jsonl:{bench}", "-c", "coherence", "--prompt", str(tmp_path / "prompt.txt"),
-                  "--backend", "openai:stub-model", "--base-url", server.base_url, "--no-progress"]
-        found = CliRunner().invoke(app, ["search", *common, "--budget", "400", "--splits", "0.25,0.4,0.35",
-                                         "--seed", "3", "--n-boot", "50", "--out", str(spec)])
+        common = [
+            "-b",
+            f"jsonl:{bench}",
+            "-c",
+            "coherence",
+            "--prompt",
+            str(tmp_path / "prompt.txt"),
+            "--backend",
+            "openai:stub-model",
+            "--base-url",
+            server.base_url,
+            "--no-progress",
+        ]
+        found = CliRunner().invoke(
+            app,
+            [
+                "search",
+                *common,
+                "--budget",
+                "400",
+                "--splits",
+                "0.25,0.4,0.35",
+                "--seed",
+                "3",
+                "--n-boot",
+                "50",
+                "--out",
+                str(spec),
+            ],
+        )
         assert found.exit_code == 0, found.output
         assert "test  winner" in found.stdout and spec.is_file()
         assert spec.with_suffix(".png").is_file()  # the search plot beside the spec
@@ -295,9 +356,9 @@ def test_cli_search_writes_a_spec_that_judge_pipeline_loads(tmp_path, monkeypatc
         assert saved["search"]["calls_search"] <= 400
         demo_ids = saved["search"]["demo_ids"]
         server.reset()
-        judged = CliRunner().invoke(app,
-                                    ["judge", *common, "--limit", "2", "--pipeline", f"@{spec}",
-                                     "--no-cache"])
+        judged = CliRunner().invoke(
+            app, ["judge", *common, "--limit", "2", "--pipeline", f"@{spec}", "--no-cache"]
+        )
         assert judged.exit_code == 0, judged.output
         assert server.request_count == 2
         for body in server.bodies:
@@ -306,28 +367,90 @@ def test_cli_search_writes_a_spec_that_judge_pipeline_loads(tmp_path, monkeypatc
 
 def test_cli_judge_pipeline_rejects_a_missing_file(tmp_path):
     bench = _write_bench(tmp_path)
-    result = CliRunner().invoke(app, ["judge", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
-                                      str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
-                                      "http://127.0.0.1:9/v1", "--pipeline", f"@{tmp_path / 'nope.json'}"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "-b",
+            f"jsonl:{bench}",
+            "-c",
+            "coherence",
+            "--prompt",
+            str(tmp_path / "prompt.txt"),
+            "--backend",
+            "openai:m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--pipeline",
+            f"@{tmp_path / 'nope.json'}",
+        ],
+    )
     assert result.exit_code == 2 and "does not exist" in result.output
-    bare = CliRunner().invoke(app, ["judge", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
-                                    str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
-                                    "http://127.0.0.1:9/v1", "--pipeline", "spec.json"])
+    bare = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "-b",
+            f"jsonl:{bench}",
+            "-c",
+            "coherence",
+            "--prompt",
+            str(tmp_path / "prompt.txt"),
+            "--backend",
+            "openai:m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--pipeline",
+            "spec.json",
+        ],
+    )
     assert bare.exit_code == 2 and "write @spec.json to load a spec file" in bare.output
 
 
 def test_cli_search_rejects_an_unknown_consistency_mode_and_a_negative_limit(tmp_path):
     bench = _write_bench(tmp_path)
-    result = CliRunner().invoke(app, ["search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
-                                      str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
-                                      "http://127.0.0.1:9/v1", "--consistency-weight", "1", "--consistency",
-                                      "share",
-                                      "--no-progress"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "search",
+            "-b",
+            f"jsonl:{bench}",
+            "-c",
+            "coherence",
+            "--prompt",
+            str(tmp_path / "prompt.txt"),
+            "--backend",
+            "openai:m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--consistency-weight",
+            "1",
+            "--consistency",
+            "share",
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 2
     assert "consistency" in result.output and "kappa" in result.output and "share" in result.output
-    negative = CliRunner().invoke(app, ["search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
-                                        str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
-                                        "http://127.0.0.1:9/v1", "--limit", "-3", "--no-progress"])
+    negative = CliRunner().invoke(
+        app,
+        [
+            "search",
+            "-b",
+            f"jsonl:{bench}",
+            "-c",
+            "coherence",
+            "--prompt",
+            str(tmp_path / "prompt.txt"),
+            "--backend",
+            "openai:m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--limit",
+            "-3",
+            "--no-progress",
+        ],
+    )
     assert negative.exit_code == 2 and "'--limit'" in negative.output and "Got -3" in negative.output
 
 
@@ -347,19 +470,50 @@ def test_without_a_cache_a_repeated_request_counts_again(tmp_path):
 
 
 def test_cli_search_limit_takes_whole_documents_in_order(tmp_path):
-    rows = [{"id": f"{sys_}/{d}", "system": sys_, "doc_id": f"doc{d}", "output": f"text {sys_} {d}",
-             "human": {"coherence": float(1 + (d + (sys_ == "B")) % 5)}}
-            for sys_ in ("A", "B") for d in range(6)]  # system-major, as benchmarks are often stored
+    rows = [
+        {
+            "id": f"{sys_}/{d}",
+            "system": sys_,
+            "doc_id": f"doc{d}",
+            "output": f"text {sys_} {d}",
+            "human": {"coherence": float(1 + (d + (sys_ == "B")) % 5)},
+        }
+        for sys_ in ("A", "B")
+        for d in range(6)
+    ]  # system-major, as benchmarks are often stored
     bench = tmp_path / "bench.jsonl"
     bench.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    (tmp_path / "prompt.txt").write_text("Rate this text from 1 to 5.\n\n{{summary}}\n\nReply "
-                                         "with 'Score: N'.")
+    (tmp_path / "prompt.txt").write_text(
+        "Rate this text from 1 to 5.\n\n{{summary}}\n\nReply with 'Score: N'."
+    )
     spec = tmp_path / "spec.json"
     with StubOpenAIServer(latency=0.0, reply=lambda body: f"Score: {len(str(body)) % 5 + 1}") as server:
-        result = CliRunner().invoke(app, ["search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt",
-                                          str(tmp_path / "prompt.txt"), "--backend", "openai:m", "--base-url",
-                                          server.base_url, "--limit", "8", "--budget", "20", "--n-boot", "0",
-                                          "--no-cache", "--no-progress", "--out", str(spec)])
+        result = CliRunner().invoke(
+            app,
+            [
+                "search",
+                "-b",
+                f"jsonl:{bench}",
+                "-c",
+                "coherence",
+                "--prompt",
+                str(tmp_path / "prompt.txt"),
+                "--backend",
+                "openai:m",
+                "--base-url",
+                server.base_url,
+                "--limit",
+                "8",
+                "--budget",
+                "20",
+                "--n-boot",
+                "0",
+                "--no-cache",
+                "--no-progress",
+                "--out",
+                str(spec),
+            ],
+        )
     assert result.exit_code == 0, result.output
     used = {i for ids in json.loads(spec.read_text())["search"]["split"].values() for i in ids}
     assert used == {f"{s}/{d}" for s in ("A", "B") for d in range(4)}  # the first 4 documents, both systems
@@ -370,8 +524,9 @@ def test_search_plot_shows_every_trial_including_undefined_ones(tmp_path):
 
     split = _split()
     result = search(_judge(scripted(split)), split, budget=60, n_boot=50, progress=False, cache=False)
-    undefined = result.trials[1].model_copy(update={"dev": result.trials[1].dev.model_copy(
-        update={"value": math.nan, "reason": "constant"})})
+    undefined = result.trials[1].model_copy(
+        update={"dev": result.trials[1].dev.model_copy(update={"value": math.nan, "reason": "constant"})}
+    )
     broken = result.model_copy(update={"trials": (result.trials[0], undefined, *result.trials[2:])})
     for r, name in ((result, "a.png"), (broken, "b.png")):
         path = plot_search(r, tmp_path / "plots" / name)
@@ -406,11 +561,15 @@ def test_a_saved_spec_keeps_the_mitigations_the_searched_judge_was_wrapped_in(tm
 def test_engines_come_from_the_registry_and_take_their_own_options():
     assert names("engine") == ["random", "greedy", "dspy-labeled", "dspy-bootstrap-rs", "dspy-mipro"]
     assert engine_from("greedy", {"n_candidates": 3}) == GreedyEngine(n_candidates=3)
-    with pytest.raises(ConfigError, match=r"RandomEngine has no parameter 'n_candidates'; expected some of "
-                                          r"\['max_trials'\]"):
+    with pytest.raises(
+        ConfigError,
+        match=r"RandomEngine has no parameter 'n_candidates'; expected some of "
+        r"\['max_trials'\]",
+    ):
         engine_from("random", {"n_candidates": 3})
-    with pytest.raises(ConfigError,
-                       match="The 'max_trials' parameter of RandomEngine must be an int >= 1 or None"):
+    with pytest.raises(
+        ConfigError, match="The 'max_trials' parameter of RandomEngine must be an int >= 1 or None"
+    ):
         engine_from("random", {"max_trials": 0})
     split = _split()
     with pytest.raises(ConfigError, match="chooses demos its own way; expected no selectors="):
@@ -422,10 +581,35 @@ def test_cli_search_takes_a_pipeline_and_saves_it_before_the_winner(tmp_path, mo
     bench = _write_bench(tmp_path)
     spec = tmp_path / "spec.json"
     with StubOpenAIServer(latency=0.0, reply=_server_reply(_split())) as server:
-        common = ["-b", f"jsonl:{bench}", "-c", "coherence", "--prompt", str(tmp_path / "prompt.txt"),
-                  "--backend", "openai:stub-model", "--base-url", server.base_url, "--no-progress"]
-        found = CliRunner().invoke(app, ["search", *common, "--budget", "60", "--n-boot", "0", "--no-plot",
-                                         "--pipeline", "consistency-hint", "--out", str(spec)])
+        common = [
+            "-b",
+            f"jsonl:{bench}",
+            "-c",
+            "coherence",
+            "--prompt",
+            str(tmp_path / "prompt.txt"),
+            "--backend",
+            "openai:stub-model",
+            "--base-url",
+            server.base_url,
+            "--no-progress",
+        ]
+        found = CliRunner().invoke(
+            app,
+            [
+                "search",
+                *common,
+                "--budget",
+                "60",
+                "--n-boot",
+                "0",
+                "--no-plot",
+                "--pipeline",
+                "consistency-hint",
+                "--out",
+                str(spec),
+            ],
+        )
         assert found.exit_code == 0, found.output
         assert all(DEFAULT_HINT in b["messages"][-1]["content"] for b in server.bodies)
         saved = json.loads(spec.read_text())["pipeline"]
@@ -448,20 +632,28 @@ def _with(result, gain, *, test_items: int = 40, documents: int | None = 8):
 
     low, high = (None, None) if len(gain) == 1 else gain[1:]
     split = {**result.split, "test": tuple(f"e{i}" for i in range(test_items))}
-    return result.model_copy(update={"test_gain": Gain(value=gain[0], ci_low=low, ci_high=high, n=test_items),
-                                     "split": split, "test_documents": documents})
+    return result.model_copy(
+        update={
+            "test_gain": Gain(value=gain[0], ci_low=low, ci_high=high, n=test_items),
+            "split": split,
+            "test_documents": documents,
+        }
+    )
 
 
-@pytest.mark.parametrize(("gain", "why"), [
-    ((-0.4, -2.0, 2.0), "the test gain is -0.400"),
-    ((math.nan,), "the test gain is undefined"),
-    ((0.0, -0.1, 0.1), "the test gain is +0.000"),
-    ((0.3, -0.1, 0.5), "interval [-0.100, +0.500] includes 0"),
-    ((0.3,), "no interval (n_boot=0)"),
-])
-def test_a_winner_that_does_not_beat_the_baseline_on_test_is_saved_as_no_demo_set_beat_it(found, tmp_path,
-                                                                                          gain,
-                                                                                              why):
+@pytest.mark.parametrize(
+    ("gain", "why"),
+    [
+        ((-0.4, -2.0, 2.0), "the test gain is -0.400"),
+        ((math.nan,), "the test gain is undefined"),
+        ((0.0, -0.1, 0.1), "the test gain is +0.000"),
+        ((0.3, -0.1, 0.5), "interval [-0.100, +0.500] includes 0"),
+        ((0.3,), "no interval (n_boot=0)"),
+    ],
+)
+def test_a_winner_that_does_not_beat_the_baseline_on_test_is_saved_as_no_demo_set_beat_it(
+    found, tmp_path, gain, why
+):
     from mitigate.search._result import NO_WINNER
 
     result = _with(found, gain)
@@ -488,8 +680,10 @@ def test_a_winner_with_a_gain_whose_interval_excludes_0_on_enough_test_data_is_r
         load_pipeline(path)
 
 
-@pytest.mark.parametrize(("items", "documents", "warned"), [
-    (29, 8, "only 29 test items"), (40, 4, "from 4 documents, fewer than 5"), (12, 1, "only 12 test items")])
+@pytest.mark.parametrize(
+    ("items", "documents", "warned"),
+    [(29, 8, "only 29 test items"), (40, 4, "from 4 documents, fewer than 5"), (12, 1, "only 12 test items")],
+)
 def test_too_few_test_items_or_documents_warn_and_no_gain_is_claimed_on_them(found, items, documents, warned):
     result = _with(found, (0.3, 0.1, 0.5), test_items=items, documents=documents)
     assert any(warned in w for w in result.warnings())
@@ -502,11 +696,34 @@ def test_cli_search_on_a_few_items_names_no_winner_and_prints_no_use_it_line(tmp
     bench = _write_bench(tmp_path)
     spec = tmp_path / "spec.json"
     with StubOpenAIServer(latency=0.0, reply=_server_reply(_split())) as server:
-        done = CliRunner().invoke(app, [
-            "search", "-b", f"jsonl:{bench}", "-c", "coherence", "--prompt", str(tmp_path / "prompt.txt"),
-            "--backend", "openai:stub-model", "--base-url", server.base_url, "--no-progress", "--budget",
-            "400",
-            "--splits", "0.25,0.4,0.35", "--seed", "3", "--n-boot", "50", "--out", str(spec), "--no-plot"])
+        done = CliRunner().invoke(
+            app,
+            [
+                "search",
+                "-b",
+                f"jsonl:{bench}",
+                "-c",
+                "coherence",
+                "--prompt",
+                str(tmp_path / "prompt.txt"),
+                "--backend",
+                "openai:stub-model",
+                "--base-url",
+                server.base_url,
+                "--no-progress",
+                "--budget",
+                "400",
+                "--splits",
+                "0.25,0.4,0.35",
+                "--seed",
+                "3",
+                "--n-boot",
+                "50",
+                "--out",
+                str(spec),
+                "--no-plot",
+            ],
+        )
     assert done.exit_code == 0, done.output
     assert "use it with" not in done.output
     assert "no demo set beat the baseline on test" in done.output and "warning: only" in done.output
@@ -519,16 +736,45 @@ def test_cli_search_closes_its_http_session(tmp_path):
     import sys
 
     bench = _write_bench(tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
-           "MITIGATE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONWARNINGS": "default"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        "MITIGATE_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONWARNINGS": "default",
+    }
     with StubOpenAIServer(latency=0.0, reply=_server_reply(_split())) as server:
-        done = subprocess.run([sys.executable, "-m", "mitigate", "search", "-b", f"jsonl:{bench}", "-c",
-                               "coherence",
-                               "--prompt", str(tmp_path / "prompt.txt"), "--backend", "openai:stub-model",
-                               "--base-url", server.base_url, "--transport", "direct", "--no-progress",
-                               "--budget",
-                               "60", "--n-boot", "20", "--out", str(tmp_path / "spec.json"), "--no-plot"],
-                              capture_output=True, text=True, env=env, timeout=300)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mitigate",
+                "search",
+                "-b",
+                f"jsonl:{bench}",
+                "-c",
+                "coherence",
+                "--prompt",
+                str(tmp_path / "prompt.txt"),
+                "--backend",
+                "openai:stub-model",
+                "--base-url",
+                server.base_url,
+                "--transport",
+                "direct",
+                "--no-progress",
+                "--budget",
+                "60",
+                "--n-boot",
+                "20",
+                "--out",
+                str(tmp_path / "spec.json"),
+                "--no-plot",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
     assert done.returncode == 0, done.stderr
     assert server.request_count > 0
     assert "Unclosed" not in done.stderr, done.stderr

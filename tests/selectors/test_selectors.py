@@ -32,8 +32,10 @@ PROMPT = "Rate the text from 1 to 5.\n\nText: {{output}}\n\nScore:"
 def bench() -> Benchmark:
     """12 items: label 5 is common (6 items), labels 1 and 3 are rare (3 each)."""
     texts = {
-        "a1": ("The cat sat on the mat.", 1.0), "a2": ("Dogs bark at night in the city.", 1.0),
-        "a3": ("Rain falls on the green hills.", 1.0), "b1": ("Stock markets fell sharply on Monday.", 3.0),
+        "a1": ("The cat sat on the mat.", 1.0),
+        "a2": ("Dogs bark at night in the city.", 1.0),
+        "a3": ("Rain falls on the green hills.", 1.0),
+        "b1": ("Stock markets fell sharply on Monday.", 3.0),
         "b2": ("The central bank raised interest rates.", 3.0),
         "b3": ("A new phone was released today.", 3.0),
     }
@@ -118,8 +120,10 @@ def test_knn_returns_the_nearest_items_by_tfidf():
     assert near[0][0].id == "a1" and near[0][1] < near[-1][1]
     finance = Item(id="q2", output="The central bank cut interest rates on Monday.")
     assert set(ids(sel.select(2, query=finance))) == {"b2", "b1"}
-    assert ids(KNN(nearest_last=True).fit(bench()).select(2, query=finance)) == ids(sel.select(2,
-                                                                                               query=finance))[::-1]
+    assert (
+        ids(KNN(nearest_last=True).fit(bench()).select(2, query=finance))
+        == ids(sel.select(2, query=finance))[::-1]
+    )
 
 
 def test_knn_without_a_query_is_a_config_error():
@@ -142,16 +146,20 @@ def test_highest_rs_ranks_with_the_shared_rank_by_rs():
     sel = HighestRS().fit(b, ls=ls, judge_scores=judge_scores)
     from mitigate import measures
 
-    us = measures.unfairness_scores([judge_scores[it.id] for it in b.items],
-                                    measures.human_scores(b.items, "quality"))
+    us = measures.unfairness_scores(
+        [judge_scores[it.id] for it in b.items], measures.human_scores(b.items, "quality")
+    )
     expected = [it.id for it, _ in rank_by_rs(b.items, [ls[it.id] for it in b.items], list(us))]
     assert ids(sel.select(4)) == expected[:4]
     assert list(sel.rs_) == expected
 
 
 def test_highest_rs_without_scores_or_a_judge_says_what_it_needs():
-    with pytest.raises(ConfigError, match=r"^HighestRS.fit needs the judge it fits against; expected a "
-                       r"Judge \(or its scores: ls= and judge_scores=\), got NoneType$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^HighestRS.fit needs the judge it fits against; expected a "
+        r"Judge \(or its scores: ls= and judge_scores=\), got NoneType$",
+    ):
         HighestRS().fit(bench())
 
 
@@ -196,12 +204,17 @@ def test_fixed_demos_put_exactly_those_demos_in_the_prompt():
 def test_per_item_demos_choose_neighbours_for_each_judged_item():
     sel = KNN().fit(bench())
     fake = FakeLM(lambda request: "Score: 4")
-    judged = PerItemDemosPreset(selector=sel,
-                                k=1).build().wrap(PromptJudge(JudgePrompt.from_template(PROMPT), fake))
+    judged = (
+        PerItemDemosPreset(selector=sel, k=1)
+        .build()
+        .wrap(PromptJudge(JudgePrompt.from_template(PROMPT), fake))
+    )
 
     async def both() -> list[Judgment]:
-        return [await judged.judge(Item(id="q1", output="The cat sat on the mat.")),
-                await judged.judge(Item(id="q2", output="The central bank raised rates."))]
+        return [
+            await judged.judge(Item(id="q1", output="The cat sat on the mat.")),
+            await judged.judge(Item(id="q2", output="The central bank raised rates.")),
+        ]
 
     first, second = asyncio.run(both())
     assert first.meta["demo_ids"] == ["a1"] and second.meta["demo_ids"] == ["b2"]
@@ -229,8 +242,10 @@ def _human_items(values: list[float], prefix: str = "x") -> list[Item]:
 
 def test_objective_is_agreement_plus_consistency_minus_bias():
     items = _human_items([1, 2, 3, 4, 5])
-    js = [j.model_copy(update={"meta": {"perturbations": {"original": s, "p1": s if i else 9}}})
-          for i, (j, s) in enumerate(zip(_judgments([1, 2, 3, 4, 5]), [1, 2, 3, 4, 5], strict=True))]
+    js = [
+        j.model_copy(update={"meta": {"perturbations": {"original": s, "p1": s if i else 9}}})
+        for i, (j, s) in enumerate(zip(_judgments([1, 2, 3, 4, 5]), [1, 2, 3, 4, 5], strict=True))
+    ]
     ls = {f"x{i}": v for i, v in enumerate([-5.0, -1.0, -3.0, -2.0, -4.0])}
     obj = Objective(consistency_weight=0.5, consistency="raw", bias_weight=2.0)
     value = obj.evaluate(js, items, "q", ls=ls)
@@ -248,8 +263,10 @@ def test_objective_is_agreement_plus_consistency_minus_bias():
 
 
 def _probed(scores: list[float], variant: list[float]) -> list[Judgment]:
-    return [Judgment(item_id=f"x{i}", scores={"q": s}, meta={"perturbations": {"original": s, "p1": v}})
-            for i, (s, v) in enumerate(zip(scores, variant, strict=True))]
+    return [
+        Judgment(item_id=f"x{i}", scores={"q": s}, meta={"perturbations": {"original": s, "p1": v}})
+        for i, (s, v) in enumerate(zip(scores, variant, strict=True))
+    ]
 
 
 def test_kappa_consistency_does_not_reward_a_collapsed_judge():
@@ -293,16 +310,18 @@ def test_objective_nan_rules_are_explicit():
 
 def test_accuracy_agreement_is_the_exact_match_share_and_defined_for_a_constant_judge():
     items = _human_items([3, 3, 4, 3, 5])
-    constant = Objective(agreement="accuracy").evaluate(_judgments([3, 3, 3, 3, None]), items, "q", ci=True,
-                                                        n_boot=200)
+    constant = Objective(agreement="accuracy").evaluate(
+        _judgments([3, 3, 3, 3, None]), items, "q", ci=True, n_boot=200
+    )
     assert constant.value == pytest.approx(0.75)  # 3 of the 4 scored items; the parse failure is not a miss
     assert constant.agreement.name == "accuracy" and constant.n == 4 and constant.n_failed == 1
     assert constant.ci_low <= constant.value <= constant.ci_high
     # spearman is not
     assert math.isnan(Objective().evaluate(_judgments([3, 3, 3, 3, None]), items, "q").value)
     assert Objective(agreement="accuracy").describe() == "accuracy"
-    with pytest.raises(ConfigError,
-                       match="'agreement' parameter of Objective must be one of .*'accuracy'. Got 'f1'"):
+    with pytest.raises(
+        ConfigError, match="'agreement' parameter of Objective must be one of .*'accuracy'. Got 'f1'"
+    ):
         Objective(agreement="f1")
 
 

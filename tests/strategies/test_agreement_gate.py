@@ -39,10 +39,14 @@ OPTION_LINES = (
     "D: mostly coherent. Score: 4\n"
     "E: fully coherent. Score: 5"
 )
-RTS_ASK = ("First give a brief reason for your rating in one or two sentences. "
-           'Then write a final line "Score: " followed by 1, 2, 3, 4 or 5.')
-MCQ_ASK = ('Choose the option whose description fits best. Reply with a single line "Answer: " '
-           "followed by the option's letter (A, B, C, D or E).")
+RTS_ASK = (
+    "First give a brief reason for your rating in one or two sentences. "
+    'Then write a final line "Score: " followed by 1, 2, 3, 4 or 5.'
+)
+MCQ_ASK = (
+    'Choose the option whose description fits best. Reply with a single line "Answer: " '
+    "followed by the option's letter (A, B, C, D or E)."
+)
 MCQ_CUE = 'a single line "Answer: " followed by'
 """A phrase only the MCQ form's answer instruction contains."""
 
@@ -72,12 +76,19 @@ def test_rts_form_replaces_the_answer_instruction_with_reason_then_score() -> No
 
 
 def test_forms_append_the_instruction_when_the_prompt_has_none() -> None:
-    p = JudgePrompt.from_template("Score 1 means bad.\nScore 2 means ok.\nScore 3 means "
-                                  "good.\n\nText: {{output}}")
-    assert rts_form(p).render(ITEM)[-1].content.endswith("Text: The cat sat.\n\n" + RTS_ASK.replace(
-        "1, 2, 3, 4 or 5", "1, 2 or 3"))
-    assert mcq_form(p).render(ITEM)[-1].content.endswith("Text: The cat sat.\n\n" + MCQ_ASK.replace(
-        "A, B, C, D or E", "A, B or C"))
+    p = JudgePrompt.from_template(
+        "Score 1 means bad.\nScore 2 means ok.\nScore 3 means good.\n\nText: {{output}}"
+    )
+    assert (
+        rts_form(p)
+        .render(ITEM)[-1]
+        .content.endswith("Text: The cat sat.\n\n" + RTS_ASK.replace("1, 2, 3, 4 or 5", "1, 2 or 3"))
+    )
+    assert (
+        mcq_form(p)
+        .render(ITEM)[-1]
+        .content.endswith("Text: The cat sat.\n\n" + MCQ_ASK.replace("A, B, C, D or E", "A, B or C"))
+    )
 
 
 def test_mcq_form_builds_lettered_options_from_the_guideline() -> None:
@@ -161,15 +172,21 @@ async def test_mcq_letters_map_back_to_each_options_score() -> None:
 # ------------------------------------------------------------------ the per-system gate
 
 
-def gate_judgments(pairs: dict[str, list[tuple[float | None, float | None]]]) -> tuple[list[Judgment],
-                                                                                       list[Item]]:
+def gate_judgments(
+    pairs: dict[str, list[tuple[float | None, float | None]]],
+) -> tuple[list[Judgment], list[Item]]:
     judgments, items = [], []
     for system, scores in pairs.items():
         for n, (r, m) in enumerate(scores):
             iid = f"{system}/{n}"
             items.append(Item(id=iid, output="o", system=system))
-            judgments.append(Judgment(item_id=iid, scores={"coherence": r},
-                                      meta={"rts": {"coherence": r}, "mcq": {"coherence": m}}))
+            judgments.append(
+                Judgment(
+                    item_id=iid,
+                    scores={"coherence": r},
+                    meta={"rts": {"coherence": r}, "mcq": {"coherence": m}},
+                )
+            )
     return judgments, items
 
 
@@ -181,13 +198,18 @@ WEAK = [(1, 2), (2, 1), (3, 4), (4, 3), (5, 1), (2, 5)]
 def test_gate_flags_exactly_the_systems_whose_r_is_below_tolerance() -> None:
     judgments, items = gate_judgments({"X": DISAGREE, "Y": AGREE, "Z": WEAK})
     report = AgreementGate(tolerance=0.5).gate(judgments, items)
-    expected = {s: spearmanr([a for a, _ in v], [b for _, b in v]).statistic
-                for s, v in {"X": DISAGREE, "Y": AGREE, "Z": WEAK}.items()}
+    expected = {
+        s: spearmanr([a for a, _ in v], [b for _, b in v]).statistic
+        for s, v in {"X": DISAGREE, "Y": AGREE, "Z": WEAK}.items()
+    }
     assert expected["Y"] >= 0.5 > expected["Z"] and expected["X"] < 0
     for d in report.decisions:
         assert d.r == pytest.approx(expected[d.system]) and d.n == 6
     assert [(d.system, d.decision) for d in report.decisions] == [
-        ("X", "needs_human"), ("Y", "accept"), ("Z", "needs_human")]
+        ("X", "needs_human"),
+        ("Y", "accept"),
+        ("Z", "needs_human"),
+    ]
     assert report.flagged_systems() == ["X", "Z"]
     for j in report.judgments:
         assert ("needs_human" in j.flags) == (not j.item_id.startswith("Y/"))
@@ -217,8 +239,9 @@ def test_too_few_items_give_nan_r_with_a_reason_and_are_sent_to_humans() -> None
 def test_gate_needs_gate_judgments_and_systems() -> None:
     judgments, items = gate_judgments({"X": AGREE})
     with pytest.raises(DataError, match="expected item 'n0' to name its system"):
-        AgreementGate().gate([Judgment(item_id="n0", meta={"rts": {"c": 1}, "mcq": {"c": 1}})],
-                             [Item(id="n0", output="o")])
+        AgreementGate().gate(
+            [Judgment(item_id="n0", meta={"rts": {"c": 1}, "mcq": {"c": 1}})], [Item(id="n0", output="o")]
+        )
     with pytest.raises(DataError, match=r"meta\['rts'\] and meta\['mcq'\]"):
         AgreementGate().gate([Judgment(item_id="X/0", scores={"coherence": 1.0})], items)
     with pytest.raises(DataError, match="has none among the 6 items"):
@@ -228,8 +251,10 @@ def test_gate_needs_gate_judgments_and_systems() -> None:
 def test_parameters_validate_and_spec_round_trips() -> None:
     gate = AgreementGate(tolerance=0.3, method="kendall", min_items=8)
     spec = json.loads(json.dumps(gate.spec()))
-    assert spec == {"name": "agreement-gate",
-                    "params": {"tolerance": 0.3, "method": "kendall", "min_items": 8}}
+    assert spec == {
+        "name": "agreement-gate",
+        "params": {"tolerance": 0.3, "method": "kendall", "min_items": 8},
+    }
     assert from_spec(spec) == gate
     with pytest.raises(ConfigError, match=r"The 'min_items' parameter of AgreementGate must be an int >= 3"):
         AgreementGate(min_items=2)
@@ -241,8 +266,11 @@ def test_parameters_validate_and_spec_round_trips() -> None:
 
 def test_released_chatgpt_coherence_gives_twelve_r_values() -> None:
     root = data_dir()
-    folder = (None if root is None
-              else root / "summeval_llm_summeval" / "eval_model_generations" / "gpt-3.5-turbo-0301")
+    folder = (
+        None
+        if root is None
+        else root / "summeval_llm_summeval" / "eval_model_generations" / "gpt-3.5-turbo-0301"
+    )
     if folder is None or not (folder / "eval_M8_generations" / "coherence_mcq.txt").exists():
         pytest.skip("shared SummEval released judge outputs absent (set MITIGATE_DATA_DIR)")
     report = gate_released("coherence")["coherence"]
@@ -272,9 +300,10 @@ def test_the_rts_form_asks_for_the_templates_own_line_before_its_stub() -> None:
     template = form.messages[-1].template
     assert template.endswith("\n\n###Feedback: ")
     assert form.format.line == "[RESULT] {value}" and form.format.reasoning == "before"
-    assert ('Then end your answer with a final line "[RESULT] N", with N a score from 1 to '
-            '5.\n\n###Feedback: '
-            in template)
+    assert (
+        'Then end your answer with a final line "[RESULT] N", with N a score from 1 to '
+        "5.\n\n###Feedback: " in template
+    )
 
 
 async def test_the_mcq_form_of_a_published_format_template_is_read_by_its_letter() -> None:
@@ -287,8 +316,10 @@ async def test_the_mcq_form_of_a_published_format_template_is_read_by_its_letter
 
 
 def test_the_forms_refuse_lettered_options_that_state_no_score() -> None:
-    lettered = JudgePrompt.from_template("Pick one.\n(A) The text is wrong.\n(B) The text is right.\n\n"
-                                         "Text: {{output}}\n\nAnswer with the letter.")
+    lettered = JudgePrompt.from_template(
+        "Pick one.\n(A) The text is wrong.\n(B) The text is right.\n\n"
+        "Text: {{output}}\n\nAnswer with the letter."
+    )
     assert lettered.answer == "mcq" and lettered.scale.letters is None
     for form in (rts_form, mcq_form):
         with pytest.raises(TemplateError, match="states no score|needs a score for every option letter"):

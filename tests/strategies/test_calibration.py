@@ -16,16 +16,20 @@ from mitigate.prompt import JudgePrompt
 from mitigate.strategies import BatchCalibration, ContextualCalibration, ExpectedScore, Pipeline, Sampling
 from mitigate.strategies._calibration import calibrate, verdict_distribution
 
-TEMPLATE = ("Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with "
-            "\"Score: N\".")
+TEMPLATE = (
+    'Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with "Score: N".'
+)
 PAIR = "Which summary is better?\n\nSummary 1: {{output}}\nSummary 2: {{output_b}}\n\nAnswer 1 or 2."
 
 
 def answer(probs: dict[str, float], generated: str) -> LMResponse:
     """A response generating ``generated`` at the score position with ``probs`` as its top alternatives."""
     top = tuple((f" {k}", math.log(v)) for k, v in probs.items())
-    positions = (TokenLogprob(token="Score", logprob=0.0), TokenLogprob(token=":", logprob=0.0),
-                 TokenLogprob(token=f" {generated}", logprob=math.log(probs[generated]), top=top))
+    positions = (
+        TokenLogprob(token="Score", logprob=0.0),
+        TokenLogprob(token=":", logprob=0.0),
+        TokenLogprob(token=f" {generated}", logprob=math.log(probs[generated]), top=top),
+    )
     return LMResponse(choices=(Choice(text=f"Score: {generated}", logprobs=positions),), model="fake")
 
 
@@ -40,9 +44,15 @@ def skewed(request: LMRequest) -> LMResponse:
 
 
 def bench() -> Benchmark:
-    items = tuple(Item(id=f"i{k}", output=("good " if k % 2 else "bad ") + f"summary {k}",
-                       inputs={"source": "Art."},
-                       human={"coherence": 5.0 if k % 2 else 2.0}) for k in range(6))
+    items = tuple(
+        Item(
+            id=f"i{k}",
+            output=("good " if k % 2 else "bad ") + f"summary {k}",
+            inputs={"source": "Art."},
+            human={"coherence": 5.0 if k % 2 else 2.0},
+        )
+        for k in range(6)
+    )
     return Benchmark(name="b", items=items, criteria=("coherence",))
 
 
@@ -87,16 +97,20 @@ def test_an_unfitted_calibration_refuses_to_wrap_and_reasoning_prompts_are_refus
 def test_fit_without_logprobs_says_what_it_expected() -> None:
     lm = FakeLM(lambda r: LMResponse(choices=(Choice(text="Score: 4"),), model="fake"), logprobs=True)
     # the runner's circuit breaker stops the fit at the repeating capability error, naming it
-    with pytest.raises(RunStoppedError,
-                       match="asked for token logprobs .* expected scripted choices with logprobs"):
+    with pytest.raises(
+        RunStoppedError, match="asked for token logprobs .* expected scripted choices with logprobs"
+    ):
         BatchCalibration().fit(bench(), judge(lm), progress=False)
 
 
 def test_pairwise_verdict_probabilities_are_calibrated() -> None:
     def pair(request: LMRequest) -> LMResponse:
         text = request.messages[-1].content
-        probs = {"1": 0.8, "2": 0.2} if "N/A" in text or "[MASK]" in text or "Summary 1: \n" in text else (
-            {"1": 0.6, "2": 0.4})
+        probs = (
+            {"1": 0.8, "2": 0.2}
+            if "N/A" in text or "[MASK]" in text or "Summary 1: \n" in text
+            else ({"1": 0.6, "2": 0.4})
+        )
         top = tuple((k, math.log(v)) for k, v in probs.items())
         pos = (TokenLogprob(token="1", logprob=math.log(probs["1"]), top=top),)
         return LMResponse(choices=(Choice(text="1", logprobs=pos),), model="fake")
@@ -113,23 +127,31 @@ def test_pairwise_verdict_probabilities_are_calibrated() -> None:
 
 
 def test_verdict_distribution_reads_the_first_label_position() -> None:
-    pos = (TokenLogprob(token="Answer", logprob=0.0), TokenLogprob(token=" B", logprob=math.log(0.7),
-                                                                   top=((" B", math.log(0.7)),
-                                                                        (" A", math.log(0.2)))))
+    pos = (
+        TokenLogprob(token="Answer", logprob=0.0),
+        TokenLogprob(token=" B", logprob=math.log(0.7), top=((" B", math.log(0.7)), (" A", math.log(0.2)))),
+    )
     assert verdict_distribution(pos, ("A", "B")) == pytest.approx({"first": 0.2 / 0.9, "second": 0.7 / 0.9})
 
 
 def test_calibration_composes_with_selective_evaluation_on_its_answer_probability() -> None:
     lm = FakeLM(skewed, logprobs=True)
     base = judge(lm)
-    items = tuple(Item(id=f"i{k}", output=("good " if k % 2 else "bad ") + f"summary {k}",
-                       inputs={"source": "Art."},
-                       human={"coherence": 5.0 if k % 2 else 2.0}) for k in range(80))
+    items = tuple(
+        Item(
+            id=f"i{k}",
+            output=("good " if k % 2 else "bad ") + f"summary {k}",
+            inputs={"source": "Art."},
+            human={"coherence": 5.0 if k % 2 else 2.0},
+        )
+        for k in range(80)
+    )
     train = Benchmark(name="b", items=items, criteria=("coherence",))
     from mitigate.strategies import parse_pipeline
 
-    pipe = parse_pipeline("expected-score | batch-calibration | selective(confidence=probability, "
-                          "target=0.8, tolerance=1.0)").fit(train, base, progress=False)
+    pipe = parse_pipeline(
+        "expected-score | batch-calibration | selective(confidence=probability, target=0.8, tolerance=1.0)"
+    ).fit(train, base, progress=False)
     g = pipe.steps[-1].guarantee_
     assert g is not None and g.n_calibration == 80
     j = asyncio.run(pipe.wrap(base).judge(items[1]))

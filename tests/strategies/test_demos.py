@@ -49,15 +49,34 @@ Summary: {{summary}}
 Reply with "Score: N"."""
 
 
-WORDS = ("apple", "bridge", "castle", "dragon", "engine", "forest", "garden", "harbor", "island", "jungle",
-         "kettle", "lantern", "meadow", "needle", "orchard")
+WORDS = (
+    "apple",
+    "bridge",
+    "castle",
+    "dragon",
+    "engine",
+    "forest",
+    "garden",
+    "harbor",
+    "island",
+    "jungle",
+    "kettle",
+    "lantern",
+    "meadow",
+    "needle",
+    "orchard",
+)
 
 
 def train(n: int = 15) -> Benchmark:
-    items = tuple(Item(id=f"t{i}", output=f"A text about the {WORDS[i]}.",
-                       human={"coherence": float(1 + i % 5),
-                                                                                "fluency": float(5 - i % 5)})
-                  for i in range(n))
+    items = tuple(
+        Item(
+            id=f"t{i}",
+            output=f"A text about the {WORDS[i]}.",
+            human={"coherence": float(1 + i % 5), "fluency": float(5 - i % 5)},
+        )
+        for i in range(n)
+    )
     return Benchmark(name="train", items=items, criteria=("coherence", "fluency"), scale=Scale(min=1, max=5))
 
 
@@ -119,10 +138,13 @@ def test_demos_with_a_query_dependent_selector_choose_per_item() -> None:
 def test_fitting_for_several_criteria_gives_each_prompt_its_own_score() -> None:
     split = SingleAttribute().wrap(judge(("coherence", "fluency")))
     fitted = RandomDemosPreset(k=2, seed=0).build().fit(train(), split)
-    assert all(isinstance(d.score, dict) and set(d.score) == {"coherence", "fluency"} for d in fitted.demos_
-               or ())
-    shown = {leaf.prompt.criteria[0].name: [d.score for d in leaf.prompt.demos]
-             for leaf in fitted.wrap(split).leaves()}
+    assert all(
+        isinstance(d.score, dict) and set(d.score) == {"coherence", "fluency"} for d in fitted.demos_ or ()
+    )
+    shown = {
+        leaf.prompt.criteria[0].name: [d.score for d in leaf.prompt.demos]
+        for leaf in fitted.wrap(split).leaves()
+    }
     by_id = {it.id: it for it in train().items}
     for criterion, scores in shown.items():
         assert scores == [by_id[i].human[criterion] for i in ids(fitted.demos_)]
@@ -136,9 +158,11 @@ def test_demos_parameters_are_refused_in_one_sentence() -> None:
         Demos(selector="random", demos=given, k=1)
     with pytest.raises(ConfigError, match=r"must hold exactly k=2 demos\. Got 1 instead \(pass k=1\)"):
         Demos(demos=given)
-    with pytest.raises(ConfigError,
-                       match="The 'display' parameter of Demos must be one of 'plain', 'guideline', "
-                                          "'perturbed'. Got 'fancy' instead."):
+    with pytest.raises(
+        ConfigError,
+        match="The 'display' parameter of Demos must be one of 'plain', 'guideline', "
+        "'perturbed'. Got 'fancy' instead.",
+    ):
         Demos(selector="random", display="fancy")
     with pytest.raises(ConfigError, match="'ablation' parameter of Demos needs display='perturbed'"):
         Demos(selector="random", ablation=True)
@@ -146,16 +170,19 @@ def test_demos_parameters_are_refused_in_one_sentence() -> None:
         Demos(selector=KNN(), display="perturbed")
     with pytest.raises(ConfigError, match="unknown selector 'nope'"):
         Demos(selector="nope")
-    with pytest.raises(ConfigError,
-                       match=r"The 'k' parameter of Demos asks for 20 demos, but benchmark 'train' has "
-                                          r"only 15 items with a human 'coherence' score\."):
+    with pytest.raises(
+        ConfigError,
+        match=r"The 'k' parameter of Demos asks for 20 demos, but benchmark 'train' has "
+        r"only 15 items with a human 'coherence' score\.",
+    ):
         Demos(selector="random", k=20, criterion="coherence").fit(train())
 
 
 def test_unfitted_demos_say_how_to_fit() -> None:
     for m in (Demos(selector="random"), RandomDemosPreset().build(), PerturbedDemosPreset().build()):
-        with pytest.raises(ConfigError,
-                           match=rf"^{type(m).__name__} is not fitted; expected `m = m.fit\(train, judge\)`"):
+        with pytest.raises(
+            ConfigError, match=rf"^{type(m).__name__} is not fitted; expected `m = m.fit\(train, judge\)`"
+        ):
             m.wrap(judge())
 
 
@@ -190,7 +217,7 @@ def test_pipeline_fit_fits_each_step_against_the_judge_the_steps_before_it_make(
     fitted = pipe.fit(train(), base)
     assert isinstance(fitted, Pipeline) and fitted.is_fitted and not pipe.is_fitted
     first, second = fitted.steps[1], fitted.steps[3]
-    assert first.learned_.endswith("N\".[a]") and second.learned_.endswith("[a][b]")
+    assert first.learned_.endswith('N".[a]') and second.learned_.endswith("[a][b]")
     assert fitted.steps[0] is pipe.steps[0]  # nothing to learn: kept as it is
     assert base.prompt.messages[-1].template.endswith('"Score: N".')  # the judge is not changed
     assert asyncio.run(pipe.afit(train(), base)) == fitted
@@ -207,17 +234,18 @@ def test_pipeline_fit_fits_demo_steps_and_unfitted_pipelines_refuse_to_wrap() ->
     assert from_spec(json.loads(json.dumps(fitted.spec()))) == fitted
     wrapped = fitted.wrap(judge())
     assert all(len(leaf.prompt.demos) == 2 for leaf in wrapped.leaves())
-    with pytest.raises(ConfigError,
-                       match="^Pipeline.fit needs the judge it fits against; expected a Judge, got "
-                       "NoneType$"):
+    with pytest.raises(
+        ConfigError, match="^Pipeline.fit needs the judge it fits against; expected a Judge, got NoneType$"
+    ):
         pipe.fit(train())
 
 
 async def test_a_demo_step_that_judges_while_fitting_refuses_fit_inside_a_loop() -> None:
     pipe = Pipeline([Demos(selector="highest-rs", k=1)])
     assert pipe.tags.calls_judge_while_fitting and pipe.steps[0].tags.calls_judge_while_fitting
-    with pytest.raises(ConfigError,
-                       match=r"Pipeline.fit\(\) runs its own event loop .* expected `await x.afit"):
+    with pytest.raises(
+        ConfigError, match=r"Pipeline.fit\(\) runs its own event loop .* expected `await x.afit"
+    ):
         pipe.fit(train(), judge())
 
 
@@ -225,8 +253,9 @@ async def test_a_demo_step_that_judges_while_fitting_refuses_fit_inside_a_loop()
 
 
 def test_parse_pipeline_loads_a_spec_file_with_at(tmp_path: Path) -> None:
-    pipe = Pipeline([ConsistencyHint(),
-                     RandomDemosPreset(k=2, seed=1, criterion="coherence").build().fit(train())])
+    pipe = Pipeline(
+        [ConsistencyHint(), RandomDemosPreset(k=2, seed=1, criterion="coherence").build().fit(train())]
+    )
     path = tmp_path / "spec.json"
     path.write_text(json.dumps({"pipeline": pipe.spec(), "search": {}}))
     assert parse_pipeline(f"@{path}") == pipe == load_pipeline(path)
@@ -254,8 +283,11 @@ MT_BENCH_PAIR_LIKE = (  # MT-Bench pairwise's format ("[[A]]"/"[[B]]"), with the
     "[The End of Assistant B's Answer]\n\n[The Start of Assistant A's Answer]\n{answer_a}\n"
     "[The End of Assistant A's Answer]"
 )
-PAIR_DEMO = Demo(item=Item(id="demo", output="DEMO A", output_b="DEMO B", inputs={"question": "Q?"}),
-                 verdict="first", reason="A is right.")
+PAIR_DEMO = Demo(
+    item=Item(id="demo", output="DEMO A", output_b="DEMO B", inputs={"question": "Q?"}),
+    verdict="first",
+    reason="A is right.",
+)
 
 
 def test_a_pairwise_demo_shows_the_outputs_under_the_template_headings_and_its_verdict_its_way() -> None:
@@ -263,9 +295,11 @@ def test_a_pairwise_demo_shows_the_outputs_under_the_template_headings_and_its_v
     (message,) = prompt.render(Item(id="x", output="X A", output_b="X B", inputs={"question": "Real?"}))
     demo = message.content.split("Examples:\n\n", 1)[1].split("\n\n[Question]\nReal?", 1)[0]
     # the template asks for the verdict alone: the demo's reason is not shown as reasoning it forbids
-    assert demo == ("[Question]\nQ?\n\n[The Start of Assistant B's Answer]\nDEMO B\n[The End of Assistant "
-                    "B's Answer]\n\n[The Start of Assistant A's Answer]\nDEMO A\n[The End of Assistant A's "
-                    "Answer]\n\n[[A]]")
+    assert demo == (
+        "[Question]\nQ?\n\n[The Start of Assistant B's Answer]\nDEMO B\n[The End of Assistant "
+        "B's Answer]\n\n[The Start of Assistant A's Answer]\nDEMO A\n[The End of Assistant A's "
+        "Answer]\n\n[[A]]"
+    )
 
 
 def test_a_pairwise_demo_shows_its_reason_as_the_reasoning_a_template_asks_for() -> None:
@@ -276,18 +310,23 @@ def test_a_pairwise_demo_shows_its_reason_as_the_reasoning_a_template_asks_for()
 
 
 def test_fixed_demos_on_a_pairwise_prompt_answer_with_the_verdict() -> None:
-    prompt = FixedDemosPreset(demos=(PAIR_DEMO.model_copy(update={"verdict": "second"}),)).build().apply(
-        JudgePrompt.from_template(MT_BENCH_PAIR_LIKE))
+    prompt = (
+        FixedDemosPreset(demos=(PAIR_DEMO.model_copy(update={"verdict": "second"}),))
+        .build()
+        .apply(JudgePrompt.from_template(MT_BENCH_PAIR_LIKE))
+    )
     assert prompt.render_demos().endswith("\n[[B]]")
 
 
 def test_a_demo_that_cannot_answer_like_the_prompt_is_refused() -> None:
     scored = Demo(item=Item(id="s", output="A text."), score=4.0)
-    with pytest.raises(TemplateError,
-                       match="pairwise prompt's demos show a gold verdict; demo 's' shows a score"):
+    with pytest.raises(
+        TemplateError, match="pairwise prompt's demos show a gold verdict; demo 's' shows a score"
+    ):
         JudgePrompt.from_template(MT_BENCH_PAIR_LIKE).with_demos([scored])
-    with pytest.raises(TemplateError,
-                       match="shows demos with a gold score; demo 'demo' shows the verdict 'first'"):
+    with pytest.raises(
+        TemplateError, match="shows demos with a gold score; demo 'demo' shows the verdict 'first'"
+    ):
         JudgePrompt.from_template("Rate {{summary}} from 1 to 5.").with_demos([PAIR_DEMO])
     with pytest.raises((TemplateError, ValidationError), match="either a gold score or .* got both"):
         Demo(item=PAIR_DEMO.item, score=1.0, verdict="first")

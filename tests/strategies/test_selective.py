@@ -30,8 +30,9 @@ from mitigate.strategies._selective import (
     gold_verdict,
 )
 
-TEMPLATE = ("Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with "
-            "\"Score: N\".")
+TEMPLATE = (
+    'Rate the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nReply with "Score: N".'
+)
 
 
 def test_the_binomial_bound_is_the_clopper_pearson_upper_limit() -> None:
@@ -82,8 +83,10 @@ def test_the_guarantee_holds_on_fresh_data_at_least_one_minus_delta_of_the_time(
 def test_confidences_come_from_samples_both_orders_rts_mcq_and_meta() -> None:
     j = Judgment(item_id="x", scores={"c": 4.0}, samples={"c": (4.0, 4.0, 3.0, None)})
     assert confidence(j, "samples") == 0.5  # the failed sample stays in the count
-    assert confidence(Judgment(item_id="x", verdict="first", meta={"position_consistent": False}),
-                      "both-orders") == 0
+    assert (
+        confidence(Judgment(item_id="x", verdict="first", meta={"position_consistent": False}), "both-orders")
+        == 0
+    )
     rm = Judgment(item_id="x", scores={"c": 4.0}, meta={"rts": {"c": 4.0}, "mcq": {"c": 2.0}})
     assert confidence(rm, "rts-mcq") == pytest.approx(1 / 3)
     assert confidence(Judgment(item_id="x", meta={"confidence": 0.25}), "meta") == 0.25
@@ -114,9 +117,14 @@ def bench(n: int, start: int = 0) -> Benchmark:
     items = []
     for i in range(start, start + n):
         easy = i % 2 == 0
-        items.append(Item(id=f"i{i}", output=("easy" if easy else "hard") + f" text {i}",
-                          inputs={"source": "A."},
-                          human={"coherence": 4.0 if easy else float(1 + i % 5)}))
+        items.append(
+            Item(
+                id=f"i{i}",
+                output=("easy" if easy else "hard") + f" text {i}",
+                inputs={"source": "A."},
+                human={"coherence": 4.0 if easy else float(1 + i % 5)},
+            )
+        )
     return Benchmark(name="b", items=tuple(items), criteria=("coherence",))
 
 
@@ -147,7 +155,8 @@ def test_abstain_removes_the_escalated_answer_and_unfitted_use_is_refused() -> N
         [Judgment(item_id=f"k{i}", scores={"c": 3.0}, samples={"c": (3.0, 3.0)}) for i in range(40)]
         + [Judgment(item_id=f"h{i}", scores={"c": 1.0}, samples={"c": (3.0, 1.0)}) for i in range(40)],
         [Item(id=f"k{i}", output="o", human={"c": 3.0}) for i in range(40)]
-        + [Item(id=f"h{i}", output="o", human={"c": 5.0}) for i in range(40)])
+        + [Item(id=f"h{i}", output="o", human={"c": 5.0}) for i in range(40)],
+    )
     assert 0.5 < sel.guarantee_.threshold <= 1.0  # above the disagreeing judgments' confidence 0.5
 
     class Fixed(Judge):
@@ -169,8 +178,14 @@ def test_abstain_removes_the_escalated_answer_and_unfitted_use_is_refused() -> N
 def test_a_cascade_answers_with_the_first_trusted_stage_and_calibrates_later_stages_on_escalations() -> None:
     items = [Item(id=f"i{i}", output="o", human={"c": 3.0}) for i in range(120)]
     # stage 1 is sure and right on the first 60 items, unsure and wrong on the rest; stage 2 is sure and right
-    s1 = [Judgment(item_id=f"i{i}", scores={"c": 3.0 if i < 60 else 1.0},
-                   samples={"c": (3.0, 3.0) if i < 60 else (1.0, 2.0)}) for i in range(120)]
+    s1 = [
+        Judgment(
+            item_id=f"i{i}",
+            scores={"c": 3.0 if i < 60 else 1.0},
+            samples={"c": (3.0, 3.0) if i < 60 else (1.0, 2.0)},
+        )
+        for i in range(120)
+    ]
     s2 = [Judgment(item_id=f"i{i}", scores={"c": 3.0}, samples={"c": (3.0, 3.0)}) for i in range(120)]
     stage = SelectiveEvaluation(target=0.9, delta=0.1, tolerance=0.5)
     fitted = fit_cascade([s1, s2], items, stage)
@@ -206,8 +221,9 @@ def test_a_cascade_splits_delta_over_its_stages_so_the_whole_cascade_holds_at_on
             sure = rng.random() < 0.5
             right = rng.random() < (0.9 if sure else 0.5)
             s = 3.0 if right else 1.0
-            out.append(Judgment(item_id=f"i{i}", scores={"c": s},
-                                samples={"c": (s, s) if sure else (s, 2.0)}))
+            out.append(
+                Judgment(item_id=f"i{i}", scores={"c": s}, samples={"c": (s, s) if sure else (s, 2.0)})
+            )
         return out
 
     js = [stage_judgments(), stage_judgments()]

@@ -84,10 +84,14 @@ async def test_free_form_multi_criterion_template_gets_a_rate_only_paragraph() -
         filled + "\n\nFor this request, rate only coherence (how well the summary is organised); ignore the "
         'other criteria mentioned above. Answer with only "Coherence: N", with N a score from 1 to 5.'
     )  # the template's own answer line, renamed for the child's criterion
-    assert lm.requests[1].messages[-1].content.endswith('Answer with only "Fluency: N", with N a score '
-                                                        'from 1 to 5.')
-    assert lm.requests[1].messages[-1].content.startswith(filled
-                                                          + "\n\nFor this request, rate only fluency (")
+    assert (
+        lm.requests[1]
+        .messages[-1]
+        .content.endswith('Answer with only "Fluency: N", with N a score from 1 to 5.')
+    )
+    assert (
+        lm.requests[1].messages[-1].content.startswith(filled + "\n\nFor this request, rate only fluency (")
+    )
 
 
 def test_free_form_template_is_refused_when_asked_to() -> None:
@@ -171,8 +175,9 @@ async def test_sampling_after_the_split_reaches_every_per_criterion_call() -> No
 
 
 def test_cot_added_before_the_split_is_reworded_for_each_single_criterion() -> None:
-    judge = (Sampling(temperature=0.5, n=2, cot=True) | SingleAttribute()).wrap(PromptJudge(multi_prompt(),
-                                                                                            FakeLM([])))
+    judge = (Sampling(temperature=0.5, n=2, cot=True) | SingleAttribute()).wrap(
+        PromptJudge(multi_prompt(), FakeLM([]))
+    )
     for leaf in judge.leaves():
         assert addenda(leaf.prompt)[COT_LEAD].endswith('a final line "Score: N", with N a score from 1 to 5.')
         assert is_multi_criterion_template(leaf.prompt)
@@ -183,7 +188,8 @@ def test_spec_round_trips() -> None:
     for m in (SingleAttribute(), SingleAttribute(concurrent=False, on_free_form="error")):
         assert from_spec(m.spec()) == m
     assert SingleAttribute().spec() == {
-        "name": "single-attribute", "params": {"concurrent": True, "on_free_form": "append"}
+        "name": "single-attribute",
+        "params": {"concurrent": True, "on_free_form": "append"},
     }
     with pytest.raises(ConfigError, match="'on_free_form' parameter of SingleAttribute"):
         SingleAttribute(on_free_form="drop")  # type: ignore[arg-type]
@@ -203,16 +209,20 @@ async def test_multi_attribute_asks_all_criteria_in_the_given_order_and_records_
     assert j.meta["order"] == ["fluency", "coherence"]
     text = lm.requests[0].messages[-1].content
     assert text.index("- Fluency: how well") < text.index("- Coherence: how well")
-    assert text.endswith("replacing each <score> with your score from 1 to 5:\nFluency: "
-                         "<score>\nCoherence: <score>")
+    assert text.endswith(
+        "replacing each <score> with your score from 1 to 5:\nFluency: <score>\nCoherence: <score>"
+    )
     assert text.index("Document:\nA long article") < text.index("Summary:\nThe cat sat")
 
 
 def test_multi_attribute_refuses_a_token_limit_its_answer_lines_cannot_fit_in() -> None:
     prompt = JudgePrompt.from_template("Rate {{summary}} given {{document}}", criteria=CRITS)
     small = PromptJudge(prompt, FakeLM(["x"]), JudgeConfig(max_tokens=5))
-    with pytest.raises(ConfigError, match=r"multi-attribute asks for 2 answer lines .* at least 6 tokens; "
-                                          r"the judge's max_tokens is 5"):
+    with pytest.raises(
+        ConfigError,
+        match=r"multi-attribute asks for 2 answer lines .* at least 6 tokens; "
+        r"the judge's max_tokens is 5",
+    ):
         MultiAttribute().wrap(small)
     assert isinstance(MultiAttribute().wrap(small.with_config(max_tokens=6)), MultiAttributeJudge)
 
@@ -228,8 +238,12 @@ async def test_multi_attribute_uses_given_criteria_and_keeps_failures() -> None:
 
 async def test_positions_feed_correlation_by_position() -> None:
     human = {"coherence": [1.0, 2.0, 3.0, 4.0], "fluency": [4.0, 3.0, 1.0, 2.0]}
-    answers = ["Coherence: 1\nFluency: 4", "Coherence: 2\nFluency: 3", "Coherence: 3\nFluency: 1",
-               "Coherence: 4\nFluency: 1"]
+    answers = [
+        "Coherence: 1\nFluency: 4",
+        "Coherence: 2\nFluency: 3",
+        "Coherence: 3\nFluency: 1",
+        "Coherence: 4\nFluency: 1",
+    ]
     judge = MultiAttribute(criteria=tuple(CRITS)).wrap(PromptJudge(base_prompt(), FakeLM(answers)))
     js = [await judge.judge(ITEM.model_copy(update={"id": f"i{k}"})) for k in range(4)]
     positions = {c: [j.meta["positions"][c] for j in js] for c in ("coherence", "fluency")}
@@ -245,8 +259,9 @@ def test_multi_attribute_order_must_match_the_criteria() -> None:
     with pytest.raises(ConfigError, match="distinct names"):
         MultiAttribute(order=("a", "a"))
     prompt = JudgePrompt.from_template("Rate {{summary}}", criteria=CRITS)
-    with pytest.raises(ConfigError,
-                       match="judge's criteria \\['coherence', 'fluency'\\]. Got \\['x', 'y'\\]"):
+    with pytest.raises(
+        ConfigError, match="judge's criteria \\['coherence', 'fluency'\\]. Got \\['x', 'y'\\]"
+    ):
         MultiAttribute(order=("x", "y")).wrap(PromptJudge(prompt, FakeLM([])))
 
 

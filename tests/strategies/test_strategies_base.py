@@ -45,8 +45,13 @@ def test_wrap_never_mutates_the_input_judge() -> None:
 def test_spec_round_trips_for_steps_and_pipelines() -> None:
     p = Pipeline([Append(text="1"), Append(text="2")])
     spec = p.spec()
-    assert spec == {"name": "pipeline", "steps": [{"name": "test-append", "params": {"text": "1"}},
-                                                  {"name": "test-append", "params": {"text": "2"}}]}
+    assert spec == {
+        "name": "pipeline",
+        "steps": [
+            {"name": "test-append", "params": {"text": "1"}},
+            {"name": "test-append", "params": {"text": "2"}},
+        ],
+    }
     again = from_spec(spec)
     assert again == p and again.spec() == spec
 

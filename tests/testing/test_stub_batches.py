@@ -15,8 +15,14 @@ LONG = "word " * 1100
 
 
 def _line(cid: str, text: str) -> str:
-    return json.dumps({"custom_id": cid, "method": "POST", "url": "/v1/chat/completions",
-                       "body": {"model": "m", "messages": [{"role": "user", "content": text}]}})
+    return json.dumps(
+        {
+            "custom_id": cid,
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": {"model": "m", "messages": [{"role": "user", "content": text}]},
+        }
+    )
 
 
 async def _wait_openai(client: openai.AsyncOpenAI, batch_id: str) -> object:
@@ -41,16 +47,24 @@ async def test_openai_batch_runs_through_files_and_batches_with_results_by_custo
     failing = {"k1"}
     with StubOpenAIServer(latency=0.0, batch_fail=lambda p, cid, b: 500 if cid in failing else None) as s:
         client = openai.AsyncOpenAI(base_url=s.base_url, api_key="x", max_retries=0)
-        upload = await client.files.create(file=("in.jsonl",
-                                                 "\n".join(_line(f"k{i}", f"hi {i}") for i in range(3))
-                                                  .encode()), purpose="batch")
-        created = await client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                                              completion_window="24h", metadata={"run": "r1"})
+        upload = await client.files.create(
+            file=("in.jsonl", "\n".join(_line(f"k{i}", f"hi {i}") for i in range(3)).encode()),
+            purpose="batch",
+        )
+        created = await client.batches.create(
+            input_file_id=upload.id,
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
+            metadata={"run": "r1"},
+        )
         assert created.status == "validating" and created.metadata == {"run": "r1"}
         batch = await _wait_openai(client, created.id)
         assert batch.status == "completed"
-        assert (batch.request_counts.total, batch.request_counts.completed,
-                batch.request_counts.failed) == (3, 2, 1)
+        assert (batch.request_counts.total, batch.request_counts.completed, batch.request_counts.failed) == (
+            3,
+            2,
+            1,
+        )
         out = [json.loads(x) for x in (await client.files.content(batch.output_file_id)).text.splitlines()]
         err = [json.loads(x) for x in (await client.files.content(batch.error_file_id)).text.splitlines()]
         assert sorted(x["custom_id"] for x in out) == ["k0", "k2"]
@@ -65,10 +79,12 @@ async def test_openai_batch_runs_through_files_and_batches_with_results_by_custo
 async def test_openai_batch_over_the_request_limit_fails_validation():
     with StubOpenAIServer(latency=0.0, batch_max_requests={"openai": 2}) as s:
         client = openai.AsyncOpenAI(base_url=s.base_url, api_key="x", max_retries=0)
-        upload = await client.files.create(file=("in.jsonl", "\n".join(_line(f"k{i}", "x") for i in range(3))
-                                                  .encode()), purpose="batch")
-        created = await client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                                              completion_window="24h")
+        upload = await client.files.create(
+            file=("in.jsonl", "\n".join(_line(f"k{i}", "x") for i in range(3)).encode()), purpose="batch"
+        )
+        created = await client.batches.create(
+            input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
         batch = await _wait_openai(client, created.id)
         assert batch.status == "failed"
         assert batch.errors.data[0].code == "too_many_requests"
@@ -78,10 +94,12 @@ async def test_openai_batch_over_the_request_limit_fails_validation():
 async def test_openai_batch_expires_and_lists_unrun_requests_as_batch_expired():
     with StubOpenAIServer(latency=0.0, batch_latency=0.05, batch_expire_after=0.08) as s:
         client = openai.AsyncOpenAI(base_url=s.base_url, api_key="x", max_retries=0)
-        upload = await client.files.create(file=("in.jsonl", "\n".join(_line(f"k{i}", "x") for i in range(5))
-                                                  .encode()), purpose="batch")
-        created = await client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions",
-                                              completion_window="24h")
+        upload = await client.files.create(
+            file=("in.jsonl", "\n".join(_line(f"k{i}", "x") for i in range(5)).encode()), purpose="batch"
+        )
+        created = await client.batches.create(
+            input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
         batch = await _wait_openai(client, created.id)
         assert batch.status == "expired"
         err = [json.loads(x) for x in (await client.files.content(batch.error_file_id)).text.splitlines()]
@@ -91,13 +109,23 @@ async def test_openai_batch_expires_and_lists_unrun_requests_as_batch_expired():
 
 
 async def test_anthropic_message_batch_reports_counts_and_results_of_every_kind():
-    with StubOpenAIServer(latency=0.0, batch_latency=0.01,
-                          batch_fail=lambda p, cid, b: 400 if cid == "c1" else None) as s:
+    with StubOpenAIServer(
+        latency=0.0, batch_latency=0.01, batch_fail=lambda p, cid, b: 400 if cid == "c1" else None
+    ) as s:
         client = anthropic.AsyncAnthropic(base_url=s.url, api_key="x", max_retries=0)
-        created = await client.messages.batches.create(requests=[
-            {"custom_id": f"c{i}", "params": {"model": "claude-x", "max_tokens": 5,
-                                              "messages": [{"role": "user", "content": f"item {i}"}]}}
-            for i in range(3)])
+        created = await client.messages.batches.create(
+            requests=[
+                {
+                    "custom_id": f"c{i}",
+                    "params": {
+                        "model": "claude-x",
+                        "max_tokens": 5,
+                        "messages": [{"role": "user", "content": f"item {i}"}],
+                    },
+                }
+                for i in range(3)
+            ]
+        )
         assert created.processing_status == "in_progress" and created.request_counts.processing == 3
         batch = await _wait_anthropic(client, created.id)
         assert (batch.request_counts.succeeded, batch.request_counts.errored) == (2, 1)
@@ -113,8 +141,9 @@ async def test_anthropic_batch_refuses_bad_custom_ids_and_oversize_batches():
         client = anthropic.AsyncAnthropic(base_url=s.url, api_key="x", max_retries=0)
         params = {"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
         with pytest.raises(anthropic.BadRequestError):
-            await client.messages.batches.create(requests=[{"custom_id": "a", "params": params},
-                                                           {"custom_id": "b", "params": params}])
+            await client.messages.batches.create(
+                requests=[{"custom_id": "a", "params": params}, {"custom_id": "b", "params": params}]
+            )
         with pytest.raises(anthropic.BadRequestError):
             await client.messages.batches.create(requests=[{"custom_id": "bad id!", "params": params}])
         assert s.batch.created == []
@@ -141,10 +170,14 @@ async def test_anthropic_prompt_cache_reads_and_writes_at_breakpoints_only():
         client = anthropic.AsyncAnthropic(base_url=s.url, api_key="x", max_retries=0)
 
         async def usage(marked: bool, tail: str) -> tuple[int, int, int]:
-            block = {"type": "text", "text": LONG,
-                     **({"cache_control": {"type": "ephemeral"}} if marked else {})}
-            r = await client.messages.create(model="claude-x", max_tokens=5, system=[block],
-                                             messages=[{"role": "user", "content": tail}])
+            block = {
+                "type": "text",
+                "text": LONG,
+                **({"cache_control": {"type": "ephemeral"}} if marked else {}),
+            }
+            r = await client.messages.create(
+                model="claude-x", max_tokens=5, system=[block], messages=[{"role": "user", "content": tail}]
+            )
             u = r.usage
             return u.cache_creation_input_tokens, u.cache_read_input_tokens, u.input_tokens
 
@@ -158,7 +191,8 @@ async def test_rate_limit_headers_and_429_follow_the_provider_formats():
     with StubOpenAIServer(latency=0.0, rate_limit_requests=2, rate_limit_window=30) as s:
         client = openai.AsyncOpenAI(base_url=s.base_url, api_key="x", max_retries=0)
         raw = await client.chat.completions.with_raw_response.create(
-            model="m", messages=[{"role": "user", "content": "hi"}])
+            model="m", messages=[{"role": "user", "content": "hi"}]
+        )
         assert raw.headers["x-ratelimit-limit-requests"] == "2"
         assert raw.headers["x-ratelimit-remaining-requests"] == "1"
         assert raw.headers["x-ratelimit-reset-requests"].endswith("s")
@@ -168,8 +202,9 @@ async def test_rate_limit_headers_and_429_follow_the_provider_formats():
         assert float(caught.value.response.headers["retry-after"]) > 0
         aclient = anthropic.AsyncAnthropic(base_url=s.url, api_key="x", max_retries=0)
         with pytest.raises(anthropic.RateLimitError) as caught2:
-            await aclient.messages.create(model="c", max_tokens=5,
-                                          messages=[{"role": "user", "content": "hi"}])
+            await aclient.messages.create(
+                model="c", max_tokens=5, messages=[{"role": "user", "content": "hi"}]
+            )
         assert caught2.value.response.headers["anthropic-ratelimit-requests-remaining"] == "0"
         assert caught2.value.response.headers["anthropic-ratelimit-requests-reset"].endswith("Z")
         assert s.rate_limited == 2

@@ -9,13 +9,21 @@ from typing import Any
 
 from mitigate.testing import StubOpenAIServer
 
-TOOL = {"type": "function", "function": {"name": "select_choice", "parameters": {
-    "type": "object", "properties": {"choice": {"type": "string", "enum": ["A", "B"]}}}}}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "select_choice",
+        "parameters": {"type": "object", "properties": {"choice": {"type": "string", "enum": ["A", "B"]}}},
+    },
+}
 
 
 def _post(server: StubOpenAIServer, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(f"{server.base_url}/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{server.base_url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read())
 
@@ -27,8 +35,12 @@ def _args_from_schema(body: dict[str, Any]) -> str:
 
 def test_a_forced_function_is_answered_with_that_tool_call_whose_arguments_are_the_reply():
     with StubOpenAIServer(latency=0.0, reply=_args_from_schema) as server:
-        body = {"model": "m", "messages": [{"role": "user", "content": "pick"}], "tools": [TOOL],
-                "tool_choice": {"type": "function", "function": {"name": "select_choice"}}}
+        body = {
+            "model": "m",
+            "messages": [{"role": "user", "content": "pick"}],
+            "tools": [TOOL],
+            "tool_choice": {"type": "function", "function": {"name": "select_choice"}},
+        }
         choice = _post(server, body)["choices"][0]
     assert choice["finish_reason"] == "tool_calls"
     assert choice["message"]["content"] is None

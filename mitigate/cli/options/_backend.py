@@ -34,48 +34,76 @@ Guided = Literal["openai", ServerGuided]
 """``--guided``: how an openai: backend sends an answer constraint
 (:data:`mitigate.lm._openai.GuidedServer`)."""
 
-BACKEND = option("backend", "--backend", help="openai:<model>, anthropic:<model>, dspy:<model>, local, "
-                 "local:<path.gguf>, replay:<path>, fake")
-BASE_URL = option("base_url",
-                  help="server URL for the openai, anthropic or dspy backend; given again (or @FILE: "
-                  "one URL a line, with an optional weight after it), requests are spread over those "
-                  "replicas of one server by least outstanding requests, a replica that keeps failing taken "
-                  "out and probed again; an empty value drops those given before it")
-TIMEOUT = option("timeout",
-                 help="seconds an attempt may go without anything from the server (connecting, before "
-                 "the answer starts, between two pieces of it); past it the attempt is retried within "
-                 "--deadline (openai, anthropic, dspy; default: the deadline)",
-                 accepts=(Interval(float, 0.0, None, closed="neither"), None))
-DEADLINE = option("deadline",
-                  help="seconds one request may spend on the server over all its attempts, connect to "
-                  "last byte (openai, anthropic, dspy); past it the request fails, not retried: the server "
-                  "is hung or trickling its answer; counts for --stop-after",
-                  accepts=(Interval(float, 0.0, None, closed="neither"),))
-MAX_RESPONSE_BYTES = option("max_response_bytes",
-                            help="largest answer body read, in bytes (openai, anthropic); "
-                            "reading stops past it", accepts=(Interval(int, 1, None),))
-MAX_PROMPT_CHARS = option("max_prompt_chars",
-                          help="longest prompt sent, in characters (about 4 per token; openai, "
-                          "anthropic, dspy); a longer one is refused before any request",
-                          accepts=(Interval(int, 1, None),))
-MAX_SAMPLES = option("max_samples",
-                     help="most --samples asked for in one request; more is refused before any "
-                     "request", accepts=(Interval(int, 1, None),))
-PATIENCE = option("patience", help="longest wait between retries, in seconds; a server asking for a longer "
-                  "Retry-After stops the run", accepts=(Interval(float, 0.0, None, closed="neither"),))
-TRANSPORT = option("transport",
-                   help="HTTP client of an openai: backend: auto (direct when aiohttp is installed), "
-                   "direct (plain aiohttp, the least CPU per call), sdk (the openai SDK), or the SDK over "
-                   "aiohttp or httpx")
-GUIDED = option("guided", help="how an openai: backend sends an answer constraint (--constrain): openai "
-                "(response_format JSON schema), or the guided decoding of the OpenAI-compatible server at "
-                "--base-url: vllm (structured_outputs), vllm-legacy (guided_regex), sglang (regex) or "
-                "llamacpp (grammar)")
-BATCH_HELP = ("send the LM calls through the provider's batch API (openai: or anthropic:, half the price, "
-              "results within 24 h); resumable: rerun the same command to pick up the same batches")
+BACKEND = option(
+    "backend",
+    "--backend",
+    help="openai:<model>, anthropic:<model>, dspy:<model>, local, local:<path.gguf>, replay:<path>, fake",
+)
+BASE_URL = option(
+    "base_url",
+    help="server URL for the openai, anthropic or dspy backend; given again (or @FILE: "
+    "one URL a line, with an optional weight after it), requests are spread over those "
+    "replicas of one server by least outstanding requests, a replica that keeps failing taken "
+    "out and probed again; an empty value drops those given before it",
+)
+TIMEOUT = option(
+    "timeout",
+    help="seconds an attempt may go without anything from the server (connecting, before "
+    "the answer starts, between two pieces of it); past it the attempt is retried within "
+    "--deadline (openai, anthropic, dspy; default: the deadline)",
+    accepts=(Interval(float, 0.0, None, closed="neither"), None),
+)
+DEADLINE = option(
+    "deadline",
+    help="seconds one request may spend on the server over all its attempts, connect to "
+    "last byte (openai, anthropic, dspy); past it the request fails, not retried: the server "
+    "is hung or trickling its answer; counts for --stop-after",
+    accepts=(Interval(float, 0.0, None, closed="neither"),),
+)
+MAX_RESPONSE_BYTES = option(
+    "max_response_bytes",
+    help="largest answer body read, in bytes (openai, anthropic); reading stops past it",
+    accepts=(Interval(int, 1, None),),
+)
+MAX_PROMPT_CHARS = option(
+    "max_prompt_chars",
+    help="longest prompt sent, in characters (about 4 per token; openai, "
+    "anthropic, dspy); a longer one is refused before any request",
+    accepts=(Interval(int, 1, None),),
+)
+MAX_SAMPLES = option(
+    "max_samples",
+    help="most --samples asked for in one request; more is refused before any request",
+    accepts=(Interval(int, 1, None),),
+)
+PATIENCE = option(
+    "patience",
+    help="longest wait between retries, in seconds; a server asking for a longer Retry-After stops the run",
+    accepts=(Interval(float, 0.0, None, closed="neither"),),
+)
+TRANSPORT = option(
+    "transport",
+    help="HTTP client of an openai: backend: auto (direct when aiohttp is installed), "
+    "direct (plain aiohttp, the least CPU per call), sdk (the openai SDK), or the SDK over "
+    "aiohttp or httpx",
+)
+GUIDED = option(
+    "guided",
+    help="how an openai: backend sends an answer constraint (--constrain): openai "
+    "(response_format JSON schema), or the guided decoding of the OpenAI-compatible server at "
+    "--base-url: vllm (structured_outputs), vllm-legacy (guided_regex), sglang (regex) or "
+    "llamacpp (grammar)",
+)
+BATCH_HELP = (
+    "send the LM calls through the provider's batch API (openai: or anthropic:, half the price, "
+    "results within 24 h); resumable: rerun the same command to pick up the same batches"
+)
 BATCH = option("batch", help=BATCH_HELP)
-BATCH_RETRIES = option("batch_retries", help="follow-up batches for requests that failed or expired",
-                       accepts=(Interval(int, 0, None),))
+BATCH_RETRIES = option(
+    "batch_retries",
+    help="follow-up batches for requests that failed or expired",
+    accepts=(Interval(int, 0, None),),
+)
 
 Backend = Annotated[str, BACKEND]
 BaseUrl = Annotated[list[str] | None, BASE_URL]
@@ -91,6 +119,8 @@ def base_urls_given(values: list[str] | str | None) -> list[str]:
     for value in [values] if isinstance(values, str) else values or ():
         out = [] if value == "" else [*out, value]
     return out
+
+
 Timeout = Annotated[float | None, TIMEOUT]
 
 
@@ -140,22 +170,35 @@ def check_backend(o: BackendChoices, backend: str) -> None:
     found = registered_backend(backend)
     for flag, value in (("--base-url", base_urls_given(o.base_url)), ("--timeout", o.timeout)):
         if value not in (None, "", []) and found is not None and not found.network:
-            raise ConfigError(f"{flag} applies to the {', '.join(name for name, _ in _backends('network'))} "
-                              f"backends; got --backend {backend!r}")
+            raise ConfigError(
+                f"{flag} applies to the {', '.join(name for name, _ in _backends('network'))} "
+                f"backends; got --backend {backend!r}"
+            )
     for flag, choice in (("--transport", o.transport), ("--guided", o.guided)):
         if choice is not None and (found is None or flag[2:] not in found.options):
             taking = [b for _, b in _backends("options") if flag[2:] in b.options]
             abouts = [b.about for b in taking if b.about]
             about = f" ({'; '.join(abouts)})" if abouts else ""
-            raise ConfigError(f"{flag} applies to {', '.join(f for b in taking for f in b.forms)} "
-                              f"backends{about}; got --backend {backend!r}")
+            raise ConfigError(
+                f"{flag} applies to {', '.join(f for b in taking for f in b.forms)} "
+                f"backends{about}; got --backend {backend!r}"
+            )
     if o.guided in get_args(ServerGuided) and not base_urls_given(o.base_url):
-        raise ConfigError(f"--guided {o.guided} names the guided decoding of an OpenAI-compatible server; "
-                          "expected --base-url with it; got none")
+        raise ConfigError(
+            f"--guided {o.guided} names the guided decoding of an OpenAI-compatible server; "
+            "expected --base-url with it; got none"
+        )
 
 
-def check_batch(backend: str, batch: bool, retries: int, *, calls_lm: bool = True,
-                folder: Path | None, folder_option: str | None = None) -> None:
+def check_batch(
+    backend: str,
+    batch: bool,
+    retries: int,
+    *,
+    calls_lm: bool = True,
+    folder: Path | None,
+    folder_option: str | None = None,
+) -> None:
     """--batch and --batch-retries against the backend and the run folder they need.
 
     ``folder_option`` names the option that gives the batch record its folder when the
@@ -163,18 +206,22 @@ def check_batch(backend: str, batch: bool, retries: int, *, calls_lm: bool = Tru
     """
     if not batch:
         if retries:
-            raise ConfigError(f"--batch-retries applies with --batch; got --batch-retries {retries} "
-                              "without --batch")
+            raise ConfigError(
+                f"--batch-retries applies with --batch; got --batch-retries {retries} without --batch"
+            )
         return
     found = registered_backend(backend)
     if calls_lm and (found is None or not found.batch):
         forms = " or ".join(repr(f) for _, b in _backends("batch") for f in b.forms)
         article = "an" if forms[1:2] in tuple("aeiou") else "a"
-        raise ConfigError(f"batch mode needs {article} {forms} backend (--batch goes through the provider's "
-                          f"batch API); got --backend {backend!r}")
+        raise ConfigError(
+            f"batch mode needs {article} {forms} backend (--batch goes through the provider's "
+            f"batch API); got --backend {backend!r}"
+        )
     if folder_option is not None and folder is None:
-        raise ConfigError(f"--batch needs {folder_option} (the batch record lives there, so a killed run "
-                          "resumes); got none")
+        raise ConfigError(
+            f"--batch needs {folder_option} (the batch record lives there, so a killed run resumes); got none"
+        )
 
 
 # --------------------------------------------------------------------------- the groups
@@ -199,8 +246,9 @@ class ServerOptions(CommandOptions):
         refused."""
         samples = getattr(self, "samples", 1)
         if samples > self.max_samples:
-            raise ConfigError(f"expected --samples at most --max-samples ({self.max_samples}); got --samples "
-                              f"{samples}")
+            raise ConfigError(
+                f"expected --samples at most --max-samples ({self.max_samples}); got --samples {samples}"
+            )
 
 
 @dataclass(frozen=True)
@@ -217,8 +265,10 @@ class BackendOptions(ServerOptions):
         check_backend(self, self.backend)
         urls = base_urls_given(self.base_url)
         if getattr(self, "batch", False) and urls and (len(urls) > 1 or urls[0].startswith("@")):
-            raise ConfigError("--batch sends the LM calls to one server's batch API; expected one --base-url "
-                              f"with it; got {' '.join(urls)}")
+            raise ConfigError(
+                "--batch sends the LM calls to one server's batch API; expected one --base-url "
+                f"with it; got {' '.join(urls)}"
+            )
 
 
 @dataclass(frozen=True)

@@ -104,8 +104,9 @@ def option(name: str, *flags: str, help: str, accepts: Iterable[ConstraintLike] 
     """Declare the option ``name`` (its one declaration): ``flags`` (none: ``--name``), help text, accepted
     values."""
     if flags and not any(f.startswith("--") for f in flags):
-        raise TypeError(f"option {name!r} is declared with {flags} and no long flag; expected "
-                        "one such as --x")
+        raise TypeError(
+            f"option {name!r} is declared with {flags} and no long flag; expected one such as --x"
+        )
     opt = Opt(name, tuple(flags), help, tuple(accepts), settings=tuple(settings.items()), where=_where())
     DECLARED.setdefault(opt.flag, []).append(opt)
     return opt
@@ -182,16 +183,21 @@ def typer_annotation(tp: Any) -> Any:
 
 def _own_fields(cls: type) -> list[str]:
     """The fields ``cls`` adds (not those it only redeclares), in its order."""
-    inherited = {f.name for base in cls.__mro__[1:] if dataclasses.is_dataclass(base)
-                 for f in dataclasses.fields(base)}
+    inherited = {
+        f.name for base in cls.__mro__[1:] if dataclasses.is_dataclass(base) for f in dataclasses.fields(base)
+    }
     own = inspect.get_annotations(cls)
-    return [name for name, annotation in own.items() if name not in inherited
-            and not _is_classvar(annotation)]
+    return [
+        name for name, annotation in own.items() if name not in inherited and not _is_classvar(annotation)
+    ]
 
 
 def _is_classvar(annotation: Any) -> bool:
-    return annotation is ClassVar or get_origin(annotation) is ClassVar or (
-        isinstance(annotation, str) and annotation.startswith(("ClassVar", "typing.ClassVar")))
+    return (
+        annotation is ClassVar
+        or get_origin(annotation) is ClassVar
+        or (isinstance(annotation, str) and annotation.startswith(("ClassVar", "typing.ClassVar")))
+    )
 
 
 def _display_order(cls: type) -> list[str]:
@@ -234,19 +240,35 @@ def parameters(cls: type) -> tuple[Param, ...]:
         opts = [m for m in metadata if isinstance(m, Opt)]
         overrides = [m for m in metadata if isinstance(m, Override)]
         if len(opts) != 1 or len(overrides) > 1:
-            raise TypeError(f"{cls.__name__}.{name} must name one declared option (Annotated[type, "
-                            f"option(...)]) and at most one Override; got {len(opts)} and {len(overrides)}")
+            raise TypeError(
+                f"{cls.__name__}.{name} must name one declared option (Annotated[type, "
+                f"option(...)]) and at most one Override; got {len(opts)} and {len(overrides)}"
+            )
         opt, override = opts[0], (overrides[0] if overrides else None)
         if opt.name != name:
-            raise TypeError(f"{cls.__name__}.{name} uses the declaration of {opt.name!r}; expected the field "
-                            f"named {opt.name!r}")
-        if override is not None and override.flags is not None and not opt.is_argument and (
-                Opt(name, override.flags, "").flag != opt.flag):
-            raise TypeError(f"{cls.__name__}.{name}: an Override may change the short flag of {opt.flag}, "
-                            f"not rename it; got {override.flags}")
-        default = field.default if field.default is not dataclasses.MISSING else (
-            field.default_factory() if field.default_factory is not dataclasses.MISSING
-            else dataclasses.MISSING)
+            raise TypeError(
+                f"{cls.__name__}.{name} uses the declaration of {opt.name!r}; expected the field "
+                f"named {opt.name!r}"
+            )
+        if (
+            override is not None
+            and override.flags is not None
+            and not opt.is_argument
+            and (Opt(name, override.flags, "").flag != opt.flag)
+        ):
+            raise TypeError(
+                f"{cls.__name__}.{name}: an Override may change the short flag of {opt.flag}, "
+                f"not rename it; got {override.flags}"
+            )
+        default = (
+            field.default
+            if field.default is not dataclasses.MISSING
+            else (
+                field.default_factory()
+                if field.default_factory is not dataclasses.MISSING
+                else dataclasses.MISSING
+            )
+        )
         out.append(Param(name, tp, default, opt, override))
     return tuple(out)
 

@@ -34,8 +34,11 @@ def fill_registered_names(text: str, *, shipped: bool = False) -> str:
 
     def names(kind: str) -> list[str]:
         table = registered(kind)
-        found = [n for n, obj in table.items()
-                 if not shipped or str(getattr(obj, "__module__", "")).startswith("mitigate.")]
+        found = [
+            n
+            for n, obj in table.items()
+            if not shipped or str(getattr(obj, "__module__", "")).startswith("mitigate.")
+        ]
         if kind == "benchmark":
             from mitigate.data import PATH_LOADERS
 

@@ -21,37 +21,55 @@ Reducer = Literal["mean", "median", "majority"]
 Reasoning = Literal["before", "none"]
 """``--reasoning``: whether the template asks for reasoning before its answer line."""
 
-PROMPT = option("prompt",
-                help="judge prompt template file with {{slots}} (default: the built-in prompt for the "
-                "criterion)")
+PROMPT = option(
+    "prompt",
+    help="judge prompt template file with {{slots}} (default: the built-in prompt for the criterion)",
+)
 SYSTEM = option("system", help="optional system message template file")
 SCALE = option("scale", help="answer scale MIN,MAX (default: from the prompt)")
-ANSWER_FORMAT = option("answer_format", "--answer-format",
-                       help="override the answer line read from the template: "
-                       "the line with {value} where the answer goes, e.g. 'Rating: [[{value}]]' or '[RESULT] "
-                       "{value}', or json:KEY for a JSON answer with the answer under KEY (see 'mitigate "
-                       "prompts inspect')")
-REASONING = option("reasoning", "--reasoning",
-                   help="override whether the template asks for reasoning before its "
-                   "answer line: before (the answer line comes last, after free text) or none (the "
-                   "answer alone)")
-OUTPUT_SLOT = option("output_slot", "--output-slot",
-                     help="override the slot that holds the judged text (default: "
-                     "read from the template)")
-SLOT_FIELD = option("slot_field", "--slot-field",
-                    help="SLOT=FIELD: fill the template's {{SLOT}} from the item's "
-                    "FIELD (an input name, output, output_b or reference); repeat for several")
-CONST = option("const", "--const",
-               help="NAME=VALUE (or NAME=@file) filled into the template once, e.g. a rubric or a "
-               "Jinja variable; repeat for several")
+ANSWER_FORMAT = option(
+    "answer_format",
+    "--answer-format",
+    help="override the answer line read from the template: "
+    "the line with {value} where the answer goes, e.g. 'Rating: [[{value}]]' or '[RESULT] "
+    "{value}', or json:KEY for a JSON answer with the answer under KEY (see 'mitigate "
+    "prompts inspect')",
+)
+REASONING = option(
+    "reasoning",
+    "--reasoning",
+    help="override whether the template asks for reasoning before its "
+    "answer line: before (the answer line comes last, after free text) or none (the "
+    "answer alone)",
+)
+OUTPUT_SLOT = option(
+    "output_slot",
+    "--output-slot",
+    help="override the slot that holds the judged text (default: read from the template)",
+)
+SLOT_FIELD = option(
+    "slot_field",
+    "--slot-field",
+    help="SLOT=FIELD: fill the template's {{SLOT}} from the item's "
+    "FIELD (an input name, output, output_b or reference); repeat for several",
+)
+CONST = option(
+    "const",
+    "--const",
+    help="NAME=VALUE (or NAME=@file) filled into the template once, e.g. a rubric or a "
+    "Jinja variable; repeat for several",
+)
 TEMPERATURE = option("temperature", help="sampling temperature", accepts=(Interval(float, 0.0, 2.0),))
 SAMPLES = option("samples", help="samples per item (reduced by --reducer)", accepts=(Interval(int, 1, None),))
 REDUCER = option("reducer", help="mean, median or majority")
-SCORING = option("scoring",
-                 help="parse (read the score), expected (logprob-weighted) or auto (expected for the "
-                 "embedded default model, else parse)")
-CONSTRAIN = option("constrain",
-                   help="answer constraint: auto, format, answer, json or off (see JudgeConfig.constrain)")
+SCORING = option(
+    "scoring",
+    help="parse (read the score), expected (logprob-weighted) or auto (expected for the "
+    "embedded default model, else parse)",
+)
+CONSTRAIN = option(
+    "constrain", help="answer constraint: auto, format, answer, json or off (see JudgeConfig.constrain)"
+)
 MAX_TOKENS = option("max_tokens", help="max tokens per answer", accepts=(Interval(int, 1, None),))
 
 Prompt = Annotated[Path | None, PROMPT]
@@ -108,13 +126,16 @@ class TemplateOverrides(CommandOptions):
         it)."""
         fmt = self.answer_format
         if fmt is not None:
-            key = fmt[len("json:"):].strip() if fmt.startswith("json:") else None
+            key = fmt[len("json:") :].strip() if fmt.startswith("json:") else None
             if (key is None and fmt.count("{value}") != 1) or key == "":
-                raise ConfigError("expected --answer-format as an answer line with one {value} (e.g. "
-                                  f"'Rating: [[{{value}}]]') or json:KEY; got {fmt!r}")
+                raise ConfigError(
+                    "expected --answer-format as an answer line with one {value} (e.g. "
+                    f"'Rating: [[{{value}}]]') or json:KEY; got {fmt!r}"
+                )
         if self.output_slot is not None and not self.output_slot.strip().isidentifier():
-            raise ConfigError(f"expected --output-slot as a slot name such as output or response; got "
-                              f"{self.output_slot!r}")
+            raise ConfigError(
+                f"expected --output-slot as a slot name such as output or response; got {self.output_slot!r}"
+            )
         parse_pairs("--slot-field", self.slot_field, "SLOT=FIELD (e.g. response=output)")
         parse_pairs("--const", self.const, "NAME=VALUE or NAME=@file")
 

@@ -11,26 +11,45 @@ from mitigate.cli.options._declare import CommandOptions, option
 from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
 
-OUT = option("out", "--out", "-o",
-             help="also write one row per item (scores, verdicts, failures with raw text, flags, "
-             "usage) to this file: JSON lines, or CSV when it ends in .csv")
-N_BOOT = option("n_boot", help="bootstrap resamples per interval (0: none)",
-                accepts=(Interval(int, 0, None),))
+OUT = option(
+    "out",
+    "--out",
+    "-o",
+    help="also write one row per item (scores, verdicts, failures with raw text, flags, "
+    "usage) to this file: JSON lines, or CSV when it ends in .csv",
+)
+N_BOOT = option(
+    "n_boot", help="bootstrap resamples per interval (0: none)", accepts=(Interval(int, 0, None),)
+)
 SEED = option("seed", help="seed of the bootstrap and permutation tests")
-THRESHOLD = option("threshold",
-                   help="pass threshold: a score at or above it passes; reports the pass rate over the "
-                   "samples per item and overall, and the items whose samples straddle it")
-REQUIRE_PASS_RATE = option("require_pass_rate", "--require-pass-rate", help="with --threshold: the pass rate "
-                           "required; the gate passes only when the 95% interval's lower end reaches it "
-                           "(judge exits 1 otherwise)", accepts=(Interval(float, 0.0, 1.0, closed="right"),))
-PROBES = option("probes", "--probes",
-                help="also run the bias battery over every pipeline entry: 'all' or probe names "
-                "such as authority,bandwagon (see 'mitigate probe'); adds a 'Bias probes' table per entry")
+THRESHOLD = option(
+    "threshold",
+    help="pass threshold: a score at or above it passes; reports the pass rate over the "
+    "samples per item and overall, and the items whose samples straddle it",
+)
+REQUIRE_PASS_RATE = option(
+    "require_pass_rate",
+    "--require-pass-rate",
+    help="with --threshold: the pass rate "
+    "required; the gate passes only when the 95% interval's lower end reaches it "
+    "(judge exits 1 otherwise)",
+    accepts=(Interval(float, 0.0, 1.0, closed="right"),),
+)
+PROBES = option(
+    "probes",
+    "--probes",
+    help="also run the bias battery over every pipeline entry: 'all' or probe names "
+    "such as authority,bandwagon (see 'mitigate probe'); adds a 'Bias probes' table per entry",
+)
 REWRITER = option("rewriter", help="LM spec writing the LM-assisted probes' rewrites")
-PROBE_TOLERANCE = option("probe_tolerance", "--probe-tolerance",
-                         help="with --probes: score changes up to this size "
-                         "count as unchanged (0: CALM's robustness rate; set it for continuous scores such "
-                         "as --scoring expected)", accepts=(Interval(float, 0.0, None),))
+PROBE_TOLERANCE = option(
+    "probe_tolerance",
+    "--probe-tolerance",
+    help="with --probes: score changes up to this size "
+    "count as unchanged (0: CALM's robustness rate; set it for continuous scores such "
+    "as --scoring expected)",
+    accepts=(Interval(float, 0.0, None),),
+)
 JSON = option("json", "--json", help="print JSON instead of text")
 PLOT = option("plot", help="also write a PNG of the search beside --out")
 LIKELIHOOD = option("likelihood", help="compute LS with the embedded model and report BiasScore")
@@ -59,8 +78,10 @@ class ThresholdOptions(CommandOptions):
         if self.threshold is not None and self.threshold != self.threshold:
             raise ConfigError(f"expected --threshold as a number; got {self.threshold}")
         if self.require_pass_rate is not None and self.threshold is None:
-            raise ConfigError(f"--require-pass-rate applies with --threshold; got --require-pass-rate "
-                              f"{self.require_pass_rate:g} without --threshold")
+            raise ConfigError(
+                f"--require-pass-rate applies with --threshold; got --require-pass-rate "
+                f"{self.require_pass_rate:g} without --threshold"
+            )
 
 
 @dataclass(frozen=True)
@@ -74,8 +95,9 @@ class ProbeBattery(CommandOptions):
     def check_group(self) -> None:
         """``--rewriter`` and ``--probe-tolerance`` apply with ``--probes``: given without it, each is
         refused."""
-        for flag, value in (("--rewriter", self.rewriter),
-                            ("--probe-tolerance", self.probe_tolerance or None)):
+        for flag, value in (
+            ("--rewriter", self.rewriter),
+            ("--probe-tolerance", self.probe_tolerance or None),
+        ):
             if value is not None and self.probes is None:
                 raise ConfigError(f"{flag} applies with --probes; got {flag} {value!r} without --probes")
-

@@ -9,21 +9,30 @@ from typing import Annotated
 from mitigate.cli.options._declare import CommandOptions, option
 from mitigate.constraints import Interval
 
-PIPELINE = option("pipeline", "--pipeline", help="mitigations wrapping the judge: pipeline text such as "
-                  "\"name(k=v) | name2\", or @file.json (a spec file such as 'mitigate search --out' writes)")
+PIPELINE = option(
+    "pipeline",
+    "--pipeline",
+    help="mitigations wrapping the judge: pipeline text such as "
+    "\"name(k=v) | name2\", or @file.json (a spec file such as 'mitigate search --out' writes)",
+)
 CONCURRENCY = option("concurrency", help="judgments in flight at once", accepts=(Interval(int, 1, None),))
 CACHE = option("cache", help="cache LM calls on disk")
 PROGRESS = option("progress", help="show progress bars")
 RUN_DIR = option("run_dir", help="folder for the journal and results (resumable)")
 RESTART = option("restart", help="discard an existing journal in --run-dir")
-STOP_AFTER = option("stop_after",
-                    help="stop the run after this many failures in a row that would repeat for every "
-                    "item (refused key or model, unreachable server ...); 0 never stops",
-                    accepts=(Interval(int, 0, None),))
-DRY_RUN = option("dry_run", "--dry-run",
-                 help="print the exact requests (messages, constraint, temperature, n, "
-                 "logprobs, diff against the unmitigated prompt) for the first item of each entry, and "
-                 "make no LM call")
+STOP_AFTER = option(
+    "stop_after",
+    help="stop the run after this many failures in a row that would repeat for every "
+    "item (refused key or model, unreachable server ...); 0 never stops",
+    accepts=(Interval(int, 0, None),),
+)
+DRY_RUN = option(
+    "dry_run",
+    "--dry-run",
+    help="print the exact requests (messages, constraint, temperature, n, "
+    "logprobs, diff against the unmitigated prompt) for the first item of each entry, and "
+    "make no LM call",
+)
 
 Cache = Annotated[bool, CACHE]
 Progress = Annotated[bool, PROGRESS]

@@ -110,16 +110,28 @@ class AnswerFormat(BaseModel):
     def _check(self) -> AnswerFormat:
         if self.json_key is None and VALUE not in self.line:
             raise TemplateError(f"an answer line needs a {VALUE} placeholder; got {self.line!r}")
-        if self.stub and (self.json_key is not None or self.two_scores or not self.stub.strip()
-                          or "\n" in self.stub or not self.line.split(VALUE, 1)[0].startswith(self.stub)):
-            raise TemplateError(f"an answer stub is the start of the answer line before {VALUE}, on one "
-                                f"line; got stub {self.stub!r} for the line {self.line!r}"
-                                + (" (a JSON or two-scores answer has no stub)" if self.json_key is not None
-                                   or self.two_scores else ""))
+        if self.stub and (
+            self.json_key is not None
+            or self.two_scores
+            or not self.stub.strip()
+            or "\n" in self.stub
+            or not self.line.split(VALUE, 1)[0].startswith(self.stub)
+        ):
+            raise TemplateError(
+                f"an answer stub is the start of the answer line before {VALUE}, on one "
+                f"line; got stub {self.stub!r} for the line {self.line!r}"
+                + (
+                    " (a JSON or two-scores answer has no stub)"
+                    if self.json_key is not None or self.two_scores
+                    else ""
+                )
+            )
         if self.kind == "pairwise" and len(self.labels) != 2:
             raise TemplateError(f"a pairwise answer format needs two output labels; got {list(self.labels)}")
-        if self.kind == "pairwise" and len({x if self.case_sensitive else x.lower()
-                                            for x in self.labels}) != 2:
+        if (
+            self.kind == "pairwise"
+            and len({x if self.case_sensitive else x.lower() for x in self.labels}) != 2
+        ):
             raise TemplateError(f"the two pairwise labels must differ; got {list(self.labels)}")
         return self
 
@@ -159,8 +171,12 @@ class AnswerFormat(BaseModel):
         """Whether this format's line is the answer ``stub`` asks for: it starts with the stub, or with the
         stub's label
         ("Fluency: {value}" for "- Fluency (1-3):"), so :meth:`with_stub` keeps what follows."""
-        return self.json_key is None and not self.two_scores and VALUE in self.line and (
-            self.line.startswith(stub.strip()) or self._after_label(stub) is not None)
+        return (
+            self.json_key is None
+            and not self.two_scores
+            and VALUE in self.line
+            and (self.line.startswith(stub.strip()) or self._after_label(stub) is not None)
+        )
 
     def _after_label(self, stub: str) -> str | None:
         """The line after its opening cue when that cue has the stub's label ("[[{value}]]" of "Rating:
@@ -169,7 +185,7 @@ class AnswerFormat(BaseModel):
         cue = re.match(r"\s*([^\[\](){}<>:\n]{1,40}):[ \t]*", self.line.split(VALUE, 1)[0])
         if cue is None or _label(cue.group(1)).lower() != _label(stub).lower():
             return None
-        return self.line[cue.end():]
+        return self.line[cue.end() :]
 
     def without_stub(self) -> AnswerFormat:
         """A copy for a prompt that does not end with the stub: the whole line is the judge's, opened by the
@@ -185,7 +201,7 @@ class AnswerFormat(BaseModel):
     def continuation(self) -> str:
         """What the judge writes of the answer line: the line after the template's stub (the whole line
         without one)."""
-        return self.line[len(self.stub):] if self.stub else self.line
+        return self.line[len(self.stub) :] if self.stub else self.line
 
     @property
     def stub_label(self) -> str:
@@ -202,13 +218,16 @@ class AnswerFormat(BaseModel):
     def describe(self) -> str:
         """A short human description, e.g. '"[RESULT] N" after reasoning' (for inspect and errors)."""
         shape = self.shape()
-        where = {"none": "alone", "before": "after reasoning",
-                 "after": "first, then reasoning"}[self.reasoning]
+        where = {"none": "alone", "before": "after reasoning", "after": "first, then reasoning"}[
+            self.reasoning
+        ]
         what = f'"{shape}" {where}'
         if self.stub:
-            what += (f', completing the template\'s last line "{self.stub}"' if self.reasoning != "before"
-                     else
-                     f', the template ending with "{self.stub}"')
+            what += (
+                f', completing the template\'s last line "{self.stub}"'
+                if self.reasoning != "before"
+                else f', the template ending with "{self.stub}"'
+            )
         if self.kind == "pairwise":
             options = list(self.labels) + ([self.tie] if self.tie else [])
             if self.relations:
@@ -228,8 +247,9 @@ class AnswerFormat(BaseModel):
                 if self.relations:
                     return f"{self.labels[0]}={self.labels[1]}"
                 if self.tie is None:
-                    raise ConfigError("this pairwise format has no tie label; cannot show a tie in "
-                                      f"{self.describe()}")
+                    raise ConfigError(
+                        f"this pairwise format has no tie label; cannot show a tie in {self.describe()}"
+                    )
                 return self.tie
             raise ConfigError(f"expected a verdict first/second/tie; got {value!r}")
         if isinstance(value, str):
@@ -268,13 +288,18 @@ class AnswerFormat(BaseModel):
 
     def instruction(self, scale: Scale) -> str:
         """One sentence asking for this format (for mitigations that add an answer request)."""
-        where = {"none": "Answer with only", "before": "End your answer with a final line",
-                 "after": "Start your answer with a line"}
+        where = {
+            "none": "Answer with only",
+            "before": "End your answer with a final line",
+            "after": "Start your answer with a line",
+        }
         if self.two_scores:
             a, b = self.labels
-            return (f'{where[self.reasoning]} "N1 N2": two scores from {scale.describe()}, N1 for '
-                    f'output {a!r} '
-                    f"and N2 for output {b!r}.")
+            return (
+                f'{where[self.reasoning]} "N1 N2": two scores from {scale.describe()}, N1 for '
+                f"output {a!r} "
+                f"and N2 for output {b!r}."
+            )
         if self.kind == "pairwise":
             a, b = self.labels
             options = f"{a!r} or {b!r}" + (f" (or {self.tie!r} for a tie)" if self.tie else "")
@@ -282,31 +307,42 @@ class AnswerFormat(BaseModel):
                 options = f"one of {a}>>{b}, {a}>{b}, {a}={b}, {b}>{a}, {b}>>{a}"
             what, noun, choices = f"with X being {options}", "your verdict", options
         elif self.kind == "mcq":
-            what, noun, choices = (f"with X one of the option letters {scale.describe()}",
-                                   "the option letter",
-                                   f"one of {scale.describe()}")
+            what, noun, choices = (
+                f"with X one of the option letters {scale.describe()}",
+                "the option letter",
+                f"one of {scale.describe()}",
+            )
         else:
-            what, noun, choices = (f"with N a score from {scale.describe()}", "the score",
-                                   f"from {scale.describe()}")
+            what, noun, choices = (
+                f"with N a score from {scale.describe()}",
+                "the score",
+                f"from {scale.describe()}",
+            )
         if self.stub and self.reasoning != "before":
             # the template writes the line's start last: the judge completes it (after reasoning: the whole
             # line)
             rest = self.continuation.strip()
             only = "only " if self.reasoning == "none" else ""
-            goes = f"{only}{noun}, {choices}" if rest == VALUE else \
-                f'{only}"{rest.replace(VALUE, "N" if self.kind == "score" else "X")}", {what}'
+            goes = (
+                f"{only}{noun}, {choices}"
+                if rest == VALUE
+                else f'{only}"{rest.replace(VALUE, "N" if self.kind == "score" else "X")}", {what}'
+            )
             then = "" if self.reasoning == "none" else ", then explain it on the lines after"
             return f'Complete the last line "{self.stub}" with {goes}{then}.'
         if self.json_key is None and self.line.strip() == VALUE:
             # a bare answer line ("4", "A"): quoting it as "X" would read as a literal; name what goes on it
-            bare = {"none": f"Answer with only {noun}",
-                    "before": f"End your answer with a final line holding only {noun}",
-                    "after": f"Start your answer with a line holding only {noun}"}
+            bare = {
+                "none": f"Answer with only {noun}",
+                "before": f"End your answer with a final line holding only {noun}",
+                "after": f"Start your answer with a line holding only {noun}",
+            }
             return f"{bare[self.reasoning]}, {choices}."
         if self.json_key is not None:
             reason = f'whose "{self.reason_key}" field holds your reasoning and ' if self.reason_key else ""
-            return (f'Answer with a JSON object {reason}whose "{self.json_key}" field holds your '
-                    f'answer, {what}.')
+            return (
+                f'Answer with a JSON object {reason}whose "{self.json_key}" field holds your answer, {what}.'
+            )
         return f'{where[self.reasoning]} "{self.shape()}", {what}.'
 
     def request(self, scale: Scale) -> str:
@@ -337,7 +373,7 @@ class AnswerFormat(BaseModel):
             found = pattern.search(head)
             if found is not None:
                 label = name[:1].upper() + name[1:]
-                head = head[: found.start()] + label + head[found.end():]
+                head = head[: found.start()] + label + head[found.end() :]
                 # a stub holds the label too: the template's last line is renamed with it
                 # (JudgePrompt.with_answer_format)
                 stub = pattern.sub(label, self.stub, count=1) if self.stub else ""
@@ -370,8 +406,16 @@ class AnswerFormat(BaseModel):
         per format)."""
         return _reader(self)
 
-    def read(self, text: str, scale: Scale, *, echoes: Sequence[str] = (), cues: Sequence[str] = (),
-             quoted: Sequence[str] = (), judged: Sequence[str] = ()) -> float | Verdict:
+    def read(
+        self,
+        text: str,
+        scale: Scale,
+        *,
+        echoes: Sequence[str] = (),
+        cues: Sequence[str] = (),
+        quoted: Sequence[str] = (),
+        judged: Sequence[str] = (),
+    ) -> float | Verdict:
         """The score (or verdict) in a judge's answer ``text``; :class:`ParseError` when there is none or it
         is ambiguous.
 
@@ -391,8 +435,9 @@ class AnswerFormat(BaseModel):
         return _reader(self).read_json(text, scale)
 
     # ------------------------------------------------------------------ constraints
-    def constraint(self, scale: Scale, mode: ConstraintMode = "format", *,
-                   max_tokens: int | None = None) -> AnswerConstraint:
+    def constraint(
+        self, scale: Scale, mode: ConstraintMode = "format", *, max_tokens: int | None = None
+    ) -> AnswerConstraint:
         """The answer as an :class:`AnswerConstraint`: GBNF, regex and JSON schema of the same shape
         (see :func:`answer_constraint`)."""
         return answer_constraint(self, scale, mode, max_tokens=max_tokens)
@@ -429,8 +474,9 @@ def reasoning_budget(max_tokens: int | None = None) -> int:
     return max(16, min(_REASON_CHARS, max_tokens - _ANSWER_ROOM))
 
 
-def answer_constraint(fmt: AnswerFormat, scale: Scale, mode: ConstraintMode = "format", *,
-                      max_tokens: int | None = None) -> AnswerConstraint:
+def answer_constraint(
+    fmt: AnswerFormat, scale: Scale, mode: ConstraintMode = "format", *, max_tokens: int | None = None
+) -> AnswerConstraint:
     """The answer as an :class:`AnswerConstraint`: GBNF, regex and JSON schema of the same shape.
 
     Every grammar is bounded, so a small model cannot loop before it reaches its answer:
@@ -454,20 +500,22 @@ def answer_constraint(fmt: AnswerFormat, scale: Scale, mode: ConstraintMode = "f
     values = fmt.values(scale)
     budget = reasoning_budget(max_tokens)
     if fmt.two_scores:
-        value_g = f"({_gbnf_alts(values)}) \" \" ({_gbnf_alts(values)})"
+        value_g = f'({_gbnf_alts(values)}) " " ({_gbnf_alts(values)})'
         value_r = f"(?:{_regex_alts(values)}) (?:{_regex_alts(values)})"
         answer_g, answer_r = value_g, value_r
     elif fmt.json_key is not None:
         shown = [json.dumps(v) if fmt.kind != "score" else v for v in values]
         head = "{" + (f'"{fmt.reason_key}": "' if fmt.reason_key else "")
-        mid = (f'", "{fmt.json_key}": ' if fmt.reason_key else f'"{fmt.json_key}": ')
+        mid = f'", "{fmt.json_key}": ' if fmt.reason_key else f'"{fmt.json_key}": '
         text_g = f'[^"\\\\\\n]{{0,{budget}}}'
         reason_g = " " + text_g + " " if fmt.reason_key else " "
         reason_r = f'[^"\\\\\\n]{{0,{budget}}}' if fmt.reason_key else ""
-        answer_g = (_gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") "
-                    + _gbnf_lit("}"))
-        answer_r = (re.escape(head) + reason_r + re.escape(mid) + "(?:" + _regex_alts(shown) + ")"
-                    + re.escape("}"))
+        answer_g = (
+            _gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") " + _gbnf_lit("}")
+        )
+        answer_r = (
+            re.escape(head) + reason_r + re.escape(mid) + "(?:" + _regex_alts(shown) + ")" + re.escape("}")
+        )
     else:
         head, tail = fmt.line.split(VALUE, 1)
         answer_g = " ".join(p for p in (_gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail)) if p)
@@ -475,40 +523,51 @@ def answer_constraint(fmt: AnswerFormat, scale: Scale, mode: ConstraintMode = "f
         if fmt.stub and fmt.reasoning != "before":
             # the template wrote the line's start: only its rest is generated, after at most one space
             head = fmt.continuation.split(VALUE, 1)[0].lstrip()
-            answer_g = " ".join(p
-                                for p in ('" "?', _gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail))
-                                if p)
+            answer_g = " ".join(
+                p for p in ('" "?', _gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail)) if p
+            )
             answer_r = "[ ]?" + re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
     if fmt.reasoning == "before" and fmt.json_key is None:
         sep = "\n" if not fmt.line.startswith("[RESULT]") else " "
         sep_r = "\\n" if sep == "\n" else " "
-        banned = "".join(ch for ch in "[<{" if ch in fmt.line.split(VALUE, 1)[0] or (
-            fmt.kind == "pairwise" and ch == "[" and "[" in fmt.line))
+        banned = "".join(
+            ch
+            for ch in "[<{"
+            if ch in fmt.line.split(VALUE, 1)[0] or (fmt.kind == "pairwise" and ch == "[" and "[" in fmt.line)
+        )
         cls_g = "[^\\n" + "".join("\\" + ch if ch in "[]" else ch for ch in banned) + "]"
         cls_r = "[^\\n" + "".join(re.escape(ch) for ch in banned) + "]"
         per_line = max(1, budget // 2)
         least = min(_REASON_MIN - 1, per_line)  # the asked-for reasoning is written, not a bare "Rating: 9"
-        gbnf = (f"root ::= reason {_gbnf_lit(sep)} answer\n"
-                f"reason ::= [A-Za-z] {cls_g}{{{least},{per_line}}} (\"\\n\" {cls_g}{{0,{per_line}}})?\n"
-                f"answer ::= {answer_g}\n")
+        gbnf = (
+            f"root ::= reason {_gbnf_lit(sep)} answer\n"
+            f'reason ::= [A-Za-z] {cls_g}{{{least},{per_line}}} ("\\n" {cls_g}{{0,{per_line}}})?\n'
+            f"answer ::= {answer_g}\n"
+        )
         regex = f"[A-Za-z]{cls_r}{{{least},{per_line}}}(?:\\n{cls_r}{{0,{per_line}}})?{sep_r}{answer_r}"
     elif fmt.reasoning == "after" and fmt.json_key is None:
-        gbnf = (f"root ::= answer (\"\\n\" [^\\n]{{0,{budget}}})?\n"
-                f"answer ::= {answer_g}\n")
+        gbnf = f'root ::= answer ("\\n" [^\\n]{{0,{budget}}})?\nanswer ::= {answer_g}\n'
         regex = f"{answer_r}(?:\\n[^\\n]{{0,{budget}}})?"
     else:
         gbnf = f"root ::= {answer_g}\n"
         regex = answer_r
-    return AnswerConstraint(mode=mode, gbnf=gbnf, regex=regex, json_schema=json_schema(fmt, scale),
-                            name="judge_answer", describe=fmt.describe())
+    return AnswerConstraint(
+        mode=mode,
+        gbnf=gbnf,
+        regex=regex,
+        json_schema=json_schema(fmt, scale),
+        name="judge_answer",
+        describe=fmt.describe(),
+    )
 
 
 def json_schema(fmt: AnswerFormat, scale: Scale) -> dict[str, Any]:
     """The answer as a JSON object: an explanation field first when the format reasons first, then the
     value."""
     values = fmt.values(scale)
-    key = fmt.json_key or ("verdict" if fmt.kind == "pairwise" else "answer" if fmt.kind == "mcq"
-                           else "score")
+    key = fmt.json_key or (
+        "verdict" if fmt.kind == "pairwise" else "answer" if fmt.kind == "mcq" else "score"
+    )
     props: dict[str, Any] = {}
     reason = fmt.reason_key or ("reasoning" if fmt.reasoning != "none" else None)
     if reason is not None:
@@ -536,4 +595,3 @@ def _gbnf_alts(values: Sequence[str]) -> str:
 
 def _regex_alts(values: Sequence[str]) -> str:
     return "|".join(re.escape(v) for v in sorted(values, key=len, reverse=True))
-

@@ -48,10 +48,12 @@ _ANSWER_FIRST = re.compile(
     re.IGNORECASE,
 )
 _JSON = re.compile(r"\bJSON\b")
-_JSON_KEY = re.compile(r"[\"'`](score|rating|grade|verdict|winner|preference|result|answer)[\"'`]",
-                       re.IGNORECASE)
-_JSON_REASON_KEY = re.compile(r"[\"'`](reason|reasoning|explanation|feedback|rationale|justification)[\"'`]",
-                              re.IGNORECASE)
+_JSON_KEY = re.compile(
+    r"[\"'`](score|rating|grade|verdict|winner|preference|result|answer)[\"'`]", re.IGNORECASE
+)
+_JSON_REASON_KEY = re.compile(
+    r"[\"'`](reason|reasoning|explanation|feedback|rationale|justification)[\"'`]", re.IGNORECASE
+)
 _CUE_WORDS = r"(?:final\s+)?(?:score|rating|grade|answer|verdict|result)"
 
 
@@ -98,13 +100,18 @@ def closing_stub(texts: Sequence[str], criterion: str | None = None) -> str | No
     names = _CUE_WORDS + "|overall\\s+(?:score|rating|grade)"
     if criterion and criterion.lower() != "score":
         names += "|" + re.escape(criterion).replace("_", "[ _]").replace("\\ ", "\\s+")
-    found = re.fullmatch(rf"{LIST_MARKER}?\s*(?:\*\*)?(?:{names})(?:\s+score)?(?:\*\*)?"
-                         rf"\s*{RANGE}?\s*:(?:\*\*)?", tail, re.IGNORECASE)
+    found = re.fullmatch(
+        rf"{LIST_MARKER}?\s*(?:\*\*)?(?:{names})(?:\s+score)?(?:\*\*)?"
+        rf"\s*{RANGE}?\s*:(?:\*\*)?",
+        tail,
+        re.IGNORECASE,
+    )
     return tail if found else None
 
 
-def _line_format(texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], tie: str | None,
-                 criterion: str | None) -> AnswerFormat:
+def _line_format(
+    texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], tie: str | None, criterion: str | None
+) -> AnswerFormat:
     """The answer format the text names (its answer line), before a closing stub is taken into account."""
     text = "\n".join(texts)
     instructions = _SLOT_VALUES.sub(" ", text)
@@ -115,39 +122,75 @@ def _line_format(texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], 
         # "Answer with 1, 2 or tie": the template offers a tie, so the constraint must allow it
         if tie is None:
             a, b = (re.escape(x) for x in pair_labels)
-            offered = re.search(rf"[\"'“(\[]*\b{a}\b[\"'”)\]]*\s*[,/]\s*"
-                                rf"[\"'“(\[]*\b{b}\b[\"'”)\]]*\s*,?\s*(?:or|/)\s*"
-                                rf"[\"'“]?(tie|draw|equal)\b", instructions, re.I)
+            offered = re.search(
+                rf"[\"'“(\[]*\b{a}\b[\"'”)\]]*\s*[,/]\s*"
+                rf"[\"'“(\[]*\b{b}\b[\"'”)\]]*\s*,?\s*(?:or|/)\s*"
+                rf"[\"'“]?(tie|draw|equal)\b",
+                instructions,
+                re.I,
+            )
             tie = offered.group(1) if offered else None
-        base.update(labels=pair_labels, tie=tie,
-                    case_sensitive=len({x.lower() for x in pair_labels}) < len(pair_labels))
+        base.update(
+            labels=pair_labels,
+            tie=tie,
+            case_sensitive=len({x.lower() for x in pair_labels}) < len(pair_labels),
+        )
 
     # JSON answers
     if _JSON.search(instructions) and (key := _JSON_KEY.search(instructions)) is not None:
         reason = _JSON_REASON_KEY.search(instructions)
-        return AnswerFormat(**{**base, "json_key": key.group(1), "line": VALUE,
-                               "reason_key": reason.group(1) if reason else None,
-                               "reasoning": "before" if reason else "none"})
+        return AnswerFormat(
+            **{
+                **base,
+                "json_key": key.group(1),
+                "line": VALUE,
+                "reason_key": reason.group(1) if reason else None,
+                "reasoning": "before" if reason else "none",
+            }
+        )
     # two scores on one line (the lmsys pairwise judge)
-    if kind == "pairwise" and re.search(r"\b(?:two|both)\s+(?:values|scores)\b", instructions,
-                                        re.I) and re.search(
-            r"\bsingle\s+line\b|\bfirst\s+line\b", instructions, re.I):
-        return AnswerFormat(**{**base, "two_scores": True, "line": VALUE,
-                               "reasoning": "after" if _ANSWER_FIRST.search(instructions) else reasoning})
+    if (
+        kind == "pairwise"
+        and re.search(r"\b(?:two|both)\s+(?:values|scores)\b", instructions, re.I)
+        and re.search(r"\bsingle\s+line\b|\bfirst\s+line\b", instructions, re.I)
+    ):
+        return AnswerFormat(
+            **{
+                **base,
+                "two_scores": True,
+                "line": VALUE,
+                "reasoning": "after" if _ANSWER_FIRST.search(instructions) else reasoning,
+            }
+        )
     # [RESULT] marker (Prometheus)
     if "[RESULT]" in instructions:
-        return AnswerFormat(**{**base, "line": "[RESULT] {value}", "reasoning": "before"
-                               if reasoning != "none" or
-                               re.search(r"feedback", instructions, re.I) else "none"})
+        return AnswerFormat(
+            **{
+                **base,
+                "line": "[RESULT] {value}",
+                "reasoning": "before"
+                if reasoning != "none" or re.search(r"feedback", instructions, re.I)
+                else "none",
+            }
+        )
     # XML-style tags (<score>...</score>)
     tag = re.search(r"<(score|rating|answer|verdict|result)>", instructions, re.I)
-    if tag is not None and re.search(r"\b(?:inside|within|in|between)\s+(?:the\s+)?"
-                                     rf"<{tag.group(1)}>\s*(?:tags?)?", instructions, re.I):
+    if tag is not None and re.search(
+        r"\b(?:inside|within|in|between)\s+(?:the\s+)?"
+        rf"<{tag.group(1)}>\s*(?:tags?)?",
+        instructions,
+        re.I,
+    ):
         name = tag.group(1)
-        return AnswerFormat(**{**base, "line": f"<{name}>{{value}}</{name}>",
-                               "reasoning": "before"
-                               if re.search(r"\bfeedback\b|\bbefore\b|\bafter\s+the\s+feedback",
-                                            instructions, re.I) else reasoning})
+        return AnswerFormat(
+            **{
+                **base,
+                "line": f"<{name}>{{value}}</{name}>",
+                "reasoning": "before"
+                if re.search(r"\bfeedback\b|\bbefore\b|\bafter\s+the\s+feedback", instructions, re.I)
+                else reasoning,
+            }
+        )
     # Arena-Hard relations [[A>>B]]
     if kind == "pairwise" and re.search(r"\[\[\s*\w{1,3}\s*>>?\s*\w{1,3}\s*\]\]", instructions):
         found = re.search(r"(?:\"|')?((?:[A-Za-z ]+:\s*)?)\[\[\s*\w{1,3}\s*>>?", instructions)
@@ -158,19 +201,25 @@ def _line_format(texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], 
     # double brackets: [[A]] verdicts, [[rating]] / Rating: [[5]]
     bracket = re.search(r"\[\[\s*([A-Za-z]{1,2}|\d+(?:\.\d+)?|rating|score)\s*\]\]", instructions)
     if bracket is not None:
-        example = re.search(r"([A-Za-z][A-Za-z ]{0,20}:\s*)\[\[\s*(?:\d|[NX]\s*\]\]|rating\b|score\b)",
-                            instructions,
-                            re.IGNORECASE)
+        example = re.search(
+            r"([A-Za-z][A-Za-z ]{0,20}:\s*)\[\[\s*(?:\d|[NX]\s*\]\]|rating\b|score\b)",
+            instructions,
+            re.IGNORECASE,
+        )
         head = example.group(1) if example else ""
         if kind == "pairwise":
-            tie_m = re.search(r"\[\[\s*([A-Za-z])\s*\]\]\s*(?:\"|'|”)?\s*(?:for|if|when)\s+(?:a\s+)?tie",
-                              instructions,
-                              re.I)
+            tie_m = re.search(
+                r"\[\[\s*([A-Za-z])\s*\]\]\s*(?:\"|'|”)?\s*(?:for|if|when)\s+(?:a\s+)?tie", instructions, re.I
+            )
             return AnswerFormat(**{**base, "line": "[[{value}]]", "tie": tie_m.group(1) if tie_m else tie})
         return AnswerFormat(**{**base, "line": head + "[[{value}]]"})
     # a star rating: "how many stars", "1 to 5 stars"
-    if kind == "score" and re.search(r"\bhow\s+many\s+stars\b|\b\d+\s+(?:to|-)\s+\d+\s+stars\b"
-                                     r"|\bnumber\s+of\s+stars\b", instructions, re.I):
+    if kind == "score" and re.search(
+        r"\bhow\s+many\s+stars\b|\b\d+\s+(?:to|-)\s+\d+\s+stars\b"
+        r"|\bnumber\s+of\s+stars\b",
+        instructions,
+        re.I,
+    ):
         return AnswerFormat(**{**base, "line": "{value} stars"})
     # a quoted verdict sentence per output: "Therefore, Output (a) is better." or "Therefore, Output (b) is
     # better."
@@ -186,13 +235,19 @@ def _line_format(texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], 
     if kind == "pairwise":
         a, b = pair_labels
         q_open, q_close = "[\"'“‘`]?", "[\"'”’`]?"
-        form = re.search(rf"\b([A-Z][a-z]+)\s*\(\s*{re.escape(a)}\s*\){q_close}"
-                         rf"\s*(?:or|and|,)\s*{q_open}(?:\1\s*)?\(\s*{re.escape(b)}\s*\)", instructions)
+        form = re.search(
+            rf"\b([A-Z][a-z]+)\s*\(\s*{re.escape(a)}\s*\){q_close}"
+            rf"\s*(?:or|and|,)\s*{q_open}(?:\1\s*)?\(\s*{re.escape(b)}\s*\)",
+            instructions,
+        )
         if form is not None:
             return AnswerFormat(**{**base, "line": form.group(1) + " ({value})"})
         # "Answer 'Summary 1' or 'Summary 2'": the label after a word the answer repeats
-        named = re.search(rf"{q_open}\b([A-Z][a-z]+)\s+{re.escape(a)}\b{q_close}"
-                          rf"\s*or\s*{q_open}\1\s+{re.escape(b)}\b", instructions)
+        named = re.search(
+            rf"{q_open}\b([A-Z][a-z]+)\s+{re.escape(a)}\b{q_close}"
+            rf"\s*or\s*{q_open}\1\s+{re.escape(b)}\b",
+            instructions,
+        )
         if named is not None:
             return AnswerFormat(**{**base, "line": named.group(1) + " {value}"})
         if re.search(rf"\(\s*{re.escape(a)}\s*\)\s*or\s*\(\s*{re.escape(b)}\s*\)", instructions):
@@ -202,8 +257,12 @@ def _line_format(texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], 
         if re.search(r"\b(?:letter|option|character|choice)\b", instructions, re.I):
             return AnswerFormat(**{**base, "line": VALUE})
         return AnswerFormat(**{**base, "line": "Answer: {value}", "inferred": False})
-    if re.search(r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
-                 r"\bscore\s+only\b|\bnumber\s+only\b", instructions, re.I):
+    if re.search(
+        r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
+        r"\bscore\s+only\b|\bnumber\s+only\b",
+        instructions,
+        re.I,
+    ):
         return AnswerFormat(**{**base, "line": VALUE, "reasoning": "none"})
     return AnswerFormat(**{**base, "inferred": False})
 
@@ -218,8 +277,9 @@ def _verdict_sentence(text: str, labels: Sequence[str]) -> str | None:
     "Therefore, Output ({value}) is better."; None when the template quotes no such pair.
     """
     a, b = labels
-    for m in re.finditer(r"[\"“]([^\"“”\n]{1,160})[\"”]\s*,?\s*(?:or|and)\s*[\"“]([^\"“”\n]{1,160})[\"”]",
-                         text):
+    for m in re.finditer(
+        r"[\"“]([^\"“”\n]{1,160})[\"”]\s*,?\s*(?:or|and)\s*[\"“]([^\"“”\n]{1,160})[\"”]", text
+    ):
         one, two = m.group(1), m.group(2)
         n = 0
         while n < min(len(one), len(two)) and one[n] == two[n]:
@@ -229,10 +289,13 @@ def _verdict_sentence(text: str, labels: Sequence[str]) -> str | None:
             k += 1
         # the prefix may have eaten the start of a label ("Summary 1" / "Summary 12" never occur; labels
         # differ)
-        mid_one, mid_two = one[n: len(one) - k], two[n: len(two) - k]
-        if (mid_one, mid_two) == (a, b) and re.search(r"[A-Za-z]", one[:n] + one[len(one) - k:]) \
-                and re.search(r"\s", one.strip()):
-            return one[:n] + VALUE + one[len(one) - k:]
+        mid_one, mid_two = one[n : len(one) - k], two[n : len(two) - k]
+        if (
+            (mid_one, mid_two) == (a, b)
+            and re.search(r"[A-Za-z]", one[:n] + one[len(one) - k :])
+            and re.search(r"\s", one.strip())
+        ):
+            return one[:n] + VALUE + one[len(one) - k :]
     return None
 
 
@@ -280,14 +343,19 @@ def _reasoning(text: str) -> Reasoning:
 _REASON_PART = re.compile(
     r"\b(?:analy[sz]\w*|explain\w*|explanation|reason(?:s|ing)?|rationale|justif\w+|feedback|critique|"
     r"comment(?:s|ary)?|assess\w*|evaluat\w*|compar\w+|discuss\w*|think\w*|thought\w*|review)\b",
-    re.IGNORECASE)
-_VALUE_PART = re.compile(r"\b(?:score|rating|grade|verdict|label|number|letter|choice|decision|stars?)\b",
-                         re.IGNORECASE)
+    re.IGNORECASE,
+)
+_VALUE_PART = re.compile(
+    r"\b(?:score|rating|grade|verdict|label|number|letter|choice|decision|stars?)\b", re.IGNORECASE
+)
 # An instruction ordering two parts: "<first part> then <second part>" (or "followed by", "after that",
 # "next").
 _THEN = re.compile(r"\b(?:and\s+)?(?:then|followed\s+by|after\s+that|afterwards|next)\b", re.IGNORECASE)
-_OPENING = re.compile(r"\b(?:start|begin|open|lead)(?:s|ning|ing|ed)?\s+(?:\w+\s+){0,3}?(?:with|by)\b"
-                      r"|\bfirst\b", re.IGNORECASE)
+_OPENING = re.compile(
+    r"\b(?:start|begin|open|lead)(?:s|ning|ing|ed)?\s+(?:\w+\s+){0,3}?(?:with|by)\b"
+    r"|\bfirst\b",
+    re.IGNORECASE,
+)
 
 
 def _stated_order(text: str) -> Reasoning | None:
@@ -306,7 +374,7 @@ def _stated_order(text: str) -> Reasoning | None:
         if opening is None or then is None:
             continue
         clause = max((sentence.rfind(ch, 0, opening.start()) for ch in ",;:("), default=-1) + 1
-        head, tail = sentence[clause: then.start()], sentence[then.end():]
+        head, tail = sentence[clause : then.start()], sentence[then.end() :]
         if _REASON_PART.search(head) and _VALUE_PART.search(tail):
             return "before"
         if _VALUE_PART.search(head) and not _REASON_PART.search(head) and _REASON_PART.search(tail):
@@ -317,12 +385,20 @@ def _stated_order(text: str) -> Reasoning | None:
 def _quoted_cue(text: str, criterion: str | None) -> str | None:
     """A quoted answer-line cue such as "Score: " or 'Rating: <n>' (the cue text, colon included)."""
     names = _CUE_WORDS + (rf"|{re.escape(criterion)}" if criterion and criterion != "score" else "")
-    quoted = list(re.finditer(
-        rf"[\"'“`]\s*(?P<cue>(?:{names})(?:\s+score)?\s*:)\s*(?:<[^>\"'”`]*>|\[[^\]\"'”`]*\]|[A-Z]|N|X|\d+|\.\.\.)?\s*[\"'”`]",
-        text, re.IGNORECASE))
+    quoted = list(
+        re.finditer(
+            rf"[\"'“`]\s*(?P<cue>(?:{names})(?:\s+score)?\s*:)\s*(?:<[^>\"'”`]*>|\[[^\]\"'”`]*\]|[A-Z]|N|X|\d+|\.\.\.)?\s*[\"'”`]",
+            text,
+            re.IGNORECASE,
+        )
+    )
     if quoted:
         return quoted[-1].group("cue").strip()
-    named = list(re.finditer(
-        rf"\b(?:format|form|line|as)\s*:?\s*(?P<cue>(?:{names})\s*:)\s*(?:<[^>\n]*>|\[[^\]\n]*\]|N\b|X\b)",
-        text, re.IGNORECASE))
+    named = list(
+        re.finditer(
+            rf"\b(?:format|form|line|as)\s*:?\s*(?P<cue>(?:{names})\s*:)\s*(?:<[^>\n]*>|\[[^\]\n]*\]|N\b|X\b)",
+            text,
+            re.IGNORECASE,
+        )
+    )
     return named[-1].group("cue").strip() if named else None

@@ -27,9 +27,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 OUTPUT_SLOT_NAMES = (
-    "output", "summary", "response", "answer", "hypothesis", "candidate", "text", "conversation",
-    "completion", "generation", "prediction", "actual_output", "submission", "translation", "story",
-    "generated_text", "model_output", "test_case_content", "reply",
+    "output",
+    "summary",
+    "response",
+    "answer",
+    "hypothesis",
+    "candidate",
+    "text",
+    "conversation",
+    "completion",
+    "generation",
+    "prediction",
+    "actual_output",
+    "submission",
+    "translation",
+    "story",
+    "generated_text",
+    "model_output",
+    "test_case_content",
+    "reply",
 )
 """Slot names taken to hold the judged text when ``output_slot`` is not given (case-insensitive)."""
 
@@ -56,8 +72,11 @@ _SCALE_PATTERNS = [
     # "on a scale of 1 to 10", "scale from 1-5", "rating scale of 0 to 100"
     re.compile(rf"\bscale\s+(?:of|from)\s+(?P<lo>{_NUM})\s*(?:-|–|to)\s*(?P<hi>{_NUM})\b", re.I),
     # "an integer between 1 and 5", "a score between 0 and 1", "score from 1 to 10", "rate from 1 to 5"
-    re.compile(rf"\b(?:score|scores|rating|rate|integer|number|grade|value|points?|from|rated)\b[^.\n\d]{{0,30}}?"
-               rf"\b(?:between|from)\s+(?P<lo>{_NUM})\s*(?:and|to|-|–)\s*(?P<hi>{_NUM})\b", re.I),
+    re.compile(
+        rf"\b(?:score|scores|rating|rate|integer|number|grade|value|points?|from|rated)\b[^.\n\d]{{0,30}}?"
+        rf"\b(?:between|from)\s+(?P<lo>{_NUM})\s*(?:and|to|-|–)\s*(?P<hi>{_NUM})\b",
+        re.I,
+    ),
     # "1-10 scale", "1 to 5 scale"
     re.compile(rf"\b(?P<lo>{_NUM})\s*(?:-|–|to)\s*(?P<hi>{_NUM})[\s-]*(?:point\s+)?(?:scale|range)\b", re.I),
     # "score of 1 to 5", "rating of 1-10"
@@ -106,9 +125,18 @@ def find_scales(text: str) -> list[ScaleStatement]:
             if not _plausible_range(lo, hi):
                 continue
             in_crit = any(a <= m.start() < b for a, b in crit_spans)
-            found.setdefault(m.start(), ScaleStatement(lo, hi, m.start(), m.group(0), in_crit,
-                                                       m.span("lo") if gd.get("lo") is not None else None,
-                                                       m.span("hi")))
+            found.setdefault(
+                m.start(),
+                ScaleStatement(
+                    lo,
+                    hi,
+                    m.start(),
+                    m.group(0),
+                    in_crit,
+                    m.span("lo") if gd.get("lo") is not None else None,
+                    m.span("hi"),
+                ),
+            )
     return [found[k] for k in sorted(found)]
 
 
@@ -126,11 +154,17 @@ _TOP_WORDS = r"highest|best|maximum|max|most|top|greatest|excellent|perfect"
 _BOTTOM_WORDS = r"lowest|worst|minimum|min|least|poorest"
 _ANCHORS = [
     # "where 5 is the highest", "1 being the worst", "10 = best", "1 means the lowest"
-    re.compile(rf"(?<![\w.])(?P<v>{_NUM})(?!\w|\.\d)\s*(?:\([^)\n]{{0,20}}\)\s*)?(?:is|being|=|means|meaning|indicates|"
-               rf"represents)\s+(?:the\s+)?(?:very\s+)?(?P<w>{_TOP_WORDS}|{_BOTTOM_WORDS})\b", re.I),
+    re.compile(
+        rf"(?<![\w.])(?P<v>{_NUM})(?!\w|\.\d)\s*(?:\([^)\n]{{0,20}}\)\s*)?(?:is|being|=|means|meaning|indicates|"
+        rf"represents)\s+(?:the\s+)?(?:very\s+)?(?P<w>{_TOP_WORDS}|{_BOTTOM_WORDS})\b",
+        re.I,
+    ),
     # "the highest score is 5", "a lowest rating of 1"
-    re.compile(rf"\b(?P<w>{_TOP_WORDS}|{_BOTTOM_WORDS})\s+(?:possible\s+)?(?:score|rating|grade|value)?\s*"
-               rf"(?:is|of|=|being)\s+(?P<v>{_NUM})(?!\w|\.\d)", re.I),
+    re.compile(
+        rf"\b(?P<w>{_TOP_WORDS}|{_BOTTOM_WORDS})\s+(?:possible\s+)?(?:score|rating|grade|value)?\s*"
+        rf"(?:is|of|=|being)\s+(?P<v>{_NUM})(?!\w|\.\d)",
+        re.I,
+    ),
 ]
 
 
@@ -171,8 +205,14 @@ _NAMED_END = re.compile(
 
 
 def _plausible_range(lo: float, hi: float) -> bool:
-    return lo < hi and -10 <= lo <= 1 and hi <= 100 and (hi - lo) >= 1 and float(lo).is_integer() and \
-        float(hi).is_integer()
+    return (
+        lo < hi
+        and -10 <= lo <= 1
+        and hi <= 100
+        and (hi - lo) >= 1
+        and float(lo).is_integer()
+        and float(hi).is_integer()
+    )
 
 
 def choose_scale(statements: Sequence[ScaleStatement]) -> tuple[float, float] | None:
@@ -237,8 +277,21 @@ def guess_output_slot(slots: Sequence[str]) -> str | None:
 
 
 _PAIR_SUFFIX = re.compile(r"^(?P<stem>.*?)[_ ]?(?P<suf>1|2|a|b|A|B|one|two)$")
-_PAIR_STEMS = ("output", "response", "answer", "summary", "completion", "generation", "candidate", "text",
-               "assistant", "model", "translation", "story", "output_a")
+_PAIR_STEMS = (
+    "output",
+    "response",
+    "answer",
+    "summary",
+    "completion",
+    "generation",
+    "candidate",
+    "text",
+    "assistant",
+    "model",
+    "translation",
+    "story",
+    "output_a",
+)
 
 
 def find_pair(slots: Sequence[str]) -> tuple[str, str] | None:
@@ -251,7 +304,7 @@ def find_pair(slots: Sequence[str]) -> tuple[str, str] | None:
         ma = _PAIR_SUFFIX.match(a)
         if ma is None or not any(ma.group("stem").lower().startswith(st) for st in _PAIR_STEMS):
             continue
-        for b in unique[i + 1:]:
+        for b in unique[i + 1 :]:
             mb = _PAIR_SUFFIX.match(b)
             if mb is None or mb.group("stem").lower() != ma.group("stem").lower():
                 continue
@@ -263,10 +316,14 @@ def find_pair(slots: Sequence[str]) -> tuple[str, str] | None:
 
 _HEADING_LABEL = [
     re.compile(r"\"model_identifier\"\s*:\s*\"(?P<l>[^\"]{1,3})\""),
-    re.compile(r"(?:\[|<\|)The Start of (?:Assistant|Response|Model|Answer)\s+(?P<l>[A-Za-z0-9]{1,2})'s",
-               re.I),
-    re.compile(r"\b(?:Output|Response|Assistant|Answer|Summary|Model|Candidate|Completion|Text)\s*"
-               r"[`(\[#]?\s*(?P<l>[A-Za-z0-9]{1,2})\s*[`)\]]?\s*(?:'s\s+\w+\s*)?(?:\]|:|\n|$)", re.M),
+    re.compile(
+        r"(?:\[|<\|)The Start of (?:Assistant|Response|Model|Answer)\s+(?P<l>[A-Za-z0-9]{1,2})'s", re.I
+    ),
+    re.compile(
+        r"\b(?:Output|Response|Assistant|Answer|Summary|Model|Candidate|Completion|Text)\s*"
+        r"[`(\[#]?\s*(?P<l>[A-Za-z0-9]{1,2})\s*[`)\]]?\s*(?:'s\s+\w+\s*)?(?:\]|:|\n|$)",
+        re.M,
+    ),
 ]
 
 
@@ -277,7 +334,7 @@ def pair_labels(text: str, first_slot: str, second_slot: str) -> tuple[str, str]
         m = re.search(r"\{\{\s*" + re.escape(slot) + r"\s*\}\}", text)
         if m is None:
             return None
-        before = text[max(0, m.start() - 300): m.start()]
+        before = text[max(0, m.start() - 300) : m.start()]
         best: tuple[int, str] | None = None
         for pattern in _HEADING_LABEL:
             for h in pattern.finditer(before):

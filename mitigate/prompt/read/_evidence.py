@@ -17,8 +17,9 @@ from mitigate.prompt.read._fields import read_fields
 from mitigate.prompt.read._hints import TemplateHints
 
 
-def read_prompt(text: str, hints: TemplateHints | None = None, /, *, system: str | None = None,
-                **overrides: Any) -> tuple[JudgePrompt, list[str]]:
+def read_prompt(
+    text: str, hints: TemplateHints | None = None, /, *, system: str | None = None, **overrides: Any
+) -> tuple[JudgePrompt, list[str]]:
     """:meth:`JudgePrompt.from_template` (same arguments), also returning one line of evidence per field.
 
     The evidence says what was found and where ("scale 1-10 from 'on a scale of 1 to 10'"),
@@ -29,8 +30,9 @@ def read_prompt(text: str, hints: TemplateHints | None = None, /, *, system: str
     return JudgePrompt(**fields), evidence
 
 
-def describe_template(text: str, hints: TemplateHints | None = None, /, *, system: str | None = None,
-                      **overrides: Any) -> str:
+def describe_template(
+    text: str, hints: TemplateHints | None = None, /, *, system: str | None = None, **overrides: Any
+) -> str:
     """A report of what :func:`read_prompt` recovers from ``text`` (what ``mitigate prompts inspect`` prints).
 
     The arguments are :meth:`JudgePrompt.from_template`'s. The report lists the
@@ -43,15 +45,21 @@ def describe_template(text: str, hints: TemplateHints | None = None, /, *, syste
     lines = ["Recovered from the template:", *(f"  {e}" for e in evidence)]
     if prompt.guideline is not None:
         lines.append("Scoring options:")
-        lines += [f"  [{o.label}] "
-                  + (f"score {format_number(o.score)}: " if o.score is not None else "(no score) ")
-                  + o.description[:90] for o in prompt.guideline.options]
+        lines += [
+            f"  [{o.label}] "
+            + (f"score {format_number(o.score)}: " if o.score is not None else "(no score) ")
+            + o.description[:90]
+            for o in prompt.guideline.options
+        ]
     lines.append("Answers:")
     lines.append(f"  format: {fmt.describe()}")
     try:
         lines.append(f"  asked for as: {fmt.instruction(prompt.scale)}")
-        example = prompt.scale.max if fmt.kind == "score" else (
-            "first" if fmt.kind == "pairwise" else next(iter(prompt.scale.letters or {"A": 0})))
+        example = (
+            prompt.scale.max
+            if fmt.kind == "score"
+            else ("first" if fmt.kind == "pairwise" else next(iter(prompt.scale.letters or {"A": 0})))
+        )
         if not fmt.two_scores:
             lines.append(f"  a demo answers: {fmt.render(example, prompt.scale)}")
         if fmt.stub and fmt.reasoning != "before":
@@ -61,6 +69,8 @@ def describe_template(text: str, hints: TemplateHints | None = None, /, *, syste
             lines.append(f"  constrained decoding (regex): {fmt.constraint(prompt.scale).regex[:160]}")
     except MitigateError as exc:
         lines.append(f"  ({exc})")
-    lines.append(f"Messages: {len(prompt.messages)} ({', '.join(m.role for m in prompt.messages)}); "
-                 f"task: {prompt.task[:100]!r}")
+    lines.append(
+        f"Messages: {len(prompt.messages)} ({', '.join(m.role for m in prompt.messages)}); "
+        f"task: {prompt.task[:100]!r}"
+    )
     return "\n".join(lines)

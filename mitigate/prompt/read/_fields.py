@@ -36,8 +36,17 @@ from mitigate.prompt.read._syntax import placeholder_hint, read_template
 from mitigate.scale import Scale
 
 _WORD_NUMBERS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10,
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
 }
 
 # Guideline lines: "Score 2 means ...", "Score 2: ...", "- A score of 2 means ...", "- A score of 1 (no) means
@@ -60,8 +69,9 @@ _OPT_LETTER = re.compile(
 _OPT_LETTER_PLAIN = re.compile(
     r"^(?P<head>\s*(?:[-*•]\s*)?\((?P<letter>[A-J])\)\s+)(?P<desc>\S.*?)(?P<tail>\s*)$"
 )
-_NO_OPTION_HEADERS = re.compile(r"\b(steps?|instructions?|procedure|rules?|requirements?|notes?)\b",
-                                re.IGNORECASE)
+_NO_OPTION_HEADERS = re.compile(
+    r"\b(steps?|instructions?|procedure|rules?|requirements?|notes?)\b", re.IGNORECASE
+)
 
 
 def _first_paragraph(text: str) -> str:
@@ -93,8 +103,9 @@ def _option_from_line(line: str, pattern: re.Pattern[str]) -> ScoreOption | None
     return ScoreOption(label=label, score=score, description=gd["desc"], head=gd["head"], tail=gd["tail"])
 
 
-def _find_guideline(text: str, scale_hint: tuple[float, float] | None = None, *,
-                    numbered: bool = True) -> tuple[int, int, Guideline] | None:
+def _find_guideline(
+    text: str, scale_hint: tuple[float, float] | None = None, *, numbered: bool = True
+) -> tuple[int, int, Guideline] | None:
     """Locate a block of >= 2 consecutive guideline lines; returns (start, end, guideline).
 
     ``scale_hint`` is the scale the template states; plainly numbered lines ("(1) ...",
@@ -148,7 +159,10 @@ def _find_guideline(text: str, scale_hint: tuple[float, float] | None = None, *,
 
 
 def _plausible(
-    block: list[tuple[int, ScoreOption]], pattern: re.Pattern[str], lines: list[str], first: int,
+    block: list[tuple[int, ScoreOption]],
+    pattern: re.Pattern[str],
+    lines: list[str],
+    first: int,
     scale_hint: tuple[float, float] | None = None,
 ) -> bool:
     """Guard against numbered instruction steps being read as score options."""
@@ -182,8 +196,10 @@ _CHOICE = re.compile(
     r"(?P<letters>[\"'“‘`(]?[A-Z][\"'”’`)]?(?:\s*,\s*[\"'“‘`(]?[A-Z][\"'”’`)]?)*\s*,?\s*(?:or|and)\s*"
     r"[\"'“‘`(]?[A-Z][\"'”’`)]?)(?![A-Za-z])"
 )
-_CHOICE_SCORES: dict[tuple[str, ...], dict[str, float]] = {("Y", "N"): {"Y": 1.0, "N": 0.0},
-                                                           ("N", "Y"): {"Y": 1.0, "N": 0.0}}
+_CHOICE_SCORES: dict[tuple[str, ...], dict[str, float]] = {
+    ("Y", "N"): {"Y": 1.0, "N": 0.0},
+    ("N", "Y"): {"Y": 1.0, "N": 0.0},
+}
 """Scores of choice letters that carry their own meaning: Y (yes) = 1, N (no) = 0."""
 
 
@@ -218,8 +234,9 @@ def _guess_labels(text: str) -> tuple[str, str] | None:
     return None
 
 
-def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | None = None,
-                ) -> tuple[dict[str, Any], list[str]]:
+def read_fields(
+    text: str, hints: TemplateHints | None = None, *, system: str | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """The fields of the judge prompt read from ``text`` (keyword arguments of ``JudgePrompt``), and the
     evidence.
 
@@ -252,8 +269,11 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
 
     # the judged text (and the second one of a pairwise template)
     pair = find_pair(all_slots) if answer in (None, "pairwise") and output_slot is None else None
-    if answer == "pairwise" and pair is None and not (output_slot
-                                                      and any(f == "output_b" for f in fields.values())):
+    if (
+        answer == "pairwise"
+        and pair is None
+        and not (output_slot and any(f == "output_b" for f in fields.values()))
+    ):
         raise TemplateError(
             "a pairwise prompt needs two slots for the judged texts (e.g. {{output_1}} and {{output_2}}, or "
             f"{{{{output}}}} and {{{{output_b}}}}); found slots {sorted(set(all_slots)) or 'none'}"
@@ -264,18 +284,24 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
         raise TemplateError(
             "expected a slot for the judged text, e.g. {{output}}, {{summary}} or {response}"
             + (f" (output_slot={output_slot!r})" if output_slot else "")
-            + (f"; found slots {seen}, none of them a known judged-text name (pass output_slot=...)" if seen
-               else f"; found no {{{{slot}}}} or {{slot}} placeholder (placeholder-like text seen: "
-                    f"{placeholder_hint(text)})")
+            + (
+                f"; found slots {seen}, none of them a known judged-text name (pass output_slot=...)"
+                if seen
+                else f"; found no {{{{slot}}}} or {{slot}} placeholder (placeholder-like text seen: "
+                f"{placeholder_hint(text)})"
+            )
         )
     if pair is not None:
         fields.setdefault(pair[1], "output_b")
     inputs = [s for s in dict.fromkeys(all_slots) if s != out_slot]
     evidence.append(
-        f"judged text: {{{{{out_slot}}}}}" + (f"; second judged text: {{{{{pair[1]}}}}} (item field output_b)"
-                                              if pair else "")
-        + (f"; other slots: {', '.join('{{' + s + '}}' for s in inputs if not pair or s != pair[1])}"
-           if [s for s in inputs if not pair or s != pair[1]] else "")
+        f"judged text: {{{{{out_slot}}}}}"
+        + (f"; second judged text: {{{{{pair[1]}}}}} (item field output_b)" if pair else "")
+        + (
+            f"; other slots: {', '.join('{{' + s + '}}' for s in inputs if not pair or s != pair[1])}"
+            if [s for s in inputs if not pair or s != pair[1]]
+            else ""
+        )
     )
 
     # scale statements and criterion
@@ -302,15 +328,20 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
     letter_options = guideline is not None and all(o.label.isalpha() for o in guideline.options)
     choice = None if guideline is not None or pair is not None else _choice_letters(joined)
     kind: Literal["score", "mcq", "pairwise"] = answer or (
-        "pairwise" if pair is not None else "mcq" if letter_options or choice else "score")
+        "pairwise" if pair is not None else "mcq" if letter_options or choice else "score"
+    )
     if kind == "mcq" and choice is not None and letters is None and scale is None:
         letters = _CHOICE_SCORES.get(tuple(choice))
         if letters is not None:
-            evidence.append(f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}, scored "
-                            + ", ".join(f"{k}={format_number(v)}" for k, v in letters.items()))
+            evidence.append(
+                f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}, scored "
+                + ", ".join(f"{k}={format_number(v)}" for k, v in letters.items())
+            )
         else:
-            evidence.append(f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}: pass "
-                            "letters={...} to score them")
+            evidence.append(
+                f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}: pass "
+                "letters={...} to score them"
+            )
     if answer_format is not None:
         kind = answer_format.kind
 
@@ -326,24 +357,37 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
             how_scale += "; other ranges stated: " + ", ".join(f"{lo:g}-{hi:g}" for lo, hi in others)
     if kind == "mcq" and guideline is not None:
         scored = [(o.label.upper(), o.score) for o in guideline.options]
-        letter_map = dict(letters) if letters is not None else (
-            {label: float(score) for label, score in scored if score is not None}
-            if all(score is not None for _, score in scored) else None)
+        letter_map = (
+            dict(letters)
+            if letters is not None
+            else (
+                {label: float(score) for label, score in scored if score is not None}
+                if all(score is not None for _, score in scored)
+                else None
+            )
+        )
         if letter_map:
             lo, hi = min(letter_map.values()), max(letter_map.values())
             base = (final_scale or Scale(min=lo, max=hi)) if lo < hi else Scale(min=0, max=1)
             final_scale = Scale.model_validate({**base.model_dump(), "letters": letter_map})
-            how_scale = how_scale or ("letter scores given" if letters is not None
-                                      else "from the options' scores")
+            how_scale = how_scale or (
+                "letter scores given" if letters is not None else "from the options' scores"
+            )
         else:
-            evidence.append(f"options {', '.join(o.label for o in guideline.options)} state no scores: pass "
-                            "letters={...} to score them (answers are read, but cannot become scores)")
+            evidence.append(
+                f"options {', '.join(o.label for o in guideline.options)} state no scores: pass "
+                "letters={...} to score them (answers are read, but cannot become scores)"
+            )
     elif letters is not None and kind == "mcq" and guideline is None and choice is not None and scale is None:
         final_scale = Scale(min=min(letters.values()), max=max(letters.values()), letters=dict(letters))
         how_scale = "from the answer letters"
     elif letters is not None and kind == "mcq":
-        final_scale = Scale.model_validate({**(final_scale or Scale(min=min(letters.values()), max=max(
-            letters.values()))).model_dump(), "letters": dict(letters)})
+        final_scale = Scale.model_validate(
+            {
+                **(final_scale or Scale(min=min(letters.values()), max=max(letters.values()))).model_dump(),
+                "letters": dict(letters),
+            }
+        )
         how_scale = how_scale or "letter scores given"
     if final_scale is None and guideline is not None:
         scores = [o.score for o in guideline.options if o.score is not None]
@@ -374,11 +418,15 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
         evidence.append("criterion: none named ('score')")
 
     if guideline is not None:
-        shown = ", ".join(o.label if o.score is None or o.label == format_number(o.score)
-                          else f"{o.label}={format_number(o.score)}"
-                          for o in guideline.options)
-        evidence.append(f"options: {len(guideline.options)} ({shown}), first "
-                        f"{guideline.options[0].text.strip()[:60]!r}")
+        shown = ", ".join(
+            o.label
+            if o.score is None or o.label == format_number(o.score)
+            else f"{o.label}={format_number(o.score)}"
+            for o in guideline.options
+        )
+        evidence.append(
+            f"options: {len(guideline.options)} ({shown}), first {guideline.options[0].text.strip()[:60]!r}"
+        )
     else:
         evidence.append("options: none found")
 
@@ -395,8 +443,9 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
             pair_names, how_labels = ("1", "2"), "default"
         evidence.append(f"pairwise: outputs named {pair_names[0]!r} and {pair_names[1]!r} ({how_labels})")
     if answer_format is None:
-        fmt = infer_answer_format(templates, kind=kind, labels=pair_names or (), tie=tie,
-                                  criterion=crits[0].name)
+        fmt = infer_answer_format(
+            templates, kind=kind, labels=pair_names or (), tie=tie, criterion=crits[0].name
+        )
         evidence.append(f"answer: {kind}, format {fmt.describe()}")
     else:
         fmt = answer_format
@@ -404,8 +453,9 @@ def read_fields(text: str, hints: TemplateHints | None = None, *, system: str | 
 
     task = _first_paragraph(read.messages[0][1])
     return {
-        "messages": tuple(PromptMessage(role=r, template=t) for (r, _),
-                          t in zip(read.messages, templates, strict=True)),
+        "messages": tuple(
+            PromptMessage(role=r, template=t) for (r, _), t in zip(read.messages, templates, strict=True)
+        ),
         "task": task,
         "criteria": crits,
         "scale": final_scale,

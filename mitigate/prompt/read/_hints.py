@@ -79,8 +79,9 @@ class TemplateHints(BaseModel):
             raise TypeError(f"expected the template hints as a TemplateHints; got {type(hints).__name__}")
         unknown = sorted(set(overrides) - set(cls.model_fields))
         if unknown:
-            raise TypeError(f"expected template hints among {', '.join(cls.model_fields)}; got "
-                            f"{', '.join(unknown)}")
+            raise TypeError(
+                f"expected template hints among {', '.join(cls.model_fields)}; got {', '.join(unknown)}"
+            )
         if not overrides:
             return hints if hints is not None else _NONE
         values = {**(hints.given() if hints is not None else {}), **overrides}
@@ -89,8 +90,9 @@ class TemplateHints(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or "hints"
-            raise ConfigError(f"expected the template hint {field} to be valid ({err['msg']}); "
-                              f"got {err.get('input')!r}") from None
+            raise ConfigError(
+                f"expected the template hint {field} to be valid ({err['msg']}); got {err.get('input')!r}"
+            ) from None
 
     def given(self) -> dict[str, Any]:
         """The hints given (the fields set), as keyword arguments."""

@@ -56,8 +56,11 @@ _CLOSER_RE = re.compile(r"^\s*(?:</[A-Za-z_][^<>\n]*>|[\[<]\|?[^\]>\n]*\bend\b[^
 ...|>``."""
 
 _OPEN_TAG_RE = re.compile(r"^\s*<([A-Za-z_][\w.-]*)(?:\s[^<>\n]*)?>\s*$")
-_OPENER_RE = re.compile(r"^\s*(?:<[A-Za-z_][^<>/\n]*>"  # a tag
-                        r"|[\[<]\|?[^\]>\n]*\b(?:begin|start)\b[^\]>\n]*\|?[\]>])\s*$", re.I)
+_OPENER_RE = re.compile(
+    r"^\s*(?:<[A-Za-z_][^<>/\n]*>"  # a tag
+    r"|[\[<]\|?[^\]>\n]*\b(?:begin|start)\b[^\]>\n]*\|?[\]>])\s*$",
+    re.I,
+)
 """An opening line: ``<summary>``, ``[BEGIN DATA]``, ``[The Start of Assistant's Answer]``."""
 _INLINE_LABEL_END = (":", "：", ">", "]", "|", "=", "-", "–", "—")
 
@@ -182,17 +185,21 @@ def item_layout(template: str) -> ItemLayout | None:
     # how many heading lines a slot has, read from the later slots (None: one slot line only)
     cap: int | None = None
     for a, b in zip(slot_lines, slot_lines[1:], strict=False):
-        found = _label_lines_between(lines[a + 1:b])
+        found = _label_lines_between(lines[a + 1 : b])
         cap = found if cap is None else max(cap, found)
 
     top, used = f, 0
-    prefix = template[lines[f].start:first.start()]
+    prefix = template[lines[f].start : first.start()]
     if not _has_words(prefix):  # the slot starts its line: its heading is the nearest line above
         i = f - 1
         while i >= 0 and lines[i].blank:
             i -= 1
-        if i >= 0 and not _marked(lines[i].text) and not _CLOSER_RE.match(lines[i].text) and (
-                _is_label(lines[i].text) or (i == f - 1 and len(lines[i].text.strip()) <= _LABEL_LEN)):
+        if (
+            i >= 0
+            and not _marked(lines[i].text)
+            and not _CLOSER_RE.match(lines[i].text)
+            and (_is_label(lines[i].text) or (i == f - 1 and len(lines[i].text.strip()) <= _LABEL_LEN))
+        ):
             top, used = i, (0 if _markup_only(lines[i].text) else 1)
     top = _extend_heading(lines, top, used, cap, slot_lines[-1])
     end = _section_end(lines, line_of(last.end()))
@@ -200,21 +207,25 @@ def item_layout(template: str) -> ItemLayout | None:
     return ItemLayout(start=lines[top].start, end=end, insert_at=insert_at, problem=problem)
 
 
-def _sentence_problem(template: str, line: _Line, first: re.Match[str],
-                      slots: list[re.Match[str]]) -> str | None:
+def _sentence_problem(
+    template: str, line: _Line, first: re.Match[str], slots: list[re.Match[str]]
+) -> str | None:
     """Why the first slot has no heading to stand after: it sits inside a sentence (None when it does not)."""
-    prefix = template[line.start:first.start()]
+    prefix = template[line.start : first.start()]
     following = [s for s in slots if s.start() > first.start() and s.start() <= line.end]
-    suffix = template[first.end():following[0].start() if following else line.end]
+    suffix = template[first.end() : following[0].start() if following else line.end]
     inside = (_has_words(prefix) and not _inline_label(prefix)) or (
-        not _has_words(prefix) and _has_words(suffix, markup=False))
+        not _has_words(prefix) and _has_words(suffix, markup=False)
+    )
     if not inside:
         return None
     shown = line.text.strip()
     shown = shown if len(shown) <= 90 else shown[:87] + "..."
-    return (f"the template's first slot {first.group(0)} stands inside the sentence {shown!r}, so the judged "
-            "item has no heading to put text before; expected the slot on a line of its own or after a "
-            "heading such as 'Summary:'")
+    return (
+        f"the template's first slot {first.group(0)} stands inside the sentence {shown!r}, so the judged "
+        "item has no heading to put text before; expected the slot on a line of its own or after a "
+        "heading such as 'Summary:'"
+    )
 
 
 def _extend_heading(lines: list[_Line], top: int, used: int, cap: int | None, last_slot_line: int) -> int:

@@ -62,24 +62,102 @@ MAX_INDENT = 100
 """Widest ``indent`` a template may ask for, in characters."""
 
 FILTERS = (
-    "default", "d", "tojson", "int", "float", "round", "abs", "min", "max", "length", "count", "lower",
-    "upper", "title", "capitalize", "trim", "string", "join", "first", "last", "list", "reverse", "items",
-    "dictsort", "sort", "indent", "truncate", "wordcount",
+    "default",
+    "d",
+    "tojson",
+    "int",
+    "float",
+    "round",
+    "abs",
+    "min",
+    "max",
+    "length",
+    "count",
+    "lower",
+    "upper",
+    "title",
+    "capitalize",
+    "trim",
+    "string",
+    "join",
+    "first",
+    "last",
+    "list",
+    "reverse",
+    "items",
+    "dictsort",
+    "sort",
+    "indent",
+    "truncate",
+    "wordcount",
 )
 """The filters a template may use (Jinja's own, each with its arguments and result checked)."""
 TESTS = (
-    "defined", "undefined", "none", "boolean", "true", "false", "integer", "float", "number", "string",
-    "mapping", "sequence", "iterable", "in", "eq", "==", "equalto", "ne", "!=", "lt", "<", "lessthan", "le",
-    "<=", "gt", ">", "greaterthan", "ge", ">=", "odd", "even", "divisibleby", "lower", "upper", "sameas",
+    "defined",
+    "undefined",
+    "none",
+    "boolean",
+    "true",
+    "false",
+    "integer",
+    "float",
+    "number",
+    "string",
+    "mapping",
+    "sequence",
+    "iterable",
+    "in",
+    "eq",
+    "==",
+    "equalto",
+    "ne",
+    "!=",
+    "lt",
+    "<",
+    "lessthan",
+    "le",
+    "<=",
+    "gt",
+    ">",
+    "greaterthan",
+    "ge",
+    ">=",
+    "odd",
+    "even",
+    "divisibleby",
+    "lower",
+    "upper",
+    "sameas",
 )
 """The tests (``is ...``) a template may use."""
-CALLS = ("range(...)", "MAPPING.items()", "MAPPING.keys()", "MAPPING.values()", "loop.cycle(...)",
-         "loop.changed(...)")
+CALLS = (
+    "range(...)",
+    "MAPPING.items()",
+    "MAPPING.keys()",
+    "MAPPING.values()",
+    "loop.cycle(...)",
+    "loop.changed(...)",
+)
 """The only calls a template may make (shown in refusals)."""
 
 _MAPPING_METHODS = frozenset({"items", "keys", "values"})
-_LOOP_FIELDS = frozenset({"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth",
-                          "depth0", "previtem", "nextitem", "cycle", "changed"})
+_LOOP_FIELDS = frozenset(
+    {
+        "index",
+        "index0",
+        "revindex",
+        "revindex0",
+        "first",
+        "last",
+        "length",
+        "depth",
+        "depth0",
+        "previtem",
+        "nextitem",
+        "cycle",
+        "changed",
+    }
+)
 _LOOP_METHODS = frozenset({"cycle", "changed"})
 # wraps every loop's iterable (added after the checks; not usable by templates)
 _STEP_FILTER = "mitigate_loop_step"
@@ -133,23 +211,30 @@ class _Sandbox(SandboxedEnvironment):
         """Count loop steps and check the clock."""
         self.steps += steps
         if self.steps > MAX_LOOP_STEPS:
-            raise TemplateSandboxError(f"the template's loops ran more than {MAX_LOOP_STEPS:,} steps (the "
-                                       "sandbox's bound on a render)")
+            raise TemplateSandboxError(
+                f"the template's loops ran more than {MAX_LOOP_STEPS:,} steps (the "
+                "sandbox's bound on a render)"
+            )
         if time.monotonic() - self.started > MAX_SECONDS:
-            raise TemplateSandboxError(f"the template took more than {MAX_SECONDS:g} s to render (the "
-                                       "sandbox's bound on a render)")
+            raise TemplateSandboxError(
+                f"the template took more than {MAX_SECONDS:g} s to render (the sandbox's bound on a render)"
+            )
 
     @staticmethod
     def check_size(size: int, what: str) -> None:
         if size > MAX_VALUE_CHARS:
-            raise TemplateSandboxError(f"the template builds {what} of {size:,} characters or items; the "
-                                       f"sandbox allows at most {MAX_VALUE_CHARS:,}")
+            raise TemplateSandboxError(
+                f"the template builds {what} of {size:,} characters or items; the "
+                f"sandbox allows at most {MAX_VALUE_CHARS:,}"
+            )
 
     @staticmethod
     def check_bits(bits: int, what: str) -> None:
         if bits > MAX_INT_BITS:
-            raise TemplateSandboxError(f"the template builds {what}, a number of about {bits:,} bits; the "
-                                       f"sandbox allows at most {MAX_INT_BITS:,}")
+            raise TemplateSandboxError(
+                f"the template builds {what}, a number of about {bits:,} bits; the "
+                f"sandbox allows at most {MAX_INT_BITS:,}"
+            )
 
     def check_value(self, value: Any, what: str) -> Any:
         """``value`` when it is within the sandbox's size limits."""
@@ -172,8 +257,10 @@ class _Sandbox(SandboxedEnvironment):
         self.tick(0)
         what = f"a value with {operator!r}"
         if operator == "%" and isinstance(left, str | bytes):
-            raise TemplateSandboxError("the template formats a string with '%'; the sandbox refuses string "
-                                       "formatting (a width such as %999999999d would build any size)")
+            raise TemplateSandboxError(
+                "the template formats a string with '%'; the sandbox refuses string "
+                "formatting (a width such as %999999999d would build any size)"
+            )
         sized = (str, bytes, list, tuple)
         if operator == "*":
             if isinstance(left, sized) and isinstance(right, int):
@@ -184,8 +271,13 @@ class _Sandbox(SandboxedEnvironment):
                 self.check_bits(left.bit_length() + right.bit_length(), what)
         elif operator == "+" and isinstance(left, sized) and isinstance(right, sized):
             self.check_size(len(left) + len(right), what)
-        elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0 \
-                and abs(left) > 1:
+        elif (
+            operator == "**"
+            and isinstance(left, int)
+            and isinstance(right, int)
+            and right > 0
+            and abs(left) > 1
+        ):
             self.check_bits(math.ceil(right * math.log2(abs(left))), what)
         try:
             return self.binop_table[operator](left, right)
@@ -200,9 +292,11 @@ class _Sandbox(SandboxedEnvironment):
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if attribute.startswith("_"):
-            raise TemplateSandboxError(f"the template reads the attribute {attribute!r}; the sandbox refuses "
-                                       "names starting with '_' (Python internals such as __class__ or "
-                                       "__globals__)")
+            raise TemplateSandboxError(
+                f"the template reads the attribute {attribute!r}; the sandbox refuses "
+                "names starting with '_' (Python internals such as __class__ or "
+                "__globals__)"
+            )
         if isinstance(obj, Undefined):
             return getattr(obj, attribute)  # an undefined name: Jinja's own error (or refusal) for it
         if isinstance(obj, Mapping):
@@ -213,8 +307,10 @@ class _Sandbox(SandboxedEnvironment):
             return self.undefined(obj=obj, name=attribute)
         if isinstance(obj, LoopContext) and attribute in _LOOP_FIELDS:
             return getattr(obj, attribute)
-        raise TemplateSandboxError(f"the template reads the attribute {attribute!r} of {_kind(obj)}; the "
-                                   "sandbox reads attributes of mappings (their keys) and of 'loop' only")
+        raise TemplateSandboxError(
+            f"the template reads the attribute {attribute!r} of {_kind(obj)}; the "
+            "sandbox reads attributes of mappings (their keys) and of 'loop' only"
+        )
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         if isinstance(obj, Undefined):
@@ -226,17 +322,24 @@ class _Sandbox(SandboxedEnvironment):
                 return obj[argument]
             except (TypeError, LookupError):
                 return self.undefined(obj=obj, name=argument)
-        raise TemplateSandboxError(f"the template indexes {_kind(obj)}; the sandbox indexes strings, lists "
-                                   "and mappings only")
+        raise TemplateSandboxError(
+            f"the template indexes {_kind(obj)}; the sandbox indexes strings, lists and mappings only"
+        )
 
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         owner = getattr(__obj, "__self__", None)
         name = getattr(__obj, "__name__", "")
-        allowed = (__obj == __self._range or isinstance(owner, Mapping) and name in _MAPPING_METHODS
-                   or isinstance(owner, LoopContext) and name in _LOOP_METHODS)
+        allowed = (
+            __obj == __self._range
+            or isinstance(owner, Mapping)
+            and name in _MAPPING_METHODS
+            or isinstance(owner, LoopContext)
+            and name in _LOOP_METHODS
+        )
         if not allowed:
-            raise TemplateSandboxError(f"the template calls {_kind(__obj)}; the sandbox calls only "
-                                       f"{', '.join(CALLS)}")
+            raise TemplateSandboxError(
+                f"the template calls {_kind(__obj)}; the sandbox calls only {', '.join(CALLS)}"
+            )
         __self.tick(0)
         return __self.check_value(__context.call(__obj, *args, **kwargs), "a value with a call")
 
@@ -247,8 +350,10 @@ class _Sandbox(SandboxedEnvironment):
             self.check_bits(a.bit_length(), "a range bound")
         numbers = range(*args)
         if len(numbers) > MAX_RANGE:
-            raise TemplateSandboxError(f"the template calls range{args!r}, {len(numbers):,} numbers; the "
-                                       f"sandbox gives at most {MAX_RANGE:,}")
+            raise TemplateSandboxError(
+                f"the template calls range{args!r}, {len(numbers):,} numbers; the "
+                f"sandbox gives at most {MAX_RANGE:,}"
+            )
         return numbers
 
     @pass_context
@@ -278,19 +383,27 @@ class _Sandbox(SandboxedEnvironment):
         """Refuse arguments whose result would break a limit, before the filter builds it."""
         if name == "join" and args and isinstance(args[0], list):
             sep = args[1] if len(args) > 1 else kwargs.get("d", "")
-            self.check_size(sum(len(str(x)) for x in args[0]) + len(str(sep)) * max(len(args[0]) - 1, 0),
-                            "a string with |join")
+            self.check_size(
+                sum(len(str(x)) for x in args[0]) + len(str(sep)) * max(len(args[0]) - 1, 0),
+                "a string with |join",
+            )
         elif name == "indent":
             width = args[1] if len(args) > 1 else kwargs.get("width", 4)
-            if isinstance(width, bool) or not (isinstance(width, int) and 0 <= width <= MAX_INDENT
-                                               or isinstance(width, str) and len(width) <= MAX_INDENT):
-                raise TemplateSandboxError(f"the template indents by {width!r}; the sandbox allows at most "
-                                           f"{MAX_INDENT} characters")
+            if isinstance(width, bool) or not (
+                isinstance(width, int)
+                and 0 <= width <= MAX_INDENT
+                or isinstance(width, str)
+                and len(width) <= MAX_INDENT
+            ):
+                raise TemplateSandboxError(
+                    f"the template indents by {width!r}; the sandbox allows at most {MAX_INDENT} characters"
+                )
         elif name == "round":
             precision = args[1] if len(args) > 1 else kwargs.get("precision", 0)
             if not isinstance(precision, int) or abs(precision) > 100:
-                raise TemplateSandboxError(f"the template rounds to {precision!r} digits; the sandbox allows "
-                                           "-100 to 100")
+                raise TemplateSandboxError(
+                    f"the template rounds to {precision!r} digits; the sandbox allows -100 to 100"
+                )
 
 
 def refusals(tree: nodes.Template, text: str) -> None:
@@ -303,8 +416,13 @@ def refusals(tree: nodes.Template, text: str) -> None:
         rule: str | None = None
         priority = 1
         if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
-            rule, priority = (f"reads the attribute {node.attr!r}; names starting with '_' are Python "
-                              "internals (__class__, __globals__ ...) and never readable"), 0
+            rule, priority = (
+                (
+                    f"reads the attribute {node.attr!r}; names starting with '_' are Python "
+                    "internals (__class__, __globals__ ...) and never readable"
+                ),
+                0,
+            )
         elif isinstance(node, nodes.Filter) and node.name not in FILTERS:
             rule = f"uses the filter |{node.name}; the sandbox's filters are {', '.join(FILTERS)}"
         elif isinstance(node, nodes.Test) and node.name not in TESTS:
@@ -356,11 +474,13 @@ class SandboxedTemplate:
         try:
             self.tree = self.env.parse(text)
         except jinja2.TemplateSyntaxError as exc:
-            raise TemplateError(f"expected a valid Jinja template; got a syntax error at line {exc.lineno}: "
-                                f"{exc.message}") from None
+            raise TemplateError(
+                f"expected a valid Jinja template; got a syntax error at line {exc.lineno}: {exc.message}"
+            ) from None
         except RecursionError:
-            raise TemplateSandboxError("the template's Jinja is nested too deep to read (the sandbox reads a "
-                                       "few hundred levels)") from None
+            raise TemplateSandboxError(
+                "the template's Jinja is nested too deep to read (the sandbox reads a few hundred levels)"
+            ) from None
         refusals(self.tree, text)
         self.names: set[str] = meta.find_undeclared_variables(self.tree) - set(self.env.globals)
         _count_loop_steps(self.tree, self.env)
@@ -376,8 +496,10 @@ class SandboxedTemplate:
             for piece in template.generate(dict(context)):
                 size += len(piece)
                 if size > MAX_OUTPUT_CHARS:
-                    raise TemplateSandboxError(f"the template renders more than {MAX_OUTPUT_CHARS:,} "
-                                               "characters (the sandbox's bound on a rendered template)")
+                    raise TemplateSandboxError(
+                        f"the template renders more than {MAX_OUTPUT_CHARS:,} "
+                        "characters (the sandbox's bound on a rendered template)"
+                    )
                 out.append(piece)
             return "".join(out)
         except TemplateError:
@@ -385,12 +507,14 @@ class SandboxedTemplate:
         except jinja2.UndefinedError as exc:  # the undefined class's message says what was missing
             raise TemplateError(str(exc.message)) from None
         except jinja2.TemplateSyntaxError as exc:
-            raise TemplateError(f"expected a valid Jinja template; got an error at line {exc.lineno}: "
-                                f"{exc.message}") from None
+            raise TemplateError(
+                f"expected a valid Jinja template; got an error at line {exc.lineno}: {exc.message}"
+            ) from None
         except RecursionError:
             raise TemplateSandboxError("the template's Jinja is nested too deep to render") from None
         except MemoryError:
             raise TemplateSandboxError("the template's Jinja ran out of memory while rendering") from None
         except Exception as exc:
-            raise TemplateError(f"the template's Jinja failed while rendering: {type(exc).__name__}: {exc}") \
-                from None
+            raise TemplateError(
+                f"the template's Jinja failed while rendering: {type(exc).__name__}: {exc}"
+            ) from None

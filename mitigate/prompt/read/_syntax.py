@@ -93,7 +93,7 @@ class TemplateSource(BaseModel):
         parts: list[str] = []
         last = 0
         for m in DOUBLE_SLOT_RE.finditer(text):
-            literal = text[last: m.start()]
+            literal = text[last : m.start()]
             parts.append(_escape_format(literal) if self.syntax == "format" else literal)
             name = m.group(1).strip()
             parts.append(self.spellings.get(name, m.group(0)))
@@ -118,10 +118,13 @@ class ReadTemplate:
 # --------------------------------------------------------------------------- chat markup
 
 _CHATML = re.compile(
-    r"<\|im_start\|>\s*(system|user|assistant)\s*\n(.*?)(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.S)
+    r"<\|im_start\|>\s*(system|user|assistant)\s*\n(.*?)(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.S
+)
 _LLAMA3 = re.compile(
     r"(?:<\|begin_of_text\|>)?<\|start_header_id\|>\s*(system|user|assistant)\s*<\|end_header_id\|>(.*?)"
-    r"(?:<\|eot_id\|>|(?=<\|start_header_id\|>)|\Z)", re.S)
+    r"(?:<\|eot_id\|>|(?=<\|start_header_id\|>)|\Z)",
+    re.S,
+)
 _TURNS = re.compile(r"(?:^|\n)(?:###\s*)?(Human|Assistant)\s*:")
 
 
@@ -139,7 +142,7 @@ def split_markup(text: str) -> tuple[list[tuple[Role, str]], str, str | None]:
         layout: list[str] = []
         last = 0
         for m in matches:
-            layout.append(text[last: m.start(2)])
+            layout.append(text[last : m.start(2)])
             content = m.group(2)
             if content.strip():
                 layout.append(_MARK.format(len(messages)))
@@ -149,8 +152,17 @@ def split_markup(text: str) -> tuple[list[tuple[Role, str]], str, str | None]:
             last = m.end(2)
         layout.append(text[last:])
         outside = _MARK_RE.sub("", "".join(layout))
-        for token in ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
-                      "<|begin_of_text|>", "system", "user", "assistant"):
+        for token in (
+            "<|im_start|>",
+            "<|im_end|>",
+            "<|start_header_id|>",
+            "<|end_header_id|>",
+            "<|eot_id|>",
+            "<|begin_of_text|>",
+            "system",
+            "user",
+            "assistant",
+        ):
             outside = outside.replace(token, "")
         if messages and not outside.strip():
             return messages, "".join(layout), name
@@ -166,8 +178,8 @@ def split_markup(text: str) -> tuple[list[tuple[Role, str]], str, str | None]:
             layout.append(preamble)
         for k, t in enumerate(turns):
             end = turns[k + 1].start() if k + 1 < len(turns) else len(text)
-            layout.append(text[t.start(): t.end()])
-            content = text[t.end(): end]
+            layout.append(text[t.start() : t.end()])
+            content = text[t.end() : end]
             role: Role = "user" if t.group(1).lower() == "human" else "assistant"
             if content.strip():
                 layout.append(_MARK.format(len(messages)))
@@ -200,8 +212,11 @@ def detect_syntax(texts: list[str]) -> SlotSyntax:
         return "jinja"  # never left as literal text: the sandbox reads it (and refuses what it must)
     if DOUBLE_SLOT_RE.search(joined) or _TRIPLE_RE.search(joined):
         return "double"
-    if all(_is_format_string(t) or not _SINGLE_RE.search(t) for t in texts) and any(
-            _is_format_string(t) for t in texts) and ("{{" in joined or "}}" in joined):
+    if (
+        all(_is_format_string(t) or not _SINGLE_RE.search(t) for t in texts)
+        and any(_is_format_string(t) for t in texts)
+        and ("{{" in joined or "}}" in joined)
+    ):
         return "format"
     if _SINGLE_RE.search(joined):
         return "single"
@@ -250,8 +265,10 @@ def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[st
         def _undefined_message(self) -> str:
             if self._undefined_obj is missing and self._undefined_name is not None:
                 return _jinja_refusal(text, self._undefined_name)
-            return (f"the template's Jinja needs a value nobody gave: {super()._undefined_message}; pass it "
-                    "in constants={...}")
+            return (
+                f"the template's Jinja needs a value nobody gave: {super()._undefined_message}; pass it "
+                "in constants={...}"
+            )
 
     template = SandboxedTemplate(text, undefined=Unset)
     plain = {m.group(1).strip() for m in DOUBLE_SLOT_RE.finditer(text)}
@@ -268,7 +285,8 @@ def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[st
             f"the template's Jinja tests {', '.join(repr(n) for n in tested)}, which no constant gives: read "
             "as Jinja reads a name nobody gave (false), so what the test guards is left out; pass --const "
             "NAME=VALUE (constants={...}) to set it",
-            TemplateReadWarning, stacklevel=5,
+            TemplateReadWarning,
+            stacklevel=5,
         )
     return rendered, tested
 
@@ -278,8 +296,9 @@ def _used_beyond_output(text: str, name: str) -> bool:
     esc = re.escape(name)
     for m in re.finditer(r"\{%(.*?)%\}|\{\{(.*?)\}\}", text, re.S):
         body = m.group(1) if m.group(1) is not None else m.group(2)
-        if re.search(rf"(?<![\w.]){esc}(?!\w)", body) and not (m.group(2) is not None
-                                                               and body.strip() == name):
+        if re.search(rf"(?<![\w.]){esc}(?!\w)", body) and not (
+            m.group(2) is not None and body.strip() == name
+        ):
             return True
     return False
 
@@ -288,8 +307,11 @@ def _jinja_refusal(text: str, name: str) -> str:
     """The refusal of a name nobody gave, showing the first construct that uses it other than by testing
     it."""
     esc = re.escape(name)
-    uses = [m.group(0) for m in re.finditer(r"\{%.*?%\}|\{\{.*?\}\}", text, re.S)
-            if re.search(rf"(?<![\w.]){esc}(?!\w)", m.group(0))]
+    uses = [
+        m.group(0)
+        for m in re.finditer(r"\{%.*?%\}|\{\{.*?\}\}", text, re.S)
+        if re.search(rf"(?<![\w.]){esc}(?!\w)", m.group(0))
+    ]
     tests = re.compile(rf"\{{%-?\s*(?:el)?if\s+(?:not\s+)?{esc}\s*-?%\}}")
     shown = next((u for u in uses if not tests.fullmatch(u)), uses[0] if uses else name)
     return (
@@ -300,9 +322,7 @@ def _jinja_refusal(text: str, name: str) -> str:
 
 
 def read_template(
-    text: str,
-    system: str | None = None,
-    constants: Mapping[str, Any] | None = None,
+    text: str, system: str | None = None, constants: Mapping[str, Any] | None = None
 ) -> ReadTemplate:
     """Split chat markup, render Jinja, fill constants and normalise slots to ``{{name}}``."""
     constants = dict(constants or {})
@@ -340,9 +360,15 @@ def read_template(
         out.append((role, t))
     if syntax == "double":  # "{{ x }}" spellings stay in the canonical text; only "{{{x}}}" needs restoring
         spellings = {k: v for k, v in spellings.items() if v.startswith("{{{")}
-    source = TemplateSource(layout=layout, syntax=syntax, spellings=spellings, markup=markup,
-                            rendered_jinja=syntax == "jinja", constants=tuple(sorted(constants)),
-                            unset=tuple(unset))
+    source = TemplateSource(
+        layout=layout,
+        syntax=syntax,
+        spellings=spellings,
+        markup=markup,
+        rendered_jinja=syntax == "jinja",
+        constants=tuple(sorted(constants)),
+        unset=tuple(unset),
+    )
     return ReadTemplate(messages=out, source=source)
 
 
@@ -359,6 +385,7 @@ def _format_to_double(text: str) -> str:
 
 def placeholder_hint(text: str) -> str:
     """What placeholder-like spans a text holds, for an error naming what was seen."""
-    spans = sorted(set(re.findall(r"\{\{[^{}]{0,40}\}\}|\{[^{}\n]{0,40}\}|\$\{?\w+\}?|<\w+>|\[\w+\]",
-                                  text)))[:8]
+    spans = sorted(set(re.findall(r"\{\{[^{}]{0,40}\}\}|\{[^{}\n]{0,40}\}|\$\{?\w+\}?|<\w+>|\[\w+\]", text)))[
+        :8
+    ]
     return ", ".join(spans) if spans else "none"

@@ -37,8 +37,10 @@ OPTIMIZERS: tuple[str, ...] = ("labeled", "bootstrap-rs", "mipro")
 
 def _require(package: str, why: str) -> None:
     if importlib.util.find_spec(package) is None:
-        raise ConfigError(f"{why} needs the {package} package, which is not installed; expected it to be "
-                          "importable (pip install 'mitigate[dspy]')")
+        raise ConfigError(
+            f"{why} needs the {package} package, which is not installed; expected it to be "
+            "importable (pip install 'mitigate[dspy]')"
+        )
 
 
 class DSPyEngine(Engine):
@@ -52,8 +54,10 @@ class DSPyEngine(Engine):
         _require("dspy", f"the {self.registry_name} engine")
         train = [it for it in split.train if criterion in it.human and math.isfinite(it.human[criterion])]
         if max(ks) > len(train):
-            raise ConfigError(f"The 'k' parameter of search asks for {max(ks)} demos, but the train split "
-                              f"has only {len(train)} labelled items")
+            raise ConfigError(
+                f"The 'k' parameter of search asks for {max(ks)} demos, but the train split "
+                f"has only {len(train)} labelled items"
+            )
         return self
 
     async def run(self, session: Session, space: SearchSpace) -> Outcome:
@@ -99,8 +103,10 @@ class DSPyMIPRO(DSPyEngine):
     prompt_model: Any = Field(default=None, exclude=True)
     num_candidates: int | None = None
     num_trials: int | None = None
-    parameter_constraints: ClassVar = {"num_candidates": [Interval(int, 1), None],
-                                       "num_trials": [Interval(int, 1), None]}
+    parameter_constraints: ClassVar = {
+        "num_candidates": [Interval(int, 1), None],
+        "num_trials": [Interval(int, 1), None],
+    }
 
     def prepare(self, judge: Judge, split: Split, criterion: str, ks: list[int]) -> Self:
         """Also needs optuna and a prompt model (borrowed from the judge's DSPyLM backend when not given)."""
@@ -112,8 +118,9 @@ class DSPyMIPRO(DSPyEngine):
 
         found = dspy_lm_of(judge)
         if found is None:
-            raise ConfigError("the dspy-mipro engine needs prompt_model=dspy.LM(...) pointed at the judge's "
-                              "model (MIPROv2 writes instruction proposals with it); the judge's backend is "
-                              "not a DSPyLM to borrow it from")
+            raise ConfigError(
+                "the dspy-mipro engine needs prompt_model=dspy.LM(...) pointed at the judge's "
+                "model (MIPROv2 writes instruction proposals with it); the judge's backend is "
+                "not a DSPyLM to borrow it from"
+            )
         return ready.model_copy(update={"prompt_model": found})
-

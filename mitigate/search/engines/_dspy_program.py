@@ -104,8 +104,9 @@ class ProgramContext:
         if item_id not in self.items:
             raise ConfigError(f"a DSPy demo names item {item_id!r}, which is not in the train split")
         s = self.session
-        return Demo.from_item(self.items[item_id], s.criterion, human_scale=s.split.scale,
-                              prompt_scale=s.prompt_scale)
+        return Demo.from_item(
+            self.items[item_id], s.criterion, human_scale=s.split.scale, prompt_scale=s.prompt_scale
+        )
 
     def judge(self, item: Item, demos: Sequence[Demo]) -> Judgment | None:
         """Judge ``item`` with ``demos`` through the session's judge; None when the budget or the LM
@@ -152,9 +153,13 @@ class JudgeProgram(dspy.Module):
         pred = dspy.Prediction(score=score, consistent=same)
         trace = dspy.settings.trace
         if trace is not None:
-            trace.append((self.predict,
-                          {"item_id": item_id, "text": text if text is not None else item.output},
-                          dspy.Prediction(score=score)))
+            trace.append(
+                (
+                    self.predict,
+                    {"item_id": item_id, "text": text if text is not None else item.output},
+                    dspy.Prediction(score=score),
+                )
+            )
         return pred
 
 
@@ -191,16 +196,30 @@ async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, A
     split, crit = s.split, s.criterion
     train = [it for it in split.train if crit in it.human and math.isfinite(it.human[crit])]
     context = ProgramContext(s, asyncio.get_running_loop(), {it.id: it for it in (*split.train, *split.dev)})
-    program = JudgeProgram(context, next((lf.prompt.task for lf in s.judge.leaves() if lf.prompt.task), "")
-                           or "Score the judged text as the judge prompt asks.")
+    program = JudgeProgram(
+        context,
+        next((lf.prompt.task for lf in s.judge.leaves() if lf.prompt.task), "")
+        or "Score the judged text as the judge prompt asks.",
+    )
     trainset = [_example(it, s) for it in train]
     devset = [_example(it, s) for it in split.dev]
     prompt_model = getattr(engine, "prompt_model", None)
     before_pm = len(getattr(prompt_model, "history", []) or [])
+
     def compile_quietly() -> tuple[Any, dict[str, Any]]:
         with contextlib.nullcontext() if s.progress else _silenced():
-            return _compile(optimizer, program, trainset, devset, _metric(s.objective, s), kmax, s, engine,
-                            s.seed, s.concurrency)
+            return _compile(
+                optimizer,
+                program,
+                trainset,
+                devset,
+                _metric(s.objective, s),
+                kmax,
+                s,
+                engine,
+                s.seed,
+                s.concurrency,
+            )
 
     compiled, details = await asyncio.to_thread(compile_quietly)
     meta: dict[str, Any] = {"optimizer": optimizer, "k": kmax, **details}
@@ -217,10 +236,17 @@ async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, A
             continue
         seen.add(key)
         augmented = [bool(ex.get("augmented", False)) for ex in prog.predict.demos]
-        cand = Candidate(f"dspy-{optimizer}: candidate {rank}", Demos(demos=tuple(demos), k=len(demos)),
-                         f"dspy-{optimizer}", list(key),
-                         meta={"dspy_rank": rank, "augmented": augmented,
-                               "instructions": prog.predict.signature.instructions})
+        cand = Candidate(
+            f"dspy-{optimizer}: candidate {rank}",
+            Demos(demos=tuple(demos), k=len(demos)),
+            f"dspy-{optimizer}",
+            list(key),
+            meta={
+                "dspy_rank": rank,
+                "augmented": augmented,
+                "instructions": prog.predict.signature.instructions,
+            },
+        )
         if await s.evaluate(cand, precheck=False) is None:  # its dev run was cut short by the budget
             stopped = "budget"
             meta.setdefault("dropped", []).append(list(key))
@@ -252,9 +278,18 @@ def _metric(objective: Objective, s: Session) -> Any:
     return metric
 
 
-def _compile(optimizer: str, program: JudgeProgram, trainset: list[Any], devset: list[Any], metric: Any,
-             k: int,
-             s: Session, engine: Any, seed: int, concurrency: int) -> tuple[Any, dict[str, Any]]:
+def _compile(
+    optimizer: str,
+    program: JudgeProgram,
+    trainset: list[Any],
+    devset: list[Any],
+    metric: Any,
+    k: int,
+    s: Session,
+    engine: Any,
+    seed: int,
+    concurrency: int,
+) -> tuple[Any, dict[str, Any]]:
     """Run the optimizer; returns the compiled program and the settings it ran with."""
     per_eval = max(1, len(devset))
     left = s.budget.remaining or 0
@@ -266,16 +301,30 @@ def _compile(optimizer: str, program: JudgeProgram, trainset: list[Any], devset:
     if optimizer == "bootstrap-rs":
         # seeds -3..-1 are DSPy's fixed programs (zero-shot, labelled, unshuffled bootstrap)
         n = num_candidates if num_candidates is not None else max(1, left // (per_eval + len(trainset)) - 3)
-        opt = BootstrapFewShotWithRandomSearch(metric=metric, max_bootstrapped_demos=k, max_labeled_demos=k,
-                                               num_candidate_programs=n, num_threads=concurrency)
+        opt = BootstrapFewShotWithRandomSearch(
+            metric=metric,
+            max_bootstrapped_demos=k,
+            max_labeled_demos=k,
+            num_candidate_programs=n,
+            num_threads=concurrency,
+        )
         return opt.compile(program, trainset=trainset, valset=devset), {"num_candidate_programs": n}
     prompt_model = engine.prompt_model
     num_trials: int | None = engine.num_trials
     cands = num_candidates if num_candidates is not None else 3
     trials = num_trials if num_trials is not None else max(1, left // per_eval - 2)
-    opt = MIPROv2(metric=metric, prompt_model=prompt_model, task_model=prompt_model, max_bootstrapped_demos=k,
-                  max_labeled_demos=k, auto=None, num_candidates=cands, num_threads=concurrency, seed=seed,
-                  verbose=False)
+    opt = MIPROv2(
+        metric=metric,
+        prompt_model=prompt_model,
+        task_model=prompt_model,
+        max_bootstrapped_demos=k,
+        max_labeled_demos=k,
+        auto=None,
+        num_candidates=cands,
+        num_threads=concurrency,
+        seed=seed,
+        verbose=False,
+    )
     compiled = opt.compile(program, trainset=trainset, valset=devset, num_trials=trials, minibatch=False)
     return compiled, {"num_candidates": cands, "num_trials": trials}
 

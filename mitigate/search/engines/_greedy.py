@@ -30,13 +30,16 @@ from mitigate.search.engines._base import Engine, Outcome
 from mitigate.selectors import Selector
 
 
-def candidate_demos(selectors: list[Selector], k: int, n_candidates: int, seed: int,
-                    prompt_scale: Scale) -> list[Demo]:
+def candidate_demos(
+    selectors: list[Selector], k: int, n_candidates: int, seed: int, prompt_scale: Scale
+) -> list[Demo]:
     """Up to ``n_candidates`` distinct demos proposed by the query-free selectors (round robin, reseeded)."""
     usable = [s for s in selectors if not s.tags.query_dependent]
     if not usable:
-        raise ConfigError("the greedy engine needs at least one selector that does not depend on the query "
-                          "(e.g. Random or Stratified); got only query-dependent ones")
+        raise ConfigError(
+            "the greedy engine needs at least one selector that does not depend on the query "
+            "(e.g. Random or Stratified); got only query-dependent ones"
+        )
     rng = _random.Random(seed)
     found: dict[str, Demo] = {}
     stale = 0
@@ -80,9 +83,12 @@ class GreedyEngine(Engine):
                 if any(d.item.id == demo.item.id for d in current):
                     continue
                 demos = [*current, demo]
-                cand = Candidate(f"greedy: step {step} + {demo.item.id}", with_demos(template, demos),
-                                 "greedy",
-                                 [d.item.id for d in demos])
+                cand = Candidate(
+                    f"greedy: step {step} + {demo.item.id}",
+                    with_demos(template, demos),
+                    "greedy",
+                    [d.item.id for d in demos],
+                )
                 trial = await s.evaluate(cand)
                 if trial is None:
                     return "budget"
@@ -94,8 +100,12 @@ class GreedyEngine(Engine):
             current_value, current = best
         if current:
             for other in space.templates[1:]:
-                cand = Candidate("greedy: final set" + (" perturbed" if other is not None else ""),
-                                 with_demos(other, current), "greedy", [d.item.id for d in current])
+                cand = Candidate(
+                    "greedy: final set" + (" perturbed" if other is not None else ""),
+                    with_demos(other, current),
+                    "greedy",
+                    [d.item.id for d in current],
+                )
                 if await s.evaluate(cand) is None:
                     return "budget"
         return stopped
