@@ -58,8 +58,7 @@ def candidate_demos(
 class GreedyEngine(Engine):
     """Greedy forward selection of demos (see the module docstring).
 
-    Parameters:
-        n_candidates: how many candidate items the selectors propose.
+    Parameters: n_candidates: how many candidate items the selectors propose.
     """
 
     n_candidates: int = 8
