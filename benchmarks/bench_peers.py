@@ -326,7 +326,8 @@ def write_inputs(work: Path, n: int) -> None:
 
 def fixed_costs(url: str, n: int, work: Path) -> dict[str, float]:
     """Median walls of ``mitigate --help`` (5 runs) and of reruns of ``n`` judgments (3 each) that make no LM
-    call: answered from the LM cache (a cache folder of its own), and resumed from a complete ``--run-dir``
+    call:
+    answered from the LM cache (a cache folder of its own), and resumed from a complete ``--run-dir``
     journal."""
     env = {**os.environ, "OPENAI_API_KEY": "sk-stub", "MITIGATE_CACHE_DIR": str(work / "lm-cache")}
     helps = [

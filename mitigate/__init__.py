@@ -2,10 +2,12 @@
 
 Main entry points::
 
-import mitigate from mitigate import JudgePrompt, PromptJudge, lm prompt =
-JudgePrompt.from_template(open("my_judge.txt").read(), scale=(1, 5)) judge = PromptJudge(prompt,
-lm.get("local")) result = mitigate.compare("summeval", "coherence", entries, limit=12) # judges side by side
-estimate = mitigate.estimate(benchmark, "coherence", judgments) # bias-corrected per-system means
+    import mitigate
+    from mitigate import JudgePrompt, PromptJudge, lm
+    prompt = JudgePrompt.from_template(open("my_judge.txt").read(), scale=(1, 5))
+    judge = PromptJudge(prompt, lm.get("local"))
+    result = mitigate.compare("summeval", "coherence", entries, limit=12)   # judges side by side
+    estimate = mitigate.estimate(benchmark, "coherence", judgments)      # bias-corrected per-system means
 
 The names here are the most used ones of the packages (each name's one home is its package:
 ``mitigate.judge``, ``mitigate.prompt`` ...), imported on first use so ``import mitigate.cli`` stays light.

@@ -8,7 +8,8 @@ checkers and readers see) and takes its ``__getattr__``, ``__dir__`` and ``__all
 
     from mitigate._lazy import lazy_exports
 
-if TYPE_CHECKING: from mitigate.lm._base import LM, LMRequest
+    if TYPE_CHECKING:
+        from mitigate.lm._base import LM, LMRequest
 
     __getattr__, __dir__, __all__ = lazy_exports(__name__)
 

@@ -3,8 +3,9 @@
 Every named component (a mitigation, a demo selector, a search engine, a measure) registers
 itself under a kebab-case name and a *kind*::
 
-@register("selector", "stratified") class Stratified(Component): parameter_constraints = {"seed":
-[Interval(int)], "by": [Options("label", "range")]}
+    @register("selector", "stratified")
+    class Stratified(Component):
+        parameter_constraints = {"seed": [Interval(int)], "by": [Options("label", "range")]}
 
 - :func:`registered` lists a kind's names and objects, :func:`lookup` finds one (a
   :class:`~mitigate.errors.ConfigError` naming the known names when it is absent), and

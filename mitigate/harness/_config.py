@@ -33,27 +33,35 @@ PLANNING_FIELDS: tuple[str, ...] = ("benchmark", "criterion", "entries", "train"
 class CompareConfig(BaseModel):
     """Everything one comparison takes, checked once (see the module docstring for the stages that read it).
 
-    Fields: benchmark: a name for :func:`mitigate.data._registry.load`, or a loaded Benchmark. criterion: the
-    criterion the judges score and the humans labelled. entries: the judges to compare
-    (:class:`~mitigate.harness._entry.Entry`, or a mapping name -> judge); the first is the reference the
-    others are compared against. out_dir: where the journals (``journals/<name>.jsonl``), the likelihood
-    cache, the training items and the reports go (needed to run; a plan alone does not need it). concurrency:
-    judge calls in flight per entry. limit: judge only the first ``limit`` items in document-major order
-    (None: all). likelihood: True for LS with the embedded model, or a LikelihoodScorer; ``likelihood_task``
-    the generation task in its context (default: by benchmark family). progress: show progress bars. n_boot:
-    bootstrap resamples per interval (0: no intervals); ``n_perm`` permutations. seed: seed of the train
-    split, the resamples and the permutations. restart: discard existing journals instead of resuming from
-    them. command: the command line, shown in the report. batch: send the LM calls through the providers'
-    batch APIs (True, BatchConfig, or a shared BatchSession). train: fit on train, compare on test: a fraction
-    (split by document with ``seed``), or a training benchmark (name or loaded) sharing no item or document
-    with the judged one. report: write results.json, report.md, report.html and the plots into ``out_dir``.
-    probes: bias probes run over every pipeline entry; ``rewriter`` the LM that writes the LM-assisted probes'
-    rewrites; ``probe_tolerance`` the score change counted as none. estimate: on a partly labelled benchmark,
-    the method of each entry's corrected estimate per system (``ppi``, the default; ``calibrated``, ``human``,
-    ``judge``; None: none). labels: labels files (CSV or JSON lines with ``id``, ``label`` and optionally
-    ``weight``, :func:`mitigate.data._labels.read_labels`) whose labels are added to the benchmark's on the
-    criterion before anything is split or chosen; filled selection files are selection rounds in the order
-    given, their weights used by the corrected estimates.
+    Fields:
+        benchmark: a name for :func:`mitigate.data._registry.load`, or a loaded Benchmark.
+        criterion: the criterion the judges score and the humans labelled.
+        entries: the judges to compare (:class:`~mitigate.harness._entry.Entry`, or a
+            mapping name -> judge); the first is the reference the others are compared against.
+        out_dir: where the journals (``journals/<name>.jsonl``), the likelihood cache, the
+            training items and the reports go (needed to run; a plan alone does not need it).
+        concurrency: judge calls in flight per entry.
+        limit: judge only the first ``limit`` items in document-major order (None: all).
+        likelihood: True for LS with the embedded model, or a LikelihoodScorer; ``likelihood_task``
+            the generation task in its context (default: by benchmark family).
+        progress: show progress bars.
+        n_boot: bootstrap resamples per interval (0: no intervals); ``n_perm`` permutations.
+        seed: seed of the train split, the resamples and the permutations.
+        restart: discard existing journals instead of resuming from them.
+        command: the command line, shown in the report.
+        batch: send the LM calls through the providers' batch APIs (True, BatchConfig, or a
+            shared BatchSession).
+        train: fit on train, compare on test: a fraction (split by document with ``seed``), or a
+            training benchmark (name or loaded) sharing no item or document with the judged one.
+        report: write results.json, report.md, report.html and the plots into ``out_dir``.
+        probes: bias probes run over every pipeline entry; ``rewriter`` the LM that writes the
+            LM-assisted probes' rewrites; ``probe_tolerance`` the score change counted as none.
+        estimate: on a partly labelled benchmark, the method of each entry's corrected estimate
+            per system (``ppi``, the default; ``calibrated``, ``human``, ``judge``; None: none).
+        labels: labels files (CSV or JSON lines with ``id``, ``label`` and optionally ``weight``,
+            :func:`mitigate.data._labels.read_labels`) whose labels are added to the benchmark's
+            on the criterion before anything is split or chosen; filled selection files are
+            selection rounds in the order given, their weights used by the corrected estimates.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True, strict=True)

@@ -39,14 +39,18 @@ from mitigate.registry import Tags, run_coroutine
 class FitContext(BaseModel):
     """Everything fitting may use beyond the training data and the judge: one frozen, typed value.
 
-    Fields: progress: show a progress bar while the judge runs over the training items. concurrency: how many
-    judge calls run at once while fitting. criterion: the human label to learn from (None: the benchmark's
-    only one, or the one the judge's prompts score; see :func:`mitigate.selectors.resolve_criterion`). lm: the
-    causal LM computing likelihoods (LS) for a component that needs them (Highest-RS), instead of the one its
-    ``likelihood`` spec names. ls: LS per training item id, already computed (with ``judge_scores``,
-    Highest-RS calls no LM). judge_scores: the judge's score per training item id, already made (None: it
-    failed). A component that calls the judge while fitting then needs no judge when it reads them (tags:
-    ``calls_judge_while_fitting`` without ``needs_judge``).
+    Fields:
+        progress: show a progress bar while the judge runs over the training items.
+        concurrency: how many judge calls run at once while fitting.
+        criterion: the human label to learn from (None: the benchmark's only one, or the one
+            the judge's prompts score; see :func:`mitigate.selectors.resolve_criterion`).
+        lm: the causal LM computing likelihoods (LS) for a component that needs them
+            (Highest-RS), instead of the one its ``likelihood`` spec names.
+        ls: LS per training item id, already computed (with ``judge_scores``, Highest-RS
+            calls no LM).
+        judge_scores: the judge's score per training item id, already made (None: it failed).
+            A component that calls the judge while fitting then needs no judge when it reads
+            them (tags: ``calls_judge_while_fitting`` without ``needs_judge``).
 
     Every fittable receives the same context; each reads the fields it uses. A mitigation
     passes it on to what it fits inside (a pipeline to its steps, demos to their selector).

@@ -4,12 +4,14 @@
 the SDK's own retries off (``max_retries=0``): :class:`~mitigate.lm._retry.RetryingLM`
 owns retries.
 
-Request mapping System messages go to ``system=`` (several are joined with a blank line); the others go to
-``messages``. ``max_tokens``, ``temperature`` (Anthropic accepts 0..1; a higher value raises
-:class:`~mitigate.errors.CapabilityError`) and ``stop`` -> ``stop_sequences``. Recent SDK releases no longer
-declare ``temperature`` on ``messages.create``; with those it is sent in the request body (``extra_body``), so
-a model that refuses it fails loudly with the server's HTTP 400 instead of silently sampling at another
-temperature.
+Request mapping
+    System messages go to ``system=`` (several are joined with a blank line); the others
+    go to ``messages``. ``max_tokens``, ``temperature`` (Anthropic accepts 0..1; a higher
+    value raises :class:`~mitigate.errors.CapabilityError`) and ``stop`` ->
+    ``stop_sequences``. Recent SDK releases no longer declare ``temperature`` on
+    ``messages.create``; with those it is sent in the request body (``extra_body``), so a
+    model that refuses it fails loudly with the server's HTTP 400 instead of silently
+    sampling at another temperature.
 
     ``n > 1``: the Messages API has no ``n``, so ``n`` independent calls are made
     (concurrently) and their answers become the ``n`` choices. That is real sampling, at
@@ -19,18 +21,23 @@ temperature.
     :class:`~mitigate.errors.CapabilityError`. ``seed`` has no Anthropic counterpart and
     is not sent (a seed is a best-effort reproducibility hint on every provider).
 
-Prompt caching With ``prompt_cache="auto"`` (the default) requests mark their invariant prefix with a
-``cache_control`` breakpoint: a :class:`~mitigate.lm._prompt_cache.PrefixPlanner` learns the prefix the
-judge's requests share (instructions, guideline, demos) and the backend splits the system text or the message
-there into text blocks, the first marked. Only prefixes at least as long as the model's minimum
-(:func:`~mitigate.lm._prompt_cache.anthropic_min_cache_tokens`, or ``cache_min_tokens=``) are marked; requests
-without such a prefix are sent as plain strings, as before. ``prompt_cache="off"`` sends no breakpoints.
+Prompt caching
+    With ``prompt_cache="auto"`` (the default) requests mark their invariant prefix with a
+    ``cache_control`` breakpoint: a :class:`~mitigate.lm._prompt_cache.PrefixPlanner` learns
+    the prefix the judge's requests share (instructions, guideline, demos) and the backend
+    splits the system text or the message there into text blocks, the first marked. Only
+    prefixes at least as long as the model's minimum
+    (:func:`~mitigate.lm._prompt_cache.anthropic_min_cache_tokens`,
+    or ``cache_min_tokens=``) are marked; requests without such a prefix are sent as plain
+    strings, as before. ``prompt_cache="off"`` sends no breakpoints.
 
-Answer constraints A request whose ``constraint`` asks for mode "json" gets a tool-shaped answer: one tool
-whose ``input_schema`` is the answer's JSON schema, forced with ``tool_choice``; the tool call's input becomes
-the choice's text as JSON (the same object an OpenAI ``response_format`` answer holds). Mode "format" (free
-text in the template's own format) cannot be enforced by the Messages API and raises
-:class:`~mitigate.errors.CapabilityError`.
+Answer constraints
+    A request whose ``constraint`` asks for mode "json" gets a tool-shaped answer: one tool
+    whose ``input_schema`` is the answer's JSON schema, forced with ``tool_choice``; the
+    tool call's input becomes the choice's text as JSON (the same object an OpenAI
+    ``response_format`` answer holds). Mode "format" (free text in the template's own
+    format) cannot be enforced by the Messages API and raises
+    :class:`~mitigate.errors.CapabilityError`.
 
 Usage and cost
     ``cache_read_input_tokens`` becomes ``Usage.cached_prompt_tokens`` and
@@ -38,9 +45,10 @@ Usage and cost
     all input tokens (uncached + cache reads + cache writes). Cost from
     :mod:`mitigate.lm._pricing` at list prices, each kind of token at its own price.
 
-Rate limits Calls go through an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` fed with the
-``anthropic-ratelimit-*`` headers and 429s (``rate_limit=False`` turns it off; pass one limiter to several
-backends that share an account).
+Rate limits
+    Calls go through an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` fed with the
+    ``anthropic-ratelimit-*`` headers and 429s (``rate_limit=False`` turns it off; pass one
+    limiter to several backends that share an account).
 
 Keys, time and errors
     ``api_key=`` or ``$ANTHROPIC_API_KEY``; a missing key raises
@@ -121,14 +129,18 @@ def answer_text(content: Any) -> str:
 class AnthropicLM(LM):
     """An Anthropic Claude model through the Messages API.
 
-    Parameters: model: the model id (``claude-3-5-sonnet-latest``, ``claude-3-5-haiku-20241022``). api_key:
-    the key; defaults to ``$<api_key_env>``. api_key_env: the environment variable holding the key
-    (``ANTHROPIC_API_KEY``). base_url: a compatible endpoint (tests, proxies); defaults to the official API.
-    timeout: seconds an attempt may go without anything from the server (a retryable failure); None: as long
-    as ``limits.deadline`` allows. prompt_cache: ``"auto"`` marks the invariant prompt prefix for the
-    provider's prompt cache, ``"off"`` does not (see the module docstring). cache_min_tokens: the shortest
-    prefix worth marking (default: the model's published minimum). rate_limit: True for an
-    :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` of its own, a limiter to share, or False for none.
+    Parameters:
+        model: the model id (``claude-3-5-sonnet-latest``, ``claude-3-5-haiku-20241022``).
+        api_key: the key; defaults to ``$<api_key_env>``.
+        api_key_env: the environment variable holding the key (``ANTHROPIC_API_KEY``).
+        base_url: a compatible endpoint (tests, proxies); defaults to the official API.
+        timeout: seconds an attempt may go without anything from the server (a retryable failure); None: as
+            long as ``limits.deadline`` allows.
+        prompt_cache: ``"auto"`` marks the invariant prompt prefix for the provider's prompt
+            cache, ``"off"`` does not (see the module docstring).
+        cache_min_tokens: the shortest prefix worth marking (default: the model's published minimum).
+        rate_limit: True for an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` of its own,
+            a limiter to share, or False for none.
     """
 
     provider = "anthropic"
@@ -320,7 +332,8 @@ class AnthropicLM(LM):
         exchange: Exchange,
     ) -> Any:
         """One call within what is left of the request's deadline: the answer read up to the size cap and
-        checked to be a Message (a typed LMCallError if not)."""
+        checked to
+        be a Message (a typed LMCallError if not)."""
         limiter = self.limiter
         ticket = await limiter.acquire(tokens, where=self.identity()) if limiter is not None else None
         mine = Exchange()
@@ -523,8 +536,8 @@ class AnthropicLM(LM):
 
 def _field_of(loc: Sequence[Any], raw: Any) -> str:
     """The answer field a validation error's location points at, as ``usage.input_tokens`` or
-    ``content.0.text`` (the type tags pydantic adds to a location, such as ``literal[...]`` or ``str``, left
-    out)."""
+    ``content.0.text``
+    (the type tags pydantic adds to a location, such as ``literal[...]`` or ``str``, left out)."""
     parts: list[str] = []
     here = raw
     for part in loc:

@@ -12,17 +12,20 @@ holds what does not depend on the provider:
 * :class:`BatchStore` — an append-only, fsync'd event log (``batches.jsonl``) plus one file
   of requests per batch, from which a killed run learns which requests are in which batch.
 
-Custom ids A request's ``custom_id`` is its cache key (the SHA-256 hex digest of backend identity, model and
-request), so results go straight into the LM cache and a rerun finds them there. A request with ``n`` samples
-on a provider without ``n`` (Anthropic) becomes ``n`` lines whose ids are the key's first 60 characters plus
-``_000``, ``_001``, ...
+Custom ids
+    A request's ``custom_id`` is its cache key (the SHA-256 hex digest of backend identity,
+    model and request), so results go straight into the LM cache and a rerun finds them
+    there. A request with ``n`` samples on a provider without ``n`` (Anthropic) becomes ``n``
+    lines whose ids are the key's first 60 characters plus ``_000``, ``_001``, ...
 
-Crash safety The requests file is written and fsync'd before an ``intent`` event names the batch; the
-``submitted`` event with the provider's batch id follows the create call; ``collected`` follows only after
-every result is in the cache. A run killed between the create call and the ``submitted`` event finds the batch
-it created on resume (:meth:`BatchAPI.find`: OpenAI by the ``metadata`` tag carrying the local id, Anthropic
-by creation time and request count among batches no record claims, checked against the result ids when they
-come) instead of submitting it again.
+Crash safety
+    The requests file is written and fsync'd before an ``intent`` event names the batch; the
+    ``submitted`` event with the provider's batch id follows the create call; ``collected``
+    follows only after every result is in the cache. A run killed between the create call
+    and the ``submitted`` event finds the batch it created on resume (:meth:`BatchAPI.find`:
+    OpenAI by the ``metadata`` tag carrying the local id, Anthropic by creation time and
+    request count among batches no record claims, checked against the result ids when they
+    come) instead of submitting it again.
 """
 
 from __future__ import annotations

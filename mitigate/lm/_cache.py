@@ -1,8 +1,10 @@
 """An on-disk cache of LM calls (SQLite, stdlib) and the :class:`CachedLM` wrapper.
 
-Key SHA-256 of (backend ``identity()``, model, ``LMRequest.key()``). ``identity()`` never contains API keys,
-and the request holds only messages and sampling options, so no secret can reach the cache. Only the response
-JSON is stored (plus the identity and model in clear, so entries can be inspected and pruned per backend).
+Key
+    SHA-256 of (backend ``identity()``, model, ``LMRequest.key()``). ``identity()`` never
+    contains API keys, and the request holds only messages and sampling options, so no
+    secret can reach the cache. Only the response JSON is stored (plus the identity and
+    model in clear, so entries can be inspected and pruned per backend).
 
 Temperature > 0 is cached too
     An identical request returns the stored answer even when it was sampled at
@@ -11,10 +13,12 @@ Temperature > 0 is cached too
     several samples use ``n`` in one request, or vary ``seed`` between requests (the seed
     is part of the key).
 
-Concurrency One SQLite connection in WAL mode, guarded by a lock; every operation runs in a worker thread
-(``asyncio.to_thread``) so the event loop never waits on the disk. Concurrent identical requests are
-coalesced: the second awaits the first's call instead of calling the backend again. Several processes may
-share one cache file (WAL + busy timeout); the first answer stored for a key wins.
+Concurrency
+    One SQLite connection in WAL mode, guarded by a lock; every operation runs in a
+    worker thread (``asyncio.to_thread``) so the event loop never waits on the disk.
+    Concurrent identical requests are coalesced: the second awaits the first's call
+    instead of calling the backend again. Several processes may share one cache file
+    (WAL + busy timeout); the first answer stored for a key wins.
 
 Serving from the cache alone
     Inside :func:`cache_only` a :class:`CachedLM` answers from the cache or raises
@@ -74,7 +78,8 @@ class CacheMiss(BaseException):
 @contextlib.contextmanager
 def cache_only() -> Iterator[None]:
     """Within this block (and the tasks started in it) every :class:`CachedLM` answers from its cache or
-    raises :class:`CacheMiss`; no backend is called."""
+    raises
+    :class:`CacheMiss`; no backend is called."""
     token = _CACHE_ONLY.set(True)
     try:
         yield
@@ -157,7 +162,8 @@ class LMCache:
 
     def _warn(self, exc: BaseException) -> None:
         """Report each cause once per cache object (the run goes on): damage (damaged parts are misses), or a
-        cause that is not damage (a full disk ...: the answers concerned are not cached)."""
+        cause
+        that is not damage (a full disk ...: the answers concerned are not cached)."""
         cause = _trouble(exc)
         if cause in self._warned:
             return
@@ -179,7 +185,8 @@ class LMCache:
 
     def _guarded(self, default: T, op: Callable[[], T]) -> T:
         """``op()`` under the lock; ``default`` (with one warning per cause) when SQLite reports damage, a
-        full disk, an I/O error, or stays locked."""
+        full disk,
+        an I/O error, or stays locked."""
         if self._damaged is not None:
             return default
         try:

@@ -1,8 +1,8 @@
 """Any DSPy / LiteLLM model as a mitigate backend (spec ``dspy:<model id>``).
 
 ``DSPyLM("openai/gpt-4o-mini")``, ``DSPyLM("anthropic/claude-3-5-haiku-latest")``,
-``DSPyLM("ollama_chat/llama3.1", api_base="http://localhost:11434")`` — the model id is whatever ``dspy.LM``
-accepts (LiteLLM ids contain ``/`` and sometimes ``:``).
+``DSPyLM("ollama_chat/llama3.1", api_base="http://localhost:11434")`` — the model id is
+whatever ``dspy.LM`` accepts (LiteLLM ids contain ``/`` and sometimes ``:``).
 
 Calls go through ``dspy.LM(...).acall(messages=[...], ...)`` with:
 
@@ -151,13 +151,15 @@ def _retry_after(exc: BaseException) -> float | None:
 class DSPyLM(LM):
     """A model reached through ``dspy.LM`` (LiteLLM model ids).
 
-    Parameters: model: the LiteLLM model id (``openai/gpt-4o-mini``, ``ollama_chat/llama3.1``, ...). api_base:
-    a server URL for self-hosted or proxied models (``base_url`` is accepted as the same thing, the name the
-    OpenAI and Anthropic backends and the CLI use). api_key: the key (else LiteLLM reads the provider's
-    environment variable). timeout: LiteLLM's timeout, the silence an attempt may wait through (None: the
-    deadline). limits: the request bounds (:class:`~mitigate.lm._http.Limits`): the deadline of a whole call,
-    prompt size and samples checked before sending (the body size is LiteLLM's to read). **lm_kwargs: further
-    ``dspy.LM`` arguments (e.g. ``engine="litellm"`` on DSPy 3.4).
+    Parameters:
+        model: the LiteLLM model id (``openai/gpt-4o-mini``, ``ollama_chat/llama3.1``, ...).
+        api_base: a server URL for self-hosted or proxied models (``base_url`` is accepted as
+            the same thing, the name the OpenAI and Anthropic backends and the CLI use).
+        api_key: the key (else LiteLLM reads the provider's environment variable).
+        timeout: LiteLLM's timeout, the silence an attempt may wait through (None: the deadline).
+        limits: the request bounds (:class:`~mitigate.lm._http.Limits`): the deadline of a whole call,
+            prompt size and samples checked before sending (the body size is LiteLLM's to read).
+        **lm_kwargs: further ``dspy.LM`` arguments (e.g. ``engine="litellm"`` on DSPy 3.4).
     """
 
     provider = "dspy"

@@ -7,26 +7,33 @@ sent. When a scripted sequence runs out, the next call raises
 :class:`~mitigate.errors.ScriptExhaustedError` saying how many responses were scripted and
 which request overran; it never answers with a filler text.
 
-Samples (``n``) Each scripted entry answers one sample: a request with ``n=3`` consumes three entries (or
-calls the callable three times) and returns their answers as three choices. An
-:class:`~mitigate.lm._base.LMResponse` entry that already holds exactly ``n`` choices answers the whole
-request on its own, which lets a test script a full multi-sample response (with usage and logprobs) in one
-entry.
+Samples (``n``)
+    Each scripted entry answers one sample: a request with ``n=3`` consumes three entries
+    (or calls the callable three times) and returns their answers as three choices. An
+    :class:`~mitigate.lm._base.LMResponse` entry that already holds exactly ``n`` choices
+    answers the whole request on its own, which lets a test script a full multi-sample
+    response (with usage and logprobs) in one entry.
 
-Logprobs ``FakeLM(..., logprobs=True)`` accepts logprob requests. Scripted
-:class:`~mitigate.lm._base.LMResponse` entries return their own logprobs (a choice without them raises
-:class:`~mitigate.errors.CapabilityError`, as a real server without logprobs would); a plain string answer
-gets one token per character, each with probability 1 (logprob 0.0). Without ``logprobs=True`` such requests
-raise :class:`~mitigate.errors.CapabilityError`.
+Logprobs
+    ``FakeLM(..., logprobs=True)`` accepts logprob requests. Scripted
+    :class:`~mitigate.lm._base.LMResponse` entries return their own logprobs (a choice
+    without them raises :class:`~mitigate.errors.CapabilityError`, as a real server
+    without logprobs would); a plain string answer gets one token per character, each
+    with probability 1 (logprob 0.0). Without ``logprobs=True`` such requests raise
+    :class:`~mitigate.errors.CapabilityError`.
 
-Answer constraints ``FakeLM(..., constraint_modes={"format"})`` accepts requests carrying an answer constraint
-of those modes (see :mod:`mitigate.lm._constraint`); the script's answers are returned as written, so a test
-scripts what the constrained model would say. Without it such requests raise
-:class:`~mitigate.errors.CapabilityError`, like a backend that cannot constrain.
+Answer constraints
+    ``FakeLM(..., constraint_modes={"format"})`` accepts requests carrying an answer
+    constraint of those modes (see :mod:`mitigate.lm._constraint`); the script's answers are
+    returned as written, so a test scripts what the constrained model would say. Without
+    it such requests raise :class:`~mitigate.errors.CapabilityError`, like a backend that
+    cannot constrain.
 
-Likelihood ``FakeLM(..., loglikelihood=lambda context, continuation: -len(continuation))`` answers
-:meth:`~mitigate.lm._base.LM.loglikelihood` with that function (recorded in ``.likelihood_requests``); without
-it, as a backend that cannot, it raises :class:`~mitigate.errors.CapabilityError`.
+Likelihood
+    ``FakeLM(..., loglikelihood=lambda context, continuation: -len(continuation))`` answers
+    :meth:`~mitigate.lm._base.LM.loglikelihood` with that function (recorded in
+    ``.likelihood_requests``); without it, as a backend that cannot, it raises
+    :class:`~mitigate.errors.CapabilityError`.
 
 Stop sequences are applied to plain string answers (the text is cut before the first
 stop sequence), like a real backend would. String answers cost 0.0; a scripted
@@ -62,11 +69,13 @@ def _preview(request: LMRequest, limit: int = 80) -> str:
 class FakeLM(LM):
     """A scripted backend for tests: a sequence of answers or a callable computing them.
 
-    Parameters: responses: a sequence of ``str`` / :class:`LMResponse` entries consumed in order, or a
-    callable ``request -> str | LMResponse`` called once per sample. logprobs: accept requests for token
-    logprobs (see the module docstring). model: the model name reported in responses and in ``spec`` (``fake``
-    or ``fake:<model>``). loglikelihood: ``(context, continuation) -> float`` answering :meth:`loglikelihood`
-    (None: the backend cannot score a given text).
+    Parameters:
+        responses: a sequence of ``str`` / :class:`LMResponse` entries consumed in order,
+            or a callable ``request -> str | LMResponse`` called once per sample.
+        logprobs: accept requests for token logprobs (see the module docstring).
+        model: the model name reported in responses and in ``spec`` (``fake`` or ``fake:<model>``).
+        loglikelihood: ``(context, continuation) -> float`` answering :meth:`loglikelihood`
+            (None: the backend cannot score a given text).
     """
 
     provider = "fake"

@@ -13,37 +13,48 @@ which skips the SDK's per-call parameter transformation and response-model valid
 about half of its client-side CPU per call, which matters at high concurrency. Auth,
 base URL, timeouts and the SDK's error classes are the same either way.
 
-Transport ``transport="auto"`` (default) is ``"direct"`` whenever ``aiohttp`` is installed and no
-``http_client`` is given, else ``"sdk"``. ``"direct"`` skips the SDK and posts the same JSON body with a plain
-aiohttp session (same request mapping, response reading, size cap, deadline, error mapping and Retry-After
-handling); it costs about a quarter of the SDK's client CPU per call, which is what lets a runner at high
-concurrency keep up with a fast local server (see ``benchmarks/bench_runner_overhead.py`` and
-``benchmarks/bench_peers.py``), and it does not import the SDK at all. ``"sdk"`` goes through the official SDK
-with its aiohttp transport (``openai.DefaultAioHttpClient``) when the installed SDK offers it, else its
-default httpx client (whose connection pool costs a lot of CPU per request under many concurrent requests);
-``"httpx"`` / ``"aiohttp"`` force one SDK transport, and ``http_client=`` passes an SDK client of your own.
-The batch API (:meth:`OpenAILM.sdk_client`) always uses the SDK.
+Transport
+    ``transport="auto"`` (default) is ``"direct"`` whenever ``aiohttp`` is installed and no
+    ``http_client`` is given, else ``"sdk"``. ``"direct"`` skips the SDK and posts the same
+    JSON body with a plain aiohttp session (same request mapping, response reading, size
+    cap, deadline, error mapping and Retry-After handling); it costs about a quarter of the
+    SDK's client CPU per call, which is what lets a runner at high concurrency keep up with
+    a fast local server (see ``benchmarks/bench_runner_overhead.py`` and
+    ``benchmarks/bench_peers.py``), and it does not import the SDK at all. ``"sdk"`` goes
+    through the official SDK with its aiohttp transport (``openai.DefaultAioHttpClient``)
+    when the installed SDK offers it, else its default httpx client (whose connection pool
+    costs a lot of CPU per request under many concurrent requests); ``"httpx"`` /
+    ``"aiohttp"`` force one SDK transport, and ``http_client=`` passes an SDK client of your
+    own. The batch API (:meth:`OpenAILM.sdk_client`) always uses the SDK.
 
-API keys ``api_key=`` wins, else the environment variable named by ``api_key_env`` (``OPENAI_API_KEY``).
-Without a key the official API raises :class:`~mitigate.errors.MissingAPIKeyError` naming the variable. With a
-``base_url`` a missing key is not an error: local servers usually need none, so the placeholder
-``"sk-no-key-required"`` is sent instead. The key is kept as a ``SecretStr``; it is never part of ``repr``,
-``spec``, ``identity()`` or any error text.
+API keys
+    ``api_key=`` wins, else the environment variable named by ``api_key_env``
+    (``OPENAI_API_KEY``). Without a key the official API raises
+    :class:`~mitigate.errors.MissingAPIKeyError` naming the variable. With a ``base_url``
+    a missing key is not an error: local servers usually need none, so the placeholder
+    ``"sk-no-key-required"`` is sent instead. The key is kept as a ``SecretStr``; it is
+    never part of ``repr``, ``spec``, ``identity()`` or any error text.
 
-Request mapping temperature, n, max tokens (``max_completion_tokens`` on the official API, ``max_tokens`` on
-compatible servers, which mostly know only that name), stop, seed, ``logprobs`` / ``top_logprobs``. With a
-``base_url`` the body also carries ``cache_prompt: true`` (llama.cpp server's prompt-prefix reuse; other
-servers ignore unknown fields). A server that returns fewer choices than ``n`` or no logprobs when they were
-asked for raises :class:`~mitigate.errors.CapabilityError` rather than returning less than was requested.
+Request mapping
+    temperature, n, max tokens (``max_completion_tokens`` on the official API,
+    ``max_tokens`` on compatible servers, which mostly know only that name), stop,
+    seed, ``logprobs`` / ``top_logprobs``. With a ``base_url`` the body also carries
+    ``cache_prompt: true`` (llama.cpp server's prompt-prefix reuse; other servers ignore
+    unknown fields). A server that returns fewer choices than ``n`` or no logprobs when
+    they were asked for raises :class:`~mitigate.errors.CapabilityError` rather than
+    returning less than was requested.
 
-Answer constraints A request's ``constraint`` (:mod:`mitigate.lm._constraint`) is sent the way the server
-enforces it. Mode "json": ``response_format`` ``{"type": "json_schema", ...}`` with ``strict: true``, on
-official models that support structured outputs (gpt-4o-mini, gpt-4o except its first 2024-05-13 snapshot,
-gpt-4.1, gpt-4.5, gpt-5, o1, o3, o4-mini) and on compatible servers. Mode "format" (the template's own answer
-format) needs a server whose guided decoding is named with ``guided=``: ``"vllm"``
-(``structured_outputs.regex``, vLLM 0.12+), ``"vllm-legacy"`` (``guided_regex``), ``"sglang"`` (``regex``) or
-``"llamacpp"`` (``grammar``, GBNF); ``guided="openai"`` declares a compatible server that only takes
-``response_format``. Anything else raises :class:`~mitigate.errors.CapabilityError` before a call is made.
+Answer constraints
+    A request's ``constraint`` (:mod:`mitigate.lm._constraint`) is sent the way the server
+    enforces it. Mode "json": ``response_format`` ``{"type": "json_schema", ...}`` with
+    ``strict: true``, on official models that support structured outputs (gpt-4o-mini,
+    gpt-4o except its first 2024-05-13 snapshot, gpt-4.1, gpt-4.5, gpt-5, o1, o3, o4-mini)
+    and on compatible servers. Mode "format" (the template's own answer format) needs a
+    server whose guided decoding is named with ``guided=``: ``"vllm"``
+    (``structured_outputs.regex``, vLLM 0.12+), ``"vllm-legacy"`` (``guided_regex``),
+    ``"sglang"`` (``regex``) or ``"llamacpp"`` (``grammar``, GBNF); ``guided="openai"``
+    declares a compatible server that only takes ``response_format``. Anything else raises
+    :class:`~mitigate.errors.CapabilityError` before a call is made.
 
 Usage and cost
     ``usage.prompt_tokens_details.cached_tokens`` (OpenAI's automatic prompt caching of
@@ -52,22 +63,28 @@ Usage and cost
     their own price) on the official API; a ``base_url`` server's price is unknown, so its
     ``cost_usd`` is None.
 
-Rate limits Calls go through an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` fed with the
-``x-ratelimit-*`` headers and 429s (``rate_limit=False`` turns it off; pass one limiter to several backends
-that share an account). Without such headers and without a 429 it only counts the calls in flight.
+Rate limits
+    Calls go through an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` fed with the
+    ``x-ratelimit-*`` headers and 429s (``rate_limit=False`` turns it off; pass one limiter
+    to several backends that share an account). Without such headers and without a 429 it
+    only counts the calls in flight.
 
-Time ``timeout`` is how long an attempt may go without anything from the server (connecting, waiting for the
-answer to start, between two pieces of it; None, the default: as long as the deadline allows); past it the
-attempt fails and is retried. ``limits.deadline`` is the time the request may spend on the server over all its
-attempts (:mod:`mitigate.lm._deadline`). Both mean the same on every transport.
+Time
+    ``timeout`` is how long an attempt may go without anything from the server (connecting,
+    waiting for the answer to start, between two pieces of it; None, the default: as long as
+    the deadline allows); past it the attempt fails and is retried. ``limits.deadline`` is the
+    time the request may spend on the server over all its attempts
+    (:mod:`mitigate.lm._deadline`). Both mean the same on every transport.
 
-Errors HTTP 408/409/429/5xx, timeouts and connection errors raise :class:`~mitigate.errors.TransientLMError`
-(``status``, and ``retry_after`` from the ``Retry-After`` header when sent); other HTTP errors raise
-:class:`~mitigate.errors.LMCallError`. Redirects are not followed: a 3xx is an LMCallError naming both
-servers. An answer that is not HTTP, or whose fields are not what the API says
-(:mod:`mitigate.lm._answer_fields`), is a malformed LMCallError naming the field and the server; a connection
-closed mid-answer is retryable. Everything returned or raised has the key taken out first
-(:mod:`mitigate.lm._scrub`).
+Errors
+    HTTP 408/409/429/5xx, timeouts and connection errors raise
+    :class:`~mitigate.errors.TransientLMError` (``status``, and ``retry_after`` from the
+    ``Retry-After`` header when sent); other HTTP errors raise
+    :class:`~mitigate.errors.LMCallError`. Redirects are not followed: a 3xx is an
+    LMCallError naming both servers. An answer that is not HTTP, or whose fields are not what
+    the API says (:mod:`mitigate.lm._answer_fields`), is a malformed LMCallError naming the
+    field and the server; a connection closed mid-answer is retryable. Everything returned or
+    raised has the key taken out first (:mod:`mitigate.lm._scrub`).
 
 Size: over 600 lines because one backend holds the request body, the SDK and HTTP paths, guided
 decoding for several servers and the error mapping.
@@ -139,7 +156,8 @@ def _sdk() -> Any:
 
 def _raw_response_class() -> Any:
     """``httpx.Response``: for it the SDK returns its raw HTTP response (with the rate-limit headers); None
-    without httpx."""
+    without
+    httpx."""
     try:
         import httpx
     except ImportError:  # pragma: no cover - httpx is installed with the SDKs
@@ -171,7 +189,8 @@ def structured_outputs_model(model: str) -> bool:
 
 def constraint_modes_for(model: str, base_url: str | None, guided: str | None) -> frozenset[str]:
     """The answer-constraint modes of ``model``: "json" on structured-outputs models of the official API and
-    on declared servers; "format" too on named guided-decoding servers; none on an undeclared server."""
+    on
+    declared servers; "format" too on named guided-decoding servers; none on an undeclared server."""
     if base_url is None:
         return frozenset({"json"}) if structured_outputs_model(model) else frozenset()
     if guided is None:
@@ -220,19 +239,25 @@ def _index(choice: dict[str, Any], fields: AnswerFields) -> int:
 class OpenAILM(LM):
     """An OpenAI (or OpenAI-compatible server) chat model.
 
-    Parameters: model: the model name sent to the server (``gpt-4o-mini``, ``Qwen/Qwen2.5-7B-Instruct``).
-    base_url: an OpenAI-compatible server's base URL (``http://host:port/v1``); defaults to
-    ``$OPENAI_BASE_URL`` when set, else the official API. api_key: the key; defaults to ``$<api_key_env>``
-    (see the module docstring for servers that need none). api_key_env: the environment variable holding the
-    key. timeout: seconds an attempt may go without anything from the server (a retryable failure); None: as
-    long as ``limits.deadline`` allows. transport: ``"auto"`` (direct when aiohttp is installed),
-    ``"direct"``, ``"sdk"``, ``"aiohttp"`` or ``"httpx"`` (see the module docstring); ``transport`` afterwards
-    holds the one chosen. http_client: an HTTP client for the SDK (``httpx.AsyncClient`` or
-    ``openai.DefaultAioHttpClient()``), overriding ``transport``. It is bound to one event loop, so pass one
-    only when the backend is used from a single loop. rate_limit: True for an
-    :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` of its own, a limiter to share, or False for none.
-    guided: the guided-decoding fields a ``base_url`` server takes ("vllm", "vllm-legacy", "sglang",
-    "llamacpp", or "openai" for ``response_format`` only); see "Answer constraints" in the module docstring.
+    Parameters:
+        model: the model name sent to the server (``gpt-4o-mini``, ``Qwen/Qwen2.5-7B-Instruct``).
+        base_url: an OpenAI-compatible server's base URL (``http://host:port/v1``); defaults
+            to ``$OPENAI_BASE_URL`` when set, else the official API.
+        api_key: the key; defaults to ``$<api_key_env>`` (see the module docstring for
+            servers that need none).
+        api_key_env: the environment variable holding the key.
+        timeout: seconds an attempt may go without anything from the server (a retryable failure); None: as
+            long as ``limits.deadline`` allows.
+        transport: ``"auto"`` (direct when aiohttp is installed), ``"direct"``, ``"sdk"``, ``"aiohttp"`` or
+            ``"httpx"`` (see the module docstring); ``transport`` afterwards holds the one chosen.
+        http_client: an HTTP client for the SDK (``httpx.AsyncClient`` or
+            ``openai.DefaultAioHttpClient()``), overriding ``transport``. It is bound to
+            one event loop, so pass one only when the backend is used from a single loop.
+        rate_limit: True for an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` of its own,
+            a limiter to share, or False for none.
+        guided: the guided-decoding fields a ``base_url`` server takes ("vllm",
+            "vllm-legacy", "sglang", "llamacpp", or "openai" for ``response_format`` only);
+            see "Answer constraints" in the module docstring.
     """
 
     provider = "openai"
@@ -326,7 +351,8 @@ class OpenAILM(LM):
 
     def check(self, request: LMRequest) -> None:
         """The base checks and the request's size (:class:`~mitigate.lm._http.Limits`), with a hint on how to
-        declare a server's guided decoding."""
+        declare
+        a server's guided decoding."""
         check_request_size(request, self.limits, backend=self.spec)
         try:
             super().check(request)
@@ -406,7 +432,8 @@ class OpenAILM(LM):
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run one chat completion within what is left of the request's deadline, paced by the rate limiter.
-        See the module docstring for the mapping and errors."""
+        See the
+        module docstring for the mapping and errors."""
         self.check(request)
         limiter = self.limiter
         exchange = Exchange()
@@ -510,7 +537,8 @@ class OpenAILM(LM):
         self, request: LMRequest, raw: dict[str, Any], *, batch: bool = False
     ) -> LMResponse:
         """A chat.completion JSON object (a batch result's ``response.body``) as an :class:`LMResponse` (the
-        key taken out of it, and out of the error of a malformed one)."""
+        key taken
+        out of it, and out of the error of a malformed one)."""
         try:
             response = self.scrubber.response(self._response(request, raw))
         except MitigateError as exc:

@@ -7,28 +7,33 @@ and a :class:`PoolLM` over them. Each request goes to the replica with the fewes
 flight relative to its weight (``(outstanding + 1) / weight``, ties taken in turn), so a replica
 twice as large (weight 2) carries twice the load, and a slow replica gets fewer.
 
-Health Each replica has a breaker. A failure of the replica itself (it cannot be reached, closes the
-connection, times out or goes past the request's deadline, answers 5xx, sends what is not an answer,
-redirects, refuses the key or does not know the model) counts; ``trip_after`` in a row (one when it cannot be
-reached at all) take it out of the pool, and a success resets the count. A replica taken out is probed again
-after a backoff (1 s, doubling on each failed probe, at most ``max_backoff``): the next request goes to it
-alone, and its outcome puts the replica back or keeps it out for longer. A failure of the request (HTTP 400,
-413, 422, a capability the server lacks, a 429 asking it to slow down) is not the replica's: it neither counts
-nor resets. When every replica is out, a request fails at once with a
-:class:`~mitigate.errors.TransientLMError` (the retry layer waits and tries again, when a probe is due), whose
-reason is "connection" when no replica could be reached, so a pool of dead servers stops a run as one dead
-server does.
+Health
+    Each replica has a breaker. A failure of the replica itself (it cannot be reached, closes the
+    connection, times out or goes past the request's deadline, answers 5xx, sends what is not an
+    answer, redirects, refuses the key or does not know the model) counts; ``trip_after`` in a row
+    (one when it cannot be reached at all) take it out of the pool, and a success resets the count.
+    A replica taken out is probed again after a backoff (1 s, doubling on each failed probe, at most
+    ``max_backoff``): the next request goes to it alone, and its outcome puts the replica back or
+    keeps it out for longer. A failure of the request (HTTP 400, 413, 422, a capability the server
+    lacks, a 429 asking it to slow down) is not the replica's: it neither counts nor resets. When every
+    replica is out, a request fails at once with a :class:`~mitigate.errors.TransientLMError` (the
+    retry layer waits and tries again, when a probe is due), whose reason is "connection" when no
+    replica could be reached, so a pool of dead servers stops a run as one dead server does.
 
-Per replica Each replica is its own backend object: its transport and connection pool, its rate limiter, its
-request budget (``limits``: deadline, response and prompt caps; a request's attempts share one deadline
-whichever replica they go to) and the scrubber that takes its key out of everything it returns or raises. The
-pool counts what each replica served and how it failed (:meth:`PoolLM.stats`).
+Per replica
+    Each replica is its own backend object: its transport and connection pool, its rate limiter, its
+    request budget (``limits``: deadline, response and prompt caps; a request's attempts share one
+    deadline whichever replica they go to) and the scrubber that takes its key out of everything it
+    returns or raises. The pool counts what each replica served and how it failed
+    (:meth:`PoolLM.stats`).
 
-Cache key What the pool answers does not depend on which replica answered: its ``identity()`` is the model's
-spec and the sorted set of its replicas' URLs (credentials stripped), the same whichever replica served a
-request and in whatever order the URLs were given. A run over another set of replicas keeps its cache apart
-(they may serve another model under the same name); a cluster whose replicas come and go is best put behind
-one router URL (vLLM's production stack, Ray Serve, a LiteLLM proxy), which is one base URL.
+Cache key
+    What the pool answers does not depend on which replica answered: its ``identity()`` is the
+    model's spec and the sorted set of its replicas' URLs (credentials stripped), the same whichever
+    replica served a request and in whatever order the URLs were given. A run over another set of
+    replicas keeps its cache apart (they may serve another model under the same name); a cluster
+    whose replicas come and go is best put behind one router URL (vLLM's production stack, Ray
+    Serve, a LiteLLM proxy), which is one base URL.
 """
 
 from __future__ import annotations
@@ -88,8 +93,9 @@ class Endpoint:
 
 def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float, int]]:
     """``(url, weight, line)`` from lines ``URL [WEIGHT]`` (weight 1 when absent); blank lines and ``#``
-    comments are skipped. A weight that is not a positive number is a one-line ConfigError naming ``source``
-    and the line."""
+    comments
+    are skipped. A weight that is not a positive number is a one-line ConfigError naming ``source`` and the
+    line."""
     out: list[tuple[str, float, int]] = []
     for number, raw in enumerate(lines, start=1):
         text = raw.split("#", 1)[0].strip()
@@ -231,7 +237,8 @@ class PoolLM(WrapperLM):
 
     def _all_out(self, now: float) -> TransientLMError:
         """The error of a request that finds every replica out: with their common cause when they share one
-        (so the run's breaker reads a pool of dead servers as one dead server), else reason "unavailable"."""
+        (so
+        the run's breaker reads a pool of dead servers as one dead server), else reason "unavailable"."""
         waits = [max(0.0, e.down_until - now) for e in self.endpoints if not e.probing]
         shown = ", ".join(f"{e.shown} ({e.last_reason or 'probing'})" for e in self.endpoints)
         next_in = f"; the next is probed in {min(waits):.1f} s" if waits else ""
@@ -324,7 +331,8 @@ class PoolLM(WrapperLM):
 
     def stats(self) -> list[dict[str, object]]:
         """Per replica: its URL (no credentials), weight, requests served and failed, failures by cause, and
-        whether it is in the pool now."""
+        whether
+        it is in the pool now."""
         now = self._clock()
         return [
             {

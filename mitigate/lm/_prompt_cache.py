@@ -70,10 +70,12 @@ def common_prefix_length(a: str, b: str) -> int:
 class PrefixPlanner:
     """Learns the invariant prefixes of the requests sent through one backend (see the module docstring).
 
-    Parameters: min_tokens: the provider's minimum cacheable prefix for the model. chars_per_token: characters
-    per token used to estimate a prefix's length. history: how many recent requests a new one is compared
-    with. max_breakpoints: the most breakpoints one request gets (Anthropic allows four). max_prefixes: how
-    many learned prefixes are kept (least recently used dropped).
+    Parameters:
+        min_tokens: the provider's minimum cacheable prefix for the model.
+        chars_per_token: characters per token used to estimate a prefix's length.
+        history: how many recent requests a new one is compared with.
+        max_breakpoints: the most breakpoints one request gets (Anthropic allows four).
+        max_prefixes: how many learned prefixes are kept (least recently used dropped).
     """
 
     def __init__(

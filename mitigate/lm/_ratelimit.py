@@ -157,11 +157,14 @@ def estimate_tokens(request: LMRequest) -> int:
 class AdaptiveLimiter:
     """Paces and caps the calls of one provider account (see the module docstring).
 
-    Parameters: max_concurrency: an upper bound on calls in flight (None: only the adaptive cap).
-    min_concurrency: the cap never falls below this. decrease: the factor a 429 multiplies the cap by.
-    default_pause: seconds every caller waits after a 429 that names no retry time. max_wait: the longest wait
-    :meth:`acquire` makes by itself on what the server said; a longer one is a retryable error carrying the
-    wait as ``retry_after`` (the retry policy's patience decides). clock, sleep: injectable for tests.
+    Parameters:
+        max_concurrency: an upper bound on calls in flight (None: only the adaptive cap).
+        min_concurrency: the cap never falls below this.
+        decrease: the factor a 429 multiplies the cap by.
+        default_pause: seconds every caller waits after a 429 that names no retry time.
+        max_wait: the longest wait :meth:`acquire` makes by itself on what the server said; a longer one is
+            a retryable error carrying the wait as ``retry_after`` (the retry policy's patience decides).
+        clock, sleep: injectable for tests.
 
     ``acquire(tokens)`` before a call returns a ticket for ``release(ticket, ...)`` after it,
     which is given the answer's HTTP status (None on success, 0 for no answer) and headers. Counters:

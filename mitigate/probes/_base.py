@@ -82,10 +82,11 @@ class ProbedItem(NamedTuple):
 class Probe(Component):
     """Base of every bias probe: a frozen, seedable value that rewrites one text of an item.
 
-    Parameters: seed: varies the wording drawn for each item (a probe has several phrasings of its insertion;
-    which one an item gets is a function of ``seed``, the probe and the item id). side: for a pairwise item,
-    the text to rewrite: ``a`` (``output``) or ``b`` (``output_b``). A pointwise item always has its
-    ``output`` rewritten.
+    Parameters:
+        seed: varies the wording drawn for each item (a probe has several phrasings of its
+            insertion; which one an item gets is a function of ``seed``, the probe and the item id).
+        side: for a pairwise item, the text to rewrite: ``a`` (``output``) or ``b``
+            (``output_b``). A pointwise item always has its ``output`` rewritten.
 
     Class attributes: ``predicts`` (:data:`Direction`), ``ideal`` (what a fair judge does:
     ``"unchanged"`` for a bias probe; ``"down"`` for a probe that inserts a real error, where

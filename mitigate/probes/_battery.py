@@ -7,10 +7,12 @@ and every rewrite (:class:`~mitigate.probes.ProbeRecord`) for review.
 :func:`render_probe_table` prints it as a markdown table (``mitigate probe``; ``mitigate
 compare --probes`` adds one per entry to the report).
 
-The rerun The rerun sends the same requests with the same sampling settings except the request ``seed``
-(shifted by :data:`RERUN_SEED_OFFSET`), so an on-disk cache cannot hand back the first answer and a sampling
-backend draws afresh. When every call of the judge is greedy (temperature 0) on a deterministic backend, the
-floor is 0 by construction; the report says so (:attr:`ProbeReport.floor_note`), and the rerun checks it.
+The rerun
+    The rerun sends the same requests with the same sampling settings except the request
+    ``seed`` (shifted by :data:`RERUN_SEED_OFFSET`), so an on-disk cache cannot hand back the
+    first answer and a sampling backend draws afresh. When every call of the judge is greedy
+    (temperature 0) on a deterministic backend, the floor is 0 by construction; the report says
+    so (:attr:`ProbeReport.floor_note`), and the rerun checks it.
 
 Probes of the prompt
     A :class:`~mitigate.probes.PromptProbe` (option order, criterion order, social pressure) leaves
@@ -298,7 +300,8 @@ async def _judge_prompt_probe(
     desc: str,
 ) -> tuple[list[Judgment], list[ProbeRecord]]:
     """Judge ``items`` under ``p``'s perturbed prompt: one perturbed judge per target (what the change argues
-    for, from each item's original value), and one record per item (a recorded failure where there is no
+    for,
+    from each item's original value), and one record per item (a recorded failure where there is no
     target)."""
     prompt = judge.leaves()[0].prompt
     groups: dict[Any, list[int]] = {}

@@ -21,15 +21,19 @@ Persistence and resume
     lost), and only requests in no batch are submitted. Nothing is submitted twice, and
     nothing is lost.
 
-Errors A request that failed or expired in its batch is an error for its item (recorded in the journal like
-any failed LM call, and retried by the next resume). With ``retry_failed=k`` retryable failures (expired,
-server errors, missing results) are sent again in up to ``k`` follow-up batches first. Failures of the polling
-itself (network, 5xx) are retried with backoff; if they persist, the run stops with the error, and the batches
-stay recorded for the next resume.
+Errors
+    A request that failed or expired in its batch is an error for its item (recorded in the
+    journal like any failed LM call, and retried by the next resume). With
+    ``retry_failed=k`` retryable failures (expired, server errors, missing results) are sent
+    again in up to ``k`` follow-up batches first. Failures of the polling itself (network,
+    5xx) are retried with backoff; if they persist, the run stops with the error, and the
+    batches stay recorded for the next resume.
 
-Progress A progress bar counts the batched requests with a result, with the batches' states (``validating``,
-``in_progress``, ``ended``...) and failure counts beside it; :attr:`BatchSession.states` holds each batch's
-last :class:`~mitigate.lm._batch.BatchState` and :attr:`BatchSession.stats` the totals.
+Progress
+    A progress bar counts the batched requests with a result, with the batches' states
+    (``validating``, ``in_progress``, ``ended``...) and failure counts beside it;
+    :attr:`BatchSession.states` holds each batch's last :class:`~mitigate.lm._batch.BatchState`
+    and :attr:`BatchSession.stats` the totals.
 """
 
 from __future__ import annotations

@@ -8,23 +8,29 @@ the file back: :meth:`Columns.column` one column as a NumPy array, :meth:`Column
 the long-form table of :data:`~mitigate.run._runner.FRAME_COLUMNS` (plus any other column asked
 for), :meth:`Columns.rows` the same rows one at a time.
 
-Why SQLite It ships with Python, so every install can write and read the file (Parquet would need pyarrow,
-some 100 MB, for a core feature); rows are appended in transactions of :data:`BATCH` as they come, so the
-writer's memory does not grow with the run; one column is read without the others' text (``SELECT score``), by
-any tool (``sqlite3``, pandas, DuckDB). The file is built under a temporary name and renamed into place when
-the run ends (:func:`mitigate.paths.output_path`): a reader never sees half of one. The journal, not this
-file, is the crash-safe record: a killed run's next run rewrites the columns from it.
+Why SQLite
+    It ships with Python, so every install can write and read the file (Parquet would need
+    pyarrow, some 100 MB, for a core feature); rows are appended in transactions of
+    :data:`BATCH` as they come, so the writer's memory does not grow with the run; one column
+    is read without the others' text (``SELECT score``), by any tool (``sqlite3``, pandas,
+    DuckDB). The file is built under a temporary name and renamed
+    into place when the run ends (:func:`mitigate.paths.output_path`): a reader never sees half
+    of one. The journal, not this file, is the crash-safe record: a killed run's next run
+    rewrites the columns from it.
 
-Layout Table ``judgments``: one row per judgment, ``seq`` (0, 1, ... in the run's item order), ``entry`` (the
-judge's name in a comparison; NULL for ``judge``), ``item``, ``document``, ``system``, ``ok`` (0/1),
-``error``, ``failure`` (the parse-failure reasons and the error, joined by "; "), ``flags`` (joined by ","),
-``needs_human`` (0/1), ``raw`` (every raw answer, joined by blank lines), ``calls``, ``cached_calls``,
-``prompt_tokens``, ``completion_tokens``, ``cached_prompt_tokens``, ``cost_usd``. Table ``scores``: one row
-per criterion scored (or per order a pairwise verdict was given in; :meth:`~mitigate.judge.Judgment.rows`),
-``seq`` (its judgment's), ``criterion``, ``order``, ``score``, ``verdict``, ``human`` (the item's human score
-on the criterion, or its gold preference for a pairwise item), ``samples`` (the criterion's per-sample scores
-as a JSON list). Table ``about``: ``key``/``value`` (JSON) pairs: the format version and what the writer was
-told (benchmark, criterion, backend).
+Layout
+    Table ``judgments``: one row per judgment, ``seq`` (0, 1, ... in the run's item order),
+    ``entry`` (the judge's name in a comparison; NULL for ``judge``), ``item``, ``document``,
+    ``system``, ``ok`` (0/1), ``error``, ``failure`` (the parse-failure reasons and the error,
+    joined by "; "), ``flags`` (joined by ","), ``needs_human`` (0/1), ``raw`` (every raw answer,
+    joined by blank lines), ``calls``, ``cached_calls``, ``prompt_tokens``, ``completion_tokens``,
+    ``cached_prompt_tokens``, ``cost_usd``. Table ``scores``: one row per criterion scored (or
+    per order a pairwise verdict was given in; :meth:`~mitigate.judge.Judgment.rows`), ``seq``
+    (its judgment's), ``criterion``, ``order``, ``score``, ``verdict``, ``human`` (the item's
+    human score on the criterion, or its gold preference for a pairwise item), ``samples`` (the
+    criterion's per-sample scores as a JSON list). Table ``about``:
+    ``key``/``value`` (JSON) pairs: the format version and what the writer was told
+    (benchmark, criterion, backend).
 """
 
 from __future__ import annotations
@@ -80,7 +86,8 @@ SCORE_COLUMNS = (
     ("samples", "TEXT"),
 )
 """The ``scores`` table: one row per criterion (or pairwise order) of a judgment; ``human`` is a number or a
-gold preference ("A", "B", "tie"); ``samples`` the criterion's per-sample scores as JSON (null for a failed
+gold
+preference ("A", "B", "tie"); ``samples`` the criterion's per-sample scores as JSON (null for a failed
 sample)."""
 NUMERIC = frozenset(
     {

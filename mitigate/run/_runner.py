@@ -25,22 +25,25 @@ A journal is held by one process at a time: a lock file beside it (``<journal>.l
 ``flock``) makes a second process on the same journal stop at once with
 :class:`~mitigate.errors.RunBusyError` instead of judging (and paying for) every item again.
 
-Failing fast Before the first LM call, every item is rendered with every prompt of the judge, so a slot no
-item can fill is one :class:`~mitigate.errors.DataError`, not one error per item (items given as a one-pass
-iterator are rendered as they are read instead). During the run a circuit breaker watches for failures that
-will repeat for every item: the server refusing the key or the model (HTTP 400/401/403/404/422), a backend
-that cannot do what is asked, a server unreachable on every attempt, every attempt failing with the same 5xx,
-a server closing every connection or breaking off every answer, a request past its deadline (a hung or
-trickling server), a redirect (API calls are not redirected), the same kind of malformed answer (truncated
-JSON, HTML, an empty body, ``content: null``, no choices, a body over the size cap, a field that is not what
-the API says, a status line or headers that are not HTTP), or a ``Retry-After`` longer than the retry policy's
-patience. ``stop_after`` such failures in a row (one for an unreachable server or a too-long ``Retry-After``,
-whose every attempt already failed) stop the run with :class:`~mitigate.errors.RunStoppedError`; the journal
-keeps everything finished before. Until the first item succeeds at most ``stop_after`` judgments are in
-flight, so a run that cannot succeed costs ``stop_after`` requests, not ``concurrency`` (about one LM latency
-of a healthy run). A run whose LM objects already answered a judgment in this process (the second pipeline of
-a compare, a search's next candidate) skips this warm-up; batch mode has none either (every request goes in
-the first batch).
+Failing fast
+    Before the first LM call, every item is rendered with every prompt of the judge, so a slot
+    no item can fill is one :class:`~mitigate.errors.DataError`, not one error per item (items
+    given as a one-pass iterator are rendered as they are read instead). During
+    the run a circuit breaker watches for failures that will repeat for every item: the server
+    refusing the key or the model (HTTP 400/401/403/404/422), a backend that cannot do what is
+    asked, a server unreachable on every attempt, every attempt failing with the same 5xx, a server
+    closing every connection or breaking off every answer, a request past its deadline (a hung or
+    trickling server), a redirect (API calls are not redirected), the same kind of malformed
+    answer (truncated JSON, HTML, an empty body, ``content: null``, no choices, a body over the
+    size cap, a field that is not what the API says, a status line or headers that are not
+    HTTP), or a ``Retry-After`` longer than the retry policy's patience. ``stop_after`` such failures in a
+    row (one for an unreachable server or a too-long ``Retry-After``, whose every attempt already
+    failed) stop the run with :class:`~mitigate.errors.RunStoppedError`; the journal keeps
+    everything finished before. Until the first item succeeds at most ``stop_after`` judgments are
+    in flight, so a run that cannot succeed costs ``stop_after`` requests, not ``concurrency``
+    (about one LM latency of a healthy run). A run whose LM objects already answered a judgment
+    in this process (the second pipeline of a compare, a search's next candidate) skips this
+    warm-up; batch mode has none either (every request goes in the first batch).
 
 Size: over 600 lines because the run loop keeps what it decides on a failure beside it (preflight,
 the circuit breaker, resuming from the journal).

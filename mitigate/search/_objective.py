@@ -193,11 +193,14 @@ class _Arrays:
 class Objective(Component):
     """agreement + λ·consistency − μ·|BiasScore| on a split (see the module docstring).
 
-    Parameters: agreement: the correlation with humans ("spearman", "kendall" or "pearson"), or "accuracy"
-    (exact match with the human label). consistency_weight: λ >= 0. consistency: "kappa" (chance-corrected,
-    the default) or "raw" (the paper's share of items identical under every perturbation, which rewards a
-    collapsed judge). bias_weight: μ >= 0 (needs LS per item). min_coverage: the least share of labelled items
-    that must get a score, else NaN.
+    Parameters:
+        agreement: the correlation with humans ("spearman", "kendall" or "pearson"), or
+            "accuracy" (exact match with the human label).
+        consistency_weight: λ >= 0.
+        consistency: "kappa" (chance-corrected, the default) or "raw" (the paper's share of
+            items identical under every perturbation, which rewards a collapsed judge).
+        bias_weight: μ >= 0 (needs LS per item).
+        min_coverage: the least share of labelled items that must get a score, else NaN.
     """
 
     agreement: Literal["spearman", "kendall", "pearson", "accuracy"] = "spearman"

@@ -77,27 +77,35 @@ async def asearch(
 ) -> SearchResult:
     """Search the demo set that maximises ``objective`` on dev and report it on held-out test.
 
-    Parameters: judge: the base judge (no demos); its prompts get the candidate demos. data: a labelled
-    benchmark (split with ``splits`` and ``seed``), or a :class:`Split`. engine: a registered engine name
-    (``mitigate.search.ENGINES``: ``"random"``, ``"greedy"``, ``"dspy-labeled"``, ``"dspy-bootstrap-rs"``,
-    ``"dspy-mipro"``) or an :class:`~mitigate.search.engines._base.Engine`; ``engine_options`` are that
-    engine's parameters (``max_trials`` for random, ``n_candidates`` for greedy,
-    ``prompt_model``/``num_candidates``/``num_trials`` for the DSPy ones). criterion: the human label
-    optimised against (default: the only one). objective: what is maximised (default: Spearman agreement
-    only). k: demos per set, or a list of sizes to draw from (the DSPy engines use the largest). selectors:
-    candidate generators, fitted on the train split when unfitted (default: ``Random`` and ``Stratified``;
-    engines that choose demos their own way take none). An unfitted :class:`~mitigate.selectors.HighestRS` is
-    fitted by judging the train split with the base judge (counted in the budget) and scoring LS with
-    ``likelihood`` when it is an LM object, else with the selector's own ``likelihood`` spec. budget: distinct
-    LM requests the search may make, answered by the cache or the backend alike. perturbations: perturbation
-    templates to search over: ``None`` shows plain demos, a :class:`~mitigate.strategies.Demos` with
-    ``display="perturbed"`` (as the ``perturbed-demos`` preset builds; its selector and demos are replaced by
-    each candidate's demos) shows them under perturbed guidelines (Ghazarian et al. 2024). probe: how
-    consistency is measured when the objective counts it (default ``PerturbationProbe(kind="order", n=2)``).
-    ls: LS per item id, needed when the objective counts BiasScore; else computed with ``likelihood`` (a
-    backend spec or LM) on dev and test. likelihood: the LS backend (BiasScore, and fitting HighestRS). cache:
-    the LM cache (True: the default file; a path or LMCache; False: none). n_boot: bootstrap resamples for the
-    reported intervals (0: none).
+    Parameters:
+        judge: the base judge (no demos); its prompts get the candidate demos.
+        data: a labelled benchmark (split with ``splits`` and ``seed``), or a :class:`Split`.
+        engine: a registered engine name (``mitigate.search.ENGINES``: ``"random"``,
+            ``"greedy"``, ``"dspy-labeled"``, ``"dspy-bootstrap-rs"``, ``"dspy-mipro"``) or an
+            :class:`~mitigate.search.engines._base.Engine`; ``engine_options`` are that engine's
+            parameters (``max_trials`` for random, ``n_candidates`` for greedy,
+            ``prompt_model``/``num_candidates``/``num_trials`` for the DSPy ones).
+        criterion: the human label optimised against (default: the only one).
+        objective: what is maximised (default: Spearman agreement only).
+        k: demos per set, or a list of sizes to draw from (the DSPy engines use the largest).
+        selectors: candidate generators, fitted on the train split when unfitted
+            (default: ``Random`` and ``Stratified``; engines that choose demos their own way
+            take none). An unfitted :class:`~mitigate.selectors.HighestRS` is fitted by
+            judging the train split with the base judge (counted in the budget) and scoring
+            LS with ``likelihood`` when it is an LM object, else with the selector's own
+            ``likelihood`` spec.
+        budget: distinct LM requests the search may make, answered by the cache or the backend alike.
+        perturbations: perturbation templates to search over: ``None`` shows plain demos,
+            a :class:`~mitigate.strategies.Demos` with ``display="perturbed"`` (as the
+            ``perturbed-demos`` preset builds; its selector and demos are replaced by each
+            candidate's demos) shows them under perturbed guidelines (Ghazarian et al. 2024).
+        probe: how consistency is measured when the objective counts it (default
+            ``PerturbationProbe(kind="order", n=2)``).
+        ls: LS per item id, needed when the objective counts BiasScore; else computed
+            with ``likelihood`` (a backend spec or LM) on dev and test.
+        likelihood: the LS backend (BiasScore, and fitting HighestRS).
+        cache: the LM cache (True: the default file; a path or LMCache; False: none).
+        n_boot: bootstrap resamples for the reported intervals (0: none).
     """
     eng = engine_from(engine, engine_options)
     templates = list(perturbations) or [None]

@@ -31,8 +31,9 @@ def _unique_ids(value: Any) -> bool:
 class Fixed(Selector):
     """The pool items whose ids the user gives, in that order.
 
-    Parameters: ids: the item ids (unique, at least one). ``fit`` raises ConfigError naming every id that is
-    not in the pool or has no human score for the criterion.
+    Parameters:
+        ids: the item ids (unique, at least one). ``fit`` raises ConfigError naming every
+            id that is not in the pool or has no human score for the criterion.
 
     ``select(k)`` returns the first ``k`` of them (the query item, when given, is skipped).
     """

@@ -80,13 +80,18 @@ def judge_score(judgment: Judgment, criterion: str) -> float | None:
 class HighestRS(Selector):
     """The ``k`` pool items with the highest RS = \\|LS* + US*\\| (Ohi et al. 2024).
 
-    Parameters: likelihood: backend spec of the causal LM computing LS when ``fit`` is given a judge instead
-    of precomputed values (default ``"local"``, the embedded model; any backend with ``loglikelihood``). task:
-    the generation task's description conditioning LS (None: the judge prompt's task paragraph). pool_size:
-    judge and score only this many labelled pool items, drawn at random with ``seed`` (None: every one). This
-    bounds the cost of fitting with a judge. seed: the random seed of that draw. scaling: how US normalises
-    judge and human scores before they are compared: ``"range"`` (the paper's text, the default) or
-    ``"max-deviation"`` (the released code's), see :func:`mitigate.measures.unfairness_scores`.
+    Parameters:
+        likelihood: backend spec of the causal LM computing LS when ``fit`` is given a
+            judge instead of precomputed values (default ``"local"``, the embedded model; any
+            backend with ``loglikelihood``).
+        task: the generation task's description conditioning LS (None: the judge prompt's
+            task paragraph).
+        pool_size: judge and score only this many labelled pool items, drawn at random with
+            ``seed`` (None: every one). This bounds the cost of fitting with a judge.
+        seed: the random seed of that draw.
+        scaling: how US normalises judge and human scores before they are compared:
+            ``"range"`` (the paper's text, the default) or ``"max-deviation"`` (the released
+            code's), see :func:`mitigate.measures.unfairness_scores`.
 
     Fitted state: ``pool_`` (the scored pool), ``rs_`` (item id -> RS, highest first; items
     without an RS are absent and never selected), ``ls_`` and ``us_`` (item id -> value where

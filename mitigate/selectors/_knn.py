@@ -56,11 +56,14 @@ class _Index:
 class KNN(Selector):
     """The ``k`` pool items nearest to the query by cosine similarity of their embeddings.
 
-    Parameters: fields: which texts of an item are embedded (default: the judged ``output``; add ``"source"``
-    to match on the input too). embedding: ``"tfidf"`` (default: word uni- and bigrams, sublinear tf, fitted
-    on the pool) or ``"sentence-transformers:<local model folder>"``. ngram_max: largest word n-gram of the
-    TF-IDF vocabulary. nearest_last: False shows the nearest demo first; True puts it last, right before the
-    judged item.
+    Parameters:
+        fields: which texts of an item are embedded (default: the judged ``output``; add
+            ``"source"`` to match on the input too).
+        embedding: ``"tfidf"`` (default: word uni- and bigrams, sublinear tf, fitted on the
+            pool) or ``"sentence-transformers:<local model folder>"``.
+        ngram_max: largest word n-gram of the TF-IDF vocabulary.
+        nearest_last: False shows the nearest demo first; True puts it last, right before
+            the judged item.
 
     Ties in distance keep the pool's order. ``select`` without ``query`` raises ConfigError.
     """

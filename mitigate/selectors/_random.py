@@ -20,8 +20,9 @@ from mitigate.selectors._base import Selector
 class Random(Selector):
     """``k`` items drawn uniformly without replacement from the fitted pool.
 
-    Parameters: seed: the seed of the draw; the same seed, pool and ``k`` give the same demos (in the same
-    order). The query item, when given, is left out before drawing.
+    Parameters:
+        seed: the seed of the draw; the same seed, pool and ``k`` give the same demos (in
+            the same order). The query item, when given, is left out before drawing.
     """
 
     paper = "Ohi et al. 2024 (control)"

@@ -108,13 +108,16 @@ def balanced_quotas(sizes: list[int], k: int, rng: _random.Random) -> list[int]:
 class Stratified(Selector):
     """``k`` demos balanced over the gold labels (Ghazarian et al. 2024); see the module docstring.
 
-    Parameters: seed: seeds which item of a label is drawn, which labels get the remainder, and the final
-    shuffle. by: ``"label"`` (balance over distinct gold labels) or ``"range"`` (``k`` equal-size strata of
-    the sorted pool, :func:`stratified_pick`). scale: when given, gold scores are snapped to this scale's
-    points to form the labels (e.g. crowd means 3.67 and 4.33 count as 4); otherwise each distinct score is
-    its own label. With ``by="range"`` and no ``scale``, the scale the judge answers on at fit is used (fitted
-    as ``judge_scale_``): gold scores that are points of the judge's scale are preferred (Ghazarian et al.'s
-    demos).
+    Parameters:
+        seed: seeds which item of a label is drawn, which labels get the remainder, and
+            the final shuffle.
+        by: ``"label"`` (balance over distinct gold labels) or ``"range"`` (``k`` equal-size
+            strata of the sorted pool, :func:`stratified_pick`).
+        scale: when given, gold scores are snapped to this scale's points to form the
+            labels (e.g. crowd means 3.67 and 4.33 count as 4); otherwise each distinct
+            score is its own label. With ``by="range"`` and no ``scale``, the scale the
+            judge answers on at fit is used (fitted as ``judge_scale_``): gold scores that
+            are points of the judge's scale are preferred (Ghazarian et al.'s demos).
     """
 
     paper = "Ghazarian et al. 2024"
@@ -139,7 +142,8 @@ class Stratified(Selector):
 
     def label_of(self, item: Item) -> float:
         """The label an item is balanced under: its gold score, snapped to ``scale`` when set; for a pairwise
-        item its gold preference (A, tie, B as 0, 0.5, 1): demos stratified by verdict."""
+        item
+        its gold preference (A, tie, B as 0, 0.5, 1): demos stratified by verdict."""
         assert self.criterion_ is not None
         if self.criterion_ not in item.human:
             return {"A": 0.0, "tie": 0.5, "B": 1.0}[item.preference[self.criterion_]]

@@ -158,10 +158,12 @@ class GateReport(BaseModel):
 class AgreementGate(Mitigation):
     """Shen et al. (2023)'s RTS/MCQ agreement gate.
 
-    Parameters: tolerance: the threshold r; a system whose R_i = corr(RTS, MCQ) is below it goes to human
-    review. method: the correlation for R_i: "spearman" (default), "kendall" or "pearson". min_items: the
-    fewest items with both scores a system needs for R_i to be computed (fewer: R_i is NaN, decision
-    "insufficient data", flagged for humans).
+    Parameters:
+        tolerance: the threshold r; a system whose R_i = corr(RTS, MCQ) is below it goes to
+            human review.
+        method: the correlation for R_i: "spearman" (default), "kendall" or "pearson".
+        min_items: the fewest items with both scores a system needs for R_i to be computed
+            (fewer: R_i is NaN, decision "insufficient data", flagged for humans).
 
     ``wrap(judge)`` returns an :class:`AgreementJudge` scoring every item in both forms;
     :meth:`gate` then decides per system.

@@ -47,8 +47,9 @@ class ConsistencyHint(PromptMitigation):
     is read together with the options); otherwise it is added at the end of the last user
     message, before the template's answer stub.
 
-    Parameters: text: the instruction (default :data:`DEFAULT_HINT`, this project's wording); must not contain
-    ``{{slots}}``.
+    Parameters:
+        text: the instruction (default :data:`DEFAULT_HINT`, this project's wording); must
+            not contain ``{{slots}}``.
     """
 
     paper = "Ghazarian et al. 2024 (baseline)"
@@ -67,10 +68,12 @@ class ConsistencyHint(PromptMitigation):
         """A copy with the hint after the guideline (or at the end of the last message); unchanged when it has
         it.
 
-        The default text speaks of score options, so it goes only to a prompt that lists some; a pairwise
-        prompt gets :data:`~mitigate.strategies._edits.PAIRWISE_HINT` (order and length of the two outputs, no
-        score) and a prompt without options :data:`~mitigate.strategies._edits.NO_OPTIONS_HINT`
-        (:func:`~mitigate.strategies._edits.consistency_hint`). A text of your own is added as written.
+        The default text speaks of score options, so it goes only to a prompt that lists
+        some; a pairwise prompt gets :data:`~mitigate.strategies._edits.PAIRWISE_HINT` (order
+        and length of the two outputs, no score) and a prompt without options
+        :data:`~mitigate.strategies._edits.NO_OPTIONS_HINT`
+        (:func:`~mitigate.strategies._edits.consistency_hint`).
+        A text of your own is added as written.
         """
         text = consistency_hint(prompt) if self.text == DEFAULT_HINT else self.text
         if any(text in t for t in prompt.template_text()):
@@ -91,8 +94,11 @@ class SelfConsistency(Mitigation):
     the template's answer stub; the format's reasoning becomes "before". Stureborg et al.
     2024 note that chain-of-thought needs a temperature above 0 and several samples to pay off.
 
-    Parameters: n: samples per item (>= 1). temperature: sampling temperature (0–2). cot: add the step-by-step
-    instruction. max_tokens: when set, the answer length limit for every leaf (reasoning needs room).
+    Parameters:
+        n: samples per item (>= 1).
+        temperature: sampling temperature (0–2).
+        cot: add the step-by-step instruction.
+        max_tokens: when set, the answer length limit for every leaf (reasoning needs room).
     """
 
     paper = "Ghazarian et al. 2024 (baseline)"

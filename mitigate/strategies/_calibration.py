@@ -361,10 +361,11 @@ class _Calibration(Mitigation):
 class ContextualCalibration(_Calibration):
     """Contextual calibration (Zhao et al. 2021): divide by the answer distribution on content-free inputs.
 
-    Parameters: content_free: the texts put in every slot of the content-free inputs (default "N/A", "" and
-    "[MASK]", as in the paper); the prior is their mean distribution. top_logprobs: alternatives per position
-    to request (1 to 20; the whole scale should fit). labels, tie: how a pairwise prompt names the two outputs
-    and the tie option.
+    Parameters:
+        content_free: the texts put in every slot of the content-free inputs (default "N/A",
+            "" and "[MASK]", as in the paper); the prior is their mean distribution.
+        top_logprobs: alternatives per position to request (1 to 20; the whole scale should fit).
+        labels, tie: how a pairwise prompt names the two outputs and the tie option.
 
     ``fit(train, judge)`` judges the content-free inputs (built from the first training
     item's fields; no labels used).
@@ -414,8 +415,9 @@ class ContextualCalibration(_Calibration):
 class BatchCalibration(_Calibration):
     """Batch calibration (Zhou et al. 2024): divide by the mean answer distribution over a calibration batch.
 
-    Parameters: max_items: the most training items averaged over (the first ones; None: all). top_logprobs,
-    labels, tie: as for :class:`ContextualCalibration`.
+    Parameters:
+        max_items: the most training items averaged over (the first ones; None: all).
+        top_logprobs, labels, tie: as for :class:`ContextualCalibration`.
 
     ``fit(train, judge)`` judges the training items (their labels are not used).
     """

@@ -192,15 +192,19 @@ def _fitted_selector(value: Any) -> bool:
 class Demos(Mitigation):
     """Demonstrations chosen by any selector (or given), shown plain or under the prompt's guideline.
 
-    Parameters: selector: the selector that picks the demos at ``fit`` (a Selector, its spec, or its
-    registered name such as ``"stratified"``); one given already fitted is used as it is. k: how many demos.
-    criterion: the human label shown (None: the benchmark's, or every criterion the judge scores; see
-    :func:`demo_criteria`). demos: given demos instead of a selector (exactly ``k``; nothing to fit). display:
-    ``"plain"``, ``"guideline"`` (under the prompt's own guideline) or ``"perturbed"`` (under perturbed
-    guidelines, Ghazarian et al. 2024); see :class:`Display`. kind, n, lengthened, seed, ablation: the
-    perturbations for ``display="perturbed"``. placement: ``"replace"`` the prompt's own demos, or
-    ``"append"`` after them. per_item: choose for each judged item (a :class:`PerItemDemosJudge`) instead of
-    once at fit; always so for a query-dependent selector (KNN).
+    Parameters:
+        selector: the selector that picks the demos at ``fit`` (a Selector, its spec, or its
+            registered name such as ``"stratified"``); one given already fitted is used as it is.
+        k: how many demos.
+        criterion: the human label shown (None: the benchmark's, or every criterion the
+            judge scores; see :func:`demo_criteria`).
+        demos: given demos instead of a selector (exactly ``k``; nothing to fit).
+        display: ``"plain"``, ``"guideline"`` (under the prompt's own guideline) or
+            ``"perturbed"`` (under perturbed guidelines, Ghazarian et al. 2024); see :class:`Display`.
+        kind, n, lengthened, seed, ablation: the perturbations for ``display="perturbed"``.
+        placement: ``"replace"`` the prompt's own demos, or ``"append"`` after them.
+        per_item: choose for each judged item (a :class:`PerItemDemosJudge`) instead of once
+            at fit; always so for a query-dependent selector (KNN).
 
     Demos show human scores for one criterion (or one score per criterion), so they go to
     the prompts that score it: a prompt scoring ``criterion`` (or the generic "score") gets
@@ -466,8 +470,9 @@ class Demos(Mitigation):
 class FixedDemosPreset(Preset):
     """``fixed-demos``: show exactly these demonstrations in every prompt, in place of its own.
 
-    Parameters: demos: the demonstrations, in display order (each an item and its gold score; a dict score
-    holds one score per criterion and each prompt shows its own).
+    Parameters:
+        demos: the demonstrations, in display order (each an item and its gold score;
+            a dict score holds one score per criterion and each prompt shows its own).
 
     Builds ``Demos(demos=demos, k=len(demos))``. The winning demo set of a search is saved so.
     """
@@ -495,8 +500,10 @@ class PerItemDemosPreset(Preset):
     """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given that
     item.
 
-    Parameters: selector: a fitted selector (any; meant for query-dependent ones such as
-    :class:`~mitigate.selectors.KNN`). It serialises as its own spec. k: how many demos per item.
+    Parameters:
+        selector: a fitted selector (any; meant for query-dependent ones such as
+            :class:`~mitigate.selectors.KNN`). It serialises as its own spec.
+        k: how many demos per item.
 
     Builds ``Demos(selector=selector, k=k, per_item=True, placement="append")``: the demos go
     after the prompt's own. The judged item is never among its own demos.

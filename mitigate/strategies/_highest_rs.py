@@ -42,15 +42,21 @@ _DEMO_CONSTRAINTS: dict[str, list[Any]] = {
 class HighestRSDemosPreset(Preset):
     """``highest-rs-demos`` (Ohi et al. 2024): demonstrations = the k training items with the highest RS.
 
-    Parameters: k: how many demonstrations (the paper uses 8). likelihood: backend spec of the causal LM that
-    computes LS (default ``"local"``, the embedded model; any backend with ``loglikelihood``). criterion: the
-    human label the demos show and US is computed against (None: the benchmark's only criterion, or the
-    judge's; see :func:`~mitigate.selectors.resolve_criterion`). pool_size: judge and score only this many
-    training items, drawn at random with ``seed`` (None: every labelled training item). Both LS and US are
-    computed on the pool, so this bounds the cost of fitting. seed: the random seed of the pool draw. task:
-    the generation task's description, the condition of LS (None: the judge prompt's task paragraph). scaling:
-    how US normalises judge and human scores, ``"range"`` (the paper's text) or ``"max-deviation"`` (the
-    released code's); see :class:`~mitigate.selectors.HighestRS`.
+    Parameters:
+        k: how many demonstrations (the paper uses 8).
+        likelihood: backend spec of the causal LM that computes LS (default ``"local"``,
+            the embedded model; any backend with ``loglikelihood``).
+        criterion: the human label the demos show and US is computed against (None: the
+            benchmark's only criterion, or the judge's; see
+            :func:`~mitigate.selectors.resolve_criterion`).
+        pool_size: judge and score only this many training items, drawn at random with
+            ``seed`` (None: every labelled training item). Both LS and US are computed on
+            the pool, so this bounds the cost of fitting.
+        seed: the random seed of the pool draw.
+        task: the generation task's description, the condition of LS (None: the judge
+            prompt's task paragraph).
+        scaling: how US normalises judge and human scores, ``"range"`` (the paper's text) or
+            ``"max-deviation"`` (the released code's); see :class:`~mitigate.selectors.HighestRS`.
 
     Builds ``Demos(selector=HighestRS(likelihood, task, pool_size, seed), k, criterion)``.
     ``fit(train, judge, lm=None)``: ``judge`` is the base judge (no demos), run over the pool;
@@ -114,9 +120,10 @@ class HighestRSDemosPreset(Preset):
 class RandomDemosPreset(Preset):
     """``random-demos``, the control of Ohi et al. (2024): k random training items as demonstrations.
 
-    Parameters: k: how many demonstrations. seed: the random seed of the draw (the same seed and benchmark
-    give the same demos). criterion: the human label shown (None: as
-    :func:`~mitigate.selectors.resolve_criterion`).
+    Parameters:
+        k: how many demonstrations.
+        seed: the random seed of the draw (the same seed and benchmark give the same demos).
+        criterion: the human label shown (None: as :func:`~mitigate.selectors.resolve_criterion`).
 
     Builds ``Demos(selector=Random(seed=seed), k=k, criterion=criterion)``; ``judge`` only
     tells the criterion at fit when the benchmark has several. Fitted state: ``demos_`` in

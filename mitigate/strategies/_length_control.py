@@ -94,9 +94,10 @@ def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
 class LengthControl(Mitigation):
     """Remove a pointwise judge's length slope, fitted on a training split (Dubois et al. 2024's regression).
 
-    Parameters: reference: "none" regresses the judge's score on length (the whole slope is removed); "human"
-    regresses the judge's score minus the human score (only the excess over humans is removed; training items
-    need human labels for the criterion).
+    Parameters:
+        reference: "none" regresses the judge's score on length (the whole slope is removed);
+            "human" regresses the judge's score minus the human score (only the excess over
+            humans is removed; training items need human labels for the criterion).
 
     ``fit(train, judge)`` judges the training items. Fitted: ``slopes_`` (criterion -> slope
     per unit of z), ``mean_`` and ``std_`` of the training outputs' lengths in words.

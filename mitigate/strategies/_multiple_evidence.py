@@ -176,10 +176,12 @@ class MultipleEvidence(Mitigation):
     """Multiple-evidence + balanced-position calibration, with the entropy human-in-the-loop rule (Wang et al.
     2023).
 
-    Parameters: k: reasoning samples per order (2k calls per item). temperature: sampling temperature of the
-    samples (> 0, so the rationales differ). max_tokens: the answer budget per sample (the rationale comes
-    before the verdict). human_share: the share of training items with the highest entropy that marks the
-    threshold at or above which items go to a human (0: never; see :func:`entropy_threshold`).
+    Parameters:
+        k: reasoning samples per order (2k calls per item).
+        temperature: sampling temperature of the samples (> 0, so the rationales differ).
+        max_tokens: the answer budget per sample (the rationale comes before the verdict).
+        human_share: the share of training items with the highest entropy that marks the
+            threshold at or above which items go to a human (0: never; see :func:`entropy_threshold`).
 
     ``fit(train, judge)`` judges the training items and stores the threshold in
     ``entropy_threshold_`` (nothing is fitted when ``human_share`` is 0).

@@ -283,12 +283,14 @@ class PairwiseDistribution(Mitigation):
     """Judge each pair in both orders and pool the verdict probabilities into one preference (Wang et al.
     2025, TrustJudge).
 
-    Parameters: source: "logprobs" (verdict probabilities from token logprobs), "samples" (from the shares of
-    sampled verdicts) or "auto" (logprobs when the backend gives them). samples: verdicts sampled per order
-    with ``source="samples"`` (sets the judge's n). temperature: sampling temperature with
-    ``source="samples"`` (sets the judge's temperature). top_logprobs: alternatives read at the verdict token
-    with ``source="logprobs"``. tie_margin: the verdict is a tie when the two texts' pooled probabilities
-    differ by no more than this.
+    Parameters:
+        source: "logprobs" (verdict probabilities from token logprobs), "samples" (from the
+            shares of sampled verdicts) or "auto" (logprobs when the backend gives them).
+        samples: verdicts sampled per order with ``source="samples"`` (sets the judge's n).
+        temperature: sampling temperature with ``source="samples"`` (sets the judge's temperature).
+        top_logprobs: alternatives read at the verdict token with ``source="logprobs"``.
+        tie_margin: the verdict is a tie when the two texts' pooled probabilities differ by no
+            more than this.
 
     See the module docstring for how the two orders are pooled and what the judgment holds.
     """

@@ -195,11 +195,13 @@ def _on_lm(lm: LM, leaf: PromptJudge) -> PromptJudge:
 class Panel(Mitigation):
     """A panel of the wrapped judge's prompts sent to several backends (Verga et al. 2024).
 
-    Parameters: backends: backend specs (``"openai:gpt-4o-mini"``, ``"anthropic:claude-3-5-haiku-latest"``,
-    ``"local:<path.gguf>"`` ...); each member is the wrapped judge with every prompt judge's LM replaced by
-    that backend (with the usual cache and retries). include_base: also keep the wrapped judge itself as a
-    member (named "base"). reducer: "mean", "median" or "majority" (strict majority of all members). quorum:
-    the fewest answering members ``mean``/``median`` need (None: all of them).
+    Parameters:
+        backends: backend specs (``"openai:gpt-4o-mini"``, ``"anthropic:claude-3-5-haiku-latest"``,
+            ``"local:<path.gguf>"`` ...); each member is the wrapped judge with every prompt
+            judge's LM replaced by that backend (with the usual cache and retries).
+        include_base: also keep the wrapped judge itself as a member (named "base").
+        reducer: "mean", "median" or "majority" (strict majority of all members).
+        quorum: the fewest answering members ``mean``/``median`` need (None: all of them).
 
     Members are named by their spec. Backends are built when the panel wraps a judge.
     """

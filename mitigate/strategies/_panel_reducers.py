@@ -122,11 +122,14 @@ class DawidSkene(Mitigation):
     """Reduce a panel's votes by each member's confusion matrix (Dawid and Skene 1979), fitted on a training
     split.
 
-    Parameters: supervised: True fits the matrices from the training split's gold labels (the human
-    preference, or the human score as the nearest whole number); False by EM from the members' answers alone;
-    "auto" supervised when the split has labels. smoothing: pseudo-counts added to every confusion cell (a
-    member never seen giving an answer keeps a small probability of giving it). criterion: the criterion whose
-    labels and scores are read (None: the only one). max_iter: EM iterations at most (unsupervised).
+    Parameters:
+        supervised: True fits the matrices from the training split's gold labels (the human
+            preference, or the human score as the nearest whole number); False by EM from the
+            members' answers alone; "auto" supervised when the split has labels.
+        smoothing: pseudo-counts added to every confusion cell (a member never seen giving an
+            answer keeps a small probability of giving it).
+        criterion: the criterion whose labels and scores are read (None: the only one).
+        max_iter: EM iterations at most (unsupervised).
 
     ``fit(train, judge)`` runs ``judge`` (a panel, placed before this step) over ``train`` and
     fits ``model_``. A judge that is no panel is a panel of one member, "judge".
@@ -381,10 +384,12 @@ _NAMES = Satisfies(
 class MinorityVeto(Mitigation):
     """Let a minority of a panel veto a pass (Jain et al. 2025): judges accept invalid outputs too readily.
 
-    Parameters: vetoers: the panel members (by name: "base", or a backend spec) whose fail counts as a veto;
-    empty: every member. min_vetoes: how many vetoers must fail the item to veto the panel's pass. threshold:
-    for a score panel, the lowest score that is a pass (not used by a verdict panel). criterion: the criterion
-    read (None: the only one).
+    Parameters:
+        vetoers: the panel members (by name: "base", or a backend spec) whose fail counts as a
+            veto; empty: every member.
+        min_vetoes: how many vetoers must fail the item to veto the panel's pass.
+        threshold: for a score panel, the lowest score that is a pass (not used by a verdict panel).
+        criterion: the criterion read (None: the only one).
 
     It follows a panel: ``panel(backends=[...]) | minority-veto(vetoers=["base"])``; on a judge
     with no panel it is refused. See :class:`MinorityVetoJudge` for what a veto does.

@@ -197,10 +197,13 @@ class PerturbationProbe(Mitigation):
     that key: consistency is the share of items whose output is identical under the
     original and every perturbation. Costs 1 + N calls per item.
 
-    Parameters: kind: "order" (reordered options), "length" (one option's description lengthened), or "both"
-    (see :func:`mitigate.prompt._perturb.perturbation_set`). n: how many perturbations (None: every reordering
-    for 2–3 options, a seeded sample of 6 for more; every lengthened option). lengthened: option label ->
-    lengthened description; required for "length"/"both". seed: seeds the sampling of perturbations.
+    Parameters:
+        kind: "order" (reordered options), "length" (one option's description lengthened),
+            or "both" (see :func:`mitigate.prompt._perturb.perturbation_set`).
+        n: how many perturbations (None: every reordering for 2–3 options, a seeded sample of
+            6 for more; every lengthened option).
+        lengthened: option label -> lengthened description; required for "length"/"both".
+        seed: seeds the sampling of perturbations.
 
     Perturbations that leave the guideline unchanged (the identity ordering) are dropped,
     since the original is always judged. Every inner prompt (e.g. one per criterion after a
@@ -280,15 +283,20 @@ class PerturbedDemosPreset(Preset):
     display="perturbed" (perturbed=False: "guideline"), placement="append", kind, n,
     lengthened, seed, ablation)``.
 
-    Parameters: demos: the demonstrations (an item and its gold score; a dict score holds one score per
-    criterion and the prompt's criterion is picked). Exactly ``m`` when given. m: how many demos; ``fit``
-    picks this many. n: how many perturbed guidelines per demo (None: every reordering for 2–3 options, which
-    includes the original order, or a seeded sample of 6 reorderings without it for larger scales; every
-    lengthened option). kind: "order", "length" or "both". lengthened: option label -> lengthened description
-    (for "length"/"both"). seed: seeds perturbation sampling, the ablation's choice and ``fit``'s pick.
-    ablation: the paper's ablation: each demo shown under ONE perturbation drawn at random (seeded) from the
-    non-identity perturbations, instead of under all N. perturbed: False gives the unperturbed few-shot
-    control: the same demos, each shown once under the original guideline (same layout, no perturbation).
+    Parameters:
+        demos: the demonstrations (an item and its gold score; a dict score holds one
+            score per criterion and the prompt's criterion is picked). Exactly ``m`` when given.
+        m: how many demos; ``fit`` picks this many.
+        n: how many perturbed guidelines per demo (None: every reordering for 2–3 options,
+            which includes the original order, or a seeded sample of 6 reorderings without
+            it for larger scales; every lengthened option).
+        kind: "order", "length" or "both".
+        lengthened: option label -> lengthened description (for "length"/"both").
+        seed: seeds perturbation sampling, the ablation's choice and ``fit``'s pick.
+        ablation: the paper's ablation: each demo shown under ONE perturbation drawn at
+            random (seeded) from the non-identity perturbations, instead of under all N.
+        perturbed: False gives the unperturbed few-shot control: the same demos, each shown
+            once under the original guideline (same layout, no perturbation).
 
     ``fit(train, judge)``: with ``demos=`` given there is nothing to learn. Otherwise a
     :class:`~mitigate.selectors.Stratified` selector (``by="range"``,

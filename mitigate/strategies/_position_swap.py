@@ -106,9 +106,10 @@ class PositionSwapJudge(CompositeJudge):
 class PositionSwap(Mitigation):
     """Judge each pair in both orders; keep verdicts that survive the swap.
 
-    Parameters: on_flip: what a verdict that changes with the order becomes: "tie" (the judge could not tell
-    the outputs apart beyond their position) or "abstain" (no verdict, flag ``position_inconsistent``, e.g. to
-    route to a human).
+    Parameters:
+        on_flip: what a verdict that changes with the order becomes: "tie" (the judge
+            could not tell the outputs apart beyond their position) or "abstain" (no
+            verdict, flag ``position_inconsistent``, e.g. to route to a human).
 
     The wrapped judge must be pairwise (every prompt ``answer="pairwise"``); this is
     checked when judging, with a ConfigError. Items need ``output_b`` (DataError otherwise).

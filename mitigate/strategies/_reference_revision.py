@@ -24,9 +24,11 @@ class ReferenceRevision(Mitigation):
     """The judge revises the judged text into a reference, then judges against it (Zhang et al. 2025,
     RevisEval).
 
-    Parameters: max_tokens: the budget of the revision. on_reference_slot: what happens with a template that
-    has its own reference slot: "fill" puts the revision there (never a second reference; an item bringing its
-    own reference is refused), "refuse" refuses such a template.
+    Parameters:
+        max_tokens: the budget of the revision.
+        on_reference_slot: what happens with a template that has its own reference slot:
+            "fill" puts the revision there (never a second reference; an item bringing its own
+            reference is refused), "refuse" refuses such a template.
 
     Two calls per judged item (each prompt judge of the pipeline revises for itself). For a
     pairwise prompt the reviser sees both texts, in the order the judge will see them.

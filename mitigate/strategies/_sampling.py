@@ -54,19 +54,24 @@ class Sampling(Mitigation):
     Stureborg et al. 2024: with CoT the judge should sample at temperature > 0 and average
     several samples; without CoT, temperature 0 and one sample is best.
 
-    Parameters: temperature: sampling temperature, 0 to 2 (0 = greedy). n: samples per call (>= 1); their
-    scores are combined by ``reducer``. cot: True adds a chain-of-thought paragraph to the end of each
-    prompt's last user message, before its answer stub ("Before answering, explain your reasoning step by
-    step. End your answer with a final line ..." in the prompt's own answer format: "Score: N", "[RESULT] N",
-    "Rating: [[N]]", "[[A]]" ...) and sets the format's reasoning to "before" (the last answer line is read; a
-    constrained backend lets the reasoning through); False removes that paragraph if a previous
-    ``Sampling(cot=True)`` added it. It cannot remove reasoning requests written into the user's own template.
-    A template that asks for the answer alone contradicts the added paragraph (a model may obey the template:
-    Qwen2.5 0.5B wrote only "Score: N" on 48 of 48 SummEval items): words in the answer stub ("Evaluation Form
-    (scores ONLY):") are rewritten, words elsewhere ("Do NOT provide any explanation", "only the score",
-    "nothing else") make the combination a one-line ConfigError
-    (:func:`~mitigate.strategies._edits.allow_reasoning`). reducer: "mean", "median" or "majority" over the
-    ``n`` sample scores. max_tokens: the answer budget per sample (None keeps each leaf's; CoT needs more).
+    Parameters:
+        temperature: sampling temperature, 0 to 2 (0 = greedy).
+        n: samples per call (>= 1); their scores are combined by ``reducer``.
+        cot: True adds a chain-of-thought paragraph to the end of each prompt's last user
+            message, before its answer stub ("Before answering, explain your reasoning step
+            by step. End your answer with a final line ..." in the prompt's own answer format:
+            "Score: N", "[RESULT] N", "Rating: [[N]]", "[[A]]" ...) and sets the format's
+            reasoning to "before" (the last answer line is read; a constrained backend lets the
+            reasoning through); False removes that paragraph if a previous
+            ``Sampling(cot=True)`` added it. It cannot remove reasoning requests written into
+            the user's own template. A template that asks for the answer alone contradicts
+            the added paragraph (a model may obey the template: Qwen2.5 0.5B wrote only
+            "Score: N" on 48 of 48 SummEval items): words in the answer stub ("Evaluation
+            Form (scores ONLY):") are rewritten, words elsewhere ("Do NOT provide any
+            explanation", "only the score", "nothing else") make the combination a one-line
+            ConfigError (:func:`~mitigate.strategies._edits.allow_reasoning`).
+        reducer: "mean", "median" or "majority" over the ``n`` sample scores.
+        max_tokens: the answer budget per sample (None keeps each leaf's; CoT needs more).
 
     ``n > 1`` with ``temperature=0`` is refused (ConfigError): greedy decoding gives the
     same answer n times on most backends, so the samples would be copies and averaging
@@ -147,8 +152,9 @@ class ExpectedScore(Mitigation):
     (combine with ``SingleAttribute``); a multi-criterion leaf records a parse failure per
     criterion. Multi-token numbers ("10" on 1–10) are handled by ``expected_score``.
 
-    Parameters: top_logprobs: alternatives per position to request, 1 to 20 (every scale point should fit in
-    it: use >= 10 for 1–10).
+    Parameters:
+        top_logprobs: alternatives per position to request, 1 to 20 (every scale point
+            should fit in it: use >= 10 for 1–10).
     """
 
     paper = "Stureborg et al. 2024"

@@ -382,13 +382,17 @@ def decide(
 class SelectiveEvaluation(Mitigation):
     """Trust the judge only where its confidence guarantees a target agreement with humans (Jung et al. 2024).
 
-    Parameters: target: the agreement with humans accepted judgments must reach (1 − α), e.g. 0.8. delta: the
-    allowed probability that the guarantee fails over the calibration draw. confidence: the confidence source
-    (:func:`confidence`). tolerance: a score agrees with the human score when within this distance
-    (pointwise); verdicts must equal the gold preference. criterion: the criterion to read (None: the
-    judgment's only one). on_escalate: "flag" keeps an escalated judgment's answer and flags it
-    ``needs_human``; "abstain" also removes the answer. grid: thresholds tested, evenly spaced on [0, 1].
-    min_accepted: thresholds accepting fewer calibration items are not tested.
+    Parameters:
+        target: the agreement with humans accepted judgments must reach (1 − α), e.g. 0.8.
+        delta: the allowed probability that the guarantee fails over the calibration draw.
+        confidence: the confidence source (:func:`confidence`).
+        tolerance: a score agrees with the human score when within this distance (pointwise);
+            verdicts must equal the gold preference.
+        criterion: the criterion to read (None: the judgment's only one).
+        on_escalate: "flag" keeps an escalated judgment's answer and flags it ``needs_human``;
+            "abstain" also removes the answer.
+        grid: thresholds tested, evenly spaced on [0, 1].
+        min_accepted: thresholds accepting fewer calibration items are not tested.
 
     ``fit(train, judge)`` judges the labelled training (calibration) split and chooses the
     threshold by :func:`fixed_sequence_threshold`; ``guarantee_`` records it (threshold

@@ -15,16 +15,21 @@ where a criterion sits in the output. Their remedy is to score one criterion per
 - :func:`~mitigate.strategies._edits.multi_criterion_prompt` is the built-in rating template
   both use (our own wording).
 
-How a child prompt is made to ask for one criterion *Prompts built by* ``multi_criterion_prompt`` (recognised
-exactly by :func:`~mitigate.strategies._edits.is_multi_criterion_template`) are rebuilt for the single
-criterion, so the child text names only that criterion and asks for ``Score: N``. *Free-form user templates*
-that list several criteria (``JudgePrompt.from_template(..., criteria=[...])``) cannot be rewritten reliably,
-so the child keeps the user's text and gets one more paragraph at the end of its last user message (before its
-answer stub): "For this request, rate only <criterion> ...; ignore the other criteria mentioned above." and
-the request for the template's own answer line (its answer format; a line naming another criterion,
-"Coherence: N", is renamed for this one). The user's own text still mentions the other criteria; the added
-paragraph overrides it, and the answer is read in that format. ``on_free_form="error"`` refuses such templates
-instead. The "rate only" paragraph is one of the managed paragraphs of :mod:`mitigate.strategies._edits`.
+How a child prompt is made to ask for one criterion
+    *Prompts built by* ``multi_criterion_prompt`` (recognised exactly by
+    :func:`~mitigate.strategies._edits.is_multi_criterion_template`) are rebuilt for the single criterion, so
+    the child
+    text names only that criterion and asks for ``Score: N``.
+    *Free-form user templates* that list several criteria (``JudgePrompt.from_template(...,
+    criteria=[...])``) cannot be rewritten reliably, so the child keeps the user's text and
+    gets one more paragraph at the end of its last user message (before its answer stub):
+    "For this request, rate only <criterion> ...; ignore the other criteria mentioned above."
+    and the request for the template's own answer line (its answer format; a line naming
+    another criterion, "Coherence: N", is renamed for this one). The user's own text still
+    mentions the other criteria; the added paragraph overrides it, and the answer is read
+    in that format. ``on_free_form="error"`` refuses such templates instead.
+    The "rate only" paragraph is one of the managed paragraphs of
+    :mod:`mitigate.strategies._edits`.
 """
 
 from __future__ import annotations
@@ -102,9 +107,10 @@ class SingleAttribute(Mitigation):
     docstring for built-in versus free-form templates). Leaves with one criterion, and
     pairwise leaves, are left as they are.
 
-    Parameters: concurrent: run the per-criterion calls concurrently (True) or one after another.
-    on_free_form: for a free-form multi-criterion template, "append" a "rate only <criterion>" paragraph to
-    each child's text, or raise ConfigError ("error").
+    Parameters:
+        concurrent: run the per-criterion calls concurrently (True) or one after another.
+        on_free_form: for a free-form multi-criterion template, "append" a "rate only
+            <criterion>" paragraph to each child's text, or raise ConfigError ("error").
     """
 
     paper = "Stureborg et al. 2024"
@@ -206,8 +212,10 @@ class MultiAttribute(Mitigation):
     score-answering leaf gets the built-in :func:`multi_criterion_prompt`; the answer is read
     with ``parse_criteria``.
 
-    Parameters: criteria: the criteria to score; empty = the prompt's own criteria. order: criterion names in
-    the order they are asked and answered; empty = the order of ``criteria`` (or of the prompt's criteria).
+    Parameters:
+        criteria: the criteria to score; empty = the prompt's own criteria.
+        order: criterion names in the order they are asked and answered; empty = the order
+            of ``criteria`` (or of the prompt's criteria).
     """
 
     paper = "Stureborg et al. 2024 (control)"

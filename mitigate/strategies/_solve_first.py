@@ -24,11 +24,13 @@ class SolveFirst(Mitigation):
     """The judge answers the task first, then judges with its own answer as the reference (Krumdick et al.
     2025).
 
-    Parameters: task: one sentence saying what the task is ("Summarise the article."), shown in the first call
-    above the task inputs; None shows the inputs alone. max_tokens: the budget of the judge's own answer.
-    on_reference_slot: what happens with a template that has its own reference slot: "fill" puts the judge's
-    answer there (never a second reference; an item bringing its own reference is refused), "refuse" refuses
-    such a template.
+    Parameters:
+        task: one sentence saying what the task is ("Summarise the article."), shown in the
+            first call above the task inputs; None shows the inputs alone.
+        max_tokens: the budget of the judge's own answer.
+        on_reference_slot: what happens with a template that has its own reference slot:
+            "fill" puts the judge's answer there (never a second reference; an item bringing
+            its own reference is refused), "refuse" refuses such a template.
 
     Two calls per judged item (each prompt judge of the pipeline answers for itself). A template
     showing no task input besides the judged text(s) is refused.

@@ -115,12 +115,14 @@ def _is_stats(v: Any) -> bool:
 @register("mitigation", "style-control")
 class StyleControl(Mitigation):
     """Remove a pointwise judge's slopes on length, markdown headers, bold and lists, fitted on a training
-    split (Arena-Hard's style covariates in AlpacaEval's tanh-standardised length-control form; see the module
+    split
+    (Arena-Hard's style covariates in AlpacaEval's tanh-standardised length-control form; see the module
     docstring).
 
-    Parameters: reference: "none" regresses the judge's score on the style features; "human" regresses the
-    judge's score minus the human score (training items need human labels). features: the covariates (default
-    all of :data:`~mitigate.measures._style.STYLE_FEATURES`).
+    Parameters:
+        reference: "none" regresses the judge's score on the style features; "human"
+            regresses the judge's score minus the human score (training items need human labels).
+        features: the covariates (default all of :data:`~mitigate.measures._style.STYLE_FEATURES`).
 
     ``fit(train, judge)`` judges the training items. Fitted: ``coefficients_`` (criterion ->
     feature -> slope per unit of z), ``mean_`` and ``sd_`` of each feature over the training outputs.

@@ -5,7 +5,9 @@ register it, and run the same battery mitigate runs on its own components::
 
     from mitigate.testing import parametrize_with_checks
 
-@parametrize_with_checks(MyMitigation.examples()) def test_my_mitigation(component, check): check(component)
+    @parametrize_with_checks(MyMitigation.examples())
+    def test_my_mitigation(component, check):
+        check(component)
 
 :func:`checks_for` yields the :class:`Check` objects that apply to one component (every
 component; plus mitigation, selector or engine checks by kind); :func:`check_component` runs

@@ -2,24 +2,28 @@
 
 Written from the providers' published API references, to the level a client needs:
 
-OpenAI ``POST /v1/files`` (multipart: ``purpose=batch`` and a JSONL ``file``), ``GET /v1/files/{id}``, ``GET
-/v1/files/{id}/content``; ``POST /v1/batches`` (``input_file_id``, ``endpoint``, ``completion_window``,
-``metadata``), ``GET /v1/batches/{id}``, ``GET /v1/batches`` (newest first, ``limit`` and ``after`` cursors),
-``POST /v1/batches/{id}/cancel``. A batch goes ``validating`` -> ``in_progress`` -> ``finalizing`` ->
-``completed`` (or ``failed`` when its file does not validate, ``expired`` past its window, ``cancelled``).
-Results are two JSONL files matched by ``custom_id``: the output file holds the requests answered with
-``response.status_code`` 200, the error file holds those that failed: an HTTP error in ``response`` or, for
-requests never run, ``error.code`` ``batch_expired`` / ``batch_cancelled``. Input limits: ``max_requests``
-lines and ``max_bytes`` bytes per file (50,000 and 200 MB on the real API); an over-limit or malformed file
-fails validation.
+OpenAI
+    ``POST /v1/files`` (multipart: ``purpose=batch`` and a JSONL ``file``), ``GET /v1/files/{id}``,
+    ``GET /v1/files/{id}/content``; ``POST /v1/batches`` (``input_file_id``, ``endpoint``,
+    ``completion_window``, ``metadata``), ``GET /v1/batches/{id}``, ``GET /v1/batches``
+    (newest first, ``limit`` and ``after`` cursors), ``POST /v1/batches/{id}/cancel``. A
+    batch goes ``validating`` -> ``in_progress`` -> ``finalizing`` -> ``completed`` (or
+    ``failed`` when its file does not validate, ``expired`` past its window, ``cancelled``).
+    Results are two JSONL files matched by ``custom_id``: the output file holds the
+    requests answered with ``response.status_code`` 200, the error file holds those that failed: an HTTP error
+    in ``response`` or, for requests never
+    run, ``error.code`` ``batch_expired`` / ``batch_cancelled``.
+    Input limits: ``max_requests`` lines and ``max_bytes`` bytes per file (50,000 and 200 MB
+    on the real API); an over-limit or malformed file fails validation.
 
-Anthropic ``POST /v1/messages/batches`` (``requests`` of ``custom_id`` + ``params``), ``GET
-/v1/messages/batches/{id}``, ``GET /v1/messages/batches`` (newest first,
-``limit``/``after_id``/``before_id``), ``GET /v1/messages/batches/{id}/results`` (JSONL of ``{"custom_id",
-"result": {"type": "succeeded"|"errored"|"expired"|"canceled", ...}}``), ``POST
-/v1/messages/batches/{id}/cancel``. ``processing_status`` goes ``in_progress`` -> ``ended`` (``canceling`` on
-cancel), with ``request_counts`` of processing, succeeded, errored, canceled and expired. Over 100,000
-requests or 256 MB is refused with HTTP 400.
+Anthropic
+    ``POST /v1/messages/batches`` (``requests`` of ``custom_id`` + ``params``),
+    ``GET /v1/messages/batches/{id}``, ``GET /v1/messages/batches`` (newest first,
+    ``limit``/``after_id``/``before_id``), ``GET /v1/messages/batches/{id}/results`` (JSONL of
+    ``{"custom_id", "result": {"type": "succeeded"|"errored"|"expired"|"canceled", ...}}``),
+    ``POST /v1/messages/batches/{id}/cancel``. ``processing_status`` goes ``in_progress`` ->
+    ``ended`` (``canceling`` on cancel), with ``request_counts`` of processing, succeeded,
+    errored, canceled and expired. Over 100,000 requests or 256 MB is refused with HTTP 400.
 
 Requests in a batch are answered by the same handlers as live calls (same replies, usage
 and prompt-cache emulation), one every ``latency`` seconds, batches running concurrently.

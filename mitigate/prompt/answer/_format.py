@@ -169,7 +169,8 @@ class AnswerFormat(BaseModel):
 
     def names_stub(self, stub: str) -> bool:
         """Whether this format's line is the answer ``stub`` asks for: it starts with the stub, or with the
-        stub's label ("Fluency: {value}" for "- Fluency (1-3):"), so :meth:`with_stub` keeps what follows."""
+        stub's label
+        ("Fluency: {value}" for "- Fluency (1-3):"), so :meth:`with_stub` keeps what follows."""
         return (
             self.json_key is None
             and not self.two_scores
@@ -179,7 +180,8 @@ class AnswerFormat(BaseModel):
 
     def _after_label(self, stub: str) -> str | None:
         """The line after its opening cue when that cue has the stub's label ("[[{value}]]" of "Rating:
-        [[{value}]]" for "Rating:"); None when the line opens otherwise."""
+        [[{value}]]"
+        for "Rating:"); None when the line opens otherwise."""
         cue = re.match(r"\s*([^\[\](){}<>:\n]{1,40}):[ \t]*", self.line.split(VALUE, 1)[0])
         if cue is None or _label(cue.group(1)).lower() != _label(stub).lower():
             return None
@@ -187,8 +189,10 @@ class AnswerFormat(BaseModel):
 
     def without_stub(self) -> AnswerFormat:
         """A copy for a prompt that does not end with the stub: the whole line is the judge's, opened by the
-        stub's label alone ("- Fluency (1-3): {value}" becomes "Fluency: {value}"; a range stated there would
-        outlive a rescale)."""
+        stub's
+        label alone ("- Fluency (1-3): {value}" becomes "Fluency: {value}"; a range stated there would outlive
+        a
+        rescale)."""
         if not self.stub:
             return self
         return self.model_copy(update={"stub": "", "line": f"{self.stub_label}:{self.continuation}"})
@@ -398,7 +402,8 @@ class AnswerFormat(BaseModel):
     # ------------------------------------------------------------------ reading
     def reader(self) -> FormatReader:
         """How an answer in this format is read (:class:`~mitigate.parse._format_reader.FormatReader`, built
-        once per format)."""
+        once
+        per format)."""
         return _reader(self)
 
     def read(

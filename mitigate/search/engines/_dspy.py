@@ -79,7 +79,8 @@ class DSPyLabeled(DSPyEngine):
 class DSPyBootstrapRS(DSPyEngine):
     """DSPy's ``BootstrapFewShotWithRandomSearch``.
 
-    Parameters: num_candidates: ``num_candidate_programs`` (default: what the budget allows).
+    Parameters:
+        num_candidates: ``num_candidate_programs`` (default: what the budget allows).
     """
 
     optimizer: ClassVar[str] = "bootstrap-rs"
@@ -91,9 +92,11 @@ class DSPyBootstrapRS(DSPyEngine):
 class DSPyMIPRO(DSPyEngine):
     """DSPy's ``MIPROv2`` (needs ``optuna``).
 
-    Parameters: prompt_model: the instruction proposer, a ``dspy.LM`` (default: the one inside the judge's
-    DSPyLM backend); not part of the spec. num_candidates: MIPROv2's ``num_candidates`` (default 3).
-    num_trials: MIPROv2's ``num_trials`` (default: what the budget allows).
+    Parameters:
+        prompt_model: the instruction proposer, a ``dspy.LM`` (default: the one inside the
+            judge's DSPyLM backend); not part of the spec.
+        num_candidates: MIPROv2's ``num_candidates`` (default 3).
+        num_trials: MIPROv2's ``num_trials`` (default: what the budget allows).
     """
 
     optimizer: ClassVar[str] = "mipro"

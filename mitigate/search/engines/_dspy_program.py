@@ -21,18 +21,23 @@ Where the LM calls go
     ``meta["instructions"]`` but not used: this engine keeps the user's prompt text and
     searches demos only.
 
-The metric DSPy averages a per-example metric, while the :class:`~mitigate.search.Objective` is a statistic of
-the whole split (a correlation, BiasScore). The optimizers therefore get :meth:`Objective.item_metric` —
-closeness to the human score, plus λ when the item's output did not change under the probe's perturbations —
-and accept a bootstrapped trace when the score is within half a scale step of the human one. Every distinct
-demo set DSPy produced is then ranked with the full objective on dev, served from the cache DSPy's own
-evaluations filled, and the best is reported on the held-out test split like the other engines. An item whose
-score failed to parse counts as a miss (0) for DSPy's metric; it is never given a score.
+The metric
+    DSPy averages a per-example metric, while the :class:`~mitigate.search.Objective` is a
+    statistic of the whole split (a correlation, BiasScore). The optimizers therefore get
+    :meth:`Objective.item_metric` — closeness to the human score, plus λ when the item's
+    output did not change under the probe's perturbations — and accept a bootstrapped trace
+    when the score is within half a scale step of the human one. Every distinct demo set
+    DSPy produced is then ranked with the full objective on dev, served from the cache
+    DSPy's own evaluations filled, and the best is reported on the held-out test split like
+    the other engines. An item whose score failed to parse counts as a miss (0) for DSPy's
+    metric; it is never given a score.
 
-Budget Once the search's budget is spent, ``forward`` answers without calling (a missing score), so DSPy
-finishes quickly; demo sets whose dev evaluation the budget could not complete are dropped from the ranking,
-and ``stopped`` is ``"budget"``. The optimizers' sizes are derived from the budget (``num_candidate_programs``
-for bootstrap-rs, ``num_trials`` for MIPROv2) unless given.
+Budget
+    Once the search's budget is spent, ``forward`` answers without calling (a missing
+    score), so DSPy finishes quickly; demo sets whose dev evaluation the budget could not
+    complete are dropped from the ranking, and ``stopped`` is ``"budget"``. The optimizers'
+    sizes are derived from the budget (``num_candidate_programs`` for bootstrap-rs,
+    ``num_trials`` for MIPROv2) unless given.
 """
 
 from __future__ import annotations

@@ -58,7 +58,8 @@ def candidate_demos(
 class GreedyEngine(Engine):
     """Greedy forward selection of demos (see the module docstring).
 
-    Parameters: n_candidates: how many candidate items the selectors propose.
+    Parameters:
+        n_candidates: how many candidate items the selectors propose.
     """
 
     n_candidates: int = 8

@@ -32,7 +32,8 @@ from mitigate.strategies import Demos, Mitigation
 class RandomEngine(Engine):
     """Seeded random search over the selectors' draws (see the module docstring).
 
-    Parameters: max_trials: stop after this many evaluated candidates, the baseline included (None: no limit).
+    Parameters:
+        max_trials: stop after this many evaluated candidates, the baseline included (None: no limit).
     """
 
     max_trials: int | None = None
