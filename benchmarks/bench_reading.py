@@ -109,8 +109,7 @@ REASONS = (
 
 def _texts(n: int) -> list[list[tuple[str, str, str]]]:
     """For each of the 8 formats, ``n`` (article, summary, other summary) triples, no article shared between
-    formats
-    (SummEval's when the data folder has it, else generated sentences of the same shape)."""
+    formats (SummEval's when the data folder has it, else generated sentences of the same shape)."""
     try:
         from mitigate.data import load
 
@@ -142,8 +141,8 @@ def _cases(
     n: int, quoted: bool, change: Any = None
 ) -> list[tuple[Any, Any, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
     """(format, scale, answer, echoes, shown texts, judged texts) for every template and text triple;
-    ``change``
-    rewrites the judged texts (the warm-up reads the same answers on texts no timed answer judges)."""
+    ``change`` rewrites the judged texts (the warm-up reads the same answers on texts no timed answer judges).
+    """
     from mitigate import Item, JudgePrompt
 
     planted = _planted()

@@ -230,8 +230,8 @@ def journal_lines(path: Path) -> int:
 
 def judged(run_dir: Path) -> list[dict[str, Any]]:
     """The judgments a run folder's last run listed, in order: from its columns (``results.sqlite``: item id,
-    scores
-    and the verdict as the text preferred) or, written by a checkout before them, from ``results.json``."""
+    scores and the verdict as the text preferred) or, written by a checkout before them, from
+    ``results.json``."""
     columns = run_dir / "results.sqlite"
     if not columns.exists():
         return json.loads((run_dir / "results.json").read_text())["judgments"]

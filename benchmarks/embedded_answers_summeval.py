@@ -19,8 +19,7 @@ For each setting: the share of items scored (with a Wilson 95% interval), Spearm
 experts over the scored items (95% bootstrap interval), the scores given, and seconds.
 
 Run (under the shared lock): ``flock /work/bench.lock python benchmarks/embedded_answers_summeval.py --n
-100``.
-``--variants smollm-logprob,smollm-constrained`` runs a subset; ``--n 12`` is the quick-start size.
+100``. ``--variants smollm-logprob,smollm-constrained`` runs a subset; ``--n 12`` is the quick-start size.
 Writes ``benchmarks/results/embedded_answers_summeval.json``; journals go to ``runs/evidence/`` (resumable).
 """
 

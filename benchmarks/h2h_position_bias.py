@@ -1,13 +1,12 @@
 """Position bias of the released ChatGPT head-to-head judgments (Shen et al. 2023), read as recorded
 judgments.
 
-Shen et al. released ChatGPT's (gpt-3.5-turbo-0301) pairwise verdicts on 11 SummEval system pairs x
-100 documents x 4 dimensions, each in both presentation orders. This script replays them through the
-generic recorded-judgments path (``Entry.from_released("chatgpt-h2h", ...)`` is a
-:class:`~mitigate.replay._recorded.RecordedJudge` over
-:func:`mitigate.data._released.released_recorded`) on the pairwise benchmark ``summeval-h2h``, whose gold
-preference is the higher mean expert score (a tie when the means are equal), and runs
-:func:`mitigate.harness._compare.compare` per dimension. No LM is called.
+Shen et al. released ChatGPT's (gpt-3.5-turbo-0301) pairwise verdicts on 11 SummEval system pairs x 100
+documents x 4 dimensions, each in both presentation orders. This script replays them through the generic
+recorded-judgments path (``Entry.from_released("chatgpt-h2h", ...)`` is a
+:class:`~mitigate.replay._recorded.RecordedJudge` over :func:`mitigate.data._released.released_recorded`) on
+the pairwise benchmark ``summeval-h2h``, whose gold preference is the higher mean expert score (a tie when the
+means are equal), and runs :func:`mitigate.harness._compare.compare` per dimension. No LM is called.
 
 Reported per dimension: accuracy against gold (3-way), position consistency and preference fairness
 (Shi et al. 2024) overall and per system pair, the lean towards the longer summary (judge and gold), and

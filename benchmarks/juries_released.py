@@ -93,9 +93,8 @@ def _majority(votes: list[str | None], *, strict: bool) -> str | None:
 
 def _annotators(members: dict[str, Table]) -> tuple[list[str], list[list[str | None]]]:
     """Every (member, order) as an annotator, its verdicts by text per instance; a member's second order only
-    when it
-    ever differs from its first (a reward model's two orders are one answer, and two copies are not two
-    annotators)."""
+    when it ever differs from its first (a reward model's two orders are one answer, and two copies are not
+    two annotators)."""
     names, cols = [], []
     for m, t in members.items():
         names.append(f"{m} (original)")

@@ -118,8 +118,8 @@ class JournalDamageWarning(UserWarning):
 
 class CacheUnavailableWarning(UserWarning):
     """The LM cache could not be written or read for a reason other than damage (a full disk, an I/O error, a
-    lock
-    held too long, a read-only file); the answers concerned are not cached, and the file is left as it is."""
+    lock held too long, a read-only file); the answers concerned are not cached, and the file is left as it
+    is."""
 
 
 class PromptConflictWarning(UserWarning):

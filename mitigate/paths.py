@@ -109,8 +109,7 @@ def check_input_file(path: Path | str, what: str, *, error: type[ConfigError] = 
 
 MAX_LINE_BYTES = 256 * 2**20
 """Longest line :func:`read_lines` reads (256 MiB): a journal line holds a judgment's raw answers, each at
-most
-``--max-response-bytes`` (10 MB by default)."""
+most ``--max-response-bytes`` (10 MB by default)."""
 
 _OPEN_FLAGS = {
     "rb": os.O_RDONLY,
@@ -126,9 +125,8 @@ _BINARY_MODE = {"rb": "rb", "r": "rb", "ab": "ab", "a": "ab", "r+b": "r+b", "a+"
 
 def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
     """``path`` opened in ``mode`` ("rb", "r", "ab", "a", "r+b", "a+", "a+b"; text modes are UTF-8) when it is
-    a
-    regular file (a symlink to one is followed; "a" modes create it); a one-line ConfigError naming what it is
-    otherwise.
+    a regular file (a symlink to one is followed; "a" modes create it); a one-line ConfigError naming what it
+    is otherwise.
 
     The kind is checked on the open file (``fstat``), and the open never blocks (``O_NONBLOCK``): a FIFO, a
     socket or a device (``/dev/zero`` behind a symlink) is refused before a byte is read or written. Other
@@ -215,13 +213,12 @@ def write_output(
 ) -> Path:
     """Write an output file and return ``path``; see the module docstring for what each kind of path gets.
 
-    The one way mitigate writes an output. ``write`` is the text (or bytes), or a function writing to the
-    open file (text, or binary with ``binary=True``). A regular file is replaced atomically (a reader sees the
-    old file or the new one, never a part); an OSError becomes a one-line ConfigError naming the file
+    The one way mitigate writes an output. ``write`` is the text (or bytes), or a function writing to the open
+    file (text, or binary with ``binary=True``). A regular file is replaced atomically (a reader sees the old
+    file or the new one, never a part); an OSError becomes a one-line ConfigError naming the file
     (``/dev/full``: "No space left on device"), and a failed write leaves the old file as it was. A writer
-    that
-    produces its text over time (rows as a run judges them) writes into :func:`open_output` instead, on which
-    this is built.
+    that produces its text over time (rows as a run judges them) writes into :func:`open_output` instead, on
+    which this is built.
     """
     binary = binary or isinstance(write, bytes)
     with open_output(path, what, newline=newline, durable=durable, binary=binary) as fh:
@@ -306,8 +303,7 @@ def open_output(
 @contextlib.contextmanager
 def output_path(path: Path | str, what: str = "the output file") -> Iterator[Path]:
     """A temporary path beside ``path`` for a writer that needs a file name (SQLite), renamed over ``path``
-    when the
-    block ends without an error, as :func:`open_output` does for a regular file (a symlink followed).
+    when the block ends without an error, as :func:`open_output` does for a regular file (a symlink followed).
 
     Such a file cannot be written through a device: a character device at ``path`` is refused in one line.
     """

@@ -633,8 +633,7 @@ def _inserted(before: str, after: str) -> tuple[int, str]:
 
 def _first_heading(text: str, value: str) -> int:
     """Where the heading of the text ``value`` starts in ``text``: its line when words precede it there, else
-    the
-    nearest non-blank line above (the slot's own line when there is none)."""
+    the nearest non-blank line above (the slot's own line when there is none)."""
     at = text.index(value)
     line = text.rfind("\n", 0, at) + 1
     if re.search(r"[^\W_]", text[line:at]):

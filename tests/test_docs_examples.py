@@ -1,6 +1,5 @@
 """Every fenced ``bash`` and ``python`` block of README.md and docs/**/*.md runs as written, or is skipped
-with
-its reason, so a renamed option or function fails here before it fails a reader.
+with its reason, so a renamed option or function fails here before it fails a reader.
 
 How a page runs (pages are found by glob: a new page is tested without touching this file):
 

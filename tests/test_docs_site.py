@@ -1,7 +1,6 @@
 """The docs site's own machinery: the results pages cut from benchmarks/RESULTS.md keep every section and
-every
-number as written, and the nav of mkdocs.yml names only pages that exist (``mkdocs build --strict`` in .ci/run
-builds the site itself)."""
+every number as written, and the nav of mkdocs.yml names only pages that exist (``mkdocs build --strict`` in
+.ci/run builds the site itself)."""
 
 from __future__ import annotations
 

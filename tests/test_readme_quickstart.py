@@ -1,6 +1,5 @@
 """The README's way to try the command line without a key or a model runs as written: the stub server, then
-judge
-and compare pointed at it (the port swapped for a free one, ``mitigate`` run from this tree)."""
+judge and compare pointed at it (the port swapped for a free one, ``mitigate`` run from this tree)."""
 
 from __future__ import annotations
 

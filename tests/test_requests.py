@@ -34,8 +34,7 @@ def _key(r: LMRequest) -> str:
 
 def _listed(sent: str, conditional: list[str]) -> bool:
     """``sent`` is one of the conditional requests, where a placeholder for an earlier answer (a
-    reference-first
-    judge's own answer, not known when listing) stands for any text."""
+    reference-first judge's own answer, not known when listing) stands for any text."""
     return any(
         sent == c
         or (

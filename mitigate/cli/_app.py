@@ -128,8 +128,7 @@ DEFINED: dict[str, CommandInfo | typer.Typer] = {}
 
 class LazyCommands(OneLineErrors):
     """The ``mitigate`` group: its commands are those of :data:`~mitigate.cli._commands.COMMANDS`, each
-    imported
-    from its module when it is first asked for (pip's ``commands_dict`` and ``import_module``).
+    imported from its module when it is first asked for (pip's ``commands_dict`` and ``import_module``).
 
     The group's own help lists each command with the summary the table holds, importing none.
     """
@@ -145,8 +144,7 @@ class LazyCommands(OneLineErrors):
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         """The command ``cmd_name``, its module imported now; a stand-in with its summary while the group's
-        help
-        is written; None for a name that is no command."""
+        help is written; None for a name that is no command."""
         entry = COMMANDS.get(cmd_name)
         if entry is None:
             return None
@@ -178,8 +176,7 @@ class LazyCommands(OneLineErrors):
 
 def command_group(name: str, help: str) -> typer.Typer:
     """A group of subcommands (``mitigate data ...``) named ``name`` in
-    :data:`~mitigate.cli._commands.COMMANDS`;
-    its commands are declared with ``command(..., group=<it>)``."""
+    :data:`~mitigate.cli._commands.COMMANDS`; its commands are declared with ``command(..., group=<it>)``."""
     group = typer.Typer(name=name, no_args_is_help=True, help=help, add_completion=False)
     DEFINED[name] = group
     return group
@@ -230,8 +227,7 @@ class RegisteredNamesHelp(TyperCommand):
 
     def grouped(self, ctx: Any, *, every: bool) -> list[tuple[str, list[Any]]]:
         """(panel title, parameters) in the order help shows them: the first-shown groups, then the rest
-        (under
-        "More options" when ``every``, else left out), then Help; arguments are always shown, first."""
+        (under "More options" when ``every``, else left out), then Help; arguments are always shown, first."""
         params = [p for p in self.get_params(ctx) if not getattr(p, "hidden", False)]
         helps = [p for p in params if p.name in ("help", "help_all")]
         arguments = [p for p in params if p.param_type_name == "argument"]

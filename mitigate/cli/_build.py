@@ -90,10 +90,8 @@ def load_workload(
 
 def stream_workload(benchmark: str, criterion: str | None, limit: int) -> Workload:
     """:func:`load_workload` for a run that streams its items: a ``jsonl:`` benchmark is checked in one pass,
-    its
-    chosen items read again as they are judged (:func:`~mitigate.data._stream.open_benchmark`), never held
-    whole;
-    any other benchmark is loaded whole."""
+    its chosen items read again as they are judged (:func:`~mitigate.data._stream.open_benchmark`), never held
+    whole; any other benchmark is loaded whole."""
     from mitigate.data import open_benchmark
 
     streamed = open_benchmark(benchmark, limit)
@@ -131,9 +129,8 @@ def naming_template(origin: str) -> Iterator[None]:
 
 def recorded_reader(o: LMRunOptions, criterion: str, bench: Benchmark) -> Any:
     """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format, the template and the
-    item's
-    texts as what the judge was shown (a value they hold and the answer quotes back is not read); None without
-    --prompt."""
+    item's texts as what the judge was shown (a value they hold and the answer quotes back is not read); None
+    without --prompt."""
     if o.prompt is None:
         return None
     template = template_text(o.prompt, o.benchmark, criterion)

@@ -273,10 +273,8 @@ def _convert(value: Any, tp: Any, where: str, key: str, base: Path) -> Any:
 
 def path_prefixes() -> tuple[str, ...]:
     """Spec prefixes followed by a file or folder, as registered: the benchmarks' path forms
-    (``jsonl:data.jsonl``,
-    ``llmbar:<path>``, which released judges share: ``llmbar:LLMBar#GPT-4/*``) and the backends'
-    (``local:model.gguf``,
-    ``replay:answers.jsonl``)."""
+    (``jsonl:data.jsonl``, ``llmbar:<path>``, which released judges share: ``llmbar:LLMBar#GPT-4/*``) and the
+    backends' (``local:model.gguf``, ``replay:answers.jsonl``)."""
     from mitigate.data import PATH_LOADERS  # here: only a config file's paths need them
     from mitigate.registry import registered
 
@@ -306,8 +304,7 @@ def spec_path(value: str) -> tuple[str, str, str] | None:
 
 def with_paths_from(value: str, base: Path, where: str, key: str) -> str:
     """``value`` from a config file with the relative path it names (:func:`spec_path`) read from ``base``,
-    the
-    file's folder; a named path that does not exist is refused, naming that folder."""
+    the file's folder; a named path that does not exist is refused, naming that folder."""
     parts = spec_path(value)
     if parts is None or Path(parts[1]).expanduser().is_absolute():
         return value

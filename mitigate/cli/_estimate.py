@@ -204,8 +204,7 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
 
     def check(self) -> None:
         """One judge (recorded, released or live); --judge with --recorded; one way of hiding labels;
-        --run-dir with
-        --pipeline; no --select for the judge-alone method."""
+        --run-dir with --pipeline; no --select for the judge-alone method."""
         given = [
             flag
             for flag, value in (

@@ -123,9 +123,8 @@ def check_run_folder(folder: Path) -> None:
 @contextmanager
 def writing_after_run(kept: str | None) -> Iterator[None]:
     """Around the outputs a command writes after its LM calls: a failure there (a full disk, a path that
-    cannot
-    be written) exits 1, not 2 (the input was not refused: the work was done), in one line saying where the
-    judgments are kept and how to get the files without new LM calls."""
+    cannot be written) exits 1, not 2 (the input was not refused: the work was done), in one line saying where
+    the judgments are kept and how to get the files without new LM calls."""
     try:
         yield
     except (MitigateError, OSError) as exc:

@@ -178,8 +178,7 @@ async def _judge(o: JudgeOptions) -> None:
 
 class Outputs:
     """Where ``judge`` puts each judgment as the run yields it, so none is kept: the table printed on stdout
-    (held
-    in a temporary file until the run ends), ``--out`` and the results' columns in ``--run-dir``
+    (held in a temporary file until the run ends), ``--out`` and the results' columns in ``--run-dir``
     (:mod:`mitigate.run._columns`), both written as they come and put in place when the run ends.
 
     A file that cannot be written (a full disk) is closed at once, leaving what was there as it
@@ -337,8 +336,7 @@ def threshold_gate(
 
 def table_line(j: "Judgment", item: Item, task: Workload) -> str:
     """One judgment as a line of the table on stdout: item id, the judge's score (or FAILED), the human score,
-    a
-    detail (the error, the parse failure, or the answer's first line)."""
+    a detail (the error, the parse failure, or the answer's first line)."""
     if task.benchmark.pairwise:  # a verdict beside the gold preference
         gold = item.preference.get(task.criterion)
         shown = "FAILED" if j.verdict is None else str(j.verdict)

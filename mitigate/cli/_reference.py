@@ -100,8 +100,8 @@ def markdown() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mitigate.cli._reference [--check] FILE``: write FILE, or check that it is current (exit 1 if
-    not)."""
+    """``python -m mitigate.cli._reference [--check] FILE``: write FILE, or check that it is current (exit 1
+    if not)."""
     args = list(sys.argv[1:] if argv is None else argv)
     check = "--check" in args
     paths = [a for a in args if a != "--check"]

@@ -109,8 +109,7 @@ def read_json_lines(path: Path, *, error: type[DataError] = DataError) -> Iterat
 
 def read_json_lines_at(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, Any]]:
     """:func:`read_json_lines` with the byte offset where each line starts: ``(line_number, offset, value)``,
-    so a
-    reader can come back to one line without keeping what it read."""
+    so a reader can come back to one line without keeping what it read."""
     for number, offset, line in read_text_lines_at(path, error=error):
         if line.strip():
             yield number, offset, json_value(line, path, number, error=error)
@@ -118,8 +117,7 @@ def read_json_lines_at(path: Path, *, error: type[DataError] = DataError) -> Ite
 
 def json_value(line: str, path: Path, number: int, *, error: type[DataError] = DataError) -> Any:
     """The JSON value of one line of ``path``; ``error`` naming the file and line when it is not one (invalid
-    JSON,
-    nested too deep, a lone surrogate escape)."""
+    JSON, nested too deep, a lone surrogate escape)."""
     try:
         value = json.loads(line)
     except RecursionError:
@@ -353,8 +351,7 @@ class JsonlRows:
 
     def criteria(self, given: Sequence[str] | None, seen: Mapping[str, None]) -> tuple[str, ...]:
         """The benchmark's criteria: ``given``, else the header's, else those ``seen`` in the rows, in order;
-        plus
-        every criterion with a scale of its own."""
+        plus every criterion with a scale of its own."""
         chosen = tuple(given) if given is not None else tuple(self.header.get("criteria") or seen)
         return chosen + tuple(extra for extra in self.per if extra not in chosen)
 

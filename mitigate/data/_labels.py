@@ -251,8 +251,7 @@ def apply_labels(
 
 class AddedLabels(BaseModel):
     """A benchmark with the labels of some files added: the selection weights and rounds they carried, and
-    which
-    items they labelled."""
+    which items they labelled."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     benchmark: Benchmark

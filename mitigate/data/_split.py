@@ -55,11 +55,9 @@ def split_items(
     """A seeded train/dev/test split of ``data`` with the given ``fractions``.
 
     With ``criterion``, only items labelled on it (a finite human score or a gold preference) are kept. Items
-    are
-    split by group so that outputs about the same source never straddle two splits
-    (``group_by="auto"``: by ``doc_id`` when every item has one). Groups are shuffled
-    with ``seed`` and filled into train, dev, test in turn until each reaches its share.
-    DataError when a split would be empty.
+    are split by group so that outputs about the same source never straddle two splits (``group_by="auto"``:
+    by ``doc_id`` when every item has one). Groups are shuffled with ``seed`` and filled into train, dev, test
+    in turn until each reaches its share. DataError when a split would be empty.
     """
     items = list(data.items) if isinstance(data, Benchmark) else list(data)
     scale = data.scale if isinstance(data, Benchmark) else None

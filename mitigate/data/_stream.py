@@ -277,8 +277,8 @@ def _check_unique(rows: JsonlRows, hashes: array) -> None:
 
 def open_benchmark(name: str, limit: int = 0) -> StreamedBenchmark:
     """The benchmark ``name`` (as :func:`~mitigate.data._registry.load` takes it) with its first ``limit``
-    items
-    chosen: a ``jsonl:<file>`` benchmark read as a stream (:func:`scan_jsonl`), any other loaded whole."""
+    items chosen: a ``jsonl:<file>`` benchmark read as a stream (:func:`scan_jsonl`), any other loaded whole.
+    """
     from mitigate.data._registry import load
 
     prefix, sep, path = name.partition(":")

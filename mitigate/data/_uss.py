@@ -7,15 +7,13 @@ turn judges the conversation *before* that user sentence, i.e. how satisfied the
 the system's preceding response. A final ``USER <TAB> OVERALL`` line carries the dialogue-level
 ratings. Scale: 1 very dissatisfied, 2 dissatisfied, 3 normal, 4 satisfied, 5 very satisfied.
 
-What an item is
----------------
-``level="dialogue"`` (default): one item per dialogue, judged as a whole. ``output`` (and
-``inputs["dialogue"]``) is the transcript, one ``USER: ...`` / ``SYSTEM: ...`` line per turn
+What an item is --------------- ``level="dialogue"`` (default): one item per dialogue, judged as a whole.
+``output`` (and ``inputs["dialogue"]``) is the transcript, one ``USER: ...`` / ``SYSTEM: ...`` line per turn
 (the OVERALL line left out); ``human["satisfaction"]`` is the mean of the OVERALL ratings and
-``annotators["satisfaction"]`` the raw ratings. This is the setting of Ghazarian et al. (2024),
-who score dialogue-level user satisfaction on SGD; their own perturbation data set is not public
-(see the dataset's PROVENANCE.md), so we use USS's OVERALL ratings as gold. Counts: SGD 1,000,
-MultiWOZ 1,000, ReDial 1,000, CCPE 500 dialogues.
+``annotators["satisfaction"]`` the raw ratings. This is the setting of Ghazarian et al. (2024), who score
+dialogue-level user satisfaction on SGD; their own perturbation data set is not public (see the dataset's
+PROVENANCE.md), so we use USS's OVERALL ratings as gold. Counts: SGD 1,000, MultiWOZ 1,000, ReDial 1,000, CCPE
+500 dialogues.
 
 ``level="turn"``: one item per rated exchange. ``output`` is the system response (all SYSTEM
 lines since the previous user turn), ``inputs["context"]`` the transcript before it, and the

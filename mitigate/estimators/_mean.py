@@ -712,8 +712,8 @@ def _round_estimate(
     y: np.ndarray, pred: np.ndarray, before: np.ndarray, chosen: np.ndarray, pi: np.ndarray, where: str
 ) -> _Raw:
     """One selection round's estimate given the labels before it: those exactly, the others predicted, the
-    round's
-    residuals weighted by 1 / probability (Horvitz-Thompson); Hájek's variance for a fixed-size draw."""
+    round's residuals weighted by 1 / probability (Horvitz-Thompson); Hájek's variance for a fixed-size draw.
+    """
     N, m = len(y), int(chosen.sum())
     if m < 2:
         raise DataError(

@@ -157,8 +157,7 @@ def _correct(verdicts: Sequence[str | None], gold: Sequence[str | None]) -> np.n
 
 def verdicts_or_abstentions(judgments: Sequence[Judgment]) -> list[str | None]:
     """Each judgment's verdict as the text it prefers, :data:`ABSTAINED` where the judge abstained, None where
-    it
-    gave none (a parse failure, an error)."""
+    it gave none (a parse failure, an error)."""
     return [
         ABSTAINED if abstained(j) else v for j, v in zip(judgments, verdicts_as_text(judgments), strict=True)
     ]
@@ -306,9 +305,9 @@ def entry_estimate(
 
     The judge's value on every item and the labels on some, through
     :func:`~mitigate.estimators._estimate.columns_from_items` and
-    :func:`~mitigate.estimators._estimate.estimate_columns`; a group that cannot be estimated by
-    ``method`` (too few labels, labels without spread ...) gives None and that group's reason.
-    ``weights`` and ``rounds``: the selection weight and round of items labelled in a selection round.
+    :func:`~mitigate.estimators._estimate.estimate_columns`; a group that cannot be estimated by ``method``
+    (too few labels, labels without spread ...) gives None and that group's reason. ``weights`` and
+    ``rounds``: the selection weight and round of items labelled in a selection round.
     """
     values, missing = judge_values(judgments, items, criterion)
     cols = columns_from_items(

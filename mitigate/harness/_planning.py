@@ -288,8 +288,7 @@ def _file_labels(
     added: AddedLabels, paths: Sequence[Path], items: Sequence[Item], bench: Benchmark
 ) -> tuple[dict[str, float], dict[str, int]]:
     """The selection weights and rounds of the judged items; DataError when the labels files label none of
-    them, or
-    when they carry weights on a pairwise benchmark (whose items count in two systems' groups)."""
+    them, or when they carry weights on a pairwise benchmark (whose items count in two systems' groups)."""
     files = ", ".join(str(p) for p in paths)
     ids = {it.id for it in items}
     if added.labelled and not ids.intersection(added.labelled):

@@ -96,8 +96,7 @@ class Judge(ABC):
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
         """Per criterion, the range every score this judge reports lies in ({} when it reports no score, only
-        a
-        pairwise verdict); None when it may report any value (a post-hoc adjustment, a replayed judge).
+        a pairwise verdict); None when it may report any value (a post-hoc adjustment, a replayed judge).
 
         A resumed journal line holding a score outside it is damaged, and its item is judged again
         (:class:`~mitigate.run._journal.Journal`).

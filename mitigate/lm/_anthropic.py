@@ -332,8 +332,7 @@ class AnthropicLM(LM):
         exchange: Exchange,
     ) -> Any:
         """One call within what is left of the request's deadline: the answer read up to the size cap and
-        checked to
-        be a Message (a typed LMCallError if not)."""
+        checked to be a Message (a typed LMCallError if not)."""
         limiter = self.limiter
         ticket = await limiter.acquire(tokens, where=self.identity()) if limiter is not None else None
         mine = Exchange()
@@ -536,8 +535,8 @@ class AnthropicLM(LM):
 
 def _field_of(loc: Sequence[Any], raw: Any) -> str:
     """The answer field a validation error's location points at, as ``usage.input_tokens`` or
-    ``content.0.text``
-    (the type tags pydantic adds to a location, such as ``literal[...]`` or ``str``, left out)."""
+    ``content.0.text`` (the type tags pydantic adds to a location, such as ``literal[...]`` or ``str``, left
+    out)."""
     parts: list[str] = []
     here = raw
     for part in loc:

@@ -78,8 +78,7 @@ class CacheMiss(BaseException):
 @contextlib.contextmanager
 def cache_only() -> Iterator[None]:
     """Within this block (and the tasks started in it) every :class:`CachedLM` answers from its cache or
-    raises
-    :class:`CacheMiss`; no backend is called."""
+    raises :class:`CacheMiss`; no backend is called."""
     token = _CACHE_ONLY.set(True)
     try:
         yield
@@ -162,8 +161,7 @@ class LMCache:
 
     def _warn(self, exc: BaseException) -> None:
         """Report each cause once per cache object (the run goes on): damage (damaged parts are misses), or a
-        cause
-        that is not damage (a full disk ...: the answers concerned are not cached)."""
+        cause that is not damage (a full disk ...: the answers concerned are not cached)."""
         cause = _trouble(exc)
         if cause in self._warned:
             return
@@ -185,8 +183,7 @@ class LMCache:
 
     def _guarded(self, default: T, op: Callable[[], T]) -> T:
         """``op()`` under the lock; ``default`` (with one warning per cause) when SQLite reports damage, a
-        full disk,
-        an I/O error, or stays locked."""
+        full disk, an I/O error, or stays locked."""
         if self._damaged is not None:
             return default
         try:

@@ -47,8 +47,8 @@ class RequestClock:
 
     def begin(self, deadline: float) -> float:
         """Start an exchange with the server: the seconds it may take, what is left of ``deadline`` (bound it
-        with
-        ``asyncio.timeout``); TimeoutError when nothing is left. Pair with :meth:`end` (in a ``finally``)."""
+        with ``asyncio.timeout``); TimeoutError when nothing is left. Pair with :meth:`end` (in a
+        ``finally``)."""
         now = time.monotonic()
         left = deadline - self.spent - (now - self._since if self._active else 0.0)
         if left <= 0:

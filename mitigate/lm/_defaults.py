@@ -6,10 +6,9 @@ defaults of ``--deadline`` and ``--max-*`` without loading the HTTP layer (so th
 
 DEFAULT_DEADLINE = 100.0
 """Seconds one request may spend on the server over all its attempts (connect to last byte of each; the waits
-between
-retries not counted). With the read timeout left at its default (the deadline itself) a server that never
-answers
-fails the request after this long, once, and the circuit breaker stops the run then: under two minutes."""
+between retries not counted). With the read timeout left at its default (the deadline itself) a server that
+never answers fails the request after this long, once, and the circuit breaker stops the run then: under two
+minutes."""
 DEFAULT_MAX_RESPONSE_BYTES = 10_000_000
 """The largest answer body read (10 MB); reading stops past it."""
 DEFAULT_MAX_PROMPT_CHARS = 400_000

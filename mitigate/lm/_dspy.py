@@ -1,8 +1,8 @@
 """Any DSPy / LiteLLM model as a mitigate backend (spec ``dspy:<model id>``).
 
 ``DSPyLM("openai/gpt-4o-mini")``, ``DSPyLM("anthropic/claude-3-5-haiku-latest")``,
-``DSPyLM("ollama_chat/llama3.1", api_base="http://localhost:11434")`` — the model id is
-whatever ``dspy.LM`` accepts (LiteLLM ids contain ``/`` and sometimes ``:``).
+``DSPyLM("ollama_chat/llama3.1", api_base="http://localhost:11434")`` — the model id is whatever ``dspy.LM``
+accepts (LiteLLM ids contain ``/`` and sometimes ``:``).
 
 Calls go through ``dspy.LM(...).acall(messages=[...], ...)`` with:
 

@@ -85,10 +85,8 @@ def check_base_url(url: str, *, backend: str) -> str:
 
 def no_cookies() -> Any:
     """A cookie jar (``http.cookiejar.CookieJar``) that keeps nothing, for the SDKs' HTTP clients: an API call
-    needs
-    no cookie, and one kept from a hostile answer (a value the client cannot encode) would break every later
-    request
-    of the backend."""
+    needs no cookie, and one kept from a hostile answer (a value the client cannot encode) would break every
+    later request of the backend."""
     # here: it loads urllib.request, which the direct transport never needs (a faster start)
     import http.cookiejar
 
@@ -121,8 +119,7 @@ def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
 
 def _host_of(url: str) -> str:
     """The scheme, host and port of ``url`` (credentials, path and query dropped); the text itself, cut, if it
-    is not
-    a URL."""
+    is not a URL."""
     try:
         parts = urlsplit(url)
         if parts.hostname:
@@ -179,8 +176,7 @@ def http_error(
 
 Phase = Literal["answer", "body"]
 """Where an exchange was when a client exception came: waiting for the ``answer`` (connecting, sending,
-reading the
-status line and headers) or reading its ``body``."""
+reading the status line and headers) or reading its ``body``."""
 
 _CLIENT_MODULES = (
     "aiohttp",
@@ -535,8 +531,7 @@ def deadline_error(
     where: str, deadline: float, *, backend: str, got: int = 0, attempts: int = 1
 ) -> LMCallError:
     """The error of a request whose attempts together did not finish within its deadline (not retried: a hung
-    server
-    stays hung); see :mod:`mitigate.lm._deadline`."""
+    server stays hung); see :mod:`mitigate.lm._deadline`."""
     so_far = f"; {got:,} bytes of the answer had come" if got else "; no answer had come"
     over = f" over {attempts} attempts" if attempts > 1 else ""
     return LMCallError(
@@ -550,8 +545,7 @@ def deadline_error(
 
 class Exchange:
     """What one exchange with a server showed so far: its HTTP ``status`` (0 before one came), ``headers`` and
-    the
-    bytes of the body read (``got``); the rate limiter and the deadline's message read it."""
+    the bytes of the body read (``got``); the rate limiter and the deadline's message read it."""
 
     __slots__ = ("got", "headers", "status")
 

@@ -306,8 +306,7 @@ def _load(path: Path, n_ctx: int, n_threads: int | None, seed: int, verbose: boo
 
 def grammar_fields(request: LMRequest) -> dict[str, Any]:
     """How the embedded backend takes a request's constraint: its GBNF grammar (mode "format") or the JSON
-    schema a
-    grammar is compiled from (mode "json"); empty without one."""
+    schema a grammar is compiled from (mode "json"); empty without one."""
     c = request.constraint
     if c is None:
         return {}

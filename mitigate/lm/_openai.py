@@ -156,8 +156,7 @@ def _sdk() -> Any:
 
 def _raw_response_class() -> Any:
     """``httpx.Response``: for it the SDK returns its raw HTTP response (with the rate-limit headers); None
-    without
-    httpx."""
+    without httpx."""
     try:
         import httpx
     except ImportError:  # pragma: no cover - httpx is installed with the SDKs
@@ -189,8 +188,7 @@ def structured_outputs_model(model: str) -> bool:
 
 def constraint_modes_for(model: str, base_url: str | None, guided: str | None) -> frozenset[str]:
     """The answer-constraint modes of ``model``: "json" on structured-outputs models of the official API and
-    on
-    declared servers; "format" too on named guided-decoding servers; none on an undeclared server."""
+    on declared servers; "format" too on named guided-decoding servers; none on an undeclared server."""
     if base_url is None:
         return frozenset({"json"}) if structured_outputs_model(model) else frozenset()
     if guided is None:
@@ -351,8 +349,7 @@ class OpenAILM(LM):
 
     def check(self, request: LMRequest) -> None:
         """The base checks and the request's size (:class:`~mitigate.lm._http.Limits`), with a hint on how to
-        declare
-        a server's guided decoding."""
+        declare a server's guided decoding."""
         check_request_size(request, self.limits, backend=self.spec)
         try:
             super().check(request)
@@ -432,8 +429,7 @@ class OpenAILM(LM):
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run one chat completion within what is left of the request's deadline, paced by the rate limiter.
-        See the
-        module docstring for the mapping and errors."""
+        See the module docstring for the mapping and errors."""
         self.check(request)
         limiter = self.limiter
         exchange = Exchange()
@@ -537,8 +533,7 @@ class OpenAILM(LM):
         self, request: LMRequest, raw: dict[str, Any], *, batch: bool = False
     ) -> LMResponse:
         """A chat.completion JSON object (a batch result's ``response.body``) as an :class:`LMResponse` (the
-        key taken
-        out of it, and out of the error of a malformed one)."""
+        key taken out of it, and out of the error of a malformed one)."""
         try:
             response = self.scrubber.response(self._response(request, raw))
         except MitigateError as exc:

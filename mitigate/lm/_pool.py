@@ -93,9 +93,8 @@ class Endpoint:
 
 def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float, int]]:
     """``(url, weight, line)`` from lines ``URL [WEIGHT]`` (weight 1 when absent); blank lines and ``#``
-    comments
-    are skipped. A weight that is not a positive number is a one-line ConfigError naming ``source`` and the
-    line."""
+    comments are skipped. A weight that is not a positive number is a one-line ConfigError naming ``source``
+    and the line."""
     out: list[tuple[str, float, int]] = []
     for number, raw in enumerate(lines, start=1):
         text = raw.split("#", 1)[0].strip()
@@ -237,8 +236,7 @@ class PoolLM(WrapperLM):
 
     def _all_out(self, now: float) -> TransientLMError:
         """The error of a request that finds every replica out: with their common cause when they share one
-        (so
-        the run's breaker reads a pool of dead servers as one dead server), else reason "unavailable"."""
+        (so the run's breaker reads a pool of dead servers as one dead server), else reason "unavailable"."""
         waits = [max(0.0, e.down_until - now) for e in self.endpoints if not e.probing]
         shown = ", ".join(f"{e.shown} ({e.last_reason or 'probing'})" for e in self.endpoints)
         next_in = f"; the next is probed in {min(waits):.1f} s" if waits else ""
@@ -331,8 +329,7 @@ class PoolLM(WrapperLM):
 
     def stats(self) -> list[dict[str, object]]:
         """Per replica: its URL (no credentials), weight, requests served and failed, failures by cause, and
-        whether
-        it is in the pool now."""
+        whether it is in the pool now."""
         now = self._clock()
         return [
             {

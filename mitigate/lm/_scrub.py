@@ -111,8 +111,7 @@ class Scrubber:
 
     def chained(self, error: _E, cause: BaseException) -> _E:
         """``error`` as raised from ``cause``, scrubbed (:meth:`error`): the cause stays in its chain only
-        when it
-        shows no secret. Raise what it returns."""
+        when it shows no secret. Raise what it returns."""
         error.__cause__ = cause
         self.error(error)
         return error

@@ -353,14 +353,13 @@ class ReportedMeasure(Component):
     task: ClassVar[Task] = "score"
     uses_labels: ClassVar[bool | None] = None
     """Whether :meth:`compute` reads the human labels (scores or gold preferences); None: it does exactly when
-    its
-    group is ``accuracy`` (agreement with humans). A measure outside that group that reads them says True."""
+    its group is ``accuracy`` (agreement with humans). A measure outside that group that reads them says True.
+    """
 
     @classmethod
     def reads_labels(cls) -> bool:
         """Whether the measure reads the human labels: on a partly labelled benchmark, compare computes it on
-        the
-        labelled items only (see :attr:`uses_labels`)."""
+        the labelled items only (see :attr:`uses_labels`)."""
         return cls.info.group == "accuracy" if cls.uses_labels is None else cls.uses_labels
 
     def compute(self, entry: EntryData) -> Measure:

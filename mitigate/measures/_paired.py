@@ -271,10 +271,8 @@ def _batched_difference(
     stat: str, *arrays: np.ndarray
 ) -> tuple[Callable[..., np.ndarray] | None, tuple[Any, ...]]:
     """``stat(b, ref) - stat(a, ref)`` on every resample at once, for the named correlations that batch, and
-    the
-    arrays to resample for it: for Spearman the value codes of (a, b) and of ref, ranked by counting (the
-    ranks
-    sorting gives, exactly, at a fraction of its cost)."""
+    the arrays to resample for it: for Spearman the value codes of (a, b) and of ref, ranked by counting (the
+    ranks sorting gives, exactly, at a fraction of its cost)."""
     rows = ROW_CORRELATIONS.get(stat)
     if rows is None:
         return None, arrays

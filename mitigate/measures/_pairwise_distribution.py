@@ -42,8 +42,7 @@ _FLIP: dict[str, Relation] = {">": "<", "<": ">", "=": "="}
 
 def preference_verdict(p: Mapping[str, float], tie_margin: float = 0.0) -> Literal["A", "B", "tie"]:
     """The verdict of a pooled preference {"A", "B", "tie"} -> probability: "tie" when the tie is the most
-    probable or
-    ``|P(A) - P(B)| <= tie_margin``, else the more probable text."""
+    probable or ``|P(A) - P(B)| <= tie_margin``, else the more probable text."""
     a, b, t = p.get("A", 0.0), p.get("B", 0.0), p.get("tie", 0.0)
     if t > max(a, b) or abs(a - b) <= tie_margin:
         return "tie"
@@ -62,8 +61,7 @@ def verdict_relation(verdict: str | None) -> Relation | None:
 
 def both_orders_relation(original: str | None, swapped: str | None) -> Relation | None:
     """TrustJudge's relation from a pair judged in both orders, each verdict by text: ">" only when both
-    prefer x
-    ("A"), "<" only when both prefer y, "=" otherwise; None when either is missing."""
+    prefer x ("A"), "<" only when both prefer y, "=" otherwise; None when either is missing."""
     if original is None or swapped is None:
         return None
     if original == swapped == "A":

@@ -271,18 +271,15 @@ def _spearman_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], n
 
 KENDALL_TABLE_CELLS = 4096
 """Largest table of distinct judge x human values for which Kendall's tau-b is resampled from contingency
-tables
-(scores on a scale); above it (continuous values) each resample goes through scipy."""
+tables (scores on a scale); above it (continuous values) each resample goes through scipy."""
 
 
 def _kendall_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """Kendall's tau-b of rows of value codes, from each row's kx x ky contingency table.
 
     The same integer counts scipy's ``kendalltau`` computes (discordant pairs, ties in x, in y and in both)
-    and
-    the same float formula, so every value equals scipy's to the last bit; a table costs O(kx * ky) per
-    resample
-    instead of a sort of the items.
+    and the same float formula, so every value equals scipy's to the last bit; a table costs O(kx * ky) per
+    resample instead of a sort of the items.
     """
 
     def stat(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
@@ -332,8 +329,7 @@ def row_chunks(total: int, width: int, cells: int | None = None) -> list[int]:
     row each).
 
     Drawing a ``(total, width)`` block from a numpy Generator, or these blocks one after the other, gives the
-    same
-    numbers, so a resampling statistic is identical while its memory stays bounded whatever the number of
+    same numbers, so a resampling statistic is identical while its memory stays bounded whatever the number of
     items.
     """
     step = max(1, (CHUNK_CELLS if cells is None else cells) // max(width, 1))
@@ -505,9 +501,8 @@ def _group_codes(groups: Sequence[Any], keep: np.ndarray) -> np.ndarray:
 
 def _swaps(rng: np.random.Generator, n_perm: int, n: int, codes: np.ndarray | None) -> Iterator[np.ndarray]:
     """Blocks of a (n_perm, n) boolean array, rows in order: which items swap in each permutation (whole
-    groups
-    together with ``codes``). The blocks hold the draws one (n_perm, n) array would, a bounded number at a
-    time."""
+    groups together with ``codes``). The blocks hold the draws one (n_perm, n) array would, a bounded number
+    at a time."""
     for rows in row_chunks(n_perm, n):
         if codes is None:
             yield rng.random((rows, n)) < 0.5

@@ -161,8 +161,7 @@ class _Corpus:
 
     def longest(self, toks: Sequence[str], i: int) -> int:
         """How many tokens from ``toks[i]`` on stand together in one line (the last with or without its
-        sentence end,
-        the others exactly as written)."""
+        sentence end, the others exactly as written)."""
         if toks[i].rstrip(".") not in self.where:
             return 0
         return self.extend(toks, i)
@@ -440,8 +439,7 @@ def _stretch_runs(
     offset: int,
 ) -> list[tuple[int, int, str]]:
     """The runs of the stretch ``words[i:j]``, left to right, each as long as it can be; adjacent runs that
-    stand
-    together in the whole prompt are one."""
+    stand together in the whole prompt are one."""
     runs: list[tuple[int, int, str]] = []
     last: tuple[int, int] | None = None  # the previous run's token range, to join an adjacent one
     while i < j:
@@ -468,8 +466,7 @@ def _stretch_runs(
 @functools.lru_cache(maxsize=512)
 def line_ends(text: str, fold: bool) -> tuple[frozenset[str], frozenset[str]]:
     """The first and the last word of every line of ``text``'s index (:func:`flat_lines`), found without
-    building
-    it: each line's first and last whitespace-delimited word that normalises to a word."""
+    building it: each line's first and last whitespace-delimited word that normalises to a word."""
     heads, tails = set(), set()
     for line in lowered(text, fold).splitlines():
         chunks = line.split()

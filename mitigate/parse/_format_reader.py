@@ -329,8 +329,7 @@ _TWO_NUMBERS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]|\.\d)")
 @functools.lru_cache(maxsize=64)
 def value_hint(kind: str, labels: tuple[str, ...], case_sensitive: bool = False) -> re.Pattern[str]:
     """What every answer of a kind holds: a number (or number word), a letter, or a label as the readers name
-    it
-    (a lower-case letter only in brackets, "(a)"; an upper-case letter only in its case, "A")."""
+    it (a lower-case letter only in brackets, "(a)"; an upper-case letter only in its case, "A")."""
     if kind == "score":
         return re.compile(r"\d|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten)\b", re.IGNORECASE)
     if kind == "mcq":

@@ -32,8 +32,8 @@ from mitigate.lm import TokenLogprob
 
 class VerdictProbabilities(NamedTuple):
     """The verdict distribution ({"first", "second"[, "tie"]} -> probability, summing to 1), the position it
-    was read
-    at, the label generated there, and the probability mass the labels had among the listed alternatives."""
+    was read at, the label generated there, and the probability mass the labels had among the listed
+    alternatives."""
 
     probabilities: dict[str, float]
     position: int

@@ -300,8 +300,7 @@ async def _judge_prompt_probe(
     desc: str,
 ) -> tuple[list[Judgment], list[ProbeRecord]]:
     """Judge ``items`` under ``p``'s perturbed prompt: one perturbed judge per target (what the change argues
-    for,
-    from each item's original value), and one record per item (a recorded failure where there is no
+    for, from each item's original value), and one record per item (a recorded failure where there is no
     target)."""
     prompt = judge.leaves()[0].prompt
     groups: dict[Any, list[int]] = {}

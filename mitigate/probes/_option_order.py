@@ -1,11 +1,10 @@
 """Rubric-option order (Ghazarian et al. 2024): the template's score options listed in another order.
 
-The judged text is unchanged; the prompt's scoring guideline is reordered with the guideline
-perturbation machinery of :mod:`mitigate.prompt._perturb`
-(:class:`~mitigate.prompt._perturb.OrderPerturbation`).
-Each option moves as a whole, its score label ("Score 2: ", "B: ... Score: Two") with its
-description, so every option still means what it meant; only the order the judge reads them
-in changes. A prompt without a parsed guideline (no options) is refused in one line.
+The judged text is unchanged; the prompt's scoring guideline is reordered with the guideline perturbation
+machinery of :mod:`mitigate.prompt._perturb` (:class:`~mitigate.prompt._perturb.OrderPerturbation`). Each
+option moves as a whole, its score label ("Score 2: ", "B: ... Score: Two") with its description, so every
+option still means what it meant; only the order the judge reads them in changes. A prompt without a parsed
+guideline (no options) is refused in one line.
 """
 
 from __future__ import annotations

@@ -100,9 +100,8 @@ class JudgePrompt(BaseModel):
     @classmethod
     def _plain_demo_fields(cls, value: str) -> str:
         """A demo template fills only its named fields, as they are: ``{output}``, never
-        ``{output.__class__}``,
-        ``{inputs[0]}`` or ``{score:>999999999}`` (format-string tricks that read internals or build any
-        size)."""
+        ``{output.__class__}``, ``{inputs[0]}`` or ``{score:>999999999}`` (format-string tricks that read
+        internals or build any size)."""
         try:
             fields = [
                 (name, spec, conv)
@@ -432,8 +431,8 @@ class JudgePrompt(BaseModel):
 
     def _demo_section(self) -> str | None:
         """The item section a demo repeats: the template's, without a guideline paragraph that stands between
-        two
-        slots (its heading and options belong to the prompt, not to each item); None when there is none."""
+        two slots (its heading and options belong to the prompt, not to each item); None when there is none.
+        """
         where = self._section_span()
         if where is None:
             return None
@@ -451,8 +450,7 @@ class JudgePrompt(BaseModel):
 
     def _demo_item_text(self, demo: Demo, nl: str = "\n") -> tuple[str, str]:
         """The demo's item shown under the template's own headings (its item section filled with the demo's
-        texts),
-        and what separates it from the answer (a blank line when the section has blank lines)."""
+        texts), and what separates it from the answer (a blank line when the section has blank lines)."""
         section = self._demo_section()
         if section is None or self.demo_template != DEFAULT_DEMO_TEMPLATE:
             shown = []
@@ -544,8 +542,7 @@ class JudgePrompt(BaseModel):
 
     def _pairwise_demo(self, demo: Demo, nl: str = "\n") -> str:
         """One pairwise demonstration: the two outputs (and every input) under the template's headings, then
-        the gold
-        verdict in the prompt's answer format."""
+        the gold verdict in the prompt's answer format."""
         _check_demo_fits(demo, self)
         assert demo.verdict is not None
         fmt = self.format

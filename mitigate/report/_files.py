@@ -41,8 +41,7 @@ def dump_results(result: CompareResult) -> str:
 
 _STREAMED = frozenset({"items", "entries", "judgments"})
 """The long fields of a result (one element per item, or per entry) that :func:`write_results` writes one
-element at
-a time."""
+element at a time."""
 
 
 def _dumps(value: Any, depth: int) -> str:
@@ -83,8 +82,7 @@ def _write_list(write: Callable[[str], Any], values: Sequence[Any], depth: int) 
 
 def write_results(result: CompareResult, fh: IO[str]) -> None:
     """Write ``result`` into ``fh`` as :func:`dump_results` gives it, one item and one judgment at a time, so
-    the
-    text (tens of MB at tens of thousands of items) is never held whole."""
+    the text (tens of MB at tens of thousands of items) is never held whole."""
     _write_model(fh.write, result, 0)
     fh.write("\n")
 
@@ -119,9 +117,8 @@ def load_results(path: str | Path) -> CompareResult:
 
 
 def write_columns(result: CompareResult, path: str | Path) -> Path:
-    """Every entry's judgments as columns (``results.sqlite``, :class:`mitigate.run.Columns`): one row per entry
-    and
-    item, ``entry`` naming the entry, written as they are read (the long-form table of
+    """Every entry's judgments as columns (``results.sqlite``, :class:`mitigate.run.Columns`): one row per
+    entry and item, ``entry`` naming the entry, written as they are read (the long-form table of
     :meth:`CompareResult.rows`)."""
     from mitigate.data import Item
     from mitigate.run import ColumnWriter

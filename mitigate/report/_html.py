@@ -379,8 +379,7 @@ def _item_text(rec: ItemRecord) -> str:
 
 INLINE_ITEMS = 1000
 """Up to this many items the per-item view is plain HTML in the page; above it, compressed blocks the page's
-script
-unpacks a page at a time (so a report of 100,000 items stays a few MB and opens in seconds)."""
+script unpacks a page at a time (so a report of 100,000 items stays a few MB and opens in seconds)."""
 
 BLOCK_ITEMS = 100
 """Items per compressed block of a large report's per-item view (a page of the view unpacks only its
@@ -445,8 +444,7 @@ def _keys(result: CompareResult, r: dict[str, Any]) -> list[Any]:
 
 def _packed(parts: Iterable[str]) -> str:
     """The texts as one JSON array, gzip-compressed and base64-encoded (the page unpacks it with
-    DecompressionStream),
-    compressed as it is written so the uncompressed text is never held whole."""
+    DecompressionStream), compressed as it is written so the uncompressed text is never held whole."""
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
     chunks = [z.compress(b"[")]
     for k, part in enumerate(parts):

@@ -54,8 +54,7 @@ _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "zero": "→ 0"}
 
 def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
     """Write ``results.json``, ``results.sqlite`` (the judgments as columns), ``report.md``, ``report.html``
-    and the
-    plots into ``folder``; returns the paths written."""
+    and the plots into ``folder``; returns the paths written."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
@@ -67,9 +66,8 @@ def render_report(
     folder: str | Path, *, html: bool = False, result: CompareResult | None = None
 ) -> list[Path]:
     """Re-render ``report.md`` and the plots (and with ``html``, ``report.html``) in ``folder`` from
-    ``results.json``
-    (or from ``result``, when the caller holds it: a results.json written through a device cannot be read
-    back).
+    ``results.json`` (or from ``result``, when the caller holds it: a results.json written through a device
+    cannot be read back).
 
     The plots are drawn first, so the markdown links only the plots that were written and the
     HTML report holds them inline.
@@ -172,8 +170,8 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
 
 def render_summary(result: CompareResult) -> str:
     """The report's opening, up to its table of every measure: the bottom line, warnings, the
-    accuracy-and-bias
-    table and (on a partly labelled benchmark) the corrected estimates. What ``mitigate compare`` prints."""
+    accuracy-and-bias table and (on a partly labelled benchmark) the corrected estimates. What ``mitigate
+    compare`` prints."""
     return "\n".join(_summary_lines(result)) + "\n"
 
 

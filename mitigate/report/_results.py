@@ -128,8 +128,7 @@ class Comparison(BaseModel):
     reason: str | None = None
     decided_observed: float | None = None
     """Pairwise, when either entry abstained on some items (a majority panel): the difference on the items
-    both
-    decided, shown beside ``observed`` (which counts an abstention as not correct, on every item)."""
+    both decided, shown beside ``observed`` (which counts an abstention as not correct, on every item)."""
     decided_n: int | None = None
     """How many items ``decided_observed`` rests on."""
 
@@ -160,8 +159,7 @@ class EntryResult(BaseModel):
     probes: dict[str, Any] | None = None
     estimate: EstimateResult | None = None
     """On a partly labelled benchmark: the bias-corrected estimate per system (with the judge's raw mean and
-    the
-    labels alone beside it); None otherwise, or when it cannot be made (``estimate_note`` says why)."""
+    the labels alone beside it); None otherwise, or when it cannot be made (``estimate_note`` says why)."""
     estimate_note: str | None = None
 
     @field_validator("measures", "per_system", mode="before")
@@ -225,11 +223,9 @@ class CompareResult(BaseModel):
 
     def estimate_rows(self) -> list[dict[str, Any]]:
         """One row per entry and system with a corrected estimate: ``entry``, ``system``, ``n``,
-        ``n_labelled``,
-        ``method``, ``estimate``, ``low``, ``high``, the judge's raw mean (``raw_mean``, on the judge's scale)
-        and the
-        labels alone (``labels_mean``, ``labels_low``, ``labels_high``). Empty unless the benchmark is partly
-        labelled.
+        ``n_labelled``, ``method``, ``estimate``, ``low``, ``high``, the judge's raw mean (``raw_mean``, on
+        the judge's scale) and the labels alone (``labels_mean``, ``labels_low``, ``labels_high``). Empty
+        unless the benchmark is partly labelled.
         """
         out = []
         for e in self.entries:
@@ -257,8 +253,7 @@ class CompareResult(BaseModel):
     def comparison_rows(self) -> list[dict[str, Any]]:
         """One row per entry compared with the first: the difference (``observed``, NaN when it has none), its
         interval (``low``, ``high``), ``p_value``, the ``test`` that gave it and why the permutation test was
-        not
-        valid (``test_reason``), ``n`` and the ``reason`` a difference is missing."""
+        not valid (``test_reason``), ``n`` and the ``reason`` a difference is missing."""
         return [
             {
                 "entry": e.name,

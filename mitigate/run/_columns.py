@@ -86,8 +86,7 @@ SCORE_COLUMNS = (
     ("samples", "TEXT"),
 )
 """The ``scores`` table: one row per criterion (or pairwise order) of a judgment; ``human`` is a number or a
-gold
-preference ("A", "B", "tie"); ``samples`` the criterion's per-sample scores as JSON (null for a failed
+gold preference ("A", "B", "tie"); ``samples`` the criterion's per-sample scores as JSON (null for a failed
 sample)."""
 NUMERIC = frozenset(
     {

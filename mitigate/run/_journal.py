@@ -46,8 +46,7 @@ JOURNAL_VERSION = 1
 
 def id_hash(item_id: str) -> int:
     """The 64-bit key a journal's index keeps for an item id (Python's string hash: two ids may share one, and
-    the
-    line read back tells them apart)."""
+    the line read back tells them apart)."""
     return hash(item_id)
 
 
@@ -309,8 +308,7 @@ class Journal:
 
     def __contains__(self, item_id: object) -> bool:
         """Whether the journal may hold a good judgment for ``item_id`` (its key is known; :meth:`get` reads
-        the line
-        and makes sure)."""
+        the line and makes sure)."""
         return self._find(item_id) is not None
 
     def get(self, item_id: str) -> Judgment | None:

@@ -80,8 +80,7 @@ class SearchResult(BaseModel):
     @property
     def beats_baseline(self) -> bool:
         """Whether the winner is better than the baseline on held-out test: a gain above 0 whose interval
-        excludes 0,
-        on enough test items and documents to carry a conclusion.
+        excludes 0, on enough test items and documents to carry a conclusion.
 
         A gain without an interval (``n_boot=0``), a NaN gain, a gain of 0 or below, an interval
         that includes 0, and any gain on fewer than ``MIN_ITEMS`` test items or ``MIN_DOCUMENTS``

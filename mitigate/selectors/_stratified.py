@@ -142,8 +142,7 @@ class Stratified(Selector):
 
     def label_of(self, item: Item) -> float:
         """The label an item is balanced under: its gold score, snapped to ``scale`` when set; for a pairwise
-        item
-        its gold preference (A, tie, B as 0, 0.5, 1): demos stratified by verdict."""
+        item its gold preference (A, tie, B as 0, 0.5, 1): demos stratified by verdict."""
         assert self.criterion_ is not None
         if self.criterion_ not in item.human:
             return {"A": 0.0, "tie": 0.5, "B": 1.0}[item.preference[self.criterion_]]

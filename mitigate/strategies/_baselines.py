@@ -68,12 +68,10 @@ class ConsistencyHint(PromptMitigation):
         """A copy with the hint after the guideline (or at the end of the last message); unchanged when it has
         it.
 
-        The default text speaks of score options, so it goes only to a prompt that lists
-        some; a pairwise prompt gets :data:`~mitigate.strategies._edits.PAIRWISE_HINT` (order
-        and length of the two outputs, no score) and a prompt without options
-        :data:`~mitigate.strategies._edits.NO_OPTIONS_HINT`
-        (:func:`~mitigate.strategies._edits.consistency_hint`).
-        A text of your own is added as written.
+        The default text speaks of score options, so it goes only to a prompt that lists some; a pairwise
+        prompt gets :data:`~mitigate.strategies._edits.PAIRWISE_HINT` (order and length of the two outputs, no
+        score) and a prompt without options :data:`~mitigate.strategies._edits.NO_OPTIONS_HINT`
+        (:func:`~mitigate.strategies._edits.consistency_hint`). A text of your own is added as written.
         """
         text = consistency_hint(prompt) if self.text == DEFAULT_HINT else self.text
         if any(text in t for t in prompt.template_text()):

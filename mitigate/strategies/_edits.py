@@ -506,17 +506,15 @@ def multi_criterion_prompt(
 ) -> JudgePrompt:
     """A rating prompt (our own wording) that scores ``criteria`` of ``base``'s judged text in one answer.
 
-    Kept from ``base``: its system messages (those without a guideline), its input and
-    output slots (shown as "<Slot>:" blocks in the order they first appear), scale, task,
-    slot mapping and demos; a chain-of-thought paragraph added by ``Sampling(cot=True)`` or
-    ``SelfConsistency`` is carried over (reworded for the new criteria). Dropped: the user messages' own
-    wording
-    and the guideline (a scoring guideline describes one criterion). ``order`` (criterion
-    names) sets the order the criteria are listed and answered in; the returned prompt's
-    ``criteria`` are in that order. With one criterion the answer is the base's own answer
-    line (its format, renamed for the criterion where it names another one: "Score: N",
-    "[RESULT] N", "Fluency: N"); with several, one line "<Criterion>: N" per criterion (read
-    by ``parse_criteria``; the prompt's ``answer_format`` is then None).
+    Kept from ``base``: its system messages (those without a guideline), its input and output slots (shown as
+    "<Slot>:" blocks in the order they first appear), scale, task, slot mapping and demos; a chain-of-thought
+    paragraph added by ``Sampling(cot=True)`` or ``SelfConsistency`` is carried over (reworded for the new
+    criteria). Dropped: the user messages' own wording and the guideline (a scoring guideline describes one
+    criterion). ``order`` (criterion names) sets the order the criteria are listed and answered in; the
+    returned prompt's ``criteria`` are in that order. With one criterion the answer is the base's own answer
+    line (its format, renamed for the criterion where it names another one: "Score: N", "[RESULT] N",
+    "Fluency: N"); with several, one line "<Criterion>: N" per criterion (read by ``parse_criteria``; the
+    prompt's ``answer_format`` is then None).
     """
     if base.answer != "score":
         raise ConfigError(

@@ -141,8 +141,7 @@ def _added_tail(template: str) -> int:
 
 def _with_instruction(prompt: JudgePrompt, form: JudgePrompt, instruction: str) -> JudgePrompt:
     """``form`` (the form's prompt: its answer format set) with ``prompt``'s closing answer instruction
-    replaced by
-    (or followed by) ``instruction``, before the answer stub.
+    replaced by (or followed by) ``instruction``, before the answer stub.
 
     Paragraphs added by other mitigations stay after it, reworded for the form's answer.
     """
@@ -239,8 +238,7 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
 
 def mcq_instruction(letters: list[str], stub: str = "") -> str:
     """The answer instruction of the MCQ form for option ``letters`` (our wording); with ``stub`` (the prompt
-    ends with
-    "Answer:"), it asks for that line to be completed."""
+    ends with "Answer:"), it asks for that line to be completed."""
     if stub:
         return (
             f'Choose the option whose description fits best. Complete the last line "{stub}" with only '

@@ -126,8 +126,7 @@ def _title_words(label: str) -> str:
 
 def _relabel(heading: str, label: str, number: int | None) -> str | None:
     """``heading`` (a line or an inline prefix) with its words replaced by ``label``, its markup kept; None
-    when it
-    is no heading (prose)."""
+    when it is no heading (prose)."""
     tag = _TAG.match(heading)
     if tag is not None:
         return f"{tag.group(1)}<{_snake(label)}>{tag.group(4)}"

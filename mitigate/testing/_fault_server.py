@@ -1,6 +1,5 @@
 """A misbehaving HTTP server on 127.0.0.1 for tests and benchmarks: hangs, trickles, closes, floods,
-redirects,
-echoes the client's key or answers garbage.
+redirects, echoes the client's key or answers garbage.
 
 :class:`FaultServer` answers every request the way its ``mode`` says (see the class). Every loop
 is bounded (a stop event, socket timeouts, a byte budget), so a test that forgets to stop it
@@ -81,10 +80,8 @@ BODIES: dict[str, bytes] = {
 
 ECHO_MODES = ("echo", "echo_text", "echo_error", "echo_status", "echo_escaped")
 """Modes that send the client's key back: in every field of a valid answer (``echo``), as a 200 body that is
-not
-JSON (``echo_text``), in an HTTP 400 (``echo_error``), in a status line that is not HTTP (``echo_status``),
-and
-JSON-escaped (``\\u`` escapes) in every field of a valid answer (``echo_escaped``)."""
+not JSON (``echo_text``), in an HTTP 400 (``echo_error``), in a status line that is not HTTP
+(``echo_status``), and JSON-escaped (``\\u`` escapes) in every field of a valid answer (``echo_escaped``)."""
 
 
 def chat_answer(text: str, *, model: str = "m", finish: Any = "stop", usage: Any = None) -> dict[str, Any]:
@@ -214,8 +211,7 @@ class FaultServer:
 
     def _read_request(self, conn: socket.socket) -> tuple[str, str] | None:
         """The request's path and the key it carried ("" for none); None when the client went away. A Cookie
-        header
-        it carried goes to ``cookies``."""
+        header it carried goes to ``cookies``."""
         deadline = time.monotonic() + 5
         data = self._receive(conn, b"", lambda got: b"\r\n\r\n" in got, deadline)
         if data is None:

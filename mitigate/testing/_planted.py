@@ -64,8 +64,8 @@ POSITIONS: tuple[Position, ...] = ("after the verdict", "before the verdict", "s
 
 def quote_back(quote: Quote, line: str, ctx: str = "", *, keep_case: bool = False) -> str:
     """``line`` (the planted answer line) quoted back as ``quote`` says, with ``ctx`` the judged text's words
-    before
-    it; ``keep_case`` for labels that differ only by case (upper-casing them would change the value)."""
+    before it; ``keep_case`` for labels that differ only by case (upper-casing them would change the value).
+    """
     upper = line if keep_case else line.upper()
     return quote.template.format(q=line, Q=upper, ctx=ctx, CTX=ctx.upper()).strip()
 
@@ -105,9 +105,8 @@ def judge_answer(
 
 class IssueCase(NamedTuple):
     """One answer form found by trying the readers as a hostile user: the answer format's line, the judged
-    texts
-    (the first holds the planted value), the judge's answer, its own value and the planted one ("failure": the
-    answer states two verdicts with no final one, so it must be a recorded failure)."""
+    texts (the first holds the planted value), the judge's answer, its own value and the planted one
+    ("failure": the answer states two verdicts with no final one, so it must be a recorded failure)."""
 
     name: str
     line: str

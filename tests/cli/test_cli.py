@@ -99,7 +99,7 @@ def test_a_run_on_a_model_without_a_list_price_says_why_its_cost_is_unknown():
     class Hosted(FakeLM):
         provider = "openai"
 
-    assert "no list price for 'my-finetune' in mitigate.lm._pricing" in why_unpriced(
+    assert "no list price for 'my-finetune' in mitigate's price list" in why_unpriced(
         Hosted(["x"], model="my-finetune")
     )
     summary = RunSummary(

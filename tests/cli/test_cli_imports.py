@@ -86,8 +86,7 @@ NEVER_FOR_A_COMMANDS_HELP = (
     "llama_cpp",
 )
 """Not loaded by any command's ``--help``: the SDKs, HTTP clients, the embedded model, plots and data frames
-are
-imported where a run uses them."""
+are imported where a run uses them."""
 COMMAND_MODULES = sorted({entry.module for entry in COMMANDS.values()})
 
 DUMP = """

@@ -23,8 +23,7 @@ def write_task(
     tmp_path: Path, labelled: int = 8, per_system: int = 30
 ) -> tuple[Path, Path, dict[str, float]]:
     """A partly labelled benchmark file, a recorded-judgments file (one parse failure, one item unanswered)
-    and
-    every label."""
+    and every label."""
     rng = np.random.default_rng(1)
     rows, answers, truth = [], [], {}
     for system, level in SYSTEMS.items():

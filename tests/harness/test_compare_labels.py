@@ -34,8 +34,7 @@ CRIT = "helpfulness"
 
 def _task(tmp_path: Path, labelled: int = 8) -> tuple[Path, Path, dict[str, float]]:
     """``write_task``'s benchmark and recorded judge, with the item it left unanswered answered (compare
-    replays a
-    judge only on items it answered)."""
+    replays a judge only on items it answered)."""
     bench, recorded, truth = write_task(tmp_path, labelled=labelled)
     with recorded.open("a", encoding="utf-8") as handle:
         handle.write(

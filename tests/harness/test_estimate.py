@@ -1,6 +1,6 @@
 """The benchmark-level estimate: columns from items and judges, pairwise win rates, labels files, hidden
-labels,
-the JSON object, plans and selection files; and SummEval's released judges when the data folder is there."""
+labels, the JSON object, plans and selection files; and SummEval's released judges when the data folder is
+there."""
 
 from __future__ import annotations
 

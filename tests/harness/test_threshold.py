@@ -1,8 +1,6 @@
 """Threshold gates: the pass rate over reruns per item and overall, straddling items, and a decision drawn
-from
-an interval (Wilson for one sample per item, a bootstrap over items otherwise); `judge --threshold` exits 1
-when
-the required rate is not shown to be met."""
+from an interval (Wilson for one sample per item, a bootstrap over items otherwise); `judge --threshold` exits
+1 when the required rate is not shown to be met."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """A hostile or broken server takes nothing over: through every client (the direct aiohttp transport, the
-openai SDK
-over aiohttp and over httpx, the anthropic SDK, DSPy/LiteLLM) a key the server echoes anywhere is stored,
-printed and
-raised nowhere; one request budget stops a hung or trickling server; every malformed part of an answer is a
-typed
-failure naming the part and the server; and a broken-off answer, a full cache disk and a redirect are named
-for what
-they are."""
+openai SDK over aiohttp and over httpx, the anthropic SDK, DSPy/LiteLLM) a key the server echoes anywhere is
+stored, printed and raised nowhere; one request budget stops a hung or trickling server; every malformed part
+of an answer is a typed failure naming the part and the server; and a broken-off answer, a full cache disk and
+a redirect are named for what they are."""
 
 from __future__ import annotations
 
@@ -85,8 +81,7 @@ async def outcome(lm: Any, request: LMRequest = REQUEST) -> LMResponse | BaseExc
 
 def shown(result: LMResponse | BaseException) -> str:
     """Everything a user or a file could get from ``result``: the stored JSON, or the error's text, repr,
-    context
-    and traceback with its chain (what --debug prints)."""
+    context and traceback with its chain (what --debug prints)."""
     if isinstance(result, LMResponse):
         return result.model_dump_json()
     parts = [

@@ -1,6 +1,5 @@
 """Several replicas of one server (mitigate.lm._pool): least outstanding requests, a breaker and probes per
-replica,
-one cache key whichever replica answers, and --base-url given more than once or as @FILE."""
+replica, one cache key whichever replica answers, and --base-url given more than once or as @FILE."""
 
 from __future__ import annotations
 

@@ -137,8 +137,7 @@ def _differences(now: object, before: object, path: str = "") -> list[str]:
 
 def _known(now: dict, before: dict) -> dict:
     """``now`` with only the measures ``before`` holds (another test module may register a measure of its
-    own);
-    a measure ``before`` holds and ``now`` lacks stays missing, so the comparison fails."""
+    own); a measure ``before`` holds and ``now`` lacks stays missing, so the comparison fails."""
     out = {}
     for name, run in now.items():
         entries = {}

@@ -67,8 +67,7 @@ PUNCT = ["", ".", ",", ":", "!", "?", ";", "...", ")", "**", '"', "'"]
 @st.composite
 def copied_answers(draw: st.DrawFn) -> dict[str, object]:
     """An answer stitched from fragments of the judged texts (copies), the format's values and answer lines,
-    and
-    punctuation, in any order, so copies meet values in every way."""
+    and punctuation, in any order, so copies meet values in every way."""
     name = draw(st.sampled_from(sorted(FORMATS)))
     fmt, scale = FORMATS[name]
     values = fmt.values(scale)
@@ -132,9 +131,8 @@ def test_the_fast_search_blanks_exactly_what_the_full_search_blanks_on_copies_me
 @pytest.fixture
 def full_search(monkeypatch: pytest.MonkeyPatch) -> Callable[[bool], None]:
     """``full_search(True)`` makes every reader run the full quotation search (``fast=False``); ``False``
-    restores
-    the fast one. The readers call :func:`~mitigate.parse._quoted.unquote` through their module's name for
-    it."""
+    restores the fast one. The readers call :func:`~mitigate.parse._quoted.unquote` through their module's
+    name for it."""
 
     def switch(full: bool) -> None:
         chosen = functools.partial(Q.unquote, fast=False) if full else Q.unquote
@@ -255,10 +253,8 @@ def test_every_released_summeval_answer_reads_the_same_with_the_full_search(
     full_search: Callable[[bool], None],
 ) -> None:
     """Shen et al.'s released ChatGPT, GPT-4 and Llama-2 answers on SummEval (the data folder's copy), each
-    read as a
-    live judgment reads it: the format of a template of ours in the method's format, the rendered prompt as
-    shown
-    and the article and summary as judged."""
+    read as a live judgment reads it: the format of a template of ours in the method's format, the rendered
+    prompt as shown and the article and summary as judged."""
     try:
         cases = summeval_cases(step=7)
     except DataError as exc:
@@ -283,9 +279,8 @@ def test_every_quotation_style_and_position_reads_the_same_with_the_full_search(
     full_search: Callable[[bool], None],
 ) -> None:
     """Every format of the planted-values battery, every way of quoting a planted value back, in every
-    position, the
-    planted line alone on its line of the judged text and after its words; and the hand-written hostile
-    cases."""
+    position, the planted line alone on its line of the judged text and after its words; and the hand-written
+    hostile cases."""
     cases = []
     for fmt, scale in FORMATS.values():
         values = fmt.values(scale)

@@ -308,8 +308,7 @@ REAL: dict[str, tuple[Any, dict[str, Any], dict[str, Any]]] = {
 
 def _hints(hints: dict[str, Any]) -> TemplateHints:
     """The corpus entry's hints as one value, with constants named after Prometheus rubric constants resolved
-    into
-    their text (as prometheus-eval does)."""
+    into their text (as prometheus-eval does)."""
     out = dict(hints)
     consts = {}
     for key, value in hints.get("constants", {}).items():
@@ -771,8 +770,7 @@ async def test_a_mitigation_wraps_a_published_template_in_its_own_answer_format(
     name: str, mitigation: str
 ) -> None:
     """Added text goes before the template's answer stub, asks for the template's own answer line, and the
-    answer
-    written in that line is read back by the judge's own parser."""
+    answer written in that line is read back by the judge's own parser."""
     prompt = _corpus(name)
     if not _applies(mitigation, prompt):
         pytest.skip(f"{mitigation} does not apply to a {prompt.answer} prompt")

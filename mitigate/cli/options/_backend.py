@@ -112,8 +112,7 @@ BaseUrl = Annotated[list[str] | None, BASE_URL]
 
 def base_urls_given(values: list[str] | str | None) -> list[str]:
     """The ``--base-url`` values that count: those after the last empty one (an empty value drops the ones
-    before
-    it, as a later single value replaced an earlier one); one string (options built in Python) is one
+    before it, as a later single value replaced an earlier one); one string (options built in Python) is one
     value."""
     out: list[str] = []
     for value in [values] if isinstance(values, str) else values or ():
@@ -134,8 +133,7 @@ def backend_kind(spec: str) -> str:
 
 def registered_backend(spec: str) -> Any:
     """The registry's :class:`~mitigate.lm._registry.Backend` of the spec's kind; None for a kind not
-    registered
-    (refused with the accepted forms when the backend is built)."""
+    registered (refused with the accepted forms when the backend is built)."""
     from mitigate.registry import (
         registered,  # here: loading a command registers its options without the registry
     )
@@ -260,8 +258,7 @@ class BackendOptions(ServerOptions):
 
     def check_group(self) -> None:
         """The server options the backend does not take are refused (``--base-url`` for the local model ...),
-        and
-        replicas (several ``--base-url``) with ``--batch``, which goes to one server."""
+        and replicas (several ``--base-url``) with ``--batch``, which goes to one server."""
         check_backend(self, self.backend)
         urls = base_urls_given(self.base_url)
         if getattr(self, "batch", False) and urls and (len(urls) > 1 or urls[0].startswith("@")):

@@ -39,20 +39,18 @@ from mitigate.constraints import ConstraintLike, Options, check_param
 
 DECLARED: dict[str, list[Opt]] = {}
 """Each flag (``--limit``) -> its declarations, in import order: one each. (Arguments are positional, named
-per
-command: two commands' NAME are not one thing.)"""
+per command: two commands' NAME are not one thing.)"""
 
 
 @dataclass(frozen=True)
 class Opt:
     """One command-line option (or argument), declared once: its flags, help text and accepted values.
 
-    ``name`` is the field name every options class holds it under (and the key of a config
-    file); ``flags`` the flags given to the command line, the long one among them (none: ``--name``,
-    and ``--name/--no-name`` for a boolean); ``accepts`` the forms a value may take (each element of a list
-    value is
-    checked), refused in one line naming the flag; a ``Literal`` field's values are accepted without
-    being listed here. ``settings`` go to ``typer.Option`` as they are (``is_eager``, ``callback`` ...).
+    ``name`` is the field name every options class holds it under (and the key of a config file); ``flags``
+    the flags given to the command line, the long one among them (none: ``--name``, and ``--name/--no-name``
+    for a boolean); ``accepts`` the forms a value may take (each element of a list value is checked), refused
+    in one line naming the flag; a ``Literal`` field's values are accepted without being listed here.
+    ``settings`` go to ``typer.Option`` as they are (``is_eager``, ``callback`` ...).
     """
 
     name: str

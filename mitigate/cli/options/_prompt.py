@@ -1,6 +1,5 @@
 """The judge's template and how it answers: ``--prompt``, ``--system``, what corrects the template's reading,
-and
-the answer's sampling and scoring."""
+and the answer's sampling and scoring."""
 
 # no ``from __future__ import annotations``: the field annotations are read by Typer and must be real objects
 

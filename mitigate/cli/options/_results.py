@@ -1,6 +1,5 @@
 """What a command measures and where it writes it: ``--out``, ``--json``, ``--plot``, the bootstrap and seed,
-the
-pass threshold, the bias probes it adds, and the likelihood model behind BiasScore."""
+the pass threshold, the bias probes it adds, and the likelihood model behind BiasScore."""
 
 # no ``from __future__ import annotations``: the field annotations are read by Typer and must be real objects
 

@@ -169,8 +169,7 @@ class AnswerFormat(BaseModel):
 
     def names_stub(self, stub: str) -> bool:
         """Whether this format's line is the answer ``stub`` asks for: it starts with the stub, or with the
-        stub's label
-        ("Fluency: {value}" for "- Fluency (1-3):"), so :meth:`with_stub` keeps what follows."""
+        stub's label ("Fluency: {value}" for "- Fluency (1-3):"), so :meth:`with_stub` keeps what follows."""
         return (
             self.json_key is None
             and not self.two_scores
@@ -189,10 +188,8 @@ class AnswerFormat(BaseModel):
 
     def without_stub(self) -> AnswerFormat:
         """A copy for a prompt that does not end with the stub: the whole line is the judge's, opened by the
-        stub's
-        label alone ("- Fluency (1-3): {value}" becomes "Fluency: {value}"; a range stated there would outlive
-        a
-        rescale)."""
+        stub's label alone ("- Fluency (1-3): {value}" becomes "Fluency: {value}"; a range stated there would
+        outlive a rescale)."""
         if not self.stub:
             return self
         return self.model_copy(update={"stub": "", "line": f"{self.stub_label}:{self.continuation}"})
@@ -402,8 +399,7 @@ class AnswerFormat(BaseModel):
     # ------------------------------------------------------------------ reading
     def reader(self) -> FormatReader:
         """How an answer in this format is read (:class:`~mitigate.parse._format_reader.FormatReader`, built
-        once
-        per format)."""
+        once per format)."""
         return _reader(self)
 
     def read(

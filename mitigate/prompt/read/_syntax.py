@@ -234,9 +234,8 @@ class _Slot(str):
 
 def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[str]]:
     """``text`` rendered once in the sandbox (:mod:`mitigate.prompt.read._sandbox`), with the names it uses
-    given as
-    the module docstring says: a constant, a plain slot, or else unset (false when tested, refused otherwise);
-    and the unset names a condition tested."""
+    given as the module docstring says: a constant, a plain slot, or else unset (false when tested, refused
+    otherwise); and the unset names a condition tested."""
     try:
         import jinja2
         from jinja2.utils import missing

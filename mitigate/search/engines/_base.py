@@ -37,8 +37,7 @@ class Engine(Component):
 
     def prepare(self, judge: Judge, split: Split, criterion: str, ks: list[int]) -> Self:
         """The engine ready to run on ``split`` (e.g. settings derived from the judge); ConfigError for what
-        it
-        cannot do, raised before any LM call. Default: itself."""
+        it cannot do, raised before any LM call. Default: itself."""
         return self
 
     async def run(self, session: Session, space: SearchSpace) -> Outcome:
