@@ -17,6 +17,7 @@ the line, what was expected and what came.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -31,19 +32,8 @@ from mitigate.scale import Scale
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-ROW_KEYS = (
-    "id",
-    "system",
-    "doc_id",
-    "inputs",
-    "output",
-    "output_b",
-    "system_b",
-    "reference",
-    "human",
-    "annotators",
-    "preference",
-    "meta",
+ROW_KEYS = tuple(
+    "id system doc_id inputs output output_b system_b reference human annotators preference meta".split()
 )
 """The keys a generic-format row may hold; any other key is an error (it is usually a typo)."""
 
@@ -57,16 +47,9 @@ ScaleSpec = Scale | tuple[float, float] | list[float]
 """A label scale as :class:`~mitigate.scale.Scale` or ``(min, max)``."""
 
 
-# ---------------------------------------------------------------------------------------------
-# helpers shared by the dataset loaders
-# ---------------------------------------------------------------------------------------------
-
-
 def resolve_root(root: str | Path | None) -> Path:
-    """The data folder to read from: ``root`` when given, else :func:`mitigate.paths.data_dir`.
-
-    Raises DataError when neither is set, saying how to point mitigate at the data.
-    """
+    """The data folder to read from: ``root`` when given, else :func:`mitigate.paths.data_dir`; DataError
+    saying how to point mitigate at the data when neither is set."""
     if root is not None:
         return Path(root)
     found = data_dir()
@@ -79,10 +62,8 @@ def resolve_root(root: str | Path | None) -> Path:
 
 
 def require_files(root: Path, relpaths: Sequence[str], *, dataset: str, hint: str = "") -> list[Path]:
-    """The absolute paths of ``relpaths`` under ``root``; DataError naming every missing one.
-
-    ``dataset`` names what is being loaded; ``hint`` says where the files come from.
-    """
+    """The paths of ``relpaths`` under ``root``; DataError naming every missing one, ``dataset`` (what is
+    loaded) and ``hint`` (where the files come from)."""
     paths = [root / rel for rel in relpaths]
     missing = [rel for rel, path in zip(relpaths, paths, strict=True) if not path.is_file()]
     if missing:
@@ -98,11 +79,8 @@ def require_files(root: Path, relpaths: Sequence[str], *, dataset: str, hint: st
 
 
 def read_json_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, value)`` for every non-blank line of a JSON-lines file (lines count from 1).
-
-    A line that is not valid JSON raises ``error`` (DataError or a subclass) with the file, the
-    line and the parser's complaint.
-    """
+    """``(line_number, value)`` for every non-blank line of a JSON-lines file (from 1); ``error`` (DataError
+    or a subclass) naming the file and line for a line that is not valid JSON."""
     for number, _, value in read_json_lines_at(path, error=error):
         yield number, value
 
@@ -130,7 +108,7 @@ def json_value(line: str, path: Path, number: int, *, error: type[DataError] = D
     except json.JSONDecodeError as exc:
         raise error(
             f"{path}:{number}: expected one JSON value per line; got invalid JSON ({exc.msg} at "
-            f"column {exc.colno}): {_clip(line)}",
+            f"column {exc.colno}): {clip(line)}",
             path=str(path),
             line=number,
         ) from exc
@@ -147,11 +125,8 @@ def json_value(line: str, path: Path, number: int, *, error: type[DataError] = D
 
 
 def read_text_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, text)`` for every line of a UTF-8 text file (lines count from 1, newline kept).
-
-    A file that cannot be opened, or a line that is not UTF-8, raises ``error`` with the file and
-    the line, instead of a ``UnicodeDecodeError`` from somewhere inside a loader.
-    """
+    """``(line_number, text)`` for every line of a UTF-8 text file (from 1, newline kept); ``error`` naming
+    the file and line when it cannot be opened or a line is not UTF-8."""
     for number, _, text in read_text_lines_at(path, error=error):
         yield number, text
 
@@ -230,11 +205,14 @@ def row_error(path: Path, line: int, message: str, *, error: type[DataError] = D
     return error(f"{path}:{line}: {message}", path=str(path), line=line)
 
 
-def number(value: Any, path: Path, line: int, what: str) -> float:
-    """``value`` as a finite float, or a DataError saying ``what`` should have been a number."""
+def number(value: Any, path: Path, line: int, what: str, clipped: int = 80) -> float:
+    """``value`` as a finite float, or a DataError saying ``what`` should have been a number (the value shown
+    up to ``clipped`` characters)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise row_error(
-            path, line, f"expected a number for {what}; got {type(value).__name__} {_clip(repr(value))}"
+            path,
+            line,
+            f"expected a number for {what}; got {type(value).__name__} {clip(repr(value), clipped)}",
         )
     result = float(value)
     if not math.isfinite(result):
@@ -247,14 +225,10 @@ def mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-def _clip(text: str, limit: int = 80) -> str:
+def clip(text: str, limit: int = 80) -> str:
+    """``text`` stripped and cut to ``limit`` characters (``...`` ending a cut one), for error messages."""
     text = text.strip()
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# ---------------------------------------------------------------------------------------------
-# the generic format
-# ---------------------------------------------------------------------------------------------
 
 
 def load_jsonl(
@@ -267,15 +241,12 @@ def load_jsonl(
 ) -> Benchmark:
     """Load a benchmark in the generic JSON-lines format, checking every row.
 
-    ``name`` defaults to the header's name, else the file's stem. ``scale`` is the human label
-    scale: one scale for every criterion (default 1 to 5), or a mapping criterion -> scale for
-    criteria on different scales (criteria it leaves out keep the header's or the default). A
-    header line (see the module docstring) may declare the same; arguments override it. Every
-    human and annotator score must lie within its criterion's scale. ``criteria`` defaults to the
-    header's, else the human criteria in order of first appearance. A bad row raises DataError
-    with ``file:line``: invalid JSON, a missing or empty ``id``, a missing ``output``, a wrong
-    type, a non-numeric or out-of-range score, a preference other than A/B/tie (or one on a row
-    without ``output_b``), an unknown key, or an id seen on an earlier line.
+    ``name`` defaults to the header's, else the file's stem. ``scale`` is the human label scale: one for
+    every criterion (default 1 to 5) or criterion -> scale; it overrides the header's, and every human and
+    annotator score must lie within it. ``criteria`` defaults to the header's, else the labelled criteria in
+    order of first appearance. A bad row (invalid JSON, no or an empty ``id``, no ``output``, a wrong type,
+    a score off its scale, a preference other than A/B/tie or one without ``output_b``, an unknown key, an
+    id seen before) raises DataError with ``file:line``.
     """
     rows = JsonlRows(path, scale)
     file = rows.path
@@ -305,8 +276,7 @@ def load_jsonl(
 
 
 def note_criteria(item: Item, seen: dict[str, None]) -> None:
-    """Add the criteria ``item`` holds labels for to ``seen`` (an ordered set: the order of first
-    appearance)."""
+    """Add the criteria ``item`` holds labels for to ``seen`` (an ordered set)."""
     for criterion in (*item.human, *item.annotators, *item.preference):
         if criterion not in seen:
             seen[criterion] = None
@@ -315,11 +285,8 @@ def note_criteria(item: Item, seen: dict[str, None]) -> None:
 class JsonlRows:
     """The rows of a generic-format file read one at a time as checked items: ``(line, offset, item)``.
 
-    The header line (see the module docstring), when the file starts with one, is read into
-    ``header``, ``common`` and ``per`` (the label scales: ``scale`` arguments over the header
-    over 1-5) before the first item; each row is checked as :func:`load_jsonl` says. Nothing
-    read is kept, so a file of any length is read in constant memory; each iteration reads the
-    file again from its start.
+    A header line is read into ``header``, ``common`` and ``per`` (the label scales) before the first item.
+    Nothing read is kept; each iteration reads the file again from its start.
     """
 
     def __init__(self, path: str | Path, scale: ScaleSpec | Mapping[str, ScaleSpec] | None = None) -> None:
@@ -369,39 +336,33 @@ def _scale_value(value: Any, where: str) -> Scale:
         if isinstance(value, Scale):
             return value
     except (ValueError, ScaleError) as exc:
-        raise DataError(f"expected a valid scale for {where}; got {_clip(repr(value))}: {exc}") from None
+        raise DataError(f"expected a valid scale for {where}; got {clip(repr(value))}: {exc}") from None
     raise DataError(
-        f'expected a scale [min, max] or {{"min": .., "max": ..}} for {where}; got {_clip(repr(value))}'
+        f'expected a scale [min, max] or {{"min": .., "max": ..}} for {where}; got {clip(repr(value))}'
     )
 
 
 def _header(value: Any, path: Path, line: int) -> dict[str, Any]:
     """The checked header ``{"benchmark": {...}}``: name, criteria, scale, scales, description."""
-    if not isinstance(value, dict):
-        raise row_error(
-            path, line, f"expected the header 'benchmark' to be an object; got {type(value).__name__}"
-        )
-    unknown = [k for k in value if k not in HEADER_KEYS]
-    if unknown:
-        raise row_error(
-            path, line, f"expected only the header keys {list(HEADER_KEYS)}; got unknown key(s) {unknown}"
-        )
     out: dict[str, Any] = {}
-    for key in ("name", "description"):
-        if key in value:
-            if not isinstance(value[key], str):
-                raise row_error(
-                    path, line, f"expected a string header '{key}'; got {type(value[key]).__name__}"
-                )
-            out[key] = value[key]
-    if "criteria" in value:
-        crits = value["criteria"]
-        if not isinstance(crits, list) or not all(isinstance(c, str) and c for c in crits):
-            raise row_error(
-                path, line, f"expected header 'criteria' to be a list of names; got {_clip(repr(crits))}"
-            )
-        out["criteria"] = crits
     try:
+        if not isinstance(value, dict):
+            raise DataError(f"expected the header 'benchmark' to be an object; got {type(value).__name__}")
+        unknown = [k for k in value if k not in HEADER_KEYS]
+        if unknown:
+            raise DataError(
+                f"expected only the header keys {list(HEADER_KEYS)}; got unknown key(s) {unknown}"
+            )
+        for key in ("name", "description"):
+            if key in value:
+                if not isinstance(value[key], str):
+                    raise DataError(f"expected a string header '{key}'; got {type(value[key]).__name__}")
+                out[key] = value[key]
+        if "criteria" in value:
+            crits = value["criteria"]
+            if not isinstance(crits, list) or not all(isinstance(c, str) and c for c in crits):
+                raise DataError(f"expected header 'criteria' to be a list of names; got {clip(repr(crits))}")
+            out["criteria"] = crits
         if "scale" in value:
             out["scale"] = _scale_value(value["scale"], "the header 'scale'")
         if "scales" in value:
@@ -433,106 +394,80 @@ def _scales(header: dict[str, Any], scale: Any, path: Path) -> tuple[Scale, dict
 
 
 def _row_to_item(row: Any, path: Path, line: int, common: Scale, per: Mapping[str, Scale]) -> Item:
+    bad = functools.partial(row_error, path, line)
     if not isinstance(row, dict):
-        raise row_error(path, line, f"expected a JSON object; got {type(row).__name__}")
+        raise bad(f"expected a JSON object; got {type(row).__name__}")
     unknown = [key for key in row if key not in ROW_KEYS]
     if unknown:
-        raise row_error(path, line, f"expected only the keys {list(ROW_KEYS)}; got unknown key(s) {unknown}")
+        raise bad(f"expected only the keys {list(ROW_KEYS)}; got unknown key(s) {unknown}")
     item_id = row.get("id")
     if not isinstance(item_id, str) or not item_id:
         got = "no 'id'" if "id" not in row else f"{type(item_id).__name__} {item_id!r}"
-        raise row_error(path, line, f"expected a non-empty string 'id'; got {got}")
+        raise bad(f"expected a non-empty string 'id'; got {got}")
     if "output" not in row:
-        raise row_error(path, line, f"expected an 'output' text in row {item_id!r}; got no 'output'")
+        raise bad(f"expected an 'output' text in row {item_id!r}; got no 'output'")
     fields: dict[str, Any] = {"id": item_id}
     for key in ("output", "output_b", "system", "system_b", "doc_id", "reference"):
         value = row.get(key)
         if value is None and key != "output":
             continue
         if not isinstance(value, str):
-            raise row_error(
-                path, line, f"expected a string for '{key}' in row {item_id!r}; got {type(value).__name__}"
-            )
+            raise bad(f"expected a string for '{key}' in row {item_id!r}; got {type(value).__name__}")
         fields[key] = value
     inputs = row.get("inputs", {})
     if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
-        raise row_error(
-            path,
-            line,
-            f"expected 'inputs' to be an object of named texts in row {item_id!r}; got {_clip(repr(inputs))}",
+        raise bad(
+            f"expected 'inputs' to be an object of named texts in row {item_id!r}; got {clip(repr(inputs))}"
         )
     fields["inputs"] = inputs
+
+    def score(value: Any, criterion: str, what: str) -> float:
+        return _in_scale(number(value, path, line, what), per.get(criterion, common), path, line, criterion)
+
     human = row.get("human", {})
     if not isinstance(human, dict):
-        raise row_error(
-            path,
-            line,
+        raise bad(
             f"expected 'human' to be an object criterion -> score in row {item_id!r}; got "
-            f"{type(human).__name__}",
+            f"{type(human).__name__}"
         )
-    fields["human"] = {
-        c: _in_scale(number(v, path, line, f"human score {c!r}"), per.get(c, common), path, line, c)
-        for c, v in human.items()
-    }
+    fields["human"] = {c: score(v, c, f"human score {c!r}") for c, v in human.items()}
     annotators = row.get("annotators", {})
     if not isinstance(annotators, dict):
-        raise row_error(
-            path,
-            line,
+        raise bad(
             "expected 'annotators' to be an object criterion -> list of scores in row "
-            f"{item_id!r}; got {type(annotators).__name__}",
+            f"{item_id!r}; got {type(annotators).__name__}"
         )
     parsed: dict[str, tuple[float | None, ...]] = {}
     for criterion, scores in annotators.items():
         if not isinstance(scores, list):
-            raise row_error(
-                path,
-                line,
-                f"expected a list of scores for annotators {criterion!r}; got {type(scores).__name__}",
-            )
+            raise bad(f"expected a list of scores for annotators {criterion!r}; got {type(scores).__name__}")
         parsed[criterion] = tuple(
-            None
-            if s is None
-            else _in_scale(
-                number(s, path, line, f"annotator score {criterion!r}"),
-                per.get(criterion, common),
-                path,
-                line,
-                criterion,
-            )
-            for s in scores
+            None if s is None else score(s, criterion, f"annotator score {criterion!r}") for s in scores
         )
     fields["annotators"] = parsed
     preference = row.get("preference", {})
     if not isinstance(preference, dict):
-        raise row_error(
-            path,
-            line,
+        raise bad(
             f'expected \'preference\' to be an object criterion -> "A", "B" or "tie" in row '
-            f"{item_id!r}; got {type(preference).__name__}",
+            f"{item_id!r}; got {type(preference).__name__}"
         )
     if preference and "output_b" not in fields:
-        raise row_error(
-            path,
-            line,
+        raise bad(
             f"expected an 'output_b' in row {item_id!r}, which has a gold 'preference' "
-            "(a pairwise item compares output = A with output_b = B); got none",
+            "(a pairwise item compares output = A with output_b = B); got none"
         )
     prefs: dict[str, str] = {}
     for criterion, value in preference.items():
         gold = PREFERENCES.get(value.lower()) if isinstance(value, str) else None
         if gold is None:
-            raise row_error(
-                path,
-                line,
-                f'expected the preference for {criterion!r} to be "A", "B" or "tie"; '
-                f"got {_clip(repr(value))}",
+            raise bad(
+                f'expected the preference for {criterion!r} to be "A", "B" or "tie"; got {clip(repr(value))}'
             )
         prefs[criterion] = gold
     fields["preference"] = prefs
     meta = row.get("meta", {})
     if not isinstance(meta, dict):
-        raise row_error(path, line, f"expected 'meta' to be an object; got {type(meta).__name__}")
+        raise bad(f"expected 'meta' to be an object; got {type(meta).__name__}")
     fields["meta"] = meta
     return Item(**fields)
 
@@ -587,12 +522,8 @@ def header_row(benchmark: Benchmark) -> dict[str, Any]:
 
 
 def save_jsonl(benchmark: Benchmark, path: str | Path) -> Path:
-    """Write ``benchmark`` in the generic format (a header line, then one row per item, UTF-8); return the
-    path.
-
-    The header keeps the name, criteria and label scales, so :func:`load_jsonl` restores them.
-    ``meta`` values must be JSON-serialisable.
-    """
+    """Write ``benchmark`` in the generic format (a header line keeping its name, criteria and scales, then
+    one row per item, UTF-8); return the path. ``meta`` values must be JSON-serialisable."""
     file = Path(path)
 
     def fill(handle: IO[str]) -> None:

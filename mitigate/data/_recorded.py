@@ -1,43 +1,20 @@
 """Recorded judgments: answers a judge already gave, in one generic format, measured without any LM call.
 
-A team that runs an LLM judge keeps its answers in logs. Written in this format (one JSON object
-per line, or a CSV file with the same columns; see ``docs/recorded_format.md``), they replay
-through :class:`mitigate.replay._recorded.RecordedJudge`, so ``mitigate compare
---recorded FILE`` runs every measure on them: agreement with humans, score distribution, alpha
-across samples, consistency across prompt variants, position bias and length bias.
+One row (a JSON line, or a CSV row with the same columns) is one answer; the format, its checks and which
+answer is the headline are ``docs/recorded_format.md``'s::
 
-One row is one answer::
-
-    {"item_id": "dlg-7", "judge": "gpt-4o", "criterion": "overall", "score": 4,
-     "raw": "Score: 4", "sample": 0, "variant": "default"}
+    {"item_id": "dlg-7", "judge": "gpt-4o", "criterion": "overall", "score": 4, "raw": "Score: 4"}
     {"item_id": "pair-3", "judge": "gpt-4o", "criterion": "helpfulness", "verdict": "first",
      "order": "swapped", "raw": "Output (a) is better."}
 
-- ``item_id``, ``judge``, ``criterion``: required; ``item_id`` is the id of an item of the
-  benchmark the judgments are compared on.
-- ``score`` (a number) or ``verdict`` (pairwise: ``"A"``/``"B"``/``"tie"`` for the text preferred,
-  A being the item's ``output``; or ``"first"``/``"second"`` for the position preferred as
-  presented), or ``error`` (the answer held none: a recorded failure, never a score).
-- ``raw``: the judge's text (a row may hold it alone when a reader is given: ``compare --recorded
-  --prompt`` reads it with the prompt's answer format); ``sample``: 0, 1, ... for repeated answers (default
-  0);
-  ``order``: ``"original"`` (``output`` shown first, the default) or ``"swapped"``;
-  ``variant``: the prompt variant (default ``"default"``); ``meta``: anything else.
-
-An optional first line ``{"recorded": {"scale": [1, 5], "scales": {"overall": [1, 5]}}}`` gives
-the judges' answer scale (else the benchmark's is used); scores outside it are errors. A bad row
-raises :class:`~mitigate.errors.DataError` starting ``file:line:``.
-
-Which answer is the headline: per judge, the *primary variant* is ``"default"`` when some row
-uses it, else the first variant in the file; an item's headline score is the mean of its
-samples under the primary variant in the original order, and its headline verdict their
-majority. Other variants, the other order and the other samples feed the consistency,
-position and repetition measures.
+They replay through :class:`mitigate.replay._recorded.RecordedJudge` (``mitigate compare --recorded FILE``).
+Per judge, the *primary variant* is ``"default"`` when some row uses it, else the first in the file.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -46,40 +23,26 @@ from typing import IO, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.data._csv_cells import csv_cell, csv_value
-from mitigate.data._jsonl import read_json_lines, row_error
+from mitigate.data._jsonl import clip, number, read_json_lines, row_error
 from mitigate.errors import DataError, ParseError, ScaleError
 from mitigate.paths import open_regular, read_lines, write_output
 from mitigate.scale import Scale
 
-RECORD_KEYS = (
-    "item_id",
-    "judge",
-    "criterion",
-    "score",
-    "verdict",
-    "raw",
-    "sample",
-    "order",
-    "variant",
-    "error",
-    "meta",
-)
+RECORD_KEYS = tuple("item_id judge criterion score verdict raw sample order variant error meta".split())
 """The keys a recorded-judgment row may hold; any other key is an error (usually a typo)."""
 
 DEFAULT_VARIANT = "default"
 """The variant name rows get when they name none, and the one preferred as primary."""
 
 Order = Literal["original", "swapped"]
-_ORDERS = {"original": "original", "ab": "original", "swapped": "swapped", "ba": "swapped"}
-_TEXT = {"a": "A", "b": "B", "tie": "tie"}
+_ORDERS: dict[str, Order] = {"original": "original", "ab": "original", "swapped": "swapped", "ba": "swapped"}
+_TEXT: dict[str, Literal["A", "B", "tie"]] = {"a": "A", "b": "B", "tie": "tie"}
 _POSITION = {"first", "second"}
 
 
 class RecordedRow(BaseModel):
-    """One recorded answer (see the module docstring). ``verdict`` is stored as the text preferred.
-
-    ``line`` is the 1-based line of the file it came from (0 when built in memory).
-    """
+    """One recorded answer; ``verdict`` is the text preferred, ``line`` the 1-based line of its file (0 when
+    built in memory)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     item_id: str
@@ -145,9 +108,8 @@ class RecordedJudgment(BaseModel):
 class RecordedRun(BaseModel):
     """One judge's recorded answers: item id -> criterion -> :class:`RecordedJudgment`.
 
-    ``source`` names where they came from (a path, or ``released:<name>``); ``scales`` the
-    answer scale per criterion when the file declared one; ``primary_variant`` the variant whose
-    answers are the headline (see the module docstring).
+    ``source`` names where they came from (a path, or ``released:<name>``); ``scales`` the answer scale per
+    criterion when the file declared one; ``primary_variant`` the variant whose answers are the headline.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -185,10 +147,6 @@ class RecordedRun(BaseModel):
         )
 
 
-# ---------------------------------------------------------------------------------------------
-# building runs
-
-
 def runs_from_rows(
     rows: Sequence[RecordedRow],
     source: str,
@@ -196,11 +154,8 @@ def runs_from_rows(
     *,
     path: Path | None = None,
 ) -> dict[str, RecordedRun]:
-    """Group rows into one :class:`RecordedRun` per judge (judges in order of first appearance).
-
-    Two rows for the same judge, item, criterion, variant, order and sample are an error naming
-    both lines.
-    """
+    """Group rows into one :class:`RecordedRun` per judge (in order of first appearance); two rows for the
+    same judge, item, criterion, variant, order and sample are an error naming both lines."""
     grouped: dict[str, dict[str, dict[str, list[RecordedRow]]]] = {}
     seen: dict[tuple[str, str, str, str, str, int], int] = {}
     for r in rows:
@@ -239,15 +194,6 @@ def runs_from_rows(
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# reading
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    text = str(text).strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _scale(value: Any, where: str) -> Scale:
     try:
         if isinstance(value, dict):
@@ -255,8 +201,8 @@ def _scale(value: Any, where: str) -> Scale:
         if isinstance(value, list) and len(value) == 2:
             return Scale(min=value[0], max=value[1])
     except (ValueError, ScaleError) as exc:
-        raise DataError(f"expected a valid scale for {where}; got {_clip(repr(value))}: {exc}") from None
-    raise DataError(f"expected a scale [min, max] for {where}; got {_clip(repr(value))}")
+        raise DataError(f"expected a valid scale for {where}; got {clip(repr(value), 60)}: {exc}") from None
+    raise DataError(f"expected a scale [min, max] for {where}; got {clip(repr(value), 60)}")
 
 
 def _header(value: Any, path: Path, line: int) -> tuple[Scale | None, dict[str, Scale]]:
@@ -265,7 +211,7 @@ def _header(value: Any, path: Path, line: int) -> tuple[Scale | None, dict[str, 
             path,
             line,
             'expected the header line {"recorded": {"scale": [min, max], "scales": '
-            f"{{criterion: [min, max]}}}}; got {_clip(json.dumps(value))}",
+            f"{{criterion: [min, max]}}}}; got {clip(json.dumps(value), 60)}",
         )
     try:
         common = _scale(value["scale"], "the header 'scale'") if "scale" in value else None
@@ -292,7 +238,7 @@ def _text(row: Mapping[str, Any], key: str, path: Path, line: int, *, required: 
         return None
     if not isinstance(value, str):
         raise row_error(
-            path, line, f"expected a string '{key}'; got {type(value).__name__} {_clip(repr(value))}"
+            path, line, f"expected a string '{key}'; got {type(value).__name__} {clip(repr(value), 60)}"
         )
     return value
 
@@ -314,21 +260,15 @@ def parse_row(
     from_csv: bool = False,
     read: AnswerReader | None = None,
 ) -> RecordedRow:
-    """Check one recorded-judgment row (a JSON object, or a CSV row of strings) and build it.
-
-    A row holding only the judge's ``raw`` text is read with ``read`` (a prompt's answer format):
-    its score or verdict, or its parse failure as the row's ``error``. Raises DataError
-    ``file:line:`` saying what was expected and what came.
-    """
+    """Check one recorded-judgment row (a JSON object, or a CSV row of strings) and build it; DataError
+    ``file:line:`` for a bad one. A row holding only the judge's ``raw`` text is read with ``read`` (a
+    prompt's answer format): its score or verdict, or its parse failure as the row's ``error``."""
+    bad = functools.partial(row_error, path, line)
     if not isinstance(row, dict):
-        raise row_error(
-            path, line, f"expected a JSON object with {list(RECORD_KEYS[:3])} ...; got {type(row).__name__}"
-        )
+        raise bad(f"expected a JSON object with {list(RECORD_KEYS[:3])} ...; got {type(row).__name__}")
     unknown = [k for k in row if k not in RECORD_KEYS]
     if unknown:
-        raise row_error(
-            path, line, f"expected only the keys {list(RECORD_KEYS)}; got unknown key(s) {unknown}"
-        )
+        raise bad(f"expected only the keys {list(RECORD_KEYS)}; got unknown key(s) {unknown}")
     item_id = _text(row, "item_id", path, line, required=True)
     judge = _text(row, "judge", path, line, required=True)
     criterion = _text(row, "criterion", path, line, required=True)
@@ -337,30 +277,22 @@ def parse_row(
     order_text = _text(row, "order", path, line, required=False) or "original"
     order = _ORDERS.get(order_text.lower())
     if order is None:
-        raise row_error(path, line, f'expected \'order\' to be "original" or "swapped"; got {order_text!r}')
+        raise bad(f'expected \'order\' to be "original" or "swapped"; got {order_text!r}')
     verdict = _verdict(_text(row, "verdict", path, line, required=False), order, path, line)
     error = _text(row, "error", path, line, required=False)
     if score is not None and verdict is not None:
-        raise row_error(
-            path,
-            line,
-            f"expected a 'score' or a 'verdict', not both; got score {score:g} and verdict {verdict!r}",
-        )
+        raise bad(f"expected a 'score' or a 'verdict', not both; got score {score:g} and verdict {verdict!r}")
     if (score is not None or verdict is not None) and error is not None:
-        raise row_error(
-            path,
-            line,
-            f"expected an 'error' only on a row without a score or verdict; got {error!r} beside an answer",
+        raise bad(
+            f"expected an 'error' only on a row without a score or verdict; got {error!r} beside an answer"
         )
     raw_text = row.get("raw")
     if score is None and verdict is None and error is None and isinstance(raw_text, str) and raw_text.strip():
         if read is None:
-            raise row_error(
-                path,
-                line,
+            raise bad(
                 f"expected a 'score', a 'verdict' or an 'error' for item {item_id!r}; got only "
                 "'raw' (give the prompt whose answer format reads it: "
-                "compare --prompt)",
+                "compare --prompt)"
             )
         try:
             got = read(raw_text, criterion, item_id)
@@ -372,32 +304,28 @@ def parse_row(
             else:
                 score = float(got)
     if score is None and verdict is None and error is None:
-        raise row_error(
-            path,
-            line,
+        raise bad(
             f"expected a 'score', a 'verdict' or an 'error' (an answer that held none) for "
-            f"item {item_id!r}; got none of them",
+            f"item {item_id!r}; got none of them"
         )
     scale = (scale_of or {}).get(criterion, common)
     if score is not None and scale is not None and not scale.contains(score):
-        raise row_error(
-            path,
-            line,
-            f"expected {criterion!r} scores within the declared scale {scale.describe()}; got {score:g}",
+        raise bad(
+            f"expected {criterion!r} scores within the declared scale {scale.describe()}; got {score:g}"
         )
     sample = _sample(row.get("sample"), path, line)
     variant = _text(row, "variant", path, line, required=False) or DEFAULT_VARIANT
     raw = row.get("raw") or ""
     if not isinstance(raw, str):
-        raise row_error(path, line, f"expected a string 'raw' (the judge's text); got {type(raw).__name__}")
+        raise bad(f"expected a string 'raw' (the judge's text); got {type(raw).__name__}")
     meta = row.get("meta") or {}
     if from_csv and isinstance(meta, str):
         try:
             meta = json.loads(meta)
         except json.JSONDecodeError:
-            raise row_error(path, line, f"expected 'meta' to hold a JSON object; got {_clip(meta)}") from None
+            raise bad(f"expected 'meta' to hold a JSON object; got {clip(meta, 60)}") from None
     if not isinstance(meta, dict):
-        raise row_error(path, line, f"expected 'meta' to be an object; got {type(meta).__name__}")
+        raise bad(f"expected 'meta' to be an object; got {type(meta).__name__}")
     return RecordedRow(
         item_id=item_id,
         judge=judge,
@@ -407,7 +335,7 @@ def parse_row(
         raw=raw,
         sample=sample,
         order=order,
-        variant=variant,  # type: ignore[arg-type]
+        variant=variant,
         error=error,
         line=line,
         meta=meta,
@@ -421,15 +349,10 @@ def _score(value: Any, path: Path, line: int, *, from_csv: bool) -> float | None
         try:
             value = float(value)
         except ValueError:
-            raise row_error(path, line, f"expected a number for 'score'; got {_clip(repr(value))}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise row_error(
-            path, line, f"expected a number for 'score'; got {type(value).__name__} {_clip(repr(value))}"
-        )
-    result = float(value)
-    if result != result or result in (float("inf"), float("-inf")):
-        raise row_error(path, line, f"expected a finite number for 'score'; got {value!r}")
-    return result
+            raise row_error(
+                path, line, f"expected a number for 'score'; got {clip(repr(value), 60)}"
+            ) from None
+    return number(value, path, line, "'score'", 60)
 
 
 def _sample(value: Any, path: Path, line: int) -> int:
@@ -438,7 +361,7 @@ def _sample(value: Any, path: Path, line: int) -> int:
     if isinstance(value, str) and value.strip().isdigit():
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise row_error(path, line, f"expected 'sample' to be an integer >= 0; got {_clip(repr(value))}")
+        raise row_error(path, line, f"expected 'sample' to be an integer >= 0; got {clip(repr(value), 60)}")
     return value
 
 
@@ -447,7 +370,7 @@ def _verdict(value: str | None, order: str, path: Path, line: int) -> Literal["A
         return None
     key = value.strip().lower()
     if key in _TEXT:
-        return _TEXT[key]  # type: ignore[return-value]
+        return _TEXT[key]
     if key in _POSITION:
         a_first = order == "original"
         return "A" if (key == "first") == a_first else "B"
@@ -484,7 +407,7 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                     raise row_error(
                         path,
                         start,
-                        f"expected {len(reader.fieldnames)} columns; got more: {_clip(repr(extra))}",
+                        f"expected {len(reader.fieldnames)} columns; got more: {clip(repr(extra), 60)}",
                     )
                 yield start, {k: csv_value(v) for k, v in row.items() if v not in (None, "")}
             start = reader.line_num + 1
@@ -492,12 +415,10 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 class RecordedRows:
     """The rows of a recorded-judgments file (``.csv``, or JSON lines otherwise), checked and yielded one at a
-    time.
+    time; nothing is kept, each iteration reads the file again.
 
-    Nothing read is kept, so a file of any length is read in constant memory; each iteration
-    reads the file again. The header line of a JSON-lines file (its answer scales) is read into
-    ``common`` and ``per`` before the first row. ``read`` reads rows that hold only the judge's
-    ``raw`` text (see :func:`parse_row`). The first bad row raises DataError ``file:line:``.
+    A JSON-lines header (the answer scales) is read into ``common`` and ``per`` before the first row;
+    ``read`` reads rows holding only ``raw`` (:func:`parse_row`).
     """
 
     def __init__(self, path: str | Path, read: AnswerReader | None = None) -> None:
@@ -529,12 +450,8 @@ class RecordedRows:
 
 
 def load_recorded_runs(path: str | Path, read: AnswerReader | None = None) -> dict[str, RecordedRun]:
-    """Every judge in a recorded-judgments file (``.csv``, or JSON lines otherwise), judge name -> run.
-
-    Every row is checked; the first bad one raises DataError ``file:line:`` (see the module docstring).
-    ``read`` reads rows that hold only the judge's ``raw`` text (see :func:`parse_row`). The rows
-    one at a time, without grouping them in memory: :class:`RecordedRows`.
-    """
+    """Every judge in a recorded-judgments file (``.csv``, or JSON lines otherwise), judge name -> run; the
+    first bad row raises DataError ``file:line:``. ``read`` as for :func:`parse_row`."""
     reader = RecordedRows(path, read)
     file = reader.path
     rows = list(reader)
@@ -550,10 +467,8 @@ def load_recorded_runs(path: str | Path, read: AnswerReader | None = None) -> di
 
 
 def load_recorded(path: str | Path, judge: str | None = None) -> RecordedRun:
-    """One judge's recorded judgments from a file: ``judge``, or the only judge the file holds.
-
-    DataError lists the judges when the name is absent or the file holds several and none was named.
-    """
+    """One judge's recorded judgments from a file: ``judge``, or the only judge the file holds (DataError
+    listing the judges otherwise)."""
     runs = load_recorded_runs(path)
     if judge is None:
         if len(runs) > 1:
@@ -587,10 +502,8 @@ def row_to_dict(row: RecordedRow) -> dict[str, Any]:
 
 
 def save_recorded(runs: RecordedRun | Sequence[RecordedRun], path: str | Path) -> Path:
-    """Write runs in the recorded-judgments format (JSON lines, or CSV for a ``.csv`` path); return the path.
-
-    A JSON-lines file starts with the header line when the runs declare answer scales.
-    """
+    """Write runs in the recorded-judgments format (JSON lines, with a header line when the runs declare
+    answer scales, or CSV for a ``.csv`` path); return the path."""
     todo = [runs] if isinstance(runs, RecordedRun) else list(runs)
     file = Path(path)
     rows = [row_to_dict(r) for run in todo for r in run.rows()]

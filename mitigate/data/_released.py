@@ -1,49 +1,27 @@
 """Replay source for the LLM-judge outputs Shen et al. (2023) released with LLM_summeval.
 
-Files (under ``summeval_llm_summeval/``):
+Files (under ``summeval_llm_summeval/``): ``eval_model_generations/<model>/eval_<Mx>_generations/
+<dim>_<method>.txt``, one JSON line ``{id, prompt_len, total_len, resp}`` per judged summary; ``id`` is the
+SummEval document id and the folder names the system, so a line is the item ``"<Mx>/<id>"`` of
+:func:`~mitigate.data._summeval.load_summeval`. ``comp_res/gpt-3.5-turbo-0301/<Mx-My>_<dim>.result`` (and
+``_toggle.result``): ChatGPT head-to-head verdicts in both presentation orders, with the two summaries' mean
+expert scores. Left out: the ``gpt-4-0314`` ``*_old.txt`` files and the empty ``fluency_cap.txt``.
 
-- ``eval_model_generations/<model>/eval_<Mx>_generations/<dim>_<method>.txt``: one JSON line
-  ``{id, prompt_len, total_len, resp}`` per judged summary (Llama-2 files hold only ``id`` and
-  ``resp``). ``id`` is the SummEval *document* id, which repeats across systems: the folder
-  ``eval_<Mx>_generations`` names the system, so a line maps to the item ``"<Mx>/<id>"`` of
-  :func:`mitigate.data._summeval.load_summeval`. 12 systems x 100 documents x 4 dimensions
-  = 4,800 judgments per judge.
-- ``comp_res/gpt-3.5-turbo-0301/<Mx-My>_<dim>.result`` and ``..._toggle.result``: ChatGPT
-  head-to-head verdicts for 11 system pairs x 4 dimensions x 100 documents, in both
-  presentation orders, with the two summaries' mean expert scores (``human_score_1`` is always
-  system ``Mx``'s, ``human_score_2`` system ``My``'s).
+Judges are named ``<family>-<method>``; answers are read with :func:`mitigate.parse.parse_score` on
+:data:`RTS_SCALE` (star ratings rewritten by :func:`stars_as_score`) or :func:`mitigate.parse.parse_mcq`
+(A->1 ... E->5). A response the parser rejects keeps its ParseError message, never a score.
 
-Judges are named ``<family>-<method>``: RTS (reason-then-score) and its variants are parsed with
-:func:`mitigate.parse.parse_score` on a 1-5 scale with half points (see :data:`RTS_SCALE`; star
-ratings "N stars" are first rewritten as "Score: N", see :func:`stars_as_score`); MCQ answers with
-:func:`mitigate.parse.parse_mcq`, letters A->1 ... E->5. A response the parser rejects is kept
-with its :class:`~mitigate.errors.ParseError` message, never given a score.
-
-Repeated runs. Three ChatGPT MCQ files (``consistency_mcq`` for M8, M9, M10) hold 200 lines:
-the 100 documents twice, in the same order; two ``relevance_altmcq`` files (M8: 110 lines, M9:
-102) hold a partial second pass. Every line is kept as a sample (``samples[k].run`` counts the
-passes over a document in file order). ``primary`` marks the sample the headline score uses:
-the *last pass that covers every document of the file*. That is the second pass for
-``consistency_mcq`` and the first for ``relevance_altmcq``; in both cases it is the pass whose
-prompt length minus the RTS prompt length for the same summary equals that of the other
-systems (98 and 100 tokens; the other passes differ by 104 and 142), i.e. the pass run with the
-same prompt template as the rest of the data.
-
-The releases are also instances of the generic recorded-judgments format
-(:mod:`mitigate.data._recorded`): :func:`released_recorded` gives any released judge as a
-:class:`~mitigate.data._recorded.RecordedRun`, the head-to-head as judge ``"chatgpt-h2h"`` over
-the pairwise benchmark :func:`load_head_to_head_benchmark` (``summeval-h2h``).
-
-Left out: the ``gpt-4-0314`` files ``*_old.txt`` / ``*_mcq_old.txt`` (early runs for single
-systems) and the empty ``fluency_cap.txt``.
-
-Size: over 600 lines because Shen et al.'s release has many layouts (RTS, MCQ, head-to-head), each
-read here with the answer format it was written in.
+Repeated runs: three ChatGPT ``consistency_mcq`` files hold the 100 documents twice, two
+``relevance_altmcq`` files a partial second pass. Every line is a sample; ``primary`` marks the last pass
+that covers every document of the file (the second for ``consistency_mcq``, the first for
+``relevance_altmcq``): in both cases the pass whose prompt lengths match the other systems', i.e. the one run
+with the same template as the rest of the data.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -60,12 +38,8 @@ from mitigate.registry import add, names, registered
 from mitigate.scale import Scale
 
 RTS_SCALE = Scale(min=1, max=5, step=0.5)
-"""The scale RTS, alternative-RTS and star-rating answers are parsed on: 1-5, half points allowed.
-
-The prompts ask for 1-5, and the judges sometimes answer with half points ("Score: 3.5/5"; 162
-ChatGPT and 45 GPT-4 RTS answers). Those are the judges' real answers, so they are kept as 3.5
-rather than counted as parse failures; nothing is rounded.
-"""
+"""The scale RTS, alternative-RTS and star-rating answers are parsed on: 1-5 with the half points judges
+sometimes answer ("Score: 3.5/5"), kept as they are."""
 
 _STARS = re.compile(
     r"(?i)\b(\d+(?:\.\d+)?|zero|one|two|three|four|five|six|seven|eight|nine|ten)[- ]stars?\b"
@@ -82,39 +56,24 @@ class ReleasedJudgeFiles(NamedTuple):
     method: str
 
 
-add("released-judge", "chatgpt-rts", ReleasedJudgeFiles("gpt-3.5-turbo-0301", "rts"))
-add("released-judge", "chatgpt-mcq", ReleasedJudgeFiles("gpt-3.5-turbo-0301", "mcq"))
-add("released-judge", "chatgpt-altrts", ReleasedJudgeFiles("gpt-3.5-turbo-0301", "altrts"))
-add("released-judge", "chatgpt-altmcq", ReleasedJudgeFiles("gpt-3.5-turbo-0301", "altmcq"))
-add("released-judge", "chatgpt-stareval", ReleasedJudgeFiles("gpt-3.5-turbo-0301", "stareval"))
+for _method in ("rts", "mcq", "altrts", "altmcq", "stareval"):
+    add("released-judge", f"chatgpt-{_method}", ReleasedJudgeFiles("gpt-3.5-turbo-0301", _method))
 add("released-judge", "gpt4-rts", ReleasedJudgeFiles("gpt-4-0314", "rts"))
-add("released-judge", "llama2-7b-rts", ReleasedJudgeFiles("llama-2-7b-chat-hf", "rts"))
-add("released-judge", "llama2-13b-rts", ReleasedJudgeFiles("llama-2-13b-chat-hf", "rts"))
-add("released-judge", "llama2-70b-rts", ReleasedJudgeFiles("llama-2-70b-chat-hf", "rts"))
-
+for _size in ("7b", "13b", "70b"):
+    add("released-judge", f"llama2-{_size}-rts", ReleasedJudgeFiles(f"llama-2-{_size}-chat-hf", "rts"))
 
 MCQ_METHODS = frozenset({"mcq", "altmcq"})
 
 H2H_MODEL = "gpt-3.5-turbo-0301"
-H2H_PAIRS: tuple[tuple[str, str], ...] = (
-    ("M10", "M20"),
-    ("M12", "M13"),
-    ("M13", "M15"),
-    ("M14", "M8"),
-    ("M15", "M14"),
-    ("M17", "M12"),
-    ("M20", "M11"),
-    ("M22", "M23"),
-    ("M23", "M17"),
-    ("M8", "M9"),
-    ("M9", "M10"),
+_PAIR_NAMES = "M10-M20 M12-M13 M13-M15 M14-M8 M15-M14 M17-M12 M20-M11 M22-M23 M23-M17 M8-M9 M9-M10"
+H2H_PAIRS: tuple[tuple[str, str], ...] = tuple(
+    (a, b) for a, b in (pair.split("-") for pair in _PAIR_NAMES.split())
 )
 """The 11 system pairs of the released head-to-head comparisons (first system = ``human_score_1``)."""
 
 
 def released_judges() -> list[str]:
-    """The names :func:`load_released` accepts, e.g. ``"chatgpt-rts"``, ``"gpt4-rts"``,
-    ``"llama2-70b-rts"``."""
+    """The names :func:`load_released` accepts, e.g. ``"chatgpt-rts"``, ``"llama2-70b-rts"``."""
     return [name for name, files in registered("released-judge").items() if files.method != "h2h"]
 
 
@@ -131,16 +90,12 @@ def judge_files(judge: str) -> list[str]:
 def _judge(judge: str) -> tuple[str, str]:
     if judge not in released_judges():
         raise DataError(f"expected a released judge name, one of {released_judges()}; got {judge!r}")
-    model, method = registered("released-judge")[judge]
-    return model, method
+    return registered("released-judge")[judge]
 
 
 class ReleasedSample(BaseModel):
-    """One released response: its raw text and the parsed score or the parser's complaint.
-
-    ``run`` counts earlier lines of the same file for the same document (0 for the first pass).
-    ``line`` is the 1-based line in the file. Exactly one of ``score`` and ``error`` is set.
-    """
+    """One released response: its raw text and the parsed score or the parser's complaint (exactly one is
+    set); ``run`` counts earlier lines of the file for the same document, ``line`` is 1-based."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     run: int
@@ -170,22 +125,19 @@ class ReleasedJudgment(BaseModel):
 
     @property
     def sample(self) -> ReleasedSample:
-        """The primary sample (see the module docstring)."""
+        """The primary sample (see the module docstring); ``score``, ``raw`` and ``error`` are its."""
         return self.samples[self.primary]
 
     @property
     def score(self) -> float | None:
-        """The primary sample's parsed score (None when it failed to parse)."""
         return self.sample.score
 
     @property
     def raw(self) -> str:
-        """The primary sample's raw response."""
         return self.sample.raw
 
     @property
     def error(self) -> str | None:
-        """The primary sample's parse-failure message, if any."""
         return self.sample.error
 
     @property
@@ -267,11 +219,8 @@ class ReleasedRun(BaseModel):
 
 
 def stars_as_score(text: str) -> str:
-    """Rewrite star ratings ("4 stars", "Four stars") as "Score: 4" so the score parser sees a cue.
-
-    The ChatGPT star-rating prompt ("stareval") answers "N stars"; :func:`mitigate.parse.parse_score`
-    takes only cued numbers, and "stars" is not one of its cues.
-    """
+    """Rewrite star ratings ("4 stars", "Four stars", the "stareval" answers) as "Score: 4", a cue
+    :func:`mitigate.parse.parse_score` reads."""
     return _STARS.sub(lambda m: f"Score: {m.group(1)}", text)
 
 
@@ -291,34 +240,25 @@ def _optional_int(row: dict[str, Any], key: str, path: Path, line: int) -> int |
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise row_error(path, line, f"expected an integer '{key}'; got {value!r}", error=ReplayFormatError)
+        raise _bad(path, line, f"expected an integer '{key}'; got {value!r}")
     return value
+
+
+def _bad(path: Path, line: int, message: str) -> DataError:
+    return row_error(path, line, message, error=ReplayFormatError)
 
 
 def _read_judge_file(path: Path, system: str, criterion: str, method: str) -> list[ReleasedJudgment]:
     per_doc: dict[str, list[ReleasedSample]] = {}
     for line, row in read_json_lines(path, error=ReplayFormatError):
         if not isinstance(row, dict):
-            raise row_error(
-                path,
-                line,
-                f"expected a JSON object {{id, resp, ...}}; got {type(row).__name__}",
-                error=ReplayFormatError,
-            )
+            raise _bad(path, line, f"expected a JSON object {{id, resp, ...}}; got {type(row).__name__}")
         doc_id, resp = row.get("id"), row.get("resp")
         if not isinstance(doc_id, str) or not doc_id:
-            raise row_error(
-                path,
-                line,
-                f"expected a non-empty string 'id' (a SummEval doc id); got {doc_id!r}",
-                error=ReplayFormatError,
-            )
+            raise _bad(path, line, f"expected a non-empty string 'id' (a SummEval doc id); got {doc_id!r}")
         if not isinstance(resp, str):
-            raise row_error(
-                path,
-                line,
-                f"expected a string 'resp' (the judge's response); got {type(resp).__name__}",
-                error=ReplayFormatError,
+            raise _bad(
+                path, line, f"expected a string 'resp' (the judge's response); got {type(resp).__name__}"
             )
         score, error = _parse(resp, method)
         samples = per_doc.setdefault(doc_id, [])
@@ -358,12 +298,10 @@ def _load_all(root: str, judge: str) -> ReleasedRun:
         hint="They come from github.com/DAMO-NLP-SG/LLM_summeval, folder eval_model_generations/.",
     )
     judgments: dict[str, dict[str, ReleasedJudgment]] = {}
-    index = 0
-    for system in LLM_SUMMEVAL_SYSTEMS:
-        for criterion in CRITERIA:
-            for judgment in _read_judge_file(paths[index], system, criterion, method):
-                judgments.setdefault(judgment.item_id, {})[criterion] = judgment
-            index += 1
+    files = zip(itertools.product(LLM_SUMMEVAL_SYSTEMS, CRITERIA), paths, strict=True)
+    for (system, criterion), path in files:
+        for judgment in _read_judge_file(path, system, criterion, method):
+            judgments.setdefault(judgment.item_id, {})[criterion] = judgment
     scale = MCQ_SCALE if method in MCQ_METHODS else RTS_SCALE
     return ReleasedRun(judge=judge, model=model, method=method, scale=scale, judgments=judgments)
 
@@ -398,18 +336,12 @@ def load_released(
     return run.model_copy(update={"judgments": {i: per for i, per in run.judgments.items() if i in keep}})
 
 
-# ---------------------------------------------------------------------------------------------
-# head-to-head
-# ---------------------------------------------------------------------------------------------
-
-
 class H2HRecord(BaseModel):
-    """One released ChatGPT head-to-head verdict between the summaries of two systems on one document.
+    """One released ChatGPT head-to-head verdict between two systems' summaries of one document.
 
-    ``order="original"`` showed ``system_1``'s summary first; ``"toggled"`` showed ``system_2``'s
-    first. ``verdict`` is relative to the presentation ("first"/"second"/"tie", options A/B/C of
-    the prompt); :attr:`preferred` maps it back to a system. ``human_score_1`` / ``human_score_2``
-    are the mean expert scores of ``system_1`` / ``system_2`` in both orders.
+    ``order="original"`` showed ``system_1``'s summary first, ``"toggled"`` ``system_2``'s. ``verdict`` is
+    by presentation (options A/B/C of the prompt); :attr:`preferred` maps it back to a system.
+    ``human_score_1`` / ``human_score_2`` are the mean expert scores of ``system_1`` / ``system_2``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -472,22 +404,19 @@ def h2h_files() -> list[str]:
 
 def _h2h_record(row: Any, path: Path, line: int, pair: tuple[str, str], dim: str, order: str) -> H2HRecord:
     if not isinstance(row, dict):
-        raise row_error(
-            path, line, f"expected a JSON object; got {type(row).__name__}", error=ReplayFormatError
-        )
+        raise _bad(path, line, f"expected a JSON object; got {type(row).__name__}")
     doc_id, resp = row.get("id"), row.get("resp")
     if not isinstance(doc_id, str) or not doc_id or not isinstance(resp, str):
-        raise row_error(
+        raise _bad(
             path,
             line,
             f"expected a string 'id' and 'resp'; got id={doc_id!r}, resp of type {type(resp).__name__}",
-            error=ReplayFormatError,
         )
     humans = []
     for key in ("human_score_1", "human_score_2"):
         value = row.get(key)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise row_error(path, line, f"expected a number '{key}'; got {value!r}", error=ReplayFormatError)
+            raise _bad(path, line, f"expected a number '{key}'; got {value!r}")
         humans.append(float(value))
     verdict: Literal["first", "second", "tie"] | None = None
     error: str | None = None
@@ -519,24 +448,18 @@ def _load_h2h(root: str) -> tuple[H2HRecord, ...]:
         dataset="released head-to-head verdicts",
         hint="They come from github.com/DAMO-NLP-SG/LLM_summeval, folder comp_res/gpt-3.5-turbo-0301/.",
     )
-    records: list[H2HRecord] = []
-    index = 0
-    for pair in H2H_PAIRS:
-        for dim in CRITERIA:
-            for order in ("", "_toggle"):
-                path = paths[index]
-                index += 1
-                for line, row in read_json_lines(path, error=ReplayFormatError):
-                    records.append(_h2h_record(row, path, line, pair, dim, order))
-    return tuple(records)
+    files = zip(itertools.product(H2H_PAIRS, CRITERIA, ("", "_toggle")), paths, strict=True)
+    return tuple(
+        _h2h_record(row, path, line, pair, dim, order)
+        for (pair, dim, order), path in files
+        for line, row in read_json_lines(path, error=ReplayFormatError)
+    )
 
 
 def load_head_to_head(*, root: str | Path | None = None) -> list[H2HRecord]:
-    """The 8,800 released ChatGPT head-to-head verdicts (11 pairs x 4 dimensions x 100 docs x 2 orders).
-
-    Verdicts are parsed with :func:`mitigate.parse.parse_pairwise` (labels A/B, tie option C);
-    a failed parse keeps its message in ``error`` and ``verdict=None``.
-    """
+    """The 8,800 released ChatGPT head-to-head verdicts (11 pairs x 4 dimensions x 100 docs x 2 orders), read
+    with :func:`mitigate.parse.parse_pairwise` (labels A/B, tie C; a failure keeps its message in
+    ``error``)."""
     return list(_load_h2h(str(resolve_root(root))))
 
 
@@ -554,13 +477,10 @@ def released_names() -> list[str]:
 
 
 def run_to_recorded(run: ReleasedRun) -> RecordedRun:
-    """A released score judge as recorded judgments: the releases are one instance of the generic format.
+    """A released score judge as recorded judgments, one row per response (a rejected one with its ``error``).
 
-    Every released response becomes a row. The primary pass (see the module docstring) is
-    variant ``"default"``; the other passes of a document judged twice are variants
-    ``"pass <k>"`` (k counting from 1 in file order): their prompt lengths show they were run with
-    another template, so they are prompt variants rather than samples of one prompt. A response
-    the parser rejected is a row with its ``error``.
+    The primary pass is variant ``"default"``; the other passes of a document judged twice are variants
+    ``"pass <k>"`` (k from 1 in file order): their prompt lengths show another template.
     """
     rows: list[RecordedRow] = []
     for judgment in run.iter_judgments():
@@ -588,12 +508,8 @@ def h2h_item_id(record: H2HRecord) -> str:
 
 
 def h2h_to_recorded(records: list[H2HRecord]) -> RecordedRun:
-    """The released head-to-head verdicts as recorded pairwise judgments of judge ``"chatgpt-h2h"``.
-
-    Item ids are those of :func:`load_head_to_head_benchmark`; the original files are order
-    ``"original"`` (``system_1`` first), the toggled ones ``"swapped"``; verdicts are by position as
-    presented. A verdict the parser rejected is a row with its ``error``.
-    """
+    """The released head-to-head verdicts as recorded pairwise judgments of judge ``"chatgpt-h2h"``, over the
+    items of :func:`load_head_to_head_benchmark` (the toggled files are order ``"swapped"``)."""
     rows = [
         RecordedRow(
             item_id=h2h_item_id(r),
@@ -601,7 +517,7 @@ def h2h_to_recorded(records: list[H2HRecord]) -> RecordedRun:
             criterion=r.criterion,
             raw=r.raw,
             line=r.line,
-            verdict=None if r.verdict is None else _H2H_TEXT[(r.verdict, r.order)],
+            verdict=None if r.verdict is None else _by_text(r.verdict, r.order == "original"),
             error=r.error,
             order="original" if r.order == "original" else "swapped",
             meta={"model": H2H_MODEL},
@@ -611,14 +527,9 @@ def h2h_to_recorded(records: list[H2HRecord]) -> RecordedRun:
     return runs_from_rows(rows, f"released:{H2H_JUDGE}")[H2H_JUDGE]
 
 
-_H2H_TEXT: dict[tuple[str, str], Literal["A", "B", "tie"]] = {
-    ("first", "original"): "A",
-    ("second", "original"): "B",
-    ("first", "toggled"): "B",
-    ("second", "toggled"): "A",
-    ("tie", "original"): "tie",
-    ("tie", "toggled"): "tie",
-}
+def _by_text(verdict: str, first_is_1: bool) -> Literal["A", "B", "tie"]:
+    """A verdict by presentation ("first", "second", "tie") as the text preferred (A: ``system_1``'s)."""
+    return "tie" if verdict == "tie" else "A" if (verdict == "first") == first_is_1 else "B"
 
 
 def released_recorded(name: str, *, root: str | Path | None = None) -> RecordedRun:
@@ -633,13 +544,10 @@ def released_recorded(name: str, *, root: str | Path | None = None) -> RecordedR
 def load_head_to_head_benchmark(*, root: str | Path | None = None) -> Benchmark:
     """The SummEval head-to-head as a pairwise benchmark with gold preferences (``summeval-h2h``).
 
-    One item per system pair and document of the released comparisons (11 pairs x 100 documents =
-    1,100 items), id ``"<system_1>-<system_2>/<doc_id>"``: ``output`` (A) is ``system_1``'s summary,
-    ``output_b`` (B) ``system_2``'s, ``inputs["source"]`` the article. The gold ``preference`` per
-    dimension comes from the mean expert scores the releases carry (``human_score_1`` /
-    ``human_score_2``, the means of the 3 experts' 1-5 ratings): the higher mean wins, and equal
-    means are a tie (``"tie"``), so ties are frequent. ``meta["human_a"]`` / ``meta["human_b"]``
-    keep the two means per dimension.
+    One item per system pair and document (1,100), id ``"<system_1>-<system_2>/<doc_id>"``: ``output`` (A)
+    is ``system_1``'s summary, ``output_b`` (B) ``system_2``'s, ``inputs["source"]`` the article. The gold
+    ``preference`` per dimension: the higher mean expert score, equal means a tie; ``meta["human_a"]`` /
+    ``meta["human_b"]`` keep the two means.
     """
     from mitigate.data._summeval import load_summeval
 
@@ -653,8 +561,7 @@ def load_head_to_head_benchmark(*, root: str | Path | None = None) -> Benchmark:
         id_a, id_b = r.item_ids
         if id_a not in summaries or id_b not in summaries:
             raise DataError(
-                f"expected SummEval summaries {id_a!r} and {id_b!r} for the head-to-head "
-                f"item {key!r}; "
+                f"expected SummEval summaries {id_a!r} and {id_b!r} for the head-to-head item {key!r}; "
                 "the annotations lack one",
                 item_id=key,
             )

@@ -24,11 +24,15 @@ if TYPE_CHECKING:
     from mitigate.parse._criteria import parse_criteria
     from mitigate.parse._echoes import strip_echoed_lines
     from mitigate.parse._format_reader import FormatReader
-    from mitigate.parse._logprobs import expected_score, score_distribution, score_tokens
+    from mitigate.parse._logprobs import (
+        expected_score,
+        score_distribution,
+        score_tokens,
+        verdict_probabilities,
+    )
     from mitigate.parse._quoted import unquote
     from mitigate.parse._score import parse_score
     from mitigate.parse._stub import LIST_MARKER, RANGE
     from mitigate.parse._verdict import parse_pairwise
-    from mitigate.parse._verdict_logprobs import verdict_probabilities
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

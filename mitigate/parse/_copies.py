@@ -1,12 +1,8 @@
 """Copies: the runs of words of an answer that stand verbatim in a text the judge was shown.
 
-A judge's answer may copy words from its prompt or the judged texts; :func:`copied_runs` finds
-the maximal runs of such words, each within one line of the answer and one line of a source.
-Words are compared normalised (:func:`flat_lines`): case (unless ``fold`` is False), markdown
-and quotation marks, separators and repeated sentence ends ignored. A source is read as lines
-of such words, and indexed (:class:`_Corpus`) only when a run of two words or more is looked for
-in it; with ``hot`` only the stretches of copied words meeting a value are searched (the fast
-path :mod:`mitigate.parse._quoted` takes, ``tests/parse/test_reading_fast_path.py``).
+:func:`copied_runs` finds the maximal runs of such words, each within one line of the answer and one line
+of a source. Words are compared normalised (:func:`flat_lines`): case (unless ``fold`` is False), markdown,
+quotation marks, separators and repeated sentence ends ignored.
 """
 
 from __future__ import annotations
@@ -18,15 +14,11 @@ from collections.abc import Callable, Sequence
 _DROP = str.maketrans("", "", "*`_\"“”‘’'")  # markdown emphasis and quotation marks, dropped
 
 
-def _norm(token: str, fold: bool = True) -> str:
-    """A token as compared with a source: lower case (unless ``fold`` is False), markdown and quotation marks
-    dropped, a comma, colon or semicolon after it dropped, and a sentence end after it kept as one full stop
-    ("5." and "5!" are "5."); empty for a token with no letter or digit left (">", "-", "#")."""
-    return _norm_folded(token) if fold else _norm_cased(token)
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def _norm_folded(token: str) -> str:
+    """A token as compared with a source: lower case (``_norm_cased``: case kept), markdown and quotation
+    marks dropped, a trailing comma, colon or semicolon dropped, a sentence end kept as one full stop ("5!"
+    is "5."); empty for a token with no letter or digit (">", "-")."""
     return _normalised(token.translate(_DROP).lower())
 
 
@@ -40,17 +32,6 @@ def _normalised(low: str) -> str:
     core = low.rstrip(".!?")
     norm = core + "." if core != low and core else core
     return norm if has_alnum(norm) else ""
-
-
-def _tokens(text: str, fold: bool = True) -> list[tuple[str, int, int]]:
-    """The words of ``text`` (normalised, with their spans); tokens with no letter or digit (">", "-", "#")
-    are left out."""
-    out = []
-    for m in _WORD.finditer(text):
-        norm = _norm(m.group(0), fold)
-        if norm:
-            out.append((norm, m.start(), m.end()))
-    return out
 
 
 _WORD = re.compile(r"\S+")
@@ -67,13 +48,8 @@ def stands_in(run: str, index: str) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def flat_lines(text: str, fold: bool = True) -> str:
-    """``text`` as :func:`_tokens` sees it, one line per line, each with a space at both ends (whole-token
-    search).
-
-    The same normalisation as :func:`_norm`, done on the whole text: lower case, markdown and quotation
-    marks dropped (:func:`lowered`), then word by word (:func:`_flat_word`): a word with no letter or
-    digit dropped, separators after a word dropped and a sentence end after it kept as one full stop.
-    """
+    """``text`` normalised as :func:`_norm_folded` does each word, one line per line, each with a space at
+    both ends (for whole-token search); a line with no word is dropped."""
     return "\n".join(flat for flat in map(_flat_line, lowered(text, fold).splitlines()) if flat)
 
 
@@ -85,9 +61,7 @@ def _flat_line(line: str) -> str:
 
 @functools.lru_cache(maxsize=1 << 16)  # bounded: words recur in every text
 def _flat_word(word: str) -> str:
-    """A whitespace-delimited word of :func:`lowered` text, normalised: "" when it holds no letter, digit or
-    underscore; else without trailing commas, colons and semicolons, its trailing sentence end one full
-    stop."""
+    """A word of :func:`lowered` text normalised as :func:`_norm_folded` does a token."""
     word = word.rstrip(",;:")
     if not _WORD_CHAR(word):
         return ""
@@ -109,8 +83,7 @@ _MARKS = "*`_\"“”‘’'"
 
 
 def _unmarked(text: str) -> str:
-    """``text`` without markdown emphasis and quotation marks (``text.translate(_DROP)``, faster on long
-    texts)."""
+    """``text.translate(_DROP)``, faster on long texts."""
     for mark in _MARKS:
         if mark in text:
             text = text.replace(mark, "")
@@ -123,13 +96,10 @@ def source_index(texts: Sequence[str], fold: bool = True) -> str:
 
 
 class _Corpus:
-    """The source texts as lines of normalised tokens, with where each token (sentence end aside) occurs.
+    """A source text as lines of normalised tokens.
 
-    ``where`` (the tokens) is built at once. A run is looked for in the normalised text itself until the
-    source has served :data:`_PAIRS_AFTER` searches; from then on (a template read for every item) in
-    ``pairs``, where each pair of tokens starts, built once. Both find the same runs: a source token ends
-    with at most one full stop, so "the last word with or without its sentence end" is two whole-token
-    searches.
+    A run is looked for in the normalised text itself until the source has served :data:`_PAIRS_AFTER`
+    searches, then in ``pairs`` (where each pair of tokens starts, built once); both find the same runs.
     """
 
     def __init__(self, index: str) -> None:
@@ -225,19 +195,12 @@ def copied_runs(
     """The maximal runs of words of ``text`` that stand verbatim in one of ``sources``: (start, end,
     normalised run).
 
-    Runs are found left to right, each as long as it can be, within one line of ``text`` and
-    one line of a source (so a copied line never swallows the answer line after it). With
-    ``hint``, only lines where it matches are searched (a line without a value holds no answer).
-    ``whole`` are texts the sources are parts of (a rendered prompt, of its template's words and
-    the judged texts): two adjacent runs that stand together in one of them are one run.
-
-    A run lies within a *stretch*: consecutive words each of which stands somewhere in a source.
-    Runs are found stretch by stretch (a run never crosses a word no source holds). With ``hot``,
-    only the runs of stretches where ``hot`` or a digit matches are returned (a run holding a value
-    lies in such a stretch; the runs of the others are left out, the rest are the same). ``hot`` must
-    match no empty string and look around a match only for letters, digits or the underscore: then a
-    match inside a stretch is a match of the line there, and a stretch that meets no match the line's
-    own search finds holds none (the line is searched once, and a stretch only when it meets one).
+    Runs are found left to right, each as long as it can be, within one line of ``text`` and one line of a
+    source, and within a *stretch* (consecutive words each standing somewhere in a source). With ``hint``,
+    only lines where it matches are searched. ``whole`` are texts the sources are parts of (a rendered
+    prompt): two adjacent runs that stand together in one of them are one run. With ``hot``, only the runs
+    of stretches where ``hot`` or a digit matches are returned; ``hot`` must match no empty string and look
+    around a match only for letters, digits or the underscore.
     """
     texts = [x for x in sources if x and not x.isspace()]
     if not texts:
@@ -265,7 +228,7 @@ def copied_runs(
             continue
         corpora = [_corpus(x, fold) for x in texts]
         wheres = [c.where for c in corpora]
-        chunks = line.split()  # the \S+ runs _tokens reads, in order
+        chunks = line.split()  # the \S+ runs of _WORD, in order
         norms = list(map(norm, chunks))
         kept = [k for k, word in enumerate(norms) if word]
         words = [norms[k] for k in kept]
@@ -294,9 +257,8 @@ def copied_runs(
 
 
 class _Sources:
-    """The source texts of one search, each indexed only when a question needs it: whether a word stands in a
-    source is asked of its words (:func:`_words_of`); a source's index (:func:`_corpus`) is built only to find
-    a run of two words or more in it."""
+    """The source texts of one search; a source's index (:func:`_corpus`) is built only to find a run of two
+    words or more in it."""
 
     def __init__(self, texts: Sequence[str], fold: bool) -> None:
         self.texts, self.fold = texts, fold
@@ -328,8 +290,7 @@ class _Sources:
 
 @functools.lru_cache(maxsize=512)
 def _words_of(text: str, fold: bool) -> frozenset[str]:
-    """The tokens of ``text``'s index (:func:`flat_lines`), sentence end stripped, read word by word from its
-    lower-cased text without building the index (the same words: the index is those words, line by line)."""
+    """The tokens of ``text``'s index (:func:`flat_lines`), sentence end stripped, without building it."""
     return frozenset(map(_bare_word, lowered(text, fold).split())) - {""}
 
 
@@ -347,15 +308,11 @@ def _hot_runs(
     offset: int,
 ) -> list[tuple[int, int, str]]:
     """The runs of the stretches of ``line`` that hold a match of ``hot`` or a digit (see
-    :func:`copied_runs`).
-
-    Only the words around a match are looked at: a stretch holding a match meets a match of the
-    line's own search, so each stretch is found from such a match, outwards.
-    """
+    :func:`copied_runs`), each stretch found from such a match, outwards."""
     values = [m.span() for m in hot.finditer(line)] + [m.span() for m in _DIGIT.finditer(line)]
     if not values:
         return []
-    chunks = line.split()  # the \S+ runs _tokens reads, in order
+    chunks = line.split()  # the \S+ runs of _WORD, in order
     words: dict[int, str] = {}  # chunk index -> its normalised word ("" for a chunk with no letter or digit)
     held: dict[int, bool] = {}
 
@@ -465,8 +422,8 @@ def _stretch_runs(
 
 @functools.lru_cache(maxsize=512)
 def line_ends(text: str, fold: bool) -> tuple[frozenset[str], frozenset[str]]:
-    """The first and the last word of every line of ``text``'s index (:func:`flat_lines`), found without
-    building it: each line's first and last whitespace-delimited word that normalises to a word."""
+    """The first and the last word of every line of ``text``'s index (:func:`flat_lines`), without building
+    it."""
     heads, tails = set(), set()
     for line in lowered(text, fold).splitlines():
         chunks = line.split()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from mitigate.errors import MitigateError, ParseError
 from mitigate.parse._answer_line import VALUE, AnswerLine
@@ -32,7 +32,7 @@ from mitigate.scale import Scale
 
 _ANY_SCORE = Scale(min=-1e6, max=1e6, step=0.001)
 """A scale every plain number is on: what a score-shaped statement reads as, whatever the prompt's scale."""
-_FINAL = {"before": "last", "after": "first", "none": "either"}
+_FINAL: dict[str, Literal["last", "first", "either"]] = {"before": "last", "after": "first", "none": "either"}
 
 
 class FormatReader:
@@ -312,7 +312,7 @@ class FormatReader:
                     case_sensitive=self.fmt.case_sensitive,
                     ties=offered,
                     final=_FINAL[self.fmt.reasoning],
-                )  # type: ignore[arg-type]
+                )
             if self.fmt.kind == "mcq":
                 return parse_mcq(work, scale)
             return parse_score(work, scale, cues=(*self.line_cues, *cues))

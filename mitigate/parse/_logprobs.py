@@ -1,10 +1,12 @@
-"""A score read from token log-probabilities: the distribution over the scale's points and its expected
-value."""
+"""Answers read from token log-probabilities: a score's distribution over the scale's points and its expected
+value (G-Eval), and the probability of each pairwise verdict."""
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from mitigate.errors import ParseError, ScaleError
 from mitigate.lm import TokenLogprob
@@ -14,16 +16,14 @@ from mitigate.scale import Scale
 
 
 def score_tokens(scale: Scale) -> list[str]:
-    """The surface strings of the scale's plain answers, e.g. ["1", "2", ..., "10"].
-
-    These are what a logprob reducer looks for (after stripping a token's leading space);
-    points with more than one character ("10", "3.5") may span several tokens.
-    """
+    """The surface strings of the scale's plain answers, e.g. ["1", "2", ..., "10"] (a point such as "10" or
+    "3.5" may span several tokens)."""
     return [_fmt(p) for p in scale.points()]
 
 
-def _clean_token(token: str) -> str:
-    return token.replace("Ġ", " ").replace("▁", " ").replace("Ċ", "\n").strip()
+def _token_text(token: str) -> str:
+    """A token's text with the byte-level markers "Ġ" / "▁" / "Ċ" as the space and newline they stand for."""
+    return token.replace("Ġ", " ").replace("▁", " ").replace("Ċ", "\n")
 
 
 def _distribution(pos: TokenLogprob) -> dict[str, float]:
@@ -37,7 +37,7 @@ def _distribution(pos: TokenLogprob) -> dict[str, float]:
         if tok in seen:
             continue
         seen.add(tok)
-        key = _clean_token(tok)
+        key = _token_text(tok).strip()
         probs[key] = probs.get(key, 0.0) + math.exp(lp)
     return probs
 
@@ -45,7 +45,7 @@ def _distribution(pos: TokenLogprob) -> dict[str, float]:
 def _point_mass(positions: Sequence[TokenLogprob], i: int, points: dict[str, int]) -> dict[int, float]:
     """Probability mass per integer scale point at position ``i`` (multi-token numbers split)."""
     dist = _distribution(positions[i])
-    generated = _clean_token(positions[i].token)
+    generated = _token_text(positions[i].token).strip()
     prefixes = {s[:k] for s in points for k in range(1, len(s))}
     mass: dict[int, float] = {}
     for tok, p in dist.items():
@@ -74,12 +74,8 @@ def _point_mass(positions: Sequence[TokenLogprob], i: int, points: dict[str, int
 
 
 def expected_score(positions: Sequence[TokenLogprob], scale: Scale, *, min_mass: float = 0.5) -> float:
-    """G-Eval-style probability-weighted score: sum(p(v) * v) over the scale's integer points.
-
-    The probabilities are :func:`score_distribution`'s (its docstring says which position is
-    read and how multi-token numbers are split). Raises :class:`ParseError` when no position
-    carries mass on the scale.
-    """
+    """G-Eval-style probability-weighted score: sum(p(v) * v) over :func:`score_distribution`; ParseError
+    when no position carries mass on the scale."""
     dist = score_distribution(positions, scale, min_mass=min_mass)
     return sum(v * p for v, p in dist.items())
 
@@ -89,21 +85,12 @@ def score_distribution(
 ) -> dict[int, float]:
     """Probability per integer scale point at the score position, renormalised to sum to 1.
 
-    The score position is the first generated position whose token is a scale number (or the
-    start of one, "1" of "10"); failing that, the first position whose top alternatives put
-    at least ``min_mass`` probability on scale points. Probabilities there are renormalised
-    over the integer points. Tokens are compared after stripping leading spaces and the
-    byte-level markers "Ġ"/"▁".
-
-    Multi-token numbers ("10" written as "1" + "0"): when the generated token is "1", its
-    mass is split between 1 and 10 by the next position's top alternatives: P(10) ∝ P("0"
-    | "1"), P(1) ∝ P(next token is not a digit | "1"); digit continuations that leave the
-    scale ("15") are excluded and the split renormalised. This is exact up to top-k
-    truncation. When another token was generated (say "7") and "1" is only an alternative,
-    its continuation was never observed, so its mass goes to 1 (an approximation that can
-    only under-weight 10 by at most P("1")). A single "10" token counts as 10 directly.
-    Points outside the top alternatives get probability 0. Raises :class:`ParseError` when
-    no position carries mass on the scale.
+    The score position is the first generated position whose token is a scale number (or the start of one,
+    "1" of "10"); failing that, the first whose top alternatives put at least ``min_mass`` on scale points.
+    A generated "1" splits its mass between 1 and 10 by the next position's alternatives (P(10) ∝ P("0" |
+    "1"), P(1) ∝ P(no digit | "1"), continuations off the scale excluded); a "1" only among the
+    alternatives counts as 1. Points outside the top alternatives get 0. ParseError when no position carries
+    mass on the scale.
     """
     expected = f"token logprobs with probability on the scale points {scale.describe()}"
     pts = scale.integer_points()
@@ -114,7 +101,7 @@ def score_distribution(
     raw = "".join(p.token for p in positions)
     chosen: dict[int, float] | None = None
     for i, pos in enumerate(positions):
-        if _clean_token(pos.token) in points or _clean_token(pos.token) in prefixes:
+        if (token := _token_text(pos.token).strip()) in points or token in prefixes:
             mass = _point_mass(positions, i, points)
             if sum(mass.values()) > 0:
                 chosen = mass
@@ -136,3 +123,108 @@ def score_distribution(
         )
     total = sum(chosen.values())
     return {v: p / total for v, p in sorted(chosen.items())}
+
+
+class VerdictProbabilities(NamedTuple):
+    """The verdict distribution ({"first", "second"[, "tie"]} -> probability, summing to 1), the position it
+    was read at, the label generated there, and the probability mass the labels had among the listed
+    alternatives."""
+
+    probabilities: dict[str, float]
+    position: int
+    generated: str
+    mass: float
+
+
+def _fold(text: str, sensitive: bool) -> str:
+    return text if sensitive else text.lower()
+
+
+def _matches(token: str, part: str) -> bool:
+    """Whether a (cleaned) token begins the label part ``part``: equals it, is a prefix of it, or starts
+    with it followed by a character that is not a letter or digit ("A]]"; never "As" for "A")."""
+    if not token or not part:
+        return False
+    if token == part or part.startswith(token):
+        return True
+    return token.startswith(part) and not token[len(part)].isalnum()
+
+
+def verdict_probabilities(
+    positions: Sequence[TokenLogprob],
+    labels: tuple[str, str],
+    tie: str | None = None,
+    *,
+    lead: str = "",
+    case_sensitive: bool = False,
+    answer_first: bool = False,
+) -> VerdictProbabilities:
+    """The verdict distribution at the position where the judge names its verdict.
+
+    ``labels`` name the first and second output as the answer writes them, ``tie`` the tie (None: no tie
+    answer); ``lead`` is the answer line's text before the label ("[[", "Verdict: "; empty for a bare
+    label, read at the start of a line). Labels that share a beginning ("Output (a)" / "Output (b)") are
+    decided at the first token of their difference: the position read is one whose token begins a label's
+    distinguishing part right after ``lead`` and the shared beginning; the first such with
+    ``answer_first``, else the last. The top alternatives' probability there is summed per label and
+    renormalised; tokens are compared case-insensitively unless ``case_sensitive``. ParseError when no
+    generated position names a label after the lead, or the alternatives there put nothing on any label.
+    """
+    sensitive = case_sensitive
+    values = {labels[0]: "first", labels[1]: "second", **({tie: "tie"} if tie else {})}
+    folded = [_fold(v, sensitive) for v in values]
+    shared = os.path.commonprefix(folded)
+    parts = {lab[len(shared) :]: verdict for lab, verdict in zip(folded, values.values(), strict=True)}
+    needed = _fold(lead + shared, sensitive).rstrip()
+    text = ""
+    found: list[int] = []
+    for i, pos in enumerate(positions):
+        before = _fold(text, sensitive).rstrip(" \t")
+        at_context = before.endswith(needed) if needed else (before == "" or before.endswith("\n"))
+        if at_context and _label_of(pos.token, parts, sensitive) is not None:
+            found.append(i)
+        text += _token_text(pos.token)
+    raw = text
+    if not found:
+        raise ParseError(
+            f"expected a generated token naming one of {list(values)} after {lead + shared!r}; "
+            f"got none in {raw[:120]!r}",
+            raw=raw,
+            expected=f"a verdict label among {list(values)}",
+        )
+    i = found[0] if answer_first else found[-1]
+    pos = positions[i]
+    mass = dict.fromkeys(values.values(), 0.0)
+    seen: set[str] = set()
+    listed = 0.0
+    for tok, lp in ((pos.token, pos.logprob), *pos.top):
+        if tok in seen:
+            continue
+        seen.add(tok)
+        p = math.exp(lp)
+        listed += p
+        verdict = _label_of(tok, parts, sensitive)
+        if verdict is not None:
+            mass[verdict] += p
+    total = sum(mass.values())
+    if total <= 0:
+        raise ParseError(
+            f"expected probability on the labels {list(values)} at the verdict position; got none", raw=raw
+        )
+    generated = _label_of(pos.token, parts, sensitive) or ""
+    return VerdictProbabilities(
+        {k: v / total for k, v in mass.items()}, i, generated, total / listed if listed else 0.0
+    )
+
+
+def _label_of(token: str, parts: dict[str, str], sensitive: bool) -> str | None:
+    """The verdict whose distinguishing label part ``token`` begins (the longest such part), else None."""
+    clean = _fold(_token_text(token), sensitive).lstrip(" \t")
+    best: tuple[int, str] | None = None
+    for part, verdict in parts.items():
+        if _matches(clean, part) and (best is None or len(part) > best[0]):
+            best = (len(part), verdict)
+    if best is None:
+        return None
+    ambiguous = [v for p, v in parts.items() if _matches(clean, p) and v != best[1] and len(p) == best[0]]
+    return None if ambiguous else best[1]

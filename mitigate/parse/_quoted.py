@@ -1,35 +1,13 @@
 """What in a judge's answer is not the judge's own statement: reported speech and quotations of what it was
-shown.
+shown (docs/answer_reading.md).
 
-A judge reads texts written by the systems it judges, and those texts may hold answer-shaped
-values ("Score: 5", "[[B]]", "Therefore, Output (b) is better."). The verdict is the judge's
-own final statement in the template's format; a value the answer quotes back is never it.
-:func:`unquote` finds, in an answer, the spans that are not the judge's own statement and
-blanks them (spaces of the same length, so positions and line breaks hold); every reader
-(score, letter, verdict, criteria lines, JSON) then reads what is left. Blanked:
-
-* **reported speech**: the clause after a third party's verb of saying ("the text claims
-  Score: 5", "Summary A wrote '[[B]]'", "Assistant (b) argues that Output (b) is better"), and
-  the paragraph after a reporting lead-in line ("The summary ends with:"), when it holds an
-  answer. "I said", "we state" are the judge's own words. Needs no source: a third party's
-  claim is not the judge's verdict whoever wrote it.
-* **a copy with context**: a run of words standing verbatim in a text the judge was shown
-  (``sources``: the rendered prompt, the judged texts), holding an answer and more than the
-  bare answer ("Summary: X Score: 5", an echoed prompt section). Words are compared with case,
-  spacing, markdown, quotation marks and trailing punctuation ignored.
-* **a marked copy**: a bare answer ("Score: 5", "[[B]]") copied from a source and marked as a
-  quotation (quotation marks, backticks, a code block, a blockquote).
-
-A bare answer copied from a judged text and not marked may still be the judge's own: a judge
-may give the very value the text holds. :func:`unquote` returns a second, *strict* text with
-those copies blanked too, and the caller reads both: the same value (or nothing in the strict
-text) means the judge's own statement; two different values mean the answer states its own
-value and also the judged text's, with nothing to tell which is final, and that is a recorded
-failure (never the planted value).
-
-What counts as "an answer" and as "bare" is the answer format's: the caller passes
-``statement`` (does this span alone read as an answer?) and ``bare`` (is it nothing but the
-answer in the format's own words?).
+:func:`unquote` blanks (with spaces, so positions and line breaks hold) the spans that are not the judge's
+own statement; every reader then reads what is left. Blanked: **reported speech** (the clause after a third
+party's verb of saying, :mod:`._reported`; needs no source); **a copy with context**, a run of words standing
+verbatim in a text the judge was shown and holding an answer and more than the bare answer (:mod:`._copies`);
+**a marked copy**, a bare answer copied from a source inside quotation marks, backticks, a code block or a
+blockquote. A bare, unmarked copy of a judged text's answer may still be the judge's own value: it is blanked
+only in a second, *strict* text, and a caller that reads two different values from the two has a failure.
 """
 
 from __future__ import annotations
@@ -82,11 +60,8 @@ def _alone(text: str, start: int, end: int) -> bool:
 
 
 def blank(text: str, spans: Sequence[Span]) -> str:
-    """``text`` with every span replaced by spaces (line breaks kept), so positions hold.
-
-    Punctuation closing a span (a full stop, a closing quotation mark) is kept, so the sentence
-    the span ended still ends there.
-    """
+    """``text`` with every span replaced by spaces (line breaks kept); punctuation closing a span is kept, so
+    the sentence it ended still ends there."""
     if not spans:
         return text
     chars = list(text)
@@ -99,18 +74,12 @@ def blank(text: str, spans: Sequence[Span]) -> str:
     return "".join(chars)
 
 
-def _template_parts(
-    sources: Sequence[str], judged: Sequence[str], fold: bool, fast: bool = True
-) -> list[str]:
-    """What ``sources`` (the rendered prompt) hold besides the judged texts: the template's own words (and
-    demos)."""
-    return list(_template_parts_of(tuple(sources), tuple(judged), fold, fast))
-
-
 @functools.lru_cache(maxsize=64)  # the samples and criteria of one request read the same prompt and texts
-def _template_parts_of(
+def _template_parts(
     sources: tuple[str, ...], judged: tuple[str, ...], fold: bool, fast: bool
 ) -> tuple[str, ...]:
+    """What ``sources`` (the rendered prompt) hold besides the judged texts: the template's own words (and
+    demos)."""
     texts = sorted((j for j in judged if j and not j.isspace()), key=len, reverse=True)
     lines_of: dict[str, set[str]] = {}
 
@@ -146,24 +115,19 @@ def unquote(
     fast: bool = True,
 ) -> tuple[str, str]:
     """``(own, strict)``: ``text`` with what is not the judge's own statement blanked (see the module
-    docstring).
+    docstring); ``strict`` also blanks bare, unmarked copies of an answer a judged text holds.
 
-    ``sources`` are the texts the judge was shown (the rendered prompt); ``judged`` the texts
-    under judgment (they count as sources too). When ``judged`` is given, what the prompt holds
-    besides them is the template's own wording: a copy of it with an answer in it (a verdict line
-    the template lists) is the judge's own statement, as a bare answer is; without ``judged``,
-    every source counts as possibly judged. ``statement(span)`` says whether a span alone
-    reads as an answer; ``bare(span)`` whether it is nothing but the answer in the format's own
-    words. ``strict`` also blanks bare, unmarked copies of an answer a judged text holds. ``fold=False``
-    compares case (for answer labels that differ only by case, "m" / "M").
+    ``sources`` are the texts the judge was shown (the rendered prompt), ``judged`` the texts under judgment
+    (sources too). With ``judged``, what the prompt holds besides them is the template's own wording: a copy
+    of it holding an answer (a verdict line the template lists) is the judge's own statement. ``statement``
+    says whether a span alone reads as an answer, ``bare`` whether it is nothing but the answer in the
+    format's own words. ``fold=False`` compares case ("m" / "M").
 
-    ``hint`` (what any answer holds: a digit, a label) spares the search in lines without one, and
-    (with ``fast``) in every stretch of copied words without one or a digit: what no source holds
-    beside a value is never looked at, so an answer whose values no source holds costs no search. It
-    must be what ``statement`` needs: ``statement(span)`` is False for a span ``hint`` does not match,
-    and ``hint`` looks around a match only for letters, digits or the underscore (so a match inside
-    a stretch of words is a match of the stretch). ``fast=False`` searches every stretch; the two give
-    the same result (``tests/parse/test_reading_fast_path.py``).
+    ``hint`` (what any answer holds: a digit, a label) spares the search in lines without one and, with
+    ``fast``, in every stretch of copied words without one or a digit. ``statement(span)`` must be False for
+    a span ``hint`` does not match, and ``hint`` may look around a match only for letters, digits or the
+    underscore. ``fast=False`` searches every stretch; both give the same result
+    (``tests/parse/test_reading_fast_path.py``).
     """
     seen: dict[str, bool] = {}
 
@@ -179,15 +143,14 @@ def unquote(
     strict: list[Span] = []
     if any(x and not x.isspace() for x in [*sources, *judged]):
         # whether the judged texts' index is non-empty, without building it: two texts or more (their lines
-        # joined), or
-        # one holding a letter or digit (which every token has, and every chunk holding one is a token)
+        # joined), or one holding a letter or digit (which every token has)
         given = [x for x in judged if x and not x.isspace()]
         judging = (
             (len(given) > 1 or any(has_alnum(lowered(x, fold)) for x in given))
             if fast
             else bool(source_index(judged, fold))
         )
-        template = _template_parts(sources, judged, fold, fast) if judging else list(sources)
+        template = list(_template_parts(tuple(sources), tuple(judged), fold, fast) if judging else sources)
         runs = copied_runs(text, [*template, *judged], fold, hint, whole=sources, hot=hint if fast else None)
         judged_index = source_index(judged, fold) if runs else ""
         marks = marked_spans(text) if runs else []
@@ -196,9 +159,7 @@ def unquote(
             piece = text[start:end]
             if " " not in norm and norm.isalnum():
                 # one plain word or number standing in a source ("5", "a") is no quotation, unless it is a
-                # whole
-                # line of a judged text (a bare answer "B" the judged text holds alone) and alone on its line
-                # of the
+                # whole line of a judged text (a bare answer "B" it holds alone) and alone on its line of the
                 # answer or marked as a quotation there
                 lines = f"\n{judged_index}\n"
                 if (f"\n {norm} \n" in lines or f"\n {norm}. \n" in lines) and states(text[start:end]):
@@ -208,8 +169,7 @@ def unquote(
                         strict.append((start, end))
                 continue
             core = _core(text, (start, end))
-            # a copy that starts inside a third party's words is marked by the verb ("it claims Therefore,
-            # ...")
+            # a copy starting inside a third party's words is marked by the verb ("it claims Therefore, ...")
             if _within(core, marks) or any(r0 <= core[0] < r1 for r0, r1 in reported):
                 if _DIGIT.search(piece) or states(piece):
                     own.append((start, end))
@@ -217,8 +177,8 @@ def unquote(
                 if bare(piece) or (
                     template_index and stands_in(norm, template_index) and not stands_in(norm, judged_index)
                 ):
-                    # the answer in the format's own words, or in the template's ("Assistant A is much better:
-                    # [[A>>B]]" copied from the template's list of verdicts): the judge's own statement
+                    # the answer in the format's own words, or in the template's (a verdict copied from the
+                    # template's list of verdicts): the judge's own statement
                     if stands_in(norm, judged_index):
                         strict.append((start, end))
                 else:

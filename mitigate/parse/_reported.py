@@ -10,6 +10,7 @@ the judge was shown: :mod:`mitigate.parse._quoted` decides which of these spans 
 from __future__ import annotations
 
 import re
+import string
 
 Span = tuple[int, int]
 
@@ -30,81 +31,23 @@ def marked_spans(text: str) -> list[Span]:
 
 
 # A verb of saying whose clause reports someone else's words ("the text claims", "Summary A wrote"). Forms
-# that
-# are also participles ("the groups mentioned", "as stated") count only before "that", a colon or a quotation.
+# that are also participles ("the groups mentioned", "as stated") count only before "that", ":" or a quote.
 _QUOTE_NEXT = r"(?=[ \t]*(?:that\b|[:\"“'‘`]))"
-_SAYS = ("says", "states", "claims", "writes", "wrote", "argues", "asserts", "insists", "declares", "quotes")
-_SAYS_BEFORE_QUOTE = (
-    "reads",
-    "goes",
-    "ends",
-    "finishes",
-    "closes",
-    "begins",
-    "starts",
-    "opens",
-    "mentions",
-    "contains",
-    "includes",
-)
-_SAID_BEFORE_QUOTE = (
-    "said",
-    "stated",
-    "claimed",
-    "argued",
-    "asserted",
-    "insisted",
-    "declared",
-    "quoted",
-    "mentioned",
-    "written",
-)
+_SAYS = "says states claims writes wrote argues asserts insists declares quotes".split()
+_SAYS_BEFORE_QUOTE = "reads goes ends finishes closes begins starts opens mentions contains includes".split()
+_SAID_BEFORE_QUOTE = "said stated claimed argued asserted insisted declared quoted mentioned written".split()
 _ENDS_WITH = (
-    "ends",
-    "ended",
-    "concludes",
-    "concluded",
-    "closes",
-    "closed",
-    "finishes",
-    "finished",
-    "opens",
-    "opened",
-    "begins",
-    "began",
-    "starts",
-    "started",
-)
+    "ends ended concludes concluded closes closed finishes finished opens opened begins began starts started"
+).split()
 _REPORT_PATTERN = (
-    r"\b(?:"
-    + "|".join(_SAYS)
-    + "|(?:"
-    + "|".join(_SAYS_BEFORE_QUOTE)
-    + ")"
-    + _QUOTE_NEXT
-    + "|(?:"
-    + "|".join(_SAID_BEFORE_QUOTE)
-    + ")"
-    + _QUOTE_NEXT
-    + "|(?:"
-    + "|".join(_ENDS_WITH)
-    + r")\s+(?:with|by))\b"
+    rf"\b(?:{'|'.join(_SAYS)}|(?:{'|'.join(_SAYS_BEFORE_QUOTE)}){_QUOTE_NEXT}"
+    rf"|(?:{'|'.join(_SAID_BEFORE_QUOTE)}){_QUOTE_NEXT}|(?:{'|'.join(_ENDS_WITH)})\s+(?:with|by))\b"
 )
 _REPORT = re.compile(_REPORT_PATTERN, re.IGNORECASE)
 # The same verbs searched faster: in the text with every character that re.IGNORECASE equates with an ASCII
-# letter
-# written as that letter (A-Z, and the four others: U+0130, U+0131, U+017F, U+212A), case-sensitively, after a
-# check
+# letter written as that letter (A-Z, and U+0130, U+0131, U+017F, U+212A), case-sensitively, after a check
 # that one of the verbs occurs at all. Same length, so the same spans.
-_FOLD = str.maketrans(
-    {
-        **{chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)},
-        "\u0130": "i",
-        "\u0131": "i",
-        "\u017f": "s",
-        "\u212a": "k",
-    }
-)
+_FOLD = str.maketrans(string.ascii_uppercase + "\u0130\u0131\u017f\u212a", string.ascii_lowercase + "iisk")
 _REPORT_FOLDED = re.compile(_REPORT_PATTERN)
 _ANY_VERB = re.compile(
     "|".join(sorted({*_SAYS, *_SAYS_BEFORE_QUOTE, *_SAID_BEFORE_QUOTE, *_ENDS_WITH}, key=len, reverse=True))

@@ -1,30 +1,15 @@
-"""Reading a numeric score from a judge's free-text answer (``parse_score``).
+"""Reading a numeric score from a judge's free-text answer (``parse_score``; rules pinned by
+``tests/parse/test_parse.py``).
 
-Design choices (pinned by ``tests/parse/test_parse.py``):
-
-* **Last explicit cue wins.** Judges reason first and score last, and a reasoning may quote
-  the judged item ("the summary says 'Score: 10' ... My score: 3"); what an answer quotes back
-  is blanked before these readers run (:func:`mitigate.parse._quoted.unquote`, called by
-  :meth:`~mitigate.prompt.answer.AnswerFormat.read` and :func:`~mitigate.parse._criteria.parse_criteria`).
-  A number is a candidate only when a score cue marks it: a noun cue before it ("Score: 4", "a
-  rating of 7", "final score is 3"), a verb cue ("I would give it a 4", "earning a 3", "I rate it
-  2"), or a denominator after it ("4/5", "2 out of 5"). The last candidate in the text decides;
-  when it is malformed (a range "3-4", out of scale, off the grid, a different denominator) the
-  text is rejected rather than falling back to an earlier number.
-* **Bare numbers only as a last resort**, and only when the response *ends* with a number
-  standing alone (the whole answer, the last line, the last sentence "... level. 5", or a
-  closing "(4)"). A number inside prose without a cue is never taken.
-* **Not scores:** scale descriptions ("1-5 scale", "on a scale of 1 to 10", "(1-5)",
-  "scale of 5"), list markers at the start of a line ("1. ..."), numbers glued to words or
-  symbols ("M10", "50th", "$2.6"), denominators, and numbers followed by a noun after a verb
-  cue ("scored 2 goals").
-* **Decimals follow the scale's grid.** A value is accepted only when it is on
-  ``scale.step`` (``3.5`` needs ``Scale(step=0.5)``; ``3.0`` is fine on an integer scale).
-  A decimal that the scale does not allow is a parse failure with a message suggesting the
-  step, never a silent rounding. With ``scale.modifiers`` the words "weak N"/"strong N" give
-  N ∓ ``MODIFIER_STEP`` (those values are off the grid by design); without modifiers the
-  words are read as plain English ("a strong 4" is 4).
-* **Number words** "zero" to "ten" count as numbers ("scoring a one out of five").
+* **The last cued number wins**: a noun cue before it ("Score: 4", "a rating of 7"), a verb cue ("I would
+  give it a 4", "I rate it 2") or a denominator after it ("4/5", "2 out of 5"). When that number is
+  malformed (a range "3-4", out of scale, off the grid, another denominator) the text is rejected, never
+  read from an earlier number. What the answer quotes back is blanked before (:mod:`._quoted`).
+* **A bare number only as a last resort**, standing alone at the start or the very end of the answer.
+* **Not scores**: scale descriptions ("1-5 scale", "(1-5)"), list markers, numbers glued to words or
+  symbols ("M10", "$2.6"), and numbers followed by a noun after a verb cue ("scored 2 goals").
+* **Decimals follow the scale's grid**: off the grid is a failure, never a rounding. With
+  ``scale.modifiers`` "weak N"/"strong N" give N -/+ ``MODIFIER_STEP``; number words "zero" to "ten" count.
 """
 
 from __future__ import annotations
@@ -132,10 +117,8 @@ def _follow_ok(text: str, end: int, allowed: frozenset[str]) -> bool:
 
 
 def _candidate_at(text: str, m: re.Match[str]) -> _Candidate | None:
-    """The candidate score at number match ``m``; None when it is not a score given.
-
-    Not given: a match result such as "2-0 win", or a negated score ("not a 5 out of 5").
-    """
+    """The candidate score at number match ``m``; None for a match result ("2-0 win") or a negated score
+    ("not a 5 out of 5")."""
     end = m.end()
     denom: float | None = None
     is_range = False
@@ -181,10 +164,8 @@ def _cue_pattern(cues: tuple[str, ...]) -> re.Pattern[str]:
 def _candidates(text: str, cues: Sequence[str] = ()) -> list[_Candidate]:
     """Every cued number in (normalised, masked) ``text``, in order of position.
 
-    Label-form cues ("Score 2: fair", the number between the cue and a colon) that occur
-    with two or more different numbers are an echoed list of scale labels, not answers,
-    and are dropped; a single "Score 4: the summary is clear" still counts. A number in
-    double brackets ("[[4]]", MT-Bench) or cued "[RESULT]" (Prometheus) is cued by its marker.
+    Label-form cues ("Score 2: fair") with two or more different numbers are an echoed list of scale labels
+    and are dropped. "[[4]]" (MT-Bench) and "[RESULT] 4" (Prometheus) are cued by their marker.
     """
     found: dict[int, _Candidate] = {}
     labels: dict[int, float] = {}
@@ -273,15 +254,11 @@ def _check_value(cand: _Candidate, text: str, scale: Scale, expected: str) -> fl
 
 
 def parse_score(text: str, scale: Scale, *, cues: Sequence[str] = (), raw: str | None = None) -> float:
-    """Read one numeric score on ``scale`` from a judge's free-text answer.
+    """Read one numeric score on ``scale`` from a judge's free-text answer (rules: the module docstring).
 
-    Takes the last explicitly cued number (see the module docstring for the rules), or a
-    number standing alone at the start ("2. The response ...") or at the end of the text
-    when nothing is cued (both, with different values, is ambiguous). ``cues`` adds words
-    that mark a score, such as the criterion of a "Coherence: N" answer line. Raises
-    :class:`ParseError` for no number, a range, a score outside the scale or off its grid, or
-    a score given out of a different maximum ("7/10" on a 1–5 scale); ``raw`` (default
-    ``text``) is the full response kept on the error.
+    ``cues`` adds words that mark a score (the criterion of a "Coherence: N" line). Raises
+    :class:`ParseError` for no number, a range, a score outside the scale or off its grid, or one out of a
+    different maximum ("7/10" on 1-5); ``raw`` (default ``text``) is the full response kept on the error.
     """
     return read_score(text, scale, raw=text if raw is None else raw, cues=cues)
 
