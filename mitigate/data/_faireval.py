@@ -1,20 +1,10 @@
 """FairEval (Wang et al. 2023, "Large language models are not fair evaluators"), read from a copy of its
-repository.
+repository (github.com/i-Eval/FairEval): ``question.jsonl`` (the 80 Vicuna questions), ``answer/answer_<model>
+.jsonl`` (each model's answer per question) and ``review/review_gpt35_vicuna-13b_human.txt`` (the human
+verdict per question, in order: ``CHATGPT``, ``VICUNA13B`` or ``TIE``).
 
-Layout (github.com/i-Eval/FairEval; point mitigate at the repository folder):
-
-- ``question.jsonl``: the 80 Vicuna questions, ``{"question_id", "text", "category"}``;
-- ``answer/answer_<model>.jsonl``: each model's answer per question, ``{"question_id", "text"}``
-  (``gpt35`` = ChatGPT, ``vicuna-13b``, ``alpaca-13b``, ``gpt-4``);
-- ``review/review_gpt35_vicuna-13b_human.txt``: the human verdict per question, one line each in
-  question order: ``CHATGPT``, ``VICUNA13B`` or ``TIE``.
-
-:func:`load_faireval` gives the ChatGPT vs Vicuna-13B pairs as a pairwise benchmark: A is
-ChatGPT's answer, B Vicuna-13B's, gold ``"A"``/``"B"``/``"tie"`` from the human line
-(criterion ``overall``; item ids ``"faireval/<question_id>"``). The repository releases no
-LLM judge outputs (the paper's GPT-4 and ChatGPT reviews are not in it); LLMBar's processed
-copy of FairEval (``Processed/FairEval`` in :mod:`mitigate.data._llmbar`) carries judge outputs
-on the non-tie pairs.
+Item ids are ``"faireval/<question_id>"``; criterion ``overall``. The repository releases no judge outputs
+(LLMBar's ``Processed/FairEval`` set carries some on the non-tie pairs).
 """
 
 from __future__ import annotations
@@ -22,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from mitigate.data._jsonl import read_json_lines, read_text_lines
+from mitigate.data._jsonl import file_error, read_json_lines, read_text_lines
 from mitigate.data._released_pairwise import RELEASE_CRITERION
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import DataError
@@ -36,18 +26,17 @@ def _by_question(path: Path) -> dict[int, dict[str, Any]]:
     for line, row in read_json_lines(path):
         qid = row.get("question_id") if isinstance(row, dict) else None
         if not isinstance(qid, int) or not isinstance(row.get("text"), str):
-            raise DataError(
-                f"{path}:{line}: expected an integer 'question_id' and a string 'text'; got "
-                f"{str(row)[:60]!r}",
-                path=str(path),
+            raise file_error(
+                path,
+                f"expected an integer 'question_id' and a string 'text'; got {str(row)[:60]!r}",
+                f"{path}:{line}",
             )
         out[qid] = row
     return out
 
 
 def load_faireval(path: str | Path) -> Benchmark:
-    """The 80 FairEval questions with ChatGPT's (A) and Vicuna-13B's (B) answers and the human verdict as
-    gold."""
+    """The 80 FairEval questions, ChatGPT's (A) and Vicuna-13B's (B) answers, the human verdict as gold."""
     repo = Path(path)
     files = {
         "question": repo / "question.jsonl",

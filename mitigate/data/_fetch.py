@@ -1,19 +1,14 @@
 """Download the built-in benchmarks' public releases, pinned by SHA-256, into the data folder.
 
-Every built-in benchmark reads files from a public GitHub repository at a fixed commit. The
-sources (``sources.json`` beside this module) list, per dataset folder, the repository, the
-commit and each file's path, size and SHA-256; the benchmarks each folder serves; and files
-*derived* locally from a downloaded one (the flattened SummEval JSON lines of BARTScore's pickle).
+The sources (``sources.json`` beside this module) list, per dataset folder, the GitHub repository, the
+commit and each file's path, size and SHA-256, the benchmarks the folder serves, and files *derived*
+locally from a downloaded one (the SummEval JSON lines of BARTScore's pickle). A file is fetched from
+``{base}/{repo}/{commit}/{path}`` (``base``: ``base_url=``, else ``$MITIGATE_DATA_URL``, else
+:data:`DEFAULT_BASE_URL`) into a temporary file beside its destination, checked for size and SHA-256, then
+moved into place: nothing half-written or unverified is ever left under its real name.
 
-A file is fetched from ``{base}/{repo}/{commit}/{path}`` (``base`` defaults to
-:data:`DEFAULT_BASE_URL`; ``$MITIGATE_DATA_URL`` or ``base_url=`` overrides it, e.g. for a
-mirror or a test server) into a temporary file beside its destination, checked for size and
-SHA-256, then moved into place (:func:`mitigate.paths.write_output`). A file that fails a check is deleted:
-nothing half-written or unverified is ever left under its real name.
-
-Errors are :class:`DownloadError`; ``kind`` says which: ``"offline"`` (connection refused, DNS
-failure, timeout: the message names the URL to fetch by hand and where to put it), ``"http"``
-(an HTTP error status), ``"integrity"`` (wrong checksum, wrong size, cut transfer).
+Errors are :class:`DownloadError`, ``kind`` ``"offline"`` (the message names the URL to fetch by hand and
+where to put it), ``"http"`` (an error status) or ``"integrity"`` (wrong checksum or size, cut transfer).
 """
 
 from __future__ import annotations
@@ -47,8 +42,7 @@ FileState = Literal["present", "missing", "corrupt"]
 
 
 class DownloadError(MitigateError, RuntimeError):
-    """A file could not be fetched (``kind="offline"``), was refused by the server (``"http"``),
-    or failed its size / SHA-256 check (``"integrity"``); ``url`` and ``dest`` say which file."""
+    """A file not fetched (``kind`` "offline"), refused ("http") or failing its check ("integrity")."""
 
 
 class SourceFile(BaseModel):
@@ -129,8 +123,7 @@ class SourceStatus(BaseModel):
 
     @property
     def state(self) -> FileState:
-        """``present`` when every file is, ``corrupt`` when any file has a wrong checksum, else
-        ``missing``."""
+        """``corrupt`` when any file is, else ``present`` when every file is, else ``missing``."""
         if self.count("corrupt"):
             return "corrupt"
         return "present" if self.count("present") == len(self.files) else "missing"
@@ -152,19 +145,16 @@ class SourceStatus(BaseModel):
 def sources() -> dict[str, Source]:
     """The built-in sources by dataset folder name, read from ``sources.json``."""
     raw = json.loads(resources.files("mitigate.data").joinpath("sources.json").read_text(encoding="utf-8"))
-    out: dict[str, Source] = {}
-    for name, spec in raw.items():
-        files = tuple(SourceFile(path=p, bytes=n, sha256=h) for p, n, h in spec["files"])
-        derived = tuple(DerivedFile.model_validate(d) for d in spec.get("derived", ()))
-        out[name] = Source(
-            name=name,
-            repo=spec["repo"],
-            commit=spec["commit"],
-            benchmarks=tuple(spec["benchmarks"]),
-            files=files,
-            derived=derived,
+    return {
+        name: Source.model_validate(
+            {
+                **spec,
+                "name": name,
+                "files": [{"path": p, "bytes": n, "sha256": h} for p, n, h in spec["files"]],
+            }
         )
-    return out
+        for name, spec in raw.items()
+    }
 
 
 def source_for(name: str) -> Source:
@@ -182,8 +172,7 @@ def source_for(name: str) -> Source:
 
 
 def target_dir(root: str | Path | None = None) -> Path:
-    """The folder to download into: ``root``, else the data folder mitigate reads, else the user data
-    folder."""
+    """The folder to download into: ``root``, else the data folder mitigate reads, else the user's."""
     if root is not None:
         return Path(root)
     return data_dir() or user_data_dir()
@@ -237,11 +226,9 @@ def fetch(
 ) -> SourceStatus:
     """Download every missing or corrupt file of a benchmark's source into the data folder; its status after.
 
-    Files already present with the right SHA-256 are skipped. Each download goes to a temporary
-    file beside its destination, is checked for size and SHA-256, and only then replaces the
-    destination. Raises :class:`DownloadError` at the first file that cannot be fetched or
-    fails its check (nothing is left in its place); files fetched before it stay.
-    ``on_file`` is called with each file's path as it is fetched or derived.
+    Raises :class:`DownloadError` at the first file that cannot be fetched or fails its check (nothing is
+    left in its place; files fetched before it stay). ``on_file`` is called with each file's path as it is
+    fetched or derived.
     """
     source = name if isinstance(name, Source) else source_for(name)
     folder = target_dir(root)
@@ -321,11 +308,6 @@ def _download(
 
     # written beside dest and renamed into place only once every check passed; a refusal leaves nothing
     write_output(dest, stream, f"the download of {url} to", binary=True)
-
-
-# ---------------------------------------------------------------------------------------------
-# derived files
-# ---------------------------------------------------------------------------------------------
 
 
 class _PlainUnpickler(pickle.Unpickler):

@@ -1,18 +1,12 @@
-"""The generic benchmark format (one JSON object per line) and the file helpers every loader shares.
+"""The generic benchmark format (one JSON object per line, ``docs/data_format.md``) and the file helpers every
+loader shares. A row::
 
-A row of the generic format (see ``docs/data_format.md``)::
+    {"id": "M8/dm-test-1", "system": "M8", "doc_id": "dm-test-1", "inputs": {"source": "The article ..."},
+     "output": "The summary ...", "human": {"coherence": 3.33}, "annotators": {"coherence": [3, 4, 3]}}
 
-    {"id": "M8/dm-test-1", "system": "M8", "doc_id": "dm-test-1",
-     "inputs": {"source": "The article ..."}, "output": "The summary ...",
-     "reference": "A reference summary", "human": {"coherence": 3.33},
-     "annotators": {"coherence": [3, 4, 3]}, "meta": {"split": "test"}}
-
-Only ``id`` and ``output`` are required. A pairwise row adds ``output_b`` (and ``system_b``) and
-its gold ``preference`` per criterion (``"A"``, ``"B"`` or ``"tie"``). An optional first line
-``{"benchmark": {"name": ..., "criteria": [...], "scale": [1, 5], "scales": {"naturalness": [1, 3]}}}``
-declares the benchmark, including a label scale per criterion. :func:`load_jsonl` checks every
-row and stops at the first bad one with a :class:`~mitigate.errors.DataError` naming the file,
-the line, what was expected and what came.
+Only ``id`` and ``output`` are required; a pairwise row adds ``output_b`` and its gold ``preference`` per
+criterion. An optional first line ``{"benchmark": {"name": ..., "criteria": [...], "scale": [1, 5],
+"scales": {...}}}`` declares the benchmark.
 """
 
 from __future__ import annotations
@@ -48,8 +42,7 @@ ScaleSpec = Scale | tuple[float, float] | list[float]
 
 
 def resolve_root(root: str | Path | None) -> Path:
-    """The data folder to read from: ``root`` when given, else :func:`mitigate.paths.data_dir`; DataError
-    saying how to point mitigate at the data when neither is set."""
+    """``root``, else :func:`mitigate.paths.data_dir`; DataError saying how to set it when neither is."""
     if root is not None:
         return Path(root)
     found = data_dir()
@@ -62,8 +55,7 @@ def resolve_root(root: str | Path | None) -> Path:
 
 
 def require_files(root: Path, relpaths: Sequence[str], *, dataset: str, hint: str = "") -> list[Path]:
-    """The paths of ``relpaths`` under ``root``; DataError naming every missing one, ``dataset`` (what is
-    loaded) and ``hint`` (where the files come from)."""
+    """The paths of ``relpaths`` under ``root``; DataError naming every missing one and the ``hint``."""
     paths = [root / rel for rel in relpaths]
     missing = [rel for rel, path in zip(relpaths, paths, strict=True) if not path.is_file()]
     if missing:
@@ -79,61 +71,47 @@ def require_files(root: Path, relpaths: Sequence[str], *, dataset: str, hint: st
 
 
 def read_json_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, Any]]:
-    """``(line_number, value)`` for every non-blank line of a JSON-lines file (from 1); ``error`` (DataError
-    or a subclass) naming the file and line for a line that is not valid JSON."""
+    """``(line_number, value)`` for every non-blank line of a JSON-lines file; ``error`` for a bad one."""
     for number, _, value in read_json_lines_at(path, error=error):
         yield number, value
 
 
 def read_json_lines_at(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, Any]]:
-    """:func:`read_json_lines` with the byte offset where each line starts: ``(line_number, offset, value)``,
-    so a reader can come back to one line without keeping what it read."""
+    """:func:`read_json_lines` with each line's byte offset: ``(line_number, offset, value)``."""
     for number, offset, line in read_text_lines_at(path, error=error):
         if line.strip():
             yield number, offset, json_value(line, path, number, error=error)
 
 
 def json_value(line: str, path: Path, number: int, *, error: type[DataError] = DataError) -> Any:
-    """The JSON value of one line of ``path``; ``error`` naming the file and line when it is not one (invalid
-    JSON, nested too deep, a lone surrogate escape)."""
+    """The JSON value of one line of ``path``; ``error`` naming the file and line when it is not one."""
     try:
         value = json.loads(line)
     except RecursionError:
-        raise error(
-            f"{path}:{number}: expected one JSON value per line nested at most a few hundred levels "
-            "deep; got one nested too deep to read",
-            path=str(path),
-            line=number,
+        raise row_error(
+            path,
+            number,
+            "expected one JSON value per line nested at most a few hundred levels deep; got one nested too "
+            "deep to read",
+            error=error,
         ) from None
     except json.JSONDecodeError as exc:
-        raise error(
-            f"{path}:{number}: expected one JSON value per line; got invalid JSON ({exc.msg} at "
-            f"column {exc.colno}): {clip(line)}",
-            path=str(path),
-            line=number,
-        ) from exc
-    if "\\u" in line:  # a lone surrogate can only come from an escape such as "\ud800"
-        bad = _lone_surrogate(value)
-        if bad is not None:
-            raise error(
-                f"{path}:{number}: expected text that is valid Unicode; got the lone surrogate escape "
-                f"\\u{ord(bad):04x}, which no UTF-8 text can hold",
-                path=str(path),
-                line=number,
-            )
+        message = f"expected one JSON value per line; got invalid JSON ({exc.msg} at column {exc.colno})"
+        raise row_error(path, number, f"{message}: {clip(line)}", error=error) from exc
+    if "\\u" in line and (bad := _lone_surrogate(value)) is not None:  # only an escape such as "\ud800"
+        message = f"got the lone surrogate escape \\u{ord(bad):04x}, which no UTF-8 text can hold"
+        raise row_error(path, number, f"expected text that is valid Unicode; {message}", error=error)
     return value
 
 
 def read_text_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, str]]:
-    """``(line_number, text)`` for every line of a UTF-8 text file (from 1, newline kept); ``error`` naming
-    the file and line when it cannot be opened or a line is not UTF-8."""
+    """``(line_number, text)`` for every line of a UTF-8 text file; ``error`` naming a line not UTF-8."""
     for number, _, text in read_text_lines_at(path, error=error):
         yield number, text
 
 
 def read_text_lines_at(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, str]]:
-    """:func:`read_text_lines` with the byte offset where each line starts: ``(line_number, offset,
-    text)``."""
+    """:func:`read_text_lines` with each line's byte offset: ``(line_number, offset, text)``."""
     check_input_file(path, "a data file", error=error)
     try:
         handle = open_regular(path, "rb", "a data file")  # checked again on the open file: never a FIFO
@@ -151,11 +129,12 @@ def utf8_line(raw: bytes, path: Path, number: int, *, error: type[DataError] = D
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise error(
-            f"{path}:{number}: expected UTF-8 text; got the byte {raw[exc.start]:#04x} at column "
-            f"{exc.start + 1}, which is not UTF-8 (re-save the file as UTF-8)",
-            path=str(path),
-            line=number,
+        got = f"the byte {raw[exc.start]:#04x} at column {exc.start + 1}"
+        raise row_error(
+            path,
+            number,
+            f"expected UTF-8 text; got {got}, which is not UTF-8 (re-save the file as UTF-8)",
+            error=error,
         ) from None
 
 
@@ -172,12 +151,9 @@ def read_text(path: Path, *, error: type[DataError] = DataError, translate_newli
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise error(
-            f"{path}:{line}: expected UTF-8 text; got the byte {data[exc.start]:#04x}, which is not UTF-8 "
-            "(re-save the file as UTF-8)",
-            path=str(path),
-            line=line,
+        got = f"the byte {data[exc.start]:#04x}, which is not UTF-8 (re-save the file as UTF-8)"
+        raise row_error(
+            path, data.count(b"\n", 0, exc.start) + 1, f"expected UTF-8 text; got {got}", error=error
         ) from None
     return text.replace("\r\n", "\n").replace("\r", "\n") if translate_newlines else text
 
@@ -187,17 +163,16 @@ def _lone_surrogate(value: Any) -> str | None:
     if isinstance(value, str):
         match = _SURROGATE.search(value)
         return None if match is None else match.group()
-    if isinstance(value, dict):
-        items: Any = (*value.keys(), *value.values())
-    elif isinstance(value, list):
-        items = value
-    else:
-        return None
-    for part in items:
-        found = _lone_surrogate(part)
-        if found is not None:
+    parts = (*value, *value.values()) if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for part in parts:
+        if (found := _lone_surrogate(part)) is not None:
             return found
     return None
+
+
+def file_error(path: Path, message: str, where: object = None) -> DataError:
+    """A DataError about ``path``: ``<where>: <message>`` (``where`` defaults to the path)."""
+    return DataError(f"{path if where is None else where}: {message}", path=str(path))
 
 
 def row_error(path: Path, line: int, message: str, *, error: type[DataError] = DataError) -> DataError:
@@ -206,8 +181,7 @@ def row_error(path: Path, line: int, message: str, *, error: type[DataError] = D
 
 
 def number(value: Any, path: Path, line: int, what: str, clipped: int = 80) -> float:
-    """``value`` as a finite float, or a DataError saying ``what`` should have been a number (the value shown
-    up to ``clipped`` characters)."""
+    """``value`` as a finite float, or a DataError saying ``what`` should have been a number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise row_error(
             path,
@@ -255,11 +229,7 @@ def load_jsonl(
     seen_criteria: dict[str, None] = {}
     for line, _, item in rows:
         if item.id in first_line:
-            raise row_error(
-                file,
-                line,
-                f"expected a unique 'id'; got {item.id!r}, already used on line {first_line[item.id]}",
-            )
+            raise duplicate_id(file, line, item.id, first_line[item.id])
         first_line[item.id] = line
         note_criteria(item, seen_criteria)
         items.append(item)
@@ -273,6 +243,11 @@ def load_jsonl(
         scales=rows.per,
         description=description or rows.header.get("description", ""),
     )
+
+
+def duplicate_id(path: Path, line: int, item_id: str, first: int) -> DataError:
+    """The error for an id seen on an earlier line."""
+    return row_error(path, line, f"expected a unique 'id'; got {item_id!r}, already used on line {first}")
 
 
 def note_criteria(item: Item, seen: dict[str, None]) -> None:
@@ -317,8 +292,7 @@ class JsonlRows:
         return _row_to_item(row, self.path, line, self.common, self.per)
 
     def criteria(self, given: Sequence[str] | None, seen: Mapping[str, None]) -> tuple[str, ...]:
-        """The benchmark's criteria: ``given``, else the header's, else those ``seen`` in the rows, in order;
-        plus every criterion with a scale of its own."""
+        """``given``, else the header's, else those ``seen``; plus every criterion with a scale of its own."""
         chosen = tuple(given) if given is not None else tuple(self.header.get("criteria") or seen)
         return chosen + tuple(extra for extra in self.per if extra not in chosen)
 
@@ -507,8 +481,7 @@ def item_to_row(item: Item) -> dict[str, Any]:
 
 
 def header_row(benchmark: Benchmark) -> dict[str, Any]:
-    """The header line ``{"benchmark": {...}}`` that lets :func:`load_jsonl` restore name, criteria and
-    scales."""
+    """The header line ``{"benchmark": {...}}`` keeping name, criteria and scales."""
     head: dict[str, Any] = {
         "name": benchmark.name,
         "criteria": list(benchmark.criteria),

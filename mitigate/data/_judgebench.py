@@ -1,28 +1,18 @@
 """JudgeBench (Tan et al. 2024, "JudgeBench: a benchmark for evaluating LLM-based judges"), read from a copy
-of its repository.
+of its repository (github.com/ScalerLab/JudgeBench; ``docs/released_pairwise.md``).
 
-Layout (github.com/ScalerLab/JudgeBench; point mitigate at the repository folder):
+- ``data/dataset=judgebench,response_model=<model>.jsonl``: one response pair per line, ``{"pair_id",
+  "original_id", "source", "question", "response_model", "response_A", "response_B", "label"}``, ``label``
+  ``"A>B"`` or ``"B>A"``.
+- ``outputs/dataset=judgebench,response_model=<model>,judge_name=<judge>,judge_model=<model>.jsonl``: the
+  pairs with ``judgments``, the pair as given and then swapped, each ``{"judgment": {"response": raw text,
+  "scores": [...]}, "decision"}`` (``"A>B"``, ``"B>A"``, ``"A=B"`` or null, by presentation).
+- ``utils/templates/<name>.jinja2``: each prompted judge's prompt. A copy without them is refused, naming
+  the missing files, when a prompted judge is read; judges whose prompt JudgeBench does not ship (not in
+  :data:`JUDGE_TEMPLATES`) are read by their release decisions, reward models by their two rewards.
 
-- ``data/dataset=judgebench,response_model=<model>.jsonl``: one JSON line per response pair,
-  ``{"pair_id", "original_id", "source", "question", "response_model", "response_A",
-  "response_B", "label"}``; ``label`` is ``"A>B"`` or ``"B>A"`` (which response is objectively
-  correct). ``source`` names the origin (``mmlu-pro-law``, ``livebench-math`` ...).
-- ``outputs/dataset=judgebench,response_model=<model>,judge_name=<judge>,judge_model=<model>.jsonl``:
-  the same pairs with ``judgments``: two entries, the pair as given and then with the two
-  responses swapped, each ``{"judgment": {"response": raw text, "scores": [...]}, "decision"}``.
-  ``decision`` (``"A>B"``, ``"B>A"``, ``"A=B"`` or null) is relative to the presentation; a
-  reward model gives ``scores`` (one reward per response as presented) and no text.
-- ``utils/templates/<name>.jinja2``: each prompted judge's prompt (Arena-Hard's system and user
-  message for ``arena_hard``): the answers are read in the format recovered from it
-  (:mod:`mitigate.replay._released_pairwise`). A copy without these files (only ``data/`` and
-  ``outputs/``) is refused in one line naming the missing files when a prompted judge is read:
-  its answers are never replaced by the release's own decisions without saying so. Judges whose
-  prompt JudgeBench does not ship (not in :data:`JUDGE_TEMPLATES`) are read by their release
-  decisions, and reward models by their two rewards.
-
-Released judges are named ``"<judge_name>/<judge_model>@<response_model>"``. Item ids are the
-``pair_id`` s; ``meta["category"]`` groups the sources as the paper does (knowledge, reasoning,
-math, coding). Nothing is parsed here.
+Judges are named ``"<judge_name>/<judge_model>@<response_model>"``; item ids are the ``pair_id`` s,
+``meta["category"]`` the paper's grouping of the sources. Nothing is parsed here.
 """
 
 from __future__ import annotations
@@ -31,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from mitigate.data._jsonl import read_json_lines
+from mitigate.data._jsonl import file_error, read_json_lines
 from mitigate.data._released_pairwise import (
     RELEASE_CRITERION,
     PairwiseRelease,
@@ -63,8 +53,7 @@ _DATA_NAME = re.compile(r"dataset=judgebench,response_model=(?P<rm>.+)\.jsonl$")
 
 
 def category(source: str) -> str:
-    """The paper's category of a pair's source: knowledge (MMLU-Pro), reasoning, math (LiveBench) or
-    coding."""
+    """The paper's category of a pair's source: knowledge, reasoning, math or coding."""
     s = source.lower()
     if s.startswith("mmlu"):
         return "knowledge"
@@ -95,12 +84,12 @@ def _gold(value: Any, path: Path, line: int) -> Literal["A", "B"]:
 
 def _item(row: Any, path: Path, line: int) -> Item:
     if not isinstance(row, dict):
-        raise DataError(f"{path}:{line}: expected a JSON object; got {type(row).__name__}", path=str(path))
+        raise file_error(path, f"expected a JSON object; got {type(row).__name__}", f"{path}:{line}")
     keys = ("pair_id", "question", "response_A", "response_B", "source")
     bad = [k for k in keys if not isinstance(row.get(k), str) or (k == "pair_id" and not row.get(k))]
     if bad:
-        raise DataError(
-            f"{path}:{line}: expected strings {list(keys)}; {bad} are missing or not strings", path=str(path)
+        raise file_error(
+            path, f"expected strings {list(keys)}; {bad} are missing or not strings", f"{path}:{line}"
         )
     model = str(row.get("response_model") or "")
     return Item(
@@ -123,9 +112,8 @@ def _item(row: Any, path: Path, line: int) -> Item:
 def load_judgebench(path: str | Path, *, response_model: str | None = None) -> Benchmark:
     """The JudgeBench pairs at ``path`` as a pairwise benchmark with gold preferences (criterion ``overall``).
 
-    ``response_model`` picks one data file (``"gpt-4o-2024-05-13"``: 350 pairs,
-    ``"claude-3-5-sonnet-20240620"``: 270); None reads every data file. ``path`` may also be one
-    data file (``.../data/dataset=judgebench,response_model=gpt-4o-2024-05-13.jsonl``), which picks it.
+    ``response_model`` picks one data file (``"gpt-4o-2024-05-13"``); None reads every one. ``path`` may
+    also be one data file, which picks it.
     """
     p = Path(path)
     if p.is_file():
@@ -155,7 +143,7 @@ def load_judgebench(path: str | Path, *, response_model: str | None = None) -> B
         for line, row in read_json_lines(file):
             item = _item(row, file, line)
             if item.id in items:
-                raise DataError(f"{file}:{line}: pair_id {item.id!r} appears twice", path=str(file))
+                raise file_error(file, f"pair_id {item.id!r} appears twice", f"{file}:{line}")
             items[item.id] = item
     name = "judgebench" if response_model is None else f"judgebench:{response_model}"
     return Benchmark(
@@ -167,8 +155,7 @@ def load_judgebench(path: str | Path, *, response_model: str | None = None) -> B
 
 
 def _template(repo: Path, judge_name: str) -> TemplateSource | list[str]:
-    """How a judge's answers are read: its prompt template, a declared reader, or the template files it
-    lacks."""
+    """How a judge's answers are read: its template, a declared reader, or the template files it lacks."""
     if judge_name == "reward_model":
         return TemplateSource(key="declared:reward-scores", answer="pairwise")
     names = JUDGE_TEMPLATES.get(judge_name)
@@ -204,10 +191,10 @@ def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: i
     judgments = row.get("judgments")
     where = f"{file}:{line}"
     if not isinstance(judgments, list) or not 1 <= len(judgments) <= 2:
-        raise DataError(
-            f"{where}: expected 'judgments': one or two entries (as given, then swapped); got "
-            f"{str(judgments)[:60]!r}",
-            path=str(file),
+        raise file_error(
+            file,
+            f"expected 'judgments': one or two entries (as given, then swapped); got {str(judgments)[:60]!r}",
+            where,
         )
     out = []
     orders: tuple[Literal["original", "swapped"], ...] = ("original", "swapped")
@@ -220,9 +207,7 @@ def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: i
             )
             continue
         if not isinstance(entry, dict):
-            raise DataError(
-                f"{where}: expected a judgment object; got {type(entry).__name__}", path=str(file)
-            )
+            raise file_error(file, f"expected a judgment object; got {type(entry).__name__}", where)
         decision = _decision(entry.get("decision"), where)
         if order == "swapped" and decision is not None:
             decision = _FLIP[decision]
@@ -251,10 +236,7 @@ def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: i
 
 def read_judgebench(path: str | Path, *, judges: str | None = None) -> PairwiseRelease:
     """The JudgeBench release at ``path``: the pairs of every data file, and every judge output file's raw
-    answers.
-
-    ``judges`` is a glob over the released judge names (``"arena_hard/*"``).
-    """
+    answers; ``judges`` is a glob over the released judge names (``"arena_hard/*"``)."""
     repo = _repo(path)
     bench = load_judgebench(repo)
     known = {it.id for it in bench.items}
@@ -274,10 +256,11 @@ def read_judgebench(path: str | Path, *, judges: str | None = None) -> PairwiseR
         templates.setdefault(src.key, src)
         for line, row in read_json_lines(file):
             if not isinstance(row, dict) or row.get("pair_id") not in known:
-                raise DataError(
-                    f"{file}:{line}: expected a pair of the data files (a known pair_id); got "
+                raise file_error(
+                    file,
+                    "expected a pair of the data files (a known pair_id); got "
                     f"{str(row.get('pair_id') if isinstance(row, dict) else row)[:60]!r}",
-                    path=str(file),
+                    f"{file}:{line}",
                 )
             answers += _answers(row, judge, src.key, file, line)
         info[judge] = {"model": m.group("jm"), "strategy": m.group("jn"), "response_model": m.group("rm")}

@@ -1,29 +1,19 @@
 """Human labels for a few items: read from a labels file, added to a benchmark, or hidden for an experiment.
 
-A benchmark is *partly labelled* when some items carry a human label on the criterion and
-the others none (in the generic format, a row without ``human`` for it). Three ways to get
-there:
-
-- the benchmark file itself (rows with and without labels);
-- a **labels file** (:func:`read_labels`, :func:`apply_labels`): CSV with a header, or JSON
-  lines, with the columns ``id`` and ``label`` and optionally ``weight``; other columns are
-  ignored, so the selection file ``mitigate estimate --select`` writes is a labels file once
-  its ``label`` column is filled. A label is a number on the criterion's scale, or for a
-  pairwise benchmark ``A``, ``B`` or ``tie`` (also 1, 0 and 0.5). ``weight`` is the inverse
-  inclusion probability of a selected item; a file with weights must have every row
-  labelled (an unlabelled selected item would bias the weighted estimate), while in a file
-  without weights an empty label just leaves that item unlabelled;
-- **hiding labels** of a fully labelled benchmark with a seeded draw (:func:`hide_labels`):
-  keep ``k`` labels per group (or a fraction of each group) and drop the rest, keeping the
-  dropped values aside as the truth an experiment compares with.
-
-Labels are coded as numbers for the estimators (:func:`label_value`): a score as it is, a
-preference as the share of ``A``'s win (A 1, B 0, tie 0.5).
+A benchmark is *partly labelled* when some items carry a human label on the criterion and the others none:
+the benchmark file itself; a **labels file** (:func:`read_labels`, :func:`apply_labels`), CSV with a header
+or JSON lines with the columns ``id``, ``label`` and optionally ``weight`` (other columns ignored, so a
+filled ``mitigate estimate --select`` file is one); or **hidden labels** of a fully labelled benchmark
+(:func:`hide_labels`). A label is a number on the criterion's scale, or for a pairwise benchmark ``A``,
+``B`` or ``tie`` (also 1, 0 and 0.5). ``weight`` is the inverse inclusion probability of a selected item: a
+file with weights must have every row labelled, while elsewhere an empty label leaves the item unlabelled.
+For the estimators a preference is coded as the share of A's win (:func:`label_value`: A 1, B 0, tie 0.5).
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -54,8 +44,7 @@ _PREFERENCE_TEXT = {
 
 
 def label_value(item: Item, criterion: str) -> float | None:
-    """The item's label on ``criterion`` as a number (a preference as A 1, B 0, tie 0.5); None when
-    unlabelled."""
+    """The item's label on ``criterion`` as a number (see the module docstring); None when unlabelled."""
     if item.pairwise:
         gold = item.preference.get(criterion)
         return None if gold is None else PREFERENCE_VALUE[gold]
@@ -64,8 +53,7 @@ def label_value(item: Item, criterion: str) -> float | None:
 
 
 class LabelFile(BaseModel):
-    """What a labels file holds: item id -> label (a number, or ``A``/``B``/``tie``), and the weights
-    given."""
+    """What a labels file holds: item id -> label (a number, or ``A``/``B``/``tie``), and the weights."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     path: str
@@ -113,34 +101,27 @@ def _label(
 ) -> float | str | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
+    bad = functools.partial(row_error, file, line)
     if pairwise:
         key = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
         gold = _PREFERENCE_TEXT.get(key.strip().lower())
         if gold is None:
-            raise row_error(
-                file,
-                line,
-                f"expected a pairwise label of A, B or tie (or 1, 0, 0.5) on {criterion!r}; got {value!r}",
+            raise bad(
+                f"expected a pairwise label of A, B or tie (or 1, 0, 0.5) on {criterion!r}; got {value!r}"
             )
         return gold
     if isinstance(value, bool):
-        raise row_error(
-            file, line, f"expected a number on {criterion!r}'s scale {scale.describe()}; got {value!r}"
-        )
+        raise bad(f"expected a number on {criterion!r}'s scale {scale.describe()}; got {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise row_error(
-            file,
-            line,
-            f"expected a number on {criterion!r}'s scale {scale.describe()}; got {str(value)[:60]!r}",
+        raise bad(
+            f"expected a number on {criterion!r}'s scale {scale.describe()}; got {str(value)[:60]!r}"
         ) from None
     if not math.isfinite(number) or not scale.contains(number):
-        raise row_error(
-            file,
-            line,
+        raise bad(
             f"expected a label on {criterion!r}'s scale {scale.describe()}; got {number:g} "
-            "(labels on another scale cannot be mixed with the benchmark's)",
+            "(labels on another scale cannot be mixed with the benchmark's)"
         )
     return number
 
@@ -148,16 +129,15 @@ def _label(
 def _weight(value: Any, file: Path, line: int) -> float | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
+    bad = functools.partial(row_error, file, line)
     try:
         number = float(value) if not isinstance(value, bool) else math.nan
     except (TypeError, ValueError):
         number = math.nan
     if not math.isfinite(number) or number < 1 - 1e-9:
-        raise row_error(
-            file,
-            line,
+        raise bad(
             f"expected 'weight' to be a number >= 1 (the inverse of an inclusion "
-            f"probability); got {str(value)[:60]!r}",
+            f"probability); got {str(value)[:60]!r}"
         )
     return number
 
@@ -209,11 +189,8 @@ def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: boo
 def apply_labels(
     bench: Benchmark, criterion: str, labels: Mapping[str, float | str], *, source: str | None = None
 ) -> Benchmark:
-    """``bench`` with ``labels`` (item id -> label) added on ``criterion``.
-
-    DataError for an id the benchmark lacks, or a label that contradicts one the item already has;
-    ``source`` (the labels file) opens the message.
-    """
+    """``bench`` with ``labels`` (item id -> label) added on ``criterion``; DataError (opened by ``source``,
+    the labels file) for an id the benchmark lacks or a label contradicting one the item has."""
     by_id = {it.id: it for it in bench.items}
     unknown = [i for i in labels if i not in by_id]
     if unknown:
@@ -250,8 +227,7 @@ def apply_labels(
 
 
 class AddedLabels(BaseModel):
-    """A benchmark with the labels of some files added: the selection weights and rounds they carried, and
-    which items they labelled."""
+    """A benchmark with some files' labels added, their selection weights and rounds, the ids labelled."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     benchmark: Benchmark
@@ -266,11 +242,7 @@ class AddedLabels(BaseModel):
 def add_label_files(bench: Benchmark, criterion: str, paths: Sequence[str | Path]) -> AddedLabels:
     """``bench`` with the labels of every file in ``paths`` added on ``criterion`` (:func:`read_labels`,
     :func:`apply_labels`); the weighted files (filled selection files) are selection rounds in the order
-    given.
-
-    DataError in one line for a bad row, a label off the criterion's scale, an id the benchmark
-    lacks, a label that contradicts the benchmark's, or an item selected in two files.
-    """
+    given, and an item selected in two of them is a DataError."""
     weights: dict[str, float] = {}
     rounds: dict[str, int] = {}
     labelled: dict[str, None] = {}
@@ -315,11 +287,9 @@ def hide_labels(
 ) -> tuple[Benchmark, dict[str, float]]:
     """Keep a seeded random draw of the labels on ``criterion`` and hide the rest.
 
-    Exactly one of ``per_group`` (labels kept per group, all when a group has fewer) and
-    ``fraction`` (of each group's labelled items, rounded, at least 1) is given; ``group``
-    maps an item to its group (default: one group). Returns the benchmark with the other
-    labels removed, and every label the benchmark had (item id -> value, see
-    :func:`label_value`): the truth an experiment compares with.
+    Exactly one of ``per_group`` (labels kept per group) and ``fraction`` (of each group's labelled items,
+    rounded, at least 1) is given; ``group`` maps an item to its group (default: one). Returns the benchmark
+    with the other labels removed, and every label it had (item id -> :func:`label_value`), the truth.
     """
     if (per_group is None) == (fraction is None):
         raise ConfigError(

@@ -1,33 +1,20 @@
 """LLMBar (Zeng et al. 2024, "Evaluating large language models at evaluating instruction following"), read
-from a copy of its repository.
+from a copy of its repository (github.com/princeton-nlp/LLMBar; ``docs/released_pairwise.md``).
 
-Layout (github.com/princeton-nlp/LLMBar; point mitigate at the repository folder, its
-``Dataset/`` folder, or one set's folder):
+- ``Dataset/<set>/dataset.json``: a JSON list of ``{"input", "output_1", "output_2", "label"}``, ``label``
+  1 or 2 naming the better output.
+- ``Dataset/<set>/evaluators/<model>/<strategy>/result.json``: the instances again, each with ``results``,
+  one judge's raw answers under one prompting strategy in both orders (``"swap = False"`` / ``"swap =
+  True"``: ``{"completion": [text, finish_reason], "winner"}``, ``winner`` mapped back to the original
+  output). Entries before the last that are lists are auxiliary calls; the Swap strategies add a second,
+  synthesising call when the first call's orders disagree; the rating strategies hold ``score_1`` /
+  ``score_2`` (each output rated alone). ``statistics.json`` beside it: the paper's figures.
+- ``LLMEvaluator/evaluators/config/<model>/<strategy>.json`` names each call's prompt file under
+  ``LLMEvaluator/evaluators/prompts/``; without that folder the format "Output (a)" / "Output (b)" is
+  declared.
 
-- ``Dataset/<set>/dataset.json``: a JSON list of ``{"input", "output_1", "output_2", "label"}``;
-  ``label`` 1 or 2 names the better output. Sets: ``LLMBar/Natural``,
-  ``LLMBar/Adversarial/{Neighbor,GPTInst,GPTOut,Manual}`` (LLMBar proper, 419 instances),
-  ``Processed/{FairEval,LLMEval^2,MT-Bench}`` and ``CaseStudy/{Constraint,Negation,Normal,Base_9,Base_10}``.
-- ``Dataset/<set>/evaluators/<model>/<strategy>/result.json``: the instances again, each with
-  ``results``: the raw answers of one judge (``GPT-4``, ``ChatGPT``, ``PaLM2``, ``LLaMA2``,
-  ``Falcon``, ``ChatGPT-0301``) under one prompting strategy (``Vanilla``, ``Vanilla_NoRules``,
-  ``CoT``, ``Swap``, ``Metrics``, ``Reference`` ...), in both output orders
-  (``"swap = False"`` / ``"swap = True"``: ``{"completion": [text, finish_reason], "winner"}``,
-  ``winner`` already mapped back to the original output). Entries before the last that are
-  lists are auxiliary generations (the Metrics questions, the Reference output). The Swap
-  strategies add a second, synthesising call in both orders when the first call's two orders
-  disagree; the last entry is the one the strategy's verdict rests on. The rating strategies
-  hold ``score_1`` / ``score_2``: each output rated alone, 0-9.
-- ``statistics.json`` beside each result: the figures the paper reports (``correct_average``:
-  accuracy averaged over both orders; ``equal``: the share judged the same in both orders).
-- ``LLMEvaluator/evaluators/config/<model>/<strategy>.json`` names the prompt file of each call,
-  under ``LLMEvaluator/evaluators/prompts/``: the answers are read in the answer format
-  recovered from that prompt (:mod:`mitigate.replay._released_pairwise`). Without the
-  ``LLMEvaluator`` folder, the declared format "Output (a)" / "Output (b)" is used.
-
-:func:`load_llmbar` gives the pairwise benchmark (gold ``preference`` "A" when ``label`` is 1,
-"B" when 2, criterion ``overall``; item ids ``"<set>/<index>"``, e.g. ``"LLMBar/Natural/0"``);
-:func:`read_llmbar` the whole release with every raw answer. Nothing is parsed here.
+Item ids are ``"<set>/<index>"`` (``"LLMBar/Natural/0"``); gold ``preference`` "A" for label 1, "B" for 2,
+criterion ``overall``. Nothing is parsed here.
 """
 
 from __future__ import annotations
@@ -38,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from mitigate.data._jsonl import file_error
 from mitigate.data._released_pairwise import (
     RELEASE_CRITERION,
     PairwiseRelease,
@@ -61,8 +49,7 @@ _WINNER: dict[Any, Literal["A", "B"] | None] = {"1": "A", "2": "B", 1: "A", 2: "
 
 
 def _layout(path: str | Path) -> tuple[Path, Path | None, list[str]]:
-    """(Dataset folder, repository folder or None, the set names under the Dataset folder a path points
-    at)."""
+    """(Dataset folder, repository folder or None, the set names a path points at)."""
     p = Path(path)
     if not p.exists():
         raise DataError(
@@ -90,8 +77,7 @@ def _layout(path: str | Path) -> tuple[Path, Path | None, list[str]]:
 
 
 def llmbar_sets(path: str | Path) -> list[str]:
-    """Every set (folder holding a ``dataset.json``) of the LLMBar copy at ``path``, e.g.
-    ``"LLMBar/Natural"``."""
+    """Every set (folder holding a ``dataset.json``) of the LLMBar copy at ``path``."""
     return _layout(path)[2]
 
 
@@ -112,35 +98,30 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise DataError(
-            f"{path}: expected JSON; got a syntax error at line {exc.lineno}: {exc.msg}", path=str(path)
-        ) from None
+        raise file_error(path, f"expected JSON; got a syntax error at line {exc.lineno}: {exc.msg}") from None
     except OSError as exc:
-        raise DataError(f"{path}: expected a readable file; got {exc.strerror}", path=str(path)) from None
+        raise file_error(path, f"expected a readable file; got {exc.strerror}") from None
 
 
 def _instance(row: Any, path: Path, index: int) -> tuple[str, str, str, Literal["A", "B"]]:
     if not isinstance(row, dict):
-        raise DataError(
-            f"{path}: instance {index}: expected an object with input, output_1, output_2 and "
-            f"label; got {type(row).__name__}",
-            path=str(path),
+        raise file_error(
+            path,
+            f"instance {index}: expected an object with input, output_1, output_2 and label; got "
+            f"{type(row).__name__}",
         )
     texts = [row.get(k) for k in ("input", "output_1", "output_2")]
     if not all(isinstance(t, str) for t in texts):
         bad = [
             k for k, t in zip(("input", "output_1", "output_2"), texts, strict=True) if not isinstance(t, str)
         ]
-        raise DataError(
-            f"{path}: instance {index}: expected strings 'input', 'output_1' and 'output_2'; {bad} are not",
-            path=str(path),
+        raise file_error(
+            path, f"instance {index}: expected strings 'input', 'output_1' and 'output_2'; {bad} are not"
         )
     label = row.get("label")
     gold = _WINNER.get(label) if isinstance(label, int | str) and not isinstance(label, bool) else None
     if gold is None:
-        raise DataError(
-            f"{path}: instance {index}: expected 'label' 1 or 2; got {row.get('label')!r}", path=str(path)
-        )
+        raise file_error(path, f"instance {index}: expected 'label' 1 or 2; got {row.get('label')!r}")
     return texts[0], texts[1], texts[2], gold  # type: ignore[return-value]
 
 
@@ -148,9 +129,7 @@ def _set_items(dataset: Path, name: str) -> list[Item]:
     path = dataset / name / "dataset.json"
     rows = _read_json(path)
     if not isinstance(rows, list) or not rows:
-        raise DataError(
-            f"{path}: expected a non-empty JSON list of instances; got {type(rows).__name__}", path=str(path)
-        )
+        raise file_error(path, f"expected a non-empty JSON list of instances; got {type(rows).__name__}")
     items = []
     for index, row in enumerate(rows):
         instruction, out_1, out_2, gold = _instance(row, path, index)
@@ -172,9 +151,8 @@ def _set_items(dataset: Path, name: str) -> list[Item]:
 def load_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None) -> Benchmark:
     """The LLMBar instances at ``path`` as a pairwise benchmark with gold preferences (criterion ``overall``).
 
-    ``sets``: None for LLMBar proper (:data:`LLMBAR_SETS`, or the one set ``path`` points at),
-    ``"all"`` for every set of the copy, or a list of set names (:func:`llmbar_sets`).
-    ``inputs["input"]`` holds the instruction (the slot name of LLMBar's own prompts).
+    ``sets``: None for LLMBar proper (:data:`LLMBAR_SETS`, or the one set ``path`` points at), ``"all"``
+    for every set of the copy, or a list of set names. ``inputs["input"]`` holds the instruction.
     """
     dataset, _, found = _layout(path)
     chosen = _choose_sets(found, sets)
@@ -187,10 +165,6 @@ def load_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None) ->
         description=f"LLMBar pairwise instances ({', '.join(chosen)}); gold = the objectively "
         "better output (label 1 -> A, 2 -> B); no ties",
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# the released judge outputs
 
 
 def _templates(repo: Path | None, model: str, strategy: str) -> tuple[list[TemplateSource], list[str]]:
@@ -210,17 +184,13 @@ def _templates(repo: Path | None, model: str, strategy: str) -> tuple[list[Templ
     if not isinstance(modules, list) or not all(
         isinstance(m, dict) and isinstance(m.get("prompt"), str) for m in modules
     ):
-        raise DataError(
-            f"{config}: expected a JSON list of calls, each with a 'prompt' file name", path=str(config)
-        )
+        raise file_error(config, "expected a JSON list of calls, each with a 'prompt' file name")
     out = []
     for m in modules:
         rel = f"LLMEvaluator/evaluators/prompts/{m['prompt']}"
         file = repo / rel  # type: ignore[operator]
         if not file.is_file():
-            raise DataError(
-                f"{config}: names the prompt {m['prompt']!r}, which is missing at {file}", path=str(config)
-            )
+            raise file_error(config, f"names the prompt {m['prompt']!r}, which is missing at {file}")
         answer: Literal["pairwise", "score"] = "score" if m["prompt"].startswith("rating/") else "pairwise"
         out.append(TemplateSource(key=m["prompt"], text=_cached_text(str(file)), answer=answer, path=rel))
     return out, [m["prompt"] for m in modules]
@@ -266,16 +236,12 @@ def _strategy_answers(
         where = f"{path}: instance {index}"
         results = row.get("results") if isinstance(row, dict) else None
         if not isinstance(results, list) or not results:
-            raise DataError(
-                f"{where}: expected a non-empty 'results' list; got {str(results)[:60]!r}", path=str(path)
-            )
+            raise file_error(path, f"expected a non-empty 'results' list; got {str(results)[:60]!r}", where)
         item_id = f"{set_name}/{index}"
         if rating:
             last = results[-1]
             if not isinstance(last, dict):
-                raise DataError(
-                    f"{where}: expected the rating entry with score_1 and score_2", path=str(path)
-                )
+                raise file_error(path, "expected the rating entry with score_1 and score_2", where)
             for part, key in (("score_a", "score_1"), ("score_b", "score_2")):
                 out.append(
                     ReleasedAnswer(
@@ -317,12 +283,8 @@ def read_llmbar(
     path: str | Path, *, sets: str | Sequence[str] | None = None, judges: str | None = None
 ) -> PairwiseRelease:
     """The LLMBar release at ``path``: benchmark, every raw judge answer, templates and the paper's
-    statistics.
-
-    Released judges are named ``"<model>/<strategy>"`` (``"GPT-4/CoT"``); ``judges`` is a glob
-    over those names (``"GPT-4/*"``). ``sets`` as in :func:`load_llmbar`. A judge that answered
-    only some of the chosen sets covers only their items.
-    """
+    statistics. Judges are named ``"<model>/<strategy>"`` (``"GPT-4/CoT"``); ``judges`` is a glob over those
+    names, ``sets`` as in :func:`load_llmbar`."""
     dataset, repo, found = _layout(path)
     chosen = _choose_sets(found, sets)
     bench = load_llmbar(path, sets=chosen)
@@ -340,10 +302,7 @@ def read_llmbar(
                 templates.setdefault(s.key, s)
             rows = _read_json(result)
             if not isinstance(rows, list):
-                raise DataError(
-                    f"{result}: expected a JSON list of instances; got {type(rows).__name__}",
-                    path=str(result),
-                )
+                raise file_error(result, f"expected a JSON list of instances; got {type(rows).__name__}")
             answers += _strategy_answers(rows, set_name, judge, strategy, srcs, result)
             names.setdefault(judge, {"model": model, "strategy": strategy})
             stats[f"{set_name}|{judge}"] = _stats(result.parent / "statistics.json")

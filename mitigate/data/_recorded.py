@@ -41,8 +41,7 @@ _POSITION = {"first", "second"}
 
 
 class RecordedRow(BaseModel):
-    """One recorded answer; ``verdict`` is the text preferred, ``line`` the 1-based line of its file (0 when
-    built in memory)."""
+    """One recorded answer (``verdict``: the text preferred; ``line``: 1-based, 0 when built in memory)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     item_id: str
@@ -467,8 +466,7 @@ def load_recorded_runs(path: str | Path, read: AnswerReader | None = None) -> di
 
 
 def load_recorded(path: str | Path, judge: str | None = None) -> RecordedRun:
-    """One judge's recorded judgments from a file: ``judge``, or the only judge the file holds (DataError
-    listing the judges otherwise)."""
+    """One judge's recorded judgments from a file: ``judge``, or the only one it holds."""
     runs = load_recorded_runs(path)
     if judge is None:
         if len(runs) > 1:

@@ -1,10 +1,5 @@
-"""Benchmarks by name: ``load("summeval")``, ``load("uss-sgd", level="turn")``, ``load("jsonl:my.jsonl")``.
-
-Each benchmark's loader is the ``benchmark`` kind of the one registry (:mod:`mitigate.registry`).
-Benchmarks read from a path are ``<prefix>:<path>``: ``jsonl:<file>`` in the generic format, and
-released pairwise benchmarks from a copy of their repository on disk: ``llmbar:<path>``,
-``judgebench:<path>``, ``faireval:<path>``.
-"""
+"""Benchmarks by name: ``load("summeval")``, ``load("uss-sgd", level="turn")``, ``load("jsonl:my.jsonl")``,
+``load("llmbar:<path>")``; each loader is the ``benchmark`` kind of the one registry."""
 
 from __future__ import annotations
 
@@ -40,8 +35,7 @@ PATH_LOADERS: dict[str, Callable[..., Benchmark]] = {
     "judgebench": load_judgebench,
     "faireval": load_faireval,
 }
-"""``<prefix>:<path>`` -> loader of a benchmark file or a released repository on disk (``sets=`` for LLMBar,
-``response_model=`` for JudgeBench)."""
+"""``<prefix>:<path>`` -> loader of a benchmark file or a released repository on disk."""
 
 
 def benchmark_names() -> list[str]:
@@ -50,12 +44,8 @@ def benchmark_names() -> list[str]:
 
 
 def load(name: str, **kw: Any) -> Benchmark:
-    """Load a benchmark by name or ``<prefix>:<path>``.
-
-    Keyword arguments go to the loader (e.g. ``root=``, ``annotators="turker"``, ``level="turn"``,
-    ``scale=(0, 100)`` for a JSONL file, ``sets="all"`` for LLMBar). An unknown name raises
-    DataError listing the names.
-    """
+    """Load a benchmark by name or ``<prefix>:<path>``; keyword arguments go to the loader (``root=``,
+    ``level="turn"``, ``scale=(0, 100)`` ...). DataError listing the names for an unknown one."""
     prefix, sep, path = name.partition(":")
     if sep and prefix in PATH_LOADERS:
         if not path:

@@ -1,21 +1,14 @@
-"""Replay source for the LLM-judge outputs Shen et al. (2023) released with LLM_summeval.
+"""Replay source for the LLM-judge outputs Shen et al. (2023) released with LLM_summeval (data_format.md).
 
-Files (under ``summeval_llm_summeval/``): ``eval_model_generations/<model>/eval_<Mx>_generations/
-<dim>_<method>.txt``, one JSON line ``{id, prompt_len, total_len, resp}`` per judged summary; ``id`` is the
-SummEval document id and the folder names the system, so a line is the item ``"<Mx>/<id>"`` of
-:func:`~mitigate.data._summeval.load_summeval`. ``comp_res/gpt-3.5-turbo-0301/<Mx-My>_<dim>.result`` (and
-``_toggle.result``): ChatGPT head-to-head verdicts in both presentation orders, with the two summaries' mean
-expert scores. Left out: the ``gpt-4-0314`` ``*_old.txt`` files and the empty ``fluency_cap.txt``.
+Under ``summeval_llm_summeval/``: ``eval_model_generations/<model>/eval_<Mx>_generations/<dim>_<method>.txt``,
+one JSON line ``{id, prompt_len, total_len, resp}`` per judged summary, the item ``"<Mx>/<id>"`` of
+:func:`~mitigate.data._summeval.load_summeval`; ``comp_res/gpt-3.5-turbo-0301/<Mx-My>_<dim>[_toggle].result``,
+ChatGPT head-to-head verdicts in both orders with the two summaries' mean expert scores. Judges are named
+``<family>-<method>``; a response the parser rejects keeps its ParseError message, never a score.
 
-Judges are named ``<family>-<method>``; answers are read with :func:`mitigate.parse.parse_score` on
-:data:`RTS_SCALE` (star ratings rewritten by :func:`stars_as_score`) or :func:`mitigate.parse.parse_mcq`
-(A->1 ... E->5). A response the parser rejects keeps its ParseError message, never a score.
-
-Repeated runs: three ChatGPT ``consistency_mcq`` files hold the 100 documents twice, two
-``relevance_altmcq`` files a partial second pass. Every line is a sample; ``primary`` marks the last pass
-that covers every document of the file (the second for ``consistency_mcq``, the first for
-``relevance_altmcq``): in both cases the pass whose prompt lengths match the other systems', i.e. the one run
-with the same template as the rest of the data.
+Repeated runs: three ChatGPT ``consistency_mcq`` files hold the documents twice, two ``relevance_altmcq``
+files a partial second pass. Every line is a sample; ``primary`` is the last pass covering every document of
+the file, the one whose prompt lengths match the other systems' (run with the same template).
 """
 
 from __future__ import annotations
@@ -114,8 +107,7 @@ class ReleasedSample(BaseModel):
 
 
 class ReleasedJudgment(BaseModel):
-    """All released responses of one judge for one item and dimension; ``primary`` indexes the headline
-    sample."""
+    """All released responses of one judge for one item and dimension; ``primary`` is the headline's."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     item_id: str
@@ -219,8 +211,7 @@ class ReleasedRun(BaseModel):
 
 
 def stars_as_score(text: str) -> str:
-    """Rewrite star ratings ("4 stars", "Four stars", the "stareval" answers) as "Score: 4", a cue
-    :func:`mitigate.parse.parse_score` reads."""
+    """Star ratings ("4 stars", "Four stars") rewritten as "Score: 4", a cue the score parser reads."""
     return _STARS.sub(lambda m: f"Score: {m.group(1)}", text)
 
 
@@ -373,10 +364,8 @@ class H2HRecord(BaseModel):
         """The system the judge preferred, ``"tie"``, or None when the verdict failed to parse."""
         if self.verdict is None:
             return None
-        if self.verdict == "tie":
-            return "tie"
-        first_is_1 = self.order == "original"
-        return self.system_1 if (self.verdict == "first") == first_is_1 else self.system_2
+        text = _by_text(self.verdict, self.order == "original")
+        return {"A": self.system_1, "B": self.system_2}.get(text, "tie")
 
     @property
     def human_preferred(self) -> str:

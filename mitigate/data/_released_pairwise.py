@@ -1,17 +1,11 @@
 """Released outputs of pairwise judges, as they were written: the raw answers, before any parsing.
 
-Papers on LLM judges release what their judges answered (LLMBar: :mod:`mitigate.data._llmbar`;
-JudgeBench: :mod:`mitigate.data._judgebench`). A loader reads a release into a
+A loader (:mod:`mitigate.data._llmbar`, :mod:`mitigate.data._judgebench`) reads a release into a
 :class:`PairwiseRelease`: the pairwise benchmark with its gold labels, every raw answer as a
-:class:`ReleasedAnswer`, and the prompt templates the answers were given under. Nothing here
-parses an answer: :mod:`mitigate.replay._released_pairwise` reads them with mitigate's own
-parsers, in the answer format recovered from each answer's template (or a declared one), and
-turns them into recorded judgments. The verdict the release itself read from each answer
-stays beside it (``release_verdict``) so the two readings can be compared.
-
-Orders. ``order="original"`` showed the item's ``output`` (A) first, ``"swapped"`` showed its
-``output_b`` (B) first. ``release_verdict`` is always by text (``"A"``, ``"B"``, ``"tie"``),
-already mapped back from the presentation.
+:class:`ReleasedAnswer` and the prompt templates they were given under.
+:mod:`mitigate.replay._released_pairwise` reads the answers with mitigate's parsers; the verdict the release
+itself read stays beside each (``release_verdict``, by text, mapped back from the presentation).
+``order="original"`` showed the item's ``output`` (A) first, ``"swapped"`` its ``output_b``.
 """
 
 from __future__ import annotations
@@ -34,13 +28,9 @@ Part = Literal["verdict", "score_a", "score_b"]
 
 
 class TemplateSource(BaseModel):
-    """The prompt a released answer was given under: its text (as released) and how to read its answers.
-
-    ``text`` is the template file's text (``None`` when the release has no prompt for it, e.g. a
-    reward model); ``system`` an optional system message; ``answer`` the answer kind
-    ("pairwise" or "score"); ``labels`` how the prompt names the two outputs when declared.
-    ``path`` is where the text came from, relative to the release.
-    """
+    """The prompt a released answer was given under: its ``text`` (None when the release has none, e.g. a
+    reward model), ``system`` message, ``answer`` kind, declared ``labels`` of the two outputs, and ``path``
+    relative to the release."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     key: str
@@ -52,20 +42,13 @@ class TemplateSource(BaseModel):
 
 
 class ReleasedAnswer(BaseModel):
-    """One raw answer of a released pairwise judge.
+    """One raw answer of a released pairwise judge (``judge``: ``"GPT-4/CoT"``, model / strategy).
 
-    - ``item_id``: the id of the item of the release's benchmark it judged;
-    - ``judge``: the released judge it belongs to, e.g. ``"GPT-4/CoT"`` (model / prompting strategy);
-    - ``order``: the presentation (``"original"``: A first; ``"swapped"``: B first);
-    - ``part``: ``"verdict"`` for an answer that compares the two outputs; ``"score_a"`` /
-      ``"score_b"`` for an answer that rated one output alone (a rating strategy);
-    - ``stage``: 1 for a single-call strategy; a two-stage strategy (LLMBar's Swap: a second
-      call when the first stage's two orders disagree) numbers its calls, and ``final`` marks
-      the answer the strategy's verdict rests on;
-    - ``raw``: the judge's text, exactly as released (``""`` when the release has none);
-    - ``scores``: numbers the release gives instead of text (a reward model's two rewards, A's first);
-    - ``template``: the key of the :class:`TemplateSource` it was answered under;
-    - ``release_verdict``: what the release itself read from it, by text (None: it read nothing).
+    ``part`` is ``"verdict"``, or ``"score_a"`` / ``"score_b"`` for an answer rating one output alone;
+    ``stage`` numbers the calls of a two-stage strategy (LLMBar's Swap), ``final`` marks the one its verdict
+    rests on; ``raw`` is the text as released (``""``: none); ``scores`` numbers given instead of text (a
+    reward model's, A's first); ``template`` the :class:`TemplateSource` key; ``release_verdict`` what the
+    release itself read, by text (None: nothing).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -83,12 +66,11 @@ class ReleasedAnswer(BaseModel):
 
 
 class PairwiseRelease(BaseModel):
-    """A release read from disk: benchmark, raw answers and templates (see the module docstring).
+    """A release read from disk: benchmark, raw answers and templates.
 
-    ``source`` names the release and where it was read (``"llmbar:/path"``); ``judges`` lists
-    the released judges in the order met, with ``judge_info`` holding each one's model and
-    strategy; ``release_stats`` the figures the release itself reports per judge, when it does
-    (LLMBar's ``statistics.json``), keyed ``"<set>|<judge>"``.
+    ``source`` names the release and where it was read (``"llmbar:/path"``); ``judges`` the judges in the
+    order met, ``judge_info`` each one's model and strategy; ``release_stats`` the figures the release
+    reports per judge (LLMBar's ``statistics.json``), keyed ``"<set>|<judge>"``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -101,10 +83,8 @@ class PairwiseRelease(BaseModel):
     release_stats: dict[str, dict[str, str | float]] = Field(default_factory=dict)
 
     def select(self, pattern: str | None) -> PairwiseRelease:
-        """The release restricted to judges whose name matches the glob ``pattern`` (None: all).
-
-        DataError listing the judges when nothing matches.
-        """
+        """The release restricted to judges whose name matches the glob ``pattern`` (None: all); DataError
+        listing the judges when nothing matches."""
         if pattern is None or pattern in ("", "*"):
             return self
         keep = tuple(j for j in self.judges if fnmatch.fnmatchcase(j, pattern))
@@ -124,10 +104,7 @@ class PairwiseRelease(BaseModel):
 
 
 def split_release_spec(spec: str, layouts: Sequence[str]) -> tuple[str, Path, str | None]:
-    """``"<layout>:<path>[#<judge glob>]"`` -> (layout, path, judge pattern or None).
-
-    DataError naming the accepted layouts when ``spec`` has another form.
-    """
+    """``"<layout>:<path>[#<judge glob>]"`` -> (layout, path, judge pattern or None)."""
     layout, sep, rest = spec.partition(":")
     if not sep or layout not in layouts or not rest:
         raise DataError(
@@ -144,13 +121,9 @@ _COPY_NAMES = {"llmbar": "LLMBar", "judgebench": "JudgeBench", "faireval": "Fair
 
 
 def release_copy(layout: str) -> Path | None:
-    """Where a copy of the release ``layout`` ("llmbar", "judgebench", "faireval") is on this machine; None if
-    none.
-
-    ``$MITIGATE_<LAYOUT>_DIR`` (``MITIGATE_LLMBAR_DIR`` ...) when set, else ``<data folder>/<Name>``, else
-    ``/work/ext/<Name>`` (``LLMBar``, ``JudgeBench``, ``FairEval``), the first that is a folder. Benchmarks
-    and tests that read a release use it, and skip cleanly on None.
-    """
+    """Where a copy of the release ``layout`` ("llmbar", "judgebench", "faireval") is on this machine:
+    ``$MITIGATE_<LAYOUT>_DIR`` when set, else the first folder of ``<data folder>/<Name>`` and
+    ``/work/ext/<Name>``; None if none."""
     from mitigate.paths import data_dir
 
     name = _COPY_NAMES[layout]

@@ -16,16 +16,10 @@ Preference = Literal["A", "B", "tie"]
 class Item(BaseModel):
     """One generated text to judge, with what it was generated from and its human labels.
 
-    - ``id``: unique within a benchmark (e.g. ``"M8/dm-test-8764..."``).
-    - ``system``: the generator that wrote ``output`` (for per-system measures and self-preference).
-    - ``doc_id``: the source the output was generated from; outputs of different systems on
-      the same ``doc_id`` are compared for correct preferences (#CP).
-    - ``inputs``: named texts the prompt's slots may refer to (``source``, ``context``, ``triples`` ...).
-    - ``output``: the judged text. ``output_b`` holds the second text of a pairwise item, and
-      ``system_b`` the generator that wrote it.
-    - ``human``: criterion -> mean human score; ``annotators``: criterion -> per-annotator scores.
-    - ``preference``: for a pairwise item, criterion -> the gold preference: ``"A"`` (``output``
-      is better), ``"B"`` (``output_b`` is better) or ``"tie"``.
+    ``id`` is unique within a benchmark; ``system`` wrote ``output``; ``doc_id`` is the source it was
+    generated from (outputs on the same one are compared for #CP); ``inputs`` are named texts the prompt's
+    slots may refer to. A pairwise item holds a second text ``output_b`` (by ``system_b``) and per criterion
+    a gold ``preference``. ``human``: criterion -> mean human score; ``annotators``: per-annotator scores.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -60,8 +54,7 @@ class Item(BaseModel):
         return self.output_b is not None
 
     def texts(self) -> tuple[str, ...]:
-        """Every text the item holds (outputs, inputs, reference): what a judge's answer may quote back, never
-        its verdict."""
+        """Every text the item holds: what a judge's answer may quote back, never its verdict."""
         return (
             self.output,
             *([self.output_b] if self.output_b is not None else []),
@@ -71,33 +64,23 @@ class Item(BaseModel):
 
     def field(self, name: str) -> str:
         """The text an item holds under ``name`` (``output``, ``reference`` or an input), case-insensitive."""
-        if name.lower() in ("output", "output_a"):
-            return self.output
-        if name.lower() == "output_b" and self.output_b is not None:
-            return self.output_b
-        if name.lower() == "reference" and self.reference is not None:
-            return self.reference
+        texts = {"output": self.output, "output_b": self.output_b, "reference": self.reference}
+        named = {key: text for key, text in texts.items() if text is not None}
+        wanted = "output" if name.lower() == "output_a" else name.lower()
+        if wanted in named:
+            return named[wanted]
         for key, value in self.inputs.items():
             if key.lower() == name.lower():
                 return value
-        available = [
-            "output",
-            *(["output_b"] if self.output_b is not None else []),
-            *(["reference"] if self.reference is not None else []),
-            *self.inputs,
-        ]
         raise DataError(
-            f"item {self.id!r} has no field {name!r}; expected one of {available}", item_id=self.id
+            f"item {self.id!r} has no field {name!r}; expected one of {[*named, *self.inputs]}",
+            item_id=self.id,
         )
 
 
 class Benchmark(BaseModel):
-    """A named collection of items with the criteria and label scales its humans used.
-
-    ``scale`` is the human label scale of every criterion not listed in ``scales``, which
-    holds per-criterion scales for benchmarks whose criteria differ (USR Topical-Chat:
-    naturalness 1-3, groundedness 0-1, overall 1-5). :meth:`scale_for` gives a criterion's.
-    """
+    """A named collection of items with the criteria and label scales its humans used: ``scales`` per
+    criterion where they differ, ``scale`` for the others (:meth:`scale_for`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
@@ -138,37 +121,19 @@ class Benchmark(BaseModel):
         """One line with the counts and label scale, for CLIs and logs."""
         systems = {i.system for i in self.items if i.system is not None}
         docs = {i.doc_id for i in self.items if i.doc_id is not None}
-        return summary_line(
-            self.name,
-            len(self.items),
-            len(systems),
-            len(docs),
-            self.criteria,
-            self.scale,
-            self.scales,
-            pairwise=self.pairwise,
-        )
+        return summary_line(self, len(self.items), len(systems), len(docs))
 
 
-def summary_line(
-    name: str,
-    items: int,
-    systems: int,
-    documents: int,
-    criteria: tuple[str, ...],
-    scale: Scale,
-    scales: dict[str, Scale],
-    *,
-    pairwise: bool,
-) -> str:
-    """A benchmark in one line: its counts, criteria and label scales (:meth:`Benchmark.summary`)."""
+def summary_line(bench: Any, items: int, systems: int, documents: int) -> str:
+    """A benchmark (or a streamed one) in one line: its counts, criteria and label scales."""
+    criteria, scale, scales = bench.criteria, bench.scale, bench.scales
     if scales:
         shown = ", ".join(f"{c} {scales.get(c, scale).describe()}" for c in (criteria or tuple(scales)))
         label = f"human scales {shown}"
     else:
         label = f"human scale {scale.describe()}"
-    kind = "pairwise items" if pairwise else "items"
+    kind = "pairwise items" if bench.pairwise else "items"
     return (
-        f"{name}: {items} {kind}, {systems} systems, {documents} documents, "
+        f"{bench.name}: {items} {kind}, {systems} systems, {documents} documents, "
         f"criteria={list(criteria)}, {label}"
     )

@@ -1,14 +1,8 @@
 """Splitting a benchmark by document: train / test for ``compare``, train / dev / test for the search.
 
-One procedure, :func:`split_by_document`, does both: items are grouped by ``doc_id`` (when
-every item has one; otherwise each item is its own group) so outputs about the same source
-never straddle two splits; the groups are shuffled with a seed and fill the splits in turn
-until each holds its share of the items.
-
-- :func:`train_test_split` (``compare --train 0.5``): fit on train, measure on test; train
-  keeps only the items labelled on the criterion.
-- :func:`split_items` (the demo search): train is the demo pool, dev is where candidates are
-  scored, and test is held out to report the winner on data it was not chosen on.
+:func:`split_by_document` does both, so outputs about the same source never straddle two splits.
+:func:`train_test_split` (``compare --train 0.5``): fit on train, measure on test. :func:`split_items` (the
+demo search): train is the demo pool, dev where candidates are scored, test held out to report the winner.
 """
 
 from __future__ import annotations
@@ -52,13 +46,9 @@ def split_items(
     criterion: str | None = None,
     group_by: Literal["auto", "doc_id", "none"] = "auto",
 ) -> Split:
-    """A seeded train/dev/test split of ``data`` with the given ``fractions``.
-
-    With ``criterion``, only items labelled on it (a finite human score or a gold preference) are kept. Items
-    are split by group so that outputs about the same source never straddle two splits (``group_by="auto"``:
-    by ``doc_id`` when every item has one). Groups are shuffled with ``seed`` and filled into train, dev, test
-    in turn until each reaches its share. DataError when a split would be empty.
-    """
+    """A seeded train/dev/test split of ``data`` by document (:func:`split_by_document`; ``group_by="auto"``:
+    by ``doc_id`` when every item has one), keeping only items labelled on ``criterion`` when given; DataError
+    when a split would be empty."""
     items = list(data.items) if isinstance(data, Benchmark) else list(data)
     scale = data.scale if isinstance(data, Benchmark) else None
     if len(fractions) != 3 or any((not math.isfinite(f)) or f <= 0 for f in fractions):
@@ -82,11 +72,9 @@ def split_by_document(
 ) -> tuple[list[list[Item]], int]:
     """``items`` split into ``len(fractions)`` parts by document, and the number of groups.
 
-    Items are grouped by ``doc_id`` when ``by_doc`` and every item has one (otherwise each
-    item is its own group). The groups, in the order their first item comes, are shuffled
-    with ``seed`` and fill the parts in turn: a part takes groups until it holds its share
-    ``len(items) * f / sum(fractions)`` of the items, the last part takes the rest. Within a
-    part, items keep the order of their groups.
+    Items are grouped by ``doc_id`` when ``by_doc`` and every item has one (else each is its own group); the
+    groups are shuffled with ``seed`` and fill the parts in turn, each until it holds its share of the items,
+    the last taking the rest.
     """
     use_docs = by_doc and bool(items) and all(it.doc_id for it in items)
     groups: dict[str, list[Item]] = {}
@@ -109,13 +97,9 @@ def split_by_document(
 def train_test_split(
     bench: Benchmark, fraction: float, *, seed: int = 0, criterion: str | None = None
 ) -> tuple[Benchmark, Benchmark]:
-    """Split ``bench`` into train and test by document (:func:`split_by_document`), so no source text is on
-    both sides.
-
-    With ``criterion``, train keeps only items labelled on it (a finite human score or a gold
-    preference): fitting learns from labels. Both sides keep the benchmark's item order.
-    ConfigError for a fraction outside (0, 1), DataError when either side would be empty.
-    """
+    """Split ``bench`` into train and test by document (:func:`split_by_document`), both in the benchmark's
+    order; with ``criterion`` train keeps only items labelled on it. ConfigError for a fraction outside
+    (0, 1), DataError when either side would be empty."""
     if not (isinstance(fraction, float | int) and 0 < fraction < 1):
         raise ConfigError(f"expected a train fraction strictly between 0 and 1 (e.g. 0.5); got {fraction!r}")
     (train, test), groups = split_by_document(bench.items, (fraction, 1 - fraction), seed=seed)
@@ -147,13 +131,9 @@ def labelled_items(items: Sequence[Item], criterion: str) -> list[Item]:
 
 
 def select_items(items: Sequence[Item], limit: int | None) -> list[Item]:
-    """The items a comparison judges: all, or the first ``limit`` in document-major order.
-
-    When every item has a ``doc_id``, items are grouped by document (in order of first
-    appearance) so a small limit still holds every system's output for the first
-    documents; that is what per-document correlation and #CP need. Otherwise the
-    benchmark's order is kept.
-    """
+    """The items a comparison judges: all, or the first ``limit``; grouped by document (in order of first
+    appearance) when every item has a ``doc_id``, so a small limit still holds every system's output for the
+    first documents (per-document correlation and #CP need them)."""
     check_param("compare", "limit", limit, [Interval(int, 1), None])
     ordered = list(items)
     if ordered and all(i.doc_id is not None for i in ordered):

@@ -1,29 +1,25 @@
 """A benchmark read as a stream: every row checked in one pass, the chosen items read again one at a time.
 
-A command that judges a large benchmark file needs, before the first call, what :func:`load_jsonl`
-gives (every row checked, ids unique, the criteria and label scales, the counts of the summary
-line), but not every item in memory at once. :func:`scan_jsonl` reads a generic JSON-lines file
-(``jsonl:<file>``) once, checking each row as :func:`~mitigate.data._jsonl.load_jsonl` does and
-keeping a few numbers per row (a hash of its id and of its document, where its line starts:
-about 24 bytes, never the row), and returns a :class:`StreamedBenchmark` whose ``items`` read the
-file again, one item at a time, in the one item order of every command (document by document,
-:func:`~mitigate.data._split.select_items`). :func:`open_benchmark` does this for ``jsonl:``
-benchmarks and loads any other benchmark as usual (they are small), behind the same interface.
-
-The file must not change while it is read: each pass checks its size and modification time
-against the scan's and stops with a :class:`~mitigate.errors.DataError` when they differ.
+:func:`scan_jsonl` reads a generic JSON-lines file (``jsonl:<file>``) once, checking each row as
+:func:`~mitigate.data._jsonl.load_jsonl` does and keeping a few numbers per row (hashes of its id and
+document, where its line starts; never the row), and returns a :class:`StreamedBenchmark` whose ``items``
+read the file again, one item at a time, in the order of :func:`~mitigate.data._split.select_items`.
+:func:`open_benchmark` does this for ``jsonl:`` benchmarks and loads any other as usual. The file must not
+change meanwhile: each pass checks its size and modification time and stops with a DataError otherwise.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from mitigate.data._jsonl import JsonlRows, json_value, note_criteria, row_error, utf8_line
+from mitigate.data._jsonl import JsonlRows, duplicate_id, json_value, note_criteria, utf8_line
 from mitigate.data._schema import Benchmark, Item, summary_line
 from mitigate.data._split import select_items
 from mitigate.errors import DataError
@@ -37,11 +33,8 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 
 class ItemStream:
-    """The chosen items of a benchmark file, read from the file each time they are iterated; nothing is kept.
-
-    ``len()`` is the number of items; iterating yields them in the order :func:`scan_jsonl` chose.
-    ``unique_ids`` says the ids were checked to be unique (the runner need not check again).
-    """
+    """The chosen items of a benchmark file, read from it each time they are iterated, in the order
+    :func:`scan_jsonl` chose; ``unique_ids``: the ids were checked (the runner need not check again)."""
 
     unique_ids = True
 
@@ -55,12 +48,8 @@ class ItemStream:
         offsets: array | None = None,
         lines: array | None = None,
     ) -> None:
-        self._rows = rows
-        self._count = count
-        self._stamp = stamp
-        self._order = order
-        self._offsets = offsets
-        self._lines = lines
+        self._rows, self._count, self._stamp = rows, count, stamp
+        self._order, self._offsets, self._lines = order, offsets, lines
 
     def __len__(self) -> int:
         return self._count
@@ -81,12 +70,9 @@ class ItemStream:
         if self._count == 0:
             return
         if self._order is None:  # the file's own order: one sequential read
-            for k, (_, _, item) in enumerate(self._rows):
-                yield item
-                if k + 1 >= self._count:
-                    return
-            return
-        yield from self._reordered()
+            yield from (item for _, _, item in itertools.islice(self._rows, self._count))
+        else:
+            yield from self._reordered()
 
     def _reordered(self) -> Iterator[Item]:
         """The items at the chosen offsets (documents grouped), one line read at each."""
@@ -102,38 +88,21 @@ class ItemStream:
                 yield rows.item(json_value(utf8_line(raw, path, line), path, line), line)
 
 
+@dataclass(kw_only=True, eq=False, repr=False)
 class StreamedBenchmark:
-    """What a command needs to know of a benchmark before judging it, and its chosen items (``items``).
+    """What a command needs to know of a benchmark before judging it, and its chosen ``items`` (an
+    :class:`ItemStream`, else a tuple); ``count`` is the number of items in the benchmark."""
 
-    ``items`` is an :class:`ItemStream` for a file read as a stream, else the chosen items as a tuple.
-    ``count`` is the number of items in the benchmark (the summary line's), ``len(items)`` the
-    number chosen.
-    """
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        criteria: tuple[str, ...],
-        scale: Scale,
-        scales: dict[str, Scale],
-        description: str,
-        count: int,
-        systems: int,
-        documents: int,
-        pairwise: bool,
-        items: ItemStream | tuple[Item, ...],
-    ) -> None:
-        self.name = name
-        self.criteria = criteria
-        self.scale = scale
-        self.scales = scales
-        self.description = description
-        self.count = count
-        self.systems = systems
-        self.documents = documents
-        self.pairwise = pairwise
-        self.items = items
+    name: str
+    criteria: tuple[str, ...]
+    scale: Scale
+    scales: dict[str, Scale]
+    description: str
+    count: int
+    systems: int
+    documents: int
+    pairwise: bool
+    items: ItemStream | tuple[Item, ...]
 
     def __repr__(self) -> str:
         return f"StreamedBenchmark({self.name!r}, {self.count} items)"
@@ -144,21 +113,11 @@ class StreamedBenchmark:
 
     def summary(self) -> str:
         """One line with the counts and label scales, as :meth:`Benchmark.summary` gives it."""
-        return summary_line(
-            self.name,
-            self.count,
-            self.systems,
-            self.documents,
-            self.criteria,
-            self.scale,
-            self.scales,
-            pairwise=self.pairwise,
-        )
+        return summary_line(self, self.count, self.systems, self.documents)
 
     @classmethod
     def of(cls, bench: Benchmark, limit: int) -> StreamedBenchmark:
-        """A benchmark loaded whole, with its first ``limit`` items (0: all) in document-major order
-        chosen."""
+        """A benchmark loaded whole, its first ``limit`` items (0: all) in document-major order chosen."""
         return cls(
             name=bench.name,
             criteria=bench.criteria,
@@ -188,13 +147,9 @@ def scan_jsonl(
     criteria: Sequence[str] | None = None,
     description: str = "",
 ) -> StreamedBenchmark:
-    """Check every row of a generic JSON-lines file in one pass and choose its first ``limit`` items (0: all).
-
-    The same rows are refused, with the same ``file:line`` errors, as by
-    :func:`~mitigate.data._jsonl.load_jsonl` (whose arguments these are), ids seen twice included;
-    the items chosen are those :func:`~mitigate.data._split.select_items` would choose, in its
-    order, read again from the file when ``items`` is iterated.
-    """
+    """Check every row of a generic JSON-lines file in one pass (refusing what
+    :func:`~mitigate.data._jsonl.load_jsonl`, whose arguments these are, refuses) and choose its first
+    ``limit`` items (0: all) as :func:`~mitigate.data._split.select_items` would."""
     rows = JsonlRows(path, scale)
     file = rows.path
     stamp = _stamp(file)
@@ -254,11 +209,7 @@ def scan_jsonl(
 
 
 def _check_unique(rows: JsonlRows, hashes: array) -> None:
-    """A DataError naming the second line of the first id given twice; none when every id is unique.
-
-    Ids are compared by hash first; the rows whose hashes repeat are read again and compared by their
-    text, so two ids that share a hash are never taken for one.
-    """
+    """DataError for the first id given twice (rows whose id hashes repeat are compared by text)."""
     repeated = {a for a, b in pairwise(sorted(hashes)) if a == b}
     if not repeated:
         return
@@ -267,18 +218,13 @@ def _check_unique(rows: JsonlRows, hashes: array) -> None:
         if hash(item.id) not in repeated:
             continue
         if item.id in first_line:
-            raise row_error(
-                rows.path,
-                line,
-                f"expected a unique 'id'; got {item.id!r}, already used on line {first_line[item.id]}",
-            )
+            raise duplicate_id(rows.path, line, item.id, first_line[item.id])
         first_line[item.id] = line
 
 
 def open_benchmark(name: str, limit: int = 0) -> StreamedBenchmark:
-    """The benchmark ``name`` (as :func:`~mitigate.data._registry.load` takes it) with its first ``limit``
-    items chosen: a ``jsonl:<file>`` benchmark read as a stream (:func:`scan_jsonl`), any other loaded whole.
-    """
+    """The benchmark ``name`` with its first ``limit`` items chosen: a ``jsonl:<file>`` one read as a stream
+    (:func:`scan_jsonl`), any other loaded whole."""
     from mitigate.data._registry import load
 
     prefix, sep, path = name.partition(":")

@@ -1,17 +1,10 @@
 """SummEval (Fabbri et al. 2021): CNN/DailyMail summaries rated for coherence, consistency, fluency, relevance
 (1-5).
 
-Two copies live in the data folder:
-
-- ``summeval_llm_summeval`` (Shen et al. 2023's repository): the 12 abstractive systems x 100
-  documents = 1,200 summaries with every rating: 3 experts and 5 crowd workers per summary.
-  The released LLM-judge outputs (:mod:`mitigate.data._released`) are keyed to these items.
-- ``summeval_bartscore`` (BARTScore's repository): all 16 systems x 100 documents = 1,600
-  summaries, expert means only (no per-annotator scores). Its source texts are tokenised
-  (``" 's"``, ``" , "``) as BARTScore stored them.
-
-Items are identified as ``"<system>/<doc_id>"`` (e.g. ``"M8/dm-test-8764fb95..."``) in both copies,
-so the 1,200 items of the first copy have the same ids in the second.
+Two copies live in the data folder: ``summeval_llm_summeval`` (Shen et al. 2023: 12 abstractive systems x 100
+documents, 3 expert and 5 crowd ratings per summary; the released judge outputs of
+:mod:`mitigate.data._released` are keyed to these items) and ``summeval_bartscore`` (all 16 systems, expert
+means only, source texts tokenised as BARTScore stored them). Item ids are ``"<system>/<doc_id>"`` in both.
 """
 
 from __future__ import annotations
@@ -56,17 +49,13 @@ def load_summeval(
 ) -> Benchmark:
     """Load SummEval as a :class:`~mitigate.data.Benchmark` (criteria: the four dimensions, scale 1-5).
 
-    - ``source="llm_summeval"``: 1,200 items (12 systems x 100 docs). ``human`` is the mean of
-      the 3 expert ratings per dimension and ``annotators`` the 3 expert ratings, unless
-      ``annotators="turker"``, which uses the 5 crowd ratings instead. Both sets stay in
-      ``meta["expert"]`` and ``meta["turker"]`` (criterion -> ratings); ``meta["references"]``
-      holds all 11 reference summaries.
-    - ``source="bartscore"``: 1,600 items (16 systems x 100 docs); ``human`` holds the expert
-      means; there are no per-annotator ratings, so ``annotators`` must stay "expert".
+    - ``source="llm_summeval"``: 1,200 items. ``human`` is the mean of the 3 expert ratings and
+      ``annotators`` the ratings, or with ``annotators="turker"`` the 5 crowd ratings; both stay in
+      ``meta["expert"]`` and ``meta["turker"]``, the 11 reference summaries in ``meta["references"]``.
+    - ``source="bartscore"``: 1,600 items; ``human`` holds the expert means (``annotators="expert"`` only).
 
-    ``inputs`` is ``{"source": article}``, ``reference`` the first reference summary. ``root``
-    overrides the data folder (default :func:`mitigate.paths.data_dir`). Missing files raise
-    DataError naming each file to put under the data folder.
+    ``inputs`` is ``{"source": article}``, ``reference`` the first reference summary; ``root`` overrides the
+    data folder. Missing files raise DataError naming each one.
     """
     base = resolve_root(root)
     if annotators not in ("expert", "turker"):
@@ -119,33 +108,22 @@ def _load_llm_summeval(root: str, annotators: str) -> Benchmark:
 
 
 def _ratings(row: dict[str, Any], key: str, path: Path, line: int) -> dict[str, tuple[float, ...]]:
+    bad = functools.partial(row_error, path, line)
     raters = row.get(key)
     if not isinstance(raters, list) or not raters:
-        raise row_error(
-            path,
-            line,
-            f"expected '{key}' to be a non-empty list of rating objects; got {type(raters).__name__}",
-        )
+        raise bad(f"expected '{key}' to be a non-empty list of rating objects; got {type(raters).__name__}")
     out: dict[str, list[float]] = {c: [] for c in CRITERIA}
     for index, rater in enumerate(raters):
         if not isinstance(rater, dict):
-            raise row_error(
-                path,
-                line,
-                f"expected '{key}'[{index}] to be an object dimension -> rating; got {type(rater).__name__}",
+            raise bad(
+                f"expected '{key}'[{index}] to be an object dimension -> rating; got {type(rater).__name__}"
             )
         for criterion in CRITERIA:
             if criterion not in rater:
-                raise row_error(
-                    path,
-                    line,
-                    f"expected a {criterion!r} rating in '{key}'[{index}]; got keys {sorted(rater)}",
-                )
+                raise bad(f"expected a {criterion!r} rating in '{key}'[{index}]; got keys {sorted(rater)}")
             value = number(rater[criterion], path, line, f"'{key}'[{index}].{criterion}")
             if not SCALE.contains(value):
-                raise row_error(
-                    path, line, f"expected '{key}'[{index}].{criterion} within 1 to 5; got {value:g}"
-                )
+                raise bad(f"expected '{key}'[{index}].{criterion} within 1 to 5; got {value:g}")
             out[criterion].append(value)
     return {c: tuple(v) for c, v in out.items()}
 
@@ -153,11 +131,8 @@ def _ratings(row: dict[str, Any], key: str, path: Path, line: int) -> dict[str, 
 def _text(row: dict[str, Any], key: str, path: Path, line: int) -> str:
     value = row.get(key)
     if not isinstance(value, str):
-        raise row_error(
-            path,
-            line,
-            f"expected a string '{key}'; got {'nothing' if value is None else type(value).__name__}",
-        )
+        got = "nothing" if value is None else type(value).__name__
+        raise row_error(path, line, f"expected a string '{key}'; got {got}")
     return value
 
 
@@ -199,28 +174,27 @@ def _load_bartscore(root: str) -> Benchmark:
     items: list[Item] = []
     seen: dict[str, int] = {}
     for line, row in read_json_lines(path):
+        bad = functools.partial(row_error, path, line)
         if not isinstance(row, dict):
-            raise row_error(path, line, f"expected a JSON object; got {type(row).__name__}")
+            raise bad(f"expected a JSON object; got {type(row).__name__}")
         doc_id = _text(row, "doc_id", path, line)
         system = _text(row, "model_id", path, line)
         refs = row.get("ref_summs")
         if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-            raise row_error(path, line, "expected 'ref_summs' to be a non-empty list of strings")
+            raise bad("expected 'ref_summs' to be a non-empty list of strings")
         human: dict[str, float] = {}
         for criterion in CRITERIA:
             if criterion not in row:
-                raise row_error(path, line, f"expected a {criterion!r} score; got keys {sorted(row)}")
+                raise bad(f"expected a {criterion!r} score; got keys {sorted(row)}")
             value = number(row[criterion], path, line, criterion)
             if not SCALE.contains(value):
-                raise row_error(path, line, f"expected {criterion!r} within 1 to 5; got {value:g}")
+                raise bad(f"expected {criterion!r} within 1 to 5; got {value:g}")
             human[criterion] = value
         item_id = f"{system}/{doc_id}"
         if item_id in seen:
-            raise row_error(
-                path,
-                line,
+            raise bad(
                 f"expected one row per (model_id, doc_id); got {item_id!r} again (first on line "
-                f"{seen[item_id]})",
+                f"{seen[item_id]})"
             )
         seen[item_id] = line
         items.append(

@@ -1,20 +1,11 @@
 """TMU-GFM (Yoshimura et al. 2020): grammatical-error-correction outputs rated by 5 annotators, 0-4.
 
-``tmu_gfm/tmu-gfm-dataset.csv`` has 4,221 rows: ``source`` (learner sentence), ``output`` (a GEC
-system's correction), ``grammer`` / ``fluency`` / ``meaning`` (5 comma-separated ratings each),
-``system`` (comma list of the systems that produced this output) and ``ave_g/ave_f/ave_m``.
-
-One item per row: ``id`` the zero-padded row number (``"0000"``..``"4220"``), ``inputs["source"]``
-the learner sentence, ``output`` the correction, ``system`` the CSV's system field as written
-(``"lstm,cnn"`` when several systems produced the same text; the list is in
-``meta["systems"]``), ``doc_id`` ``"src<k>"`` numbering the distinct source sentences, so
-corrections of the same sentence group together. Criteria: grammar, fluency, meaning.
-
-A rating of 0 is the guideline's "other" category rather than a point below 1: the dataset's own
-averages (``ave_g``, ``ave_m``) leave every 0 out (all 99 affected cells; ``fluency`` has no 0s).
-We do the same: ``human`` is the mean of the non-zero ratings (equal to the ``ave_*`` columns, the
-labels Ohi et al. use), ``annotators`` holds ``None`` for a 0, and the raw ratings stay in
-``meta["raw"]``. Pass ``zero_as_missing=False`` to average the 0s in as scores.
+``tmu_gfm/tmu-gfm-dataset.csv``: one item per row, ``id`` the zero-padded row number, ``inputs["source"]``
+the learner sentence, ``output`` the correction, ``system`` the CSV's system field as written (the list in
+``meta["systems"]``), ``doc_id`` ``"src<k>"`` numbering the distinct source sentences; criteria grammar
+(the CSV's "grammer"), fluency, meaning. A rating of 0 is the guideline's "other" category: as the dataset's
+own ``ave_*`` columns, ``human`` averages the non-zero ratings, ``annotators`` holds ``None`` for a 0 and
+``meta["raw"]`` the raw ratings; ``zero_as_missing=False`` averages the 0s in.
 """
 
 from __future__ import annotations

@@ -1,29 +1,16 @@
 """User Satisfaction Simulation (USS, Sun et al. 2021): dialogues rated for user satisfaction (1-5).
 
-The files ``user_satisfaction_uss/dataset/{SGD,MWOZ,ReDial,CCPE}.txt`` hold one turn per line,
-``role <TAB> text <TAB> action <TAB> sat1,sat2,...``, dialogues separated by blank lines. Each
-USER line carries the satisfaction ratings of 3-7 annotators; per Sun et al., a rating on a user
-turn judges the conversation *before* that user sentence, i.e. how satisfied the user is with
-the system's preceding response. A final ``USER <TAB> OVERALL`` line carries the dialogue-level
-ratings. Scale: 1 very dissatisfied, 2 dissatisfied, 3 normal, 4 satisfied, 5 very satisfied.
+``user_satisfaction_uss/dataset/{SGD,MWOZ,ReDial,CCPE}.txt`` hold one turn per line, ``role <TAB> text <TAB>
+action <TAB> sat1,sat2,...``, dialogues separated by blank lines. A rating on a USER line judges the system's
+preceding response; a final ``USER <TAB> OVERALL`` line rates the dialogue.
 
-What an item is --------------- ``level="dialogue"`` (default): one item per dialogue, judged as a whole.
-``output`` (and ``inputs["dialogue"]``) is the transcript, one ``USER: ...`` / ``SYSTEM: ...`` line per turn
-(the OVERALL line left out); ``human["satisfaction"]`` is the mean of the OVERALL ratings and
-``annotators["satisfaction"]`` the raw ratings. This is the setting of Ghazarian et al. (2024), who score
-dialogue-level user satisfaction on SGD; their own perturbation data set is not public (see the dataset's
-PROVENANCE.md), so we use USS's OVERALL ratings as gold. Counts: SGD 1,000, MultiWOZ 1,000, ReDial 1,000, CCPE
-500 dialogues.
-
-``level="turn"``: one item per rated exchange. ``output`` is the system response (all SYSTEM
-lines since the previous user turn), ``inputs["context"]`` the transcript before it, and the
-labels are the ratings on the USER line that follows it (the user's own sentence is left out:
-the ratings were given before it). User turns with no system response before them (the
-opening turn) have nothing to judge and are skipped.
-
-``meta["label"]`` is a categorical 1-5 label for accuracy: the majority vote of the raw ratings,
-ties going to the lower score, the rule of Sun et al.'s baseline code (``get_main_score``).
-``doc_id`` is the dialogue id (``"sgd/0007"``) in both levels, so turns group by dialogue.
+``level="dialogue"`` (default): one item per dialogue; ``output`` (and ``inputs["dialogue"]``) is the
+transcript, one ``USER: ...`` / ``SYSTEM: ...`` line per turn; ``human["satisfaction"]`` the mean of the
+OVERALL ratings, ``annotators`` the ratings (the setting of Ghazarian et al. 2024, whose own data is not
+public). ``level="turn"``: one item per rated exchange; ``output`` the SYSTEM lines since the previous user
+turn, ``inputs["context"]`` the transcript before them, the labels those of the USER line after them (an
+opening user turn has nothing to judge). ``meta["label"]`` is the majority vote of the ratings, ties to the
+lower score (Sun et al.'s ``get_main_score``); ``doc_id`` is the dialogue id (``"sgd/0007"``).
 """
 
 from __future__ import annotations
@@ -88,11 +75,9 @@ def parse_uss_file(path: Path) -> list[list[_Turn]]:
             continue
         fields = text.split("\t")
         if len(fields) < 4:
+            got = f"{len(fields)}: {text[:60]!r}"
             raise row_error(
-                path,
-                number,
-                f"expected 4 tab-separated fields (role, text, action, ratings); got {len(fields)}: "
-                f"{text[:60]!r}",
+                path, number, f"expected 4 tab-separated fields (role, text, action, ratings); got {got}"
             )
         role, utterance, action = (f.strip() for f in fields[:3])
         ratings_text = fields[3]
@@ -127,10 +112,7 @@ def _transcript(turns: list[_Turn]) -> str:
 def load_uss(
     corpus: str = "sgd", level: Literal["dialogue", "turn"] = "dialogue", *, root: str | Path | None = None
 ) -> Benchmark:
-    """Load one USS corpus (``sgd``, ``multiwoz``, ``redial`` or ``ccpe``) at dialogue or turn level.
-
-    See the module docstring for what an item is. Criterion ``satisfaction``, scale 1-5.
-    """
+    """Load one USS corpus (sgd, multiwoz, redial, ccpe) at dialogue or turn level (module docstring)."""
     key = ALIASES.get(corpus.lower(), corpus.lower())
     if key not in CORPORA:
         raise ConfigError(

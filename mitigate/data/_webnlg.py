@@ -1,27 +1,17 @@
 """WebNLG+ 2020 (English RDF-to-text) human evaluation: 5 criteria on a 0-100 slider, per rater.
 
-Files read (under ``webnlg2020_human_eval/``):
+Read under ``webnlg2020_human_eval/``: ``evaluation/human-evaluation/results/en/``
+``english_humeval_data_all_teams.json`` (the 3,025 rated outputs) and ``<submission>/primary.json`` (sample
+id -> rater -> scores); ``submissions/rdf2text/en/<submission>/primary.en`` (line ``n - 1`` is the output for
+test id ``n``); ``evaluation/human-evaluation/amt-scripts/data/en/tables/tables_xml.json`` (the input
+triples as HTML tables).
 
-- ``evaluation/human-evaluation/results/en/english_humeval_data_all_teams.json``: the 3,025 rated
-  outputs (submission, sample id, size, domain, category, criterion means);
-- ``evaluation/human-evaluation/results/en/<submission>/primary.json``: sample id -> rater -> scores;
-- ``submissions/rdf2text/en/<submission>/primary.en``: the system texts, line ``n - 1`` holding
-  the output for test id ``n`` (the join Ohi et al. use);
-- ``evaluation/human-evaluation/amt-scripts/data/en/tables/tables_xml.json``: the input triples
-  (as HTML tables) of the 178 sampled test ids.
-
-One item per (submission, sample id): ``id`` ``"<submission>/<sample_id>"``, ``system`` the
-submission, ``doc_id`` the sample id, ``inputs["triples"]`` the triples as text (one
-``subject | predicate | object`` per line), ``output`` the system text, ``human`` the mean over
-raters per criterion and ``annotators`` the raters' scores (rater ids in ``meta["raters"]``).
-Criteria are snake-cased: correctness, data_coverage, fluency, relevance, text_structure.
-One output is genuinely empty (``Baseline-FORGE2017/533``: a blank line in the submission, rated
-0 for fluency) and is kept as it is.
-
-The 178 rows of the ``WebNLG-2020-reference`` pseudo-submission have human scores but no text
-in the data folder (the reference file is absent from the snapshot), so they are left out by
-default (2,847 items); ``include_reference=True`` keeps them (3,025 items) with ``output=""``
-and ``meta["output_missing"]=True`` - for label statistics only, not for judging.
+One item per (submission, sample id): id ``"<submission>/<sample_id>"``, ``system`` the submission,
+``doc_id`` the sample id, ``inputs["triples"]`` one ``subject | predicate | object`` per line, ``output``
+the system text (one is genuinely empty), ``human`` the mean over raters and ``annotators`` the raters'
+scores (rater ids in ``meta["raters"]``); criteria snake-cased. The 178 rows of ``WebNLG-2020-reference``
+have no text in the data folder: left out by default (2,847 items); ``include_reference=True`` keeps them
+with ``output=""`` and ``meta["output_missing"]=True``, for label statistics only.
 """
 
 from __future__ import annotations
@@ -88,6 +78,11 @@ def _read_json(path: Path) -> Any:
         ) from exc
 
 
+def _bad(path: Path, message: str, where: str = "") -> DataError:
+    """A DataError about ``path`` (``where`` in it, else the file itself)."""
+    return DataError(f"{where or path}: {message}", path=str(path))
+
+
 @functools.lru_cache(maxsize=4)
 def _load(root: str, include_reference: bool) -> Benchmark:
     base = Path(root) / WEBNLG_DIR
@@ -100,15 +95,11 @@ def _load(root: str, include_reference: bool) -> Benchmark:
     )
     rows = _read_json(aggregate_path)
     if not isinstance(rows, list):
-        raise DataError(
-            f"{aggregate_path}: expected a JSON list of rated outputs; got {type(rows).__name__}",
-            path=str(aggregate_path),
-        )
+        raise _bad(aggregate_path, f"expected a JSON list of rated outputs; got {type(rows).__name__}")
     tables = _read_json(tables_path)
     if not isinstance(tables, dict):
-        raise DataError(
-            f"{tables_path}: expected a JSON object sample id -> HTML table; got {type(tables).__name__}",
-            path=str(tables_path),
+        raise _bad(
+            tables_path, f"expected a JSON object sample id -> HTML table; got {type(tables).__name__}"
         )
     submissions = list(dict.fromkeys(str(r.get("submission_id")) for r in rows if isinstance(r, dict)))
     needed = [f"{WEBNLG_DIR}/{RESULTS}/{s}/primary.json" for s in submissions]
@@ -128,9 +119,10 @@ def _load(root: str, include_reference: bool) -> Benchmark:
     for index, row in enumerate(rows):
         where = f"{aggregate_path} entry {index}"
         if not isinstance(row, dict) or "submission_id" not in row or "sample_id" not in row:
-            raise DataError(
-                f"{where}: expected an object with submission_id and sample_id; got {str(row)[:80]}",
-                path=str(aggregate_path),
+            raise _bad(
+                aggregate_path,
+                f"expected an object with submission_id and sample_id; got {str(row)[:80]}",
+                where,
             )
         submission, sample = str(row["submission_id"]), str(row["sample_id"])
         if submission == REFERENCE_SUBMISSION and not include_reference:
@@ -138,23 +130,21 @@ def _load(root: str, include_reference: bool) -> Benchmark:
         raters = ratings[submission].get(sample)
         rating_path = base / RESULTS / submission / "primary.json"
         if not isinstance(raters, dict) or not raters:
-            raise DataError(
-                f"{rating_path}: expected ratings for sample {sample!r} (listed in {where}); got {raters!r}",
-                path=str(rating_path),
+            raise _bad(
+                rating_path, f"expected ratings for sample {sample!r} (listed in {where}); got {raters!r}"
             )
         per_criterion: dict[str, list[float]] = {c: [] for c in CRITERIA}
         for worker, scores in raters.items():
             if not isinstance(scores, dict):
-                raise DataError(
-                    f"{rating_path}: expected an object of scores for rater {worker!r} on sample {sample!r}",
-                    path=str(rating_path),
+                raise _bad(
+                    rating_path, f"expected an object of scores for rater {worker!r} on sample {sample!r}"
                 )
             for source_name, criterion in CRITERIA_MAP.items():
                 if source_name not in scores:
-                    raise DataError(
-                        f"{rating_path}: expected a {source_name!r} score from rater {worker!r} "
-                        f"on sample {sample!r}; got keys {sorted(scores)}",
-                        path=str(rating_path),
+                    raise _bad(
+                        rating_path,
+                        f"expected a {source_name!r} score from rater {worker!r} on sample {sample!r}; "
+                        f"got keys {sorted(scores)}",
                     )
                 value = scores[source_name]
                 if (
@@ -162,26 +152,24 @@ def _load(root: str, include_reference: bool) -> Benchmark:
                     or not isinstance(value, (int, float))
                     or not SCALE.contains(value)
                 ):
-                    raise DataError(
-                        f"{rating_path}: expected a number 0-100 for {source_name} from "
-                        f"{worker!r} on sample {sample!r}; got {value!r}",
-                        path=str(rating_path),
+                    raise _bad(
+                        rating_path,
+                        f"expected a number 0-100 for {source_name} from {worker!r} on sample {sample!r}; "
+                        f"got {value!r}",
                     )
                 per_criterion[criterion].append(float(value))
         human = {c: mean(v) for c, v in per_criterion.items()}
         for source_name, criterion in CRITERIA_MAP.items():
             listed = row.get(source_name)
             if listed is not None and abs(float(listed) - human[criterion]) > 1e-6:
-                raise DataError(
-                    f"{where}: expected the listed {source_name} mean to equal the raters' mean in "
-                    f"{rating_path}; got {listed} vs {human[criterion]:.6f} for sample {sample!r}",
-                    path=str(aggregate_path),
+                raise _bad(
+                    aggregate_path,
+                    f"expected the listed {source_name} mean to equal the raters' mean in {rating_path}; got "
+                    f"{listed} vs {human[criterion]:.6f} for sample {sample!r}",
+                    where,
                 )
         if sample not in tables:
-            raise DataError(
-                f"{tables_path}: expected an input table for sample {sample!r}; got none",
-                path=str(tables_path),
-            )
+            raise _bad(tables_path, f"expected an input table for sample {sample!r}; got none")
         meta: dict[str, Any] = {
             "raters": tuple(raters),
             "size": int(row.get("size", 0)),

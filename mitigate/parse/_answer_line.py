@@ -1,12 +1,5 @@
 """The template's own answer line found in a judge's answer: "Score: 4", "[RESULT] 4", "[[B]]", "Output (a)",
-"Therefore, Output (b) is better.".
-
-:class:`AnswerLine` is the line as the readers look for it (built once per answer format, its
-patterns compiled once): :meth:`AnswerLine.find` returns the value written on the deciding line
-(the last one, or the first when the answer comes first), or None when the answer holds no
-such line; two different values in the deciding line's own sentence, an echoed list of the
-options, or a verdict sentence the judge hedged are a :class:`~mitigate.errors.ParseError`.
-"""
+"Therefore, Output (b) is better." (:class:`AnswerLine`, built once per answer format)."""
 
 from __future__ import annotations
 
@@ -16,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mitigate.errors import ParseError
-from mitigate.parse._common import normalise_answer
+from mitigate.parse._common import normalise_answer, refuse
 
 VALUE = "{value}"
 """Where the value goes in an answer line."""
@@ -26,11 +19,10 @@ VALUE = "{value}"
 class AnswerLine:
     """An answer line as the readers look for it.
 
-    ``line`` is the line with ``{value}``; ``value`` a regex of one value; ``kind`` the answer
-    kind ("score" lines are read in the normalised answer, number words as digits); ``first``:
-    the answer comes first, so the first line decides (else the last); ``case_sensitive``:
-    labels differ only by case; ``relations``: Arena-Hard relations (``A>B``), read as a line,
-    never as a verdict sentence; ``shown``: the format as error messages name it.
+    ``line`` is the line with ``{value}``; ``value`` a regex of one value; ``kind`` the answer kind ("score"
+    lines are read in the normalised answer); ``first``: the first line decides (else the last);
+    ``case_sensitive``: labels differ only by case; ``relations``: Arena-Hard relations (``A>B``), read as a
+    line, never as a verdict sentence; ``shown``: the format as error messages name it.
     """
 
     line: str
@@ -66,17 +58,14 @@ class AnswerLine:
         return re.compile(pattern, self._flags)
 
     def holds(self, span: str) -> bool:
-        """Whether ``span`` holds this line anywhere (a worded verdict line as a sentence, any other as a
-        line)."""
+        """Whether ``span`` holds this line anywhere (a worded verdict line as a sentence)."""
         pattern = self._verdict_pattern if self.kind == "pairwise" and worded(self.line) else self._pattern
         return pattern.search(normalise_answer(span) if self.kind == "score" else span) is not None
 
     def find(self, text: str) -> str | None:
-        """The value of the answer line in ``text`` (last one, or first when the answer comes first).
-
-        Two different values in the deciding line's own sentence ("[[A]] [[B]]", "either [[A]] or
-        [[B]]") are two verdicts with no final one: a :class:`ParseError`.
-        """
+        """The value of the deciding answer line in ``text``, or None when there is none; a ParseError for two
+        different values in its own sentence ("either [[A]] or [[B]]"), an echoed list of the options, or a
+        hedged verdict sentence."""
         if self.line.strip() == VALUE:
             return None  # a bare value has no distinctive line: the general parser reads it
         if self.kind == "pairwise" and not self.relations and worded(self.line):
@@ -104,8 +93,7 @@ class AnswerLine:
     def _one_in_sentence(
         self, work: str, chosen: re.Match[str], hits: Sequence[re.Match[str]], text: str
     ) -> None:
-        """Raise when another hit with a different value shares ``chosen``'s sentence (two verdicts, no final
-        one)."""
+        """Raise when a hit with another value shares ``chosen``'s sentence (no final verdict)."""
         start, end = sentence_bounds(work, chosen.start(), chosen.end())
         mine = self._same_value(chosen.group("v"))
         rival = [
@@ -114,28 +102,19 @@ class AnswerLine:
             if h is not chosen and start <= h.start() < end and self._same_value(h.group("v")) != mine
         ]
         if rival:
-            expected = f"one answer {self.shown}"
-            raise ParseError(
-                f"expected {expected}; got {rival[0]!r} and {chosen.group('v').strip()!r} in "
-                f"one sentence {' '.join(work[start:end].split())[:120]!r}, with no final one",
-                raw=text,
-                expected=expected,
-            )
+            sentence = " ".join(work[start:end].split())[:120]
+            got = f"{rival[0]!r} and {chosen.group('v').strip()!r} in one sentence {sentence!r}"
+            raise refuse(f"one answer {self.shown}", f"{got}, with no final one", text)
 
     def _verdict(self, text: str) -> str | None:
-        """The label of the last verdict written in the template's own words (the first when the answer comes
-        first).
+        """The label of the deciding verdict written in the template's own words (docs/answer_reading.md,
+        principles 4 and 5).
 
-        The line may sit anywhere, be followed by more words ("Therefore, Output (b) is better as
-        it ...") and drop a leading connective or the closing full stop. Its own clause decides: a
-        subordinate clause before it ("because Output (a) does not, Output (b) is better", "While
-        both are useful, ...") or a coordinate one ("Output (a) is not better, and Output (b) is
-        better") does not hedge it, nor does a "but" inside the reasons that follow it ("... is better
-        as it is shorter, but ..."). A line the judge hedged or asked about in its own clause
-        ("whether Output (a) is better", "Output (a) is better?") or qualified after it ("..., but
-        it ignores the instruction") is not a verdict: when the deciding line is such, the answer is
-        a :class:`ParseError`, never a guess. A line negated by "neither ... nor" names no winner
-        and is left to the general reader (a tie where the template offers one).
+        The line may sit anywhere, be followed by more words and drop a leading connective or the closing
+        full stop. Its own clause decides: a subordinate or coordinate clause before it, or a "but" inside
+        the reasons after it, leaves it standing; a hedge or question in its own clause, or a reversal after
+        it, makes the answer a :class:`ParseError`. "neither ... nor" names no winner: None (the general
+        reader decides).
         """
         work = _EMPHASIS.sub("", text)
         hits = list(self._verdict_alone.finditer(work))
@@ -153,12 +132,9 @@ class AnswerLine:
             or work[hit.end() : hit.end() + 2].startswith("?")
             or _QUALIFIED.search(rest)
         ):
-            expected = f"a verdict in the format {self.shown}"
-            raise ParseError(
-                f"expected {expected}; got a hedged or questioned verdict line "
-                f"{' '.join(work[start : hit.end()].split())!r}",
-                raw=text,
-                expected=expected,
+            line = " ".join(work[start : hit.end()].split())
+            raise refuse(
+                f"a verdict in the format {self.shown}", f"a hedged or questioned verdict line {line!r}", text
             )
         return hit.group("v")
 
@@ -206,8 +182,7 @@ _QUALIFIED = re.compile(r"(?i)\b(?:but|however|yet)\b")
 ("even though ...", "although ...") leaves the verdict standing."""
 _NOT_ONLY = re.compile(r"(?i)\bnot\s+only\b[^.!?\n]*?\bbut\s+also\b")
 # The verdict's reasons after it ("... is better as it is shorter, but ..."): a "but" inside them qualifies a
-# reason,
-# not the verdict.
+# reason, not the verdict.
 _REASON_AFTER = re.compile(r"(?i)\b(?:as|because|since|given\s+that|considering\s+that)\b.*")
 _NEITHER = re.compile(r"(?i)\b(?:neither|nor)\b")
 # Subordinate clauses before a verdict ("because Output (a) does not,", "While both are useful,", "based on
@@ -228,13 +203,8 @@ def own_clause(before: str) -> str:
 
 
 def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
-    """The sentence (or line) of ``text`` around ``text[start:end]``: from after the last boundary to the
-    next."""
-    left = (
-        max(m.end() for m in (*BOUNDARY.finditer(text, 0, start), None) if m is not None)
-        if BOUNDARY.search(text, 0, start)
-        else 0
-    )
+    """The sentence (or line) of ``text`` around ``text[start:end]``."""
+    left = max((m.end() for m in BOUNDARY.finditer(text, 0, start)), default=0)
     right = BOUNDARY.search(text, end)
     return left, right.start() if right else len(text)
 
@@ -243,16 +213,14 @@ BOUNDARY = re.compile(r"[.!?][\"'”’)]*(?=\s|$)|\n")
 
 
 def worded(line: str) -> bool:
-    """Whether a verdict line names its label with words around it ("Output ({value})"), not brackets
-    alone."""
+    """Whether a verdict line names its label with words around it ("Output ({value})")."""
     head, tail = line.split(VALUE, 1)
     return bool(re.search(r"[A-Za-z]", head + tail))
 
 
 @functools.lru_cache(maxsize=512)
 def verdict_line_pattern(line: str, value_regex: str) -> str:
-    """A regex finding a worded verdict line anywhere: a leading connective and the closing stop are optional,
-    and words may follow ("Therefore, Output (b) is better as it ...")."""
+    """A regex finding a worded verdict line anywhere (connective and closing stop optional)."""
     head, tail = line.split(VALUE, 1)
     head_text = head.strip()
     connective = _CONNECTIVE.match(head_text)

@@ -6,6 +6,7 @@ import re
 
 from mitigate.errors import ParseError, ScaleError
 from mitigate.parse._common import fail as _fail
+from mitigate.parse._common import with_raw
 from mitigate.scale import Scale
 
 _MCQ_CUE = (
@@ -28,7 +29,7 @@ def parse_mcq(text: str, scale: Scale, *, raw: str | None = None) -> float:
         try:
             return parse_mcq(text, scale)
         except ParseError as exc:
-            raise ParseError(exc.message, raw=raw, expected=exc.context.get("expected", "")) from None
+            raise with_raw(exc, raw) from None
     if not scale.letters:
         raise ScaleError(f"parse_mcq needs a Scale with a letter map; got letters={scale.letters!r}")
     letters = {k.upper(): v for k, v in scale.letters.items()}

@@ -1,8 +1,7 @@
 """What every answer reader shares: the verdict type, error messages, and the answer normalised for reading.
 
-Every reader either returns a value or raises :class:`~mitigate.errors.ParseError` made by
-:func:`fail`, which keeps the full response on ``.raw`` and what was expected on ``.expected``
-and quotes a one-line snippet of the text in its message.
+Every reader returns a value or raises a :class:`~mitigate.errors.ParseError` keeping the full response on
+``.raw`` and what was expected on ``.expected``.
 """
 
 from __future__ import annotations
@@ -38,18 +37,18 @@ def fail(reason: str, text: str, expected: str, **context: object) -> ParseError
     )
 
 
+def refuse(expected: str, got: str, raw: str, **context: object) -> ParseError:
+    """The :class:`ParseError` "expected <expected>; got <got>", keeping ``raw`` and ``expected``."""
+    return ParseError(f"expected {expected}; got {got}", raw=raw, expected=expected, **context)
+
+
+def with_raw(exc: ParseError, raw: str) -> ParseError:
+    """``exc`` again, carrying ``raw`` (the whole answer) instead of the part that was read."""
+    return ParseError(exc.message, raw=raw, expected=exc.context.get("expected", ""))
+
+
 WORD_NUMBERS = {
-    "zero": "0",
-    "one": "1",
-    "two": "2",
-    "three": "3",
-    "four": "4",
-    "five": "5",
-    "six": "6",
-    "seven": "7",
-    "eight": "8",
-    "nine": "9",
-    "ten": "10",
+    word: str(n) for n, word in enumerate("zero one two three four five six seven eight nine ten".split())
 }
 """Number words read as numbers ("scoring a one out of five")."""
 _WORD_RE = re.compile(r"\b(" + "|".join(WORD_NUMBERS) + r")\b", re.IGNORECASE)

@@ -40,8 +40,7 @@ _DIGIT = re.compile(r"\d")
 
 
 def stands_in(run: str, index: str) -> bool:
-    """Whether the run of tokens ``run`` stands in a line of ``index`` (its last word with or without a
-    sentence end)."""
+    """Whether the run ``run`` stands in a line of ``index`` (its last word with or without a full stop)."""
     last = run.rstrip(".")
     return f" {last} " in index or f" {last}. " in index
 
@@ -74,8 +73,7 @@ _WORD_CHAR = re.compile(r"\w").search
 
 @functools.lru_cache(maxsize=512)
 def lowered(text: str, fold: bool) -> str:
-    """``text`` lower-cased (with ``fold``), markdown and quotation marks dropped: what :func:`flat_lines` and
-    :func:`_words_of` read."""
+    """``text`` lower-cased (with ``fold``), markdown and quotation marks dropped."""
     return _unmarked(text.lower() if fold else text)
 
 
@@ -257,8 +255,7 @@ def copied_runs(
 
 
 class _Sources:
-    """The source texts of one search; a source's index (:func:`_corpus`) is built only to find a run of two
-    words or more in it."""
+    """The source texts of one search, each indexed (:func:`_corpus`) only when a run is looked for in it."""
 
     def __init__(self, texts: Sequence[str], fold: bool) -> None:
         self.texts, self.fold = texts, fold
@@ -307,8 +304,7 @@ def _hot_runs(
     together: Callable[[str], bool],
     offset: int,
 ) -> list[tuple[int, int, str]]:
-    """The runs of the stretches of ``line`` that hold a match of ``hot`` or a digit (see
-    :func:`copied_runs`), each stretch found from such a match, outwards."""
+    """The runs of the stretches of ``line`` holding a match of ``hot`` or a digit (:func:`copied_runs`)."""
     values = [m.span() for m in hot.finditer(line)] + [m.span() for m in _DIGIT.finditer(line)]
     if not values:
         return []
@@ -395,8 +391,7 @@ def _stretch_runs(
     together: Callable[[str], bool],
     offset: int,
 ) -> list[tuple[int, int, str]]:
-    """The runs of the stretch ``words[i:j]``, left to right, each as long as it can be; adjacent runs that
-    stand together in the whole prompt are one."""
+    """The runs of the stretch ``words[i:j]``, left to right, joined where they stand together."""
     runs: list[tuple[int, int, str]] = []
     last: tuple[int, int] | None = None  # the previous run's token range, to join an adjacent one
     while i < j:
@@ -422,8 +417,7 @@ def _stretch_runs(
 
 @functools.lru_cache(maxsize=512)
 def line_ends(text: str, fold: bool) -> tuple[frozenset[str], frozenset[str]]:
-    """The first and the last word of every line of ``text``'s index (:func:`flat_lines`), without building
-    it."""
+    """The first and last words of each line of ``text``'s index, without building it."""
     heads, tails = set(), set()
     for line in lowered(text, fold).splitlines():
         chunks = line.split()

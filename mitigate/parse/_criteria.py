@@ -9,6 +9,7 @@ from mitigate.errors import ParseError
 from mitigate.parse._common import fail as _fail
 from mitigate.parse._common import format_number as _fmt
 from mitigate.parse._common import normalise_answer as _normalise
+from mitigate.parse._common import refuse
 from mitigate.parse._quoted import unquote
 from mitigate.parse._score import NUM_RE, read_score
 from mitigate.scale import Scale
@@ -64,12 +65,11 @@ def parse_criteria(
         for name, value in _criteria(strict, names, scale, raw=text).items():
             mine = out[name]
             if not isinstance(value, ParseError) and not isinstance(mine, ParseError) and value != mine:
-                expected = f"one value for {name!r} on {scale.describe()}"
-                out[name] = ParseError(
-                    f"expected {expected}; got {_fmt(value)} and also {_fmt(mine)}, which the judged text "
-                    "holds as written: no way to tell which is the judge's own",
-                    raw=text,
-                    expected=expected,
+                out[name] = refuse(
+                    f"one value for {name!r} on {scale.describe()}",
+                    f"{_fmt(value)} and also {_fmt(mine)}, which the judged text holds as written: no way to "
+                    "tell which is the judge's own",
+                    text,
                     criterion=name,
                 )
     return out

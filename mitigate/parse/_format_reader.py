@@ -1,19 +1,17 @@
 """Reading a judge's answer in the format its template prescribes: the judge's own final statement, never a
 quote.
 
-:class:`FormatReader` is an answer format as the readers need it (built once per
-:class:`~mitigate.prompt.answer.AnswerFormat`, which hands it its fields). :meth:`FormatReader.read`
-blanks what the answer does not state itself (:func:`~mitigate.parse._quoted.unquote`), then
-looks for the format's own answer line (:class:`~mitigate.parse._answer_line.AnswerLine`), a JSON
-field, two scores on a line, or a bare final letter, and falls back to the general reader of
-the kind (:mod:`.score`, :mod:`.choice`, :mod:`.verdict`) told the format's labels and cues. An
-answer that states its own value and also, bare, a different value a judged text holds is a
-:class:`~mitigate.errors.ParseError`, never the judged text's value.
+:meth:`FormatReader.read` blanks what the answer does not state itself (:func:`.unquote`), then looks for
+the format's own answer line (:class:`~mitigate.parse._answer_line.AnswerLine`), a JSON field, two scores on
+a line or a bare final letter, and falls back to the general reader of the kind told the format's labels and
+cues. Lines copying the prompt's own scoring options are dropped first
+(:func:`strip_echoed_lines`).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -21,9 +19,7 @@ from typing import Any, Literal
 from mitigate.errors import MitigateError, ParseError
 from mitigate.parse._answer_line import VALUE, AnswerLine
 from mitigate.parse._choice import parse_mcq
-from mitigate.parse._common import Verdict, normalise_answer
-from mitigate.parse._echoes import strip_echoed_lines
-from mitigate.parse._json_answer import json_object, json_value
+from mitigate.parse._common import Verdict, normalise_answer, refuse, with_raw
 from mitigate.parse._quoted import unquote
 from mitigate.parse._score import parse_score
 from mitigate.parse._stub import StubCompletion
@@ -44,8 +40,12 @@ class FormatReader:
     def __init__(self, fmt: Any, shown: str) -> None:
         self.fmt, self.shown = fmt, shown
 
-    # ------------------------------------------------------------------ what the format is made of (built
-    # once)
+    # ------------------------------------------------------------------ what the format is made of
+    @functools.cached_property
+    def _labels(self) -> tuple[str, ...]:
+        """The format's labels, and its tie label when it has one."""
+        return (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))
+
     @functools.cached_property
     def answer_line(self) -> AnswerLine:
         """The format's own answer line, as :mod:`.answer_line` looks for it."""
@@ -61,8 +61,7 @@ class FormatReader:
 
     @functools.cached_property
     def completion(self) -> StubCompletion | None:
-        """How the answer completes the template's answer stub (:mod:`.stub`); None for a format without
-        one."""
+        """How the answer completes the template's answer stub; None for a format without one."""
         if not self.fmt.stub:
             return None
         return StubCompletion(
@@ -76,14 +75,9 @@ class FormatReader:
     def value_regex(self) -> str:
         """A regex of one value: a label (or relation), a letter, or a number with an optional modifier."""
         if self.fmt.kind == "pairwise":
-            labels = sorted(
-                {re.escape(x) for x in (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))},
-                key=len,
-                reverse=True,
-            )
             if self.fmt.relations:
                 return r"[^\]\s]{1,3}(?:\s*(?:>>|>|=|<|<<)\s*[^\]\s]{1,3})?"
-            return "|".join(labels)
+            return "|".join(sorted({re.escape(x) for x in self._labels}, key=len, reverse=True))
         if self.fmt.kind == "mcq":
             return r"[A-Za-z]"
         return r"(?:weak\s+|strong\s+)?-?\d+(?:\.\d+)?"
@@ -91,16 +85,11 @@ class FormatReader:
     @functools.cached_property
     def hint(self) -> re.Pattern[str]:
         """What any answer of this format holds: a number (or number word), a label, or a letter."""
-        return value_hint(
-            self.fmt.kind,
-            tuple(self.fmt.labels) + ((self.fmt.tie,) if self.fmt.tie else ()),
-            self.fmt.case_sensitive,
-        )
+        return value_hint(self.fmt.kind, self._labels, self.fmt.case_sensitive)
 
     @functools.cached_property
     def line_cues(self) -> tuple[str, ...]:
-        """Words in the answer line that mark a score ("Coherence" of "Coherence: N"), for the general
-        parser."""
+        """Words of the answer line that mark a score ("Coherence" of "Coherence: N")."""
         head = self.fmt.line.split(VALUE)[0]
         words = re.findall(r"[A-Za-z][A-Za-z ]{1,40}?(?=\s*[:=]\s*$)", head.strip())
         label = self.fmt.stub_label
@@ -111,7 +100,7 @@ class FormatReader:
         own = {w.lower() for w in re.findall(r"[A-Za-z]+", self.fmt.line.replace(VALUE, " "))}
         own |= {k.lower() for k in (self.fmt.json_key, self.fmt.reason_key) if k}
         own |= {w[:-1] for w in own if len(w) > 3 and w.endswith("s")}  # "stars" also stands for "One star"
-        own |= {x.lower() for x in (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))}
+        own |= {x.lower() for x in self._labels}
         if self.fmt.kind == "score":
             own |= {"out", "of", "weak", "strong"}
         return frozenset(own)
@@ -149,18 +138,14 @@ class FormatReader:
             except ParseError:
                 return value  # the bare copy is the answer's only statement: the judge gave that value itself
             if other != value:
-                expected = f"one answer {self.shown}"
-                raise ParseError(
-                    f"expected {expected}; got {other!r} and also {value!r}, which the judged "
-                    f"text holds as written: no way to tell which is the judge's own",
-                    raw=text,
-                    expected=expected,
+                got = f"{other!r} and also {value!r}, which the judged text holds as written"
+                raise refuse(
+                    f"one answer {self.shown}", f"{got}: no way to tell which is the judge's own", text
                 )
         return value
 
     def read_plain(self, work: str, text: str, scale: Scale, cues: Sequence[str]) -> float | Verdict:
-        """The value in ``work`` (the answer with what is not the judge's own blanked); errors carry
-        ``text``."""
+        """The value in ``work`` (the answer with what is not its own blanked); errors carry ``text``."""
         if self.fmt.json_key is not None:
             found = json_value(work, self.fmt.json_key)
             if found is not None:
@@ -187,14 +172,14 @@ class FormatReader:
         obj = json_object(text, expected)
         if self.fmt.two_scores:
             if "score_1" not in obj or "score_2" not in obj:
-                raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
+                raise refuse(expected, f"keys {sorted(obj)}", text)
             s1, s2 = (parse_score(f"Score: {obj[k]}", scale, raw=text) for k in ("score_1", "score_2"))
             return "first" if s1 > s2 else "second" if s2 > s1 else "tie"
         key = self.fmt.json_key or (
             "verdict" if self.fmt.kind == "pairwise" else "answer" if self.fmt.kind == "mcq" else "score"
         )
         if key not in obj:
-            raise ParseError(f"expected {expected}; got keys {sorted(obj)}", raw=text, expected=expected)
+            raise refuse(expected, f"keys {sorted(obj)}", text)
         return self.accept(str(obj[key]), text, scale)
 
     def states(self, span: str, scale: Scale, cues: Sequence[str]) -> bool:
@@ -213,8 +198,7 @@ class FormatReader:
         return self.answer_line.holds(span)
 
     def bare(self, span: str) -> bool:
-        """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]", "Output
-        (a)")."""
+        """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]")."""
         own = self._own_words
         for word in _BARE_WORDS.findall(normalise_answer(span)):
             if word.lower() in own or word[0].isdigit() or (self.fmt.kind == "mcq" and len(word) == 1):
@@ -231,14 +215,9 @@ class FormatReader:
         return parse_score(f"Score: {value.strip()}", scale, raw=text)
 
     def _final_letter(self, text: str, scale: Scale) -> str | None:
-        """For a bare letter answer after reasoning ("... so the answer is yes.\nY"): the last line that is
-        one letter.
-
-        Only for an MCQ format whose line is the bare letter and whose reasoning comes first,
-        and only a line holding nothing but one letter of ``scale.letters`` (markdown and a
-        full stop allowed), with no other letter answer after it; anything else is left to the
-        general parser.
-        """
+        """For an MCQ format whose line is the bare letter, after reasoning ("... so the answer is yes.\nY"):
+        the last line holding nothing but one letter of ``scale.letters`` (markdown and a full stop allowed),
+        with no other letter answer after it; else None (the general parser decides)."""
         fmt = self.fmt
         if fmt.kind != "mcq" or fmt.reasoning != "before" or fmt.line.strip() != VALUE or not scale.letters:
             return None
@@ -269,7 +248,7 @@ class FormatReader:
                         return "tie"
                     winner = sides[0] if op.startswith(">") else sides[1]
                     return winner  # type: ignore[return-value]
-            raise ParseError(f"expected {expected}; got {value!r}", raw=text, expected=expected)
+            raise refuse(expected, repr(value), text)
         same = (lambda x, y: x == y) if self.fmt.case_sensitive else (lambda x, y: x.lower() == y.lower())
         if same(value, a):
             return "first"
@@ -277,7 +256,7 @@ class FormatReader:
             return "second"
         if self.fmt.tie is not None and same(value, self.fmt.tie):
             return "tie"
-        raise ParseError(f"expected {expected}; got {value!r}", raw=text, expected=expected)
+        raise refuse(expected, repr(value), text)
 
     def _two_scores(self, work: str, text: str, scale: Scale) -> Verdict:
         # after a chain of thought the scores end the answer
@@ -285,11 +264,11 @@ class FormatReader:
         expected = f"a {where} line with two scores from {scale.describe()} (one per output)"
         lines = [ln for ln in work.strip().splitlines() if ln.strip()]
         if not lines:
-            raise ParseError(f"expected {expected}; got an empty answer", raw=text, expected=expected)
+            raise refuse(expected, "an empty answer", text)
         line = lines[-1] if where == "last" else lines[0]
         nums = _TWO_NUMBERS.findall(line.replace(",", " "))
         if len(nums) != 2:
-            raise ParseError(f"expected {expected}; got {line[:80]!r}", raw=text, expected=expected)
+            raise refuse(expected, repr(line[:80]), text)
         first, second = (parse_score(f"Score: {n}", scale, raw=text) for n in nums)
         return "first" if first > second else "second" if second > first else "tie"
 
@@ -317,7 +296,7 @@ class FormatReader:
                 return parse_mcq(work, scale)
             return parse_score(work, scale, cues=(*self.line_cues, *cues))
         except ParseError as exc:
-            raise ParseError(exc.message, raw=text, expected=exc.context.get("expected", "")) from None
+            raise with_raw(exc, text) from None
 
 
 _BARE_WORDS = re.compile(r"[A-Za-z]+|\d+(?:\.\d+)?")
@@ -348,3 +327,70 @@ def value_hint(kind: str, labels: tuple[str, ...], case_sensitive: bool = False)
     # "the first one", a tie
     forms.append(r"(?i:\b(?:first|second|former|latter|tie|draw|equal\w*|neither)\b)")
     return re.compile("|".join(forms))
+
+
+_HEAD = re.compile(r"^\W*(?:(?:score|rating|point)s?\s*)?\(?\d+(?:\.\d+)?\)?\s*(?:means|[:=\-–—)])?", re.I)
+_MARKUP = re.compile(r"[*`_\"']")
+
+
+def strip_echoed_lines(text: str, echoes: Sequence[str]) -> str:
+    """``text`` without the lines that copy one of ``echoes`` (the prompt's own rubric lines: "Score 1: The
+    model's responses are irrelevant ..." describes a score, it does not give one): after its "Score N:"
+    style head, such a line starts with the first 24 characters of an option's description (case and spacing
+    ignored)."""
+    keys = _keys(tuple(echoes))
+    if not keys:
+        return text
+    out = []
+    for line in text.splitlines(keepends=True):
+        body = _flat(_HEAD.sub("", line))
+        if body and body.startswith(keys):
+            continue
+        out.append(line)
+    return "".join(out)
+
+
+@functools.lru_cache(maxsize=256)  # the same options for every answer to one prompt
+def _keys(echoes: tuple[str, ...]) -> tuple[str, ...]:
+    """What an echoed line starts with: the first 24 characters of each option description of 12 or more."""
+    return tuple(sorted({_flat(e)[:24] for e in echoes if len(_flat(e)) >= 12}))
+
+
+def _flat(text: str) -> str:
+    return " ".join(_MARKUP.sub("", text).lower().split())
+
+
+_OPEN = re.compile(r"\{")
+
+
+def json_value(text: str, key: str) -> Any:
+    """The value under ``key`` in the last JSON object of ``text`` that has it; None if none."""
+    found = None
+    for m in _OPEN.finditer(text):
+        depth = 0
+        for j in range(m.start(), len(text)):
+            ch = text[j]
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    try:
+                        obj = json.loads(text[m.start() : j + 1])
+                    except json.JSONDecodeError:
+                        break
+                    if isinstance(obj, dict) and key in obj:
+                        found = obj[key]
+                    break
+    return found
+
+
+def json_object(text: str, expected: str) -> dict[str, Any]:
+    """``text`` (the whole reply) as a JSON object; a :class:`ParseError` naming ``expected`` otherwise."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise refuse(expected, f"invalid JSON ({exc.msg})", text) from None
+    if not isinstance(obj, dict):
+        raise refuse(expected, type(obj).__name__, text)
+    return obj

@@ -74,8 +74,7 @@ def _point_mass(positions: Sequence[TokenLogprob], i: int, points: dict[str, int
 
 
 def expected_score(positions: Sequence[TokenLogprob], scale: Scale, *, min_mass: float = 0.5) -> float:
-    """G-Eval-style probability-weighted score: sum(p(v) * v) over :func:`score_distribution`; ParseError
-    when no position carries mass on the scale."""
+    """G-Eval-style probability-weighted score: sum(p(v) * v) over :func:`score_distribution`."""
     dist = score_distribution(positions, scale, min_mass=min_mass)
     return sum(v * p for v, p in dist.items())
 

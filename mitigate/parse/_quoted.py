@@ -37,8 +37,7 @@ def _within(span: Span, marks: Sequence[Span]) -> bool:
 
 
 def _core(text: str, span: Span) -> Span:
-    """``span`` without its leading and trailing punctuation (so a quotation mark around it does not
-    count)."""
+    """``span`` without its leading and trailing punctuation (a quotation mark around it)."""
     start, end = span
     while start < end and not text[start].isalnum():
         start += 1
@@ -78,8 +77,7 @@ def blank(text: str, spans: Sequence[Span]) -> str:
 def _template_parts(
     sources: tuple[str, ...], judged: tuple[str, ...], fold: bool, fast: bool
 ) -> tuple[str, ...]:
-    """What ``sources`` (the rendered prompt) hold besides the judged texts: the template's own words (and
-    demos)."""
+    """What ``sources`` hold besides the judged texts: the template's own words (and demos)."""
     texts = sorted((j for j in judged if j and not j.isspace()), key=len, reverse=True)
     lines_of: dict[str, set[str]] = {}
 

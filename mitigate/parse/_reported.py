@@ -21,8 +21,7 @@ _BLOCKQUOTE = re.compile(r"(?m)^[ \t]*>.*$")
 
 
 def marked_spans(text: str) -> list[Span]:
-    """Spans ``text`` marks as quotations: a fenced code block, backticks, quotation marks, a blockquote
-    line."""
+    """Spans ``text`` marks as quotations: a code block, backticks, quotation marks, a blockquote line."""
     spans: list[Span] = []
     for pattern, needs in ((_FENCE, "`"), (_TICKS, "`"), (_QUOTES, "\"“‘'"), (_BLOCKQUOTE, ">")):
         if any(ch in text for ch in needs):  # each pattern needs one of these characters

@@ -1,14 +1,10 @@
-"""Reading an answer that completes the template's answer stub: "3" after "- Fluency (1-3):".
+"""Reading an answer that completes the template's answer stub: "3" after "- Fluency (1-3):"
+(docs/answer_reading.md).
 
-A template that ends with the start of its answer line (G-Eval's ``- Fluency (1-3):``, a
-closing ``Score:``) leaves the judge to complete it. The judge's answer then starts with the
-completion: the bare value ("3", or the rest of the line, "[[3]]"), or the line written again
-in full ("- Fluency (1-3): 3") or by its label ("Fluency: 3", "**Fluency**: 3").
-:class:`StubCompletion` reads that first line; the answer's other lines may explain it, but a
-later answer line or bare value that gives a different value leaves no one answer: a
-:class:`~mitigate.errors.ParseError`, never a choice between them. So is a first line that is a
-range or a list of values ("2-3", "2 or 3"). An answer that does not start with the completion is
-left to the format's other readers (None).
+The answer starts with the completion: the bare value ("3", or the rest of the line, "[[3]]"), or the line
+written again in full ("- Fluency (1-3): 3") or by its label ("Fluency: 3"). A later line giving a different
+value, or a first line that is a range or a list ("2-3", "2 or 3"), is a ParseError; an answer that does not
+start with the completion is left to the format's other readers (None).
 """
 
 from __future__ import annotations
@@ -19,6 +15,7 @@ from dataclasses import dataclass
 
 from mitigate.errors import ParseError
 from mitigate.parse._answer_line import VALUE, loose
+from mitigate.parse._common import refuse
 
 LIST_MARKER = r"(?:[-*•+]|\d{1,2}[.)]|\(?[A-Za-z0-9]\))"
 """A list marker opening a stub line: "-", "*", "3.", "(c)"."""
@@ -29,12 +26,9 @@ _MARKUP = r"[*_`]*"
 
 @dataclass(frozen=True)
 class StubCompletion:
-    """How the completion of an answer stub is found.
-
-    ``label`` is the stub's label ("Fluency" of "- Fluency (1-3):"); ``continuation`` what the
-    judge writes after the stub, with ``{value}`` ("{value}", "[[{value}]]"); ``value`` a regex
-    of one value; ``shown`` the format as error messages name it.
-    """
+    """How the completion of an answer stub is found: ``label`` is the stub's ("Fluency"), ``continuation``
+    what the judge writes after it with ``{value}`` ("[[{value}]]"), ``value`` a regex of one value,
+    ``shown`` the format as error messages name it."""
 
     label: str
     continuation: str
@@ -56,8 +50,7 @@ class StubCompletion:
 
     @functools.cached_property
     def _labelled(self) -> re.Pattern[str]:
-        """The stub's line written again and completed, in full or by its label: "- Fluency (1-3): 3",
-        "Fluency: 3"."""
+        """The stub's line written again and completed: "- Fluency (1-3): 3", "Fluency: 3"."""
         head, tail = self._parts
         label = loose(self.label)
         return re.compile(
@@ -69,8 +62,7 @@ class StubCompletion:
 
     @functools.cached_property
     def _opening(self) -> re.Pattern[str]:
-        """The completion opening a longer first line: "3 - it reads well" (checked for other numbers after
-        it)."""
+        """The completion opening a longer first line: "3 - it reads well"."""
         head, tail = self._parts
         return re.compile(
             rf"[ \t>]*{_MARKUP}{head}(?P<v>{self.value})(?!\w|\.\d){tail}{_MARKUP}(?P<rest>.*)", re.IGNORECASE
@@ -84,13 +76,8 @@ class StubCompletion:
         return None
 
     def find(self, text: str, raw: str | None = None) -> str | None:
-        """The value the answer ``text`` completes the stub with, or None when its first line is no
-        completion.
-
-        Raises :class:`ParseError` when the first line is a range or alternatives ("2-3", "2 or 3"),
-        or when a later line is another completion (a bare value, the stub's line completed) with a
-        different value; the error carries ``raw`` (the answer as received, by default ``text``).
-        """
+        """The value the answer ``text`` completes the stub with, or None (see the module docstring); errors
+        carry ``raw`` (the answer as received, by default ``text``)."""
         raw = text if raw is None else raw
         lines = text.strip().splitlines()
         if not lines:
@@ -103,13 +90,8 @@ class StubCompletion:
                 return None
             rest = opening.group("rest")
             if re.match(r"\s*(?:-|–|—|to\b|or\b|and\b|,)\s*[*_`]*\d", rest):
-                expected = f"one answer {self.shown}"
-                raise ParseError(
-                    f"expected {expected}; got a range or alternatives {first.strip()[:80]!r}, "
-                    "not one value completing the stub",
-                    raw=raw,
-                    expected=expected,
-                )
+                got = f"a range or alternatives {first.strip()[:80]!r}, not one value completing the stub"
+                raise refuse(f"one answer {self.shown}", got, raw)
             if re.search(r"\d", rest):
                 # "3 out of 3", "3/3", "3 (of 3)": the general reader judges a line with more numbers
                 return None

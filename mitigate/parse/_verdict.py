@@ -6,6 +6,7 @@ import re
 from typing import Literal
 
 from mitigate.errors import ConfigError, ParseError
+from mitigate.parse._answer_line import sentence_bounds
 from mitigate.parse._common import Verdict
 from mitigate.parse._common import fail as _fail
 from mitigate.parse._common import snippet as _snippet
@@ -85,18 +86,6 @@ _NEITHER_TIE = re.compile(
 """A sentence saying neither output is better: a tie claim, never a claim for the output it names last."""
 
 
-_END = re.compile(r"[.!?][\"'”’)]*(?=\s|$)|\n")
-
-
-def _sentence_span(text: str, pos: int) -> tuple[int, int]:
-    """The sentence (or line) of ``text`` holding position ``pos``."""
-    left = 0
-    for m in _END.finditer(text, 0, pos):
-        left = m.end()
-    right = _END.search(text, pos + 1)
-    return left, right.start() if right else len(text)
-
-
 def _sentences(text: str) -> list[str]:
     """``text`` cut into sentences and lines (a full stop inside "(a)." or a decimal does not cut)."""
     parts = re.split(r"(?<=[.!?])\s+(?=[A-Z(\[\"'#*])|\n+", text)
@@ -114,21 +103,14 @@ def parse_pairwise(
 ) -> Literal["first", "second", "tie"]:
     """Read which of two outputs a judge preferred: "first", "second" or "tie".
 
-    ``labels`` are how the prompt named the two outputs ("1"/"2" for "Summary #1", "A"/"B"
-    for "Response A", "a"/"b" for "Output (a)"); ``tie`` optionally names a tie option
-    (SummEval head-to-head uses "C"). ``case_sensitive`` is for labels that differ only by
-    case (AlpacaEval's "m" / "M"). Explicit verdicts are read first and the last one wins:
-    the whole answer being a label, an answer that starts or ends with a label standing
-    alone ("B: Summary #2 is ...", "... explanation.\\nM"), "Answer: A", "[[B]]", "I prefer
-    Summary 1". Without one, a concluding sentence ("Therefore, Output (a) is better") decides
-    when it claims one side; failing that, comparative claims ("Summary 2 is better",
-    "Response A is less fluent", "both are equally good", "neither is better") must agree.
-    Raises :class:`ParseError` when no side is claimed or when both (or a side and a tie) are.
-
-    A claim inside the reasoning is never the verdict: only the last concluding sentence, or the
-    final statement (``final``: the "last" sentence after reasoning, the "first" when the verdict
-    comes first, "either" otherwise) decides, and a different claim elsewhere makes the answer
-    ambiguous. ``ties=False`` (a template offering no tie) makes a claimed tie a failure.
+    ``labels`` name the two outputs as the prompt did ("1"/"2", "A"/"B", "a"/"b" of "Output (a)"); ``tie``
+    optionally names a tie option ("C"); ``case_sensitive`` is for labels that differ only by case ("m" /
+    "M"). Explicit verdicts are read first and the last one wins (the whole answer a label, a label standing
+    alone at its start or end, "Answer: A", "[[B]]", "I prefer Summary 1"). Without one, the last concluding
+    sentence decides when it claims one side; failing that, the final statement (``final``: the "last"
+    sentence, the "first", or "either") when every other claim agrees. A claim inside the reasoning is never
+    the verdict. Raises :class:`ParseError` when no side is claimed, when sides conflict, or for a tie with
+    ``ties=False`` (a template offering none).
     """
     first, second = labels
     if not first or not second or first == second or (not case_sensitive and first.lower() == second.lower()):
@@ -173,7 +155,7 @@ def parse_pairwise(
             explicit.append((last.start() + 1, side))
     if explicit:
         pos, side = max(explicit, key=lambda p: p[0])
-        start, end = _sentence_span(work, pos)
+        start, end = sentence_bounds(work, pos, pos + 1)
         rivals = {s for p, s in explicit if s != side and start <= p < end}
         if rivals:  # "[[A]] [[B]]", "either [[A]] or [[B]] would do": two verdicts, no final one
             order = [v for v in ("first", "second", "tie") if v in rivals | {side}]
@@ -185,8 +167,7 @@ def parse_pairwise(
     pairs: tuple[tuple[Verdict, Verdict], ...] = (("first", "second"), ("second", "first"))
 
     def claims(part: str, overall: bool = False) -> set[Verdict]:
-        """Sides ``part`` claims; ``overall`` keeps only whole verdicts ("is better"), not an aspect ("more
-        fluent")."""
+        """Sides ``part`` claims; ``overall``: only whole verdicts ("is better"), not an aspect."""
         found: set[Verdict] = set()
         original = part
         kept = [x for x in _sentences(part) if not _HEDGED.search(x)]
