@@ -234,7 +234,7 @@ def load_jsonl(
         note_criteria(item, seen_criteria)
         items.append(item)
     if not items or rows.common is None:
-        raise DataError(f"{file}: expected at least one row; the file holds none", path=str(file))
+        raise file_error(file, "expected at least one row; the file holds none")
     return Benchmark(
         name=name or rows.header.get("name") or file.stem,
         items=tuple(items),
@@ -459,25 +459,8 @@ def _in_scale(value: float, scale: Scale, path: Path, line: int, criterion: str)
 
 def item_to_row(item: Item) -> dict[str, Any]:
     """One item as a generic-format row (empty optional fields left out)."""
-    row: dict[str, Any] = {"id": item.id}
-    for key in ("system", "doc_id"):
-        if getattr(item, key) is not None:
-            row[key] = getattr(item, key)
-    if item.inputs:
-        row["inputs"] = dict(item.inputs)
-    row["output"] = item.output
-    for key in ("output_b", "system_b", "reference"):
-        if getattr(item, key) is not None:
-            row[key] = getattr(item, key)
-    if item.human:
-        row["human"] = dict(item.human)
-    if item.annotators:
-        row["annotators"] = {c: list(v) for c, v in item.annotators.items()}
-    if item.preference:
-        row["preference"] = dict(item.preference)
-    if item.meta:
-        row["meta"] = item.meta
-    return row
+    given = item.model_dump(exclude_defaults=True)
+    return {key: given[key] for key in ROW_KEYS if key in given}
 
 
 def header_row(benchmark: Benchmark) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mitigate.data._jsonl import read_json_lines, read_text, row_error
+from mitigate.data._jsonl import file_error, read_json_lines, read_text, row_error
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.paths import check_input_file
@@ -171,17 +171,16 @@ def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: boo
         if label is not None:
             labels[item_id] = label
     if weights and unlabelled_selected:
-        raise DataError(
-            f"{file}: {len(unlabelled_selected)} of {len(weights)} selected items have no label "
-            f"(first {unlabelled_selected[0]!r}); expected every selected item labelled, since "
-            "an unlabelled one would bias the weighted estimate",
-            path=str(file),
+        raise file_error(
+            file,
+            f"{len(unlabelled_selected)} of {len(weights)} selected items have no label (first "
+            f"{unlabelled_selected[0]!r}); expected every selected item labelled, since an unlabelled one "
+            "would bias the weighted estimate",
         )
     if weights and len(weights) != len(seen):
         missing = next(i for i in seen if i not in weights)
-        raise DataError(
-            f"{file}: expected a weight on every row of a selection file; item {missing!r} has none",
-            path=str(file),
+        raise file_error(
+            file, f"expected a weight on every row of a selection file; item {missing!r} has none"
         )
     return LabelFile(path=str(file), labels=labels, weights=weights)
 

@@ -23,7 +23,7 @@ from typing import IO, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.data._csv_cells import csv_cell, csv_value
-from mitigate.data._jsonl import clip, number, read_json_lines, row_error
+from mitigate.data._jsonl import clip, file_error, number, read_json_lines, row_error
 from mitigate.errors import DataError, ParseError, ScaleError
 from mitigate.paths import open_regular, read_lines, write_output
 from mitigate.scale import Scale
@@ -38,6 +38,7 @@ Order = Literal["original", "swapped"]
 _ORDERS: dict[str, Order] = {"original": "original", "ab": "original", "swapped": "swapped", "ba": "swapped"}
 _TEXT: dict[str, Literal["A", "B", "tie"]] = {"a": "A", "b": "B", "tie": "tie"}
 _POSITION = {"first", "second"}
+_WRITTEN = tuple("item_id judge criterion score verdict error raw sample order variant meta".split())
 
 
 class RecordedRow(BaseModel):
@@ -455,9 +456,7 @@ def load_recorded_runs(path: str | Path, read: AnswerReader | None = None) -> di
     file = reader.path
     rows = list(reader)
     if not rows:
-        raise DataError(
-            f"{file}: expected at least one recorded judgment; the file holds none", path=str(file)
-        )
+        raise file_error(file, "expected at least one recorded judgment; the file holds none")
     scales = dict(reader.per)
     if reader.common is not None:
         for c in dict.fromkeys(r.criterion for r in rows):
@@ -479,24 +478,8 @@ def load_recorded(path: str | Path, judge: str | None = None) -> RecordedRun:
 
 def row_to_dict(row: RecordedRow) -> dict[str, Any]:
     """One row in the file format (defaults left out; the verdict as the text preferred)."""
-    out: dict[str, Any] = {"item_id": row.item_id, "judge": row.judge, "criterion": row.criterion}
-    if row.score is not None:
-        out["score"] = row.score
-    if row.verdict is not None:
-        out["verdict"] = row.verdict
-    if row.error is not None:
-        out["error"] = row.error
-    if row.raw:
-        out["raw"] = row.raw
-    if row.sample:
-        out["sample"] = row.sample
-    if row.order != "original":
-        out["order"] = row.order
-    if row.variant != DEFAULT_VARIANT:
-        out["variant"] = row.variant
-    if row.meta:
-        out["meta"] = row.meta
-    return out
+    given = row.model_dump(exclude_defaults=True, exclude={"line"})
+    return {key: given[key] for key in _WRITTEN if key in given}
 
 
 def save_recorded(runs: RecordedRun | Sequence[RecordedRun], path: str | Path) -> Path:

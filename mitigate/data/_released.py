@@ -21,7 +21,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from mitigate.data._jsonl import read_json_lines, require_files, resolve_root, row_error
+from mitigate.data._jsonl import file_error, read_json_lines, require_files, resolve_root, row_error
 from mitigate.data._recorded import DEFAULT_VARIANT, RecordedRow, RecordedRun, runs_from_rows
 from mitigate.data._schema import Benchmark, Item
 from mitigate.data._summeval import CRITERIA, LLM_SUMMEVAL_DIR, LLM_SUMMEVAL_SYSTEMS
@@ -265,9 +265,7 @@ def _read_judge_file(path: Path, system: str, criterion: str, method: str) -> li
             )
         )
     if not per_doc:
-        raise DataError(
-            f"{path}: expected one JSON line per judged summary; the file is empty", path=str(path)
-        )
+        raise file_error(path, "expected one JSON line per judged summary; the file is empty")
     runs = max(len(s) for s in per_doc.values())
     complete = [r for r in range(runs) if all(len(s) > r for s in per_doc.values())]
     primary = complete[-1] if complete else 0

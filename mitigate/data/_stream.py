@@ -19,7 +19,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from mitigate.data._jsonl import JsonlRows, duplicate_id, json_value, note_criteria, utf8_line
+from mitigate.data._jsonl import JsonlRows, duplicate_id, file_error, json_value, note_criteria, utf8_line
 from mitigate.data._schema import Benchmark, Item, summary_line
 from mitigate.data._split import select_items
 from mitigate.errors import DataError
@@ -174,7 +174,7 @@ def scan_jsonl(
         note_criteria(item, seen_criteria)
     count = len(ids)
     if count == 0 or rows.common is None:
-        raise DataError(f"{file}: expected at least one row; the file holds none", path=str(file))
+        raise file_error(file, "expected at least one row; the file holds none")
     _check_unique(rows, ids)
     del ids
     documents = _distinct(docs)

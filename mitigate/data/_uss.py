@@ -16,6 +16,7 @@ lower score (Sun et al.'s ``get_main_score``); ``doc_id`` is the dialogue id (``
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from pathlib import Path
 from typing import Literal
 
@@ -28,6 +29,10 @@ CORPORA = {"sgd": "SGD", "multiwoz": "MWOZ", "redial": "ReDial", "ccpe": "CCPE"}
 """Corpus name -> file stem in ``user_satisfaction_uss/dataset``."""
 
 ALIASES = {"mwoz": "multiwoz"}
+_WHAT = {
+    "dialogue": "dialogue-level user satisfaction (OVERALL ratings)",
+    "turn": "exchange-level user satisfaction of each system response",
+}
 USS_DIR = "user_satisfaction_uss/dataset"
 CRITERION = "satisfaction"
 SCALE = Scale(min=1, max=5)
@@ -36,9 +41,7 @@ SCALE = Scale(min=1, max=5)
 
 def majority_label(ratings: tuple[float, ...] | list[float]) -> int:
     """The most frequent rating, ties going to the lowest (Sun et al.'s ``get_main_score`` rule)."""
-    counts: dict[int, int] = {}
-    for rating in ratings:
-        counts[int(rating)] = counts.get(int(rating), 0) + 1
+    counts = Counter(int(rating) for rating in ratings)
     top = max(counts.values())
     return min(score for score, count in counts.items() if count == top)
 
@@ -51,15 +54,12 @@ class _Turn:
 
 
 def _parse_ratings(raw: str, path: Path, line: int) -> tuple[float, ...]:
-    values: list[float] = []
-    for part in raw.split(","):
-        part = part.strip()
-        if not part.isdigit() or not 1 <= int(part) <= 5:
-            raise row_error(
-                path, line, f"expected comma-separated integer ratings 1-5 on a USER line; got {raw!r}"
-            )
-        values.append(float(part))
-    return tuple(values)
+    parts = [part.strip() for part in raw.split(",")]
+    if not all(part.isdigit() and 1 <= int(part) <= 5 for part in parts):
+        raise row_error(
+            path, line, f"expected comma-separated integer ratings 1-5 on a USER line; got {raw!r}"
+        )
+    return tuple(float(part) for part in parts)
 
 
 def parse_uss_file(path: Path) -> list[list[_Turn]]:
@@ -109,6 +109,21 @@ def _transcript(turns: list[_Turn]) -> str:
     return "\n".join(f"{t.role}: {t.text}" for t in turns)
 
 
+def _item(
+    item_id: str, doc_id: str, output: str, inputs: dict[str, str], rated: _Turn, **meta: object
+) -> Item:
+    """An item labelled with the ratings on ``rated`` (their mean; their majority as ``meta["label"]``)."""
+    return Item(
+        id=item_id,
+        doc_id=doc_id,
+        output=output,
+        inputs=inputs,
+        human={CRITERION: mean(rated.ratings)},
+        annotators={CRITERION: rated.ratings},
+        meta={"label": majority_label(rated.ratings), **meta},
+    )
+
+
 def load_uss(
     corpus: str = "sgd", level: Literal["dialogue", "turn"] = "dialogue", *, root: str | Path | None = None
 ) -> Benchmark:
@@ -139,20 +154,17 @@ def _load(root: str, corpus: str, level: str) -> Benchmark:
         turns, overall = dialogue[:-1], dialogue[-1]
         if level == "dialogue":
             text = _transcript(turns)
+            line = turns[0].line if turns else overall.line
             items.append(
-                Item(
-                    id=dialogue_id,
-                    doc_id=dialogue_id,
-                    output=text,
-                    inputs={"dialogue": text},
-                    human={CRITERION: mean(overall.ratings)},
-                    annotators={CRITERION: overall.ratings},
-                    meta={
-                        "label": majority_label(overall.ratings),
-                        "corpus": corpus,
-                        "line": turns[0].line if turns else overall.line,
-                        "n_turns": len(turns),
-                    },
+                _item(
+                    dialogue_id,
+                    dialogue_id,
+                    text,
+                    {"dialogue": text},
+                    overall,
+                    corpus=corpus,
+                    line=line,
+                    n_turns=len(turns),
                 )
             )
             continue
@@ -162,36 +174,17 @@ def _load(root: str, corpus: str, level: str) -> Benchmark:
                 pending.append(turn)
                 continue
             if pending:
-                start = position - len(pending)
-                items.append(
-                    Item(
-                        id=f"{dialogue_id}/t{position:02d}",
-                        doc_id=dialogue_id,
-                        output="\n".join(t.text for t in pending),
-                        inputs={"context": _transcript(turns[:start])},
-                        human={CRITERION: mean(turn.ratings)},
-                        annotators={CRITERION: turn.ratings},
-                        meta={
-                            "label": majority_label(turn.ratings),
-                            "corpus": corpus,
-                            "line": turn.line,
-                            "action": pending[-1].action,
-                        },
-                    )
-                )
+                context = {"context": _transcript(turns[: position - len(pending)])}
+                output = "\n".join(t.text for t in pending)
+                item_id = f"{dialogue_id}/t{position:02d}"
+                meta = {"corpus": corpus, "line": turn.line, "action": pending[-1].action}
+                items.append(_item(item_id, dialogue_id, output, context, turn, **meta))
             pending = []
     return Benchmark(
         name=f"uss-{corpus}" + ("" if level == "dialogue" else "-turn"),
         items=tuple(items),
         criteria=(CRITERION,),
         scale=SCALE,
-        description=(
-            f"USS {CORPORA[corpus]}: "
-            + (
-                "dialogue-level user satisfaction (OVERALL ratings)"
-                if level == "dialogue"
-                else "exchange-level user satisfaction of each system response"
-            )
-            + "; human = mean rating, meta['label'] = majority vote (ties to the lower score)"
-        ),
+        description=f"USS {CORPORA[corpus]}: {_WHAT[level]}; human = mean rating, meta['label'] = majority "
+        "vote (ties to the lower score)",
     )

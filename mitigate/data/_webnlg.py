@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mitigate.data._jsonl import mean, read_text, require_files, resolve_root, row_error
+from mitigate.data._jsonl import file_error, mean, read_text, require_files, resolve_root, row_error
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import DataError
 from mitigate.scale import Scale
@@ -78,11 +78,6 @@ def _read_json(path: Path) -> Any:
         ) from exc
 
 
-def _bad(path: Path, message: str, where: str = "") -> DataError:
-    """A DataError about ``path`` (``where`` in it, else the file itself)."""
-    return DataError(f"{where or path}: {message}", path=str(path))
-
-
 @functools.lru_cache(maxsize=4)
 def _load(root: str, include_reference: bool) -> Benchmark:
     base = Path(root) / WEBNLG_DIR
@@ -95,10 +90,10 @@ def _load(root: str, include_reference: bool) -> Benchmark:
     )
     rows = _read_json(aggregate_path)
     if not isinstance(rows, list):
-        raise _bad(aggregate_path, f"expected a JSON list of rated outputs; got {type(rows).__name__}")
+        raise file_error(aggregate_path, f"expected a JSON list of rated outputs; got {type(rows).__name__}")
     tables = _read_json(tables_path)
     if not isinstance(tables, dict):
-        raise _bad(
+        raise file_error(
             tables_path, f"expected a JSON object sample id -> HTML table; got {type(tables).__name__}"
         )
     submissions = list(dict.fromkeys(str(r.get("submission_id")) for r in rows if isinstance(r, dict)))
@@ -119,7 +114,7 @@ def _load(root: str, include_reference: bool) -> Benchmark:
     for index, row in enumerate(rows):
         where = f"{aggregate_path} entry {index}"
         if not isinstance(row, dict) or "submission_id" not in row or "sample_id" not in row:
-            raise _bad(
+            raise file_error(
                 aggregate_path,
                 f"expected an object with submission_id and sample_id; got {str(row)[:80]}",
                 where,
@@ -130,18 +125,18 @@ def _load(root: str, include_reference: bool) -> Benchmark:
         raters = ratings[submission].get(sample)
         rating_path = base / RESULTS / submission / "primary.json"
         if not isinstance(raters, dict) or not raters:
-            raise _bad(
+            raise file_error(
                 rating_path, f"expected ratings for sample {sample!r} (listed in {where}); got {raters!r}"
             )
         per_criterion: dict[str, list[float]] = {c: [] for c in CRITERIA}
         for worker, scores in raters.items():
             if not isinstance(scores, dict):
-                raise _bad(
+                raise file_error(
                     rating_path, f"expected an object of scores for rater {worker!r} on sample {sample!r}"
                 )
             for source_name, criterion in CRITERIA_MAP.items():
                 if source_name not in scores:
-                    raise _bad(
+                    raise file_error(
                         rating_path,
                         f"expected a {source_name!r} score from rater {worker!r} on sample {sample!r}; "
                         f"got keys {sorted(scores)}",
@@ -152,7 +147,7 @@ def _load(root: str, include_reference: bool) -> Benchmark:
                     or not isinstance(value, (int, float))
                     or not SCALE.contains(value)
                 ):
-                    raise _bad(
+                    raise file_error(
                         rating_path,
                         f"expected a number 0-100 for {source_name} from {worker!r} on sample {sample!r}; "
                         f"got {value!r}",
@@ -162,14 +157,14 @@ def _load(root: str, include_reference: bool) -> Benchmark:
         for source_name, criterion in CRITERIA_MAP.items():
             listed = row.get(source_name)
             if listed is not None and abs(float(listed) - human[criterion]) > 1e-6:
-                raise _bad(
+                raise file_error(
                     aggregate_path,
                     f"expected the listed {source_name} mean to equal the raters' mean in {rating_path}; got "
                     f"{listed} vs {human[criterion]:.6f} for sample {sample!r}",
                     where,
                 )
         if sample not in tables:
-            raise _bad(tables_path, f"expected an input table for sample {sample!r}; got none")
+            raise file_error(tables_path, f"expected an input table for sample {sample!r}; got none")
         meta: dict[str, Any] = {
             "raters": tuple(raters),
             "size": int(row.get("size", 0)),

@@ -18,10 +18,9 @@ from typing import Any, Literal
 
 from mitigate.errors import MitigateError, ParseError
 from mitigate.parse._answer_line import VALUE, AnswerLine
-from mitigate.parse._choice import parse_mcq
 from mitigate.parse._common import Verdict, normalise_answer, refuse, with_raw
 from mitigate.parse._quoted import unquote
-from mitigate.parse._score import parse_score
+from mitigate.parse._score import parse_mcq, parse_score
 from mitigate.parse._stub import StubCompletion
 from mitigate.parse._verdict import parse_pairwise
 from mitigate.scale import Scale

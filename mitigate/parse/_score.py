@@ -1,5 +1,5 @@
-"""Reading a numeric score from a judge's free-text answer (``parse_score``; rules pinned by
-``tests/parse/test_parse.py``).
+"""Reading a numeric score (``parse_score``) or an option letter (``parse_mcq``) from a judge's free-text
+answer (rules pinned by ``tests/parse/test_parse.py``). For a score:
 
 * **The last cued number wins**: a noun cue before it ("Score: 4", "a rating of 7"), a verb cue ("I would
   give it a 4", "I rate it 2") or a denominator after it ("4/5", "2 out of 5"). When that number is
@@ -20,10 +20,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mitigate.errors import ParseError
+from mitigate.errors import ParseError, ScaleError
 from mitigate.parse._common import fail as _fail
 from mitigate.parse._common import format_number as _fmt
 from mitigate.parse._common import normalise_answer as _normalise
+from mitigate.parse._common import with_raw
 from mitigate.scale import MODIFIER_STEP, Scale
 
 _NUM = r"\d+(?:\.\d+)?"
@@ -315,3 +316,58 @@ def read_score(
         if raw is text and criterion is None:
             raise
         raise ParseError(exc.message, raw=raw, expected=expected, criterion=criterion) from None
+
+
+_MCQ_CUE = (
+    r"(?:final\s+)?(?:answer|option|choice|verdict|grade|rating|selection)s?\s*(?:is|would\s+be|:|=|-)?"
+    r"|(?:i\s+(?:would\s+)?)?(?:choose|chose|select|selected|pick|picked|go\s+with)"
+)
+
+
+def parse_mcq(text: str, scale: Scale, *, raw: str | None = None) -> float:
+    """Map a multiple-choice answer ("Answer: B", "B.", "(C)", "Option D", "I choose E") to its score.
+
+    ``scale.letters`` gives the map (SummEval MCQ: A→1 … E→5). Letters are read after an
+    answer cue or at the very start of the response; the last cued letter wins. Without a
+    cue, parenthesised letters "(C)" are used when they all agree. Raises :class:`ParseError`
+    when no letter from the map is found, when the answer names two letters ("B or C"), or
+    when parenthesised letters disagree; :class:`ScaleError` when the scale has no letters.
+    ``raw`` (default ``text``) is the full response kept on the error.
+    """
+    if raw is not None and raw != text:
+        try:
+            return parse_mcq(text, scale)
+        except ParseError as exc:
+            raise with_raw(exc, raw) from None
+    if not scale.letters:
+        raise ScaleError(f"parse_mcq needs a Scale with a letter map; got letters={scale.letters!r}")
+    letters = {k.upper(): v for k, v in scale.letters.items()}
+    expected = f"one option letter of {'/'.join(letters)} (e.g. 'Answer: {next(iter(letters))}')"
+    work = re.sub(r"[*`]+", "", text)
+    cls = "".join(letters)
+    other = rf"(?:\s*(?:or|and|/|,)\s*\(?([{cls}])\)?\b)?"
+    picks: list[tuple[int, str, str | None]] = []
+    lead = re.match(rf"\s*[(\[]?\s*([{cls}])(?:\s*[)\]]|[.:]|\s*$|\s*\n)(?!g\.)", work)
+    if lead is not None:
+        alt = re.match(rf"\s*(?:or|and|/|,)\s*[(\[]?\s*([{cls}])\b", work[lead.end() :])
+        picks.append((lead.start(1), lead.group(1), alt.group(1) if alt else None))
+    for m in re.finditer(rf"\b(?:{_MCQ_CUE})\s*[(\[]?\s*([{cls}{cls.lower()}])\b\)?{other}", work, re.I):
+        letter = m.group(1)
+        if letter.islower() and not re.search(r"[:=]\s*[(\[]?\s*[a-z]\b", m.group(0)):
+            continue  # "I choose a summary" is not an answer; "answer: b" is
+        second = m.group(2).upper() if m.group(2) else None
+        picks.append((m.start(1), letter.upper(), second))
+    if picks:
+        _, letter, second = max(picks, key=lambda p: p[0])
+        if second is not None and second != letter:
+            raise _fail(f"two letters ({letter} and {second})", text, expected)
+        return float(letters[letter])
+    paren = {m.group(1) for m in re.finditer(rf"[(\[]\s*([{cls}])\s*[)\]]", work)}
+    if len(paren) == 1:
+        return float(letters[paren.pop()])
+    if len(paren) > 1:
+        raise _fail(f"several letters ({', '.join(sorted(paren))})", text, expected)
+    stray = re.search(r"(?i:answer|option|choice)\s*(?i:is|:|=)?\s*\(?([A-Z])\b(?!['\w])", work)
+    if stray is not None:
+        raise _fail(f"letter {stray.group(1).upper()!r}, which is not in the map", text, expected)
+    raise _fail("no option letter", text, expected)
