@@ -182,16 +182,18 @@ def row_error(path: Path, line: int, message: str, *, error: type[DataError] = D
 
 def number(value: Any, path: Path, line: int, what: str, clipped: int = 80) -> float:
     """``value`` as a finite float, or a DataError saying ``what`` should have been a number."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise row_error(
-            path,
-            line,
-            f"expected a number for {what}; got {type(value).__name__} {clip(repr(value), clipped)}",
-        )
+    if not is_number(value):
+        got = f"{type(value).__name__} {clip(repr(value), clipped)}"
+        raise row_error(path, line, f"expected a number for {what}; got {got}")
     result = float(value)
     if not math.isfinite(result):
         raise row_error(path, line, f"expected a finite number for {what}; got {value!r}")
     return result
+
+
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is an int or a float (a bool is not)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def mean(values: Sequence[float]) -> float:
@@ -252,9 +254,7 @@ def duplicate_id(path: Path, line: int, item_id: str, first: int) -> DataError:
 
 def note_criteria(item: Item, seen: dict[str, None]) -> None:
     """Add the criteria ``item`` holds labels for to ``seen`` (an ordered set)."""
-    for criterion in (*item.human, *item.annotators, *item.preference):
-        if criterion not in seen:
-            seen[criterion] = None
+    seen.update(dict.fromkeys((*item.human, *item.annotators, *item.preference)))
 
 
 class JsonlRows:
@@ -301,11 +301,7 @@ def _scale_value(value: Any, where: str) -> Scale:
     try:
         if isinstance(value, dict):
             return Scale.model_validate(value)
-        if (
-            isinstance(value, (list, tuple))
-            and len(value) == 2
-            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-        ):
+        if isinstance(value, (list, tuple)) and len(value) == 2 and all(map(is_number, value)):
             return Scale(min=value[0], max=value[1])
         if isinstance(value, Scale):
             return value

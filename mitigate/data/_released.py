@@ -21,7 +21,14 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from mitigate.data._jsonl import file_error, read_json_lines, require_files, resolve_root, row_error
+from mitigate.data._jsonl import (
+    file_error,
+    is_number,
+    read_json_lines,
+    require_files,
+    resolve_root,
+    row_error,
+)
 from mitigate.data._recorded import DEFAULT_VARIANT, RecordedRow, RecordedRun, runs_from_rows
 from mitigate.data._schema import Benchmark, Item
 from mitigate.data._summeval import CRITERIA, LLM_SUMMEVAL_DIR, LLM_SUMMEVAL_SYSTEMS
@@ -402,7 +409,7 @@ def _h2h_record(row: Any, path: Path, line: int, pair: tuple[str, str], dim: str
     humans = []
     for key in ("human_score_1", "human_score_2"):
         value = row.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not is_number(value):
             raise _bad(path, line, f"expected a number '{key}'; got {value!r}")
         humans.append(float(value))
     verdict: Literal["first", "second", "tie"] | None = None

@@ -23,9 +23,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from mitigate.data._jsonl import file_error, mean, read_text, require_files, resolve_root, row_error
+from mitigate.data._jsonl import (
+    file_error,
+    is_number,
+    mean,
+    read_text,
+    require_files,
+    resolve_root,
+    row_error,
+)
 from mitigate.data._schema import Benchmark, Item
-from mitigate.errors import DataError
 from mitigate.scale import Scale
 
 WEBNLG_DIR = "webnlg2020_human_eval"
@@ -71,11 +78,7 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
-        raise DataError(
-            f"{path}:{exc.lineno}: expected a JSON document; got invalid JSON ({exc.msg})",
-            path=str(path),
-            line=exc.lineno,
-        ) from exc
+        raise row_error(path, exc.lineno, f"expected a JSON document; got invalid JSON ({exc.msg})") from exc
 
 
 @functools.lru_cache(maxsize=4)
@@ -142,11 +145,7 @@ def _load(root: str, include_reference: bool) -> Benchmark:
                         f"got keys {sorted(scores)}",
                     )
                 value = scores[source_name]
-                if (
-                    isinstance(value, bool)
-                    or not isinstance(value, (int, float))
-                    or not SCALE.contains(value)
-                ):
+                if not is_number(value) or not SCALE.contains(value):
                     raise file_error(
                         rating_path,
                         f"expected a number 0-100 for {source_name} from {worker!r} on sample {sample!r}; "

@@ -57,11 +57,7 @@ _UNDERSCORES = re.compile(r"(?<=\w)_{1,2}|_{1,2}(?=\w)")
 _DASHES = str.maketrans({"\u2013": "-", "\u2014": "-", "\u2212": "-", "\u2044": "/"})
 
 
-def _spell(m: re.Match[str]) -> str:
-    return WORD_NUMBERS[m.group(1).lower()]
-
-
 def normalise_answer(text: str) -> str:
     """An answer with markdown emphasis and backticks dropped, dashes unified and number words as digits."""
     out = _UNDERSCORES.sub("", _EMPHASIS.sub("", text))
-    return _WORD_RE.sub(_spell, out.translate(_DASHES))
+    return _WORD_RE.sub(lambda m: WORD_NUMBERS[m.group(1).lower()], out.translate(_DASHES))

@@ -94,11 +94,8 @@ def source_index(texts: Sequence[str], fold: bool = True) -> str:
 
 
 class _Corpus:
-    """A source text as lines of normalised tokens.
-
-    A run is looked for in the normalised text itself until the source has served :data:`_PAIRS_AFTER`
-    searches, then in ``pairs`` (where each pair of tokens starts, built once); both find the same runs.
-    """
+    """A source text as lines of normalised tokens; a run is looked for in the text itself until the source
+    has served :data:`_PAIRS_AFTER` searches, then in ``pairs`` (built once): both find the same runs."""
 
     def __init__(self, index: str) -> None:
         self.text = index
@@ -254,6 +251,10 @@ def copied_runs(
     return runs
 
 
+def _longest(corpora: Sequence[_Corpus], words: Sequence[str], i: int) -> int:
+    return max(c.longest(words, i) for c in corpora)
+
+
 class _Sources:
     """The source texts of one search, each indexed (:func:`_corpus`) only when a run is looked for in it."""
 
@@ -364,22 +365,13 @@ def _hot_runs(
         at += len(chunk)
     runs: list[tuple[int, int, str]] = []
     for lo, hi in sorted(stretches):
-        if _holds_value(line, starts[lo], starts[hi] + len(chunks[hi]), hot):
+        piece = line[starts[lo] : starts[hi] + len(chunks[hi])]
+        if hot.search(piece) is not None or _DIGIT.search(piece) is not None:  # the stretch holds a value
             toks = [(words[k], starts[k], starts[k] + len(chunks[k])) for k in range(lo, hi + 1) if word(k)]
             runs += _stretch_runs(
                 toks, [w for w, _, _ in toks], 0, len(toks), sources.longest, together, offset
             )
     return runs
-
-
-def _longest(corpora: Sequence[_Corpus], words: Sequence[str], i: int) -> int:
-    return max(c.longest(words, i) for c in corpora)
-
-
-def _holds_value(line: str, start: int, end: int, hot: re.Pattern[str]) -> bool:
-    """Whether ``line[start:end]`` holds a match of ``hot`` or a digit."""
-    piece = line[start:end]
-    return hot.search(piece) is not None or _DIGIT.search(piece) is not None
 
 
 def _stretch_runs(

@@ -30,15 +30,11 @@ def parse_criteria(
 ) -> dict[str, float | ParseError]:
     """Read one score per criterion from a multi-criterion answer ("Coherence: 4\\nFluency: 3").
 
-    Each name is matched case-insensitively where it labels a value ("Coherence: 4",
-    "- Fluency score: 3/5", "**Relevance** - 2"); the last labelled occurrence counts and its
-    value runs to the end of the line or to the next criterion name. A missing or malformed
-    entry maps to the :class:`ParseError` instance (recorded, not raised).
-
-    What the answer reports from a third party or quotes back from ``quoted`` (the texts the
-    judge was shown) and ``judged`` (the texts under judgment) is not read
-    (:func:`~mitigate.parse._quoted.unquote`); a criterion the answer gives its own value for and
-    also, bare, a different value a judged text holds is a failure for that criterion.
+    Each name is matched case-insensitively where it labels a value ("- Fluency score: 3/5", "**Relevance** -
+    2"); the last labelled occurrence counts, its value running to the end of the line or the next criterion
+    name. A missing or malformed entry maps to its :class:`ParseError` (recorded, not raised). What is not the
+    judge's own statement is not read (:func:`~mitigate.parse._quoted.unquote`, ``quoted`` and ``judged`` as
+    there).
     """
     if not names:
         return {}

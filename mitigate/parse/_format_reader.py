@@ -198,12 +198,9 @@ class FormatReader:
 
     def bare(self, span: str) -> bool:
         """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]")."""
-        own = self._own_words
-        for word in _BARE_WORDS.findall(normalise_answer(span)):
-            if word.lower() in own or word[0].isdigit() or (self.fmt.kind == "mcq" and len(word) == 1):
-                continue
-            return False
-        return True
+        own, mcq = self._own_words, self.fmt.kind == "mcq"
+        words = _BARE_WORDS.findall(normalise_answer(span))
+        return all(w.lower() in own or w[0].isdigit() or (mcq and len(w) == 1) for w in words)
 
     def accept(self, value: str, text: str, scale: Scale) -> float | Verdict:
         """Check one value read from the format's own line."""
@@ -249,12 +246,10 @@ class FormatReader:
                     return winner  # type: ignore[return-value]
             raise refuse(expected, repr(value), text)
         same = (lambda x, y: x == y) if self.fmt.case_sensitive else (lambda x, y: x.lower() == y.lower())
-        if same(value, a):
-            return "first"
-        if same(value, b):
-            return "second"
-        if self.fmt.tie is not None and same(value, self.fmt.tie):
-            return "tie"
+        named: tuple[tuple[Verdict, str | None], ...] = (("first", a), ("second", b), ("tie", self.fmt.tie))
+        for side, label in named:
+            if label is not None and same(value, label):
+                return side
         raise refuse(expected, repr(value), text)
 
     def _two_scores(self, work: str, text: str, scale: Scale) -> Verdict:

@@ -76,14 +76,9 @@ _OPEN = {'"': '"', "“": "”", "'": "'", "‘": "’", "`": "`"}
 
 
 def reported_spans(text: str) -> list[Span]:
-    """The clauses ``text`` reports from a third party: after "<someone> says/claims/wrote/argues ...".
-
-    The span runs from after the verb (and an optional "that" or colon) to the end of the
-    reported clause: the closing quotation mark when the report opens one, the next paragraph
-    when the verb ends its line ("The summary ends with:"), else the end of the clause (a full
-    stop, a semicolon, a line break, ", but", ", so" ...). A verb whose subject is the judge
-    ("as I said") reports nothing.
-    """
+    """The clauses ``text`` reports from a third party: after "<someone> says/claims/wrote/argues ..." (and
+    an optional "that" or colon) to the closing quotation mark, the next paragraph when the verb ends its
+    line, or the end of the clause. A verb whose subject is the judge ("as I said") reports nothing."""
     spans: list[Span] = []
     for verb in _verbs(text):
         starts = [m.end() for m in _SUBJECT_START.finditer(text, max(0, verb.start() - 200), verb.start())]

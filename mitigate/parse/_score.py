@@ -103,12 +103,6 @@ class _Candidate:
     modifier: str | None
 
 
-def _mask(text: str) -> str:
-    for pattern in _MASKS:
-        text = pattern.sub(lambda m: " " * len(m.group(0)), text)
-    return text
-
-
 def _follow_ok(text: str, end: int, allowed: frozenset[str]) -> bool:
     rest = text[end:]
     word = re.match(r"[ \t]*([A-Za-z]+)", rest)
@@ -135,10 +129,8 @@ def _candidate_at(text: str, m: re.Match[str]) -> _Candidate | None:
         end = r.end()
     if _NEGATED_RE.search(text[max(0, m.start() - 60) : m.start()]):
         return None
-    modifier = None
     mod = _MODIFIER_RE.search(text[max(0, m.start() - 12) : m.start()])
-    if mod is not None:
-        modifier = mod.group(1).lower()
+    modifier = mod.group(1).lower() if mod is not None else None
     literal = " ".join(text[m.start() : end].split()) if is_range else m.group(1)
     return _Candidate(m.start(), end, float(m.group(1)), literal, denom, is_range, modifier)
 
@@ -149,39 +141,26 @@ def _gap_ok(gap: str) -> bool:
     return all(w.lower() in _GAP_WORDS for w in words) and len(words) <= 6
 
 
-def _cue_re(cues: Sequence[str]) -> re.Pattern[str]:
-    """The cue pattern, with extra noun cues (a criterion name such as "Coherence") when given."""
-    if not cues:
-        return _CUE_RE
-    return _cue_pattern(tuple(cues))
-
-
 @functools.lru_cache(maxsize=256)  # one pattern per criterion name, built once
 def _cue_pattern(cues: tuple[str, ...]) -> re.Pattern[str]:
+    """The cue pattern with extra noun cues (a criterion name such as "Coherence")."""
     extra = "|".join(re.escape(c) for c in sorted(cues, key=len, reverse=True))
     return re.compile(rf"\b(?:(?P<noun>{_NOUN_CUE}|{extra})|(?P<verb>{_VERB_CUE}))\b", re.I)
 
 
 def _candidates(text: str, cues: Sequence[str] = ()) -> list[_Candidate]:
-    """Every cued number in (normalised, masked) ``text``, in order of position.
-
-    Label-form cues ("Score 2: fair") with two or more different numbers are an echoed list of scale labels
-    and are dropped. "[[4]]" (MT-Bench) and "[RESULT] 4" (Prometheus) are cued by their marker.
-    """
+    """Every cued number in (normalised, masked) ``text``, in order; an echoed list of scale labels ("Score 2:
+    fair" with different numbers) is dropped, and "[[4]]" or "[RESULT] 4" are cued by their marker."""
     found: dict[int, _Candidate] = {}
     labels: dict[int, float] = {}
-    for num in NUM_RE.finditer(text):
-        if _DENOM_RE.match(text, num.end()):
-            cand = _candidate_at(text, num)
-            if cand is not None:
-                found[num.start()] = cand
-    for marker in _MARKER_RE.finditer(text):
-        marked = NUM_RE.match(text, marker.start("n"))
-        if marked is not None:
-            cand = _candidate_at(text, marked)
-            if cand is not None:
-                found[marked.start()] = cand
-    for cue in _cue_re(cues).finditer(text):
+    marked = [num for num in NUM_RE.finditer(text) if _DENOM_RE.match(text, num.end())]
+    marked += [
+        num for m in _MARKER_RE.finditer(text) if (num := NUM_RE.match(text, m.start("n"))) is not None
+    ]
+    for num in marked:
+        if (cand := _candidate_at(text, num)) is not None:
+            found[num.start()] = cand
+    for cue in (_cue_pattern(tuple(cues)) if cues else _CUE_RE).finditer(text):
         gap = _GAP_RE.match(text, cue.end())
         if gap is None:
             continue
@@ -221,8 +200,11 @@ _TRAIL_RE = re.compile(
 def _trailing(text: str) -> _Candidate | None:
     """A number standing alone at the very end of the response (the last-resort rule)."""
     m = _TRAIL_RE.search(text)
-    if m is None:
-        return None
+    return None if m is None else _alone(m)
+
+
+def _alone(m: re.Match[str]) -> _Candidate:
+    """The candidate of a number standing alone: group 1 its modifier, group 2 the number."""
     mod = m.group(1).lower() if m.group(1) else None
     return _Candidate(m.start(2), m.end(2), float(m.group(2)), m.group(2), None, False, mod)
 
@@ -271,8 +253,7 @@ def _leading(text: str) -> _Candidate | None:
         return None
     if len(re.findall(r"(?m)^[ \t]*\d+[.)][ \t]", text)) > 1:
         return None  # "1. ... 2. ...": a numbered list, not an answer
-    mod = m.group(1).lower() if m.group(1) else None
-    return _Candidate(m.start(2), m.end(2), float(m.group(2)), m.group(2), None, False, mod)
+    return _alone(m)
 
 
 def read_score(
@@ -284,11 +265,8 @@ def read_score(
     criterion: str | None = None,
     cues: Sequence[str] = (),
 ) -> float:
-    """:func:`parse_score` on ``text``; errors quote ``text`` but keep ``raw`` (the whole response) on
-    ``.raw``.
-
-    ``cued`` says the text starts right after a score label ("Coherence: <text>").
-    """
+    """:func:`parse_score` on ``text`` (``cued``: right after a score label); errors keep ``raw`` as
+    ``.raw``."""
     expected = f"a score from {scale.describe()} (e.g. 'Score: {_example(scale)}')"
     if criterion is not None:
         expected = (
@@ -296,7 +274,9 @@ def read_score(
         )
     prefix = "Score: " if cued else ""
     normal = _normalise(prefix + text)
-    work = _mask(normal)
+    work = normal
+    for pattern in _MASKS:  # scale descriptions and list markers blanked, positions kept
+        work = pattern.sub(lambda m: " " * len(m.group(0)), work)
     cands = _candidates(work, cues)
     try:
         if cands:
@@ -325,14 +305,11 @@ _MCQ_CUE = (
 
 
 def parse_mcq(text: str, scale: Scale, *, raw: str | None = None) -> float:
-    """Map a multiple-choice answer ("Answer: B", "B.", "(C)", "Option D", "I choose E") to its score.
+    """Map a multiple-choice answer ("Answer: B", "(C)", "I choose E") to its score by ``scale.letters``.
 
-    ``scale.letters`` gives the map (SummEval MCQ: A→1 … E→5). Letters are read after an
-    answer cue or at the very start of the response; the last cued letter wins. Without a
-    cue, parenthesised letters "(C)" are used when they all agree. Raises :class:`ParseError`
-    when no letter from the map is found, when the answer names two letters ("B or C"), or
-    when parenthesised letters disagree; :class:`ScaleError` when the scale has no letters.
-    ``raw`` (default ``text``) is the full response kept on the error.
+    Letters are read after an answer cue or at the very start; the last cued letter wins, else parenthesised
+    letters that all agree. ParseError for no letter of the map, two letters ("B or C") or disagreeing ones;
+    ScaleError for a scale without letters. ``raw`` (default ``text``) is the full response kept on the error.
     """
     if raw is not None and raw != text:
         try:
