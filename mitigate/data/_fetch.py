@@ -1,14 +1,9 @@
-"""Download the built-in benchmarks' public releases, pinned by SHA-256, into the data folder.
+"""Download the built-in benchmarks' public releases, pinned by SHA-256 (``sources.json`` beside this module),
+into the data folder.
 
-The sources (``sources.json`` beside this module) list, per dataset folder, the GitHub repository, the
-commit and each file's path, size and SHA-256, the benchmarks the folder serves, and files *derived*
-locally from a downloaded one (the SummEval JSON lines of BARTScore's pickle). A file is fetched from
-``{base}/{repo}/{commit}/{path}`` (``base``: ``base_url=``, else ``$MITIGATE_DATA_URL``, else
-:data:`DEFAULT_BASE_URL`) into a temporary file beside its destination, checked for size and SHA-256, then
-moved into place: nothing half-written or unverified is ever left under its real name.
-
-Errors are :class:`DownloadError`, ``kind`` ``"offline"`` (the message names the URL to fetch by hand and
-where to put it), ``"http"`` (an error status) or ``"integrity"`` (wrong checksum or size, cut transfer).
+A file is fetched from ``{base}/{repo}/{commit}/{path}`` (``base``: ``base_url=``, else
+``$MITIGATE_DATA_URL``, else GitHub's) into a temporary file, checked for size and SHA-256, then moved into
+place: nothing unverified is ever left under its real name. Errors are :class:`DownloadError`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """JudgeBench (Tan et al. 2024, "JudgeBench: a benchmark for evaluating LLM-based judges"), read from a copy
-of its repository (github.com/ScalerLab/JudgeBench; ``docs/released_pairwise.md``).
-
-- ``data/dataset=judgebench,response_model=<model>.jsonl``: one response pair per line, ``{"pair_id",
-  "original_id", "source", "question", "response_model", "response_A", "response_B", "label"}``, ``label``
-  ``"A>B"`` or ``"B>A"``.
-- ``outputs/dataset=judgebench,response_model=<model>,judge_name=<judge>,judge_model=<model>.jsonl``: the
-  pairs with ``judgments``, the pair as given and then swapped, each ``{"judgment": {"response": raw text,
-  "scores": [...]}, "decision"}`` (``"A>B"``, ``"B>A"``, ``"A=B"`` or null, by presentation).
-- ``utils/templates/<name>.jinja2``: each prompted judge's prompt. A copy without them is refused, naming
-  the missing files, when a prompted judge is read; judges whose prompt JudgeBench does not ship (not in
-  :data:`JUDGE_TEMPLATES`) are read by their release decisions, reward models by their two rewards.
+of its repository (github.com/ScalerLab/JudgeBench; ``docs/released_pairwise.md``): the response pairs of
+``data/``, each judge's two judgments per pair (as given, then swapped; ``decision`` by presentation) in
+``outputs/``, and the prompted judges' templates in ``utils/templates/``. A copy without those templates is
+refused, naming the missing files, when a prompted judge is read; judges whose prompt JudgeBench does not ship
+(not in :data:`JUDGE_TEMPLATES`) are read by their release decisions, reward models by their two rewards.
 
 Judges are named ``"<judge_name>/<judge_model>@<response_model>"``; item ids are the ``pair_id`` s,
 ``meta["category"]`` the paper's grouping of the sources. Nothing is parsed here.

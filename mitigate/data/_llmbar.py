@@ -1,17 +1,10 @@
 """LLMBar (Zeng et al. 2024, "Evaluating large language models at evaluating instruction following"), read
-from a copy of its repository (github.com/princeton-nlp/LLMBar; ``docs/released_pairwise.md``).
-
-- ``Dataset/<set>/dataset.json``: a JSON list of ``{"input", "output_1", "output_2", "label"}``, ``label``
-  1 or 2 naming the better output.
-- ``Dataset/<set>/evaluators/<model>/<strategy>/result.json``: the instances again, each with ``results``,
-  one judge's raw answers under one prompting strategy in both orders (``"swap = False"`` / ``"swap =
-  True"``: ``{"completion": [text, finish_reason], "winner"}``, ``winner`` mapped back to the original
-  output). Entries before the last that are lists are auxiliary calls; the Swap strategies add a second,
-  synthesising call when the first call's orders disagree; the rating strategies hold ``score_1`` /
-  ``score_2`` (each output rated alone). ``statistics.json`` beside it: the paper's figures.
-- ``LLMEvaluator/evaluators/config/<model>/<strategy>.json`` names each call's prompt file under
-  ``LLMEvaluator/evaluators/prompts/``; without that folder the format "Output (a)" / "Output (b)" is
-  declared.
+from a copy of its repository (github.com/princeton-nlp/LLMBar; ``docs/released_pairwise.md``): the sets under
+``Dataset/``, each judge's raw answers per prompting strategy in both orders
+(``evaluators/<model>/<strategy>/result.json``, ``winner`` mapped back to the original output; the Swap
+strategies add a synthesising call when the two orders disagree, the rating strategies rate each output
+alone), and the prompt of each call (``LLMEvaluator/``; without it the format "Output (a)" / "Output (b)" is
+declared).
 
 Item ids are ``"<set>/<index>"`` (``"LLMBar/Natural/0"``); gold ``preference`` "A" for label 1, "B" for 2,
 criterion ``overall``. Nothing is parsed here.
@@ -83,8 +76,7 @@ def llmbar_sets(path: str | Path) -> list[str]:
 
 def _choose_sets(found: list[str], sets: str | Sequence[str] | None) -> list[str]:
     if sets is None:
-        chosen = [s for s in LLMBAR_SETS if s in found] or found
-        return chosen
+        return [s for s in LLMBAR_SETS if s in found] or found
     if sets == "all":
         return found
     wanted = [sets] if isinstance(sets, str) else list(sets)
@@ -167,7 +159,7 @@ def load_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None) ->
     )
 
 
-def _templates(repo: Path | None, model: str, strategy: str) -> tuple[list[TemplateSource], list[str]]:
+def _templates(repo: Path | None, model: str, strategy: str) -> list[TemplateSource]:
     """The template of each call of a judge's strategy (from its config), or a declared format when absent."""
     config = (
         None if repo is None else repo / "LLMEvaluator" / "evaluators" / "config" / model / f"{strategy}.json"
@@ -179,7 +171,7 @@ def _templates(repo: Path | None, model: str, strategy: str) -> tuple[list[Templ
             TemplateSource(
                 key=key, answer="score" if rating else "pairwise", labels=None if rating else ("a", "b")
             )
-        ], []
+        ]
     modules = _read_json(config)
     if not isinstance(modules, list) or not all(
         isinstance(m, dict) and isinstance(m.get("prompt"), str) for m in modules
@@ -193,7 +185,7 @@ def _templates(repo: Path | None, model: str, strategy: str) -> tuple[list[Templ
             raise file_error(config, f"names the prompt {m['prompt']!r}, which is missing at {file}")
         answer: Literal["pairwise", "score"] = "score" if m["prompt"].startswith("rating/") else "pairwise"
         out.append(TemplateSource(key=m["prompt"], text=_cached_text(str(file)), answer=answer, path=rel))
-    return out, [m["prompt"] for m in modules]
+    return out
 
 
 @functools.lru_cache(maxsize=64)
@@ -297,7 +289,7 @@ def read_llmbar(
         for result in sorted(root.glob("*/*/result.json")):
             model, strategy = result.parent.parent.name, result.parent.name
             judge = f"{model}/{strategy}"
-            srcs, _ = _templates(repo, model, strategy)
+            srcs = _templates(repo, model, strategy)
             for s in srcs:
                 templates.setdefault(s.key, s)
             rows = _read_json(result)
@@ -309,7 +301,7 @@ def read_llmbar(
     # auxiliary calls (Metrics questions, Reference outputs) judge nothing
     used = {a.template for a in answers}
     templates = {k: v for k, v in templates.items() if k in used}
-    release = PairwiseRelease(
+    return PairwiseRelease(
         source=f"llmbar:{path}",
         benchmark=bench,
         answers=tuple(answers),
@@ -317,5 +309,4 @@ def read_llmbar(
         judges=tuple(names),
         judge_info=names,
         release_stats=stats,
-    )
-    return release.select(judges)
+    ).select(judges)

@@ -1,17 +1,13 @@
-"""WebNLG+ 2020 (English RDF-to-text) human evaluation: 5 criteria on a 0-100 slider, per rater.
+"""WebNLG+ 2020 (English RDF-to-text) human evaluation: 5 criteria on a 0-100 slider, per rater (under
+``webnlg2020_human_eval/``: the rated outputs, each submission's ratings and texts, the input triples as HTML
+tables).
 
-Read under ``webnlg2020_human_eval/``: ``evaluation/human-evaluation/results/en/``
-``english_humeval_data_all_teams.json`` (the 3,025 rated outputs) and ``<submission>/primary.json`` (sample
-id -> rater -> scores); ``submissions/rdf2text/en/<submission>/primary.en`` (line ``n - 1`` is the output for
-test id ``n``); ``evaluation/human-evaluation/amt-scripts/data/en/tables/tables_xml.json`` (the input
-triples as HTML tables).
-
-One item per (submission, sample id): id ``"<submission>/<sample_id>"``, ``system`` the submission,
-``doc_id`` the sample id, ``inputs["triples"]`` one ``subject | predicate | object`` per line, ``output``
-the system text (one is genuinely empty), ``human`` the mean over raters and ``annotators`` the raters'
-scores (rater ids in ``meta["raters"]``); criteria snake-cased. The 178 rows of ``WebNLG-2020-reference``
-have no text in the data folder: left out by default (2,847 items); ``include_reference=True`` keeps them
-with ``output=""`` and ``meta["output_missing"]=True``, for label statistics only.
+One item per (submission, sample id): id ``"<submission>/<sample_id>"``, ``system`` the submission, ``doc_id``
+the sample id, ``inputs["triples"]`` one ``subject | predicate | object`` per line, ``output`` the system text
+(one is genuinely empty), ``human`` the mean over raters and ``annotators`` the raters' scores (rater ids in
+``meta["raters"]``); criteria snake-cased. The 178 rows of ``WebNLG-2020-reference`` have no text in the data
+folder: left out by default (2,847 items); ``include_reference=True`` keeps them with ``output=""`` and
+``meta["output_missing"]=True``, for label statistics only.
 """
 
 from __future__ import annotations
