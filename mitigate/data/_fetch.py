@@ -219,12 +219,8 @@ def fetch(
     timeout: float = 60.0,
     on_file: Callable[[str], None] | None = None,
 ) -> SourceStatus:
-    """Download every missing or corrupt file of a benchmark's source into the data folder; its status after.
-
-    Raises :class:`DownloadError` at the first file that cannot be fetched or fails its check (nothing is
-    left in its place; files fetched before it stay). ``on_file`` is called with each file's path as it is
-    fetched or derived.
-    """
+    """Download every missing or corrupt file of a benchmark's source into the data folder; its status
+    after (DownloadError at the first file that fails; ``on_file`` sees each path)."""
     source = name if isinstance(name, Source) else source_for(name)
     folder = target_dir(root)
     todo = [f for f in source.files if _state(source.dest(folder, f), f) != "present"]

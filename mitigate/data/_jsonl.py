@@ -215,14 +215,12 @@ def load_jsonl(
     criteria: Sequence[str] | None = None,
     description: str = "",
 ) -> Benchmark:
-    """Load a benchmark in the generic JSON-lines format, checking every row.
+    """Load a benchmark in the generic JSON-lines format, checking every row (the first bad one raises
+    DataError ``file:line:``).
 
-    ``name`` defaults to the header's, else the file's stem. ``scale`` is the human label scale: one for
-    every criterion (default 1 to 5) or criterion -> scale; it overrides the header's, and every human and
-    annotator score must lie within it. ``criteria`` defaults to the header's, else the labelled criteria in
-    order of first appearance. A bad row (invalid JSON, no or an empty ``id``, no ``output``, a wrong type,
-    a score off its scale, a preference other than A/B/tie or one without ``output_b``, an unknown key, an
-    id seen before) raises DataError with ``file:line``.
+    ``name``, ``criteria`` and ``scale`` (one, or criterion -> scale) override the header's; the defaults are
+    the file's stem, the labelled criteria in order, and 1 to 5. Every human and annotator score must lie
+    within its scale.
     """
     rows = JsonlRows(path, scale)
     file = rows.path
@@ -258,11 +256,8 @@ def note_criteria(item: Item, seen: dict[str, None]) -> None:
 
 
 class JsonlRows:
-    """The rows of a generic-format file read one at a time as checked items: ``(line, offset, item)``.
-
-    A header line is read into ``header``, ``common`` and ``per`` (the label scales) before the first item.
-    Nothing read is kept; each iteration reads the file again from its start.
-    """
+    """The checked items of a generic-format file, ``(line, offset, item)``, read one at a time (each
+    iteration reads the file again); the header goes to ``header``, ``common`` and ``per``."""
 
     def __init__(self, path: str | Path, scale: ScaleSpec | Mapping[str, ScaleSpec] | None = None) -> None:
         self.path = check_input_file(Path(path), "a JSON-lines benchmark file", error=DataError)
@@ -474,8 +469,7 @@ def header_row(benchmark: Benchmark) -> dict[str, Any]:
 
 
 def save_jsonl(benchmark: Benchmark, path: str | Path) -> Path:
-    """Write ``benchmark`` in the generic format (a header line keeping its name, criteria and scales, then
-    one row per item, UTF-8); return the path. ``meta`` values must be JSON-serialisable."""
+    """Write ``benchmark`` in the generic format (a header line, then one row per item); return the path."""
     file = Path(path)
 
     def fill(handle: IO[str]) -> None:

@@ -104,11 +104,8 @@ def _item(row: Any, path: Path, line: int) -> Item:
 
 
 def load_judgebench(path: str | Path, *, response_model: str | None = None) -> Benchmark:
-    """The JudgeBench pairs at ``path`` as a pairwise benchmark with gold preferences (criterion ``overall``).
-
-    ``response_model`` picks one data file (``"gpt-4o-2024-05-13"``); None reads every one. ``path`` may
-    also be one data file, which picks it.
-    """
+    """The JudgeBench pairs at ``path`` (the repository, or one data file) as a pairwise benchmark, every
+    data file or ``response_model``'s."""
     p = Path(path)
     if p.is_file():
         m = _DATA_NAME.search(p.name)
@@ -193,13 +190,7 @@ def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: i
     out = []
     orders: tuple[Literal["original", "swapped"], ...] = ("original", "swapped")
     for order, entry in zip(orders, judgments, strict=False):
-        if entry is None:  # the release recorded no judgment at all for this order
-            out.append(
-                ReleasedAnswer(
-                    item_id=row["pair_id"], judge=judge, order=order, raw="", template=template, line=line
-                )
-            )
-            continue
+        entry = {} if entry is None else entry  # None: the release recorded no judgment for this order
         if not isinstance(entry, dict):
             raise file_error(file, f"expected a judgment object; got {type(entry).__name__}", where)
         decision = _decision(entry.get("decision"), where)
@@ -229,8 +220,7 @@ def _answers(row: dict[str, Any], judge: str, template: str, file: Path, line: i
 
 
 def read_judgebench(path: str | Path, *, judges: str | None = None) -> PairwiseRelease:
-    """The JudgeBench release at ``path``: the pairs of every data file, and every judge output file's raw
-    answers; ``judges`` is a glob over the released judge names (``"arena_hard/*"``)."""
+    """The JudgeBench release at ``path``; ``judges`` is a glob over the judge names (``"arena_hard/*"``)."""
     repo = _repo(path)
     bench = load_judgebench(repo)
     known = {it.id for it in bench.items}

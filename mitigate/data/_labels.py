@@ -284,12 +284,8 @@ def hide_labels(
     seed: int = 0,
     group: Callable[[Item], str] | None = None,
 ) -> tuple[Benchmark, dict[str, float]]:
-    """Keep a seeded random draw of the labels on ``criterion`` and hide the rest.
-
-    Exactly one of ``per_group`` (labels kept per group) and ``fraction`` (of each group's labelled items,
-    rounded, at least 1) is given; ``group`` maps an item to its group (default: one). Returns the benchmark
-    with the other labels removed, and every label it had (item id -> :func:`label_value`), the truth.
-    """
+    """Keep a seeded random draw of the labels on ``criterion`` (``per_group`` per group, or a ``fraction``
+    of each, at least 1) and hide the rest; return it and every label it had (the truth)."""
     if (per_group is None) == (fraction is None):
         raise ConfigError(
             "expected exactly one of per_group (labels kept per group) and fraction (share "

@@ -141,11 +141,8 @@ def _set_items(dataset: Path, name: str) -> list[Item]:
 
 
 def load_llmbar(path: str | Path, *, sets: str | Sequence[str] | None = None) -> Benchmark:
-    """The LLMBar instances at ``path`` as a pairwise benchmark with gold preferences (criterion ``overall``).
-
-    ``sets``: None for LLMBar proper (:data:`LLMBAR_SETS`, or the one set ``path`` points at), ``"all"``
-    for every set of the copy, or a list of set names. ``inputs["input"]`` holds the instruction.
-    """
+    """The LLMBar instances at ``path`` as a pairwise benchmark: ``sets`` None for LLMBar proper (or the
+    one set ``path`` points at), ``"all"``, or set names."""
     dataset, _, found = _layout(path)
     chosen = _choose_sets(found, sets)
     items = [it for name in chosen for it in _set_items(dataset, name)]

@@ -106,11 +106,8 @@ class RecordedJudgment(BaseModel):
 
 
 class RecordedRun(BaseModel):
-    """One judge's recorded answers: item id -> criterion -> :class:`RecordedJudgment`.
-
-    ``source`` names where they came from (a path, or ``released:<name>``); ``scales`` the answer scale per
-    criterion when the file declared one; ``primary_variant`` the variant whose answers are the headline.
-    """
+    """One judge's recorded answers, item id -> criterion -> judgment; ``source`` a path or
+    ``released:<name>``, ``scales`` those the file declared, ``primary_variant`` the headline's."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     judge: str
@@ -414,12 +411,8 @@ def _csv_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 class RecordedRows:
-    """The rows of a recorded-judgments file (``.csv``, or JSON lines otherwise), checked and yielded one at a
-    time; nothing is kept, each iteration reads the file again.
-
-    A JSON-lines header (the answer scales) is read into ``common`` and ``per`` before the first row;
-    ``read`` reads rows holding only ``raw`` (:func:`parse_row`).
-    """
+    """The checked rows of a recorded-judgments file, read one at a time (each iteration reads the file
+    again); a JSON-lines header's answer scales go to ``common`` and ``per``."""
 
     def __init__(self, path: str | Path, read: AnswerReader | None = None) -> None:
         self.path = Path(path)
@@ -450,8 +443,7 @@ class RecordedRows:
 
 
 def load_recorded_runs(path: str | Path, read: AnswerReader | None = None) -> dict[str, RecordedRun]:
-    """Every judge in a recorded-judgments file (``.csv``, or JSON lines otherwise), judge name -> run; the
-    first bad row raises DataError ``file:line:``. ``read`` as for :func:`parse_row`."""
+    """Every judge in a recorded-judgments file, judge name -> run (``read`` as for :func:`parse_row`)."""
     reader = RecordedRows(path, read)
     file = reader.path
     rows = list(reader)
@@ -483,8 +475,8 @@ def row_to_dict(row: RecordedRow) -> dict[str, Any]:
 
 
 def save_recorded(runs: RecordedRun | Sequence[RecordedRun], path: str | Path) -> Path:
-    """Write runs in the recorded-judgments format (JSON lines, with a header line when the runs declare
-    answer scales, or CSV for a ``.csv`` path); return the path."""
+    """Write runs in the recorded-judgments format (JSON lines, or CSV for a ``.csv`` path); return the
+    path."""
     todo = [runs] if isinstance(runs, RecordedRun) else list(runs)
     file = Path(path)
     rows = [row_to_dict(r) for run in todo for r in run.rows()]

@@ -305,13 +305,8 @@ def _load_all(root: str, judge: str) -> ReleasedRun:
 def load_released(
     judge: str, benchmark: Benchmark | None = None, *, root: str | Path | None = None
 ) -> ReleasedRun:
-    """Load one released judge (a name from :func:`released_judges`) as a :class:`ReleasedRun`.
-
-    Item ids match :func:`~mitigate.data._summeval.load_summeval` (``"<system>/<doc_id>"``). With a
-    ``benchmark``, the run is restricted to the benchmark's items and every item must have a
-    judgment for every criterion the run covers that the benchmark lists; otherwise DataError
-    names the missing ids (e.g. the 4 extractive systems of the 16-system copy have none).
-    """
+    """Load one released judge (a name from :func:`released_judges`) as a :class:`ReleasedRun`, restricted
+    to the items of ``benchmark`` when given (DataError naming the items it has no judgment for)."""
     run = _load_all(str(resolve_root(root)), judge)
     if benchmark is None:
         return run
@@ -333,12 +328,9 @@ def load_released(
 
 
 class H2HRecord(BaseModel):
-    """One released ChatGPT head-to-head verdict between two systems' summaries of one document.
-
-    ``order="original"`` showed ``system_1``'s summary first, ``"toggled"`` ``system_2``'s. ``verdict`` is
-    by presentation (options A/B/C of the prompt); :attr:`preferred` maps it back to a system.
-    ``human_score_1`` / ``human_score_2`` are the mean expert scores of ``system_1`` / ``system_2``.
-    """
+    """One released ChatGPT head-to-head verdict between two systems' summaries of a document: ``verdict``
+    by presentation (``order="toggled"`` showed ``system_2``'s first), :attr:`preferred` by system;
+    ``human_score_1`` / ``_2`` the mean expert scores."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     system_1: str
@@ -471,11 +463,8 @@ def released_names() -> list[str]:
 
 
 def run_to_recorded(run: ReleasedRun) -> RecordedRun:
-    """A released score judge as recorded judgments, one row per response (a rejected one with its ``error``).
-
-    The primary pass is variant ``"default"``; the other passes of a document judged twice are variants
-    ``"pass <k>"`` (k from 1 in file order): their prompt lengths show another template.
-    """
+    """A released score judge as recorded judgments, one row per response: the primary pass is variant
+    ``"default"``, the others ``"pass <k>"`` (another template, their prompt lengths show)."""
     rows: list[RecordedRow] = []
     for judgment in run.iter_judgments():
         for sample in judgment.samples:
@@ -502,8 +491,7 @@ def h2h_item_id(record: H2HRecord) -> str:
 
 
 def h2h_to_recorded(records: list[H2HRecord]) -> RecordedRun:
-    """The released head-to-head verdicts as recorded pairwise judgments of judge ``"chatgpt-h2h"``, over the
-    items of :func:`load_head_to_head_benchmark` (the toggled files are order ``"swapped"``)."""
+    """The head-to-head verdicts as recorded judgments of ``"chatgpt-h2h"`` over ``summeval-h2h``'s items."""
     rows = [
         RecordedRow(
             item_id=h2h_item_id(r),
@@ -536,13 +524,9 @@ def released_recorded(name: str, *, root: str | Path | None = None) -> RecordedR
 
 
 def load_head_to_head_benchmark(*, root: str | Path | None = None) -> Benchmark:
-    """The SummEval head-to-head as a pairwise benchmark with gold preferences (``summeval-h2h``).
-
-    One item per system pair and document (1,100), id ``"<system_1>-<system_2>/<doc_id>"``: ``output`` (A)
-    is ``system_1``'s summary, ``output_b`` (B) ``system_2``'s, ``inputs["source"]`` the article. The gold
-    ``preference`` per dimension: the higher mean expert score, equal means a tie; ``meta["human_a"]`` /
-    ``meta["human_b"]`` keep the two means.
-    """
+    """The SummEval head-to-head as a pairwise benchmark (``summeval-h2h``): one item per system pair and
+    document, ``output`` (A) ``system_1``'s summary, gold ``preference`` the higher mean expert score
+    (equal: a tie), the means in ``meta["human_a"]`` / ``meta["human_b"]``."""
     from mitigate.data._summeval import load_summeval
 
     records = load_head_to_head(root=root)

@@ -42,14 +42,10 @@ class TemplateSource(BaseModel):
 
 
 class ReleasedAnswer(BaseModel):
-    """One raw answer of a released pairwise judge (``judge``: ``"GPT-4/CoT"``, model / strategy).
-
-    ``part`` is ``"verdict"``, or ``"score_a"`` / ``"score_b"`` for an answer rating one output alone;
-    ``stage`` numbers the calls of a two-stage strategy (LLMBar's Swap), ``final`` marks the one its verdict
-    rests on; ``raw`` is the text as released (``""``: none); ``scores`` numbers given instead of text (a
-    reward model's, A's first); ``template`` the :class:`TemplateSource` key; ``release_verdict`` what the
-    release itself read, by text (None: nothing).
-    """
+    """One raw answer of a released pairwise judge (``"GPT-4/CoT"``): ``part`` "verdict" or a rating of one
+    output ("score_a" / "score_b"); ``stage`` and ``final`` for a two-stage strategy; ``raw`` as released;
+    ``scores`` given instead of text (a reward model's, A's first); ``release_verdict`` what the release
+    read, by text."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     item_id: str
@@ -66,12 +62,8 @@ class ReleasedAnswer(BaseModel):
 
 
 class PairwiseRelease(BaseModel):
-    """A release read from disk: benchmark, raw answers and templates.
-
-    ``source`` names the release and where it was read (``"llmbar:/path"``); ``judges`` the judges in the
-    order met, ``judge_info`` each one's model and strategy; ``release_stats`` the figures the release
-    reports per judge (LLMBar's ``statistics.json``), keyed ``"<set>|<judge>"``.
-    """
+    """A release read from disk: benchmark, raw answers and templates; ``judge_info`` holds each judge's
+    model and strategy, ``release_stats`` the figures the release reports per ``"<set>|<judge>"``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     source: str
@@ -83,8 +75,7 @@ class PairwiseRelease(BaseModel):
     release_stats: dict[str, dict[str, str | float]] = Field(default_factory=dict)
 
     def select(self, pattern: str | None) -> PairwiseRelease:
-        """The release restricted to judges whose name matches the glob ``pattern`` (None: all); DataError
-        listing the judges when nothing matches."""
+        """The release restricted to the judges matching the glob ``pattern`` (None: all)."""
         if pattern is None or pattern in ("", "*"):
             return self
         keep = tuple(j for j in self.judges if fnmatch.fnmatchcase(j, pattern))

@@ -70,12 +70,9 @@ def split_items(
 def split_by_document(
     items: Sequence[Item], fractions: Sequence[float], *, seed: int = 0, by_doc: bool = True
 ) -> tuple[list[list[Item]], int]:
-    """``items`` split into ``len(fractions)`` parts by document, and the number of groups.
-
-    Items are grouped by ``doc_id`` when ``by_doc`` and every item has one (else each is its own group); the
-    groups are shuffled with ``seed`` and fill the parts in turn, each until it holds its share of the items,
-    the last taking the rest.
-    """
+    """``items`` in ``len(fractions)`` parts, and the number of groups: the documents (each item alone when
+    ``by_doc`` is off or an item has no ``doc_id``), shuffled with ``seed``, fill the parts in turn up to
+    each one's share."""
     use_docs = by_doc and bool(items) and all(it.doc_id for it in items)
     groups: dict[str, list[Item]] = {}
     for it in items:

@@ -223,8 +223,7 @@ def _check_unique(rows: JsonlRows, hashes: array) -> None:
 
 
 def open_benchmark(name: str, limit: int = 0) -> StreamedBenchmark:
-    """The benchmark ``name`` with its first ``limit`` items chosen: a ``jsonl:<file>`` one read as a stream
-    (:func:`scan_jsonl`), any other loaded whole."""
+    """The benchmark ``name`` with its first ``limit`` items chosen, a ``jsonl:`` one read as a stream."""
     from mitigate.data._registry import load
 
     prefix, sep, path = name.partition(":")

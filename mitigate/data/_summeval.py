@@ -47,15 +47,11 @@ def load_summeval(
     *,
     root: str | Path | None = None,
 ) -> Benchmark:
-    """Load SummEval as a :class:`~mitigate.data.Benchmark` (criteria: the four dimensions, scale 1-5).
+    """Load SummEval as a :class:`~mitigate.data.Benchmark` (the four dimensions, scale 1-5).
 
-    - ``source="llm_summeval"``: 1,200 items. ``human`` is the mean of the 3 expert ratings and
-      ``annotators`` the ratings, or with ``annotators="turker"`` the 5 crowd ratings; both stay in
-      ``meta["expert"]`` and ``meta["turker"]``, the 11 reference summaries in ``meta["references"]``.
-    - ``source="bartscore"``: 1,600 items; ``human`` holds the expert means (``annotators="expert"`` only).
-
-    ``inputs`` is ``{"source": article}``, ``reference`` the first reference summary; ``root`` overrides the
-    data folder. Missing files raise DataError naming each one.
+    ``source="llm_summeval"``: 1,200 items, ``human`` the mean of the 3 expert ratings (or with
+    ``annotators="turker"`` the 5 crowd ones), both sets in ``meta``; ``"bartscore"``: 1,600 items, expert
+    means only. ``reference`` is the first reference summary; DataError names each missing file.
     """
     base = resolve_root(root)
     if annotators not in ("expert", "turker"):

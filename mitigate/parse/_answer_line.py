@@ -17,13 +17,9 @@ VALUE = "{value}"
 
 @dataclass(frozen=True)
 class AnswerLine:
-    """An answer line as the readers look for it.
-
-    ``line`` is the line with ``{value}``; ``value`` a regex of one value; ``kind`` the answer kind ("score"
-    lines are read in the normalised answer); ``first``: the first line decides (else the last);
-    ``case_sensitive``: labels differ only by case; ``relations``: Arena-Hard relations (``A>B``), read as a
-    line, never as a verdict sentence; ``shown``: the format as error messages name it.
-    """
+    """An answer line as the readers look for it: ``line`` with ``{value}``, ``value`` a regex of one
+    value, ``first`` whether the first line decides (else the last), ``relations`` Arena-Hard's (``A>B``),
+    ``shown`` the format as errors name it."""
 
     line: str
     value: str
@@ -107,15 +103,9 @@ class AnswerLine:
             raise refuse(f"one answer {self.shown}", f"{got}, with no final one", text)
 
     def _verdict(self, text: str) -> str | None:
-        """The label of the deciding verdict written in the template's own words (docs/answer_reading.md,
-        principles 4 and 5).
-
-        The line may sit anywhere, be followed by more words and drop a leading connective or the closing
-        full stop. Its own clause decides: a subordinate or coordinate clause before it, or a "but" inside
-        the reasons after it, leaves it standing; a hedge or question in its own clause, or a reversal after
-        it, makes the answer a :class:`ParseError`. "neither ... nor" names no winner: None (the general
-        reader decides).
-        """
+        """The label of the deciding verdict written in the template's own words, or None when "neither ...
+        nor" names no side. Its own clause decides (docs/answer_reading.md, principles 4 and 5): a hedge or
+        question in it, or a reversal after it, is a :class:`ParseError`."""
         work = _EMPHASIS.sub("", text)
         hits = list(self._verdict_alone.finditer(work))
         if not hits:

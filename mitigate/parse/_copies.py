@@ -188,14 +188,12 @@ def copied_runs(
     hot: re.Pattern[str] | None = None,
 ) -> list[tuple[int, int, str]]:
     """The maximal runs of words of ``text`` that stand verbatim in one of ``sources``: (start, end,
-    normalised run).
+    normalised run), each within one line of the text and of a source.
 
-    Runs are found left to right, each as long as it can be, within one line of ``text`` and one line of a
-    source, and within a *stretch* (consecutive words each standing somewhere in a source). With ``hint``,
-    only lines where it matches are searched. ``whole`` are texts the sources are parts of (a rendered
-    prompt): two adjacent runs that stand together in one of them are one run. With ``hot``, only the runs
-    of stretches where ``hot`` or a digit matches are returned; ``hot`` must match no empty string and look
-    around a match only for letters, digits or the underscore.
+    With ``hint``, only lines where it matches are searched; two adjacent runs that stand together in one of
+    ``whole`` (the rendered prompt) are one; with ``hot``, only the runs of stretches of copied words holding
+    a match of it or a digit are returned (``hot`` must match no empty string and look around only for word
+    characters).
     """
     texts = [x for x in sources if x and not x.isspace()]
     if not texts:
@@ -281,8 +279,7 @@ class _Sources:
         return bool(self.holding(word))
 
     def longest(self, words: Sequence[str], i: int) -> int:
-        """The longest run from ``words[i]`` in any source (see :meth:`_Corpus.longest`); 0 when none holds
-        it."""
+        """The longest run from ``words[i]`` in any source (:meth:`_Corpus.longest`); 0 when none holds it."""
         return max((self.corpus(k).extend(words, i) for k in self.holding(words[i].rstrip("."))), default=0)
 
 

@@ -16,8 +16,7 @@ from mitigate.scale import Scale
 
 
 def score_tokens(scale: Scale) -> list[str]:
-    """The surface strings of the scale's plain answers, e.g. ["1", "2", ..., "10"] (a point such as "10" or
-    "3.5" may span several tokens)."""
+    """The surface strings of the scale's plain answers, e.g. ["1", "2", ..., "10"]."""
     return [_fmt(p) for p in scale.points()]
 
 
@@ -82,14 +81,11 @@ def expected_score(positions: Sequence[TokenLogprob], scale: Scale, *, min_mass:
 def score_distribution(
     positions: Sequence[TokenLogprob], scale: Scale, *, min_mass: float = 0.5
 ) -> dict[int, float]:
-    """Probability per integer scale point at the score position, renormalised to sum to 1.
+    """Probability per integer scale point at the score position (the first token that is, or starts, a scale
+    number; else the first position with ``min_mass`` on the scale), renormalised to sum to 1.
 
-    The score position is the first generated position whose token is a scale number (or the start of one,
-    "1" of "10"); failing that, the first whose top alternatives put at least ``min_mass`` on scale points.
-    A generated "1" splits its mass between 1 and 10 by the next position's alternatives (P(10) ∝ P("0" |
-    "1"), P(1) ∝ P(no digit | "1"), continuations off the scale excluded); a "1" only among the
-    alternatives counts as 1. Points outside the top alternatives get 0. ParseError when no position carries
-    mass on the scale.
+    A generated "1" splits its mass between 1 and 10 by the next position's alternatives; a "1" only among the
+    alternatives counts as 1. ParseError when no position carries mass on the scale.
     """
     expected = f"token logprobs with probability on the scale points {scale.describe()}"
     pts = scale.integer_points()
@@ -160,14 +156,11 @@ def verdict_probabilities(
 ) -> VerdictProbabilities:
     """The verdict distribution at the position where the judge names its verdict.
 
-    ``labels`` name the first and second output as the answer writes them, ``tie`` the tie (None: no tie
-    answer); ``lead`` is the answer line's text before the label ("[[", "Verdict: "; empty for a bare
-    label, read at the start of a line). Labels that share a beginning ("Output (a)" / "Output (b)") are
-    decided at the first token of their difference: the position read is one whose token begins a label's
-    distinguishing part right after ``lead`` and the shared beginning; the first such with
-    ``answer_first``, else the last. The top alternatives' probability there is summed per label and
-    renormalised; tokens are compared case-insensitively unless ``case_sensitive``. ParseError when no
-    generated position names a label after the lead, or the alternatives there put nothing on any label.
+    ``labels`` and ``tie`` (None: no tie answer) are written as the answer writes them; ``lead`` is the answer
+    line's text before the label (empty: a bare label at the start of a line). The position read is one whose
+    token begins a label's distinguishing part (after a shared beginning such as "Output (") right after
+    ``lead``: the first with ``answer_first``, else the last. ParseError when there is none, or its
+    alternatives put nothing on any label.
     """
     sensitive = case_sensitive
     values = {labels[0]: "first", labels[1]: "second", **({tie: "tie"} if tie else {})}

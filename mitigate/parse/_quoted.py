@@ -113,18 +113,13 @@ def unquote(
     fast: bool = True,
 ) -> tuple[str, str]:
     """``(own, strict)``: ``text`` with what is not the judge's own statement blanked (see the module
-    docstring); ``strict`` also blanks bare, unmarked copies of an answer a judged text holds.
+    docstring), and ``strict`` also blanking bare, unmarked copies of an answer a judged text holds.
 
-    ``sources`` are the texts the judge was shown (the rendered prompt), ``judged`` the texts under judgment
-    (sources too). With ``judged``, what the prompt holds besides them is the template's own wording: a copy
-    of it holding an answer (a verdict line the template lists) is the judge's own statement. ``statement``
-    says whether a span alone reads as an answer, ``bare`` whether it is nothing but the answer in the
-    format's own words. ``fold=False`` compares case ("m" / "M").
-
-    ``hint`` (what any answer holds: a digit, a label) spares the search in lines without one and, with
-    ``fast``, in every stretch of copied words without one or a digit. ``statement(span)`` must be False for
-    a span ``hint`` does not match, and ``hint`` may look around a match only for letters, digits or the
-    underscore. ``fast=False`` searches every stretch; both give the same result
+    ``sources`` are the texts the judge was shown, ``judged`` the texts under judgment; with ``judged``, a
+    copy of the template's own wording holding an answer is the judge's own statement. ``statement`` says
+    whether a span alone reads as an answer (False where ``hint`` does not match), ``bare`` whether it is
+    nothing but the answer in the format's own words; ``fold=False`` compares case. ``hint`` spares the search
+    where no answer can be; ``fast=False`` searches every stretch, with the same result
     (``tests/parse/test_reading_fast_path.py``).
     """
     seen: dict[str, bool] = {}

@@ -112,8 +112,7 @@ def _follow_ok(text: str, end: int, allowed: frozenset[str]) -> bool:
 
 
 def _candidate_at(text: str, m: re.Match[str]) -> _Candidate | None:
-    """The candidate score at number match ``m``; None for a match result ("2-0 win") or a negated score
-    ("not a 5 out of 5")."""
+    """The candidate score at number match ``m``; None for a match result ("2-0") or a negated score."""
     end = m.end()
     denom: float | None = None
     is_range = False
@@ -265,8 +264,7 @@ def read_score(
     criterion: str | None = None,
     cues: Sequence[str] = (),
 ) -> float:
-    """:func:`parse_score` on ``text`` (``cued``: right after a score label); errors keep ``raw`` as
-    ``.raw``."""
+    """:func:`parse_score` on ``text`` (``cued``: right after a score label), errors keeping ``raw``."""
     expected = f"a score from {scale.describe()} (e.g. 'Score: {_example(scale)}')"
     if criterion is not None:
         expected = (

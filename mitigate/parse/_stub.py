@@ -76,8 +76,8 @@ class StubCompletion:
         return None
 
     def find(self, text: str, raw: str | None = None) -> str | None:
-        """The value the answer ``text`` completes the stub with, or None (see the module docstring); errors
-        carry ``raw`` (the answer as received, by default ``text``)."""
+        """The value the answer ``text`` completes the stub with, or None; errors carry ``raw`` (default
+        ``text``)."""
         raw = text if raw is None else raw
         lines = text.strip().splitlines()
         if not lines:
