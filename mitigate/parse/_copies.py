@@ -213,44 +213,29 @@ def copied_runs(
     sources_ = _Sources(texts, fold)
     for line in text.splitlines(keepends=True):
         if hint is not None and not hint.search(line):
-            offset += len(line)
-            continue
-        if hot is not None:
+            pass
+        elif hot is not None:
             runs += _hot_runs(line, hot, norm, sources_, together, offset)
-            offset += len(line)
-            continue
-        corpora = [_corpus(x, fold) for x in texts]
-        wheres = [c.where for c in corpora]
-        chunks = line.split()  # the \S+ runs of _WORD, in order
-        norms = list(map(norm, chunks))
-        kept = [k for k, word in enumerate(norms) if word]
-        words = [norms[k] for k in kept]
-        bare = [w.rstrip(".") for w in words]
-        present = set(bare)
-        standing = set().union(*(present & where for where in wheres))
-        if not standing:  # no word of the line stands in a source: no run
-            offset += len(line)
-            continue
-        held = [w in standing for w in bare]
-        spans = [(m.start(), m.end()) for m in _WORD.finditer(line)]
-        toks = [(words[t], *spans[k]) for t, k in enumerate(kept)]
-        i, n = 0, len(toks)
-        while i < n:
-            if not held[i]:
-                i += 1
-                continue
-            j = i + 1
-            while j < n and held[j]:
-                j += 1
-            # the stretch of words i..j-1
-            runs += _stretch_runs(toks, words, i, j, functools.partial(_longest, corpora), together, offset)
-            i = j
+        else:  # every stretch of the line
+            chunks = line.split()  # the \S+ runs of _WORD, in order
+            norms = list(map(norm, chunks))
+            kept = [k for k, word in enumerate(norms) if word]
+            words = [norms[k] for k in kept]
+            held = [sources_.stands(w.rstrip(".")) for w in words]
+            spans = [m.span() for m in _WORD.finditer(line)]
+            toks = [(words[t], *spans[k]) for t, k in enumerate(kept)]
+            i, n = 0, len(toks)
+            while i < n:
+                if not held[i]:
+                    i += 1
+                    continue
+                j = i + 1
+                while j < n and held[j]:
+                    j += 1
+                runs += _stretch_runs(toks, words, i, j, sources_.longest, together, offset)  # words i..j-1
+                i = j
         offset += len(line)
     return runs
-
-
-def _longest(corpora: Sequence[_Corpus], words: Sequence[str], i: int) -> int:
-    return max(c.longest(words, i) for c in corpora)
 
 
 class _Sources:
