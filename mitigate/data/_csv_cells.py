@@ -1,8 +1,6 @@
-"""CSV cells no spreadsheet runs (CSV injection, ``docs/recorded_format.md``): :func:`csv_cell` writes a text
-cell that starts like a formula (``=``, ``+``, ``-``, ``@``, a tab, a carriage return) with one leading
-apostrophe, or one more when it already starts with an escaped one, and :func:`csv_value` reads it back
-exactly. Numbers stay numbers.
-"""
+"""CSV cells no spreadsheet runs (CSV injection, ``docs/recorded_format.md``): :func:`csv_cell` writes a
+text cell starting like a formula with one leading apostrophe (one more if it already starts with an
+escaped one), :func:`csv_value` reads it back exactly."""
 
 from __future__ import annotations
 

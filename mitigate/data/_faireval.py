@@ -1,11 +1,7 @@
 """FairEval (Wang et al. 2023, "Large language models are not fair evaluators"), read from a copy of its
-repository (github.com/i-Eval/FairEval): ``question.jsonl`` (the 80 Vicuna questions), ``answer/answer_<model>
-.jsonl`` (each model's answer per question) and ``review/review_gpt35_vicuna-13b_human.txt`` (the human
-verdict per question, in order: ``CHATGPT``, ``VICUNA13B`` or ``TIE``).
-
-Item ids are ``"faireval/<question_id>"``; criterion ``overall``. The repository releases no judge outputs
-(LLMBar's ``Processed/FairEval`` set carries some on the non-tie pairs).
-"""
+repository (github.com/i-Eval/FairEval): ChatGPT's (A) and Vicuna-13B's (B) answers to the 80 Vicuna
+questions with the human verdict, item ids ``"faireval/<question_id>"``, criterion ``overall``. No judge
+outputs are released (LLMBar's ``Processed/FairEval`` has some)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""The generic benchmark format (one JSON object per line, ``docs/data_format.md``) and the file helpers every
-loader shares. A row::
-
-    {"id": "M8/dm-test-1", "system": "M8", "doc_id": "dm-test-1", "inputs": {"source": "The article ..."},
-     "output": "The summary ...", "human": {"coherence": 3.33}, "annotators": {"coherence": [3, 4, 3]}}
-
-Only ``id`` and ``output`` are required; a pairwise row adds ``output_b`` and its gold ``preference`` per
-criterion. An optional first line ``{"benchmark": {"name": ..., "criteria": [...], "scale": [1, 5],
-"scales": {...}}}`` declares the benchmark.
-"""
+"""The generic benchmark format (one JSON object per line, ``docs/data_format.md``; an optional first line
+``{"benchmark": {...}}`` declares name, criteria and scales) and the file helpers every loader shares."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """Human labels for a few items: read from a labels file, added to a benchmark, or hidden for an experiment.
 
-A benchmark is *partly labelled* when some items carry a human label on the criterion and the others none:
-the benchmark file itself; a **labels file** (:func:`read_labels`, :func:`apply_labels`), CSV with a header
-or JSON lines with the columns ``id``, ``label`` and optionally ``weight`` (other columns ignored, so a
-filled ``mitigate estimate --select`` file is one); or **hidden labels** of a fully labelled benchmark
-(:func:`hide_labels`). A label is a number on the criterion's scale, or for a pairwise benchmark ``A``,
-``B`` or ``tie`` (also 1, 0 and 0.5). ``weight`` is the inverse inclusion probability of a selected item: a
-file with weights must have every row labelled, while elsewhere an empty label leaves the item unlabelled.
-For the estimators a preference is coded as the share of A's win (:func:`label_value`: A 1, B 0, tie 0.5).
+A labels file (CSV with a header, or JSON lines) has the columns ``id``, ``label`` and optionally ``weight``
+(other columns ignored: a filled ``estimate --select`` file is one). A label is a number on the criterion's
+scale, or for a pairwise benchmark ``A``, ``B`` or ``tie`` (1, 0, 0.5); a file with weights (inverse inclusion
+probabilities) must label every row. :func:`label_value` codes a preference as A's share of the win.
 """
 
 from __future__ import annotations

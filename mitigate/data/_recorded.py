@@ -1,13 +1,8 @@
-"""Recorded judgments: answers a judge already gave, in one generic format, measured without any LM call.
+"""Recorded judgments: answers a judge already gave, one row each (a JSON line, or a CSV row with the same
+columns; ``docs/recorded_format.md``), replayed by ``mitigate compare --recorded FILE`` without any LM call::
 
-One row (a JSON line, or a CSV row with the same columns) is one answer; the format, its checks and which
-answer is the headline are ``docs/recorded_format.md``'s::
+    {"item_id": "pair-3", "judge": "gpt-4o", "criterion": "overall", "verdict": "first", "order": "swapped"}
 
-    {"item_id": "dlg-7", "judge": "gpt-4o", "criterion": "overall", "score": 4, "raw": "Score: 4"}
-    {"item_id": "pair-3", "judge": "gpt-4o", "criterion": "helpfulness", "verdict": "first",
-     "order": "swapped", "raw": "Output (a) is better."}
-
-They replay through :class:`mitigate.replay._recorded.RecordedJudge` (``mitigate compare --recorded FILE``).
 Per judge, the *primary variant* is ``"default"`` when some row uses it, else the first in the file.
 """
 

@@ -1,14 +1,11 @@
-"""Replay source for the LLM-judge outputs Shen et al. (2023) released with LLM_summeval (data_format.md).
+"""Replay source for the LLM-judge outputs Shen et al. (2023) released with LLM_summeval (data_format.md): the
+judges' answers per system and dimension (``eval_model_generations/``, item ``"<Mx>/<id>"`` of
+:func:`~mitigate.data._summeval.load_summeval`) and ChatGPT's head-to-head verdicts in both orders
+(``comp_res/``). A response the parser rejects keeps its ParseError message, never a score.
 
-Under ``summeval_llm_summeval/``: ``eval_model_generations/<model>/eval_<Mx>_generations/<dim>_<method>.txt``,
-one JSON line ``{id, prompt_len, total_len, resp}`` per judged summary, the item ``"<Mx>/<id>"`` of
-:func:`~mitigate.data._summeval.load_summeval`; ``comp_res/gpt-3.5-turbo-0301/<Mx-My>_<dim>[_toggle].result``,
-ChatGPT head-to-head verdicts in both orders with the two summaries' mean expert scores. Judges are named
-``<family>-<method>``; a response the parser rejects keeps its ParseError message, never a score.
-
-Repeated runs: three ChatGPT ``consistency_mcq`` files hold the documents twice, two ``relevance_altmcq``
-files a partial second pass. Every line is a sample; ``primary`` is the last pass covering every document of
-the file, the one whose prompt lengths match the other systems' (run with the same template).
+Repeated runs: three ``consistency_mcq`` files hold the documents twice, two ``relevance_altmcq`` files a
+partial second pass. Every line is a sample; ``primary`` is the last pass covering every document of the file,
+the one whose prompt lengths match the other systems' (the same template).
 """
 
 from __future__ import annotations

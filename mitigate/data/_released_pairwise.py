@@ -1,12 +1,7 @@
-"""Released outputs of pairwise judges, as they were written: the raw answers, before any parsing.
-
-A loader (:mod:`mitigate.data._llmbar`, :mod:`mitigate.data._judgebench`) reads a release into a
-:class:`PairwiseRelease`: the pairwise benchmark with its gold labels, every raw answer as a
-:class:`ReleasedAnswer` and the prompt templates they were given under.
-:mod:`mitigate.replay._released_pairwise` reads the answers with mitigate's parsers; the verdict the release
-itself read stays beside each (``release_verdict``, by text, mapped back from the presentation).
-``order="original"`` showed the item's ``output`` (A) first, ``"swapped"`` its ``output_b``.
-"""
+"""Released outputs of pairwise judges, as they were written (LLMBar, JudgeBench): a
+:class:`PairwiseRelease` holds the benchmark with its gold labels, every raw answer and the prompt
+templates; :mod:`mitigate.replay._released_pairwise` reads the answers. ``order="swapped"`` showed the
+item's ``output_b`` first; ``release_verdict`` is by text."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Splitting a benchmark by document: train / test for ``compare``, train / dev / test for the search.
-
-:func:`split_by_document` does both, so outputs about the same source never straddle two splits.
-:func:`train_test_split` (``compare --train 0.5``): fit on train, measure on test. :func:`split_items` (the
-demo search): train is the demo pool, dev where candidates are scored, test held out to report the winner.
-"""
+"""Splitting a benchmark by document (outputs about one source never straddle two splits): train / test for
+``compare --train`` (:func:`train_test_split`), train / dev / test for the demo search
+(:func:`split_items`)."""
 
 from __future__ import annotations
 

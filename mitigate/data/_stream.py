@@ -1,11 +1,8 @@
 """A benchmark read as a stream: every row checked in one pass, the chosen items read again one at a time.
 
-:func:`scan_jsonl` reads a generic JSON-lines file (``jsonl:<file>``) once, checking each row as
-:func:`~mitigate.data._jsonl.load_jsonl` does and keeping a few numbers per row (hashes of its id and
-document, where its line starts; never the row), and returns a :class:`StreamedBenchmark` whose ``items``
-read the file again, one item at a time, in the order of :func:`~mitigate.data._split.select_items`.
-:func:`open_benchmark` does this for ``jsonl:`` benchmarks and loads any other as usual. The file must not
-change meanwhile: each pass checks its size and modification time and stops with a DataError otherwise.
+:func:`scan_jsonl` checks a generic JSON-lines file as :func:`~mitigate.data._jsonl.load_jsonl` does, keeping
+a few numbers per row (never the row); its :class:`StreamedBenchmark`'s ``items`` read the file again, in
+:func:`~mitigate.data._split.select_items` order, and stop with a DataError if it changed meanwhile.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""SummEval (Fabbri et al. 2021): CNN/DailyMail summaries rated for coherence, consistency, fluency, relevance
-(1-5).
-
-Two copies live in the data folder: ``summeval_llm_summeval`` (Shen et al. 2023: 12 abstractive systems x 100
-documents, 3 expert and 5 crowd ratings per summary; the released judge outputs of
-:mod:`mitigate.data._released` are keyed to these items) and ``summeval_bartscore`` (all 16 systems, expert
-means only, source texts tokenised as BARTScore stored them). Item ids are ``"<system>/<doc_id>"`` in both.
-"""
+"""SummEval (Fabbri et al. 2021): CNN/DailyMail summaries rated 1-5 for coherence, consistency, fluency,
+relevance, from two copies: ``summeval_llm_summeval`` (12 systems, expert and crowd ratings; the released
+judge outputs are keyed to it) and ``summeval_bartscore`` (16 systems, expert means). Item ids are
+``"<system>/<doc_id>"``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
-"""TMU-GFM (Yoshimura et al. 2020): grammatical-error-correction outputs rated by 5 annotators, 0-4.
+"""TMU-GFM (Yoshimura et al. 2020): grammatical-error-correction outputs rated by 5 annotators, 0-4, one item
+per CSV row (``id`` the zero-padded row number, ``inputs["source"]`` the learner sentence, ``doc_id``
+numbering the source sentences; criteria grammar, fluency, meaning).
 
-``tmu_gfm/tmu-gfm-dataset.csv``: one item per row, ``id`` the zero-padded row number, ``inputs["source"]``
-the learner sentence, ``output`` the correction, ``system`` the CSV's system field as written (the list in
-``meta["systems"]``), ``doc_id`` ``"src<k>"`` numbering the distinct source sentences; criteria grammar
-(the CSV's "grammer"), fluency, meaning. A rating of 0 is the guideline's "other" category: as the dataset's
-own ``ave_*`` columns, ``human`` averages the non-zero ratings, ``annotators`` holds ``None`` for a 0 and
-``meta["raw"]`` the raw ratings; ``zero_as_missing=False`` averages the 0s in.
+A 0 is the guideline's "other" category: as the dataset's ``ave_*`` columns, ``human`` averages the non-zero
+ratings and ``annotators`` holds None for a 0 (raw ratings in ``meta["raw"]``); ``zero_as_missing=False``
+averages them in.
 """
 
 from __future__ import annotations

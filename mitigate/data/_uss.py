@@ -1,16 +1,12 @@
-"""User Satisfaction Simulation (USS, Sun et al. 2021): dialogues rated for user satisfaction (1-5).
+"""User Satisfaction Simulation (USS, Sun et al. 2021): dialogues rated for user satisfaction (1-5), one turn
+per line (``role <TAB> text <TAB> action <TAB> ratings``); a USER line's ratings judge the system's preceding
+response, a final ``USER <TAB> OVERALL`` line the dialogue.
 
-``user_satisfaction_uss/dataset/{SGD,MWOZ,ReDial,CCPE}.txt`` hold one turn per line, ``role <TAB> text <TAB>
-action <TAB> sat1,sat2,...``, dialogues separated by blank lines. A rating on a USER line judges the system's
-preceding response; a final ``USER <TAB> OVERALL`` line rates the dialogue.
-
-``level="dialogue"`` (default): one item per dialogue; ``output`` (and ``inputs["dialogue"]``) is the
-transcript, one ``USER: ...`` / ``SYSTEM: ...`` line per turn; ``human["satisfaction"]`` the mean of the
-OVERALL ratings, ``annotators`` the ratings (the setting of Ghazarian et al. 2024, whose own data is not
-public). ``level="turn"``: one item per rated exchange; ``output`` the SYSTEM lines since the previous user
-turn, ``inputs["context"]`` the transcript before them, the labels those of the USER line after them (an
-opening user turn has nothing to judge). ``meta["label"]`` is the majority vote of the ratings, ties to the
-lower score (Sun et al.'s ``get_main_score``); ``doc_id`` is the dialogue id (``"sgd/0007"``).
+``level="dialogue"``: one item per dialogue, ``output`` (and ``inputs["dialogue"]``) its ``USER: ...`` /
+``SYSTEM: ...`` transcript, labels the OVERALL ratings. ``level="turn"``: one item per rated exchange,
+``output`` the SYSTEM lines since the last user turn, ``inputs["context"]`` the transcript before them, labels
+the next USER line's. ``human`` is the mean rating, ``meta["label"]`` the majority (ties to the lower score),
+``doc_id`` the dialogue id (``"sgd/0007"``).
 """
 
 from __future__ import annotations

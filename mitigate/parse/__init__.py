@@ -1,13 +1,6 @@
 """Strict readers of a judge's answer: a reply they cannot read is a :class:`~mitigate.errors.ParseError`,
-never a guessed score.
-
-:mod:`._score` reads a numeric score or an option letter, :mod:`._verdict` a pairwise verdict,
-:mod:`._criteria` one score per criterion, :mod:`._logprobs` scores and verdicts from token log-probabilities.
-:mod:`._format_reader` reads an answer in the format its template prescribes (its own answer line,
-:mod:`._answer_line`, :mod:`._stub`; a JSON field; echoed rubric lines dropped), after :mod:`._quoted` has
-blanked what is not the judge's own statement (:mod:`._reported`: a third party's words, marked quotations;
-:mod:`._copies`: runs of words copied from the texts it was shown; docs/answer_reading.md).
-"""
+never a guessed score (one module per answer kind; :mod:`._format_reader` reads a template's format after
+:mod:`._quoted` blanked what is not the judge's own statement, docs/answer_reading.md)."""
 
 from typing import TYPE_CHECKING
 

@@ -1,8 +1,5 @@
-"""What every answer reader shares: the verdict type, error messages, and the answer normalised for reading.
-
-Every reader returns a value or raises a :class:`~mitigate.errors.ParseError` keeping the full response on
-``.raw`` and what was expected on ``.expected``.
-"""
+"""What every answer reader shares: the verdict type, the ParseError (the full response on ``.raw``, what
+was expected on ``.expected``) and the answer normalised for reading."""
 
 from __future__ import annotations
 

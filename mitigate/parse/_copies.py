@@ -1,9 +1,5 @@
-"""Copies: the runs of words of an answer that stand verbatim in a text the judge was shown.
-
-:func:`copied_runs` finds the maximal runs of such words, each within one line of the answer and one line
-of a source. Words are compared normalised (:func:`flat_lines`): case (unless ``fold`` is False), markdown,
-quotation marks, separators and repeated sentence ends ignored.
-"""
+"""Copies: the runs of words of an answer that stand verbatim in a text the judge was shown
+(:func:`copied_runs`), compared normalised (:func:`flat_lines`)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Reading a judge's answer in the format its template prescribes: the judge's own final statement, never a
-quote.
-
-:meth:`FormatReader.read` blanks what the answer does not state itself (:func:`.unquote`), then looks for
-the format's own answer line (:class:`~mitigate.parse._answer_line.AnswerLine`), a JSON field, two scores on
-a line or a bare final letter, and falls back to the general reader of the kind told the format's labels and
-cues. Lines copying the prompt's own scoring options are dropped first
-(:func:`strip_echoed_lines`).
-"""
+"""Reading a judge's answer in the format its template prescribes: echoed rubric lines dropped
+(:func:`strip_echoed_lines`) and what is not the judge's own blanked (:func:`.unquote`), the format's own
+answer line, a JSON field, two scores on a line or a bare final letter, else the general reader of the
+kind."""
 
 from __future__ import annotations
 

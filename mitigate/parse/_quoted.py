@@ -1,14 +1,9 @@
-"""What in a judge's answer is not the judge's own statement: reported speech and quotations of what it was
-shown (docs/answer_reading.md).
-
-:func:`unquote` blanks (with spaces, so positions and line breaks hold) the spans that are not the judge's
-own statement; every reader then reads what is left. Blanked: **reported speech** (the clause after a third
-party's verb of saying, :mod:`._reported`; needs no source); **a copy with context**, a run of words standing
-verbatim in a text the judge was shown and holding an answer and more than the bare answer (:mod:`._copies`);
-**a marked copy**, a bare answer copied from a source inside quotation marks, backticks, a code block or a
-blockquote. A bare, unmarked copy of a judged text's answer may still be the judge's own value: it is blanked
-only in a second, *strict* text, and a caller that reads two different values from the two has a failure.
-"""
+"""What in a judge's answer is not the judge's own statement, blanked (with spaces: positions hold) before
+any reader runs (docs/answer_reading.md): **reported speech** (:mod:`._reported`); **a copy with context**,
+a run of words standing in a text the judge was shown and holding an answer and more (:mod:`._copies`); **a
+marked copy**, a bare answer quoted from a source. A bare, unmarked copy of a judged text's answer may be
+the judge's own value: it is blanked only in a second, *strict* text, and two different readings of the two
+are a failure."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Reported speech and marked quotations in a judge's answer: words it gives as someone else's.
-
-:func:`reported_spans` finds the clauses after a third party's verb of saying ("the text claims
-...", "Summary A wrote '...'", a lead-in line "The summary ends with:" and the paragraph after
-it); the judge's own "I said" reports nothing. :func:`marked_spans` finds what the answer marks
-as a quotation (quotation marks, backticks, a code block, a blockquote). Neither needs the texts
-the judge was shown: :mod:`mitigate.parse._quoted` decides which of these spans hold an answer.
-"""
+"""Words a judge's answer gives as someone else's: the clauses after a third party's verb of saying
+(:func:`reported_spans`; "I said" reports nothing) and what it marks as a quotation (:func:`marked_spans`).
+Neither needs the texts it was shown."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """Reading an answer that completes the template's answer stub: "3" after "- Fluency (1-3):"
-(docs/answer_reading.md).
-
-The answer starts with the completion: the bare value ("3", or the rest of the line, "[[3]]"), or the line
-written again in full ("- Fluency (1-3): 3") or by its label ("Fluency: 3"). A later line giving a different
-value, or a first line that is a range or a list ("2-3", "2 or 3"), is a ParseError; an answer that does not
-start with the completion is left to the format's other readers (None).
-"""
+(docs/answer_reading.md). The first line is the completion ("3", "[[3]]", the line again in full or by its
+label); a later line with another value, or a range ("2-3"), is a ParseError; an answer not starting with
+it is left to the other readers (None)."""
 
 from __future__ import annotations
 
