@@ -427,14 +427,11 @@ class RecordedRows:
             for line, row in _csv_rows(file):
                 yield parse_row(row, file, line, self.per, self.common, from_csv=True, read=read)
             return
-        first = True
-        for line, row in read_json_lines(file):
-            if first and isinstance(row, dict) and set(row) == {"recorded"}:
+        for k, (line, row) in enumerate(read_json_lines(file)):
+            if k == 0 and isinstance(row, dict) and set(row) == {"recorded"}:
                 self.common, self.per = _header(row["recorded"], file, line)
-                first = False
-                continue
-            first = False
-            yield parse_row(row, file, line, self.per, self.common, read=read)
+            else:
+                yield parse_row(row, file, line, self.per, self.common, read=read)
 
 
 def load_recorded_runs(path: str | Path, read: AnswerReader | None = None) -> dict[str, RecordedRun]:

@@ -28,11 +28,7 @@ class Split(BaseModel):
 
     def ids(self) -> dict[str, tuple[str, ...]]:
         """The item ids of each split."""
-        return {
-            "train": tuple(i.id for i in self.train),
-            "dev": tuple(i.id for i in self.dev),
-            "test": tuple(i.id for i in self.test),
-        }
+        return {name: tuple(i.id for i in getattr(self, name)) for name in ("train", "dev", "test")}
 
 
 def split_items(
@@ -51,7 +47,7 @@ def split_items(
     if len(fractions) != 3 or any((not math.isfinite(f)) or f <= 0 for f in fractions):
         raise ConfigError(f"expected three positive split fractions (train, dev, test); got {fractions!r}")
     if criterion is not None:
-        items = [it for it in items if labelled(it, criterion)]
+        items = labelled_items(items, criterion)
     if group_by == "doc_id" and not all(it.doc_id for it in items):
         raise DataError("split_items(group_by='doc_id') needs a doc_id on every item; some have none")
     parts, groups = split_by_document(items, fractions, seed=seed, by_doc=group_by != "none")
@@ -105,8 +101,8 @@ def train_test_split(
             f"test items of {bench.name!r} ({groups} documents); expected both to be non-empty"
         )
     keep_order = {it.id: i for i, it in enumerate(bench.items)}
-    train.sort(key=lambda it: keep_order[it.id])
-    test.sort(key=lambda it: keep_order[it.id])
+    for side in (train, test):
+        side.sort(key=lambda it: keep_order[it.id])
     return (
         bench.model_copy(update={"name": f"{bench.name}-train", "items": tuple(train)}),
         bench.model_copy(update={"name": bench.name, "items": tuple(test)}),

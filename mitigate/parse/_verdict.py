@@ -103,14 +103,12 @@ def parse_pairwise(
 ) -> Literal["first", "second", "tie"]:
     """Read which of two outputs a judge preferred: "first", "second" or "tie".
 
-    ``labels`` name the two outputs as the prompt did ("1"/"2", "A"/"B", "a"/"b" of "Output (a)"); ``tie``
-    optionally names a tie option ("C"); ``case_sensitive`` is for labels that differ only by case ("m" /
-    "M"). Explicit verdicts are read first and the last one wins (the whole answer a label, a label standing
-    alone at its start or end, "Answer: A", "[[B]]", "I prefer Summary 1"). Without one, the last concluding
-    sentence decides when it claims one side; failing that, the final statement (``final``: the "last"
-    sentence, the "first", or "either") when every other claim agrees. A claim inside the reasoning is never
-    the verdict. Raises :class:`ParseError` when no side is claimed, when sides conflict, or for a tie with
-    ``ties=False`` (a template offering none).
+    ``labels`` name the outputs as the prompt did ("1"/"2", "A"/"B", "a"/"b"), ``tie`` an optional tie option,
+    ``case_sensitive`` labels differing only by case. The last explicit verdict wins (the whole answer a
+    label, a label alone at its start or end, "Answer: A", "[[B]]", "I prefer Summary 1"); else the last
+    concluding sentence when it claims one side; else the final statement (``final``: "last", "first" or
+    "either" sentence) when every other claim agrees. A claim inside the reasoning is never the verdict.
+    ParseError for no side, conflicting sides, or a tie with ``ties=False``.
     """
     first, second = labels
     if not first or not second or first == second or (not case_sensitive and first.lower() == second.lower()):
