@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import DataError, ScaleError
@@ -183,7 +183,7 @@ def number(value: Any, path: Path, line: int, what: str, clipped: int = 80) -> f
     return result
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     """Whether ``value`` is an int or a float (a bool is not)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
