@@ -13,7 +13,7 @@
   under perturbed guidelines (Ghazarian et al. 2024;
   :func:`mitigate.measures.perturbation_consistency`), read from
   ``Judgment.meta["perturbations"]`` — a judge wrapped in a
-  :class:`~mitigate.strategies.PerturbationProbe` records it (the search adds the probe
+  :class:`~mitigate.strategies.PerturbedGuidelines` records it (the search adds it
   when λ > 0). ``consistency="kappa"`` (the default) counts it chance
   corrected: (share identical − chance) / (1 − chance), where chance is the share expected
   from each prompt's own answer distribution. ``consistency="raw"`` counts the paper's
@@ -353,7 +353,7 @@ class Objective(Component):
                     value=math.nan,
                     n=0,
                     reason="no judgment records outputs under 2 or more perturbations in "
-                    "meta['perturbations'] (wrap the judge in a PerturbationProbe)",
+                    "meta['perturbations'] (wrap the judge in a PerturbedGuidelines)",
                 )
             else:
                 consistency = measures.perturbation_consistency(outputs)

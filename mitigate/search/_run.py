@@ -36,7 +36,7 @@ from mitigate.search._session import (
 from mitigate.search.engines._base import Engine
 from mitigate.search.engines._dspy import OPTIMIZERS
 from mitigate.selectors import Random, Selector, Stratified
-from mitigate.strategies import Demos, PerturbationProbe
+from mitigate.strategies import Demos, PerturbedGuidelines
 
 
 def engine_from(engine: str | Engine, options: Mapping[str, Any] | None = None) -> Engine:
@@ -64,7 +64,7 @@ async def asearch(
     selectors: Sequence[Selector] | None = None,
     budget: int = 200,
     perturbations: Sequence[Demos | None] = (None,),
-    probe: PerturbationProbe | None = None,
+    probe: PerturbedGuidelines | None = None,
     ls: Mapping[str, float] | None = None,
     likelihood: str | LM | None = None,
     splits: tuple[float, float, float] = (0.5, 0.25, 0.25),
@@ -100,7 +100,7 @@ async def asearch(
             ``perturbed-demos`` preset builds; its selector and demos are replaced by each
             candidate's demos) shows them under perturbed guidelines (Ghazarian et al. 2024).
         probe: how consistency is measured when the objective counts it (default
-            ``PerturbationProbe(kind="order", n=2)``).
+            ``PerturbedGuidelines(kind="order", n=2)``).
         ls: LS per item id, needed when the objective counts BiasScore; else computed
             with ``likelihood`` (a backend spec or LM) on dev and test.
         likelihood: the LS backend (BiasScore, and fitting HighestRS).
@@ -135,7 +135,9 @@ async def asearch(
                 f"split has only {n_train} labelled items"
             )
     probe = (
-        (probe or PerturbationProbe(kind="order", n=2, seed=seed)) if objective.needs_perturbations else None
+        (probe or PerturbedGuidelines(kind="order", n=2, seed=seed))
+        if objective.needs_perturbations
+        else None
     )
     ls = await likelihoods(objective, ls, likelihood, split, judge)
     s = Session(

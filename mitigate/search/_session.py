@@ -41,7 +41,7 @@ from mitigate.run import run
 from mitigate.search._objective import Objective
 from mitigate.search._result import SearchResult, Trial, rank_key
 from mitigate.selectors import Selector
-from mitigate.strategies import Demos, Mitigation, PerturbationProbe, Pipeline, from_spec
+from mitigate.strategies import Demos, Mitigation, PerturbedGuidelines, Pipeline, from_spec
 
 MAX_MISSES = 200
 """Draws in a row that give nothing new before a sampling engine stops ("exhausted")."""
@@ -147,7 +147,7 @@ class Session:
         objective: Objective,
         *,
         budget: int,
-        probe: PerturbationProbe | None,
+        probe: PerturbedGuidelines | None,
         ls: Mapping[str, float] | None,
         cache: bool | str | Path | LMCache,
         concurrency: int,

@@ -7,7 +7,7 @@ and specs work.
 | name | class | paper |
 |---|---|---|
 | ``perturbed-demos`` | preset of :class:`Demos` (:class:`PerturbedDemosPreset`) | Ghazarian et al. 2024 |
-| ``perturbation-probe`` | :class:`PerturbationProbe` (measurement) | Ghazarian et al. 2024 |
+| ``perturbed-guidelines`` | :class:`PerturbedGuidelines` (measurement) | Ghazarian et al. 2024 |
 | ``consistency-hint``, ``self-consistency`` | baselines of Ghazarian et al. 2024 | |
 | ``highest-rs-demos``, ``random-demos`` | presets of :class:`Demos` (:class:`HighestRSDemosPreset`,
 :class:`RandomDemosPreset`) | Ohi et al. 2024 |
@@ -78,9 +78,9 @@ if TYPE_CHECKING:
         MinorityVetoJudge,
     )
     from mitigate.strategies._perturbed_demos import (
-        PerturbationProbe,
-        PerturbationProbeJudge,
         PerturbedDemosPreset,
+        PerturbedGuidelines,
+        PerturbedGuidelinesJudge,
     )
     from mitigate.strategies._position_swap import PositionSwap, PositionSwapJudge
     from mitigate.strategies._reference_revision import ReferenceRevision

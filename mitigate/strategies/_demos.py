@@ -127,7 +127,7 @@ PERTURBATION_CONSTRAINTS: dict[str, list[Any]] = {
     "seed": [Interval(int)],
     "ablation": [bool],
 }
-"""The constraints of the guideline-perturbation parameters (demo display and the probe share them)."""
+"""The constraints of the guideline-perturbation parameters (of demo display and PerturbedGuidelines)."""
 
 
 class Display(BaseModel):

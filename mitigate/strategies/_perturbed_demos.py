@@ -1,4 +1,4 @@
-"""Guideline-perturbation consistency (Ghazarian et al. 2024): the probe that measures it and the demos that
+"""Guideline-perturbation consistency (Ghazarian et al. 2024): the judge that measures it and the demos that
 mitigate it.
 
 Ghazarian et al. 2024, "Assessment and mitigation of inconsistencies in LLM-based
@@ -11,7 +11,7 @@ versions of the guideline, always followed by the same gold score, so the judge 
 the perturbation must not change the answer. Their ablation shows each demo under a single
 random perturbation instead.
 
-- :class:`PerturbationProbe` (``"perturbation-probe"``) — measurement: judges each item
+- :class:`PerturbedGuidelines` (``"perturbed-guidelines"``) — measurement: judges each item
   under the test prompt's own guideline and under each perturbed version, keeps the
   original score, and records every version's score in ``Judgment.meta["perturbations"]``
   (read by :func:`mitigate.measures.perturbation_consistency` through the compare
@@ -58,7 +58,7 @@ ORIGINAL = "original"
 """The key of the unperturbed prompt's output in ``Judgment.meta["perturbations"]``."""
 
 
-# --------------------------------------------------------------------------- the probe
+# --------------------------------------------------------------------------- the measurement
 
 
 def _output(judgment: Judgment) -> Any:
@@ -75,8 +75,8 @@ def _output(judgment: Judgment) -> Any:
     return None if any(v is None for v in values) else tuple(values)
 
 
-class PerturbationProbeJudge(CompositeJudge):
-    """The fan-out :class:`PerturbationProbe` builds: child ``"original"`` plus one child per perturbation.
+class PerturbedGuidelinesJudge(CompositeJudge):
+    """The fan-out :class:`PerturbedGuidelines` builds: child ``"original"`` plus one child per perturbation.
 
     ``judge(item)`` runs every child concurrently and returns the original child's scores,
     samples and verdict, with the raw texts, parse failures, usage and cost of every child
@@ -93,25 +93,25 @@ class PerturbationProbeJudge(CompositeJudge):
     Any meta the original child carried is kept. ``error`` is the original child's error only.
     """
 
-    kind = "perturbation-probe"
+    kind = "perturbed-guidelines"
     requests_are_children = True
 
     def __init__(self, children: dict[str, Judge], perturbations: dict[str, Perturbation]) -> None:
         if ORIGINAL not in children:
             raise ConfigError(
-                f"a perturbation probe needs a child named {ORIGINAL!r}; got {sorted(children)}"
+                f"a perturbed-guidelines judge needs a child named {ORIGINAL!r}; got {sorted(children)}"
             )
         super().__init__(children)
         self.perturbations = dict(perturbations)
 
     def params(self) -> dict[str, Any]:
-        """The perturbations (by name) this probe applies."""
+        """The perturbations (by name) this judge applies."""
         return {"perturbations": {k: p.model_dump(mode="json") for k, p in self.perturbations.items()}}
 
     def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
         """Every child's leaves mapped by ``fn``; ConfigError if that erased a perturbation.
 
-        A transform placed after the probe that drops the guideline (``MultiAttribute``
+        A transform placed after this judge that drops the guideline (``MultiAttribute``
         rebuilds the prompt without it) would leave a perturbed child asking exactly what the
         original asks, and consistency would be 100% by construction; that is refused.
         """
@@ -120,9 +120,9 @@ class PerturbationProbeJudge(CompositeJudge):
         for name, child in mapped.children.items():
             if name != ORIGINAL and [leaf.prompt for leaf in child.leaves()] == original:
                 raise ConfigError(
-                    f"a mitigation placed after PerturbationProbe made the {name!r} prompts identical to the "
-                    "original ones (e.g. MultiAttribute drops the guideline); expected the perturbed "
-                    "guideline to survive: place PerturbationProbe after such mitigations"
+                    f"a mitigation placed after PerturbedGuidelines made the {name!r} prompts identical to "
+                    "the original ones (e.g. MultiAttribute drops the guideline); expected the perturbed "
+                    "guideline to survive: place PerturbedGuidelines after such mitigations"
                 )
         return mapped
 
@@ -182,13 +182,13 @@ def _leaves_with_guidelines(judge: Judge, owner: str) -> list[tuple[PromptJudge,
     return [(leaf, guideline_of(leaf.prompt)) for leaf in leaves]
 
 
-@register("mitigation", "perturbation-probe")
-class PerturbationProbe(Mitigation):
+@register("mitigation", "perturbed-guidelines")
+class PerturbedGuidelines(Mitigation):
     """Measure consistency under guideline perturbation (Ghazarian et al. 2024); does not change scores.
 
-    Not a bias probe (registry kind ``"probe"``, :mod:`mitigate.probes`, rewrites of the judged
-    text): a mitigation-kind wrapper that perturbs the scoring guideline, named in ``--pipeline``.
-    Wraps a judge into a :class:`PerturbationProbeJudge` that scores each item under the
+    A mitigation-kind wrapper that perturbs the scoring guideline, named in ``--pipeline`` (the bias
+    probes of :mod:`mitigate.probes` rewrite the judged text instead).
+    Wraps a judge into a :class:`PerturbedGuidelinesJudge` that scores each item under the
     test prompt's own guideline *and* under each perturbed version of it, keeps the
     original's score as the judgment's score, and records every version's output in
     ``Judgment.meta["perturbations"]`` (key ``"original"`` plus one key per perturbation
@@ -222,24 +222,24 @@ class PerturbationProbe(Mitigation):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        require_lengthened("PerturbationProbe", self.kind, self.lengthened)
+        require_lengthened("PerturbedGuidelines", self.kind, self.lengthened)
         return self
 
     def perturbations_for(self, judge: Judge) -> list[Perturbation]:
-        """The perturbations this probe applies to ``judge``'s prompts (identity dropped)."""
-        pairs = _leaves_with_guidelines(judge, "PerturbationProbe")
+        """The perturbations this mitigation applies to ``judge``'s prompts (identity dropped)."""
+        pairs = _leaves_with_guidelines(judge, "PerturbedGuidelines")
         first = pairs[0][1]
         for leaf, gl in pairs[1:]:
             if len(gl.options) != len(first.options):
                 raise ConfigError(
-                    "PerturbationProbe needs every inner prompt's guideline to have the same number of "
+                    "PerturbedGuidelines needs every inner prompt's guideline to have the same number of "
                     f"options; got {len(first.options)} and {len(gl.options)} ({leaf!r})"
                 )
             if self.kind != "order" and original_order(gl).render() != original_order(first).render():
                 raise ConfigError(
-                    f"PerturbationProbe(kind={self.kind!r}) needs every inner prompt to share one guideline "
-                    "text, since lengthened descriptions belong to one guideline; probe each criterion's "
-                    "judge separately"
+                    f"PerturbedGuidelines(kind={self.kind!r}) needs every inner prompt to share one "
+                    "guideline text, since lengthened descriptions belong to one guideline; measure each "
+                    "criterion's judge separately"
                 )
         base = original_order(first)
         perts = [
@@ -252,17 +252,17 @@ class PerturbationProbe(Mitigation):
             raise ConfigError(f"expected unique perturbation names other than {ORIGINAL!r}; got {names}")
         if not perts:
             raise ConfigError(
-                "PerturbationProbe found no perturbation that changes the guideline; nothing to measure"
+                "PerturbedGuidelines found no perturbation that changes the guideline; nothing to measure"
             )
         return perts
 
     def wrap(self, judge: Judge) -> Judge:
-        """A :class:`PerturbationProbeJudge` over ``judge`` and one perturbed copy per perturbation."""
+        """A :class:`PerturbedGuidelinesJudge` over ``judge`` and one perturbed copy per perturbation."""
         perts = self.perturbations_for(judge)
         children: dict[str, Judge] = {ORIGINAL: judge}
         for p in perts:
             children[p.name] = judge.map_prompts(partial(apply_to_prompt, p))
-        return PerturbationProbeJudge(children, {p.name: p for p in perts})
+        return PerturbedGuidelinesJudge(children, {p.name: p for p in perts})
 
 
 # --------------------------------------------------------------------------- the mitigation
@@ -307,8 +307,8 @@ class PerturbedDemosPreset(Preset):
     each demo holds every criterion's human score and each inner prompt shows its own.
 
     The guideline the demos are shown under is the prompt's guideline with its options put
-    back in their original order, so placing a :class:`PerturbationProbe` after (or before)
-    this mitigation keeps the demos identical across the probe's reorderings.
+    back in their original order, so placing a :class:`PerturbedGuidelines` after (or before)
+    this mitigation keeps the demos identical across its reorderings.
     """
 
     paper = "Ghazarian et al. 2024"
