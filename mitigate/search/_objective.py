@@ -2,46 +2,29 @@
 
     objective = agreement + λ · consistency − μ · |BiasScore|
 
-- **agreement**: item-level correlation of the judge's scores with the human scores
-  (``agreement="spearman"``, ``"kendall"`` or ``"pearson"``;
-  :func:`mitigate.measures.item_correlation`), or ``agreement="accuracy"``: the
-  share of scored items whose score equals the human label exactly
-  (:func:`mitigate.measures.accuracy`), for labels that are categories (a majority
-  vote) rather than means. A correlation is undefined when the judge gives one score to
-  every item; accuracy is not.
-- **consistency** (weight λ, ``consistency_weight``): agreement of the judge with itself
-  under perturbed guidelines (Ghazarian et al. 2024;
-  :func:`mitigate.measures.perturbation_consistency`), read from
-  ``Judgment.meta["perturbations"]`` — a judge wrapped in a
-  :class:`~mitigate.strategies.PerturbedGuidelines` records it (the search adds it
-  when λ > 0). ``consistency="kappa"`` (the default) counts it chance
-  corrected: (share identical − chance) / (1 − chance), where chance is the share expected
-  from each prompt's own answer distribution. ``consistency="raw"`` counts the paper's
-  share of items whose output is identical under every prompt. The raw share rewards
-  collapse: a judge that answers 5 to everything is perfectly consistent, and a search
-  with accuracy + 1·raw consistency on USS SGD picked exactly such a demo set (38 of 40
-  test answers were 5; ``benchmarks/RESULTS.md``). Kappa is 0 for a judge whose answers
-  agree no more than chance and undefined (NaN, so the candidate cannot win) for one that
-  gives a single answer to every item under every prompt.
-- **BiasScore** (weight μ, ``bias_weight``): Spearman(LS, US) (Ohi et al. 2024;
+- **agreement**: item-level correlation of the judge's scores with the human scores (``"spearman"``,
+  ``"kendall"``, ``"pearson"``), or ``"accuracy"``, the share of items scored exactly the human label (for
+  categorical labels; a correlation is undefined when the judge gives one score to every item).
+- **consistency** (λ, ``consistency_weight``): agreement of the judge with itself under perturbed guidelines
+  (Ghazarian et al. 2024; :func:`mitigate.measures.perturbation_consistency`), read from
+  ``meta["perturbations"]`` (the search wraps the judge in :class:`~mitigate.strategies.PerturbedGuidelines`
+  when λ > 0). ``"kappa"`` (the default) is chance corrected; ``"raw"``, the paper's share of identical
+  outputs, rewards a judge that collapses to one answer (``benchmarks/RESULTS.md``). Kappa is NaN for a judge
+  that gives a single answer everywhere.
+- **BiasScore** (μ, ``bias_weight``): Spearman(LS, US) (Ohi et al. 2024;
   :func:`mitigate.measures.bias_score`); needs LS per item.
 
-NaN handling, explicitly:
-
-- Items whose judgment has no score (parse failure or failed call) are left out of every
-  term (pairwise, as in :mod:`mitigate.measures`), never given a default score. If
-  fewer than ``min_coverage`` of the items with a human label got a score, the objective
-  is NaN ("coverage"), so a demo set cannot win by making the judge fail on hard items.
-- A term with weight 0 is not computed and adds nothing. A term with weight > 0 that is
-  NaN (too few items, constant scores, no perturbation outputs, no LS) makes the objective
-  NaN, with the term's reason in ``ObjectiveValue.reason``.
-- A NaN objective never wins a search: candidates are ranked with NaN below every number.
+Items without a score are left out of every term, never given a default; below ``min_coverage`` of the
+labelled items scored, the objective is NaN, so a demo set cannot win by making the judge fail on hard items.
+A term with weight 0 is not computed; a weighted term that is NaN makes the objective NaN
+(``ObjectiveValue.reason`` says why), and a NaN objective never wins.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -67,7 +50,7 @@ PREFERENCE_CODE: dict[str, float] = {"A": 1.0, "tie": 1.5, "B": 2.0}
 
 
 def judgment_score(judgment: Judgment, criterion: str) -> float | None:
-    """The judgment's score for ``criterion`` (its only score when it has one; a pairwise verdict as its
+    """The judgment's score for ``criterion`` (its only score when it has one; a verdict as its
     :data:`VERDICT_CODE`); None when failed."""
     if judgment.error is not None:
         return None
@@ -78,11 +61,6 @@ def judgment_score(judgment: Judgment, criterion: str) -> float | None:
     if len(judgment.scores) == 1:
         return next(iter(judgment.scores.values()))
     return None
-
-
-def same_output(a: Any, b: Any) -> bool:
-    """True when two judge outputs are the same answer (the measures' one notion of label equality)."""
-    return measures.labels_equal(a, b)
 
 
 def consistent(judgment: Judgment) -> float:
@@ -98,13 +76,8 @@ def consistent(judgment: Judgment) -> float:
 
 
 class ObjectiveValue(BaseModel):
-    """The objective on one split, with its terms and how much data it rests on.
-
-    ``value`` is NaN when undefined and ``reason`` says why. ``agreement``,
-    ``consistency`` and ``bias`` are the terms' :class:`Measure` values (None when the
-    term's weight is 0). ``coverage`` is the share of labelled items that got a score.
-    ``ci_low``/``ci_high`` hold a percentile bootstrap interval over items when asked for.
-    """
+    """The objective on one split (NaN with a ``reason`` when undefined), its terms (None when weighted 0),
+    its coverage of the labelled items and an optional bootstrap interval."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     value: float
@@ -170,35 +143,25 @@ def _variant_rows(judgments: Sequence[Judgment]) -> list[tuple[Any, ...] | None]
     return rows
 
 
+@dataclass
 class _Arrays:
     """Per-item columns the objective is computed from (aligned with the items)."""
 
-    def __init__(
-        self,
-        scores: np.ndarray,
-        human: np.ndarray,
-        consistent: np.ndarray,
-        ls: np.ndarray,
-        variants: list[tuple[Any, ...] | None],
-        pairwise: bool = False,
-    ) -> None:
-        self.pairwise = pairwise
-        self.scores = scores
-        self.human = human
-        self.consistent = consistent
-        self.ls = ls
-        self.variants = variants
+    scores: np.ndarray
+    human: np.ndarray
+    consistent: np.ndarray
+    ls: np.ndarray
+    variants: list[tuple[Any, ...] | None]
+    pairwise: bool = False
 
 
 class Objective(Component):
     """agreement + λ·consistency − μ·|BiasScore| on a split (see the module docstring).
 
     Parameters:
-        agreement: the correlation with humans ("spearman", "kendall" or "pearson"), or
-            "accuracy" (exact match with the human label).
+        agreement: the correlation with humans ("spearman", "kendall" or "pearson"), or "accuracy".
         consistency_weight: λ >= 0.
-        consistency: "kappa" (chance-corrected, the default) or "raw" (the paper's share of
-            items identical under every perturbation, which rewards a collapsed judge).
+        consistency: "kappa" (chance-corrected) or "raw" (the paper's share, which rewards a collapsed judge).
         bias_weight: μ >= 0 (needs LS per item).
         min_coverage: the least share of labelled items that must get a score, else NaN.
     """
@@ -277,14 +240,12 @@ class Objective(Component):
         return "accuracy" if pairwise else self.agreement
 
     def _agreement_point(self, s: np.ndarray, h: np.ndarray, pairwise: bool = False) -> float:
-        """The agreement term on score and human columns (NaN where undefined)."""
         if self.agreement_for(pairwise) == "accuracy":
             both = np.isfinite(s) & np.isfinite(h)
             return float(np.mean(np.abs(s[both] - h[both]) < 1e-9)) if both.any() else math.nan
         return float(correlation_function(self.agreement)(s, h))
 
     def _consistency_point(self, a: _Arrays, idx: np.ndarray) -> float:
-        """The consistency term (raw share or kappa) on the scored items at ``idx``; NaN where undefined."""
         if self.consistency == "raw":
             c = a.consistent[idx]
             c = c[np.isfinite(c) & np.isfinite(a.scores[idx])]
@@ -320,8 +281,7 @@ class Objective(Component):
     ) -> ObjectiveValue:
         """The objective of ``judgments`` (in item order) against the items' human ``criterion`` scores.
 
-        ``ls``: LS per item (needed when ``bias_weight`` > 0). ``ci``: add a percentile
-        bootstrap interval (items resampled ``n_boot`` times with ``seed``).
+        ``ls``: LS per item (for ``bias_weight`` > 0); ``ci``: a percentile bootstrap interval over items.
         """
         a = self._arrays(judgments, items, criterion, ls)
         labelled = np.isfinite(a.human)
@@ -348,25 +308,21 @@ class Objective(Component):
                     for name, out in per.items():
                         outputs.setdefault(str(name), {})[j.item_id] = out
             if len(outputs) < 2:
-                consistency = Measure(
-                    name="perturbation-consistency",
-                    value=math.nan,
-                    n=0,
-                    reason="no judgment records outputs under 2 or more perturbations in "
-                    "meta['perturbations'] (wrap the judge in a PerturbedGuidelines)",
+                why = (
+                    "no judgment records outputs under 2 or more perturbations in meta['perturbations'] "
+                    "(wrap the judge in a PerturbedGuidelines)"
                 )
+                consistency = Measure(name="perturbation-consistency", value=math.nan, n=0, reason=why)
             else:
                 consistency = measures.perturbation_consistency(outputs)
                 if self.consistency == "kappa" and consistency.ok:
                     kappa = float(consistency.extra["kappa"])
-                    why = (
-                        None
-                        if math.isfinite(kappa)
-                        else (
+                    why = None
+                    if not math.isfinite(kappa):
+                        why = (
                             "kappa is undefined: every perturbation gave one same answer to every item (a "
                             "collapsed judge; chance agreement is 1)"
                         )
-                    )
                     consistency = consistency.model_copy(
                         update={
                             "name": "perturbation_consistency_kappa",
@@ -380,12 +336,8 @@ class Objective(Component):
                 reasons.append(f"consistency: {consistency.reason}")
         if self.bias_weight:
             if not np.isfinite(a.ls).any():
-                bias = Measure(
-                    name="bias-score",
-                    value=math.nan,
-                    n=0,
-                    reason="no LS was given for these items (pass ls= or a likelihood backend)",
-                )
+                why = "no LS was given for these items (pass ls= or a likelihood backend)"
+                bias = Measure(name="bias-score", value=math.nan, n=0, reason=why)
             else:
                 bias = measures.bias_score(a.ls, measures.unfairness_scores(a.scores, a.human))
             value -= self.bias_weight * abs(bias.value)
@@ -437,8 +389,8 @@ class Objective(Component):
         alpha: float = 0.05,
         seed: int = 0,
     ) -> Gain:
-        """objective(better) − objective(base) on the same items, with a paired bootstrap interval (none when
-        n_boot=0)."""
+        """objective(better) − objective(base) on the same items, with a paired bootstrap interval (none
+        when n_boot=0)."""
         a = self._arrays(better, items, criterion, ls)
         b = self._arrays(base, items, criterion, ls)
         idx = np.arange(len(items))
@@ -464,13 +416,9 @@ class Objective(Component):
     ) -> float:
         """The per-item part of the objective, for optimizers that average a per-example metric (DSPy).
 
-        ``1 − |predicted − human| / (scale.max − scale.min)`` (closeness, in [0, 1]), plus
-        ``λ`` when the item's output was identical under every perturbation. Chance
-        correction needs the whole split, so this per-item part uses the raw indicator
-        whatever ``consistency`` says; the candidates DSPy returns are ranked with the full
-        objective (kappa included) afterwards. A missing
-        prediction (parse failure) counts as a miss (0) for the optimizer; it is never
-        turned into a score.
+        ``1 − |predicted − human| / (scale.max − scale.min)``, plus ``λ`` when the output was identical under
+        every perturbation (the raw indicator: chance correction needs the whole split). A missing prediction
+        counts 0, never a score.
         """
         if predicted is None or not math.isfinite(predicted):
             return 0.0

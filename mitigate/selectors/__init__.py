@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from mitigate.selectors._fixed import Fixed
     from mitigate.selectors._highest_rs import HighestRS, judge_score, rank_by_rs
     from mitigate.selectors._knn import KNN, item_text
-    from mitigate.selectors._random import Random
-    from mitigate.selectors._stratified import Stratified, balanced_quotas, stratified_pick
+    from mitigate.selectors._stratified import Random, Stratified, balanced_quotas, stratified_pick
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

@@ -1,39 +1,18 @@
 """The selector contract: frozen, seeded choosers of demonstrations.
 
-A :class:`Selector` decides which labelled items a judge prompt shows as few-shot
-demonstrations. Like a scikit-learn estimator its parameters are its fields, and fitting
-returns a fitted copy::
+Like a scikit-learn estimator, a :class:`Selector`'s parameters are its fields and fitting returns a fitted
+copy::
 
     sel = Stratified(seed=3).fit(train, criterion="coherence")   # remembers the labelled pool
     demos = sel.select(2)                                 # -> list[Demo], human scores shown
     demos = knn.select(4, query=item)                     # query-dependent selectors need the item
     kept = sel.with_choice(2)                             # keeps those 2 demos, not the pool
 
-- ``afit(pool, judge, ctx)`` (async; ``fit`` is its synchronous form, the one fit protocol of
-  :class:`mitigate.judge._fitting.Fittable`; a selector implements ``learn(pool, judge, ctx)``) keeps
-  the pool items that carry a human label for the criterion, as demos need them
-  (:func:`demo_item`: without per-annotator scores and metadata), in fields ending in ``_``:
-  ``pool_``, ``criterion_``, ``scale_``, ``n_pool_``. A fitted selector serialises with
-  :meth:`Selector.spec` and :func:`selector_from_spec` rebuilds it. The criterion is
-  ``ctx.criterion`` (keyword ``criterion=``) when given, else the pool benchmark's only
-  criterion, else the only criterion of the judge's prompts that the pool labels
-  (:func:`resolve_criterion`'s rule); anything still ambiguous is a ConfigError. A selector
-  that judges the pool while fitting (:class:`~mitigate.selectors._highest_rs.HighestRS`, tag
-  ``calls_judge_while_fitting``) runs ``judge`` there.
-- ``select(k, query=None)`` returns ``k`` :class:`~mitigate.prompt.Demo` objects built with
-  :meth:`Demo.from_item` (the *human* score), never including the query item itself (a
-  demo that is the judged item would hand the judge its gold label). The same fitted
-  selector, ``k`` and query always give the same demos.
-- ``with_choice(k)`` is the fitted selector once ``k`` is known and the choice does not depend
-  on the judged item (a :class:`~mitigate.strategies._demos.Demos` showing one demo set): it
-  keeps only the ``k`` items ``select(k)`` chose (``chosen_``), not the pool, and answers
-  ``select(k)`` with them. A query-dependent selector (KNN) keeps its pool, since any of its
-  items may be a judged item's neighbour.
-
-Every concrete selector registers itself as kind ``"selector"`` with
-:func:`mitigate.registry.register` under a kebab-case name. The demo mitigations of
-:mod:`mitigate.strategies._demos` show what a selector picks; this package imports nothing
-from the strategies.
+``afit(pool, judge, ctx)`` (``fit`` is its synchronous form) keeps the pool items labelled for the criterion
+(as :func:`demo_item` keeps them); ``select(k, query=None)`` returns ``k`` demos with the *human* score, never
+the query item itself, the same for the same fitted selector, ``k`` and query; ``with_choice(k)`` keeps only
+the ``k`` items chosen, for a fixed demo set. Every selector registers as kind ``"selector"``; this package
+imports nothing from the strategies.
 """
 
 from __future__ import annotations
@@ -72,12 +51,8 @@ GOLD_VERDICT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 
 
 def demo_item(item: Item) -> Item:
-    """``item`` as a fitted selector keeps it: what a demo shows and is scored by (no annotators, no meta).
-
-    A demo shows the item's texts (output, inputs, reference, output_b) and its human label;
-    per-annotator scores and loader metadata (SummEval's eleven reference summaries, say) are
-    never shown, and kept they would make a fitted value carry its training data.
-    """
+    """``item`` as a fitted selector keeps it: what a demo shows, without per-annotator scores and metadata
+    (kept, they would make a fitted value carry its training data)."""
     if not item.annotators and not item.meta:
         return item
     return item.model_copy(update={"annotators": {}, "meta": {}})
@@ -94,11 +69,10 @@ def demo_of(
 
 
 def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | None) -> str:
-    """The human-label criterion demos are scored on.
+    """The human-label criterion demos are scored on: ``criterion``; else the benchmark's only one; else the
+    only criterion of the judge's prompts the benchmark labels.
 
-    ``criterion`` when given; else the benchmark's only criterion; else the only criterion
-    of the judge's prompts that the benchmark labels. ConfigError when still ambiguous;
-    DataError when no item has a human score for it.
+    ConfigError when still ambiguous; DataError when no item is labelled for it.
     """
     if criterion is None:
         if len(train.criteria) == 1:
@@ -128,15 +102,10 @@ def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | No
 class Selector(Component, Fittable):
     """Base of every demo selector: a frozen value; ``fit`` returns a fitted copy.
 
-    Subclasses implement :meth:`_pick` (choose ``k`` items from the candidates) and may
-    extend :meth:`learn`. Tag ``query_dependent``: the choice depends on the judged item
-    (KNN); such a selector needs ``query=`` in :meth:`select` and is used per judged item.
-    Tag ``calls_judge_while_fitting``: fitting runs the judge over the pool (HighestRS).
-
-    Fitted state: ``criterion_``, ``scale_`` (the pool benchmark's human scale), ``n_pool_``
-    (how many labelled items it chose from) and either ``pool_`` (those items, as
-    :func:`demo_item` keeps them: any ``select`` can be answered) or ``chosen_`` (only the
-    items ``select(k)`` chose, after :meth:`with_choice`).
+    Subclasses implement :meth:`_pick` and may extend :meth:`learn`. Tags: ``query_dependent`` (the choice
+    depends on the judged item, which :meth:`select` then needs), ``calls_judge_while_fitting`` (fitting runs
+    the judge over the pool). Fitted state: ``criterion_``, ``scale_`` (the pool's human scale), ``n_pool_``
+    and either ``pool_`` or, after :meth:`with_choice`, ``chosen_``.
     """
 
     declared_tags: ClassVar[Tags] = Tags(needs_fitting=True)
@@ -170,23 +139,15 @@ class Selector(Component, Fittable):
 
     # ------------------------------------------------------------------ fit / select
     async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
-        """A fitted copy remembering the items of ``train`` that carry a human label for the criterion.
-
-        The criterion: ``ctx.criterion`` when given, else the benchmark's only one, else the
-        only one of ``judge``'s prompts that the pool labels. The benchmark's human ``scale`` is
-        kept (``scale_``) so :meth:`select` can map scores onto a judge prompt's scale.
-        ConfigError when no item is labelled. The other fields of ``ctx`` serve selectors that
-        judge the pool while fitting.
-        """
+        """A fitted copy remembering the items of ``train`` labelled for the criterion (``ctx.criterion``,
+        else as :func:`resolve_criterion`), and the benchmark's human scale."""
         return self.model_copy(update=self.fit_state(train, ctx.criterion, judge))
 
     def fit_state(
         self, pool: Benchmark | Sequence[Item], criterion: str | None, judge: Judge | None = None
     ) -> dict[str, Any]:
-        """The base fitted fields (``pool_``, ``criterion_``, ``scale_``, ``n_pool_``) for ``pool``.
-
-        Subclasses add theirs.
-        """
+        """The base fitted fields (``pool_``, ``criterion_``, ``scale_``, ``n_pool_``) for ``pool``;
+        subclasses add theirs."""
         name = type(self).__name__
         if isinstance(pool, Benchmark):
             items, scale = list(pool.items), pool.scale
@@ -229,10 +190,8 @@ class Selector(Component, Fittable):
     def with_choice(self, k: int) -> Self:
         """The fitted copy keeping only the ``k`` items ``select(k)`` chooses (``chosen_``), not the pool.
 
-        What a fixed demo set needs: it answers ``select(k)`` with the same demos, in the same
-        order, and refuses any other ``k`` or a query. A query-dependent selector is returned
-        as it is (any pool item may be a judged item's neighbour). ConfigError when unfitted
-        or when the pool cannot give ``k`` demos.
+        It answers ``select(k)`` with the same demos and refuses any other ``k`` or a query; a query-dependent
+        selector is returned as it is.
         """
         if self.tags.query_dependent:
             return self
@@ -242,11 +201,8 @@ class Selector(Component, Fittable):
         return self.model_copy(update={"pool_": None, "chosen_": tuple(picks)})
 
     def select(self, k: int, query: Item | None = None, *, prompt_scale: Scale | None = None) -> list[Demo]:
-        """``k`` demos (human scores) chosen from the fitted pool; the query item is never among them.
-
-        ``prompt_scale``: when given and the pool came from a benchmark whose human scale
-        differs, each shown score is mapped onto it (see :meth:`Demo.from_item`).
-        """
+        """``k`` demos (human scores, mapped onto ``prompt_scale`` when given) chosen from the fitted pool;
+        the query item is never among them."""
         picks = self._choose(k, query)
         criterion = str(self.criterion_)
         return [demo_of(it, criterion, human_scale=self.scale_, prompt_scale=prompt_scale) for it in picks]

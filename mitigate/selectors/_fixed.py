@@ -1,9 +1,5 @@
-"""Demonstrations the user names: :class:`Fixed` (selector ``"fixed"``), the pool items with the given ids, in
-order.
-
-(The mitigation that shows a fixed list of demos, the ``fixed-demos`` preset, is
-``Demos(demos=...)`` of :mod:`mitigate.strategies._demos`.)
-"""
+"""Demonstrations the user names: :class:`Fixed` (selector ``"fixed"``), the pool items with the given ids,
+in order."""
 
 from __future__ import annotations
 
@@ -29,13 +25,10 @@ def _unique_ids(value: Any) -> bool:
 
 @register("selector", "fixed")
 class Fixed(Selector):
-    """The pool items whose ids the user gives, in that order.
+    """The pool items whose ids the user gives (unique, at least one), in that order; ``select(k)`` returns
+    the first ``k``.
 
-    Parameters:
-        ids: the item ids (unique, at least one). ``fit`` raises ConfigError naming every
-            id that is not in the pool or has no human score for the criterion.
-
-    ``select(k)`` returns the first ``k`` of them (the query item, when given, is skipped).
+    ``fit`` raises ConfigError naming every id that is not in the pool or has no human label.
     """
 
     ids: tuple[str, ...]

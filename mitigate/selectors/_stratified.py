@@ -1,18 +1,11 @@
-"""Stratified demonstrations: balanced over the gold labels.
+"""Random and stratified demonstrations.
 
-Ghazarian et al. (2024, "Assessment and mitigation of inconsistencies in LLM-based
-evaluations") saw a small judge drift toward a score that several of its demonstrations
-shared. :class:`Stratified` therefore spreads the demos over the gold labels: every label
-in the pool gets the same number of demos (up to one more for some when ``k`` is not a
-multiple of the number of labels), and when ``k`` is smaller than the number of labels the
-chosen labels are spread evenly from the lowest to the highest (``k=2`` shows one of the
-lowest and one of the highest). The picks are shuffled so demo order does not follow the
-score.
-
-``by="range"`` instead cuts the pool, sorted by gold score, into ``k`` strata of near-equal
-size and draws one item from each (:func:`stratified_pick`, the rule the perturbed-demos
-mitigation of Ghazarian et al. 2024 uses), which follows the pool's score distribution
-rather than balancing labels.
+:class:`Random` draws ``k`` labelled pool items with a seed (the control of Ohi et al. 2024, and the simplest
+candidate generator of the search). :class:`Stratified` spreads the demos over the gold labels (Ghazarian et
+al. 2024 saw a small judge drift toward a score several demos shared): every label gets the same number of
+demos, and with fewer demos than labels the chosen labels are spread from the lowest to the highest; the picks
+are shuffled so demo order does not follow the score. ``by="range"`` instead draws one item from each of ``k``
+equal strata of the pool sorted by gold score (:func:`stratified_pick`).
 """
 
 from __future__ import annotations
@@ -31,6 +24,25 @@ from mitigate.scale import Scale
 from mitigate.selectors._base import Selector
 
 
+@register("selector", "random")
+class Random(Selector):
+    """``k`` items drawn uniformly without replacement from the fitted pool (the query item left out first).
+
+    Parameters:
+        seed: the seed of the draw; the same seed, pool and ``k`` give the same demos, in the same order.
+    """
+
+    paper = "Ohi et al. 2024 (control)"
+
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, random_draws=True)
+    seed: int = 0
+    parameter_constraints: ClassVar = {"seed": [Interval(int)]}
+
+    def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
+        """``random.Random(seed).sample(candidates, k)``."""
+        return _random.Random(self.seed).sample(candidates, k)
+
+
 def _on_scale(value: float, scale: Scale) -> bool:
     return any(abs(value - p) <= 1e-9 for p in scale.points())
 
@@ -40,12 +52,9 @@ def stratified_pick(
 ) -> list[Item]:
     """Pick ``m`` demo items spread over the gold-score range (seeded).
 
-    Items need a human score for every criterion. When ``scale`` is given and at least
-    ``m`` items have gold scores that are points of the scale (e.g. 3, not 3.67), only those
-    are used, so each demo's shown score is an answer the judge may give. The pool is sorted
-    by the first criterion's gold score, cut into ``m`` contiguous strata of near-equal size,
-    and one item is drawn at random from each; the picks are then shuffled, so demo order
-    does not follow the gold score.
+    Items need a human score for every criterion; with ``scale``, only gold scores that are its points are
+    used when at least ``m`` are. The pool, sorted by the first criterion's score, is cut into ``m``
+    contiguous strata of near-equal size, one item is drawn from each, and the picks are shuffled.
     """
     if not criteria:
         raise ConfigError("expected at least one criterion to pick demos for; got none")
@@ -76,10 +85,8 @@ def stratified_pick(
 def balanced_quotas(sizes: list[int], k: int, rng: _random.Random) -> list[int]:
     """How many demos each label (sorted ascending, with ``sizes[i]`` items) gets, summing to ``k``.
 
-    Labels get equal shares; when ``k`` is smaller than the number of labels the labels
-    used are spread evenly over the sorted labels (lowest and highest first); the
-    remainder of ``k`` over the labels goes to labels spread the same way. A label with
-    too few items gives its shortfall to the labels with room, fewest-assigned first.
+    Equal shares; the remainder goes to labels spread evenly from the lowest to the highest; a label with too
+    few items gives its shortfall to the labels with room, fewest-assigned first.
     """
     n = len(sizes)
     if sum(sizes) < k:
@@ -106,18 +113,13 @@ def balanced_quotas(sizes: list[int], k: int, rng: _random.Random) -> list[int]:
 
 @register("selector", "stratified")
 class Stratified(Selector):
-    """``k`` demos balanced over the gold labels (Ghazarian et al. 2024); see the module docstring.
+    """``k`` demos balanced over the gold labels (Ghazarian et al. 2024).
 
     Parameters:
-        seed: seeds which item of a label is drawn, which labels get the remainder, and
-            the final shuffle.
-        by: ``"label"`` (balance over distinct gold labels) or ``"range"`` (``k`` equal-size
-            strata of the sorted pool, :func:`stratified_pick`).
-        scale: when given, gold scores are snapped to this scale's points to form the
-            labels (e.g. crowd means 3.67 and 4.33 count as 4); otherwise each distinct
-            score is its own label. With ``by="range"`` and no ``scale``, the scale the
-            judge answers on at fit is used (fitted as ``judge_scale_``): gold scores that
-            are points of the judge's scale are preferred (Ghazarian et al.'s demos).
+        seed: seeds which item of a label is drawn, which labels get the remainder, and the final shuffle.
+        by: ``"label"`` (balance over distinct gold labels) or ``"range"`` (:func:`stratified_pick`).
+        scale: gold scores are snapped to this scale's points to form the labels (else each distinct score is
+            one); with ``by="range"`` and no ``scale``, the judge's scale at fit is used (``judge_scale_``).
     """
 
     paper = "Ghazarian et al. 2024"
@@ -141,8 +143,8 @@ class Stratified(Selector):
         return self.model_copy(update=state)
 
     def label_of(self, item: Item) -> float:
-        """The label an item is balanced under: its gold score, snapped to ``scale`` when set; for a pairwise
-        item its gold preference (A, tie, B as 0, 0.5, 1): demos stratified by verdict."""
+        """The label an item is balanced under: its gold score (snapped to ``scale`` when set), or for a
+        pairwise item its gold preference (A, tie, B as 0, 0.5, 1)."""
         assert self.criterion_ is not None
         if self.criterion_ not in item.human:
             return {"A": 0.0, "tie": 0.5, "B": 1.0}[item.preference[self.criterion_]]

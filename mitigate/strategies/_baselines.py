@@ -1,12 +1,6 @@
-"""Prompting baselines that Ghazarian et al. 2024 compare perturbed-guideline demos against.
-
-- :class:`ConsistencyHint` (``"consistency-hint"``) — tell the judge, in the prompt, that
-  the order in which the guideline lists its options and the length of their descriptions
-  must not affect the score (the paper's instruction baseline; the wording is this
-  project's own).
-- :class:`SelfConsistency` (``"self-consistency"``) — sample N chain-of-thought answers at a
-  temperature above 0 and take the majority score (self-consistency decoding).
-"""
+"""Prompting baselines that Ghazarian et al. 2024 compare perturbed-guideline demos against: an instruction
+(:class:`ConsistencyHint`, this project's wording) and self-consistency decoding
+(:class:`SelfConsistency`)."""
 
 from __future__ import annotations
 
@@ -29,7 +23,6 @@ from mitigate.strategies._edits import (
 
 
 def _instruction(text: object) -> bool:
-    """True for a non-empty instruction without template slots or the guideline mark."""
     return (
         isinstance(text, str)
         and bool(text.strip())
@@ -42,14 +35,10 @@ def _instruction(text: object) -> bool:
 class ConsistencyHint(PromptMitigation):
     """Add an instruction that option order and description length must not affect the score.
 
-    The prompting baseline of Ghazarian et al. 2024. Where the prompt has a parsed scoring
-    guideline, ``text`` is inserted as its own paragraph right after the guideline (so it
-    is read together with the options); otherwise it is added at the end of the last user
-    message, before the template's answer stub.
-
-    Parameters:
-        text: the instruction (default :data:`DEFAULT_HINT`, this project's wording); must
-            not contain ``{{slots}}``.
+    ``text`` goes as its own paragraph right after a parsed guideline, else at the end of the last user
+    message; it must not contain ``{{slots}}``. The default text speaks of score options, so a pairwise prompt
+    or one without options gets its own default (:func:`~mitigate.strategies._edits.consistency_hint`); a text
+    of your own is added as written.
     """
 
     paper = "Ghazarian et al. 2024 (baseline)"
@@ -65,14 +54,7 @@ class ConsistencyHint(PromptMitigation):
     }
 
     def apply(self, prompt: JudgePrompt) -> JudgePrompt:
-        """A copy with the hint after the guideline (or at the end of the last message); unchanged when it has
-        it.
-
-        The default text speaks of score options, so it goes only to a prompt that lists some; a pairwise
-        prompt gets :data:`~mitigate.strategies._edits.PAIRWISE_HINT` (order and length of the two outputs, no
-        score) and a prompt without options :data:`~mitigate.strategies._edits.NO_OPTIONS_HINT`
-        (:func:`~mitigate.strategies._edits.consistency_hint`). A text of your own is added as written.
-        """
+        """A copy with the hint added; unchanged when it has it."""
         text = consistency_hint(prompt) if self.text == DEFAULT_HINT else self.text
         if any(text in t for t in prompt.template_text()):
             return prompt
@@ -83,14 +65,9 @@ class ConsistencyHint(PromptMitigation):
 class SelfConsistency(Mitigation):
     """Majority vote over N sampled (chain-of-thought) answers.
 
-    Every inner prompt judge (reached through ``map_leaves``, so this works after a
-    fan-out) is set to ``n`` samples at ``temperature`` with the "majority" reducer (ties go
-    to the lower score; parse failures are left out of the vote and recorded). With
-    ``cot=True`` the prompt also gets a paragraph starting :data:`DEFAULT_COT`, asking the
-    judge to reason step by step before its final answer line, worded in the prompt's own
-    answer format (:func:`~mitigate.strategies._edits.self_consistency_instruction`), before
-    the template's answer stub; the format's reasoning becomes "before". Stureborg et al.
-    2024 note that chain-of-thought needs a temperature above 0 and several samples to pay off.
+    Every leaf judge samples ``n`` answers at ``temperature`` with the "majority" reducer (ties go to the
+    lower score). With ``cot=True`` the prompt also gets a paragraph starting :data:`DEFAULT_COT` asking for
+    reasoning before the final answer line, in the prompt's own format.
 
     Parameters:
         n: samples per item (>= 1).

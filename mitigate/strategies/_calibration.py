@@ -1,26 +1,11 @@
 """Calibration of logprob scores: contextual calibration and batch calibration.
 
-A judge read through its token probabilities (the expected score over the scale, G-Eval
-style, or the probability of each pairwise verdict) carries a prior: some answers are
-likely whatever the input. Both methods divide the judge's answer distribution p(y | x) by
-an estimate p̄(y) of that prior and renormalise, ``q(y | x) ∝ p(y | x) / p̄(y)``:
-
-- :class:`ContextualCalibration` (Zhao et al. 2021, "Calibrate before use: improving
-  few-shot performance of language models"): p̄ is the mean distribution the judge gives to
-  *content-free* inputs, the same prompt with every text replaced by "N/A", "" and
-  "[MASK]". Fitting needs no labels.
-- :class:`BatchCalibration` (Zhou et al. 2024, "Batch calibration: rethinking calibration
-  for in-context learning and prompt engineering"): p̄ is the mean distribution over a batch
-  of real inputs, here the training (calibration) split given to ``fit``. Fitting needs no
-  labels either, only unlabelled inputs like the ones to judge.
-
-Both read the distribution at the answer position from the top token logprobs
-(:func:`mitigate.parse.score_distribution` for scores; :func:`verdict_distribution` for a
-pairwise verdict), so they need a backend with logprobs and a prompt that answers directly
-(no chain of thought). A score judgment then holds the calibrated expected score; a pairwise
-judgment the calibrated verdict (the most probable one) with ``meta["calibration"]["p"]``.
-Fitted priors are stored per leaf judge (``priors_``), so a fan-out (``SingleAttribute``)
-gets one prior per criterion prompt.
+A judge read through its token probabilities carries a prior: some answers are likely whatever the input. Both
+methods divide the answer distribution by an estimate p̄ of that prior and renormalise, ``q(y | x) ∝ p(y | x)
+/ p̄(y)``: :class:`ContextualCalibration` (Zhao et al. 2021) estimates p̄ on *content-free* inputs ("N/A", "",
+"[MASK]"), :class:`BatchCalibration` (Zhou et al. 2024) over a batch of real inputs. Neither needs labels;
+both need a backend with logprobs and a prompt that answers directly. Priors are fitted per leaf judge
+(``priors_``), so a fan-out gets one per prompt.
 """
 
 from __future__ import annotations
@@ -48,7 +33,7 @@ from mitigate.strategies._base import Mitigation
 from mitigate.strategies._sampling import asks_for_reasoning
 
 FLOOR = 1e-3
-"""The smallest prior probability divided by: an answer the prior never gives is not blown up without
+"""The smallest prior probability divided by, so an answer the prior never gives is not blown up without
 bound."""
 
 CONTENT_FREE = ("N/A", "", "[MASK]")
@@ -65,8 +50,8 @@ def verdict_distribution(
     """Probability of "first", "second" (and "tie") at the first position that generated a label,
     renormalised.
 
-    ``labels`` name the two outputs as the prompt does ("1"/"2", "A"/"B"); ``tie`` the tie
-    option, if any. Raises :class:`ParseError` when no generated token is a label.
+    ``labels`` name the two outputs as the prompt does ("1"/"2", "A"/"B"), ``tie`` the tie option; ParseError
+    when no generated token is a label.
     """
     names = {labels[0]: "first", labels[1]: "second", **({tie: "tie"} if tie else {})}
     keys = ["first", "second", *(["tie"] if tie else [])]
@@ -107,12 +92,9 @@ def calibrate(p: dict[str, float], prior: Sequence[float], support: Sequence[str
 class CalibratedJudge(Judge):
     """A prompt judge read through its answer distribution, divided by a prior (None: uncalibrated).
 
-    Sends the leaf's own request with token logprobs asked for (``top_logprobs``), reads the
-    distribution of every sample, calibrates it, and scores the expected value (score
-    prompts) or the most probable verdict (pairwise prompts). ``meta["calibration"]`` holds
-    the method, the uncalibrated and calibrated distributions of the first sample, and the
-    uncalibrated scores. A sample without a readable distribution is a recorded parse
-    failure.
+    Scores the expected value (score prompts) or the most probable verdict (pairwise); ``meta["calibration"]``
+    holds the method and the first sample's distributions before and after. A sample without a readable
+    distribution is a recorded parse failure.
     """
 
     def __init__(
@@ -137,8 +119,7 @@ class CalibratedJudge(Judge):
         if prior is not None and len(prior) != len(self.support):
             raise ConfigError(
                 f"expected a prior over the {len(self.support)} answers {list(self.support)}; got "
-                f"{len(prior)} values "
-                "(was the calibration fitted on another prompt?)"
+                f"{len(prior)} values (was the calibration fitted on another prompt?)"
             )
 
     def __repr__(self) -> str:
@@ -314,13 +295,13 @@ class _Calibration(Mitigation):
                 f"{type(self).__name__} is not fitted; expected `m = m.fit(train, judge)` first (it "
                 "estimates the judge's answer prior)"
             )
-        priors = iter(self.priors_)
         n_leaves = len(judge.leaves())
         if n_leaves != len(self.priors_):
             raise ConfigError(
                 f"{type(self).__name__} was fitted on a judge with {len(self.priors_)} prompt judges; this "
                 f"one has {n_leaves} (fit it on the judge it wraps)"
             )
+        priors = iter(self.priors_)
         return judge.map_leaves(lambda leaf: self._leaf_judge(leaf, tuple(next(priors))))
 
     def fit_items(self, train: Benchmark) -> list[Item]:
@@ -335,15 +316,9 @@ class _Calibration(Mitigation):
         priors: list[tuple[float, ...]] = []
         for leaf in judge.leaves():
             reader = self._leaf_judge(leaf, None)
-            result = await run(
-                reader,
-                items,
-                concurrency=ctx.concurrency,
-                progress=ctx.progress,
-                desc=f"fitting {self.method} calibration",
-            )
-            dists = [j.meta.get("calibration", {}).get("p") for j in result.judgments]
-            dists = [d for d in dists if d]
+            desc = f"fitting {self.method} calibration"
+            result = await run(reader, items, concurrency=ctx.concurrency, progress=ctx.progress, desc=desc)
+            dists = [d for j in result.judgments if (d := j.meta.get("calibration", {}).get("p"))]
             if not dists:
                 reasons = {f.reason for j in result.judgments for f in j.failures} | {
                     j.error for j in result.judgments if j.error
@@ -362,13 +337,10 @@ class ContextualCalibration(_Calibration):
     """Contextual calibration (Zhao et al. 2021): divide by the answer distribution on content-free inputs.
 
     Parameters:
-        content_free: the texts put in every slot of the content-free inputs (default "N/A",
-            "" and "[MASK]", as in the paper); the prior is their mean distribution.
+        content_free: the texts put in every slot of the content-free inputs (copies of the first training
+            item).
         top_logprobs: alternatives per position to request (1 to 20; the whole scale should fit).
         labels, tie: how a pairwise prompt names the two outputs and the tie option.
-
-    ``fit(train, judge)`` judges the content-free inputs (built from the first training
-    item's fields; no labels used).
     """
 
     paper = "Zhao et al. 2021"
@@ -397,18 +369,16 @@ class ContextualCalibration(_Calibration):
                 "ContextualCalibration.fit needs one training item to copy the fields of; got none"
             )
         first = train.items[0]
-        out = []
-        for i, text in enumerate(self.content_free):
-            out.append(
-                Item(
-                    id=f"content-free-{i}",
-                    output=text,
-                    inputs=dict.fromkeys(first.inputs, text),
-                    output_b=text if first.output_b is not None else None,
-                    reference=text if first.reference is not None else None,
-                )
+        return [
+            Item(
+                id=f"content-free-{i}",
+                output=text,
+                inputs=dict.fromkeys(first.inputs, text),
+                output_b=text if first.output_b is not None else None,
+                reference=text if first.reference is not None else None,
             )
-        return out
+            for i, text in enumerate(self.content_free)
+        ]
 
 
 @register("mitigation", "batch-calibration")
@@ -416,10 +386,8 @@ class BatchCalibration(_Calibration):
     """Batch calibration (Zhou et al. 2024): divide by the mean answer distribution over a calibration batch.
 
     Parameters:
-        max_items: the most training items averaged over (the first ones; None: all).
+        max_items: the most training items averaged over (the first ones; None: all; labels unused).
         top_logprobs, labels, tie: as for :class:`ContextualCalibration`.
-
-    ``fit(train, judge)`` judges the training items (their labels are not used).
     """
 
     paper = "Zhou et al. 2024"

@@ -1,40 +1,16 @@
 """Few-shot demonstrations: one mitigation, :class:`Demos`, that shows what a selector picks.
 
-:class:`Demos` (``"demos"``) holds a selector (:mod:`mitigate.selectors`) and a display. At
-``fit`` the selector chooses demos from the labelled training items, each shown with its
-*human* score; ``apply`` puts them into every prompt that scores their criterion, shown
-``plain``, once under the prompt's own ``guideline``, or under ``perturbed`` versions of it
-(Ghazarian et al. 2024). A query-dependent selector (KNN), or ``per_item=True``, chooses per
-judged item instead, through a :class:`PerItemDemosJudge`.
+:class:`Demos` (``"demos"``) holds a selector (:mod:`mitigate.selectors`) and a display. At ``fit`` the
+selector chooses demos from the labelled training items, each shown with its *human* score; ``apply`` puts
+them into every prompt that scores their criterion, plain or under (perturbed versions of) the prompt's own
+guideline. A query-dependent selector (KNN), or ``per_item=True``, chooses per judged item instead
+(:class:`PerItemDemosJudge`).
 
-The named demo mitigations are registered *presets* of it (:class:`mitigate.registry.Preset`):
-their spec, pipeline text or CLI name builds a :class:`Demos`, equal to the one the
-equivalent ``demos(...)`` spec builds, and its spec is that ``demos`` spec:
-
-| preset | builds |
-|---|---|
-| ``random-demos(k, seed, criterion)`` | ``Demos(selector=Random(seed), k, criterion)`` (Ohi et al.'s control)
-|
-| ``highest-rs-demos(k, likelihood, criterion, pool_size, seed, task)`` | ``Demos(selector=HighestRS(...), k,
-criterion)`` (Ohi et al. 2024) |
-| ``perturbed-demos(demos, m, n, kind, lengthened, seed, ablation, perturbed)`` |
-``Demos(selector=Stratified(by="range", seed) or demos, k=m, display="perturbed" or "guideline",
-placement="append", ...)`` (Ghazarian et al. 2024) |
-| ``fixed-demos(demos)`` | ``Demos(demos=demos, k=len(demos))`` |
-| ``per-item-demos(selector, k)`` | ``Demos(selector=<fitted selector>, k, per_item=True,
-placement="append")`` |
-
-The first three live beside their papers' notes (:mod:`mitigate.strategies._highest_rs`,
-:mod:`mitigate.strategies._perturbed_demos`); the last two here.
-
-Fitted state (fields ending in ``_``, kept by :meth:`~mitigate.registry.Component.spec`):
-``selector_`` (the fitted selector, keeping only what choosing needs: the chosen items and,
-for HighestRS, their RS, LS and US, with counts of parse failures and exclusions; a selector
-that chooses per judged item keeps its pool), ``demos_`` (the chosen demos, in display order)
-and ``n_unlabelled_`` (training items without the human label). A fitted value never carries
-the training set: how many items the selector chose from is ``selector_.n_pool_``, and
-``mitigate compare`` records their ids with the run. Unfitted use is a ConfigError naming
-the fit call.
+The named demo mitigations (``random-demos``, ``highest-rs-demos``, ``perturbed-demos``, ``fixed-demos``,
+``per-item-demos``) are registered presets of it (:class:`mitigate.registry.Preset`): each builds a
+:class:`Demos`, and its spec is that ``demos`` spec. A fitted value keeps the fitted selector (only its
+choice, unless it chooses per item), the chosen demos and the count of unlabelled training items, never the
+training set.
 """
 
 from __future__ import annotations
@@ -66,7 +42,6 @@ Placement = Literal["replace", "append"]
 
 
 def _as_selector(value: Any) -> Any:
-    """A selector from a Selector, its spec, or (CLI text) its registered name."""
     if value is None or isinstance(value, Selector):
         return value
     if isinstance(value, str):
@@ -75,7 +50,7 @@ def _as_selector(value: Any) -> Any:
 
 
 SelectorField = Annotated[Selector, BeforeValidator(_as_selector), PlainSerializer(lambda s: s.spec())]
-"""A selector parameter: given as a Selector, its spec or its name; serialised as its spec."""
+"""A selector parameter: given as a Selector, its spec or its registered name; serialised as its spec."""
 
 
 def score_for(demo: Demo, prompt: JudgePrompt) -> float | dict[str, float] | None:
@@ -105,13 +80,9 @@ def require_lengthened(owner: str, kind: str, lengthened: dict[str, str] | None)
 
 
 def demo_criteria(train: Benchmark, judge: Judge | None, criterion: str | None) -> list[str]:
-    """The human labels the demos show.
-
-    ``[criterion]`` when given; else the benchmark's one declared criterion; else every
-    criterion the judge's prompts score that ``train``'s items label (with several, each demo
-    holds one score per criterion and each prompt shows its own); else as
-    :func:`~mitigate.selectors.resolve_criterion` (which says what is missing).
-    """
+    """The human labels the demos show: ``[criterion]``; else the benchmark's one criterion; else every
+    criterion the judge's prompts score that ``train`` labels; else as
+    :func:`~mitigate.selectors.resolve_criterion`."""
     if criterion is None and len(train.criteria) != 1 and judge is not None:
         names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
         known = [n for n in names if labelled_items(train.items, n)]
@@ -131,15 +102,9 @@ PERTURBATION_CONSTRAINTS: dict[str, list[Any]] = {
 
 
 class Display(BaseModel):
-    """How demos are shown.
-
-    ``mode``: ``"plain"`` (as they are); ``"guideline"`` (each once under the prompt's own
-    guideline, options in their original order: the unperturbed control of Ghazarian et al.
-    2024); ``"perturbed"`` (each under every perturbed version of that guideline, always with
-    the same gold score; with ``ablation`` under one perturbation drawn with ``seed``).
-    ``kind``, ``n``, ``lengthened`` and ``seed`` choose the perturbations
-    (:func:`mitigate.prompt._perturb.perturbation_set`).
-    """
+    """How demos are shown: ``"plain"``, once under the prompt's own ``"guideline"``, or under each
+    ``"perturbed"`` version of it (with ``ablation``, under one drawn with ``seed``), always with the same
+    gold score."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     mode: Literal["plain", "guideline", "perturbed"] = "plain"
@@ -193,26 +158,21 @@ class Demos(Mitigation):
     """Demonstrations chosen by any selector (or given), shown plain or under the prompt's guideline.
 
     Parameters:
-        selector: the selector that picks the demos at ``fit`` (a Selector, its spec, or its
-            registered name such as ``"stratified"``); one given already fitted is used as it is.
+        selector: picks the demos at ``fit`` (a Selector, its spec, or its registered name); one given fitted
+            is used as it is.
         k: how many demos.
-        criterion: the human label shown (None: the benchmark's, or every criterion the
-            judge scores; see :func:`demo_criteria`).
+        criterion: the human label shown (None: see :func:`demo_criteria`).
         demos: given demos instead of a selector (exactly ``k``; nothing to fit).
-        display: ``"plain"``, ``"guideline"`` (under the prompt's own guideline) or
-            ``"perturbed"`` (under perturbed guidelines, Ghazarian et al. 2024); see :class:`Display`.
+        display: ``"plain"``, ``"guideline"`` or ``"perturbed"`` (Ghazarian et al. 2024; see
+            :class:`Display`).
         kind, n, lengthened, seed, ablation: the perturbations for ``display="perturbed"``.
         placement: ``"replace"`` the prompt's own demos, or ``"append"`` after them.
-        per_item: choose for each judged item (a :class:`PerItemDemosJudge`) instead of once
-            at fit; always so for a query-dependent selector (KNN).
+        per_item: choose for each judged item instead of once at fit (always so for a query-dependent
+            selector).
 
-    Demos show human scores for one criterion (or one score per criterion), so they go to
-    the prompts that score it: a prompt scoring ``criterion`` (or the generic "score") gets
-    them; a prompt scoring one *other* criterion is left alone (after a ``SingleAttribute``
-    split, ``highest-rs-demos(criterion=coherence) | random-demos(criterion=fluency)`` gives
-    each per-criterion call its own demos); a prompt scoring several criteria in one answer
-    is refused. Wrapping a judge none of whose prompts scores the criterion is a
-    ConfigError, never a silent no-op.
+    Demos go to the prompts that score their criterion (or the generic "score"); a prompt scoring one other
+    criterion is left alone, one scoring several in one answer is refused, and a judge none of whose prompts
+    scores it is a ConfigError.
     """
 
     selector: SelectorField | None = None
@@ -260,13 +220,10 @@ class Demos(Mitigation):
                 f"ablation=True with display={self.display!r} instead."
             )
         if self.chooses_per_item and self.display != "plain":
-            why = (
-                f"chooses per item with {type(self.selector).__name__}"
-                if self.selector is not None
-                else "chooses per item"
-            )
+            why = f" with {type(self.selector).__name__}" if self.selector is not None else ""
             raise ConfigError(
-                f"Demos {why}; expected display='plain' for per-item demos, got display={self.display!r}"
+                f"Demos chooses per item{why}; expected display='plain' for per-item demos, got "
+                f"display={self.display!r}"
             )
         return self
 
@@ -289,8 +246,7 @@ class Demos(Mitigation):
 
     @property
     def tags(self) -> Tags:
-        """Learns at fit when a selector chooses; calls the judge then when that selector does (and is
-        unfitted)."""
+        """Learns at fit when a selector chooses; calls the judge then when that (unfitted) selector does."""
         if self.selector is None:
             return Tags()
         sel = self.selector.tags
@@ -305,9 +261,7 @@ class Demos(Mitigation):
         """``demos(<selector name or given>, k=..)``, with the display and per-item choice when not the
         default."""
         source = (
-            "given"
-            if self.selector is None
-            else (self.selector.registry_name or type(self.selector).__name__)
+            "given" if self.selector is None else self.selector.registry_name or type(self.selector).__name__
         )
         extra = ("" if self.display == "plain" else f", {self.display}") + (
             ", per item" if self.chooses_per_item else ""
@@ -324,14 +278,7 @@ class Demos(Mitigation):
     @property
     def display_spec(self) -> Display:
         """How the demos are shown (:class:`Display`), from the display parameters."""
-        return Display(
-            mode=self.display,
-            kind=self.kind,
-            n=self.n,
-            lengthened=self.lengthened,
-            seed=self.seed,
-            ablation=self.ablation,
-        )
+        return Display(mode=self.display, **self.model_dump(include=set(Display.model_fields) - {"mode"}))
 
     @property
     def is_fitted(self) -> bool:
@@ -356,16 +303,12 @@ class Demos(Mitigation):
 
     # ------------------------------------------------------------------ fit
     async def learn(self, train: Benchmark, judge: Judge | None, ctx: FitContext) -> Self:
-        """A fitted copy: the selector fitted on ``train`` (the items labelled for the criterion) picks the
+        """A fitted copy: the selector, fitted on the ``train`` items labelled for the criterion, picks the
         demos.
 
-        ``judge`` is the judge the demos will be shown to; it tells which criterion the
-        demos show when neither this mitigation nor the benchmark says, and selectors that
-        judge the pool (HighestRS) run it with ``ctx`` (whose ``criterion`` names the label
-        shown when this mitigation's own ``criterion`` is None). Given demos are used as they
-        are (this value is returned); a selector given already fitted is adopted without
-        refitting. The fitted selector keeps only the chosen demos
-        (:meth:`~mitigate.selectors.Selector.with_choice`) unless it chooses per judged item.
+        ``judge`` (the judge the demos will be shown to) tells which criterion the demos show when neither
+        this mitigation nor the benchmark says; given demos need no fit, and a selector given fitted is
+        adopted.
         """
         if self.selector is None:
             return self
@@ -378,8 +321,7 @@ class Demos(Mitigation):
     def _training_pool(
         self, train: Benchmark, judge: Judge | None, criterion: str | None
     ) -> tuple[list[str], Benchmark]:
-        """The criteria the demos show and the training items labelled for all of them (what the selector fits
-        on)."""
+        """The criteria the demos show and the training items labelled for all of them."""
         if not isinstance(train, Benchmark):
             raise ConfigError(
                 f"Demos.fit expected the training items as a Benchmark; got {type(train).__name__}"
@@ -398,7 +340,8 @@ class Demos(Mitigation):
         return criteria, train.model_copy(update={"items": items, "criteria": (criteria[0],)})
 
     def _adopt(self, criteria: list[str], fitted: Selector, train: Benchmark | None) -> Self:
-        """The fitted copy: the fitted selector (only its choice, unless per item), its picks (``demos_``)."""
+        """The fitted copy: the fitted selector (only its choice, unless per item) and its picks
+        (``demos_``)."""
         update: dict[str, Any] = {}
         if len(criteria) == 1:
             update["criterion"] = criteria[0]
@@ -438,10 +381,7 @@ class Demos(Mitigation):
             raise TemplateError(f"{self.label}: {exc}") from None
 
     def wrap(self, judge: Judge) -> Judge:
-        """``judge`` with the demos in its prompts, or a :class:`PerItemDemosJudge` for per-item choice.
-
-        ConfigError when no prompt of ``judge`` scores the demos' criterion.
-        """
+        """``judge`` with the demos in its prompts, or a :class:`PerItemDemosJudge` for per-item choice."""
         if not isinstance(judge, Judge):
             raise ConfigError(f"Demos.wrap expected a Judge; got {type(judge).__name__}")
         self._require_fitted()
@@ -468,14 +408,8 @@ class Demos(Mitigation):
 
 @register("mitigation", "fixed-demos")
 class FixedDemosPreset(Preset):
-    """``fixed-demos``: show exactly these demonstrations in every prompt, in place of its own.
-
-    Parameters:
-        demos: the demonstrations, in display order (each an item and its gold score;
-            a dict score holds one score per criterion and each prompt shows its own).
-
-    Builds ``Demos(demos=demos, k=len(demos))``. The winning demo set of a search is saved so.
-    """
+    """``fixed-demos``: show exactly these demonstrations, in display order, in place of the prompt's own:
+    ``Demos(demos=demos, k=len(demos))``."""
 
     demos: tuple[Demo, ...]
     parameter_constraints: ClassVar = {
@@ -500,13 +434,8 @@ class PerItemDemosPreset(Preset):
     """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given that
     item.
 
-    Parameters:
-        selector: a fitted selector (any; meant for query-dependent ones such as
-            :class:`~mitigate.selectors.KNN`). It serialises as its own spec.
-        k: how many demos per item.
-
-    Builds ``Demos(selector=selector, k=k, per_item=True, placement="append")``: the demos go
-    after the prompt's own. The judged item is never among its own demos.
+    Builds ``Demos(selector=selector, k=k, per_item=True, placement="append")``; the judged item is never
+    among its own demos.
     """
 
     selector: SelectorField
@@ -537,12 +466,8 @@ INNER = "inner"
 
 
 class PerItemDemosJudge(CompositeJudge):
-    """Selects demos for each judged item, adds them to every inner prompt, then delegates.
-
-    ``append``: after the prompt's own demos (else in their place). The chosen ids are
-    recorded in ``Judgment.meta["demo_ids"]``. It is a composite judge, so a prompt
-    mitigation placed after it still reaches every inner prompt.
-    """
+    """Selects demos for each judged item, adds them to every inner prompt (``append``: after its own),
+    then delegates; the chosen ids go to ``meta["demo_ids"]``."""
 
     kind = "per-item-demos"
 

@@ -1,22 +1,9 @@
 """Highest-RS demonstrations (Ohi et al. 2024) and their random-demonstration control.
 
-Ohi et al. ("Likelihood-based mitigation of evaluation bias in large language models", 2024)
-found that LLM judges overrate texts their own LM finds likely. Their mitigation shows the
-judge, as few-shot demonstrations, the training items on which this bias is strongest,
-each with its *human* score, so the judge sees likely texts that deserve low scores (and
-unlikely ones that deserve high scores). The ranking, RS = |LS* + US*|, is the
-:class:`~mitigate.selectors.HighestRS` selector's (:func:`mitigate.selectors.rank_by_rs`).
-
-- ``highest-rs-demos`` (:class:`HighestRSDemosPreset`): the k training items with the
-  highest RS (the paper uses k = 8).
-- ``random-demos`` (:class:`RandomDemosPreset`): the paper's control, k random training items.
-
-Both are registered presets of :class:`~mitigate.strategies._demos.Demos`: they build
-``Demos(selector=HighestRS(...), k=..., criterion=...)`` and ``Demos(selector=Random(seed),
-...)``, equal to what the equivalent ``demos(...)`` spec builds. ``afit(train, judge)``
-returns a fitted copy whose ``selector_`` is the fitted selector keeping the chosen items
-(for HighestRS: their ``rs_``, ``ls_``, ``us_``, and ``n_parse_failures_``, ``n_excluded_``),
-all kept by its spec.
+LLM judges overrate texts their own LM finds likely; Ohi et al. show the judge, as demonstrations with their
+*human* scores, the training items on which this bias is strongest (highest RS = |LS* + US*|,
+:func:`mitigate.selectors.rank_by_rs`). Both mitigations here are registered presets of
+:class:`~mitigate.strategies._demos.Demos`.
 """
 
 from __future__ import annotations
@@ -44,29 +31,19 @@ class HighestRSDemosPreset(Preset):
 
     Parameters:
         k: how many demonstrations (the paper uses 8).
-        likelihood: backend spec of the causal LM that computes LS (default ``"local"``,
-            the embedded model; any backend with ``loglikelihood``).
-        criterion: the human label the demos show and US is computed against (None: the
-            benchmark's only criterion, or the judge's; see
+        likelihood: backend spec of the causal LM that computes LS (any backend with ``loglikelihood``).
+        criterion: the human label the demos show and US is computed against (None:
             :func:`~mitigate.selectors.resolve_criterion`).
-        pool_size: judge and score only this many training items, drawn at random with
-            ``seed`` (None: every labelled training item). Both LS and US are computed on
-            the pool, so this bounds the cost of fitting.
+        pool_size: judge and score only this many training items, drawn with ``seed`` (None: all); bounds the
+            cost of fitting.
         seed: the random seed of the pool draw.
-        task: the generation task's description, the condition of LS (None: the judge
-            prompt's task paragraph).
-        scaling: how US normalises judge and human scores, ``"range"`` (the paper's text) or
-            ``"max-deviation"`` (the released code's); see :class:`~mitigate.selectors.HighestRS`.
+        task: the generation task's description, the condition of LS (None: the judge prompt's task
+            paragraph).
+        scaling: how US normalises judge and human scores (see :class:`~mitigate.selectors.HighestRS`).
 
-    Builds ``Demos(selector=HighestRS(likelihood, task, pool_size, seed), k, criterion)``.
-    ``fit(train, judge, lm=None)``: ``judge`` is the base judge (no demos), run over the pool;
-    ``lm`` overrides the ``likelihood`` spec with a backend object (the fitted selector
-    records its spec). Fitted state: ``demos_`` (highest RS first) and ``selector_`` holding
-    the top k items with their ``rs_``/``ls_``/``us_`` (item id -> value), ``n_pool_`` (pool
-    items scored), ``n_parse_failures_`` (pool items whose judge score failed to parse:
-    excluded from the ranking, never scored) and ``n_excluded_`` (pool items without an RS;
-    the reasons are in ``excluded_`` of a selector fitted on its own); ``n_unlabelled_``
-    (training items without the human label, left out of the pool).
+    Builds ``Demos(selector=HighestRS(likelihood, task, pool_size, seed, scaling), k, criterion)``.
+    ``fit(train, judge, lm=None)`` runs the base judge over the pool; ``lm`` overrides the ``likelihood`` spec
+    with a backend object.
     """
 
     paper = "Ohi et al. 2024"
@@ -107,11 +84,7 @@ class HighestRSDemosPreset(Preset):
     def build(self) -> Demos:
         """``Demos(selector=HighestRS(...), k=k, criterion=criterion)``."""
         selector = HighestRS(
-            likelihood=self.likelihood,
-            task=self.task,
-            pool_size=self.pool_size,
-            seed=self.seed,
-            scaling=self.scaling,
+            **self.model_dump(include={"likelihood", "task", "pool_size", "seed", "scaling"})
         )
         return Demos(selector=selector, k=self.k, criterion=self.criterion)
 
@@ -120,14 +93,7 @@ class HighestRSDemosPreset(Preset):
 class RandomDemosPreset(Preset):
     """``random-demos``, the control of Ohi et al. (2024): k random training items as demonstrations.
 
-    Parameters:
-        k: how many demonstrations.
-        seed: the random seed of the draw (the same seed and benchmark give the same demos).
-        criterion: the human label shown (None: as :func:`~mitigate.selectors.resolve_criterion`).
-
-    Builds ``Demos(selector=Random(seed=seed), k=k, criterion=criterion)``; ``judge`` only
-    tells the criterion at fit when the benchmark has several. Fitted state: ``demos_`` in
-    the order drawn.
+    Builds ``Demos(selector=Random(seed=seed), k=k, criterion=criterion)``.
     """
 
     paper = "Ohi et al. 2024 (control)"

@@ -1,18 +1,11 @@
 """Length control for pointwise scores (after Dubois et al. 2024, "Length-controlled AlpacaEval").
 
-Dubois et al. regress a judge's preferences on the (tanh-squashed, standardised) length
-difference and read the result at zero difference (:func:`mitigate.measures.length_controlled_win_rate`
-does that for pairs). :class:`LengthControl` applies the same regression to a pointwise judge:
-``fit`` judges the training items and regresses the judge's score on
-``z = tanh((words − mean) / std)`` of the output length; the wrapped judge then reports
-
-    score − slope · z        (the score the regression predicts at the mean length),
-
-with the raw score kept in ``meta["length_control"]``. ``reference="none"`` (default, as in
-the paper) removes the judge's whole length slope, treating length as a spurious mediator;
-``reference="human"`` regresses the judge's *excess* over the human score instead
-(``judge − human``), so a length slope humans share is kept. Adjusted scores are not
-clipped or rounded to the scale.
+Dubois et al. regress a judge's pairwise preferences on the squashed length difference and read the result at
+zero difference (:func:`mitigate.measures.length_controlled_win_rate`). :class:`LengthControl` applies the
+same regression to a pointwise judge: ``fit`` regresses its score on ``z = tanh((words − mean) / std)`` of the
+output length, and the wrapped judge reports ``score − slope · z`` (the raw score in
+``meta["length_control"]``), not clipped to the scale. ``reference="human"`` regresses the judge's excess over
+the human score instead, so a length slope humans share is kept.
 """
 
 from __future__ import annotations
@@ -76,9 +69,8 @@ _SLOPES = Satisfies(
 
 
 def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
-    """ConfigError (one line, before any judgment) when ``name``, which adjusts pointwise scores, is fitted on
-    pairwise items or around a judge that answers with a verdict: there would be no score to regress or
-    adjust."""
+    """ConfigError (one line, before any judgment) when ``name``, which adjusts pointwise scores, is fitted
+    on pairwise items or around a judge that answers with a verdict."""
     pairwise = any(it.pairwise for it in train.items)
     verdicts = any(leaf.prompt.answer == "pairwise" for leaf in judge.leaves()) if not pairwise else True
     if pairwise or verdicts:
@@ -90,17 +82,40 @@ def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
         )
 
 
+async def fitting_scores(
+    name: str, train: Benchmark, judge: Judge, ctx: FitContext, desc: str
+) -> tuple[list[Item], dict[str, np.ndarray]]:
+    """The training items and, by criterion, the judge's scores on them (NaN where none); ConfigError for
+    pairwise data, fewer than 3 items, or no score at all."""
+    refuse_pairwise(name, train, judge)
+    items = list(train.items)
+    if len(items) < 3:
+        raise ConfigError(f"{name}.fit needs at least 3 training items; got {len(items)}")
+    result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress, desc=desc)
+    criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
+    if not criteria:
+        raise ConfigError(
+            f"{name}.fit needs scores to regress; the judge scored none of the {len(items)} training items "
+            "(every judgment failed, or it answers without scores)"
+        )
+    return items, {
+        c: np.array(
+            [np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments], dtype=float
+        )
+        for c in criteria
+    }
+
+
 @register("mitigation", "length-control")
 class LengthControl(Mitigation):
     """Remove a pointwise judge's length slope, fitted on a training split (Dubois et al. 2024's regression).
 
     Parameters:
-        reference: "none" regresses the judge's score on length (the whole slope is removed);
-            "human" regresses the judge's score minus the human score (only the excess over
-            humans is removed; training items need human labels for the criterion).
+        reference: "none" regresses the judge's score on length; "human" the judge's score minus the human
+            score (training items need human labels).
 
-    ``fit(train, judge)`` judges the training items. Fitted: ``slopes_`` (criterion -> slope
-    per unit of z), ``mean_`` and ``std_`` of the training outputs' lengths in words.
+    Fitted: ``slopes_`` (criterion -> slope per unit of z), ``mean_`` and ``std_`` of the training outputs'
+    lengths in words.
     """
 
     paper = "Dubois et al. 2024"
@@ -133,28 +148,12 @@ class LengthControl(Mitigation):
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: the judge's score (or excess over humans) regressed on squashed length over
         ``train``."""
-        refuse_pairwise("LengthControl", train, judge)
-        items = list(train.items)
-        if len(items) < 3:
-            raise ConfigError(f"LengthControl.fit needs at least 3 training items; got {len(items)}")
+        items, scores = await fitting_scores("LengthControl", train, judge, ctx, "fitting length control")
         lengths = np.array([word_count(it.output) for it in items], dtype=float)
         mean, std = float(lengths.mean()), float(lengths.std())
         z = np.tanh((lengths - mean) / std) if std > 0 else np.zeros_like(lengths)
-        result = await run(
-            judge, items, concurrency=ctx.concurrency, progress=ctx.progress, desc="fitting length control"
-        )
         slopes: dict[str, float] = {}
-        criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
-        if not criteria:
-            raise ConfigError(
-                "LengthControl.fit needs scores to regress; the judge scored none of the "
-                f"{len(items)} "
-                "training items (every judgment failed, or it answers without scores)"
-            )
-        for c in criteria:
-            y = np.array(
-                [np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments], dtype=float
-            )
+        for c, y in scores.items():
             if self.reference == "human":
                 y = y - np.array([it.human.get(c, np.nan) for it in items], dtype=float)
             ok = np.isfinite(y)

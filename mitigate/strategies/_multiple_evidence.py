@@ -1,26 +1,13 @@
 """Multiple-evidence and balanced-position calibration for pairwise judges (Wang et al. 2023).
 
-Wang et al. ("Large language models are not fair evaluators", 2023) found that a pairwise
-judge's verdict often depends on which answer is shown first, and proposed three remedies:
-
-- **multiple evidence calibration (MEC)**: ask for an explanation *before* the verdict and
-  sample k such rationales (temperature > 0), averaging their verdicts;
-- **balanced position calibration (BPC)**: judge both orders and average, so each answer is
-  shown first equally often;
-- **human-in-the-loop calibration (HITLC)**: the *balanced position diversity entropy* of the
-  2k verdicts (k per order, mapped back to the original order) measures how unsure the judge
-  is; the items with the highest entropy go to a human.
-
-:class:`MultipleEvidence` (registered ``"multiple-evidence"``) does all three: each item is
-judged k times in each order with a reasoning paragraph (one seeded call per sample, so each
-sample's verdict is its own judgment), the 2k verdicts are averaged (first = +1, tie = 0,
-second = −1) into the final verdict, and ``fit`` on a training split sets the entropy
-threshold above which the top ``human_share`` of items are flagged ``needs_human``. Wang et
-al. ask for a score per answer; the judges here give a verdict, so the averaging is over
-verdicts. A sample without a verdict (parse failure) stays in the entropy as its own outcome
-("failed") and is left out of the average; ``meta["evidence"]`` lists every verdict.
-``meta["confidence"]`` is 1 − entropy / log(number of outcomes), for
-:class:`~mitigate.strategies._selective.SelectiveEvaluation` (``confidence="meta"``).
+A pairwise judge's verdict often depends on which answer is shown first. :class:`MultipleEvidence`
+(``"multiple-evidence"``) applies Wang et al.'s three remedies: k reasoning samples (seeded calls at
+temperature > 0) in each order (multiple evidence, balanced position), their 2k verdicts averaged (first = +1,
+tie = 0, second = −1), and the items whose verdicts disagree most (entropy over both orders,
+:func:`verdict_entropy`) flagged ``needs_human`` above a threshold ``fit`` sets from ``human_share``. A sample
+without a verdict counts as the outcome "failed" in the entropy and is left out of the average.
+``meta["evidence"]`` lists every verdict; ``meta["confidence"]`` is 1 − entropy / log(number of outcomes), for
+:class:`~mitigate.strategies.SelectiveEvaluation`.
 """
 
 from __future__ import annotations
@@ -62,11 +49,8 @@ OUTCOMES = ("first", "second", "tie", "failed")
 def balanced_verdict(
     original: Sequence[str | None], swapped: Sequence[str | None]
 ) -> tuple[Verdict | None, float]:
-    """The verdict averaged over both orders, and its mean value (first = +1, tie = 0, second = −1).
-
-    ``swapped`` verdicts are in swapped positions and are mapped back first. None entries
-    (no verdict) are left out of the average; no verdict at all gives ``(None, nan)``.
-    """
+    """The verdict averaged over both orders (``swapped`` mapped back first), and its mean value (first =
+    +1, tie = 0, second = −1); no verdict at all gives ``(None, nan)``."""
     values = [_VALUE[v] for v in original if v is not None] + [
         _VALUE[_BACK[v]] for v in swapped if v is not None
     ]
@@ -77,11 +61,8 @@ def balanced_verdict(
 
 
 def verdict_entropy(original: Sequence[str | None], swapped: Sequence[str | None]) -> float:
-    """Balanced position diversity entropy (Wang et al. 2023) of the verdicts of both orders, in nats.
-
-    Swapped verdicts are mapped back to the original order; a missing verdict counts as the
-    outcome "failed". 0 when every sample agrees.
-    """
+    """Balanced position diversity entropy (Wang et al. 2023) of the verdicts of both orders, in nats (a
+    missing verdict is the outcome "failed")."""
     outcomes = [v if v is not None else "failed" for v in original]
     outcomes += [_BACK[v] if v is not None else "failed" for v in swapped]
     if not outcomes:
@@ -92,10 +73,8 @@ def verdict_entropy(original: Sequence[str | None], swapped: Sequence[str | None
 
 
 class MultipleEvidenceJudge(CompositeJudge):
-    """Runs k seeded reasoning samples of a pairwise judge in each order and balances them.
-
-    Children ``o0 .. o{k-1}`` judge the item as given, ``s0 .. s{k-1}`` its swapped copy.
-    """
+    """Runs k seeded reasoning samples of a pairwise judge in each order (children ``o0 ..`` on the item,
+    ``s0 ..`` on its swapped copy) and balances them."""
 
     kind = "multiple-evidence"
 
@@ -131,27 +110,15 @@ class MultipleEvidenceJudge(CompositeJudge):
 
     async def judge(self, item: Item) -> Judgment:
         """Both orders, k samples each; the balanced verdict, its entropy and the human flag."""
-        for leaf in self.leaves():
-            if leaf.prompt.answer != "pairwise":
-                raise ConfigError(
-                    "MultipleEvidence needs pairwise prompt judges (answer='pairwise'); got a "
-                    f"prompt answering {leaf.prompt.answer!r}"
-                )
+        self._check_pairwise()
         swapped = swap_item(item)
         names = list(self.children)
         parts = await gather_children(
             [partial(self.children[n].judge, swapped if n.startswith("s") else item) for n in names]
         )
-        orig = [
-            p.verdict if p.error is None else None
-            for n, p in zip(names, parts, strict=True)
-            if n.startswith("o")
-        ]
-        swap = [
-            p.verdict if p.error is None else None
-            for n, p in zip(names, parts, strict=True)
-            if n.startswith("s")
-        ]
+        verdicts = [(n[0], p.verdict if p.error is None else None) for n, p in zip(names, parts, strict=True)]
+        orig = [v for order, v in verdicts if order == "o"]
+        swap = [v for order, v in verdicts if order == "s"]
         verdict, mean = balanced_verdict(orig, swap)
         entropy = verdict_entropy(orig, swap)
         flags = [f for p in parts for f in p.flags]
@@ -180,11 +147,10 @@ class MultipleEvidence(Mitigation):
         k: reasoning samples per order (2k calls per item).
         temperature: sampling temperature of the samples (> 0, so the rationales differ).
         max_tokens: the answer budget per sample (the rationale comes before the verdict).
-        human_share: the share of training items with the highest entropy that marks the
-            threshold at or above which items go to a human (0: never; see :func:`entropy_threshold`).
+        human_share: the share of training items with the highest entropy that sets the human-review threshold
+            (0: never; :func:`entropy_threshold`).
 
-    ``fit(train, judge)`` judges the training items and stores the threshold in
-    ``entropy_threshold_`` (nothing is fitted when ``human_share`` is 0).
+    ``fit(train, judge)`` sets ``entropy_threshold_`` (nothing to fit when ``human_share`` is 0).
     """
 
     paper = "Wang et al. 2023"
@@ -228,7 +194,6 @@ class MultipleEvidence(Mitigation):
 
     def _sample(self, judge: Judge, i: int) -> Judge:
         def leaf_fn(leaf: PromptJudge) -> Judge:
-            # the answer format's reasoning becomes "before" with it
             prompt = set_cot(leaf.prompt, True, who="MultipleEvidence")
             return leaf.with_prompt(prompt).with_config(
                 temperature=self.temperature, n=1, seed=self.seed + i, max_tokens=self.max_tokens
@@ -237,11 +202,7 @@ class MultipleEvidence(Mitigation):
         return judge.map_leaves(leaf_fn)
 
     def _judge(self, judge: Judge, threshold: float | None) -> MultipleEvidenceJudge:
-        children: dict[str, Judge] = {}
-        for i in range(self.k):
-            children[f"o{i}"] = self._sample(judge, i)
-        for i in range(self.k):
-            children[f"s{i}"] = self._sample(judge, i)
+        children = {f"{order}{i}": self._sample(judge, i) for order in "os" for i in range(self.k)}
         return MultipleEvidenceJudge(children, entropy_threshold=threshold)
 
     def wrap(self, judge: Judge) -> Judge:
@@ -273,9 +234,8 @@ class MultipleEvidence(Mitigation):
 def entropy_threshold(entropies: Sequence[float], human_share: float) -> float:
     """The entropy at or above which the top ``human_share`` of ``entropies`` lie (Wang et al.'s top-β rule).
 
-    Items tied with the cut are all flagged, so the flagged share can exceed ``human_share``
-    when entropies tie (with k = 1 every position-inconsistent item has the same entropy).
-    When ``human_share`` rounds to no item, the threshold is above every entropy seen.
+    Items tied with the cut are all flagged; when ``human_share`` rounds to no item, the threshold is above
+    every entropy seen.
     """
     values = np.sort(np.asarray(entropies, dtype=float))[::-1]
     m = int(math.floor(human_share * len(values)))

@@ -1,39 +1,14 @@
 """The judge writes its own reference first, then judges against it: what solve-first and reference-revision
 share.
 
-Judges agree with experts mainly on questions they can answer themselves (Krumdick et al.
-2025), and a reference adapted to the response helps the judge (RevisEval, Zhang et al. 2025).
-:class:`OwnReferenceJudge` makes two calls per judged item with one prompt judge's backend:
-
-1. the **first call** writes the reference: the judge's own answer to the task (``solve``,
-   shown the template's task inputs only), or a revision of the judged text(s) into a
-   reference answer (``revise``, shown the task inputs and the text(s));
-2. the **judge call** is the prompt judge's own request, its prompt carrying the reference
-   (:func:`with_reference`).
-
-Where the reference goes (:func:`with_reference`):
-
-- a template that has its own reference slot (``{{reference}}``, ``{{reference_answer}}``,
-  ``{{expected}}``, ``{{ideal}}`` ...) gets the judge's reference in that slot, under the
-  template's own heading (never a second reference); an item that brings its own reference for
-  that slot is refused, since the judge's would replace it;
-- otherwise a reference section is added right after the judged item's section (after its last
-  text and the markup closing it), under a heading written in the template's own layout: the
-  heading above the last text re-labelled (``Summary:`` -> ``Your own answer to the task:``;
-  ``### Response`` -> ``### Your own answer to the task``; ``<response>`` / ``</response>`` ->
-  ``<your_own_answer_to_the_task>``...; ``[The Start of Assistant's Answer]`` -> ``[The Start
-  of Your Own Answer To The Task]`` with its end line; ``[Submission]: {{output}}`` ->
-  ``[Your own answer to the task]: ...``; a numbered heading gets the next number), spaced as
-  the item's own parts are;
-- one sentence before the answer stub says what the reference is and that it is to be used, not
-  judged.
-
-The reference is a text like the judged one: inserted verbatim into its slot, never templated.
-An empty first answer is a recorded failure of the item (no judge call is made). The prompt
-judge stays the judge's leaf (what later prompt mitigations change, and what is checked
-before a run); the reference section is added to its prompt at each judge call. A later
-mitigation that turns the leaf into something other than a prompt judge (a second
-reference-first step, a distribution judge) is refused: one reference per judged item.
+:class:`OwnReferenceJudge` makes two calls per judged item with one prompt judge's backend: the first writes
+the reference (the judge's own answer to the task, ``solve``, from the task inputs only; or a revision of the
+judged text(s), ``revise``), and the judge call is the prompt judge's own request with the reference in it
+(:func:`with_reference`): in the template's own reference slot when it has one (an item bringing its own
+reference for it is refused), else in a section right after the judged item's, under a heading written in the
+template's own layout, plus one sentence saying what the reference is. The reference is inserted verbatim,
+never templated; an empty first answer is a recorded failure of the item. One reference per judged item: a
+later mitigation that turns the leaf into anything but a prompt judge is refused.
 """
 
 from __future__ import annotations
@@ -120,13 +95,12 @@ def _snake(label: str) -> str:
 
 
 def _title_words(label: str) -> str:
-    """``label`` in title case ("Reference answer (your revision)" -> "Reference Answer (Your Revision)")."""
     return re.sub(r"(^|[\s(])([a-z])", lambda m: m.group(1) + m.group(2).upper(), label)
 
 
 def _relabel(heading: str, label: str, number: int | None) -> str | None:
-    """``heading`` (a line or an inline prefix) with its words replaced by ``label``, its markup kept; None
-    when it is no heading (prose)."""
+    """``heading`` (a line or an inline prefix) with its words replaced by ``label`` and its markup kept;
+    None when it is prose."""
     tag = _TAG.match(heading)
     if tag is not None:
         return f"{tag.group(1)}<{_snake(label)}>{tag.group(4)}"
@@ -180,8 +154,7 @@ _NUMBERED = re.compile(r"(?m)^\s*(?:#{1,6}\s*|\*\*)?(\d+)[.)]")
 
 
 def _next_number(section: str, template: str) -> int | None:
-    """The number after the section's numbered headings, or None (no number) when the template uses it
-    already."""
+    """The number after the section's numbered headings, or None when the template uses it already."""
     found = [int(n) for n in _NUMBERED.findall(section)]
     if not found:
         return None
@@ -190,8 +163,7 @@ def _next_number(section: str, template: str) -> int | None:
 
 
 def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
-    """Where the reference section goes in ``template`` (after the item section) and its text (see the module
-    docstring)."""
+    """Where the reference section goes in ``template`` (after the item section) and its text."""
     layout = item_layout(template)
     slots = list(SLOT_RE.finditer(template))
     if layout is None or not slots:
@@ -263,8 +235,7 @@ def _note(mode: Mode, pairwise: bool, heading: str | None) -> str:
 
 
 def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> tuple[JudgePrompt, list[str]]:
-    """``prompt`` carrying the judge's reference, and the slots the reference fills (see the module
-    docstring)."""
+    """``prompt`` carrying the judge's reference, and the slots the reference fills."""
     pairwise = prompt.answer == "pairwise"
     own = reference_slots(prompt)
     if own:
@@ -367,7 +338,7 @@ def _text_heading(prompt: JudgePrompt, field: str, fallback: str) -> str:
 def first_request(
     leaf: PromptJudge, item: Item, mode: Mode, *, task: str | None, max_tokens: int
 ) -> LMRequest:
-    """The request that writes the reference for ``item`` (see the module docstring)."""
+    """The request that writes the reference for ``item``."""
     prompt = leaf.prompt
     pairwise = prompt.answer == "pairwise"
     shown = _inputs(prompt, item)
@@ -397,36 +368,23 @@ def first_request(
         b = _text_heading(prompt, "output_b", "Response B")
         if a == b:
             a, b = "Response A", "Response B"
+        them = "the two responses" if shown else "them"
         intro = (
-            (
-                "Below are a task and two responses to it. Write a reference answer by revising them: keep "
-                "what either does well, correct their mistakes and add what both miss. The reference will "
-                f"be used to compare the two responses{on}."
-            )
-            if shown
-            else (
-                "Below are two responses. Write a reference answer by revising them: keep what either does "
-                "well, "
-                "correct their mistakes and add what both miss. The reference will be used to compare "
-                f"them{on}."
-            )
+            ("Below are a task and two responses to it." if shown else "Below are two responses.")
+            + " Write a reference answer by revising them: keep what either does well, correct their "
+            f"mistakes and add what both miss. The reference will be used to compare {them}{on}."
         )
         blocks += [f"{a}:\n{item.output}", f"{b}:\n{item.output_b}"]
         closing = "Write only the reference answer."
     else:
         intro = (
             (
-                "Below are a task and a response to it. Revise the response into a reference answer: "
-                "correct its mistakes and add what it misses, and keep what it already does well. The "
-                f"reference will be used to evaluate the response{on}."
+                "Below are a task and a response to it. Revise the response"
+                if shown
+                else "Below is a response. Revise it"
             )
-            if shown
-            else (
-                "Below is a response. Revise it into a reference answer: correct its mistakes and add what "
-                "it "
-                "misses, and keep what it already does well. The reference will be used to evaluate the "
-                f"response{on}."
-            )
+            + " into a reference answer: correct its mistakes and add what it misses, and keep what it "
+            f"already does well. The reference will be used to evaluate the response{on}."
         )
         blocks.append(f"{_text_heading(prompt, 'output', 'Response')}:\n{item.output}")
         closing = "Write only the revised response."
@@ -441,8 +399,7 @@ def first_request(
 
 
 class OwnReferenceJudge(Judge):
-    """One prompt judge that first writes its own reference, then judges with it (see the module
-    docstring)."""
+    """One prompt judge that first writes its own reference, then judges with it."""
 
     def __init__(
         self,
@@ -498,13 +455,8 @@ class OwnReferenceJudge(Judge):
 
     def describe(self) -> dict[str, Any]:
         """The leaf and the settings of the first call."""
-        return {
-            "kind": self.name,
-            "task": self.task,
-            "max_tokens": self.max_tokens,
-            "policy": self.policy,
-            "leaf": self.leaf.describe(),
-        }
+        settings = {"task": self.task, "max_tokens": self.max_tokens, "policy": self.policy}
+        return {"kind": self.name, **settings, "leaf": self.leaf.describe()}
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
         """The leaf's."""
@@ -584,3 +536,10 @@ class OwnReferenceJudge(Judge):
                 "meta": {**j.meta, "own_reference": {"mode": self.mode, "text": answer, "slots": self.slots}},
             }
         )
+
+
+def own_reference(judge: Judge, mode: Mode, task: str | None, max_tokens: int, policy: Policy) -> Judge:
+    """``judge`` with every prompt judge writing its own reference first (:class:`OwnReferenceJudge`)."""
+    return judge.map_leaves(
+        lambda leaf: OwnReferenceJudge(leaf, mode=mode, task=task, max_tokens=max_tokens, policy=policy)
+    )

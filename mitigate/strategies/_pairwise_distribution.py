@@ -1,28 +1,17 @@
 """Pairwise scoring that keeps the distribution: both orders' verdict probabilities pooled into one
 preference.
 
-A pairwise judge asked once per order gives two hard votes, and a position-biased judge's two
-votes often disagree. TrustJudge (Wang et al. 2025) keeps what the judge was unsure of instead:
-the probability of each verdict in both orders, the swap undone, averaged into one preference
-probability ("likelihood-aware aggregation"), which cut its judges' preference cycles from
-15.2% to 4.4%. :class:`PairwiseDistribution` (``pairwise-distribution``) does that for every
-prompt judge of a pairwise pipeline:
+A position-biased judge asked once per order gives two hard votes that often disagree. TrustJudge (Wang et al.
+2025) keeps what the judge was unsure of: each verdict's probability in both orders, the swap undone, averaged
+into one preference. :class:`PairwiseDistribution` (``pairwise-distribution``) does that for every prompt
+judge of a pairwise pipeline, reading the probabilities from token logprobs at the verdict label (the label
+must be the one the text parses to) or as the shares of sampled verdicts.
 
-- ``source="logprobs"``: each order is one call with token logprobs; the verdict's probability
-  is read at the token where the judge names it
-  (:func:`~mitigate.parse.verdict_probabilities`). The label the judge wrote
-  must be the one its text parses to; otherwise the answer is a recorded parse failure.
-- ``source="samples"``: each order is sampled ``samples`` times at ``temperature``; the share
-  of samples naming each verdict is its probability (failed samples are recorded and left out).
-- ``source="auto"``: logprobs when the judge's backend can return them, else samples.
-
-The pooled preference: ``P(A) = (P_original(first) + P_swapped(second)) / 2``, ``P(B)`` the
-same the other way, ``P(tie)`` the mean of both orders' tie probabilities. The verdict is a tie
-when the tie is the most probable or ``|P(A) - P(B)| <= tie_margin``, else the more probable
-text. ``meta["preference"]`` holds the pooled probabilities, ``meta["order_probabilities"]``
-each order's, and ``meta["orders"]`` each order's own verdict (its most frequent parsed answer,
-as a judge asked once per order would give), so the position measures read it as they read a
-position swap. When either order has no readable answer the pair has no verdict.
+``P(A) = (P_original(first) + P_swapped(second)) / 2``, ``P(B)`` the other way, ``P(tie)`` the mean of both
+orders'. The verdict is a tie when the tie is the most probable or ``|P(A) - P(B)| <= tie_margin``.
+``meta["preference"]`` holds the pooled probabilities, ``meta["order_probabilities"]`` each order's and
+``meta["orders"]`` each order's most frequent verdict (as a position swap records it); a pair with an order
+unread has no verdict.
 """
 
 from __future__ import annotations
@@ -52,11 +41,8 @@ _BY_TEXT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 def pool_orders(
     original: dict[str, float], swapped: dict[str, float], tie_margin: float = 0.0
 ) -> tuple[dict[str, float], Verdict]:
-    """The pooled preference by text ({"A", "B", "tie"}) from each order's verdict probabilities by position,
-    and its verdict.
-
-    ``swapped`` is by position as presented in the swapped order (its "first" is B).
-    """
+    """The pooled preference by text ({"A", "B", "tie"}) from each order's verdict probabilities by
+    position (``swapped``'s "first" is B), and its verdict."""
     p = {
         "A": (original.get("first", 0.0) + swapped.get("second", 0.0)) / 2,
         "B": (original.get("second", 0.0) + swapped.get("first", 0.0)) / 2,
@@ -67,15 +53,12 @@ def pool_orders(
 
 def check_readable(fmt: AnswerFormat) -> None:
     """ConfigError unless ``fmt`` names its verdict by a label whose probability logprobs can give."""
-    why = (
-        "relations such as A>>B"
-        if fmt.relations
-        else "two scores"
-        if fmt.two_scores
-        else "a JSON object"
-        if fmt.json_key is not None
-        else None
-    )
+    reasons = {
+        "relations such as A>>B": fmt.relations,
+        "two scores": fmt.two_scores,
+        "a JSON object": fmt.json_key,
+    }
+    why = next((why for why, found in reasons.items() if found), None)
     if why is not None:
         raise ConfigError(
             "verdict logprobs are read at the label the judge writes; this format answers "
@@ -85,8 +68,7 @@ def check_readable(fmt: AnswerFormat) -> None:
 
 
 def read_verdict(positions: Any, fmt: AnswerFormat) -> Any:
-    """:func:`~mitigate.parse.verdict_probabilities` told the format's labels, tie and answer
-    line."""
+    """:func:`~mitigate.parse.verdict_probabilities` told the format's labels, tie and answer line."""
     lead = fmt.line.split("{value}", 1)[0] if "{value}" in fmt.line else ""
     return verdict_probabilities(
         positions,
@@ -106,8 +88,7 @@ def _most_common(verdicts: list[str]) -> str | None:
 
 
 class DistributionJudge(Judge):
-    """One pairwise prompt judge asked in both orders, its verdict probabilities pooled (see the module
-    docstring)."""
+    """One pairwise prompt judge asked in both orders, its verdict probabilities pooled."""
 
     def __init__(self, leaf: PromptJudge, *, source: Source, top_logprobs: int, tie_margin: float) -> None:
         if leaf.prompt.answer != "pairwise":
@@ -137,13 +118,8 @@ class DistributionJudge(Judge):
 
     def describe(self) -> dict[str, Any]:
         """The leaf, the source and the pooling settings."""
-        return {
-            "kind": "pairwise-distribution",
-            "source": self.source,
-            "top_logprobs": self.top_logprobs,
-            "tie_margin": self.tie_margin,
-            "leaf": self.leaf.describe(),
-        }
+        settings = {"source": self.source, "top_logprobs": self.top_logprobs, "tie_margin": self.tie_margin}
+        return {"kind": "pairwise-distribution", **settings, "leaf": self.leaf.describe()}
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
         """No score: a verdict."""
@@ -204,13 +180,7 @@ class DistributionJudge(Judge):
         for idx, choice in enumerate(response.choices):
             try:
                 verdict = str(fmt.read_json(choice.text, scale) if as_json else fmt.read(choice.text, scale))
-            except ParseError as exc:
-                failures.append(
-                    ParseFailure(criterion=crit, raw=choice.text, reason=f"{name}: {exc.message}", sample=idx)
-                )
-                continue
-            if self.source == "logprobs":
-                try:
+                if self.source == "logprobs":
                     if choice.logprobs is None:
                         raise ParseError(
                             "expected token logprobs in the response; the backend returned none",
@@ -223,14 +193,12 @@ class DistributionJudge(Judge):
                             f"verdict the answer's text gives ({verdict!r})",
                             raw=choice.text,
                         )
-                except ParseError as exc:
-                    failures.append(
-                        ParseFailure(
-                            criterion=crit, raw=choice.text, reason=f"{name}: {exc.message}", sample=idx
-                        )
-                    )
-                    continue
-                dists.append(read.probabilities)
+                    dists.append(read.probabilities)
+            except ParseError as exc:
+                failures.append(
+                    ParseFailure(criterion=crit, raw=choice.text, reason=f"{name}: {exc.message}", sample=idx)
+                )
+                continue
             parsed.append(verdict)
         keys = ["first", "second", "tie"]
         if self.source == "logprobs":
@@ -284,15 +252,12 @@ class PairwiseDistribution(Mitigation):
     2025, TrustJudge).
 
     Parameters:
-        source: "logprobs" (verdict probabilities from token logprobs), "samples" (from the
-            shares of sampled verdicts) or "auto" (logprobs when the backend gives them).
+        source: "logprobs", "samples" (shares of sampled verdicts) or "auto" (logprobs when the backend gives
+            them).
         samples: verdicts sampled per order with ``source="samples"`` (sets the judge's n).
-        temperature: sampling temperature with ``source="samples"`` (sets the judge's temperature).
+        temperature: sampling temperature with ``source="samples"``.
         top_logprobs: alternatives read at the verdict token with ``source="logprobs"``.
-        tie_margin: the verdict is a tie when the two texts' pooled probabilities differ by no
-            more than this.
-
-    See the module docstring for how the two orders are pooled and what the judgment holds.
+        tie_margin: the verdict is a tie when the two texts' pooled probabilities differ by no more than this.
     """
 
     paper = "Wang et al. 2025 (TrustJudge)"

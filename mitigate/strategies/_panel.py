@@ -1,26 +1,12 @@
 """Panels of judges ("juries"; Verga et al. 2024, "Replacing judges with juries").
 
-Verga et al. found that a panel of smaller judges from different model families agrees with
-humans as well as or better than one large judge, at a fraction of the cost, and with less
-of one family's self-preference. :class:`PanelJudge` asks every member and reduces their
-answers; :class:`Panel` (registered ``"panel"``) builds one from the judge it wraps, the
-same prompts sent to other backends.
-
-Reducers:
-
-- ``mean`` and ``median`` of the members' scores (a pairwise verdict counts first = 1,
-  tie = 0.5, second = 0; the reduced value > 0.5 is "first", < 0.5 "second", else "tie");
-- ``majority``: the value more than half of *all* members gave (a strict majority); no such
-  value gives no score and the flag ``no_majority``.
-
-A member that fails (a parse failure, an error from its call) is never silently dropped: it
-stays in the member count, so it counts against a strict majority, and ``mean``/``median``
-need at least ``quorum`` answering members (default: all of them) or give no score. Every
-failed member is named in ``meta["panel"]["failed"]`` and flagged ``panel_member_failed``.
-Nothing depends on the members' order: medians and majorities are order-free, and a tie
-for the majority is no majority, never the first-listed value. ``samples`` hold the
-members' scores in member order (None for a failed one), so agreement within the panel is
-a confidence :class:`~mitigate.strategies._selective.SelectiveEvaluation` can read.
+:class:`PanelJudge` asks every member and reduces their answers: ``mean`` or ``median`` of the scores (a
+verdict counts first = 1, tie = 0.5, second = 0), or the strict ``majority`` of *all* members (none: no score
+and the flag ``no_majority``). A failed member is never dropped: it stays in the member count,
+``mean``/``median`` need ``quorum`` answers (default: all), and it is named in ``meta["panel"]["failed"]`` and
+flagged ``panel_member_failed``. Nothing depends on the members' order. ``samples`` hold the members' scores
+in member order. :class:`Panel` (``"panel"``) builds one from the judge it wraps, the same prompts sent to
+other backends.
 """
 
 from __future__ import annotations
@@ -55,8 +41,8 @@ def reduce_panel(
 ) -> float | None:
     """The panel's value from one value per member (None for a failed member), or None when it has none.
 
-    ``majority`` needs a value given by more than half of ``len(values)`` (failed members
-    included); ``mean``/``median`` need at least ``quorum`` answers (None: every member).
+    ``majority`` needs a value given by more than half of all members; ``mean``/``median`` at least ``quorum``
+    answers (None: every member).
     """
     n = len(values)
     if n == 0:
@@ -80,11 +66,8 @@ def _as_verdict(value: float | None) -> Verdict | None:
 
 
 class PanelJudge(CompositeJudge):
-    """Asks every member judge (the children, by name) concurrently and reduces their answers.
-
-    A member whose call raises is recorded as failed (its error text in
-    ``meta["panel"]["errors"]``), like a member whose answer failed to parse.
-    """
+    """Asks every member judge (the children, by name) concurrently and reduces their answers; a member
+    whose call raises counts as failed (``meta["panel"]["errors"]``)."""
 
     kind = "panel"
     requests_are_children = True
@@ -134,10 +117,7 @@ class PanelJudge(CompositeJudge):
             members[c] = dict(zip(names, values, strict=True))
         verdict: Verdict | None = None
         if pairwise:
-            votes = [
-                _VERDICT_VALUE[p.verdict] if p.verdict is not None and p.error is None else None
-                for p in parts
-            ]
+            votes = [_VERDICT_VALUE[p.verdict] if p.verdict and p.error is None else None for p in parts]
             failed |= {n for n, v in zip(names, votes, strict=True) if v is None}
             verdict = _as_verdict(reduce_panel(votes, self.reducer, self.quorum))
             members["verdict"] = {n: p.verdict for n, p in zip(names, parts, strict=True)}
@@ -160,19 +140,12 @@ class PanelJudge(CompositeJudge):
                 "n_members": len(names),
             }
         }
+        flat = tuple(dict.fromkeys(flags))
         merged = merge_judgments(
-            item.id,
-            parts,
-            scores=scores,
-            samples=samples,
-            verdict=verdict,
-            flags=tuple(dict.fromkeys(flags)),
-            meta=meta,
+            item.id, parts, scores=scores, samples=samples, verdict=verdict, flags=flat, meta=meta
         )
-        if len(errors) < len(names):
-            # failed members are reported in meta, not as a failed call
-            merged = merged.model_copy(update={"error": None})
-        return merged
+        # failed members are reported in meta, not as a failed call
+        return merged.model_copy(update={"error": None}) if len(errors) < len(names) else merged
 
 
 _SPECS = Satisfies(
@@ -186,8 +159,7 @@ _SPECS = Satisfies(
 )
 
 
-def _on_lm(lm: LM, leaf: PromptJudge) -> PromptJudge:
-    """``leaf`` asking ``lm`` instead of its own LM (a panel member)."""
+def _on_lm(lm: LM, leaf: PromptJudge) -> PromptJudge:  # a panel member: ``leaf`` asking ``lm``
     return PromptJudge(leaf.prompt, lm, leaf.config)
 
 
@@ -196,14 +168,11 @@ class Panel(Mitigation):
     """A panel of the wrapped judge's prompts sent to several backends (Verga et al. 2024).
 
     Parameters:
-        backends: backend specs (``"openai:gpt-4o-mini"``, ``"anthropic:claude-3-5-haiku-latest"``,
-            ``"local:<path.gguf>"`` ...); each member is the wrapped judge with every prompt
-            judge's LM replaced by that backend (with the usual cache and retries).
+        backends: backend specs; each member (named by its spec) is the wrapped judge with every prompt
+            judge's LM replaced by that backend, built when the panel wraps a judge.
         include_base: also keep the wrapped judge itself as a member (named "base").
         reducer: "mean", "median" or "majority" (strict majority of all members).
         quorum: the fewest answering members ``mean``/``median`` need (None: all of them).
-
-    Members are named by their spec. Backends are built when the panel wraps a judge.
     """
 
     paper = "Verga et al. 2024"
@@ -221,7 +190,7 @@ class Panel(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """A median panel of the base judge and a fake backend, and a strict-majority one."""
+        """A median panel of the base judge and a local backend, and a strict-majority one."""
         return [
             cls(backends=("local",)),
             cls(backends=("local", "local:other.gguf"), include_base=False, reducer="majority", quorum=1),

@@ -1,17 +1,10 @@
 """Panel reducers beyond mean, median and majority: Dawid-Skene and minority veto.
 
-Both re-reduce the members' answers a panel judgment carries (``meta["panel"]["members"]``,
-written by :class:`~mitigate.strategies._panel.PanelJudge`), so they follow a panel in a
-pipeline: ``panel(backends=[...]) | dawid-skene``.
-
-- :class:`DawidSkene` (``dawid-skene``; Dawid and Skene 1979) models each member by its
-  confusion matrix and reduces an item's votes to the posterior of its class
-  (:mod:`mitigate.measures._panel`). Fitted on a training split: supervised (counted from the
-  gold labels) when the split has them, else by EM from the votes alone. A judge that is no
-  panel is a panel of one: its answers are then re-read through its own confusion matrix.
-- :class:`MinorityVeto` (``minority-veto``; Jain et al. 2025) lets named members veto a pass:
-  judges readily accept invalid outputs (true-negative rates below 25% where true-positive
-  rates pass 96%), so a few members flagging an output should outweigh a majority accepting it.
+Both re-reduce the members' answers a panel judgment carries (``meta["panel"]["members"]``), so they follow a
+panel in a pipeline: ``panel(backends=[...]) | dawid-skene``. :class:`DawidSkene` (Dawid and Skene 1979)
+models each member by its confusion matrix, fitted supervised from gold labels or by EM from the votes alone
+(:mod:`mitigate.measures`); :class:`MinorityVeto` (Jain et al. 2025) lets named members veto a pass, since
+judges readily accept invalid outputs.
 """
 
 from __future__ import annotations
@@ -54,10 +47,8 @@ class DawidSkeneJudge(CompositeJudge):
     """The inner judge (a panel, or one judge) with its members' answers reduced by a fitted Dawid-Skene
     model.
 
-    A verdict is the most probable class (an exact tie between the two best classes is "tie");
-    a score is the posterior mean of the classes (whole numbers). ``meta["dawid_skene"]`` holds
-    the posterior and what the inner judge had reduced to. An item no member answered keeps no
-    answer (its failures stay recorded).
+    A verdict is the most probable class (an exact tie between the best two is "tie"); a score the posterior
+    mean of the classes. ``meta["dawid_skene"]`` holds the posterior and the answer before.
     """
 
     kind = "dawid-skene"
@@ -72,7 +63,7 @@ class DawidSkeneJudge(CompositeJudge):
         return {"model": self.model.model_dump(mode="json"), "criterion": self.criterion}
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """The inner judge's (a posterior mean of whole-number classes stays within what the members said)."""
+        """The inner judge's (a posterior mean of whole-number classes stays within them)."""
         return self.children["inner"].score_bounds()
 
     async def judge(self, item: Item) -> Judgment:
@@ -123,16 +114,15 @@ class DawidSkene(Mitigation):
     split.
 
     Parameters:
-        supervised: True fits the matrices from the training split's gold labels (the human
-            preference, or the human score as the nearest whole number); False by EM from the
-            members' answers alone; "auto" supervised when the split has labels.
-        smoothing: pseudo-counts added to every confusion cell (a member never seen giving an
-            answer keeps a small probability of giving it).
+        supervised: True fits the matrices from the gold labels (the preference, or the human score as the
+            nearest whole number); False by EM from the answers alone; "auto" supervised when the split has
+            labels.
+        smoothing: pseudo-counts added to every confusion cell.
         criterion: the criterion whose labels and scores are read (None: the only one).
         max_iter: EM iterations at most (unsupervised).
 
-    ``fit(train, judge)`` runs ``judge`` (a panel, placed before this step) over ``train`` and
-    fits ``model_``. A judge that is no panel is a panel of one member, "judge".
+    ``fit(train, judge)`` runs ``judge`` over ``train``; a judge that is no panel is a panel of one member,
+    "judge".
     """
 
     paper = "Dawid and Skene 1979"
@@ -209,17 +199,12 @@ class DawidSkene(Mitigation):
         supervised = has_gold if self.supervised == "auto" else bool(self.supervised)
         if supervised and not has_gold:
             raise ConfigError(
-                "DawidSkene(supervised=True) needs gold labels on the training items "
-                f"({crit!r}); "
+                f"DawidSkene(supervised=True) needs gold labels on the training items ({crit!r}); "
                 "got none: expected human scores or preferences, or supervised=False"
             )
+        gold_used = gold if supervised else None
         model = fit_dawid_skene(
-            votes,
-            members,
-            kind=kind,
-            gold=gold if supervised else None,
-            smoothing=self.smoothing,
-            max_iter=self.max_iter,
+            votes, members, kind=kind, gold=gold_used, smoothing=self.smoothing, max_iter=self.max_iter
         )
         return self.model_copy(
             update={"model_": model, "criterion": self.criterion if kind == "verdict" else crit}
@@ -251,13 +236,12 @@ def _panels_in(judge: Judge) -> list[PanelJudge]:
 
 
 class MinorityVetoJudge(CompositeJudge):
-    """The inner panel's judgment, with its pass vetoed when enough of the named members fail the item.
+    """The inner panel's judgment, with its pass vetoed when at least ``min_vetoes`` of the named members fail
+    the item.
 
-    Scores: a pass is a reduced score at or above ``threshold``; when at least ``min_vetoes``
-    vetoers scored below it, the score becomes the highest score among those vetoers (a fail,
-    as close to the panel's as a fail can be). Verdicts: a decisive verdict is vetoed when at
-    least ``min_vetoes`` vetoers preferred the other text; it becomes a tie. A vetoed judgment
-    is flagged ``vetoed`` and ``meta["minority_veto"]`` names the vetoers and the answer before.
+    A score at or above ``threshold`` vetoed becomes the highest score among the vetoers who failed it; a
+    decisive verdict vetoed (vetoers preferring the other text) becomes a tie. A vetoed judgment is flagged
+    ``vetoed``, with ``meta["minority_veto"]``.
     """
 
     kind = "minority-veto"
@@ -287,13 +271,8 @@ class MinorityVetoJudge(CompositeJudge):
 
     async def judge(self, item: Item) -> Judgment:
         """The panel's judgment, vetoed or not."""
-        return veto(
-            await self.children["inner"].judge(item),
-            self.vetoers,
-            self.min_vetoes,
-            self.threshold,
-            self.criterion,
-        )
+        j = await self.children["inner"].judge(item)
+        return veto(j, self.vetoers, self.min_vetoes, self.threshold, self.criterion)
 
 
 def veto(
@@ -320,14 +299,7 @@ def veto(
         against = [m for m in named if votes.get(m) == other]
         if len(against) < min_vetoes:
             return j
-        info: dict[str, Any] = {"vetoed_by": against, "before": j.verdict}
-        return j.model_copy(
-            update={
-                "verdict": "tie",
-                "flags": tuple(dict.fromkeys((*j.flags, VETOED))),
-                "meta": {**j.meta, "minority_veto": info},
-            }
-        )
+        return _vetoed(j, {"verdict": "tie"}, {"vetoed_by": against, "before": j.verdict})
     crit = _criterion(j, criterion)
     if crit is None or not isinstance(members.get(crit), dict):
         raise ConfigError(
@@ -349,15 +321,13 @@ def veto(
     ]
     if len(fails) < min_vetoes:
         return j
-    new = max(v for _, v in fails)
-    info = {"vetoed_by": [m for m, _ in fails], "before": value}
-    return j.model_copy(
-        update={
-            "scores": {**j.scores, crit: new},
-            "flags": tuple(dict.fromkeys((*j.flags, VETOED))),
-            "meta": {**j.meta, "minority_veto": info},
-        }
-    )
+    new = {"scores": {**j.scores, crit: max(v for _, v in fails)}}
+    return _vetoed(j, new, {"vetoed_by": [m for m, _ in fails], "before": value})
+
+
+def _vetoed(j: Judgment, update: dict[str, Any], info: dict[str, Any]) -> Judgment:
+    flags = tuple(dict.fromkeys((*j.flags, VETOED)))
+    return j.model_copy(update={**update, "flags": flags, "meta": {**j.meta, "minority_veto": info}})
 
 
 def _vetoers(vetoers: tuple[str, ...], votes: dict[str, Any]) -> list[str]:
@@ -385,14 +355,13 @@ class MinorityVeto(Mitigation):
     """Let a minority of a panel veto a pass (Jain et al. 2025): judges accept invalid outputs too readily.
 
     Parameters:
-        vetoers: the panel members (by name: "base", or a backend spec) whose fail counts as a
-            veto; empty: every member.
+        vetoers: the panel members (by name: "base", or a backend spec) whose fail counts as a veto; empty:
+            every member.
         min_vetoes: how many vetoers must fail the item to veto the panel's pass.
-        threshold: for a score panel, the lowest score that is a pass (not used by a verdict panel).
+        threshold: for a score panel, the lowest score that is a pass.
         criterion: the criterion read (None: the only one).
 
-    It follows a panel: ``panel(backends=[...]) | minority-veto(vetoers=["base"])``; on a judge
-    with no panel it is refused. See :class:`MinorityVetoJudge` for what a veto does.
+    It follows a panel (:class:`MinorityVetoJudge`); on a judge with no panel it is refused.
     """
 
     paper = "Jain et al. 2025"

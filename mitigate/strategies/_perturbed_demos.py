@@ -1,28 +1,13 @@
 """Guideline-perturbation consistency (Ghazarian et al. 2024): the judge that measures it and the demos that
 mitigate it.
 
-Ghazarian et al. 2024, "Assessment and mitigation of inconsistencies in LLM-based
-evaluations", find that an LLM judge's answer changes when the options of its scoring
-guideline are reordered or one option's description is lengthened. Their measures:
-*consistency*, the share of items whose output is identical under every perturbed
-guideline, and *accuracy* under each perturbation, averaged. Their mitigation: few-shot
-demonstrations in which each of M demos (M=2 worked best) is shown under N perturbed
-versions of the guideline, always followed by the same gold score, so the judge sees that
-the perturbation must not change the answer. Their ablation shows each demo under a single
-random perturbation instead.
-
-- :class:`PerturbedGuidelines` (``"perturbed-guidelines"``) — measurement: judges each item
-  under the test prompt's own guideline and under each perturbed version, keeps the
-  original score, and records every version's score in ``Judgment.meta["perturbations"]``
-  (read by :func:`mitigate.measures.perturbation_consistency` through the compare
-  harness).
-- ``perturbed-demos`` (:class:`PerturbedDemosPreset`) — the mitigation: a registered preset
-  of :class:`~mitigate.strategies._demos.Demos` with ``display="perturbed"``, with the
-  ablation (``ablation=True``) and the unperturbed few-shot control (``perturbed=False``,
-  ``display="guideline"``) as flags.
-
-Perturbations are built by :func:`mitigate.prompt._perturb.perturbation_set`; see that module for
-how options are named and how lengthened descriptions are obtained.
+An LLM judge's answer changes when the options of its scoring guideline are reordered or one option's
+description is lengthened. :class:`PerturbedGuidelines` (``"perturbed-guidelines"``) measures it: it judges
+each item under the prompt's own guideline and under each perturbed version
+(:func:`mitigate.prompt.perturbation_set`), keeps the original score and records every version's in
+``Judgment.meta["perturbations"]`` (read by :func:`mitigate.measures.perturbation_consistency`).
+``perturbed-demos`` (:class:`PerturbedDemosPreset`) mitigates it: demos each shown under N perturbed
+guidelines, always with the same gold score.
 """
 
 from __future__ import annotations
@@ -78,19 +63,14 @@ def _output(judgment: Judgment) -> Any:
 class PerturbedGuidelinesJudge(CompositeJudge):
     """The fan-out :class:`PerturbedGuidelines` builds: child ``"original"`` plus one child per perturbation.
 
-    ``judge(item)`` runs every child concurrently and returns the original child's scores,
-    samples and verdict, with the raw texts, parse failures, usage and cost of every child
-    (:func:`~mitigate.judge.merge_judgments`) and:
+    ``judge(item)`` runs every child concurrently and returns the original child's answer and meta, with every
+    child's raw texts and costs (:func:`~mitigate.judge.merge_judgments`), and:
 
-    - ``meta["perturbations"]``: ``{"original": output, "<perturbation name>": output, ...}``
-      where ``output`` is the score (one criterion), the tuple of scores in criterion order
-      (several criteria; None when any is missing), or the verdict (pairwise); ``None`` for
-      a parse failure or a failed call;
+    - ``meta["perturbations"]``: ``{"original": output, "<perturbation name>": output, ...}``, the output
+      being the score, the tuple of scores in criterion order, or the verdict (None for a failure);
     - ``meta["perturbations_by_criterion"]``: ``{criterion: {name: score}}`` (several criteria only);
-    - ``meta["perturbation_errors"]``: ``{name: error}`` for perturbed children whose call
-      failed (present only then). A failure of the original child fails the item.
-
-    Any meta the original child carried is kept. ``error`` is the original child's error only.
+    - ``meta["perturbation_errors"]``: ``{name: error}`` for perturbed children that failed (a failure of the
+      original fails the item).
     """
 
     kind = "perturbed-guidelines"
@@ -109,12 +89,9 @@ class PerturbedGuidelinesJudge(CompositeJudge):
         return {"perturbations": {k: p.model_dump(mode="json") for k, p in self.perturbations.items()}}
 
     def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
-        """Every child's leaves mapped by ``fn``; ConfigError if that erased a perturbation.
-
-        A transform placed after this judge that drops the guideline (``MultiAttribute``
-        rebuilds the prompt without it) would leave a perturbed child asking exactly what the
-        original asks, and consistency would be 100% by construction; that is refused.
-        """
+        """Every child's leaves mapped by ``fn``; ConfigError if that made a perturbed child ask what the
+        original asks (``MultiAttribute`` drops the guideline), which would make consistency 100% by
+        construction."""
         mapped = self.with_children({k: c.map_leaves(fn) for k, c in self.children.items()})
         original = [leaf.prompt for leaf in mapped.children[ORIGINAL].leaves()]
         for name, child in mapped.children.items():
@@ -149,15 +126,9 @@ class PerturbedGuidelinesJudge(CompositeJudge):
         original = by_name[ORIGINAL]
         meta: dict[str, Any] = {**original.meta, "perturbations": outputs}
         if len(original.scores) > 1:
+            ok = {name: j for name, j in by_name.items() if j.error is None}
             meta["perturbations_by_criterion"] = {
-                c: {
-                    name: (
-                        by_name[name].scores.get(c)
-                        if name in by_name and by_name[name].error is None
-                        else None
-                    )
-                    for name in names
-                }
+                c: {name: ok[name].scores.get(c) if name in ok else None for name in names}
                 for c in original.scores
             }
         if errors:
@@ -186,30 +157,20 @@ def _leaves_with_guidelines(judge: Judge, owner: str) -> list[tuple[PromptJudge,
 class PerturbedGuidelines(Mitigation):
     """Measure consistency under guideline perturbation (Ghazarian et al. 2024); does not change scores.
 
-    A mitigation-kind wrapper that perturbs the scoring guideline, named in ``--pipeline`` (the bias
-    probes of :mod:`mitigate.probes` rewrite the judged text instead).
-    Wraps a judge into a :class:`PerturbedGuidelinesJudge` that scores each item under the
-    test prompt's own guideline *and* under each perturbed version of it, keeps the
-    original's score as the judgment's score, and records every version's output in
-    ``Judgment.meta["perturbations"]`` (key ``"original"`` plus one key per perturbation
-    name, e.g. ``"order(2,0,1)"``; ``None`` for a parse failure). The compare harness's
-    consistency measure (:func:`mitigate.measures.perturbation_consistency`) reads
-    that key: consistency is the share of items whose output is identical under the
-    original and every perturbation. Costs 1 + N calls per item.
+    A mitigation-kind wrapper that perturbs the scoring guideline, named in ``--pipeline`` (the bias probes of
+    :mod:`mitigate.probes` rewrite the judged text instead). It wraps a judge into a
+    :class:`PerturbedGuidelinesJudge`; 1 + N calls per item.
 
     Parameters:
-        kind: "order" (reordered options), "length" (one option's description lengthened),
-            or "both" (see :func:`mitigate.prompt._perturb.perturbation_set`).
-        n: how many perturbations (None: every reordering for 2–3 options, a seeded sample of
-            6 for more; every lengthened option).
+        kind: "order" (reordered options), "length" (one option's description lengthened), or "both".
+        n: how many perturbations (None: every reordering for 2–3 options, a seeded sample of 6 for more;
+            every lengthened option).
         lengthened: option label -> lengthened description; required for "length"/"both".
         seed: seeds the sampling of perturbations.
 
-    Perturbations that leave the guideline unchanged (the identity ordering) are dropped,
-    since the original is always judged. Every inner prompt (e.g. one per criterion after a
-    single-attribute split) gets the same perturbations; their guidelines must have the same
-    number of options, and for "length"/"both" the same text. Place this after
-    prompt-level mitigations such as ``perturbed-demos``.
+    The identity ordering is dropped (the original is always judged). Every inner prompt gets the same
+    perturbations: their guidelines must have as many options, and for "length"/"both" the same text. Place it
+    after prompt-level mitigations such as ``perturbed-demos``.
     """
 
     paper = "Ghazarian et al. 2024"
@@ -226,7 +187,7 @@ class PerturbedGuidelines(Mitigation):
         return self
 
     def perturbations_for(self, judge: Judge) -> list[Perturbation]:
-        """The perturbations this mitigation applies to ``judge``'s prompts (identity dropped)."""
+        """The perturbations applied to ``judge``'s prompts (identity dropped)."""
         pairs = _leaves_with_guidelines(judge, "PerturbedGuidelines")
         first = pairs[0][1]
         for leaf, gl in pairs[1:]:
@@ -272,43 +233,25 @@ class PerturbedGuidelines(Mitigation):
 class PerturbedDemosPreset(Preset):
     """Few-shot demos shown under perturbed guidelines, each with the same gold score (Ghazarian et al. 2024).
 
-    Each of the ``m`` demos is repeated once per perturbed version of the prompt's own
-    guideline (reordered options, a lengthened description, or both; built by
-    :func:`mitigate.prompt._perturb.perturbation_set`), each copy showing that guideline and then the
-    same gold score. The copies are placed before the item (demo 1 under every perturbation,
-    then demo 2 ...), after any demos the prompt already had; the item itself is judged
-    under the prompt's guideline, unperturbed. The paper found ``m=2`` best.
-
-    Builds ``Demos(demos=demos or selector=Stratified(by="range", seed=seed), k=m,
-    display="perturbed" (perturbed=False: "guideline"), placement="append", kind, n,
-    lengthened, seed, ablation)``.
+    Each of the ``m`` demos is repeated once per perturbed version of the prompt's guideline (put back in its
+    original order first, so the demos stay the same across :class:`PerturbedGuidelines`' reorderings), before
+    the item and after the prompt's own demos; the item is judged under the unperturbed guideline. The paper
+    found ``m=2`` best.
 
     Parameters:
-        demos: the demonstrations (an item and its gold score; a dict score holds one
-            score per criterion and the prompt's criterion is picked). Exactly ``m`` when given.
+        demos: the demonstrations (exactly ``m`` when given; a dict score holds one score per criterion).
         m: how many demos; ``fit`` picks this many.
-        n: how many perturbed guidelines per demo (None: every reordering for 2–3 options,
-            which includes the original order, or a seeded sample of 6 reorderings without
-            it for larger scales; every lengthened option).
+        n: how many perturbed guidelines per demo (None: every reordering for 2–3 options, which includes the
+            original order, or a seeded sample of 6 without it for larger scales; every lengthened option).
         kind: "order", "length" or "both".
         lengthened: option label -> lengthened description (for "length"/"both").
         seed: seeds perturbation sampling, the ablation's choice and ``fit``'s pick.
-        ablation: the paper's ablation: each demo shown under ONE perturbation drawn at
-            random (seeded) from the non-identity perturbations, instead of under all N.
-        perturbed: False gives the unperturbed few-shot control: the same demos, each shown
-            once under the original guideline (same layout, no perturbation).
+        ablation: the paper's ablation: each demo under ONE non-identity perturbation drawn at random.
+        perturbed: False gives the unperturbed few-shot control (each demo once under the original guideline).
 
-    ``fit(train, judge)``: with ``demos=`` given there is nothing to learn. Otherwise a
-    :class:`~mitigate.selectors.Stratified` selector (``by="range"``,
-    :func:`~mitigate.selectors.stratified_pick`) draws ``m`` items over the gold-score range
-    of the judge's criterion, preferring gold scores that are points of the judge's scale
-    (seeded; the scale is taken from the judge's prompt at fit). When the judge scores several criteria (e.g.
-    after a single-attribute split)
-    each demo holds every criterion's human score and each inner prompt shows its own.
-
-    The guideline the demos are shown under is the prompt's guideline with its options put
-    back in their original order, so placing a :class:`PerturbedGuidelines` after (or before)
-    this mitigation keeps the demos identical across its reorderings.
+    Without ``demos``, ``fit`` draws ``m`` items over the gold-score range with ``Stratified(by="range",
+    seed)``. Builds ``Demos(demos or selector, k=m, display="perturbed" (or "guideline"), placement="append",
+    kind, n, lengthened, seed, ablation)``.
     """
 
     paper = "Ghazarian et al. 2024"
@@ -346,8 +289,7 @@ class PerturbedDemosPreset(Preset):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """The Demos of two small given demos: perturbed, ablation, and the unperturbed control; and
-        unfitted."""
+        """The Demos of two given demos (perturbed, ablation, the unperturbed control) and an unfitted one."""
         demos = (
             Demo(item=Item(id="demo-low", output="A muddled text."), score=1.0, scale=Scale(min=1, max=5)),
             Demo(item=Item(id="demo-high", output="A clear text."), score=5.0, scale=Scale(min=1, max=5)),
@@ -361,16 +303,11 @@ class PerturbedDemosPreset(Preset):
 
     def build(self) -> Demos:
         """The :class:`Demos` these parameters stand for (see the class docstring)."""
-        selector = None if self.demos else Stratified(by="range", seed=self.seed)
         return Demos(
-            selector=selector,
+            selector=None if self.demos else Stratified(by="range", seed=self.seed),
             demos=self.demos,
             k=self.m,
             display="perturbed" if self.perturbed else "guideline",
             placement="append",
-            kind=self.kind,
-            n=self.n,
-            lengthened=self.lengthened,
-            seed=self.seed,
-            ablation=self.ablation,
+            **self.model_dump(include={"kind", "n", "lengthened", "seed", "ablation"}),
         )

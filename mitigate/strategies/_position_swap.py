@@ -1,11 +1,5 @@
-"""Position swap for pairwise judges: judge both orders and reconcile.
-
-A pairwise judge (prompt ``answer="pairwise"``, item ``output`` and ``output_b`` filling two
-slots such as ``{{output}}`` and ``{{output_b}}``) tends to prefer a position rather than a
-text. Running each comparison in both orders and keeping only verdicts that survive the
-swap is the standard check; Shen et al. 2023 run their SummEval head-to-head both ways, and
-``measures.position_bias`` measures the flip rate from the two verdicts this records.
-"""
+"""Position swap for pairwise judges: judge both orders and reconcile (Shen et al. 2023);
+``measures.position_bias`` reads the two verdicts recorded."""
 
 from __future__ import annotations
 
@@ -37,17 +31,13 @@ def swap_item(item: Item) -> Item:
 
 
 class PositionSwapJudge(CompositeJudge):
-    """Runs a pairwise judge on the item and on its swapped copy, and reconciles the verdicts.
+    """Runs a pairwise judge on the item (child "original") and on its swapped copy ("swapped"), and
+    reconciles the verdicts.
 
-    Children: "original" (judges the item as given) and "swapped" (judges
-    :func:`swap_item`). The swapped verdict is mapped back (first <-> second); when it agrees
-    with the original verdict that verdict is kept. A flip gives "tie" (``on_flip="tie"``)
-    or no verdict (``on_flip="abstain"``), and the flag ``position_inconsistent`` in both
-    cases. When either order has no verdict (parse failure), the result has no verdict and
-    the failure stays recorded. ``meta["orders"]`` = ``{"original": v1, "swapped": v2}``
-    holds the raw verdicts, the swapped one in swapped positions (as
-    ``measures.position_bias`` expects); ``meta["position_consistent"]`` is True, False, or
-    None when a verdict is missing.
+    A verdict that survives the swap is kept; a flip gives "tie" (``on_flip="tie"``) or no verdict
+    ("abstain"), flagged ``position_inconsistent``; a missing verdict gives none. ``meta["orders"]`` holds
+    both raw verdicts (the swapped one in swapped positions), ``meta["position_consistent"]`` True, False or
+    None.
     """
 
     kind = "position-swap"
@@ -107,12 +97,10 @@ class PositionSwap(Mitigation):
     """Judge each pair in both orders; keep verdicts that survive the swap.
 
     Parameters:
-        on_flip: what a verdict that changes with the order becomes: "tie" (the judge
-            could not tell the outputs apart beyond their position) or "abstain" (no
-            verdict, flag ``position_inconsistent``, e.g. to route to a human).
+        on_flip: what a verdict that changes with the order becomes: "tie" or "abstain" (no verdict, e.g. to
+            route to a human).
 
-    The wrapped judge must be pairwise (every prompt ``answer="pairwise"``); this is
-    checked when judging, with a ConfigError. Items need ``output_b`` (DataError otherwise).
+    The wrapped judge must be pairwise (ConfigError when judging) and items need ``output_b`` (DataError).
     """
 
     paper = "Shen et al. 2023"

@@ -1,37 +1,12 @@
 """Selective evaluation with a guarantee of human agreement (Jung et al. 2024, "Trust or Escalate").
 
-A judge is trusted on an item only when its confidence reaches a threshold λ; the rest are
-escalated (to a stronger judge, or to a human). Jung et al. show how to choose λ on a
-labelled calibration split so that, with probability at least 1 − δ over that split,
-
-    P(judge agrees with the human | confidence ≥ λ̂) ≥ 1 − α        (the target agreement),
-
-by *fixed-sequence testing*: for thresholds λ_1 > λ_2 > ... on a grid fixed in advance, test
-the null "the risk (disagreement rate) among items with confidence ≥ λ_j exceeds α" with the
-exact binomial (Clopper-Pearson) upper bound of the empirical risk at level δ; walk down the
-grid while the null is rejected, and stop at the first λ where it is not. λ̂ is the last
-rejected threshold, and no multiplicity correction is needed because the sequence stops at
-the first failure. When even the highest threshold fails, every item is escalated
-(coverage 0): nothing shows the judge can be trusted at that level. The guarantee assumes
-calibration and test items are exchangeable (drawn from the same distribution).
-
-- :func:`fixed_sequence_threshold` is the procedure on arrays (confidence, agreed);
-- :func:`confidence` reads a confidence in [0, 1] from a judgment: agreement among its
-  samples or panel members (``"samples"``), the probability of its most likely answer from a
-  calibrated logprob judge (``"probability"``), whether its verdict survived swapping the
-  two outputs (``"both-orders"``), how close its RTS and MCQ scores are (``"rts-mcq"``), or
-  a ``meta["confidence"]`` a mitigation put there (``"meta"``; :class:`MultipleEvidence`
-  does);
-- :func:`agrees` says whether a judgment agrees with the item's human label: a score within
-  ``tolerance`` of the human score, or a verdict equal to the gold preference
-  (the item's gold ``preference``: A is the first position, B the second);
-- :class:`SelectiveEvaluation` (registered ``"selective"``) fits λ̂ on a training split by
-  judging it, and wraps a judge so that each judgment is accepted or escalated
-  (flag ``needs_human``, ``meta["selective"]``);
-- :class:`CascadeJudge` and :func:`fit_cascade` chain judges from cheap to strong
-  (Jung et al.'s cascaded selective evaluation): each stage has its own threshold,
-  calibrated on the calibration items the stages before it escalated; what the last
-  stage escalates goes to a human.
+A judge is trusted on an item only when its confidence reaches a threshold λ̂, chosen on a labelled
+calibration split by fixed-sequence testing (:func:`fixed_sequence_threshold`) so that, with probability at
+least 1 − δ, agreement with humans among trusted items is at least the target; the rest are escalated. The
+guarantee assumes calibration and test items are exchangeable. :func:`confidence` reads a judgment's
+confidence, :func:`agrees` whether it agrees with the human label; :class:`SelectiveEvaluation`
+(``"selective"``) fits λ̂ and wraps a judge; :class:`CascadeJudge` and :func:`fit_cascade` chain judges from
+cheap to strong, each stage calibrated on what the stages before it escalated.
 """
 
 from __future__ import annotations
@@ -65,13 +40,8 @@ CONFIDENCES: tuple[str, ...] = ("samples", "probability", "both-orders", "rts-mc
 
 def binomial_upper_bound(errors: int, n: int, delta: float) -> float:
     """The exact one-sided (Clopper-Pearson) 1 − δ upper confidence bound of a binomial rate, ``errors`` of
-    ``n``.
-
-    The largest r with P(Binomial(n, r) <= errors) >= δ; 1.0 when ``errors == n``.
-    """
-    if n <= 0:
-        return 1.0
-    if errors >= n:
+    ``n`` (1.0 when ``errors == n``)."""
+    if n <= 0 or errors >= n:
         return 1.0
     from scipy.stats import beta  # imported here: scipy costs about a second to import
 
@@ -79,23 +49,18 @@ def binomial_upper_bound(errors: int, n: int, delta: float) -> float:
 
 
 class Guarantee(BaseModel):
-    """A threshold chosen by fixed-sequence testing, and what it rests on.
-
-    ``threshold`` is λ̂ (None when no threshold passed: escalate everything);
-    ``n_accepted``/``n_agreed`` count the calibration items at or above it and those that
-    agreed; ``upper_risk`` is the binomial upper bound on their disagreement rate (<= α when
-    a threshold passed); ``tested`` is how many thresholds were tested.
-    """
+    """A threshold chosen by fixed-sequence testing (None: escalate everything), and the calibration counts
+    it rests on."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     target: float
     delta: float
-    threshold: float | None
-    n_calibration: int
-    n_accepted: int
-    n_agreed: int
-    upper_risk: float
-    tested: int
+    threshold: float | None = None
+    n_calibration: int = 0
+    n_accepted: int = 0
+    n_agreed: int = 0
+    upper_risk: float = 1.0
+    tested: int = 0
 
     @property
     def coverage(self) -> float:
@@ -120,17 +85,12 @@ def fixed_sequence_threshold(
     """λ̂ such that agreement among items with confidence >= λ̂ is >= ``target`` with probability >= 1 −
     ``delta``.
 
-    ``conf`` are confidences in [0, 1] (NaN: no judgment, never accepted); ``agreed`` whether
-    each calibration judgment agreed with the human. Thresholds are ``grid + 1`` evenly
-    spaced points of [0, 1], tested from 1 down (fixed before seeing the data). A threshold
-    is rejected (declared safe) when the Clopper-Pearson upper bound of the disagreement rate
-    among items at or above it is <= 1 − ``target``. Thresholds that accept fewer than
-    ``min_accepted`` calibration items are skipped, not tested (as Jung et al.'s code keeps
-    only thresholds with at least 30 items above them): otherwise the first, highest
-    threshold, resting on one or two items, would always fail and stop the sequence. Which
-    thresholds are skipped depends only on the confidences, never on the labels, so the
-    sequence is still fixed before the agreements are looked at. Testing stops at the first
-    tested threshold that is not rejected; λ̂ is the lowest rejected one.
+    ``conf`` are confidences in [0, 1] (NaN: never accepted), ``agreed`` whether each judgment agreed with the
+    human. The ``grid + 1`` thresholds of [0, 1] are tested from 1 down; one is rejected (safe) when the
+    Clopper-Pearson bound of the disagreement rate above it is <= 1 − ``target``. Thresholds accepting fewer
+    than ``min_accepted`` items are skipped, not tested (as Jung et al.'s code does; the skip depends on
+    confidences only, so the sequence stays fixed before the labels are seen). Testing stops at the first
+    threshold not rejected; λ̂ is the lowest rejected one.
     """
     c = np.asarray(conf, dtype=float)
     a = np.asarray(agreed, dtype=bool)
@@ -145,7 +105,7 @@ def fixed_sequence_threshold(
         )
     alpha = 1.0 - target
     ok = np.isfinite(c)
-    best: tuple[float, int, int, float] | None = None
+    best: dict[str, Any] = {}  # the lowest rejected threshold's Guarantee fields
     tested = 0
     order = np.argsort(-np.where(ok, c, -np.inf), kind="stable")
     sorted_conf = np.where(ok, c, -np.inf)[order]
@@ -161,29 +121,9 @@ def fixed_sequence_threshold(
         upper = last[1]
         if upper > alpha:
             break
-        best = (round(float(lam), 9), n, n - int(errors_upto[n - 1]), upper)
-    if best is None:
-        return Guarantee(
-            target=target,
-            delta=delta,
-            threshold=None,
-            n_calibration=len(c),
-            n_accepted=0,
-            n_agreed=0,
-            upper_risk=1.0,
-            tested=tested,
-        )
-    lam, n, agreed_n, upper = best
-    return Guarantee(
-        target=target,
-        delta=delta,
-        threshold=lam,
-        n_calibration=len(c),
-        n_accepted=n,
-        n_agreed=agreed_n,
-        upper_risk=upper,
-        tested=tested,
-    )
+        agreed_n = n - int(errors_upto[n - 1])
+        best = {"threshold": round(float(lam), 9), "n_accepted": n, "n_agreed": agreed_n, "upper_risk": upper}
+    return Guarantee(target=target, delta=delta, n_calibration=len(c), tested=tested, **best)
 
 
 # --------------------------------------------------------------------------- reading judgments
@@ -201,15 +141,13 @@ def _criterion(j: Judgment, criterion: str | None) -> str:
 
 
 def confidence(j: Judgment, source: Confidence, criterion: str | None = None) -> float:
-    """The judgment's confidence in [0, 1] from ``source`` (NaN when it has none: a failed or missing
-    judgment).
+    """The judgment's confidence in [0, 1] from ``source`` (NaN for a failed judgment).
 
-    - ``samples``: the share of samples (or panel members) that gave the most common answer;
-      failed samples stay in the count. For a verdict, the per-member verdicts of a panel.
+    - ``samples``: the share of samples (or panel members' verdicts) that gave the most common answer; failed
+      samples stay in the count.
     - ``probability``: the highest answer probability of a calibrated logprob judgment
-      (``meta["calibration"]``, from ``contextual-calibration`` or ``batch-calibration``).
-    - ``both-orders``: 1 when the verdict survived swapping the outputs, 0 when it flipped
-      (``meta["position_consistent"]`` from ``position-swap``).
+      (``meta["calibration"]``).
+    - ``both-orders``: 1 when the verdict survived swapping the outputs, else 0 (``position-swap``).
     - ``rts-mcq``: ``1 / (1 + |RTS − MCQ|)`` from an ``agreement-gate`` judgment.
     - ``meta``: ``meta["confidence"]`` as a mitigation set it.
     """
@@ -230,9 +168,7 @@ def confidence(j: Judgment, source: Confidence, criterion: str | None = None) ->
             return Counter(given).most_common(1)[0][1] / len(votes) if given else math.nan
         values = j.samples.get(_criterion(j, criterion), ())
         given = [v for v in values if v is not None]
-        if not given:
-            return math.nan
-        return Counter(given).most_common(1)[0][1] / len(values)
+        return Counter(given).most_common(1)[0][1] / len(values) if given else math.nan
     if source == "probability":
         cal = meta.get("calibration", {})
         dist = cal.get("mean_q") or cal.get("q") or cal.get("p")
@@ -269,11 +205,10 @@ def confidence(j: Judgment, source: Confidence, criterion: str | None = None) ->
 
 
 def gold_verdict(item: Item, criterion: str | None = None) -> str | None:
-    """The gold preference of a pairwise item as a verdict by position: A -> "first", B -> "second", "tie".
+    """The gold preference of a pairwise item as a verdict by position (A -> "first", B -> "second", "tie"),
+    or None.
 
-    Read from ``item.preference`` (criterion -> "A"/"B"/"tie", see :class:`~mitigate.data._schema.Item`):
-    the criterion's entry, or the only one when ``criterion`` is None. None when the item has no
-    gold preference (for that criterion).
+    The criterion's entry of ``item.preference``, or its only one when ``criterion`` is None.
     """
     prefs = item.preference
     if not prefs:
@@ -295,11 +230,8 @@ _VERDICT_OF_PREFERENCE = {"A": "first", "B": "second", "tie": "tie"}
 
 
 def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None = None) -> bool | None:
-    """Whether ``j`` agrees with the human label of ``item`` (None when either is missing).
-
-    A verdict agrees when it equals :func:`gold_verdict`; a score when it is within
-    ``tolerance`` of ``item.human[criterion]``. A judgment without an answer does not agree.
-    """
+    """Whether ``j`` agrees with the human label of ``item`` (None when there is none): its verdict equals
+    :func:`gold_verdict`, or its score is within ``tolerance`` of the human score."""
     gold = gold_verdict(item, criterion)
     if gold is not None:
         return j.verdict == gold
@@ -314,12 +246,8 @@ def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None =
 
 
 class SelectiveJudge(CompositeJudge):
-    """Its child's judgment, accepted when the confidence reaches the threshold and escalated otherwise.
-
-    ``meta["selective"]`` = ``{"confidence", "threshold", "decision": "accept" | "escalate"}``.
-    An escalated judgment gets the flag ``needs_human``; with ``on_escalate="abstain"`` its
-    scores and verdict are also removed, so measures count it as unjudged.
-    """
+    """Its child's judgment, accepted when the confidence reaches the threshold and escalated otherwise
+    (:func:`decide`)."""
 
     kind = "selective"
     requests_are_children = True
@@ -339,29 +267,22 @@ class SelectiveJudge(CompositeJudge):
 
     def params(self) -> dict[str, Any]:
         """Threshold, confidence source, criterion and what escalation does."""
-        return {
-            "threshold": self.threshold,
-            "source": self.source,
-            "criterion": self.criterion,
-            "on_escalate": self.on_escalate,
-        }
+        return {k: getattr(self, k) for k in ("threshold", "source", "criterion", "on_escalate")}
 
     async def judge(self, item: Item) -> Judgment:
         """The child's judgment with the decision."""
-        return decide(
-            await self.children["inner"].judge(item),
-            self.threshold,
-            self.source,
-            self.criterion,
-            self.on_escalate,
-        )
+        j = await self.children["inner"].judge(item)
+        return decide(j, self.threshold, self.source, self.criterion, self.on_escalate)
 
 
 def decide(
     j: Judgment, threshold: float | None, source: Confidence, criterion: str | None, on_escalate: str
 ) -> Judgment:
-    """``j`` accepted (confidence >= threshold) or escalated (always, when threshold is None), with
-    ``meta["selective"]``."""
+    """``j`` accepted (confidence >= threshold) or escalated (always, when threshold is None).
+
+    ``meta["selective"]`` holds the confidence, threshold and decision. An escalated judgment is flagged
+    ``needs_human``; with ``on_escalate="abstain"`` its answer is removed too.
+    """
     conf = confidence(j, source, criterion)
     accept = threshold is not None and math.isfinite(conf) and conf >= threshold - 1e-12
     info = {
@@ -383,20 +304,18 @@ class SelectiveEvaluation(Mitigation):
     """Trust the judge only where its confidence guarantees a target agreement with humans (Jung et al. 2024).
 
     Parameters:
-        target: the agreement with humans accepted judgments must reach (1 − α), e.g. 0.8.
+        target: the agreement with humans accepted judgments must reach (1 − α).
         delta: the allowed probability that the guarantee fails over the calibration draw.
         confidence: the confidence source (:func:`confidence`).
-        tolerance: a score agrees with the human score when within this distance (pointwise);
-            verdicts must equal the gold preference.
+        tolerance: a score agrees when within this distance of the human score; verdicts must equal the gold
+            preference.
         criterion: the criterion to read (None: the judgment's only one).
-        on_escalate: "flag" keeps an escalated judgment's answer and flags it ``needs_human``;
-            "abstain" also removes the answer.
+        on_escalate: "flag" keeps an escalated answer flagged ``needs_human``; "abstain" also removes it.
         grid: thresholds tested, evenly spaced on [0, 1].
         min_accepted: thresholds accepting fewer calibration items are not tested.
 
-    ``fit(train, judge)`` judges the labelled training (calibration) split and chooses the
-    threshold by :func:`fixed_sequence_threshold`; ``guarantee_`` records it (threshold
-    None: nothing could be trusted at the target, everything is escalated).
+    ``fit(train, judge)`` judges the calibration split and sets ``guarantee_``
+    (:func:`fixed_sequence_threshold`).
     """
 
     paper = "Jung et al. 2024"
@@ -507,9 +426,8 @@ class SelectiveEvaluation(Mitigation):
 class CascadeJudge(CompositeJudge):
     """Judges from cheap to strong (children in order), each trusted only at or above its own threshold.
 
-    The first stage whose confidence reaches its threshold answers (``meta["cascade"]["stage"]``
-    names it); when none does, the last stage's judgment is returned flagged ``needs_human``.
-    A later stage is only called when the earlier ones escalated.
+    The first stage that is trusted answers (``meta["cascade"]``); when none is, the last stage's judgment is
+    escalated. A later stage is only called when the earlier ones escalated.
     """
 
     kind = "cascade"
@@ -571,15 +489,12 @@ def fit_cascade(
     *,
     union_bound: bool = True,
 ) -> list[SelectiveEvaluation]:
-    """One fitted stage per cascade stage, from every stage's judgments on the calibration ``items``.
+    """One fitted stage per cascade stage, from every stage's judgments (in the order of ``items``) on the
+    calibration items.
 
-    Stage k is calibrated on the items stages 1..k-1 escalated (as Jung et al. do).
-    ``judgments[k]`` holds stage k's judgments, in the order of ``items``; ``stage`` is one
-    unfitted ``SelectiveEvaluation`` for every stage or one per stage (each stage may read its
-    own confidence source). With ``union_bound`` (the default) each of the K stages is calibrated
-    at δ/K, so that the whole cascade's accepted items reach the target with probability at least
-    1 − δ (a union bound over the stages; each stage alone at δ lets the cascade fail with up to
-    K·δ). ``union_bound=False`` calibrates every stage at its own δ.
+    Stage k is calibrated on the items stages 1..k-1 escalated; ``stage`` is one unfitted
+    ``SelectiveEvaluation`` for all or one per stage. With ``union_bound`` each of the K stages is calibrated
+    at δ/K, so the whole cascade keeps the 1 − δ guarantee.
     """
     stages = [stage] * len(judgments) if isinstance(stage, SelectiveEvaluation) else list(stage)
     if len(stages) != len(judgments):
@@ -599,20 +514,7 @@ def fit_cascade(
         if remaining:
             s = unfit.calibrate([js[i] for i in remaining], [items[i] for i in remaining])
         else:  # nothing left to calibrate on: this stage trusts nothing
-            s = unfit.model_copy(
-                update={
-                    "guarantee_": Guarantee(
-                        target=unfit.target,
-                        delta=unfit.delta,
-                        threshold=None,
-                        n_calibration=0,
-                        n_accepted=0,
-                        n_agreed=0,
-                        upper_risk=1.0,
-                        tested=0,
-                    )
-                }
-            )
+            s = unfit.model_copy(update={"guarantee_": Guarantee(target=unfit.target, delta=unfit.delta)})
         fitted.append(s)
         g = s.guarantee_
         assert g is not None

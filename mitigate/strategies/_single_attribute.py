@@ -1,35 +1,15 @@
 """Single-attribute decomposition and its multi-attribute control (Stureborg et al. 2024).
 
-Stureborg et al. 2024 ("Large language models are inconsistent and biased evaluators")
-found that asking a judge for several criteria in one output *anchors* the later scores on
-the earlier ones: GPT-4's scores for different SummEval criteria correlate far more with one
-another (r = 0.979) than the human ones do (r = 0.315), and agreement with humans depends on
-where a criterion sits in the output. Their remedy is to score one criterion per call.
+Asking a judge for several criteria in one output *anchors* the later scores on the earlier ones; the remedy
+is one criterion per call. :class:`SingleAttribute` (``"single-attribute"``) splits every multi-criterion
+prompt judge into one child per criterion and merges their scores; :class:`MultiAttribute`
+(``"multi-attribute"``) is the control, one call scoring every criterion in a set order, recording positions
+in ``meta["positions"]`` (for :func:`mitigate.measures.correlation_by_position`).
 
-- :class:`SingleAttribute` (``"single-attribute"``) splits every multi-criterion prompt judge
-  into one child per criterion (a :class:`~mitigate.judge.CompositeJudge` fan-out), runs the
-  children concurrently and merges their scores into one :class:`~mitigate.judge.Judgment`.
-- :class:`MultiAttribute` (``"multi-attribute"``) is the control: one call scoring every
-  criterion, in a configurable order, recording each criterion's position in
-  ``Judgment.meta["positions"]`` (for :func:`mitigate.measures.correlation_by_position`).
-- :func:`~mitigate.strategies._edits.multi_criterion_prompt` is the built-in rating template
-  both use (our own wording).
-
-How a child prompt is made to ask for one criterion
-    *Prompts built by* ``multi_criterion_prompt`` (recognised exactly by
-    :func:`~mitigate.strategies._edits.is_multi_criterion_template`) are rebuilt for the single criterion, so
-    the child
-    text names only that criterion and asks for ``Score: N``.
-    *Free-form user templates* that list several criteria (``JudgePrompt.from_template(...,
-    criteria=[...])``) cannot be rewritten reliably, so the child keeps the user's text and
-    gets one more paragraph at the end of its last user message (before its answer stub):
-    "For this request, rate only <criterion> ...; ignore the other criteria mentioned above."
-    and the request for the template's own answer line (its answer format; a line naming
-    another criterion, "Coherence: N", is renamed for this one). The user's own text still
-    mentions the other criteria; the added paragraph overrides it, and the answer is read
-    in that format. ``on_free_form="error"`` refuses such templates instead.
-    The "rate only" paragraph is one of the managed paragraphs of
-    :mod:`mitigate.strategies._edits`.
+A prompt built by :func:`~mitigate.strategies._edits.multi_criterion_prompt` is rebuilt for one criterion. A
+free-form template listing several criteria keeps its text and gets a managed "For this request, rate only
+<criterion> ...; ignore the other criteria mentioned above." paragraph asking for its own answer line (renamed
+for the criterion); ``on_free_form="error"`` refuses it instead.
 """
 
 from __future__ import annotations
@@ -62,10 +42,8 @@ from mitigate.strategies._edits import (
 class SingleAttributeJudge(CompositeJudge):
     """One child judge per criterion; their scores are merged into one judgment.
 
-    ``Judgment.meta["criteria"]`` lists the criteria (one call each); a child's own meta is
-    kept under ``meta["children"][<criterion>]``. Parse failures of a child stay failures
-    (its criterion scores None); an LM error raised by a child is re-raised once every child
-    has finished.
+    ``meta["criteria"]`` lists the criteria, a child's own meta goes under ``meta["children"][<criterion>]``;
+    an LM error of a child is re-raised once every child finished.
     """
 
     kind = "single-attribute"
@@ -101,16 +79,13 @@ class SingleAttributeJudge(CompositeJudge):
 class SingleAttribute(Mitigation):
     """Score each criterion in its own call (Stureborg et al. 2024's remedy for anchoring).
 
-    Every prompt judge whose prompt scores several criteria becomes a
-    :class:`SingleAttributeJudge` with one child per criterion; each child's prompt is
-    ``prompt.with_criteria([c])`` and its text asks for that criterion only (see the module
-    docstring for built-in versus free-form templates). Leaves with one criterion, and
-    pairwise leaves, are left as they are.
+    Every prompt judge scoring several criteria becomes a :class:`SingleAttributeJudge`; leaves with one
+    criterion, and pairwise ones, are left as they are.
 
     Parameters:
         concurrent: run the per-criterion calls concurrently (True) or one after another.
-        on_free_form: for a free-form multi-criterion template, "append" a "rate only
-            <criterion>" paragraph to each child's text, or raise ConfigError ("error").
+        on_free_form: for a free-form multi-criterion template, "append" a "rate only <criterion>" paragraph
+            to each child, or raise ConfigError ("error").
     """
 
     paper = "Stureborg et al. 2024"
@@ -158,10 +133,8 @@ class SingleAttribute(Mitigation):
 class MultiAttributeJudge(CompositeJudge):
     """Wraps the one multi-criterion call and records each criterion's position in the answer.
 
-    ``Judgment.meta["positions"]`` maps criterion -> position (0 = asked and answered first),
-    read from the inner prompt at judge time; ``meta["order"]`` lists the criteria in order.
-    When a later mitigation split the call (e.g. ``SingleAttribute`` applied after this one),
-    there is no shared output and no positions are recorded.
+    ``meta["positions"]`` maps criterion -> position (0 = first), ``meta["order"]`` lists them; none once a
+    later mitigation split the call.
     """
 
     kind = "multi-attribute"
@@ -176,7 +149,6 @@ class MultiAttributeJudge(CompositeJudge):
         return {"order": list(self.order)}
 
     def _current_order(self) -> list[str] | None:
-        """The criteria order of the one inner prompt; None once a later split made several calls."""
         leaves = self.children["multi"].leaves()
         if len(leaves) != 1:
             return None
@@ -198,24 +170,19 @@ def _distinct_names(values: Any) -> bool:
 
 
 MIN_TOKENS_PER_LINE = 3
-"""The fewest tokens one "<criterion>: N" answer line takes (a name, the colon, the digit): a lower
-bound, so a multi-criterion answer that cannot fit in the judge's ``max_tokens`` is refused."""
+"""The fewest tokens one "<criterion>: N" answer line takes: a multi-criterion answer that cannot fit in
+``max_tokens`` is refused."""
 
 
 @register("mitigation", "multi-attribute")
 class MultiAttribute(Mitigation):
     """The control for :class:`SingleAttribute`: one call scoring all criteria, in a set order.
 
-    Stureborg et al. 2024 show that scoring criteria together anchors later scores on earlier
-    ones; this mitigation reproduces that setting on purpose so it can be measured
-    (``measures.inter_criterion_correlation``, ``measures.correlation_by_position``). Every
-    score-answering leaf gets the built-in :func:`multi_criterion_prompt`; the answer is read
-    with ``parse_criteria``.
+    Every score-answering leaf gets the built-in :func:`multi_criterion_prompt`, read with ``parse_criteria``.
 
     Parameters:
         criteria: the criteria to score; empty = the prompt's own criteria.
-        order: criterion names in the order they are asked and answered; empty = the order
-            of ``criteria`` (or of the prompt's criteria).
+        order: criterion names in the order they are asked and answered; empty = the order of ``criteria``.
     """
 
     paper = "Stureborg et al. 2024 (control)"
