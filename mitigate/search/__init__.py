@@ -1,20 +1,11 @@
 """Search for the demonstration set (and optionally the perturbation set) that maximises an objective.
 
-:func:`search` / :func:`asearch` split the labelled data by document
-(:func:`~mitigate.data._split.split_items`, the split ``compare`` uses too), let an engine
-propose demo sets drawn by the selectors of :mod:`mitigate.selectors`, score each on dev with
-the :class:`Objective` (agreement + λ·consistency − μ·|BiasScore|), and report the winner on
-held-out test beside the zero-shot baseline (:class:`SearchResult`), within a budget of
-distinct LM requests. ``SearchResult.save_pipeline`` writes the winner as a spec file that
-:func:`load_pipeline` (and ``--pipeline @file.json`` on the command line) loads.
-
-Layout: :mod:`.objective`, :mod:`.session` (the budgeted
-judge and evaluation every engine shares), :mod:`.result` (results and the pipeline file),
-:mod:`.run` (the entry points) and :mod:`.engines` (one engine per module, registered as
-kind ``"engine"``; :data:`ENGINES` lists their names).
-
-The package sits above :mod:`mitigate.selectors` and :mod:`mitigate.strategies`; neither
-imports it.
+:func:`search` / :func:`asearch` split the labelled data by document (the split ``compare`` uses too), let an
+engine propose demo sets drawn by the selectors of :mod:`mitigate.selectors`, score each on dev with the
+:class:`Objective` (agreement + λ·consistency − μ·|BiasScore|), and report the winner on held-out test beside
+the zero-shot baseline (:class:`SearchResult`), within a budget of distinct LM requests.
+``SearchResult.save_pipeline`` writes the winner as a spec file :func:`~mitigate.strategies.load_pipeline`
+(and ``--pipeline @file.json``) loads. Engines are registered as kind ``"engine"`` (:mod:`.engines`).
 """
 
 from typing import TYPE_CHECKING

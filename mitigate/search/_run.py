@@ -1,12 +1,9 @@
 """The search entry points: :func:`asearch` and its synchronous twin :func:`search`.
 
-Split the labelled data into train / dev / test with a seed, draw candidate demo sets (the
-train split is the demo pool), score each candidate's judge on **dev** with the
-:class:`~mitigate.search._objective.Objective`, and report the winner on the held-out **test**
-split beside the zero-shot baseline, with bootstrap intervals, so users see whether the gain
-survives outside the data it was chosen on. How candidates are proposed is the engine's job
-(:mod:`mitigate.search.engines`, kind ``"engine"`` in :mod:`mitigate.registry`); the budget and
-cache rules are in :mod:`mitigate.search._session`.
+Split the labelled data into train / dev / test with a seed, let an engine (:mod:`mitigate.search.engines`)
+propose demo sets drawn from train, score each on **dev** with the :class:`Objective`, and report the winner
+on held-out **test** beside the zero-shot baseline, so users see whether the gain survives outside the data it
+was chosen on. Budget and cache rules: :mod:`mitigate.search._session`.
 """
 
 from __future__ import annotations
@@ -80,29 +77,21 @@ async def asearch(
     Parameters:
         judge: the base judge (no demos); its prompts get the candidate demos.
         data: a labelled benchmark (split with ``splits`` and ``seed``), or a :class:`Split`.
-        engine: a registered engine name (``mitigate.search.ENGINES``: ``"random"``,
-            ``"greedy"``, ``"dspy-labeled"``, ``"dspy-bootstrap-rs"``, ``"dspy-mipro"``) or an
-            :class:`~mitigate.search.engines._base.Engine`; ``engine_options`` are that engine's
-            parameters (``max_trials`` for random, ``n_candidates`` for greedy,
-            ``prompt_model``/``num_candidates``/``num_trials`` for the DSPy ones).
+        engine: a registered engine name (``mitigate list engines``) or an :class:`Engine`; ``engine_options``
+            are that engine's parameters.
         criterion: the human label optimised against (default: the only one).
         objective: what is maximised (default: Spearman agreement only).
         k: demos per set, or a list of sizes to draw from (the DSPy engines use the largest).
-        selectors: candidate generators, fitted on the train split when unfitted
-            (default: ``Random`` and ``Stratified``; engines that choose demos their own way
-            take none). An unfitted :class:`~mitigate.selectors.HighestRS` is fitted by
-            judging the train split with the base judge (counted in the budget) and scoring
-            LS with ``likelihood`` when it is an LM object, else with the selector's own
-            ``likelihood`` spec.
+        selectors: candidate generators, fitted on the train split when unfitted (default: ``Random`` and
+            ``Stratified``; engines that choose demos their own way take none). An unfitted ``HighestRS``
+            judges the train split within the budget, with LS from ``likelihood`` when it is an LM object.
         budget: distinct LM requests the search may make, answered by the cache or the backend alike.
-        perturbations: perturbation templates to search over: ``None`` shows plain demos,
-            a :class:`~mitigate.strategies.Demos` with ``display="perturbed"`` (as the
-            ``perturbed-demos`` preset builds; its selector and demos are replaced by each
-            candidate's demos) shows them under perturbed guidelines (Ghazarian et al. 2024).
+        perturbations: templates to search over: ``None`` shows plain demos, a
+            :class:`~mitigate.strategies.Demos` with ``display="perturbed"`` shows each candidate's demos
+            under perturbed guidelines.
         probe: how consistency is measured when the objective counts it (default
             ``PerturbedGuidelines(kind="order", n=2)``).
-        ls: LS per item id, needed when the objective counts BiasScore; else computed
-            with ``likelihood`` (a backend spec or LM) on dev and test.
+        ls: LS per item id for BiasScore; else computed with ``likelihood`` on dev and test.
         likelihood: the LS backend (BiasScore, and fitting HighestRS).
         cache: the LM cache (True: the default file; a path or LMCache; False: none).
         n_boot: bootstrap resamples for the reported intervals (0: none).
@@ -134,11 +123,10 @@ async def asearch(
                 f"The 'k' parameter of search asks for up to {max(ks)} demos, but the train "
                 f"split has only {n_train} labelled items"
             )
-    probe = (
-        (probe or PerturbedGuidelines(kind="order", n=2, seed=seed))
-        if objective.needs_perturbations
-        else None
-    )
+    if objective.needs_perturbations:
+        probe = probe or PerturbedGuidelines(kind="order", n=2, seed=seed)
+    else:
+        probe = None
     ls = await likelihoods(objective, ls, likelihood, split, judge)
     s = Session(
         judge,

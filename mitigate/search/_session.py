@@ -1,24 +1,13 @@
 """The machinery every search engine shares: the budgeted judge, candidates, evaluation on dev, and the
 report.
 
-Budget and cache
-    The budget counts the **distinct** LM requests the search makes, whether the cache or
-    the backend answers them: every leaf LM of the judge is wrapped as
-    ``BudgetedLM(CachedLM(lm))`` (:func:`instrument`), and a request already made in this
-    search is free. So a rerun with a warm cache retraces the same trials to the same winner
-    (only faster) instead of spending the budget on further candidates, and a search's result
-    does not depend on what the cache held. ``SearchResult.calls_backend`` says how many of
-    the counted requests reached the backend (the rest were cache hits). With
-    ``cache=False`` nothing answers a repeat, so every call counts. Before a candidate is
-    evaluated its worst-case cost (dev items x prompt judges per item) is checked against
-    what is left; the search stops instead of starting a candidate it could not finish, and
-    the wrapper refuses any call beyond the budget as a backstop. The baseline is the first
-    trial and counts. The final test-split evaluation (baseline and winner) is outside the
-    budget and reported as ``calls_test``.
-
-:class:`SearchSpace` is what an engine searches over (selectors, demo counts, perturbation
-templates); :func:`fit_selectors` and :func:`fit_judged_selectors` fit its selectors on the
-train split, the latter for selectors that judge the pool (HighestRS), inside the budget.
+The budget counts the **distinct** LM requests the search makes, whether the cache or the backend answers them
+(every leaf LM is wrapped as ``BudgetedLM(CachedLM(lm))``, :func:`instrument`): a rerun with a warm cache
+retraces the same trials to the same winner, and a result does not depend on what the cache held
+(``SearchResult.calls_backend`` counts the backend's share). With ``cache=False`` every call counts. A
+candidate whose worst-case cost exceeds what is left is not started, and the wrapper refuses any call beyond
+the budget. The baseline is the first trial and counts; the final evaluation on test is outside the budget
+(``calls_test``).
 """
 
 from __future__ import annotations
@@ -51,10 +40,9 @@ def instrument(
     judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCache = True
 ) -> tuple[Judge, list[LMCache]]:
     """``judge`` with every leaf LM wrapped as ``BudgetedLM(CachedLM(lm))`` (or ``BudgetedLM(lm)`` without
-    cache).
+    cache), and the caches this opened (to close).
 
-    A leaf LM that is already a :class:`CachedLM` keeps its cache, with the budget placed
-    outside it. Returns the new judge and the caches this function opened (to close).
+    A leaf LM that is already a :class:`CachedLM` keeps its cache, with the budget outside it.
     """
     opened: list[LMCache] = []
     shared: LMCache | None = None
@@ -86,11 +74,8 @@ def instrument(
 
 
 class Candidate:
-    """A candidate pipeline before evaluation: its label, mitigation (None: the baseline), selector and demo
-    ids.
-
-    ``key`` identifies it: a demo set already tried in another order is the same candidate.
-    """
+    """A candidate pipeline before evaluation: its label, mitigation (None: the baseline), selector and
+    demo ids; ``key`` identifies it (a demo set in another order is the same candidate)."""
 
     def __init__(
         self,
@@ -100,13 +85,9 @@ class Candidate:
         demo_ids: Sequence[str] = (),
         meta: dict[str, Any] | None = None,
     ) -> None:
-        self.label = label
-        self.mitigation = mitigation
-        self.selector = selector
-        self.demo_ids = tuple(demo_ids)
-        self.meta = meta or {}
-        spec = mitigation.spec() if mitigation is not None else Pipeline().spec()
-        self.spec = spec
+        self.label, self.mitigation, self.selector = label, mitigation, selector
+        self.demo_ids, self.meta = tuple(demo_ids), meta or {}
+        self.spec = spec = mitigation.spec() if mitigation is not None else Pipeline().spec()
         if isinstance(mitigation, Demos) and mitigation.demos:
             # a set already tried in another order is not tried again
             rest = mitigation.model_dump(mode="json", exclude={"demos"})
@@ -116,8 +97,7 @@ class Candidate:
 
 
 def with_demos(template: Demos | None, demos: Sequence[Demo]) -> Mitigation:
-    """``Demos(demos=demos)`` shown plain, or the perturbation template's display holding ``demos`` (Ghazarian
-    et al. 2024)."""
+    """``Demos(demos=demos)`` shown plain, or the perturbation template's display holding ``demos``."""
     if template is None:
         return Demos(demos=tuple(demos), k=len(demos))
     if not isinstance(template, Demos) or template.display == "plain":
@@ -131,13 +111,8 @@ def with_demos(template: Demos | None, demos: Sequence[Demo]) -> Mitigation:
 
 
 class Session:
-    """What every engine evaluates candidates through: the instrumented judge, the budget, the
-    splits, the objective, the trials so far, and the final report on test.
-
-    Engines call :meth:`evaluate` (dev objective of a candidate, recorded as a trial) and
-    :meth:`cost`; :func:`mitigate.search.asearch` makes the session, evaluates the baseline,
-    runs the engine and calls :meth:`finish`.
-    """
+    """What every engine evaluates candidates through: the instrumented judge, the budget, the splits, the
+    objective, the trials so far, and the final report on test."""
 
     def __init__(
         self,
@@ -159,15 +134,14 @@ class Session:
         self.budget = CallBudget(budget)
         self.budget_total = budget
         self.judge, self._opened = instrument(judge, self.budget, cache)
-        self.split = split
-        self.criterion = criterion
-        self.objective = objective
-        self.probe = probe
-        self.ls = ls
-        self.concurrency = concurrency
-        self.progress = progress
-        self.n_boot = n_boot
-        self.seed = seed
+        self.split, self.criterion, self.objective, self.probe, self.ls = (
+            split,
+            criterion,
+            objective,
+            probe,
+            ls,
+        )
+        self.concurrency, self.progress, self.n_boot, self.seed = concurrency, progress, n_boot, seed
         self.engine = engine
         self.trials: list[Trial] = []
         self.judgments: dict[int, tuple[Judgment, ...]] = {}
@@ -187,7 +161,8 @@ class Session:
             c.close()
 
     def judge_for(self, mitigation: Mitigation | None) -> Judge:
-        """The instrumented judge with ``mitigation`` (and the probe, when consistency counts)."""
+        """The instrumented judge with ``mitigation`` (and :class:`PerturbedGuidelines` when consistency
+        counts)."""
         j = mitigation.wrap(self.judge) if mitigation is not None else self.judge
         return self.probe.wrap(j) if self.probe is not None else j
 
@@ -204,10 +179,9 @@ class Session:
     async def evaluate(self, cand: Candidate, *, precheck: bool = True) -> Trial | None:
         """Score ``cand`` on dev and record it; None when the budget cannot cover it (nothing recorded).
 
-        A candidate already evaluated returns its earlier trial without new calls. With
-        ``precheck`` a candidate whose worst-case cost exceeds the remaining budget is not
-        started; without, it runs and is dropped only if the budget refuses a call (for
-        candidates whose calls are expected to be cached).
+        A candidate already evaluated returns its earlier trial. With ``precheck`` one whose worst-case cost
+        exceeds the remaining budget is not started; without, it runs and is dropped only if the budget
+        refuses a call (for candidates expected to be cached).
         """
         if cand.key in self.seen:
             return self.trials[self.seen[cand.key]]
@@ -251,9 +225,8 @@ class Session:
         base_test, _, _ = await self.run(
             self.judge_for(from_spec(self.trials[base].pipeline)), self.split.test
         )
-        if best == base:
-            best_test = base_test
-        else:
+        best_test = base_test
+        if best != base:
             best_test, _, _ = await self.run(
                 self.judge_for(from_spec(self.trials[best].pipeline)), self.split.test
             )
@@ -290,14 +263,9 @@ class Session:
 
 
 class SearchSpace(NamedTuple):
-    """What an engine searches over: candidate generators, demo counts and perturbation templates.
-
-    ``selectors`` are fitted on the train split, except those that judge the pool (HighestRS)
-    until :func:`fit_judged_selectors` runs; ``templates`` hold ``None`` (plain demos) and/or
-    perturbation templates (a :class:`~mitigate.strategies.Demos` with ``display="perturbed"``, as
-    ``perturbed-demos`` builds: demos shown under perturbed guidelines); ``likelihood`` is the LS backend for
-    fitting HighestRS.
-    """
+    """What an engine searches over: selectors (fitted on train; those that judge the pool by
+    :func:`fit_judged_selectors`), demo counts, templates (``None`` for plain demos, or a
+    :class:`~mitigate.strategies.Demos` with a perturbed display) and the LS backend for HighestRS."""
 
     selectors: list[Selector]
     ks: list[int]
@@ -336,12 +304,8 @@ def fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -
 async def fit_judged_selectors(
     s: Session, selectors: list[Selector], likelihood: str | LM | None
 ) -> list[Selector]:
-    """Fit the unfitted selectors that judge the pool (HighestRS) on the train split, with the session's
-    judge.
-
-    The judge's calls count in the budget; LS comes from ``likelihood`` when it is an LM
-    object, else from the selector's own ``likelihood`` spec.
-    """
+    """Fit the unfitted selectors that judge the pool (HighestRS) on the train split with the session's
+    judge, inside the budget."""
     out = []
     for sel in selectors:
         if sel.tags.calls_judge_while_fitting and not sel.is_fitted:
@@ -398,10 +362,7 @@ def demo_counts(k: int | Sequence[int]) -> list[int]:
     one = Interval(int, 1)
     many = Satisfies(
         lambda v: (
-            isinstance(v, Sequence)
-            and not isinstance(v, str)
-            and len(v) > 0
-            and all(one.accepts(x) for x in v)
+            isinstance(v, Sequence) and not isinstance(v, str) and len(v) > 0 and all(map(one.accepts, v))
         ),
         "a non-empty list of ints >= 1",
     )

@@ -11,14 +11,9 @@ Importing this package registers every selector (kind ``"selector"`` in
 | ``highest-rs`` | :class:`HighestRS` | the k items with the highest RS (Ohi et al. 2024) |
 | ``fixed`` | :class:`Fixed` | the items the user names |
 
-The package also owns the rules those choices rest on: RS ranking (:func:`rank_by_rs`),
-stratified picking (:func:`stratified_pick`) and which human label demos show
-(:func:`resolve_criterion`). It imports nothing from :mod:`mitigate.strategies` (whose demo
-mitigations show what a selector picks) or :mod:`mitigate.search` (which searches over
-selectors); both sit above it.
-
-(The package lives at ``mitigate.selectors`` because a top-level ``selectors`` would shadow
-the standard library module asyncio imports.)
+It also owns the rules those choices rest on (:func:`rank_by_rs`, :func:`stratified_pick`,
+:func:`resolve_criterion`), and imports nothing from :mod:`mitigate.strategies` or :mod:`mitigate.search`,
+which sit above it. (A top-level ``selectors`` would shadow the standard library module asyncio imports.)
 """
 
 from typing import TYPE_CHECKING
@@ -28,6 +23,7 @@ from mitigate._lazy import lazy_exports
 if TYPE_CHECKING:
     from mitigate.selectors._base import (
         GOLD_VERDICT,
+        Fixed,
         Selector,
         demo_item,
         demo_of,
@@ -36,7 +32,6 @@ if TYPE_CHECKING:
         resolve_criterion,
         selector_from_spec,
     )
-    from mitigate.selectors._fixed import Fixed
     from mitigate.selectors._highest_rs import HighestRS, judge_score, rank_by_rs
     from mitigate.selectors._knn import KNN, item_text
     from mitigate.selectors._stratified import Random, Stratified, balanced_quotas, stratified_pick

@@ -99,7 +99,6 @@ class HighestRS(Selector):
 
     @classmethod
     def examples(cls) -> list[Selector]:
-        """A fitted instance over the example pool with made-up LS and judge scores."""
         pool = example_pool()
         ls = {"ex-1": -20.0, "ex-2": -35.0, "ex-3": -12.0, "ex-4": -40.0}
         judge = {"ex-1": 4.0, "ex-2": 3.0, "ex-3": 5.0, "ex-4": 2.0}
@@ -217,7 +216,6 @@ class HighestRS(Selector):
         )
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
-        """The ``k`` candidates with the highest RS."""
         rs = self.rs_ or {}
         ranked = sorted((it for it in candidates if it.id in rs), key=lambda it: -rs[it.id])
         if len(ranked) < k:

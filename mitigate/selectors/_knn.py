@@ -69,7 +69,6 @@ class KNN(Selector):
 
     @classmethod
     def examples(cls) -> list[Selector]:
-        """A fitted TF-IDF instance over the tiny example pool."""
         return [cls().fit(example_pool(), criterion="score")]
 
     def _index(self) -> tuple[Any, Any]:
@@ -93,7 +92,6 @@ class KNN(Selector):
         return [(self.pool_[i], float(d)) for d, i in pairs]
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
-        """The ``k`` nearest candidates."""
         assert query is not None
         allowed = {it.id for it in candidates}
         picks = [it for it, _ in self.neighbours(query) if it.id in allowed][:k]

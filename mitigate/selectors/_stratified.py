@@ -39,7 +39,6 @@ class Random(Selector):
     parameter_constraints: ClassVar = {"seed": [Interval(int)]}
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
-        """``random.Random(seed).sample(candidates, k)``."""
         return _random.Random(self.seed).sample(candidates, k)
 
 
@@ -152,7 +151,6 @@ class Stratified(Selector):
         return self.scale.snap(value) if self.scale is not None else round(value, 6)
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
-        """Balanced draw over labels (or ``stratified_pick`` for ``by="range"``)."""
         assert self.criterion_ is not None
         if self.by == "range" and all(self.criterion_ in it.human for it in candidates):
             return stratified_pick(

@@ -53,11 +53,9 @@ class AgreementJudge(CompositeJudge):
         self.tolerance, self.method, self.min_items = tolerance, method, min_items
 
     def params(self) -> dict[str, Any]:
-        """The gate's parameters (they change only the later decision)."""
         return {"tolerance": self.tolerance, "method": self.method, "min_items": self.min_items}
 
     async def judge(self, item: Item) -> Judgment:
-        """Both forms' judgments for ``item``, merged: RTS scores as ``scores``, both in ``meta``."""
         rts, mcq = await asyncio.gather(self.children["rts"].judge(item), self.children["mcq"].judge(item))
         failures = tuple(
             f.model_copy(update={"reason": f"{form}: {f.reason}"})

@@ -52,7 +52,6 @@ class Mitigation(Component, Fittable):
 
     @property
     def is_fitted(self) -> bool:
-        """True when :meth:`wrap` can be used (always, for a mitigation with nothing to learn)."""
         return True
 
     @property
@@ -119,7 +118,6 @@ class Pipeline(Mitigation):
 
     @property
     def is_fitted(self) -> bool:
-        """True when every step is fitted."""
         return all(step.is_fitted for step in self.steps)
 
     @property

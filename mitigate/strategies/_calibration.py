@@ -143,7 +143,6 @@ class CalibratedJudge(Judge):
         )
 
     def describe(self) -> dict[str, Any]:
-        """The leaf's description, the method and the prior."""
         return {
             "kind": "calibrated",
             "method": self.method,
@@ -155,7 +154,6 @@ class CalibratedJudge(Judge):
         }
 
     async def aclose(self) -> None:
-        """Close the leaf."""
         await self.leaf.aclose()
 
     def distribution(self, positions: Sequence[TokenLogprob] | None) -> dict[str, float]:
@@ -174,7 +172,6 @@ class CalibratedJudge(Judge):
         )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The one request, with logprobs; its answer is read as a calibrated distribution."""
         how = (
             f"{self.method} calibration of the answer distribution over {list(self.support)} (top-"
             f"{self.top_logprobs} logprobs)"
@@ -184,7 +181,6 @@ class CalibratedJudge(Judge):
         return [self.leaf.plan(self.request(item), item, how)]
 
     async def judge(self, item: Item) -> Judgment:
-        """One call with logprobs; each sample's distribution calibrated and scored."""
         request = self.request(item)
         response = await self.leaf.lm.complete(request)
         name = self.leaf.prompt.criteria[0].name if self.leaf.prompt.criteria else "score"
@@ -280,7 +276,6 @@ class _Calibration(Mitigation):
 
     @property
     def is_fitted(self) -> bool:
-        """True once ``fit`` estimated a prior per leaf judge."""
         return self.priors_ is not None
 
     def _leaf_judge(self, leaf: PromptJudge, prior: tuple[float, ...] | None) -> CalibratedJudge:
@@ -359,11 +354,9 @@ class ContextualCalibration(_Calibration):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, and fitted with a prior for a 1-5 judge."""
         return [cls(), cls(priors_=((0.1, 0.1, 0.2, 0.3, 0.3),), content_free=("N/A",))]
 
     def fit_items(self, train: Benchmark) -> list[Item]:
-        """One content-free copy of the first training item per text in ``content_free``."""
         if not train.items:
             raise ConfigError(
                 "ContextualCalibration.fit needs one training item to copy the fields of; got none"
@@ -401,11 +394,9 @@ class BatchCalibration(_Calibration):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, and fitted with a prior for a 1-5 judge."""
         return [cls(max_items=50), cls(priors_=((0.05, 0.15, 0.2, 0.3, 0.3),))]
 
     def fit_items(self, train: Benchmark) -> list[Item]:
-        """The first ``max_items`` training items."""
         items = list(train.items[: self.max_items] if self.max_items else train.items)
         if not items:
             raise ConfigError("BatchCalibration.fit needs training items to average over; got none")

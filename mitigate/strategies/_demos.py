@@ -6,11 +6,12 @@ them into every prompt that scores their criterion, plain or under (perturbed ve
 guideline. A query-dependent selector (KNN), or ``per_item=True``, chooses per judged item instead
 (:class:`PerItemDemosJudge`).
 
-The named demo mitigations (``random-demos``, ``highest-rs-demos``, ``perturbed-demos``, ``fixed-demos``,
-``per-item-demos``) are registered presets of it (:class:`mitigate.registry.Preset`): each builds a
-:class:`Demos`, and its spec is that ``demos`` spec. A fitted value keeps the fitted selector (only its
-choice, unless it chooses per item), the chosen demos and the count of unlabelled training items, never the
-training set.
+The named demo mitigations are registered presets of it (:class:`mitigate.registry.Preset`): each builds a
+:class:`Demos`, and its spec is that ``demos`` spec. ``highest-rs-demos`` shows the training items on which
+the judge's bias toward texts its LM finds likely is strongest (Ohi et al. 2024), ``random-demos`` is their
+control; ``perturbed-demos`` lives beside its paper's measure (:mod:`mitigate.strategies._perturbed_demos`).
+A fitted value keeps the fitted selector (only its choice, unless it chooses per item), the chosen demos and
+the count of unlabelled training items, never the training set.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import random
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, model_validator
+from pydantic import BeforeValidator, PlainSerializer, model_validator
 
 from mitigate.constraints import Interval, IsInstance, Options, Satisfies, check_param
 from mitigate.data import Benchmark, Item, labelled, labelled_items
@@ -34,7 +35,15 @@ from mitigate.prompt import (
     perturbation_set,
 )
 from mitigate.registry import Preset, Tags, register
-from mitigate.selectors import KNN, Selector, example_pool, resolve_criterion, selector_from_spec
+from mitigate.selectors import (
+    KNN,
+    HighestRS,
+    Random,
+    Selector,
+    example_pool,
+    resolve_criterion,
+    selector_from_spec,
+)
 from mitigate.strategies._base import Mitigation
 
 Placement = Literal["replace", "append"]
@@ -42,11 +51,9 @@ Placement = Literal["replace", "append"]
 
 
 def _as_selector(value: Any) -> Any:
-    if value is None or isinstance(value, Selector):
-        return value
     if isinstance(value, str):
-        return selector_from_spec({"name": value, "params": {}})
-    return selector_from_spec(value)
+        value = {"name": value, "params": {}}
+    return value if value is None else selector_from_spec(value)
 
 
 SelectorField = Annotated[Selector, BeforeValidator(_as_selector), PlainSerializer(lambda s: s.spec())]
@@ -64,9 +71,7 @@ def score_for(demo: Demo, prompt: JudgePrompt) -> float | dict[str, float] | Non
             f"demo {demo.item.id!r} has gold scores for {sorted(demo.score)}; the prompt scores {names} "
             f"(missing {missing})"
         )
-    if len(names) == 1:
-        return demo.score[names[0]]
-    return {c: demo.score[c] for c in names}
+    return demo.score[names[0]] if len(names) == 1 else {c: demo.score[c] for c in names}
 
 
 def require_lengthened(owner: str, kind: str, lengthened: dict[str, str] | None) -> None:
@@ -101,54 +106,6 @@ PERTURBATION_CONSTRAINTS: dict[str, list[Any]] = {
 """The constraints of the guideline-perturbation parameters (of demo display and PerturbedGuidelines)."""
 
 
-class Display(BaseModel):
-    """How demos are shown: ``"plain"``, once under the prompt's own ``"guideline"``, or under each
-    ``"perturbed"`` version of it (with ``ablation``, under one drawn with ``seed``), always with the same
-    gold score."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    mode: Literal["plain", "guideline", "perturbed"] = "plain"
-    kind: PerturbationKind = "order"
-    n: int | None = None
-    lengthened: dict[str, str] | None = None
-    seed: int = 0
-    ablation: bool = False
-
-    def show(self, demos: Sequence[Demo], prompt: JudgePrompt) -> list[Demo]:
-        """``demos`` as shown in ``prompt`` (each with the prompt's own score, and a guideline when not
-        plain)."""
-        scored = [
-            d.model_copy(update={"score": score_for(d, prompt)}) if isinstance(d.score, dict) else d
-            for d in demos
-        ]
-        if self.mode == "plain":
-            return scored
-        if prompt.answer == "pairwise":
-            raise ConfigError(
-                f"demos shown under the prompt's scoring guideline (display {self.mode!r}, e.g. "
-                "perturbed-demos) show one output and its gold score under each guideline version; expected "
-                "a prompt that scores one output, got a pairwise prompt (show pairwise demos plainly: "
-                "Demos(demos=(Demo(item=..., verdict='first'), ...), k=...))"
-            )
-        base = original_order(guideline_of(prompt))
-        if self.mode == "guideline":
-            per_demo = [[base] for _ in scored]
-        else:
-            perts = perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
-            if self.ablation:
-                choices = [p for p in perts if not p.is_identity(base)] or perts
-                rng = random.Random(f"ablation:{self.seed}")
-                per_demo = [[rng.choice(choices).apply(base)] for _ in scored]
-            else:
-                shown = [p.apply(base) for p in perts]
-                per_demo = [shown for _ in scored]
-        return [
-            d.model_copy(update={"guideline": gl})
-            for d, gls in zip(scored, per_demo, strict=True)
-            for gl in gls
-        ]
-
-
 def _fitted_selector(value: Any) -> bool:
     return isinstance(value, Selector) and value.is_fitted
 
@@ -163,8 +120,8 @@ class Demos(Mitigation):
         k: how many demos.
         criterion: the human label shown (None: see :func:`demo_criteria`).
         demos: given demos instead of a selector (exactly ``k``; nothing to fit).
-        display: ``"plain"``, ``"guideline"`` or ``"perturbed"`` (Ghazarian et al. 2024; see
-            :class:`Display`).
+        display: ``"plain"``, once under the prompt's own ``"guideline"``, or under each ``"perturbed"``
+            version of it (Ghazarian et al. 2024; with ``ablation``, one drawn with ``seed``).
         kind, n, lengthened, seed, ablation: the perturbations for ``display="perturbed"``.
         placement: ``"replace"`` the prompt's own demos, or ``"append"`` after them.
         per_item: choose for each judged item instead of once at fit (always so for a query-dependent
@@ -229,7 +186,6 @@ class Demos(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Given demos under perturbed guidelines, an unfitted stratified choice, and per-item KNN."""
         pool = example_pool()
         given = (Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score"))
         return [
@@ -276,13 +232,7 @@ class Demos(Mitigation):
         return self.selector if _fitted_selector(self.selector) else None
 
     @property
-    def display_spec(self) -> Display:
-        """How the demos are shown (:class:`Display`), from the display parameters."""
-        return Display(mode=self.display, **self.model_dump(include=set(Display.model_fields) - {"mode"}))
-
-    @property
     def is_fitted(self) -> bool:
-        """True when there are demos to show (given or chosen), or a fitted per-item selector."""
         if self.chooses_per_item:
             return self.fitted_selector is not None
         return self.demos_ is not None or bool(self.demos)
@@ -357,6 +307,40 @@ class Demos(Mitigation):
         return self.model_copy(update=update)
 
     # ------------------------------------------------------------------ showing
+    def shown(self, demos: Sequence[Demo], prompt: JudgePrompt) -> list[Demo]:
+        """``demos`` as shown in ``prompt`` (each with the prompt's own score, and a guideline when not
+        plain)."""
+        scored = [
+            d.model_copy(update={"score": score_for(d, prompt)}) if isinstance(d.score, dict) else d
+            for d in demos
+        ]
+        if self.display == "plain":
+            return scored
+        if prompt.answer == "pairwise":
+            raise ConfigError(
+                f"demos shown under the prompt's scoring guideline (display {self.display!r}, e.g. "
+                "perturbed-demos) show one output and its gold score under each guideline version; expected "
+                "a prompt that scores one output, got a pairwise prompt (show pairwise demos plainly: "
+                "Demos(demos=(Demo(item=..., verdict='first'), ...), k=...))"
+            )
+        base = original_order(guideline_of(prompt))
+        if self.display == "guideline":
+            per_demo = [[base] for _ in scored]
+        else:
+            perts = perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
+            if self.ablation:
+                choices = [p for p in perts if not p.is_identity(base)] or perts
+                rng = random.Random(f"ablation:{self.seed}")
+                per_demo = [[rng.choice(choices).apply(base)] for _ in scored]
+            else:
+                shown = [p.apply(base) for p in perts]
+                per_demo = [shown for _ in scored]
+        return [
+            d.model_copy(update={"guideline": gl})
+            for d, gls in zip(scored, per_demo, strict=True)
+            for gl in gls
+        ]
+
     def belongs(self, prompt: JudgePrompt) -> bool:
         """False when ``prompt`` scores one criterion other than the demos' (ConfigError for several)."""
         names = [c.name for c in prompt.criteria]
@@ -374,7 +358,7 @@ class Demos(Mitigation):
         demos = self.chosen_demos()
         if not self.belongs(prompt):
             return prompt
-        shown = self.display_spec.show(demos, prompt)
+        shown = self.shown(demos, prompt)
         try:
             return prompt.with_demos(shown if self.placement == "replace" else (*prompt.demos, *shown))
         except TemplateError as exc:
@@ -420,12 +404,10 @@ class FixedDemosPreset(Preset):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """The Demos of two small given demos."""
         pool = example_pool()
         return [cls(demos=(Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score"))).build()]
 
     def build(self) -> Demos:
-        """``Demos(demos=demos, k=len(demos))``."""
         return Demos(demos=self.demos, k=len(self.demos))
 
 
@@ -454,11 +436,9 @@ class PerItemDemosPreset(Preset):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """A KNN selector over the example pool, 2 demos per item."""
         return [cls(selector=KNN.examples()[0], k=2).build()]
 
     def build(self) -> Demos:
-        """``Demos(selector=selector, k=k, per_item=True, placement="append")``."""
         return Demos(selector=self.selector, k=self.k, per_item=True, placement="append")
 
 
@@ -478,7 +458,6 @@ class PerItemDemosJudge(CompositeJudge):
         self.append = append
 
     def params(self) -> dict[str, Any]:
-        """The selector's spec, ``k`` and whether the demos are appended."""
         return {"selector": self.selector.spec(), "k": self.k, "append": self.append}
 
     def demos_for(self, item: Item, leaf: PromptJudge) -> list[Demo]:
@@ -499,12 +478,107 @@ class PerItemDemosJudge(CompositeJudge):
         return self.children[INNER].map_leaves(with_demos), chosen
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The inner judge's requests with the demos chosen for ``item``."""
         inner, _ = self.for_item(item)
         return [r.under(INNER) for r in inner.requests(item)]
 
     async def judge(self, item: Item) -> Judgment:
-        """Judge ``item`` with its own demos added to every inner prompt."""
         inner, chosen = self.for_item(item)
         judgment = await inner.judge(item)
         return judgment.model_copy(update={"meta": {**judgment.meta, "demo_ids": chosen}})
+
+
+# --------------------------------------------------------------------------- Ohi et al. 2024
+
+_DEMO_CONSTRAINTS: dict[str, list[Any]] = {
+    "k": [Interval(int, 1)],
+    "criterion": [str, None],
+    "seed": [Interval(int)],
+}
+
+
+@register("mitigation", "highest-rs-demos")
+class HighestRSDemosPreset(Preset):
+    """``highest-rs-demos`` (Ohi et al. 2024): demonstrations = the k training items with the highest RS.
+
+    Parameters:
+        k: how many demonstrations (the paper uses 8).
+        likelihood: backend spec of the causal LM that computes LS (any backend with ``loglikelihood``).
+        criterion: the human label the demos show and US is computed against (None:
+            :func:`~mitigate.selectors.resolve_criterion`).
+        pool_size: judge and score only this many training items, drawn with ``seed`` (None: all); bounds the
+            cost of fitting.
+        seed: the random seed of the pool draw.
+        task: the generation task's description, the condition of LS (None: the judge prompt's task
+            paragraph).
+        scaling: how US normalises judge and human scores (see :class:`~mitigate.selectors.HighestRS`).
+
+    Builds ``Demos(selector=HighestRS(likelihood, task, pool_size, seed, scaling), k, criterion)``.
+    ``fit(train, judge, lm=None)`` runs the base judge over the pool; ``lm`` overrides the ``likelihood`` spec
+    with a backend object.
+    """
+
+    paper = "Ohi et al. 2024"
+
+    k: int = 8
+    likelihood: str = "local"
+    criterion: str | None = None
+    pool_size: int | None = None
+    seed: int = 0
+    task: str | None = None
+    scaling: Literal["range", "max-deviation"] = "range"
+    parameter_constraints: ClassVar = {
+        **_DEMO_CONSTRAINTS,
+        "likelihood": [str],
+        "task": [str, None],
+        "pool_size": [Interval(int, 1), None],
+        "scaling": [Options("range", "max-deviation")],
+    }
+
+    @model_validator(mode="after")
+    def _check_pool_size(self) -> Self:
+        if self.pool_size is not None:  # the pool must hold the k demos
+            check_param("HighestRSDemosPreset", "pool_size", self.pool_size, [Interval(int, self.k), None])
+        return self
+
+    @classmethod
+    def examples(cls) -> list[Any]:
+        unfitted = cls(k=1, criterion="score").build()
+        fitted = HighestRS.examples()[0].with_choice(1)
+        return [
+            unfitted,
+            unfitted.model_copy(
+                update={"selector_": fitted, "demos_": tuple(fitted.select(1)), "n_unlabelled_": 0}
+            ),
+        ]
+
+    def build(self) -> Demos:
+        selector = HighestRS(
+            **self.model_dump(include={"likelihood", "task", "pool_size", "seed", "scaling"})
+        )
+        return Demos(selector=selector, k=self.k, criterion=self.criterion)
+
+
+@register("mitigation", "random-demos")
+class RandomDemosPreset(Preset):
+    """``random-demos``, the control of Ohi et al. (2024): k random training items as demonstrations.
+
+    Builds ``Demos(selector=Random(seed=seed), k=k, criterion=criterion)``.
+    """
+
+    paper = "Ohi et al. 2024 (control)"
+
+    k: int = 8
+    seed: int = 0
+    criterion: str | None = None
+    parameter_constraints: ClassVar = _DEMO_CONSTRAINTS
+
+    @classmethod
+    def examples(cls) -> list[Any]:
+        unfitted = cls(k=1, criterion="score").build()
+        return [
+            unfitted,
+            unfitted.fit(Benchmark(name="ex", items=tuple(example_pool()), criteria=("score",))),
+        ]
+
+    def build(self) -> Demos:
+        return Demos(selector=Random(seed=self.seed), k=self.k, criterion=self.criterion)

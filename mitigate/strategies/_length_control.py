@@ -33,7 +33,6 @@ class LengthControlledJudge(CompositeJudge):
     requests_are_children = True
 
     def score_bounds(self) -> None:
-        """None: the adjusted score is not clipped to the scale."""
         return None
 
     def __init__(
@@ -43,7 +42,6 @@ class LengthControlledJudge(CompositeJudge):
         self.slopes, self.mean, self.std = slopes, mean, std
 
     def params(self) -> dict[str, Any]:
-        """The fitted slopes and length statistics."""
         return {"slopes": self.slopes, "mean": self.mean, "std": self.std}
 
     def z(self, item: Item) -> float:
@@ -51,7 +49,6 @@ class LengthControlledJudge(CompositeJudge):
         return math.tanh((word_count(item.output) - self.mean) / self.std) if self.std > 0 else 0.0
 
     async def judge(self, item: Item) -> Judgment:
-        """The child's judgment with length-controlled scores (raw ones in ``meta["length_control"]``)."""
         j = await self.children["inner"].judge(item)
         z = self.z(item)
         scores = {c: (None if v is None else v - self.slopes.get(c, 0.0) * z) for c, v in j.scores.items()}
@@ -129,12 +126,10 @@ class LengthControl(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, and fitted on a made-up slope."""
         return [cls(), cls(reference="human", slopes_={"coherence": 0.4}, mean_=60.0, std_=12.0)]
 
     @property
     def is_fitted(self) -> bool:
-        """True once slopes were fitted."""
         return self.slopes_ is not None
 
     def wrap(self, judge: Judge) -> Judge:

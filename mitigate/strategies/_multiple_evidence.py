@@ -83,7 +83,6 @@ class MultipleEvidenceJudge(CompositeJudge):
         self.entropy_threshold = entropy_threshold
 
     def params(self) -> dict[str, Any]:
-        """The fitted entropy threshold (None: nothing is sent to a human)."""
         return {"entropy_threshold": self.entropy_threshold}
 
     def _check_pairwise(self) -> None:
@@ -95,7 +94,6 @@ class MultipleEvidenceJudge(CompositeJudge):
                 )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The k samples on the item as given (``o*``), then the k on its swapped copy (``s*``)."""
         self._check_pairwise()
         swapped = swap_item(item)
         return [
@@ -109,7 +107,6 @@ class MultipleEvidenceJudge(CompositeJudge):
         ]
 
     async def judge(self, item: Item) -> Judgment:
-        """Both orders, k samples each; the balanced verdict, its entropy and the human flag."""
         self._check_pairwise()
         swapped = swap_item(item)
         names = list(self.children)
@@ -179,7 +176,6 @@ class MultipleEvidence(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, without the human rule, and fitted."""
         return [cls(), cls(k=1, human_share=0.0), cls(k=2, entropy_threshold_=0.5)]
 
     @property
@@ -189,7 +185,6 @@ class MultipleEvidence(Mitigation):
 
     @property
     def is_fitted(self) -> bool:
-        """True when the entropy threshold is set, or nothing goes to a human."""
         return self.human_share == 0 or self.entropy_threshold_ is not None
 
     def _sample(self, judge: Judge, i: int) -> Judge:

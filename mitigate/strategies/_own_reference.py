@@ -454,16 +454,13 @@ class OwnReferenceJudge(Judge):
         )
 
     def describe(self) -> dict[str, Any]:
-        """The leaf and the settings of the first call."""
         settings = {"task": self.task, "max_tokens": self.max_tokens, "policy": self.policy}
         return {"kind": self.name, **settings, "leaf": self.leaf.describe()}
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """The leaf's."""
         return self.leaf.score_bounds()
 
     async def aclose(self) -> None:
-        """Close the leaf."""
         await self.leaf.aclose()
 
     def _with_answer(self, item: Item, answer: str, *, check: bool = True) -> Item:
@@ -488,7 +485,6 @@ class OwnReferenceJudge(Judge):
         return first_request(self.leaf, item, self.mode, task=self.task, max_tokens=self.max_tokens)
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The first call, then the judge call with a placeholder where the first answer will stand."""
         what = (
             "the judge's own answer to the task"
             if self.mode == "solve"
@@ -510,7 +506,6 @@ class OwnReferenceJudge(Judge):
         ]
 
     async def judge(self, item: Item) -> Judgment:
-        """The first call, then the judge call with its answer as the reference."""
         response = await self.leaf.lm.complete(self._first(item))
         answer = response.text.strip() if response.choices else ""
         cost = 0.0 if response.cached else response.cost_usd

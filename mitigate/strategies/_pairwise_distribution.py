@@ -117,16 +117,13 @@ class DistributionJudge(Judge):
         )
 
     def describe(self) -> dict[str, Any]:
-        """The leaf, the source and the pooling settings."""
         settings = {"source": self.source, "top_logprobs": self.top_logprobs, "tie_margin": self.tie_margin}
         return {"kind": "pairwise-distribution", **settings, "leaf": self.leaf.describe()}
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """No score: a verdict."""
         return {}
 
     async def aclose(self) -> None:
-        """Close the leaf."""
         await self.leaf.aclose()
 
     def request(self, item: Item) -> LMRequest:
@@ -148,7 +145,6 @@ class DistributionJudge(Judge):
         )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The original order's request, then the swapped copy's."""
         self._check_samples()
         swapped = swap_item(item)
         return [
@@ -209,7 +205,6 @@ class DistributionJudge(Judge):
         return response, dist, _most_common(parsed), failures
 
     async def judge(self, item: Item) -> Judgment:
-        """Both orders judged, their verdict probabilities pooled."""
         self._check_samples()
         swapped = swap_item(item)
         results = await asyncio.gather(
@@ -278,7 +273,6 @@ class PairwiseDistribution(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Auto, and sampled verdicts with a tie margin."""
         return [cls(), cls(source="samples", samples=4, temperature=1.0, tie_margin=0.1)]
 
     def wrap(self, judge: Judge) -> Judge:

@@ -85,7 +85,6 @@ class PerturbedGuidelinesJudge(CompositeJudge):
         self.perturbations = dict(perturbations)
 
     def params(self) -> dict[str, Any]:
-        """The perturbations (by name) this judge applies."""
         return {"perturbations": {k: p.model_dump(mode="json") for k, p in self.perturbations.items()}}
 
     def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
@@ -104,7 +103,6 @@ class PerturbedGuidelinesJudge(CompositeJudge):
         return mapped
 
     async def judge(self, item: Item) -> Judgment:
-        """Judge ``item`` under the original and every perturbed guideline; see the class docstring."""
         names = list(self.children)
         results = await asyncio.gather(*(self.children[k].judge(item) for k in names), return_exceptions=True)
         parts: list[Judgment] = []
@@ -289,7 +287,6 @@ class PerturbedDemosPreset(Preset):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """The Demos of two given demos (perturbed, ablation, the unperturbed control) and an unfitted one."""
         demos = (
             Demo(item=Item(id="demo-low", output="A muddled text."), score=1.0, scale=Scale(min=1, max=5)),
             Demo(item=Item(id="demo-high", output="A clear text."), score=5.0, scale=Scale(min=1, max=5)),
@@ -302,7 +299,6 @@ class PerturbedDemosPreset(Preset):
         ]
 
     def build(self) -> Demos:
-        """The :class:`Demos` these parameters stand for (see the class docstring)."""
         return Demos(
             selector=None if self.demos else Stratified(by="range", seed=self.seed),
             demos=self.demos,

@@ -49,7 +49,6 @@ class PositionSwapJudge(CompositeJudge):
         self.on_flip = on_flip
 
     def params(self) -> dict[str, Any]:
-        """What a flip becomes."""
         return {"on_flip": self.on_flip}
 
     def _check_pairwise(self) -> None:
@@ -61,7 +60,6 @@ class PositionSwapJudge(CompositeJudge):
             )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The original order's requests, then the swapped copy's."""
         self._check_pairwise()
         return [
             *self.child_requests("original", item),
@@ -69,7 +67,6 @@ class PositionSwapJudge(CompositeJudge):
         ]
 
     async def judge(self, item: Item) -> Judgment:
-        """Judge ``item`` in both orders and reconcile the two verdicts."""
         self._check_pairwise()
         swapped = swap_item(item)
         first, second = await gather_children(
@@ -110,7 +107,6 @@ class PositionSwap(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Both flip policies."""
         return [cls(), cls(on_flip="abstain")]
 
     def wrap(self, judge: Judge) -> Judge:

@@ -36,7 +36,6 @@ class ReferenceRevision(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Defaults, and a short revision budget that refuses templates with a reference slot."""
         return [cls(), cls(max_tokens=200, on_reference_slot="refuse")]
 
     def wrap(self, judge: Judge) -> Judge:

@@ -83,7 +83,6 @@ class Sampling(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Direct scoring at temperature 0, and CoT with 5 samples averaged by median."""
         return [cls(), cls(temperature=0.7, n=5, cot=True, reducer="median", max_tokens=512)]
 
     @property
@@ -280,7 +279,6 @@ class Granularity(PromptMitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Each granularity."""
         return [cls(scale=name) for name in GRANULARITIES]  # type: ignore[arg-type]
 
     def target(self) -> Scale:

@@ -266,11 +266,9 @@ class SelectiveJudge(CompositeJudge):
         self.criterion, self.on_escalate = criterion, on_escalate
 
     def params(self) -> dict[str, Any]:
-        """Threshold, confidence source, criterion and what escalation does."""
         return {k: getattr(self, k) for k in ("threshold", "source", "criterion", "on_escalate")}
 
     async def judge(self, item: Item) -> Judgment:
-        """The child's judgment with the decision."""
         j = await self.children["inner"].judge(item)
         return decide(j, self.threshold, self.source, self.criterion, self.on_escalate)
 
@@ -349,7 +347,6 @@ class SelectiveEvaluation(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, and fitted with a made-up guarantee."""
         g = Guarantee(
             target=0.8,
             delta=0.1,
@@ -364,7 +361,6 @@ class SelectiveEvaluation(Mitigation):
 
     @property
     def is_fitted(self) -> bool:
-        """True once a threshold was calibrated."""
         return self.guarantee_ is not None
 
     def wrap(self, judge: Judge) -> Judge:
@@ -442,11 +438,9 @@ class CascadeJudge(CompositeJudge):
         self.stages = list(stages)
 
     def params(self) -> dict[str, Any]:
-        """Each stage's specification."""
         return {"stages": [s.spec() for s in self.stages]}
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """Every stage's requests; a later stage's carry the condition under which it is called."""
         out: list[PlannedRequest] = []
         before: list[str] = []
         for (name, _child), stage in zip(self.children.items(), self.stages, strict=True):
@@ -462,7 +456,6 @@ class CascadeJudge(CompositeJudge):
         return out
 
     async def judge(self, item: Item) -> Judgment:
-        """The first trusted stage's judgment, or the last one escalated."""
         costs: list[Judgment] = []
         out: Judgment | None = None
         for (name, child), stage in zip(self.children.items(), self.stages, strict=True):

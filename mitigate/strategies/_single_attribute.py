@@ -54,11 +54,9 @@ class SingleAttributeJudge(CompositeJudge):
         self.concurrent = concurrent
 
     def params(self) -> dict[str, Any]:
-        """The criteria (children) and whether they run concurrently."""
         return {"criteria": list(self.children), "concurrent": self.concurrent}
 
     async def judge(self, item: Item) -> Judgment:
-        """Judge ``item`` once per criterion and merge the per-criterion scores."""
         names = list(self.children)
         parts = await gather_children(
             [partial(self.children[n].judge, item) for n in names], concurrent=self.concurrent
@@ -96,7 +94,6 @@ class SingleAttribute(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """The default, and sequential calls refusing free-form templates."""
         return [cls(), cls(concurrent=False, on_free_form="error")]
 
     def wrap(self, judge: Judge) -> Judge:
@@ -145,7 +142,6 @@ class MultiAttributeJudge(CompositeJudge):
         self.order = tuple(order)
 
     def params(self) -> dict[str, Any]:
-        """The order criteria are asked in."""
         return {"order": list(self.order)}
 
     def _current_order(self) -> list[str] | None:
@@ -155,7 +151,6 @@ class MultiAttributeJudge(CompositeJudge):
         return [c.name for c in leaves[0].prompt.criteria]
 
     async def judge(self, item: Item) -> Judgment:
-        """One call scoring every criterion; adds ``meta["positions"]`` and ``meta["order"]``."""
         part = await self.children["multi"].judge(item)
         order = self._current_order()
         if order is None:
@@ -218,7 +213,6 @@ class MultiAttribute(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """The default, and an explicit criteria list with a reversed order."""
         crits = (
             Criterion(name="coherence", definition="how well organised it is"),
             Criterion(name="fluency"),

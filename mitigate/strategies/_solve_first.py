@@ -40,7 +40,6 @@ class SolveFirst(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Defaults, and a stated task with a short budget that refuses templates with a reference slot."""
         return [cls(), cls(task="Summarise the article.", max_tokens=200, on_reference_slot="refuse")]
 
     def wrap(self, judge: Judge) -> Judge:

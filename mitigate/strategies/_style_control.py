@@ -34,7 +34,6 @@ class StyleControlledJudge(CompositeJudge):
     requests_are_children = True
 
     def score_bounds(self) -> None:
-        """None: the adjusted score is not clipped to the scale."""
         return None
 
     def __init__(
@@ -49,7 +48,6 @@ class StyleControlledJudge(CompositeJudge):
         self.coefficients, self.mean, self.sd = coefficients, mean, sd
 
     def params(self) -> dict[str, Any]:
-        """The fitted coefficients and feature statistics."""
         return {"coefficients": self.coefficients, "mean": self.mean, "sd": self.sd}
 
     def z(self, item: Item) -> dict[str, float]:
@@ -61,7 +59,6 @@ class StyleControlledJudge(CompositeJudge):
         }
 
     async def judge(self, item: Item) -> Judgment:
-        """The child's judgment with style-controlled scores (raw ones in ``meta["style_control"]``)."""
         j = await self.children["inner"].judge(item)
         z = self.z(item)
         scores = {
@@ -134,7 +131,6 @@ class StyleControl(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, and fitted on made-up slopes."""
         return [
             cls(),
             cls(
@@ -147,7 +143,6 @@ class StyleControl(Mitigation):
 
     @property
     def is_fitted(self) -> bool:
-        """True once coefficients were fitted."""
         return self.coefficients_ is not None
 
     def wrap(self, judge: Judge) -> Judge:

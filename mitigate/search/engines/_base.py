@@ -1,11 +1,9 @@
 """The engine protocol: one small interface every search engine implements.
 
-An :class:`Engine` is a frozen component registered as kind ``"engine"`` in
-:mod:`mitigate.registry` (its parameters are the engine's own options, such as
-``max_trials``). :func:`mitigate.search.asearch` asks it to :meth:`~Engine.prepare` (refuse,
-before any LM call, what it cannot do), evaluates the zero-shot baseline, then awaits
-:meth:`~Engine.run`, which proposes candidates and scores them through the
-:class:`~mitigate.search._session.Session`, and returns an :class:`Outcome`.
+An :class:`Engine` is a frozen component registered as kind ``"engine"`` (its parameters are its own options).
+:func:`mitigate.search.asearch` asks it to :meth:`~Engine.prepare` (refusing, before any LM call, what it
+cannot do), evaluates the baseline, then awaits :meth:`~Engine.run`, which scores candidates through the
+:class:`~mitigate.search.Session`.
 """
 
 from __future__ import annotations
@@ -27,17 +25,14 @@ class Outcome(NamedTuple):
 
 
 class Engine(Component):
-    """Base of the search engines (kind ``"engine"``).
-
-    Tag ``uses_selectors``: the engine draws candidates from the search's selectors and
-    perturbation templates (our engines), rather than choosing demos its own way (DSPy's optimizers).
-    """
+    """Base of the search engines (kind ``"engine"``); tag ``uses_selectors``: it draws candidates from the
+    search's selectors and perturbation templates, rather than choosing demos its own way."""
 
     declared_tags: ClassVar[Tags] = Tags(uses_selectors=True)
 
     def prepare(self, judge: Judge, split: Split, criterion: str, ks: list[int]) -> Self:
-        """The engine ready to run on ``split`` (e.g. settings derived from the judge); ConfigError for what
-        it cannot do, raised before any LM call. Default: itself."""
+        """The engine ready to run on ``split``; ConfigError for what it cannot do, before any LM call.
+        Default: itself."""
         return self
 
     async def run(self, session: Session, space: SearchSpace) -> Outcome:

@@ -1,18 +1,9 @@
-"""DSPy's few-shot optimizers as search engines, one registered engine each (``dspy`` is optional and loaded
-only when one runs).
+"""DSPy's few-shot optimizers as search engines (``dspy`` is optional, loaded only when one runs).
 
-- ``"dspy-labeled"`` (:class:`DSPyLabeled`) — ``LabeledFewShot(k)``: ``k`` labelled train
-  examples (the train split is shuffled with the search's seed first, since the optimizer's
-  own draw is fixed);
-- ``"dspy-bootstrap-rs"`` (:class:`DSPyBootstrapRS`) — ``BootstrapFewShotWithRandomSearch``:
-  bootstrapped and labelled demo sets of up to ``k`` demos, each scored on dev;
-- ``"dspy-mipro"`` (:class:`DSPyMIPRO`) — ``MIPROv2`` (needs the ``optuna`` package):
-  bootstrapped demo sets plus instruction proposals written by ``prompt_model``, searched
-  with Optuna on dev.
-
-They choose demos their own way (no selectors); how the judge becomes a DSPy program, where
-the LM calls go and how the budget is kept are in :mod:`mitigate.search.engines._dspy_program`.
-:func:`mitigate.search.dspy_search` is ``search(..., engine="dspy-<optimizer>")``.
+``"dspy-labeled"`` is ``LabeledFewShot(k)`` (the train split shuffled with the search's seed first),
+``"dspy-bootstrap-rs"`` ``BootstrapFewShotWithRandomSearch``, ``"dspy-mipro"`` ``MIPROv2`` (needs ``optuna``;
+instruction proposals written by ``prompt_model``). They choose demos their own way; the judge as a DSPy
+program and the budget are in :mod:`mitigate.search.engines._dspy_program`.
 """
 
 from __future__ import annotations
@@ -93,8 +84,8 @@ class DSPyMIPRO(DSPyEngine):
     """DSPy's ``MIPROv2`` (needs ``optuna``).
 
     Parameters:
-        prompt_model: the instruction proposer, a ``dspy.LM`` (default: the one inside the
-            judge's DSPyLM backend); not part of the spec.
+        prompt_model: the instruction proposer, a ``dspy.LM`` (default: the one inside the judge's DSPyLM
+            backend); not part of the spec.
         num_candidates: MIPROv2's ``num_candidates`` (default 3).
         num_trials: MIPROv2's ``num_trials`` (default: what the budget allows).
     """

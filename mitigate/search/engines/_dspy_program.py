@@ -1,43 +1,19 @@
 """The judge as a DSPy program, and the run of DSPy's optimizers over it (imports ``dspy``: loaded only when a
 DSPy engine runs).
 
-:func:`optimize` runs one of DSPy's few-shot optimizers over the judge and maps the demos it
-chooses back to :class:`~mitigate.prompt.Demo` objects (see :mod:`mitigate.search.engines._dspy`
-for the engines and what each optimizer does).
+The program (:class:`JudgeProgram`) keeps DSPy's demos in a ``dspy.Predict``, but its ``forward`` renders
+**the judge's own prompt** with them and calls **the judge's own backend** through the search's cache and
+budget, so demos are scored in the prompt they will be deployed in and DSPy's evaluations fill the cache the
+final ranking reads. The synchronous optimizer runs in a thread; each ``forward`` hands its judge call back to
+the search's event loop. Only MIPROv2's instruction proposer talks to a model itself (``prompt_model``; its
+calls are outside the budget, counted in ``meta["prompt_model_calls"]``); proposed instructions are recorded,
+not used.
 
-Where the LM calls go
-    The program (:class:`JudgeProgram`) holds a ``dspy.Predict`` only as the place where
-    DSPy keeps its demos; its ``forward`` renders **the judge's own prompt** with those
-    demos and calls **the judge's own mitigate backend** (wrapped in the search's cache and
-    budget, exactly as the random/greedy engines do), so the demos DSPy picks are scored in
-    the very prompt they will be deployed in, and DSPy's evaluations fill the cache that
-    the final ranking reads. DSPy's optimizers are synchronous and call ``forward`` from
-    their worker threads; the optimizer runs in a thread (``asyncio.to_thread``) and each
-    ``forward`` hands its judge call back to the search's event loop. The one place DSPy
-    itself talks to a model is MIPROv2's instruction proposer: it uses ``prompt_model``, a
-    ``dspy.LM`` pointed at the same model (default: the ``dspy.LM`` inside the judge's
-    :class:`~mitigate.lm._dspy.DSPyLM` backend). Its calls are outside the judge budget and
-    reported in ``meta["prompt_model_calls"]``. Proposed instructions are recorded in
-    ``meta["instructions"]`` but not used: this engine keeps the user's prompt text and
-    searches demos only.
-
-The metric
-    DSPy averages a per-example metric, while the :class:`~mitigate.search.Objective` is a
-    statistic of the whole split (a correlation, BiasScore). The optimizers therefore get
-    :meth:`Objective.item_metric` — closeness to the human score, plus λ when the item's
-    output did not change under the probe's perturbations — and accept a bootstrapped trace
-    when the score is within half a scale step of the human one. Every distinct demo set
-    DSPy produced is then ranked with the full objective on dev, served from the cache
-    DSPy's own evaluations filled, and the best is reported on the held-out test split like
-    the other engines. An item whose score failed to parse counts as a miss (0) for DSPy's
-    metric; it is never given a score.
-
-Budget
-    Once the search's budget is spent, ``forward`` answers without calling (a missing
-    score), so DSPy finishes quickly; demo sets whose dev evaluation the budget could not
-    complete are dropped from the ranking, and ``stopped`` is ``"budget"``. The optimizers'
-    sizes are derived from the budget (``num_candidate_programs`` for bootstrap-rs,
-    ``num_trials`` for MIPROv2) unless given.
+DSPy averages a per-example metric, so the optimizers get :meth:`Objective.item_metric` (a bootstrapped trace
+is accepted within half a scale step of the human score; a parse failure is a miss); every distinct demo set
+DSPy produced is then ranked with the full objective on dev. Once the budget is spent ``forward`` answers
+without calling, demo sets whose dev evaluation could not complete are dropped, and ``stopped`` is
+``"budget"``; the optimizers' sizes are derived from the budget unless given.
 """
 
 from __future__ import annotations
@@ -75,17 +51,12 @@ class JudgeItem(dspy.Signature):
 
 
 class ProgramContext:
-    """What the program shares across DSPy's copies of it: never copied (DSPy deep-copies modules).
-
-    ``loop`` is the search's event loop; :meth:`judge` runs a judge call on it from DSPy's threads.
-    """
+    """What the program shares across DSPy's copies of it (DSPy deep-copies modules): the session, its
+    event loop and the items."""
 
     def __init__(self, session: Session, loop: asyncio.AbstractEventLoop, items: Mapping[str, Item]) -> None:
-        self.session = session
-        self.loop = loop
-        self.items = dict(items)
-        self.refused = 0
-        self.errors = 0
+        self.session, self.loop, self.items = session, loop, dict(items)
+        self.refused = self.errors = 0
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ProgramContext:
@@ -109,8 +80,7 @@ class ProgramContext:
         )
 
     def judge(self, item: Item, demos: Sequence[Demo]) -> Judgment | None:
-        """Judge ``item`` with ``demos`` through the session's judge; None when the budget or the LM
-        refused."""
+        """Judge ``item`` with ``demos`` through the session's judge; None when the budget or LM refused."""
         s = self.session
         judge = s.judge_for(Demos(demos=tuple(demos), k=len(demos)) if demos else None)
         try:
@@ -126,12 +96,8 @@ class ProgramContext:
 
 
 class JudgeProgram(dspy.Module):
-    """The judge as a DSPy program: ``forward(item_id, text)`` scores the item with the current demos.
-
-    ``self.predict`` holds the demos DSPy's optimizers set (its signature is
-    :class:`JudgeItem`); ``forward`` renders the judge's own prompt with them and calls the
-    judge's backend, and appends a trace step so bootstrapping works.
-    """
+    """The judge as a DSPy program: ``forward(item_id, text)`` scores the item with the demos DSPy set in
+    ``self.predict``, and appends a trace step so bootstrapping works."""
 
     def __init__(self, context: ProgramContext, instructions: str) -> None:
         super().__init__()
@@ -185,13 +151,8 @@ def _programs(compiled: Any) -> list[Any]:
 
 
 async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, Any]]:
-    """Run ``engine``'s DSPy optimizer over the judge in session ``s`` (the baseline already evaluated).
-
-    ``engine`` is a :class:`~mitigate.search.engines._dspy.DSPyEngine` (its ``optimizer``,
-    ``prompt_model``, ``num_candidates`` and ``num_trials``). Every distinct demo set DSPy
-    produced is evaluated on dev through the session; returns why the search stopped and
-    what it reports in ``meta``.
-    """
+    """Run ``engine``'s DSPy optimizer over the judge in session ``s`` and evaluate every distinct demo set
+    it produced on dev; why the search stopped, and its ``meta``."""
     optimizer: str = engine.optimizer
     split, crit = s.split, s.criterion
     train = [it for it in split.train if crit in it.human and math.isfinite(it.human[crit])]
@@ -208,17 +169,9 @@ async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, A
 
     def compile_quietly() -> tuple[Any, dict[str, Any]]:
         with contextlib.nullcontext() if s.progress else _silenced():
+            metric = _metric(s.objective, s)
             return _compile(
-                optimizer,
-                program,
-                trainset,
-                devset,
-                _metric(s.objective, s),
-                kmax,
-                s,
-                engine,
-                s.seed,
-                s.concurrency,
+                optimizer, program, trainset, devset, metric, kmax, s, engine, s.seed, s.concurrency
             )
 
     compiled, details = await asyncio.to_thread(compile_quietly)

@@ -1,10 +1,7 @@
-"""The greedy forward-selection engine (``"greedy"``).
-
-Candidate items are drawn from the (query-free) selectors, up to ``n_candidates``; starting
-from no demos, each step adds the item that raises the dev objective most, until the largest
-``k``, no improvement, or the budget. The final set is then tried under each further
-perturbation template.
-"""
+"""The greedy forward-selection engine (``"greedy"``): from no demos, each step adds the candidate item (up
+to ``n_candidates``, drawn from the query-free selectors) that raises the dev objective most, until the
+largest ``k``, no improvement, or the budget; the final set is then tried under each further perturbation
+template."""
 
 from __future__ import annotations
 
@@ -56,7 +53,7 @@ def candidate_demos(
 
 @register("engine", "greedy")
 class GreedyEngine(Engine):
-    """Greedy forward selection of demos (see the module docstring).
+    """Greedy forward selection of demos.
 
     Parameters:
         n_candidates: how many candidate items the selectors propose.

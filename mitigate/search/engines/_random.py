@@ -1,11 +1,9 @@
 """The seeded random-search engine (``"random"``).
 
-Each trial takes the next selector (round robin), a ``k`` from the search's sizes, and a
-perturbation template, and draws a demo set with a fresh seed (selectors without a seed give
-one set). A set already evaluated (in any order) is not evaluated again; the search ends at
-the budget, after ``max_trials`` trials (baseline included), or when 200 draws in a row give
-nothing new. A query-dependent selector (KNN) makes one candidate, a ``per-item-demos``
-judge.
+Each trial takes the next selector (round robin), a ``k`` and a perturbation template, and draws a demo set
+with a fresh seed. A set already evaluated (in any order) is not evaluated again; the search ends at the
+budget, after ``max_trials`` trials (baseline included), or when 200 draws in a row give nothing new. A
+query-dependent selector (KNN) makes one per-item candidate.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from mitigate.strategies import Demos, Mitigation
 
 @register("engine", "random")
 class RandomEngine(Engine):
-    """Seeded random search over the selectors' draws (see the module docstring).
+    """Seeded random search over the selectors' draws.
 
     Parameters:
         max_trials: stop after this many evaluated candidates, the baseline included (None: no limit).
