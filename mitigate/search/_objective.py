@@ -1,23 +1,12 @@
 """The objective a demonstration search maximises, computed from judgments on a split.
 
-    objective = agreement + λ · consistency − μ · |BiasScore|
-
-- **agreement**: item-level correlation of the judge's scores with the human scores (``"spearman"``,
-  ``"kendall"``, ``"pearson"``), or ``"accuracy"``, the share of items scored exactly the human label (for
-  categorical labels; a correlation is undefined when the judge gives one score to every item).
-- **consistency** (λ, ``consistency_weight``): agreement of the judge with itself under perturbed guidelines
-  (Ghazarian et al. 2024; :func:`mitigate.measures.perturbation_consistency`), read from
-  ``meta["perturbations"]`` (the search wraps the judge in :class:`~mitigate.strategies.PerturbedGuidelines`
-  when λ > 0). ``"kappa"`` (the default) is chance corrected; ``"raw"``, the paper's share of identical
-  outputs, rewards a judge that collapses to one answer (``benchmarks/RESULTS.md``). Kappa is NaN for a judge
-  that gives a single answer everywhere.
-- **BiasScore** (μ, ``bias_weight``): Spearman(LS, US) (Ohi et al. 2024;
-  :func:`mitigate.measures.bias_score`); needs LS per item.
-
-Items without a score are left out of every term, never given a default; below ``min_coverage`` of the
-labelled items scored, the objective is NaN, so a demo set cannot win by making the judge fail on hard items.
-A term with weight 0 is not computed; a weighted term that is NaN makes the objective NaN
-(``ObjectiveValue.reason`` says why), and a NaN objective never wins.
+``agreement + λ · consistency − μ · |BiasScore|``: agreement is the item-level correlation with the human
+scores (or ``"accuracy"``, exact matches, for categorical labels); consistency is the judge's agreement with
+itself under perturbed guidelines (Ghazarian et al. 2024; ``"kappa"``, chance corrected, by default, since the
+paper's raw share rewards a judge that collapses to one answer); BiasScore is Spearman(LS, US) (Ohi et al.
+2024). Items without a score are left out of every term; below ``min_coverage`` of the labelled items scored,
+a weighted term that is NaN, or no labelled item, the objective is NaN (``ObjectiveValue.reason`` says why),
+and NaN never wins.
 """
 
 from __future__ import annotations
@@ -323,14 +312,14 @@ class Objective(Component):
                             "kappa is undefined: every perturbation gave one same answer to every item (a "
                             "collapsed judge; chance agreement is 1)"
                         )
-                    consistency = consistency.model_copy(
-                        update={
-                            "name": "perturbation_consistency_kappa",
-                            "value": kappa,
-                            "reason": why,
-                            "extra": {**consistency.extra, "raw": consistency.value},
-                        }
-                    )
+                    extra = {**consistency.extra, "raw": consistency.value}
+                    update = {
+                        "name": "perturbation_consistency_kappa",
+                        "value": kappa,
+                        "reason": why,
+                        "extra": extra,
+                    }
+                    consistency = consistency.model_copy(update=update)
             value += self.consistency_weight * consistency.value
             if not consistency.ok:
                 reasons.append(f"consistency: {consistency.reason}")
@@ -345,22 +334,16 @@ class Objective(Component):
                 reasons.append(f"BiasScore: {bias.reason}")
         if labelled.any() and coverage < self.min_coverage:
             value = math.nan
-            reasons.insert(
-                0,
-                f"coverage {coverage:.0%} of labelled items got a score; expected at least "
-                f"{self.min_coverage:.0%}",
-            )
+            why = f"coverage {coverage:.0%} of labelled items got a score; expected at least "
+            reasons.insert(0, why + f"{self.min_coverage:.0%}")
         elif not labelled.any():
             value = math.nan
             reasons.insert(0, f"no item has a human {criterion!r} score")
         low = high = None
         if ci and math.isfinite(value):
+            indices = np.arange(len(items))
             lo, hi = bootstrap_ci(
-                lambda idx: self._point(a, idx.astype(int)),
-                np.arange(len(items)),
-                n_boot=n_boot,
-                alpha=alpha,
-                seed=seed,
+                lambda i: self._point(a, i.astype(int)), indices, n_boot=n_boot, alpha=alpha, seed=seed
             )
             if math.isfinite(lo) and math.isfinite(hi):
                 low, high = lo, hi
@@ -399,13 +382,11 @@ class Objective(Component):
             return Gain(value=math.nan, n=len(items), reason="the objective is NaN for one of the two judges")
         if n_boot <= 0:
             return Gain(value=float(value), n=len(items))
-        lo, hi = bootstrap_ci(
-            lambda i: self._point(a, i.astype(int)) - self._point(b, i.astype(int)),
-            idx,
-            n_boot=n_boot,
-            alpha=alpha,
-            seed=seed,
-        )
+
+        def paired(i: np.ndarray) -> float:
+            return self._point(a, i.astype(int)) - self._point(b, i.astype(int))
+
+        lo, hi = bootstrap_ci(paired, idx, n_boot=n_boot, alpha=alpha, seed=seed)
         finite = math.isfinite(lo) and math.isfinite(hi)
         return Gain(
             value=float(value), ci_low=lo if finite else None, ci_high=hi if finite else None, n=len(items)

@@ -113,8 +113,7 @@ class SearchResult(BaseModel):
         if n < MIN_ITEMS:
             out.append(
                 f"only {n} test items: with fewer than {MIN_ITEMS} the test gain and its interval are "
-                "too unstable to carry a conclusion (use more labelled data: --limit, or "
-                "other --splits)"
+                "too unstable to carry a conclusion (use more labelled data: --limit, or other --splits)"
             )
         if self.test_documents is not None and self.test_documents < MIN_DOCUMENTS:
             out.append(
@@ -162,7 +161,6 @@ class SearchResult(BaseModel):
         )
 
     def __repr__(self) -> str:
-
         def f(x: float) -> str:
             return "nan" if not math.isfinite(x) else f"{x:+.3f}" if x < 0 or x > 0 else "0.000"
 

@@ -78,21 +78,17 @@ async def asearch(
         judge: the base judge (no demos); its prompts get the candidate demos.
         data: a labelled benchmark (split with ``splits`` and ``seed``), or a :class:`Split`.
         engine: a registered engine name (``mitigate list engines``) or an :class:`Engine`; ``engine_options``
-            are that engine's parameters.
+            are its parameters.
         criterion: the human label optimised against (default: the only one).
         objective: what is maximised (default: Spearman agreement only).
         k: demos per set, or a list of sizes to draw from (the DSPy engines use the largest).
-        selectors: candidate generators, fitted on the train split when unfitted (default: ``Random`` and
-            ``Stratified``; engines that choose demos their own way take none). An unfitted ``HighestRS``
-            judges the train split within the budget, with LS from ``likelihood`` when it is an LM object.
+        selectors: candidate generators, fitted on train when unfitted (default ``Random`` and
+            ``Stratified``); an unfitted ``HighestRS`` judges train within the budget.
         budget: distinct LM requests the search may make, answered by the cache or the backend alike.
-        perturbations: templates to search over: ``None`` shows plain demos, a
-            :class:`~mitigate.strategies.Demos` with ``display="perturbed"`` shows each candidate's demos
-            under perturbed guidelines.
-        probe: how consistency is measured when the objective counts it (default
-            ``PerturbedGuidelines(kind="order", n=2)``).
-        ls: LS per item id for BiasScore; else computed with ``likelihood`` on dev and test.
-        likelihood: the LS backend (BiasScore, and fitting HighestRS).
+        perturbations: templates searched over: ``None`` for plain demos, or a
+            :class:`~mitigate.strategies.Demos` with a perturbed display.
+        probe: the :class:`~mitigate.strategies.PerturbedGuidelines` measuring consistency when it counts.
+        ls, likelihood: LS per item id for BiasScore, else the LS backend (also for fitting HighestRS).
         cache: the LM cache (True: the default file; a path or LMCache; False: none).
         n_boot: bootstrap resamples for the reported intervals (0: none).
     """

@@ -1,13 +1,10 @@
 """The machinery every search engine shares: the budgeted judge, candidates, evaluation on dev, and the
 report.
 
-The budget counts the **distinct** LM requests the search makes, whether the cache or the backend answers them
-(every leaf LM is wrapped as ``BudgetedLM(CachedLM(lm))``, :func:`instrument`): a rerun with a warm cache
-retraces the same trials to the same winner, and a result does not depend on what the cache held
-(``SearchResult.calls_backend`` counts the backend's share). With ``cache=False`` every call counts. A
-candidate whose worst-case cost exceeds what is left is not started, and the wrapper refuses any call beyond
-the budget. The baseline is the first trial and counts; the final evaluation on test is outside the budget
-(``calls_test``).
+The budget counts the **distinct** LM requests, answered by the cache or the backend alike (every leaf LM is
+wrapped as ``BudgetedLM(CachedLM(lm))``, :func:`instrument`), so a rerun with a warm cache retraces the same
+trials to the same winner. A candidate whose worst-case cost exceeds what is left is not started; the baseline
+is the first trial; the final evaluation on test is outside the budget.
 """
 
 from __future__ import annotations
@@ -134,15 +131,9 @@ class Session:
         self.budget = CallBudget(budget)
         self.budget_total = budget
         self.judge, self._opened = instrument(judge, self.budget, cache)
-        self.split, self.criterion, self.objective, self.probe, self.ls = (
-            split,
-            criterion,
-            objective,
-            probe,
-            ls,
-        )
+        self.split, self.criterion, self.objective = split, criterion, objective
+        self.probe, self.ls, self.engine = probe, ls, engine
         self.concurrency, self.progress, self.n_boot, self.seed = concurrency, progress, n_boot, seed
-        self.engine = engine
         self.trials: list[Trial] = []
         self.judgments: dict[int, tuple[Judgment, ...]] = {}
         self.seen: dict[str, int] = {}
@@ -222,19 +213,18 @@ class Session:
         self.budget.limit = None
         best = self.best_index()
         base = 0  # the baseline is always the first trial
-        base_test, _, _ = await self.run(
-            self.judge_for(from_spec(self.trials[base].pipeline)), self.split.test
-        )
-        best_test = base_test
-        if best != base:
-            best_test, _, _ = await self.run(
-                self.judge_for(from_spec(self.trials[best].pipeline)), self.split.test
-            )
+
+        async def on_test(i: int) -> tuple[Judgment, ...]:
+            return (await self.run(self.judge_for(from_spec(self.trials[i].pipeline)), self.split.test))[0]
+
+        base_test = await on_test(base)
+        best_test = base_test if best == base else await on_test(best)
         test_calls = self.budget.used - spent
         boot = {"n_boot": self.n_boot, "seed": self.seed}
         ci = self.n_boot > 0
         obj, crit = self.objective, self.criterion
         dev_items, test_items = self.split.dev, self.split.test
+        documents = {it.doc_id for it in test_items} if all(it.doc_id for it in test_items) else None
         return SearchResult(
             engine=self.engine,
             objective=obj,
@@ -256,9 +246,7 @@ class Session:
             calls_test=test_calls,
             stopped=stopped,
             meta=meta or {},
-            test_documents=len({it.doc_id for it in test_items})
-            if all(it.doc_id for it in test_items)
-            else None,
+            test_documents=None if documents is None else len(documents),
         )
 
 
@@ -328,18 +316,14 @@ async def fit_judged_selectors(
 
 def reseeded(sel: Selector, rng: _random.Random) -> Selector:
     """``sel`` with a fresh seed drawn from ``rng`` (a selector without a seed is returned as it is)."""
-    if "seed" in type(sel).model_fields:
-        return sel.model_copy(update={"seed": rng.randrange(2**31)})
-    return sel
+    return sel.model_copy(update={"seed": rng.randrange(2**31)}) if "seed" in type(sel).model_fields else sel
 
 
 def as_split(
     data: Benchmark | Split | Sequence[Item], fractions: tuple[float, float, float], seed: int, criterion: str
 ) -> Split:
     """``data`` itself when it is a Split, else :func:`~mitigate.data._split.split_items` of it."""
-    if isinstance(data, Split):
-        return data
-    return split_items(data, fractions, seed=seed, criterion=criterion)
+    return data if isinstance(data, Split) else split_items(data, fractions, seed=seed, criterion=criterion)
 
 
 def search_criterion(data: Benchmark | Split | Sequence[Item], judge: Judge, criterion: str | None) -> str:

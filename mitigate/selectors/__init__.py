@@ -1,19 +1,11 @@
 """Choosing which demonstrations go into a judge prompt: the one way demos are chosen.
 
-Importing this package registers every selector (kind ``"selector"`` in
-:mod:`mitigate.registry`; :func:`selector_from_spec` rebuilds one from its spec).
-
-| name | class | what it picks |
-|---|---|---|
-| ``random`` | :class:`Random` | k items at random (seeded) |
-| ``stratified`` | :class:`Stratified` | k items balanced over gold labels (Ghazarian et al. 2024) |
-| ``knn`` | :class:`KNN` | the k items nearest to the judged item (TF-IDF + scikit-learn) |
-| ``highest-rs`` | :class:`HighestRS` | the k items with the highest RS (Ohi et al. 2024) |
-| ``fixed`` | :class:`Fixed` | the items the user names |
-
-It also owns the rules those choices rest on (:func:`rank_by_rs`, :func:`stratified_pick`,
-:func:`resolve_criterion`), and imports nothing from :mod:`mitigate.strategies` or :mod:`mitigate.search`,
-which sit above it. (A top-level ``selectors`` would shadow the standard library module asyncio imports.)
+Importing this package registers every selector (kind ``"selector"``; ``mitigate list selectors``;
+:func:`selector_from_spec` rebuilds one from its spec): :class:`Random`, :class:`Stratified`, :class:`KNN`,
+:class:`HighestRS` and :class:`Fixed`. It also owns the rules those choices rest on (:func:`rank_by_rs`,
+:func:`stratified_pick`, :func:`resolve_criterion`) and imports nothing from :mod:`mitigate.strategies` or
+:mod:`mitigate.search`, which sit above it. (A top-level ``selectors`` would shadow the standard library
+module asyncio imports.)
 """
 
 from typing import TYPE_CHECKING

@@ -8,11 +8,7 @@ copy::
     demos = knn.select(4, query=item)                     # query-dependent selectors need the item
     kept = sel.with_choice(2)                             # keeps those 2 demos, not the pool
 
-``afit(pool, judge, ctx)`` (``fit`` is its synchronous form) keeps the pool items labelled for the criterion
-(as :func:`demo_item` keeps them); ``select(k, query=None)`` returns ``k`` demos with the *human* score, never
-the query item itself, the same for the same fitted selector, ``k`` and query; ``with_choice(k)`` keeps only
-the ``k`` items chosen, for a fixed demo set. Every selector registers as kind ``"selector"``; this package
-imports nothing from the strategies. :class:`Fixed` (``"fixed"``) shows the pool items the user names.
+:class:`Fixed` (``"fixed"``) shows the pool items the user names.
 """
 
 from __future__ import annotations
@@ -116,9 +112,9 @@ class Selector(Component, Fittable):
     scale_: Scale | None = None
     n_pool_: int | None = None
 
-    # ------------------------------------------------------------------ contract
     @classmethod
     def examples(cls) -> list[Selector]:
+        """Fitted instances the contract checks exercise (override when defaults are not enough)."""
         return [cls().fit(example_pool(), criterion="score")]
 
     @property
@@ -135,7 +131,6 @@ class Selector(Component, Fittable):
         """A copy with the fitted state (fields ending in ``_``) cleared: the parameters only."""
         return type(self).model_validate({k: v for k, v in self.model_dump().items() if not k.endswith("_")})
 
-    # ------------------------------------------------------------------ fit / select
     async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
         """A fitted copy remembering the items of ``train`` labelled for the criterion (``ctx.criterion``,
         else as :func:`resolve_criterion`), and the benchmark's human scale."""
@@ -149,12 +144,10 @@ class Selector(Component, Fittable):
         name = type(self).__name__
         if isinstance(pool, Benchmark):
             items, scale = list(pool.items), pool.scale
-            if criterion is None:
-                criterion = (
-                    pool.criteria[0]
-                    if len(pool.criteria) == 1
-                    else _criterion_of_judge(name, items, judge, f"benchmark {pool.name!r}")
-                )
+            if criterion is None and len(pool.criteria) == 1:
+                criterion = pool.criteria[0]
+            elif criterion is None:
+                criterion = _criterion_of_judge(name, items, judge, f"benchmark {pool.name!r}")
         else:
             items, scale = list(pool), None
             if not all(isinstance(it, Item) for it in items):
@@ -168,8 +161,7 @@ class Selector(Component, Fittable):
             found = sorted({c for it in items for c in (*it.human, *it.preference)})
             raise ConfigError(
                 f"{name}.fit expected pool items with a human {criterion!r} score or gold preference; got "
-                f"none among {len(items)} "
-                f"items (their labels: {found or 'none'})"
+                f"none among {len(items)} items (their labels: {found or 'none'})"
             )
         ids = [it.id for it in kept]
         if len(set(ids)) != len(ids):
@@ -177,8 +169,9 @@ class Selector(Component, Fittable):
             raise ConfigError(
                 f"{name}.fit expected unique item ids in the pool; {dup!r} appears more than once"
             )
+        pool_ = tuple(demo_item(it) for it in kept)
         return {
-            "pool_": tuple(demo_item(it) for it in kept),
+            "pool_": pool_,
             "chosen_": None,
             "criterion_": criterion,
             "scale_": scale,
@@ -249,11 +242,8 @@ class Selector(Component, Fittable):
 def _criterion_of_judge(owner: str, items: Sequence[Item], judge: Judge | None, what: str) -> str:
     """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly
     one."""
-    names = (
-        []
-        if judge is None
-        else list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
-    )
+    leaves = judge.leaves() if judge is not None else []
+    names = list(dict.fromkeys(c.name for leaf in leaves for c in leaf.prompt.criteria))
     known = [n for n in names if labelled_items(items, n)]
     if len(known) != 1:
         labels = sorted({c for it in items for c in (*it.human, *it.preference)})
@@ -305,18 +295,14 @@ class Fixed(Selector):
 
     async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
         """A fitted copy; ConfigError naming the ids that are not labelled pool items."""
-        pool = train
-        state = self.fit_state(pool, ctx.criterion, judge)
+        state = self.fit_state(train, ctx.criterion, judge)
         known = {it.id for it in state["pool_"]}
         unknown = [i for i in self.ids if i not in known]
         if unknown:
-            every = pool.items if isinstance(pool, Benchmark) else list(pool)
-            present = {it.id for it in every}
-            unlabelled = [i for i in unknown if i in present]
+            present = {it.id for it in (train.items if isinstance(train, Benchmark) else train)}
             missing = [i for i in unknown if i not in present]
-            parts = []
-            if missing:
-                parts.append(f"not in the pool: {missing}")
+            unlabelled = [i for i in unknown if i in present]
+            parts = [f"not in the pool: {missing}"] if missing else []
             if unlabelled:
                 parts.append(f"without a human {state['criterion_']!r} score: {unlabelled}")
             raise ConfigError(

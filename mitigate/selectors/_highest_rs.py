@@ -1,10 +1,8 @@
 """Highest-RS demonstrations as a selector (Ohi et al. 2024), and the RS ranking itself.
 
-LLM judges overrate texts their own LM finds likely. Per pool item, LS = log P(output | input, task) under a
-causal LM (:class:`~mitigate.judge.LikelihoodScorer`), US = judge score − human score after mapping
-(:func:`mitigate.measures.unfairness_scores`), and RS = \\|LS* + US*\\| with both centred and scaled into [-1,
-1] (:func:`mitigate.measures.rs_scores`); :class:`HighestRS` returns the ``k`` pool items with the highest RS,
-which the ``highest-rs-demos`` preset shows.
+Per pool item, LS = log P(output | input, task) under a causal LM, US = judge score − human score after
+mapping (:func:`mitigate.measures.unfairness_scores`), and RS = \\|LS* + US*\\| with both centred and scaled
+into [-1, 1] (:func:`mitigate.measures.rs_scores`).
 """
 
 from __future__ import annotations
@@ -61,17 +59,14 @@ class HighestRS(Selector):
     """The ``k`` pool items with the highest RS = \\|LS* + US*\\| (Ohi et al. 2024).
 
     Parameters:
-        likelihood: backend spec of the causal LM computing LS when ``fit`` runs the judge (any backend with
-            ``loglikelihood``).
-        task: the generation task's description conditioning LS (None: the judge prompt's task paragraph).
-        pool_size: judge and score only this many labelled pool items, drawn with ``seed`` (None: all); bounds
-            the cost of fitting.
+        likelihood: backend spec of the causal LM computing LS when ``fit`` runs the judge.
+        task: the task's description conditioning LS (None: the judge prompt's task paragraph).
+        pool_size: judge and score only this many labelled pool items, drawn with ``seed`` (None: all).
         seed: the random seed of that draw.
         scaling: how US normalises judge and human scores (:func:`mitigate.measures.unfairness_scores`).
 
-    Fitted state: ``rs_`` (item id -> RS, highest first; items without one are never selected), ``ls_`` and
-    ``us_``, and when fitted with a judge ``n_parse_failures_``, ``excluded_`` (item id -> why it has no RS)
-    and ``n_excluded_``.
+    Fitted: ``rs_``, ``ls_`` and ``us_`` (item id -> value; items without an RS are never selected) and, when
+    fitted with a judge, ``n_parse_failures_`` and ``excluded_`` (item id -> why it has no RS).
     """
 
     paper = "Ohi et al. 2024"

@@ -1,9 +1,8 @@
 """Nearest-neighbour demonstrations: the pool items most similar to the item being judged.
 
 Texts are embedded with scikit-learn's ``TfidfVectorizer`` fitted on the pool, or a local
-sentence-transformers model folder (loaded with the hub switched off: it never downloads), and neighbours
-found by cosine distance. The index is rebuilt from the fitted pool on first use and kept in a small
-in-process cache, so the selector stays a plain, serialisable value.
+sentence-transformers model folder (loaded with the hub switched off: it never downloads). The index is built
+on first use and cached in-process, so the selector stays a plain, serialisable value.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from mitigate.data import Item
 from mitigate.errors import ConfigError, ModelPathError
 from mitigate.prompt import field_text
 from mitigate.registry import Tags, register
-from mitigate.selectors._base import Selector, example_pool
+from mitigate.selectors._base import Selector
 
 
 def item_text(item: Item, fields: tuple[str, ...]) -> str:
@@ -66,10 +65,6 @@ class KNN(Selector):
         "ngram_max": [Interval(int, 1)],
         "nearest_last": [bool],
     }
-
-    @classmethod
-    def examples(cls) -> list[Selector]:
-        return [cls().fit(example_pool(), criterion="score")]
 
     def _index(self) -> tuple[Any, Any]:
         """The embedding function and the ``NearestNeighbors`` of the pool (cached by texts and settings)."""

@@ -1,11 +1,10 @@
 """Random and stratified demonstrations.
 
-:class:`Random` draws ``k`` labelled pool items with a seed (the control of Ohi et al. 2024, and the simplest
-candidate generator of the search). :class:`Stratified` spreads the demos over the gold labels (Ghazarian et
-al. 2024 saw a small judge drift toward a score several demos shared): every label gets the same number of
-demos, and with fewer demos than labels the chosen labels are spread from the lowest to the highest; the picks
-are shuffled so demo order does not follow the score. ``by="range"`` instead draws one item from each of ``k``
-equal strata of the pool sorted by gold score (:func:`stratified_pick`).
+:class:`Random` draws ``k`` labelled pool items with a seed (Ohi et al. 2024's control, and the search's
+simplest candidate generator). :class:`Stratified` spreads the demos evenly over the gold labels and shuffles
+them (Ghazarian et al. 2024 saw a small judge drift toward a score several demos shared), or with
+``by="range"`` draws one item from each of ``k`` equal strata of the pool sorted by gold score
+(:func:`stratified_pick`).
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ from __future__ import annotations
 import math
 import random as _random
 from collections.abc import Sequence
+from itertools import accumulate, pairwise
 from typing import ClassVar, Literal, Self
 
 from mitigate.constraints import Interval, Options
@@ -70,13 +70,9 @@ def stratified_pick(
     key = criteria[0]
     ordered = sorted(eligible, key=lambda it: (it.human[key], it.id))
     rng = _random.Random(seed)
-    size, extra = divmod(len(ordered), m)
-    picks: list[Item] = []
-    start = 0
-    for k in range(m):
-        end = start + size + (1 if k < extra else 0)
-        picks.append(rng.choice(ordered[start:end]))
-        start = end
+    size, extra = divmod(len(ordered), m)  # the first ``extra`` strata hold one more item
+    bounds = accumulate((size + (k < extra) for k in range(m)), initial=0)
+    picks = [rng.choice(ordered[start:end]) for start, end in pairwise(bounds)]
     rng.shuffle(picks)
     return picks
 
@@ -162,9 +158,11 @@ class Stratified(Selector):
             groups.setdefault(self.label_of(it), []).append(it)
         labels = sorted(groups)
         quotas = balanced_quotas([len(groups[lb]) for lb in labels], k, rng)
-        picks: list[Item] = []
-        for label, quota in zip(labels, quotas, strict=True):
-            if quota:
-                picks.extend(rng.sample(groups[label], quota))
+        picks = [
+            it
+            for lb, quota in zip(labels, quotas, strict=True)
+            if quota
+            for it in rng.sample(groups[lb], quota)
+        ]
         rng.shuffle(picks)
         return picks

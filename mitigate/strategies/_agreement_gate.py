@@ -1,12 +1,10 @@
 """RTS/MCQ agreement gating (Shen et al. 2023): send systems the judge is unsure about to humans.
 
-How well an LLM judge agrees with humans depends on the system judged. Without human labels, score every
-output of system *i* twice, reason-then-score (RTS) and multiple-choice (MCQ), and compute R_i = corr(RTS,
-MCQ) over its items; a system with R_i < tolerance goes to human evaluation. :class:`AgreementGate`
-(``"agreement-gate"``) wraps a judge into an :class:`AgreementJudge` that gives each item both scores; the
-decision is per system across items, a separate step (:meth:`AgreementGate.gate`). A system whose R_i cannot
-be computed ("insufficient data") is flagged too. :func:`gate_released` makes the decision from Shen et al.'s
-released ChatGPT answers and measures how well R_i predicts each system's correlation with humans.
+Each output is scored twice, reason-then-score and multiple-choice; a system whose R_i = corr(RTS, MCQ) over
+its items is below the tolerance, or undefined, goes to human evaluation. :class:`AgreementGate` wraps a judge
+into an :class:`AgreementJudge` (both scores per item) and decides per system (:meth:`AgreementGate.gate`);
+:func:`gate_released` does so on Shen et al.'s released ChatGPT answers and measures how well R_i predicts
+each system's agreement with humans.
 """
 
 from __future__ import annotations
@@ -27,11 +25,8 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.judge import CompositeJudge, Judge, Judgment, ParseFailure, merge_judgments
 from mitigate.measures import CORRELATIONS
 from mitigate.registry import Tags, register
-from mitigate.strategies._base import Mitigation
+from mitigate.strategies._base import NEEDS_HUMAN, Mitigation
 from mitigate.strategies._forms import mcq_form, rts_form
-
-NEEDS_HUMAN = "needs_human"
-"""The flag put on judgments whose system failed the gate."""
 
 Decision = Literal["accept", "needs_human", "insufficient data"]
 
@@ -152,12 +147,8 @@ class AgreementGate(Mitigation):
                 "expected value over the first scale number it generates (ExpectedScore); expected a judge "
                 "with scoring='parse' (place ExpectedScore in another pipeline)"
             )
-        return AgreementJudge(
-            {"rts": judge.map_prompts(rts_form), "mcq": judge.map_prompts(mcq_form)},
-            tolerance=self.tolerance,
-            method=self.method,
-            min_items=self.min_items,
-        )
+        children = {"rts": judge.map_prompts(rts_form), "mcq": judge.map_prompts(mcq_form)}
+        return AgreementJudge(children, **self.model_dump(include=_PARAMS))
 
     def gate(
         self, judgments: Sequence[Judgment], items: Sequence[Item], criterion: str | None = None
@@ -203,14 +194,8 @@ class AgreementGate(Mitigation):
             flagged.append(
                 j.model_copy(update={"flags": flags, "meta": {**j.meta, "agreement_gate": gate_meta}})
             )
-        return GateReport(
-            criterion=crit,
-            tolerance=self.tolerance,
-            method=self.method,
-            min_items=self.min_items,
-            decisions=tuple(decisions),
-            judgments=tuple(flagged),
-        )
+        params = self.model_dump(include=_PARAMS)
+        return GateReport(criterion=crit, decisions=tuple(decisions), judgments=tuple(flagged), **params)
 
     def _decide(self, systems: Sequence[str], rts: np.ndarray, mcq: np.ndarray) -> list[GateDecision]:
         out: list[GateDecision] = []
@@ -251,13 +236,12 @@ class AgreementGate(Mitigation):
         return gate_released(criteria, gate=self, p_method=p_method, predict_method=predict_method, root=root)
 
 
+_PARAMS = {"tolerance", "method", "min_items"}
+
+
 def _only_criterion(judgments: Sequence[Judgment]) -> str:
-    names: set[str] = set()
-    for j in judgments:
-        for key in ("rts", "mcq"):
-            part = j.meta.get(key)
-            if isinstance(part, dict):
-                names.update(part)
+    forms = [part for j in judgments for key in ("rts", "mcq") if isinstance(part := j.meta.get(key), dict)]
+    names = {name for part in forms for name in part}
     if len(names) != 1:
         raise ConfigError(
             f"the judgments hold RTS/MCQ scores for {sorted(names) or 'no criterion'}; expected exactly one, "
@@ -280,8 +264,7 @@ def _form_scores(j: Judgment, criterion: str) -> tuple[float | None, float | Non
     return rts.get(criterion), mcq.get(criterion)
 
 
-# ---------------------------------------------------------------------------------------
-# the released ChatGPT RTS/MCQ outputs (no LM calls)
+# --------------------------------------------------------------------------- the released ChatGPT answers
 
 
 class ReleasedGateReport(BaseModel):
@@ -308,25 +291,20 @@ def released_gate_judgments(
 ) -> list[Judgment]:
     """Judgments shaped like :class:`AgreementJudge` output, from the released ChatGPT RTS and MCQ answers
     (a rejected answer is a parse failure, never a default)."""
-    rts_run = load_released("chatgpt-rts", root=root)
-    mcq_run = load_released("chatgpt-mcq", root=root)
+    runs = {form: load_released(f"chatgpt-{form}", root=root) for form in ("rts", "mcq")}
     out: list[Judgment] = []
     for item in items:
-        parts = []
-        failures: list[ParseFailure] = []
-        for form, run in (("rts", rts_run), ("mcq", mcq_run)):
-            rj = run.get(item.id, criterion)
-            parts.append(rj)
-            if rj.score is None:
-                failures.append(ParseFailure(criterion=criterion, raw=rj.raw, reason=f"{form}: {rj.error}"))
-        r, m = parts
+        got = {form: run.get(item.id, criterion) for form, run in runs.items()}
+        failures = tuple(
+            ParseFailure(criterion=criterion, raw=rj.raw, reason=f"{form}: {rj.error}")
+            for form, rj in got.items()
+            if rj.score is None
+        )
+        r, m = got["rts"], got["mcq"]
+        meta = {"rts": {criterion: r.score}, "mcq": {criterion: m.score}}
         out.append(
             Judgment(
-                item_id=item.id,
-                scores={criterion: r.score},
-                raw=(r.raw, m.raw),
-                failures=tuple(failures),
-                meta={"rts": {criterion: r.score}, "mcq": {criterion: m.score}},
+                item_id=item.id, scores={criterion: r.score}, raw=(r.raw, m.raw), failures=failures, meta=meta
             )
         )
     return out

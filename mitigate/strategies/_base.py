@@ -1,25 +1,22 @@
 """The mitigation contract: frozen, serialisable transformers of judges, and pipelines of them.
 
-- :class:`Mitigation`: ``wrap(judge) -> Judge``; its parameters are its fields, checked like every registered
-  component (:class:`mitigate.registry.Component`). ``afit(train, judge, ctx)`` (the fit protocol of
-  :class:`mitigate.judge.Fittable`; ``fit`` is its synchronous form) returns a fitted copy (fitted state in
-  fields ending in ``_``); a mitigation implements ``learn``. ``compile(judge, train)`` fits, then wraps.
-- :class:`PromptMitigation`: implements only ``apply(prompt) -> prompt``; placed after a fan-out it reaches
-  every inner prompt.
-- :class:`Pipeline`: ``Pipeline([m1, m2])`` or ``m1 | m2``; nested pipelines flatten; ``wrap`` folds left to
-  right.
-
-Every concrete mitigation registers as kind ``"mitigation"``, so a spec rebuilds it (:func:`from_spec`) and
-the CLI accepts pipelines by name with parameters (:func:`parse_pipeline`) or a saved spec file as
-``@file.json``.
+A :class:`Mitigation`'s parameters are its fields, checked like every registered component; ``wrap(judge)``
+returns a new judge. One that learns implements ``learn`` (the fit protocol of
+:class:`mitigate.judge.Fittable`: ``afit``/``fit`` return a fitted copy, fitted state in fields ending in
+``_``); ``compile(judge, train)`` fits, then wraps. A :class:`PromptMitigation` only rewrites prompts, so
+after a fan-out it reaches every inner prompt. :class:`Pipeline` (``m1 | m2``) folds left to right. Every
+mitigation registers as kind ``"mitigation"``: :func:`from_spec` rebuilds one from its spec,
+:func:`parse_pipeline` from CLI text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +28,9 @@ from mitigate.judge import FitContext, Fittable, Judge, Judgment, run_fit
 from mitigate.prompt import JudgePrompt
 from mitigate.registry import Component, Tags, build
 from mitigate.registry import registered as registered_components
+
+NEEDS_HUMAN = "needs_human"
+"""The flag on a judgment that should go to a human (escalated, a failed gate, verdicts that disagree)."""
 
 
 def registered() -> dict[str, type[Mitigation]]:
@@ -52,6 +52,7 @@ class Mitigation(Component, Fittable):
 
     @property
     def is_fitted(self) -> bool:
+        """True when :meth:`wrap` can be used (always, for a mitigation with nothing to learn)."""
         return True
 
     @property
@@ -123,9 +124,7 @@ class Pipeline(Mitigation):
     @property
     def tags(self) -> Tags:
         """Every step's tags together; ``needs_judge`` too when a step learns."""
-        out = Tags()
-        for step in self.steps:
-            out = out | step.tags
+        out = reduce(operator.or_, (step.tags for step in self.steps), Tags())
         return out | Tags(needs_judge=out.needs_fitting)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Pipeline:

@@ -66,14 +66,14 @@ class SelfConsistency(Mitigation):
     """Majority vote over N sampled (chain-of-thought) answers.
 
     Every leaf judge samples ``n`` answers at ``temperature`` with the "majority" reducer (ties go to the
-    lower score). With ``cot=True`` the prompt also gets a paragraph starting :data:`DEFAULT_COT` asking for
-    reasoning before the final answer line, in the prompt's own format.
+    lower score); with ``cot`` the prompt also asks for reasoning before the final answer line (a paragraph
+    starting :data:`DEFAULT_COT`).
 
     Parameters:
         n: samples per item (>= 1).
         temperature: sampling temperature (0–2).
         cot: add the step-by-step instruction.
-        max_tokens: when set, the answer length limit for every leaf (reasoning needs room).
+        max_tokens: when set, the answer length limit for every leaf.
     """
 
     paper = "Ghazarian et al. 2024 (baseline)"
@@ -101,13 +101,10 @@ class SelfConsistency(Mitigation):
                 "expected value over the first scale number it generates (ExpectedScore); expected cot=False "
                 "with ExpectedScore"
             )
-        judge = (
-            leaf.with_prompt(
-                set_cot(allow_reasoning(leaf.prompt, "SelfConsistency(cot=True)"), True, lead=DEFAULT_COT)
-            )
-            if self.cot
-            else leaf
-        )
+        judge = leaf
+        if self.cot:
+            prompt = allow_reasoning(leaf.prompt, "SelfConsistency(cot=True)")
+            judge = leaf.with_prompt(set_cot(prompt, True, lead=DEFAULT_COT))
         changes: dict[str, object] = {"n": self.n, "temperature": self.temperature, "reducer": "majority"}
         if self.max_tokens is not None:
             changes["max_tokens"] = self.max_tokens

@@ -1,11 +1,9 @@
-"""Calibration of logprob scores: contextual calibration and batch calibration.
+"""Calibration of logprob scores: contextual calibration (Zhao et al. 2021) and batch calibration (Zhou et al.
+2024).
 
-A judge read through its token probabilities carries a prior: some answers are likely whatever the input. Both
-methods divide the answer distribution by an estimate p̄ of that prior and renormalise, ``q(y | x) ∝ p(y | x)
-/ p̄(y)``: :class:`ContextualCalibration` (Zhao et al. 2021) estimates p̄ on *content-free* inputs ("N/A", "",
-"[MASK]"), :class:`BatchCalibration` (Zhou et al. 2024) over a batch of real inputs. Neither needs labels;
-both need a backend with logprobs and a prompt that answers directly. Priors are fitted per leaf judge
-(``priors_``), so a fan-out gets one per prompt.
+Both divide the judge's answer distribution by an estimate p̄ of its prior and renormalise, ``q(y | x) ∝ p(y |
+x) / p̄(y)``: p̄ is the mean distribution on *content-free* inputs, or over a batch of real inputs. Neither
+needs labels; both need logprobs and a direct answer. Priors are fitted per leaf judge (``priors_``).
 """
 
 from __future__ import annotations
@@ -196,13 +194,9 @@ class CalibratedJudge(Judge):
                 continue
             raw_dists.append(p)
             cal_dists.append(q)
-        meta: dict[str, Any] = {
-            "calibration": {
-                "method": self.method if self.prior is not None else "none",
-                "p": raw_dists[0] if raw_dists else None,
-                "q": cal_dists[0] if cal_dists else None,
-            }
-        }
+        method = self.method if self.prior is not None else "none"
+        first = {"p": raw_dists[0], "q": cal_dists[0]} if raw_dists else {"p": None, "q": None}
+        meta: dict[str, Any] = {"calibration": {"method": method, **first}}
         common: dict[str, Any] = {
             "item_id": item.id,
             "raw": tuple(c.text for c in response.choices),

@@ -1,17 +1,10 @@
 """Few-shot demonstrations: one mitigation, :class:`Demos`, that shows what a selector picks.
 
-:class:`Demos` (``"demos"``) holds a selector (:mod:`mitigate.selectors`) and a display. At ``fit`` the
-selector chooses demos from the labelled training items, each shown with its *human* score; ``apply`` puts
-them into every prompt that scores their criterion, plain or under (perturbed versions of) the prompt's own
-guideline. A query-dependent selector (KNN), or ``per_item=True``, chooses per judged item instead
-(:class:`PerItemDemosJudge`).
-
-The named demo mitigations are registered presets of it (:class:`mitigate.registry.Preset`): each builds a
-:class:`Demos`, and its spec is that ``demos`` spec. ``highest-rs-demos`` shows the training items on which
-the judge's bias toward texts its LM finds likely is strongest (Ohi et al. 2024), ``random-demos`` is their
-control; ``perturbed-demos`` lives beside its paper's measure (:mod:`mitigate.strategies._perturbed_demos`).
-A fitted value keeps the fitted selector (only its choice, unless it chooses per item), the chosen demos and
-the count of unlabelled training items, never the training set.
+At ``fit`` the selector chooses demos from the labelled training items, each shown with its *human* score; the
+named demo mitigations are registered presets of it (:class:`mitigate.registry.Preset`) whose spec is that
+``demos`` spec. ``highest-rs-demos`` (Ohi et al. 2024) shows the items on which the judge's bias toward texts
+its LM finds likely is strongest, ``random-demos`` is their control. A fitted value never carries the training
+set.
 """
 
 from __future__ import annotations
@@ -115,21 +108,19 @@ class Demos(Mitigation):
     """Demonstrations chosen by any selector (or given), shown plain or under the prompt's guideline.
 
     Parameters:
-        selector: picks the demos at ``fit`` (a Selector, its spec, or its registered name); one given fitted
-            is used as it is.
+        selector: picks the demos at ``fit`` (a Selector, its spec or its registered name; used as it is when
+            fitted).
         k: how many demos.
         criterion: the human label shown (None: see :func:`demo_criteria`).
-        demos: given demos instead of a selector (exactly ``k``; nothing to fit).
+        demos: given demos instead of a selector (exactly ``k``).
         display: ``"plain"``, once under the prompt's own ``"guideline"``, or under each ``"perturbed"``
-            version of it (Ghazarian et al. 2024; with ``ablation``, one drawn with ``seed``).
+            version of it (Ghazarian et al. 2024).
         kind, n, lengthened, seed, ablation: the perturbations for ``display="perturbed"``.
         placement: ``"replace"`` the prompt's own demos, or ``"append"`` after them.
-        per_item: choose for each judged item instead of once at fit (always so for a query-dependent
-            selector).
+        per_item: choose for each judged item (always so for a query-dependent selector).
 
     Demos go to the prompts that score their criterion (or the generic "score"); a prompt scoring one other
-    criterion is left alone, one scoring several in one answer is refused, and a judge none of whose prompts
-    scores it is a ConfigError.
+    criterion is left alone, one scoring several is refused, and so is a judge with no prompt scoring it.
     """
 
     selector: SelectorField | None = None
@@ -194,7 +185,6 @@ class Demos(Mitigation):
             cls(selector=KNN.examples()[0], k=2),
         ]
 
-    # ------------------------------------------------------------------ state
     @property
     def chooses_per_item(self) -> bool:
         """True when demos are chosen for each judged item (``per_item``, or a query-dependent selector)."""
@@ -216,12 +206,10 @@ class Demos(Mitigation):
     def label(self) -> str:
         """``demos(<selector name or given>, k=..)``, with the display and per-item choice when not the
         default."""
-        source = (
-            "given" if self.selector is None else self.selector.registry_name or type(self.selector).__name__
-        )
-        extra = ("" if self.display == "plain" else f", {self.display}") + (
-            ", per item" if self.chooses_per_item else ""
-        )
+        sel = self.selector
+        source = "given" if sel is None else sel.registry_name or type(sel).__name__
+        extra = "" if self.display == "plain" else f", {self.display}"
+        extra += ", per item" if self.chooses_per_item else ""
         return f"demos({source}, k={self.k}{extra})"
 
     @property
@@ -251,7 +239,6 @@ class Demos(Mitigation):
                 "demos=(Demo(...), ...) to show given demos)"
             )
 
-    # ------------------------------------------------------------------ fit
     async def learn(self, train: Benchmark, judge: Judge | None, ctx: FitContext) -> Self:
         """A fitted copy: the selector, fitted on the ``train`` items labelled for the criterion, picks the
         demos.
@@ -284,8 +271,7 @@ class Demos(Mitigation):
             raise ConfigError(
                 f"The 'k' parameter of Demos asks for {self.k} demos, but benchmark {train.name!r} has only "
                 f"{len(items)} item{'' if len(items) == 1 else 's'} with a human "
-                f"{' and '.join(repr(c) for c in criteria)} "
-                "score."
+                f"{' and '.join(repr(c) for c in criteria)} score."
             )
         return criteria, train.model_copy(update={"items": items, "criteria": (criteria[0],)})
 
@@ -306,7 +292,6 @@ class Demos(Mitigation):
         update["selector_"] = fitted
         return self.model_copy(update=update)
 
-    # ------------------------------------------------------------------ showing
     def shown(self, demos: Sequence[Demo], prompt: JudgePrompt) -> list[Demo]:
         """``demos`` as shown in ``prompt`` (each with the prompt's own score, and a guideline when not
         plain)."""
@@ -502,19 +487,11 @@ class HighestRSDemosPreset(Preset):
 
     Parameters:
         k: how many demonstrations (the paper uses 8).
-        likelihood: backend spec of the causal LM that computes LS (any backend with ``loglikelihood``).
-        criterion: the human label the demos show and US is computed against (None:
-            :func:`~mitigate.selectors.resolve_criterion`).
-        pool_size: judge and score only this many training items, drawn with ``seed`` (None: all); bounds the
-            cost of fitting.
-        seed: the random seed of the pool draw.
-        task: the generation task's description, the condition of LS (None: the judge prompt's task
-            paragraph).
-        scaling: how US normalises judge and human scores (see :class:`~mitigate.selectors.HighestRS`).
+        likelihood, task, pool_size, seed, scaling: as for :class:`~mitigate.selectors.HighestRS`.
+        criterion: the human label the demos show and US is computed against.
 
-    Builds ``Demos(selector=HighestRS(likelihood, task, pool_size, seed, scaling), k, criterion)``.
-    ``fit(train, judge, lm=None)`` runs the base judge over the pool; ``lm`` overrides the ``likelihood`` spec
-    with a backend object.
+    ``fit(train, judge, lm=None)`` runs the base judge over the pool; ``lm`` overrides ``likelihood`` with a
+    backend object.
     """
 
     paper = "Ohi et al. 2024"

@@ -98,15 +98,10 @@ def insert_after_guideline(prompt: JudgePrompt, text: str) -> JudgePrompt:
     """
     if prompt.guideline is None or _guideline_inside_item(prompt):
         return append_instruction(prompt, text)
-    msgs = tuple(
-        PromptMessage(
-            role=m.role, template=m.template.replace(GUIDELINE_MARK, GUIDELINE_MARK + "\n\n" + text)
-        )
-        if GUIDELINE_MARK in m.template
-        else m
-        for m in prompt.messages
+    after = GUIDELINE_MARK + "\n\n" + text
+    return prompt.map_templates(
+        lambda m: PromptMessage(role=m.role, template=m.template.replace(GUIDELINE_MARK, after))
     )
-    return prompt.model_copy(update={"messages": msgs})
 
 
 def _guideline_inside_item(prompt: JudgePrompt) -> bool:
@@ -168,8 +163,6 @@ def _ban(prompt: JudgePrompt, added: Sequence[str]) -> str | None:
     return reasoning_ban(texts)
 
 
-# --------------------------------------------------------------------------- managed paragraphs
-
 ONLY_LEAD = "For this request, rate only"
 """Lead of the paragraph that restricts a free-form multi-criterion template to one criterion."""
 
@@ -187,10 +180,8 @@ _TAIL_RE = re.compile(r"\n\n([^\n]*)\Z")
 
 def _target_index(prompt: JudgePrompt) -> int:
     """The index of the message that carries added paragraphs: the last user message (else the last one)."""
-    for i in range(len(prompt.messages) - 1, -1, -1):
-        if prompt.messages[i].role == "user":
-            return i
-    return len(prompt.messages) - 1
+    last = len(prompt.messages) - 1
+    return next((i for i in range(last, -1, -1) if prompt.messages[i].role == "user"), last)
 
 
 def _split_tail(template: str) -> tuple[str, dict[str, str]]:
@@ -377,13 +368,9 @@ def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
         weak, strong = (fmt.render(f"{word} {mid}", scale) for word in ("weak", "strong"))
         text += (
             f' You may put "weak" or "strong" in front of it (for example "{weak}" or "{strong}") when '
-            "the text is "
-            "a little below or a little above that point."
+            "the text is a little below or a little above that point."
         )
     return text
-
-
-# --------------------------------------------------------------------------- built-in template
 
 
 def _title(slot: str) -> str:
@@ -408,13 +395,7 @@ def scale_sentence(scale: Scale, *, each: bool) -> str:
 
 
 def _slot_order(templates: Sequence[str]) -> list[str]:
-    seen: list[str] = []
-    for t in templates:
-        for m in SLOT_RE.finditer(t):
-            name = m.group(1).strip()
-            if name not in seen:
-                seen.append(name)
-    return seen
+    return list(dict.fromkeys(m.group(1).strip() for t in templates for m in SLOT_RE.finditer(t)))
 
 
 def multi_criterion_prompt(
@@ -460,8 +441,7 @@ def multi_criterion_prompt(
     other = [m.template for m in base.messages if m.role != "system"]
     inputs = [s for s in _slot_order(other) if s != base.output_slot and s not in system_slots]
     out_title = _title(base.output_slot)
-    out_word = out_title.lower()
-    several = len(crits) > 1
+    out_word, several = out_title.lower(), len(crits) > 1
 
     listed = "\n".join(
         f"- {_label(c.name)}: {_one_line(c.definition)}" if c.definition.strip() else f"- {_label(c.name)}"
@@ -475,27 +455,19 @@ def multi_criterion_prompt(
             f"from {_num(base.scale.min)} to {_num(base.scale.max)}:\n"
             + "\n".join(f"{_label(c.name)}: <score>" for c in crits)
         )
-        answer_format = AnswerFormat.default("score")
+        fmt = AnswerFormat.default("score")
     else:
         intro = f"Evaluate the {out_word} below on one criterion:"
         # the base's own answer line, renamed for this criterion ("Coherence: N" -> "Fluency: N"), without
         # the template's closing stub: the whole line is the judge's to write
-        answer_format = base.format.for_criterion(
-            crits[0].name, [c.name for c in base.criteria]
-        ).without_stub()
-        answer = answer_format.with_reasoning("before").instruction(base.scale)
+        fmt = base.format.for_criterion(crits[0].name, [c.name for c in base.criteria]).without_stub()
+        answer = fmt.with_reasoning("before").instruction(base.scale)
     blocks = [f"{_title(s)}:\n{{{{{s}}}}}" for s in inputs] + [f"{out_title}:\n{{{{{base.output_slot}}}}}"]
     user = "\n\n".join([intro, listed, scale_sentence(base.scale, each=several), *blocks, answer])
 
-    built = base.model_copy(
-        update={
-            "messages": (*systems, PromptMessage(role="user", template=user)),
-            "criteria": tuple(crits),
-            "guideline": None,
-            "answer_format": answer_format,
-        }
-    )
-    built = JudgePrompt.model_validate(built.model_dump())
+    messages = (*systems, PromptMessage(role="user", template=user))
+    update = {"messages": messages, "criteria": tuple(crits), "guideline": None, "answer_format": fmt}
+    built = JudgePrompt.model_validate(base.model_copy(update=update).model_dump())
     for lead in cots:
         built = set_cot(built, True, lead=lead)
     return built

@@ -1,13 +1,10 @@
 """Reason-then-score (RTS) and multiple-choice (MCQ) forms of a judge prompt (Shen et al. 2023).
 
-Both forms are derived from an existing score prompt, so the user's task, criterion, guideline, slots and
-demos are kept; only the answer changes, through the prompt's answer format. :func:`rts_form` replaces the
-closing answer instruction (:func:`answer_instruction`) with one asking for a short reason, then the
-template's own answer line; :func:`mcq_form` turns every guideline line into an option "A: <description>.
-Score: <score>" answered with a letter. With no closing answer instruction, the new one is added as a last
-paragraph before the answer stub. Paragraphs other mitigations added at the end (the managed paragraphs, the
-default consistency hints) stay after it, reworded for the form
-(:func:`~mitigate.strategies._edits.refresh_addenda`).
+Both keep the user's prompt and change only its answer, through the answer format: :func:`rts_form` replaces
+the closing answer instruction (:func:`answer_instruction`; added when there is none) with a short reason then
+the template's own answer line, :func:`mcq_form` turns every guideline line into an option "A: <description>.
+Score: <score>" answered with a letter. Paragraphs other mitigations added stay after it, reworded for the
+form.
 """
 
 from __future__ import annotations
@@ -85,9 +82,7 @@ def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
     para = body[start:]
     if not para.strip() or SLOT_RE.search(para) or GUIDELINE_MARK in para:
         return None
-    if _ANSWER_VERB.search(para) and _ANSWER_NOUN.search(para):
-        return idx, start, len(body)
-    return None
+    return (idx, start, len(body)) if _ANSWER_VERB.search(para) and _ANSWER_NOUN.search(para) else None
 
 
 def _is_added(paragraph: str) -> bool:
@@ -116,11 +111,7 @@ def _with_instruction(prompt: JudgePrompt, form: JudgePrompt, instruction: str) 
     cut = _added_tail(body)
     core, tail = body[:cut], body[cut:]
     found = answer_instruction(prompt)
-    if found is not None:
-        _, start, stop = found
-        core = core[:start] + instruction + core[stop:]
-    else:
-        core = core + "\n\n" + instruction
+    core = core + "\n\n" + instruction if found is None else core[: found[1]] + instruction + core[found[2] :]
     out = with_message(form, idx, core + tail + end)
     if ONLY_LEAD in addenda(out) and len(out.criteria) == 1:
         out = set_addendum(out, ONLY_LEAD, only_paragraph(out, answer=False))
@@ -142,9 +133,12 @@ def _option_score(option: ScoreOption, scale: Scale) -> float:
 
 def _points_text(scale: Scale) -> str:
     points = scale.points()
-    if len(points) <= _MAX_LISTED_POINTS:
-        return _or_list([_fmt(p) for p in points])
-    return f"a number from {_fmt(scale.min)} to {_fmt(scale.max)}"
+    listed = len(points) <= _MAX_LISTED_POINTS
+    return (
+        _or_list([_fmt(p) for p in points])
+        if listed
+        else f"a number from {_fmt(scale.min)} to {_fmt(scale.max)}"
+    )
 
 
 def rts_instruction(scale: Scale, answer_format: AnswerFormat | None = None) -> str:
@@ -183,16 +177,12 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
             ),
             separators=guideline.separators,
         )
-    fmt = (prompt.format if prompt.answer == "score" else AnswerFormat.default("score")).with_reasoning(
-        "before"
-    )
+    fmt = prompt.format if prompt.answer == "score" else AnswerFormat.default("score")
+    fmt = fmt.with_reasoning("before")
     form = prompt.model_copy(update={"scale": scale, "guideline": guideline}).with_answer_format(fmt)
     instruction = rts_instruction(scale, fmt)
-    return allow_reasoning(
-        _with_instruction(prompt, form, instruction),
-        "the RTS form (reason, then score)",
-        added=(instruction,),
-    )
+    out = _with_instruction(prompt, form, instruction)
+    return allow_reasoning(out, "the RTS form (reason, then score)", added=(instruction,))
 
 
 def mcq_instruction(letters: list[str], stub: str = "") -> str:
@@ -259,17 +249,17 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
     form = prompt.model_copy(
         update={"guideline": Guideline(options=tuple(options), separators=gl.separators), "scale": scale}
     )
+
+    def answering(fmt: AnswerFormat, stub: str = "") -> JudgePrompt:
+        instruction = mcq_instruction(list(letters), stub)
+        return _letter_stub(_with_instruction(prompt, form.with_answer_format(fmt), instruction))
+
     plain = AnswerFormat.default("mcq")
-    out = _letter_stub(
-        _with_instruction(prompt, form.with_answer_format(plain), mcq_instruction(list(letters)))
-    )
+    out = answering(plain)
     stub = closing_stub([out.messages[-1].template])
-    if stub is None:
-        return out
-    # the prompt ends with "Answer:": the judge completes it with the letter, as the instruction says
-    stubbed = plain.with_stub(stub).model_copy(update={"inferred": True})
-    return _letter_stub(
-        _with_instruction(prompt, form.with_answer_format(stubbed), mcq_instruction(list(letters), stub))
+    # a prompt ending with "Answer:": the judge completes it with the letter, as the instruction says
+    return (
+        out if stub is None else answering(plain.with_stub(stub).model_copy(update={"inferred": True}), stub)
     )
 
 

@@ -1,11 +1,8 @@
 """Length control for pointwise scores (after Dubois et al. 2024, "Length-controlled AlpacaEval").
 
-Dubois et al. regress a judge's pairwise preferences on the squashed length difference and read the result at
-zero difference (:func:`mitigate.measures.length_controlled_win_rate`). :class:`LengthControl` applies the
-same regression to a pointwise judge: ``fit`` regresses its score on ``z = tanh((words − mean) / std)`` of the
-output length, and the wrapped judge reports ``score − slope · z`` (the raw score in
-``meta["length_control"]``), not clipped to the scale. ``reference="human"`` regresses the judge's excess over
-the human score instead, so a length slope humans share is kept.
+:class:`LengthControl` regresses a pointwise judge's score (or its excess over the human score) on ``z =
+tanh((words − mean) / std)`` of the output length, and reports ``score − slope · z`` (raw score in
+``meta["length_control"]``; not clipped to the scale).
 """
 
 from __future__ import annotations
@@ -69,8 +66,7 @@ def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
     """ConfigError (one line, before any judgment) when ``name``, which adjusts pointwise scores, is fitted
     on pairwise items or around a judge that answers with a verdict."""
     pairwise = any(it.pairwise for it in train.items)
-    verdicts = any(leaf.prompt.answer == "pairwise" for leaf in judge.leaves()) if not pairwise else True
-    if pairwise or verdicts:
+    if pairwise or any(leaf.prompt.answer == "pairwise" for leaf in judge.leaves()):
         got = "a pairwise benchmark" if pairwise else "a judge that answers with a verdict (A or B)"
         raise ConfigError(
             f"{name} adjusts pointwise scores; expected a benchmark of single outputs with a judge that "

@@ -1,13 +1,10 @@
 """Multiple-evidence and balanced-position calibration for pairwise judges (Wang et al. 2023).
 
-A pairwise judge's verdict often depends on which answer is shown first. :class:`MultipleEvidence`
-(``"multiple-evidence"``) applies Wang et al.'s three remedies: k reasoning samples (seeded calls at
-temperature > 0) in each order (multiple evidence, balanced position), their 2k verdicts averaged (first = +1,
-tie = 0, second = −1), and the items whose verdicts disagree most (entropy over both orders,
-:func:`verdict_entropy`) flagged ``needs_human`` above a threshold ``fit`` sets from ``human_share``. A sample
-without a verdict counts as the outcome "failed" in the entropy and is left out of the average.
-``meta["evidence"]`` lists every verdict; ``meta["confidence"]`` is 1 − entropy / log(number of outcomes), for
-:class:`~mitigate.strategies.SelectiveEvaluation`.
+:class:`MultipleEvidence` judges each item k times in each order with a reasoning paragraph, averages the 2k
+verdicts (first = +1, tie = 0, second = −1), and flags ``needs_human`` the items whose verdicts disagree most
+(entropy over both orders, :func:`verdict_entropy`; threshold fitted from ``human_share``). A sample without a
+verdict is the outcome "failed" in the entropy and left out of the average. ``meta["confidence"]`` (1 −
+normalised entropy) serves :class:`~mitigate.strategies.SelectiveEvaluation`.
 """
 
 from __future__ import annotations
@@ -35,12 +32,10 @@ from mitigate.judge import (
 from mitigate.parse import Verdict
 from mitigate.registry import Tags, register
 from mitigate.run import run
-from mitigate.strategies._base import Mitigation, gather_children
+from mitigate.strategies._base import NEEDS_HUMAN, Mitigation, gather_children
 from mitigate.strategies._edits import set_cot
-from mitigate.strategies._position_swap import swap_item
+from mitigate.strategies._position_swap import FLIP, swap_item
 
-NEEDS_HUMAN = "needs_human"
-_BACK: dict[str, Verdict] = {"first": "second", "second": "first", "tie": "tie"}
 _VALUE = {"first": 1.0, "tie": 0.0, "second": -1.0}
 OUTCOMES = ("first", "second", "tie", "failed")
 """What one sample can come to, for the entropy."""
@@ -51,9 +46,7 @@ def balanced_verdict(
 ) -> tuple[Verdict | None, float]:
     """The verdict averaged over both orders (``swapped`` mapped back first), and its mean value (first =
     +1, tie = 0, second = −1); no verdict at all gives ``(None, nan)``."""
-    values = [_VALUE[v] for v in original if v is not None] + [
-        _VALUE[_BACK[v]] for v in swapped if v is not None
-    ]
+    values = [_VALUE[v] for v in (*original, *(FLIP[v] for v in swapped if v is not None)) if v is not None]
     if not values:
         return None, math.nan
     mean = float(np.mean(values))
@@ -64,7 +57,7 @@ def verdict_entropy(original: Sequence[str | None], swapped: Sequence[str | None
     """Balanced position diversity entropy (Wang et al. 2023) of the verdicts of both orders, in nats (a
     missing verdict is the outcome "failed")."""
     outcomes = [v if v is not None else "failed" for v in original]
-    outcomes += [_BACK[v] if v is not None else "failed" for v in swapped]
+    outcomes += [FLIP[v] if v is not None else "failed" for v in swapped]
     if not outcomes:
         return math.nan
     counts = np.array(list(Counter(outcomes).values()), dtype=float)
@@ -100,9 +93,7 @@ class MultipleEvidenceJudge(CompositeJudge):
             r
             for n in self.children
             for r in (
-                self.child_requests(n, swapped, swapped=True)
-                if n.startswith("s")
-                else self.child_requests(n, item)
+                self.child_requests(n, swapped, swapped=True) if n[0] == "s" else self.child_requests(n, item)
             )
         ]
 
@@ -111,7 +102,7 @@ class MultipleEvidenceJudge(CompositeJudge):
         swapped = swap_item(item)
         names = list(self.children)
         parts = await gather_children(
-            [partial(self.children[n].judge, swapped if n.startswith("s") else item) for n in names]
+            [partial(self.children[n].judge, swapped if n[0] == "s" else item) for n in names]
         )
         verdicts = [(n[0], p.verdict if p.error is None else None) for n, p in zip(names, parts, strict=True)]
         orig = [v for order, v in verdicts if order == "o"]
@@ -121,14 +112,9 @@ class MultipleEvidenceJudge(CompositeJudge):
         flags = [f for p in parts for f in p.flags]
         if self.entropy_threshold is not None and entropy >= self.entropy_threshold - 1e-12:
             flags.append(NEEDS_HUMAN)
+        evidence = {"original": orig, "swapped": swap, "mean": None if math.isnan(mean) else mean}
         meta = {
-            "evidence": {
-                "original": orig,
-                "swapped": swap,
-                "mean": None if math.isnan(mean) else mean,
-                "entropy": entropy,
-                "threshold": self.entropy_threshold,
-            },
+            "evidence": {**evidence, "entropy": entropy, "threshold": self.entropy_threshold},
             "confidence": 1.0 - entropy / math.log(len(OUTCOMES)),
             "orders": {"original": orig[0] if orig else None, "swapped": swap[0] if swap else None},
         }
@@ -143,11 +129,9 @@ class MultipleEvidence(Mitigation):
     Parameters:
         k: reasoning samples per order (2k calls per item).
         temperature: sampling temperature of the samples (> 0, so the rationales differ).
-        max_tokens: the answer budget per sample (the rationale comes before the verdict).
+        max_tokens: the answer budget per sample.
         human_share: the share of training items with the highest entropy that sets the human-review threshold
-            (0: never; :func:`entropy_threshold`).
-
-    ``fit(train, judge)`` sets ``entropy_threshold_`` (nothing to fit when ``human_share`` is 0).
+            (``entropy_threshold_``, fitted; 0: never).
     """
 
     paper = "Wang et al. 2023"
@@ -213,12 +197,10 @@ class MultipleEvidence(Mitigation):
         """A fitted copy: the entropy at or above which the top ``human_share`` of training items lie."""
         if self.human_share == 0:
             return self
+        desc = "fitting the multiple-evidence entropy threshold"
+        judging = self._judge(judge, None)
         result = await run(
-            self._judge(judge, None),
-            train.items,
-            concurrency=ctx.concurrency,
-            progress=ctx.progress,
-            desc="fitting the multiple-evidence entropy threshold",
+            judging, train.items, concurrency=ctx.concurrency, progress=ctx.progress, desc=desc
         )
         entropies = [j.meta["evidence"]["entropy"] for j in result.judgments if "evidence" in j.meta]
         if not entropies:
@@ -234,6 +216,4 @@ def entropy_threshold(entropies: Sequence[float], human_share: float) -> float:
     """
     values = np.sort(np.asarray(entropies, dtype=float))[::-1]
     m = int(math.floor(human_share * len(values)))
-    if m == 0:
-        return float(values[0]) + 1.0
-    return float(values[m - 1])
+    return float(values[0]) + 1.0 if m == 0 else float(values[m - 1])

@@ -1,14 +1,12 @@
 """The judge writes its own reference first, then judges against it: what solve-first and reference-revision
 share.
 
-:class:`OwnReferenceJudge` makes two calls per judged item with one prompt judge's backend: the first writes
-the reference (the judge's own answer to the task, ``solve``, from the task inputs only; or a revision of the
-judged text(s), ``revise``), and the judge call is the prompt judge's own request with the reference in it
-(:func:`with_reference`): in the template's own reference slot when it has one (an item bringing its own
-reference for it is refused), else in a section right after the judged item's, under a heading written in the
-template's own layout, plus one sentence saying what the reference is. The reference is inserted verbatim,
-never templated; an empty first answer is a recorded failure of the item. One reference per judged item: a
-later mitigation that turns the leaf into anything but a prompt judge is refused.
+:class:`OwnReferenceJudge` makes two calls per item with one prompt judge's backend: the first writes the
+reference (the judge's own answer to the task, or a revision of the judged text(s)); the second is the judge's
+own request with it, in the template's own reference slot when it has one (an item bringing its own reference
+is refused), else in a section after the judged item's under a heading in the template's layout, with one
+sentence saying what it is. An empty first answer is a recorded failure of the item; one reference per item (a
+later mitigation turning the leaf into anything but a prompt judge is refused).
 """
 
 from __future__ import annotations
@@ -21,8 +19,8 @@ from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, PlannedRequest, PromptJudge, combine_costs
 from mitigate.lm import LMRequest, Message
-from mitigate.prompt import SLOT_RE, JudgePrompt, PromptMessage, field_text, item_layout, slot_names
-from mitigate.strategies._edits import append_instruction
+from mitigate.prompt import SLOT_RE, JudgePrompt, field_text, item_layout, slot_names
+from mitigate.strategies._edits import append_instruction, with_message
 
 Mode = Literal["solve", "revise"]
 Policy = Literal["fill", "refuse"]
@@ -48,27 +46,23 @@ def _field(prompt: JudgePrompt, slot: str) -> str:
 def reference_slots(prompt: JudgePrompt) -> list[str]:
     """The template's own reference slots: named like a reference, or mapped to the item's ``reference``
     field."""
-    out = []
-    for m in prompt.messages:
-        for s in slot_names(m.template):
-            field = _field(prompt, s)
-            if field in ("output", "output_b") or s in out:
-                continue
-            if field == "reference" or _REFERENCE_NAME.search(s):
-                out.append(s)
-    return out
+    texts = {s for s in _slots(prompt) if _field(prompt, s) in ("output", "output_b")}
+    return [
+        s
+        for s in _slots(prompt)
+        if s not in texts and (_field(prompt, s) == "reference" or _REFERENCE_NAME.search(s))
+    ]
 
 
 def task_slots(prompt: JudgePrompt) -> list[str]:
     """The template's slots showing the task (neither a judged text nor a reference), in order of
     appearance."""
     refs = set(reference_slots(prompt))
-    out: list[str] = []
-    for m in prompt.messages:
-        for s in slot_names(m.template):
-            if s not in out and s not in refs and _field(prompt, s) not in ("output", "output_b"):
-                out.append(s)
-    return out
+    return [s for s in _slots(prompt) if s not in refs and _field(prompt, s) not in ("output", "output_b")]
+
+
+def _slots(prompt: JudgePrompt) -> list[str]:
+    return list(dict.fromkeys(s for m in prompt.messages for s in slot_names(m.template)))
 
 
 def _title(slot: str) -> str:
@@ -186,11 +180,8 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
     if re.search(r"[^\W_]", prefix) or prefix.strip():
         core = prefix.rstrip().rstrip("\"'`“«(*_ ").rstrip()
         head = _relabel(prefix, label, number) if core.endswith(_LABEL_END) else None
-        tail = (
-            _reclose(suffix, label)
-            if not re.search(r"[^\W_]", _CLOSE_TAG.sub("", suffix)) or _END_OF.search(suffix)
-            else None
-        )
+        closes = not re.search(r"[^\W_]", _CLOSE_TAG.sub("", suffix)) or _END_OF.search(suffix)
+        tail = _reclose(suffix, label) if closes else None
         body = head + slot_text + tail if head is not None and tail is not None else plain
     else:
         above = template[:line_start].rstrip("\r\n")
@@ -256,11 +247,7 @@ def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> 
     holder = next(i for i, m in enumerate(prompt.messages) if prompt.output_slot in slot_names(m.template))
     template = prompt.messages[holder].template
     at, block = reference_block(template, slot, label)
-    messages = list(prompt.messages)
-    messages[holder] = PromptMessage(
-        role=messages[holder].role, template=template[:at] + block + template[at:]
-    )
-    edited = prompt.model_copy(update={"messages": tuple(messages)})
+    edited = with_message(prompt, holder, template[:at] + block + template[at:])
     return append_instruction(edited, _note(mode, pairwise, label)), [slot]
 
 
@@ -298,13 +285,9 @@ def _find_heading(prompt: JudgePrompt, slot: str) -> str | None:
         if re.search(r"[^\W_]", prefix):
             return _words(prefix)
         for line in reversed(m.template[:start].splitlines()[-4:]):
-            if (
-                not line.strip()
-                or (_markup_only(line) and not re.search(r"[^\W_]", line))
-                or _TAG.match(line)
-            ):
-                continue
-            return _words(line)
+            blank = not line.strip() or (_markup_only(line) and not re.search(r"[^\W_]", line))
+            if not blank and not _TAG.match(line):
+                return _words(line)
     return None
 
 
@@ -388,14 +371,8 @@ def first_request(
         )
         blocks.append(f"{_text_heading(prompt, 'output', 'Response')}:\n{item.output}")
         closing = "Write only the revised response."
-    text = "\n\n".join([intro, *blocks, closing])
-    return LMRequest(
-        messages=(Message(role="user", content=text),),
-        temperature=0.0,
-        n=1,
-        max_tokens=max_tokens,
-        seed=leaf.config.seed,
-    )
+    message = Message(role="user", content="\n\n".join([intro, *blocks, closing]))
+    return LMRequest(messages=(message,), temperature=0.0, n=1, max_tokens=max_tokens, seed=leaf.config.seed)
 
 
 class OwnReferenceJudge(Judge):
@@ -449,9 +426,7 @@ class OwnReferenceJudge(Judge):
                 f"turned that judge into a {type(new).__name__}, which {self.name} cannot be "
                 "combined with"
             )
-        return OwnReferenceJudge(
-            new, mode=self.mode, task=self.task, max_tokens=self.max_tokens, policy=self.policy
-        )
+        return own_reference(new, self.mode, self.task, self.max_tokens, self.policy)
 
     def describe(self) -> dict[str, Any]:
         settings = {"task": self.task, "max_tokens": self.max_tokens, "policy": self.policy}
@@ -519,9 +494,8 @@ class OwnReferenceJudge(Judge):
                 calls=calls,
                 cached_calls=cached,
             )
-        j = await PromptJudge(self.prompt, self.leaf.lm, self.leaf.config).judge(
-            self._with_answer(item, answer)
-        )
+        judge = PromptJudge(self.prompt, self.leaf.lm, self.leaf.config)
+        j = await judge.judge(self._with_answer(item, answer))
         return j.model_copy(
             update={
                 "usage": j.usage + response.usage,

@@ -1,17 +1,12 @@
-"""Pairwise scoring that keeps the distribution: both orders' verdict probabilities pooled into one
-preference.
-
-A position-biased judge asked once per order gives two hard votes that often disagree. TrustJudge (Wang et al.
-2025) keeps what the judge was unsure of: each verdict's probability in both orders, the swap undone, averaged
-into one preference. :class:`PairwiseDistribution` (``pairwise-distribution``) does that for every prompt
-judge of a pairwise pipeline, reading the probabilities from token logprobs at the verdict label (the label
-must be the one the text parses to) or as the shares of sampled verdicts.
+"""Pairwise scoring that keeps the distribution: both orders' verdict probabilities pooled into one preference
+(TrustJudge, Wang et al. 2025).
 
 ``P(A) = (P_original(first) + P_swapped(second)) / 2``, ``P(B)`` the other way, ``P(tie)`` the mean of both
-orders'. The verdict is a tie when the tie is the most probable or ``|P(A) - P(B)| <= tie_margin``.
-``meta["preference"]`` holds the pooled probabilities, ``meta["order_probabilities"]`` each order's and
-``meta["orders"]`` each order's most frequent verdict (as a position swap records it); a pair with an order
-unread has no verdict.
+orders'; the verdict is a tie when the tie is the most probable or ``|P(A) - P(B)| <= tie_margin``. The
+probabilities come from token logprobs at the verdict label (which must be the one the text parses to) or from
+the shares of sampled verdicts. ``meta["preference"]`` holds the pooled probabilities,
+``meta["order_probabilities"]`` each order's, ``meta["orders"]`` each order's most frequent verdict (as a
+position swap records it).
 """
 
 from __future__ import annotations
@@ -30,12 +25,11 @@ from mitigate.measures import preference_verdict
 from mitigate.parse import Verdict, verdict_probabilities
 from mitigate.prompt import AnswerFormat
 from mitigate.registry import Tags, register
+from mitigate.selectors import GOLD_VERDICT
 from mitigate.strategies._base import Mitigation
-from mitigate.strategies._position_swap import swap_item
+from mitigate.strategies._position_swap import FLIP, swap_item
 
 Source = Literal["logprobs", "samples"]
-_BACK = {"first": "second", "second": "first", "tie": "tie"}
-_BY_TEXT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 
 
 def pool_orders(
@@ -48,7 +42,7 @@ def pool_orders(
         "B": (original.get("second", 0.0) + swapped.get("first", 0.0)) / 2,
         "tie": (original.get("tie", 0.0) + swapped.get("tie", 0.0)) / 2,
     }
-    return p, _BY_TEXT[preference_verdict(p, tie_margin)]
+    return p, GOLD_VERDICT[preference_verdict(p, tie_margin)]
 
 
 def check_readable(fmt: AnswerFormat) -> None:
@@ -56,7 +50,7 @@ def check_readable(fmt: AnswerFormat) -> None:
     reasons = {
         "relations such as A>>B": fmt.relations,
         "two scores": fmt.two_scores,
-        "a JSON object": fmt.json_key,
+        "a JSON object": fmt.json_key is not None,
     }
     why = next((why for why, found in reasons.items() if found), None)
     if why is not None:
@@ -70,13 +64,9 @@ def check_readable(fmt: AnswerFormat) -> None:
 def read_verdict(positions: Any, fmt: AnswerFormat) -> Any:
     """:func:`~mitigate.parse.verdict_probabilities` told the format's labels, tie and answer line."""
     lead = fmt.line.split("{value}", 1)[0] if "{value}" in fmt.line else ""
+    labels, first = (fmt.labels[0], fmt.labels[1]), fmt.reasoning == "after"
     return verdict_probabilities(
-        positions,
-        (fmt.labels[0], fmt.labels[1]),
-        fmt.tie,
-        lead=lead,
-        case_sensitive=fmt.case_sensitive,
-        answer_first=fmt.reasoning == "after",
+        positions, labels, fmt.tie, lead=lead, case_sensitive=fmt.case_sensitive, answer_first=first
     )
 
 
@@ -129,20 +119,16 @@ class DistributionJudge(Judge):
     def request(self, item: Item) -> LMRequest:
         """The leaf's request for ``item``, with token logprobs asked for when the source is logprobs."""
         req = self.leaf.request(item)
-        if self.source == "logprobs":
-            return req.model_copy(update={"logprobs": True, "top_logprobs": self.top_logprobs})
-        return req
+        if self.source != "logprobs":
+            return req
+        return req.model_copy(update={"logprobs": True, "top_logprobs": self.top_logprobs})
 
     def _reads(self) -> str:
         if self.source == "logprobs":
-            return (
-                f"verdict probabilities from the top-{self.top_logprobs} logprobs at the verdict label; "
-                "pooled with the other order's (swap undone)"
-            )
-        return (
-            f"verdict probabilities as the shares of {self.leaf.config.n} sampled verdicts; pooled with "
-            "the other order's (swap undone)"
-        )
+            how = f"from the top-{self.top_logprobs} logprobs at the verdict label"
+        else:
+            how = f"as the shares of {self.leaf.config.n} sampled verdicts"
+        return f"verdict probabilities {how}; pooled with the other order's (swap undone)"
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         self._check_samples()
@@ -214,29 +200,29 @@ class DistributionJudge(Judge):
         for r in errors:
             if not isinstance(r, MitigateError):
                 raise r
-        if errors:
+        if errors:  # a failed call fails the pair
             return Judgment(item_id=item.id, error="; ".join(f"{type(e).__name__}: {e}" for e in errors))
         (r1, d1, v1, f1), (r2, d2, v2, f2) = results  # type: ignore[misc]
         meta: dict[str, Any] = {
             "orders": {"original": v1, "swapped": v2},
             "order_probabilities": {"original": d1, "swapped": d2},
             "source": self.source,
-            "position_consistent": None if v1 is None or v2 is None else v1 == _BACK[v2],
+            "position_consistent": None if v1 is None or v2 is None else v1 == FLIP[v2],
         }
         verdict: Verdict | None = None
         if d1 is not None and d2 is not None:
             pooled, verdict = pool_orders(d1, d2, self.tie_margin)
             meta["preference"] = pooled
-        usage = Usage() + r1.usage + r2.usage
+        both = (r1, r2)
         return Judgment(
             item_id=item.id,
             verdict=verdict,
-            raw=tuple(c.text for r in (r1, r2) for c in r.choices),
+            raw=tuple(c.text for r in both for c in r.choices),
             failures=tuple(f1 + f2),
-            usage=usage,
-            cost_usd=combine_costs([0.0 if r.cached else r.cost_usd for r in (r1, r2)]),
-            calls=sum(0 if r.cached else 1 for r in (r1, r2)),
-            cached_calls=sum(1 if r.cached else 0 for r in (r1, r2)),
+            usage=Usage() + r1.usage + r2.usage,
+            cost_usd=combine_costs([0.0 if r.cached else r.cost_usd for r in both]),
+            calls=sum(not r.cached for r in both),
+            cached_calls=sum(r.cached for r in both),
             meta=meta,
         )
 

@@ -1,17 +1,10 @@
-"""Panels of judges ("juries"; Verga et al. 2024, "Replacing judges with juries") and their reducers.
+"""Panels of judges ("juries"; Verga et al. 2024) and reducers of their votes.
 
-:class:`PanelJudge` asks every member and reduces their answers: ``mean`` or ``median`` of the scores (a
-verdict counts first = 1, tie = 0.5, second = 0), or the strict ``majority`` of *all* members (none: no
-score and the flag ``no_majority``). A failed member is never dropped: it stays in the member count,
-``mean``/``median`` need ``quorum`` answers (default: all), and it is named in ``meta["panel"]["failed"]``
-and flagged ``panel_member_failed``. Nothing depends on the members' order. ``samples`` hold the members'
-scores in member order. :class:`Panel` (``"panel"``) builds one from the judge it wraps, the same prompts
-sent to other backends.
-
-Two reducers re-reduce the members' answers a panel judgment carries, so they follow a panel in a pipeline
-(``panel(backends=[...]) | dawid-skene``): :class:`DawidSkene` (Dawid and Skene 1979) models each member by
-its confusion matrix, fitted supervised from gold labels or by EM from the votes alone; :class:`MinorityVeto`
-(Jain et al. 2025) lets named members veto a pass, since judges readily accept invalid outputs.
+:class:`PanelJudge` asks every member and reduces their answers (``mean``, ``median``, strict ``majority``); a
+failed member is never dropped, it counts against a majority and a ``quorum``, and is named in
+``meta["panel"]["failed"]``. :class:`Panel` (``"panel"``) sends the wrapped judge's prompts to other backends.
+Placed after a panel, :class:`DawidSkene` (Dawid and Skene 1979) re-reduces the votes by each member's
+confusion matrix, and :class:`MinorityVeto` (Jain et al. 2025) lets named members veto a pass.
 """
 
 from __future__ import annotations
@@ -40,6 +33,7 @@ from mitigate.measures import (
 from mitigate.parse import Verdict
 from mitigate.registry import Tags, register
 from mitigate.run import run
+from mitigate.selectors import GOLD_VERDICT
 from mitigate.strategies._base import Mitigation
 
 PanelReducer = Literal["mean", "median", "majority"]
@@ -75,14 +69,17 @@ def reduce_panel(
 
 
 def _as_verdict(value: float | None) -> Verdict | None:
-    if value is None:
-        return None
-    return "first" if value > 0.5 else "second" if value < 0.5 else "tie"
+    return None if value is None else "first" if value > 0.5 else "second" if value < 0.5 else "tie"
 
 
 class PanelJudge(CompositeJudge):
-    """Asks every member judge (the children, by name) concurrently and reduces their answers; a member
-    whose call raises counts as failed (``meta["panel"]["errors"]``)."""
+    """Asks every member judge (the children, by name) concurrently and reduces their answers.
+
+    ``mean``/``median`` count a verdict as first = 1, tie = 0.5, second = 0 and need ``quorum`` answering
+    members (default: all); ``majority`` needs more than half of *all* members (none: no answer, flag
+    ``no_majority``). A member that fails or raises is flagged ``panel_member_failed`` and named in
+    ``meta["panel"]``; ``samples`` hold the members' scores in member order.
+    """
 
     kind = "panel"
     requests_are_children = True
@@ -96,7 +93,7 @@ class PanelJudge(CompositeJudge):
         if quorum is not None and not 1 <= quorum <= len(children):
             raise ConfigError(f"expected a quorum between 1 and the {len(children)} members; got {quorum}")
         self.reducer: PanelReducer = reducer
-        self.quorum = quorum
+        self.quorum = quorum  # the fewest answering members mean/median need (None: all)
 
     def params(self) -> dict[str, Any]:
         return {"reducer": self.reducer, "quorum": self.quorum}
@@ -137,22 +134,12 @@ class PanelJudge(CompositeJudge):
         flags = [f for p in parts for f in p.flags]
         if failed:
             flags.append(FAILED_FLAG)
-        if (
-            self.reducer == "majority"
-            and (any(v is None for v in scores.values()) or (pairwise and verdict is None))
-            and len(failed) < len(names)
-        ):
+        unanswered = any(v is None for v in scores.values()) or (pairwise and verdict is None)
+        if self.reducer == "majority" and unanswered and len(failed) < len(names):
             flags.append(NO_MAJORITY)
-        meta = {
-            "panel": {
-                "reducer": self.reducer,
-                "quorum": self.quorum,
-                "members": members,
-                "failed": [n for n in names if n in failed],
-                "errors": errors,
-                "n_members": len(names),
-            }
-        }
+        panel: dict[str, Any] = {"reducer": self.reducer, "quorum": self.quorum, "members": members}
+        panel |= {"failed": [n for n in names if n in failed], "errors": errors, "n_members": len(names)}
+        meta = {"panel": panel}
         flat = tuple(dict.fromkeys(flags))
         merged = merge_judgments(
             item.id, parts, scores=scores, samples=samples, verdict=verdict, flags=flat, meta=meta
@@ -226,8 +213,6 @@ class Panel(Mitigation):
 VETOED = "vetoed"
 """Flag on a judgment whose pass a minority of the panel vetoed."""
 
-_AS_VERDICT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
-
 
 def _criterion(judgment: Judgment, criterion: str | None) -> str | None:
     if criterion is not None:
@@ -278,16 +263,14 @@ def reduce_dawid_skene(j: Judgment, model: DawidSkeneModel, criterion: str | Non
     votes = dict(zip(names, rows[0], strict=True))
     posterior = dawid_skene_posterior(model, {m: votes.get(m) for m in model.members})
     before: Any = j.verdict if model.kind == "verdict" else j.scores.get(crit) if crit is not None else None
-    meta = {
-        **j.meta,
-        "dawid_skene": {"posterior": posterior, "before": before, "supervised": model.supervised},
-    }
+    reduced = {"posterior": posterior, "before": before, "supervised": model.supervised}
+    meta = {**j.meta, "dawid_skene": reduced}
     if model.kind == "verdict":
         verdict: Verdict | None = None
         if posterior is not None:
             ranked = sorted(posterior.items(), key=lambda kv: -kv[1])
             tied = len(ranked) > 1 and math.isclose(ranked[0][1], ranked[1][1], rel_tol=1e-12, abs_tol=1e-15)
-            verdict = "tie" if tied else _AS_VERDICT[ranked[0][0]]
+            verdict = "tie" if tied else GOLD_VERDICT[ranked[0][0]]
         return j.model_copy(update={"verdict": verdict, "meta": meta})
     value = None if posterior is None else float(sum(float(k) * p for k, p in posterior.items()))
     assert crit is not None
@@ -303,15 +286,13 @@ class DawidSkene(Mitigation):
     split.
 
     Parameters:
-        supervised: True fits the matrices from the gold labels (the preference, or the human score as the
-            nearest whole number); False by EM from the answers alone; "auto" supervised when the split has
-            labels.
+        supervised: True fits the matrices from the gold labels (the preference, or the rounded human score);
+            False by EM from the answers alone; "auto": supervised when the split has labels.
         smoothing: pseudo-counts added to every confusion cell.
         criterion: the criterion whose labels and scores are read (None: the only one).
-        max_iter: EM iterations at most (unsupervised).
+        max_iter: EM iterations at most.
 
-    ``fit(train, judge)`` runs ``judge`` over ``train``; a judge that is no panel is a panel of one member,
-    "judge".
+    A judge that is no panel counts as a panel of one member, "judge".
     """
 
     paper = "Dawid and Skene 1979"
@@ -413,13 +394,8 @@ def _gold(item: Item, kind: Kind, criterion: str | None) -> str | None:
 def _panels_in(judge: Judge) -> list[PanelJudge]:
     if isinstance(judge, PanelJudge):
         return [judge]
-    found: list[PanelJudge] = []
-    for child in getattr(judge, "children", {}).values():
-        found += _panels_in(child)
-    inner = getattr(judge, "inner", None)
-    if isinstance(inner, Judge):
-        found += _panels_in(inner)
-    return found
+    below = [*getattr(judge, "children", {}).values(), getattr(judge, "inner", None)]
+    return [panel for child in below if isinstance(child, Judge) for panel in _panels_in(child)]
 
 
 class MinorityVetoJudge(CompositeJudge):
@@ -571,10 +547,4 @@ class MinorityVeto(Mitigation):
                 f"minority-veto needs {self.min_vetoes} vetoes from {len(self.vetoers)} "
                 f"vetoers {list(self.vetoers)}: expected min_vetoes <= the number of vetoers"
             )
-        return MinorityVetoJudge(
-            {"inner": judge},
-            vetoers=self.vetoers,
-            min_vetoes=self.min_vetoes,
-            threshold=self.threshold,
-            criterion=self.criterion,
-        )
+        return MinorityVetoJudge({"inner": judge}, **self.model_dump())

@@ -1,13 +1,11 @@
 """Guideline-perturbation consistency (Ghazarian et al. 2024): the judge that measures it and the demos that
 mitigate it.
 
-An LLM judge's answer changes when the options of its scoring guideline are reordered or one option's
-description is lengthened. :class:`PerturbedGuidelines` (``"perturbed-guidelines"``) measures it: it judges
-each item under the prompt's own guideline and under each perturbed version
-(:func:`mitigate.prompt.perturbation_set`), keeps the original score and records every version's in
-``Judgment.meta["perturbations"]`` (read by :func:`mitigate.measures.perturbation_consistency`).
-``perturbed-demos`` (:class:`PerturbedDemosPreset`) mitigates it: demos each shown under N perturbed
-guidelines, always with the same gold score.
+A judge's answer changes when its guideline's options are reordered or one description is lengthened.
+:class:`PerturbedGuidelines` judges each item under the guideline and under perturbed versions
+(:func:`mitigate.prompt.perturbation_set`) and records every output in ``meta["perturbations"]``
+(:func:`mitigate.measures.perturbation_consistency`); ``perturbed-demos`` shows each demo under N perturbed
+guidelines with the same gold score.
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, merge_judgments
 from mitigate.prompt import (
     Demo,
-    Guideline,
     Perturbation,
     PerturbationKind,
     apply_to_prompt,
@@ -43,20 +40,13 @@ ORIGINAL = "original"
 """The key of the unperturbed prompt's output in ``Judgment.meta["perturbations"]``."""
 
 
-# --------------------------------------------------------------------------- the measurement
-
-
 def _output(judgment: Judgment) -> Any:
     """The output compared across perturbations: a verdict, a score, a tuple of scores, or None."""
-    if judgment.error is not None:
-        return None
-    if judgment.verdict is not None:
-        return judgment.verdict
-    if not judgment.scores:
-        return None
+    if judgment.error is not None or judgment.verdict is not None:
+        return judgment.verdict if judgment.error is None else None
     values = list(judgment.scores.values())
-    if len(values) == 1:
-        return values[0]
+    if len(values) <= 1:
+        return values[0] if values else None
     return None if any(v is None for v in values) else tuple(values)
 
 
@@ -131,44 +121,27 @@ class PerturbedGuidelinesJudge(CompositeJudge):
             }
         if errors:
             meta["perturbation_errors"] = errors
+        answer: dict[str, Any] = {"scores": dict(original.scores), "samples": dict(original.samples)}
         return merge_judgments(
-            item.id,
-            parts,
-            scores=dict(original.scores),
-            samples=dict(original.samples),
-            verdict=original.verdict,
-            error=original.error,
-            meta=meta,
+            item.id, parts, verdict=original.verdict, error=original.error, meta=meta, **answer
         )
-
-
-def _leaves_with_guidelines(judge: Judge, owner: str) -> list[tuple[PromptJudge, Guideline]]:
-    leaves = judge.leaves()
-    if not leaves:
-        raise ConfigError(
-            f"{owner} needs a judge with at least one prompt; got {type(judge).__name__} with none"
-        )
-    return [(leaf, guideline_of(leaf.prompt)) for leaf in leaves]
 
 
 @register("mitigation", "perturbed-guidelines")
 class PerturbedGuidelines(Mitigation):
     """Measure consistency under guideline perturbation (Ghazarian et al. 2024); does not change scores.
 
-    A mitigation-kind wrapper that perturbs the scoring guideline, named in ``--pipeline`` (the bias probes of
-    :mod:`mitigate.probes` rewrite the judged text instead). It wraps a judge into a
-    :class:`PerturbedGuidelinesJudge`; 1 + N calls per item.
+    A mitigation-kind wrapper (the bias probes of :mod:`mitigate.probes` rewrite the judged text instead)
+    making a :class:`PerturbedGuidelinesJudge`: 1 + N calls per item. Every inner prompt gets the same
+    perturbations, so their guidelines must have as many options (and for "length"/"both" the same text);
+    place it after prompt-level mitigations such as ``perturbed-demos``.
 
     Parameters:
-        kind: "order" (reordered options), "length" (one option's description lengthened), or "both".
-        n: how many perturbations (None: every reordering for 2–3 options, a seeded sample of 6 for more;
-            every lengthened option).
+        kind: "order" (reordered options), "length" (one description lengthened) or "both".
+        n: how many perturbations (None: every reordering of 2–3 options, 6 sampled for more; every lengthened
+            option); the identity is dropped.
         lengthened: option label -> lengthened description; required for "length"/"both".
         seed: seeds the sampling of perturbations.
-
-    The identity ordering is dropped (the original is always judged). Every inner prompt gets the same
-    perturbations: their guidelines must have as many options, and for "length"/"both" the same text. Place it
-    after prompt-level mitigations such as ``perturbed-demos``.
     """
 
     paper = "Ghazarian et al. 2024"
@@ -186,7 +159,13 @@ class PerturbedGuidelines(Mitigation):
 
     def perturbations_for(self, judge: Judge) -> list[Perturbation]:
         """The perturbations applied to ``judge``'s prompts (identity dropped)."""
-        pairs = _leaves_with_guidelines(judge, "PerturbedGuidelines")
+        leaves = judge.leaves()
+        if not leaves:
+            raise ConfigError(
+                "PerturbedGuidelines needs a judge with at least one prompt; got "
+                f"{type(judge).__name__} with none"
+            )
+        pairs = [(leaf, guideline_of(leaf.prompt)) for leaf in leaves]
         first = pairs[0][1]
         for leaf, gl in pairs[1:]:
             if len(gl.options) != len(first.options):
@@ -201,11 +180,8 @@ class PerturbedGuidelines(Mitigation):
                     "criterion's judge separately"
                 )
         base = original_order(first)
-        perts = [
-            p
-            for p in perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
-            if not p.is_identity(base)
-        ]
+        perts = perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
+        perts = [p for p in perts if not p.is_identity(base)]
         names = [p.name for p in perts]
         if len(set(names)) != len(names) or ORIGINAL in names:
             raise ConfigError(f"expected unique perturbation names other than {ORIGINAL!r}; got {names}")
@@ -218,38 +194,27 @@ class PerturbedGuidelines(Mitigation):
     def wrap(self, judge: Judge) -> Judge:
         """A :class:`PerturbedGuidelinesJudge` over ``judge`` and one perturbed copy per perturbation."""
         perts = self.perturbations_for(judge)
-        children: dict[str, Judge] = {ORIGINAL: judge}
-        for p in perts:
-            children[p.name] = judge.map_prompts(partial(apply_to_prompt, p))
+        children = {ORIGINAL: judge} | {p.name: judge.map_prompts(partial(apply_to_prompt, p)) for p in perts}
         return PerturbedGuidelinesJudge(children, {p.name: p for p in perts})
-
-
-# --------------------------------------------------------------------------- the mitigation
 
 
 @register("mitigation", "perturbed-demos")
 class PerturbedDemosPreset(Preset):
     """Few-shot demos shown under perturbed guidelines, each with the same gold score (Ghazarian et al. 2024).
 
-    Each of the ``m`` demos is repeated once per perturbed version of the prompt's guideline (put back in its
-    original order first, so the demos stay the same across :class:`PerturbedGuidelines`' reorderings), before
-    the item and after the prompt's own demos; the item is judged under the unperturbed guideline. The paper
-    found ``m=2`` best.
+    Each of the ``m`` demos is repeated under every perturbed version of the prompt's guideline (in its
+    original order first, so the demos stay the same across :class:`PerturbedGuidelines`' reorderings), after
+    the prompt's own demos; the item itself is judged under the unperturbed guideline. The paper found ``m=2``
+    best.
 
     Parameters:
-        demos: the demonstrations (exactly ``m`` when given; a dict score holds one score per criterion).
-        m: how many demos; ``fit`` picks this many.
-        n: how many perturbed guidelines per demo (None: every reordering for 2–3 options, which includes the
-            original order, or a seeded sample of 6 without it for larger scales; every lengthened option).
-        kind: "order", "length" or "both".
-        lengthened: option label -> lengthened description (for "length"/"both").
+        demos: the demonstrations (exactly ``m`` when given; else ``fit`` draws them with
+            ``Stratified(by="range")``).
+        m: how many demos.
+        n, kind, lengthened: the perturbations, as for :class:`PerturbedGuidelines`.
         seed: seeds perturbation sampling, the ablation's choice and ``fit``'s pick.
         ablation: the paper's ablation: each demo under ONE non-identity perturbation drawn at random.
-        perturbed: False gives the unperturbed few-shot control (each demo once under the original guideline).
-
-    Without ``demos``, ``fit`` draws ``m`` items over the gold-score range with ``Stratified(by="range",
-    seed)``. Builds ``Demos(demos or selector, k=m, display="perturbed" (or "guideline"), placement="append",
-    kind, n, lengthened, seed, ablation)``.
+        perturbed: False gives the unperturbed control (each demo once under the original guideline).
     """
 
     paper = "Ghazarian et al. 2024"

@@ -13,7 +13,8 @@ from mitigate.parse import Verdict
 from mitigate.registry import register
 from mitigate.strategies._base import Mitigation, gather_children
 
-_BACK: dict[str, Verdict] = {"first": "second", "second": "first", "tie": "tie"}
+FLIP: dict[str, Verdict] = {"first": "second", "second": "first", "tie": "tie"}
+"""A verdict as seen from the other order of the two outputs."""
 
 FLAG = "position_inconsistent"
 """Flag set when the verdict changes with the order of the two outputs."""
@@ -73,20 +74,15 @@ class PositionSwapJudge(CompositeJudge):
             [lambda: self.children["original"].judge(item), lambda: self.children["swapped"].judge(swapped)]
         )
         v1, v2 = first.verdict, second.verdict
-        flags: list[str] = []
-        verdict: Verdict | None
-        consistent: bool | None
-        if v1 is None or v2 is None:
-            verdict, consistent = None, None
-        elif v1 == _BACK[v2]:
-            verdict, consistent = v1, True
-        else:
-            verdict, consistent = ("tie" if self.on_flip == "tie" else None), False
-            flags.append(FLAG)
+        consistent = None if v1 is None or v2 is None else v1 == FLIP[v2]
+        verdict: Verdict | None = v1 if consistent else None
+        if consistent is False and self.on_flip == "tie":
+            verdict = "tie"
+        flags = [*first.flags, *second.flags, *([FLAG] if consistent is False else [])]
         meta = {"orders": {"original": v1, "swapped": v2}, "position_consistent": consistent}
-        parts = [first, second]
-        merged_flags = tuple(dict.fromkeys([*(f for p in parts for f in p.flags), *flags]))
-        return merge_judgments(item.id, parts, verdict=verdict, flags=merged_flags, meta=meta)
+        return merge_judgments(
+            item.id, [first, second], verdict=verdict, flags=tuple(dict.fromkeys(flags)), meta=meta
+        )
 
 
 @register("mitigation", "position-swap")

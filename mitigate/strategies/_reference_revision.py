@@ -19,8 +19,7 @@ class ReferenceRevision(Mitigation):
 
     Parameters:
         max_tokens: the budget of the revision.
-        on_reference_slot: for a template with its own reference slot, "fill" puts the revision there,
-            "refuse" refuses it.
+        on_reference_slot: for a template with its own reference slot, "fill" it or "refuse" the template.
 
     Two calls per judged item; for a pairwise prompt the reviser sees both texts, in the judge's order.
     """

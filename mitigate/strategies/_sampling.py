@@ -1,10 +1,8 @@
 """Sampling control, probability-weighted scores and score granularity (Stureborg et al. 2024).
 
-A judge's sampling setup changes how well it agrees with humans: chain-of-thought answers need temperature > 0
-and several samples averaged, a direct score is best read at temperature 0 (:class:`Sampling`); a
-probability-weighted score over the scale helps (:class:`ExpectedScore`); a 1–10 scale works best, and word
-modifiers ("weak 3") are another way to finer scores (:class:`Granularity`). :class:`Sampling` and
-:class:`ExpectedScore` change every leaf judge's config, so they reach every call of a fan-out.
+Chain-of-thought answers need temperature > 0 and several samples, a direct score is best read at temperature
+0 (:class:`Sampling`); a probability-weighted score helps (:class:`ExpectedScore`); a 1–10 scale works best
+(:class:`Granularity`).
 """
 
 from __future__ import annotations
@@ -46,13 +44,10 @@ class Sampling(Mitigation):
 
     Parameters:
         temperature: sampling temperature, 0 to 2 (0 = greedy).
-        n: samples per call, combined by ``reducer``; ``n > 1`` at temperature 0 is refused (the samples would
-            be copies).
-        cot: True adds a chain-of-thought paragraph asking for reasoning, then the answer line in the prompt's
-            own format, and sets the format's reasoning to "before"; False removes a paragraph a previous
-            ``Sampling(cot=True)`` added (never reasoning requests of the template itself). A template that
-            asks for the answer alone has those words rewritten in its answer stub, or is refused
-            (:func:`~mitigate.strategies._edits.allow_reasoning`).
+        n: samples per call (``n > 1`` at temperature 0 is refused: the samples would be copies).
+        cot: True adds a paragraph asking for reasoning, then the answer line in the prompt's own format (the
+            format's reasoning becomes "before"; :func:`~mitigate.strategies._edits.allow_reasoning`); False
+            removes one a previous ``Sampling(cot=True)`` added.
         reducer: "mean", "median" or "majority" over the ``n`` sample scores.
         max_tokens: the answer budget per sample (None keeps each leaf's; CoT needs more).
     """
@@ -115,13 +110,11 @@ class Sampling(Mitigation):
 class ExpectedScore(Mitigation):
     """Probability-weighted score over the scale from the answer's top token logprobs (G-Eval style).
 
-    Every leaf gets ``scoring="expected"`` and ``top_logprobs`` (:func:`mitigate.parse.expected_score`); a
-    backend without logprobs raises :class:`~mitigate.errors.CapabilityError`, nothing falls back to the text.
-    The score is read at the first scale number generated, so a prompt asking for reasoning first is refused;
-    where the backend can constrain decoding, a leaf at ``constrain="auto"`` gets ``constrain="answer"`` (the
-    answer line comes first), and otherwise a template whose format reasons first gets a
-    :class:`~mitigate.errors.PromptConflictWarning`. One criterion per call (combine with
-    ``SingleAttribute``).
+    Every leaf gets ``scoring="expected"`` (:func:`mitigate.parse.expected_score`; a backend without logprobs
+    raises :class:`~mitigate.errors.CapabilityError`). The score is read at the first scale number generated:
+    a prompt asking for reasoning first is refused, a leaf at ``constrain="auto"`` gets ``constrain="answer"``
+    where the backend can constrain, and otherwise a format that reasons first gets a
+    :class:`~mitigate.errors.PromptConflictWarning`.
 
     Parameters:
         top_logprobs: alternatives per position to request, 1 to 20 (use >= 10 for 1–10).
@@ -264,12 +257,10 @@ def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
 class Granularity(PromptMitigation):
     """Ask the judge for scores at another granularity (Stureborg et al. 2024: 1–10 works best).
 
-    ``scale`` is one of :data:`GRANULARITIES`; "modifiers" is 1–5 where "weak N" / "strong N" mean N ∓ 0.33. A
-    prompt built by :func:`~mitigate.strategies._edits.multi_criterion_prompt` is rebuilt on the new scale; a
-    free-form template has its numeric guideline anchors moved to the matching points (1–5 -> 1–10: 1, 3, 6,
-    8, 10), every statement of the scale's ends rewritten, and an "Answer scale: ..." paragraph added. Demos
-    the prompt holds move with it (gold scores mapped, guidelines relabelled). Prompts answering with a letter
-    or a verdict are refused.
+    ``scale`` is one of :data:`GRANULARITIES` ("modifiers": 1–5 where "weak N" / "strong N" mean N ∓ 0.33). A
+    built-in multi-criterion prompt is rebuilt on the new scale; a free-form template has its numeric anchors
+    moved (1–5 -> 1–10: 1, 3, 6, 8, 10), the statements of the scale's ends rewritten and an "Answer scale:
+    ..." paragraph added. The prompt's demos move with it; letter and verdict prompts are refused.
     """
 
     paper = "Stureborg et al. 2024"

@@ -1,16 +1,15 @@
 """Selective evaluation with a guarantee of human agreement (Jung et al. 2024, "Trust or Escalate").
 
-A judge is trusted on an item only when its confidence reaches a threshold λ̂, chosen on a labelled
-calibration split by fixed-sequence testing (:func:`fixed_sequence_threshold`) so that, with probability at
-least 1 − δ, agreement with humans among trusted items is at least the target; the rest are escalated. The
-guarantee assumes calibration and test items are exchangeable. :func:`confidence` reads a judgment's
-confidence, :func:`agrees` whether it agrees with the human label; :class:`SelectiveEvaluation`
-(``"selective"``) fits λ̂ and wraps a judge; :class:`CascadeJudge` and :func:`fit_cascade` chain judges from
-cheap to strong, each stage calibrated on what the stages before it escalated.
+A judge is trusted only where its confidence (:func:`confidence`) reaches a threshold λ̂ chosen on labelled
+calibration items by fixed-sequence testing (:func:`fixed_sequence_threshold`), so that with probability ≥ 1 −
+δ the trusted items agree with humans at least at the target (assuming calibration and test items are
+exchangeable); the rest are escalated. :class:`CascadeJudge` / :func:`fit_cascade` chain judges from cheap to
+strong.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -25,17 +24,12 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.judge import CompositeJudge, FitContext, Judge, Judgment, PlannedRequest
 from mitigate.registry import Tags, register
 from mitigate.run import run
-from mitigate.strategies._base import Mitigation
-
-NEEDS_HUMAN = "needs_human"
-"""The flag on an escalated judgment (the same flag the agreement gate uses)."""
+from mitigate.selectors import GOLD_VERDICT
+from mitigate.strategies._base import NEEDS_HUMAN, Mitigation
 
 Confidence = Literal["samples", "probability", "both-orders", "rts-mcq", "meta"]
 CONFIDENCES: tuple[str, ...] = ("samples", "probability", "both-orders", "rts-mcq", "meta")
 """The confidence sources :func:`confidence` reads."""
-
-
-# --------------------------------------------------------------------------- the procedure
 
 
 def binomial_upper_bound(errors: int, n: int, delta: float) -> float:
@@ -110,23 +104,19 @@ def fixed_sequence_threshold(
     order = np.argsort(-np.where(ok, c, -np.inf), kind="stable")
     sorted_conf = np.where(ok, c, -np.inf)[order]
     errors_upto = np.cumsum(~a[order])  # disagreements among the i+1 most confident
-    last: tuple[int, float] | None = None
+    # the same accepted set is the same test
+    bound = functools.cache(lambda n: binomial_upper_bound(int(errors_upto[n - 1]), n, delta))
     for lam in np.linspace(1.0, 0.0, grid + 1):
         n = int(np.searchsorted(-sorted_conf, -(lam - 1e-12), side="right"))  # items with conf >= lam
         if n == 0 or n < min_accepted:
             continue
         tested += 1
-        if last is None or last[0] != n:  # the same accepted set is the same test
-            last = (n, binomial_upper_bound(int(errors_upto[n - 1]), n, delta))
-        upper = last[1]
+        upper = bound(n)
         if upper > alpha:
             break
         agreed_n = n - int(errors_upto[n - 1])
         best = {"threshold": round(float(lam), 9), "n_accepted": n, "n_agreed": agreed_n, "upper_risk": upper}
     return Guarantee(target=target, delta=delta, n_calibration=len(c), tested=tested, **best)
-
-
-# --------------------------------------------------------------------------- reading judgments
 
 
 def _criterion(j: Judgment, criterion: str | None) -> str:
@@ -221,12 +211,9 @@ def gold_verdict(item: Item, criterion: str | None = None) -> str | None:
                 item_id=item.id,
             )
         (pref,) = prefs.values()
-        return _VERDICT_OF_PREFERENCE[pref]
+        return GOLD_VERDICT[pref]
     given = prefs.get(criterion)
-    return None if given is None else _VERDICT_OF_PREFERENCE[given]
-
-
-_VERDICT_OF_PREFERENCE = {"A": "first", "B": "second", "tie": "tie"}
+    return None if given is None else GOLD_VERDICT[given]
 
 
 def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None = None) -> bool | None:
@@ -240,9 +227,6 @@ def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None =
         return None
     score = j.scores.get(c) if j.error is None else None
     return score is not None and abs(score - item.human[c]) <= tolerance + 1e-9
-
-
-# --------------------------------------------------------------------------- the mitigation
 
 
 class SelectiveJudge(CompositeJudge):
@@ -282,7 +266,7 @@ def decide(
     ``needs_human``; with ``on_escalate="abstain"`` its answer is removed too.
     """
     conf = confidence(j, source, criterion)
-    accept = threshold is not None and math.isfinite(conf) and conf >= threshold - 1e-12
+    accept = _accepts(conf, threshold)
     info = {
         "confidence": None if math.isnan(conf) else conf,
         "threshold": threshold,
@@ -305,15 +289,10 @@ class SelectiveEvaluation(Mitigation):
         target: the agreement with humans accepted judgments must reach (1 − α).
         delta: the allowed probability that the guarantee fails over the calibration draw.
         confidence: the confidence source (:func:`confidence`).
-        tolerance: a score agrees when within this distance of the human score; verdicts must equal the gold
-            preference.
+        tolerance: a score agrees within this distance of the human score (a verdict must equal the gold one).
         criterion: the criterion to read (None: the judgment's only one).
         on_escalate: "flag" keeps an escalated answer flagged ``needs_human``; "abstain" also removes it.
-        grid: thresholds tested, evenly spaced on [0, 1].
-        min_accepted: thresholds accepting fewer calibration items are not tested.
-
-    ``fit(train, judge)`` judges the calibration split and sets ``guarantee_``
-    (:func:`fixed_sequence_threshold`).
+        grid, min_accepted: the thresholds tested (:func:`fixed_sequence_threshold`).
     """
 
     paper = "Jung et al. 2024"
@@ -347,16 +326,14 @@ class SelectiveEvaluation(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        g = Guarantee(
-            target=0.8,
-            delta=0.1,
-            threshold=0.6,
-            n_calibration=100,
-            n_accepted=60,
-            n_agreed=55,
-            upper_risk=0.16,
-            tested=401,
-        )
+        counts: dict[str, Any] = {
+            "n_calibration": 100,
+            "n_accepted": 60,
+            "n_agreed": 55,
+            "upper_risk": 0.16,
+            "tested": 401,
+        }
+        g = Guarantee(target=0.8, delta=0.1, threshold=0.6, **counts)
         return [cls(), cls(confidence="both-orders", on_escalate="abstain", guarantee_=g)]
 
     @property
@@ -406,17 +383,9 @@ class SelectiveEvaluation(Mitigation):
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: ``judge`` run on ``train``, the threshold calibrated on its judgments."""
-        result = await run(
-            judge,
-            train.items,
-            concurrency=ctx.concurrency,
-            progress=ctx.progress,
-            desc="calibrating selective evaluation",
-        )
+        desc = "calibrating selective evaluation"
+        result = await run(judge, train.items, concurrency=ctx.concurrency, progress=ctx.progress, desc=desc)
         return self.calibrate(result.judgments, train.items)
-
-
-# --------------------------------------------------------------------------- cascades
 
 
 class CascadeJudge(CompositeJudge):
@@ -461,9 +430,8 @@ class CascadeJudge(CompositeJudge):
         for (name, child), stage in zip(self.children.items(), self.stages, strict=True):
             g = stage.guarantee_
             assert g is not None
-            j = decide(
-                await child.judge(item), g.threshold, stage.confidence, stage.criterion, stage.on_escalate
-            )
+            j = await child.judge(item)
+            j = decide(j, g.threshold, stage.confidence, stage.criterion, stage.on_escalate)
             costs.append(j)
             out = j.model_copy(
                 update={"meta": {**j.meta, "cascade": {"stage": name, "stages_called": len(costs)}}}
@@ -512,8 +480,10 @@ def fit_cascade(
         g = s.guarantee_
         assert g is not None
         remaining = [
-            i
-            for i in remaining
-            if g.threshold is None or not confidence(js[i], s.confidence, s.criterion) >= g.threshold - 1e-12
+            i for i in remaining if not _accepts(confidence(js[i], s.confidence, s.criterion), g.threshold)
         ]
     return fitted
+
+
+def _accepts(conf: float, threshold: float | None) -> bool:
+    return threshold is not None and math.isfinite(conf) and conf >= threshold - 1e-12

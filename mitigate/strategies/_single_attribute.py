@@ -1,15 +1,11 @@
 """Single-attribute decomposition and its multi-attribute control (Stureborg et al. 2024).
 
-Asking a judge for several criteria in one output *anchors* the later scores on the earlier ones; the remedy
-is one criterion per call. :class:`SingleAttribute` (``"single-attribute"``) splits every multi-criterion
-prompt judge into one child per criterion and merges their scores; :class:`MultiAttribute`
-(``"multi-attribute"``) is the control, one call scoring every criterion in a set order, recording positions
-in ``meta["positions"]`` (for :func:`mitigate.measures.correlation_by_position`).
-
-A prompt built by :func:`~mitigate.strategies._edits.multi_criterion_prompt` is rebuilt for one criterion. A
-free-form template listing several criteria keeps its text and gets a managed "For this request, rate only
-<criterion> ...; ignore the other criteria mentioned above." paragraph asking for its own answer line (renamed
-for the criterion); ``on_free_form="error"`` refuses it instead.
+Scoring several criteria in one output anchors the later scores on the earlier ones; :class:`SingleAttribute`
+scores one criterion per call, :class:`MultiAttribute` is the control that scores them together in a set order
+(recording positions for :func:`mitigate.measures.correlation_by_position`). A prompt built by
+:func:`~mitigate.strategies._edits.multi_criterion_prompt` is rebuilt for one criterion; a free-form template
+keeps its text and gets a "For this request, rate only <criterion> ..." paragraph asking for its own answer
+line.
 """
 
 from __future__ import annotations
@@ -36,8 +32,6 @@ from mitigate.strategies._edits import (
     set_addendum,
 )
 
-# --------------------------------------------------------------------------- single attribute
-
 
 class SingleAttributeJudge(CompositeJudge):
     """One child judge per criterion; their scores are merged into one judgment.
@@ -58,14 +52,10 @@ class SingleAttributeJudge(CompositeJudge):
 
     async def judge(self, item: Item) -> Judgment:
         names = list(self.children)
-        parts = await gather_children(
-            [partial(self.children[n].judge, item) for n in names], concurrent=self.concurrent
-        )
-        scores: dict[str, float | None] = {}
-        samples: dict[str, tuple[float | None, ...]] = {}
-        for part in parts:
-            scores.update(part.scores)
-            samples.update(part.samples)
+        calls = [partial(self.children[n].judge, item) for n in names]
+        parts = await gather_children(calls, concurrent=self.concurrent)
+        scores = {c: v for part in parts for c, v in part.scores.items()}
+        samples = {c: v for part in parts for c, v in part.samples.items()}
         meta: dict[str, Any] = {"criteria": names}
         child_meta = {n: p.meta for n, p in zip(names, parts, strict=True) if p.meta}
         if child_meta:
@@ -104,10 +94,8 @@ class SingleAttribute(Mitigation):
         prompt = leaf.prompt
         if len(prompt.criteria) < 2 or prompt.answer == "pairwise":
             return leaf.with_prompt(prompt)
-        children: dict[str, Judge] = {
-            c.name: leaf.with_prompt(self.child_prompt(prompt, c)) for c in prompt.criteria
-        }
-        return SingleAttributeJudge(children, concurrent=self.concurrent)
+        children = {c.name: leaf.with_prompt(self.child_prompt(prompt, c)) for c in prompt.criteria}
+        return SingleAttributeJudge(dict(children), concurrent=self.concurrent)
 
     def child_prompt(self, prompt: JudgePrompt, criterion: Criterion) -> JudgePrompt:
         """The prompt that scores only ``criterion`` of the multi-criterion ``prompt``."""
@@ -122,9 +110,6 @@ class SingleAttribute(Mitigation):
         fmt = prompt.format.for_criterion(criterion.name, [c.name for c in prompt.criteria])
         child = child.with_answer_format(fmt)
         return refresh_addenda(set_addendum(child, ONLY_LEAD, only_paragraph(child)))
-
-
-# --------------------------------------------------------------------------- multi attribute (control)
 
 
 class MultiAttributeJudge(CompositeJudge):
@@ -144,17 +129,12 @@ class MultiAttributeJudge(CompositeJudge):
     def params(self) -> dict[str, Any]:
         return {"order": list(self.order)}
 
-    def _current_order(self) -> list[str] | None:
-        leaves = self.children["multi"].leaves()
-        if len(leaves) != 1:
-            return None
-        return [c.name for c in leaves[0].prompt.criteria]
-
     async def judge(self, item: Item) -> Judgment:
         part = await self.children["multi"].judge(item)
-        order = self._current_order()
-        if order is None:
+        leaves = self.children["multi"].leaves()
+        if len(leaves) != 1:  # a later mitigation split the call: no shared output
             return part
+        order = [c.name for c in leaves[0].prompt.criteria]
         meta = {**part.meta, "order": order, "positions": {n: i for i, n in enumerate(order)}}
         return part.model_copy(update={"meta": meta})
 

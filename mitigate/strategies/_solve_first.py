@@ -18,11 +18,9 @@ class SolveFirst(Mitigation):
     2025).
 
     Parameters:
-        task: one sentence saying what the task is, shown above the task inputs in the first call (None: the
-            inputs alone).
+        task: one sentence saying what the task is, shown above the task inputs in the first call.
         max_tokens: the budget of the judge's own answer.
-        on_reference_slot: for a template with its own reference slot, "fill" puts the answer there, "refuse"
-            refuses it.
+        on_reference_slot: for a template with its own reference slot, "fill" it or "refuse" the template.
 
     Two calls per judged item; a template showing no task input besides the judged text(s) is refused.
     """

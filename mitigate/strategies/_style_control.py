@@ -1,12 +1,8 @@
 """Style control for pointwise scores: length control with markdown headers, bold and lists beside length.
 
-:class:`StyleControl` regresses a judge's score on every style covariate of Arena-Hard's style control (Li et
-al. 2024; :data:`~mitigate.measures.STYLE_FEATURES`), each normalised as AlpacaEval's length control does
-(Dubois et al. 2024), ``z_k = tanh((f_k − mean_k) / sd_k)``, and reports ``score − Σ_k β_k · z_k``, the score
-predicted at the training set's mean style (raw score and each z_k in ``meta["style_control"]``; not clipped
-to the scale). A feature that never varies gets no coefficient; pairwise data is refused as by
-:class:`~mitigate.strategies.LengthControl`, and ``reference="human"`` regresses the excess over the human
-score.
+:class:`StyleControl` regresses a judge's score on Arena-Hard's style covariates (Li et al. 2024), each
+normalised as AlpacaEval's length control (Dubois et al. 2024), ``z_k = tanh((f_k − mean_k) / sd_k)``, and
+reports ``score − Σ_k β_k · z_k`` (raw score and z in ``meta["style_control"]``; not clipped to the scale).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""DSPy's few-shot optimizers as search engines (``dspy`` is optional, loaded only when one runs).
-
-``"dspy-labeled"`` is ``LabeledFewShot(k)`` (the train split shuffled with the search's seed first),
-``"dspy-bootstrap-rs"`` ``BootstrapFewShotWithRandomSearch``, ``"dspy-mipro"`` ``MIPROv2`` (needs ``optuna``;
-instruction proposals written by ``prompt_model``). They choose demos their own way; the judge as a DSPy
-program and the budget are in :mod:`mitigate.search.engines._dspy_program`.
-"""
+"""DSPy's few-shot optimizers as search engines (``dspy`` is optional, loaded only when one runs):
+``LabeledFewShot`` (``"dspy-labeled"``), ``BootstrapFewShotWithRandomSearch`` (``"dspy-bootstrap-rs"``) and
+``MIPROv2`` (``"dspy-mipro"``; needs ``optuna``). They choose demos their own way
+(:mod:`mitigate.search.engines._dspy_program`)."""
 
 from __future__ import annotations
 

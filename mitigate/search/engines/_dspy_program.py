@@ -1,19 +1,13 @@
 """The judge as a DSPy program, and the run of DSPy's optimizers over it (imports ``dspy``: loaded only when a
 DSPy engine runs).
 
-The program (:class:`JudgeProgram`) keeps DSPy's demos in a ``dspy.Predict``, but its ``forward`` renders
-**the judge's own prompt** with them and calls **the judge's own backend** through the search's cache and
-budget, so demos are scored in the prompt they will be deployed in and DSPy's evaluations fill the cache the
-final ranking reads. The synchronous optimizer runs in a thread; each ``forward`` hands its judge call back to
-the search's event loop. Only MIPROv2's instruction proposer talks to a model itself (``prompt_model``; its
-calls are outside the budget, counted in ``meta["prompt_model_calls"]``); proposed instructions are recorded,
-not used.
-
-DSPy averages a per-example metric, so the optimizers get :meth:`Objective.item_metric` (a bootstrapped trace
-is accepted within half a scale step of the human score; a parse failure is a miss); every distinct demo set
-DSPy produced is then ranked with the full objective on dev. Once the budget is spent ``forward`` answers
-without calling, demo sets whose dev evaluation could not complete are dropped, and ``stopped`` is
-``"budget"``; the optimizers' sizes are derived from the budget unless given.
+:class:`JudgeProgram` keeps DSPy's demos in a ``dspy.Predict`` but renders **the judge's own prompt** with
+them and calls **the judge's own backend** through the search's cache and budget (the optimizer runs in a
+thread; each call goes back to the search's event loop). The optimizers get :meth:`Objective.item_metric`;
+every distinct demo set they produced is then ranked with the full objective on dev. Only MIPROv2's
+instruction proposer talks to a model itself (``prompt_model``, outside the budget, counted in
+``meta["prompt_model_calls"]``); its instructions are recorded, not used. Once the budget is spent the program
+answers without calling, and the optimizers' sizes follow from the budget unless given.
 """
 
 from __future__ import annotations
@@ -169,10 +163,7 @@ async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, A
 
     def compile_quietly() -> tuple[Any, dict[str, Any]]:
         with contextlib.nullcontext() if s.progress else _silenced():
-            metric = _metric(s.objective, s)
-            return _compile(
-                optimizer, program, trainset, devset, metric, kmax, s, engine, s.seed, s.concurrency
-            )
+            return _compile(optimizer, program, trainset, devset, kmax, s, engine)
 
     compiled, details = await asyncio.to_thread(compile_quietly)
     meta: dict[str, Any] = {"optimizer": optimizer, "k": kmax, **details}
@@ -189,16 +180,14 @@ async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, A
             continue
         seen.add(key)
         augmented = [bool(ex.get("augmented", False)) for ex in prog.predict.demos]
+        info = {
+            "dspy_rank": rank,
+            "augmented": augmented,
+            "instructions": prog.predict.signature.instructions,
+        }
+        mitigation = Demos(demos=tuple(demos), k=len(demos))
         cand = Candidate(
-            f"dspy-{optimizer}: candidate {rank}",
-            Demos(demos=tuple(demos), k=len(demos)),
-            f"dspy-{optimizer}",
-            list(key),
-            meta={
-                "dspy_rank": rank,
-                "augmented": augmented,
-                "instructions": prog.predict.signature.instructions,
-            },
+            f"dspy-{optimizer}: candidate {rank}", mitigation, f"dspy-{optimizer}", list(key), info
         )
         if await s.evaluate(cand, precheck=False) is None:  # its dev run was cut short by the budget
             stopped = "budget"
@@ -236,14 +225,12 @@ def _compile(
     program: JudgeProgram,
     trainset: list[Any],
     devset: list[Any],
-    metric: Any,
     k: int,
     s: Session,
     engine: Any,
-    seed: int,
-    concurrency: int,
 ) -> tuple[Any, dict[str, Any]]:
     """Run the optimizer; returns the compiled program and the settings it ran with."""
+    metric, seed, concurrency = _metric(s.objective, s), s.seed, s.concurrency
     per_eval = max(1, len(devset))
     left = s.budget.remaining or 0
     num_candidates: int | None = getattr(engine, "num_candidates", None)

@@ -80,12 +80,8 @@ class GreedyEngine(Engine):
                 if any(d.item.id == demo.item.id for d in current):
                     continue
                 demos = [*current, demo]
-                cand = Candidate(
-                    f"greedy: step {step} + {demo.item.id}",
-                    with_demos(template, demos),
-                    "greedy",
-                    [d.item.id for d in demos],
-                )
+                label = f"greedy: step {step} + {demo.item.id}"
+                cand = Candidate(label, with_demos(template, demos), "greedy", [d.item.id for d in demos])
                 trial = await s.evaluate(cand)
                 if trial is None:
                     return "budget"
@@ -97,12 +93,8 @@ class GreedyEngine(Engine):
             current_value, current = best
         if current:
             for other in space.templates[1:]:
-                cand = Candidate(
-                    "greedy: final set" + (" perturbed" if other is not None else ""),
-                    with_demos(other, current),
-                    "greedy",
-                    [d.item.id for d in current],
-                )
+                label = "greedy: final set" + (" perturbed" if other is not None else "")
+                cand = Candidate(label, with_demos(other, current), "greedy", [d.item.id for d in current])
                 if await s.evaluate(cand) is None:
                     return "budget"
         return stopped
