@@ -1,12 +1,9 @@
 """The objective a demonstration search maximises, computed from judgments on a split.
 
-``agreement + λ · consistency − μ · |BiasScore|``: agreement is the item-level correlation with the human
-scores (or ``"accuracy"``, exact matches, for categorical labels); consistency is the judge's agreement with
-itself under perturbed guidelines (Ghazarian et al. 2024; ``"kappa"``, chance corrected, by default, since the
-paper's raw share rewards a judge that collapses to one answer); BiasScore is Spearman(LS, US) (Ohi et al.
-2024). Items without a score are left out of every term; below ``min_coverage`` of the labelled items scored,
-a weighted term that is NaN, or no labelled item, the objective is NaN (``ObjectiveValue.reason`` says why),
-and NaN never wins.
+``agreement + λ · consistency − μ · |BiasScore|``: correlation (or exact agreement) with the human labels, the
+judge's consistency under perturbed guidelines (Ghazarian et al. 2024; chance corrected by default, since the
+raw share rewards a judge that collapses to one answer), and Spearman(LS, US) (Ohi et al. 2024). Unscored
+items are left out; low coverage, a NaN weighted term or no label make it NaN, and NaN never wins.
 """
 
 from __future__ import annotations
@@ -39,17 +36,14 @@ PREFERENCE_CODE: dict[str, float] = {"A": 1.0, "tie": 1.5, "B": 2.0}
 
 
 def judgment_score(judgment: Judgment, criterion: str) -> float | None:
-    """The judgment's score for ``criterion`` (its only score when it has one; a verdict as its
-    :data:`VERDICT_CODE`); None when failed."""
+    """The judgment's score for ``criterion`` (or its only one; a verdict's :data:`VERDICT_CODE`)."""
     if judgment.error is not None:
         return None
     if not judgment.scores and judgment.verdict is not None:
         return VERDICT_CODE[judgment.verdict]
     if criterion in judgment.scores:
         return judgment.scores[criterion]
-    if len(judgment.scores) == 1:
-        return next(iter(judgment.scores.values()))
-    return None
+    return next(iter(judgment.scores.values())) if len(judgment.scores) == 1 else None
 
 
 def consistent(judgment: Judgment) -> float:
@@ -65,8 +59,7 @@ def consistent(judgment: Judgment) -> float:
 
 
 class ObjectiveValue(BaseModel):
-    """The objective on one split (NaN with a ``reason`` when undefined), its terms (None when weighted 0),
-    its coverage of the labelled items and an optional bootstrap interval."""
+    """The objective on one split (NaN with a ``reason``), its terms, coverage and optional interval."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     value: float
@@ -102,8 +95,7 @@ class ObjectiveValue(BaseModel):
 
 
 class Gain(BaseModel):
-    """A paired difference of the objective between two judges on the same items, with a bootstrap
-    interval."""
+    """A paired difference of the objective between two judges on the same items, with an interval."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     value: float
@@ -269,9 +261,7 @@ class Objective(Component):
         seed: int = 0,
     ) -> ObjectiveValue:
         """The objective of ``judgments`` (in item order) against the items' human ``criterion`` scores.
-
-        ``ls``: LS per item (for ``bias_weight`` > 0); ``ci``: a percentile bootstrap interval over items.
-        """
+        ``ls``: LS per item (for ``bias_weight`` > 0); ``ci``: a percentile bootstrap interval over items."""
         a = self._arrays(judgments, items, criterion, ls)
         labelled = np.isfinite(a.human)
         scored = np.isfinite(a.scores) & labelled
@@ -372,8 +362,7 @@ class Objective(Component):
         alpha: float = 0.05,
         seed: int = 0,
     ) -> Gain:
-        """objective(better) − objective(base) on the same items, with a paired bootstrap interval (none
-        when n_boot=0)."""
+        """objective(better) − objective(base) on the same items, with a paired bootstrap interval."""
         a = self._arrays(better, items, criterion, ls)
         b = self._arrays(base, items, criterion, ls)
         idx = np.arange(len(items))
@@ -395,12 +384,10 @@ class Objective(Component):
     def item_metric(
         self, predicted: float | None, human: float, scale: Scale, consistent: float | None = None
     ) -> float:
-        """The per-item part of the objective, for optimizers that average a per-example metric (DSPy).
-
-        ``1 − |predicted − human| / (scale.max − scale.min)``, plus ``λ`` when the output was identical under
-        every perturbation (the raw indicator: chance correction needs the whole split). A missing prediction
-        counts 0, never a score.
-        """
+        """The per-item part of the objective, for optimizers that average a per-example metric (DSPy). ``1
+        − |predicted − human| / (scale.max − scale.min)``, plus ``λ`` when the output was identical under
+        every perturbation (the raw indicator: chance correction needs the whole split). A missing
+        prediction counts 0, never a score."""
         if predicted is None or not math.isfinite(predicted):
             return 0.0
         span = scale.max - scale.min

@@ -41,10 +41,9 @@ class Trial(BaseModel):
 class SearchResult(BaseModel):
     """What a search found: every trial, the winner on dev and on the held-out test split.
 
-    ``dev``/``test`` are the winner's objective, ``baseline_*`` the judge without demos', ``test_gain`` the
-    paired difference on test. ``calls_search`` is what the search spent of ``budget`` (``calls_backend`` of
-    them reached the backend), ``calls_test`` what the test evaluation took; ``stopped`` says why the search
-    ended.
+    ``baseline_*`` are the judge without demos, ``test_gain`` the paired difference on test; ``calls_search``
+    is what the search spent of ``budget`` (``calls_backend`` reached the backend), ``calls_test`` the test
+    evaluation's.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -71,8 +70,7 @@ class SearchResult(BaseModel):
 
     @property
     def beats_baseline(self) -> bool:
-        """Whether the winner beats the baseline on test: a gain above 0 whose interval excludes 0, on
-        enough test items and documents (no :meth:`warnings`); else no demo set is recommended."""
+        """A test gain above 0 whose interval excludes 0, on enough test items and documents (no warning)."""
         g = self.test_gain
         return (
             self.best_index != 0
@@ -179,13 +177,10 @@ class SearchResult(BaseModel):
         return self.summary()
 
     def save_pipeline(self, path: str | Path, *, before: Mitigation | None = None) -> Path:
-        """Write ``{"verdict": ..., "pipeline": <dev winner's spec>, "search": {...}}`` as JSON; ``--pipeline
-        @file.json`` loads it.
-
-        When the winner did not beat the baseline the file still holds it, and
-        :func:`~mitigate.strategies.load_pipeline` warns. ``before``: the mitigations the searched judge was
-        already wrapped in; the saved pipeline is then ``before | winner``.
-        """
+        """Write ``{"verdict": ..., "pipeline": <dev winner's spec>, "search": {...}}`` as JSON;
+        ``--pipeline @file.json`` loads it. When the winner did not beat the baseline the file still holds
+        it, and :func:`~mitigate.strategies.load_pipeline` warns. ``before``: the mitigations the searched
+        judge was already wrapped in; the saved pipeline is then ``before | winner``."""
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
         pipeline = self.best.pipeline

@@ -1,10 +1,5 @@
-"""The search entry points: :func:`asearch` and its synchronous twin :func:`search`.
-
-Split the labelled data into train / dev / test with a seed, let an engine (:mod:`mitigate.search.engines`)
-propose demo sets drawn from train, score each on **dev** with the :class:`Objective`, and report the winner
-on held-out **test** beside the zero-shot baseline, so users see whether the gain survives outside the data it
-was chosen on. Budget and cache rules: :mod:`mitigate.search._session`.
-"""
+"""The search entry points: :func:`asearch` and its synchronous twin :func:`search` (train / dev / test
+split with a seed; the winner on dev is reported on held-out test beside the baseline)."""
 
 from __future__ import annotations
 
@@ -22,6 +17,7 @@ from mitigate.search._objective import Objective
 from mitigate.search._result import SearchResult
 from mitigate.search._session import (
     Candidate,
+    Engine,
     SearchSpace,
     Session,
     as_split,
@@ -30,7 +26,6 @@ from mitigate.search._session import (
     likelihoods,
     search_criterion,
 )
-from mitigate.search.engines._base import Engine
 from mitigate.search.engines._dspy import OPTIMIZERS
 from mitigate.selectors import Random, Selector, Stratified
 from mitigate.strategies import Demos, PerturbedGuidelines
@@ -77,13 +72,11 @@ async def asearch(
     Parameters:
         judge: the base judge (no demos); its prompts get the candidate demos.
         data: a labelled benchmark (split with ``splits`` and ``seed``), or a :class:`Split`.
-        engine: a registered engine name (``mitigate list engines``) or an :class:`Engine`; ``engine_options``
-            are its parameters.
+        engine: a registered engine name or an :class:`Engine`; ``engine_options`` are its parameters.
         criterion: the human label optimised against (default: the only one).
         objective: what is maximised (default: Spearman agreement only).
         k: demos per set, or a list of sizes to draw from (the DSPy engines use the largest).
-        selectors: candidate generators, fitted on train when unfitted (default ``Random`` and
-            ``Stratified``); an unfitted ``HighestRS`` judges train within the budget.
+        selectors: candidate generators (default ``Random`` and ``Stratified``), fitted on train if unfitted.
         budget: distinct LM requests the search may make, answered by the cache or the backend alike.
         perturbations: templates searched over: ``None`` for plain demos, or a
             :class:`~mitigate.strategies.Demos` with a perturbed display.
@@ -153,15 +146,13 @@ async def asearch(
 
 
 def search(judge: Judge, data: Benchmark | Split | Sequence[Item], **kwargs: Any) -> SearchResult:
-    """:func:`asearch` from synchronous code (it runs its own event loop; use ``await asearch(...)`` inside
-    one)."""
+    """:func:`asearch` from synchronous code (inside an event loop, ``await asearch(...)``)."""
     return run_coroutine(asearch(judge, data, **kwargs), what="search()", instead="asearch(...)")
 
 
 def dspy_search(
     judge: Judge, data: Benchmark | Split | Sequence[Item], *, optimizer: str = "labeled", **kwargs: Any
 ) -> SearchResult:
-    """``search(judge, data, engine="dspy-<optimizer>", **kwargs)`` (``optimizer``: "labeled", "bootstrap-rs"
-    or "mipro")."""
+    """``search(judge, data, engine="dspy-<optimizer>", **kwargs)``."""
     check_param("dspy_search", "optimizer", optimizer, [Options(*OPTIMIZERS)])
     return search(judge, data, engine=f"dspy-{optimizer}", **kwargs)

@@ -1,10 +1,9 @@
-"""The machinery every search engine shares: the budgeted judge, candidates, evaluation on dev, and the
-report.
+"""The machinery every search engine shares: the engine protocol, the budgeted judge, candidates, evaluation
+on dev, and the report.
 
-The budget counts the **distinct** LM requests, answered by the cache or the backend alike (every leaf LM is
-wrapped as ``BudgetedLM(CachedLM(lm))``, :func:`instrument`), so a rerun with a warm cache retraces the same
-trials to the same winner. A candidate whose worst-case cost exceeds what is left is not started; the baseline
-is the first trial; the final evaluation on test is outside the budget.
+The budget counts **distinct** LM requests, answered by the cache or the backend alike (:func:`instrument`),
+so a rerun with a warm cache retraces the same trials; a candidate whose worst-case cost exceeds what is left
+is not started; the final evaluation on test is outside the budget.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import json
 import random as _random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Self
 
 from tqdm.auto import tqdm
 
@@ -23,6 +22,7 @@ from mitigate.errors import ConfigError
 from mitigate.judge import FitContext, Judge, Judgment, LikelihoodScorer, PromptJudge
 from mitigate.lm import LM, BudgetedLM, CachedLM, CallBudget, LMCache
 from mitigate.prompt import Demo
+from mitigate.registry import Component, Tags
 from mitigate.run import run
 from mitigate.search._objective import Objective
 from mitigate.search._result import SearchResult, Trial, rank_key
@@ -37,10 +37,8 @@ def instrument(
     judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCache = True
 ) -> tuple[Judge, list[LMCache]]:
     """``judge`` with every leaf LM wrapped as ``BudgetedLM(CachedLM(lm))`` (or ``BudgetedLM(lm)`` without
-    cache), and the caches this opened (to close).
-
-    A leaf LM that is already a :class:`CachedLM` keeps its cache, with the budget outside it.
-    """
+    cache), and the caches this opened (to close). A leaf LM that is already a :class:`CachedLM` keeps its
+    cache, with the budget outside it."""
     opened: list[LMCache] = []
     shared: LMCache | None = None
     if cache is True:
@@ -71,8 +69,7 @@ def instrument(
 
 
 class Candidate:
-    """A candidate pipeline before evaluation: its label, mitigation (None: the baseline), selector and
-    demo ids; ``key`` identifies it (a demo set in another order is the same candidate)."""
+    """A candidate pipeline before evaluation; ``key`` identifies it (a demo set in any order)."""
 
     def __init__(
         self,
@@ -108,8 +105,7 @@ def with_demos(template: Demos | None, demos: Sequence[Demo]) -> Mitigation:
 
 
 class Session:
-    """What every engine evaluates candidates through: the instrumented judge, the budget, the splits, the
-    objective, the trials so far, and the final report on test."""
+    """What every engine evaluates candidates through: judge, budget, splits, objective and trials."""
 
     def __init__(
         self,
@@ -152,8 +148,7 @@ class Session:
             c.close()
 
     def judge_for(self, mitigation: Mitigation | None) -> Judge:
-        """The instrumented judge with ``mitigation`` (and :class:`PerturbedGuidelines` when consistency
-        counts)."""
+        """The instrumented judge with ``mitigation`` (and the consistency measurement when it counts)."""
         j = mitigation.wrap(self.judge) if mitigation is not None else self.judge
         return self.probe.wrap(j) if self.probe is not None else j
 
@@ -168,12 +163,10 @@ class Session:
         return result.judgments, self.budget.used - before, self.budget.refused > refused_before
 
     async def evaluate(self, cand: Candidate, *, precheck: bool = True) -> Trial | None:
-        """Score ``cand`` on dev and record it; None when the budget cannot cover it (nothing recorded).
-
-        A candidate already evaluated returns its earlier trial. With ``precheck`` one whose worst-case cost
+        """Score ``cand`` on dev and record it; None when the budget cannot cover it (nothing recorded). A
+        candidate already evaluated returns its earlier trial. With ``precheck`` one whose worst-case cost
         exceeds the remaining budget is not started; without, it runs and is dropped only if the budget
-        refuses a call (for candidates expected to be cached).
-        """
+        refuses a call (for candidates expected to be cached)."""
         if cand.key in self.seen:
             return self.trials[self.seen[cand.key]]
         remaining = self.budget.remaining
@@ -269,17 +262,15 @@ def train_pool(split: Split, criterion: str) -> Benchmark | list[Item]:
 
 
 def fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -> list[Selector]:
-    """The selectors, the unfitted ones fitted on the train split (those that judge the pool are left for
-    :func:`fit_judged_selectors`)."""
+    """The selectors, fitted on the train split (except those that judge the pool)."""
     out = []
     for sel in selectors:
         if not isinstance(sel, Selector):
             raise ConfigError(f"expected Selector objects in selectors=; got {type(sel).__name__}")
         if sel.chosen_ is not None:
             raise ConfigError(
-                f"search draws many demo sets from each selector; expected {sel.describe()} "
-                f"unfitted or fitted on its pool, got one keeping only the {len(sel.chosen_)} "
-                "demos it chose"
+                f"search draws many demo sets from each selector; expected {sel.describe()} unfitted or "
+                f"fitted on its pool, got one keeping only the {len(sel.chosen_)} demos it chose"
             )
         out.append(
             sel
@@ -292,8 +283,7 @@ def fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -
 async def fit_judged_selectors(
     s: Session, selectors: list[Selector], likelihood: str | LM | None
 ) -> list[Selector]:
-    """Fit the unfitted selectors that judge the pool (HighestRS) on the train split with the session's
-    judge, inside the budget."""
+    """Fit the selectors that judge the pool (HighestRS) on the train split, within the budget."""
     out = []
     for sel in selectors:
         if sel.tags.calls_judge_while_fitting and not sel.is_fitted:
@@ -301,9 +291,8 @@ async def fit_judged_selectors(
             remaining = s.budget.remaining
             if remaining is not None and cost > remaining:
                 raise ConfigError(
-                    f"fitting {type(sel).__name__} judges the train split (up to {cost} LM "
-                    f"calls), but only {remaining} of the budget are left; raise the budget or "
-                    "pass it fitted"
+                    f"fitting {type(sel).__name__} judges the train split (up to {cost} LM calls), but only "
+                    f"{remaining} of the budget are left; raise the budget or pass it fitted"
                 )
             before = s.budget.used
             lm = likelihood if isinstance(likelihood, LM) else None
@@ -327,8 +316,7 @@ def as_split(
 
 
 def search_criterion(data: Benchmark | Split | Sequence[Item], judge: Judge, criterion: str | None) -> str:
-    """The human label a search optimises against: ``criterion``, the benchmark's only one, or the judge's
-    only one."""
+    """The human label a search optimises against: given, the benchmark's only one, or the judge's."""
     if criterion is not None:
         return criterion
     if isinstance(data, Benchmark) and len(data.criteria) == 1:
@@ -361,18 +349,37 @@ async def likelihoods(
     split: Split,
     judge: Judge,
 ) -> Mapping[str, float] | None:
-    """LS per dev and test item when the objective counts BiasScore: ``ls`` as given, else computed with
-    ``likelihood``."""
+    """LS per dev and test item when the objective counts BiasScore (given, or computed)."""
     if not objective.needs_likelihood or ls is not None:
         return ls
     if likelihood is None:
         raise ConfigError(
-            "the objective counts BiasScore (bias_weight > 0), which needs LS per item: pass "
-            "ls= (item id -> log-likelihood) or likelihood='local' (a backend with "
-            "loglikelihood)"
+            "the objective counts BiasScore (bias_weight > 0), which needs LS per item: pass ls= (item id "
+            "-> log-likelihood) or likelihood='local' (a backend with loglikelihood)"
         )
     scorer = LikelihoodScorer(likelihood)
     items = [*split.dev, *split.test]
     task = next((leaf.prompt.task for leaf in judge.leaves()), "")
     values = await scorer.score_many(items, task, progress=False)
     return {it.id: float(v) for it, v in zip(items, values, strict=True)}
+
+
+class Outcome(NamedTuple):
+    """How an engine's run ended (``stopped``) and what it reports in ``SearchResult.meta``."""
+
+    stopped: str
+    meta: dict[str, Any]
+
+
+class Engine(Component):
+    """Base of the search engines; tag ``uses_selectors``: it draws from the search's selectors."""
+
+    declared_tags: ClassVar[Tags] = Tags(uses_selectors=True)
+
+    def prepare(self, judge: Judge, split: Split, criterion: str, ks: list[int]) -> Self:
+        """The engine ready to run; ConfigError, before any LM call, for what it cannot do."""
+        return self
+
+    async def run(self, session: Session, space: SearchSpace) -> Outcome:
+        """Propose candidates and score them with ``session.evaluate`` until done or out of budget."""
+        raise NotImplementedError(f"{type(self).__name__} must implement run()")

@@ -1,11 +1,8 @@
 """Choosing which demonstrations go into a judge prompt: the one way demos are chosen.
 
-Importing this package registers every selector (kind ``"selector"``; ``mitigate list selectors``;
-:func:`selector_from_spec` rebuilds one from its spec): :class:`Random`, :class:`Stratified`, :class:`KNN`,
-:class:`HighestRS` and :class:`Fixed`. It also owns the rules those choices rest on (:func:`rank_by_rs`,
-:func:`stratified_pick`, :func:`resolve_criterion`) and imports nothing from :mod:`mitigate.strategies` or
-:mod:`mitigate.search`, which sit above it. (A top-level ``selectors`` would shadow the standard library
-module asyncio imports.)
+Importing this package registers every selector (kind ``"selector"``): :class:`Random`, :class:`Stratified`,
+:class:`KNN`, :class:`HighestRS` and :class:`Fixed`. It imports nothing from :mod:`mitigate.strategies` or
+:mod:`mitigate.search`, which sit above it (a top-level ``selectors`` would shadow the standard library's).
 """
 
 from typing import TYPE_CHECKING

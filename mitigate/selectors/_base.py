@@ -47,8 +47,7 @@ GOLD_VERDICT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 
 
 def demo_item(item: Item) -> Item:
-    """``item`` as a fitted selector keeps it: what a demo shows, without per-annotator scores and metadata
-    (kept, they would make a fitted value carry its training data)."""
+    """``item`` as a fitted selector keeps it: without per-annotator scores and metadata."""
     if not item.annotators and not item.meta:
         return item
     return item.model_copy(update={"annotators": {}, "meta": {}})
@@ -57,19 +56,16 @@ def demo_item(item: Item) -> Item:
 def demo_of(
     item: Item, criterion: str, *, human_scale: Scale | None = None, prompt_scale: Scale | None = None
 ) -> Demo:
-    """The demo ``item`` makes: its human score (mapped onto ``prompt_scale``), or its gold preference as a
-    verdict."""
+    """The demo ``item`` makes: its human score, or its gold preference as a verdict."""
     if criterion not in item.human and criterion in item.preference:
         return Demo(item=item, verdict=GOLD_VERDICT[item.preference[criterion]])
     return Demo.from_item(item, criterion, human_scale=human_scale, prompt_scale=prompt_scale)
 
 
 def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | None) -> str:
-    """The human-label criterion demos are scored on: ``criterion``; else the benchmark's only one; else the
-    only criterion of the judge's prompts the benchmark labels.
-
-    ConfigError when still ambiguous; DataError when no item is labelled for it.
-    """
+    """The human-label criterion demos are scored on: ``criterion``; else the benchmark's only one; else
+    the only criterion of the judge's prompts the benchmark labels. ConfigError when still ambiguous;
+    DataError when no item is labelled for it."""
     if criterion is None:
         if len(train.criteria) == 1:
             criterion = train.criteria[0]
@@ -98,10 +94,9 @@ def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | No
 class Selector(Component, Fittable):
     """Base of every demo selector: a frozen value; ``fit`` returns a fitted copy.
 
-    Subclasses implement :meth:`_pick` and may extend :meth:`learn`. Tags: ``query_dependent`` (the choice
-    depends on the judged item, which :meth:`select` then needs), ``calls_judge_while_fitting`` (fitting runs
-    the judge over the pool). Fitted state: ``criterion_``, ``scale_`` (the pool's human scale), ``n_pool_``
-    and either ``pool_`` or, after :meth:`with_choice`, ``chosen_``.
+    Subclasses implement :meth:`_pick`. Tags: ``query_dependent`` (:meth:`select` needs the judged item),
+    ``calls_judge_while_fitting``. Fitted: ``criterion_``, ``scale_``, ``n_pool_`` and ``pool_`` (or, after
+    :meth:`with_choice`, ``chosen_``).
     """
 
     declared_tags: ClassVar[Tags] = Tags(needs_fitting=True)
@@ -132,15 +127,13 @@ class Selector(Component, Fittable):
         return type(self).model_validate({k: v for k, v in self.model_dump().items() if not k.endswith("_")})
 
     async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
-        """A fitted copy remembering the items of ``train`` labelled for the criterion (``ctx.criterion``,
-        else as :func:`resolve_criterion`), and the benchmark's human scale."""
+        """A fitted copy remembering the items of ``train`` labelled for the criterion."""
         return self.model_copy(update=self.fit_state(train, ctx.criterion, judge))
 
     def fit_state(
         self, pool: Benchmark | Sequence[Item], criterion: str | None, judge: Judge | None = None
     ) -> dict[str, Any]:
-        """The base fitted fields (``pool_``, ``criterion_``, ``scale_``, ``n_pool_``) for ``pool``;
-        subclasses add theirs."""
+        """The base fitted fields for ``pool``; subclasses add theirs."""
         name = type(self).__name__
         if isinstance(pool, Benchmark):
             items, scale = list(pool.items), pool.scale
@@ -180,10 +173,8 @@ class Selector(Component, Fittable):
 
     def with_choice(self, k: int) -> Self:
         """The fitted copy keeping only the ``k`` items ``select(k)`` chooses (``chosen_``), not the pool.
-
-        It answers ``select(k)`` with the same demos and refuses any other ``k`` or a query; a query-dependent
-        selector is returned as it is.
-        """
+        It answers ``select(k)`` with the same demos and refuses any other ``k`` or a query; a
+        query-dependent selector is returned as it is."""
         if self.tags.query_dependent:
             return self
         picks = self._choose(k, None)
@@ -192,8 +183,7 @@ class Selector(Component, Fittable):
         return self.model_copy(update={"pool_": None, "chosen_": tuple(picks)})
 
     def select(self, k: int, query: Item | None = None, *, prompt_scale: Scale | None = None) -> list[Demo]:
-        """``k`` demos (human scores, mapped onto ``prompt_scale`` when given) chosen from the fitted pool;
-        the query item is never among them."""
+        """``k`` demos (human scores) from the fitted pool, never the query item itself."""
         picks = self._choose(k, query)
         criterion = str(self.criterion_)
         return [demo_of(it, criterion, human_scale=self.scale_, prompt_scale=prompt_scale) for it in picks]
@@ -240,8 +230,7 @@ class Selector(Component, Fittable):
 
 
 def _criterion_of_judge(owner: str, items: Sequence[Item], judge: Judge | None, what: str) -> str:
-    """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly
-    one."""
+    """The one criterion of ``judge``'s prompts that ``items`` label (else ConfigError)."""
     leaves = judge.leaves() if judge is not None else []
     names = list(dict.fromkeys(c.name for leaf in leaves for c in leaf.prompt.criteria))
     known = [n for n in names if labelled_items(items, n)]
@@ -279,10 +268,8 @@ def _unique_ids(value: Any) -> bool:
 @register("selector", "fixed")
 class Fixed(Selector):
     """The pool items whose ids the user gives (unique, at least one), in that order; ``select(k)`` returns
-    the first ``k``.
-
-    ``fit`` raises ConfigError naming every id that is not in the pool or has no human label.
-    """
+    the first ``k``. ``fit`` raises ConfigError naming every id that is not in the pool or has no human
+    label."""
 
     ids: tuple[str, ...]
     parameter_constraints: ClassVar = {

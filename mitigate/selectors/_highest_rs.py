@@ -1,9 +1,6 @@
-"""Highest-RS demonstrations as a selector (Ohi et al. 2024), and the RS ranking itself.
-
-Per pool item, LS = log P(output | input, task) under a causal LM, US = judge score − human score after
-mapping (:func:`mitigate.measures.unfairness_scores`), and RS = \\|LS* + US*\\| with both centred and scaled
-into [-1, 1] (:func:`mitigate.measures.rs_scores`).
-"""
+"""Highest-RS demonstrations as a selector (Ohi et al. 2024), and the RS ranking itself: RS = \\|LS* +
+US*\\|, LS the log-likelihood of the output and US the judge's excess over the human score, both centred
+and scaled (:func:`mitigate.measures.rs_scores`)."""
 
 from __future__ import annotations
 
@@ -25,8 +22,7 @@ from mitigate.selectors._base import Selector, example_pool
 def rank_by_rs(
     items: Sequence[Item], ls: Sequence[float | None], us: Sequence[float | None]
 ) -> list[tuple[Item, float]]:
-    """Items ranked by RS = |LS* + US*| (Ohi et al. 2024), highest first (ties in item order), with their
-    RS; items without one are left out."""
+    """Items with an RS = |LS* + US*| (Ohi et al. 2024), highest first (ties in order), with their RS."""
     items = list(items)
     if not (len(items) == len(ls) == len(us)):
         raise DataError(
@@ -38,15 +34,12 @@ def rank_by_rs(
 
 
 def judge_score(judgment: Judgment, criterion: str) -> float | None:
-    """The judgment's score for ``criterion`` (its only score when it has one); None for a failure;
-    ConfigError when it scores several criteria but not ``criterion``."""
+    """The judgment's score for ``criterion`` (or its only one); None for a failure."""
     scores = judgment.scores
     if criterion in scores:
         return scores[criterion]
-    if len(scores) == 1:
-        return next(iter(scores.values()))
-    if not scores:
-        return None
+    if len(scores) <= 1:
+        return next(iter(scores.values()), None)
     raise ConfigError(
         f"the judge scored {sorted(scores)} for item {judgment.item_id!r}; expected a score for "
         f"{criterion!r} (name the criterion the judge scores with criterion=...)",
@@ -100,12 +93,9 @@ class HighestRS(Selector):
         return [cls().fit(pool, criterion="score", ls=ls, judge_scores=judge)]
 
     async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
-        """A fitted copy ranking the pool ``train`` by RS.
-
-        With ``ctx.ls`` and ``ctx.judge_scores`` (item id -> value) no LM is called; otherwise ``judge``
-        (without demos) is run over the pool and LS computed with ``ctx.lm`` (whose spec the fitted copy
-        records) or the ``likelihood`` spec.
-        """
+        """A fitted copy ranking the pool ``train`` by RS. With ``ctx.ls`` and ``ctx.judge_scores`` (item
+        id -> value) no LM is called; otherwise ``judge`` (without demos) is run over the pool and LS
+        computed with ``ctx.lm`` (whose spec the fitted copy records) or the ``likelihood`` spec."""
         if ctx.ls is not None and ctx.judge_scores is not None:
             return self._fit_scores(train, ctx.criterion, ctx.ls, ctx.judge_scores, judge)
         assert judge is not None  # the fit protocol's judge check (tags: calls_judge_while_fitting)
@@ -150,8 +140,7 @@ class HighestRS(Selector):
         return fitted.model_copy(update=update)
 
     def with_choice(self, k: int) -> Self:
-        """As :meth:`Selector.with_choice`: the top ``k`` items with their RS, LS and US only
-        (``excluded_`` is dropped, ``n_excluded_`` kept)."""
+        """As :meth:`Selector.with_choice`, keeping the chosen items' RS, LS and US only."""
         slim = super().with_choice(k)
         if slim is self:
             return self

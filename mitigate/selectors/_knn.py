@@ -1,9 +1,6 @@
-"""Nearest-neighbour demonstrations: the pool items most similar to the item being judged.
-
-Texts are embedded with scikit-learn's ``TfidfVectorizer`` fitted on the pool, or a local
-sentence-transformers model folder (loaded with the hub switched off: it never downloads). The index is built
-on first use and cached in-process, so the selector stays a plain, serialisable value.
-"""
+"""Nearest-neighbour demonstrations: the pool items most similar to the judged one, by TF-IDF or a local
+sentence-transformers model (never downloaded); the index is cached in-process, so the selector stays a
+plain value."""
 
 from __future__ import annotations
 
@@ -23,8 +20,7 @@ from mitigate.selectors._base import Selector
 
 
 def item_text(item: Item, fields: tuple[str, ...]) -> str:
-    """The text an item is embedded by: its ``fields`` (``output``, ``source`` ...) joined by newlines,
-    missing ones skipped."""
+    """The text an item is embedded by: its ``fields`` joined by newlines (missing ones skipped)."""
     parts = [value for f in fields if (value := field_text(item, f)) is not None]
     return "\n".join(parts)
 
@@ -36,8 +32,7 @@ class KNN(Selector):
 
     Parameters:
         fields: which texts of an item are embedded (default: the judged ``output``).
-        embedding: ``"tfidf"`` (word uni- and bigrams, sublinear tf) or ``"sentence-transformers:<local model
-            folder>"``.
+        embedding: ``"tfidf"`` or ``"sentence-transformers:<local model folder>"``.
         ngram_max: largest word n-gram of the TF-IDF vocabulary.
         nearest_last: False shows the nearest demo first; True puts it last, right before the judged item.
     """

@@ -1,10 +1,8 @@
 """Random and stratified demonstrations.
 
-:class:`Random` draws ``k`` labelled pool items with a seed (Ohi et al. 2024's control, and the search's
-simplest candidate generator). :class:`Stratified` spreads the demos evenly over the gold labels and shuffles
-them (Ghazarian et al. 2024 saw a small judge drift toward a score several demos shared), or with
-``by="range"`` draws one item from each of ``k`` equal strata of the pool sorted by gold score
-(:func:`stratified_pick`).
+:class:`Random` draws ``k`` pool items with a seed (Ohi et al. 2024's control); :class:`Stratified` spreads
+them evenly over the gold labels (Ghazarian et al. 2024), or over ``k`` equal strata of the pool sorted by
+gold score (:func:`stratified_pick`).
 """
 
 from __future__ import annotations
@@ -49,12 +47,10 @@ def _on_scale(value: float, scale: Scale) -> bool:
 def stratified_pick(
     items: Sequence[Item], criteria: Sequence[str], m: int, scale: Scale | None = None, seed: int = 0
 ) -> list[Item]:
-    """Pick ``m`` demo items spread over the gold-score range (seeded).
-
-    Items need a human score for every criterion; with ``scale``, only gold scores that are its points are
-    used when at least ``m`` are. The pool, sorted by the first criterion's score, is cut into ``m``
-    contiguous strata of near-equal size, one item is drawn from each, and the picks are shuffled.
-    """
+    """Pick ``m`` demo items spread over the gold-score range (seeded). Items need a human score for every
+    criterion; with ``scale``, only gold scores that are its points are used when at least ``m`` are. The
+    pool, sorted by the first criterion's score, is cut into ``m`` contiguous strata of near-equal size,
+    one item is drawn from each, and the picks are shuffled."""
     if not criteria:
         raise ConfigError("expected at least one criterion to pick demos for; got none")
     eligible = [it for it in items if all(c in it.human and math.isfinite(it.human[c]) for c in criteria)]
@@ -78,11 +74,9 @@ def stratified_pick(
 
 
 def balanced_quotas(sizes: list[int], k: int, rng: _random.Random) -> list[int]:
-    """How many demos each label (sorted ascending, with ``sizes[i]`` items) gets, summing to ``k``.
-
-    Equal shares; the remainder goes to labels spread evenly from the lowest to the highest; a label with too
-    few items gives its shortfall to the labels with room, fewest-assigned first.
-    """
+    """How many demos each label (sorted ascending, with ``sizes[i]`` items) gets, summing to ``k``. Equal
+    shares; the remainder goes to labels spread evenly from the lowest to the highest; a label with too few
+    items gives its shortfall to the labels with room, fewest-assigned first."""
     n = len(sizes)
     if sum(sizes) < k:
         raise ConfigError(f"expected at least k={k} items over the labels; got {sum(sizes)}")
@@ -138,8 +132,7 @@ class Stratified(Selector):
         return self.model_copy(update=state)
 
     def label_of(self, item: Item) -> float:
-        """The label an item is balanced under: its gold score (snapped to ``scale`` when set), or for a
-        pairwise item its gold preference (A, tie, B as 0, 0.5, 1)."""
+        """An item's label: its gold score (snapped to ``scale``) or preference (A, tie, B: 0, 0.5, 1)."""
         assert self.criterion_ is not None
         if self.criterion_ not in item.human:
             return {"A": 0.0, "tie": 0.5, "B": 1.0}[item.preference[self.criterion_]]

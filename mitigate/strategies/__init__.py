@@ -1,10 +1,8 @@
 """Mitigations: composable, frozen transformers of judges (contract in :mod:`mitigate.strategies._base`).
 
-Importing this package registers every mitigation (kind ``"mitigation"`` in :mod:`mitigate.registry`;
-``mitigate list mitigations`` lists them with their papers), so ``parse_pipeline("single-attribute |
-sampling(temperature=0.7, n=5)")`` and specs work. Every demo mitigation is one class, :class:`Demos`, showing
-what a selector of :mod:`mitigate.selectors` picks; the named ones are registered presets of it. Prompt edits
-shared by several mitigations live in :mod:`mitigate.strategies._edits`.
+Importing this package registers every mitigation (kind ``"mitigation"``; ``mitigate list mitigations`` lists
+them with their papers), so pipeline text and specs work. Every demo mitigation is one class, :class:`Demos`;
+prompt edits shared by several mitigations live in :mod:`mitigate.strategies._edits`.
 """
 
 from typing import TYPE_CHECKING

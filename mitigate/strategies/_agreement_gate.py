@@ -1,10 +1,8 @@
 """RTS/MCQ agreement gating (Shen et al. 2023): send systems the judge is unsure about to humans.
 
-Each output is scored twice, reason-then-score and multiple-choice; a system whose R_i = corr(RTS, MCQ) over
-its items is below the tolerance, or undefined, goes to human evaluation. :class:`AgreementGate` wraps a judge
-into an :class:`AgreementJudge` (both scores per item) and decides per system (:meth:`AgreementGate.gate`);
-:func:`gate_released` does so on Shen et al.'s released ChatGPT answers and measures how well R_i predicts
-each system's agreement with humans.
+Each output is scored reason-then-score and multiple-choice; a system whose R_i = corr(RTS, MCQ) is below the
+tolerance, or undefined, goes to human evaluation (:meth:`AgreementGate.gate`). :func:`gate_released` does so
+on Shen et al.'s released ChatGPT answers.
 """
 
 from __future__ import annotations
@@ -32,11 +30,9 @@ Decision = Literal["accept", "needs_human", "insufficient data"]
 
 
 class AgreementJudge(CompositeJudge):
-    """Scores each item in RTS and MCQ form (children ``"rts"`` and ``"mcq"``), concurrently.
-
-    ``scores`` holds the RTS scores; ``meta["rts"]`` / ``meta["mcq"]`` both forms' scores per criterion (a
-    parse failure is None, kept in ``failures`` prefixed "rts: " or "mcq: ").
-    """
+    """Scores each item in RTS and MCQ form (children ``"rts"`` and ``"mcq"``), concurrently. ``scores``
+    holds the RTS scores; ``meta["rts"]`` / ``meta["mcq"]`` both forms' scores per criterion (a parse
+    failure is None, kept in ``failures`` prefixed "rts: " or "mcq: ")."""
 
     kind = "rts-mcq"
     requests_are_children = True
@@ -59,19 +55,12 @@ class AgreementJudge(CompositeJudge):
         )
         meta: dict[str, Any] = {"rts": dict(rts.scores), "mcq": dict(mcq.scores)}
         meta.update({f"{form}_meta": part.meta for form, part in (("rts", rts), ("mcq", mcq)) if part.meta})
-        return merge_judgments(
-            item.id,
-            [rts, mcq],
-            scores=dict(rts.scores),
-            samples=dict(rts.samples),
-            failures=failures,
-            meta=meta,
-        )
+        answer: dict[str, Any] = {"scores": dict(rts.scores), "samples": dict(rts.samples)}
+        return merge_judgments(item.id, [rts, mcq], failures=failures, meta=meta, **answer)
 
 
 class GateDecision(BaseModel):
-    """The gate's decision for one system: R_i over ``n`` items (NaN with a ``reason`` when undefined), and
-    what to do with the system."""
+    """The gate's decision for one system: R_i over ``n`` items (NaN with a ``reason``) and what to do."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     system: str
@@ -139,8 +128,7 @@ class AgreementGate(Mitigation):
     }
 
     def wrap(self, judge: Judge) -> Judge:
-        """A new judge scoring each item in RTS and MCQ form (``judge`` with every prompt mapped to
-        :func:`rts_form` and :func:`mcq_form`); a judge scoring by expected value is refused."""
+        """A judge scoring each item in RTS and MCQ form (a judge scoring by expected value is refused)."""
         if any(leaf.config.scoring == "expected" for leaf in judge.leaves()):
             raise ConfigError(
                 "AgreementGate's RTS form asks for a reason before the score, but this judge scores by "
@@ -153,12 +141,10 @@ class AgreementGate(Mitigation):
     def gate(
         self, judgments: Sequence[Judgment], items: Sequence[Item], criterion: str | None = None
     ) -> GateReport:
-        """Decide per system from judgments made by this gate's judge.
-
-        ``items`` gives each judgment's system (by item id); ``criterion`` picks the score when there are
-        several. The returned judgments are copies with ``"needs_human"`` in ``flags`` for every item of a
-        flagged system and ``meta["agreement_gate"]``.
-        """
+        """Decide per system from judgments made by this gate's judge. ``items`` gives each judgment's
+        system (by item id); ``criterion`` picks the score when there are several. The returned judgments
+        are copies with ``"needs_human"`` in ``flags`` for every item of a flagged system and
+        ``meta["agreement_gate"]``."""
         by_id = {it.id: it for it in items}
         for j in judgments:
             _form_scores(j, "")  # DataError unless the judgment came from an AgreementJudge
@@ -224,17 +210,6 @@ class AgreementGate(Mitigation):
             )
         return out
 
-    def gate_released(
-        self,
-        criteria: str | Sequence[str] | None = None,
-        *,
-        p_method: str = "spearman",
-        predict_method: str = "spearman",
-        root: str | Path | None = None,
-    ) -> dict[str, ReleasedGateReport]:
-        """:func:`gate_released` with this gate's parameters."""
-        return gate_released(criteria, gate=self, p_method=p_method, predict_method=predict_method, root=root)
-
 
 _PARAMS = {"tolerance", "method", "min_items"}
 
@@ -270,9 +245,9 @@ def _form_scores(j: Judgment, criterion: str) -> tuple[float | None, float | Non
 class ReleasedGateReport(BaseModel):
     """The gate on one dimension of Shen et al.'s released ChatGPT outputs, and whether R_i predicts P_i.
 
-    ``p``: P_i per system, the ``p_method`` correlation of ChatGPT's RTS scores with the mean expert scores;
-    ``r_predicts_p``: the ``predict_method`` correlation across systems of R_i with P_i (positive is what the
-    gate relies on); ``p_accepted_mean`` / ``p_flagged_mean``: mean P_i of the accepted and flagged systems.
+    ``p``: P_i per system, the correlation of ChatGPT's RTS scores with the experts'; ``r_predicts_p``: the
+    correlation across systems of R_i with P_i (what the gate relies on); mean P_i of the accepted and flagged
+    systems.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -289,8 +264,7 @@ class ReleasedGateReport(BaseModel):
 def released_gate_judgments(
     criterion: str, items: Sequence[Item], *, root: str | Path | None = None
 ) -> list[Judgment]:
-    """Judgments shaped like :class:`AgreementJudge` output, from the released ChatGPT RTS and MCQ answers
-    (a rejected answer is a parse failure, never a default)."""
+    """Judgments like :class:`AgreementJudge`'s from the released answers (a rejected one is a failure)."""
     runs = {form: load_released(f"chatgpt-{form}", root=root) for form in ("rts", "mcq")}
     out: list[Judgment] = []
     for item in items:
@@ -319,11 +293,8 @@ def gate_released(
     root: str | Path | None = None,
 ) -> dict[str, ReleasedGateReport]:
     """Run the agreement gate on Shen et al.'s released ChatGPT RTS and MCQ answers, per SummEval dimension
-    (None: all four).
-
-    ``gate`` holds the parameters (default :class:`AgreementGate()`); items and expert scores come from
-    ``load_summeval("llm_summeval")``.
-    """
+    (None: all four). ``gate`` holds the parameters (default :class:`AgreementGate()`); items and expert
+    scores come from ``load_summeval("llm_summeval")``."""
     gate = gate or AgreementGate()
     wanted = [criteria] if isinstance(criteria, str) else list(criteria if criteria is not None else CRITERIA)
     for c in wanted:

@@ -1,12 +1,9 @@
 """The mitigation contract: frozen, serialisable transformers of judges, and pipelines of them.
 
-A :class:`Mitigation`'s parameters are its fields, checked like every registered component; ``wrap(judge)``
-returns a new judge. One that learns implements ``learn`` (the fit protocol of
-:class:`mitigate.judge.Fittable`: ``afit``/``fit`` return a fitted copy, fitted state in fields ending in
-``_``); ``compile(judge, train)`` fits, then wraps. A :class:`PromptMitigation` only rewrites prompts, so
-after a fan-out it reaches every inner prompt. :class:`Pipeline` (``m1 | m2``) folds left to right. Every
-mitigation registers as kind ``"mitigation"``: :func:`from_spec` rebuilds one from its spec,
-:func:`parse_pipeline` from CLI text.
+A :class:`Mitigation`'s parameters are its fields; ``wrap(judge)`` returns a new judge, and one that learns
+implements ``learn`` (``afit``/``fit`` return a fitted copy, fitted state in fields ending in ``_``). A
+:class:`PromptMitigation` only rewrites prompts; :class:`Pipeline` (``m1 | m2``) folds left to right;
+:func:`from_spec` and :func:`parse_pipeline` rebuild them.
 """
 
 from __future__ import annotations
@@ -63,8 +60,7 @@ class Mitigation(Component, Fittable):
     async def acompile(
         self, judge: Judge, train: Benchmark | None = None, ctx: FitContext | None = None, **options: Any
     ) -> Judge:
-        """``judge`` with this mitigation fitted on ``train`` against it (``afit``; skipped without
-        ``train``) and applied."""
+        """``judge`` with this mitigation fitted on ``train`` (when given) and applied."""
         fitted = self if train is None else await self.afit(train, judge, ctx, **options)
         return fitted.wrap(judge)
 
@@ -129,10 +125,7 @@ class Pipeline(Mitigation):
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Pipeline:
         """A fitted pipeline: each step fitted on ``train`` against ``judge`` wrapped by the fitted steps
-        before it.
-
-        As scikit-learn's ``Pipeline.fit``; steps with nothing to learn are kept as they are.
-        """
+        before it. As scikit-learn's ``Pipeline.fit``; steps with nothing to learn are kept as they are."""
         if not self.tags.needs_fitting:
             return self
         base = judge
@@ -169,11 +162,9 @@ def from_spec(spec: dict[str, Any] | Sequence[dict[str, Any]]) -> Mitigation:
 
 
 def load_pipeline(path: str | Path) -> Mitigation:
-    """The mitigation saved in ``path``: a file ``mitigate search --out`` writes, or a bare spec.
-
-    A search file whose dev winner did not beat the baseline on test loads with a
-    :class:`~mitigate.errors.NotRecommendedWarning`.
-    """
+    """The mitigation saved in ``path``: a file ``mitigate search --out`` writes, or a bare spec. A search
+    file whose dev winner did not beat the baseline on test loads with a
+    :class:`~mitigate.errors.NotRecommendedWarning`."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"expected a pipeline spec file; {p} does not exist")
@@ -195,8 +186,7 @@ def load_pipeline(path: str | Path) -> Mitigation:
 
 
 def parse_pipeline(text: str) -> Pipeline:
-    """A pipeline from CLI text: ``"name(k=v, k2=v2) | name2"`` (values are JSON; bare words are strings),
-    or ``"@file.json"``; ``"baseline"`` or an empty string is the empty pipeline."""
+    """A pipeline from CLI text ``"name(k=v, k2=v2) | name2"`` (JSON values) or ``"@file.json"``."""
     if not isinstance(text, str):
         raise ConfigError(f"expected pipeline text such as 'name(k=v) | name2' or '@file.json'; got {text!r}")
     stripped = text.strip()
@@ -253,8 +243,7 @@ def _split_args(text: str) -> list[str]:
 
 
 async def gather_children(calls: Sequence[Callable[[], Any]], *, concurrent: bool = True) -> list[Judgment]:
-    """Run the child calls of a fan-out (concurrently or in order); re-raise the first error once all
-    finished."""
+    """Run a fan-out's child calls (concurrently or in order); re-raise the first error once all finished."""
     results: list[Any] = []
     if concurrent:
         results = await asyncio.gather(*(c() for c in calls), return_exceptions=True)

@@ -35,10 +35,8 @@ def _instruction(text: object) -> bool:
 class ConsistencyHint(PromptMitigation):
     """Add an instruction that option order and description length must not affect the score.
 
-    ``text`` goes as its own paragraph right after a parsed guideline, else at the end of the last user
-    message; it must not contain ``{{slots}}``. The default text speaks of score options, so a pairwise prompt
-    or one without options gets its own default (:func:`~mitigate.strategies._edits.consistency_hint`); a text
-    of your own is added as written.
+    ``text`` (no ``{{slots}}``) goes right after a parsed guideline, else at the end of the last user message;
+    the default is worded for the prompt (:func:`~mitigate.strategies._edits.consistency_hint`).
     """
 
     paper = "Ghazarian et al. 2024 (baseline)"

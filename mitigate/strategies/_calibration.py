@@ -1,9 +1,8 @@
-"""Calibration of logprob scores: contextual calibration (Zhao et al. 2021) and batch calibration (Zhou et al.
-2024).
+"""Calibration of logprob scores: contextual (Zhao et al. 2021) and batch calibration (Zhou et al. 2024).
 
-Both divide the judge's answer distribution by an estimate p̄ of its prior and renormalise, ``q(y | x) ∝ p(y |
-x) / p̄(y)``: p̄ is the mean distribution on *content-free* inputs, or over a batch of real inputs. Neither
-needs labels; both need logprobs and a direct answer. Priors are fitted per leaf judge (``priors_``).
+Both divide the answer distribution by an estimate of the judge's prior, ``q(y | x) ∝ p(y | x) / p̄(y)``: the
+mean distribution on *content-free* inputs, or over a batch of real ones. No labels are needed; priors are
+fitted per leaf judge (``priors_``).
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ from mitigate.strategies._base import Mitigation
 from mitigate.strategies._sampling import asks_for_reasoning
 
 FLOOR = 1e-3
-"""The smallest prior probability divided by, so an answer the prior never gives is not blown up without
-bound."""
+"""The smallest prior probability divided by (an answer the prior never gives is not blown up)."""
 
 CONTENT_FREE = ("N/A", "", "[MASK]")
 """Zhao et al. (2021)'s content-free inputs."""
@@ -46,11 +44,8 @@ def verdict_distribution(
     positions: Sequence[TokenLogprob], labels: tuple[str, str] = ("1", "2"), tie: str | None = None
 ) -> dict[str, float]:
     """Probability of "first", "second" (and "tie") at the first position that generated a label,
-    renormalised.
-
-    ``labels`` name the two outputs as the prompt does ("1"/"2", "A"/"B"), ``tie`` the tie option; ParseError
-    when no generated token is a label.
-    """
+    renormalised. ``labels`` name the two outputs as the prompt does ("1"/"2", "A"/"B"), ``tie`` the tie
+    option; ParseError when no generated token is a label."""
     names = {labels[0]: "first", labels[1]: "second", **({tie: "tie"} if tie else {})}
     keys = ["first", "second", *(["tie"] if tie else [])]
     for pos in positions:
@@ -88,12 +83,10 @@ def calibrate(p: dict[str, float], prior: Sequence[float], support: Sequence[str
 
 
 class CalibratedJudge(Judge):
-    """A prompt judge read through its answer distribution, divided by a prior (None: uncalibrated).
-
-    Scores the expected value (score prompts) or the most probable verdict (pairwise); ``meta["calibration"]``
+    """A prompt judge read through its answer distribution, divided by a prior (None: uncalibrated). Scores
+    the expected value (score prompts) or the most probable verdict (pairwise); ``meta["calibration"]``
     holds the method and the first sample's distributions before and after. A sample without a readable
-    distribution is a recorded parse failure.
-    """
+    distribution is a recorded parse failure."""
 
     def __init__(
         self,
@@ -113,6 +106,9 @@ class CalibratedJudge(Judge):
             )
         self.leaf, self.prior, self.method = leaf, prior, method
         self.top_logprobs, self.labels, self.tie = top_logprobs, labels, tie
+        self._settings: dict[str, Any] = dict(
+            method=method, top_logprobs=top_logprobs, labels=labels, tie=tie
+        )
         self.support = answer_support(leaf, labels, tie)
         if prior is not None and len(prior) != len(self.support):
             raise ConfigError(
@@ -131,14 +127,7 @@ class CalibratedJudge(Judge):
                 f"a calibrated judge reads one prompt judge's logprobs; a later mitigation turned it into a "
                 f"{type(new).__name__} (place {self.method} calibration after it)"
             )
-        return CalibratedJudge(
-            new,
-            self.prior,
-            method=self.method,
-            top_logprobs=self.top_logprobs,
-            labels=self.labels,
-            tie=self.tie,
-        )
+        return CalibratedJudge(new, self.prior, **self._settings)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -326,8 +315,7 @@ class ContextualCalibration(_Calibration):
     """Contextual calibration (Zhao et al. 2021): divide by the answer distribution on content-free inputs.
 
     Parameters:
-        content_free: the texts put in every slot of the content-free inputs (copies of the first training
-            item).
+        content_free: the texts put in every slot of copies of the first training item.
         top_logprobs: alternatives per position to request (1 to 20; the whole scale should fit).
         labels, tie: how a pairwise prompt names the two outputs and the tie option.
     """

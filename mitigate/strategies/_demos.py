@@ -1,10 +1,9 @@
-"""Few-shot demonstrations: one mitigation, :class:`Demos`, that shows what a selector picks.
+"""Few-shot demonstrations: one mitigation, :class:`Demos`, that shows what a selector picks (with the *human*
+score).
 
-At ``fit`` the selector chooses demos from the labelled training items, each shown with its *human* score; the
-named demo mitigations are registered presets of it (:class:`mitigate.registry.Preset`) whose spec is that
-``demos`` spec. ``highest-rs-demos`` (Ohi et al. 2024) shows the items on which the judge's bias toward texts
-its LM finds likely is strongest, ``random-demos`` is their control. A fitted value never carries the training
-set.
+The named demo mitigations are registered presets of it whose spec is a ``demos`` spec; ``highest-rs-demos``
+(Ohi et al. 2024) shows the items on which the judge's bias toward texts its LM finds likely is strongest,
+``random-demos`` is their control.
 """
 
 from __future__ import annotations
@@ -108,13 +107,11 @@ class Demos(Mitigation):
     """Demonstrations chosen by any selector (or given), shown plain or under the prompt's guideline.
 
     Parameters:
-        selector: picks the demos at ``fit`` (a Selector, its spec or its registered name; used as it is when
-            fitted).
+        selector: picks the demos at ``fit`` (a Selector, its spec or its name; used as it is if fitted).
         k: how many demos.
         criterion: the human label shown (None: see :func:`demo_criteria`).
         demos: given demos instead of a selector (exactly ``k``).
-        display: ``"plain"``, once under the prompt's own ``"guideline"``, or under each ``"perturbed"``
-            version of it (Ghazarian et al. 2024).
+        display: ``"plain"``, under the prompt's own ``"guideline"``, or under ``"perturbed"`` versions of it.
         kind, n, lengthened, seed, ablation: the perturbations for ``display="perturbed"``.
         placement: ``"replace"`` the prompt's own demos, or ``"append"`` after them.
         per_item: choose for each judged item (always so for a query-dependent selector).
@@ -204,8 +201,7 @@ class Demos(Mitigation):
 
     @property
     def label(self) -> str:
-        """``demos(<selector name or given>, k=..)``, with the display and per-item choice when not the
-        default."""
+        """``demos(<selector or given>, k=..)``, with the display and per-item choice when not the default."""
         sel = self.selector
         source = "given" if sel is None else sel.registry_name or type(sel).__name__
         extra = "" if self.display == "plain" else f", {self.display}"
@@ -241,12 +237,9 @@ class Demos(Mitigation):
 
     async def learn(self, train: Benchmark, judge: Judge | None, ctx: FitContext) -> Self:
         """A fitted copy: the selector, fitted on the ``train`` items labelled for the criterion, picks the
-        demos.
-
-        ``judge`` (the judge the demos will be shown to) tells which criterion the demos show when neither
-        this mitigation nor the benchmark says; given demos need no fit, and a selector given fitted is
-        adopted.
-        """
+        demos. ``judge`` (the judge the demos will be shown to) tells which criterion the demos show when
+        neither this mitigation nor the benchmark says; given demos need no fit, and a selector given
+        fitted is adopted."""
         if self.selector is None:
             return self
         if self.selector.is_fitted:
@@ -276,8 +269,7 @@ class Demos(Mitigation):
         return criteria, train.model_copy(update={"items": items, "criteria": (criteria[0],)})
 
     def _adopt(self, criteria: list[str], fitted: Selector, train: Benchmark | None) -> Self:
-        """The fitted copy: the fitted selector (only its choice, unless per item) and its picks
-        (``demos_``)."""
+        """The fitted copy: the fitted selector and its picks (``demos_``)."""
         update: dict[str, Any] = {}
         if len(criteria) == 1:
             update["criterion"] = criteria[0]
@@ -293,8 +285,7 @@ class Demos(Mitigation):
         return self.model_copy(update=update)
 
     def shown(self, demos: Sequence[Demo], prompt: JudgePrompt) -> list[Demo]:
-        """``demos`` as shown in ``prompt`` (each with the prompt's own score, and a guideline when not
-        plain)."""
+        """``demos`` as shown in ``prompt`` (with its own score, and a guideline when not plain)."""
         scored = [
             d.model_copy(update={"score": score_for(d, prompt)}) if isinstance(d.score, dict) else d
             for d in demos
@@ -377,8 +368,7 @@ class Demos(Mitigation):
 
 @register("mitigation", "fixed-demos")
 class FixedDemosPreset(Preset):
-    """``fixed-demos``: show exactly these demonstrations, in display order, in place of the prompt's own:
-    ``Demos(demos=demos, k=len(demos))``."""
+    """``fixed-demos``: exactly these demonstrations, in place of the prompt's own."""
 
     demos: tuple[Demo, ...]
     parameter_constraints: ClassVar = {
@@ -398,12 +388,9 @@ class FixedDemosPreset(Preset):
 
 @register("mitigation", "per-item-demos")
 class PerItemDemosPreset(Preset):
-    """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given that
-    item.
-
-    Builds ``Demos(selector=selector, k=k, per_item=True, placement="append")``; the judged item is never
-    among its own demos.
-    """
+    """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given
+    that item. Builds ``Demos(selector=selector, k=k, per_item=True, placement="append")``; the judged item
+    is never among its own demos."""
 
     selector: SelectorField
     k: int = 4
@@ -411,12 +398,8 @@ class PerItemDemosPreset(Preset):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        check_param(
-            "PerItemDemosPreset",
-            "selector",
-            self.selector,
-            [Satisfies(_fitted_selector, "a fitted selector (call .fit(pool, criterion=...) first)")],
-        )
+        fitted = Satisfies(_fitted_selector, "a fitted selector (call .fit(pool, criterion=...) first)")
+        check_param("PerItemDemosPreset", "selector", self.selector, [fitted])
         return self
 
     @classmethod
@@ -431,16 +414,13 @@ INNER = "inner"
 
 
 class PerItemDemosJudge(CompositeJudge):
-    """Selects demos for each judged item, adds them to every inner prompt (``append``: after its own),
-    then delegates; the chosen ids go to ``meta["demo_ids"]``."""
+    """Adds demos chosen for each judged item to every inner prompt; their ids go to ``meta["demo_ids"]``."""
 
     kind = "per-item-demos"
 
     def __init__(self, inner: Judge, selector: Selector, k: int, *, append: bool = True) -> None:
         super().__init__({INNER: inner})
-        self.selector = selector
-        self.k = k
-        self.append = append
+        self.selector, self.k, self.append = selector, k, append
 
     def params(self) -> dict[str, Any]:
         return {"selector": self.selector.spec(), "k": self.k, "append": self.append}
@@ -521,26 +501,18 @@ class HighestRSDemosPreset(Preset):
     def examples(cls) -> list[Any]:
         unfitted = cls(k=1, criterion="score").build()
         fitted = HighestRS.examples()[0].with_choice(1)
-        return [
-            unfitted,
-            unfitted.model_copy(
-                update={"selector_": fitted, "demos_": tuple(fitted.select(1)), "n_unlabelled_": 0}
-            ),
-        ]
+        update = {"selector_": fitted, "demos_": tuple(fitted.select(1)), "n_unlabelled_": 0}
+        return [unfitted, unfitted.model_copy(update=update)]
 
     def build(self) -> Demos:
-        selector = HighestRS(
-            **self.model_dump(include={"likelihood", "task", "pool_size", "seed", "scaling"})
-        )
-        return Demos(selector=selector, k=self.k, criterion=self.criterion)
+        params = self.model_dump(include={"likelihood", "task", "pool_size", "seed", "scaling"})
+        return Demos(selector=HighestRS(**params), k=self.k, criterion=self.criterion)
 
 
 @register("mitigation", "random-demos")
 class RandomDemosPreset(Preset):
     """``random-demos``, the control of Ohi et al. (2024): k random training items as demonstrations.
-
-    Builds ``Demos(selector=Random(seed=seed), k=k, criterion=criterion)``.
-    """
+    Builds ``Demos(selector=Random(seed=seed), k=k, criterion=criterion)``."""
 
     paper = "Ohi et al. 2024 (control)"
 
@@ -552,10 +524,8 @@ class RandomDemosPreset(Preset):
     @classmethod
     def examples(cls) -> list[Any]:
         unfitted = cls(k=1, criterion="score").build()
-        return [
-            unfitted,
-            unfitted.fit(Benchmark(name="ex", items=tuple(example_pool()), criteria=("score",))),
-        ]
+        pool = Benchmark(name="ex", items=tuple(example_pool()), criteria=("score",))
+        return [unfitted, unfitted.fit(pool)]
 
     def build(self) -> Demos:
         return Demos(selector=Random(seed=self.seed), k=self.k, criterion=self.criterion)

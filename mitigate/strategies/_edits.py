@@ -1,11 +1,9 @@
 """Prompt edits shared by several mitigations, in one place instead of mitigations importing each other.
 
-Added paragraphs go at the end of the last user message, before its answer stub
-(:meth:`~mitigate.prompt.JudgePrompt.answer_stub`), so the template still ends where the judge's answer
-starts. A few are *managed* one-line paragraphs (rate only one criterion, the answer scale, a chain of
-thought): each starts with a fixed lead (:data:`MANAGED_LEADS`) so it can be found, replaced or removed again,
-and they are kept in that order after any other added paragraph. Every answer request is worded from the
-prompt's answer format, never as a generic "Score: N".
+Added paragraphs go at the end of the last user message, before its answer stub; the *managed* one-line
+paragraphs (rate only one criterion, the answer scale, a chain of thought) start with fixed leads
+(:data:`MANAGED_LEADS`) so they can be found, replaced or removed. Every answer request is worded from the
+prompt's answer format.
 """
 
 from __future__ import annotations
@@ -32,10 +30,9 @@ from mitigate.scale import Scale
 # --------------------------------------------------------------------------- fixed instructions
 
 DEFAULT_HINT = (
-    "Important: the order in which the score options are listed, and how long or detailed each "
-    "option's description is, say nothing about which score is right. Decide only from what each "
-    "option means; you would give the same score if the options were listed in another order or "
-    "described at another length."
+    "Important: the order in which the score options are listed, and how long or detailed each option's "
+    "description is, say nothing about which score is right. Decide only from what each option means; you "
+    "would give the same score if the options were listed in another order or described at another length."
 )
 """The default :class:`ConsistencyHint` text, for a prompt that lists score options."""
 
@@ -58,9 +55,7 @@ def consistency_hint(prompt: JudgePrompt) -> str:
     """The default consistency hint for ``prompt``: about its options only when it lists some."""
     if prompt.answer == "pairwise":
         return PAIRWISE_HINT
-    if prompt.guideline is None:
-        return NO_OPTIONS_HINT
-    return DEFAULT_HINT
+    return NO_OPTIONS_HINT if prompt.guideline is None else DEFAULT_HINT
 
 
 DEFAULT_COT = "Think step by step first and explain your reasoning."
@@ -83,8 +78,7 @@ RTS_LEAD = "First give a brief reason for your rating"
 
 
 def append_instruction(prompt: JudgePrompt, text: str) -> JudgePrompt:
-    """A copy of ``prompt`` with ``text`` as a new paragraph at the end of its last user message (before
-    the answer stub and the managed paragraphs)."""
+    """A copy of ``prompt`` with ``text`` as a new paragraph where added paragraphs go."""
     idx = _target_index(prompt)
     body, end = _split_end(prompt, idx)
     core, found = _split_tail(body)
@@ -93,9 +87,8 @@ def append_instruction(prompt: JudgePrompt, text: str) -> JudgePrompt:
 
 def insert_after_guideline(prompt: JudgePrompt, text: str) -> JudgePrompt:
     """A copy of ``prompt`` with ``text`` as its own paragraph right after the guideline (else at the end).
-
-    A guideline inside the judged item's section gets no text after it: the paragraph goes at the end instead.
-    """
+    A guideline inside the judged item's section gets no text after it: the paragraph goes at the end
+    instead."""
     if prompt.guideline is None or _guideline_inside_item(prompt):
         return append_instruction(prompt, text)
     after = GUIDELINE_MARK + "\n\n" + text
@@ -122,10 +115,9 @@ def allow_reasoning(
 ) -> JudgePrompt:
     """``prompt`` made fit for an added request to reason before the answer, or a one-line ConfigError.
 
-    Words forbidding reasoning (:func:`~mitigate.prompt.reasoning_ban`, outside the managed paragraphs and the
-    ``added`` texts) are rewritten to :data:`STUB_REASONING` when they stand in the closing answer stub;
-    anywhere else, or a format asking for the answer before the explanation, the combination is refused naming
-    both (``who`` is the asker).
+    Words forbidding reasoning (:func:`~mitigate.prompt.reasoning_ban`) are rewritten to
+    :data:`STUB_REASONING` in the answer stub; anywhere else, or with a format that answers first, ``who``'s
+    request is refused.
     """
     if prompt.format.reasoning == "before" and not added:
         return prompt
@@ -201,8 +193,7 @@ def _split_tail(template: str) -> tuple[str, dict[str, str]]:
 
 
 def _split_end(prompt: JudgePrompt, idx: int) -> tuple[str, str]:
-    """Message ``idx``'s template cut where added paragraphs go: the text before, and the rest (whitespace,
-    stub)."""
+    """Message ``idx``'s template cut where added paragraphs go: the text before, and the rest."""
     template = prompt.messages[idx].template
     stub = prompt.answer_stub(idx)
     body = template[: len(template) - len(stub)].rstrip()
@@ -234,8 +225,7 @@ def addenda(prompt: JudgePrompt) -> dict[str, str]:
 
 
 def set_addendum(prompt: JudgePrompt, lead: str, text: str | None) -> JudgePrompt:
-    """A copy of ``prompt`` whose managed paragraph with ``lead`` is ``text`` (a single line; None removes
-    it)."""
+    """A copy of ``prompt`` whose managed paragraph ``lead`` is ``text`` (None removes it)."""
     if lead not in MANAGED_LEADS:
         raise ConfigError(f"expected one of the managed paragraph leads {list(MANAGED_LEADS)}; got {lead!r}")
     if text is not None and (not text.startswith(lead) or "\n" in text):
@@ -266,8 +256,7 @@ def _final_answer(prompt: JudgePrompt) -> str:
 
 
 def cot_instruction(prompt: JudgePrompt) -> str:
-    """The chain-of-thought paragraph for ``prompt``: reason step by step, then the answer line of its
-    format."""
+    """The chain-of-thought paragraph: reason step by step, then the answer line of the format."""
     return f"{COT_LEAD} {_final_answer(prompt)}"
 
 
@@ -281,12 +270,9 @@ def _single_answer(prompt: JudgePrompt) -> bool:
 
 def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD, who: str | None = None) -> JudgePrompt:
     """A copy of ``prompt`` with the chain-of-thought paragraph ``lead`` (:data:`COT_LEAD` or
-    :data:`DEFAULT_COT`) added (``on``) or removed.
-
-    The answer format's reasoning follows: "before" with such a paragraph, else what the template itself
-    states; the other managed paragraphs are reworded to match (:func:`refresh_addenda`). Adding goes through
-    :func:`allow_reasoning`.
-    """
+    :data:`DEFAULT_COT`) added (``on``) or removed. The answer format's reasoning follows: "before" with
+    such a paragraph, else what the template itself states; the other managed paragraphs are reworded to
+    match (:func:`refresh_addenda`). Adding goes through :func:`allow_reasoning`."""
     if lead not in _REASONING_LEADS:
         raise ConfigError(f"expected a chain-of-thought lead {list(_REASONING_LEADS)}; got {lead!r}")
     if on:
@@ -320,10 +306,8 @@ def _stated_reasoning(prompt: JudgePrompt) -> Literal["none", "before", "after"]
 
 def only_paragraph(prompt: JudgePrompt, *, answer: bool = True) -> str:
     """The "rate only <criterion>" paragraph :class:`SingleAttribute` adds to a free-form template's child.
-
     With ``answer=True`` it also asks for the child's answer line; ``answer=False`` leaves that to the
-    prompt's own closing instruction (the RTS/MCQ forms write their own).
-    """
+    prompt's own closing instruction (the RTS/MCQ forms write their own)."""
     criterion = prompt.criteria[0]
     definition = _one_line(criterion.definition)
     what = f"{criterion.name} ({definition.rstrip('.')})" if definition else criterion.name
@@ -332,8 +316,7 @@ def only_paragraph(prompt: JudgePrompt, *, answer: bool = True) -> str:
 
 
 def refresh_addenda(prompt: JudgePrompt) -> JudgePrompt:
-    """Every managed paragraph present rewritten for the prompt's current criteria, scale and answer format
-    (an MCQ prompt loses the scale note)."""
+    """Every managed paragraph present reworded for the prompt's criteria, scale and answer format."""
     found = addenda(prompt)
     if ONLY_LEAD in found and len(prompt.criteria) == 1:
         answer = found[ONLY_LEAD] != only_paragraph(prompt, answer=False)
@@ -348,15 +331,15 @@ def refresh_addenda(prompt: JudgePrompt) -> JudgePrompt:
     return prompt
 
 
-def _num(x: float) -> str:
+def num(x: float) -> str:
+    """``x`` as the prompts write a number (up to 6 decimals, no trailing zeros)."""
     return f"{round(x, 6):g}"
 
 
 def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
-    """The answer-scale paragraph Granularity adds to free-form templates (one line, starts with
-    :data:`SCALE_LEAD`)."""
+    """The answer-scale paragraph Granularity adds to free-form templates."""
     fmt = fmt or AnswerFormat.default()
-    lo, hi = _num(scale.min), _num(scale.max)
+    lo, hi = num(scale.min), num(scale.max)
     text = f"{SCALE_LEAD} give a whole number from {lo} to {hi}, where {lo} is the worst and {hi} the best"
     if fmt.stub and fmt.reasoning != "before" and not fmt.is_default_score_line:
         text += f', completing the last line "{fmt.stub}"'
@@ -364,7 +347,7 @@ def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
         text += f', written as "{fmt.shape()}"'
     text += "."
     if scale.modifiers:
-        mid = _num(round((scale.min + scale.max) / 2))
+        mid = num(round((scale.min + scale.max) / 2))
         weak, strong = (fmt.render(f"{word} {mid}", scale) for word in ("weak", "strong"))
         text += (
             f' You may put "weak" or "strong" in front of it (for example "{weak}" or "{strong}") when '
@@ -379,14 +362,14 @@ def _title(slot: str) -> str:
 
 def scale_sentence(scale: Scale, *, each: bool) -> str:
     """How the built-in template states the scale (range, step, optional word modifiers)."""
-    lo, hi = _num(scale.min), _num(scale.max)
+    lo, hi = num(scale.min), num(scale.max)
     what = "each criterion" if each else "it"
     text = f"Score {what} on a scale from {lo} to {hi}, where {lo} is the worst and {hi} the best"
     if scale.step != 1:
-        text += f", in steps of {_num(scale.step)}"
+        text += f", in steps of {num(scale.step)}"
     text += "."
     if scale.modifiers:
-        mid = _num(round((scale.min + scale.max) / 2))
+        mid = num(round((scale.min + scale.max) / 2))
         text += (
             f' You may put "weak" or "strong" in front of a score to mean a little below or a little '
             f'above that point (for example "weak {mid}" or "strong {mid}").'
@@ -403,11 +386,9 @@ def multi_criterion_prompt(
 ) -> JudgePrompt:
     """A rating prompt (our own wording) that scores ``criteria`` of ``base``'s judged text in one answer.
 
-    Kept from ``base``: its system messages without a guideline, its input and output slots (as "<Slot>:"
-    blocks), scale, task, slot mapping, demos and chain-of-thought paragraphs (reworded); dropped: the user
-    messages' wording and the guideline. ``order`` (criterion names) sets the order the criteria are listed
-    and answered in. With one criterion the answer is the base's own answer line (renamed for the criterion);
-    with several, one "<Criterion>: N" line each (read by ``parse_criteria``).
+    It keeps ``base``'s system messages, slots (as "<Slot>:" blocks), scale, task, demos and chain-of-thought
+    paragraphs, not its wording or guideline; ``order`` sets the order the criteria are asked in. One
+    criterion is answered in the base's own answer line, several in one "<Criterion>: N" line each.
     """
     if base.answer != "score":
         raise ConfigError(
@@ -452,7 +433,7 @@ def multi_criterion_prompt(
         # a placeholder in angle brackets: a 0.5B judge copied a bare "N" literally ("N N N N")
         answer = (
             "Answer with one line per criterion, in this order, replacing each <score> with your score "
-            f"from {_num(base.scale.min)} to {_num(base.scale.max)}:\n"
+            f"from {num(base.scale.min)} to {num(base.scale.max)}:\n"
             + "\n".join(f"{_label(c.name)}: <score>" for c in crits)
         )
         fmt = AnswerFormat.default("score")
@@ -480,8 +461,7 @@ def _without_addenda(prompt: JudgePrompt) -> JudgePrompt:
 
 
 def is_multi_criterion_template(prompt: JudgePrompt) -> bool:
-    """True when ``prompt`` is exactly what :func:`multi_criterion_prompt` builds for its criteria (managed
-    paragraphs aside)."""
+    """True when ``prompt`` is exactly what :func:`multi_criterion_prompt` builds (addenda aside)."""
     if prompt.answer != "score" or not prompt.criteria or prompt.guideline is not None:
         return False
     core = _without_addenda(prompt)

@@ -1,10 +1,8 @@
 """Reason-then-score (RTS) and multiple-choice (MCQ) forms of a judge prompt (Shen et al. 2023).
 
-Both keep the user's prompt and change only its answer, through the answer format: :func:`rts_form` replaces
-the closing answer instruction (:func:`answer_instruction`; added when there is none) with a short reason then
-the template's own answer line, :func:`mcq_form` turns every guideline line into an option "A: <description>.
-Score: <score>" answered with a letter. Paragraphs other mitigations added stay after it, reworded for the
-form.
+Both keep the user's prompt and change only its answer: :func:`rts_form` asks for a short reason, then the
+template's own answer line; :func:`mcq_form` turns every guideline line into an option answered with a letter.
+Paragraphs other mitigations added stay after the new instruction, reworded for the form.
 """
 
 from __future__ import annotations
@@ -69,12 +67,10 @@ def _check_single(prompt: JudgePrompt, form: str) -> None:
 
 
 def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
-    """Where the prompt's closing answer instruction is: (message index, start, end) in its template, or None.
-
-    It is the last paragraph of the last user message (before its stub and the paragraphs other mitigations
-    added) when it holds no slot and no guideline and mentions answering with a score, rating, number or
-    letter.
-    """
+    """Where the prompt's closing answer instruction is: (message index, start, end) in its template, or
+    None. It is the last paragraph of the last user message (before its stub and the paragraphs other
+    mitigations added) when it holds no slot and no guideline and mentions answering with a score, rating,
+    number or letter."""
     idx, body, _ = message_end(prompt)
     body = body[: _added_tail(body)]
     breaks = list(_PARAGRAPH_BREAK.finditer(body))
@@ -94,8 +90,7 @@ def _is_added(paragraph: str) -> bool:
 
 
 def _added_tail(template: str) -> int:
-    """Where the trailing paragraphs added by other mitigations begin in ``template`` (else the end of its
-    text)."""
+    """Where the trailing paragraphs other mitigations added begin in ``template``."""
     body = template.rstrip()
     while True:
         breaks = list(_PARAGRAPH_BREAK.finditer(body))
@@ -105,8 +100,7 @@ def _added_tail(template: str) -> int:
 
 
 def _with_instruction(prompt: JudgePrompt, form: JudgePrompt, instruction: str) -> JudgePrompt:
-    """``form`` (the form's prompt) with ``prompt``'s closing answer instruction replaced by (or followed
-    by) ``instruction``."""
+    """``form`` with ``prompt``'s closing answer instruction replaced by (or followed by) ``instruction``."""
     idx, body, end = message_end(prompt)
     cut = _added_tail(body)
     core, tail = body[:cut], body[cut:]
@@ -142,8 +136,7 @@ def _points_text(scale: Scale) -> str:
 
 
 def rts_instruction(scale: Scale, answer_format: AnswerFormat | None = None) -> str:
-    """The answer instruction of the RTS form for ``scale`` (our wording), asking for ``answer_format``'s
-    line (None: "Score: " and the scale's points)."""
+    """The RTS form's answer instruction (our wording), asking for ``answer_format``'s line."""
     if answer_format is None or answer_format.is_default_score_line:
         return (
             f"{RTS_LEAD} in one or two sentences. Then write a final line "
@@ -154,12 +147,10 @@ def rts_instruction(scale: Scale, answer_format: AnswerFormat | None = None) -> 
 
 
 def rts_form(prompt: JudgePrompt) -> JudgePrompt:
-    """The reason-then-score form of ``prompt``: a short reason, then its answer line (a new prompt).
-
-    The scale loses any letter map and ``answer`` becomes "score", in the template's own score format (the
+    """The reason-then-score form of ``prompt``: a short reason, then its answer line (a new prompt). The
+    scale loses any letter map and ``answer`` becomes "score", in the template's own score format (the
     default for an MCQ prompt, whose lettered options become score lines) with reasoning "before".
-    TemplateError for pairwise or multi-criterion prompts, and for lettered options with no score.
-    """
+    TemplateError for pairwise or multi-criterion prompts, and for lettered options with no score."""
     _check_single(prompt, "RTS")
     scale = prompt.scale
     if scale.letters is not None:
@@ -186,8 +177,7 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
 
 
 def mcq_instruction(letters: list[str], stub: str = "") -> str:
-    """The answer instruction of the MCQ form for option ``letters`` (our wording); with ``stub`` it asks
-    for that last line to be completed."""
+    """The MCQ form's answer instruction (our wording), for option ``letters``."""
     if stub:
         return (
             f'Choose the option whose description fits best. Complete the last line "{stub}" with only '
@@ -202,10 +192,9 @@ def mcq_instruction(letters: list[str], stub: str = "") -> str:
 def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
     """The multiple-choice form of ``prompt``: its guideline lines become options A, B, C ... (a new prompt).
 
-    Each option, in guideline order, becomes ``"<letter>: <description>. Score: <score>"`` (keeping separators
-    and ``position``); ``answer`` becomes "mcq" and ``scale.letters`` maps each letter to its score. A prompt
-    that already answers with a letter is its own MCQ form. TemplateError without a parsed guideline, for
-    pairwise and multi-criterion prompts, for lettered options with no score, and for more than 26 options.
+    Each option reads ``"<letter>: <description>. Score: <score>"`` and ``scale.letters`` maps letters to
+    scores; a letter-answering prompt is its own form. TemplateError without a guideline, for pairwise or
+    multi-criterion prompts, for options without a score, and past 26 options.
     """
     _check_single(prompt, "MCQ")
     if prompt.answer == "mcq":
@@ -264,8 +253,7 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
 
 
 def _letter_stub(form: JudgePrompt) -> JudgePrompt:
-    """``form`` with the last line of its answer stub made "Answer:" (a numeric cue such as "Score:" would
-    not parse a letter)."""
+    """``form`` with the last line of its answer stub made "Answer:" (a score cue would not parse)."""
     idx, body, end = message_end(form)
     stub = form.answer_stub(idx)
     if not stub or not end.endswith(stub):

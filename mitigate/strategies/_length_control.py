@@ -1,9 +1,5 @@
-"""Length control for pointwise scores (after Dubois et al. 2024, "Length-controlled AlpacaEval").
-
-:class:`LengthControl` regresses a pointwise judge's score (or its excess over the human score) on ``z =
-tanh((words − mean) / std)`` of the output length, and reports ``score − slope · z`` (raw score in
-``meta["length_control"]``; not clipped to the scale).
-"""
+"""Length control for pointwise scores (after Dubois et al. 2024, "Length-controlled AlpacaEval"): the
+judge's score regressed on ``z = tanh((words − mean) / std)`` and reported as ``score − slope · z``."""
 
 from __future__ import annotations
 
@@ -23,8 +19,7 @@ from mitigate.strategies._base import Mitigation
 
 
 class LengthControlledJudge(CompositeJudge):
-    """Its child's judgment with each score moved to what the fitted regression predicts at the mean
-    length."""
+    """Its child's judgment with each score moved to what the regression predicts at the mean length."""
 
     kind = "length-control"
     requests_are_children = True
@@ -63,8 +58,7 @@ _SLOPES = Satisfies(
 
 
 def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
-    """ConfigError (one line, before any judgment) when ``name``, which adjusts pointwise scores, is fitted
-    on pairwise items or around a judge that answers with a verdict."""
+    """ConfigError when ``name``, which adjusts pointwise scores, is fitted on pairwise data or verdicts."""
     pairwise = any(it.pairwise for it in train.items)
     if pairwise or any(leaf.prompt.answer == "pairwise" for leaf in judge.leaves()):
         got = "a pairwise benchmark" if pairwise else "a judge that answers with a verdict (A or B)"
@@ -78,8 +72,7 @@ def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
 async def fitting_scores(
     name: str, train: Benchmark, judge: Judge, ctx: FitContext, desc: str
 ) -> tuple[list[Item], dict[str, np.ndarray]]:
-    """The training items and, by criterion, the judge's scores on them (NaN where none); ConfigError for
-    pairwise data, fewer than 3 items, or no score at all."""
+    """The training items and, by criterion, the judge's scores on them (NaN where none)."""
     refuse_pairwise(name, train, judge)
     items = list(train.items)
     if len(items) < 3:
@@ -104,8 +97,7 @@ class LengthControl(Mitigation):
     """Remove a pointwise judge's length slope, fitted on a training split (Dubois et al. 2024's regression).
 
     Parameters:
-        reference: "none" regresses the judge's score on length; "human" the judge's score minus the human
-            score (training items need human labels).
+        reference: "none" regresses the score on length; "human" its excess over the human score.
 
     Fitted: ``slopes_`` (criterion -> slope per unit of z), ``mean_`` and ``std_`` of the training outputs'
     lengths in words.
@@ -137,8 +129,7 @@ class LengthControl(Mitigation):
         )
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
-        """A fitted copy: the judge's score (or excess over humans) regressed on squashed length over
-        ``train``."""
+        """A fitted copy: the score (or excess over humans) regressed on squashed length over ``train``."""
         items, scores = await fitting_scores("LengthControl", train, judge, ctx, "fitting length control")
         lengths = np.array([word_count(it.output) for it in items], dtype=float)
         mean, std = float(lengths.mean()), float(lengths.std())

@@ -1,10 +1,8 @@
 """Multiple-evidence and balanced-position calibration for pairwise judges (Wang et al. 2023).
 
-:class:`MultipleEvidence` judges each item k times in each order with a reasoning paragraph, averages the 2k
-verdicts (first = +1, tie = 0, second = −1), and flags ``needs_human`` the items whose verdicts disagree most
-(entropy over both orders, :func:`verdict_entropy`; threshold fitted from ``human_share``). A sample without a
-verdict is the outcome "failed" in the entropy and left out of the average. ``meta["confidence"]`` (1 −
-normalised entropy) serves :class:`~mitigate.strategies.SelectiveEvaluation`.
+:class:`MultipleEvidence` judges each item k times in each order with reasoning, averages the 2k verdicts, and
+flags ``needs_human`` the items whose verdicts disagree most (entropy over both orders,
+:func:`verdict_entropy`). ``meta["confidence"]`` serves :class:`~mitigate.strategies.SelectiveEvaluation`.
 """
 
 from __future__ import annotations
@@ -44,8 +42,7 @@ OUTCOMES = ("first", "second", "tie", "failed")
 def balanced_verdict(
     original: Sequence[str | None], swapped: Sequence[str | None]
 ) -> tuple[Verdict | None, float]:
-    """The verdict averaged over both orders (``swapped`` mapped back first), and its mean value (first =
-    +1, tie = 0, second = −1); no verdict at all gives ``(None, nan)``."""
+    """The verdict averaged over both orders, and its mean (first = +1, tie = 0, second = −1)."""
     values = [_VALUE[v] for v in (*original, *(FLIP[v] for v in swapped if v is not None)) if v is not None]
     if not values:
         return None, math.nan
@@ -54,8 +51,7 @@ def balanced_verdict(
 
 
 def verdict_entropy(original: Sequence[str | None], swapped: Sequence[str | None]) -> float:
-    """Balanced position diversity entropy (Wang et al. 2023) of the verdicts of both orders, in nats (a
-    missing verdict is the outcome "failed")."""
+    """Balanced position diversity entropy (Wang et al. 2023) of both orders' verdicts, in nats."""
     outcomes = [v if v is not None else "failed" for v in original]
     outcomes += [FLIP[v] if v is not None else "failed" for v in swapped]
     if not outcomes:
@@ -66,8 +62,7 @@ def verdict_entropy(original: Sequence[str | None], swapped: Sequence[str | None
 
 
 class MultipleEvidenceJudge(CompositeJudge):
-    """Runs k seeded reasoning samples of a pairwise judge in each order (children ``o0 ..`` on the item,
-    ``s0 ..`` on its swapped copy) and balances them."""
+    """k seeded reasoning samples of a pairwise judge in each order (children ``o*``, ``s*``), balanced."""
 
     kind = "multiple-evidence"
 
@@ -130,8 +125,7 @@ class MultipleEvidence(Mitigation):
         k: reasoning samples per order (2k calls per item).
         temperature: sampling temperature of the samples (> 0, so the rationales differ).
         max_tokens: the answer budget per sample.
-        human_share: the share of training items with the highest entropy that sets the human-review threshold
-            (``entropy_threshold_``, fitted; 0: never).
+        human_share: the share of training items with the highest entropy sent to humans (0: never).
     """
 
     paper = "Wang et al. 2023"
@@ -209,11 +203,9 @@ class MultipleEvidence(Mitigation):
 
 
 def entropy_threshold(entropies: Sequence[float], human_share: float) -> float:
-    """The entropy at or above which the top ``human_share`` of ``entropies`` lie (Wang et al.'s top-β rule).
-
-    Items tied with the cut are all flagged; when ``human_share`` rounds to no item, the threshold is above
-    every entropy seen.
-    """
+    """The entropy at or above which the top ``human_share`` of ``entropies`` lie (Wang et al.'s top-β
+    rule). Items tied with the cut are all flagged; when ``human_share`` rounds to no item, the threshold
+    is above every entropy seen."""
     values = np.sort(np.asarray(entropies, dtype=float))[::-1]
     m = int(math.floor(human_share * len(values)))
     return float(values[0]) + 1.0 if m == 0 else float(values[m - 1])

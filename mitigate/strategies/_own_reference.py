@@ -1,12 +1,10 @@
 """The judge writes its own reference first, then judges against it: what solve-first and reference-revision
 share.
 
-:class:`OwnReferenceJudge` makes two calls per item with one prompt judge's backend: the first writes the
-reference (the judge's own answer to the task, or a revision of the judged text(s)); the second is the judge's
-own request with it, in the template's own reference slot when it has one (an item bringing its own reference
-is refused), else in a section after the judged item's under a heading in the template's layout, with one
-sentence saying what it is. An empty first answer is a recorded failure of the item; one reference per item (a
-later mitigation turning the leaf into anything but a prompt judge is refused).
+:class:`OwnReferenceJudge` makes two calls per item: the first writes the reference (the judge's own answer,
+or a revision of the judged text), the second is the judge's own request with it, in the template's reference
+slot or in a section under a heading in the template's own layout (:func:`with_reference`). An empty first
+answer fails the item; one reference per item.
 """
 
 from __future__ import annotations
@@ -35,8 +33,7 @@ _LABELS: dict[Mode, str] = {
     "revise": "Reference answer (your revision)",
 }
 PLACEHOLDER = "<the answer to the first request>"
-"""What stands in the reference slot when the requests are listed ahead (the first answer is not known
-yet)."""
+"""What stands in the reference slot when the requests are listed ahead."""
 
 
 def _field(prompt: JudgePrompt, slot: str) -> str:
@@ -44,8 +41,7 @@ def _field(prompt: JudgePrompt, slot: str) -> str:
 
 
 def reference_slots(prompt: JudgePrompt) -> list[str]:
-    """The template's own reference slots: named like a reference, or mapped to the item's ``reference``
-    field."""
+    """The template's own reference slots: named like one, or mapped to the item's ``reference``."""
     texts = {s for s in _slots(prompt) if _field(prompt, s) in ("output", "output_b")}
     return [
         s
@@ -55,8 +51,7 @@ def reference_slots(prompt: JudgePrompt) -> list[str]:
 
 
 def task_slots(prompt: JudgePrompt) -> list[str]:
-    """The template's slots showing the task (neither a judged text nor a reference), in order of
-    appearance."""
+    """The template's slots showing the task (neither a judged text nor a reference)."""
     refs = set(reference_slots(prompt))
     return [s for s in _slots(prompt) if s not in refs and _field(prompt, s) not in ("output", "output_b")]
 
@@ -93,8 +88,7 @@ def _title_words(label: str) -> str:
 
 
 def _relabel(heading: str, label: str, number: int | None) -> str | None:
-    """``heading`` (a line or an inline prefix) with its words replaced by ``label`` and its markup kept;
-    None when it is prose."""
+    """``heading`` with its words replaced by ``label``, markup kept; None when it is prose."""
     tag = _TAG.match(heading)
     if tag is not None:
         return f"{tag.group(1)}<{_snake(label)}>{tag.group(4)}"
@@ -125,14 +119,11 @@ def _relabel(heading: str, label: str, number: int | None) -> str | None:
 
 
 def _reclose(closer: str, label: str) -> str:
-    """A closing line or suffix (``</response>``, ``[The End of Assistant's Answer]``) renamed for the
-    reference."""
+    """A closing line or suffix (``</response>``) renamed for the reference."""
     if _CLOSE_TAG.search(closer):
         return _CLOSE_TAG.sub(f"</{_snake(label)}>", closer, count=1)
     end = _END_OF.search(closer)
-    if end is not None:
-        return closer[: end.start(3)] + _title_words(label) + closer[end.end(3) :]
-    return closer
+    return closer[: end.start(3)] + _title_words(label) + closer[end.end(3) :] if end is not None else closer
 
 
 def _markup_only(text: str) -> bool:
@@ -234,9 +225,8 @@ def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> 
             raise ConfigError(
                 f"the template has its own reference slot {{{{{own[0]}}}}}; "
                 f"{'solve-first' if mode == 'solve' else 'reference-revision'} with "
-                "on_reference_slot='refuse' adds no second reference: expected "
-                "on_reference_slot='fill' (the judge's reference fills that slot) or a "
-                "template without one"
+                "on_reference_slot='refuse' adds no second reference: expected on_reference_slot='fill' "
+                "(the judge's reference fills that slot) or a template without one"
             )
         return append_instruction(prompt, _note(mode, pairwise, None)), own
     taken = prompt.slots()
@@ -255,8 +245,7 @@ def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> 
 
 
 def _words(heading: str) -> str | None:
-    """The words of a heading line or inline label ("# Instruction:" -> "Instruction"), None when it is no
-    short label."""
+    """The words of a heading or inline label ("# Instruction:" -> "Instruction"), else None."""
     text = _CLOSE_TAG.sub("", re.sub(r"<\|([^|\n]*)\|>", r"\1", heading)).strip()
     if _TAG.match(text):
         return None
@@ -312,8 +301,7 @@ def _text_slot(prompt: JudgePrompt, field: str) -> str | None:
 
 
 def _text_heading(prompt: JudgePrompt, field: str, fallback: str) -> str:
-    """The heading the template shows above the judged text ``field`` (output, output_b), else
-    ``fallback``."""
+    """The heading the template shows above the judged text ``field``, else ``fallback``."""
     slot = _text_slot(prompt, field)
     return (_find_heading(prompt, slot) if slot is not None else None) or fallback
 
@@ -422,9 +410,8 @@ class OwnReferenceJudge(Judge):
             )
         if not isinstance(new, PromptJudge):
             raise ConfigError(
-                f"{self.name} shows one prompt judge its own reference; a later mitigation "
-                f"turned that judge into a {type(new).__name__}, which {self.name} cannot be "
-                "combined with"
+                f"{self.name} shows one prompt judge its own reference; a later mitigation turned that judge "
+                f"into a {type(new).__name__}, which {self.name} cannot be combined with"
             )
         return own_reference(new, self.mode, self.task, self.max_tokens, self.policy)
 

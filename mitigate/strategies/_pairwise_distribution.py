@@ -1,12 +1,9 @@
 """Pairwise scoring that keeps the distribution: both orders' verdict probabilities pooled into one preference
 (TrustJudge, Wang et al. 2025).
 
-``P(A) = (P_original(first) + P_swapped(second)) / 2``, ``P(B)`` the other way, ``P(tie)`` the mean of both
-orders'; the verdict is a tie when the tie is the most probable or ``|P(A) - P(B)| <= tie_margin``. The
-probabilities come from token logprobs at the verdict label (which must be the one the text parses to) or from
-the shares of sampled verdicts. ``meta["preference"]`` holds the pooled probabilities,
-``meta["order_probabilities"]`` each order's, ``meta["orders"]`` each order's most frequent verdict (as a
-position swap records it).
+``P(A) = (P_original(first) + P_swapped(second)) / 2``, ``P(B)`` the other way, ``P(tie)`` the mean of both; a
+tie when most probable or ``|P(A) - P(B)| <= tie_margin``. Probabilities come from logprobs at the verdict
+label or from sampled verdicts; ``meta`` records them per order (``orders``, as a position swap does).
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ Source = Literal["logprobs", "samples"]
 def pool_orders(
     original: dict[str, float], swapped: dict[str, float], tie_margin: float = 0.0
 ) -> tuple[dict[str, float], Verdict]:
-    """The pooled preference by text ({"A", "B", "tie"}) from each order's verdict probabilities by
-    position (``swapped``'s "first" is B), and its verdict."""
+    """The preference by text (A, B, tie) pooled from both orders' probabilities, and its verdict."""
     p = {
         "A": (original.get("first", 0.0) + swapped.get("second", 0.0)) / 2,
         "B": (original.get("second", 0.0) + swapped.get("first", 0.0)) / 2,
@@ -55,9 +51,8 @@ def check_readable(fmt: AnswerFormat) -> None:
     why = next((why for why, found in reasons.items() if found), None)
     if why is not None:
         raise ConfigError(
-            "verdict logprobs are read at the label the judge writes; this format answers "
-            f"with {why} ({fmt.describe()}): expected a label format such as [[A]] / [[B]], or "
-            "source='samples'"
+            f"verdict logprobs are read at the label the judge writes; this format answers with {why} "
+            f"({fmt.describe()}): expected a label format such as [[A]] / [[B]], or source='samples'"
         )
 
 
@@ -98,9 +93,8 @@ class DistributionJudge(Judge):
         new = fn(self.leaf)
         if not isinstance(new, PromptJudge):
             raise ConfigError(
-                "pairwise-distribution reads one prompt judge's answers in both orders; a "
-                f"later mitigation turned it into a {type(new).__name__} (place "
-                "pairwise-distribution after it)"
+                "pairwise-distribution reads one prompt judge's answers in both orders; a later mitigation "
+                f"turned it into a {type(new).__name__} (place pairwise-distribution after it)"
             )
         return DistributionJudge(
             new, source=self.source, top_logprobs=self.top_logprobs, tie_margin=self.tie_margin
@@ -149,8 +143,7 @@ class DistributionJudge(Judge):
     async def _order(
         self, item: Item, name: str
     ) -> tuple[LMResponse, dict[str, float] | None, str | None, list[ParseFailure]]:
-        """One order's response, its verdict distribution by position (None when unreadable), hard verdict,
-        failures."""
+        """One order's response, verdict distribution by position (or None), hard verdict and failures."""
         request = self.request(item)
         response = await self.leaf.lm.complete(request)
         fmt, scale = self.leaf.prompt.format, self.leaf.prompt.scale
@@ -233,8 +226,7 @@ class PairwiseDistribution(Mitigation):
     2025, TrustJudge).
 
     Parameters:
-        source: "logprobs", "samples" (shares of sampled verdicts) or "auto" (logprobs when the backend gives
-            them).
+        source: "logprobs", "samples" (sampled verdicts) or "auto" (logprobs when the backend gives them).
         samples: verdicts sampled per order with ``source="samples"`` (sets the judge's n).
         temperature: sampling temperature with ``source="samples"``.
         top_logprobs: alternatives read at the verdict token with ``source="logprobs"``.

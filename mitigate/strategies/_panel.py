@@ -1,9 +1,7 @@
 """Panels of judges ("juries"; Verga et al. 2024) and reducers of their votes.
 
-:class:`PanelJudge` asks every member and reduces their answers (``mean``, ``median``, strict ``majority``); a
-failed member is never dropped, it counts against a majority and a ``quorum``, and is named in
-``meta["panel"]["failed"]``. :class:`Panel` (``"panel"``) sends the wrapped judge's prompts to other backends.
-Placed after a panel, :class:`DawidSkene` (Dawid and Skene 1979) re-reduces the votes by each member's
+:class:`Panel` sends the wrapped judge's prompts to other backends and :class:`PanelJudge` reduces the
+members' answers; after a panel, :class:`DawidSkene` (Dawid and Skene 1979) reduces the votes by each member's
 confusion matrix, and :class:`MinorityVeto` (Jain et al. 2025) lets named members veto a pass.
 """
 
@@ -49,10 +47,8 @@ def reduce_panel(
     values: Sequence[float | None], reducer: PanelReducer, quorum: int | None = None
 ) -> float | None:
     """The panel's value from one value per member (None for a failed member), or None when it has none.
-
-    ``majority`` needs a value given by more than half of all members; ``mean``/``median`` at least ``quorum``
-    answers (None: every member).
-    """
+    ``majority`` needs a value given by more than half of all members; ``mean``/``median`` at least
+    ``quorum`` answers (None: every member)."""
     n = len(values)
     if n == 0:
         raise ConfigError("expected at least one panel member; got none")
@@ -75,10 +71,9 @@ def _as_verdict(value: float | None) -> Verdict | None:
 class PanelJudge(CompositeJudge):
     """Asks every member judge (the children, by name) concurrently and reduces their answers.
 
-    ``mean``/``median`` count a verdict as first = 1, tie = 0.5, second = 0 and need ``quorum`` answering
-    members (default: all); ``majority`` needs more than half of *all* members (none: no answer, flag
-    ``no_majority``). A member that fails or raises is flagged ``panel_member_failed`` and named in
-    ``meta["panel"]``; ``samples`` hold the members' scores in member order.
+    A verdict counts first = 1, tie = 0.5, second = 0; ``mean``/``median`` need ``quorum`` answers (default:
+    all), ``majority`` more than half of *all* members (else the flag ``no_majority``). A member that fails or
+    raises is flagged ``panel_member_failed`` and named in ``meta["panel"]``.
     """
 
     kind = "panel"
@@ -170,8 +165,7 @@ class Panel(Mitigation):
     """A panel of the wrapped judge's prompts sent to several backends (Verga et al. 2024).
 
     Parameters:
-        backends: backend specs; each member (named by its spec) is the wrapped judge with every prompt
-            judge's LM replaced by that backend, built when the panel wraps a judge.
+        backends: backend specs; each member (named by its spec) asks the wrapped judge's prompts there.
         include_base: also keep the wrapped judge itself as a member (named "base").
         reducer: "mean", "median" or "majority" (strict majority of all members).
         quorum: the fewest answering members ``mean``/``median`` need (None: all of them).
@@ -222,11 +216,8 @@ def _criterion(judgment: Judgment, criterion: str | None) -> str | None:
 
 class DawidSkeneJudge(CompositeJudge):
     """The inner judge (a panel, or one judge) with its members' answers reduced by a fitted Dawid-Skene
-    model.
-
-    A verdict is the most probable class (an exact tie between the best two is "tie"); a score the posterior
-    mean of the classes. ``meta["dawid_skene"]`` holds the posterior and the answer before.
-    """
+    model. A verdict is the most probable class (an exact tie between the best two is "tie"); a score the
+    posterior mean of the classes. ``meta["dawid_skene"]`` holds the posterior and the answer before."""
 
     kind = "dawid-skene"
     requests_are_children = True
@@ -332,15 +323,13 @@ class DawidSkene(Mitigation):
         """``judge`` with its (members') answers reduced by the fitted model."""
         if self.model_ is None:
             raise ConfigError(
-                "DawidSkene is not fitted; expected `m = m.fit(train, panel_judge)` first (it "
-                "learns each member's confusion matrix from the panel's answers on a "
-                "training split)"
+                "DawidSkene is not fitted; expected `m = m.fit(train, panel_judge)` first (it learns each "
+                "member's confusion matrix from the panel's answers on a training split)"
             )
         return DawidSkeneJudge({"inner": judge}, model=self.model_, criterion=self.criterion)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
-        """A fitted copy: ``judge`` run over ``train``, the model fitted on its members' answers (and the
-        labels)."""
+        """A fitted copy: ``judge`` run over ``train``, the model fitted on its members' answers."""
         result = await run(
             judge, train.items, concurrency=ctx.concurrency, progress=ctx.progress, desc="fitting Dawid-Skene"
         )
@@ -374,18 +363,15 @@ class DawidSkene(Mitigation):
         model = fit_dawid_skene(
             votes, members, kind=kind, gold=gold_used, smoothing=self.smoothing, max_iter=self.max_iter
         )
-        return self.model_copy(
-            update={"model_": model, "criterion": self.criterion if kind == "verdict" else crit}
-        )
+        fitted_criterion = self.criterion if kind == "verdict" else crit
+        return self.model_copy(update={"model_": model, "criterion": fitted_criterion})
 
 
 def _gold(item: Item, kind: Kind, criterion: str | None) -> str | None:
     if kind == "verdict":
-        pref = (
-            item.preference.get(criterion)
-            if criterion is not None
-            else (next(iter(item.preference.values())) if len(item.preference) == 1 else None)
-        )
+        prefs = item.preference
+        only = next(iter(prefs.values())) if len(prefs) == 1 else None
+        pref = prefs.get(criterion) if criterion is not None else only
         return pref if pref in ("A", "B", "tie") else None
     value = item.human.get(criterion) if criterion is not None else None
     return None if value is None or not math.isfinite(value) else score_class(value)
@@ -399,13 +385,10 @@ def _panels_in(judge: Judge) -> list[PanelJudge]:
 
 
 class MinorityVetoJudge(CompositeJudge):
-    """The inner panel's judgment, with its pass vetoed when at least ``min_vetoes`` of the named members fail
-    the item.
-
-    A score at or above ``threshold`` vetoed becomes the highest score among the vetoers who failed it; a
-    decisive verdict vetoed (vetoers preferring the other text) becomes a tie. A vetoed judgment is flagged
-    ``vetoed``, with ``meta["minority_veto"]``.
-    """
+    """The inner panel's judgment, with its pass vetoed when at least ``min_vetoes`` of the named members
+    fail the item. A score at or above ``threshold`` vetoed becomes the highest score among the vetoers who
+    failed it; a decisive verdict vetoed (vetoers preferring the other text) becomes a tie. A vetoed
+    judgment is flagged ``vetoed``, with ``meta["minority_veto"]``."""
 
     kind = "minority-veto"
     requests_are_children = True
@@ -509,8 +492,7 @@ class MinorityVeto(Mitigation):
     """Let a minority of a panel veto a pass (Jain et al. 2025): judges accept invalid outputs too readily.
 
     Parameters:
-        vetoers: the panel members (by name: "base", or a backend spec) whose fail counts as a veto; empty:
-            every member.
+        vetoers: the members (by name: "base", or a backend spec) whose fail is a veto (empty: all).
         min_vetoes: how many vetoers must fail the item to veto the panel's pass.
         threshold: for a score panel, the lowest score that is a pass.
         criterion: the criterion read (None: the only one).

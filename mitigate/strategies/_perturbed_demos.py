@@ -1,9 +1,8 @@
 """Guideline-perturbation consistency (Ghazarian et al. 2024): the judge that measures it and the demos that
 mitigate it.
 
-A judge's answer changes when its guideline's options are reordered or one description is lengthened.
-:class:`PerturbedGuidelines` judges each item under the guideline and under perturbed versions
-(:func:`mitigate.prompt.perturbation_set`) and records every output in ``meta["perturbations"]``
+:class:`PerturbedGuidelines` judges each item under the guideline and under perturbed versions (reordered
+options, a lengthened description) and records every output in ``meta["perturbations"]``
 (:func:`mitigate.measures.perturbation_consistency`); ``perturbed-demos`` shows each demo under N perturbed
 guidelines with the same gold score.
 """
@@ -138,8 +137,7 @@ class PerturbedGuidelines(Mitigation):
 
     Parameters:
         kind: "order" (reordered options), "length" (one description lengthened) or "both".
-        n: how many perturbations (None: every reordering of 2–3 options, 6 sampled for more; every lengthened
-            option); the identity is dropped.
+        n: how many perturbations (None: all reorderings of 2–3 options or 6; every lengthened option).
         lengthened: option label -> lengthened description; required for "length"/"both".
         seed: seeds the sampling of perturbations.
     """
@@ -208,8 +206,7 @@ class PerturbedDemosPreset(Preset):
     best.
 
     Parameters:
-        demos: the demonstrations (exactly ``m`` when given; else ``fit`` draws them with
-            ``Stratified(by="range")``).
+        demos: the demonstrations (exactly ``m``; None: ``fit`` draws them with ``Stratified(by="range")``).
         m: how many demos.
         n, kind, lengthened: the perturbations, as for :class:`PerturbedGuidelines`.
         seed: seeds perturbation sampling, the ablation's choice and ``fit``'s pick.

@@ -35,10 +35,8 @@ class PositionSwapJudge(CompositeJudge):
     """Runs a pairwise judge on the item (child "original") and on its swapped copy ("swapped"), and
     reconciles the verdicts.
 
-    A verdict that survives the swap is kept; a flip gives "tie" (``on_flip="tie"``) or no verdict
-    ("abstain"), flagged ``position_inconsistent``; a missing verdict gives none. ``meta["orders"]`` holds
-    both raw verdicts (the swapped one in swapped positions), ``meta["position_consistent"]`` True, False or
-    None.
+    A flip gives "tie" (or no verdict with ``on_flip="abstain"``) and the flag ``position_inconsistent``;
+    ``meta["orders"]`` holds both raw verdicts (the swapped one in swapped positions).
     """
 
     kind = "position-swap"
@@ -90,8 +88,7 @@ class PositionSwap(Mitigation):
     """Judge each pair in both orders; keep verdicts that survive the swap.
 
     Parameters:
-        on_flip: what a verdict that changes with the order becomes: "tie" or "abstain" (no verdict, e.g. to
-            route to a human).
+        on_flip: what a verdict that changes with the order becomes: "tie" or "abstain" (no verdict).
 
     The wrapped judge must be pairwise (ConfigError when judging) and items need ``output_b`` (DataError).
     """

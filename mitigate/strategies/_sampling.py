@@ -1,9 +1,5 @@
-"""Sampling control, probability-weighted scores and score granularity (Stureborg et al. 2024).
-
-Chain-of-thought answers need temperature > 0 and several samples, a direct score is best read at temperature
-0 (:class:`Sampling`); a probability-weighted score helps (:class:`ExpectedScore`); a 1–10 scale works best
-(:class:`Granularity`).
-"""
+"""Sampling control, probability-weighted scores and score granularity (Stureborg et al. 2024):
+:class:`Sampling`, :class:`ExpectedScore` and :class:`Granularity`."""
 
 from __future__ import annotations
 
@@ -30,6 +26,7 @@ from mitigate.strategies._edits import (
     allow_reasoning,
     is_multi_criterion_template,
     multi_criterion_prompt,
+    num,
     scale_note,
     set_addendum,
     set_cot,
@@ -159,8 +156,7 @@ def _warn_if_template_asks_for_reasoning(prompt: JudgePrompt) -> None:
 
 
 def asks_for_reasoning(prompt: JudgePrompt) -> str | None:
-    """What in ``prompt`` asks the judge to reason before its score (None when nothing does): only the
-    requests mitigations add (Sampling's and SelfConsistency's chain of thought, the RTS form)."""
+    """What a mitigation added to ``prompt`` that asks for reasoning before the score (else None)."""
     if COT_LEAD in addenda(prompt):
         return "chain-of-thought reasoning (Sampling(cot=True))"
     text = "\n".join(m.template for m in prompt.messages)
@@ -182,10 +178,6 @@ GRANULARITIES: dict[str, Scale] = {
 """The scales :class:`Granularity` can ask for, by name."""
 
 
-def _num(x: float) -> str:
-    return f"{round(x, 6):g}"
-
-
 def _rescale(value: float, old: Scale, new: Scale) -> float:
     """Linear map of ``value`` from ``old`` onto ``new``, rounded half up to a whole number."""
     x = new.min + (value - old.min) * (new.max - new.min) / (old.max - old.min)
@@ -205,21 +197,21 @@ def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
         if not old.contains(opt.score):
             raise ConfigError(
                 f"expected guideline scores within the prompt's scale {old.describe()}; got option "
-                f"{opt.label!r} with score {_num(opt.score)}"
+                f"{opt.label!r} with score {num(opt.score)}"
             )
         score = _rescale(opt.score, old, new)
         scores.append(score)
         update: dict[str, Any] = {"score": score}
-        if opt.label == _num(opt.score) and score != opt.score:
-            update["label"] = _num(score)
+        if opt.label == num(opt.score) and score != opt.score:
+            update["label"] = num(score)
             update["head"] = re.sub(
-                rf"(?<![\d.]){re.escape(opt.label)}(?!\d|\.\d)", _num(score), opt.head, count=1
+                rf"(?<![\d.]){re.escape(opt.label)}(?!\d|\.\d)", num(score), opt.head, count=1
             )
         options.append(opt.model_copy(update=update))
     if len(set(scores)) != len(scores):
         raise ConfigError(
             f"expected the guideline's {len(scores)} anchors to stay distinct on the scale {new.describe()}; "
-            f"they map to {[_num(s) for s in scores]}"
+            f"they map to {[num(s) for s in scores]}"
         )
     return guideline.model_copy(update={"options": tuple(options)})
 
@@ -228,7 +220,7 @@ def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
     """Replace the old scale's ends in ``text``: scale statements and anchors
     (:func:`~mitigate.prompt.scale_mentions`), the top score named as such ("a score of 5"), any other
     "1-5" / "1 to 5", and enumerations ("1, 2, 3, 4 or 5")."""
-    lo, hi, nlo, nhi = _num(old.min), _num(old.max), _num(new.min), _num(new.max)
+    lo, hi, nlo, nhi = num(old.min), num(old.max), num(new.min), num(new.max)
     if (lo, hi) == (nlo, nhi):
         return text
     ends = {"lo": (old.min, nlo), "hi": (old.max, nhi)}
@@ -257,10 +249,10 @@ def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
 class Granularity(PromptMitigation):
     """Ask the judge for scores at another granularity (Stureborg et al. 2024: 1–10 works best).
 
-    ``scale`` is one of :data:`GRANULARITIES` ("modifiers": 1–5 where "weak N" / "strong N" mean N ∓ 0.33). A
-    built-in multi-criterion prompt is rebuilt on the new scale; a free-form template has its numeric anchors
-    moved (1–5 -> 1–10: 1, 3, 6, 8, 10), the statements of the scale's ends rewritten and an "Answer scale:
-    ..." paragraph added. The prompt's demos move with it; letter and verdict prompts are refused.
+    ``scale`` is one of :data:`GRANULARITIES` ("modifiers": 1–5 with "weak N" / "strong N" = N ∓ 0.33). The
+    prompt's anchors, statements of the scale's ends and demos move to the new scale and an "Answer scale:
+    ..." paragraph is added (a built-in multi-criterion prompt is rebuilt); letter and verdict prompts are
+    refused.
     """
 
     paper = "Stureborg et al. 2024"

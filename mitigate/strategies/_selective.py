@@ -1,10 +1,8 @@
 """Selective evaluation with a guarantee of human agreement (Jung et al. 2024, "Trust or Escalate").
 
-A judge is trusted only where its confidence (:func:`confidence`) reaches a threshold λ̂ chosen on labelled
-calibration items by fixed-sequence testing (:func:`fixed_sequence_threshold`), so that with probability ≥ 1 −
-δ the trusted items agree with humans at least at the target (assuming calibration and test items are
-exchangeable); the rest are escalated. :class:`CascadeJudge` / :func:`fit_cascade` chain judges from cheap to
-strong.
+A judge is trusted only where its confidence reaches a threshold chosen on labelled calibration items by
+fixed-sequence testing, so that with probability ≥ 1 − δ trusted items agree with humans at the target; the
+rest are escalated. :class:`CascadeJudge` chains judges from cheap to strong.
 """
 
 from __future__ import annotations
@@ -33,8 +31,7 @@ CONFIDENCES: tuple[str, ...] = ("samples", "probability", "both-orders", "rts-mc
 
 
 def binomial_upper_bound(errors: int, n: int, delta: float) -> float:
-    """The exact one-sided (Clopper-Pearson) 1 − δ upper confidence bound of a binomial rate, ``errors`` of
-    ``n`` (1.0 when ``errors == n``)."""
+    """The Clopper-Pearson 1 − δ upper bound of a binomial rate, ``errors`` of ``n``."""
     if n <= 0 or errors >= n:
         return 1.0
     from scipy.stats import beta  # imported here: scipy costs about a second to import
@@ -43,8 +40,7 @@ def binomial_upper_bound(errors: int, n: int, delta: float) -> float:
 
 
 class Guarantee(BaseModel):
-    """A threshold chosen by fixed-sequence testing (None: escalate everything), and the calibration counts
-    it rests on."""
+    """A threshold chosen by fixed-sequence testing (None: escalate all), and its calibration counts."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     target: float
@@ -79,12 +75,11 @@ def fixed_sequence_threshold(
     """λ̂ such that agreement among items with confidence >= λ̂ is >= ``target`` with probability >= 1 −
     ``delta``.
 
-    ``conf`` are confidences in [0, 1] (NaN: never accepted), ``agreed`` whether each judgment agreed with the
-    human. The ``grid + 1`` thresholds of [0, 1] are tested from 1 down; one is rejected (safe) when the
-    Clopper-Pearson bound of the disagreement rate above it is <= 1 − ``target``. Thresholds accepting fewer
-    than ``min_accepted`` items are skipped, not tested (as Jung et al.'s code does; the skip depends on
-    confidences only, so the sequence stays fixed before the labels are seen). Testing stops at the first
-    threshold not rejected; λ̂ is the lowest rejected one.
+    The ``grid + 1`` thresholds of [0, 1] are tested from 1 down (NaN confidences never accepted); one is
+    rejected (safe) when the Clopper-Pearson bound of the disagreement rate above it is <= 1 − ``target``.
+    Thresholds accepting fewer than ``min_accepted`` items are skipped (as in Jung et al.'s code; a choice
+    made on confidences only). Testing stops at the first threshold not rejected; λ̂ is the lowest rejected
+    one.
     """
     c = np.asarray(conf, dtype=float)
     a = np.asarray(agreed, dtype=bool)
@@ -146,17 +141,15 @@ def confidence(j: Judgment, source: Confidence, criterion: str | None = None) ->
     meta = j.meta
     if source == "samples":
         panel = meta.get("panel", {}).get("members", {})
-        if j.verdict is not None or "verdict" in panel:
-            votes = list(panel.get("verdict", {}).values())
-            if not votes:
-                raise DataError(
-                    f"judgment {j.item_id!r} has one verdict and no panel votes; 'samples' "
-                    "confidence needs a panel of verdicts (use 'both-orders' or 'meta' for a "
-                    "single pairwise judge)"
-                )
-            given = [v for v in votes if v is not None]
-            return Counter(given).most_common(1)[0][1] / len(votes) if given else math.nan
-        values = j.samples.get(_criterion(j, criterion), ())
+        verdicts = j.verdict is not None or "verdict" in panel
+        values = list(
+            panel.get("verdict", {}).values() if verdicts else j.samples.get(_criterion(j, criterion), ())
+        )
+        if verdicts and not values:
+            raise DataError(
+                f"judgment {j.item_id!r} has one verdict and no panel votes; 'samples' confidence needs "
+                "a panel of verdicts (use 'both-orders' or 'meta' for a single pairwise judge)"
+            )
         given = [v for v in values if v is not None]
         return Counter(given).most_common(1)[0][1] / len(values) if given else math.nan
     if source == "probability":
@@ -195,30 +188,21 @@ def confidence(j: Judgment, source: Confidence, criterion: str | None = None) ->
 
 
 def gold_verdict(item: Item, criterion: str | None = None) -> str | None:
-    """The gold preference of a pairwise item as a verdict by position (A -> "first", B -> "second", "tie"),
-    or None.
-
-    The criterion's entry of ``item.preference``, or its only one when ``criterion`` is None.
-    """
+    """The gold preference of a pairwise item as a verdict by position (A -> "first", B -> "second",
+    "tie"), or None. The criterion's entry of ``item.preference``, or its only one when ``criterion`` is
+    None."""
     prefs = item.preference
-    if not prefs:
-        return None
-    if criterion is None:
-        if len(prefs) > 1:
-            raise DataError(
-                f"item {item.id!r} has gold preferences for {sorted(prefs)}; expected a "
-                "criterion to pick one",
-                item_id=item.id,
-            )
-        (pref,) = prefs.values()
-        return GOLD_VERDICT[pref]
-    given = prefs.get(criterion)
-    return None if given is None else GOLD_VERDICT[given]
+    if criterion is None and len(prefs) > 1:
+        raise DataError(
+            f"item {item.id!r} has gold preferences for {sorted(prefs)}; expected a criterion to pick one",
+            item_id=item.id,
+        )
+    pref = next(iter(prefs.values()), None) if criterion is None else prefs.get(criterion)
+    return None if pref is None else GOLD_VERDICT[pref]
 
 
 def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None = None) -> bool | None:
-    """Whether ``j`` agrees with the human label of ``item`` (None when there is none): its verdict equals
-    :func:`gold_verdict`, or its score is within ``tolerance`` of the human score."""
+    """Whether ``j`` agrees with ``item``'s human label (None without one; scores within ``tolerance``)."""
     gold = gold_verdict(item, criterion)
     if gold is not None:
         return j.verdict == gold
@@ -230,8 +214,7 @@ def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None =
 
 
 class SelectiveJudge(CompositeJudge):
-    """Its child's judgment, accepted when the confidence reaches the threshold and escalated otherwise
-    (:func:`decide`)."""
+    """Its child's judgment, accepted or escalated by the threshold (:func:`decide`)."""
 
     kind = "selective"
     requests_are_children = True
@@ -261,10 +244,8 @@ def decide(
     j: Judgment, threshold: float | None, source: Confidence, criterion: str | None, on_escalate: str
 ) -> Judgment:
     """``j`` accepted (confidence >= threshold) or escalated (always, when threshold is None).
-
     ``meta["selective"]`` holds the confidence, threshold and decision. An escalated judgment is flagged
-    ``needs_human``; with ``on_escalate="abstain"`` its answer is removed too.
-    """
+    ``needs_human``; with ``on_escalate="abstain"`` its answer is removed too."""
     conf = confidence(j, source, criterion)
     accept = _accepts(conf, threshold)
     info = {
@@ -372,9 +353,8 @@ class SelectiveEvaluation(Mitigation):
             agreed.append(a)
         if not conf:
             raise ConfigError(
-                "SelectiveEvaluation.fit found no training item with a human label to "
-                "calibrate on; expected human scores for the criterion, or gold preferences "
-                "for pairwise items"
+                "SelectiveEvaluation.fit found no training item with a human label to calibrate on; "
+                "expected human scores for the criterion, or gold preferences for pairwise items"
             )
         g = fixed_sequence_threshold(
             conf, agreed, target=self.target, delta=self.delta, grid=self.grid, min_accepted=self.min_accepted
@@ -390,10 +370,8 @@ class SelectiveEvaluation(Mitigation):
 
 class CascadeJudge(CompositeJudge):
     """Judges from cheap to strong (children in order), each trusted only at or above its own threshold.
-
-    The first stage that is trusted answers (``meta["cascade"]``); when none is, the last stage's judgment is
-    escalated. A later stage is only called when the earlier ones escalated.
-    """
+    The first stage that is trusted answers (``meta["cascade"]``); when none is, the last stage's judgment
+    is escalated. A later stage is only called when the earlier ones escalated."""
 
     kind = "cascade"
 
@@ -451,12 +429,9 @@ def fit_cascade(
     union_bound: bool = True,
 ) -> list[SelectiveEvaluation]:
     """One fitted stage per cascade stage, from every stage's judgments (in the order of ``items``) on the
-    calibration items.
-
-    Stage k is calibrated on the items stages 1..k-1 escalated; ``stage`` is one unfitted
-    ``SelectiveEvaluation`` for all or one per stage. With ``union_bound`` each of the K stages is calibrated
-    at δ/K, so the whole cascade keeps the 1 − δ guarantee.
-    """
+    calibration items. Stage k is calibrated on the items stages 1..k-1 escalated; ``stage`` is one
+    unfitted ``SelectiveEvaluation`` for all or one per stage. With ``union_bound`` each of the K stages is
+    calibrated at δ/K, so the whole cascade keeps the 1 − δ guarantee."""
     stages = [stage] * len(judgments) if isinstance(stage, SelectiveEvaluation) else list(stage)
     if len(stages) != len(judgments):
         raise ConfigError(

@@ -1,11 +1,8 @@
 """Single-attribute decomposition and its multi-attribute control (Stureborg et al. 2024).
 
-Scoring several criteria in one output anchors the later scores on the earlier ones; :class:`SingleAttribute`
-scores one criterion per call, :class:`MultiAttribute` is the control that scores them together in a set order
-(recording positions for :func:`mitigate.measures.correlation_by_position`). A prompt built by
-:func:`~mitigate.strategies._edits.multi_criterion_prompt` is rebuilt for one criterion; a free-form template
-keeps its text and gets a "For this request, rate only <criterion> ..." paragraph asking for its own answer
-line.
+Scoring several criteria in one output anchors the later scores on the earlier ones: :class:`SingleAttribute`
+scores one criterion per call (a free-form template gets a "For this request, rate only <criterion> ..."
+paragraph), :class:`MultiAttribute` scores them together in a set order, recording positions.
 """
 
 from __future__ import annotations
@@ -34,11 +31,9 @@ from mitigate.strategies._edits import (
 
 
 class SingleAttributeJudge(CompositeJudge):
-    """One child judge per criterion; their scores are merged into one judgment.
-
-    ``meta["criteria"]`` lists the criteria, a child's own meta goes under ``meta["children"][<criterion>]``;
-    an LM error of a child is re-raised once every child finished.
-    """
+    """One child judge per criterion; their scores are merged into one judgment. ``meta["criteria"]`` lists
+    the criteria, a child's own meta goes under ``meta["children"][<criterion>]``; an LM error of a child
+    is re-raised once every child finished."""
 
     kind = "single-attribute"
     requests_are_children = True
@@ -72,8 +67,7 @@ class SingleAttribute(Mitigation):
 
     Parameters:
         concurrent: run the per-criterion calls concurrently (True) or one after another.
-        on_free_form: for a free-form multi-criterion template, "append" a "rate only <criterion>" paragraph
-            to each child, or raise ConfigError ("error").
+        on_free_form: a free-form template gets a "rate only <criterion>" paragraph ("append") or an error.
     """
 
     paper = "Stureborg et al. 2024"
@@ -114,10 +108,8 @@ class SingleAttribute(Mitigation):
 
 class MultiAttributeJudge(CompositeJudge):
     """Wraps the one multi-criterion call and records each criterion's position in the answer.
-
     ``meta["positions"]`` maps criterion -> position (0 = first), ``meta["order"]`` lists them; none once a
-    later mitigation split the call.
-    """
+    later mitigation split the call."""
 
     kind = "multi-attribute"
     requests_are_children = True
@@ -145,8 +137,7 @@ def _distinct_names(values: Any) -> bool:
 
 
 MIN_TOKENS_PER_LINE = 3
-"""The fewest tokens one "<criterion>: N" answer line takes: a multi-criterion answer that cannot fit in
-``max_tokens`` is refused."""
+"""The fewest tokens one "<criterion>: N" answer line takes (a floor under ``max_tokens``)."""
 
 
 @register("mitigation", "multi-attribute")

@@ -1,9 +1,5 @@
-"""Style control for pointwise scores: length control with markdown headers, bold and lists beside length.
-
-:class:`StyleControl` regresses a judge's score on Arena-Hard's style covariates (Li et al. 2024), each
-normalised as AlpacaEval's length control (Dubois et al. 2024), ``z_k = tanh((f_k − mean_k) / sd_k)``, and
-reports ``score − Σ_k β_k · z_k`` (raw score and z in ``meta["style_control"]``; not clipped to the scale).
-"""
+"""Style control for pointwise scores: :class:`~mitigate.strategies.LengthControl`'s regression on
+Arena-Hard's style covariates (Li et al. 2024), length, markdown headers, bold and lists."""
 
 from __future__ import annotations
 
@@ -23,8 +19,7 @@ from mitigate.strategies._length_control import fitting_scores
 
 
 class StyleControlledJudge(CompositeJudge):
-    """Its child's judgment with each score moved to what the fitted style regression predicts at the mean
-    style."""
+    """Its child's judgment with each score moved to what the regression predicts at the mean style."""
 
     kind = "style-control"
     requests_are_children = True
@@ -93,8 +88,7 @@ class StyleControl(Mitigation):
     split.
 
     Parameters:
-        reference: "none" regresses the judge's score on the style features; "human" the judge's score minus
-            the human score.
+        reference: "none" regresses the score on the features; "human" its excess over the human score.
         features: the covariates (default all of :data:`~mitigate.measures.STYLE_FEATURES`).
 
     Fitted: ``coefficients_`` (criterion -> feature -> slope per unit of z), ``mean_`` and ``sd_`` of each
@@ -153,8 +147,7 @@ class StyleControl(Mitigation):
         )
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
-        """A fitted copy: the judge's score (or excess over humans) regressed on the style features over
-        ``train``."""
+        """A fitted copy: the score (or excess over humans) regressed on the style features over ``train``."""
         items, scores = await fitting_scores("StyleControl", train, judge, ctx, "fitting style control")
         texts = [it.output for it in items]
         coefficients: dict[str, dict[str, float]] = {}

@@ -16,8 +16,7 @@ from mitigate.data import Split
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge
 from mitigate.registry import Tags, register
-from mitigate.search._session import SearchSpace, Session
-from mitigate.search.engines._base import Engine, Outcome
+from mitigate.search._session import Engine, Outcome, SearchSpace, Session
 
 OPTIMIZERS: tuple[str, ...] = ("labeled", "bootstrap-rs", "mipro")
 """The DSPy optimizers, each the engine ``"dspy-<optimizer>"``."""
@@ -81,8 +80,7 @@ class DSPyMIPRO(DSPyEngine):
     """DSPy's ``MIPROv2`` (needs ``optuna``).
 
     Parameters:
-        prompt_model: the instruction proposer, a ``dspy.LM`` (default: the one inside the judge's DSPyLM
-            backend); not part of the spec.
+        prompt_model: the instruction proposer (default: the judge's DSPyLM's ``dspy.LM``); not in the spec.
         num_candidates: MIPROv2's ``num_candidates`` (default 3).
         num_trials: MIPROv2's ``num_trials`` (default: what the budget allows).
     """

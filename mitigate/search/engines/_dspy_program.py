@@ -1,13 +1,9 @@
-"""The judge as a DSPy program, and the run of DSPy's optimizers over it (imports ``dspy``: loaded only when a
-DSPy engine runs).
+"""The judge as a DSPy program, and the run of DSPy's optimizers over it (imports ``dspy``).
 
-:class:`JudgeProgram` keeps DSPy's demos in a ``dspy.Predict`` but renders **the judge's own prompt** with
-them and calls **the judge's own backend** through the search's cache and budget (the optimizer runs in a
-thread; each call goes back to the search's event loop). The optimizers get :meth:`Objective.item_metric`;
-every distinct demo set they produced is then ranked with the full objective on dev. Only MIPROv2's
-instruction proposer talks to a model itself (``prompt_model``, outside the budget, counted in
-``meta["prompt_model_calls"]``); its instructions are recorded, not used. Once the budget is spent the program
-answers without calling, and the optimizers' sizes follow from the budget unless given.
+:class:`JudgeProgram` keeps DSPy's demos but renders **the judge's own prompt** and calls **the judge's own
+backend** through the search's cache and budget; the optimizers get :meth:`Objective.item_metric`, and every
+demo set they produce is ranked with the full objective on dev. Only MIPROv2's instruction proposer calls a
+model itself (``prompt_model``, outside the budget); its instructions are recorded, not used.
 """
 
 from __future__ import annotations
@@ -45,8 +41,7 @@ class JudgeItem(dspy.Signature):
 
 
 class ProgramContext:
-    """What the program shares across DSPy's copies of it (DSPy deep-copies modules): the session, its
-    event loop and the items."""
+    """What the program's copies share (DSPy deep-copies modules): session, event loop, items."""
 
     def __init__(self, session: Session, loop: asyncio.AbstractEventLoop, items: Mapping[str, Item]) -> None:
         self.session, self.loop, self.items = session, loop, dict(items)
@@ -90,8 +85,7 @@ class ProgramContext:
 
 
 class JudgeProgram(dspy.Module):
-    """The judge as a DSPy program: ``forward(item_id, text)`` scores the item with the demos DSPy set in
-    ``self.predict``, and appends a trace step so bootstrapping works."""
+    """The judge as a DSPy program: ``forward`` scores an item with the demos DSPy set."""
 
     def __init__(self, context: ProgramContext, instructions: str) -> None:
         super().__init__()
@@ -145,8 +139,7 @@ def _programs(compiled: Any) -> list[Any]:
 
 
 async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, Any]]:
-    """Run ``engine``'s DSPy optimizer over the judge in session ``s`` and evaluate every distinct demo set
-    it produced on dev; why the search stopped, and its ``meta``."""
+    """Run ``engine``'s optimizer and evaluate every demo set it produced; why it stopped, and meta."""
     optimizer: str = engine.optimizer
     split, crit = s.split, s.criterion
     train = [it for it in split.train if crit in it.human and math.isfinite(it.human[crit])]
@@ -197,8 +190,7 @@ async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, A
 
 
 def _example(item: Item, s: Session) -> Any:
-    """A ``dspy.Example`` for an item: inputs ``item_id`` and ``text``, label ``score`` on the prompt's
-    scale."""
+    """A ``dspy.Example`` of an item, labelled with its human score on the prompt's scale."""
     human = item.human[s.criterion]
     if s.split.scale is not None and s.split.scale != s.prompt_scale:
         p = s.prompt_scale

@@ -17,13 +17,14 @@ from mitigate.search._result import rank_key
 from mitigate.search._session import (
     MAX_MISSES,
     Candidate,
+    Engine,
+    Outcome,
     SearchSpace,
     Session,
     fit_judged_selectors,
     reseeded,
     with_demos,
 )
-from mitigate.search.engines._base import Engine, Outcome
 from mitigate.selectors import Selector
 
 

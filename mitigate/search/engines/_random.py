@@ -12,13 +12,14 @@ from mitigate.registry import register
 from mitigate.search._session import (
     MAX_MISSES,
     Candidate,
+    Engine,
+    Outcome,
     SearchSpace,
     Session,
     fit_judged_selectors,
     reseeded,
     with_demos,
 )
-from mitigate.search.engines._base import Engine, Outcome
 from mitigate.strategies import Demos, Mitigation
 
 
