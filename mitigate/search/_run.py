@@ -92,9 +92,8 @@ async def asearch(
             f"the {eng.registry_name!r} engine chooses demos its own way; expected no "
             "selectors= or perturbations=, got some"
         )
-    check_param("search", "budget", budget, [Interval(int, 1)])
-    check_param("search", "concurrency", concurrency, [Interval(int, 1)])
-    check_param("search", "n_boot", n_boot, [Interval(int, 0)])
+    for name, value, least in (("budget", budget, 1), ("concurrency", concurrency, 1), ("n_boot", n_boot, 0)):
+        check_param("search", name, value, [Interval(int, least)])
     objective = objective or Objective()
     ks = demo_counts(k)
     crit = search_criterion(data, judge, criterion)

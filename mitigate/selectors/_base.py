@@ -267,9 +267,10 @@ def _unique_ids(value: Any) -> bool:
 
 @register("selector", "fixed")
 class Fixed(Selector):
-    """The pool items whose ids the user gives (unique, at least one), in that order; ``select(k)`` returns
-    the first ``k``. ``fit`` raises ConfigError naming every id that is not in the pool or has no human
-    label."""
+    """The pool items whose ids the user gives, in that order.
+
+    ``ids`` are unique (at least one); ``fit`` names every one that is not a labelled pool item.
+    """
 
     ids: tuple[str, ...]
     parameter_constraints: ClassVar = {

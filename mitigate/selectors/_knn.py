@@ -27,8 +27,7 @@ def item_text(item: Item, fields: tuple[str, ...]) -> str:
 
 @register("selector", "knn")
 class KNN(Selector):
-    """The ``k`` pool items nearest to the query by cosine similarity of their embeddings (ties keep the
-    pool's order).
+    """The ``k`` pool items nearest to the query by cosine similarity of their embeddings.
 
     Parameters:
         fields: which texts of an item are embedded (default: the judged ``output``).

@@ -24,7 +24,7 @@ from mitigate.selectors._base import Selector
 
 @register("selector", "random")
 class Random(Selector):
-    """``k`` items drawn uniformly without replacement from the fitted pool (the query item left out first).
+    """``k`` items drawn uniformly without replacement from the fitted pool.
 
     Parameters:
         seed: the seed of the draw; the same seed, pool and ``k`` give the same demos, in the same order.
@@ -102,7 +102,7 @@ def balanced_quotas(sizes: list[int], k: int, rng: _random.Random) -> list[int]:
 
 @register("selector", "stratified")
 class Stratified(Selector):
-    """``k`` demos balanced over the gold labels (Ghazarian et al. 2024).
+    """``k`` demos balanced over the gold labels (Ghazarian et al. 2024); see the module docstring.
 
     Parameters:
         seed: seeds which item of a label is drawn, which labels get the remainder, and the final shuffle.

@@ -368,7 +368,7 @@ class Demos(Mitigation):
 
 @register("mitigation", "fixed-demos")
 class FixedDemosPreset(Preset):
-    """``fixed-demos``: exactly these demonstrations, in place of the prompt's own."""
+    """``fixed-demos``: show exactly these demonstrations in every prompt, in place of its own."""
 
     demos: tuple[Demo, ...]
     parameter_constraints: ClassVar = {
@@ -389,8 +389,10 @@ class FixedDemosPreset(Preset):
 @register("mitigation", "per-item-demos")
 class PerItemDemosPreset(Preset):
     """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given
-    that item. Builds ``Demos(selector=selector, k=k, per_item=True, placement="append")``; the judged item
-    is never among its own demos."""
+    that item.
+
+    Builds ``Demos(selector=selector, k=k, per_item=True, placement="append")``; never the item itself.
+    """
 
     selector: SelectorField
     k: int = 4
@@ -511,8 +513,7 @@ class HighestRSDemosPreset(Preset):
 
 @register("mitigation", "random-demos")
 class RandomDemosPreset(Preset):
-    """``random-demos``, the control of Ohi et al. (2024): k random training items as demonstrations.
-    Builds ``Demos(selector=Random(seed=seed), k=k, criterion=criterion)``."""
+    """``random-demos``, the control of Ohi et al. (2024): k random training items as demonstrations."""
 
     paper = "Ohi et al. 2024 (control)"
 

@@ -28,6 +28,7 @@ _REFERENCE_NAME = re.compile(
     r"correct|answer_?key)(?:_|$)",
     re.I,
 )
+_NAMES: dict[Mode, str] = {"solve": "solve-first", "revise": "reference-revision"}
 _LABELS: dict[Mode, str] = {
     "solve": "Your own answer to the task",
     "revise": "Reference answer (your revision)",
@@ -223,8 +224,7 @@ def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> 
     if own:
         if policy == "refuse":
             raise ConfigError(
-                f"the template has its own reference slot {{{{{own[0]}}}}}; "
-                f"{'solve-first' if mode == 'solve' else 'reference-revision'} with "
+                f"the template has its own reference slot {{{{{own[0]}}}}}; {_NAMES[mode]} with "
                 "on_reference_slot='refuse' adds no second reference: expected on_reference_slot='fill' "
                 "(the judge's reference fills that slot) or a template without one"
             )
@@ -385,9 +385,8 @@ class OwnReferenceJudge(Judge):
             )
         if leaf.prompt.demos:
             raise ConfigError(
-                f"{'solve-first' if mode == 'solve' else 'reference-revision'} adds the "
-                "judge's own reference to the judged item, which demonstrations cannot show "
-                "(each would need a reference of its own); expected a prompt without demos"
+                f"{_NAMES[mode]} adds the judge's own reference to the judged item, which demonstrations "
+                "cannot show (each would need a reference of its own); expected a prompt without demos"
             )
         self.leaf, self.mode, self.task, self.max_tokens, self.policy = leaf, mode, task, max_tokens, policy
         self.prompt, self.slots = with_reference(leaf.prompt, mode, policy)
@@ -395,7 +394,7 @@ class OwnReferenceJudge(Judge):
     @property
     def name(self) -> str:
         """The registered name of the mitigation this judge implements."""
-        return "solve-first" if self.mode == "solve" else "reference-revision"
+        return _NAMES[self.mode]
 
     def __repr__(self) -> str:
         return f"OwnReferenceJudge({self.mode}, {self.leaf!r})"

@@ -307,14 +307,8 @@ class SelectiveEvaluation(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        counts: dict[str, Any] = {
-            "n_calibration": 100,
-            "n_accepted": 60,
-            "n_agreed": 55,
-            "upper_risk": 0.16,
-            "tested": 401,
-        }
-        g = Guarantee(target=0.8, delta=0.1, threshold=0.6, **counts)
+        g = Guarantee(target=0.8, delta=0.1, threshold=0.6, n_calibration=100, n_accepted=60, n_agreed=55)
+        g = g.model_copy(update={"upper_risk": 0.16, "tested": 401})
         return [cls(), cls(confidence="both-orders", on_escalate="abstain", guarantee_=g)]
 
     @property

@@ -85,7 +85,8 @@ def _is_stats(v: Any) -> bool:
 @register("mitigation", "style-control")
 class StyleControl(Mitigation):
     """Remove a pointwise judge's slopes on length, markdown headers, bold and lists, fitted on a training
-    split.
+    split (Arena-Hard's style covariates in AlpacaEval's tanh-standardised length-control form; see the module
+    docstring).
 
     Parameters:
         reference: "none" regresses the score on the features; "human" its excess over the human score.

@@ -54,7 +54,7 @@ def candidate_demos(
 
 @register("engine", "greedy")
 class GreedyEngine(Engine):
-    """Greedy forward selection of demos.
+    """Greedy forward selection of demos (see the module docstring).
 
     Parameters:
         n_candidates: how many candidate items the selectors propose.

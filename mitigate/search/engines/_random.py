@@ -25,7 +25,7 @@ from mitigate.strategies import Demos, Mitigation
 
 @register("engine", "random")
 class RandomEngine(Engine):
-    """Seeded random search over the selectors' draws.
+    """Seeded random search over the selectors' draws (see the module docstring).
 
     Parameters:
         max_trials: stop after this many evaluated candidates, the baseline included (None: no limit).
