@@ -49,13 +49,10 @@ def judgment_score(judgment: Judgment, criterion: str) -> float | None:
 def consistent(judgment: Judgment) -> float:
     """1.0 if every perturbation output equals the first, 0.0 if not, NaN when any is missing or absent."""
     per = judgment.meta.get("perturbations")
-    if not isinstance(per, Mapping) or len(per) < 2:
+    values = list(per.values()) if isinstance(per, Mapping) else []
+    if len(values) < 2 or any(v is None for v in values):
         return math.nan
-    values = list(per.values())
-    if any(v is None for v in values):
-        return math.nan
-    same = all(measures.labels_equal(values[0], v) for v in values[1:])
-    return 1.0 if same else 0.0
+    return 1.0 if all(measures.labels_equal(values[0], v) for v in values[1:]) else 0.0
 
 
 class ObjectiveValue(BaseModel):
@@ -85,11 +82,8 @@ class ObjectiveValue(BaseModel):
             return "nan" if x is None or not math.isfinite(x) else f"{x:.3f}"
 
         ci = f" [{f(self.ci_low)}, {f(self.ci_high)}]" if self.ci_low is not None else ""
-        terms = [f"agreement {f(self.agreement.value)}"]
-        if self.consistency is not None:
-            terms.append(f"consistency {f(self.consistency.value)}")
-        if self.bias is not None:
-            terms.append(f"BiasScore {f(self.bias.value)}")
+        named = {"agreement": self.agreement, "consistency": self.consistency, "BiasScore": self.bias}
+        terms = [f"{name} {f(m.value)}" for name, m in named.items() if m is not None]
         why = f" ({self.reason})" if self.reason else ""
         return f"{f(self.value)}{ci}: {', '.join(terms)}; n={self.n}, coverage {self.coverage:.0%}{why}"
 
@@ -107,20 +101,13 @@ class Gain(BaseModel):
 
 def _variant_rows(judgments: Sequence[Judgment]) -> list[tuple[Any, ...] | None]:
     """Per judgment, its outputs under every perturbation (in one column order), None when any is missing."""
-    names: dict[str, None] = {}
-    for j in judgments:
-        per = j.meta.get("perturbations")
-        if isinstance(per, Mapping):
-            names.update(dict.fromkeys(str(k) for k in per))
+    pers = [per if isinstance(per := j.meta.get("perturbations"), Mapping) else None for j in judgments]
+    names = list(dict.fromkeys(str(k) for per in pers if per is not None for k in per))
     rows: list[tuple[Any, ...] | None] = []
-    for j in judgments:
-        per = j.meta.get("perturbations")
-        if len(names) < 2 or not isinstance(per, Mapping):
-            rows.append(None)
-            continue
-        by_name = {str(k): v for k, v in per.items()}
+    for per in pers:
+        by_name = {str(k): v for k, v in per.items()} if per is not None and len(names) >= 2 else {}
         row = tuple(by_name.get(n) for n in names)
-        rows.append(None if any(measures.is_missing(v) for v in row) else row)
+        rows.append(row if by_name and not any(measures.is_missing(v) for v in row) else None)
     return rows
 
 

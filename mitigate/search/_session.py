@@ -39,20 +39,15 @@ def instrument(
     """``judge`` with every leaf LM wrapped as ``BudgetedLM(CachedLM(lm))`` (or ``BudgetedLM(lm)`` without
     cache), and the caches this opened (to close). A leaf LM that is already a :class:`CachedLM` keeps its
     cache, with the budget outside it."""
-    opened: list[LMCache] = []
-    shared: LMCache | None = None
-    if cache is True:
-        shared = LMCache()
-        opened.append(shared)
-    elif isinstance(cache, LMCache):
-        shared = cache
-    elif isinstance(cache, str | Path):
-        shared = LMCache(cache)
-        opened.append(shared)
-    elif cache is not False:
+    if cache is True or isinstance(cache, str | Path):
+        shared: LMCache | None = LMCache() if cache is True else LMCache(cache)
+    elif cache is False or isinstance(cache, LMCache):
+        shared = None if cache is False else cache
+    else:
         raise ConfigError(
             f"expected cache to be True, False, a path or an LMCache; got {type(cache).__name__}"
         )
+    opened = [shared] if shared is not None and shared is not cache else []
     wrapped: dict[int, LM] = {}
 
     def wrap(lm: LM) -> LM:

@@ -269,7 +269,8 @@ def _unique_ids(value: Any) -> bool:
 class Fixed(Selector):
     """The pool items whose ids the user gives, in that order.
 
-    ``ids`` are unique (at least one); ``fit`` names every one that is not a labelled pool item.
+    Parameters:
+        ids: the item ids (unique, at least one); ``fit`` names every one that is not a labelled pool item.
     """
 
     ids: tuple[str, ...]

@@ -35,8 +35,9 @@ def _instruction(text: object) -> bool:
 class ConsistencyHint(PromptMitigation):
     """Add an instruction that option order and description length must not affect the score.
 
-    ``text`` (no ``{{slots}}``) goes right after a parsed guideline, else at the end of the last user message;
-    the default is worded for the prompt (:func:`~mitigate.strategies._edits.consistency_hint`).
+    Parameters:
+        text: the instruction (no ``{{slots}}``), after a parsed guideline or else at the end; the default is
+            worded for the prompt (:func:`~mitigate.strategies._edits.consistency_hint`).
     """
 
     paper = "Ghazarian et al. 2024 (baseline)"

@@ -368,7 +368,11 @@ class Demos(Mitigation):
 
 @register("mitigation", "fixed-demos")
 class FixedDemosPreset(Preset):
-    """``fixed-demos``: show exactly these demonstrations in every prompt, in place of its own."""
+    """``fixed-demos``: show exactly these demonstrations in every prompt, in place of its own.
+
+    Parameters:
+        demos: the demonstrations, in display order (a dict score holds one score per criterion).
+    """
 
     demos: tuple[Demo, ...]
     parameter_constraints: ClassVar = {
@@ -391,7 +395,9 @@ class PerItemDemosPreset(Preset):
     """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given
     that item.
 
-    Builds ``Demos(selector=selector, k=k, per_item=True, placement="append")``; never the item itself.
+    Parameters:
+        selector: a fitted selector (meant for query-dependent ones such as :class:`~mitigate.selectors.KNN`).
+        k: how many demos per item (never the item itself), after the prompt's own.
     """
 
     selector: SelectorField
@@ -469,7 +475,11 @@ class HighestRSDemosPreset(Preset):
 
     Parameters:
         k: how many demonstrations (the paper uses 8).
-        likelihood, task, pool_size, seed, scaling: as for :class:`~mitigate.selectors.HighestRS`.
+        likelihood: backend spec of the causal LM that computes LS (any backend with ``loglikelihood``).
+        task: the generation task's description, the condition of LS (None: the judge prompt's task).
+        pool_size: judge and score only this many training items, drawn with ``seed`` (None: all).
+        seed: the random seed of the pool draw.
+        scaling: how US normalises judge and human scores (see :class:`~mitigate.selectors.HighestRS`).
         criterion: the human label the demos show and US is computed against.
 
     ``fit(train, judge, lm=None)`` runs the base judge over the pool; ``lm`` overrides ``likelihood`` with a
@@ -513,7 +523,13 @@ class HighestRSDemosPreset(Preset):
 
 @register("mitigation", "random-demos")
 class RandomDemosPreset(Preset):
-    """``random-demos``, the control of Ohi et al. (2024): k random training items as demonstrations."""
+    """``random-demos``, the control of Ohi et al. (2024): k random training items as demonstrations.
+
+    Parameters:
+        k: how many demonstrations.
+        seed: the random seed of the draw.
+        criterion: the human label shown (None: as :func:`~mitigate.selectors.resolve_criterion`).
+    """
 
     paper = "Ohi et al. 2024 (control)"
 

@@ -208,7 +208,9 @@ class PerturbedDemosPreset(Preset):
     Parameters:
         demos: the demonstrations (exactly ``m``; None: ``fit`` draws them with ``Stratified(by="range")``).
         m: how many demos.
-        n, kind, lengthened: the perturbations, as for :class:`PerturbedGuidelines`.
+        n: how many perturbed guidelines per demo, as for :class:`PerturbedGuidelines`.
+        kind: "order", "length" or "both".
+        lengthened: option label -> lengthened description (for "length"/"both").
         seed: seeds perturbation sampling, the ablation's choice and ``fit``'s pick.
         ablation: the paper's ablation: each demo under ONE non-identity perturbation drawn at random.
         perturbed: False gives the unperturbed control (each demo once under the original guideline).

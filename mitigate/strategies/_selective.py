@@ -273,7 +273,8 @@ class SelectiveEvaluation(Mitigation):
         tolerance: a score agrees within this distance of the human score (a verdict must equal the gold one).
         criterion: the criterion to read (None: the judgment's only one).
         on_escalate: "flag" keeps an escalated answer flagged ``needs_human``; "abstain" also removes it.
-        grid, min_accepted: the thresholds tested (:func:`fixed_sequence_threshold`).
+        grid: thresholds tested, evenly spaced on [0, 1].
+        min_accepted: thresholds accepting fewer calibration items are not tested.
     """
 
     paper = "Jung et al. 2024"
