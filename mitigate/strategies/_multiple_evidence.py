@@ -43,7 +43,8 @@ def balanced_verdict(
     original: Sequence[str | None], swapped: Sequence[str | None]
 ) -> tuple[Verdict | None, float]:
     """The verdict averaged over both orders, and its mean (first = +1, tie = 0, second = −1)."""
-    values = [_VALUE[v] for v in (*original, *(FLIP[v] for v in swapped if v is not None)) if v is not None]
+    back = [FLIP[v] for v in swapped if v is not None]  # the swapped verdicts in the original order
+    values = [_VALUE[v] for v in (*original, *back) if v is not None]
     if not values:
         return None, math.nan
     mean = float(np.mean(values))

@@ -41,8 +41,10 @@ ORIGINAL = "original"
 
 def _output(judgment: Judgment) -> Any:
     """The output compared across perturbations: a verdict, a score, a tuple of scores, or None."""
-    if judgment.error is not None or judgment.verdict is not None:
-        return judgment.verdict if judgment.error is None else None
+    if judgment.error is not None:
+        return None
+    if judgment.verdict is not None:
+        return judgment.verdict
     values = list(judgment.scores.values())
     if len(values) <= 1:
         return values[0] if values else None
