@@ -1,6 +1,6 @@
 """Judgments per second when a judge alternates between prompt variants: KV snapshots vs one live history.
 
-A perturbation probe (Ghazarian et al. 2024) judges every item under the original guideline
+``perturbed-guidelines`` (Ghazarian et al. 2024) judges every item under the original guideline
 and under reordered ones, item by item. Each variant has its own long fixed part
 (instructions, its guideline, scored demos), so with a single KV history the fixed part is
 lost on every switch of variant. ``LlamaCppLM(prefix_slots=k)`` keeps snapshots of up to k

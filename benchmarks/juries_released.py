@@ -23,7 +23,7 @@ percentile bootstraps over instances, paired for a difference (both arms resampl
      applied to the rest, over ``--draws`` draws (mean and 5-95% over draws, paired with the
      majority and the best member on the same unlabelled instances);
    - ``minority veto``: the first-order majority, vetoed into a tie when the best member voted the
-     other way (:func:`mitigate.strategies._panel_reducers.veto`);
+     other way (:func:`mitigate.strategies._panel.veto`);
    - ``effective votes`` (Kish; :func:`mitigate.measures._panel.effective_votes`) of the members'
      first-order errors, and each member's balanced accuracy as Dawid-Skene estimates it without
      gold beside the one observed against gold.
@@ -69,7 +69,7 @@ from mitigate.measures import (
 )
 from mitigate.measures._panel import verdict_errors
 from mitigate.replay._released_pairwise import parse_release
-from mitigate.strategies._panel_reducers import veto
+from mitigate.strategies._panel import veto
 
 _POS = {"A": "first", "B": "second", "tie": "tie"}
 

@@ -15,7 +15,7 @@ lower score):
   reorderings of the guideline, ``perturbed-demos``) and **2-shot unperturbed**
   (the same two demos, each shown once under the original guideline, ``perturbed=False``);
 - each condition judged under its own guideline and under ``--probe-n`` reorderings of the
-  options (the children of :class:`~mitigate.strategies._perturbed_demos.PerturbationProbe`;
+  options (the children of :class:`~mitigate.strategies._perturbed_demos.PerturbedGuidelines`;
   its seed is ``--seed + 1``, so the test reorderings differ from the ones the demos show);
 - **consistency**: the share of items with the same score under the original and every
   reordering (``measures.perturbation_consistency``), with the consistency expected by chance
@@ -80,7 +80,7 @@ from mitigate.measures._stats import permutation_test_mean_diff
 from mitigate.prompt import Demo, JudgePrompt
 from mitigate.run import run
 from mitigate.selectors import stratified_pick
-from mitigate.strategies import PerturbationProbe, PerturbationProbeJudge, PerturbedDemosPreset, Pipeline
+from mitigate.strategies import PerturbedDemosPreset, PerturbedGuidelines, PerturbedGuidelinesJudge, Pipeline
 from mitigate.strategies._perturbed_demos import ORIGINAL
 
 CRITERION = "satisfaction"
@@ -178,7 +178,7 @@ async def main_async(args: argparse.Namespace) -> None:
         ),
         "2-shot unperturbed": Pipeline([PerturbedDemosPreset(demos=demos, m=2, perturbed=False).build()]),
     }
-    probe = PerturbationProbe(kind="order", n=args.probe_n, seed=args.seed + 1)
+    probe = PerturbedGuidelines(kind="order", n=args.probe_n, seed=args.seed + 1)
     print(
         f"USS SGD: {len(test)} test items (gold label counts {score_counts(gold.values())}); demos "
         f"{[(d.item.id, d.score, len(d.item.output.split())) for d in demos]} (id, gold, words); backend "
@@ -191,7 +191,7 @@ async def main_async(args: argparse.Namespace) -> None:
     try:
         for cname, pipe in conditions.items():
             probe_judge = probe.wrap(pipe.wrap(base))
-            assert isinstance(probe_judge, PerturbationProbeJudge)
+            assert isinstance(probe_judge, PerturbedGuidelinesJudge)
             outputs: dict[str, dict[str, float | None]] = {}
             summaries = {}
             t0 = time.perf_counter()

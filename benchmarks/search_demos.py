@@ -99,9 +99,9 @@ from mitigate.strategies import (
     FixedDemosPreset,
     HighestRSDemosPreset,
     Mitigation,
-    PerturbationProbe,
-    PerturbationProbeJudge,
     PerturbedDemosPreset,
+    PerturbedGuidelines,
+    PerturbedGuidelinesJudge,
     Pipeline,
     RandomDemosPreset,
 )
@@ -170,7 +170,7 @@ def uss_items(args: argparse.Namespace) -> tuple[list[Item], list[Item], list[It
 
 
 async def judge_children(
-    probe_judge: PerturbationProbeJudge, items: list[Item], args: argparse.Namespace, arm: str
+    probe_judge: PerturbedGuidelinesJudge, items: list[Item], args: argparse.Namespace, arm: str
 ) -> dict[str, dict[str, float | None]]:
     """Run each guideline variant over all items in turn (prefix reuse); variant -> item id -> score."""
     outputs: dict[str, dict[str, float | None]] = {}
@@ -206,7 +206,7 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         PD.USS_PROMPT, criterion=PD.CRITERION, scale=(1, 5), output_slot="dialogue"
     )
     base = PromptJudge(prompt, lm, JudgeConfig(temperature=0.0, max_tokens=args.max_tokens))
-    probe = PerturbationProbe(kind="order", n=args.probe_n, seed=args.seed + 1)
+    probe = PerturbedGuidelines(kind="order", n=args.probe_n, seed=args.seed + 1)
     objective = Objective(agreement="accuracy", consistency_weight=args.lam, consistency=args.consistency)
     template = PerturbedDemosPreset(m=2, n=args.demo_n, seed=args.seed).build()
     print(
@@ -254,7 +254,7 @@ async def run_uss(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         t0 = time.perf_counter()
         for name, mit in arms.items():
             pj = probe.wrap(mit.wrap(base))
-            assert isinstance(pj, PerturbationProbeJudge)
+            assert isinstance(pj, PerturbedGuidelinesJudge)
             outputs = await judge_children(pj, test, args, name)
             ci = {"ci": True, "n_boot": args.n_boot, "seed": args.seed}
             judgments[name] = as_judgments(outputs, ids)

@@ -6,7 +6,7 @@ hold every registered name (``test_the_three_pipelines_cover_every_registered_mi
 
 - **P1, a guideline judge with fan-outs** (two criteria, a three-option guideline):
   ``consistency-hint | single-attribute | agreement-gate | perturbed-demos | self-consistency |
-  perturbation-probe``. Single-attribute comes first so the agreement gate, which needs one
+  perturbed-guidelines``. Single-attribute comes first so the agreement gate, which needs one
   criterion per form, reaches each single-criterion leaf. The perturbed demos come after the gate
   so the MCQ leaves show their demos under lettered guidelines answered with letters. The probe is
   last so its reorderings keep each letter on its own option, and the demos stay identical across
@@ -103,7 +103,7 @@ def p1() -> S.Pipeline:
             S.AgreementGate(),
             S.PerturbedDemosPreset(demos=P1_DEMOS, n=2, seed=1).build(),
             S.SelfConsistency(n=3, temperature=0.7),
-            S.PerturbationProbe(n=2, seed=2),
+            S.PerturbedGuidelines(n=2, seed=2),
         ]
     )
 
@@ -558,7 +558,7 @@ def _judge_p1_with(*extra: S.Mitigation) -> Judge:
             id="agreement-gate-before-the-split",
         ),
         pytest.param(
-            lambda: (S.PerturbationProbe(n=2) | S.MultiAttribute()).wrap(p1_base(FakeLM([]))),
+            lambda: (S.PerturbedGuidelines(n=2) | S.MultiAttribute()).wrap(p1_base(FakeLM([]))),
             "made the .* prompts identical to the original",
             id="multi-attribute-after-the-probe",
         ),
@@ -605,7 +605,7 @@ def test_parse_pipeline_reads_the_cli_syntax_with_parameters() -> None:
     text = (
         "consistency-hint | single-attribute(concurrent=false) | agreement-gate(tolerance=0.3, "
         f"method=pearson, min_items=4) | perturbed-demos(demos={demos}, n=2, seed=1) | "
-        f"self-consistency(n=3, temperature=0.7) | perturbation-probe(n=2, seed=2)"
+        f"self-consistency(n=3, temperature=0.7) | perturbed-guidelines(n=2, seed=2)"
     )
     assert S.parse_pipeline(text) == S.Pipeline(
         [
@@ -614,7 +614,7 @@ def test_parse_pipeline_reads_the_cli_syntax_with_parameters() -> None:
             S.AgreementGate(tolerance=0.3, method="pearson", min_items=4),
             S.PerturbedDemosPreset(demos=P1_DEMOS, n=2, seed=1).build(),
             S.SelfConsistency(n=3, temperature=0.7),
-            S.PerturbationProbe(n=2, seed=2),
+            S.PerturbedGuidelines(n=2, seed=2),
         ]
     )
     text2 = (
@@ -684,7 +684,7 @@ def test_mitigate_compare_cli_runs_two_pipelines_by_name(tmp_path: Path) -> None
     bench = tmp_path / "bench.jsonl"
     bench.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     (tmp_path / "prompt.txt").write_text(CLI_PROMPT)
-    probed = "consistency-hint | perturbation-probe(n=2, seed=2)"
+    probed = "consistency-hint | perturbed-guidelines(n=2, seed=2)"
     with StubOpenAIServer(latency=0.0, reply="Readable. Score: 2") as server:
         result = CliRunner().invoke(
             app,

@@ -20,7 +20,7 @@ How it works, and the choices made:
   because its logits are needed to sample the first new token. ``prefix_reuse=False``
   clears the state before every call (the baseline of ``benchmarks/bench_prefix_reuse.py``).
 - **Several prefixes at once.** A judge that alternates between prompt variants (the
-  original and reordered guidelines of a perturbation probe, one prompt per criterion, RTS
+  original and reordered guidelines of ``perturbed-guidelines``, one prompt per criterion, RTS
   and MCQ forms) would lose the shared prefix on every switch, because the KV cache holds one
   history. After each call the KV state of sequence 0 is therefore copied out
   (``llama_state_seq_get_data``, only the used cells: ~12 MB per 1,000 tokens for Qwen2.5

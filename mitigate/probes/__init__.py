@@ -20,7 +20,7 @@ declares the direction the targeted bias predicts. One family per module:
 rerun for the noise floor; :mod:`mitigate.measures._robustness` holds the measures.
 
 "Probe" here always means a component of kind ``"probe"`` (``--probes`` on the command line). The
-mitigation ``perturbation-probe`` (:class:`mitigate.strategies._perturbed_demos.PerturbationProbe`)
+mitigation ``perturbed-guidelines`` (:class:`mitigate.strategies._perturbed_demos.PerturbedGuidelines`)
 is not one: it is a judge wrapper that re-judges each item under perturbed scoring guidelines to
 measure consistency (Ghazarian et al. 2024), named in ``--pipeline`` like any mitigation.
 """

@@ -489,8 +489,8 @@ async def lengthen_guideline(
     """Lengthen the options named by ``labels`` (all when None) with :func:`rewrite_lengthen`.
 
     Returns ``(lengthened, records)``: ``lengthened`` maps label -> text, ready to store and to pass as
-    ``lengthened=`` to :func:`perturbation_set`, :class:`PerturbationProbe
-    <mitigate.strategies._perturbed_demos.PerturbationProbe>` or :class:`Demos
+    ``lengthened=`` to :func:`perturbation_set`, :class:`PerturbedGuidelines
+    <mitigate.strategies._perturbed_demos.PerturbedGuidelines>` or :class:`Demos
     <mitigate.strategies._demos.Demos>` (``display="perturbed"``, e.g. ``perturbed-demos``); ``records`` keeps
     every :class:`Rewrite` (original text, model, raw answer) for review. The criterion name sent to the LM is
     taken from the prompt when a prompt is given.

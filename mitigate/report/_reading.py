@@ -54,7 +54,7 @@ def plain_reason(reason: str | None, key: str = "") -> str:
     text = text.replace(
         "no judgment carries scores under 2 or more perturbations in meta['perturbations']",
         "no item was scored under 2 or more perturbed guidelines (only a pipeline with "
-        "perturbed-guideline demos or a perturbation probe scores them)",
+        "perturbed-demos or perturbed-guidelines scores them)",
     )
     text = text.replace(
         "no judgment holds verdicts in both orders (meta['orders'])",

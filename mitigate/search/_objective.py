@@ -1,47 +1,16 @@
 """The objective a demonstration search maximises, computed from judgments on a split.
 
-    objective = agreement + λ · consistency − μ · |BiasScore|
-
-- **agreement**: item-level correlation of the judge's scores with the human scores
-  (``agreement="spearman"``, ``"kendall"`` or ``"pearson"``;
-  :func:`mitigate.measures.item_correlation`), or ``agreement="accuracy"``: the
-  share of scored items whose score equals the human label exactly
-  (:func:`mitigate.measures.accuracy`), for labels that are categories (a majority
-  vote) rather than means. A correlation is undefined when the judge gives one score to
-  every item; accuracy is not.
-- **consistency** (weight λ, ``consistency_weight``): agreement of the judge with itself
-  under perturbed guidelines (Ghazarian et al. 2024;
-  :func:`mitigate.measures.perturbation_consistency`), read from
-  ``Judgment.meta["perturbations"]`` — a judge wrapped in a
-  :class:`~mitigate.strategies.PerturbationProbe` records it (the search adds the probe
-  when λ > 0). ``consistency="kappa"`` (the default) counts it chance
-  corrected: (share identical − chance) / (1 − chance), where chance is the share expected
-  from each prompt's own answer distribution. ``consistency="raw"`` counts the paper's
-  share of items whose output is identical under every prompt. The raw share rewards
-  collapse: a judge that answers 5 to everything is perfectly consistent, and a search
-  with accuracy + 1·raw consistency on USS SGD picked exactly such a demo set (38 of 40
-  test answers were 5; ``benchmarks/RESULTS.md``). Kappa is 0 for a judge whose answers
-  agree no more than chance and undefined (NaN, so the candidate cannot win) for one that
-  gives a single answer to every item under every prompt.
-- **BiasScore** (weight μ, ``bias_weight``): Spearman(LS, US) (Ohi et al. 2024;
-  :func:`mitigate.measures.bias_score`); needs LS per item.
-
-NaN handling, explicitly:
-
-- Items whose judgment has no score (parse failure or failed call) are left out of every
-  term (pairwise, as in :mod:`mitigate.measures`), never given a default score. If
-  fewer than ``min_coverage`` of the items with a human label got a score, the objective
-  is NaN ("coverage"), so a demo set cannot win by making the judge fail on hard items.
-- A term with weight 0 is not computed and adds nothing. A term with weight > 0 that is
-  NaN (too few items, constant scores, no perturbation outputs, no LS) makes the objective
-  NaN, with the term's reason in ``ObjectiveValue.reason``.
-- A NaN objective never wins a search: candidates are ranked with NaN below every number.
+``agreement + λ · consistency − μ · |BiasScore|``: correlation (or exact agreement) with the human labels, the
+judge's consistency under perturbed guidelines (Ghazarian et al. 2024; chance corrected by default, since the
+raw share rewards a judge that collapses to one answer), and Spearman(LS, US) (Ohi et al. 2024). Unscored
+items are left out; low coverage, a NaN weighted term or no label make it NaN, and NaN never wins.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -67,44 +36,27 @@ PREFERENCE_CODE: dict[str, float] = {"A": 1.0, "tie": 1.5, "B": 2.0}
 
 
 def judgment_score(judgment: Judgment, criterion: str) -> float | None:
-    """The judgment's score for ``criterion`` (its only score when it has one; a pairwise verdict as its
-    :data:`VERDICT_CODE`); None when failed."""
+    """The judgment's score for ``criterion`` (or its only one; a verdict's :data:`VERDICT_CODE`)."""
     if judgment.error is not None:
         return None
     if not judgment.scores and judgment.verdict is not None:
         return VERDICT_CODE[judgment.verdict]
     if criterion in judgment.scores:
         return judgment.scores[criterion]
-    if len(judgment.scores) == 1:
-        return next(iter(judgment.scores.values()))
-    return None
-
-
-def same_output(a: Any, b: Any) -> bool:
-    """True when two judge outputs are the same answer (the measures' one notion of label equality)."""
-    return measures.labels_equal(a, b)
+    return next(iter(judgment.scores.values())) if len(judgment.scores) == 1 else None
 
 
 def consistent(judgment: Judgment) -> float:
     """1.0 if every perturbation output equals the first, 0.0 if not, NaN when any is missing or absent."""
     per = judgment.meta.get("perturbations")
-    if not isinstance(per, Mapping) or len(per) < 2:
+    values = list(per.values()) if isinstance(per, Mapping) else []
+    if len(values) < 2 or any(v is None for v in values):
         return math.nan
-    values = list(per.values())
-    if any(v is None for v in values):
-        return math.nan
-    same = all(measures.labels_equal(values[0], v) for v in values[1:])
-    return 1.0 if same else 0.0
+    return 1.0 if all(measures.labels_equal(values[0], v) for v in values[1:]) else 0.0
 
 
 class ObjectiveValue(BaseModel):
-    """The objective on one split, with its terms and how much data it rests on.
-
-    ``value`` is NaN when undefined and ``reason`` says why. ``agreement``,
-    ``consistency`` and ``bias`` are the terms' :class:`Measure` values (None when the
-    term's weight is 0). ``coverage`` is the share of labelled items that got a score.
-    ``ci_low``/``ci_high`` hold a percentile bootstrap interval over items when asked for.
-    """
+    """The objective on one split (NaN with a ``reason``), its terms, coverage and optional interval."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     value: float
@@ -130,18 +82,14 @@ class ObjectiveValue(BaseModel):
             return "nan" if x is None or not math.isfinite(x) else f"{x:.3f}"
 
         ci = f" [{f(self.ci_low)}, {f(self.ci_high)}]" if self.ci_low is not None else ""
-        terms = [f"agreement {f(self.agreement.value)}"]
-        if self.consistency is not None:
-            terms.append(f"consistency {f(self.consistency.value)}")
-        if self.bias is not None:
-            terms.append(f"BiasScore {f(self.bias.value)}")
+        named = {"agreement": self.agreement, "consistency": self.consistency, "BiasScore": self.bias}
+        terms = [f"{name} {f(m.value)}" for name, m in named.items() if m is not None]
         why = f" ({self.reason})" if self.reason else ""
         return f"{f(self.value)}{ci}: {', '.join(terms)}; n={self.n}, coverage {self.coverage:.0%}{why}"
 
 
 class Gain(BaseModel):
-    """A paired difference of the objective between two judges on the same items, with a bootstrap
-    interval."""
+    """A paired difference of the objective between two judges on the same items, with an interval."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     value: float
@@ -153,52 +101,35 @@ class Gain(BaseModel):
 
 def _variant_rows(judgments: Sequence[Judgment]) -> list[tuple[Any, ...] | None]:
     """Per judgment, its outputs under every perturbation (in one column order), None when any is missing."""
-    names: dict[str, None] = {}
-    for j in judgments:
-        per = j.meta.get("perturbations")
-        if isinstance(per, Mapping):
-            names.update(dict.fromkeys(str(k) for k in per))
+    pers = [per if isinstance(per := j.meta.get("perturbations"), Mapping) else None for j in judgments]
+    names = list(dict.fromkeys(str(k) for per in pers if per is not None for k in per))
     rows: list[tuple[Any, ...] | None] = []
-    for j in judgments:
-        per = j.meta.get("perturbations")
-        if len(names) < 2 or not isinstance(per, Mapping):
-            rows.append(None)
-            continue
-        by_name = {str(k): v for k, v in per.items()}
+    for per in pers:
+        by_name = {str(k): v for k, v in per.items()} if per is not None and len(names) >= 2 else {}
         row = tuple(by_name.get(n) for n in names)
-        rows.append(None if any(measures.is_missing(v) for v in row) else row)
+        rows.append(row if by_name and not any(measures.is_missing(v) for v in row) else None)
     return rows
 
 
+@dataclass
 class _Arrays:
     """Per-item columns the objective is computed from (aligned with the items)."""
 
-    def __init__(
-        self,
-        scores: np.ndarray,
-        human: np.ndarray,
-        consistent: np.ndarray,
-        ls: np.ndarray,
-        variants: list[tuple[Any, ...] | None],
-        pairwise: bool = False,
-    ) -> None:
-        self.pairwise = pairwise
-        self.scores = scores
-        self.human = human
-        self.consistent = consistent
-        self.ls = ls
-        self.variants = variants
+    scores: np.ndarray
+    human: np.ndarray
+    consistent: np.ndarray
+    ls: np.ndarray
+    variants: list[tuple[Any, ...] | None]
+    pairwise: bool = False
 
 
 class Objective(Component):
     """agreement + λ·consistency − μ·|BiasScore| on a split (see the module docstring).
 
     Parameters:
-        agreement: the correlation with humans ("spearman", "kendall" or "pearson"), or
-            "accuracy" (exact match with the human label).
+        agreement: the correlation with humans ("spearman", "kendall" or "pearson"), or "accuracy".
         consistency_weight: λ >= 0.
-        consistency: "kappa" (chance-corrected, the default) or "raw" (the paper's share of
-            items identical under every perturbation, which rewards a collapsed judge).
+        consistency: "kappa" (chance-corrected) or "raw" (the paper's share, which rewards a collapsed judge).
         bias_weight: μ >= 0 (needs LS per item).
         min_coverage: the least share of labelled items that must get a score, else NaN.
     """
@@ -277,14 +208,12 @@ class Objective(Component):
         return "accuracy" if pairwise else self.agreement
 
     def _agreement_point(self, s: np.ndarray, h: np.ndarray, pairwise: bool = False) -> float:
-        """The agreement term on score and human columns (NaN where undefined)."""
         if self.agreement_for(pairwise) == "accuracy":
             both = np.isfinite(s) & np.isfinite(h)
             return float(np.mean(np.abs(s[both] - h[both]) < 1e-9)) if both.any() else math.nan
         return float(correlation_function(self.agreement)(s, h))
 
     def _consistency_point(self, a: _Arrays, idx: np.ndarray) -> float:
-        """The consistency term (raw share or kappa) on the scored items at ``idx``; NaN where undefined."""
         if self.consistency == "raw":
             c = a.consistent[idx]
             c = c[np.isfinite(c) & np.isfinite(a.scores[idx])]
@@ -319,10 +248,7 @@ class Objective(Component):
         seed: int = 0,
     ) -> ObjectiveValue:
         """The objective of ``judgments`` (in item order) against the items' human ``criterion`` scores.
-
-        ``ls``: LS per item (needed when ``bias_weight`` > 0). ``ci``: add a percentile
-        bootstrap interval (items resampled ``n_boot`` times with ``seed``).
-        """
+        ``ls``: LS per item (for ``bias_weight`` > 0); ``ci``: a percentile bootstrap interval over items."""
         a = self._arrays(judgments, items, criterion, ls)
         labelled = np.isfinite(a.human)
         scored = np.isfinite(a.scores) & labelled
@@ -348,44 +274,36 @@ class Objective(Component):
                     for name, out in per.items():
                         outputs.setdefault(str(name), {})[j.item_id] = out
             if len(outputs) < 2:
-                consistency = Measure(
-                    name="perturbation-consistency",
-                    value=math.nan,
-                    n=0,
-                    reason="no judgment records outputs under 2 or more perturbations in "
-                    "meta['perturbations'] (wrap the judge in a PerturbationProbe)",
+                why = (
+                    "no judgment records outputs under 2 or more perturbations in meta['perturbations'] "
+                    "(wrap the judge in a PerturbedGuidelines)"
                 )
+                consistency = Measure(name="perturbation-consistency", value=math.nan, n=0, reason=why)
             else:
                 consistency = measures.perturbation_consistency(outputs)
                 if self.consistency == "kappa" and consistency.ok:
                     kappa = float(consistency.extra["kappa"])
-                    why = (
-                        None
-                        if math.isfinite(kappa)
-                        else (
+                    why = None
+                    if not math.isfinite(kappa):
+                        why = (
                             "kappa is undefined: every perturbation gave one same answer to every item (a "
                             "collapsed judge; chance agreement is 1)"
                         )
-                    )
-                    consistency = consistency.model_copy(
-                        update={
-                            "name": "perturbation_consistency_kappa",
-                            "value": kappa,
-                            "reason": why,
-                            "extra": {**consistency.extra, "raw": consistency.value},
-                        }
-                    )
+                    extra = {**consistency.extra, "raw": consistency.value}
+                    update = {
+                        "name": "perturbation_consistency_kappa",
+                        "value": kappa,
+                        "reason": why,
+                        "extra": extra,
+                    }
+                    consistency = consistency.model_copy(update=update)
             value += self.consistency_weight * consistency.value
             if not consistency.ok:
                 reasons.append(f"consistency: {consistency.reason}")
         if self.bias_weight:
             if not np.isfinite(a.ls).any():
-                bias = Measure(
-                    name="bias-score",
-                    value=math.nan,
-                    n=0,
-                    reason="no LS was given for these items (pass ls= or a likelihood backend)",
-                )
+                why = "no LS was given for these items (pass ls= or a likelihood backend)"
+                bias = Measure(name="bias-score", value=math.nan, n=0, reason=why)
             else:
                 bias = measures.bias_score(a.ls, measures.unfairness_scores(a.scores, a.human))
             value -= self.bias_weight * abs(bias.value)
@@ -393,22 +311,16 @@ class Objective(Component):
                 reasons.append(f"BiasScore: {bias.reason}")
         if labelled.any() and coverage < self.min_coverage:
             value = math.nan
-            reasons.insert(
-                0,
-                f"coverage {coverage:.0%} of labelled items got a score; expected at least "
-                f"{self.min_coverage:.0%}",
-            )
+            why = f"coverage {coverage:.0%} of labelled items got a score; expected at least "
+            reasons.insert(0, why + f"{self.min_coverage:.0%}")
         elif not labelled.any():
             value = math.nan
             reasons.insert(0, f"no item has a human {criterion!r} score")
         low = high = None
         if ci and math.isfinite(value):
+            indices = np.arange(len(items))
             lo, hi = bootstrap_ci(
-                lambda idx: self._point(a, idx.astype(int)),
-                np.arange(len(items)),
-                n_boot=n_boot,
-                alpha=alpha,
-                seed=seed,
+                lambda i: self._point(a, i.astype(int)), indices, n_boot=n_boot, alpha=alpha, seed=seed
             )
             if math.isfinite(lo) and math.isfinite(hi):
                 low, high = lo, hi
@@ -437,8 +349,7 @@ class Objective(Component):
         alpha: float = 0.05,
         seed: int = 0,
     ) -> Gain:
-        """objective(better) − objective(base) on the same items, with a paired bootstrap interval (none when
-        n_boot=0)."""
+        """objective(better) − objective(base) on the same items, with a paired bootstrap interval."""
         a = self._arrays(better, items, criterion, ls)
         b = self._arrays(base, items, criterion, ls)
         idx = np.arange(len(items))
@@ -447,13 +358,11 @@ class Objective(Component):
             return Gain(value=math.nan, n=len(items), reason="the objective is NaN for one of the two judges")
         if n_boot <= 0:
             return Gain(value=float(value), n=len(items))
-        lo, hi = bootstrap_ci(
-            lambda i: self._point(a, i.astype(int)) - self._point(b, i.astype(int)),
-            idx,
-            n_boot=n_boot,
-            alpha=alpha,
-            seed=seed,
-        )
+
+        def paired(i: np.ndarray) -> float:
+            return self._point(a, i.astype(int)) - self._point(b, i.astype(int))
+
+        lo, hi = bootstrap_ci(paired, idx, n_boot=n_boot, alpha=alpha, seed=seed)
         finite = math.isfinite(lo) and math.isfinite(hi)
         return Gain(
             value=float(value), ci_low=lo if finite else None, ci_high=hi if finite else None, n=len(items)
@@ -462,16 +371,10 @@ class Objective(Component):
     def item_metric(
         self, predicted: float | None, human: float, scale: Scale, consistent: float | None = None
     ) -> float:
-        """The per-item part of the objective, for optimizers that average a per-example metric (DSPy).
-
-        ``1 − |predicted − human| / (scale.max − scale.min)`` (closeness, in [0, 1]), plus
-        ``λ`` when the item's output was identical under every perturbation. Chance
-        correction needs the whole split, so this per-item part uses the raw indicator
-        whatever ``consistency`` says; the candidates DSPy returns are ranked with the full
-        objective (kappa included) afterwards. A missing
-        prediction (parse failure) counts as a miss (0) for the optimizer; it is never
-        turned into a score.
-        """
+        """The per-item part of the objective, for optimizers that average a per-example metric (DSPy). ``1
+        − |predicted − human| / (scale.max − scale.min)``, plus ``λ`` when the output was identical under
+        every perturbation (the raw indicator: chance correction needs the whole split). A missing
+        prediction counts 0, never a score."""
         if predicted is None or not math.isfinite(predicted):
             return 0.0
         span = scale.max - scale.min

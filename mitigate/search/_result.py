@@ -1,10 +1,4 @@
-"""What a demo search found, and the pipeline file it writes.
-
-:class:`SearchResult` holds every :class:`Trial`, the winner's dev and test objective with
-intervals, the baseline's, the paired test gain, the calls spent, and why the search
-stopped. :meth:`SearchResult.save_pipeline` writes the winning pipeline as a spec file that
-``--pipeline @file.json`` (and :func:`load_pipeline`) loads.
-"""
+"""What a demo search found (:class:`SearchResult`, every :class:`Trial`), and the pipeline file it writes."""
 
 from __future__ import annotations
 
@@ -47,12 +41,9 @@ class Trial(BaseModel):
 class SearchResult(BaseModel):
     """What a search found: every trial, the winner on dev and on the held-out test split.
 
-    ``dev``/``test`` are the winner's objective with bootstrap intervals; ``baseline_dev``
-    and ``baseline_test`` the judge without demos; ``test_gain`` the paired difference
-    winner − baseline on test. ``calls_search`` is what the search spent of ``budget``
-    (distinct requests, answered by the cache or the backend); ``calls_backend`` how many
-    of those reached the backend; ``calls_test`` the test evaluation's requests.
-    ``stopped`` says why the search ended.
+    ``baseline_*`` are the judge without demos, ``test_gain`` the paired difference on test; ``calls_search``
+    is what the search spent of ``budget`` (``calls_backend`` reached the backend), ``calls_test`` the test
+    evaluation's.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -79,14 +70,7 @@ class SearchResult(BaseModel):
 
     @property
     def beats_baseline(self) -> bool:
-        """Whether the winner is better than the baseline on held-out test: a gain above 0 whose interval
-        excludes 0, on enough test items and documents to carry a conclusion.
-
-        A gain without an interval (``n_boot=0``), a NaN gain, a gain of 0 or below, an interval
-        that includes 0, and any gain on fewer than ``MIN_ITEMS`` test items or ``MIN_DOCUMENTS``
-        documents (:meth:`warnings`: the same rule as a comparison's bottom line) are not a
-        win: no demo set is then recommended.
-        """
+        """A test gain above 0 whose interval excludes 0, on enough test items and documents (no warning)."""
         g = self.test_gain
         return (
             self.best_index != 0
@@ -127,8 +111,7 @@ class SearchResult(BaseModel):
         if n < MIN_ITEMS:
             out.append(
                 f"only {n} test items: with fewer than {MIN_ITEMS} the test gain and its interval are "
-                "too unstable to carry a conclusion (use more labelled data: --limit, or "
-                "other --splits)"
+                "too unstable to carry a conclusion (use more labelled data: --limit, or other --splits)"
             )
         if self.test_documents is not None and self.test_documents < MIN_DOCUMENTS:
             out.append(
@@ -176,8 +159,6 @@ class SearchResult(BaseModel):
         )
 
     def __repr__(self) -> str:
-        """One short line (the full record is :meth:`summary` and ``model_dump()``)."""
-
         def f(x: float) -> str:
             return "nan" if not math.isfinite(x) else f"{x:+.3f}" if x < 0 or x > 0 else "0.000"
 
@@ -196,16 +177,10 @@ class SearchResult(BaseModel):
         return self.summary()
 
     def save_pipeline(self, path: str | Path, *, before: Mitigation | None = None) -> Path:
-        """Write ``{"verdict": ..., "pipeline": <dev winner's spec>, "search": {...}}`` as JSON; ``--pipeline
-        @file.json`` loads it.
-
-        ``verdict`` says whether the winner beat the baseline on test (:meth:`verdict`); when it
-        did not, the file still holds the dev winner, for inspection, and
-        :func:`~mitigate.strategies.load_pipeline` warns whoever loads it. ``before``: the
-        mitigations the searched judge was already wrapped in (``mitigate search --pipeline``);
-        the saved pipeline is then ``before | winner``, so loading it reproduces the searched
-        judge from the base one. (Plot the search with :func:`mitigate.report._plots.plot_search`.)
-        """
+        """Write ``{"verdict": ..., "pipeline": <dev winner's spec>, "search": {...}}`` as JSON;
+        ``--pipeline @file.json`` loads it. When the winner did not beat the baseline the file still holds
+        it, and :func:`~mitigate.strategies.load_pipeline` warns. ``before``: the mitigations the searched
+        judge was already wrapped in; the saved pipeline is then ``before | winner``."""
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
         pipeline = self.best.pipeline
@@ -224,15 +199,8 @@ class SearchResult(BaseModel):
                 "criterion": self.criterion,
                 "winner": self.best.label,
                 "demo_ids": list(self.best.demo_ids),
-                "dev": self.dev.model_dump(mode="json"),
-                "test": self.test.model_dump(mode="json"),
-                "baseline_dev": self.baseline_dev.model_dump(mode="json"),
-                "baseline_test": self.baseline_test.model_dump(mode="json"),
-                "test_gain": self.test_gain.model_dump(mode="json"),
-                "budget": self.budget,
-                "calls_search": self.calls_search,
-                "calls_backend": self.calls_backend,
-                "calls_test": self.calls_test,
+                **{k: getattr(self, k).model_dump(mode="json") for k in _VALUES},
+                **{k: getattr(self, k) for k in ("budget", "calls_search", "calls_backend", "calls_test")},
                 "stopped": self.stopped,
                 "seed": self.seed,
                 "split": {k: list(v) for k, v in self.split.items()},
@@ -240,6 +208,9 @@ class SearchResult(BaseModel):
         }
         write_output(out, json.dumps(payload, indent=1, default=_json_default), "--out")
         return out
+
+
+_VALUES = ("dev", "test", "baseline_dev", "baseline_test", "test_gain")
 
 
 def _json_default(value: Any) -> Any:

@@ -1,13 +1,5 @@
-"""The search entry points: :func:`asearch` and its synchronous twin :func:`search`.
-
-Split the labelled data into train / dev / test with a seed, draw candidate demo sets (the
-train split is the demo pool), score each candidate's judge on **dev** with the
-:class:`~mitigate.search._objective.Objective`, and report the winner on the held-out **test**
-split beside the zero-shot baseline, with bootstrap intervals, so users see whether the gain
-survives outside the data it was chosen on. How candidates are proposed is the engine's job
-(:mod:`mitigate.search.engines`, kind ``"engine"`` in :mod:`mitigate.registry`); the budget and
-cache rules are in :mod:`mitigate.search._session`.
-"""
+"""The search entry points: :func:`asearch` and its synchronous twin :func:`search` (train / dev / test
+split with a seed; the winner on dev is reported on held-out test beside the baseline)."""
 
 from __future__ import annotations
 
@@ -25,6 +17,7 @@ from mitigate.search._objective import Objective
 from mitigate.search._result import SearchResult
 from mitigate.search._session import (
     Candidate,
+    Engine,
     SearchSpace,
     Session,
     as_split,
@@ -33,10 +26,9 @@ from mitigate.search._session import (
     likelihoods,
     search_criterion,
 )
-from mitigate.search.engines._base import Engine
 from mitigate.search.engines._dspy import OPTIMIZERS
 from mitigate.selectors import Random, Selector, Stratified
-from mitigate.strategies import Demos, PerturbationProbe
+from mitigate.strategies import Demos, PerturbedGuidelines
 
 
 def engine_from(engine: str | Engine, options: Mapping[str, Any] | None = None) -> Engine:
@@ -64,7 +56,7 @@ async def asearch(
     selectors: Sequence[Selector] | None = None,
     budget: int = 200,
     perturbations: Sequence[Demos | None] = (None,),
-    probe: PerturbationProbe | None = None,
+    probe: PerturbedGuidelines | None = None,
     ls: Mapping[str, float] | None = None,
     likelihood: str | LM | None = None,
     splits: tuple[float, float, float] = (0.5, 0.25, 0.25),
@@ -80,30 +72,16 @@ async def asearch(
     Parameters:
         judge: the base judge (no demos); its prompts get the candidate demos.
         data: a labelled benchmark (split with ``splits`` and ``seed``), or a :class:`Split`.
-        engine: a registered engine name (``mitigate.search.ENGINES``: ``"random"``,
-            ``"greedy"``, ``"dspy-labeled"``, ``"dspy-bootstrap-rs"``, ``"dspy-mipro"``) or an
-            :class:`~mitigate.search.engines._base.Engine`; ``engine_options`` are that engine's
-            parameters (``max_trials`` for random, ``n_candidates`` for greedy,
-            ``prompt_model``/``num_candidates``/``num_trials`` for the DSPy ones).
+        engine: a registered engine name or an :class:`Engine`; ``engine_options`` are its parameters.
         criterion: the human label optimised against (default: the only one).
         objective: what is maximised (default: Spearman agreement only).
         k: demos per set, or a list of sizes to draw from (the DSPy engines use the largest).
-        selectors: candidate generators, fitted on the train split when unfitted
-            (default: ``Random`` and ``Stratified``; engines that choose demos their own way
-            take none). An unfitted :class:`~mitigate.selectors.HighestRS` is fitted by
-            judging the train split with the base judge (counted in the budget) and scoring
-            LS with ``likelihood`` when it is an LM object, else with the selector's own
-            ``likelihood`` spec.
+        selectors: candidate generators (default ``Random`` and ``Stratified``), fitted on train if unfitted.
         budget: distinct LM requests the search may make, answered by the cache or the backend alike.
-        perturbations: perturbation templates to search over: ``None`` shows plain demos,
-            a :class:`~mitigate.strategies.Demos` with ``display="perturbed"`` (as the
-            ``perturbed-demos`` preset builds; its selector and demos are replaced by each
-            candidate's demos) shows them under perturbed guidelines (Ghazarian et al. 2024).
-        probe: how consistency is measured when the objective counts it (default
-            ``PerturbationProbe(kind="order", n=2)``).
-        ls: LS per item id, needed when the objective counts BiasScore; else computed
-            with ``likelihood`` (a backend spec or LM) on dev and test.
-        likelihood: the LS backend (BiasScore, and fitting HighestRS).
+        perturbations: templates searched over: ``None`` for plain demos, or a
+            :class:`~mitigate.strategies.Demos` with a perturbed display.
+        probe: the :class:`~mitigate.strategies.PerturbedGuidelines` measuring consistency when it counts.
+        ls, likelihood: LS per item id for BiasScore, else the LS backend (also for fitting HighestRS).
         cache: the LM cache (True: the default file; a path or LMCache; False: none).
         n_boot: bootstrap resamples for the reported intervals (0: none).
     """
@@ -114,9 +92,8 @@ async def asearch(
             f"the {eng.registry_name!r} engine chooses demos its own way; expected no "
             "selectors= or perturbations=, got some"
         )
-    check_param("search", "budget", budget, [Interval(int, 1)])
-    check_param("search", "concurrency", concurrency, [Interval(int, 1)])
-    check_param("search", "n_boot", n_boot, [Interval(int, 0)])
+    for name, value, least in (("budget", budget, 1), ("concurrency", concurrency, 1), ("n_boot", n_boot, 0)):
+        check_param("search", name, value, [Interval(int, least)])
     objective = objective or Objective()
     ks = demo_counts(k)
     crit = search_criterion(data, judge, criterion)
@@ -134,9 +111,10 @@ async def asearch(
                 f"The 'k' parameter of search asks for up to {max(ks)} demos, but the train "
                 f"split has only {n_train} labelled items"
             )
-    probe = (
-        (probe or PerturbationProbe(kind="order", n=2, seed=seed)) if objective.needs_perturbations else None
-    )
+    if objective.needs_perturbations:
+        probe = probe or PerturbedGuidelines(kind="order", n=2, seed=seed)
+    else:
+        probe = None
     ls = await likelihoods(objective, ls, likelihood, split, judge)
     s = Session(
         judge,
@@ -167,15 +145,13 @@ async def asearch(
 
 
 def search(judge: Judge, data: Benchmark | Split | Sequence[Item], **kwargs: Any) -> SearchResult:
-    """:func:`asearch` from synchronous code (it runs its own event loop; use ``await asearch(...)`` inside
-    one)."""
+    """:func:`asearch` from synchronous code (inside an event loop, ``await asearch(...)``)."""
     return run_coroutine(asearch(judge, data, **kwargs), what="search()", instead="asearch(...)")
 
 
 def dspy_search(
     judge: Judge, data: Benchmark | Split | Sequence[Item], *, optimizer: str = "labeled", **kwargs: Any
 ) -> SearchResult:
-    """``search(judge, data, engine="dspy-<optimizer>", **kwargs)`` (``optimizer``: "labeled", "bootstrap-rs"
-    or "mipro")."""
+    """``search(judge, data, engine="dspy-<optimizer>", **kwargs)``."""
     check_param("dspy_search", "optimizer", optimizer, [Options(*OPTIMIZERS)])
     return search(judge, data, engine=f"dspy-{optimizer}", **kwargs)

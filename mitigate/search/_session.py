@@ -1,24 +1,9 @@
-"""The machinery every search engine shares: the budgeted judge, candidates, evaluation on dev, and the
-report.
+"""The machinery every search engine shares: the engine protocol, the budgeted judge, candidates, evaluation
+on dev, and the report.
 
-Budget and cache
-    The budget counts the **distinct** LM requests the search makes, whether the cache or
-    the backend answers them: every leaf LM of the judge is wrapped as
-    ``BudgetedLM(CachedLM(lm))`` (:func:`instrument`), and a request already made in this
-    search is free. So a rerun with a warm cache retraces the same trials to the same winner
-    (only faster) instead of spending the budget on further candidates, and a search's result
-    does not depend on what the cache held. ``SearchResult.calls_backend`` says how many of
-    the counted requests reached the backend (the rest were cache hits). With
-    ``cache=False`` nothing answers a repeat, so every call counts. Before a candidate is
-    evaluated its worst-case cost (dev items x prompt judges per item) is checked against
-    what is left; the search stops instead of starting a candidate it could not finish, and
-    the wrapper refuses any call beyond the budget as a backstop. The baseline is the first
-    trial and counts. The final test-split evaluation (baseline and winner) is outside the
-    budget and reported as ``calls_test``.
-
-:class:`SearchSpace` is what an engine searches over (selectors, demo counts, perturbation
-templates); :func:`fit_selectors` and :func:`fit_judged_selectors` fit its selectors on the
-train split, the latter for selectors that judge the pool (HighestRS), inside the budget.
+The budget counts **distinct** LM requests, answered by the cache or the backend alike (:func:`instrument`),
+so a rerun with a warm cache retraces the same trials; a candidate whose worst-case cost exceeds what is left
+is not started; the final evaluation on test is outside the budget.
 """
 
 from __future__ import annotations
@@ -27,7 +12,7 @@ import json
 import random as _random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Self
 
 from tqdm.auto import tqdm
 
@@ -37,11 +22,12 @@ from mitigate.errors import ConfigError
 from mitigate.judge import FitContext, Judge, Judgment, LikelihoodScorer, PromptJudge
 from mitigate.lm import LM, BudgetedLM, CachedLM, CallBudget, LMCache
 from mitigate.prompt import Demo
+from mitigate.registry import Component, Tags
 from mitigate.run import run
 from mitigate.search._objective import Objective
 from mitigate.search._result import SearchResult, Trial, rank_key
 from mitigate.selectors import Selector
-from mitigate.strategies import Demos, Mitigation, PerturbationProbe, Pipeline, from_spec
+from mitigate.strategies import Demos, Mitigation, PerturbedGuidelines, Pipeline, from_spec
 
 MAX_MISSES = 200
 """Draws in a row that give nothing new before a sampling engine stops ("exhausted")."""
@@ -51,25 +37,17 @@ def instrument(
     judge: Judge, budget: CallBudget, cache: bool | str | Path | LMCache = True
 ) -> tuple[Judge, list[LMCache]]:
     """``judge`` with every leaf LM wrapped as ``BudgetedLM(CachedLM(lm))`` (or ``BudgetedLM(lm)`` without
-    cache).
-
-    A leaf LM that is already a :class:`CachedLM` keeps its cache, with the budget placed
-    outside it. Returns the new judge and the caches this function opened (to close).
-    """
-    opened: list[LMCache] = []
-    shared: LMCache | None = None
-    if cache is True:
-        shared = LMCache()
-        opened.append(shared)
-    elif isinstance(cache, LMCache):
-        shared = cache
-    elif isinstance(cache, str | Path):
-        shared = LMCache(cache)
-        opened.append(shared)
-    elif cache is not False:
+    cache), and the caches this opened (to close). A leaf LM that is already a :class:`CachedLM` keeps its
+    cache, with the budget outside it."""
+    if cache is True or isinstance(cache, str | Path):
+        shared: LMCache | None = LMCache() if cache is True else LMCache(cache)
+    elif cache is False or isinstance(cache, LMCache):
+        shared = None if cache is False else cache
+    else:
         raise ConfigError(
             f"expected cache to be True, False, a path or an LMCache; got {type(cache).__name__}"
         )
+    opened = [shared] if shared is not None and shared is not cache else []
     wrapped: dict[int, LM] = {}
 
     def wrap(lm: LM) -> LM:
@@ -86,11 +64,7 @@ def instrument(
 
 
 class Candidate:
-    """A candidate pipeline before evaluation: its label, mitigation (None: the baseline), selector and demo
-    ids.
-
-    ``key`` identifies it: a demo set already tried in another order is the same candidate.
-    """
+    """A candidate pipeline before evaluation; ``key`` identifies it (a demo set in any order)."""
 
     def __init__(
         self,
@@ -100,13 +74,9 @@ class Candidate:
         demo_ids: Sequence[str] = (),
         meta: dict[str, Any] | None = None,
     ) -> None:
-        self.label = label
-        self.mitigation = mitigation
-        self.selector = selector
-        self.demo_ids = tuple(demo_ids)
-        self.meta = meta or {}
-        spec = mitigation.spec() if mitigation is not None else Pipeline().spec()
-        self.spec = spec
+        self.label, self.mitigation, self.selector = label, mitigation, selector
+        self.demo_ids, self.meta = tuple(demo_ids), meta or {}
+        self.spec = spec = mitigation.spec() if mitigation is not None else Pipeline().spec()
         if isinstance(mitigation, Demos) and mitigation.demos:
             # a set already tried in another order is not tried again
             rest = mitigation.model_dump(mode="json", exclude={"demos"})
@@ -116,8 +86,7 @@ class Candidate:
 
 
 def with_demos(template: Demos | None, demos: Sequence[Demo]) -> Mitigation:
-    """``Demos(demos=demos)`` shown plain, or the perturbation template's display holding ``demos`` (Ghazarian
-    et al. 2024)."""
+    """``Demos(demos=demos)`` shown plain, or the perturbation template's display holding ``demos``."""
     if template is None:
         return Demos(demos=tuple(demos), k=len(demos))
     if not isinstance(template, Demos) or template.display == "plain":
@@ -131,13 +100,7 @@ def with_demos(template: Demos | None, demos: Sequence[Demo]) -> Mitigation:
 
 
 class Session:
-    """What every engine evaluates candidates through: the instrumented judge, the budget, the
-    splits, the objective, the trials so far, and the final report on test.
-
-    Engines call :meth:`evaluate` (dev objective of a candidate, recorded as a trial) and
-    :meth:`cost`; :func:`mitigate.search.asearch` makes the session, evaluates the baseline,
-    runs the engine and calls :meth:`finish`.
-    """
+    """What every engine evaluates candidates through: judge, budget, splits, objective and trials."""
 
     def __init__(
         self,
@@ -147,7 +110,7 @@ class Session:
         objective: Objective,
         *,
         budget: int,
-        probe: PerturbationProbe | None,
+        probe: PerturbedGuidelines | None,
         ls: Mapping[str, float] | None,
         cache: bool | str | Path | LMCache,
         concurrency: int,
@@ -159,16 +122,9 @@ class Session:
         self.budget = CallBudget(budget)
         self.budget_total = budget
         self.judge, self._opened = instrument(judge, self.budget, cache)
-        self.split = split
-        self.criterion = criterion
-        self.objective = objective
-        self.probe = probe
-        self.ls = ls
-        self.concurrency = concurrency
-        self.progress = progress
-        self.n_boot = n_boot
-        self.seed = seed
-        self.engine = engine
+        self.split, self.criterion, self.objective = split, criterion, objective
+        self.probe, self.ls, self.engine = probe, ls, engine
+        self.concurrency, self.progress, self.n_boot, self.seed = concurrency, progress, n_boot, seed
         self.trials: list[Trial] = []
         self.judgments: dict[int, tuple[Judgment, ...]] = {}
         self.seen: dict[str, int] = {}
@@ -187,7 +143,7 @@ class Session:
             c.close()
 
     def judge_for(self, mitigation: Mitigation | None) -> Judge:
-        """The instrumented judge with ``mitigation`` (and the probe, when consistency counts)."""
+        """The instrumented judge with ``mitigation`` (and the consistency measurement when it counts)."""
         j = mitigation.wrap(self.judge) if mitigation is not None else self.judge
         return self.probe.wrap(j) if self.probe is not None else j
 
@@ -202,13 +158,10 @@ class Session:
         return result.judgments, self.budget.used - before, self.budget.refused > refused_before
 
     async def evaluate(self, cand: Candidate, *, precheck: bool = True) -> Trial | None:
-        """Score ``cand`` on dev and record it; None when the budget cannot cover it (nothing recorded).
-
-        A candidate already evaluated returns its earlier trial without new calls. With
-        ``precheck`` a candidate whose worst-case cost exceeds the remaining budget is not
-        started; without, it runs and is dropped only if the budget refuses a call (for
-        candidates whose calls are expected to be cached).
-        """
+        """Score ``cand`` on dev and record it; None when the budget cannot cover it (nothing recorded). A
+        candidate already evaluated returns its earlier trial. With ``precheck`` one whose worst-case cost
+        exceeds the remaining budget is not started; without, it runs and is dropped only if the budget
+        refuses a call (for candidates expected to be cached)."""
         if cand.key in self.seen:
             return self.trials[self.seen[cand.key]]
         remaining = self.budget.remaining
@@ -248,20 +201,18 @@ class Session:
         self.budget.limit = None
         best = self.best_index()
         base = 0  # the baseline is always the first trial
-        base_test, _, _ = await self.run(
-            self.judge_for(from_spec(self.trials[base].pipeline)), self.split.test
-        )
-        if best == base:
-            best_test = base_test
-        else:
-            best_test, _, _ = await self.run(
-                self.judge_for(from_spec(self.trials[best].pipeline)), self.split.test
-            )
+
+        async def on_test(i: int) -> tuple[Judgment, ...]:
+            return (await self.run(self.judge_for(from_spec(self.trials[i].pipeline)), self.split.test))[0]
+
+        base_test = await on_test(base)
+        best_test = base_test if best == base else await on_test(best)
         test_calls = self.budget.used - spent
         boot = {"n_boot": self.n_boot, "seed": self.seed}
         ci = self.n_boot > 0
         obj, crit = self.objective, self.criterion
         dev_items, test_items = self.split.dev, self.split.test
+        documents = {it.doc_id for it in test_items} if all(it.doc_id for it in test_items) else None
         return SearchResult(
             engine=self.engine,
             objective=obj,
@@ -283,21 +234,14 @@ class Session:
             calls_test=test_calls,
             stopped=stopped,
             meta=meta or {},
-            test_documents=len({it.doc_id for it in test_items})
-            if all(it.doc_id for it in test_items)
-            else None,
+            test_documents=None if documents is None else len(documents),
         )
 
 
 class SearchSpace(NamedTuple):
-    """What an engine searches over: candidate generators, demo counts and perturbation templates.
-
-    ``selectors`` are fitted on the train split, except those that judge the pool (HighestRS)
-    until :func:`fit_judged_selectors` runs; ``templates`` hold ``None`` (plain demos) and/or
-    perturbation templates (a :class:`~mitigate.strategies.Demos` with ``display="perturbed"``, as
-    ``perturbed-demos`` builds: demos shown under perturbed guidelines); ``likelihood`` is the LS backend for
-    fitting HighestRS.
-    """
+    """What an engine searches over: selectors (fitted on train; those that judge the pool by
+    :func:`fit_judged_selectors`), demo counts, templates (``None`` for plain demos, or a
+    :class:`~mitigate.strategies.Demos` with a perturbed display) and the LS backend for HighestRS."""
 
     selectors: list[Selector]
     ks: list[int]
@@ -313,17 +257,15 @@ def train_pool(split: Split, criterion: str) -> Benchmark | list[Item]:
 
 
 def fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -> list[Selector]:
-    """The selectors, the unfitted ones fitted on the train split (those that judge the pool are left for
-    :func:`fit_judged_selectors`)."""
+    """The selectors, fitted on the train split (except those that judge the pool)."""
     out = []
     for sel in selectors:
         if not isinstance(sel, Selector):
             raise ConfigError(f"expected Selector objects in selectors=; got {type(sel).__name__}")
         if sel.chosen_ is not None:
             raise ConfigError(
-                f"search draws many demo sets from each selector; expected {sel.describe()} "
-                f"unfitted or fitted on its pool, got one keeping only the {len(sel.chosen_)} "
-                "demos it chose"
+                f"search draws many demo sets from each selector; expected {sel.describe()} unfitted or "
+                f"fitted on its pool, got one keeping only the {len(sel.chosen_)} demos it chose"
             )
         out.append(
             sel
@@ -336,12 +278,7 @@ def fit_selectors(selectors: Sequence[Selector], split: Split, criterion: str) -
 async def fit_judged_selectors(
     s: Session, selectors: list[Selector], likelihood: str | LM | None
 ) -> list[Selector]:
-    """Fit the unfitted selectors that judge the pool (HighestRS) on the train split, with the session's
-    judge.
-
-    The judge's calls count in the budget; LS comes from ``likelihood`` when it is an LM
-    object, else from the selector's own ``likelihood`` spec.
-    """
+    """Fit the selectors that judge the pool (HighestRS) on the train split, within the budget."""
     out = []
     for sel in selectors:
         if sel.tags.calls_judge_while_fitting and not sel.is_fitted:
@@ -349,9 +286,8 @@ async def fit_judged_selectors(
             remaining = s.budget.remaining
             if remaining is not None and cost > remaining:
                 raise ConfigError(
-                    f"fitting {type(sel).__name__} judges the train split (up to {cost} LM "
-                    f"calls), but only {remaining} of the budget are left; raise the budget or "
-                    "pass it fitted"
+                    f"fitting {type(sel).__name__} judges the train split (up to {cost} LM calls), but only "
+                    f"{remaining} of the budget are left; raise the budget or pass it fitted"
                 )
             before = s.budget.used
             lm = likelihood if isinstance(likelihood, LM) else None
@@ -364,23 +300,18 @@ async def fit_judged_selectors(
 
 def reseeded(sel: Selector, rng: _random.Random) -> Selector:
     """``sel`` with a fresh seed drawn from ``rng`` (a selector without a seed is returned as it is)."""
-    if "seed" in type(sel).model_fields:
-        return sel.model_copy(update={"seed": rng.randrange(2**31)})
-    return sel
+    return sel.model_copy(update={"seed": rng.randrange(2**31)}) if "seed" in type(sel).model_fields else sel
 
 
 def as_split(
     data: Benchmark | Split | Sequence[Item], fractions: tuple[float, float, float], seed: int, criterion: str
 ) -> Split:
     """``data`` itself when it is a Split, else :func:`~mitigate.data._split.split_items` of it."""
-    if isinstance(data, Split):
-        return data
-    return split_items(data, fractions, seed=seed, criterion=criterion)
+    return data if isinstance(data, Split) else split_items(data, fractions, seed=seed, criterion=criterion)
 
 
 def search_criterion(data: Benchmark | Split | Sequence[Item], judge: Judge, criterion: str | None) -> str:
-    """The human label a search optimises against: ``criterion``, the benchmark's only one, or the judge's
-    only one."""
+    """The human label a search optimises against: given, the benchmark's only one, or the judge's."""
     if criterion is not None:
         return criterion
     if isinstance(data, Benchmark) and len(data.criteria) == 1:
@@ -398,10 +329,7 @@ def demo_counts(k: int | Sequence[int]) -> list[int]:
     one = Interval(int, 1)
     many = Satisfies(
         lambda v: (
-            isinstance(v, Sequence)
-            and not isinstance(v, str)
-            and len(v) > 0
-            and all(one.accepts(x) for x in v)
+            isinstance(v, Sequence) and not isinstance(v, str) and len(v) > 0 and all(map(one.accepts, v))
         ),
         "a non-empty list of ints >= 1",
     )
@@ -416,18 +344,37 @@ async def likelihoods(
     split: Split,
     judge: Judge,
 ) -> Mapping[str, float] | None:
-    """LS per dev and test item when the objective counts BiasScore: ``ls`` as given, else computed with
-    ``likelihood``."""
+    """LS per dev and test item when the objective counts BiasScore (given, or computed)."""
     if not objective.needs_likelihood or ls is not None:
         return ls
     if likelihood is None:
         raise ConfigError(
-            "the objective counts BiasScore (bias_weight > 0), which needs LS per item: pass "
-            "ls= (item id -> log-likelihood) or likelihood='local' (a backend with "
-            "loglikelihood)"
+            "the objective counts BiasScore (bias_weight > 0), which needs LS per item: pass ls= (item id "
+            "-> log-likelihood) or likelihood='local' (a backend with loglikelihood)"
         )
     scorer = LikelihoodScorer(likelihood)
     items = [*split.dev, *split.test]
     task = next((leaf.prompt.task for leaf in judge.leaves()), "")
     values = await scorer.score_many(items, task, progress=False)
     return {it.id: float(v) for it, v in zip(items, values, strict=True)}
+
+
+class Outcome(NamedTuple):
+    """How an engine's run ended (``stopped``) and what it reports in ``SearchResult.meta``."""
+
+    stopped: str
+    meta: dict[str, Any]
+
+
+class Engine(Component):
+    """Base of the search engines; tag ``uses_selectors``: it draws from the search's selectors."""
+
+    declared_tags: ClassVar[Tags] = Tags(uses_selectors=True)
+
+    def prepare(self, judge: Judge, split: Split, criterion: str, ks: list[int]) -> Self:
+        """The engine ready to run; ConfigError, before any LM call, for what it cannot do."""
+        return self
+
+    async def run(self, session: Session, space: SearchSpace) -> Outcome:
+        """Propose candidates and score them with ``session.evaluate`` until done or out of budget."""
+        raise NotImplementedError(f"{type(self).__name__} must implement run()")

@@ -1,24 +1,8 @@
 """Choosing which demonstrations go into a judge prompt: the one way demos are chosen.
 
-Importing this package registers every selector (kind ``"selector"`` in
-:mod:`mitigate.registry`; :func:`selector_from_spec` rebuilds one from its spec).
-
-| name | class | what it picks |
-|---|---|---|
-| ``random`` | :class:`Random` | k items at random (seeded) |
-| ``stratified`` | :class:`Stratified` | k items balanced over gold labels (Ghazarian et al. 2024) |
-| ``knn`` | :class:`KNN` | the k items nearest to the judged item (TF-IDF + scikit-learn) |
-| ``highest-rs`` | :class:`HighestRS` | the k items with the highest RS (Ohi et al. 2024) |
-| ``fixed`` | :class:`Fixed` | the items the user names |
-
-The package also owns the rules those choices rest on: RS ranking (:func:`rank_by_rs`),
-stratified picking (:func:`stratified_pick`) and which human label demos show
-(:func:`resolve_criterion`). It imports nothing from :mod:`mitigate.strategies` (whose demo
-mitigations show what a selector picks) or :mod:`mitigate.search` (which searches over
-selectors); both sit above it.
-
-(The package lives at ``mitigate.selectors`` because a top-level ``selectors`` would shadow
-the standard library module asyncio imports.)
+Importing this package registers every selector (kind ``"selector"``): :class:`Random`, :class:`Stratified`,
+:class:`KNN`, :class:`HighestRS` and :class:`Fixed`. It imports nothing from :mod:`mitigate.strategies` or
+:mod:`mitigate.search`, which sit above it (a top-level ``selectors`` would shadow the standard library's).
 """
 
 from typing import TYPE_CHECKING
@@ -28,6 +12,7 @@ from mitigate._lazy import lazy_exports
 if TYPE_CHECKING:
     from mitigate.selectors._base import (
         GOLD_VERDICT,
+        Fixed,
         Selector,
         demo_item,
         demo_of,
@@ -36,10 +21,8 @@ if TYPE_CHECKING:
         resolve_criterion,
         selector_from_spec,
     )
-    from mitigate.selectors._fixed import Fixed
     from mitigate.selectors._highest_rs import HighestRS, judge_score, rank_by_rs
     from mitigate.selectors._knn import KNN, item_text
-    from mitigate.selectors._random import Random
-    from mitigate.selectors._stratified import Stratified, balanced_quotas, stratified_pick
+    from mitigate.selectors._stratified import Random, Stratified, balanced_quotas, stratified_pick
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

@@ -1,39 +1,14 @@
 """The selector contract: frozen, seeded choosers of demonstrations.
 
-A :class:`Selector` decides which labelled items a judge prompt shows as few-shot
-demonstrations. Like a scikit-learn estimator its parameters are its fields, and fitting
-returns a fitted copy::
+Like a scikit-learn estimator, a :class:`Selector`'s parameters are its fields and fitting returns a fitted
+copy::
 
     sel = Stratified(seed=3).fit(train, criterion="coherence")   # remembers the labelled pool
     demos = sel.select(2)                                 # -> list[Demo], human scores shown
     demos = knn.select(4, query=item)                     # query-dependent selectors need the item
     kept = sel.with_choice(2)                             # keeps those 2 demos, not the pool
 
-- ``afit(pool, judge, ctx)`` (async; ``fit`` is its synchronous form, the one fit protocol of
-  :class:`mitigate.judge._fitting.Fittable`; a selector implements ``learn(pool, judge, ctx)``) keeps
-  the pool items that carry a human label for the criterion, as demos need them
-  (:func:`demo_item`: without per-annotator scores and metadata), in fields ending in ``_``:
-  ``pool_``, ``criterion_``, ``scale_``, ``n_pool_``. A fitted selector serialises with
-  :meth:`Selector.spec` and :func:`selector_from_spec` rebuilds it. The criterion is
-  ``ctx.criterion`` (keyword ``criterion=``) when given, else the pool benchmark's only
-  criterion, else the only criterion of the judge's prompts that the pool labels
-  (:func:`resolve_criterion`'s rule); anything still ambiguous is a ConfigError. A selector
-  that judges the pool while fitting (:class:`~mitigate.selectors._highest_rs.HighestRS`, tag
-  ``calls_judge_while_fitting``) runs ``judge`` there.
-- ``select(k, query=None)`` returns ``k`` :class:`~mitigate.prompt.Demo` objects built with
-  :meth:`Demo.from_item` (the *human* score), never including the query item itself (a
-  demo that is the judged item would hand the judge its gold label). The same fitted
-  selector, ``k`` and query always give the same demos.
-- ``with_choice(k)`` is the fitted selector once ``k`` is known and the choice does not depend
-  on the judged item (a :class:`~mitigate.strategies._demos.Demos` showing one demo set): it
-  keeps only the ``k`` items ``select(k)`` chose (``chosen_``), not the pool, and answers
-  ``select(k)`` with them. A query-dependent selector (KNN) keeps its pool, since any of its
-  items may be a judged item's neighbour.
-
-Every concrete selector registers itself as kind ``"selector"`` with
-:func:`mitigate.registry.register` under a kebab-case name. The demo mitigations of
-:mod:`mitigate.strategies._demos` show what a selector picks; this package imports nothing
-from the strategies.
+:class:`Fixed` (``"fixed"``) shows the pool items the user names.
 """
 
 from __future__ import annotations
@@ -41,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
-from mitigate.constraints import Interval, check_param
+from mitigate.constraints import Interval, Satisfies, check_param
 from mitigate.data import Benchmark, Item, labelled_items
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import FitContext, Fittable, Judge
 from mitigate.parse import Verdict
 from mitigate.prompt import Demo
-from mitigate.registry import Component, Tags, build
+from mitigate.registry import Component, Tags, build, register
 from mitigate.registry import registered as registered_components
 from mitigate.scale import Scale
 
@@ -72,12 +47,7 @@ GOLD_VERDICT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 
 
 def demo_item(item: Item) -> Item:
-    """``item`` as a fitted selector keeps it: what a demo shows and is scored by (no annotators, no meta).
-
-    A demo shows the item's texts (output, inputs, reference, output_b) and its human label;
-    per-annotator scores and loader metadata (SummEval's eleven reference summaries, say) are
-    never shown, and kept they would make a fitted value carry its training data.
-    """
+    """``item`` as a fitted selector keeps it: without per-annotator scores and metadata."""
     if not item.annotators and not item.meta:
         return item
     return item.model_copy(update={"annotators": {}, "meta": {}})
@@ -86,20 +56,16 @@ def demo_item(item: Item) -> Item:
 def demo_of(
     item: Item, criterion: str, *, human_scale: Scale | None = None, prompt_scale: Scale | None = None
 ) -> Demo:
-    """The demo ``item`` makes: its human score (mapped onto ``prompt_scale``), or its gold preference as a
-    verdict."""
+    """The demo ``item`` makes: its human score, or its gold preference as a verdict."""
     if criterion not in item.human and criterion in item.preference:
         return Demo(item=item, verdict=GOLD_VERDICT[item.preference[criterion]])
     return Demo.from_item(item, criterion, human_scale=human_scale, prompt_scale=prompt_scale)
 
 
 def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | None) -> str:
-    """The human-label criterion demos are scored on.
-
-    ``criterion`` when given; else the benchmark's only criterion; else the only criterion
-    of the judge's prompts that the benchmark labels. ConfigError when still ambiguous;
-    DataError when no item has a human score for it.
-    """
+    """The human-label criterion demos are scored on: ``criterion``; else the benchmark's only one; else
+    the only criterion of the judge's prompts the benchmark labels. ConfigError when still ambiguous;
+    DataError when no item is labelled for it."""
     if criterion is None:
         if len(train.criteria) == 1:
             criterion = train.criteria[0]
@@ -128,15 +94,9 @@ def resolve_criterion(train: Benchmark, judge: Judge | None, criterion: str | No
 class Selector(Component, Fittable):
     """Base of every demo selector: a frozen value; ``fit`` returns a fitted copy.
 
-    Subclasses implement :meth:`_pick` (choose ``k`` items from the candidates) and may
-    extend :meth:`learn`. Tag ``query_dependent``: the choice depends on the judged item
-    (KNN); such a selector needs ``query=`` in :meth:`select` and is used per judged item.
-    Tag ``calls_judge_while_fitting``: fitting runs the judge over the pool (HighestRS).
-
-    Fitted state: ``criterion_``, ``scale_`` (the pool benchmark's human scale), ``n_pool_``
-    (how many labelled items it chose from) and either ``pool_`` (those items, as
-    :func:`demo_item` keeps them: any ``select`` can be answered) or ``chosen_`` (only the
-    items ``select(k)`` chose, after :meth:`with_choice`).
+    Subclasses implement :meth:`_pick`. Tags: ``query_dependent`` (:meth:`select` needs the judged item),
+    ``calls_judge_while_fitting``. Fitted: ``criterion_``, ``scale_``, ``n_pool_`` and ``pool_`` (or, after
+    :meth:`with_choice`, ``chosen_``).
     """
 
     declared_tags: ClassVar[Tags] = Tags(needs_fitting=True)
@@ -147,7 +107,6 @@ class Selector(Component, Fittable):
     scale_: Scale | None = None
     n_pool_: int | None = None
 
-    # ------------------------------------------------------------------ contract
     @classmethod
     def examples(cls) -> list[Selector]:
         """Fitted instances the contract checks exercise (override when defaults are not enough)."""
@@ -155,7 +114,6 @@ class Selector(Component, Fittable):
 
     @property
     def is_fitted(self) -> bool:
-        """True once :meth:`fit` has run (or fitted state was given)."""
         return (self.pool_ is not None or self.chosen_ is not None) and self.criterion_ is not None
 
     def describe(self) -> str:
@@ -168,34 +126,21 @@ class Selector(Component, Fittable):
         """A copy with the fitted state (fields ending in ``_``) cleared: the parameters only."""
         return type(self).model_validate({k: v for k, v in self.model_dump().items() if not k.endswith("_")})
 
-    # ------------------------------------------------------------------ fit / select
     async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
-        """A fitted copy remembering the items of ``train`` that carry a human label for the criterion.
-
-        The criterion: ``ctx.criterion`` when given, else the benchmark's only one, else the
-        only one of ``judge``'s prompts that the pool labels. The benchmark's human ``scale`` is
-        kept (``scale_``) so :meth:`select` can map scores onto a judge prompt's scale.
-        ConfigError when no item is labelled. The other fields of ``ctx`` serve selectors that
-        judge the pool while fitting.
-        """
+        """A fitted copy remembering the items of ``train`` labelled for the criterion."""
         return self.model_copy(update=self.fit_state(train, ctx.criterion, judge))
 
     def fit_state(
         self, pool: Benchmark | Sequence[Item], criterion: str | None, judge: Judge | None = None
     ) -> dict[str, Any]:
-        """The base fitted fields (``pool_``, ``criterion_``, ``scale_``, ``n_pool_``) for ``pool``.
-
-        Subclasses add theirs.
-        """
+        """The base fitted fields for ``pool``; subclasses add theirs."""
         name = type(self).__name__
         if isinstance(pool, Benchmark):
             items, scale = list(pool.items), pool.scale
-            if criterion is None:
-                criterion = (
-                    pool.criteria[0]
-                    if len(pool.criteria) == 1
-                    else _criterion_of_judge(name, items, judge, f"benchmark {pool.name!r}")
-                )
+            if criterion is None and len(pool.criteria) == 1:
+                criterion = pool.criteria[0]
+            elif criterion is None:
+                criterion = _criterion_of_judge(name, items, judge, f"benchmark {pool.name!r}")
         else:
             items, scale = list(pool), None
             if not all(isinstance(it, Item) for it in items):
@@ -209,8 +154,7 @@ class Selector(Component, Fittable):
             found = sorted({c for it in items for c in (*it.human, *it.preference)})
             raise ConfigError(
                 f"{name}.fit expected pool items with a human {criterion!r} score or gold preference; got "
-                f"none among {len(items)} "
-                f"items (their labels: {found or 'none'})"
+                f"none among {len(items)} items (their labels: {found or 'none'})"
             )
         ids = [it.id for it in kept]
         if len(set(ids)) != len(ids):
@@ -218,8 +162,9 @@ class Selector(Component, Fittable):
             raise ConfigError(
                 f"{name}.fit expected unique item ids in the pool; {dup!r} appears more than once"
             )
+        pool_ = tuple(demo_item(it) for it in kept)
         return {
-            "pool_": tuple(demo_item(it) for it in kept),
+            "pool_": pool_,
             "chosen_": None,
             "criterion_": criterion,
             "scale_": scale,
@@ -228,12 +173,8 @@ class Selector(Component, Fittable):
 
     def with_choice(self, k: int) -> Self:
         """The fitted copy keeping only the ``k`` items ``select(k)`` chooses (``chosen_``), not the pool.
-
-        What a fixed demo set needs: it answers ``select(k)`` with the same demos, in the same
-        order, and refuses any other ``k`` or a query. A query-dependent selector is returned
-        as it is (any pool item may be a judged item's neighbour). ConfigError when unfitted
-        or when the pool cannot give ``k`` demos.
-        """
+        It answers ``select(k)`` with the same demos and refuses any other ``k`` or a query; a
+        query-dependent selector is returned as it is."""
         if self.tags.query_dependent:
             return self
         picks = self._choose(k, None)
@@ -242,11 +183,7 @@ class Selector(Component, Fittable):
         return self.model_copy(update={"pool_": None, "chosen_": tuple(picks)})
 
     def select(self, k: int, query: Item | None = None, *, prompt_scale: Scale | None = None) -> list[Demo]:
-        """``k`` demos (human scores) chosen from the fitted pool; the query item is never among them.
-
-        ``prompt_scale``: when given and the pool came from a benchmark whose human scale
-        differs, each shown score is mapped onto it (see :meth:`Demo.from_item`).
-        """
+        """``k`` demos (human scores) from the fitted pool, never the query item itself."""
         picks = self._choose(k, query)
         criterion = str(self.criterion_)
         return [demo_of(it, criterion, human_scale=self.scale_, prompt_scale=prompt_scale) for it in picks]
@@ -293,13 +230,9 @@ class Selector(Component, Fittable):
 
 
 def _criterion_of_judge(owner: str, items: Sequence[Item], judge: Judge | None, what: str) -> str:
-    """The one criterion of ``judge``'s prompts that ``items`` label; ConfigError when there is not exactly
-    one."""
-    names = (
-        []
-        if judge is None
-        else list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
-    )
+    """The one criterion of ``judge``'s prompts that ``items`` label (else ConfigError)."""
+    leaves = judge.leaves() if judge is not None else []
+    names = list(dict.fromkeys(c.name for leaf in leaves for c in leaf.prompt.criteria))
     known = [n for n in names if labelled_items(items, n)]
     if len(known) != 1:
         labels = sorted({c for it in items for c in (*it.human, *it.preference)})
@@ -321,3 +254,59 @@ def example_pool() -> list[Item]:
     return [
         Item(id=i, output=t, inputs={"source": f"Source of {i}."}, human={"score": s}) for i, t, s in texts
     ]
+
+
+def _unique_ids(value: Any) -> bool:
+    return (
+        isinstance(value, list | tuple)
+        and len(value) > 0
+        and all(isinstance(i, str) for i in value)
+        and len(set(value)) == len(value)
+    )
+
+
+@register("selector", "fixed")
+class Fixed(Selector):
+    """The pool items whose ids the user gives, in that order.
+
+    Parameters:
+        ids: the item ids (unique, at least one); ``fit`` names every one that is not a labelled pool item.
+    """
+
+    ids: tuple[str, ...]
+    parameter_constraints: ClassVar = {
+        "ids": [Satisfies(_unique_ids, "a non-empty list of unique ids of pool items")]
+    }
+
+    @classmethod
+    def examples(cls) -> list[Selector]:
+        return [cls(ids=("ex-3", "ex-1", "ex-2")).fit(example_pool(), criterion="score")]
+
+    async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
+        """A fitted copy; ConfigError naming the ids that are not labelled pool items."""
+        state = self.fit_state(train, ctx.criterion, judge)
+        known = {it.id for it in state["pool_"]}
+        unknown = [i for i in self.ids if i not in known]
+        if unknown:
+            present = {it.id for it in (train.items if isinstance(train, Benchmark) else train)}
+            missing = [i for i in unknown if i not in present]
+            unlabelled = [i for i in unknown if i in present]
+            parts = [f"not in the pool: {missing}"] if missing else []
+            if unlabelled:
+                parts.append(f"without a human {state['criterion_']!r} score: {unlabelled}")
+            raise ConfigError(
+                f"Fixed expected ids of labelled pool items; got ids {'; '.join(parts)} "
+                f"(the pool has {len(known)} labelled items, e.g. {sorted(known)[:5]})",
+                unknown=unknown,
+            )
+        return self.model_copy(update=state)
+
+    def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
+        by_id = {it.id: it for it in candidates}
+        ordered = [by_id[i] for i in self.ids if i in by_id]
+        if k > len(ordered):
+            raise ConfigError(
+                f"The 'k' parameter of Fixed asks for {k} demos, but it holds {len(ordered)} usable ids "
+                f"{[it.id for it in ordered]}."
+            )
+        return ordered[:k]

@@ -1,24 +1,6 @@
-"""Highest-RS demonstrations as a selector (Ohi et al. 2024), and the RS ranking itself.
-
-Ohi et al. ("Likelihood-based mitigation of evaluation bias in large language models",
-2024) found that LLM judges overrate texts their own LM finds likely. Their mitigation shows
-the judge, as few-shot demonstrations, the training items on which this bias is strongest,
-each with its *human* score. Per pool item:
-
-- LS = log P(output | input, task description) under a causal LM
-  (:class:`mitigate.judge._likelihood.LikelihoodScorer`);
-- US = judge score - human score, the judge's scores first mapped onto the human scores'
-  mean and range (:func:`mitigate.measures.unfairness_scores`);
-- RS = \\|LS* + US*\\|, where LS* and US* are LS and US centred to mean 0 and scaled into
-  [-1, 1] (:func:`mitigate.measures.rs_scores`); :func:`rank_by_rs` ranks by it.
-
-:class:`HighestRS` returns the ``k`` pool items with the highest RS. ``fit`` needs LS and
-judge scores for the pool: give them (``ls=`` and ``judge_scores=``, item id -> value, fields
-of the :class:`~mitigate.judge._fitting.FitContext`), or give ``judge=`` and the selector computes
-both itself (LS with the ``likelihood`` backend, the judge over the pool with
-:func:`mitigate.run._runner.run`). The ``highest-rs-demos``
-preset (``Demos(selector=HighestRS(...))``, :mod:`mitigate.strategies._highest_rs`) shows its top ``k``.
-"""
+"""Highest-RS demonstrations as a selector (Ohi et al. 2024), and the RS ranking itself: RS = \\|LS* +
+US*\\|, LS the log-likelihood of the output and US the judge's excess over the human score, both centred
+and scaled (:func:`mitigate.measures.rs_scores`)."""
 
 from __future__ import annotations
 
@@ -40,12 +22,7 @@ from mitigate.selectors._base import Selector, example_pool
 def rank_by_rs(
     items: Sequence[Item], ls: Sequence[float | None], us: Sequence[float | None]
 ) -> list[tuple[Item, float]]:
-    """Items ranked by RS = |LS* + US*| (Ohi et al. 2024), highest first, with their RS.
-
-    ``ls`` and ``us`` hold one value per item (None or NaN where missing); LS* and US* are
-    scaled over the items that have both (:func:`mitigate.measures.rs_scores`).
-    Items without an RS are left out. Ties keep the items' order.
-    """
+    """Items with an RS = |LS* + US*| (Ohi et al. 2024), highest first (ties in order), with their RS."""
     items = list(items)
     if not (len(items) == len(ls) == len(us)):
         raise DataError(
@@ -57,21 +34,15 @@ def rank_by_rs(
 
 
 def judge_score(judgment: Judgment, criterion: str) -> float | None:
-    """The judgment's score for ``criterion`` (its only score when it has one); None for a failure.
-
-    ConfigError when the judgment scores several criteria and none is ``criterion``.
-    """
+    """The judgment's score for ``criterion`` (or its only one); None for a failure."""
     scores = judgment.scores
     if criterion in scores:
         return scores[criterion]
-    if len(scores) == 1:
-        return next(iter(scores.values()))
-    if not scores:
-        return None
+    if len(scores) <= 1:
+        return next(iter(scores.values()), None)
     raise ConfigError(
         f"the judge scored {sorted(scores)} for item {judgment.item_id!r}; expected a score for "
-        f"{criterion!r} "
-        "(name the criterion the judge scores with criterion=...)",
+        f"{criterion!r} (name the criterion the judge scores with criterion=...)",
         item_id=judgment.item_id,
     )
 
@@ -81,24 +52,14 @@ class HighestRS(Selector):
     """The ``k`` pool items with the highest RS = \\|LS* + US*\\| (Ohi et al. 2024).
 
     Parameters:
-        likelihood: backend spec of the causal LM computing LS when ``fit`` is given a
-            judge instead of precomputed values (default ``"local"``, the embedded model; any
-            backend with ``loglikelihood``).
-        task: the generation task's description conditioning LS (None: the judge prompt's
-            task paragraph).
-        pool_size: judge and score only this many labelled pool items, drawn at random with
-            ``seed`` (None: every one). This bounds the cost of fitting with a judge.
+        likelihood: backend spec of the causal LM computing LS when ``fit`` runs the judge.
+        task: the task's description conditioning LS (None: the judge prompt's task paragraph).
+        pool_size: judge and score only this many labelled pool items, drawn with ``seed`` (None: all).
         seed: the random seed of that draw.
-        scaling: how US normalises judge and human scores before they are compared:
-            ``"range"`` (the paper's text, the default) or ``"max-deviation"`` (the released
-            code's), see :func:`mitigate.measures.unfairness_scores`.
+        scaling: how US normalises judge and human scores (:func:`mitigate.measures.unfairness_scores`).
 
-    Fitted state: ``pool_`` (the scored pool), ``rs_`` (item id -> RS, highest first; items
-    without an RS are absent and never selected), ``ls_`` and ``us_`` (item id -> value where
-    defined), and, when fitted with a judge, ``n_parse_failures_`` (pool items whose judge
-    score failed to parse: left out of the ranking, never scored), ``excluded_`` (item id
-    -> why it has no RS) and ``n_excluded_`` (how many). :meth:`with_choice` keeps the top
-    ``k`` items and their RS, LS and US only.
+    Fitted: ``rs_``, ``ls_`` and ``us_`` (item id -> value; items without an RS are never selected) and, when
+    fitted with a judge, ``n_parse_failures_`` and ``excluded_`` (item id -> why it has no RS).
     """
 
     paper = "Ohi et al. 2024"
@@ -126,38 +87,26 @@ class HighestRS(Selector):
 
     @classmethod
     def examples(cls) -> list[Selector]:
-        """A fitted instance over the example pool with made-up LS and judge scores."""
         pool = example_pool()
         ls = {"ex-1": -20.0, "ex-2": -35.0, "ex-3": -12.0, "ex-4": -40.0}
         judge = {"ex-1": 4.0, "ex-2": 3.0, "ex-3": 5.0, "ex-4": 2.0}
         return [cls().fit(pool, criterion="score", ls=ls, judge_scores=judge)]
 
     async def learn(self, train: Benchmark | Sequence[Item], judge: Judge | None, ctx: FitContext) -> Self:
-        """A fitted copy ranking the pool ``train`` by RS.
-
-        With ``ctx.ls`` and ``ctx.judge_scores`` (item id -> value; a missing or None value
-        means no RS for that item) no LM is called. Otherwise ``judge`` (the base judge,
-        without demos) is run over the pool (``ctx.concurrency``, ``ctx.progress``) and LS
-        computed with ``ctx.lm`` or the ``likelihood`` spec; the fitted copy then records the LS
-        backend's spec in ``likelihood``. The criterion is as :meth:`Selector.learn` says.
-        """
-        pool = train
+        """A fitted copy ranking the pool ``train`` by RS. With ``ctx.ls`` and ``ctx.judge_scores`` (item
+        id -> value) no LM is called; otherwise ``judge`` (without demos) is run over the pool and LS
+        computed with ``ctx.lm`` (whose spec the fitted copy records) or the ``likelihood`` spec."""
         if ctx.ls is not None and ctx.judge_scores is not None:
-            return self._fit_scores(pool, ctx.criterion, ctx.ls, ctx.judge_scores, judge)
+            return self._fit_scores(train, ctx.criterion, ctx.ls, ctx.judge_scores, judge)
         assert judge is not None  # the fit protocol's judge check (tags: calls_judge_while_fitting)
-        state = self.fit_state(pool, ctx.criterion, judge)
-        items = self._draw(state["pool_"], pool)
+        state = self.fit_state(train, ctx.criterion, judge)
+        items = self._draw(state["pool_"], train)
         crit: str = state["criterion_"]
         task = self.task if self.task is not None else next((lf.prompt.task for lf in judge.leaves()), "")
         scorer = LikelihoodScorer(ctx.lm) if ctx.lm is not None else LikelihoodScorer(self.likelihood)
         ls_values = await scorer.score_many(items, task, progress=ctx.progress)
-        result = await run(
-            judge,
-            items,
-            concurrency=ctx.concurrency,
-            progress=ctx.progress,
-            desc="highest-rs: judging the pool",
-        )
+        desc = "highest-rs: judging the pool"
+        result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress, desc=desc)
         scores: list[float] = []
         excluded: dict[str, str] = {}
         n_parse = 0
@@ -191,8 +140,7 @@ class HighestRS(Selector):
         return fitted.model_copy(update=update)
 
     def with_choice(self, k: int) -> Self:
-        """As :meth:`Selector.with_choice`: the top ``k`` items with their RS, LS and US only (``excluded_``
-        is summed up in ``n_excluded_``); the pool and the other items' statistics are not kept."""
+        """As :meth:`Selector.with_choice`, keeping the chosen items' RS, LS and US only."""
         slim = super().with_choice(k)
         if slim is self:
             return self
@@ -252,7 +200,6 @@ class HighestRS(Selector):
         )
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
-        """The ``k`` candidates with the highest RS."""
         rs = self.rs_ or {}
         ranked = sorted((it for it in candidates if it.id in rs), key=lambda it: -rs[it.id])
         if len(ranked) < k:

@@ -1,23 +1,11 @@
-"""Nearest-neighbour demonstrations: the pool items most similar to the item being judged.
-
-Texts are embedded with scikit-learn's ``TfidfVectorizer`` (fitted on the pool, so nothing
-is downloaded) and neighbours found with ``NearestNeighbors(metric="cosine")``. An optional
-local sentence-embedding model can be used instead (``embedding="sentence-transformers:<folder>"``):
-it must be a model folder already on disk and the ``sentence-transformers`` package must be
-installed; it is loaded with the Hugging Face hub switched off, so it never downloads.
-
-The index is rebuilt from the fitted pool on first use (deterministically) and kept in a
-small in-process cache keyed by the pool's texts and the settings, so the selector itself
-stays a plain, serialisable value.
-"""
+"""Nearest-neighbour demonstrations: the pool items most similar to the judged one, by TF-IDF or a local
+sentence-transformers model (never downloaded); the index is cached in-process, so the selector stays a
+plain value."""
 
 from __future__ import annotations
 
-import hashlib
-import json
+import functools
 import os
-import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,28 +16,13 @@ from mitigate.data import Item
 from mitigate.errors import ConfigError, ModelPathError
 from mitigate.prompt import field_text
 from mitigate.registry import Tags, register
-from mitigate.selectors._base import Selector, example_pool
-
-_CACHE: OrderedDict[str, Any] = OrderedDict()
-_CACHE_LOCK = threading.Lock()
-_CACHE_SIZE = 8
+from mitigate.selectors._base import Selector
 
 
 def item_text(item: Item, fields: tuple[str, ...]) -> str:
-    """The text an item is embedded by: its ``fields`` (``output``, ``source`` ...) joined by newlines.
-
-    Missing fields are skipped (aliases such as document/source are tried, as in prompts).
-    """
+    """The text an item is embedded by: its ``fields`` joined by newlines (missing ones skipped)."""
     parts = [value for f in fields if (value := field_text(item, f)) is not None]
     return "\n".join(parts)
-
-
-class _Index:
-    """An embedding function plus a fitted ``NearestNeighbors`` over the pool's vectors."""
-
-    def __init__(self, embed: Any, nn: Any) -> None:
-        self.embed = embed
-        self.nn = nn
 
 
 @register("selector", "knn")
@@ -57,15 +30,10 @@ class KNN(Selector):
     """The ``k`` pool items nearest to the query by cosine similarity of their embeddings.
 
     Parameters:
-        fields: which texts of an item are embedded (default: the judged ``output``; add
-            ``"source"`` to match on the input too).
-        embedding: ``"tfidf"`` (default: word uni- and bigrams, sublinear tf, fitted on the
-            pool) or ``"sentence-transformers:<local model folder>"``.
+        fields: which texts of an item are embedded (default: the judged ``output``).
+        embedding: ``"tfidf"`` or ``"sentence-transformers:<local model folder>"``.
         ngram_max: largest word n-gram of the TF-IDF vocabulary.
-        nearest_last: False shows the nearest demo first; True puts it last, right before
-            the judged item.
-
-    Ties in distance keep the pool's order. ``select`` without ``query`` raises ConfigError.
+        nearest_last: False shows the nearest demo first; True puts it last, right before the judged item.
     """
 
     declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, query_dependent=True)
@@ -92,64 +60,11 @@ class KNN(Selector):
         "nearest_last": [bool],
     }
 
-    @classmethod
-    def examples(cls) -> list[Selector]:
-        """A fitted TF-IDF instance over the tiny example pool."""
-        return [cls().fit(example_pool(), criterion="score")]
-
-    # ------------------------------------------------------------------ index
-    def _key(self) -> str:
+    def _index(self) -> tuple[Any, Any]:
+        """The embedding function and the ``NearestNeighbors`` of the pool (cached by texts and settings)."""
         assert self.pool_ is not None
-        blob = json.dumps(
-            [
-                self.embedding,
-                self.ngram_max,
-                list(self.fields),
-                [[it.id, item_text(it, self.fields)] for it in self.pool_],
-            ],
-            ensure_ascii=False,
-        )
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-    def _index(self) -> _Index:
-        key = self._key()
-        with _CACHE_LOCK:
-            found = _CACHE.get(key)
-            if found is not None:
-                _CACHE.move_to_end(key)
-                return found
-        index = self._build()
-        with _CACHE_LOCK:
-            _CACHE[key] = index
-            while len(_CACHE) > _CACHE_SIZE:
-                _CACHE.popitem(last=False)
-        return index
-
-    def _build(self) -> _Index:
-        from sklearn.neighbors import NearestNeighbors
-
-        assert self.pool_ is not None
-        texts = [item_text(it, self.fields) for it in self.pool_]
-        if self.embedding == "tfidf":
-            from sklearn.feature_extraction.text import TfidfVectorizer
-
-            vec = TfidfVectorizer(ngram_range=(1, self.ngram_max), sublinear_tf=True)
-            try:
-                matrix = vec.fit_transform(texts)
-            except ValueError as exc:  # every text empty or only stop words
-                raise ConfigError(
-                    f"KNN could not build a TF-IDF vocabulary from the pool's {list(self.fields)}: {exc}"
-                ) from exc
-            embed = vec.transform
-        else:
-            model = _sentence_model(self.embedding.split(":", 1)[1])
-
-            def embed(batch: list[str]) -> Any:
-                return np.asarray(model.encode(batch, normalize_embeddings=True))
-
-            matrix = embed(texts)
-        nn = NearestNeighbors(metric="cosine", algorithm="brute").fit(matrix)
-        return _Index(embed, nn)
+        texts = tuple(item_text(it, self.fields) for it in self.pool_)
+        return _build_index(self.embedding, self.ngram_max, self.fields, texts)
 
     def neighbours(self, query: Item) -> list[tuple[Item, float]]:
         """Every pool item with its cosine distance to ``query``, nearest first (ties in pool order)."""
@@ -158,24 +73,49 @@ class KNN(Selector):
                 "KNN is not fitted; expected `sel = sel.fit(pool, criterion=...)` before neighbours()"
             )
         assert self.pool_ is not None
-        index = self._index()
-        vector = index.embed([item_text(query, self.fields)])
-        dist, idx = index.nn.kneighbors(vector, n_neighbors=len(self.pool_))
+        embed, nn = self._index()
+        dist, idx = nn.kneighbors(embed([item_text(query, self.fields)]), n_neighbors=len(self.pool_))
         pairs = sorted(
             zip(dist[0].tolist(), idx[0].tolist(), strict=True), key=lambda p: (round(p[0], 12), p[1])
         )
         return [(self.pool_[i], float(d)) for d, i in pairs]
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
-        """The ``k`` nearest candidates."""
         assert query is not None
         allowed = {it.id for it in candidates}
         picks = [it for it, _ in self.neighbours(query) if it.id in allowed][:k]
         return picks[::-1] if self.nearest_last else picks
 
 
+@functools.lru_cache(maxsize=8)
+def _build_index(
+    embedding: str, ngram_max: int, fields: tuple[str, ...], texts: tuple[str, ...]
+) -> tuple[Any, Any]:
+    from sklearn.neighbors import NearestNeighbors
+
+    if embedding == "tfidf":
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        vec = TfidfVectorizer(ngram_range=(1, ngram_max), sublinear_tf=True)
+        try:
+            matrix = vec.fit_transform(texts)
+        except ValueError as exc:  # every text empty or only stop words
+            raise ConfigError(
+                f"KNN could not build a TF-IDF vocabulary from the pool's {list(fields)}: {exc}"
+            ) from exc
+        embed = vec.transform
+    else:
+        model = _sentence_model(embedding.split(":", 1)[1])
+
+        def embed(batch: list[str]) -> Any:
+            return np.asarray(model.encode(batch, normalize_embeddings=True))
+
+        matrix = embed(list(texts))
+    return embed, NearestNeighbors(metric="cosine", algorithm="brute").fit(matrix)
+
+
 def _sentence_model(folder: str) -> Any:
-    """Load a local sentence-transformers model folder with the hub switched off (never downloads)."""
+    """Load a local sentence-transformers model folder with the hub switched off."""
     path = Path(folder).expanduser()
     if not path.is_dir():
         raise ModelPathError(

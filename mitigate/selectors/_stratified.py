@@ -1,18 +1,8 @@
-"""Stratified demonstrations: balanced over the gold labels.
+"""Random and stratified demonstrations.
 
-Ghazarian et al. (2024, "Assessment and mitigation of inconsistencies in LLM-based
-evaluations") saw a small judge drift toward a score that several of its demonstrations
-shared. :class:`Stratified` therefore spreads the demos over the gold labels: every label
-in the pool gets the same number of demos (up to one more for some when ``k`` is not a
-multiple of the number of labels), and when ``k`` is smaller than the number of labels the
-chosen labels are spread evenly from the lowest to the highest (``k=2`` shows one of the
-lowest and one of the highest). The picks are shuffled so demo order does not follow the
-score.
-
-``by="range"`` instead cuts the pool, sorted by gold score, into ``k`` strata of near-equal
-size and draws one item from each (:func:`stratified_pick`, the rule the perturbed-demos
-mitigation of Ghazarian et al. 2024 uses), which follows the pool's score distribution
-rather than balancing labels.
+:class:`Random` draws ``k`` pool items with a seed (Ohi et al. 2024's control); :class:`Stratified` spreads
+them evenly over the gold labels (Ghazarian et al. 2024), or over ``k`` equal strata of the pool sorted by
+gold score (:func:`stratified_pick`).
 """
 
 from __future__ import annotations
@@ -20,6 +10,7 @@ from __future__ import annotations
 import math
 import random as _random
 from collections.abc import Sequence
+from itertools import accumulate, pairwise
 from typing import ClassVar, Literal, Self
 
 from mitigate.constraints import Interval, Options
@@ -31,6 +22,24 @@ from mitigate.scale import Scale
 from mitigate.selectors._base import Selector
 
 
+@register("selector", "random")
+class Random(Selector):
+    """``k`` items drawn uniformly without replacement from the fitted pool.
+
+    Parameters:
+        seed: the seed of the draw; the same seed, pool and ``k`` give the same demos, in the same order.
+    """
+
+    paper = "Ohi et al. 2024 (control)"
+
+    declared_tags: ClassVar[Tags] = Tags(needs_fitting=True, random_draws=True)
+    seed: int = 0
+    parameter_constraints: ClassVar = {"seed": [Interval(int)]}
+
+    def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
+        return _random.Random(self.seed).sample(candidates, k)
+
+
 def _on_scale(value: float, scale: Scale) -> bool:
     return any(abs(value - p) <= 1e-9 for p in scale.points())
 
@@ -38,15 +47,10 @@ def _on_scale(value: float, scale: Scale) -> bool:
 def stratified_pick(
     items: Sequence[Item], criteria: Sequence[str], m: int, scale: Scale | None = None, seed: int = 0
 ) -> list[Item]:
-    """Pick ``m`` demo items spread over the gold-score range (seeded).
-
-    Items need a human score for every criterion. When ``scale`` is given and at least
-    ``m`` items have gold scores that are points of the scale (e.g. 3, not 3.67), only those
-    are used, so each demo's shown score is an answer the judge may give. The pool is sorted
-    by the first criterion's gold score, cut into ``m`` contiguous strata of near-equal size,
-    and one item is drawn at random from each; the picks are then shuffled, so demo order
-    does not follow the gold score.
-    """
+    """Pick ``m`` demo items spread over the gold-score range (seeded). Items need a human score for every
+    criterion; with ``scale``, only gold scores that are its points are used when at least ``m`` are. The
+    pool, sorted by the first criterion's score, is cut into ``m`` contiguous strata of near-equal size,
+    one item is drawn from each, and the picks are shuffled."""
     if not criteria:
         raise ConfigError("expected at least one criterion to pick demos for; got none")
     eligible = [it for it in items if all(c in it.human and math.isfinite(it.human[c]) for c in criteria)]
@@ -62,25 +66,17 @@ def stratified_pick(
     key = criteria[0]
     ordered = sorted(eligible, key=lambda it: (it.human[key], it.id))
     rng = _random.Random(seed)
-    size, extra = divmod(len(ordered), m)
-    picks: list[Item] = []
-    start = 0
-    for k in range(m):
-        end = start + size + (1 if k < extra else 0)
-        picks.append(rng.choice(ordered[start:end]))
-        start = end
+    size, extra = divmod(len(ordered), m)  # the first ``extra`` strata hold one more item
+    bounds = accumulate((size + (k < extra) for k in range(m)), initial=0)
+    picks = [rng.choice(ordered[start:end]) for start, end in pairwise(bounds)]
     rng.shuffle(picks)
     return picks
 
 
 def balanced_quotas(sizes: list[int], k: int, rng: _random.Random) -> list[int]:
-    """How many demos each label (sorted ascending, with ``sizes[i]`` items) gets, summing to ``k``.
-
-    Labels get equal shares; when ``k`` is smaller than the number of labels the labels
-    used are spread evenly over the sorted labels (lowest and highest first); the
-    remainder of ``k`` over the labels goes to labels spread the same way. A label with
-    too few items gives its shortfall to the labels with room, fewest-assigned first.
-    """
+    """How many demos each label (sorted ascending, with ``sizes[i]`` items) gets, summing to ``k``. Equal
+    shares; the remainder goes to labels spread evenly from the lowest to the highest; a label with too few
+    items gives its shortfall to the labels with room, fewest-assigned first."""
     n = len(sizes)
     if sum(sizes) < k:
         raise ConfigError(f"expected at least k={k} items over the labels; got {sum(sizes)}")
@@ -109,15 +105,10 @@ class Stratified(Selector):
     """``k`` demos balanced over the gold labels (Ghazarian et al. 2024); see the module docstring.
 
     Parameters:
-        seed: seeds which item of a label is drawn, which labels get the remainder, and
-            the final shuffle.
-        by: ``"label"`` (balance over distinct gold labels) or ``"range"`` (``k`` equal-size
-            strata of the sorted pool, :func:`stratified_pick`).
-        scale: when given, gold scores are snapped to this scale's points to form the
-            labels (e.g. crowd means 3.67 and 4.33 count as 4); otherwise each distinct
-            score is its own label. With ``by="range"`` and no ``scale``, the scale the
-            judge answers on at fit is used (fitted as ``judge_scale_``): gold scores that
-            are points of the judge's scale are preferred (Ghazarian et al.'s demos).
+        seed: seeds which item of a label is drawn, which labels get the remainder, and the final shuffle.
+        by: ``"label"`` (balance over distinct gold labels) or ``"range"`` (:func:`stratified_pick`).
+        scale: gold scores are snapped to this scale's points to form the labels (else each distinct score is
+            one); with ``by="range"`` and no ``scale``, the judge's scale at fit is used (``judge_scale_``).
     """
 
     paper = "Ghazarian et al. 2024"
@@ -141,8 +132,7 @@ class Stratified(Selector):
         return self.model_copy(update=state)
 
     def label_of(self, item: Item) -> float:
-        """The label an item is balanced under: its gold score, snapped to ``scale`` when set; for a pairwise
-        item its gold preference (A, tie, B as 0, 0.5, 1): demos stratified by verdict."""
+        """An item's label: its gold score (snapped to ``scale``) or preference (A, tie, B: 0, 0.5, 1)."""
         assert self.criterion_ is not None
         if self.criterion_ not in item.human:
             return {"A": 0.0, "tie": 0.5, "B": 1.0}[item.preference[self.criterion_]]
@@ -150,7 +140,6 @@ class Stratified(Selector):
         return self.scale.snap(value) if self.scale is not None else round(value, 6)
 
     def _pick(self, k: int, candidates: list[Item], query: Item | None) -> list[Item]:
-        """Balanced draw over labels (or ``stratified_pick`` for ``by="range"``)."""
         assert self.criterion_ is not None
         if self.by == "range" and all(self.criterion_ in it.human for it in candidates):
             return stratified_pick(
@@ -162,9 +151,11 @@ class Stratified(Selector):
             groups.setdefault(self.label_of(it), []).append(it)
         labels = sorted(groups)
         quotas = balanced_quotas([len(groups[lb]) for lb in labels], k, rng)
-        picks: list[Item] = []
-        for label, quota in zip(labels, quotas, strict=True):
-            if quota:
-                picks.extend(rng.sample(groups[label], quota))
+        picks = [
+            it
+            for lb, quota in zip(labels, quotas, strict=True)
+            if quota
+            for it in rng.sample(groups[lb], quota)
+        ]
         rng.shuffle(picks)
         return picks

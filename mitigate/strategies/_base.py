@@ -1,35 +1,19 @@
 """The mitigation contract: frozen, serialisable transformers of judges, and pipelines of them.
 
-- :class:`Mitigation` — ``wrap(judge) -> Judge``; parameters are the object's fields,
-  declared and checked like every registered component (:class:`mitigate.registry.Component`).
-- :class:`PromptMitigation` — implements only ``apply(prompt) -> prompt``; its ``wrap`` is
-  ``judge.map_prompts(self.apply)``, so placed after a fan-out it reaches every inner prompt.
-- :class:`Pipeline` — ``Pipeline([m1, m2])`` or ``m1 | m2``; nested pipelines flatten;
-  ``wrap`` folds left to right (``m1`` wraps the base judge first).
-- ``afit(train, judge, ctx)`` (async, the one fit protocol of :class:`mitigate.judge._fitting.Fittable`,
-  with a :class:`~mitigate.judge._fitting.FitContext`; ``fit`` is its synchronous form, written once)
-  returns a fitted copy (fitted state in fields ending in ``_``); a mitigation with nothing to
-  learn (``tags.needs_fitting`` false) returns itself. A mitigation implements ``learn(train,
-  judge, ctx)``. :meth:`Pipeline.learn` fits each step against the judge wrapped by the steps
-  before it, as scikit-learn's ``Pipeline.fit`` fits each step on the output of the previous ones.
-- ``compile(judge, train)`` is the one-call path: fit on ``train`` against ``judge``, then wrap
-  it (as DSPy's ``compile`` returns the optimised program); :meth:`Mitigation.acompile` is its
-  async form.
-- ``tags`` (:class:`mitigate.registry.Tags`) says what a mitigation needs: fitting, the
-  judge while fitting, ...; a class declares ``declared_tags``.
-
-Every concrete mitigation registers itself as kind ``"mitigation"`` with
-:func:`mitigate.registry.register`, so a spec ``{"name": ..., "params": {...}}`` rebuilds it
-(:func:`from_spec`) and the CLI accepts pipelines by name with parameters
-(:func:`parse_pipeline`), or a saved spec file as ``@file.json``.
+A :class:`Mitigation`'s parameters are its fields; ``wrap(judge)`` returns a new judge, and one that learns
+implements ``learn`` (``afit``/``fit`` return a fitted copy, fitted state in fields ending in ``_``). A
+:class:`PromptMitigation` only rewrites prompts; :class:`Pipeline` (``m1 | m2``) folds left to right;
+:func:`from_spec` and :func:`parse_pipeline` rebuild them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +25,9 @@ from mitigate.judge import FitContext, Fittable, Judge, Judgment, run_fit
 from mitigate.prompt import JudgePrompt
 from mitigate.registry import Component, Tags, build
 from mitigate.registry import registered as registered_components
+
+NEEDS_HUMAN = "needs_human"
+"""The flag on a judgment that should go to a human (escalated, a failed gate, verdicts that disagree)."""
 
 
 def registered() -> dict[str, type[Mitigation]]:
@@ -73,11 +60,7 @@ class Mitigation(Component, Fittable):
     async def acompile(
         self, judge: Judge, train: Benchmark | None = None, ctx: FitContext | None = None, **options: Any
     ) -> Judge:
-        """``judge`` with this mitigation fitted on ``train`` against it and applied: ``afit`` then ``wrap``.
-
-        Without ``train`` (a mitigation with nothing to learn, or one already fitted) it is
-        ``wrap(judge)``. ``ctx`` and keyword ``options`` are as for ``afit``.
-        """
+        """``judge`` with this mitigation fitted on ``train`` (when given) and applied."""
         fitted = self if train is None else await self.afit(train, judge, ctx, **options)
         return fitted.wrap(judge)
 
@@ -132,28 +115,17 @@ class Pipeline(Mitigation):
 
     @property
     def is_fitted(self) -> bool:
-        """True when every step is fitted."""
         return all(step.is_fitted for step in self.steps)
 
     @property
     def tags(self) -> Tags:
-        """Every step's tags together; ``needs_judge`` too when a step learns (each step is fitted against
-        the judge the steps before it make)."""
-        out = Tags()
-        for step in self.steps:
-            out = out | step.tags
+        """Every step's tags together; ``needs_judge`` too when a step learns."""
+        out = reduce(operator.or_, (step.tags for step in self.steps), Tags())
         return out | Tags(needs_judge=out.needs_fitting)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Pipeline:
         """A fitted pipeline: each step fitted on ``train`` against ``judge`` wrapped by the fitted steps
-        before it.
-
-        The one way to fit any pipeline (``mitigate compare --train`` uses it), as
-        scikit-learn's ``Pipeline.fit`` fits each step on the output of the previous ones.
-        Every step gets the same ``ctx``. Steps with nothing to learn are kept as they are;
-        ``judge`` and the steps are not changed; a pipeline with nothing to learn is returned
-        as it is.
-        """
+        before it. As scikit-learn's ``Pipeline.fit``; steps with nothing to learn are kept as they are."""
         if not self.tags.needs_fitting:
             return self
         base = judge
@@ -190,11 +162,9 @@ def from_spec(spec: dict[str, Any] | Sequence[dict[str, Any]]) -> Mitigation:
 
 
 def load_pipeline(path: str | Path) -> Mitigation:
-    """The mitigation saved in ``path``: a file ``mitigate search --out`` writes, or a bare spec.
-
-    A search file whose verdict is that no demo set beat the baseline on test loads (it holds
-    the dev winner) with a :class:`~mitigate.errors.NotRecommendedWarning` saying so.
-    """
+    """The mitigation saved in ``path``: a file ``mitigate search --out`` writes, or a bare spec. A search
+    file whose dev winner did not beat the baseline on test loads with a
+    :class:`~mitigate.errors.NotRecommendedWarning`."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"expected a pipeline spec file; {p} does not exist")
@@ -216,12 +186,7 @@ def load_pipeline(path: str | Path) -> Mitigation:
 
 
 def parse_pipeline(text: str) -> Pipeline:
-    """A pipeline from CLI text: ``"name(k=v, k2=v2) | name2"`` (values are JSON; bare words are strings), or
-    ``"@file.json"``.
-
-    ``"@path"`` loads a spec file (:func:`load_pipeline`). ``"baseline"`` or an empty string
-    is the empty pipeline.
-    """
+    """A pipeline from CLI text ``"name(k=v, k2=v2) | name2"`` (JSON values) or ``"@file.json"``."""
     if not isinstance(text, str):
         raise ConfigError(f"expected pipeline text such as 'name(k=v) | name2' or '@file.json'; got {text!r}")
     stripped = text.strip()
@@ -278,20 +243,17 @@ def _split_args(text: str) -> list[str]:
 
 
 async def gather_children(calls: Sequence[Callable[[], Any]], *, concurrent: bool = True) -> list[Judgment]:
-    """Run the child judge calls of a fan-out (concurrently or in order); re-raise the first error once all
-    finished."""
+    """Run a fan-out's child calls (concurrently or in order); re-raise the first error once all finished."""
+    results: list[Any] = []
     if concurrent:
         results = await asyncio.gather(*(c() for c in calls), return_exceptions=True)
     else:
-        results = []
         for c in calls:
             try:
                 results.append(await c())
             except Exception as exc:  # re-raised below, after the others ran
                 results.append(exc)
-    judgments: list[Judgment] = []
     for r in results:
         if isinstance(r, BaseException):
             raise r
-        judgments.append(r)
-    return judgments
+    return results

@@ -1,26 +1,8 @@
-"""Calibration of logprob scores: contextual calibration and batch calibration.
+"""Calibration of logprob scores: contextual (Zhao et al. 2021) and batch calibration (Zhou et al. 2024).
 
-A judge read through its token probabilities (the expected score over the scale, G-Eval
-style, or the probability of each pairwise verdict) carries a prior: some answers are
-likely whatever the input. Both methods divide the judge's answer distribution p(y | x) by
-an estimate p̄(y) of that prior and renormalise, ``q(y | x) ∝ p(y | x) / p̄(y)``:
-
-- :class:`ContextualCalibration` (Zhao et al. 2021, "Calibrate before use: improving
-  few-shot performance of language models"): p̄ is the mean distribution the judge gives to
-  *content-free* inputs, the same prompt with every text replaced by "N/A", "" and
-  "[MASK]". Fitting needs no labels.
-- :class:`BatchCalibration` (Zhou et al. 2024, "Batch calibration: rethinking calibration
-  for in-context learning and prompt engineering"): p̄ is the mean distribution over a batch
-  of real inputs, here the training (calibration) split given to ``fit``. Fitting needs no
-  labels either, only unlabelled inputs like the ones to judge.
-
-Both read the distribution at the answer position from the top token logprobs
-(:func:`mitigate.parse.score_distribution` for scores; :func:`verdict_distribution` for a
-pairwise verdict), so they need a backend with logprobs and a prompt that answers directly
-(no chain of thought). A score judgment then holds the calibrated expected score; a pairwise
-judgment the calibrated verdict (the most probable one) with ``meta["calibration"]["p"]``.
-Fitted priors are stored per leaf judge (``priors_``), so a fan-out (``SingleAttribute``)
-gets one prior per criterion prompt.
+Both divide the answer distribution by an estimate of the judge's prior, ``q(y | x) ∝ p(y | x) / p̄(y)``: the
+mean distribution on *content-free* inputs, or over a batch of real ones. No labels are needed; priors are
+fitted per leaf judge (``priors_``).
 """
 
 from __future__ import annotations
@@ -48,8 +30,7 @@ from mitigate.strategies._base import Mitigation
 from mitigate.strategies._sampling import asks_for_reasoning
 
 FLOOR = 1e-3
-"""The smallest prior probability divided by: an answer the prior never gives is not blown up without
-bound."""
+"""The smallest prior probability divided by (an answer the prior never gives is not blown up)."""
 
 CONTENT_FREE = ("N/A", "", "[MASK]")
 """Zhao et al. (2021)'s content-free inputs."""
@@ -63,11 +44,8 @@ def verdict_distribution(
     positions: Sequence[TokenLogprob], labels: tuple[str, str] = ("1", "2"), tie: str | None = None
 ) -> dict[str, float]:
     """Probability of "first", "second" (and "tie") at the first position that generated a label,
-    renormalised.
-
-    ``labels`` name the two outputs as the prompt does ("1"/"2", "A"/"B"); ``tie`` the tie
-    option, if any. Raises :class:`ParseError` when no generated token is a label.
-    """
+    renormalised. ``labels`` name the two outputs as the prompt does ("1"/"2", "A"/"B"), ``tie`` the tie
+    option; ParseError when no generated token is a label."""
     names = {labels[0]: "first", labels[1]: "second", **({tie: "tie"} if tie else {})}
     keys = ["first", "second", *(["tie"] if tie else [])]
     for pos in positions:
@@ -105,15 +83,10 @@ def calibrate(p: dict[str, float], prior: Sequence[float], support: Sequence[str
 
 
 class CalibratedJudge(Judge):
-    """A prompt judge read through its answer distribution, divided by a prior (None: uncalibrated).
-
-    Sends the leaf's own request with token logprobs asked for (``top_logprobs``), reads the
-    distribution of every sample, calibrates it, and scores the expected value (score
-    prompts) or the most probable verdict (pairwise prompts). ``meta["calibration"]`` holds
-    the method, the uncalibrated and calibrated distributions of the first sample, and the
-    uncalibrated scores. A sample without a readable distribution is a recorded parse
-    failure.
-    """
+    """A prompt judge read through its answer distribution, divided by a prior (None: uncalibrated). Scores
+    the expected value (score prompts) or the most probable verdict (pairwise); ``meta["calibration"]``
+    holds the method and the first sample's distributions before and after. A sample without a readable
+    distribution is a recorded parse failure."""
 
     def __init__(
         self,
@@ -133,12 +106,14 @@ class CalibratedJudge(Judge):
             )
         self.leaf, self.prior, self.method = leaf, prior, method
         self.top_logprobs, self.labels, self.tie = top_logprobs, labels, tie
+        self._settings: dict[str, Any] = dict(
+            method=method, top_logprobs=top_logprobs, labels=labels, tie=tie
+        )
         self.support = answer_support(leaf, labels, tie)
         if prior is not None and len(prior) != len(self.support):
             raise ConfigError(
                 f"expected a prior over the {len(self.support)} answers {list(self.support)}; got "
-                f"{len(prior)} values "
-                "(was the calibration fitted on another prompt?)"
+                f"{len(prior)} values (was the calibration fitted on another prompt?)"
             )
 
     def __repr__(self) -> str:
@@ -152,17 +127,9 @@ class CalibratedJudge(Judge):
                 f"a calibrated judge reads one prompt judge's logprobs; a later mitigation turned it into a "
                 f"{type(new).__name__} (place {self.method} calibration after it)"
             )
-        return CalibratedJudge(
-            new,
-            self.prior,
-            method=self.method,
-            top_logprobs=self.top_logprobs,
-            labels=self.labels,
-            tie=self.tie,
-        )
+        return CalibratedJudge(new, self.prior, **self._settings)
 
     def describe(self) -> dict[str, Any]:
-        """The leaf's description, the method and the prior."""
         return {
             "kind": "calibrated",
             "method": self.method,
@@ -174,7 +141,6 @@ class CalibratedJudge(Judge):
         }
 
     async def aclose(self) -> None:
-        """Close the leaf."""
         await self.leaf.aclose()
 
     def distribution(self, positions: Sequence[TokenLogprob] | None) -> dict[str, float]:
@@ -193,7 +159,6 @@ class CalibratedJudge(Judge):
         )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The one request, with logprobs; its answer is read as a calibrated distribution."""
         how = (
             f"{self.method} calibration of the answer distribution over {list(self.support)} (top-"
             f"{self.top_logprobs} logprobs)"
@@ -203,7 +168,6 @@ class CalibratedJudge(Judge):
         return [self.leaf.plan(self.request(item), item, how)]
 
     async def judge(self, item: Item) -> Judgment:
-        """One call with logprobs; each sample's distribution calibrated and scored."""
         request = self.request(item)
         response = await self.leaf.lm.complete(request)
         name = self.leaf.prompt.criteria[0].name if self.leaf.prompt.criteria else "score"
@@ -219,13 +183,9 @@ class CalibratedJudge(Judge):
                 continue
             raw_dists.append(p)
             cal_dists.append(q)
-        meta: dict[str, Any] = {
-            "calibration": {
-                "method": self.method if self.prior is not None else "none",
-                "p": raw_dists[0] if raw_dists else None,
-                "q": cal_dists[0] if cal_dists else None,
-            }
-        }
+        method = self.method if self.prior is not None else "none"
+        first = {"p": raw_dists[0], "q": cal_dists[0]} if raw_dists else {"p": None, "q": None}
+        meta: dict[str, Any] = {"calibration": {"method": method, **first}}
         common: dict[str, Any] = {
             "item_id": item.id,
             "raw": tuple(c.text for c in response.choices),
@@ -299,7 +259,6 @@ class _Calibration(Mitigation):
 
     @property
     def is_fitted(self) -> bool:
-        """True once ``fit`` estimated a prior per leaf judge."""
         return self.priors_ is not None
 
     def _leaf_judge(self, leaf: PromptJudge, prior: tuple[float, ...] | None) -> CalibratedJudge:
@@ -314,13 +273,13 @@ class _Calibration(Mitigation):
                 f"{type(self).__name__} is not fitted; expected `m = m.fit(train, judge)` first (it "
                 "estimates the judge's answer prior)"
             )
-        priors = iter(self.priors_)
         n_leaves = len(judge.leaves())
         if n_leaves != len(self.priors_):
             raise ConfigError(
                 f"{type(self).__name__} was fitted on a judge with {len(self.priors_)} prompt judges; this "
                 f"one has {n_leaves} (fit it on the judge it wraps)"
             )
+        priors = iter(self.priors_)
         return judge.map_leaves(lambda leaf: self._leaf_judge(leaf, tuple(next(priors))))
 
     def fit_items(self, train: Benchmark) -> list[Item]:
@@ -335,15 +294,9 @@ class _Calibration(Mitigation):
         priors: list[tuple[float, ...]] = []
         for leaf in judge.leaves():
             reader = self._leaf_judge(leaf, None)
-            result = await run(
-                reader,
-                items,
-                concurrency=ctx.concurrency,
-                progress=ctx.progress,
-                desc=f"fitting {self.method} calibration",
-            )
-            dists = [j.meta.get("calibration", {}).get("p") for j in result.judgments]
-            dists = [d for d in dists if d]
+            desc = f"fitting {self.method} calibration"
+            result = await run(reader, items, concurrency=ctx.concurrency, progress=ctx.progress, desc=desc)
+            dists = [d for j in result.judgments if (d := j.meta.get("calibration", {}).get("p"))]
             if not dists:
                 reasons = {f.reason for j in result.judgments for f in j.failures} | {
                     j.error for j in result.judgments if j.error
@@ -362,13 +315,9 @@ class ContextualCalibration(_Calibration):
     """Contextual calibration (Zhao et al. 2021): divide by the answer distribution on content-free inputs.
 
     Parameters:
-        content_free: the texts put in every slot of the content-free inputs (default "N/A",
-            "" and "[MASK]", as in the paper); the prior is their mean distribution.
+        content_free: the texts put in every slot of copies of the first training item.
         top_logprobs: alternatives per position to request (1 to 20; the whole scale should fit).
         labels, tie: how a pairwise prompt names the two outputs and the tie option.
-
-    ``fit(train, judge)`` judges the content-free inputs (built from the first training
-    item's fields; no labels used).
     """
 
     paper = "Zhao et al. 2021"
@@ -387,28 +336,24 @@ class ContextualCalibration(_Calibration):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, and fitted with a prior for a 1-5 judge."""
         return [cls(), cls(priors_=((0.1, 0.1, 0.2, 0.3, 0.3),), content_free=("N/A",))]
 
     def fit_items(self, train: Benchmark) -> list[Item]:
-        """One content-free copy of the first training item per text in ``content_free``."""
         if not train.items:
             raise ConfigError(
                 "ContextualCalibration.fit needs one training item to copy the fields of; got none"
             )
         first = train.items[0]
-        out = []
-        for i, text in enumerate(self.content_free):
-            out.append(
-                Item(
-                    id=f"content-free-{i}",
-                    output=text,
-                    inputs=dict.fromkeys(first.inputs, text),
-                    output_b=text if first.output_b is not None else None,
-                    reference=text if first.reference is not None else None,
-                )
+        return [
+            Item(
+                id=f"content-free-{i}",
+                output=text,
+                inputs=dict.fromkeys(first.inputs, text),
+                output_b=text if first.output_b is not None else None,
+                reference=text if first.reference is not None else None,
             )
-        return out
+            for i, text in enumerate(self.content_free)
+        ]
 
 
 @register("mitigation", "batch-calibration")
@@ -416,10 +361,8 @@ class BatchCalibration(_Calibration):
     """Batch calibration (Zhou et al. 2024): divide by the mean answer distribution over a calibration batch.
 
     Parameters:
-        max_items: the most training items averaged over (the first ones; None: all).
+        max_items: the most training items averaged over (the first ones; None: all; labels unused).
         top_logprobs, labels, tie: as for :class:`ContextualCalibration`.
-
-    ``fit(train, judge)`` judges the training items (their labels are not used).
     """
 
     paper = "Zhou et al. 2024"
@@ -433,11 +376,9 @@ class BatchCalibration(_Calibration):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, and fitted with a prior for a 1-5 judge."""
         return [cls(max_items=50), cls(priors_=((0.05, 0.15, 0.2, 0.3, 0.3),))]
 
     def fit_items(self, train: Benchmark) -> list[Item]:
-        """The first ``max_items`` training items."""
         items = list(train.items[: self.max_items] if self.max_items else train.items)
         if not items:
             raise ConfigError("BatchCalibration.fit needs training items to average over; got none")

@@ -1,40 +1,9 @@
-"""Few-shot demonstrations: one mitigation, :class:`Demos`, that shows what a selector picks.
+"""Few-shot demonstrations: one mitigation, :class:`Demos`, that shows what a selector picks (with the *human*
+score).
 
-:class:`Demos` (``"demos"``) holds a selector (:mod:`mitigate.selectors`) and a display. At
-``fit`` the selector chooses demos from the labelled training items, each shown with its
-*human* score; ``apply`` puts them into every prompt that scores their criterion, shown
-``plain``, once under the prompt's own ``guideline``, or under ``perturbed`` versions of it
-(Ghazarian et al. 2024). A query-dependent selector (KNN), or ``per_item=True``, chooses per
-judged item instead, through a :class:`PerItemDemosJudge`.
-
-The named demo mitigations are registered *presets* of it (:class:`mitigate.registry.Preset`):
-their spec, pipeline text or CLI name builds a :class:`Demos`, equal to the one the
-equivalent ``demos(...)`` spec builds, and its spec is that ``demos`` spec:
-
-| preset | builds |
-|---|---|
-| ``random-demos(k, seed, criterion)`` | ``Demos(selector=Random(seed), k, criterion)`` (Ohi et al.'s control)
-|
-| ``highest-rs-demos(k, likelihood, criterion, pool_size, seed, task)`` | ``Demos(selector=HighestRS(...), k,
-criterion)`` (Ohi et al. 2024) |
-| ``perturbed-demos(demos, m, n, kind, lengthened, seed, ablation, perturbed)`` |
-``Demos(selector=Stratified(by="range", seed) or demos, k=m, display="perturbed" or "guideline",
-placement="append", ...)`` (Ghazarian et al. 2024) |
-| ``fixed-demos(demos)`` | ``Demos(demos=demos, k=len(demos))`` |
-| ``per-item-demos(selector, k)`` | ``Demos(selector=<fitted selector>, k, per_item=True,
-placement="append")`` |
-
-The first three live beside their papers' notes (:mod:`mitigate.strategies._highest_rs`,
-:mod:`mitigate.strategies._perturbed_demos`); the last two here.
-
-Fitted state (fields ending in ``_``, kept by :meth:`~mitigate.registry.Component.spec`):
-``selector_`` (the fitted selector, keeping only what choosing needs: the chosen items and,
-for HighestRS, their RS, LS and US, with counts of parse failures and exclusions; a selector
-that chooses per judged item keeps its pool), ``demos_`` (the chosen demos, in display order)
-and ``n_unlabelled_`` (training items without the human label). A fitted value never carries
-the training set: how many items the selector chose from is ``selector_.n_pool_``, and
-``mitigate compare`` records their ids with the run. Unfitted use is a ConfigError naming
-the fit call.
+The named demo mitigations are registered presets of it whose spec is a ``demos`` spec; ``highest-rs-demos``
+(Ohi et al. 2024) shows the items on which the judge's bias toward texts its LM finds likely is strongest,
+``random-demos`` is their control.
 """
 
 from __future__ import annotations
@@ -43,7 +12,7 @@ import random
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, model_validator
+from pydantic import BeforeValidator, PlainSerializer, model_validator
 
 from mitigate.constraints import Interval, IsInstance, Options, Satisfies, check_param
 from mitigate.data import Benchmark, Item, labelled, labelled_items
@@ -58,7 +27,15 @@ from mitigate.prompt import (
     perturbation_set,
 )
 from mitigate.registry import Preset, Tags, register
-from mitigate.selectors import KNN, Selector, example_pool, resolve_criterion, selector_from_spec
+from mitigate.selectors import (
+    KNN,
+    HighestRS,
+    Random,
+    Selector,
+    example_pool,
+    resolve_criterion,
+    selector_from_spec,
+)
 from mitigate.strategies._base import Mitigation
 
 Placement = Literal["replace", "append"]
@@ -66,16 +43,13 @@ Placement = Literal["replace", "append"]
 
 
 def _as_selector(value: Any) -> Any:
-    """A selector from a Selector, its spec, or (CLI text) its registered name."""
-    if value is None or isinstance(value, Selector):
-        return value
     if isinstance(value, str):
-        return selector_from_spec({"name": value, "params": {}})
-    return selector_from_spec(value)
+        value = {"name": value, "params": {}}
+    return value if value is None else selector_from_spec(value)
 
 
 SelectorField = Annotated[Selector, BeforeValidator(_as_selector), PlainSerializer(lambda s: s.spec())]
-"""A selector parameter: given as a Selector, its spec or its name; serialised as its spec."""
+"""A selector parameter: given as a Selector, its spec or its registered name; serialised as its spec."""
 
 
 def score_for(demo: Demo, prompt: JudgePrompt) -> float | dict[str, float] | None:
@@ -89,9 +63,7 @@ def score_for(demo: Demo, prompt: JudgePrompt) -> float | dict[str, float] | Non
             f"demo {demo.item.id!r} has gold scores for {sorted(demo.score)}; the prompt scores {names} "
             f"(missing {missing})"
         )
-    if len(names) == 1:
-        return demo.score[names[0]]
-    return {c: demo.score[c] for c in names}
+    return demo.score[names[0]] if len(names) == 1 else {c: demo.score[c] for c in names}
 
 
 def require_lengthened(owner: str, kind: str, lengthened: dict[str, str] | None) -> None:
@@ -105,13 +77,9 @@ def require_lengthened(owner: str, kind: str, lengthened: dict[str, str] | None)
 
 
 def demo_criteria(train: Benchmark, judge: Judge | None, criterion: str | None) -> list[str]:
-    """The human labels the demos show.
-
-    ``[criterion]`` when given; else the benchmark's one declared criterion; else every
-    criterion the judge's prompts score that ``train``'s items label (with several, each demo
-    holds one score per criterion and each prompt shows its own); else as
-    :func:`~mitigate.selectors.resolve_criterion` (which says what is missing).
-    """
+    """The human labels the demos show: ``[criterion]``; else the benchmark's one criterion; else every
+    criterion the judge's prompts score that ``train`` labels; else as
+    :func:`~mitigate.selectors.resolve_criterion`."""
     if criterion is None and len(train.criteria) != 1 and judge is not None:
         names = list(dict.fromkeys(c.name for leaf in judge.leaves() for c in leaf.prompt.criteria))
         known = [n for n in names if labelled_items(train.items, n)]
@@ -127,61 +95,7 @@ PERTURBATION_CONSTRAINTS: dict[str, list[Any]] = {
     "seed": [Interval(int)],
     "ablation": [bool],
 }
-"""The constraints of the guideline-perturbation parameters (demo display and the probe share them)."""
-
-
-class Display(BaseModel):
-    """How demos are shown.
-
-    ``mode``: ``"plain"`` (as they are); ``"guideline"`` (each once under the prompt's own
-    guideline, options in their original order: the unperturbed control of Ghazarian et al.
-    2024); ``"perturbed"`` (each under every perturbed version of that guideline, always with
-    the same gold score; with ``ablation`` under one perturbation drawn with ``seed``).
-    ``kind``, ``n``, ``lengthened`` and ``seed`` choose the perturbations
-    (:func:`mitigate.prompt._perturb.perturbation_set`).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    mode: Literal["plain", "guideline", "perturbed"] = "plain"
-    kind: PerturbationKind = "order"
-    n: int | None = None
-    lengthened: dict[str, str] | None = None
-    seed: int = 0
-    ablation: bool = False
-
-    def show(self, demos: Sequence[Demo], prompt: JudgePrompt) -> list[Demo]:
-        """``demos`` as shown in ``prompt`` (each with the prompt's own score, and a guideline when not
-        plain)."""
-        scored = [
-            d.model_copy(update={"score": score_for(d, prompt)}) if isinstance(d.score, dict) else d
-            for d in demos
-        ]
-        if self.mode == "plain":
-            return scored
-        if prompt.answer == "pairwise":
-            raise ConfigError(
-                f"demos shown under the prompt's scoring guideline (display {self.mode!r}, e.g. "
-                "perturbed-demos) show one output and its gold score under each guideline version; expected "
-                "a prompt that scores one output, got a pairwise prompt (show pairwise demos plainly: "
-                "Demos(demos=(Demo(item=..., verdict='first'), ...), k=...))"
-            )
-        base = original_order(guideline_of(prompt))
-        if self.mode == "guideline":
-            per_demo = [[base] for _ in scored]
-        else:
-            perts = perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
-            if self.ablation:
-                choices = [p for p in perts if not p.is_identity(base)] or perts
-                rng = random.Random(f"ablation:{self.seed}")
-                per_demo = [[rng.choice(choices).apply(base)] for _ in scored]
-            else:
-                shown = [p.apply(base) for p in perts]
-                per_demo = [shown for _ in scored]
-        return [
-            d.model_copy(update={"guideline": gl})
-            for d, gls in zip(scored, per_demo, strict=True)
-            for gl in gls
-        ]
+"""The constraints of the guideline-perturbation parameters (of demo display and PerturbedGuidelines)."""
 
 
 def _fitted_selector(value: Any) -> bool:
@@ -193,26 +107,17 @@ class Demos(Mitigation):
     """Demonstrations chosen by any selector (or given), shown plain or under the prompt's guideline.
 
     Parameters:
-        selector: the selector that picks the demos at ``fit`` (a Selector, its spec, or its
-            registered name such as ``"stratified"``); one given already fitted is used as it is.
+        selector: picks the demos at ``fit`` (a Selector, its spec or its name; used as it is if fitted).
         k: how many demos.
-        criterion: the human label shown (None: the benchmark's, or every criterion the
-            judge scores; see :func:`demo_criteria`).
-        demos: given demos instead of a selector (exactly ``k``; nothing to fit).
-        display: ``"plain"``, ``"guideline"`` (under the prompt's own guideline) or
-            ``"perturbed"`` (under perturbed guidelines, Ghazarian et al. 2024); see :class:`Display`.
+        criterion: the human label shown (None: see :func:`demo_criteria`).
+        demos: given demos instead of a selector (exactly ``k``).
+        display: ``"plain"``, under the prompt's own ``"guideline"``, or under ``"perturbed"`` versions of it.
         kind, n, lengthened, seed, ablation: the perturbations for ``display="perturbed"``.
         placement: ``"replace"`` the prompt's own demos, or ``"append"`` after them.
-        per_item: choose for each judged item (a :class:`PerItemDemosJudge`) instead of once
-            at fit; always so for a query-dependent selector (KNN).
+        per_item: choose for each judged item (always so for a query-dependent selector).
 
-    Demos show human scores for one criterion (or one score per criterion), so they go to
-    the prompts that score it: a prompt scoring ``criterion`` (or the generic "score") gets
-    them; a prompt scoring one *other* criterion is left alone (after a ``SingleAttribute``
-    split, ``highest-rs-demos(criterion=coherence) | random-demos(criterion=fluency)`` gives
-    each per-criterion call its own demos); a prompt scoring several criteria in one answer
-    is refused. Wrapping a judge none of whose prompts scores the criterion is a
-    ConfigError, never a silent no-op.
+    Demos go to the prompts that score their criterion (or the generic "score"); a prompt scoring one other
+    criterion is left alone, one scoring several is refused, and so is a judge with no prompt scoring it.
     """
 
     selector: SelectorField | None = None
@@ -260,19 +165,15 @@ class Demos(Mitigation):
                 f"ablation=True with display={self.display!r} instead."
             )
         if self.chooses_per_item and self.display != "plain":
-            why = (
-                f"chooses per item with {type(self.selector).__name__}"
-                if self.selector is not None
-                else "chooses per item"
-            )
+            why = f" with {type(self.selector).__name__}" if self.selector is not None else ""
             raise ConfigError(
-                f"Demos {why}; expected display='plain' for per-item demos, got display={self.display!r}"
+                f"Demos chooses per item{why}; expected display='plain' for per-item demos, got "
+                f"display={self.display!r}"
             )
         return self
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Given demos under perturbed guidelines, an unfitted stratified choice, and per-item KNN."""
         pool = example_pool()
         given = (Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score"))
         return [
@@ -281,7 +182,6 @@ class Demos(Mitigation):
             cls(selector=KNN.examples()[0], k=2),
         ]
 
-    # ------------------------------------------------------------------ state
     @property
     def chooses_per_item(self) -> bool:
         """True when demos are chosen for each judged item (``per_item``, or a query-dependent selector)."""
@@ -289,8 +189,7 @@ class Demos(Mitigation):
 
     @property
     def tags(self) -> Tags:
-        """Learns at fit when a selector chooses; calls the judge then when that selector does (and is
-        unfitted)."""
+        """Learns at fit when a selector chooses; calls the judge then when that (unfitted) selector does."""
         if self.selector is None:
             return Tags()
         sel = self.selector.tags
@@ -302,16 +201,11 @@ class Demos(Mitigation):
 
     @property
     def label(self) -> str:
-        """``demos(<selector name or given>, k=..)``, with the display and per-item choice when not the
-        default."""
-        source = (
-            "given"
-            if self.selector is None
-            else (self.selector.registry_name or type(self.selector).__name__)
-        )
-        extra = ("" if self.display == "plain" else f", {self.display}") + (
-            ", per item" if self.chooses_per_item else ""
-        )
+        """``demos(<selector or given>, k=..)``, with the display and per-item choice when not the default."""
+        sel = self.selector
+        source = "given" if sel is None else sel.registry_name or type(sel).__name__
+        extra = "" if self.display == "plain" else f", {self.display}"
+        extra += ", per item" if self.chooses_per_item else ""
         return f"demos({source}, k={self.k}{extra})"
 
     @property
@@ -322,20 +216,7 @@ class Demos(Mitigation):
         return self.selector if _fitted_selector(self.selector) else None
 
     @property
-    def display_spec(self) -> Display:
-        """How the demos are shown (:class:`Display`), from the display parameters."""
-        return Display(
-            mode=self.display,
-            kind=self.kind,
-            n=self.n,
-            lengthened=self.lengthened,
-            seed=self.seed,
-            ablation=self.ablation,
-        )
-
-    @property
     def is_fitted(self) -> bool:
-        """True when there are demos to show (given or chosen), or a fitted per-item selector."""
         if self.chooses_per_item:
             return self.fitted_selector is not None
         return self.demos_ is not None or bool(self.demos)
@@ -354,19 +235,11 @@ class Demos(Mitigation):
                 "demos=(Demo(...), ...) to show given demos)"
             )
 
-    # ------------------------------------------------------------------ fit
     async def learn(self, train: Benchmark, judge: Judge | None, ctx: FitContext) -> Self:
-        """A fitted copy: the selector fitted on ``train`` (the items labelled for the criterion) picks the
-        demos.
-
-        ``judge`` is the judge the demos will be shown to; it tells which criterion the
-        demos show when neither this mitigation nor the benchmark says, and selectors that
-        judge the pool (HighestRS) run it with ``ctx`` (whose ``criterion`` names the label
-        shown when this mitigation's own ``criterion`` is None). Given demos are used as they
-        are (this value is returned); a selector given already fitted is adopted without
-        refitting. The fitted selector keeps only the chosen demos
-        (:meth:`~mitigate.selectors.Selector.with_choice`) unless it chooses per judged item.
-        """
+        """A fitted copy: the selector, fitted on the ``train`` items labelled for the criterion, picks the
+        demos. ``judge`` (the judge the demos will be shown to) tells which criterion the demos show when
+        neither this mitigation nor the benchmark says; given demos need no fit, and a selector given
+        fitted is adopted."""
         if self.selector is None:
             return self
         if self.selector.is_fitted:
@@ -378,8 +251,7 @@ class Demos(Mitigation):
     def _training_pool(
         self, train: Benchmark, judge: Judge | None, criterion: str | None
     ) -> tuple[list[str], Benchmark]:
-        """The criteria the demos show and the training items labelled for all of them (what the selector fits
-        on)."""
+        """The criteria the demos show and the training items labelled for all of them."""
         if not isinstance(train, Benchmark):
             raise ConfigError(
                 f"Demos.fit expected the training items as a Benchmark; got {type(train).__name__}"
@@ -392,13 +264,12 @@ class Demos(Mitigation):
             raise ConfigError(
                 f"The 'k' parameter of Demos asks for {self.k} demos, but benchmark {train.name!r} has only "
                 f"{len(items)} item{'' if len(items) == 1 else 's'} with a human "
-                f"{' and '.join(repr(c) for c in criteria)} "
-                "score."
+                f"{' and '.join(repr(c) for c in criteria)} score."
             )
         return criteria, train.model_copy(update={"items": items, "criteria": (criteria[0],)})
 
     def _adopt(self, criteria: list[str], fitted: Selector, train: Benchmark | None) -> Self:
-        """The fitted copy: the fitted selector (only its choice, unless per item), its picks (``demos_``)."""
+        """The fitted copy: the fitted selector and its picks (``demos_``)."""
         update: dict[str, Any] = {}
         if len(criteria) == 1:
             update["criterion"] = criteria[0]
@@ -413,7 +284,39 @@ class Demos(Mitigation):
         update["selector_"] = fitted
         return self.model_copy(update=update)
 
-    # ------------------------------------------------------------------ showing
+    def shown(self, demos: Sequence[Demo], prompt: JudgePrompt) -> list[Demo]:
+        """``demos`` as shown in ``prompt`` (with its own score, and a guideline when not plain)."""
+        scored = [
+            d.model_copy(update={"score": score_for(d, prompt)}) if isinstance(d.score, dict) else d
+            for d in demos
+        ]
+        if self.display == "plain":
+            return scored
+        if prompt.answer == "pairwise":
+            raise ConfigError(
+                f"demos shown under the prompt's scoring guideline (display {self.display!r}, e.g. "
+                "perturbed-demos) show one output and its gold score under each guideline version; expected "
+                "a prompt that scores one output, got a pairwise prompt (show pairwise demos plainly: "
+                "Demos(demos=(Demo(item=..., verdict='first'), ...), k=...))"
+            )
+        base = original_order(guideline_of(prompt))
+        if self.display == "guideline":
+            per_demo = [[base] for _ in scored]
+        else:
+            perts = perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
+            if self.ablation:
+                choices = [p for p in perts if not p.is_identity(base)] or perts
+                rng = random.Random(f"ablation:{self.seed}")
+                per_demo = [[rng.choice(choices).apply(base)] for _ in scored]
+            else:
+                shown = [p.apply(base) for p in perts]
+                per_demo = [shown for _ in scored]
+        return [
+            d.model_copy(update={"guideline": gl})
+            for d, gls in zip(scored, per_demo, strict=True)
+            for gl in gls
+        ]
+
     def belongs(self, prompt: JudgePrompt) -> bool:
         """False when ``prompt`` scores one criterion other than the demos' (ConfigError for several)."""
         names = [c.name for c in prompt.criteria]
@@ -431,17 +334,14 @@ class Demos(Mitigation):
         demos = self.chosen_demos()
         if not self.belongs(prompt):
             return prompt
-        shown = self.display_spec.show(demos, prompt)
+        shown = self.shown(demos, prompt)
         try:
             return prompt.with_demos(shown if self.placement == "replace" else (*prompt.demos, *shown))
         except TemplateError as exc:
             raise TemplateError(f"{self.label}: {exc}") from None
 
     def wrap(self, judge: Judge) -> Judge:
-        """``judge`` with the demos in its prompts, or a :class:`PerItemDemosJudge` for per-item choice.
-
-        ConfigError when no prompt of ``judge`` scores the demos' criterion.
-        """
+        """``judge`` with the demos in its prompts, or a :class:`PerItemDemosJudge` for per-item choice."""
         if not isinstance(judge, Judge):
             raise ConfigError(f"Demos.wrap expected a Judge; got {type(judge).__name__}")
         self._require_fitted()
@@ -471,10 +371,7 @@ class FixedDemosPreset(Preset):
     """``fixed-demos``: show exactly these demonstrations in every prompt, in place of its own.
 
     Parameters:
-        demos: the demonstrations, in display order (each an item and its gold score;
-            a dict score holds one score per criterion and each prompt shows its own).
-
-    Builds ``Demos(demos=demos, k=len(demos))``. The winning demo set of a search is saved so.
+        demos: the demonstrations, in display order (a dict score holds one score per criterion).
     """
 
     demos: tuple[Demo, ...]
@@ -486,27 +383,21 @@ class FixedDemosPreset(Preset):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """The Demos of two small given demos."""
         pool = example_pool()
         return [cls(demos=(Demo.from_item(pool[0], "score"), Demo.from_item(pool[2], "score"))).build()]
 
     def build(self) -> Demos:
-        """``Demos(demos=demos, k=len(demos))``."""
         return Demos(demos=self.demos, k=len(self.demos))
 
 
 @register("mitigation", "per-item-demos")
 class PerItemDemosPreset(Preset):
-    """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given that
-    item.
+    """``per-item-demos``: show each judged item its own ``k`` demos, chosen by a fitted selector given
+    that item.
 
     Parameters:
-        selector: a fitted selector (any; meant for query-dependent ones such as
-            :class:`~mitigate.selectors.KNN`). It serialises as its own spec.
-        k: how many demos per item.
-
-    Builds ``Demos(selector=selector, k=k, per_item=True, placement="append")``: the demos go
-    after the prompt's own. The judged item is never among its own demos.
+        selector: a fitted selector (meant for query-dependent ones such as :class:`~mitigate.selectors.KNN`).
+        k: how many demos per item (never the item itself), after the prompt's own.
     """
 
     selector: SelectorField
@@ -515,21 +406,15 @@ class PerItemDemosPreset(Preset):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        check_param(
-            "PerItemDemosPreset",
-            "selector",
-            self.selector,
-            [Satisfies(_fitted_selector, "a fitted selector (call .fit(pool, criterion=...) first)")],
-        )
+        fitted = Satisfies(_fitted_selector, "a fitted selector (call .fit(pool, criterion=...) first)")
+        check_param("PerItemDemosPreset", "selector", self.selector, [fitted])
         return self
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """A KNN selector over the example pool, 2 demos per item."""
         return [cls(selector=KNN.examples()[0], k=2).build()]
 
     def build(self) -> Demos:
-        """``Demos(selector=selector, k=k, per_item=True, placement="append")``."""
         return Demos(selector=self.selector, k=self.k, per_item=True, placement="append")
 
 
@@ -537,23 +422,15 @@ INNER = "inner"
 
 
 class PerItemDemosJudge(CompositeJudge):
-    """Selects demos for each judged item, adds them to every inner prompt, then delegates.
-
-    ``append``: after the prompt's own demos (else in their place). The chosen ids are
-    recorded in ``Judgment.meta["demo_ids"]``. It is a composite judge, so a prompt
-    mitigation placed after it still reaches every inner prompt.
-    """
+    """Adds demos chosen for each judged item to every inner prompt; their ids go to ``meta["demo_ids"]``."""
 
     kind = "per-item-demos"
 
     def __init__(self, inner: Judge, selector: Selector, k: int, *, append: bool = True) -> None:
         super().__init__({INNER: inner})
-        self.selector = selector
-        self.k = k
-        self.append = append
+        self.selector, self.k, self.append = selector, k, append
 
     def params(self) -> dict[str, Any]:
-        """The selector's spec, ``k`` and whether the demos are appended."""
         return {"selector": self.selector.spec(), "k": self.k, "append": self.append}
 
     def demos_for(self, item: Item, leaf: PromptJudge) -> list[Demo]:
@@ -574,12 +451,98 @@ class PerItemDemosJudge(CompositeJudge):
         return self.children[INNER].map_leaves(with_demos), chosen
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The inner judge's requests with the demos chosen for ``item``."""
         inner, _ = self.for_item(item)
         return [r.under(INNER) for r in inner.requests(item)]
 
     async def judge(self, item: Item) -> Judgment:
-        """Judge ``item`` with its own demos added to every inner prompt."""
         inner, chosen = self.for_item(item)
         judgment = await inner.judge(item)
         return judgment.model_copy(update={"meta": {**judgment.meta, "demo_ids": chosen}})
+
+
+# --------------------------------------------------------------------------- Ohi et al. 2024
+
+_DEMO_CONSTRAINTS: dict[str, list[Any]] = {
+    "k": [Interval(int, 1)],
+    "criterion": [str, None],
+    "seed": [Interval(int)],
+}
+
+
+@register("mitigation", "highest-rs-demos")
+class HighestRSDemosPreset(Preset):
+    """``highest-rs-demos`` (Ohi et al. 2024): demonstrations = the k training items with the highest RS.
+
+    Parameters:
+        k: how many demonstrations (the paper uses 8).
+        likelihood: backend spec of the causal LM that computes LS (any backend with ``loglikelihood``).
+        task: the generation task's description, the condition of LS (None: the judge prompt's task).
+        pool_size: judge and score only this many training items, drawn with ``seed`` (None: all).
+        seed: the random seed of the pool draw.
+        scaling: how US normalises judge and human scores (see :class:`~mitigate.selectors.HighestRS`).
+        criterion: the human label the demos show and US is computed against.
+
+    ``fit(train, judge, lm=None)`` runs the base judge over the pool; ``lm`` overrides ``likelihood`` with a
+    backend object.
+    """
+
+    paper = "Ohi et al. 2024"
+
+    k: int = 8
+    likelihood: str = "local"
+    criterion: str | None = None
+    pool_size: int | None = None
+    seed: int = 0
+    task: str | None = None
+    scaling: Literal["range", "max-deviation"] = "range"
+    parameter_constraints: ClassVar = {
+        **_DEMO_CONSTRAINTS,
+        "likelihood": [str],
+        "task": [str, None],
+        "pool_size": [Interval(int, 1), None],
+        "scaling": [Options("range", "max-deviation")],
+    }
+
+    @model_validator(mode="after")
+    def _check_pool_size(self) -> Self:
+        if self.pool_size is not None:  # the pool must hold the k demos
+            check_param("HighestRSDemosPreset", "pool_size", self.pool_size, [Interval(int, self.k), None])
+        return self
+
+    @classmethod
+    def examples(cls) -> list[Any]:
+        unfitted = cls(k=1, criterion="score").build()
+        fitted = HighestRS.examples()[0].with_choice(1)
+        update = {"selector_": fitted, "demos_": tuple(fitted.select(1)), "n_unlabelled_": 0}
+        return [unfitted, unfitted.model_copy(update=update)]
+
+    def build(self) -> Demos:
+        params = self.model_dump(include={"likelihood", "task", "pool_size", "seed", "scaling"})
+        return Demos(selector=HighestRS(**params), k=self.k, criterion=self.criterion)
+
+
+@register("mitigation", "random-demos")
+class RandomDemosPreset(Preset):
+    """``random-demos``, the control of Ohi et al. (2024): k random training items as demonstrations.
+
+    Parameters:
+        k: how many demonstrations.
+        seed: the random seed of the draw.
+        criterion: the human label shown (None: as :func:`~mitigate.selectors.resolve_criterion`).
+    """
+
+    paper = "Ohi et al. 2024 (control)"
+
+    k: int = 8
+    seed: int = 0
+    criterion: str | None = None
+    parameter_constraints: ClassVar = _DEMO_CONSTRAINTS
+
+    @classmethod
+    def examples(cls) -> list[Any]:
+        unfitted = cls(k=1, criterion="score").build()
+        pool = Benchmark(name="ex", items=tuple(example_pool()), criteria=("score",))
+        return [unfitted, unfitted.fit(pool)]
+
+    def build(self) -> Demos:
+        return Demos(selector=Random(seed=self.seed), k=self.k, criterion=self.criterion)

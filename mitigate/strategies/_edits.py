@@ -1,35 +1,9 @@
 """Prompt edits shared by several mitigations, in one place instead of mitigations importing each other.
 
-- Where added text goes. Every paragraph a mitigation adds goes at the end of the last user
-  message but *before its answer stub* (:meth:`~mitigate.prompt.JudgePrompt.answer_stub`:
-  G-Eval's "Evaluation Form (scores ONLY):\n\n- Coherence:", Prometheus' "###Feedback: "),
-  so the template still ends where the judge's answer starts; the message's trailing
-  whitespace stays after the added text too.
-- Managed instruction paragraphs. A few mitigations add one-line paragraphs there
-  (SingleAttribute's "rate only" paragraph, Granularity's answer scale note, Sampling's
-  chain-of-thought instruction). Each starts with a fixed lead (:data:`ONLY_LEAD`,
-  :data:`SCALE_LEAD`, :data:`COT_LEAD`) so it can be found, replaced or removed again; they
-  are kept in that order, after any other added paragraph. :func:`set_addendum` and
-  :func:`addenda` manage them; :func:`cot_instruction`, :func:`only_paragraph` and
-  :func:`scale_note` write them, and :func:`set_cot` adds or removes the chain of thought
-  together with the answer format's reasoning.
-- Every answer request is worded from the prompt's answer format (``prompt.format``, see
-  :class:`~mitigate.prompt.answer.AnswerFormat`): a template that asks for "[RESULT] N" or
-  "Rating: [[N]]" is asked for that, never for "Score: N".
-- Fixed instructions: :data:`DEFAULT_HINT` (ConsistencyHint), :data:`DEFAULT_COT` (the lead
-  of SelfConsistency's instruction, :func:`self_consistency_instruction`) and
-  :data:`RTS_LEAD` (how the RTS form's answer instruction begins), with
-  :func:`append_instruction` and :func:`insert_after_guideline` to place a paragraph.
-- :func:`allow_reasoning`: an added reasoning request never stands before words that forbid
-  reasoning ("Do NOT provide any explanation", "only the score",
-  :func:`~mitigate.prompt.answer._infer.reasoning_ban`): such words in the answer stub are
-  rewritten, elsewhere the combination is refused.
-- :func:`multi_criterion_prompt`: the built-in rating template (our own wording) that scores
-  one or several criteria in one answer, and :func:`is_multi_criterion_template`, which
-  recognises it exactly.
-
-Size: over 600 lines because every prompt edit mitigations share lives here, so that no mitigation
-imports another; each edit is short.
+Added paragraphs go at the end of the last user message, before its answer stub; the *managed* one-line
+paragraphs (rate only one criterion, the answer scale, a chain of thought) start with fixed leads
+(:data:`MANAGED_LEADS`) so they can be found, replaced or removed. Every answer request is worded from the
+prompt's answer format.
 """
 
 from __future__ import annotations
@@ -56,10 +30,9 @@ from mitigate.scale import Scale
 # --------------------------------------------------------------------------- fixed instructions
 
 DEFAULT_HINT = (
-    "Important: the order in which the score options are listed, and how long or detailed each "
-    "option's description is, say nothing about which score is right. Decide only from what each "
-    "option means; you would give the same score if the options were listed in another order or "
-    "described at another length."
+    "Important: the order in which the score options are listed, and how long or detailed each option's "
+    "description is, say nothing about which score is right. Decide only from what each option means; you "
+    "would give the same score if the options were listed in another order or described at another length."
 )
 """The default :class:`ConsistencyHint` text, for a prompt that lists score options."""
 
@@ -68,35 +41,29 @@ PAIRWISE_HINT = (
     "is better. Decide only from what each output says; you would give the same verdict if they were shown "
     "in the other order."
 )
-"""What :class:`ConsistencyHint` says by default on a pairwise prompt (no options and no score to speak
-of)."""
+"""The default :class:`ConsistencyHint` text on a pairwise prompt."""
 
 NO_OPTIONS_HINT = (
     "Important: how long the text is, and where things stand in this prompt, say nothing about which answer "
     "is right. Decide only from what the text says; you would give the same answer if it were presented in "
     "another way."
 )
-"""What :class:`ConsistencyHint` says by default on a prompt that lists no score options."""
+"""The default :class:`ConsistencyHint` text on a prompt that lists no score options."""
 
 
 def consistency_hint(prompt: JudgePrompt) -> str:
-    """The default consistency hint for ``prompt``: about its options only when it lists some, never a score
-    on a pairwise one."""
+    """The default consistency hint for ``prompt``: about its options only when it lists some."""
     if prompt.answer == "pairwise":
         return PAIRWISE_HINT
-    if prompt.guideline is None:
-        return NO_OPTIONS_HINT
-    return DEFAULT_HINT
+    return NO_OPTIONS_HINT if prompt.guideline is None else DEFAULT_HINT
 
 
 DEFAULT_COT = "Think step by step first and explain your reasoning."
-"""How the chain-of-thought instruction :class:`SelfConsistency` adds when ``cot=True`` begins
-(:func:`self_consistency_instruction` writes the rest from the prompt's answer format)."""
+"""How :class:`SelfConsistency`'s chain-of-thought paragraph begins."""
 
 
 def self_consistency_instruction(prompt: JudgePrompt) -> str:
-    """SelfConsistency's chain-of-thought paragraph for ``prompt``: :data:`DEFAULT_COT`, what to compare, the
-    answer line."""
+    """SelfConsistency's chain-of-thought paragraph: :data:`DEFAULT_COT`, what to compare, the answer line."""
     if prompt.answer == "pairwise":
         what = "Compare the two outputs point by point."
     elif prompt.guideline is not None:
@@ -111,39 +78,26 @@ RTS_LEAD = "First give a brief reason for your rating"
 
 
 def append_instruction(prompt: JudgePrompt, text: str) -> JudgePrompt:
-    """A copy of ``prompt`` with ``text`` as a new paragraph at the end of its last user message.
-
-    The paragraph goes before the message's answer stub and before the managed paragraphs
-    (see the module docstring).
-    """
+    """A copy of ``prompt`` with ``text`` as a new paragraph where added paragraphs go."""
     idx = _target_index(prompt)
     body, end = _split_end(prompt, idx)
     core, found = _split_tail(body)
-    return _with_template(prompt, idx, core + "\n\n" + text + _joined(found) + end)
+    return with_message(prompt, idx, core + "\n\n" + text + _joined(found) + end)
 
 
 def insert_after_guideline(prompt: JudgePrompt, text: str) -> JudgePrompt:
     """A copy of ``prompt`` with ``text`` as its own paragraph right after the guideline (else at the end).
-
-    A guideline that stands inside the judged item's section (between two of its slots) gets
-    no text after it: the paragraph goes at the end instead, so the item's headings and texts
-    stay together.
-    """
+    A guideline inside the judged item's section gets no text after it: the paragraph goes at the end
+    instead."""
     if prompt.guideline is None or _guideline_inside_item(prompt):
         return append_instruction(prompt, text)
-    msgs = tuple(
-        PromptMessage(
-            role=m.role, template=m.template.replace(GUIDELINE_MARK, GUIDELINE_MARK + "\n\n" + text)
-        )
-        if GUIDELINE_MARK in m.template
-        else m
-        for m in prompt.messages
+    after = GUIDELINE_MARK + "\n\n" + text
+    return prompt.map_templates(
+        lambda m: PromptMessage(role=m.role, template=m.template.replace(GUIDELINE_MARK, after))
     )
-    return prompt.model_copy(update={"messages": msgs})
 
 
 def _guideline_inside_item(prompt: JudgePrompt) -> bool:
-    """True when the guideline stands between the first heading and the last slot of the judged item."""
     for message in prompt.messages:
         at = message.template.find(GUIDELINE_MARK)
         where = item_layout(message.template) if at >= 0 else None
@@ -152,19 +106,8 @@ def _guideline_inside_item(prompt: JudgePrompt) -> bool:
     return False
 
 
-def first_phrase(prompt: JudgePrompt, pattern: re.Pattern[str]) -> str | None:
-    """The first phrase of ``prompt``'s own message templates that ``pattern`` matches (None when none
-    does)."""
-    for message in prompt.messages:
-        found = pattern.search(message.template)
-        if found:
-            return found.group(0)
-    return None
-
-
 STUB_REASONING = "reasoning first, then the answer"
-"""What words of an answer stub that ask for the answer alone ("scores ONLY") become when reasoning is
-added."""
+"""What answer-stub words that ask for the answer alone ("scores ONLY") become when reasoning is added."""
 
 
 def allow_reasoning(
@@ -172,27 +115,18 @@ def allow_reasoning(
 ) -> JudgePrompt:
     """``prompt`` made fit for an added request to reason before the answer, or a one-line ConfigError.
 
-    The template's own words are read by :func:`~mitigate.prompt.answer._infer.reasoning_ban`
-    ("Do NOT provide any explanation", "only the score", "scores ONLY"), leaving out the
-    managed paragraphs and the ``added`` instruction texts. Words that stand in the answer stub
-    closing the prompt (G-Eval's "Evaluation Form (scores ONLY):") are rewritten there to
-    :data:`STUB_REASONING`; the rest of the template is left as written. Words elsewhere in the
-    template, or a format that asks for the answer first and the explanation after it, cannot
-    be reconciled with the request: the combination is refused, naming both.
+    Words forbidding reasoning (:func:`~mitigate.prompt.reasoning_ban`) are rewritten to
+    :data:`STUB_REASONING` in the answer stub; anywhere else, or with a format that answers first, ``who``'s
+    request is refused.
     """
     if prompt.format.reasoning == "before" and not added:
         return prompt
-    core = _without_addenda(prompt)
-    texts = core.template_text()
-    for text in added:
-        texts = [t.replace(text, "") for t in texts]
-    found = reasoning_ban(texts)
-    if found is None and prompt.format.reasoning == "after" and not core.format.json_key:
-        found = "the answer first, then the explanation"
+    found = _ban(prompt, added)
+    if found is None and prompt.format.reasoning == "after" and not prompt.format.json_key:
         raise ConfigError(
-            f"{who} asks for reasoning before the answer, but the template asks for {found}; expected a "
-            "template whose answer instruction allows text before the answer line (or leave the reasoning "
-            "request out)"
+            f"{who} asks for reasoning before the answer, but the template asks for the answer first, then "
+            "the explanation; expected a template whose answer instruction allows text before the answer "
+            "line (or leave the reasoning request out)"
         )
     if found is None:
         return prompt
@@ -200,21 +134,26 @@ def allow_reasoning(
     stub = prompt.answer_stub(idx)
     if found in stub:
         template = prompt.messages[idx].template
-        rewritten = template[: len(template) - len(stub)] + stub.replace(found, STUB_REASONING)
-        out = _with_template(prompt, idx, rewritten)
-        again = [t for t in _without_addenda(out).template_text()]
-        for text in added:
-            again = [t.replace(text, "") for t in again]
-        if reasoning_ban(again) is None:
+        out = with_message(
+            prompt, idx, template[: len(template) - len(stub)] + stub.replace(found, STUB_REASONING)
+        )
+        again = _ban(out, added)
+        if again is None:
             return out
-        found = reasoning_ban(again) or found
+        found = again
     raise ConfigError(
         f"{who} asks for reasoning before the answer, but the template says {found!r}; expected a template "
         "whose answer instruction allows text before the answer line (or leave the reasoning request out)"
     )
 
 
-# --------------------------------------------------------------------------- managed paragraphs
+def _ban(prompt: JudgePrompt, added: Sequence[str]) -> str | None:
+    """What in the template's own words forbids reasoning (managed paragraphs and ``added`` texts aside)."""
+    texts = _without_addenda(prompt).template_text()
+    for text in added:
+        texts = [t.replace(text, "") for t in texts]
+    return reasoning_ban(texts)
+
 
 ONLY_LEAD = "For this request, rate only"
 """Lead of the paragraph that restricts a free-form multi-criterion template to one criterion."""
@@ -232,11 +171,9 @@ _TAIL_RE = re.compile(r"\n\n([^\n]*)\Z")
 
 
 def _target_index(prompt: JudgePrompt) -> int:
-    """Index of the message that carries added paragraphs: the last user message (else the last one)."""
-    for i in range(len(prompt.messages) - 1, -1, -1):
-        if prompt.messages[i].role == "user":
-            return i
-    return len(prompt.messages) - 1
+    """The index of the message that carries added paragraphs: the last user message (else the last one)."""
+    last = len(prompt.messages) - 1
+    return next((i for i in range(last, -1, -1) if prompt.messages[i].role == "user"), last)
 
 
 def _split_tail(template: str) -> tuple[str, dict[str, str]]:
@@ -256,8 +193,7 @@ def _split_tail(template: str) -> tuple[str, dict[str, str]]:
 
 
 def _split_end(prompt: JudgePrompt, idx: int) -> tuple[str, str]:
-    """Message ``idx``'s template cut where added paragraphs go: the text before, and the rest (whitespace,
-    answer stub)."""
+    """Message ``idx``'s template cut where added paragraphs go: the text before, and the rest."""
     template = prompt.messages[idx].template
     stub = prompt.answer_stub(idx)
     body = template[: len(template) - len(stub)].rstrip()
@@ -265,20 +201,9 @@ def _split_end(prompt: JudgePrompt, idx: int) -> tuple[str, str]:
 
 
 def message_end(prompt: JudgePrompt) -> tuple[int, str, str]:
-    """Where added paragraphs go: the last user message's index, its text before that point, and the rest.
-
-    The rest is the message's trailing whitespace and its answer stub
-    (:meth:`~mitigate.prompt.JudgePrompt.answer_stub`); ``with_message(prompt, idx, body +
-    added + rest)`` puts text there.
-    """
+    """Where added paragraphs go: the last user message's index, its text before that point, and the rest."""
     idx = _target_index(prompt)
-    body, end = _split_end(prompt, idx)
-    return idx, body, end
-
-
-def with_message(prompt: JudgePrompt, idx: int, template: str) -> JudgePrompt:
-    """A copy of ``prompt`` whose message ``idx`` has the text ``template`` (same role)."""
-    return _with_template(prompt, idx, template)
+    return (idx, *_split_end(prompt, idx))
 
 
 def _joined(found: dict[str, str]) -> str:
@@ -286,26 +211,21 @@ def _joined(found: dict[str, str]) -> str:
     return "".join(f"\n\n{found[k]}" for k in MANAGED_LEADS if k in found)
 
 
-def _with_template(prompt: JudgePrompt, idx: int, template: str) -> JudgePrompt:
+def with_message(prompt: JudgePrompt, idx: int, template: str) -> JudgePrompt:
+    """A copy of ``prompt`` whose message ``idx`` has the text ``template`` (same role)."""
     messages = list(prompt.messages)
     messages[idx] = PromptMessage(role=messages[idx].role, template=template)
     return prompt.model_copy(update={"messages": tuple(messages)})
 
 
 def addenda(prompt: JudgePrompt) -> dict[str, str]:
-    """The managed instruction paragraphs at the end of ``prompt``'s last user message (before its stub), by
-    lead."""
+    """The managed paragraphs at the end of ``prompt``'s last user message (before its stub), by lead."""
     idx = _target_index(prompt)
     return _split_tail(_split_end(prompt, idx)[0])[1]
 
 
 def set_addendum(prompt: JudgePrompt, lead: str, text: str | None) -> JudgePrompt:
-    """A copy of ``prompt`` whose managed paragraph with ``lead`` is ``text`` (None removes it).
-
-    ``text`` must start with ``lead`` and be a single line. Other managed paragraphs are
-    kept, and all are re-appended in the canonical order (rate-only, scale, chain of thought,
-    SelfConsistency's chain of thought), before the message's answer stub.
-    """
+    """A copy of ``prompt`` whose managed paragraph ``lead`` is ``text`` (None removes it)."""
     if lead not in MANAGED_LEADS:
         raise ConfigError(f"expected one of the managed paragraph leads {list(MANAGED_LEADS)}; got {lead!r}")
     if text is not None and (not text.startswith(lead) or "\n" in text):
@@ -317,7 +237,7 @@ def set_addendum(prompt: JudgePrompt, lead: str, text: str | None) -> JudgePromp
         found.pop(lead, None)
     else:
         found[lead] = text
-    return _with_template(prompt, idx, core + _joined(found) + end)
+    return with_message(prompt, idx, core + _joined(found) + end)
 
 
 def _one_line(text: str) -> str:
@@ -336,13 +256,7 @@ def _final_answer(prompt: JudgePrompt) -> str:
 
 
 def cot_instruction(prompt: JudgePrompt) -> str:
-    """The chain-of-thought paragraph for ``prompt``: reason step by step, then the answer line of its format.
-
-    A prompt scoring several criteria in one answer asks for one "<Criterion>: <score>" line
-    each (what :func:`multi_criterion_prompt` reads); every other prompt asks for its answer
-    format's line (:meth:`~mitigate.prompt.answer.AnswerFormat.instruction`), e.g. 'End your
-    answer with a final line "[RESULT] N", with N a score from 1 to 5.'
-    """
+    """The chain-of-thought paragraph: reason step by step, then the answer line of the format."""
     return f"{COT_LEAD} {_final_answer(prompt)}"
 
 
@@ -351,21 +265,14 @@ _REASONING_LEADS = {COT_LEAD: cot_instruction, DEFAULT_COT: self_consistency_ins
 
 
 def _single_answer(prompt: JudgePrompt) -> bool:
-    """True when the prompt's answer format is one value (not one line per criterion)."""
     return prompt.answer != "score" or len(prompt.criteria) <= 1
 
 
 def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD, who: str | None = None) -> JudgePrompt:
-    """A copy of ``prompt`` with a chain-of-thought paragraph added (``on``) or removed.
-
-    ``lead`` picks the paragraph: :data:`COT_LEAD` (Sampling's, :func:`cot_instruction`) or
-    :data:`DEFAULT_COT` (SelfConsistency's, :func:`self_consistency_instruction`). The answer
-    format follows: with such a paragraph its reasoning is "before" (the answer is read from
-    the last answer line, and a constrained backend lets the reasoning through); without any,
-    the reasoning the template itself states again. The other managed paragraphs that word
-    the answer are rewritten to match (:func:`refresh_addenda`). Adding one goes through
-    :func:`allow_reasoning` (``who`` names the asker in its refusal).
-    """
+    """A copy of ``prompt`` with the chain-of-thought paragraph ``lead`` (:data:`COT_LEAD` or
+    :data:`DEFAULT_COT`) added (``on``) or removed. The answer format's reasoning follows: "before" with
+    such a paragraph, else what the template itself states; the other managed paragraphs are reworded to
+    match (:func:`refresh_addenda`). Adding goes through :func:`allow_reasoning`."""
     if lead not in _REASONING_LEADS:
         raise ConfigError(f"expected a chain-of-thought lead {list(_REASONING_LEADS)}; got {lead!r}")
     if on:
@@ -385,8 +292,7 @@ def set_cot(prompt: JudgePrompt, on: bool, *, lead: str = COT_LEAD, who: str | N
 
 
 def _stated_reasoning(prompt: JudgePrompt) -> Literal["none", "before", "after"]:
-    """The reasoning ``prompt``'s own text asks for, without the managed paragraphs (what from_template would
-    read)."""
+    """The reasoning ``prompt``'s own text asks for, without the managed paragraphs."""
     fmt = prompt.format
     if not fmt.inferred:
         return "none"
@@ -400,13 +306,8 @@ def _stated_reasoning(prompt: JudgePrompt) -> Literal["none", "before", "after"]
 
 def only_paragraph(prompt: JudgePrompt, *, answer: bool = True) -> str:
     """The "rate only <criterion>" paragraph :class:`SingleAttribute` adds to a free-form template's child.
-
-    ``prompt`` is the child, scoring its one criterion. With ``answer=True`` the paragraph
-    also asks for the child's answer line, worded from its answer format
-    (:meth:`~mitigate.prompt.answer.AnswerFormat.request`); ``answer=False`` leaves the answer
-    to the prompt's own closing instruction (what the RTS/MCQ forms of
-    :mod:`mitigate.strategies._forms` use, since they write their own).
-    """
+    With ``answer=True`` it also asks for the child's answer line; ``answer=False`` leaves that to the
+    prompt's own closing instruction (the RTS/MCQ forms write their own)."""
     criterion = prompt.criteria[0]
     definition = _one_line(criterion.definition)
     what = f"{criterion.name} ({definition.rstrip('.')})" if definition else criterion.name
@@ -415,14 +316,7 @@ def only_paragraph(prompt: JudgePrompt, *, answer: bool = True) -> str:
 
 
 def refresh_addenda(prompt: JudgePrompt) -> JudgePrompt:
-    """Every managed paragraph present rewritten for the prompt's current criteria, scale and answer format.
-
-    For a transform that changed one of them (SingleAttribute's child, the RTS/MCQ forms,
-    a chain of thought switching the format's reasoning): the "rate only" paragraph keeps
-    whether it asked for the answer line, the scale note names the current format, and the
-    chain-of-thought paragraphs ask for the current answer line. An MCQ prompt loses the
-    scale note (it answers with a letter).
-    """
+    """Every managed paragraph present reworded for the prompt's criteria, scale and answer format."""
     found = addenda(prompt)
     if ONLY_LEAD in found and len(prompt.criteria) == 1:
         answer = found[ONLY_LEAD] != only_paragraph(prompt, answer=False)
@@ -437,19 +331,15 @@ def refresh_addenda(prompt: JudgePrompt) -> JudgePrompt:
     return prompt
 
 
-def _num(x: float) -> str:
+def num(x: float) -> str:
+    """``x`` as the prompts write a number (up to 6 decimals, no trailing zeros)."""
     return f"{round(x, 6):g}"
 
 
 def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
-    """The answer-scale paragraph Granularity adds to free-form templates (one line, starts with
-    ``SCALE_LEAD``).
-
-    It states the range and, when the answer format is not the plain "Score: N", the answer
-    line the number goes in; with word modifiers, examples written in that line.
-    """
+    """The answer-scale paragraph Granularity adds to free-form templates."""
     fmt = fmt or AnswerFormat.default()
-    lo, hi = _num(scale.min), _num(scale.max)
+    lo, hi = num(scale.min), num(scale.max)
     text = f"{SCALE_LEAD} give a whole number from {lo} to {hi}, where {lo} is the worst and {hi} the best"
     if fmt.stub and fmt.reasoning != "before" and not fmt.is_default_score_line:
         text += f', completing the last line "{fmt.stub}"'
@@ -457,17 +347,13 @@ def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
         text += f', written as "{fmt.shape()}"'
     text += "."
     if scale.modifiers:
-        mid = _num(round((scale.min + scale.max) / 2))
+        mid = num(round((scale.min + scale.max) / 2))
         weak, strong = (fmt.render(f"{word} {mid}", scale) for word in ("weak", "strong"))
         text += (
             f' You may put "weak" or "strong" in front of it (for example "{weak}" or "{strong}") when '
-            "the text is "
-            "a little below or a little above that point."
+            "the text is a little below or a little above that point."
         )
     return text
-
-
-# --------------------------------------------------------------------------- built-in template
 
 
 def _title(slot: str) -> str:
@@ -476,14 +362,14 @@ def _title(slot: str) -> str:
 
 def scale_sentence(scale: Scale, *, each: bool) -> str:
     """How the built-in template states the scale (range, step, optional word modifiers)."""
-    lo, hi = _num(scale.min), _num(scale.max)
+    lo, hi = num(scale.min), num(scale.max)
     what = "each criterion" if each else "it"
     text = f"Score {what} on a scale from {lo} to {hi}, where {lo} is the worst and {hi} the best"
     if scale.step != 1:
-        text += f", in steps of {_num(scale.step)}"
+        text += f", in steps of {num(scale.step)}"
     text += "."
     if scale.modifiers:
-        mid = _num(round((scale.min + scale.max) / 2))
+        mid = num(round((scale.min + scale.max) / 2))
         text += (
             f' You may put "weak" or "strong" in front of a score to mean a little below or a little '
             f'above that point (for example "weak {mid}" or "strong {mid}").'
@@ -492,13 +378,7 @@ def scale_sentence(scale: Scale, *, each: bool) -> str:
 
 
 def _slot_order(templates: Sequence[str]) -> list[str]:
-    seen: list[str] = []
-    for t in templates:
-        for m in SLOT_RE.finditer(t):
-            name = m.group(1).strip()
-            if name not in seen:
-                seen.append(name)
-    return seen
+    return list(dict.fromkeys(m.group(1).strip() for t in templates for m in SLOT_RE.finditer(t)))
 
 
 def multi_criterion_prompt(
@@ -506,15 +386,9 @@ def multi_criterion_prompt(
 ) -> JudgePrompt:
     """A rating prompt (our own wording) that scores ``criteria`` of ``base``'s judged text in one answer.
 
-    Kept from ``base``: its system messages (those without a guideline), its input and output slots (shown as
-    "<Slot>:" blocks in the order they first appear), scale, task, slot mapping and demos; a chain-of-thought
-    paragraph added by ``Sampling(cot=True)`` or ``SelfConsistency`` is carried over (reworded for the new
-    criteria). Dropped: the user messages' own wording and the guideline (a scoring guideline describes one
-    criterion). ``order`` (criterion names) sets the order the criteria are listed and answered in; the
-    returned prompt's ``criteria`` are in that order. With one criterion the answer is the base's own answer
-    line (its format, renamed for the criterion where it names another one: "Score: N", "[RESULT] N",
-    "Fluency: N"); with several, one line "<Criterion>: N" per criterion (read by ``parse_criteria``; the
-    prompt's ``answer_format`` is then None).
+    It keeps ``base``'s system messages, slots (as "<Slot>:" blocks), scale, task, demos and chain-of-thought
+    paragraphs, not its wording or guideline; ``order`` sets the order the criteria are asked in. One
+    criterion is answered in the base's own answer line, several in one "<Criterion>: N" line each.
     """
     if base.answer != "score":
         raise ConfigError(
@@ -528,7 +402,7 @@ def multi_criterion_prompt(
     if len(set(names)) != len(names):
         raise ConfigError(f"expected distinct criterion names; got {names}")
     if order is not None and len(order) > 0:
-        if sorted(order) != sorted(names) or len(order) != len(names):
+        if sorted(order) != sorted(names):
             raise ConfigError(f"expected the order to list exactly the criteria {names}; got {list(order)}")
         by_name = {c.name: c for c in crits}
         crits = [by_name[n] for n in order]
@@ -548,8 +422,7 @@ def multi_criterion_prompt(
     other = [m.template for m in base.messages if m.role != "system"]
     inputs = [s for s in _slot_order(other) if s != base.output_slot and s not in system_slots]
     out_title = _title(base.output_slot)
-    out_word = out_title.lower()
-    several = len(crits) > 1
+    out_word, several = out_title.lower(), len(crits) > 1
 
     listed = "\n".join(
         f"- {_label(c.name)}: {_one_line(c.definition)}" if c.definition.strip() else f"- {_label(c.name)}"
@@ -560,32 +433,22 @@ def multi_criterion_prompt(
         # a placeholder in angle brackets: a 0.5B judge copied a bare "N" literally ("N N N N")
         answer = (
             "Answer with one line per criterion, in this order, replacing each <score> with your score "
-            f"from {_num(base.scale.min)} to {_num(base.scale.max)}:\n"
+            f"from {num(base.scale.min)} to {num(base.scale.max)}:\n"
             + "\n".join(f"{_label(c.name)}: <score>" for c in crits)
         )
-        answer_format = AnswerFormat.default("score")
+        fmt = AnswerFormat.default("score")
     else:
         intro = f"Evaluate the {out_word} below on one criterion:"
-        # the base's own answer line, renamed for this criterion ("Coherence: N" -> "Fluency: N"); worded so
-        # that
-        # it reads the same with or without a chain of thought before it
-        # the template's closing stub is not in the new prompt: the whole line is the judge's to write
-        answer_format = base.format.for_criterion(
-            crits[0].name, [c.name for c in base.criteria]
-        ).without_stub()
-        answer = answer_format.with_reasoning("before").instruction(base.scale)
+        # the base's own answer line, renamed for this criterion ("Coherence: N" -> "Fluency: N"), without
+        # the template's closing stub: the whole line is the judge's to write
+        fmt = base.format.for_criterion(crits[0].name, [c.name for c in base.criteria]).without_stub()
+        answer = fmt.with_reasoning("before").instruction(base.scale)
     blocks = [f"{_title(s)}:\n{{{{{s}}}}}" for s in inputs] + [f"{out_title}:\n{{{{{base.output_slot}}}}}"]
     user = "\n\n".join([intro, listed, scale_sentence(base.scale, each=several), *blocks, answer])
 
-    built = base.model_copy(
-        update={
-            "messages": (*systems, PromptMessage(role="user", template=user)),
-            "criteria": tuple(crits),
-            "guideline": None,
-            "answer_format": answer_format,
-        }
-    )
-    built = JudgePrompt.model_validate(built.model_dump())
+    messages = (*systems, PromptMessage(role="user", template=user))
+    update = {"messages": messages, "criteria": tuple(crits), "guideline": None, "answer_format": fmt}
+    built = JudgePrompt.model_validate(base.model_copy(update=update).model_dump())
     for lead in cots:
         built = set_cot(built, True, lead=lead)
     return built
@@ -598,11 +461,7 @@ def _without_addenda(prompt: JudgePrompt) -> JudgePrompt:
 
 
 def is_multi_criterion_template(prompt: JudgePrompt) -> bool:
-    """True when ``prompt`` is exactly what :func:`multi_criterion_prompt` builds for its criteria.
-
-    Managed paragraphs (chain of thought ...) are ignored; any other edit of the text makes
-    the prompt count as a free-form template.
-    """
+    """True when ``prompt`` is exactly what :func:`multi_criterion_prompt` builds (addenda aside)."""
     if prompt.answer != "score" or not prompt.criteria or prompt.guideline is not None:
         return False
     core = _without_addenda(prompt)

@@ -1,42 +1,8 @@
 """Reason-then-score (RTS) and multiple-choice (MCQ) forms of a judge prompt (Shen et al. 2023).
 
-Shen et al. ("Large language models are not yet human-level evaluators for abstractive
-summarization", 2023) ask the same judge for the same item in two ways:
-
-- **RTS** (reason-then-score): write a short reason, then the score ("Score: N");
-- **MCQ**: pick one of the options A, B, C ... where each option is a fixed reason paired
-  with a score (SummEval: A -> 1 ... E -> 5), answered with a letter.
-
-Both forms here are derived from an existing score prompt, so a user's own judge prompt
-(its task, criterion, guideline, slots and demos) is kept; only the answer changes, and it
-changes through the prompt's answer format (``with_answer_format``), which the parser and a
-constrained backend then follow:
-
-- :func:`rts_form` replaces the prompt's closing answer instruction (see
-  :func:`answer_instruction`) with one asking for a reason and then the template's own
-  answer line ("Score: N", "[RESULT] N", "Rating: [[N]]"); the format's reasoning becomes
-  "before".
-- :func:`mcq_form` turns every line of the prompt's parsed scoring guideline into an
-  option "A: <that score's description>. Score: <score>", sets ``answer="mcq"`` and maps
-  each letter to its option's score in ``scale.letters``, and replaces the answer
-  instruction with one asking for "Answer: <letter>" (the format it sets). A prompt that
-  already answers with a letter (lettered options scored by the template or by
-  ``letters=``) is its own MCQ form.
-
-The closing answer instruction is recognised as the last paragraph of the last user message
-(before its answer stub) when it holds no slot and no guideline and talks about
-replying/answering with a score/rating/number/letter; when there is none, the new
-instruction is added as a last paragraph instead, before the template's answer stub. Other
-text of the prompt (e.g. "choose the score from 1 to 5" in a list of steps) is left as written.
-
-Paragraphs that other mitigations added at the end of the prompt (single-attribute's "rate
-only <criterion>", granularity's answer scale, the chain-of-thought instructions of
-``Sampling(cot=True)`` and ``SelfConsistency``, the default consistency hint) are not taken for
-the answer instruction: they stay after it, so ``SingleAttribute() | AgreementGate()`` still asks
-each child about its own criterion. Those that name an answer are reworded for the form
-(:func:`~mitigate.strategies._edits.refresh_addenda`): "rate only" loses its answer clause, the
-chain-of-thought paragraphs ask for the form's final line, and the answer-scale note is dropped
-from the MCQ form (it answers with a letter).
+Both keep the user's prompt and change only its answer: :func:`rts_form` asks for a short reason, then the
+template's own answer line; :func:`mcq_form` turns every guideline line into an option answered with a letter.
+Paragraphs other mitigations added stay after the new instruction, reworded for the form.
 """
 
 from __future__ import annotations
@@ -101,13 +67,10 @@ def _check_single(prompt: JudgePrompt, form: str) -> None:
 
 
 def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
-    """Where the prompt's closing answer instruction is: (message index, start, end) in its template.
-
-    The instruction is the last paragraph of the last user message (before its answer stub
-    and the paragraphs other mitigations added) when it holds no ``{{slot}}`` and no
-    guideline and mentions replying/answering with a score, rating, number or letter. None
-    when the prompt has no such paragraph.
-    """
+    """Where the prompt's closing answer instruction is: (message index, start, end) in its template, or
+    None. It is the last paragraph of the last user message (before its stub and the paragraphs other
+    mitigations added) when it holds no slot and no guideline and mentions answering with a score, rating,
+    number or letter."""
     idx, body, _ = message_end(prompt)
     body = body[: _added_tail(body)]
     breaks = list(_PARAGRAPH_BREAK.finditer(body))
@@ -115,9 +78,7 @@ def answer_instruction(prompt: JudgePrompt) -> tuple[int, int, int] | None:
     para = body[start:]
     if not para.strip() or SLOT_RE.search(para) or GUIDELINE_MARK in para:
         return None
-    if _ANSWER_VERB.search(para) and _ANSWER_NOUN.search(para):
-        return idx, start, len(body)
-    return None
+    return (idx, start, len(body)) if _ANSWER_VERB.search(para) and _ANSWER_NOUN.search(para) else None
 
 
 def _is_added(paragraph: str) -> bool:
@@ -129,8 +90,7 @@ def _is_added(paragraph: str) -> bool:
 
 
 def _added_tail(template: str) -> int:
-    """Where the trailing paragraphs added by other mitigations begin in ``template`` (else the end of its
-    text)."""
+    """Where the trailing paragraphs other mitigations added begin in ``template``."""
     body = template.rstrip()
     while True:
         breaks = list(_PARAGRAPH_BREAK.finditer(body))
@@ -140,20 +100,12 @@ def _added_tail(template: str) -> int:
 
 
 def _with_instruction(prompt: JudgePrompt, form: JudgePrompt, instruction: str) -> JudgePrompt:
-    """``form`` (the form's prompt: its answer format set) with ``prompt``'s closing answer instruction
-    replaced by (or followed by) ``instruction``, before the answer stub.
-
-    Paragraphs added by other mitigations stay after it, reworded for the form's answer.
-    """
+    """``form`` with ``prompt``'s closing answer instruction replaced by (or followed by) ``instruction``."""
     idx, body, end = message_end(prompt)
     cut = _added_tail(body)
     core, tail = body[:cut], body[cut:]
     found = answer_instruction(prompt)
-    if found is not None:
-        _, start, stop = found
-        core = core[:start] + instruction + core[stop:]
-    else:
-        core = core + "\n\n" + instruction
+    core = core + "\n\n" + instruction if found is None else core[: found[1]] + instruction + core[found[2] :]
     out = with_message(form, idx, core + tail + end)
     if ONLY_LEAD in addenda(out) and len(out.criteria) == 1:
         out = set_addendum(out, ONLY_LEAD, only_paragraph(out, answer=False))
@@ -161,8 +113,7 @@ def _with_instruction(prompt: JudgePrompt, form: JudgePrompt, instruction: str) 
 
 
 def _option_score(option: ScoreOption, scale: Scale) -> float:
-    """An option's score: its own, or the letter's score in ``scale.letters``; TemplateError when neither
-    says."""
+    """An option's score: its own, or the letter's in ``scale.letters``; TemplateError when neither says."""
     if option.score is not None:
         return option.score
     score = (scale.letters or {}).get(option.label.upper())
@@ -176,18 +127,16 @@ def _option_score(option: ScoreOption, scale: Scale) -> float:
 
 def _points_text(scale: Scale) -> str:
     points = scale.points()
-    if len(points) <= _MAX_LISTED_POINTS:
-        return _or_list([_fmt(p) for p in points])
-    return f"a number from {_fmt(scale.min)} to {_fmt(scale.max)}"
+    listed = len(points) <= _MAX_LISTED_POINTS
+    return (
+        _or_list([_fmt(p) for p in points])
+        if listed
+        else f"a number from {_fmt(scale.min)} to {_fmt(scale.max)}"
+    )
 
 
 def rts_instruction(scale: Scale, answer_format: AnswerFormat | None = None) -> str:
-    """The answer instruction of the RTS form for ``scale`` (our wording), asking for ``answer_format``'s
-    line.
-
-    None (or the plain "Score: N" format) asks for a final line "Score: " followed by the
-    scale's points; another format asks for its own line ("[RESULT] N", "Rating: [[N]]").
-    """
+    """The RTS form's answer instruction (our wording), asking for ``answer_format``'s line."""
     if answer_format is None or answer_format.is_default_score_line:
         return (
             f"{RTS_LEAD} in one or two sentences. Then write a final line "
@@ -198,15 +147,10 @@ def rts_instruction(scale: Scale, answer_format: AnswerFormat | None = None) -> 
 
 
 def rts_form(prompt: JudgePrompt) -> JudgePrompt:
-    """The reason-then-score form of ``prompt``: a short reason, then its answer line (a new prompt).
-
-    The answer instruction is replaced (or added, see the module docstring); the scale
-    loses any letter map, ``answer`` becomes "score" and the answer format is the template's
-    own score format (the default "Score: N" for an MCQ prompt) with reasoning "before". The
-    guideline, if any, is kept as it is (including any reordering done before). Raises
-    TemplateError for pairwise or multi-criterion prompts, and for lettered options with no
-    score.
-    """
+    """The reason-then-score form of ``prompt``: a short reason, then its answer line (a new prompt). The
+    scale loses any letter map and ``answer`` becomes "score", in the template's own score format (the
+    default for an MCQ prompt, whose lettered options become score lines) with reasoning "before".
+    TemplateError for pairwise or multi-criterion prompts, and for lettered options with no score."""
     _check_single(prompt, "RTS")
     scale = prompt.scale
     if scale.letters is not None:
@@ -224,21 +168,16 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
             ),
             separators=guideline.separators,
         )
-    fmt = (prompt.format if prompt.answer == "score" else AnswerFormat.default("score")).with_reasoning(
-        "before"
-    )
+    fmt = prompt.format if prompt.answer == "score" else AnswerFormat.default("score")
+    fmt = fmt.with_reasoning("before")
     form = prompt.model_copy(update={"scale": scale, "guideline": guideline}).with_answer_format(fmt)
     instruction = rts_instruction(scale, fmt)
-    return allow_reasoning(
-        _with_instruction(prompt, form, instruction),
-        "the RTS form (reason, then score)",
-        added=(instruction,),
-    )
+    out = _with_instruction(prompt, form, instruction)
+    return allow_reasoning(out, "the RTS form (reason, then score)", added=(instruction,))
 
 
 def mcq_instruction(letters: list[str], stub: str = "") -> str:
-    """The answer instruction of the MCQ form for option ``letters`` (our wording); with ``stub`` (the prompt
-    ends with "Answer:"), it asks for that line to be completed."""
+    """The MCQ form's answer instruction (our wording), for option ``letters``."""
     if stub:
         return (
             f'Choose the option whose description fits best. Complete the last line "{stub}" with only '
@@ -253,15 +192,9 @@ def mcq_instruction(letters: list[str], stub: str = "") -> str:
 def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
     """The multiple-choice form of ``prompt``: its guideline lines become options A, B, C ... (a new prompt).
 
-    Each guideline option, in the order the guideline lists it, becomes the line
-    ``"<letter>: <description>. Score: <score>"`` (a fixed reason plus a score, as in Shen et
-    al.'s MCQ prompts); the original separators between lines are kept. ``answer`` becomes
-    "mcq" and ``scale.letters`` maps each letter to its option's score (a guideline listed
-    1..5 gives SummEval's A->1 ... E->5). ``position`` of each option is kept, so a later
-    reordering can still be traced back. A prompt that already answers with a letter is
-    returned as it is (it is its own MCQ form). Raises TemplateError when the prompt has no
-    parsed guideline (the options come from it), for pairwise and multi-criterion prompts,
-    for lettered options with no score, and for more than 26 options.
+    Each option reads ``"<letter>: <description>. Score: <score>"`` and ``scale.letters`` maps letters to
+    scores; a letter-answering prompt is its own form. TemplateError without a guideline, for pairwise or
+    multi-criterion prompts, for options without a score, and past 26 options.
     """
     _check_single(prompt, "MCQ")
     if prompt.answer == "mcq":
@@ -305,27 +238,22 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
     form = prompt.model_copy(
         update={"guideline": Guideline(options=tuple(options), separators=gl.separators), "scale": scale}
     )
+
+    def answering(fmt: AnswerFormat, stub: str = "") -> JudgePrompt:
+        instruction = mcq_instruction(list(letters), stub)
+        return _letter_stub(_with_instruction(prompt, form.with_answer_format(fmt), instruction))
+
     plain = AnswerFormat.default("mcq")
-    out = _letter_stub(
-        _with_instruction(prompt, form.with_answer_format(plain), mcq_instruction(list(letters)))
-    )
+    out = answering(plain)
     stub = closing_stub([out.messages[-1].template])
-    if stub is None:
-        return out
-    # the prompt ends with "Answer:": the judge completes it with the letter, as the instruction says
-    stubbed = plain.with_stub(stub).model_copy(update={"inferred": True})
-    return _letter_stub(
-        _with_instruction(prompt, form.with_answer_format(stubbed), mcq_instruction(list(letters), stub))
+    # a prompt ending with "Answer:": the judge completes it with the letter, as the instruction says
+    return (
+        out if stub is None else answering(plain.with_stub(stub).model_copy(update={"inferred": True}), stub)
     )
 
 
 def _letter_stub(form: JudgePrompt) -> JudgePrompt:
-    """``form`` (answering "Answer: <letter>") with the last line of its answer stub made "Answer:".
-
-    A template closing with a numeric stub ("- Helpfulness:", "Score:") would have the judge
-    write its letter after a score cue, where the letter answer does not parse; the stub's
-    other lines (a heading before it) are kept.
-    """
+    """``form`` with the last line of its answer stub made "Answer:" (a score cue would not parse)."""
     idx, body, end = message_end(form)
     stub = form.answer_stub(idx)
     if not stub or not end.endswith(stub):

@@ -1,19 +1,5 @@
-"""Length control for pointwise scores (after Dubois et al. 2024, "Length-controlled AlpacaEval").
-
-Dubois et al. regress a judge's preferences on the (tanh-squashed, standardised) length
-difference and read the result at zero difference (:func:`mitigate.measures.length_controlled_win_rate`
-does that for pairs). :class:`LengthControl` applies the same regression to a pointwise judge:
-``fit`` judges the training items and regresses the judge's score on
-``z = tanh((words − mean) / std)`` of the output length; the wrapped judge then reports
-
-    score − slope · z        (the score the regression predicts at the mean length),
-
-with the raw score kept in ``meta["length_control"]``. ``reference="none"`` (default, as in
-the paper) removes the judge's whole length slope, treating length as a spurious mediator;
-``reference="human"`` regresses the judge's *excess* over the human score instead
-(``judge − human``), so a length slope humans share is kept. Adjusted scores are not
-clipped or rounded to the scale.
-"""
+"""Length control for pointwise scores (after Dubois et al. 2024, "Length-controlled AlpacaEval"): the
+judge's score regressed on ``z = tanh((words − mean) / std)`` and reported as ``score − slope · z``."""
 
 from __future__ import annotations
 
@@ -33,14 +19,12 @@ from mitigate.strategies._base import Mitigation
 
 
 class LengthControlledJudge(CompositeJudge):
-    """Its child's judgment with each score moved to what the fitted regression predicts at the mean
-    length."""
+    """Its child's judgment with each score moved to what the regression predicts at the mean length."""
 
     kind = "length-control"
     requests_are_children = True
 
     def score_bounds(self) -> None:
-        """None: the adjusted score is not clipped to the scale."""
         return None
 
     def __init__(
@@ -50,7 +34,6 @@ class LengthControlledJudge(CompositeJudge):
         self.slopes, self.mean, self.std = slopes, mean, std
 
     def params(self) -> dict[str, Any]:
-        """The fitted slopes and length statistics."""
         return {"slopes": self.slopes, "mean": self.mean, "std": self.std}
 
     def z(self, item: Item) -> float:
@@ -58,7 +41,6 @@ class LengthControlledJudge(CompositeJudge):
         return math.tanh((word_count(item.output) - self.mean) / self.std) if self.std > 0 else 0.0
 
     async def judge(self, item: Item) -> Judgment:
-        """The child's judgment with length-controlled scores (raw ones in ``meta["length_control"]``)."""
         j = await self.children["inner"].judge(item)
         z = self.z(item)
         scores = {c: (None if v is None else v - self.slopes.get(c, 0.0) * z) for c, v in j.scores.items()}
@@ -76,12 +58,9 @@ _SLOPES = Satisfies(
 
 
 def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
-    """ConfigError (one line, before any judgment) when ``name``, which adjusts pointwise scores, is fitted on
-    pairwise items or around a judge that answers with a verdict: there would be no score to regress or
-    adjust."""
+    """ConfigError when ``name``, which adjusts pointwise scores, is fitted on pairwise data or verdicts."""
     pairwise = any(it.pairwise for it in train.items)
-    verdicts = any(leaf.prompt.answer == "pairwise" for leaf in judge.leaves()) if not pairwise else True
-    if pairwise or verdicts:
+    if pairwise or any(leaf.prompt.answer == "pairwise" for leaf in judge.leaves()):
         got = "a pairwise benchmark" if pairwise else "a judge that answers with a verdict (A or B)"
         raise ConfigError(
             f"{name} adjusts pointwise scores; expected a benchmark of single outputs with a judge that "
@@ -90,17 +69,38 @@ def refuse_pairwise(name: str, train: Benchmark, judge: Judge) -> None:
         )
 
 
+async def fitting_scores(
+    name: str, train: Benchmark, judge: Judge, ctx: FitContext, desc: str
+) -> tuple[list[Item], dict[str, np.ndarray]]:
+    """The training items and, by criterion, the judge's scores on them (NaN where none)."""
+    refuse_pairwise(name, train, judge)
+    items = list(train.items)
+    if len(items) < 3:
+        raise ConfigError(f"{name}.fit needs at least 3 training items; got {len(items)}")
+    result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress, desc=desc)
+    criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
+    if not criteria:
+        raise ConfigError(
+            f"{name}.fit needs scores to regress; the judge scored none of the {len(items)} training items "
+            "(every judgment failed, or it answers without scores)"
+        )
+    return items, {
+        c: np.array(
+            [np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments], dtype=float
+        )
+        for c in criteria
+    }
+
+
 @register("mitigation", "length-control")
 class LengthControl(Mitigation):
     """Remove a pointwise judge's length slope, fitted on a training split (Dubois et al. 2024's regression).
 
     Parameters:
-        reference: "none" regresses the judge's score on length (the whole slope is removed);
-            "human" regresses the judge's score minus the human score (only the excess over
-            humans is removed; training items need human labels for the criterion).
+        reference: "none" regresses the score on length; "human" its excess over the human score.
 
-    ``fit(train, judge)`` judges the training items. Fitted: ``slopes_`` (criterion -> slope
-    per unit of z), ``mean_`` and ``std_`` of the training outputs' lengths in words.
+    Fitted: ``slopes_`` (criterion -> slope per unit of z), ``mean_`` and ``std_`` of the training outputs'
+    lengths in words.
     """
 
     paper = "Dubois et al. 2024"
@@ -114,12 +114,10 @@ class LengthControl(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, and fitted on a made-up slope."""
         return [cls(), cls(reference="human", slopes_={"coherence": 0.4}, mean_=60.0, std_=12.0)]
 
     @property
     def is_fitted(self) -> bool:
-        """True once slopes were fitted."""
         return self.slopes_ is not None
 
     def wrap(self, judge: Judge) -> Judge:
@@ -131,30 +129,13 @@ class LengthControl(Mitigation):
         )
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
-        """A fitted copy: the judge's score (or excess over humans) regressed on squashed length over
-        ``train``."""
-        refuse_pairwise("LengthControl", train, judge)
-        items = list(train.items)
-        if len(items) < 3:
-            raise ConfigError(f"LengthControl.fit needs at least 3 training items; got {len(items)}")
+        """A fitted copy: the score (or excess over humans) regressed on squashed length over ``train``."""
+        items, scores = await fitting_scores("LengthControl", train, judge, ctx, "fitting length control")
         lengths = np.array([word_count(it.output) for it in items], dtype=float)
         mean, std = float(lengths.mean()), float(lengths.std())
         z = np.tanh((lengths - mean) / std) if std > 0 else np.zeros_like(lengths)
-        result = await run(
-            judge, items, concurrency=ctx.concurrency, progress=ctx.progress, desc="fitting length control"
-        )
         slopes: dict[str, float] = {}
-        criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
-        if not criteria:
-            raise ConfigError(
-                "LengthControl.fit needs scores to regress; the judge scored none of the "
-                f"{len(items)} "
-                "training items (every judgment failed, or it answers without scores)"
-            )
-        for c in criteria:
-            y = np.array(
-                [np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments], dtype=float
-            )
+        for c, y in scores.items():
             if self.reference == "human":
                 y = y - np.array([it.human.get(c, np.nan) for it in items], dtype=float)
             ok = np.isfinite(y)

@@ -1,26 +1,8 @@
 """Multiple-evidence and balanced-position calibration for pairwise judges (Wang et al. 2023).
 
-Wang et al. ("Large language models are not fair evaluators", 2023) found that a pairwise
-judge's verdict often depends on which answer is shown first, and proposed three remedies:
-
-- **multiple evidence calibration (MEC)**: ask for an explanation *before* the verdict and
-  sample k such rationales (temperature > 0), averaging their verdicts;
-- **balanced position calibration (BPC)**: judge both orders and average, so each answer is
-  shown first equally often;
-- **human-in-the-loop calibration (HITLC)**: the *balanced position diversity entropy* of the
-  2k verdicts (k per order, mapped back to the original order) measures how unsure the judge
-  is; the items with the highest entropy go to a human.
-
-:class:`MultipleEvidence` (registered ``"multiple-evidence"``) does all three: each item is
-judged k times in each order with a reasoning paragraph (one seeded call per sample, so each
-sample's verdict is its own judgment), the 2k verdicts are averaged (first = +1, tie = 0,
-second = −1) into the final verdict, and ``fit`` on a training split sets the entropy
-threshold above which the top ``human_share`` of items are flagged ``needs_human``. Wang et
-al. ask for a score per answer; the judges here give a verdict, so the averaging is over
-verdicts. A sample without a verdict (parse failure) stays in the entropy as its own outcome
-("failed") and is left out of the average; ``meta["evidence"]`` lists every verdict.
-``meta["confidence"]`` is 1 − entropy / log(number of outcomes), for
-:class:`~mitigate.strategies._selective.SelectiveEvaluation` (``confidence="meta"``).
+:class:`MultipleEvidence` judges each item k times in each order with reasoning, averages the 2k verdicts, and
+flags ``needs_human`` the items whose verdicts disagree most (entropy over both orders,
+:func:`verdict_entropy`). ``meta["confidence"]`` serves :class:`~mitigate.strategies.SelectiveEvaluation`.
 """
 
 from __future__ import annotations
@@ -48,12 +30,10 @@ from mitigate.judge import (
 from mitigate.parse import Verdict
 from mitigate.registry import Tags, register
 from mitigate.run import run
-from mitigate.strategies._base import Mitigation, gather_children
+from mitigate.strategies._base import NEEDS_HUMAN, Mitigation, gather_children
 from mitigate.strategies._edits import set_cot
-from mitigate.strategies._position_swap import swap_item
+from mitigate.strategies._position_swap import FLIP, swap_item
 
-NEEDS_HUMAN = "needs_human"
-_BACK: dict[str, Verdict] = {"first": "second", "second": "first", "tie": "tie"}
 _VALUE = {"first": 1.0, "tie": 0.0, "second": -1.0}
 OUTCOMES = ("first", "second", "tie", "failed")
 """What one sample can come to, for the entropy."""
@@ -62,14 +42,9 @@ OUTCOMES = ("first", "second", "tie", "failed")
 def balanced_verdict(
     original: Sequence[str | None], swapped: Sequence[str | None]
 ) -> tuple[Verdict | None, float]:
-    """The verdict averaged over both orders, and its mean value (first = +1, tie = 0, second = −1).
-
-    ``swapped`` verdicts are in swapped positions and are mapped back first. None entries
-    (no verdict) are left out of the average; no verdict at all gives ``(None, nan)``.
-    """
-    values = [_VALUE[v] for v in original if v is not None] + [
-        _VALUE[_BACK[v]] for v in swapped if v is not None
-    ]
+    """The verdict averaged over both orders, and its mean (first = +1, tie = 0, second = −1)."""
+    back = [FLIP[v] for v in swapped if v is not None]  # the swapped verdicts in the original order
+    values = [_VALUE[v] for v in (*original, *back) if v is not None]
     if not values:
         return None, math.nan
     mean = float(np.mean(values))
@@ -77,13 +52,9 @@ def balanced_verdict(
 
 
 def verdict_entropy(original: Sequence[str | None], swapped: Sequence[str | None]) -> float:
-    """Balanced position diversity entropy (Wang et al. 2023) of the verdicts of both orders, in nats.
-
-    Swapped verdicts are mapped back to the original order; a missing verdict counts as the
-    outcome "failed". 0 when every sample agrees.
-    """
+    """Balanced position diversity entropy (Wang et al. 2023) of both orders' verdicts, in nats."""
     outcomes = [v if v is not None else "failed" for v in original]
-    outcomes += [_BACK[v] if v is not None else "failed" for v in swapped]
+    outcomes += [FLIP[v] if v is not None else "failed" for v in swapped]
     if not outcomes:
         return math.nan
     counts = np.array(list(Counter(outcomes).values()), dtype=float)
@@ -92,10 +63,7 @@ def verdict_entropy(original: Sequence[str | None], swapped: Sequence[str | None
 
 
 class MultipleEvidenceJudge(CompositeJudge):
-    """Runs k seeded reasoning samples of a pairwise judge in each order and balances them.
-
-    Children ``o0 .. o{k-1}`` judge the item as given, ``s0 .. s{k-1}`` its swapped copy.
-    """
+    """k seeded reasoning samples of a pairwise judge in each order (children ``o*``, ``s*``), balanced."""
 
     kind = "multiple-evidence"
 
@@ -104,7 +72,6 @@ class MultipleEvidenceJudge(CompositeJudge):
         self.entropy_threshold = entropy_threshold
 
     def params(self) -> dict[str, Any]:
-        """The fitted entropy threshold (None: nothing is sent to a human)."""
         return {"entropy_threshold": self.entropy_threshold}
 
     def _check_pairwise(self) -> None:
@@ -116,55 +83,34 @@ class MultipleEvidenceJudge(CompositeJudge):
                 )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The k samples on the item as given (``o*``), then the k on its swapped copy (``s*``)."""
         self._check_pairwise()
         swapped = swap_item(item)
         return [
             r
             for n in self.children
             for r in (
-                self.child_requests(n, swapped, swapped=True)
-                if n.startswith("s")
-                else self.child_requests(n, item)
+                self.child_requests(n, swapped, swapped=True) if n[0] == "s" else self.child_requests(n, item)
             )
         ]
 
     async def judge(self, item: Item) -> Judgment:
-        """Both orders, k samples each; the balanced verdict, its entropy and the human flag."""
-        for leaf in self.leaves():
-            if leaf.prompt.answer != "pairwise":
-                raise ConfigError(
-                    "MultipleEvidence needs pairwise prompt judges (answer='pairwise'); got a "
-                    f"prompt answering {leaf.prompt.answer!r}"
-                )
+        self._check_pairwise()
         swapped = swap_item(item)
         names = list(self.children)
         parts = await gather_children(
-            [partial(self.children[n].judge, swapped if n.startswith("s") else item) for n in names]
+            [partial(self.children[n].judge, swapped if n[0] == "s" else item) for n in names]
         )
-        orig = [
-            p.verdict if p.error is None else None
-            for n, p in zip(names, parts, strict=True)
-            if n.startswith("o")
-        ]
-        swap = [
-            p.verdict if p.error is None else None
-            for n, p in zip(names, parts, strict=True)
-            if n.startswith("s")
-        ]
+        verdicts = [(n[0], p.verdict if p.error is None else None) for n, p in zip(names, parts, strict=True)]
+        orig = [v for order, v in verdicts if order == "o"]
+        swap = [v for order, v in verdicts if order == "s"]
         verdict, mean = balanced_verdict(orig, swap)
         entropy = verdict_entropy(orig, swap)
         flags = [f for p in parts for f in p.flags]
         if self.entropy_threshold is not None and entropy >= self.entropy_threshold - 1e-12:
             flags.append(NEEDS_HUMAN)
+        evidence = {"original": orig, "swapped": swap, "mean": None if math.isnan(mean) else mean}
         meta = {
-            "evidence": {
-                "original": orig,
-                "swapped": swap,
-                "mean": None if math.isnan(mean) else mean,
-                "entropy": entropy,
-                "threshold": self.entropy_threshold,
-            },
+            "evidence": {**evidence, "entropy": entropy, "threshold": self.entropy_threshold},
             "confidence": 1.0 - entropy / math.log(len(OUTCOMES)),
             "orders": {"original": orig[0] if orig else None, "swapped": swap[0] if swap else None},
         }
@@ -179,12 +125,8 @@ class MultipleEvidence(Mitigation):
     Parameters:
         k: reasoning samples per order (2k calls per item).
         temperature: sampling temperature of the samples (> 0, so the rationales differ).
-        max_tokens: the answer budget per sample (the rationale comes before the verdict).
-        human_share: the share of training items with the highest entropy that marks the
-            threshold at or above which items go to a human (0: never; see :func:`entropy_threshold`).
-
-    ``fit(train, judge)`` judges the training items and stores the threshold in
-    ``entropy_threshold_`` (nothing is fitted when ``human_share`` is 0).
+        max_tokens: the answer budget per sample.
+        human_share: the share of training items with the highest entropy sent to humans (0: never).
     """
 
     paper = "Wang et al. 2023"
@@ -213,7 +155,6 @@ class MultipleEvidence(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, without the human rule, and fitted."""
         return [cls(), cls(k=1, human_share=0.0), cls(k=2, entropy_threshold_=0.5)]
 
     @property
@@ -223,12 +164,10 @@ class MultipleEvidence(Mitigation):
 
     @property
     def is_fitted(self) -> bool:
-        """True when the entropy threshold is set, or nothing goes to a human."""
         return self.human_share == 0 or self.entropy_threshold_ is not None
 
     def _sample(self, judge: Judge, i: int) -> Judge:
         def leaf_fn(leaf: PromptJudge) -> Judge:
-            # the answer format's reasoning becomes "before" with it
             prompt = set_cot(leaf.prompt, True, who="MultipleEvidence")
             return leaf.with_prompt(prompt).with_config(
                 temperature=self.temperature, n=1, seed=self.seed + i, max_tokens=self.max_tokens
@@ -237,11 +176,7 @@ class MultipleEvidence(Mitigation):
         return judge.map_leaves(leaf_fn)
 
     def _judge(self, judge: Judge, threshold: float | None) -> MultipleEvidenceJudge:
-        children: dict[str, Judge] = {}
-        for i in range(self.k):
-            children[f"o{i}"] = self._sample(judge, i)
-        for i in range(self.k):
-            children[f"s{i}"] = self._sample(judge, i)
+        children = {f"{order}{i}": self._sample(judge, i) for order in "os" for i in range(self.k)}
         return MultipleEvidenceJudge(children, entropy_threshold=threshold)
 
     def wrap(self, judge: Judge) -> Judge:
@@ -257,12 +192,10 @@ class MultipleEvidence(Mitigation):
         """A fitted copy: the entropy at or above which the top ``human_share`` of training items lie."""
         if self.human_share == 0:
             return self
+        desc = "fitting the multiple-evidence entropy threshold"
+        judging = self._judge(judge, None)
         result = await run(
-            self._judge(judge, None),
-            train.items,
-            concurrency=ctx.concurrency,
-            progress=ctx.progress,
-            desc="fitting the multiple-evidence entropy threshold",
+            judging, train.items, concurrency=ctx.concurrency, progress=ctx.progress, desc=desc
         )
         entropies = [j.meta["evidence"]["entropy"] for j in result.judgments if "evidence" in j.meta]
         if not entropies:
@@ -271,14 +204,9 @@ class MultipleEvidence(Mitigation):
 
 
 def entropy_threshold(entropies: Sequence[float], human_share: float) -> float:
-    """The entropy at or above which the top ``human_share`` of ``entropies`` lie (Wang et al.'s top-β rule).
-
-    Items tied with the cut are all flagged, so the flagged share can exceed ``human_share``
-    when entropies tie (with k = 1 every position-inconsistent item has the same entropy).
-    When ``human_share`` rounds to no item, the threshold is above every entropy seen.
-    """
+    """The entropy at or above which the top ``human_share`` of ``entropies`` lie (Wang et al.'s top-β
+    rule). Items tied with the cut are all flagged; when ``human_share`` rounds to no item, the threshold
+    is above every entropy seen."""
     values = np.sort(np.asarray(entropies, dtype=float))[::-1]
     m = int(math.floor(human_share * len(values)))
-    if m == 0:
-        return float(values[0]) + 1.0
-    return float(values[m - 1])
+    return float(values[0]) + 1.0 if m == 0 else float(values[m - 1])

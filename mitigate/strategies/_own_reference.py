@@ -1,39 +1,10 @@
 """The judge writes its own reference first, then judges against it: what solve-first and reference-revision
 share.
 
-Judges agree with experts mainly on questions they can answer themselves (Krumdick et al.
-2025), and a reference adapted to the response helps the judge (RevisEval, Zhang et al. 2025).
-:class:`OwnReferenceJudge` makes two calls per judged item with one prompt judge's backend:
-
-1. the **first call** writes the reference: the judge's own answer to the task (``solve``,
-   shown the template's task inputs only), or a revision of the judged text(s) into a
-   reference answer (``revise``, shown the task inputs and the text(s));
-2. the **judge call** is the prompt judge's own request, its prompt carrying the reference
-   (:func:`with_reference`).
-
-Where the reference goes (:func:`with_reference`):
-
-- a template that has its own reference slot (``{{reference}}``, ``{{reference_answer}}``,
-  ``{{expected}}``, ``{{ideal}}`` ...) gets the judge's reference in that slot, under the
-  template's own heading (never a second reference); an item that brings its own reference for
-  that slot is refused, since the judge's would replace it;
-- otherwise a reference section is added right after the judged item's section (after its last
-  text and the markup closing it), under a heading written in the template's own layout: the
-  heading above the last text re-labelled (``Summary:`` -> ``Your own answer to the task:``;
-  ``### Response`` -> ``### Your own answer to the task``; ``<response>`` / ``</response>`` ->
-  ``<your_own_answer_to_the_task>``...; ``[The Start of Assistant's Answer]`` -> ``[The Start
-  of Your Own Answer To The Task]`` with its end line; ``[Submission]: {{output}}`` ->
-  ``[Your own answer to the task]: ...``; a numbered heading gets the next number), spaced as
-  the item's own parts are;
-- one sentence before the answer stub says what the reference is and that it is to be used, not
-  judged.
-
-The reference is a text like the judged one: inserted verbatim into its slot, never templated.
-An empty first answer is a recorded failure of the item (no judge call is made). The prompt
-judge stays the judge's leaf (what later prompt mitigations change, and what is checked
-before a run); the reference section is added to its prompt at each judge call. A later
-mitigation that turns the leaf into something other than a prompt judge (a second
-reference-first step, a distribution judge) is refused: one reference per judged item.
+:class:`OwnReferenceJudge` makes two calls per item: the first writes the reference (the judge's own answer,
+or a revision of the judged text), the second is the judge's own request with it, in the template's reference
+slot or in a section under a heading in the template's own layout (:func:`with_reference`). An empty first
+answer fails the item; one reference per item.
 """
 
 from __future__ import annotations
@@ -46,8 +17,8 @@ from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, PlannedRequest, PromptJudge, combine_costs
 from mitigate.lm import LMRequest, Message
-from mitigate.prompt import SLOT_RE, JudgePrompt, PromptMessage, field_text, item_layout, slot_names
-from mitigate.strategies._edits import append_instruction
+from mitigate.prompt import SLOT_RE, JudgePrompt, field_text, item_layout, slot_names
+from mitigate.strategies._edits import append_instruction, with_message
 
 Mode = Literal["solve", "revise"]
 Policy = Literal["fill", "refuse"]
@@ -57,13 +28,13 @@ _REFERENCE_NAME = re.compile(
     r"correct|answer_?key)(?:_|$)",
     re.I,
 )
+_NAMES: dict[Mode, str] = {"solve": "solve-first", "revise": "reference-revision"}
 _LABELS: dict[Mode, str] = {
     "solve": "Your own answer to the task",
     "revise": "Reference answer (your revision)",
 }
 PLACEHOLDER = "<the answer to the first request>"
-"""What stands in the reference slot when the requests are listed ahead (the first answer is not known
-yet)."""
+"""What stands in the reference slot when the requests are listed ahead."""
 
 
 def _field(prompt: JudgePrompt, slot: str) -> str:
@@ -71,29 +42,23 @@ def _field(prompt: JudgePrompt, slot: str) -> str:
 
 
 def reference_slots(prompt: JudgePrompt) -> list[str]:
-    """The template's own reference slots: named like a reference, or mapped to the item's ``reference``
-    field."""
-    out = []
-    for m in prompt.messages:
-        for s in slot_names(m.template):
-            field = _field(prompt, s)
-            if field in ("output", "output_b") or s in out:
-                continue
-            if field == "reference" or _REFERENCE_NAME.search(s):
-                out.append(s)
-    return out
+    """The template's own reference slots: named like one, or mapped to the item's ``reference``."""
+    texts = {s for s in _slots(prompt) if _field(prompt, s) in ("output", "output_b")}
+    return [
+        s
+        for s in _slots(prompt)
+        if s not in texts and (_field(prompt, s) == "reference" or _REFERENCE_NAME.search(s))
+    ]
 
 
 def task_slots(prompt: JudgePrompt) -> list[str]:
-    """The template's slots showing the task (neither a judged text nor a reference), in order of
-    appearance."""
+    """The template's slots showing the task (neither a judged text nor a reference)."""
     refs = set(reference_slots(prompt))
-    out: list[str] = []
-    for m in prompt.messages:
-        for s in slot_names(m.template):
-            if s not in out and s not in refs and _field(prompt, s) not in ("output", "output_b"):
-                out.append(s)
-    return out
+    return [s for s in _slots(prompt) if s not in refs and _field(prompt, s) not in ("output", "output_b")]
+
+
+def _slots(prompt: JudgePrompt) -> list[str]:
+    return list(dict.fromkeys(s for m in prompt.messages for s in slot_names(m.template)))
 
 
 def _title(slot: str) -> str:
@@ -120,13 +85,11 @@ def _snake(label: str) -> str:
 
 
 def _title_words(label: str) -> str:
-    """``label`` in title case ("Reference answer (your revision)" -> "Reference Answer (Your Revision)")."""
     return re.sub(r"(^|[\s(])([a-z])", lambda m: m.group(1) + m.group(2).upper(), label)
 
 
 def _relabel(heading: str, label: str, number: int | None) -> str | None:
-    """``heading`` (a line or an inline prefix) with its words replaced by ``label``, its markup kept; None
-    when it is no heading (prose)."""
+    """``heading`` with its words replaced by ``label``, markup kept; None when it is prose."""
     tag = _TAG.match(heading)
     if tag is not None:
         return f"{tag.group(1)}<{_snake(label)}>{tag.group(4)}"
@@ -157,14 +120,11 @@ def _relabel(heading: str, label: str, number: int | None) -> str | None:
 
 
 def _reclose(closer: str, label: str) -> str:
-    """A closing line or suffix (``</response>``, ``[The End of Assistant's Answer]``) renamed for the
-    reference."""
+    """A closing line or suffix (``</response>``) renamed for the reference."""
     if _CLOSE_TAG.search(closer):
         return _CLOSE_TAG.sub(f"</{_snake(label)}>", closer, count=1)
     end = _END_OF.search(closer)
-    if end is not None:
-        return closer[: end.start(3)] + _title_words(label) + closer[end.end(3) :]
-    return closer
+    return closer[: end.start(3)] + _title_words(label) + closer[end.end(3) :] if end is not None else closer
 
 
 def _markup_only(text: str) -> bool:
@@ -180,8 +140,7 @@ _NUMBERED = re.compile(r"(?m)^\s*(?:#{1,6}\s*|\*\*)?(\d+)[.)]")
 
 
 def _next_number(section: str, template: str) -> int | None:
-    """The number after the section's numbered headings, or None (no number) when the template uses it
-    already."""
+    """The number after the section's numbered headings, or None when the template uses it already."""
     found = [int(n) for n in _NUMBERED.findall(section)]
     if not found:
         return None
@@ -190,8 +149,7 @@ def _next_number(section: str, template: str) -> int | None:
 
 
 def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
-    """Where the reference section goes in ``template`` (after the item section) and its text (see the module
-    docstring)."""
+    """Where the reference section goes in ``template`` (after the item section) and its text."""
     layout = item_layout(template)
     slots = list(SLOT_RE.finditer(template))
     if layout is None or not slots:
@@ -214,11 +172,8 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
     if re.search(r"[^\W_]", prefix) or prefix.strip():
         core = prefix.rstrip().rstrip("\"'`“«(*_ ").rstrip()
         head = _relabel(prefix, label, number) if core.endswith(_LABEL_END) else None
-        tail = (
-            _reclose(suffix, label)
-            if not re.search(r"[^\W_]", _CLOSE_TAG.sub("", suffix)) or _END_OF.search(suffix)
-            else None
-        )
+        closes = not re.search(r"[^\W_]", _CLOSE_TAG.sub("", suffix)) or _END_OF.search(suffix)
+        tail = _reclose(suffix, label) if closes else None
         body = head + slot_text + tail if head is not None and tail is not None else plain
     else:
         above = template[:line_start].rstrip("\r\n")
@@ -263,18 +218,15 @@ def _note(mode: Mode, pairwise: bool, heading: str | None) -> str:
 
 
 def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> tuple[JudgePrompt, list[str]]:
-    """``prompt`` carrying the judge's reference, and the slots the reference fills (see the module
-    docstring)."""
+    """``prompt`` carrying the judge's reference, and the slots the reference fills."""
     pairwise = prompt.answer == "pairwise"
     own = reference_slots(prompt)
     if own:
         if policy == "refuse":
             raise ConfigError(
-                f"the template has its own reference slot {{{{{own[0]}}}}}; "
-                f"{'solve-first' if mode == 'solve' else 'reference-revision'} with "
-                "on_reference_slot='refuse' adds no second reference: expected "
-                "on_reference_slot='fill' (the judge's reference fills that slot) or a "
-                "template without one"
+                f"the template has its own reference slot {{{{{own[0]}}}}}; {_NAMES[mode]} with "
+                "on_reference_slot='refuse' adds no second reference: expected on_reference_slot='fill' "
+                "(the judge's reference fills that slot) or a template without one"
             )
         return append_instruction(prompt, _note(mode, pairwise, None)), own
     taken = prompt.slots()
@@ -285,11 +237,7 @@ def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> 
     holder = next(i for i, m in enumerate(prompt.messages) if prompt.output_slot in slot_names(m.template))
     template = prompt.messages[holder].template
     at, block = reference_block(template, slot, label)
-    messages = list(prompt.messages)
-    messages[holder] = PromptMessage(
-        role=messages[holder].role, template=template[:at] + block + template[at:]
-    )
-    edited = prompt.model_copy(update={"messages": tuple(messages)})
+    edited = with_message(prompt, holder, template[:at] + block + template[at:])
     return append_instruction(edited, _note(mode, pairwise, label)), [slot]
 
 
@@ -297,8 +245,7 @@ def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> 
 
 
 def _words(heading: str) -> str | None:
-    """The words of a heading line or inline label ("# Instruction:" -> "Instruction"), None when it is no
-    short label."""
+    """The words of a heading or inline label ("# Instruction:" -> "Instruction"), else None."""
     text = _CLOSE_TAG.sub("", re.sub(r"<\|([^|\n]*)\|>", r"\1", heading)).strip()
     if _TAG.match(text):
         return None
@@ -327,13 +274,9 @@ def _find_heading(prompt: JudgePrompt, slot: str) -> str | None:
         if re.search(r"[^\W_]", prefix):
             return _words(prefix)
         for line in reversed(m.template[:start].splitlines()[-4:]):
-            if (
-                not line.strip()
-                or (_markup_only(line) and not re.search(r"[^\W_]", line))
-                or _TAG.match(line)
-            ):
-                continue
-            return _words(line)
+            blank = not line.strip() or (_markup_only(line) and not re.search(r"[^\W_]", line))
+            if not blank and not _TAG.match(line):
+                return _words(line)
     return None
 
 
@@ -358,8 +301,7 @@ def _text_slot(prompt: JudgePrompt, field: str) -> str | None:
 
 
 def _text_heading(prompt: JudgePrompt, field: str, fallback: str) -> str:
-    """The heading the template shows above the judged text ``field`` (output, output_b), else
-    ``fallback``."""
+    """The heading the template shows above the judged text ``field``, else ``fallback``."""
     slot = _text_slot(prompt, field)
     return (_find_heading(prompt, slot) if slot is not None else None) or fallback
 
@@ -367,7 +309,7 @@ def _text_heading(prompt: JudgePrompt, field: str, fallback: str) -> str:
 def first_request(
     leaf: PromptJudge, item: Item, mode: Mode, *, task: str | None, max_tokens: int
 ) -> LMRequest:
-    """The request that writes the reference for ``item`` (see the module docstring)."""
+    """The request that writes the reference for ``item``."""
     prompt = leaf.prompt
     pairwise = prompt.answer == "pairwise"
     shown = _inputs(prompt, item)
@@ -397,52 +339,32 @@ def first_request(
         b = _text_heading(prompt, "output_b", "Response B")
         if a == b:
             a, b = "Response A", "Response B"
+        them = "the two responses" if shown else "them"
         intro = (
-            (
-                "Below are a task and two responses to it. Write a reference answer by revising them: keep "
-                "what either does well, correct their mistakes and add what both miss. The reference will "
-                f"be used to compare the two responses{on}."
-            )
-            if shown
-            else (
-                "Below are two responses. Write a reference answer by revising them: keep what either does "
-                "well, "
-                "correct their mistakes and add what both miss. The reference will be used to compare "
-                f"them{on}."
-            )
+            ("Below are a task and two responses to it." if shown else "Below are two responses.")
+            + " Write a reference answer by revising them: keep what either does well, correct their "
+            f"mistakes and add what both miss. The reference will be used to compare {them}{on}."
         )
         blocks += [f"{a}:\n{item.output}", f"{b}:\n{item.output_b}"]
         closing = "Write only the reference answer."
     else:
         intro = (
             (
-                "Below are a task and a response to it. Revise the response into a reference answer: "
-                "correct its mistakes and add what it misses, and keep what it already does well. The "
-                f"reference will be used to evaluate the response{on}."
+                "Below are a task and a response to it. Revise the response"
+                if shown
+                else "Below is a response. Revise it"
             )
-            if shown
-            else (
-                "Below is a response. Revise it into a reference answer: correct its mistakes and add what "
-                "it "
-                "misses, and keep what it already does well. The reference will be used to evaluate the "
-                f"response{on}."
-            )
+            + " into a reference answer: correct its mistakes and add what it misses, and keep what it "
+            f"already does well. The reference will be used to evaluate the response{on}."
         )
         blocks.append(f"{_text_heading(prompt, 'output', 'Response')}:\n{item.output}")
         closing = "Write only the revised response."
-    text = "\n\n".join([intro, *blocks, closing])
-    return LMRequest(
-        messages=(Message(role="user", content=text),),
-        temperature=0.0,
-        n=1,
-        max_tokens=max_tokens,
-        seed=leaf.config.seed,
-    )
+    message = Message(role="user", content="\n\n".join([intro, *blocks, closing]))
+    return LMRequest(messages=(message,), temperature=0.0, n=1, max_tokens=max_tokens, seed=leaf.config.seed)
 
 
 class OwnReferenceJudge(Judge):
-    """One prompt judge that first writes its own reference, then judges with it (see the module
-    docstring)."""
+    """One prompt judge that first writes its own reference, then judges with it."""
 
     def __init__(
         self,
@@ -463,9 +385,8 @@ class OwnReferenceJudge(Judge):
             )
         if leaf.prompt.demos:
             raise ConfigError(
-                f"{'solve-first' if mode == 'solve' else 'reference-revision'} adds the "
-                "judge's own reference to the judged item, which demonstrations cannot show "
-                "(each would need a reference of its own); expected a prompt without demos"
+                f"{_NAMES[mode]} adds the judge's own reference to the judged item, which demonstrations "
+                "cannot show (each would need a reference of its own); expected a prompt without demos"
             )
         self.leaf, self.mode, self.task, self.max_tokens, self.policy = leaf, mode, task, max_tokens, policy
         self.prompt, self.slots = with_reference(leaf.prompt, mode, policy)
@@ -473,7 +394,7 @@ class OwnReferenceJudge(Judge):
     @property
     def name(self) -> str:
         """The registered name of the mitigation this judge implements."""
-        return "solve-first" if self.mode == "solve" else "reference-revision"
+        return _NAMES[self.mode]
 
     def __repr__(self) -> str:
         return f"OwnReferenceJudge({self.mode}, {self.leaf!r})"
@@ -488,30 +409,19 @@ class OwnReferenceJudge(Judge):
             )
         if not isinstance(new, PromptJudge):
             raise ConfigError(
-                f"{self.name} shows one prompt judge its own reference; a later mitigation "
-                f"turned that judge into a {type(new).__name__}, which {self.name} cannot be "
-                "combined with"
+                f"{self.name} shows one prompt judge its own reference; a later mitigation turned that judge "
+                f"into a {type(new).__name__}, which {self.name} cannot be combined with"
             )
-        return OwnReferenceJudge(
-            new, mode=self.mode, task=self.task, max_tokens=self.max_tokens, policy=self.policy
-        )
+        return own_reference(new, self.mode, self.task, self.max_tokens, self.policy)
 
     def describe(self) -> dict[str, Any]:
-        """The leaf and the settings of the first call."""
-        return {
-            "kind": self.name,
-            "task": self.task,
-            "max_tokens": self.max_tokens,
-            "policy": self.policy,
-            "leaf": self.leaf.describe(),
-        }
+        settings = {"task": self.task, "max_tokens": self.max_tokens, "policy": self.policy}
+        return {"kind": self.name, **settings, "leaf": self.leaf.describe()}
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """The leaf's."""
         return self.leaf.score_bounds()
 
     async def aclose(self) -> None:
-        """Close the leaf."""
         await self.leaf.aclose()
 
     def _with_answer(self, item: Item, answer: str, *, check: bool = True) -> Item:
@@ -536,7 +446,6 @@ class OwnReferenceJudge(Judge):
         return first_request(self.leaf, item, self.mode, task=self.task, max_tokens=self.max_tokens)
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The first call, then the judge call with a placeholder where the first answer will stand."""
         what = (
             "the judge's own answer to the task"
             if self.mode == "solve"
@@ -558,7 +467,6 @@ class OwnReferenceJudge(Judge):
         ]
 
     async def judge(self, item: Item) -> Judgment:
-        """The first call, then the judge call with its answer as the reference."""
         response = await self.leaf.lm.complete(self._first(item))
         answer = response.text.strip() if response.choices else ""
         cost = 0.0 if response.cached else response.cost_usd
@@ -572,9 +480,8 @@ class OwnReferenceJudge(Judge):
                 calls=calls,
                 cached_calls=cached,
             )
-        j = await PromptJudge(self.prompt, self.leaf.lm, self.leaf.config).judge(
-            self._with_answer(item, answer)
-        )
+        judge = PromptJudge(self.prompt, self.leaf.lm, self.leaf.config)
+        j = await judge.judge(self._with_answer(item, answer))
         return j.model_copy(
             update={
                 "usage": j.usage + response.usage,
@@ -584,3 +491,10 @@ class OwnReferenceJudge(Judge):
                 "meta": {**j.meta, "own_reference": {"mode": self.mode, "text": answer, "slots": self.slots}},
             }
         )
+
+
+def own_reference(judge: Judge, mode: Mode, task: str | None, max_tokens: int, policy: Policy) -> Judge:
+    """``judge`` with every prompt judge writing its own reference first (:class:`OwnReferenceJudge`)."""
+    return judge.map_leaves(
+        lambda leaf: OwnReferenceJudge(leaf, mode=mode, task=task, max_tokens=max_tokens, policy=policy)
+    )

@@ -1,28 +1,9 @@
-"""Pairwise scoring that keeps the distribution: both orders' verdict probabilities pooled into one
-preference.
+"""Pairwise scoring that keeps the distribution: both orders' verdict probabilities pooled into one preference
+(TrustJudge, Wang et al. 2025).
 
-A pairwise judge asked once per order gives two hard votes, and a position-biased judge's two
-votes often disagree. TrustJudge (Wang et al. 2025) keeps what the judge was unsure of instead:
-the probability of each verdict in both orders, the swap undone, averaged into one preference
-probability ("likelihood-aware aggregation"), which cut its judges' preference cycles from
-15.2% to 4.4%. :class:`PairwiseDistribution` (``pairwise-distribution``) does that for every
-prompt judge of a pairwise pipeline:
-
-- ``source="logprobs"``: each order is one call with token logprobs; the verdict's probability
-  is read at the token where the judge names it
-  (:func:`~mitigate.parse.verdict_probabilities`). The label the judge wrote
-  must be the one its text parses to; otherwise the answer is a recorded parse failure.
-- ``source="samples"``: each order is sampled ``samples`` times at ``temperature``; the share
-  of samples naming each verdict is its probability (failed samples are recorded and left out).
-- ``source="auto"``: logprobs when the judge's backend can return them, else samples.
-
-The pooled preference: ``P(A) = (P_original(first) + P_swapped(second)) / 2``, ``P(B)`` the
-same the other way, ``P(tie)`` the mean of both orders' tie probabilities. The verdict is a tie
-when the tie is the most probable or ``|P(A) - P(B)| <= tie_margin``, else the more probable
-text. ``meta["preference"]`` holds the pooled probabilities, ``meta["order_probabilities"]``
-each order's, and ``meta["orders"]`` each order's own verdict (its most frequent parsed answer,
-as a judge asked once per order would give), so the position measures read it as they read a
-position swap. When either order has no readable answer the pair has no verdict.
+``P(A) = (P_original(first) + P_swapped(second)) / 2``, ``P(B)`` the other way, ``P(tie)`` the mean of both; a
+tie when most probable or ``|P(A) - P(B)| <= tie_margin``. Probabilities come from logprobs at the verdict
+label or from sampled verdicts; ``meta`` records them per order (``orders``, as a position swap does).
 """
 
 from __future__ import annotations
@@ -41,60 +22,46 @@ from mitigate.measures import preference_verdict
 from mitigate.parse import Verdict, verdict_probabilities
 from mitigate.prompt import AnswerFormat
 from mitigate.registry import Tags, register
+from mitigate.selectors import GOLD_VERDICT
 from mitigate.strategies._base import Mitigation
-from mitigate.strategies._position_swap import swap_item
+from mitigate.strategies._position_swap import FLIP, swap_item
 
 Source = Literal["logprobs", "samples"]
-_BACK = {"first": "second", "second": "first", "tie": "tie"}
-_BY_TEXT: dict[str, Verdict] = {"A": "first", "B": "second", "tie": "tie"}
 
 
 def pool_orders(
     original: dict[str, float], swapped: dict[str, float], tie_margin: float = 0.0
 ) -> tuple[dict[str, float], Verdict]:
-    """The pooled preference by text ({"A", "B", "tie"}) from each order's verdict probabilities by position,
-    and its verdict.
-
-    ``swapped`` is by position as presented in the swapped order (its "first" is B).
-    """
+    """The preference by text (A, B, tie) pooled from both orders' probabilities, and its verdict."""
     p = {
         "A": (original.get("first", 0.0) + swapped.get("second", 0.0)) / 2,
         "B": (original.get("second", 0.0) + swapped.get("first", 0.0)) / 2,
         "tie": (original.get("tie", 0.0) + swapped.get("tie", 0.0)) / 2,
     }
-    return p, _BY_TEXT[preference_verdict(p, tie_margin)]
+    return p, GOLD_VERDICT[preference_verdict(p, tie_margin)]
 
 
 def check_readable(fmt: AnswerFormat) -> None:
     """ConfigError unless ``fmt`` names its verdict by a label whose probability logprobs can give."""
-    why = (
-        "relations such as A>>B"
-        if fmt.relations
-        else "two scores"
-        if fmt.two_scores
-        else "a JSON object"
-        if fmt.json_key is not None
-        else None
-    )
+    reasons = {
+        "relations such as A>>B": fmt.relations,
+        "two scores": fmt.two_scores,
+        "a JSON object": fmt.json_key is not None,
+    }
+    why = next((why for why, found in reasons.items() if found), None)
     if why is not None:
         raise ConfigError(
-            "verdict logprobs are read at the label the judge writes; this format answers "
-            f"with {why} ({fmt.describe()}): expected a label format such as [[A]] / [[B]], or "
-            "source='samples'"
+            f"verdict logprobs are read at the label the judge writes; this format answers with {why} "
+            f"({fmt.describe()}): expected a label format such as [[A]] / [[B]], or source='samples'"
         )
 
 
 def read_verdict(positions: Any, fmt: AnswerFormat) -> Any:
-    """:func:`~mitigate.parse.verdict_probabilities` told the format's labels, tie and answer
-    line."""
+    """:func:`~mitigate.parse.verdict_probabilities` told the format's labels, tie and answer line."""
     lead = fmt.line.split("{value}", 1)[0] if "{value}" in fmt.line else ""
+    labels, first = (fmt.labels[0], fmt.labels[1]), fmt.reasoning == "after"
     return verdict_probabilities(
-        positions,
-        (fmt.labels[0], fmt.labels[1]),
-        fmt.tie,
-        lead=lead,
-        case_sensitive=fmt.case_sensitive,
-        answer_first=fmt.reasoning == "after",
+        positions, labels, fmt.tie, lead=lead, case_sensitive=fmt.case_sensitive, answer_first=first
     )
 
 
@@ -106,8 +73,7 @@ def _most_common(verdicts: list[str]) -> str | None:
 
 
 class DistributionJudge(Judge):
-    """One pairwise prompt judge asked in both orders, its verdict probabilities pooled (see the module
-    docstring)."""
+    """One pairwise prompt judge asked in both orders, its verdict probabilities pooled."""
 
     def __init__(self, leaf: PromptJudge, *, source: Source, top_logprobs: int, tie_margin: float) -> None:
         if leaf.prompt.answer != "pairwise":
@@ -127,52 +93,38 @@ class DistributionJudge(Judge):
         new = fn(self.leaf)
         if not isinstance(new, PromptJudge):
             raise ConfigError(
-                "pairwise-distribution reads one prompt judge's answers in both orders; a "
-                f"later mitigation turned it into a {type(new).__name__} (place "
-                "pairwise-distribution after it)"
+                "pairwise-distribution reads one prompt judge's answers in both orders; a later mitigation "
+                f"turned it into a {type(new).__name__} (place pairwise-distribution after it)"
             )
         return DistributionJudge(
             new, source=self.source, top_logprobs=self.top_logprobs, tie_margin=self.tie_margin
         )
 
     def describe(self) -> dict[str, Any]:
-        """The leaf, the source and the pooling settings."""
-        return {
-            "kind": "pairwise-distribution",
-            "source": self.source,
-            "top_logprobs": self.top_logprobs,
-            "tie_margin": self.tie_margin,
-            "leaf": self.leaf.describe(),
-        }
+        settings = {"source": self.source, "top_logprobs": self.top_logprobs, "tie_margin": self.tie_margin}
+        return {"kind": "pairwise-distribution", **settings, "leaf": self.leaf.describe()}
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """No score: a verdict."""
         return {}
 
     async def aclose(self) -> None:
-        """Close the leaf."""
         await self.leaf.aclose()
 
     def request(self, item: Item) -> LMRequest:
         """The leaf's request for ``item``, with token logprobs asked for when the source is logprobs."""
         req = self.leaf.request(item)
-        if self.source == "logprobs":
-            return req.model_copy(update={"logprobs": True, "top_logprobs": self.top_logprobs})
-        return req
+        if self.source != "logprobs":
+            return req
+        return req.model_copy(update={"logprobs": True, "top_logprobs": self.top_logprobs})
 
     def _reads(self) -> str:
         if self.source == "logprobs":
-            return (
-                f"verdict probabilities from the top-{self.top_logprobs} logprobs at the verdict label; "
-                "pooled with the other order's (swap undone)"
-            )
-        return (
-            f"verdict probabilities as the shares of {self.leaf.config.n} sampled verdicts; pooled with "
-            "the other order's (swap undone)"
-        )
+            how = f"from the top-{self.top_logprobs} logprobs at the verdict label"
+        else:
+            how = f"as the shares of {self.leaf.config.n} sampled verdicts"
+        return f"verdict probabilities {how}; pooled with the other order's (swap undone)"
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The original order's request, then the swapped copy's."""
         self._check_samples()
         swapped = swap_item(item)
         return [
@@ -191,8 +143,7 @@ class DistributionJudge(Judge):
     async def _order(
         self, item: Item, name: str
     ) -> tuple[LMResponse, dict[str, float] | None, str | None, list[ParseFailure]]:
-        """One order's response, its verdict distribution by position (None when unreadable), hard verdict,
-        failures."""
+        """One order's response, verdict distribution by position (or None), hard verdict and failures."""
         request = self.request(item)
         response = await self.leaf.lm.complete(request)
         fmt, scale = self.leaf.prompt.format, self.leaf.prompt.scale
@@ -204,13 +155,7 @@ class DistributionJudge(Judge):
         for idx, choice in enumerate(response.choices):
             try:
                 verdict = str(fmt.read_json(choice.text, scale) if as_json else fmt.read(choice.text, scale))
-            except ParseError as exc:
-                failures.append(
-                    ParseFailure(criterion=crit, raw=choice.text, reason=f"{name}: {exc.message}", sample=idx)
-                )
-                continue
-            if self.source == "logprobs":
-                try:
+                if self.source == "logprobs":
                     if choice.logprobs is None:
                         raise ParseError(
                             "expected token logprobs in the response; the backend returned none",
@@ -223,14 +168,12 @@ class DistributionJudge(Judge):
                             f"verdict the answer's text gives ({verdict!r})",
                             raw=choice.text,
                         )
-                except ParseError as exc:
-                    failures.append(
-                        ParseFailure(
-                            criterion=crit, raw=choice.text, reason=f"{name}: {exc.message}", sample=idx
-                        )
-                    )
-                    continue
-                dists.append(read.probabilities)
+                    dists.append(read.probabilities)
+            except ParseError as exc:
+                failures.append(
+                    ParseFailure(criterion=crit, raw=choice.text, reason=f"{name}: {exc.message}", sample=idx)
+                )
+                continue
             parsed.append(verdict)
         keys = ["first", "second", "tie"]
         if self.source == "logprobs":
@@ -241,7 +184,6 @@ class DistributionJudge(Judge):
         return response, dist, _most_common(parsed), failures
 
     async def judge(self, item: Item) -> Judgment:
-        """Both orders judged, their verdict probabilities pooled."""
         self._check_samples()
         swapped = swap_item(item)
         results = await asyncio.gather(
@@ -251,29 +193,29 @@ class DistributionJudge(Judge):
         for r in errors:
             if not isinstance(r, MitigateError):
                 raise r
-        if errors:
+        if errors:  # a failed call fails the pair
             return Judgment(item_id=item.id, error="; ".join(f"{type(e).__name__}: {e}" for e in errors))
         (r1, d1, v1, f1), (r2, d2, v2, f2) = results  # type: ignore[misc]
         meta: dict[str, Any] = {
             "orders": {"original": v1, "swapped": v2},
             "order_probabilities": {"original": d1, "swapped": d2},
             "source": self.source,
-            "position_consistent": None if v1 is None or v2 is None else v1 == _BACK[v2],
+            "position_consistent": None if v1 is None or v2 is None else v1 == FLIP[v2],
         }
         verdict: Verdict | None = None
         if d1 is not None and d2 is not None:
             pooled, verdict = pool_orders(d1, d2, self.tie_margin)
             meta["preference"] = pooled
-        usage = Usage() + r1.usage + r2.usage
+        both = (r1, r2)
         return Judgment(
             item_id=item.id,
             verdict=verdict,
-            raw=tuple(c.text for r in (r1, r2) for c in r.choices),
+            raw=tuple(c.text for r in both for c in r.choices),
             failures=tuple(f1 + f2),
-            usage=usage,
-            cost_usd=combine_costs([0.0 if r.cached else r.cost_usd for r in (r1, r2)]),
-            calls=sum(0 if r.cached else 1 for r in (r1, r2)),
-            cached_calls=sum(1 if r.cached else 0 for r in (r1, r2)),
+            usage=Usage() + r1.usage + r2.usage,
+            cost_usd=combine_costs([0.0 if r.cached else r.cost_usd for r in both]),
+            calls=sum(not r.cached for r in both),
+            cached_calls=sum(r.cached for r in both),
             meta=meta,
         )
 
@@ -284,15 +226,11 @@ class PairwiseDistribution(Mitigation):
     2025, TrustJudge).
 
     Parameters:
-        source: "logprobs" (verdict probabilities from token logprobs), "samples" (from the
-            shares of sampled verdicts) or "auto" (logprobs when the backend gives them).
+        source: "logprobs", "samples" (sampled verdicts) or "auto" (logprobs when the backend gives them).
         samples: verdicts sampled per order with ``source="samples"`` (sets the judge's n).
-        temperature: sampling temperature with ``source="samples"`` (sets the judge's temperature).
+        temperature: sampling temperature with ``source="samples"``.
         top_logprobs: alternatives read at the verdict token with ``source="logprobs"``.
-        tie_margin: the verdict is a tie when the two texts' pooled probabilities differ by no
-            more than this.
-
-    See the module docstring for how the two orders are pooled and what the judgment holds.
+        tie_margin: the verdict is a tie when the two texts' pooled probabilities differ by no more than this.
     """
 
     paper = "Wang et al. 2025 (TrustJudge)"
@@ -313,7 +251,6 @@ class PairwiseDistribution(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Auto, and sampled verdicts with a tie margin."""
         return [cls(), cls(source="samples", samples=4, temperature=1.0, tie_margin=0.1)]
 
     def wrap(self, judge: Judge) -> Judge:

@@ -1,28 +1,10 @@
-"""Guideline-perturbation consistency (Ghazarian et al. 2024): the probe that measures it and the demos that
+"""Guideline-perturbation consistency (Ghazarian et al. 2024): the judge that measures it and the demos that
 mitigate it.
 
-Ghazarian et al. 2024, "Assessment and mitigation of inconsistencies in LLM-based
-evaluations", find that an LLM judge's answer changes when the options of its scoring
-guideline are reordered or one option's description is lengthened. Their measures:
-*consistency*, the share of items whose output is identical under every perturbed
-guideline, and *accuracy* under each perturbation, averaged. Their mitigation: few-shot
-demonstrations in which each of M demos (M=2 worked best) is shown under N perturbed
-versions of the guideline, always followed by the same gold score, so the judge sees that
-the perturbation must not change the answer. Their ablation shows each demo under a single
-random perturbation instead.
-
-- :class:`PerturbationProbe` (``"perturbation-probe"``) — measurement: judges each item
-  under the test prompt's own guideline and under each perturbed version, keeps the
-  original score, and records every version's score in ``Judgment.meta["perturbations"]``
-  (read by :func:`mitigate.measures.perturbation_consistency` through the compare
-  harness).
-- ``perturbed-demos`` (:class:`PerturbedDemosPreset`) — the mitigation: a registered preset
-  of :class:`~mitigate.strategies._demos.Demos` with ``display="perturbed"``, with the
-  ablation (``ablation=True``) and the unperturbed few-shot control (``perturbed=False``,
-  ``display="guideline"``) as flags.
-
-Perturbations are built by :func:`mitigate.prompt._perturb.perturbation_set`; see that module for
-how options are named and how lengthened descriptions are obtained.
+:class:`PerturbedGuidelines` judges each item under the guideline and under perturbed versions (reordered
+options, a lengthened description) and records every output in ``meta["perturbations"]``
+(:func:`mitigate.measures.perturbation_consistency`); ``perturbed-demos`` shows each demo under N perturbed
+guidelines with the same gold score.
 """
 
 from __future__ import annotations
@@ -40,7 +22,6 @@ from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import CompositeJudge, Judge, Judgment, PromptJudge, merge_judgments
 from mitigate.prompt import (
     Demo,
-    Guideline,
     Perturbation,
     PerturbationKind,
     apply_to_prompt,
@@ -58,76 +39,61 @@ ORIGINAL = "original"
 """The key of the unperturbed prompt's output in ``Judgment.meta["perturbations"]``."""
 
 
-# --------------------------------------------------------------------------- the probe
-
-
 def _output(judgment: Judgment) -> Any:
     """The output compared across perturbations: a verdict, a score, a tuple of scores, or None."""
     if judgment.error is not None:
         return None
     if judgment.verdict is not None:
         return judgment.verdict
-    if not judgment.scores:
-        return None
     values = list(judgment.scores.values())
-    if len(values) == 1:
-        return values[0]
+    if len(values) <= 1:
+        return values[0] if values else None
     return None if any(v is None for v in values) else tuple(values)
 
 
-class PerturbationProbeJudge(CompositeJudge):
-    """The fan-out :class:`PerturbationProbe` builds: child ``"original"`` plus one child per perturbation.
+class PerturbedGuidelinesJudge(CompositeJudge):
+    """The fan-out :class:`PerturbedGuidelines` builds: child ``"original"`` plus one child per perturbation.
 
-    ``judge(item)`` runs every child concurrently and returns the original child's scores,
-    samples and verdict, with the raw texts, parse failures, usage and cost of every child
-    (:func:`~mitigate.judge.merge_judgments`) and:
+    ``judge(item)`` runs every child concurrently and returns the original child's answer and meta, with every
+    child's raw texts and costs (:func:`~mitigate.judge.merge_judgments`), and:
 
-    - ``meta["perturbations"]``: ``{"original": output, "<perturbation name>": output, ...}``
-      where ``output`` is the score (one criterion), the tuple of scores in criterion order
-      (several criteria; None when any is missing), or the verdict (pairwise); ``None`` for
-      a parse failure or a failed call;
+    - ``meta["perturbations"]``: ``{"original": output, "<perturbation name>": output, ...}``, the output
+      being the score, the tuple of scores in criterion order, or the verdict (None for a failure);
     - ``meta["perturbations_by_criterion"]``: ``{criterion: {name: score}}`` (several criteria only);
-    - ``meta["perturbation_errors"]``: ``{name: error}`` for perturbed children whose call
-      failed (present only then). A failure of the original child fails the item.
-
-    Any meta the original child carried is kept. ``error`` is the original child's error only.
+    - ``meta["perturbation_errors"]``: ``{name: error}`` for perturbed children that failed (a failure of the
+      original fails the item).
     """
 
-    kind = "perturbation-probe"
+    kind = "perturbed-guidelines"
     requests_are_children = True
 
     def __init__(self, children: dict[str, Judge], perturbations: dict[str, Perturbation]) -> None:
         if ORIGINAL not in children:
             raise ConfigError(
-                f"a perturbation probe needs a child named {ORIGINAL!r}; got {sorted(children)}"
+                f"a perturbed-guidelines judge needs a child named {ORIGINAL!r}; got {sorted(children)}"
             )
         super().__init__(children)
         self.perturbations = dict(perturbations)
 
     def params(self) -> dict[str, Any]:
-        """The perturbations (by name) this probe applies."""
         return {"perturbations": {k: p.model_dump(mode="json") for k, p in self.perturbations.items()}}
 
     def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
-        """Every child's leaves mapped by ``fn``; ConfigError if that erased a perturbation.
-
-        A transform placed after the probe that drops the guideline (``MultiAttribute``
-        rebuilds the prompt without it) would leave a perturbed child asking exactly what the
-        original asks, and consistency would be 100% by construction; that is refused.
-        """
+        """Every child's leaves mapped by ``fn``; ConfigError if that made a perturbed child ask what the
+        original asks (``MultiAttribute`` drops the guideline), which would make consistency 100% by
+        construction."""
         mapped = self.with_children({k: c.map_leaves(fn) for k, c in self.children.items()})
         original = [leaf.prompt for leaf in mapped.children[ORIGINAL].leaves()]
         for name, child in mapped.children.items():
             if name != ORIGINAL and [leaf.prompt for leaf in child.leaves()] == original:
                 raise ConfigError(
-                    f"a mitigation placed after PerturbationProbe made the {name!r} prompts identical to the "
-                    "original ones (e.g. MultiAttribute drops the guideline); expected the perturbed "
-                    "guideline to survive: place PerturbationProbe after such mitigations"
+                    f"a mitigation placed after PerturbedGuidelines made the {name!r} prompts identical to "
+                    "the original ones (e.g. MultiAttribute drops the guideline); expected the perturbed "
+                    "guideline to survive: place PerturbedGuidelines after such mitigations"
                 )
         return mapped
 
     async def judge(self, item: Item) -> Judgment:
-        """Judge ``item`` under the original and every perturbed guideline; see the class docstring."""
         names = list(self.children)
         results = await asyncio.gather(*(self.children[k].judge(item) for k in names), return_exceptions=True)
         parts: list[Judgment] = []
@@ -149,67 +115,33 @@ class PerturbationProbeJudge(CompositeJudge):
         original = by_name[ORIGINAL]
         meta: dict[str, Any] = {**original.meta, "perturbations": outputs}
         if len(original.scores) > 1:
+            ok = {name: j for name, j in by_name.items() if j.error is None}
             meta["perturbations_by_criterion"] = {
-                c: {
-                    name: (
-                        by_name[name].scores.get(c)
-                        if name in by_name and by_name[name].error is None
-                        else None
-                    )
-                    for name in names
-                }
+                c: {name: ok[name].scores.get(c) if name in ok else None for name in names}
                 for c in original.scores
             }
         if errors:
             meta["perturbation_errors"] = errors
+        answer: dict[str, Any] = {"scores": dict(original.scores), "samples": dict(original.samples)}
         return merge_judgments(
-            item.id,
-            parts,
-            scores=dict(original.scores),
-            samples=dict(original.samples),
-            verdict=original.verdict,
-            error=original.error,
-            meta=meta,
+            item.id, parts, verdict=original.verdict, error=original.error, meta=meta, **answer
         )
 
 
-def _leaves_with_guidelines(judge: Judge, owner: str) -> list[tuple[PromptJudge, Guideline]]:
-    leaves = judge.leaves()
-    if not leaves:
-        raise ConfigError(
-            f"{owner} needs a judge with at least one prompt; got {type(judge).__name__} with none"
-        )
-    return [(leaf, guideline_of(leaf.prompt)) for leaf in leaves]
-
-
-@register("mitigation", "perturbation-probe")
-class PerturbationProbe(Mitigation):
+@register("mitigation", "perturbed-guidelines")
+class PerturbedGuidelines(Mitigation):
     """Measure consistency under guideline perturbation (Ghazarian et al. 2024); does not change scores.
 
-    Not a bias probe (registry kind ``"probe"``, :mod:`mitigate.probes`, rewrites of the judged
-    text): a mitigation-kind wrapper that perturbs the scoring guideline, named in ``--pipeline``.
-    Wraps a judge into a :class:`PerturbationProbeJudge` that scores each item under the
-    test prompt's own guideline *and* under each perturbed version of it, keeps the
-    original's score as the judgment's score, and records every version's output in
-    ``Judgment.meta["perturbations"]`` (key ``"original"`` plus one key per perturbation
-    name, e.g. ``"order(2,0,1)"``; ``None`` for a parse failure). The compare harness's
-    consistency measure (:func:`mitigate.measures.perturbation_consistency`) reads
-    that key: consistency is the share of items whose output is identical under the
-    original and every perturbation. Costs 1 + N calls per item.
+    A mitigation-kind wrapper (the bias probes of :mod:`mitigate.probes` rewrite the judged text instead)
+    making a :class:`PerturbedGuidelinesJudge`: 1 + N calls per item. Every inner prompt gets the same
+    perturbations, so their guidelines must have as many options (and for "length"/"both" the same text);
+    place it after prompt-level mitigations such as ``perturbed-demos``.
 
     Parameters:
-        kind: "order" (reordered options), "length" (one option's description lengthened),
-            or "both" (see :func:`mitigate.prompt._perturb.perturbation_set`).
-        n: how many perturbations (None: every reordering for 2–3 options, a seeded sample of
-            6 for more; every lengthened option).
+        kind: "order" (reordered options), "length" (one description lengthened) or "both".
+        n: how many perturbations (None: all reorderings of 2–3 options or 6; every lengthened option).
         lengthened: option label -> lengthened description; required for "length"/"both".
         seed: seeds the sampling of perturbations.
-
-    Perturbations that leave the guideline unchanged (the identity ordering) are dropped,
-    since the original is always judged. Every inner prompt (e.g. one per criterion after a
-    single-attribute split) gets the same perturbations; their guidelines must have the same
-    number of options, and for "length"/"both" the same text. Place this after
-    prompt-level mitigations such as ``perturbed-demos``.
     """
 
     paper = "Ghazarian et al. 2024"
@@ -222,93 +154,68 @@ class PerturbationProbe(Mitigation):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        require_lengthened("PerturbationProbe", self.kind, self.lengthened)
+        require_lengthened("PerturbedGuidelines", self.kind, self.lengthened)
         return self
 
     def perturbations_for(self, judge: Judge) -> list[Perturbation]:
-        """The perturbations this probe applies to ``judge``'s prompts (identity dropped)."""
-        pairs = _leaves_with_guidelines(judge, "PerturbationProbe")
+        """The perturbations applied to ``judge``'s prompts (identity dropped)."""
+        leaves = judge.leaves()
+        if not leaves:
+            raise ConfigError(
+                "PerturbedGuidelines needs a judge with at least one prompt; got "
+                f"{type(judge).__name__} with none"
+            )
+        pairs = [(leaf, guideline_of(leaf.prompt)) for leaf in leaves]
         first = pairs[0][1]
         for leaf, gl in pairs[1:]:
             if len(gl.options) != len(first.options):
                 raise ConfigError(
-                    "PerturbationProbe needs every inner prompt's guideline to have the same number of "
+                    "PerturbedGuidelines needs every inner prompt's guideline to have the same number of "
                     f"options; got {len(first.options)} and {len(gl.options)} ({leaf!r})"
                 )
             if self.kind != "order" and original_order(gl).render() != original_order(first).render():
                 raise ConfigError(
-                    f"PerturbationProbe(kind={self.kind!r}) needs every inner prompt to share one guideline "
-                    "text, since lengthened descriptions belong to one guideline; probe each criterion's "
-                    "judge separately"
+                    f"PerturbedGuidelines(kind={self.kind!r}) needs every inner prompt to share one "
+                    "guideline text, since lengthened descriptions belong to one guideline; measure each "
+                    "criterion's judge separately"
                 )
         base = original_order(first)
-        perts = [
-            p
-            for p in perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
-            if not p.is_identity(base)
-        ]
+        perts = perturbation_set(base, self.kind, self.n, self.lengthened, self.seed)
+        perts = [p for p in perts if not p.is_identity(base)]
         names = [p.name for p in perts]
         if len(set(names)) != len(names) or ORIGINAL in names:
             raise ConfigError(f"expected unique perturbation names other than {ORIGINAL!r}; got {names}")
         if not perts:
             raise ConfigError(
-                "PerturbationProbe found no perturbation that changes the guideline; nothing to measure"
+                "PerturbedGuidelines found no perturbation that changes the guideline; nothing to measure"
             )
         return perts
 
     def wrap(self, judge: Judge) -> Judge:
-        """A :class:`PerturbationProbeJudge` over ``judge`` and one perturbed copy per perturbation."""
+        """A :class:`PerturbedGuidelinesJudge` over ``judge`` and one perturbed copy per perturbation."""
         perts = self.perturbations_for(judge)
-        children: dict[str, Judge] = {ORIGINAL: judge}
-        for p in perts:
-            children[p.name] = judge.map_prompts(partial(apply_to_prompt, p))
-        return PerturbationProbeJudge(children, {p.name: p for p in perts})
-
-
-# --------------------------------------------------------------------------- the mitigation
+        children = {ORIGINAL: judge} | {p.name: judge.map_prompts(partial(apply_to_prompt, p)) for p in perts}
+        return PerturbedGuidelinesJudge(children, {p.name: p for p in perts})
 
 
 @register("mitigation", "perturbed-demos")
 class PerturbedDemosPreset(Preset):
     """Few-shot demos shown under perturbed guidelines, each with the same gold score (Ghazarian et al. 2024).
 
-    Each of the ``m`` demos is repeated once per perturbed version of the prompt's own
-    guideline (reordered options, a lengthened description, or both; built by
-    :func:`mitigate.prompt._perturb.perturbation_set`), each copy showing that guideline and then the
-    same gold score. The copies are placed before the item (demo 1 under every perturbation,
-    then demo 2 ...), after any demos the prompt already had; the item itself is judged
-    under the prompt's guideline, unperturbed. The paper found ``m=2`` best.
-
-    Builds ``Demos(demos=demos or selector=Stratified(by="range", seed=seed), k=m,
-    display="perturbed" (perturbed=False: "guideline"), placement="append", kind, n,
-    lengthened, seed, ablation)``.
+    Each of the ``m`` demos is repeated under every perturbed version of the prompt's guideline (in its
+    original order first, so the demos stay the same across :class:`PerturbedGuidelines`' reorderings), after
+    the prompt's own demos; the item itself is judged under the unperturbed guideline. The paper found ``m=2``
+    best.
 
     Parameters:
-        demos: the demonstrations (an item and its gold score; a dict score holds one
-            score per criterion and the prompt's criterion is picked). Exactly ``m`` when given.
-        m: how many demos; ``fit`` picks this many.
-        n: how many perturbed guidelines per demo (None: every reordering for 2–3 options,
-            which includes the original order, or a seeded sample of 6 reorderings without
-            it for larger scales; every lengthened option).
+        demos: the demonstrations (exactly ``m``; None: ``fit`` draws them with ``Stratified(by="range")``).
+        m: how many demos.
+        n: how many perturbed guidelines per demo, as for :class:`PerturbedGuidelines`.
         kind: "order", "length" or "both".
         lengthened: option label -> lengthened description (for "length"/"both").
         seed: seeds perturbation sampling, the ablation's choice and ``fit``'s pick.
-        ablation: the paper's ablation: each demo shown under ONE perturbation drawn at
-            random (seeded) from the non-identity perturbations, instead of under all N.
-        perturbed: False gives the unperturbed few-shot control: the same demos, each shown
-            once under the original guideline (same layout, no perturbation).
-
-    ``fit(train, judge)``: with ``demos=`` given there is nothing to learn. Otherwise a
-    :class:`~mitigate.selectors.Stratified` selector (``by="range"``,
-    :func:`~mitigate.selectors.stratified_pick`) draws ``m`` items over the gold-score range
-    of the judge's criterion, preferring gold scores that are points of the judge's scale
-    (seeded; the scale is taken from the judge's prompt at fit). When the judge scores several criteria (e.g.
-    after a single-attribute split)
-    each demo holds every criterion's human score and each inner prompt shows its own.
-
-    The guideline the demos are shown under is the prompt's guideline with its options put
-    back in their original order, so placing a :class:`PerturbationProbe` after (or before)
-    this mitigation keeps the demos identical across the probe's reorderings.
+        ablation: the paper's ablation: each demo under ONE non-identity perturbation drawn at random.
+        perturbed: False gives the unperturbed control (each demo once under the original guideline).
     """
 
     paper = "Ghazarian et al. 2024"
@@ -346,8 +253,6 @@ class PerturbedDemosPreset(Preset):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """The Demos of two small given demos: perturbed, ablation, and the unperturbed control; and
-        unfitted."""
         demos = (
             Demo(item=Item(id="demo-low", output="A muddled text."), score=1.0, scale=Scale(min=1, max=5)),
             Demo(item=Item(id="demo-high", output="A clear text."), score=5.0, scale=Scale(min=1, max=5)),
@@ -360,17 +265,11 @@ class PerturbedDemosPreset(Preset):
         ]
 
     def build(self) -> Demos:
-        """The :class:`Demos` these parameters stand for (see the class docstring)."""
-        selector = None if self.demos else Stratified(by="range", seed=self.seed)
         return Demos(
-            selector=selector,
+            selector=None if self.demos else Stratified(by="range", seed=self.seed),
             demos=self.demos,
             k=self.m,
             display="perturbed" if self.perturbed else "guideline",
             placement="append",
-            kind=self.kind,
-            n=self.n,
-            lengthened=self.lengthened,
-            seed=self.seed,
-            ablation=self.ablation,
+            **self.model_dump(include={"kind", "n", "lengthened", "seed", "ablation"}),
         )

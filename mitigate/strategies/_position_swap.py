@@ -1,11 +1,5 @@
-"""Position swap for pairwise judges: judge both orders and reconcile.
-
-A pairwise judge (prompt ``answer="pairwise"``, item ``output`` and ``output_b`` filling two
-slots such as ``{{output}}`` and ``{{output_b}}``) tends to prefer a position rather than a
-text. Running each comparison in both orders and keeping only verdicts that survive the
-swap is the standard check; Shen et al. 2023 run their SummEval head-to-head both ways, and
-``measures.position_bias`` measures the flip rate from the two verdicts this records.
-"""
+"""Position swap for pairwise judges: judge both orders and reconcile (Shen et al. 2023);
+``measures.position_bias`` reads the two verdicts recorded."""
 
 from __future__ import annotations
 
@@ -19,7 +13,8 @@ from mitigate.parse import Verdict
 from mitigate.registry import register
 from mitigate.strategies._base import Mitigation, gather_children
 
-_BACK: dict[str, Verdict] = {"first": "second", "second": "first", "tie": "tie"}
+FLIP: dict[str, Verdict] = {"first": "second", "second": "first", "tie": "tie"}
+"""A verdict as seen from the other order of the two outputs."""
 
 FLAG = "position_inconsistent"
 """Flag set when the verdict changes with the order of the two outputs."""
@@ -37,17 +32,11 @@ def swap_item(item: Item) -> Item:
 
 
 class PositionSwapJudge(CompositeJudge):
-    """Runs a pairwise judge on the item and on its swapped copy, and reconciles the verdicts.
+    """Runs a pairwise judge on the item (child "original") and on its swapped copy ("swapped"), and
+    reconciles the verdicts.
 
-    Children: "original" (judges the item as given) and "swapped" (judges
-    :func:`swap_item`). The swapped verdict is mapped back (first <-> second); when it agrees
-    with the original verdict that verdict is kept. A flip gives "tie" (``on_flip="tie"``)
-    or no verdict (``on_flip="abstain"``), and the flag ``position_inconsistent`` in both
-    cases. When either order has no verdict (parse failure), the result has no verdict and
-    the failure stays recorded. ``meta["orders"]`` = ``{"original": v1, "swapped": v2}``
-    holds the raw verdicts, the swapped one in swapped positions (as
-    ``measures.position_bias`` expects); ``meta["position_consistent"]`` is True, False, or
-    None when a verdict is missing.
+    A flip gives "tie" (or no verdict with ``on_flip="abstain"``) and the flag ``position_inconsistent``;
+    ``meta["orders"]`` holds both raw verdicts (the swapped one in swapped positions).
     """
 
     kind = "position-swap"
@@ -59,7 +48,6 @@ class PositionSwapJudge(CompositeJudge):
         self.on_flip = on_flip
 
     def params(self) -> dict[str, Any]:
-        """What a flip becomes."""
         return {"on_flip": self.on_flip}
 
     def _check_pairwise(self) -> None:
@@ -71,7 +59,6 @@ class PositionSwapJudge(CompositeJudge):
             )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """The original order's requests, then the swapped copy's."""
         self._check_pairwise()
         return [
             *self.child_requests("original", item),
@@ -79,27 +66,21 @@ class PositionSwapJudge(CompositeJudge):
         ]
 
     async def judge(self, item: Item) -> Judgment:
-        """Judge ``item`` in both orders and reconcile the two verdicts."""
         self._check_pairwise()
         swapped = swap_item(item)
         first, second = await gather_children(
             [lambda: self.children["original"].judge(item), lambda: self.children["swapped"].judge(swapped)]
         )
         v1, v2 = first.verdict, second.verdict
-        flags: list[str] = []
-        verdict: Verdict | None
-        consistent: bool | None
-        if v1 is None or v2 is None:
-            verdict, consistent = None, None
-        elif v1 == _BACK[v2]:
-            verdict, consistent = v1, True
-        else:
-            verdict, consistent = ("tie" if self.on_flip == "tie" else None), False
-            flags.append(FLAG)
+        consistent = None if v1 is None or v2 is None else v1 == FLIP[v2]
+        verdict: Verdict | None = v1 if consistent else None
+        if consistent is False and self.on_flip == "tie":
+            verdict = "tie"
+        flags = [*first.flags, *second.flags, *([FLAG] if consistent is False else [])]
         meta = {"orders": {"original": v1, "swapped": v2}, "position_consistent": consistent}
-        parts = [first, second]
-        merged_flags = tuple(dict.fromkeys([*(f for p in parts for f in p.flags), *flags]))
-        return merge_judgments(item.id, parts, verdict=verdict, flags=merged_flags, meta=meta)
+        return merge_judgments(
+            item.id, [first, second], verdict=verdict, flags=tuple(dict.fromkeys(flags)), meta=meta
+        )
 
 
 @register("mitigation", "position-swap")
@@ -107,12 +88,9 @@ class PositionSwap(Mitigation):
     """Judge each pair in both orders; keep verdicts that survive the swap.
 
     Parameters:
-        on_flip: what a verdict that changes with the order becomes: "tie" (the judge
-            could not tell the outputs apart beyond their position) or "abstain" (no
-            verdict, flag ``position_inconsistent``, e.g. to route to a human).
+        on_flip: what a verdict that changes with the order becomes: "tie" or "abstain" (no verdict).
 
-    The wrapped judge must be pairwise (every prompt ``answer="pairwise"``); this is
-    checked when judging, with a ConfigError. Items need ``output_b`` (DataError otherwise).
+    The wrapped judge must be pairwise (ConfigError when judging) and items need ``output_b`` (DataError).
     """
 
     paper = "Shen et al. 2023"
@@ -122,7 +100,6 @@ class PositionSwap(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Both flip policies."""
         return [cls(), cls(on_flip="abstain")]
 
     def wrap(self, judge: Judge) -> Judge:

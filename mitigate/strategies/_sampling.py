@@ -1,18 +1,5 @@
-"""Sampling control, probability-weighted scores and score granularity (Stureborg et al. 2024).
-
-Stureborg et al. 2024 ("Large language models are inconsistent and biased evaluators")
-report that a judge's sampling setup changes how well it agrees with humans:
-
-- chain-of-thought (CoT) answers need temperature > 0 and averaging over several samples,
-  while a direct (non-CoT) score is best read at temperature 0 (:class:`Sampling`);
-- a probability-weighted score over the scale, as in G-Eval, helps (:class:`ExpectedScore`);
-- a 1–10 scale works best among 1–5, 1–10 and 1–100, and word modifiers ("weak 3",
-  "strong 3" = 3 ∓/± 0.33) are another way to get finer scores (:class:`Granularity`).
-
-:class:`Sampling` and :class:`ExpectedScore` change every leaf judge's
-:class:`~mitigate.judge.JudgeConfig` through ``map_leaves``, so placed after a fan-out
-(``SingleAttribute() | Sampling(...)``) they reach every per-criterion call.
-"""
+"""Sampling control, probability-weighted scores and score granularity (Stureborg et al. 2024):
+:class:`Sampling`, :class:`ExpectedScore` and :class:`Granularity`."""
 
 from __future__ import annotations
 
@@ -39,6 +26,7 @@ from mitigate.strategies._edits import (
     allow_reasoning,
     is_multi_criterion_template,
     multi_criterion_prompt,
+    num,
     scale_note,
     set_addendum,
     set_cot,
@@ -51,31 +39,14 @@ from mitigate.strategies._edits import (
 class Sampling(Mitigation):
     """Set temperature, number of samples, their reducer and chain-of-thought on every leaf judge.
 
-    Stureborg et al. 2024: with CoT the judge should sample at temperature > 0 and average
-    several samples; without CoT, temperature 0 and one sample is best.
-
     Parameters:
         temperature: sampling temperature, 0 to 2 (0 = greedy).
-        n: samples per call (>= 1); their scores are combined by ``reducer``.
-        cot: True adds a chain-of-thought paragraph to the end of each prompt's last user
-            message, before its answer stub ("Before answering, explain your reasoning step
-            by step. End your answer with a final line ..." in the prompt's own answer format:
-            "Score: N", "[RESULT] N", "Rating: [[N]]", "[[A]]" ...) and sets the format's
-            reasoning to "before" (the last answer line is read; a constrained backend lets the
-            reasoning through); False removes that paragraph if a previous
-            ``Sampling(cot=True)`` added it. It cannot remove reasoning requests written into
-            the user's own template. A template that asks for the answer alone contradicts
-            the added paragraph (a model may obey the template: Qwen2.5 0.5B wrote only
-            "Score: N" on 48 of 48 SummEval items): words in the answer stub ("Evaluation
-            Form (scores ONLY):") are rewritten, words elsewhere ("Do NOT provide any
-            explanation", "only the score", "nothing else") make the combination a one-line
-            ConfigError (:func:`~mitigate.strategies._edits.allow_reasoning`).
+        n: samples per call (``n > 1`` at temperature 0 is refused: the samples would be copies).
+        cot: True adds a paragraph asking for reasoning, then the answer line in the prompt's own format (the
+            format's reasoning becomes "before"; :func:`~mitigate.strategies._edits.allow_reasoning`); False
+            removes one a previous ``Sampling(cot=True)`` added.
         reducer: "mean", "median" or "majority" over the ``n`` sample scores.
         max_tokens: the answer budget per sample (None keeps each leaf's; CoT needs more).
-
-    ``n > 1`` with ``temperature=0`` is refused (ConfigError): greedy decoding gives the
-    same answer n times on most backends, so the samples would be copies and averaging
-    them would only cost more. This holds with and without CoT.
     """
 
     paper = "Stureborg et al. 2024"
@@ -104,7 +75,6 @@ class Sampling(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Direct scoring at temperature 0, and CoT with 5 samples averaged by median."""
         return [cls(), cls(temperature=0.7, n=5, cot=True, reducer="median", max_tokens=512)]
 
     @property
@@ -137,24 +107,14 @@ class Sampling(Mitigation):
 class ExpectedScore(Mitigation):
     """Probability-weighted score over the scale from the answer's top token logprobs (G-Eval style).
 
-    Every leaf gets ``scoring="expected"`` and ``top_logprobs``: the judge asks its backend
-    for token logprobs and computes sum(p(v) * v) over the scale's integer points at the
-    score position (:func:`mitigate.parse.expected_score`). A backend without logprobs
-    raises :class:`~mitigate.errors.CapabilityError`; nothing falls back to parsing the text.
-
-    Use it with direct answers (no CoT): the score position is the first generated number on
-    the scale, which in a reasoning text may not be the score. Where the backend can
-    constrain decoding, a leaf left at ``constrain="auto"`` gets ``constrain="answer"``: the
-    answer line of the prompt's format ("[RESULT] N", "Rating: [[N]]") is forced first, so
-    the first number is the score even when the template asks for reasoning first. Without
-    that, a template whose answer format puts reasoning first gets a
-    :class:`~mitigate.errors.PromptConflictWarning`. It needs one criterion per call
-    (combine with ``SingleAttribute``); a multi-criterion leaf records a parse failure per
-    criterion. Multi-token numbers ("10" on 1–10) are handled by ``expected_score``.
+    Every leaf gets ``scoring="expected"`` (:func:`mitigate.parse.expected_score`; a backend without logprobs
+    raises :class:`~mitigate.errors.CapabilityError`). The score is read at the first scale number generated:
+    a prompt asking for reasoning first is refused, a leaf at ``constrain="auto"`` gets ``constrain="answer"``
+    where the backend can constrain, and otherwise a format that reasons first gets a
+    :class:`~mitigate.errors.PromptConflictWarning`.
 
     Parameters:
-        top_logprobs: alternatives per position to request, 1 to 20 (every scale point
-            should fit in it: use >= 10 for 1–10).
+        top_logprobs: alternatives per position to request, 1 to 20 (use >= 10 for 1–10).
     """
 
     paper = "Stureborg et al. 2024"
@@ -163,12 +123,7 @@ class ExpectedScore(Mitigation):
     parameter_constraints: ClassVar = {"top_logprobs": [Interval(int, 1, 20)]}
 
     def wrap(self, judge: Judge) -> Judge:
-        """A new judge whose every leaf scores by expected value over the top logprobs.
-
-        Refuses (ConfigError) a leaf whose prompt asks for reasoning before the score (a
-        chain-of-thought paragraph, or the RTS form): the first scale number of such an answer
-        need not be the score, so the expected value would silently read the wrong position.
-        """
+        """A new judge whose every leaf scores by expected value over the top logprobs."""
         return judge.map_leaves(self._leaf)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
@@ -188,7 +143,6 @@ class ExpectedScore(Mitigation):
 
 
 def _warn_if_template_asks_for_reasoning(prompt: JudgePrompt) -> None:
-    """Warn when the template's answer format puts reasoning first, which expected scoring cannot read."""
     fmt = prompt.format
     if fmt.reasoning == "before":
         warnings.warn(
@@ -202,14 +156,7 @@ def _warn_if_template_asks_for_reasoning(prompt: JudgePrompt) -> None:
 
 
 def asks_for_reasoning(prompt: JudgePrompt) -> str | None:
-    """What in ``prompt`` asks the judge to reason before its score (None when nothing does).
-
-    Recognises the reasoning requests mitigations add: ``Sampling(cot=True)``'s paragraph,
-    ``SelfConsistency(cot=True)``'s instruction and the RTS form's "reason, then score".
-    Reasoning requests written into a user's own template are not recognised here (they
-    get a :class:`~mitigate.errors.PromptConflictWarning` from :class:`ExpectedScore`
-    instead, since wording cannot be matched with certainty).
-    """
+    """What a mitigation added to ``prompt`` that asks for reasoning before the score (else None)."""
     if COT_LEAD in addenda(prompt):
         return "chain-of-thought reasoning (Sampling(cot=True))"
     text = "\n".join(m.template for m in prompt.messages)
@@ -231,10 +178,6 @@ GRANULARITIES: dict[str, Scale] = {
 """The scales :class:`Granularity` can ask for, by name."""
 
 
-def _num(x: float) -> str:
-    return f"{round(x, 6):g}"
-
-
 def _rescale(value: float, old: Scale, new: Scale) -> float:
     """Linear map of ``value`` from ``old`` onto ``new``, rounded half up to a whole number."""
     x = new.min + (value - old.min) * (new.max - new.min) / (old.max - old.min)
@@ -254,31 +197,30 @@ def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
         if not old.contains(opt.score):
             raise ConfigError(
                 f"expected guideline scores within the prompt's scale {old.describe()}; got option "
-                f"{opt.label!r} with score {_num(opt.score)}"
+                f"{opt.label!r} with score {num(opt.score)}"
             )
         score = _rescale(opt.score, old, new)
         scores.append(score)
         update: dict[str, Any] = {"score": score}
-        if opt.label == _num(opt.score) and score != opt.score:
-            update["label"] = _num(score)
+        if opt.label == num(opt.score) and score != opt.score:
+            update["label"] = num(score)
             update["head"] = re.sub(
-                rf"(?<![\d.]){re.escape(opt.label)}(?!\d|\.\d)", _num(score), opt.head, count=1
+                rf"(?<![\d.]){re.escape(opt.label)}(?!\d|\.\d)", num(score), opt.head, count=1
             )
         options.append(opt.model_copy(update=update))
     if len(set(scores)) != len(scores):
         raise ConfigError(
             f"expected the guideline's {len(scores)} anchors to stay distinct on the scale {new.describe()}; "
-            f"they map to {[_num(s) for s in scores]}"
+            f"they map to {[num(s) for s in scores]}"
         )
     return guideline.model_copy(update={"options": tuple(options)})
 
 
 def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
-    """Replace the old scale's ends in ``text``: every scale statement and anchor
-    (:func:`~mitigate.prompt.read._clues.scale_mentions`: "on a scale of 1 to 5", "Coherence (1-5)",
-    "where 5 is the highest", "1 being the worst"), the top score named as such ("a score of 5",
-    "(Score 5)"), any other "1-5" / "1 to 5", and enumerations ("1, 2, 3, 4 or 5")."""
-    lo, hi, nlo, nhi = _num(old.min), _num(old.max), _num(new.min), _num(new.max)
+    """Replace the old scale's ends in ``text``: scale statements and anchors
+    (:func:`~mitigate.prompt.scale_mentions`), the top score named as such ("a score of 5"), any other
+    "1-5" / "1 to 5", and enumerations ("1, 2, 3, 4 or 5")."""
+    lo, hi, nlo, nhi = num(old.min), num(old.max), num(new.min), num(new.max)
     if (lo, hi) == (nlo, nhi):
         return text
     ends = {"lo": (old.min, nlo), "hi": (old.max, nhi)}
@@ -307,32 +249,10 @@ def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
 class Granularity(PromptMitigation):
     """Ask the judge for scores at another granularity (Stureborg et al. 2024: 1–10 works best).
 
-    ``scale`` is one of :data:`GRANULARITIES`: "1-5", "1-10", "1-100", or "modifiers"
-    (1–5 where "weak N" / "strong N" mean N ∓ 0.33 / N ± 0.33; the parser reads them when
-    ``Scale.modifiers`` is set). The prompt gets the new scale (``prompt.with_scale``) and
-    its text is rewritten to ask for it:
-
-    - a prompt built by :func:`~mitigate.strategies._edits.multi_criterion_prompt`
-      is rebuilt on the new scale;
-    - a free-form template has its numeric guideline anchors moved to the matching points of
-      the new scale (1–5 -> 1–10: 1, 3, 6, 8, 10), every statement of the scale's ends
-      rewritten ("1-5", "on a scale of 1 to 5", "(1-5)", "where 5 is the highest", "1 being
-      the worst"; :func:`~mitigate.prompt.read._clues.scale_mentions`) as well as enumerations
-      ("1, 2, 3, 4 or 5"), and an "Answer scale: ..." paragraph added before its answer stub
-      that states the range, the template's own answer line when it is not "Score: N"
-      ('written as "[RESULT] N"'), and for "modifiers" that "weak"/"strong" may qualify a
-      score (examples in that line). Prompts answering with a letter or a pairwise verdict
-      are refused.
-
-    Demos the prompt already holds (e.g. from ``highest-rs-demos`` or ``perturbed-demos``
-    placed before this) move with it: their gold scores are mapped the same way and a demo's
-    own guideline is relabelled, so demos never show answers on the old scale.
-
-    With :class:`ExpectedScore` on 1–10, "10" is two tokens ("1" then "0") in common
-    tokenizers: ``parse.expected_score`` splits the probability of a generated "1" between 1
-    and 10 by the next position's alternatives, so 10 keeps its weight. On 1–100 the same
-    rule reads multi-digit numbers only along the generated digits, so expected scores
-    there are approximate.
+    ``scale`` is one of :data:`GRANULARITIES` ("modifiers": 1–5 with "weak N" / "strong N" = N ∓ 0.33). The
+    prompt's anchors, statements of the scale's ends and demos move to the new scale and an "Answer scale:
+    ..." paragraph is added (a built-in multi-criterion prompt is rebuilt); letter and verdict prompts are
+    refused.
     """
 
     paper = "Stureborg et al. 2024"
@@ -342,7 +262,6 @@ class Granularity(PromptMitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Each granularity."""
         return [cls(scale=name) for name in GRANULARITIES]  # type: ignore[arg-type]
 
     def target(self) -> Scale:
@@ -375,14 +294,9 @@ class Granularity(PromptMitigation):
 
 
 def _rescale_demo(demo: Demo, old: Scale, new: Scale) -> Demo:
-    """A demo moved onto the new scale like the prompt: gold score mapped linearly, its guideline relabelled.
-
-    Demos already in the prompt were written for its old scale; left alone they would show
-    answers the judge is no longer asked for. The score is mapped from the demo's gold label
-    on its own scale (:meth:`~mitigate.prompt._parts.Demo.on_scale`: one rounding, whatever the
-    order of composition). When the range does not change (e.g. 1-5 -> "modifiers") the demo
-    is kept as it is.
-    """
+    """A demo moved onto the new scale like the prompt: gold score mapped from its own scale
+    (:meth:`~mitigate.prompt.Demo.on_scale`), its guideline relabelled; kept as it is when the range does
+    not change."""
     if (old.min, old.max) == (new.min, new.max):
         return demo
     try:

@@ -1,41 +1,13 @@
 """Selective evaluation with a guarantee of human agreement (Jung et al. 2024, "Trust or Escalate").
 
-A judge is trusted on an item only when its confidence reaches a threshold λ; the rest are
-escalated (to a stronger judge, or to a human). Jung et al. show how to choose λ on a
-labelled calibration split so that, with probability at least 1 − δ over that split,
-
-    P(judge agrees with the human | confidence ≥ λ̂) ≥ 1 − α        (the target agreement),
-
-by *fixed-sequence testing*: for thresholds λ_1 > λ_2 > ... on a grid fixed in advance, test
-the null "the risk (disagreement rate) among items with confidence ≥ λ_j exceeds α" with the
-exact binomial (Clopper-Pearson) upper bound of the empirical risk at level δ; walk down the
-grid while the null is rejected, and stop at the first λ where it is not. λ̂ is the last
-rejected threshold, and no multiplicity correction is needed because the sequence stops at
-the first failure. When even the highest threshold fails, every item is escalated
-(coverage 0): nothing shows the judge can be trusted at that level. The guarantee assumes
-calibration and test items are exchangeable (drawn from the same distribution).
-
-- :func:`fixed_sequence_threshold` is the procedure on arrays (confidence, agreed);
-- :func:`confidence` reads a confidence in [0, 1] from a judgment: agreement among its
-  samples or panel members (``"samples"``), the probability of its most likely answer from a
-  calibrated logprob judge (``"probability"``), whether its verdict survived swapping the
-  two outputs (``"both-orders"``), how close its RTS and MCQ scores are (``"rts-mcq"``), or
-  a ``meta["confidence"]`` a mitigation put there (``"meta"``; :class:`MultipleEvidence`
-  does);
-- :func:`agrees` says whether a judgment agrees with the item's human label: a score within
-  ``tolerance`` of the human score, or a verdict equal to the gold preference
-  (the item's gold ``preference``: A is the first position, B the second);
-- :class:`SelectiveEvaluation` (registered ``"selective"``) fits λ̂ on a training split by
-  judging it, and wraps a judge so that each judgment is accepted or escalated
-  (flag ``needs_human``, ``meta["selective"]``);
-- :class:`CascadeJudge` and :func:`fit_cascade` chain judges from cheap to strong
-  (Jung et al.'s cascaded selective evaluation): each stage has its own threshold,
-  calibrated on the calibration items the stages before it escalated; what the last
-  stage escalates goes to a human.
+A judge is trusted only where its confidence reaches a threshold chosen on labelled calibration items by
+fixed-sequence testing, so that with probability ≥ 1 − δ trusted items agree with humans at the target; the
+rest are escalated. :class:`CascadeJudge` chains judges from cheap to strong.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -50,28 +22,17 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.judge import CompositeJudge, FitContext, Judge, Judgment, PlannedRequest
 from mitigate.registry import Tags, register
 from mitigate.run import run
-from mitigate.strategies._base import Mitigation
-
-NEEDS_HUMAN = "needs_human"
-"""The flag on an escalated judgment (the same flag the agreement gate uses)."""
+from mitigate.selectors import GOLD_VERDICT
+from mitigate.strategies._base import NEEDS_HUMAN, Mitigation
 
 Confidence = Literal["samples", "probability", "both-orders", "rts-mcq", "meta"]
 CONFIDENCES: tuple[str, ...] = ("samples", "probability", "both-orders", "rts-mcq", "meta")
 """The confidence sources :func:`confidence` reads."""
 
 
-# --------------------------------------------------------------------------- the procedure
-
-
 def binomial_upper_bound(errors: int, n: int, delta: float) -> float:
-    """The exact one-sided (Clopper-Pearson) 1 − δ upper confidence bound of a binomial rate, ``errors`` of
-    ``n``.
-
-    The largest r with P(Binomial(n, r) <= errors) >= δ; 1.0 when ``errors == n``.
-    """
-    if n <= 0:
-        return 1.0
-    if errors >= n:
+    """The Clopper-Pearson 1 − δ upper bound of a binomial rate, ``errors`` of ``n``."""
+    if n <= 0 or errors >= n:
         return 1.0
     from scipy.stats import beta  # imported here: scipy costs about a second to import
 
@@ -79,23 +40,17 @@ def binomial_upper_bound(errors: int, n: int, delta: float) -> float:
 
 
 class Guarantee(BaseModel):
-    """A threshold chosen by fixed-sequence testing, and what it rests on.
-
-    ``threshold`` is λ̂ (None when no threshold passed: escalate everything);
-    ``n_accepted``/``n_agreed`` count the calibration items at or above it and those that
-    agreed; ``upper_risk`` is the binomial upper bound on their disagreement rate (<= α when
-    a threshold passed); ``tested`` is how many thresholds were tested.
-    """
+    """A threshold chosen by fixed-sequence testing (None: escalate all), and its calibration counts."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     target: float
     delta: float
-    threshold: float | None
-    n_calibration: int
-    n_accepted: int
-    n_agreed: int
-    upper_risk: float
-    tested: int
+    threshold: float | None = None
+    n_calibration: int = 0
+    n_accepted: int = 0
+    n_agreed: int = 0
+    upper_risk: float = 1.0
+    tested: int = 0
 
     @property
     def coverage(self) -> float:
@@ -120,17 +75,11 @@ def fixed_sequence_threshold(
     """λ̂ such that agreement among items with confidence >= λ̂ is >= ``target`` with probability >= 1 −
     ``delta``.
 
-    ``conf`` are confidences in [0, 1] (NaN: no judgment, never accepted); ``agreed`` whether
-    each calibration judgment agreed with the human. Thresholds are ``grid + 1`` evenly
-    spaced points of [0, 1], tested from 1 down (fixed before seeing the data). A threshold
-    is rejected (declared safe) when the Clopper-Pearson upper bound of the disagreement rate
-    among items at or above it is <= 1 − ``target``. Thresholds that accept fewer than
-    ``min_accepted`` calibration items are skipped, not tested (as Jung et al.'s code keeps
-    only thresholds with at least 30 items above them): otherwise the first, highest
-    threshold, resting on one or two items, would always fail and stop the sequence. Which
-    thresholds are skipped depends only on the confidences, never on the labels, so the
-    sequence is still fixed before the agreements are looked at. Testing stops at the first
-    tested threshold that is not rejected; λ̂ is the lowest rejected one.
+    The ``grid + 1`` thresholds of [0, 1] are tested from 1 down (NaN confidences never accepted); one is
+    rejected (safe) when the Clopper-Pearson bound of the disagreement rate above it is <= 1 − ``target``.
+    Thresholds accepting fewer than ``min_accepted`` items are skipped (as in Jung et al.'s code; a choice
+    made on confidences only). Testing stops at the first threshold not rejected; λ̂ is the lowest rejected
+    one.
     """
     c = np.asarray(conf, dtype=float)
     a = np.asarray(agreed, dtype=bool)
@@ -145,48 +94,24 @@ def fixed_sequence_threshold(
         )
     alpha = 1.0 - target
     ok = np.isfinite(c)
-    best: tuple[float, int, int, float] | None = None
+    best: dict[str, Any] = {}  # the lowest rejected threshold's Guarantee fields
     tested = 0
     order = np.argsort(-np.where(ok, c, -np.inf), kind="stable")
     sorted_conf = np.where(ok, c, -np.inf)[order]
     errors_upto = np.cumsum(~a[order])  # disagreements among the i+1 most confident
-    last: tuple[int, float] | None = None
+    # the same accepted set is the same test
+    bound = functools.cache(lambda n: binomial_upper_bound(int(errors_upto[n - 1]), n, delta))
     for lam in np.linspace(1.0, 0.0, grid + 1):
         n = int(np.searchsorted(-sorted_conf, -(lam - 1e-12), side="right"))  # items with conf >= lam
         if n == 0 or n < min_accepted:
             continue
         tested += 1
-        if last is None or last[0] != n:  # the same accepted set is the same test
-            last = (n, binomial_upper_bound(int(errors_upto[n - 1]), n, delta))
-        upper = last[1]
+        upper = bound(n)
         if upper > alpha:
             break
-        best = (round(float(lam), 9), n, n - int(errors_upto[n - 1]), upper)
-    if best is None:
-        return Guarantee(
-            target=target,
-            delta=delta,
-            threshold=None,
-            n_calibration=len(c),
-            n_accepted=0,
-            n_agreed=0,
-            upper_risk=1.0,
-            tested=tested,
-        )
-    lam, n, agreed_n, upper = best
-    return Guarantee(
-        target=target,
-        delta=delta,
-        threshold=lam,
-        n_calibration=len(c),
-        n_accepted=n,
-        n_agreed=agreed_n,
-        upper_risk=upper,
-        tested=tested,
-    )
-
-
-# --------------------------------------------------------------------------- reading judgments
+        agreed_n = n - int(errors_upto[n - 1])
+        best = {"threshold": round(float(lam), 9), "n_accepted": n, "n_agreed": agreed_n, "upper_risk": upper}
+    return Guarantee(target=target, delta=delta, n_calibration=len(c), tested=tested, **best)
 
 
 def _criterion(j: Judgment, criterion: str | None) -> str:
@@ -201,15 +126,13 @@ def _criterion(j: Judgment, criterion: str | None) -> str:
 
 
 def confidence(j: Judgment, source: Confidence, criterion: str | None = None) -> float:
-    """The judgment's confidence in [0, 1] from ``source`` (NaN when it has none: a failed or missing
-    judgment).
+    """The judgment's confidence in [0, 1] from ``source`` (NaN for a failed judgment).
 
-    - ``samples``: the share of samples (or panel members) that gave the most common answer;
-      failed samples stay in the count. For a verdict, the per-member verdicts of a panel.
+    - ``samples``: the share of samples (or panel members' verdicts) that gave the most common answer; failed
+      samples stay in the count.
     - ``probability``: the highest answer probability of a calibrated logprob judgment
-      (``meta["calibration"]``, from ``contextual-calibration`` or ``batch-calibration``).
-    - ``both-orders``: 1 when the verdict survived swapping the outputs, 0 when it flipped
-      (``meta["position_consistent"]`` from ``position-swap``).
+      (``meta["calibration"]``).
+    - ``both-orders``: 1 when the verdict survived swapping the outputs, else 0 (``position-swap``).
     - ``rts-mcq``: ``1 / (1 + |RTS − MCQ|)`` from an ``agreement-gate`` judgment.
     - ``meta``: ``meta["confidence"]`` as a mitigation set it.
     """
@@ -218,21 +141,17 @@ def confidence(j: Judgment, source: Confidence, criterion: str | None = None) ->
     meta = j.meta
     if source == "samples":
         panel = meta.get("panel", {}).get("members", {})
-        if j.verdict is not None or "verdict" in panel:
-            votes = list(panel.get("verdict", {}).values())
-            if not votes:
-                raise DataError(
-                    f"judgment {j.item_id!r} has one verdict and no panel votes; 'samples' "
-                    "confidence needs a panel of verdicts (use 'both-orders' or 'meta' for a "
-                    "single pairwise judge)"
-                )
-            given = [v for v in votes if v is not None]
-            return Counter(given).most_common(1)[0][1] / len(votes) if given else math.nan
-        values = j.samples.get(_criterion(j, criterion), ())
+        verdicts = j.verdict is not None or "verdict" in panel
+        values = list(
+            panel.get("verdict", {}).values() if verdicts else j.samples.get(_criterion(j, criterion), ())
+        )
+        if verdicts and not values:
+            raise DataError(
+                f"judgment {j.item_id!r} has one verdict and no panel votes; 'samples' confidence needs "
+                "a panel of verdicts (use 'both-orders' or 'meta' for a single pairwise judge)"
+            )
         given = [v for v in values if v is not None]
-        if not given:
-            return math.nan
-        return Counter(given).most_common(1)[0][1] / len(values)
+        return Counter(given).most_common(1)[0][1] / len(values) if given else math.nan
     if source == "probability":
         cal = meta.get("calibration", {})
         dist = cal.get("mean_q") or cal.get("q") or cal.get("p")
@@ -269,37 +188,21 @@ def confidence(j: Judgment, source: Confidence, criterion: str | None = None) ->
 
 
 def gold_verdict(item: Item, criterion: str | None = None) -> str | None:
-    """The gold preference of a pairwise item as a verdict by position: A -> "first", B -> "second", "tie".
-
-    Read from ``item.preference`` (criterion -> "A"/"B"/"tie", see :class:`~mitigate.data._schema.Item`):
-    the criterion's entry, or the only one when ``criterion`` is None. None when the item has no
-    gold preference (for that criterion).
-    """
+    """The gold preference of a pairwise item as a verdict by position (A -> "first", B -> "second",
+    "tie"), or None. The criterion's entry of ``item.preference``, or its only one when ``criterion`` is
+    None."""
     prefs = item.preference
-    if not prefs:
-        return None
-    if criterion is None:
-        if len(prefs) > 1:
-            raise DataError(
-                f"item {item.id!r} has gold preferences for {sorted(prefs)}; expected a "
-                "criterion to pick one",
-                item_id=item.id,
-            )
-        (pref,) = prefs.values()
-        return _VERDICT_OF_PREFERENCE[pref]
-    given = prefs.get(criterion)
-    return None if given is None else _VERDICT_OF_PREFERENCE[given]
-
-
-_VERDICT_OF_PREFERENCE = {"A": "first", "B": "second", "tie": "tie"}
+    if criterion is None and len(prefs) > 1:
+        raise DataError(
+            f"item {item.id!r} has gold preferences for {sorted(prefs)}; expected a criterion to pick one",
+            item_id=item.id,
+        )
+    pref = next(iter(prefs.values()), None) if criterion is None else prefs.get(criterion)
+    return None if pref is None else GOLD_VERDICT[pref]
 
 
 def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None = None) -> bool | None:
-    """Whether ``j`` agrees with the human label of ``item`` (None when either is missing).
-
-    A verdict agrees when it equals :func:`gold_verdict`; a score when it is within
-    ``tolerance`` of ``item.human[criterion]``. A judgment without an answer does not agree.
-    """
+    """Whether ``j`` agrees with ``item``'s human label (None without one; scores within ``tolerance``)."""
     gold = gold_verdict(item, criterion)
     if gold is not None:
         return j.verdict == gold
@@ -310,16 +213,8 @@ def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None =
     return score is not None and abs(score - item.human[c]) <= tolerance + 1e-9
 
 
-# --------------------------------------------------------------------------- the mitigation
-
-
 class SelectiveJudge(CompositeJudge):
-    """Its child's judgment, accepted when the confidence reaches the threshold and escalated otherwise.
-
-    ``meta["selective"]`` = ``{"confidence", "threshold", "decision": "accept" | "escalate"}``.
-    An escalated judgment gets the flag ``needs_human``; with ``on_escalate="abstain"`` its
-    scores and verdict are also removed, so measures count it as unjudged.
-    """
+    """Its child's judgment, accepted or escalated by the threshold (:func:`decide`)."""
 
     kind = "selective"
     requests_are_children = True
@@ -338,32 +233,21 @@ class SelectiveJudge(CompositeJudge):
         self.criterion, self.on_escalate = criterion, on_escalate
 
     def params(self) -> dict[str, Any]:
-        """Threshold, confidence source, criterion and what escalation does."""
-        return {
-            "threshold": self.threshold,
-            "source": self.source,
-            "criterion": self.criterion,
-            "on_escalate": self.on_escalate,
-        }
+        return {k: getattr(self, k) for k in ("threshold", "source", "criterion", "on_escalate")}
 
     async def judge(self, item: Item) -> Judgment:
-        """The child's judgment with the decision."""
-        return decide(
-            await self.children["inner"].judge(item),
-            self.threshold,
-            self.source,
-            self.criterion,
-            self.on_escalate,
-        )
+        j = await self.children["inner"].judge(item)
+        return decide(j, self.threshold, self.source, self.criterion, self.on_escalate)
 
 
 def decide(
     j: Judgment, threshold: float | None, source: Confidence, criterion: str | None, on_escalate: str
 ) -> Judgment:
-    """``j`` accepted (confidence >= threshold) or escalated (always, when threshold is None), with
-    ``meta["selective"]``."""
+    """``j`` accepted (confidence >= threshold) or escalated (always, when threshold is None).
+    ``meta["selective"]`` holds the confidence, threshold and decision. An escalated judgment is flagged
+    ``needs_human``; with ``on_escalate="abstain"`` its answer is removed too."""
     conf = confidence(j, source, criterion)
-    accept = threshold is not None and math.isfinite(conf) and conf >= threshold - 1e-12
+    accept = _accepts(conf, threshold)
     info = {
         "confidence": None if math.isnan(conf) else conf,
         "threshold": threshold,
@@ -383,20 +267,14 @@ class SelectiveEvaluation(Mitigation):
     """Trust the judge only where its confidence guarantees a target agreement with humans (Jung et al. 2024).
 
     Parameters:
-        target: the agreement with humans accepted judgments must reach (1 − α), e.g. 0.8.
+        target: the agreement with humans accepted judgments must reach (1 − α).
         delta: the allowed probability that the guarantee fails over the calibration draw.
         confidence: the confidence source (:func:`confidence`).
-        tolerance: a score agrees with the human score when within this distance (pointwise);
-            verdicts must equal the gold preference.
+        tolerance: a score agrees within this distance of the human score (a verdict must equal the gold one).
         criterion: the criterion to read (None: the judgment's only one).
-        on_escalate: "flag" keeps an escalated judgment's answer and flags it ``needs_human``;
-            "abstain" also removes the answer.
+        on_escalate: "flag" keeps an escalated answer flagged ``needs_human``; "abstain" also removes it.
         grid: thresholds tested, evenly spaced on [0, 1].
         min_accepted: thresholds accepting fewer calibration items are not tested.
-
-    ``fit(train, judge)`` judges the labelled training (calibration) split and chooses the
-    threshold by :func:`fixed_sequence_threshold`; ``guarantee_`` records it (threshold
-    None: nothing could be trusted at the target, everything is escalated).
     """
 
     paper = "Jung et al. 2024"
@@ -430,22 +308,12 @@ class SelectiveEvaluation(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, and fitted with a made-up guarantee."""
-        g = Guarantee(
-            target=0.8,
-            delta=0.1,
-            threshold=0.6,
-            n_calibration=100,
-            n_accepted=60,
-            n_agreed=55,
-            upper_risk=0.16,
-            tested=401,
-        )
+        g = Guarantee(target=0.8, delta=0.1, threshold=0.6, n_calibration=100, n_accepted=60, n_agreed=55)
+        g = g.model_copy(update={"upper_risk": 0.16, "tested": 401})
         return [cls(), cls(confidence="both-orders", on_escalate="abstain", guarantee_=g)]
 
     @property
     def is_fitted(self) -> bool:
-        """True once a threshold was calibrated."""
         return self.guarantee_ is not None
 
     def wrap(self, judge: Judge) -> Judge:
@@ -480,9 +348,8 @@ class SelectiveEvaluation(Mitigation):
             agreed.append(a)
         if not conf:
             raise ConfigError(
-                "SelectiveEvaluation.fit found no training item with a human label to "
-                "calibrate on; expected human scores for the criterion, or gold preferences "
-                "for pairwise items"
+                "SelectiveEvaluation.fit found no training item with a human label to calibrate on; "
+                "expected human scores for the criterion, or gold preferences for pairwise items"
             )
         g = fixed_sequence_threshold(
             conf, agreed, target=self.target, delta=self.delta, grid=self.grid, min_accepted=self.min_accepted
@@ -491,26 +358,15 @@ class SelectiveEvaluation(Mitigation):
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: ``judge`` run on ``train``, the threshold calibrated on its judgments."""
-        result = await run(
-            judge,
-            train.items,
-            concurrency=ctx.concurrency,
-            progress=ctx.progress,
-            desc="calibrating selective evaluation",
-        )
+        desc = "calibrating selective evaluation"
+        result = await run(judge, train.items, concurrency=ctx.concurrency, progress=ctx.progress, desc=desc)
         return self.calibrate(result.judgments, train.items)
-
-
-# --------------------------------------------------------------------------- cascades
 
 
 class CascadeJudge(CompositeJudge):
     """Judges from cheap to strong (children in order), each trusted only at or above its own threshold.
-
-    The first stage whose confidence reaches its threshold answers (``meta["cascade"]["stage"]``
-    names it); when none does, the last stage's judgment is returned flagged ``needs_human``.
-    A later stage is only called when the earlier ones escalated.
-    """
+    The first stage that is trusted answers (``meta["cascade"]``); when none is, the last stage's judgment
+    is escalated. A later stage is only called when the earlier ones escalated."""
 
     kind = "cascade"
 
@@ -524,11 +380,9 @@ class CascadeJudge(CompositeJudge):
         self.stages = list(stages)
 
     def params(self) -> dict[str, Any]:
-        """Each stage's specification."""
         return {"stages": [s.spec() for s in self.stages]}
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """Every stage's requests; a later stage's carry the condition under which it is called."""
         out: list[PlannedRequest] = []
         before: list[str] = []
         for (name, _child), stage in zip(self.children.items(), self.stages, strict=True):
@@ -544,15 +398,13 @@ class CascadeJudge(CompositeJudge):
         return out
 
     async def judge(self, item: Item) -> Judgment:
-        """The first trusted stage's judgment, or the last one escalated."""
         costs: list[Judgment] = []
         out: Judgment | None = None
         for (name, child), stage in zip(self.children.items(), self.stages, strict=True):
             g = stage.guarantee_
             assert g is not None
-            j = decide(
-                await child.judge(item), g.threshold, stage.confidence, stage.criterion, stage.on_escalate
-            )
+            j = await child.judge(item)
+            j = decide(j, g.threshold, stage.confidence, stage.criterion, stage.on_escalate)
             costs.append(j)
             out = j.model_copy(
                 update={"meta": {**j.meta, "cascade": {"stage": name, "stages_called": len(costs)}}}
@@ -571,16 +423,10 @@ def fit_cascade(
     *,
     union_bound: bool = True,
 ) -> list[SelectiveEvaluation]:
-    """One fitted stage per cascade stage, from every stage's judgments on the calibration ``items``.
-
-    Stage k is calibrated on the items stages 1..k-1 escalated (as Jung et al. do).
-    ``judgments[k]`` holds stage k's judgments, in the order of ``items``; ``stage`` is one
-    unfitted ``SelectiveEvaluation`` for every stage or one per stage (each stage may read its
-    own confidence source). With ``union_bound`` (the default) each of the K stages is calibrated
-    at δ/K, so that the whole cascade's accepted items reach the target with probability at least
-    1 − δ (a union bound over the stages; each stage alone at δ lets the cascade fail with up to
-    K·δ). ``union_bound=False`` calibrates every stage at its own δ.
-    """
+    """One fitted stage per cascade stage, from every stage's judgments (in the order of ``items``) on the
+    calibration items. Stage k is calibrated on the items stages 1..k-1 escalated; ``stage`` is one
+    unfitted ``SelectiveEvaluation`` for all or one per stage. With ``union_bound`` each of the K stages is
+    calibrated at δ/K, so the whole cascade keeps the 1 − δ guarantee."""
     stages = [stage] * len(judgments) if isinstance(stage, SelectiveEvaluation) else list(stage)
     if len(stages) != len(judgments):
         raise ConfigError(
@@ -599,26 +445,15 @@ def fit_cascade(
         if remaining:
             s = unfit.calibrate([js[i] for i in remaining], [items[i] for i in remaining])
         else:  # nothing left to calibrate on: this stage trusts nothing
-            s = unfit.model_copy(
-                update={
-                    "guarantee_": Guarantee(
-                        target=unfit.target,
-                        delta=unfit.delta,
-                        threshold=None,
-                        n_calibration=0,
-                        n_accepted=0,
-                        n_agreed=0,
-                        upper_risk=1.0,
-                        tested=0,
-                    )
-                }
-            )
+            s = unfit.model_copy(update={"guarantee_": Guarantee(target=unfit.target, delta=unfit.delta)})
         fitted.append(s)
         g = s.guarantee_
         assert g is not None
         remaining = [
-            i
-            for i in remaining
-            if g.threshold is None or not confidence(js[i], s.confidence, s.criterion) >= g.threshold - 1e-12
+            i for i in remaining if not _accepts(confidence(js[i], s.confidence, s.criterion), g.threshold)
         ]
     return fitted
+
+
+def _accepts(conf: float, threshold: float | None) -> bool:
+    return threshold is not None and math.isfinite(conf) and conf >= threshold - 1e-12

@@ -1,35 +1,8 @@
 """Single-attribute decomposition and its multi-attribute control (Stureborg et al. 2024).
 
-Stureborg et al. 2024 ("Large language models are inconsistent and biased evaluators")
-found that asking a judge for several criteria in one output *anchors* the later scores on
-the earlier ones: GPT-4's scores for different SummEval criteria correlate far more with one
-another (r = 0.979) than the human ones do (r = 0.315), and agreement with humans depends on
-where a criterion sits in the output. Their remedy is to score one criterion per call.
-
-- :class:`SingleAttribute` (``"single-attribute"``) splits every multi-criterion prompt judge
-  into one child per criterion (a :class:`~mitigate.judge.CompositeJudge` fan-out), runs the
-  children concurrently and merges their scores into one :class:`~mitigate.judge.Judgment`.
-- :class:`MultiAttribute` (``"multi-attribute"``) is the control: one call scoring every
-  criterion, in a configurable order, recording each criterion's position in
-  ``Judgment.meta["positions"]`` (for :func:`mitigate.measures.correlation_by_position`).
-- :func:`~mitigate.strategies._edits.multi_criterion_prompt` is the built-in rating template
-  both use (our own wording).
-
-How a child prompt is made to ask for one criterion
-    *Prompts built by* ``multi_criterion_prompt`` (recognised exactly by
-    :func:`~mitigate.strategies._edits.is_multi_criterion_template`) are rebuilt for the single criterion, so
-    the child
-    text names only that criterion and asks for ``Score: N``.
-    *Free-form user templates* that list several criteria (``JudgePrompt.from_template(...,
-    criteria=[...])``) cannot be rewritten reliably, so the child keeps the user's text and
-    gets one more paragraph at the end of its last user message (before its answer stub):
-    "For this request, rate only <criterion> ...; ignore the other criteria mentioned above."
-    and the request for the template's own answer line (its answer format; a line naming
-    another criterion, "Coherence: N", is renamed for this one). The user's own text still
-    mentions the other criteria; the added paragraph overrides it, and the answer is read
-    in that format. ``on_free_form="error"`` refuses such templates instead.
-    The "rate only" paragraph is one of the managed paragraphs of
-    :mod:`mitigate.strategies._edits`.
+Scoring several criteria in one output anchors the later scores on the earlier ones: :class:`SingleAttribute`
+scores one criterion per call (a free-form template gets a "For this request, rate only <criterion> ..."
+paragraph), :class:`MultiAttribute` scores them together in a set order, recording positions.
 """
 
 from __future__ import annotations
@@ -56,17 +29,11 @@ from mitigate.strategies._edits import (
     set_addendum,
 )
 
-# --------------------------------------------------------------------------- single attribute
-
 
 class SingleAttributeJudge(CompositeJudge):
-    """One child judge per criterion; their scores are merged into one judgment.
-
-    ``Judgment.meta["criteria"]`` lists the criteria (one call each); a child's own meta is
-    kept under ``meta["children"][<criterion>]``. Parse failures of a child stay failures
-    (its criterion scores None); an LM error raised by a child is re-raised once every child
-    has finished.
-    """
+    """One child judge per criterion; their scores are merged into one judgment. ``meta["criteria"]`` lists
+    the criteria, a child's own meta goes under ``meta["children"][<criterion>]``; an LM error of a child
+    is re-raised once every child finished."""
 
     kind = "single-attribute"
     requests_are_children = True
@@ -76,20 +43,14 @@ class SingleAttributeJudge(CompositeJudge):
         self.concurrent = concurrent
 
     def params(self) -> dict[str, Any]:
-        """The criteria (children) and whether they run concurrently."""
         return {"criteria": list(self.children), "concurrent": self.concurrent}
 
     async def judge(self, item: Item) -> Judgment:
-        """Judge ``item`` once per criterion and merge the per-criterion scores."""
         names = list(self.children)
-        parts = await gather_children(
-            [partial(self.children[n].judge, item) for n in names], concurrent=self.concurrent
-        )
-        scores: dict[str, float | None] = {}
-        samples: dict[str, tuple[float | None, ...]] = {}
-        for part in parts:
-            scores.update(part.scores)
-            samples.update(part.samples)
+        calls = [partial(self.children[n].judge, item) for n in names]
+        parts = await gather_children(calls, concurrent=self.concurrent)
+        scores = {c: v for part in parts for c, v in part.scores.items()}
+        samples = {c: v for part in parts for c, v in part.samples.items()}
         meta: dict[str, Any] = {"criteria": names}
         child_meta = {n: p.meta for n, p in zip(names, parts, strict=True) if p.meta}
         if child_meta:
@@ -101,16 +62,12 @@ class SingleAttributeJudge(CompositeJudge):
 class SingleAttribute(Mitigation):
     """Score each criterion in its own call (Stureborg et al. 2024's remedy for anchoring).
 
-    Every prompt judge whose prompt scores several criteria becomes a
-    :class:`SingleAttributeJudge` with one child per criterion; each child's prompt is
-    ``prompt.with_criteria([c])`` and its text asks for that criterion only (see the module
-    docstring for built-in versus free-form templates). Leaves with one criterion, and
-    pairwise leaves, are left as they are.
+    Every prompt judge scoring several criteria becomes a :class:`SingleAttributeJudge`; leaves with one
+    criterion, and pairwise ones, are left as they are.
 
     Parameters:
         concurrent: run the per-criterion calls concurrently (True) or one after another.
-        on_free_form: for a free-form multi-criterion template, "append" a "rate only
-            <criterion>" paragraph to each child's text, or raise ConfigError ("error").
+        on_free_form: a free-form template gets a "rate only <criterion>" paragraph ("append") or an error.
     """
 
     paper = "Stureborg et al. 2024"
@@ -121,7 +78,6 @@ class SingleAttribute(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """The default, and sequential calls refusing free-form templates."""
         return [cls(), cls(concurrent=False, on_free_form="error")]
 
     def wrap(self, judge: Judge) -> Judge:
@@ -132,10 +88,8 @@ class SingleAttribute(Mitigation):
         prompt = leaf.prompt
         if len(prompt.criteria) < 2 or prompt.answer == "pairwise":
             return leaf.with_prompt(prompt)
-        children: dict[str, Judge] = {
-            c.name: leaf.with_prompt(self.child_prompt(prompt, c)) for c in prompt.criteria
-        }
-        return SingleAttributeJudge(children, concurrent=self.concurrent)
+        children = {c.name: leaf.with_prompt(self.child_prompt(prompt, c)) for c in prompt.criteria}
+        return SingleAttributeJudge(dict(children), concurrent=self.concurrent)
 
     def child_prompt(self, prompt: JudgePrompt, criterion: Criterion) -> JudgePrompt:
         """The prompt that scores only ``criterion`` of the multi-criterion ``prompt``."""
@@ -152,17 +106,10 @@ class SingleAttribute(Mitigation):
         return refresh_addenda(set_addendum(child, ONLY_LEAD, only_paragraph(child)))
 
 
-# --------------------------------------------------------------------------- multi attribute (control)
-
-
 class MultiAttributeJudge(CompositeJudge):
     """Wraps the one multi-criterion call and records each criterion's position in the answer.
-
-    ``Judgment.meta["positions"]`` maps criterion -> position (0 = asked and answered first),
-    read from the inner prompt at judge time; ``meta["order"]`` lists the criteria in order.
-    When a later mitigation split the call (e.g. ``SingleAttribute`` applied after this one),
-    there is no shared output and no positions are recorded.
-    """
+    ``meta["positions"]`` maps criterion -> position (0 = first), ``meta["order"]`` lists them; none once a
+    later mitigation split the call."""
 
     kind = "multi-attribute"
     requests_are_children = True
@@ -172,22 +119,14 @@ class MultiAttributeJudge(CompositeJudge):
         self.order = tuple(order)
 
     def params(self) -> dict[str, Any]:
-        """The order criteria are asked in."""
         return {"order": list(self.order)}
 
-    def _current_order(self) -> list[str] | None:
-        """The criteria order of the one inner prompt; None once a later split made several calls."""
-        leaves = self.children["multi"].leaves()
-        if len(leaves) != 1:
-            return None
-        return [c.name for c in leaves[0].prompt.criteria]
-
     async def judge(self, item: Item) -> Judgment:
-        """One call scoring every criterion; adds ``meta["positions"]`` and ``meta["order"]``."""
         part = await self.children["multi"].judge(item)
-        order = self._current_order()
-        if order is None:
+        leaves = self.children["multi"].leaves()
+        if len(leaves) != 1:  # a later mitigation split the call: no shared output
             return part
+        order = [c.name for c in leaves[0].prompt.criteria]
         meta = {**part.meta, "order": order, "positions": {n: i for i, n in enumerate(order)}}
         return part.model_copy(update={"meta": meta})
 
@@ -198,24 +137,18 @@ def _distinct_names(values: Any) -> bool:
 
 
 MIN_TOKENS_PER_LINE = 3
-"""The fewest tokens one "<criterion>: N" answer line takes (a name, the colon, the digit): a lower
-bound, so a multi-criterion answer that cannot fit in the judge's ``max_tokens`` is refused."""
+"""The fewest tokens one "<criterion>: N" answer line takes (a floor under ``max_tokens``)."""
 
 
 @register("mitigation", "multi-attribute")
 class MultiAttribute(Mitigation):
     """The control for :class:`SingleAttribute`: one call scoring all criteria, in a set order.
 
-    Stureborg et al. 2024 show that scoring criteria together anchors later scores on earlier
-    ones; this mitigation reproduces that setting on purpose so it can be measured
-    (``measures.inter_criterion_correlation``, ``measures.correlation_by_position``). Every
-    score-answering leaf gets the built-in :func:`multi_criterion_prompt`; the answer is read
-    with ``parse_criteria``.
+    Every score-answering leaf gets the built-in :func:`multi_criterion_prompt`, read with ``parse_criteria``.
 
     Parameters:
         criteria: the criteria to score; empty = the prompt's own criteria.
-        order: criterion names in the order they are asked and answered; empty = the order
-            of ``criteria`` (or of the prompt's criteria).
+        order: criterion names in the order they are asked and answered; empty = the order of ``criteria``.
     """
 
     paper = "Stureborg et al. 2024 (control)"
@@ -251,7 +184,6 @@ class MultiAttribute(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """The default, and an explicit criteria list with a reversed order."""
         crits = (
             Criterion(name="coherence", definition="how well organised it is"),
             Criterion(name="fluency"),

@@ -1,25 +1,5 @@
-"""Style control for pointwise scores: length control with markdown headers, bold and lists beside length.
-
-:class:`~mitigate.strategies._length_control.LengthControl` regresses a judge's score on the
-squashed length of the output and reports the score at the mean length. :class:`StyleControl`
-regresses on every style covariate of :mod:`mitigate.measures._style` at once and reports
-
-    score − Σ_k β_k · z_k,     z_k = tanh((f_k − mean_k) / sd_k),
-
-the score the fitted regression predicts at the training set's mean style, with the raw score
-and each z_k in ``meta["style_control"]``. Two sources, each for its own part: the covariates
-(``length``, ``headers``, ``bold``, ``lists``) are those of Arena-Hard's style control (Li et
-al. 2024), which enters them into its Bradley-Terry model of pairwise battles as normalised
-differences between the two answers; the tanh-of-standardised-feature normalisation is
-AlpacaEval's length-controlled form (Dubois et al. 2024), here applied to each feature of one
-output instead of the length difference of a pair. It is fitted on pointwise scores only: a
-pairwise benchmark or a judge answering with verdicts is refused in one line (for pairwise
-verdicts, read :func:`~mitigate.measures._style.style_controlled_win_rate`). The fitted coefficients
-``coefficients_`` are in the
-spec (so the report shows them). A feature that never varies on the training items gets no
-coefficient. ``reference="human"`` regresses the excess over the human score instead (a style
-preference humans share is kept). Adjusted scores are not clipped or rounded to the scale.
-"""
+"""Style control for pointwise scores: :class:`~mitigate.strategies.LengthControl`'s regression on
+Arena-Hard's style covariates (Li et al. 2024), length, markdown headers, bold and lists."""
 
 from __future__ import annotations
 
@@ -34,20 +14,17 @@ from mitigate.errors import ConfigError
 from mitigate.judge import CompositeJudge, FitContext, Judge, Judgment
 from mitigate.measures import STYLE_FEATURES, score_style_regression, style_features
 from mitigate.registry import Tags, register
-from mitigate.run import run
 from mitigate.strategies._base import Mitigation
-from mitigate.strategies._length_control import refuse_pairwise
+from mitigate.strategies._length_control import fitting_scores
 
 
 class StyleControlledJudge(CompositeJudge):
-    """Its child's judgment with each score moved to what the fitted style regression predicts at the mean
-    style."""
+    """Its child's judgment with each score moved to what the regression predicts at the mean style."""
 
     kind = "style-control"
     requests_are_children = True
 
     def score_bounds(self) -> None:
-        """None: the adjusted score is not clipped to the scale."""
         return None
 
     def __init__(
@@ -62,7 +39,6 @@ class StyleControlledJudge(CompositeJudge):
         self.coefficients, self.mean, self.sd = coefficients, mean, sd
 
     def params(self) -> dict[str, Any]:
-        """The fitted coefficients and feature statistics."""
         return {"coefficients": self.coefficients, "mean": self.mean, "sd": self.sd}
 
     def z(self, item: Item) -> dict[str, float]:
@@ -74,7 +50,6 @@ class StyleControlledJudge(CompositeJudge):
         }
 
     async def judge(self, item: Item) -> Judgment:
-        """The child's judgment with style-controlled scores (raw ones in ``meta["style_control"]``)."""
         j = await self.children["inner"].judge(item)
         z = self.z(item)
         scores = {
@@ -101,14 +76,9 @@ def _is_coefficients(v: Any) -> bool:
 
 
 def _is_stats(v: Any) -> bool:
-    return (
-        isinstance(v, dict)
-        and all(
-            k in STYLE_FEATURES and isinstance(x, int | float) and math.isfinite(x) and x >= 0
-            for k, x in v.items()
-        )
-        if v
-        else isinstance(v, dict)
+    return isinstance(v, dict) and all(
+        k in STYLE_FEATURES and isinstance(x, int | float) and math.isfinite(x) and x >= 0
+        for k, x in v.items()
     )
 
 
@@ -119,12 +89,11 @@ class StyleControl(Mitigation):
     docstring).
 
     Parameters:
-        reference: "none" regresses the judge's score on the style features; "human"
-            regresses the judge's score minus the human score (training items need human labels).
-        features: the covariates (default all of :data:`~mitigate.measures._style.STYLE_FEATURES`).
+        reference: "none" regresses the score on the features; "human" its excess over the human score.
+        features: the covariates (default all of :data:`~mitigate.measures.STYLE_FEATURES`).
 
-    ``fit(train, judge)`` judges the training items. Fitted: ``coefficients_`` (criterion ->
-    feature -> slope per unit of z), ``mean_`` and ``sd_`` of each feature over the training outputs.
+    Fitted: ``coefficients_`` (criterion -> feature -> slope per unit of z), ``mean_`` and ``sd_`` of each
+    feature.
     """
 
     paper = "Li et al. 2024 (Arena-Hard's style covariates); Dubois et al. 2024 (AlpacaEval's normalisation)"
@@ -153,7 +122,6 @@ class StyleControl(Mitigation):
 
     @classmethod
     def examples(cls) -> list[Mitigation]:
-        """Unfitted, and fitted on made-up slopes."""
         return [
             cls(),
             cls(
@@ -166,7 +134,6 @@ class StyleControl(Mitigation):
 
     @property
     def is_fitted(self) -> bool:
-        """True once coefficients were fitted."""
         return self.coefficients_ is not None
 
     def wrap(self, judge: Judge) -> Judge:
@@ -181,30 +148,13 @@ class StyleControl(Mitigation):
         )
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
-        """A fitted copy: the judge's score (or excess over humans) regressed on the style features over
-        ``train``."""
-        refuse_pairwise("StyleControl", train, judge)
-        items = list(train.items)
-        if len(items) < 3:
-            raise ConfigError(f"StyleControl.fit needs at least 3 training items; got {len(items)}")
-        result = await run(
-            judge, items, concurrency=ctx.concurrency, progress=ctx.progress, desc="fitting style control"
-        )
+        """A fitted copy: the score (or excess over humans) regressed on the style features over ``train``."""
+        items, scores = await fitting_scores("StyleControl", train, judge, ctx, "fitting style control")
         texts = [it.output for it in items]
         coefficients: dict[str, dict[str, float]] = {}
         mean: dict[str, float] = {}
         sd: dict[str, float] = {}
-        criteria = dict.fromkeys(c for j in result.judgments for c in j.scores)
-        if not criteria:
-            raise ConfigError(
-                "StyleControl.fit needs scores to regress; the judge scored none of the "
-                f"{len(items)} "
-                "training items (every judgment failed, or it answers without scores)"
-            )
-        for c in criteria:
-            y = np.array(
-                [np.nan if j.scores.get(c) is None else j.scores[c] for j in result.judgments], dtype=float
-            )
+        for c, y in scores.items():
             human = (
                 np.array([it.human.get(c, np.nan) for it in items], dtype=float)
                 if self.reference == "human"

@@ -30,8 +30,8 @@ from mitigate.selectors import KNN, HighestRS, Random, Stratified
 from mitigate.strategies import (
     Demos,
     PerItemDemosPreset,
-    PerturbationProbe,
     PerturbedDemosPreset,
+    PerturbedGuidelines,
     load_pipeline,
     parse_pipeline,
 )
@@ -165,7 +165,7 @@ def test_search_over_perturbation_templates_can_save_perturbed_demos():
     assert {d.item.id for d in pipe.demos} == GOOD
 
 
-def test_consistency_term_wraps_the_judge_in_a_perturbation_probe():
+def test_consistency_term_wraps_the_judge_in_perturbed_guidelines():
     split = _split()
     fake = scripted(split)
     objective = Objective(consistency_weight=0.5)
@@ -176,7 +176,7 @@ def test_consistency_term_wraps_the_judge_in_a_perturbation_probe():
         objective=objective,
         max_trials=1,
         n_boot=0,
-        probe=PerturbationProbe(kind="order", n=1),
+        probe=PerturbedGuidelines(kind="order", n=1),
         progress=False,
     )
     # one perturbed child per item: 2 calls per dev item

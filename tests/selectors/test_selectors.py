@@ -303,7 +303,7 @@ def test_objective_nan_rules_are_explicit():
     constant = Objective().evaluate(_judgments([3, 3, 3, 3, 3]), items, "q")
     assert math.isnan(constant.value) and "constant" in constant.reason
     no_probe = Objective(consistency_weight=1.0).evaluate(_judgments([1, 2, 3, 4, 5]), items, "q")
-    assert math.isnan(no_probe.value) and "PerturbationProbe" in no_probe.reason
+    assert math.isnan(no_probe.value) and "PerturbedGuidelines" in no_probe.reason
     with pytest.raises(ConfigError, match="'bias_weight' parameter of Objective"):
         Objective(bias_weight=-1)
 

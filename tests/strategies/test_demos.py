@@ -24,8 +24,8 @@ from mitigate.strategies import (
     FixedDemosPreset,
     PerItemDemosJudge,
     PerItemDemosPreset,
-    PerturbationProbe,
     PerturbedDemosPreset,
+    PerturbedGuidelines,
     Pipeline,
     PromptMitigation,
     RandomDemosPreset,
@@ -224,11 +224,11 @@ def test_pipeline_fit_fits_each_step_against_the_judge_the_steps_before_it_make(
 
 
 def test_pipeline_fit_fits_demo_steps_and_unfitted_pipelines_refuse_to_wrap() -> None:
-    pipe = parse_pipeline("consistency-hint | random-demos(k=2, seed=1) | perturbation-probe(n=2)")
+    pipe = parse_pipeline("consistency-hint | random-demos(k=2, seed=1) | perturbed-guidelines(n=2)")
     with pytest.raises(ConfigError, match="Demos is not fitted"):
         pipe.wrap(judge())
     fitted = pipe.fit(train(), judge())
-    assert fitted.steps[0] == ConsistencyHint() and fitted.steps[2] == PerturbationProbe(n=2)
+    assert fitted.steps[0] == ConsistencyHint() and fitted.steps[2] == PerturbedGuidelines(n=2)
     demos = fitted.steps[1]
     assert isinstance(demos, Demos) and len(demos.demos_ or ()) == 2 and demos.criterion == "coherence"
     assert from_spec(json.loads(json.dumps(fitted.spec()))) == fitted

@@ -202,7 +202,7 @@ def _judgment(
 
 
 def test_a_named_member_vetoes_a_pass_it_fails() -> None:
-    from mitigate.strategies._panel_reducers import veto
+    from mitigate.strategies._panel import veto
 
     j = _judgment("first", {"base": "second", "o1": "first", "o2": "first"})
     out = veto(j, ("base",), 1, None)

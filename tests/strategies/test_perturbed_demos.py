@@ -1,4 +1,5 @@
-"""Perturbed-guideline demos, the perturbation probe, and the prompting baselines (Ghazarian et al. 2024)."""
+"""Perturbed-guideline demos, the perturbed-guidelines measurement and the prompting baselines (Ghazarian
+et al. 2024)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from mitigate.selectors import stratified_pick
 from mitigate.strategies import (
     ConsistencyHint,
     Mitigation,
-    PerturbationProbe,
-    PerturbationProbeJudge,
     PerturbedDemosPreset,
+    PerturbedGuidelines,
+    PerturbedGuidelinesJudge,
     SelfConsistency,
     from_spec,
     registered,
@@ -148,8 +149,8 @@ def test_parameters_are_validated_with_readable_messages() -> None:
         PerturbedDemosPreset(demos=DEMOS, kind="length").build()
     with pytest.raises(ConfigError, match="needs perturbed=True"):
         PerturbedDemosPreset(demos=DEMOS, ablation=True, perturbed=False).build()
-    with pytest.raises(ConfigError, match="'n' parameter of PerturbationProbe"):
-        PerturbationProbe(n=0)
+    with pytest.raises(ConfigError, match="'n' parameter of PerturbedGuidelines"):
+        PerturbedGuidelines(n=0)
 
 
 def test_unfitted_use_says_to_pass_demos_or_call_fit() -> None:
@@ -164,7 +165,7 @@ def test_a_prompt_without_a_guideline_is_refused() -> None:
     with pytest.raises(TemplateError, match="from_template"):
         PerturbedDemosPreset(demos=DEMOS).build().apply(bare)
     with pytest.raises(TemplateError, match="from_template"):
-        PerturbationProbe().wrap(PromptJudge(bare, FakeLM([])))
+        PerturbedGuidelines().wrap(PromptJudge(bare, FakeLM([])))
 
 
 def _train() -> Benchmark:
@@ -214,8 +215,8 @@ def test_stratified_pick_draws_one_item_per_stratum() -> None:
 
 async def test_probe_records_per_perturbation_scores_and_keeps_the_original_score() -> None:
     lm = FakeLM(_first_listed)
-    probe = PerturbationProbe(n=2, seed=1).wrap(_judge(lm))
-    assert isinstance(probe, PerturbationProbeJudge)
+    probe = PerturbedGuidelines(n=2, seed=1).wrap(_judge(lm))
+    assert isinstance(probe, PerturbedGuidelinesJudge)
     j = await probe.judge(ITEM)
     # original lists option 1 first; (1,0,2) lists option 2 first; (0,2,1) lists option 1 first
     assert j.meta["perturbations"] == {"original": 1.0, "order(1,0,2)": 2.0, "order(0,2,1)": 1.0}
@@ -235,7 +236,7 @@ async def test_consistency_measure_reads_the_probe_records() -> None:
         text = request.messages[-1].content
         return "Score: 3" if "steady" in text else _first_listed(request)
 
-    probe = PerturbationProbe().wrap(_judge(FakeLM(by_item)))  # all 5 non-identity orderings
+    probe = PerturbedGuidelines().wrap(_judge(FakeLM(by_item)))  # all 5 non-identity orderings
     items = [Item(id="a", output="steady text"), Item(id="b", output="wobbly text")]
     judgments = [await probe.judge(it) for it in items]
     outputs: dict[str, dict[str, Any]] = {}
@@ -255,7 +256,7 @@ async def test_probe_parse_failures_stay_failures() -> None:
         guideline = request.messages[-1].content.split("Scoring guideline:\n")[1]
         return "I cannot decide." if guideline.startswith("Score 2") else "Score: 2"
 
-    j = await PerturbationProbe(n=2, seed=1).wrap(_judge(FakeLM(answer))).judge(ITEM)
+    j = await PerturbedGuidelines(n=2, seed=1).wrap(_judge(FakeLM(answer))).judge(ITEM)
     assert j.meta["perturbations"] == {"original": 2.0, "order(1,0,2)": None, "order(0,2,1)": 2.0}
     assert j.scores == {"coherence": 2.0}
     assert len(j.failures) == 1 and j.failures[0].raw == "I cannot decide."
@@ -264,7 +265,7 @@ async def test_probe_parse_failures_stay_failures() -> None:
         guideline = request.messages[-1].content.split("Scoring guideline:\n")[1]
         return "no idea" if guideline.startswith("Score 1 means bad.\nScore 2") else "Score: 3"
 
-    j2 = await PerturbationProbe(n=2, seed=1).wrap(_judge(FakeLM(original_fails))).judge(ITEM)
+    j2 = await PerturbedGuidelines(n=2, seed=1).wrap(_judge(FakeLM(original_fails))).judge(ITEM)
     assert j2.scores == {"coherence": None} and not j2.ok
     assert j2.meta["perturbations"]["original"] is None
     m = perturbation_consistency({k: {"x": v} for k, v in j2.meta["perturbations"].items()})
@@ -278,7 +279,7 @@ async def test_probe_records_a_failed_perturbed_call_and_fails_on_a_failed_origi
             raise LMCallError("server said no")
         return "Score: 3"
 
-    j = await PerturbationProbe(n=2, seed=1).wrap(_judge(FakeLM(flaky))).judge(ITEM)
+    j = await PerturbedGuidelines(n=2, seed=1).wrap(_judge(FakeLM(flaky))).judge(ITEM)
     assert j.scores == {"coherence": 3.0} and j.error is None
     assert j.meta["perturbations"]["order(1,0,2)"] is None
     assert "server said no" in j.meta["perturbation_errors"]["order(1,0,2)"]
@@ -287,12 +288,12 @@ async def test_probe_records_a_failed_perturbed_call_and_fails_on_a_failed_origi
         raise LMCallError("down")
 
     with pytest.raises(LMCallError):
-        await PerturbationProbe(n=2).wrap(_judge(FakeLM(broken))).judge(ITEM)
+        await PerturbedGuidelines(n=2).wrap(_judge(FakeLM(broken))).judge(ITEM)
 
 
 async def test_demos_then_probe_keep_demos_identical_and_perturb_only_the_test_guideline() -> None:
     lm = FakeLM(lambda r: "Score: 2")
-    judge = (PerturbedDemosPreset(demos=DEMOS, n=2, seed=1).build() | PerturbationProbe(n=2, seed=0)).wrap(
+    judge = (PerturbedDemosPreset(demos=DEMOS, n=2, seed=1).build() | PerturbedGuidelines(n=2, seed=0)).wrap(
         _judge(lm)
     )
     await judge.judge(ITEM)
@@ -306,14 +307,14 @@ async def test_demos_then_probe_keep_demos_identical_and_perturb_only_the_test_g
 
 
 def test_probe_drops_the_identity_ordering() -> None:
-    perts = PerturbationProbe().perturbations_for(_judge(FakeLM([])))
+    perts = PerturbedGuidelines().perturbations_for(_judge(FakeLM([])))
     assert len(perts) == 5 and "order(0,1,2)" not in [p.name for p in perts]
 
 
 def test_probe_length_needs_lengthened_text() -> None:
-    with pytest.raises(ConfigError, match="'lengthened' parameter of PerturbationProbe"):
-        PerturbationProbe(kind="length")
-    probe = PerturbationProbe(kind="length", lengthened={"1": "bad: the sentences do not connect at all."})
+    with pytest.raises(ConfigError, match="'lengthened' parameter of PerturbedGuidelines"):
+        PerturbedGuidelines(kind="length")
+    probe = PerturbedGuidelines(kind="length", lengthened={"1": "bad: the sentences do not connect at all."})
     assert [p.name for p in probe.perturbations_for(_judge(FakeLM([])))] == ["lengthen(0)"]
 
 
@@ -358,7 +359,7 @@ async def test_self_consistency_samples_cot_answers_and_takes_the_majority() -> 
 
 async def test_self_consistency_reaches_every_leaf_behind_a_probe() -> None:
     lm = FakeLM(lambda r: "Score: 1")
-    judge = (PerturbationProbe(n=2) | SelfConsistency(n=3)).wrap(_judge(lm))
+    judge = (PerturbedGuidelines(n=2) | SelfConsistency(n=3)).wrap(_judge(lm))
     assert all(leaf.config.n == 3 and leaf.config.reducer == "majority" for leaf in judge.leaves())
     j = await judge.judge(ITEM)
     assert j.calls == 3 and all(r.n == 3 for r in lm.requests)
@@ -367,7 +368,7 @@ async def test_self_consistency_reaches_every_leaf_behind_a_probe() -> None:
 # --------------------------------------------------------------------------- contract
 
 
-OWNED = ("perturbation-probe", "perturbed-demos", "consistency-hint", "self-consistency")
+OWNED = ("perturbed-guidelines", "perturbed-demos", "consistency-hint", "self-consistency")
 
 
 @pytest.mark.parametrize("name", OWNED)
@@ -392,7 +393,9 @@ def test_spec_round_trips_frozen_and_wrap_does_not_mutate(name: str) -> None:
 
 
 def test_probe_spec_with_lengthened_round_trips() -> None:
-    probe = PerturbationProbe(kind="both", n=3, lengthened={"2": "okay: a longer description here."}, seed=2)
+    probe = PerturbedGuidelines(
+        kind="both", n=3, lengthened={"2": "okay: a longer description here."}, seed=2
+    )
     assert from_spec(probe.spec()) == probe
     demos = PerturbedDemosPreset(demos=DEMOS, kind="length", lengthened={"2": "okay: a longer one."}).build()
     assert from_spec(demos.spec()) == demos

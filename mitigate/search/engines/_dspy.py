@@ -1,19 +1,7 @@
-"""DSPy's few-shot optimizers as search engines, one registered engine each (``dspy`` is optional and loaded
-only when one runs).
-
-- ``"dspy-labeled"`` (:class:`DSPyLabeled`) — ``LabeledFewShot(k)``: ``k`` labelled train
-  examples (the train split is shuffled with the search's seed first, since the optimizer's
-  own draw is fixed);
-- ``"dspy-bootstrap-rs"`` (:class:`DSPyBootstrapRS`) — ``BootstrapFewShotWithRandomSearch``:
-  bootstrapped and labelled demo sets of up to ``k`` demos, each scored on dev;
-- ``"dspy-mipro"`` (:class:`DSPyMIPRO`) — ``MIPROv2`` (needs the ``optuna`` package):
-  bootstrapped demo sets plus instruction proposals written by ``prompt_model``, searched
-  with Optuna on dev.
-
-They choose demos their own way (no selectors); how the judge becomes a DSPy program, where
-the LM calls go and how the budget is kept are in :mod:`mitigate.search.engines._dspy_program`.
-:func:`mitigate.search.dspy_search` is ``search(..., engine="dspy-<optimizer>")``.
-"""
+"""DSPy's few-shot optimizers as search engines (``dspy`` is optional, loaded only when one runs):
+``LabeledFewShot`` (``"dspy-labeled"``), ``BootstrapFewShotWithRandomSearch`` (``"dspy-bootstrap-rs"``) and
+``MIPROv2`` (``"dspy-mipro"``; needs ``optuna``). They choose demos their own way
+(:mod:`mitigate.search.engines._dspy_program`)."""
 
 from __future__ import annotations
 
@@ -28,8 +16,7 @@ from mitigate.data import Split
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge
 from mitigate.registry import Tags, register
-from mitigate.search._session import SearchSpace, Session
-from mitigate.search.engines._base import Engine, Outcome
+from mitigate.search._session import Engine, Outcome, SearchSpace, Session
 
 OPTIMIZERS: tuple[str, ...] = ("labeled", "bootstrap-rs", "mipro")
 """The DSPy optimizers, each the engine ``"dspy-<optimizer>"``."""
@@ -93,8 +80,7 @@ class DSPyMIPRO(DSPyEngine):
     """DSPy's ``MIPROv2`` (needs ``optuna``).
 
     Parameters:
-        prompt_model: the instruction proposer, a ``dspy.LM`` (default: the one inside the
-            judge's DSPyLM backend); not part of the spec.
+        prompt_model: the instruction proposer (default: the judge's DSPyLM's ``dspy.LM``); not in the spec.
         num_candidates: MIPROv2's ``num_candidates`` (default 3).
         num_trials: MIPROv2's ``num_trials`` (default: what the budget allows).
     """

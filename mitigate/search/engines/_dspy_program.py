@@ -1,43 +1,9 @@
-"""The judge as a DSPy program, and the run of DSPy's optimizers over it (imports ``dspy``: loaded only when a
-DSPy engine runs).
+"""The judge as a DSPy program, and the run of DSPy's optimizers over it (imports ``dspy``).
 
-:func:`optimize` runs one of DSPy's few-shot optimizers over the judge and maps the demos it
-chooses back to :class:`~mitigate.prompt.Demo` objects (see :mod:`mitigate.search.engines._dspy`
-for the engines and what each optimizer does).
-
-Where the LM calls go
-    The program (:class:`JudgeProgram`) holds a ``dspy.Predict`` only as the place where
-    DSPy keeps its demos; its ``forward`` renders **the judge's own prompt** with those
-    demos and calls **the judge's own mitigate backend** (wrapped in the search's cache and
-    budget, exactly as the random/greedy engines do), so the demos DSPy picks are scored in
-    the very prompt they will be deployed in, and DSPy's evaluations fill the cache that
-    the final ranking reads. DSPy's optimizers are synchronous and call ``forward`` from
-    their worker threads; the optimizer runs in a thread (``asyncio.to_thread``) and each
-    ``forward`` hands its judge call back to the search's event loop. The one place DSPy
-    itself talks to a model is MIPROv2's instruction proposer: it uses ``prompt_model``, a
-    ``dspy.LM`` pointed at the same model (default: the ``dspy.LM`` inside the judge's
-    :class:`~mitigate.lm._dspy.DSPyLM` backend). Its calls are outside the judge budget and
-    reported in ``meta["prompt_model_calls"]``. Proposed instructions are recorded in
-    ``meta["instructions"]`` but not used: this engine keeps the user's prompt text and
-    searches demos only.
-
-The metric
-    DSPy averages a per-example metric, while the :class:`~mitigate.search.Objective` is a
-    statistic of the whole split (a correlation, BiasScore). The optimizers therefore get
-    :meth:`Objective.item_metric` — closeness to the human score, plus λ when the item's
-    output did not change under the probe's perturbations — and accept a bootstrapped trace
-    when the score is within half a scale step of the human one. Every distinct demo set
-    DSPy produced is then ranked with the full objective on dev, served from the cache
-    DSPy's own evaluations filled, and the best is reported on the held-out test split like
-    the other engines. An item whose score failed to parse counts as a miss (0) for DSPy's
-    metric; it is never given a score.
-
-Budget
-    Once the search's budget is spent, ``forward`` answers without calling (a missing
-    score), so DSPy finishes quickly; demo sets whose dev evaluation the budget could not
-    complete are dropped from the ranking, and ``stopped`` is ``"budget"``. The optimizers'
-    sizes are derived from the budget (``num_candidate_programs`` for bootstrap-rs,
-    ``num_trials`` for MIPROv2) unless given.
+:class:`JudgeProgram` keeps DSPy's demos but renders **the judge's own prompt** and calls **the judge's own
+backend** through the search's cache and budget; the optimizers get :meth:`Objective.item_metric`, and every
+demo set they produce is ranked with the full objective on dev. Only MIPROv2's instruction proposer calls a
+model itself (``prompt_model``, outside the budget); its instructions are recorded, not used.
 """
 
 from __future__ import annotations
@@ -75,17 +41,11 @@ class JudgeItem(dspy.Signature):
 
 
 class ProgramContext:
-    """What the program shares across DSPy's copies of it: never copied (DSPy deep-copies modules).
-
-    ``loop`` is the search's event loop; :meth:`judge` runs a judge call on it from DSPy's threads.
-    """
+    """What the program's copies share (DSPy deep-copies modules): session, event loop, items."""
 
     def __init__(self, session: Session, loop: asyncio.AbstractEventLoop, items: Mapping[str, Item]) -> None:
-        self.session = session
-        self.loop = loop
-        self.items = dict(items)
-        self.refused = 0
-        self.errors = 0
+        self.session, self.loop, self.items = session, loop, dict(items)
+        self.refused = self.errors = 0
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ProgramContext:
@@ -109,8 +69,7 @@ class ProgramContext:
         )
 
     def judge(self, item: Item, demos: Sequence[Demo]) -> Judgment | None:
-        """Judge ``item`` with ``demos`` through the session's judge; None when the budget or the LM
-        refused."""
+        """Judge ``item`` with ``demos`` through the session's judge; None when the budget or LM refused."""
         s = self.session
         judge = s.judge_for(Demos(demos=tuple(demos), k=len(demos)) if demos else None)
         try:
@@ -126,12 +85,7 @@ class ProgramContext:
 
 
 class JudgeProgram(dspy.Module):
-    """The judge as a DSPy program: ``forward(item_id, text)`` scores the item with the current demos.
-
-    ``self.predict`` holds the demos DSPy's optimizers set (its signature is
-    :class:`JudgeItem`); ``forward`` renders the judge's own prompt with them and calls the
-    judge's backend, and appends a trace step so bootstrapping works.
-    """
+    """The judge as a DSPy program: ``forward`` scores an item with the demos DSPy set."""
 
     def __init__(self, context: ProgramContext, instructions: str) -> None:
         super().__init__()
@@ -185,13 +139,7 @@ def _programs(compiled: Any) -> list[Any]:
 
 
 async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, Any]]:
-    """Run ``engine``'s DSPy optimizer over the judge in session ``s`` (the baseline already evaluated).
-
-    ``engine`` is a :class:`~mitigate.search.engines._dspy.DSPyEngine` (its ``optimizer``,
-    ``prompt_model``, ``num_candidates`` and ``num_trials``). Every distinct demo set DSPy
-    produced is evaluated on dev through the session; returns why the search stopped and
-    what it reports in ``meta``.
-    """
+    """Run ``engine``'s optimizer and evaluate every demo set it produced; why it stopped, and meta."""
     optimizer: str = engine.optimizer
     split, crit = s.split, s.criterion
     train = [it for it in split.train if crit in it.human and math.isfinite(it.human[crit])]
@@ -208,18 +156,7 @@ async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, A
 
     def compile_quietly() -> tuple[Any, dict[str, Any]]:
         with contextlib.nullcontext() if s.progress else _silenced():
-            return _compile(
-                optimizer,
-                program,
-                trainset,
-                devset,
-                _metric(s.objective, s),
-                kmax,
-                s,
-                engine,
-                s.seed,
-                s.concurrency,
-            )
+            return _compile(optimizer, program, trainset, devset, kmax, s, engine)
 
     compiled, details = await asyncio.to_thread(compile_quietly)
     meta: dict[str, Any] = {"optimizer": optimizer, "k": kmax, **details}
@@ -236,16 +173,14 @@ async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, A
             continue
         seen.add(key)
         augmented = [bool(ex.get("augmented", False)) for ex in prog.predict.demos]
+        info = {
+            "dspy_rank": rank,
+            "augmented": augmented,
+            "instructions": prog.predict.signature.instructions,
+        }
+        mitigation = Demos(demos=tuple(demos), k=len(demos))
         cand = Candidate(
-            f"dspy-{optimizer}: candidate {rank}",
-            Demos(demos=tuple(demos), k=len(demos)),
-            f"dspy-{optimizer}",
-            list(key),
-            meta={
-                "dspy_rank": rank,
-                "augmented": augmented,
-                "instructions": prog.predict.signature.instructions,
-            },
+            f"dspy-{optimizer}: candidate {rank}", mitigation, f"dspy-{optimizer}", list(key), info
         )
         if await s.evaluate(cand, precheck=False) is None:  # its dev run was cut short by the budget
             stopped = "budget"
@@ -255,8 +190,7 @@ async def optimize(engine: Any, s: Session, kmax: int) -> tuple[str, dict[str, A
 
 
 def _example(item: Item, s: Session) -> Any:
-    """A ``dspy.Example`` for an item: inputs ``item_id`` and ``text``, label ``score`` on the prompt's
-    scale."""
+    """A ``dspy.Example`` of an item, labelled with its human score on the prompt's scale."""
     human = item.human[s.criterion]
     if s.split.scale is not None and s.split.scale != s.prompt_scale:
         p = s.prompt_scale
@@ -283,14 +217,12 @@ def _compile(
     program: JudgeProgram,
     trainset: list[Any],
     devset: list[Any],
-    metric: Any,
     k: int,
     s: Session,
     engine: Any,
-    seed: int,
-    concurrency: int,
 ) -> tuple[Any, dict[str, Any]]:
     """Run the optimizer; returns the compiled program and the settings it ran with."""
+    metric, seed, concurrency = _metric(s.objective, s), s.seed, s.concurrency
     per_eval = max(1, len(devset))
     left = s.budget.remaining or 0
     num_candidates: int | None = getattr(engine, "num_candidates", None)

@@ -1,10 +1,7 @@
-"""The greedy forward-selection engine (``"greedy"``).
-
-Candidate items are drawn from the (query-free) selectors, up to ``n_candidates``; starting
-from no demos, each step adds the item that raises the dev objective most, until the largest
-``k``, no improvement, or the budget. The final set is then tried under each further
-perturbation template.
-"""
+"""The greedy forward-selection engine (``"greedy"``): from no demos, each step adds the candidate item (up
+to ``n_candidates``, drawn from the query-free selectors) that raises the dev objective most, until the
+largest ``k``, no improvement, or the budget; the final set is then tried under each further perturbation
+template."""
 
 from __future__ import annotations
 
@@ -20,13 +17,14 @@ from mitigate.search._result import rank_key
 from mitigate.search._session import (
     MAX_MISSES,
     Candidate,
+    Engine,
+    Outcome,
     SearchSpace,
     Session,
     fit_judged_selectors,
     reseeded,
     with_demos,
 )
-from mitigate.search.engines._base import Engine, Outcome
 from mitigate.selectors import Selector
 
 
@@ -83,12 +81,8 @@ class GreedyEngine(Engine):
                 if any(d.item.id == demo.item.id for d in current):
                     continue
                 demos = [*current, demo]
-                cand = Candidate(
-                    f"greedy: step {step} + {demo.item.id}",
-                    with_demos(template, demos),
-                    "greedy",
-                    [d.item.id for d in demos],
-                )
+                label = f"greedy: step {step} + {demo.item.id}"
+                cand = Candidate(label, with_demos(template, demos), "greedy", [d.item.id for d in demos])
                 trial = await s.evaluate(cand)
                 if trial is None:
                     return "budget"
@@ -100,12 +94,8 @@ class GreedyEngine(Engine):
             current_value, current = best
         if current:
             for other in space.templates[1:]:
-                cand = Candidate(
-                    "greedy: final set" + (" perturbed" if other is not None else ""),
-                    with_demos(other, current),
-                    "greedy",
-                    [d.item.id for d in current],
-                )
+                label = "greedy: final set" + (" perturbed" if other is not None else "")
+                cand = Candidate(label, with_demos(other, current), "greedy", [d.item.id for d in current])
                 if await s.evaluate(cand) is None:
                     return "budget"
         return stopped

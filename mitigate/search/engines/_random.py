@@ -1,12 +1,6 @@
-"""The seeded random-search engine (``"random"``).
-
-Each trial takes the next selector (round robin), a ``k`` from the search's sizes, and a
-perturbation template, and draws a demo set with a fresh seed (selectors without a seed give
-one set). A set already evaluated (in any order) is not evaluated again; the search ends at
-the budget, after ``max_trials`` trials (baseline included), or when 200 draws in a row give
-nothing new. A query-dependent selector (KNN) makes one candidate, a ``per-item-demos``
-judge.
-"""
+"""The seeded random-search engine (``"random"``): round robin over the selectors, a ``k`` and a template
+per trial, each draw with a fresh seed; a set already tried (in any order) is skipped, and the search ends
+at the budget, ``max_trials`` or 200 draws in a row giving nothing new."""
 
 from __future__ import annotations
 
@@ -18,13 +12,14 @@ from mitigate.registry import register
 from mitigate.search._session import (
     MAX_MISSES,
     Candidate,
+    Engine,
+    Outcome,
     SearchSpace,
     Session,
     fit_judged_selectors,
     reseeded,
     with_demos,
 )
-from mitigate.search.engines._base import Engine, Outcome
 from mitigate.strategies import Demos, Mitigation
 
 
