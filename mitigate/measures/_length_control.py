@@ -1,19 +1,13 @@
 """Length-controlled win rates (Dubois et al. 2024, "Length-controlled AlpacaEval").
 
-A judge that prefers longer outputs inflates the win rate of a verbose system. Dubois et al.
-fit a generalised linear model of the judge's preferences on the length difference and read
-the win rate off it *as if the two outputs had the same length*:
+The judge's preferences are fitted by a generalised linear model on the length difference,
 
     logit P(A preferred over B) = θ + φ · tanh(Δ / σ),     Δ = len(A) − len(B),
 
-with σ the standard deviation of Δ over the compared pairs. The length-controlled win rate
-is σ(θ), the model's prediction at Δ = 0; the raw win rate is the plain mean preference,
-reported beside it. AlpacaEval also fits an instruction-difficulty term shared by every
-model on the leaderboard; with one pair of systems (or a pair per call) there is nothing to
-share it with, so it is left out here. Ties count as half a win (soft targets), and a small
-L2 penalty keeps the fit finite when one side always wins.
-
-Conventions: :mod:`mitigate.measures._base`.
+σ the standard deviation of Δ over the pairs, and the win rate read off it at Δ = 0: σ(θ).
+AlpacaEval's instruction-difficulty term (shared across a leaderboard) is left out. Ties count
+as half a win (soft targets), and a small L2 penalty keeps the fit finite when one side always
+wins. Conventions: :mod:`mitigate.measures._base`.
 """
 
 from __future__ import annotations
@@ -36,24 +30,29 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def fit_length_glm(
-    pref: np.ndarray, delta: np.ndarray, scale: float, *, iters: int = 50
-) -> tuple[float, float]:
-    """``(θ, φ)`` of ``logit P(A) = θ + φ·tanh(Δ/scale)`` by Newton's method with soft targets ``pref`` in [0,
-    1]."""
-    x = np.tanh(delta / scale) if scale > 0 else np.zeros_like(delta)
-    design = np.column_stack([np.ones_like(x), x])
-    w = np.zeros(2)
+def fit_logit(pref: np.ndarray, x: np.ndarray, *, iters: int = 50) -> np.ndarray:
+    """``[θ, φ_1, ...]`` of ``logit P = θ + x·φ`` by Newton's method with soft targets in [0, 1] and a small
+    L2 penalty."""
+    design = np.column_stack([np.ones(len(pref)), x])
+    w = np.zeros(design.shape[1])
     lam = L2 * len(pref)
     for _ in range(iters):
         p = _sigmoid(design @ w)
         grad = design.T @ (p - pref) + lam * w
-        hess = (design * (p * (1 - p))[:, None]).T @ design + lam * np.eye(2)
+        hess = (design * (p * (1 - p))[:, None]).T @ design + lam * np.eye(design.shape[1])
         step = np.linalg.solve(hess, grad)
         w -= step
         if np.max(np.abs(step)) < 1e-10:
             break
-    return float(w[0]), float(w[1])
+    return w
+
+
+def fit_length_glm(
+    pref: np.ndarray, delta: np.ndarray, scale: float, *, iters: int = 50
+) -> tuple[float, float]:
+    """``(θ, φ)`` of ``logit P(A) = θ + φ·tanh(Δ/scale)`` (:func:`fit_logit`)."""
+    theta, phi = fit_logit(pref, np.tanh(delta / scale) if scale > 0 else np.zeros_like(delta), iters=iters)
+    return float(theta), float(phi)
 
 
 def length_controlled_win_rate(
@@ -66,15 +65,13 @@ def length_controlled_win_rate(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """The length-controlled win rate of A over B, with the raw win rate beside it.
+    """The length-controlled win rate of A over B (σ(θ), see the module docstring), with the raw win rate.
 
-    ``preference`` is one value per pair in [0, 1]: 1 when the judge preferred A, 0 when it
-    preferred B, 0.5 for a tie, or a probability (None/NaN: no verdict, dropped and counted
-    in ``n_failed``). ``length_a``/``length_b`` are the two outputs' lengths (words).
-    ``value`` is σ(θ), the GLM's win rate at equal length; ``extra`` holds ``raw_win_rate``
-    (with its interval), ``theta``, ``phi`` (the length effect: > 0 means the judge prefers
-    the longer output), ``sigma`` (σ of the length difference) and ``mean_length_diff``.
-    The interval refits the GLM on each bootstrap resample of the pairs.
+    ``preference``: per pair 1 when the judge preferred A, 0 B, 0.5 a tie, or a probability
+    (None/NaN: dropped, counted in ``n_failed``); ``length_a``/``length_b`` the two outputs'
+    lengths. ``extra`` holds ``raw_win_rate`` (and ``raw_ci``), ``theta``, ``phi`` (> 0: the judge
+    prefers the longer output), ``sigma`` and ``mean_length_diff``. The interval refits the GLM on
+    each bootstrap resample.
     """
     pref = as_float_array(preference, "preference")
     la, lb = as_float_array(length_a, "length_a"), as_float_array(length_b, "length_b")
@@ -115,7 +112,7 @@ def length_controlled_win_rate(
     reason = (
         None
         if sigma > 0
-        else ("every pair has the same length difference; the length effect is not identified")
+        else "every pair has the same length difference; the length effect is not identified"
     )
     return finish(
         name,
@@ -136,12 +133,9 @@ def pairs_against(
     system: Hashable,
     baseline: Hashable | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pointwise scores turned into pairs ``system`` vs ``baseline`` on the same document.
-
-    ``baseline=None`` pairs ``system`` with every other system on each document (its win rate
-    against the field). Returns ``(preference, length_a, length_b)`` for every such pair: preference 1 when
-    ``system``'s score is higher, 0 when lower, 0.5 when equal, NaN
-    when either score is missing. Feed them to :func:`length_controlled_win_rate`.
+    """Pointwise scores turned into pairs ``system`` vs ``baseline`` (None: every other system) on the same
+    document, as :func:`length_controlled_win_rate` takes them: ``(preference, length_a, length_b)``, the
+    preference 1 when ``system``'s score is higher, 0 lower, 0.5 equal, NaN when either is missing.
     """
     s = as_float_array(scores, "scores")
     ln = as_float_array(lengths, "lengths")
@@ -165,15 +159,8 @@ def pairs_against(
             if a is None or b is None:
                 continue
             x, y = s[a], s[b]
-            pref.append(
-                math.nan
-                if not (math.isfinite(x) and math.isfinite(y))
-                else 1.0
-                if x > y
-                else 0.0
-                if x < y
-                else 0.5
-            )
+            both = math.isfinite(x) and math.isfinite(y)
+            pref.append((1.0 if x > y else 0.0 if x < y else 0.5) if both else math.nan)
             la.append(ln[a])
             lb.append(ln[b])
     return np.array(pref, dtype=float), np.array(la, dtype=float), np.array(lb, dtype=float)

@@ -1,24 +1,13 @@
 """Two inconsistencies of a judge that gives both scores and pairwise verdicts (Wang et al. 2025, TrustJudge).
 
 - **Score-comparison conflict** (:func:`score_pair_conflict`): the share of pairs whose pairwise
-  relation is not the one their two single scores imply. The relation of a pair (x, y) is ">"
-  when x is preferred, "<" when y is, "=" otherwise; from the scores, "=" when
-  ``|score(x) - score(y)| <= tolerance``, else the sign of the difference. TrustJudge counts a
-  pair judged in both orders ">" only when both orders prefer x (a disagreement between the
-  orders is "="): what a position swap with ties gives (:func:`both_orders_relation`).
+  relation (">" when x is preferred, "<" when y is, "=" otherwise) is not the one their two
+  single scores imply ("=" within ``tolerance``). A pair judged in both orders is ">" only when
+  both orders prefer x (:func:`both_orders_relation`).
 - **Preference cycles** (:func:`transitivity_violations`): among responses to the same
-  question compared pairwise, the share of sets of ``k`` responses (every pair among them
-  compared) in which some three relations admit no ranking with ties (no weak order): a
-  circular chain (x > y > z > x, or one with a tie in it: x > y = z > x) or an equivalence
-  contradiction (x = y = z but x > z). TrustJudge's non-transitivity ratio; ``k=3`` counts
-  triples. ``extra`` splits them: "circular" (two or three strict relations in the
-  contradiction), "equivalence" (two ties and one strict relation).
-
-TrustJudge's remedy is to keep the distributions: a score's expected value over the scale
-(``expected-score``) and a pair's pooled verdict probabilities (``pairwise-distribution``,
-:func:`preference_verdict`). ``preference_cycle_rate`` is the registered measure of a
-pairwise run whose items name their question (``doc_id``) and both responses (``system``,
-``system_b``).
+  question compared pairwise, the share of sets of ``k`` responses in which some three
+  relations admit no ranking with ties: a circular chain (x > y > z > x, or x > y = z > x) or an
+  equivalence contradiction (x = y = z but x > z); TrustJudge's non-transitivity ratio.
 """
 
 from __future__ import annotations
@@ -27,14 +16,13 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from mitigate.errors import DataError
-from mitigate.measures._base import EntryData, Measure, MeasureInfo, ReportedMeasure, share, undefined
+from mitigate.measures._base import EntryData, Measure, reported_measure, share, undefined
 from mitigate.measures._stats import bootstrap_ci
-from mitigate.registry import register
 
 Relation = Literal[">", "=", "<"]
 _FLIP: dict[str, Relation] = {">": "<", "<": ">", "=": "="}
@@ -92,12 +80,8 @@ def score_pair_conflict(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """The share of pairs whose pairwise relation differs from the one their scores imply (see the module
-    docstring).
-
-    ``relations[i]`` is the judged relation of (x_i, y_i). Pairs missing a score or a relation
-    are dropped (``n_failed``). ``extra`` counts the conflicts by (scores, pairwise) relation.
-    """
+    """The share of pairs whose judged relation ``relations[i]`` of (x_i, y_i) differs from the one their
+    scores imply; ``extra`` counts the conflicts by (scores, pairwise) relation."""
     if not len(score_x) == len(score_y) == len(relations):
         raise DataError(
             f"expected equal numbers of x scores, y scores and relations; got {len(score_x)}, "
@@ -135,7 +119,7 @@ def score_pair_conflict(
     )
 
 
-_WEAK_ORDERS = [r for r in itertools.product(range(3), repeat=3)]
+_WEAK_ORDERS = list(itertools.product(range(3), repeat=3))
 
 
 def _rel(a: int, b: int) -> Relation:
@@ -166,11 +150,10 @@ def transitivity_violations(
     """TrustJudge's non-transitivity ratio: the share of ``k``-sets of one question's responses holding a
     contradiction.
 
-    ``relations`` maps (question, x, y) to the judged relation of the pair (x, y) (either
-    orientation may be given; both given must agree after flipping, else a DataError). A set
-    counts when every pair in it was judged; ``n_failed`` counts the sets left out for a
-    missing pair. ``extra`` holds the contradicting triples by kind, the number of questions
-    and of sets per question. ``ci``: bootstrap over questions.
+    ``relations`` maps (question, x, y) to the judged relation of (x, y) (both orientations given
+    must agree, else a DataError). A set counts when every pair in it was judged; ``n_failed``
+    counts the sets left out. ``extra`` holds the contradicting triples by kind ("circular",
+    "equivalence"). ``ci``: bootstrap over questions.
     """
     if k < 3:
         raise DataError(f"expected k >= 3 responses per set (a contradiction needs three); got {k}")
@@ -242,42 +225,31 @@ def transitivity_violations(
     )
 
 
-@register("measure", "preference-cycle-rate")
-class PreferenceCycleRate(ReportedMeasure):
+@reported_measure(
+    "preference-cycle-rate",
+    "preference cycles (NTR3)",
+    "lower",
+    "consistency",
+    note="share of triples of one question's responses (doc_id; system, system_b), every "
+    "pair judged, whose verdicts contradict every ranking with ties; needs "
+    "round-robin items.",
+    paper="Wang et al. 2025 (TrustJudge)",
+    task="pairwise",
+    on_humans=True,
+)
+def _preference_cycle_rate(entry: EntryData) -> Measure:
     """Share of a question's response triples whose verdicts admit no ranking (TrustJudge's NTR, k=3)."""
-
-    paper = "Wang et al. 2025 (TrustJudge)"
-    info = MeasureInfo(
-        label="preference cycles (NTR3)",
-        direction="lower",
-        group="consistency",
-        note="share of triples of one question's responses (doc_id; system, system_b), every "
-        "pair judged, whose verdicts contradict every ranking with ties; needs "
-        "round-robin items.",
-    )
-    task = "pairwise"
-    on_humans = True
-
-    def compute(self, entry: EntryData) -> Measure:
-        """From the verdicts (on the humans row: the gold preferences) of items naming their question and
-        responses."""
-        items = entry.items
-        if not items or any(i.doc_id is None or i.system is None or i.system_b is None for i in items):
-            return undefined(
-                "transitivity_violations",
-                0,
-                len(items),
-                "the items do not all name their question (doc_id) and both responses (system, system_b)",
-            )
-        rels: dict[tuple[Hashable, Hashable, Hashable], Relation | None] = {}
-        for it, v in zip(items, entry.verdicts, strict=True):
-            rels[(it.doc_id, it.system, it.system_b)] = verdict_relation(v)
-        m = transitivity_violations(rels, **entry.ci)
-        return m.model_copy(update={"name": "preference-cycle-rate"})
-
-
-def pooled_relations(
-    preferences: Sequence[Mapping[str, Any] | None], tie_margin: float = 0.0
-) -> list[Relation | None]:
-    """The relation of each pair from its pooled preference probabilities (None where there are none)."""
-    return [None if p is None else verdict_relation(preference_verdict(p, tie_margin)) for p in preferences]
+    items = entry.items
+    if not items or any(i.doc_id is None or i.system is None or i.system_b is None for i in items):
+        return undefined(
+            "transitivity_violations",
+            0,
+            len(items),
+            "the items do not all name their question (doc_id) and both responses (system, system_b)",
+        )
+    rels: dict[tuple[Hashable, Hashable, Hashable], Relation | None] = {
+        (i.doc_id, i.system, i.system_b): verdict_relation(v)
+        for i, v in zip(items, entry.verdicts, strict=True)
+    }
+    m = transitivity_violations(rels, **entry.ci)
+    return m.model_copy(update={"name": "preference-cycle-rate"})

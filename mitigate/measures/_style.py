@@ -1,34 +1,20 @@
-"""Style control beside length control: markdown headers, bold, list items and length as covariates.
+"""Style control: markdown headers, bold, list items and length as covariates (Arena-Hard's covariates, Li et
+al. 2024, in the tanh normalisation of AlpacaEval's length control, :mod:`mitigate.measures._length_control`).
 
-Arena-Hard's style control (Li et al. 2024, LMSYS "Does style matter?") adds counts of
-markdown headers, bold spans and list items, beside length, to the regression a judge's
-preferences are read through, so a win rate can be read *as if both answers had the same
-style*; it enters them into its Bradley-Terry model of battles as normalised differences
-between the two answers. Here the same covariates extend the two regressions mitigate already
-fits, in the normalisation of AlpacaEval's length control (Dubois et al. 2024: tanh of the
-standardised feature or difference, :mod:`mitigate.measures._length_control`), not Arena-Hard's
-own; the covariates are Arena-Hard's, the functional form AlpacaEval's:
-
-- **Style-controlled win rate** (:func:`style_controlled_win_rate`), the multi-covariate form
-  of the length-controlled win rate (:mod:`mitigate.measures._length_control`):
+- **Style-controlled win rate** (:func:`style_controlled_win_rate`):
 
       logit P(A preferred over B) = θ + Σ_k φ_k · tanh(Δ_k / σ_k),     Δ_k = f_k(A) − f_k(B),
 
-  with σ_k the standard deviation of Δ_k over the pairs; the controlled win rate is σ(θ) and
-  each fitted φ_k (> 0: the judge prefers more of feature k) is reported in ``extra["coefficients"]``.
-  A feature that never differs between the two texts (σ_k = 0) cannot be fitted; it is left
-  out and named in ``extra["constant"]``.
-- **Score-style regression** (:func:`score_style_regression`), the pointwise form: ordinary
-  least squares of the judge's score (or its excess over the human score) on the squashed,
-  standardised features ``z_k = tanh((f_k − mean_k) / sd_k)``. ``value`` is the R² the style
-  features explain; ``extra["coefficients"]`` the fitted slope per unit of z. The
-  :class:`~mitigate.strategies._style_control.StyleControl` mitigation removes these slopes.
+  σ_k the standard deviation of Δ_k over the pairs; the controlled win rate is σ(θ). A feature
+  that never differs between the two texts is left out and named in ``extra["constant"]``.
+- **Score-style regression** (:func:`score_style_regression`): least squares of the judge's score
+  (or its excess over the human score) on ``z_k = tanh((f_k − mean_k) / sd_k)``; ``value`` is the
+  R² the style features explain. The :class:`~mitigate.strategies._style_control.StyleControl`
+  mitigation removes these slopes.
 
-Features (:func:`style_features`): ``length`` (words), ``headers`` (lines starting with 1-6
-``#``), ``bold`` (``**...**`` or ``__...__`` spans) and ``lists`` (lines starting with ``-``,
-``*``, ``+`` or ``1.``/``1)``).
-
-Conventions: :mod:`mitigate.measures._base`.
+Features (:func:`style_features`): ``length`` (words), ``headers`` (lines starting with 1-6 ``#``),
+``bold`` (``**...**`` or ``__...__`` spans) and ``lists`` (lines starting with ``-``, ``*``, ``+`` or
+``1.``/``1)``). Conventions: :mod:`mitigate.measures._base`.
 """
 
 from __future__ import annotations
@@ -40,7 +26,7 @@ import numpy as np
 
 from mitigate.errors import ConfigError, DataError
 from mitigate.measures._base import Measure, Scores, finish, undefined, word_count
-from mitigate.measures._length_control import L2
+from mitigate.measures._length_control import fit_logit
 from mitigate.measures._stats import as_float_array, bootstrap_ci
 
 STYLE_FEATURES: tuple[str, ...] = ("length", "headers", "bold", "lists")
@@ -76,23 +62,6 @@ def style_matrix(texts: Sequence[str], features: Sequence[str] = STYLE_FEATURES)
     return np.array(rows, dtype=float).reshape(len(texts), len(cols))
 
 
-def fit_logit(pref: np.ndarray, x: np.ndarray, *, iters: int = 50) -> np.ndarray:
-    """``[θ, φ_1, ...]`` of ``logit P = θ + x·φ`` by Newton's method with soft targets in [0, 1] and a small
-    L2 penalty."""
-    design = np.column_stack([np.ones(len(pref)), x])
-    w = np.zeros(design.shape[1])
-    lam = L2 * len(pref)
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-(design @ w)))
-        grad = design.T @ (p - pref) + lam * w
-        hess = (design * (p * (1 - p))[:, None]).T @ design + lam * np.eye(design.shape[1])
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    return w
-
-
 def _as_rows(features: Sequence[Mapping[str, float]] | np.ndarray, cols: list[str], what: str) -> np.ndarray:
     if isinstance(features, np.ndarray):
         arr = np.asarray(features, dtype=float)
@@ -121,9 +90,8 @@ def style_controlled_win_rate(
     coefficient.
 
     ``preference``: 1 A preferred, 0 B, 0.5 tie (None/NaN: dropped, counted in ``n_failed``);
-    ``features_a``/``features_b``: per pair, the :func:`style_features` of each text (or a
-    matrix with one column per feature). ``extra``: ``coefficients`` (feature -> φ),
-    ``sigma`` (feature -> σ of its difference), ``constant`` (features left out),
+    ``features_a``/``features_b``: per pair, the :func:`style_features` of each text (or a matrix with
+    one column per feature). ``extra``: ``coefficients`` (feature -> φ), ``sigma``, ``constant``,
     ``raw_win_rate`` and ``theta``. The interval refits on each bootstrap resample.
     """
     cols = _check_features(features)
@@ -191,9 +159,8 @@ def score_style_regression(
 ) -> Measure:
     """OLS of the judge's score (or score − human) on the squashed style features; ``value`` = R².
 
-    ``extra``: ``coefficients`` (feature -> slope per unit of z), ``intercept``, ``mean`` and
-    ``sd`` of each feature, ``constant`` (features that never vary, left out) and ``target``
-    (``"score"`` or ``"score - human"``).
+    ``extra``: ``coefficients`` (feature -> slope per unit of z), ``intercept``, each feature's
+    ``mean`` and ``sd``, ``constant`` (features that never vary) and ``target``.
     """
     cols = _check_features(features)
     y = as_float_array(scores, "scores")
