@@ -5,9 +5,8 @@ returns an :class:`EstimateResult`: per-group estimates with a ranking, label pl
 Beneath it, arrays in and frozen values out:
 
 - :mod:`~mitigate.estimators._mean`: one group's mean with an interval, by ``ppi`` (PPI++ with
-  power tuning), ``calibrated`` (cross-fitted judge -> human calibration), ``human`` (the
-  labels alone) or ``judge`` (the judge alone, not bias-corrected);
-- :mod:`~mitigate.estimators._calibration`: the isotonic and linear calibration maps;
+  power tuning), ``calibrated`` (cross-fitted judge -> human calibration, isotonic or linear),
+  ``human`` (the labels alone) or ``judge`` (the judge alone, not bias-corrected);
 - :mod:`~mitigate.estimators._ranking`: groups ranked with simultaneous rank intervals,
   separable pairs and Kendall's tau between orderings;
 - :mod:`~mitigate.estimators._planning`: labels needed for a target half-width;

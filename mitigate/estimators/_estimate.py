@@ -41,9 +41,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.data import Benchmark, Item, RecordedRun, label_value
 from mitigate.errors import ConfigError, DataError
-from mitigate.estimators._calibration import Calibration
 from mitigate.estimators._mean import (
     MIN_LABELS,
+    Calibration,
     MeanEstimate,
     Method,
     Remedies,
