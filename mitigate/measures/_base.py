@@ -16,6 +16,7 @@ Conventions shared by all measures (the family modules follow them):
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -365,26 +366,35 @@ def reported_measure(
     group: Group,
     *,
     headline: bool = False,
-    note: str | None = None,
     paper: str = "",
     task: Task = "score",
     on_humans: bool = False,
     uses_labels: bool | None = None,
 ) -> Callable[[MeasureFunction], MeasureFunction]:
     """Decorator: ``fn(entry) -> Measure`` is the reported measure registered as ``name`` (the key in
-    ``results.json``), shown as :class:`MeasureInfo` says (``label`` ... ``note``).
+    ``results.json``), shown as :class:`MeasureInfo` says.
 
-    It registers a :class:`ReportedMeasure` class named after the function (``_swap_gain`` ->
-    ``SwapGain``) whose summary is the function's docstring, and returns the function unchanged.
+    The function's docstring says what the measure is (its first paragraph, which ``mitigate list
+    measures`` shows) and, in a second paragraph, how to read it (the ``note`` printed under the
+    report's table). The decorator registers a :class:`ReportedMeasure` class named after the
+    function (``_swap_gain`` -> ``SwapGain``) and returns the function unchanged.
     """
 
     def deco(fn: MeasureFunction) -> MeasureFunction:
         cls_name = "".join(word.capitalize() for word in fn.__name__.split("_"))
+        _, _, note = inspect.cleandoc(fn.__doc__ or "").partition("\n\n")
+        info = MeasureInfo(
+            label=label,
+            direction=direction,
+            group=group,
+            headline=headline,
+            note=" ".join(note.split()) or None,
+        )
         body = {
             "__module__": fn.__module__,
             "__qualname__": cls_name,
             "__doc__": fn.__doc__,
-            "info": MeasureInfo(label=label, direction=direction, group=group, headline=headline, note=note),
+            "info": info,
             "paper": paper,
             "task": task,
             "on_humans": on_humans,

@@ -341,20 +341,16 @@ def comparisons_from_verdicts(
 
 
 @reported_measure(
-    "bradley-terry",
-    "BT ranking tau",
-    "higher",
-    "accuracy",
-    note="Kendall tau-b between the systems ranked by Bradley-Terry on the judge's "
-    "verdicts and on the gold preferences; the details hold both rankings with rank "
-    "intervals and the judge's majority cycles. Needs items naming both systems "
-    "(system, system_b).",
-    paper="Bradley and Terry 1952",
-    task="pairwise",
+    "bradley-terry", "BT ranking tau", "higher", "accuracy", paper="Bradley and Terry 1952", task="pairwise"
 )
 def _bradley_terry_ranking(entry: EntryData) -> Measure:
-    """Kendall's tau between the systems' Bradley-Terry abilities from the judge's verdicts and from the gold
-    preferences."""
+    """Kendall's tau between the systems' Bradley-Terry abilities from the judge's verdicts and from the
+    gold preferences.
+
+    Kendall tau-b between the systems ranked by Bradley-Terry on the judge's verdicts and on the gold
+    preferences; the details hold both rankings with rank intervals and the judge's majority cycles. Needs
+    items naming both systems (system, system_b).
+    """
     a = [i.system for i in entry.items]
     b = [i.system_b for i in entry.items]
     judged, _ = comparisons_from_verdicts(a, b, entry.verdicts)

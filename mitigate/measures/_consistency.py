@@ -184,12 +184,14 @@ def perturbation_outputs(judgments: Sequence[Judgment]) -> dict[str, dict[str, A
     "higher",
     "consistency",
     headline=True,
-    note="consistency is of scored items; the details give it of all items too, an item without a "
-    "score under some perturbation counted as inconsistent, and the chance level and kappa",
     paper="Ghazarian et al. 2024",
 )
 def _perturbation_consistency(entry: EntryData) -> Measure:
-    """Share of items scored alike under every perturbed guideline (:func:`perturbation_consistency`)."""
+    """Share of items scored alike under every perturbed guideline (:func:`perturbation_consistency`).
+
+    consistency is of scored items; the details give it of all items too, an item without a score under
+    some perturbation counted as inconsistent, and the chance level and kappa
+    """
     outputs = perturbation_outputs(entry.judgments)
     if len(outputs) < 2:
         why = "no judgment carries scores under 2 or more perturbations in meta['perturbations']"

@@ -574,22 +574,14 @@ def _pair_groups(entry: EntryData) -> list[str | None] | None:
 
 
 @reported_measure(
-    "preference-accuracy",
-    "accuracy (judge's verdict)",
-    "higher",
-    "accuracy",
-    headline=True,
-    note="3-way: a tie verdict is right only where the gold preference is a tie. The "
-    "judge's own verdict per item: the order judged for a one-order or recorded "
-    "judge (the original), the reconciled verdict of a position-swap judge; the "
-    "details say which.",
-    task="pairwise",
+    "preference-accuracy", "accuracy (judge's verdict)", "higher", "accuracy", headline=True, task="pairwise"
 )
 def _preference_accuracy(entry: EntryData) -> Measure:
     """Accuracy of the entry's verdicts against the gold preferences (:func:`preference_accuracy`).
 
-    An abstention (a majority panel with no majority) is a counted outcome, wrong, never dropped
-    like a parse failure; ``extra["abstained"]`` / ``extra["abstention_rate"]`` give it.
+    3-way: a tie verdict is right only where the gold preference is a tie. The judge's own verdict per
+    item: the order judged for a one-order or recorded judge (the original), the reconciled verdict of a
+    position-swap judge; the details say which.
     """
     abstentions = [abstained(j) for j in entry.judgments]
     orders = verdict_order_text(entry.judgments)
@@ -626,51 +618,39 @@ def _preference_accuracy(entry: EntryData) -> Measure:
 
 
 @reported_measure(
-    "accuracy-both-orders",
-    "accuracy (both orders)",
-    "higher",
-    "accuracy",
-    headline=True,
-    note="every verdict of both orders against gold, each order counted once (LLMBar's "
-    "headline); needs verdicts in both orders.",
-    task="pairwise",
+    "accuracy-both-orders", "accuracy (both orders)", "higher", "accuracy", headline=True, task="pairwise"
 )
 def _accuracy_both_orders(entry: EntryData) -> Measure:
-    """Accuracy over both orders' verdicts, each counted once (:func:`accuracy_both_orders`)."""
+    """Accuracy over both orders' verdicts, each counted once (:func:`accuracy_both_orders`).
+
+    every verdict of both orders against gold, each order counted once (LLMBar's headline); needs verdicts
+    in both orders.
+    """
     return _from_both_orders(
         entry, "accuracy-both-orders", lambda o, s: accuracy_both_orders(o, s, entry.gold, **entry.ci)
     )
 
 
-@reported_measure(
-    "swap-gain",
-    "swap gain",
-    "higher",
-    "accuracy",
-    headline=True,
-    note="accuracy after judging both orders (a flip becomes a tie) minus accuracy of the "
-    "original order alone; needs verdicts in both orders.",
-    task="pairwise",
-)
+@reported_measure("swap-gain", "swap gain", "higher", "accuracy", headline=True, task="pairwise")
 def _swap_gain(entry: EntryData) -> Measure:
-    """Accuracy of the position-swapped verdict minus that of the original order alone (:func:`swap_gain`)."""
+    """Accuracy of the position-swapped verdict minus that of the original order alone
+    (:func:`swap_gain`).
+
+    accuracy after judging both orders (a flip becomes a tie) minus accuracy of the original order alone;
+    needs verdicts in both orders.
+    """
     return _from_both_orders(entry, "swap-gain", lambda o, s: swap_gain(o, s, entry.gold, **entry.ci))
 
 
 @reported_measure(
-    "longer-preference",
-    "longer pref. (P-½)",
-    "zero",
-    "bias",
-    headline=True,
-    note="P(the preferred text is the longer one) minus 0.5, over decisive verdicts on "
-    "texts of different length in words; the humans row gives the gold "
-    "preferences' own lean.",
-    task="pairwise",
-    on_humans=True,
+    "longer-preference", "longer pref. (P-½)", "zero", "bias", headline=True, task="pairwise", on_humans=True
 )
 def _longer_preference(entry: EntryData) -> Measure:
-    """P(prefer the longer text) - 0.5 among decisive verdicts (:func:`longer_preference`)."""
+    """P(prefer the longer text) - 0.5 among decisive verdicts (:func:`longer_preference`).
+
+    P(the preferred text is the longer one) minus 0.5, over decisive verdicts on texts of different length
+    in words; the humans row gives the gold preferences' own lean.
+    """
     return longer_preference(
         entry.verdicts,
         [word_count(i.output) for i in entry.items],
@@ -685,14 +665,16 @@ def _longer_preference(entry: EntryData) -> Measure:
     "zero",
     "bias",
     headline=True,
-    note="Shi et al. 2024: 0 is fair, < 0 favours the first position, > 0 the second; "
-    "from the pairs judged in both orders.",
     paper="Shi et al. 2024",
     task="pairwise",
 )
 def _preference_fairness(entry: EntryData) -> Measure:
     """Shi et al.'s preference fairness over both orders (:func:`preference_fairness`), per system pair
-    too."""
+    too.
+
+    Shi et al. 2024: 0 is fair, < 0 favours the first position, > 0 the second; from the pairs judged in
+    both orders.
+    """
     return _from_both_orders(
         entry,
         "preference-fairness",
@@ -706,12 +688,14 @@ def _preference_fairness(entry: EntryData) -> Measure:
     "higher",
     "consistency",
     headline=True,
-    note="share of pairs whose verdicts in both orders prefer the same text (Shi et al. 2024).",
     paper="Shi et al. 2024",
     task="pairwise",
 )
 def _position_consistency(entry: EntryData) -> Measure:
-    """Shi et al.'s position consistency (:func:`position_consistency`), per system pair too."""
+    """Shi et al.'s position consistency (:func:`position_consistency`), per system pair too.
+
+    share of pairs whose verdicts in both orders prefer the same text (Shi et al. 2024).
+    """
     return _from_both_orders(
         entry,
         "position-consistency",
@@ -725,13 +709,15 @@ def _position_consistency(entry: EntryData) -> Measure:
     "higher",
     "consistency",
     headline=True,
-    note="share of repeated judgments of one pair in one order that give its most "
-    "frequent verdict (Shi et al. 2024).",
     paper="Shi et al. 2024",
     task="pairwise",
 )
 def _repetition_stability(entry: EntryData) -> Measure:
-    """Shi et al.'s repetition stability (:func:`repetition_stability`) over repeated verdicts."""
+    """Shi et al.'s repetition stability (:func:`repetition_stability`) over repeated verdicts.
+
+    share of repeated judgments of one pair in one order that give its most frequent verdict (Shi et al.
+    2024).
+    """
     trials = verdict_samples(entry.judgments)
     if not trials:
         return undefined(

@@ -230,15 +230,16 @@ def transitivity_violations(
     "preference cycles (NTR3)",
     "lower",
     "consistency",
-    note="share of triples of one question's responses (doc_id; system, system_b), every "
-    "pair judged, whose verdicts contradict every ranking with ties; needs "
-    "round-robin items.",
     paper="Wang et al. 2025 (TrustJudge)",
     task="pairwise",
     on_humans=True,
 )
 def _preference_cycle_rate(entry: EntryData) -> Measure:
-    """Share of a question's response triples whose verdicts admit no ranking (TrustJudge's NTR, k=3)."""
+    """Share of a question's response triples whose verdicts admit no ranking (TrustJudge's NTR, k=3).
+
+    share of triples of one question's responses (doc_id; system, system_b), every pair judged, whose
+    verdicts contradict every ranking with ties; needs round-robin items.
+    """
     items = entry.items
     if not items or any(i.doc_id is None or i.system is None or i.system_b is None for i in items):
         return undefined(

@@ -473,14 +473,16 @@ def _not_a_panel(entry: EntryData, name: str) -> Measure | None:
     "panel n_eff",
     "higher",
     "consistency",
-    note="n / (1 + (n-1) * mean pairwise correlation of the members' errors against "
-    "gold); n for independent members, 1 for members who err together.",
     paper="Kohli 2026; Kish 1965",
     task="pairwise",
 )
 def _panel_effective_votes(entry: EntryData) -> Measure:
     """Kish's effective number of votes of a panel from its members' verdict errors (Kohli 2026;
-    :func:`effective_votes`)."""
+    :func:`effective_votes`).
+
+    n / (1 + (n-1) * mean pairwise correlation of the members' errors against gold); n for independent
+    members, 1 for members who err together.
+    """
     if (none := _not_a_panel(entry, "panel-effective-votes")) is not None:
         return none
     members, votes = panel_votes(entry.judgments, "verdict")
@@ -492,11 +494,14 @@ def _panel_effective_votes(entry: EntryData) -> Measure:
     "panel n_eff (scores)",
     "higher",
     "consistency",
-    note="as for verdicts, with each member's error its score minus the human score.",
     paper="Kohli 2026; Kish 1965",
 )
 def _panel_effective_votes_score(entry: EntryData) -> Measure:
-    """Kish's effective number of votes of a score panel from its members' errors against the human scores."""
+    """Kish's effective number of votes of a score panel from its members' errors against the human
+    scores.
+
+    as for verdicts, with each member's error its score minus the human score.
+    """
     if (none := _not_a_panel(entry, "panel-effective-votes")) is not None:
         return none
     names: list[str] = []
@@ -525,16 +530,17 @@ def _panel_effective_votes_score(entry: EntryData) -> Measure:
     "weakest member (DS bal. acc.)",
     "higher",
     "accuracy",
-    note="the lowest balanced accuracy among the panel's members as unsupervised "
-    "Dawid-Skene estimates it from their votes alone (valid when the members are "
-    "better than chance on the whole); the details hold every member's matrix beside "
-    "the observed one.",
     paper="Dawid and Skene 1979",
     task="pairwise",
 )
 def _member_confusion(entry: EntryData) -> Measure:
     """Each panel member's confusion matrix, estimated without gold (Dawid and Skene 1979) and observed
-    against it."""
+    against it.
+
+    the lowest balanced accuracy among the panel's members as unsupervised Dawid-Skene estimates it from
+    their votes alone (valid when the members are better than chance on the whole); the details hold every
+    member's matrix beside the observed one.
+    """
     if (none := _not_a_panel(entry, "member-confusion")) is not None:
         return none
     members, votes = panel_votes(entry.judgments, "verdict")

@@ -214,17 +214,14 @@ def sample_rows(judgments: Sequence[Judgment], criterion: str) -> np.ndarray:
 
 
 @reported_measure(
-    "alpha-across-samples",
-    "α samples",
-    "higher",
-    "consistency",
-    headline=True,
-    note="α samples compares samples of one judge on one scale; settings on different scales "
-    "(alpha_across_settings) are binned to the coarsest scale first, as Stureborg et al. 2024 do",
-    paper="Stureborg et al. 2024",
+    "alpha-across-samples", "α samples", "higher", "consistency", headline=True, paper="Stureborg et al. 2024"
 )
 def _alpha_across_samples(entry: EntryData) -> Measure:
-    """Krippendorff's alpha across repeated samples of the judge (:func:`alpha_across_samples`)."""
+    """Krippendorff's alpha across repeated samples of the judge (:func:`alpha_across_samples`).
+
+    α samples compares samples of one judge on one scale; settings on different scales
+    (alpha_across_settings) are binned to the coarsest scale first, as Stureborg et al. 2024 do
+    """
     mat = sample_rows(entry.judgments, entry.criterion)
     if mat.shape[0] < 2:
         why = "every judgment holds at most 1 sample (set n > 1 to measure it)"
