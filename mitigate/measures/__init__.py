@@ -4,7 +4,7 @@ One module per family, each citing the papers it comes from: agreement with huma
 (``_agreement``), consistency under perturbation (``_consistency``), likelihood bias
 (``_likelihood_bias``), score distribution and anchoring (``_distribution``), reliability
 (``_reliability``), self-bias (``_self_bias``), pairwise measures (``_pairwise``), length and style
-control (``_length_control``, ``_style``), panels of judges (``_panel``), TrustJudge's
+control (``_style``), panels of judges (``_panel``), TrustJudge's
 inconsistencies (``_pairwise_distribution``), Bradley-Terry rankings (``_bradley_terry``), bias
 probes (``_robustness``); beneath them the statistics (``_stats``, ``_paired``) and what every
 measure shares (``_base``: the :class:`Measure` result and the registered measures ``mitigate
@@ -71,7 +71,6 @@ if TYPE_CHECKING:
         score_entropy,
         score_histogram,
     )
-    from mitigate.measures._length_control import fit_length_glm, length_controlled_win_rate, pairs_against
     from mitigate.measures._likelihood_bias import (
         US_SCALINGS,
         bias_score,
@@ -147,6 +146,9 @@ if TYPE_CHECKING:
     )
     from mitigate.measures._style import (
         STYLE_FEATURES,
+        fit_length_glm,
+        length_controlled_win_rate,
+        pairs_against,
         score_style_regression,
         style_controlled_win_rate,
         style_features,

@@ -24,11 +24,11 @@ from mitigate.measures._base import (
     labels_equal,
     mean_interval,
     reported_measure,
-    resample_interval,
     undefined,
 )
 from mitigate.measures._stats import (
     as_float_array,
+    bootstrap_ci,
     complete_pairs,
     correlation_function,
     kendall_columns,
@@ -95,7 +95,7 @@ def item_correlation(
     reason = why_no_correlation(x, y)
     if reason is not None:
         return undefined(name, len(x), failed, reason)
-    interval = resample_interval(method, x, y, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(method, x, y, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, fn(x, y), len(x), failed, interval=interval)
 
 
@@ -144,9 +144,7 @@ def document_correlation(
             name, 0, failed, f"no document has a defined correlation ({n_undefined} undefined)", **extra
         )
     values = np.array(per_doc)
-    interval = (
-        resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
-    )
+    interval = bootstrap_ci(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, float(values.mean()), used, failed, interval=interval, extra=extra)
 
 
@@ -210,7 +208,7 @@ def system_correlation(
         ma, mb = _system_means(a, b)
         return fn(ma, mb)
 
-    interval = resample_interval(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, fn(x, y), used, failed, interval=interval, extra=extra)
 
 
@@ -283,7 +281,7 @@ def meta_correlation(
     def stat(a: np.ndarray, b: np.ndarray) -> float:
         return meta_fn(*parts(a, b))
 
-    interval = resample_interval(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, meta_fn(x, y), used, failed, interval=interval, extra=extra)
 
 
@@ -407,7 +405,7 @@ def correct_preferences(
         c, k, _ = count(a, b)
         return float(c) if k == comparable else math.nan
 
-    interval = resample_interval(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, float(correct), used, failed, interval=interval, extra=extra)
 
 

@@ -142,18 +142,11 @@ def share(
     )
 
 
-def resample_interval(
-    fn: Callable[..., Any] | str, *arrays: Any, n_boot: int, alpha: float, seed: int
-) -> tuple[float, float]:
-    """Paired percentile bootstrap interval of ``fn(*arrays)`` (rows of every array resampled together)."""
-    return bootstrap_ci(fn, *arrays, n_boot=n_boot, alpha=alpha, seed=seed, paired=True)
-
-
 def mean_interval(
     values: np.ndarray, ci: bool, n_boot: int, alpha: float, seed: int
 ) -> tuple[float, float] | None:
     """The bootstrap interval of the mean of ``values`` when ``ci``, else None."""
-    return resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    return bootstrap_ci(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
 
 
 @batched

@@ -25,11 +25,10 @@ from mitigate.measures._base import (
     labels_equal,
     mean_interval,
     reported_measure,
-    resample_interval,
     share,
     undefined,
 )
-from mitigate.measures._stats import batched
+from mitigate.measures._stats import batched, bootstrap_ci
 
 
 def _perturbation_frame(
@@ -159,7 +158,7 @@ def accuracy_under_perturbation(
             warnings.simplefilter("ignore")
             return np.nanmean(m, axis=1).mean(axis=-1)
 
-    interval = resample_interval(stat, mat, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, mat, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, value, used, failed, interval=interval, extra={"per_perturbation": per})
 
 

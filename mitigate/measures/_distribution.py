@@ -20,10 +20,9 @@ from mitigate.measures._base import (
     finish,
     nearest_points,
     reported_measure,
-    resample_interval,
     undefined,
 )
-from mitigate.measures._stats import as_float_array, correlation_function
+from mitigate.measures._stats import as_float_array, bootstrap_ci, correlation_function
 from mitigate.scale import Scale
 
 
@@ -59,7 +58,7 @@ def _distribution_measure(
     if len(inside) == 0:
         return undefined(name, 0, failed, "no score within the scale", n_out_of_scale=outside)
     extra = {"n_out_of_scale": outside, **extra_fn(inside)}
-    interval = resample_interval(stat, inside, **resampling) if ci else None
+    interval = bootstrap_ci(stat, inside, **resampling) if ci else None
     return finish(name, stat(inside), len(inside), failed, interval=interval, extra=extra)
 
 
@@ -232,7 +231,7 @@ def inter_criterion_correlation(
     def stat(m: np.ndarray) -> float:
         return _mean_pairwise(m, fn)[0]
 
-    interval = resample_interval(stat, mat, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, mat, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, mean, len(mat), failed, interval=interval, extra=extra)
 
 
@@ -279,7 +278,7 @@ def anchoring(
     def stat(a: np.ndarray, b: np.ndarray) -> float:
         return _mean_pairwise(a, fn)[0] - _mean_pairwise(b, fn)[0]
 
-    interval = resample_interval(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, jmean - hmean, len(jm), failed, interval=interval, extra=extra)
 
 
@@ -351,7 +350,7 @@ def correlation_by_position(
     def stat(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> float:
         return summary(table(a, b, p)[0])
 
-    interval = resample_interval(stat, jm, hm, pm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, jm, hm, pm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, value, used, failed, interval=interval, extra=extra)
 
 

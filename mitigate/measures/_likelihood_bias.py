@@ -22,12 +22,12 @@ from mitigate.measures._base import (
     finish,
     nearest_points,
     reported_measure,
-    resample_interval,
     undefined,
 )
 from mitigate.measures._stats import (
     as_float_array,
     batched,
+    bootstrap_ci,
     complete_pairs,
     spearman_rows,
     why_no_correlation,
@@ -166,7 +166,7 @@ def familiarity(
     def stat(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         return spearman_rows(a, b) - spearman_rows(a, c)
 
-    interval = resample_interval(stat, pc, jc, hc, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, pc, jc, hc, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, sj - sh, len(pc), failed, interval=interval, extra=extra)
 
 

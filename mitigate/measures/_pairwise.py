@@ -36,12 +36,11 @@ from mitigate.measures._base import (
     finish,
     mean_interval,
     reported_measure,
-    resample_interval,
     share,
     undefined,
     word_count,
 )
-from mitigate.measures._stats import batched, permutation_test_mean_diff
+from mitigate.measures._stats import batched, bootstrap_ci, permutation_test_mean_diff
 
 POSITION_VERDICTS = ("first", "second", "tie")
 """The verdicts a pairwise judge may give, by the position of the preferred text."""
@@ -260,9 +259,7 @@ def preference_fairness(
         kw = {"ci": ci, "n_boot": n_boot, "alpha": alpha, "seed": seed}
         extra["per_group"] = _by_group(preference_fairness, original, swapped, members, **kw)
     interval = (
-        resample_interval(_fairness_rows, primacy, recency, n_boot=n_boot, alpha=alpha, seed=seed)
-        if ci
-        else None
+        bootstrap_ci(_fairness_rows, primacy, recency, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     )
     return finish(name, value, len(used), failed, interval=interval, extra=extra)
 
@@ -288,22 +285,16 @@ def repetition_stability(
     failed = len(got) - len(per)
     name = "repetition-stability"
     if not per:
-        reason = (
-            "no instance was judged more than once"
-            if not repeated
-            else "no repeated instance has 2 or more parsed verdicts"
+        why = (
+            "no repeated instance has 2 or more parsed verdicts"
+            if repeated
+            else "no instance was judged more than once"
         )
-        return undefined(name, 0, failed, reason)
+        return undefined(name, 0, failed, why)
     values = np.array(per)
+    interval = mean_interval(values, ci, n_boot, alpha, seed)
     extra = {"trials_per_instance": float(np.mean([len(r) for r in repeated]))}
-    return finish(
-        name,
-        float(values.mean()),
-        len(per),
-        failed,
-        interval=mean_interval(values, ci, n_boot, alpha, seed),
-        extra=extra,
-    )
+    return finish(name, float(values.mean()), len(per), failed, interval=interval, extra=extra)
 
 
 def preference_accuracy(
@@ -394,14 +385,8 @@ def longer_preference(
     interval = mean_interval(arr, ci, n_boot, alpha, seed)
     if interval is not None:
         interval = (interval[0] - 0.5, interval[1] - 0.5)
-    return finish(
-        name,
-        float(arr.mean()) - 0.5,
-        len(hits),
-        failed,
-        interval=interval,
-        extra={"p_longer": float(arr.mean()), "n_longer": int(arr.sum()), **skipped},
-    )
+    extra = {"p_longer": float(arr.mean()), "n_longer": int(arr.sum()), **skipped}
+    return finish(name, float(arr.mean()) - 0.5, len(hits), failed, interval=interval, extra=extra)
 
 
 def reconcile(
@@ -438,42 +423,28 @@ def swap_gain(
     verdict and counts as wrong.
     """
     o, s, g = _pairs(original, swapped, gold)
-    one: list[float] = []
-    both: list[float] = []
-    failed = 0
-    for a, b, want in zip(o, s, g, strict=True):
-        if a is None or b is None or want is None:
-            failed += 1
-            continue
-        one.append(float(presented_to_text(a, "original") == want))
-        both.append(float(reconcile(a, b, on_flip) == want))
+    used = [(a, b, want) for a, b, want in zip(o, s, g, strict=True) if None not in (a, b, want)]
+    failed = len(o) - len(used)
     name = "swap-gain"
-    if not one:
+    if not used:
         return undefined(name, 0, failed, "no pair has verdicts in both orders and a gold preference")
-    x, y = np.array(both), np.array(one)
+    y = np.array([float(presented_to_text(a, "original") == want) for a, _, want in used])
+    x = np.array([float(reconcile(a, b, on_flip) == want) for a, b, want in used])
     diff = x - y
     interval = mean_interval(diff, ci, n_boot, alpha, seed)
     test = permutation_test_mean_diff(x, y, n_perm=n_perm, seed=seed, paired=True)
-    gold_ties = sum(
-        1 for a, b, want in zip(o, s, g, strict=True) if a is not None and b is not None and want == "tie"
-    )
-    return finish(
-        name,
-        float(diff.mean()),
-        len(one),
-        failed,
-        interval=interval,
-        extra={
-            "accuracy_swap": float(x.mean()),
-            "accuracy_one_order": float(y.mean()),
-            "p_value": test.p_value,
-            "n_perm": n_perm,
-            "n_gold_ties": gold_ties,
-            # a flip becomes a tie (or no verdict), right only on a gold tie: without one the
-            # swap can only lose accuracy, so the value is <= 0 whatever the judge
-            "nonpositive_by_construction": gold_ties == 0,
-        },
-    )
+    gold_ties = sum(want == "tie" for _, _, want in used)
+    extra = {
+        "accuracy_swap": float(x.mean()),
+        "accuracy_one_order": float(y.mean()),
+        "p_value": test.p_value,
+        "n_perm": n_perm,
+        "n_gold_ties": gold_ties,
+        # a flip becomes a tie (or no verdict), right only on a gold tie: without one the
+        # swap can only lose accuracy, so the value is <= 0 whatever the judge
+        "nonpositive_by_construction": gold_ties == 0,
+    }
+    return finish(name, float(diff.mean()), len(used), failed, interval=interval, extra=extra)
 
 
 def accuracy_both_orders(

@@ -14,16 +14,8 @@ import numpy as np
 
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judgment
-from mitigate.measures._base import (
-    EntryData,
-    Measure,
-    Scores,
-    finish,
-    reported_measure,
-    resample_interval,
-    undefined,
-)
-from mitigate.measures._stats import as_float_array
+from mitigate.measures._base import EntryData, Measure, Scores, finish, reported_measure, undefined
+from mitigate.measures._stats import as_float_array, bootstrap_ci
 from mitigate.scale import Scale
 
 
@@ -80,7 +72,7 @@ def krippendorff_alpha(
     def stat(cols: np.ndarray) -> float:
         return _alpha(cols.T, level)[0]
 
-    interval = resample_interval(stat, mat.T, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, mat.T, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, value, used, failed, interval=interval, extra={"n_rows": mat.shape[0]})
 
 

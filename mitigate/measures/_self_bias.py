@@ -21,11 +21,10 @@ from mitigate.measures._base import (
     finish,
     mean_interval,
     reported_measure,
-    resample_interval,
     undefined,
     word_count,
 )
-from mitigate.measures._stats import as_float_array, complete_pairs
+from mitigate.measures._stats import as_float_array, bootstrap_ci, complete_pairs
 
 
 def _row_minmax(matrix: np.ndarray) -> np.ndarray:
@@ -129,7 +128,7 @@ def self_preference(
             b = _self_bias(_row_minmax(matrix(idx)), ev_names, gen_names)
             return float(np.mean(list(b.values()))) if b else math.nan
 
-        interval = resample_interval(stat, np.arange(len(members)), n_boot=n_boot, alpha=alpha, seed=seed)
+        interval = bootstrap_ci(stat, np.arange(len(members)), n_boot=n_boot, alpha=alpha, seed=seed)
         extra["n_texts"] = len(members)
     return finish(name, float(np.mean(list(per.values()))), used, failed, interval=interval, extra=extra)
 
