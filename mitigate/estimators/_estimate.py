@@ -1,33 +1,18 @@
 """The number a user reports: each system's bias-corrected mean from a judge on every item and a few human
 labels.
 
-:func:`estimate` takes a benchmark whose items carry human labels on some items only, a
-criterion, and the judge's values (recorded judgments, judgments of a live run, or a mapping
-item id -> value), and returns an :class:`~mitigate.estimators._results.EstimateResult`:
-per group (system, system pair, or all items) the estimate of the mean label with its
-interval, the labels-alone and judge-alone values beside it, and the ranking of the groups.
-:func:`plan_labels` says how many labels each group needs for a target half-width and
-:func:`select_for_labelling` which items to label next (:func:`write_selection` writes them
-as a file a labeller fills). The statistics are in :mod:`mitigate.estimators`.
+:func:`estimate` takes a benchmark labelled on some items, a criterion and the judge's values, and
+returns an :class:`~mitigate.estimators._results.EstimateResult`: per group (system, system pair, or
+all items) the estimate with its interval, the labels-alone and judge-alone values beside it, and
+the ranking. :func:`plan_labels` says how many labels each group needs for a target half-width and
+:func:`select_for_labelling` which items to label next (:func:`write_selection` writes them as a
+file a labeller fills). Every function works on :class:`EstimateColumns`, one row per (item, group),
+built by :func:`columns` (a benchmark and a judge) or :func:`columns_from_items`.
 
-The unit every function here works on is :class:`EstimateColumns`: one row per (item, group)
-with the label, the judge value and the selection weight. :func:`columns` builds it from a
-benchmark and a judge; :func:`columns_from_items` from items and a list of judge values
-(what a comparison holds per entry); :func:`estimate_columns` estimates from it.
-
-Pairwise items: the label is the gold preference and the judge value the verdict, both coded
-as the share of the first text's win (A 1, B 0, tie 0.5), so a group's mean is a win rate:
-``by="system"`` gives each system's win rate over the comparisons it is in (an item counts
-in both its systems' groups, from each one's side), ``by="pair"`` each pair's win rate of the
-first-named system, ``by="none"`` the share of wins of the ``output`` text. A 0/1 criterion
-(correct or not) on a score benchmark gives accuracy as a proportion the same way.
-
-Items the judge gave no value (a parse failure, an error, an item with no recorded answer)
-are never dropped: they stay in their group, the corrected methods predict them from the
-labels of such items, and every result counts them in ``n_judged`` with a note.
-
-Size: over 600 lines because the estimate, the label plan and the selection all read one value,
-:class:`EstimateColumns`, built here.
+Pairwise items: the label is the gold preference and the judge value the verdict, both coded as the
+share of the first text's win (A 1, B 0, tie 0.5), so a group's mean is a win rate (``by="system"``:
+an item counts in both its systems' groups, from each one's side). Items without a judge value are
+never dropped: the corrected methods predict them, and every result counts them in ``n_judged``.
 """
 
 from __future__ import annotations
@@ -54,7 +39,7 @@ from mitigate.estimators._mean import (
     pilot_spread,
     shared_slope,
 )
-from mitigate.estimators._planning import labels_needed
+from mitigate.estimators._planning import MethodPlan, labels_needed
 from mitigate.estimators._ranking import rank_estimates
 from mitigate.estimators._results import (
     EstimateResult,
@@ -88,10 +73,8 @@ _VERDICT_VALUE = {"first": 1.0, "second": 0.0, "tie": 0.5}
 class EstimateColumns(BaseModel):
     """One row per (item, group): the item id, the group, the label, the judge value and the selection weight.
 
-    ``labels`` and ``judge_values`` are None where missing (unlabelled; no judge value);
-    ``weights`` None where the label was not drawn in a selection round, ``rounds`` the round
-    (1, 2 ...; 0 elsewhere) of each weighted label; ``truth`` the label
-    each row had before labels were hidden for an experiment (None when none were hidden).
+    Values are None where missing; ``rounds`` holds the selection round (1, 2 ...; 0 elsewhere) of
+    each weighted label, ``truth`` each row's label before labels were hidden for an experiment, and
     ``judge_missing`` counts the rows without a judge value by reason.
     """
 
@@ -120,17 +103,15 @@ class EstimateColumns(BaseModel):
         """One group's labels, judge values, weights (NaN where missing) and rounds, and the rows they came
         from."""
         rows = [i for i, g in enumerate(self.groups) if g == group]
-        y = np.array([math.nan if self.labels[i] is None else self.labels[i] for i in rows], dtype=float)
-        f = np.array(
-            [math.nan if self.judge_values[i] is None else self.judge_values[i] for i in rows], dtype=float
-        )
+
+        def column(values: tuple[float | None, ...]) -> np.ndarray:
+            return np.array([math.nan if values[i] is None else values[i] for i in rows], dtype=float)
+
         w = r = None
         if self.weights and any(self.weights[i] is not None for i in rows):
-            w = np.array(
-                [math.nan if self.weights[i] is None else self.weights[i] for i in rows], dtype=float
-            )
+            w = column(self.weights)
             r = np.array([self.rounds[i] if self.rounds else int(self.weights[i] is not None) for i in rows])
-        return GroupArrays(y, f, w, r, rows)
+        return GroupArrays(column(self.labels), column(self.judge_values), w, r, rows)
 
 
 class GroupArrays(NamedTuple):
@@ -161,13 +142,12 @@ def judge_values(
     items: Sequence[Item],
     criterion: str,
 ) -> tuple[list[float | None], dict[str, int]]:
-    """The judge's value for each of ``items`` on ``criterion``, and the count of missing ones by reason.
+    """The judge's value for each of ``items`` on ``criterion``, and the count of missing ones by reason
+    (``"no answer"``, ``"parse failure"``, ``"error"``).
 
     ``judge``: item id -> value; a :class:`~mitigate.data._recorded.RecordedRun` (its headline
-    answers); judgments (a run's ``judgments``, or a result holding them). A pairwise verdict
-    becomes the share of the first text's win (first 1, second 0, tie 0.5). Missing values
-    are None: ``"no answer"`` (the judge has no judgment for the item), ``"parse failure"``,
-    ``"error"``.
+    answers); judgments (or a result holding them). A verdict becomes the share of the first text's
+    win (first 1, second 0, tie 0.5).
     """
     by_id: dict[str, Judgment | float | None]
     if isinstance(judge, RecordedRun):
@@ -278,9 +258,8 @@ def columns_from_items(
 ) -> EstimateColumns:
     """The estimate's rows from ``items`` and the judge's ``values`` (one per item, None where missing).
 
-    ``weights``: item id -> selection weight of labels drawn in a selection round, ``rounds``:
-    item id -> which round (1, 2 ...; default 1 for every weighted item); ``truth``: item id ->
-    every label before some were hidden (for experiments).
+    ``weights``: item id -> selection weight of a label drawn in a selection round, ``rounds``: item
+    id -> its round (default 1); ``truth``: item id -> every label before some were hidden.
     """
     if len(values) != len(items):
         raise DataError(f"expected one judge value per item; got {len(values)} values for {len(items)} items")
@@ -344,10 +323,8 @@ def columns(
     judge_scale: Scale | None = None,
     items: Sequence[Item] | None = None,
 ) -> EstimateColumns:
-    """The estimate's rows for ``benchmark`` (or its ``items``) on ``criterion`` with the judge's values.
-
-    ``judge``: see :func:`judge_values`; a RecordedRun gives its name and declared scale.
-    """
+    """The estimate's rows for ``benchmark`` (or its ``items``) on ``criterion`` with the judge's values
+    (:func:`judge_values`; a RecordedRun gives its name and declared scale)."""
     chosen = list(items if items is not None else benchmark.items)
     if not chosen:
         raise DataError(f"benchmark {benchmark.name!r} has no items to estimate from")
@@ -376,22 +353,6 @@ def columns(
 # estimating
 
 
-def _beside(
-    a: GroupArrays,
-    method: Method,
-    confidence: float,
-    target: Target,
-    group: str,
-    unavailable: dict[str, str],
-    **kw: Any,
-) -> MeanEstimate | None:
-    try:
-        return _one(a, method, confidence, target, group, **kw)
-    except DataError as exc:
-        unavailable[method] = exc.message
-        return None
-
-
 def _one(
     a: GroupArrays,
     method: Method,
@@ -401,23 +362,32 @@ def _one(
     *,
     scale: Scale,
     slope: Slope | None = None,
+    unavailable: dict[str, str] | None = None,
     **kw: Any,
-) -> MeanEstimate:
+) -> MeanEstimate | None:
+    """One group's estimate by ``method``; with ``unavailable``, None and the reason there when it cannot be
+    made."""
     corrected = method != "judge"
     weighted = corrected and a.weights is not None
-    return estimate_mean(
-        a.labels,
-        a.judge,
-        method=method,
-        confidence=confidence,
-        target=target,
-        weights=a.weights if weighted else None,
-        rounds=a.rounds if weighted else None,
-        group=group,
-        bounds=(scale.min, scale.max) if corrected else None,
-        slope=slope if method == "ppi" else None,
-        **kw,
-    )
+    try:
+        return estimate_mean(
+            a.labels,
+            a.judge,
+            method=method,
+            confidence=confidence,
+            target=target,
+            weights=a.weights if weighted else None,
+            rounds=a.rounds if weighted else None,
+            group=group,
+            bounds=(scale.min, scale.max) if corrected else None,
+            slope=slope if method == "ppi" else None,
+            **kw,
+        )
+    except DataError as exc:
+        if unavailable is None:
+            raise
+        unavailable[method] = exc.message
+        return None
 
 
 TUNE: tuple[str, ...] = ("overall", "group")
@@ -470,35 +440,31 @@ def estimate_columns(
     for name in cols.group_names():
         a = cols.arrays(name)
         main = _one(a, method, confidence, target, name, slope=slope, **kw)
+        assert main is not None
         unavailable: dict[str, str] = {}
-        human = (
-            main if method == "human" else _beside(a, "human", confidence, target, name, unavailable, **kw)
-        )
-        judge = (
-            main if method == "judge" else _beside(a, "judge", confidence, target, name, unavailable, **kw)
-        )
-        w = a.weights
-        truth = None
-        if cols.truth:
-            known = [t for i in a.rows if (t := cols.truth[i]) is not None]
-            truth = float(np.mean(known)) if known else None
+        beside = {
+            other: main
+            if other == method
+            else _one(a, other, confidence, target, name, unavailable=unavailable, **kw)
+            for other in ("human", "judge")
+        }
+        known = [t for i in a.rows if (t := cols.truth[i]) is not None] if cols.truth else []
         groups.append(
             GroupResult(
                 group=name,
                 estimate=main,
-                human=human,
-                judge=judge,
+                **beside,
                 unavailable=unavailable,
-                truth=truth,
-                n_weighted=0 if w is None else int(np.isfinite(w).sum()),
+                truth=float(np.mean(known)) if known else None,
+                n_weighted=0 if a.weights is None else int(np.isfinite(a.weights).sum()),
             )
         )
     ranking = None
     if len(groups) >= 2:
         others: dict[str, dict[str, float]] = {}
-        for key, attr in (("judge", "judge"), ("human", "human")):
-            if key != method and all(getattr(g, attr) is not None for g in groups):
-                others[f"{key}_only"] = {g.group: getattr(g, attr).estimate for g in groups}
+        for key in ("judge", "human"):
+            if key != method and all(getattr(g, key) is not None for g in groups):
+                others[f"{key}_only"] = {g.group: getattr(g, key).estimate for g in groups}
         if all(g.truth is not None for g in groups):
             others["all_labels"] = {g.group: float(g.truth) for g in groups}  # type: ignore[arg-type]
         ranking = rank_estimates({g.group: g.estimate for g in groups}, confidence, others)
@@ -569,26 +535,16 @@ def estimate(
     """Each group's mean label on ``criterion`` from the judge's values and the benchmark's labels (see the
     module docstring).
 
-    ``judge``: a RecordedRun, judgments, or item id -> value. ``method``: ``ppi`` (default),
-    ``calibrated``, ``human`` or ``judge``; ``by``: ``auto``, ``system``, ``pair`` or ``none``;
-    ``target``: ``items`` (the mean over each group's items) or ``population``; ``weights``:
-    item id -> selection weight of labels drawn by :func:`select_for_labelling` (``rounds``: item
-    id -> round 1, 2 ... when there were several rounds; default 1).
+    ``judge``: a RecordedRun, judgments, or item id -> value; ``by``: ``auto``, ``system``, ``pair`` or
+    ``none``; ``weights``/``rounds``: item id -> selection weight / round of labels drawn by
+    :func:`select_for_labelling`. The rest as :func:`~mitigate.estimators._mean.estimate_mean`.
 
     >>> result = estimate(bench, "coherence", load_recorded("judgments.jsonl"))   # doctest: +SKIP
     >>> result.to_pandas()                                                        # doctest: +SKIP
     """
     cols = columns(benchmark, criterion, judge, by=by, weights=weights, rounds=rounds, truth=truth)
-    return estimate_columns(
-        cols,
-        method=method,
-        confidence=confidence,
-        target=target,
-        calibration=calibration,
-        folds=folds,
-        seed=seed,
-        tune=tune,
-    )
+    settings: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed, "tune": tune}
+    return estimate_columns(cols, method=method, confidence=confidence, target=target, **settings)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,6 +572,7 @@ def plan_labels(
         raise ConfigError(f"The 'half_width' parameter must be a number > 0. Got {half_width!r} instead.")
     check_settings("ppi", confidence, target, calibration, folds)
     slope = tuned_slope(cols, "ppi", tune)
+    fit: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed}
     groups = []
     for name in cols.group_names():
         y, f = cols.arrays(name)[:2]
@@ -623,22 +580,10 @@ def plan_labels(
         plans = {}
         for method in PLANNED:
             if labelled < MIN_LABELS[method]:
-                plans[method] = labels_needed(
-                    half_width, math.nan, 1, len(y), labelled, confidence, method=method
-                )
-                plans[method] = plans[method].model_copy(
-                    update={"note": f"needs at least {MIN_LABELS[method]} labels to plan from"}
-                )
+                note = f"needs at least {MIN_LABELS[method]} labels to plan from"
+                plans[method] = MethodPlan(method=method, labelled=labelled, note=note)
                 continue
-            spread = pilot_spread(
-                y,
-                f,
-                method,
-                calibration=calibration,
-                folds=folds,
-                seed=seed,
-                slope=slope if method == "ppi" else None,
-            )
+            spread = pilot_spread(y, f, method, slope=slope if method == "ppi" else None, **fit)
             plans[method] = labels_needed(
                 half_width,
                 spread.s2,
@@ -670,12 +615,8 @@ def select_for_labelling(
     folds: int = 5,
     tune: str = "overall",
 ) -> Selection:
-    """The ``n`` unlabelled items worth labelling next, with their inclusion probabilities and weights.
-
-    Labels go to the groups whose predicted variance drops most, and within a group to the
-    items whose residual is expected to be largest (see :mod:`mitigate.estimators._selection`).
-    Label every item chosen, then estimate with the file's weights (``--labels FILE``).
-    """
+    """The ``n`` unlabelled items worth labelling next, with their inclusion probabilities and weights (see
+    :mod:`mitigate.estimators._selection`); label every item chosen, then estimate with their weights."""
     if method == "judge":
         raise ConfigError(
             "--select chooses labels for a bias-corrected method; expected --method ppi, "
@@ -743,21 +684,17 @@ def _selection_records(selection: Selection, items: Sequence[Item]) -> list[dict
     records = []
     for r in selection.rows:
         it = by_id[r.id]
-        rec: dict[str, Any] = {
-            "id": r.id,
-            "label": "",
-            "weight": r.weight,
-            "probability": r.probability,
-            "group": r.group,
+        rec = {"id": r.id, "label": "", "weight": r.weight, "probability": r.probability, "group": r.group}
+        rec |= {
             "system": it.system,
             "doc_id": it.doc_id,
+            **({"system_b": it.system_b} if it.pairwise else {}),
         }
-        if it.pairwise:
-            rec["system_b"] = it.system_b
-        rec["inputs"] = dict(it.inputs)
-        rec["output"] = it.output
-        if it.pairwise:
-            rec["output_b"] = it.output_b
+        rec |= {
+            "inputs": dict(it.inputs),
+            "output": it.output,
+            **({"output_b": it.output_b} if it.pairwise else {}),
+        }
         records.append(rec)
     return records
 
@@ -768,30 +705,23 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 def _cell(column: str, value: Any) -> Any:
     """A CSV cell; a text a spreadsheet would run as a formula gets a leading apostrophe (the item's texts are
-    untrusted).
-
-    The columns read back (``id``, ``label``, ``weight``) are left as they are.
-    """
+    untrusted), except in the columns read back."""
     if value is None:
         return ""
-    if (
-        column not in ("id", "label", "weight", "probability")
-        and isinstance(value, str)
-        and value.startswith(_FORMULA_START)
-    ):
-        return "'" + value
-    return value
+    read_back = column in ("id", "label", "weight", "probability")
+    return (
+        "'" + value
+        if isinstance(value, str) and value.startswith(_FORMULA_START) and not read_back
+        else value
+    )
 
 
 def write_selection(selection: Selection, items: Sequence[Item], path: Any, *, pairwise: bool = False) -> Any:
     """Write the selected items as a file a labeller fills: CSV for a ``.csv`` path, JSON lines otherwise.
 
-    Columns: ``id``, an empty ``label`` (a number on the criterion's scale; for pairwise items
-    A, B or tie), ``weight`` and ``probability`` (leave them as they are), ``group``, then the
-    item's system, document, inputs (CSV: one ``inputs.NAME`` column each) and output(s). The
-    judge's value is left out, so it cannot anchor the labeller. In CSV, a text that a
-    spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``) is shown
-    with a leading apostrophe. Returns the path.
+    Columns: ``id``, an empty ``label``, ``weight`` and ``probability`` (left as they are), ``group``,
+    then the item's system, document, inputs (CSV: one ``inputs.NAME`` column each) and output(s); not
+    the judge's value, so it cannot anchor the labeller. Returns the path.
     """
     import csv
     import json
