@@ -39,7 +39,6 @@ from mitigate.estimators._mean import (
     pilot_spread,
     shared_slope,
 )
-from mitigate.estimators._planning import MethodPlan, labels_needed
 from mitigate.estimators._ranking import rank_estimates
 from mitigate.estimators._results import (
     EstimateResult,
@@ -51,8 +50,10 @@ from mitigate.estimators._results import (
 )
 from mitigate.estimators._selection import (
     DEFAULT_FLOOR,
+    MethodPlan,
     allocate,
     inclusion_probabilities,
+    labels_needed,
     systematic_draw,
     uncertainty,
 )

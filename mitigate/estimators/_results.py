@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.errors import ConfigError
 from mitigate.estimators._mean import MeanEstimate
-from mitigate.estimators._planning import MethodPlan
 from mitigate.estimators._ranking import Ranking
+from mitigate.estimators._selection import MethodPlan
 from mitigate.scale import Scale
 
 METHOD_TITLES = {

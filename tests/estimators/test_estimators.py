@@ -28,8 +28,13 @@ from mitigate.estimators._mean import (
     shared_slope,
     t_quantile,
 )
-from mitigate.estimators._planning import half_width_at
-from mitigate.estimators._selection import allocate, inclusion_probabilities, systematic_draw, uncertainty
+from mitigate.estimators._selection import (
+    allocate,
+    half_width_at,
+    inclusion_probabilities,
+    systematic_draw,
+    uncertainty,
+)
 
 NOMINAL = 0.95
 N_ITEMS = 500
