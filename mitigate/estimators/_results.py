@@ -1,11 +1,5 @@
-"""What ``mitigate estimate`` produces, as values: per-group estimates with a ranking, label plans and
-selections.
-
-:class:`EstimateResult` is what :func:`mitigate.estimators._estimate.estimate` returns:
-``to_json()`` is the object ``mitigate estimate --json`` prints, ``to_pandas()`` one row per
-group, ``table()`` the text the command shows. :class:`LabelPlan` is ``--plan``'s answer and
-:class:`Selection` ``--select``'s.
-"""
+"""What ``mitigate estimate`` produces, as values: per-group estimates with a ranking (``EstimateResult``),
+label plans (``--plan``) and selections (``--select``), with their JSON and text."""
 
 from __future__ import annotations
 
@@ -58,12 +52,9 @@ def _brief(e: MeanEstimate | None) -> dict[str, Any] | None:
 
 
 class GroupResult(BaseModel):
-    """One group: the chosen method's estimate, the labels-alone and judge-alone ones beside it.
-
-    ``human`` / ``judge`` are None where they cannot be computed (``unavailable`` says why);
-    ``truth`` is the mean of every label the group had before labels were hidden for an
-    experiment (None otherwise); ``n_weighted`` the labels that carry a selection weight.
-    """
+    """One group: the chosen method's estimate, the labels-alone and judge-alone ones beside it (None where
+    they cannot be computed: ``unavailable`` says why), the mean of every label before labels were hidden for
+    an experiment (``truth``) and the labels that carry a selection weight."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     group: str

@@ -1,17 +1,17 @@
 """How many labels a group needs, and which items to label next.
 
-**Planning** (:func:`labels_needed`): a labelled pilot's spread under a method (``s2`` on ``n - p``
-degrees of freedom, :func:`mitigate.estimators._mean.pilot_spread`) predicts the half-width with
-``n`` labels drawn at random from the group's ``N`` items::
+**Planning** (:func:`labels_needed`): a labelled pilot's spread under a method (``s2`` on ``n - p`` degrees of
+freedom, :func:`mitigate.estimators._mean.pilot_spread`) predicts the half-width with ``n`` labels drawn at
+random from the group's ``N`` items::
 
     half_width(n) = t(n - p) * sqrt(s2 * (1 - n/N) / n * (1 + (p - 1) / (n - 1))  [+ s2_labels / N])
 
-(the fitted slope's expected share, and for the ``population`` target the items' spread). The
-pilot's spread is itself uncertain with few labels, so the answer is an estimate.
+(the fitted slope's expected share, and for the ``population`` target the items' spread). The pilot's spread
+is itself uncertain with few labels, so the answer is an estimate.
 
-**Active selection** (Zrnic & Candès 2024): label the items where the prediction is least sure
-more often, and weight each label by the inverse of its inclusion probability, which keeps the
-estimate unbiased whatever the probabilities:
+**Active selection** (Zrnic & Candès 2024): label the items where the prediction is least sure more often, and
+weight each label by the inverse of its inclusion probability, which keeps the estimate unbiased whatever the
+probabilities:
 
 1. :func:`uncertainty`: the pilot's squared residuals averaged per judge value (or quantile bin),
    shrunk towards the overall mean (pseudo-count 2); the proxy is its square root.
@@ -37,12 +37,8 @@ from mitigate.estimators._mean import t_quantile
 
 
 class MethodPlan(BaseModel):
-    """One method's label budget for one group.
-
-    ``labelled``: labels now; ``needed``: total labels for the half-width (None when not
-    reachable even with every item labelled); ``more``: how many to add; ``half_width_now``
-    the half-width predicted at the pilot's size; ``note`` why there is no answer, if any.
-    """
+    """One method's label budget for one group: labels now, the total ``needed`` for the half-width (None when
+    not reachable), how many ``more``, the half-width predicted now, and a ``note`` without an answer."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     method: str
@@ -141,12 +137,8 @@ def _levels(values: np.ndarray) -> np.ndarray:
 
 
 def uncertainty(judge_pool: np.ndarray, judge_pilot: np.ndarray, residuals: np.ndarray) -> np.ndarray:
-    """The expected residual size of each pool item, from the pilot's residuals at the same judge value.
-
-    ``judge_pool``: the judge values of the unlabelled items (NaN: none); ``judge_pilot`` and
-    ``residuals``: the labelled items' judge values and residuals. All-zero residuals give a
-    uniform proxy.
-    """
+    """The expected residual size of each unlabelled item (``judge_pool``: its judge value, NaN for none),
+    from the labelled items' residuals at the same judge value; all-zero residuals give a uniform proxy."""
     pool = np.asarray(judge_pool, dtype=float)
     pilot = np.asarray(judge_pilot, dtype=float)
     sq = np.asarray(residuals, dtype=float) ** 2
@@ -165,10 +157,7 @@ def uncertainty(judge_pool: np.ndarray, judge_pilot: np.ndarray, residuals: np.n
 
 def inclusion_probabilities(proxy: np.ndarray, m: int, floor: float = DEFAULT_FLOOR) -> np.ndarray:
     """Inclusion probabilities summing to ``m`` over the pool, proportional to ``proxy`` above a uniform
-    floor, each <= 1.
-
-    ConfigError for ``m`` outside [0, pool size] or ``floor`` outside (0, 1].
-    """
+    floor, each <= 1; ConfigError for ``m`` outside [0, pool size] or ``floor`` outside (0, 1]."""
     u = np.asarray(proxy, dtype=float)
     size = len(u)
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 0 <= m <= size:
@@ -228,13 +217,8 @@ def allocate(
     *,
     first: int = 2,
 ) -> dict[str, int]:
-    """How many of ``total`` new labels each group gets: greedily, where the predicted variance drops most.
-
-    ``variance[g](n)`` is group ``g``'s predicted variance with ``n`` labels, ``labelled[g]``
-    its labels now, ``room[g]`` its unlabelled items. A group gets no label or at least
-    ``first`` (a weighted round needs two labels for its variance), as long as ``total``
-    allows. ConfigError when ``total`` exceeds the room.
-    """
+    """How many of ``total`` new labels each group gets: greedily, where the predicted variance
+    ``variance[g](n)`` drops most; a group gets no label or at least ``first`` (a round needs two)."""
     if total > sum(room.values()):
         raise ConfigError(
             f"expected at most the {sum(room.values())} unlabelled items to select; got {total}"
