@@ -75,13 +75,8 @@ def perturbation_consistency(
     arr = np.array(same)
     interval = mean_interval(arr, ci, n_boot, alpha, seed)
     value, chance, kappa = consistency_kappa(complete)
-    return share(
-        name,
-        arr,
-        failed,
-        interval=interval,
-        extra={"percent": 100 * value, "perturbations": names, "chance": chance, "kappa": kappa},
-    )
+    extra = {"percent": 100 * value, "perturbations": names, "chance": chance, "kappa": kappa}
+    return share(name, arr, failed, interval=interval, extra=extra)
 
 
 def consistency_kappa(rows: Sequence[Sequence[Any]]) -> tuple[float, float, float]:
@@ -143,13 +138,8 @@ def accuracy_under_perturbation(
     failed = mat.size - used
     name = "accuracy_under_perturbation"
     if any(v["n"] == 0 for v in per.values()):
-        return undefined(
-            name,
-            used,
-            failed,
-            "a perturbation has no item with both an output and a gold label",
-            per_perturbation=per,
-        )
+        why = "a perturbation has no item with both an output and a gold label"
+        return undefined(name, used, failed, why, per_perturbation=per)
     value = float(np.mean([v["accuracy"] for v in per.values()]))
 
     @batched

@@ -267,13 +267,8 @@ def anchoring(
     }
     name = f"anchoring_{method}"
     if not (math.isfinite(jmean) and math.isfinite(hmean)):
-        return undefined(
-            name,
-            len(jm),
-            failed,
-            "no pair of criteria has a defined correlation for judge and humans",
-            **extra,
-        )
+        why = "no pair of criteria has a defined correlation for judge and humans"
+        return undefined(name, len(jm), failed, why, **extra)
 
     def stat(a: np.ndarray, b: np.ndarray) -> float:
         return _mean_pairwise(a, fn)[0] - _mean_pairwise(b, fn)[0]

@@ -104,19 +104,11 @@ def score_pair_conflict(
     if not hits:
         return undefined("score_pair_conflict", 0, failed, "no pair has both scores and a pairwise relation")
     arr = np.array(hits)
-    interval = (
-        bootstrap_ci(lambda x: float(np.mean(x)), arr, n_boot=n_boot, alpha=alpha, seed=seed)
-        if ci and len(arr) > 1
-        else None
-    )
-    return share(
-        "score_pair_conflict",
-        arr,
-        failed,
-        failure_counts_as_hit=False,
-        interval=interval,
-        extra={"tolerance": tolerance, "by_kind": dict(kinds)},
-    )
+    interval = None
+    if ci and len(arr) > 1:
+        interval = bootstrap_ci(lambda x: float(np.mean(x)), arr, n_boot=n_boot, alpha=alpha, seed=seed)
+    extra = {"tolerance": tolerance, "by_kind": dict(kinds)}
+    return share("score_pair_conflict", arr, failed, interval=interval, extra=extra)
 
 
 _WEAK_ORDERS = list(itertools.product(range(3), repeat=3))
@@ -169,23 +161,16 @@ def transitivity_violations(
                 f"question {q!r}: the pair ({x!r}, {y!r}) is judged {rel!r} one way and {old!r} "
                 "the other; expected one relation per pair (reconcile the two orders first)"
             )
-        table[q][(x, y)] = rel
-
-    def get(q: Hashable, x: Hashable, y: Hashable) -> Relation | None:
-        rel = table[q].get((x, y))
-        if rel is not None:
-            return rel
-        back = table[q].get((y, x))
-        return None if back is None else _FLIP[back]
+        table[q][(x, y)], table[q][(y, x)] = rel, _FLIP[rel]
 
     per_question: list[tuple[int, int]] = []
     kinds = {"circular": 0, "equivalence": 0}
     skipped = 0
-    for q, pairs in table.items():
+    for pairs in table.values():
         items = sorted({s for pair in pairs for s in pair}, key=str)
         bad = total = 0
         for group in itertools.combinations(items, k):
-            rels = {(x, y): get(q, x, y) for x, y in itertools.combinations(group, 2)}
+            rels = {(x, y): pairs.get((x, y)) for x, y in itertools.combinations(group, 2)}
             if any(r is None for r in rels.values()):
                 skipped += 1
                 continue
@@ -201,13 +186,9 @@ def transitivity_violations(
                         kinds[f] += 1
         if total:
             per_question.append((bad, total))
+    name = "transitivity_violations"
     if not per_question:
-        return undefined(
-            "transitivity_violations",
-            0,
-            skipped,
-            f"no question has {k} responses with every pair among them judged",
-        )
+        return undefined(name, 0, skipped, f"no question has {k} responses with every pair among them judged")
     bad_arr = np.array([b for b, _ in per_question], dtype=float)
     tot_arr = np.array([t for _, t in per_question], dtype=float)
     interval = None
@@ -216,13 +197,8 @@ def transitivity_violations(
             lambda b, t: float(np.sum(b) / np.sum(t)), bad_arr, tot_arr, n_boot=n_boot, alpha=alpha, seed=seed
         )
     hits = np.concatenate([np.r_[np.ones(b), np.zeros(t - b)] for b, t in per_question])
-    return share(
-        "transitivity_violations",
-        hits,
-        skipped,
-        interval=interval,
-        extra={"k": k, "contradicting_triples": kinds, "questions": len(per_question)},
-    )
+    extra = {"k": k, "contradicting_triples": kinds, "questions": len(per_question)}
+    return share(name, hits, skipped, interval=interval, extra=extra)
 
 
 @reported_measure(
@@ -242,12 +218,8 @@ def _preference_cycle_rate(entry: EntryData) -> Measure:
     """
     items = entry.items
     if not items or any(i.doc_id is None or i.system is None or i.system_b is None for i in items):
-        return undefined(
-            "transitivity_violations",
-            0,
-            len(items),
-            "the items do not all name their question (doc_id) and both responses (system, system_b)",
-        )
+        why = "the items do not all name their question (doc_id) and both responses (system, system_b)"
+        return undefined("transitivity_violations", 0, len(items), why)
     rels: dict[tuple[Hashable, Hashable, Hashable], Relation | None] = {
         (i.doc_id, i.system, i.system_b): verdict_relation(v)
         for i, v in zip(items, entry.verdicts, strict=True)

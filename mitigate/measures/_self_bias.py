@@ -101,13 +101,8 @@ def self_preference(
     name = "self_preference"
     used = int(ok.sum())
     if not per:
-        return undefined(
-            name,
-            used,
-            failed,
-            "no evaluator is also a generator with a defined normalised row and other generators",
-            **extra,
-        )
+        why = "no evaluator is also a generator with a defined normalised row and other generators"
+        return undefined(name, used, failed, why, **extra)
 
     interval = None
     if ci:
