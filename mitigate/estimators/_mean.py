@@ -1,28 +1,14 @@
-"""A group's mean human label, estimated from a judge's value on every item and human labels on some.
+"""A group's mean human label, estimated from a judge's value on every item and human labels on some
+(docs/estimate.md explains each choice).
 
-One group holds ``N`` items; every item may carry a judge value and some a human label (NaN where
-missing). :func:`estimate_mean` returns a :class:`MeanEstimate`. Every bias-corrected method is one
-*difference estimator* (docs/estimate.md explains each choice)::
-
-    estimate = (sum of the labels of the labelled items + sum of the predictions of the others
-                + (number of others) * mean residual of the labelled items) / N
-
-unbiased whatever the predictions as long as the labelled items are a random draw. The methods
-differ in the prediction: ``human`` a constant; ``ppi`` a line ``c + b * judge`` fitted on the
-labelled items (PPI++ with power tuning, ``lam = b * N_u / N``; the slope may be shared over groups,
-:func:`shared_slope`); ``calibrated`` a judge -> human calibration map (isotonic or linear,
-:func:`fit_calibration`) with K-fold cross-fitting; ``judge`` is the judge's own mean, not
-bias-corrected. ``target="items"`` estimates the mean over the group's items (finite-population
-factor ``1 - n / N``), ``"population"`` adds the items' own spread ``Var(label) / N``. Intervals take
-Student-t quantiles; ``ppi`` and ``human`` use the regression estimator's variance, which includes
-the fitted slope's uncertainty.
-
-Labels drawn in a selection round (:mod:`mitigate.estimators._selection`) carry the inverse of their
-inclusion probability: round ``k``'s estimate counts the labels before it exactly, predicts the
-other items from them and adds the round's weighted residuals (Horvitz-Thompson, Hájek's variance);
-it is averaged with the estimate before it, weighted by their label counts.
-
-What cannot be estimated is refused with a :class:`~mitigate.errors.DataError` naming the group.
+Every bias-corrected method is one *difference estimator*: the labels of the labelled items, plus the
+predictions of the others, plus (number of others) * the labelled items' mean residual, over ``N``;
+unbiased whatever the predictions when the labelled items are a random draw. ``human`` predicts a
+constant; ``ppi`` a line ``c + b * judge`` (PPI++ with power tuning, ``lam = b * N_u / N``; the slope may
+be shared over groups, :func:`shared_slope`); ``calibrated`` a cross-fitted :func:`fit_calibration` map;
+``judge`` is the judge's own mean, not bias-corrected. Labels drawn in a selection round carry the
+inverse of their inclusion probability (Horvitz-Thompson, Hájek's variance, each round averaged with
+the estimate before it by label counts). What cannot be estimated is a DataError naming the group.
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
 """How many labels a group needs, and which items to label next.
 
-**Planning** (:func:`labels_needed`): a labelled pilot's spread under a method (``s2`` on ``n - p`` degrees of
-freedom, :func:`mitigate.estimators._mean.pilot_spread`) predicts the half-width with ``n`` labels drawn at
-random from the group's ``N`` items::
+:func:`labels_needed` predicts the half-width with ``n`` labels drawn at random from a labelled pilot's
+spread ``s2`` (on ``n - p`` degrees of freedom)::
 
     half_width(n) = t(n - p) * sqrt(s2 * (1 - n/N) / n * (1 + (p - 1) / (n - 1))  [+ s2_labels / N])
 
-(the fitted slope's expected share, and for the ``population`` target the items' spread). The pilot's spread
-is itself uncertain with few labels, so the answer is an estimate.
-
-**Active selection** (Zrnic & Candès 2024): label the items where the prediction is least sure more often, and
-weight each label by the inverse of its inclusion probability, which keeps the estimate unbiased whatever the
-probabilities:
-
-1. :func:`uncertainty`: the pilot's squared residuals averaged per judge value (or quantile bin),
-   shrunk towards the overall mean (pseudo-count 2); the proxy is its square root.
-2. :func:`inclusion_probabilities`: ``m`` labels over ``N_pool`` items get
-   ``pi_i = m * ((1 - floor) * u_i / sum(u) + floor / N_pool)``, capped at 1 (the excess spread
-   over the others); the floor bounds every weight by ``N_pool / (floor * m)``.
-3. :func:`systematic_draw`: randomised systematic sampling: every item is chosen with exactly its
-   ``pi_i`` and the draw holds exactly ``m`` items.
-4. :func:`allocate`: one label at a time to the group whose predicted variance drops most.
+Active selection (Zrnic & Candès 2024) labels the items where the prediction is least sure more often
+and weights each label by 1 / its inclusion probability, which keeps the estimate unbiased: an
+uncertainty proxy per item (:func:`uncertainty`), probabilities proportional to it above a uniform
+floor (:func:`inclusion_probabilities`), randomised systematic sampling (:func:`systematic_draw`), and
+the labels spread over the groups where the predicted variance drops most (:func:`allocate`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """What every measure shares: the :class:`Measure` result, label equality, column helpers, and the
 registered measures ``mitigate compare`` reports (:func:`reported_measure`, :func:`measure_table`).
 
-Conventions shared by all measures (the family modules follow them):
-
-- Missing scores (parse failures, absent labels) are ``None`` or NaN. They are dropped
-  pairwise (an item counts only when every input the measure needs is present) and the
-  number dropped is ``Measure.n_failed``; ``Measure.n`` is the number of items used.
-- Too little data (fewer than 3 pairs for a correlation, a constant input, no
-  comparable pair ...) gives ``value = NaN`` with ``reason`` saying why; never 0.
-- Shares are fractions in [0, 1]. A share is "of scored" (over the ``n`` items it could use);
-  ``Measure.count`` and ``Measure.of_all`` give the reading "of all" beside it.
-- ``ci=True`` fills ``ci_low``/``ci_high`` with a percentile bootstrap interval
-  (:func:`mitigate.measures._stats.bootstrap_ci`); ``n_boot``, ``alpha`` and ``seed`` tune it.
+Conventions: missing scores are ``None`` or NaN, dropped pairwise and counted in
+``Measure.n_failed``; too little data gives ``value = NaN`` with a ``reason``, never 0; a share is
+"of scored" (``Measure.of_all`` gives it "of all"); ``ci=True`` fills ``ci_low``/``ci_high`` with a
+percentile bootstrap interval tuned by ``n_boot``, ``alpha`` and ``seed``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """Rank systems from pairwise verdicts with the Bradley-Terry model: abilities, intervals, rank intervals,
 cycles.
 
-Bradley and Terry (1952) model ``P(x beats y) = sigmoid(theta_x - theta_y)``; a tie counts as
-half a win for each side. :func:`fit_bradley_terry` finds the maximum-likelihood abilities by
-Newton's method, centred to mean 0, with intervals from the Fisher information (``"fisher"``)
-or a percentile bootstrap over comparisons or clusters of them (``"bootstrap"``); the ranking's
-rank intervals come from :func:`mitigate.estimators._ranking.rank_intervals`.
-
-The abilities are finite only when the comparisons connect every system and the graph with an
-edge x -> y wherever x won or tied against y is strongly connected (Zermelo's condition);
-otherwise the fit is refused with the systems named, unless ``prior`` > 0 (a Gaussian prior of
-that precision on each ability).
-
-**Cycles**: the majority tournament has an edge x -> y when x won more than half of its
-comparisons with y (ties counted half); its strongly connected groups are the systems that beat
-each other round in a circle (:func:`majority_cycles`).
+Bradley and Terry (1952): ``P(x beats y) = sigmoid(theta_x - theta_y)``, a tie half a win each.
+:func:`fit_bradley_terry` finds the maximum-likelihood abilities (Newton, centred to mean 0) with Fisher
+or bootstrap intervals; they are finite only when the graph with an edge x -> y wherever x won or tied
+against y is strongly connected (Zermelo), else the fit is refused unless ``prior`` > 0 (a Gaussian
+prior of that precision). :func:`majority_cycles` finds the systems that beat each other round in a
+circle: the strongly connected groups of the majority tournament.
 """
 
 from __future__ import annotations

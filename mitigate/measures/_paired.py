@@ -1,21 +1,11 @@
-"""Paired differences between two judges on the same items: the difference, its interval and its test.
+"""Paired differences between two judges on the same items (``mitigate compare``, ``mitigate diff``): the
+difference, its interval and its test.
 
-Both ``mitigate compare`` (each entry against the first) and ``mitigate diff`` ask how much judge B
-differs from judge A, and whether more than chance:
-
-- :func:`paired_mean_difference`: the mean of B's per-item values minus A's, with a paired
-  sign-flip permutation test and a paired percentile bootstrap interval.
-- :func:`paired_statistic_difference`: a statistic of each judge against a reference (Spearman
-  with the human scores ...) of B minus A. ``"permutation"`` swaps A's and B's values per item
-  (valid when the two judges' values are exchangeable under the null, as on one scale), with a
-  separate bootstrap interval; ``"bootstrap"`` takes p from the interval's own resamples (twice
-  the share on the far side of 0, +1 corrected) and assumes no exchangeability.
-  :func:`swap_refusal` says when swapping is not valid (different scales, or one judge's values
-  on the scale's grid and the other's between its points).
-
-``clusters`` (one label per item, e.g. the document) makes the resampling and the flips take
-whole clusters. Every function returns a :class:`PairedDifference`, NaN with ``reason`` when the
-data cannot support it.
+:func:`paired_mean_difference` tests a mean by sign flips; :func:`paired_statistic_difference` a
+statistic against a reference by swapping A's and B's values per item (``"permutation"``: valid when
+their values are exchangeable, as on one scale, :func:`swap_refusal`) or from the bootstrap's own
+resamples (``"bootstrap"``). ``clusters`` makes the resampling and the flips take whole clusters.
+Every function returns a :class:`PairedDifference`, NaN with ``reason`` when the data cannot support it.
 """
 
 from __future__ import annotations

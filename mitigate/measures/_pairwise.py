@@ -1,23 +1,11 @@
 """Measures of a pairwise judge: accuracy against gold preferences, position bias, length bias.
 
-A pairwise item holds two texts, A (the item's ``output``) and B (its ``output_b``), and a gold
-preference ``"A"``, ``"B"`` or ``"tie"``. A verdict is either about the *texts* (``"A"``, ``"B"``,
-``"tie"``) or about the *positions as presented* (``"first"``, ``"second"``, ``"tie"``); a judge run
-in both orders has one presented verdict per order, the swapped one in swapped positions.
-
-Position bias follows Shi et al. 2024 ("Judging the judges"), whose released code defines:
-
-- **position consistency** PC: the share of pairs judged in both orders whose two verdicts
-  prefer the same text;
-- **preference fairness** PF: with P primacy-preferred (first/first, first/tie, tie/first) and
-  R recency-preferred inconsistent pairs among n, PF = (R * R/(P+R) - P * P/(P+R)) / n in
-  [-1, 1]: 0 is fair, positive prefers the later position;
-- **repetition stability** RS: per instance judged several times, the share of trials giving
-  the most frequent verdict, averaged over instances.
-
-Also here: 3-way accuracy against gold, the lean towards the longer text, the gain of position
-swap over one order, and :func:`position_bias` (flip rate, as Shen et al. 2023 and LLMBar report).
-Conventions: :mod:`mitigate.measures._base`.
+A pairwise item holds two texts, A (``output``) and B (``output_b``), and a gold preference ``"A"``,
+``"B"`` or ``"tie"``. A verdict is about the texts (``"A"``, ``"B"``, ``"tie"``) or about the positions
+as presented (``"first"``, ``"second"``, ``"tie"``); a judge run in both orders has one presented
+verdict per order. Position bias follows Shi et al. 2024 ("Judging the judges"): position
+consistency, preference fairness (primacy- against recency-preferred inconsistent pairs, in [-1, 1])
+and repetition stability. Conventions: :mod:`mitigate.measures._base`.
 """
 
 from __future__ import annotations
@@ -239,9 +227,10 @@ def preference_fairness(
     """Preference fairness PF (Shi et al. 2024) in [-1, 1]: 0 fair, > 0 favours the later position, < 0 the
     first.
 
-    Over the n pairs judged in both orders (see the module docstring); a judge with no inconsistent
-    pair has PF 0. Shi et al.'s code divides by every pair, failed ones included:
-    ``extra["pf_all_pairs"]``. ``groups`` adds ``extra["per_group"]``.
+    With P primacy-preferred (first/first, first/tie, tie/first) and R recency-preferred inconsistent
+    pairs among the n judged in both orders, PF = (R * R/(P+R) - P * P/(P+R)) / n. Shi et al.'s code
+    divides by every pair, failed ones included: ``extra["pf_all_pairs"]``. ``groups`` adds
+    ``extra["per_group"]``.
     """
     used, failed, members = _categories(original, swapped, groups)
     name = "preference-fairness"

@@ -1,13 +1,7 @@
-"""Two inconsistencies of a judge that gives both scores and pairwise verdicts (Wang et al. 2025, TrustJudge).
-
-- **Score-comparison conflict** (:func:`score_pair_conflict`): the share of pairs whose pairwise
-  relation (">" when x is preferred, "<" when y is, "=" otherwise) is not the one their two
-  single scores imply ("=" within ``tolerance``). A pair judged in both orders is ">" only when
-  both orders prefer x (:func:`both_orders_relation`).
-- **Preference cycles** (:func:`transitivity_violations`): among responses to the same
-  question compared pairwise, the share of sets of ``k`` responses in which some three
-  relations admit no ranking with ties: a circular chain (x > y > z > x, or x > y = z > x) or an
-  equivalence contradiction (x = y = z but x > z); TrustJudge's non-transitivity ratio.
+"""Two inconsistencies of a judge that gives both scores and pairwise verdicts (Wang et al. 2025, TrustJudge):
+pairs whose relation (">", "<", "=") differs from the one their scores imply (:func:`score_pair_conflict`),
+and sets of responses to one question whose relations admit no ranking with ties
+(:func:`transitivity_violations`, TrustJudge's non-transitivity ratio).
 """
 
 from __future__ import annotations

@@ -1,25 +1,11 @@
 """Panels of judges: each member modelled by its confusion matrix (Dawid-Skene), and what a panel's votes are
-worth.
+worth (docs/juries.md).
 
-**Dawid and Skene (1979)** model every member by a confusion matrix ``theta[m][k][l] = P(member m
-answers l | the true class is k)`` and the classes by a prior ``pi[k]``, the members answering
-independently given the class, so ``P(k | votes) ∝ pi[k] * prod_m theta[m][k][vote_m]``.
-:func:`fit_dawid_skene` estimates the model: supervised (``gold`` given) by counting, or
-unsupervised by expectation-maximisation started from the members' majority vote (which fixes
-which class is which, so a panel whose majority is wrong on most items can converge to the
-flipped solution). Both add ``smoothing`` pseudo-counts to every cell.
-
-Votes are labels: a pairwise verdict by text (``"A"``, ``"B"``, ``"tie"``), or a score read as the
-nearest whole number.
-
-**Effective number of votes** (:func:`effective_votes`): Kish's design effect (Kish 1965) for ``n``
-members whose errors are correlated: ``n_eff = n / (1 + (n - 1) * rho)``, with ``rho`` the mean
-pairwise Pearson correlation of the members' errors across items (a verdict's error is 1 when it
-differs from the gold preference, a score's its signed distance from the human score). Kohli
-(2026) measured about two effective votes for nine frontier judges.
-
-:func:`panel_votes` reads each member's answer from a panel judgment (``meta["panel"]["members"]``,
-written by :class:`~mitigate.strategies._panel.PanelJudge`); a single judge is a panel of one.
+:func:`fit_dawid_skene` models every member by a confusion matrix ``theta[m][k][l] = P(member m answers
+l | class k)`` and the classes by a prior (Dawid and Skene 1979): supervised (``gold`` given) by
+counting, or by EM started from the members' majority vote. :func:`effective_votes` is Kish's
+``n / (1 + (n - 1) * rho)``, ``rho`` the mean pairwise correlation of the members' errors (Kohli 2026).
+Votes are labels: a verdict by text (``"A"``, ``"B"``, ``"tie"``), or a score's nearest whole number.
 """
 
 from __future__ import annotations

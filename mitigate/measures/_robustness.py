@@ -1,23 +1,11 @@
-"""How far a bias probe moves a judge, and whether more than the judge's own rerun noise.
+"""How far a bias probe moves a judge, and whether more than the judge's own rerun noise (docs/probes.md).
 
-A probe (:mod:`mitigate.probes`) rewrites the judged text in a way a fair judge should ignore.
-Three runs of the judge on the same items give, per item i: ``y_i`` (original text), ``ŷ_i``
-(probed text) and ``r_i`` (original text again: the rerun). Values are scores, or for a pairwise
-judge the preference for the *probed* text (+1, -1, 0 for a tie).
-
-- **Robustness rate** (CALM, Ye et al. 2025): RR = mean over the items with both values of
-  1[y_i = ŷ_i] (:func:`robustness_rate`; ``tolerance`` counts |ŷ_i − y_i| <= tolerance as unchanged).
-- **Signed mean shift** mean(ŷ_i − y_i) (:func:`score_shift`); the **share of flips in the
-  predicted direction** (:func:`directional_share`).
-- **Noise floor**: the rerun's flip rate 1 − RR(y, r) (:func:`noise_floor`).
-- **Probe vs noise** (:func:`flip_test`): with c_i = 1[ŷ_i ≠ y_i] and d_i = 1[r_i ≠ y_i], the exact
-  one-sided McNemar test on b = #{c_i = 1, d_i = 0} and c = #{c_i = 0, d_i = 1}: p = P(X >= b),
-  X ~ Binomial(b + c, 1/2). The shift beyond noise is tested by a paired sign-flip permutation
-  test of mean(ŷ_i − r_i) (``extra["shift_p"]``).
-
-A probe is **detected** (:class:`ProbeEffect`) when the flip test's p < ``alpha`` and, for a
-directional probe, more than half of the changed items moved the predicted way.
-Conventions: :mod:`mitigate.measures._base`.
+Three runs on the same items give per item ``y_i`` (original text), ``ŷ_i`` (probed text) and ``r_i``
+(a rerun of the original); values are scores, or for a pairwise judge the preference for the probed
+text (+1, -1, 0). Measures: CALM's robustness rate (Ye et al. 2025), the mean shift, the share of
+changes in the predicted direction, the noise floor (the rerun's flip rate), and the probe-vs-noise
+test: an exact one-sided McNemar test on the discordant (probe flip, rerun flip) counts. A probe is
+detected when its p < ``alpha`` and, for a directional probe, most changes go the predicted way.
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
 """Length and style control: a judge's win rate read as if both texts had the same length (Dubois et al. 2024,
 "Length-controlled AlpacaEval") or the same style (Arena-Hard's covariates, Li et al. 2024).
 
-- **Length-controlled win rate** (:func:`length_controlled_win_rate`): a GLM of the preferences,
-
-      logit P(A preferred over B) = θ + φ · tanh(Δ / σ),     Δ = len(A) − len(B),
-
-  σ the standard deviation of Δ over the pairs; the win rate at Δ = 0 is σ(θ). AlpacaEval's
-  instruction-difficulty term (shared across a leaderboard) is left out. Ties count as half a win,
-  and a small L2 penalty keeps the fit finite when one side always wins.
-- **Style-controlled win rate** (:func:`style_controlled_win_rate`): the same with one term
-  φ_k · tanh(Δ_k / σ_k) per style feature; a feature that never differs between the two texts is
-  left out and named in ``extra["constant"]``.
-- **Score-style regression** (:func:`score_style_regression`): least squares of the judge's score
-  (or its excess over the human score) on ``z_k = tanh((f_k − mean_k) / sd_k)``; ``value`` is the
-  R² the style features explain. The :class:`~mitigate.strategies._style_control.StyleControl`
-  mitigation removes these slopes.
-
-Features (:func:`style_features`): ``length`` (words), ``headers`` (lines starting with 1-6 ``#``),
-``bold`` (``**...**`` or ``__...__`` spans) and ``lists`` (lines starting with ``-``, ``*``, ``+`` or
-``1.``/``1)``). Conventions: :mod:`mitigate.measures._base`.
+The win rate is read off a GLM of the preferences, ``logit P(A preferred) = θ + Σ_k φ_k · tanh(Δ_k / σ_k)``
+(Δ_k the difference of feature k between the texts, σ_k its standard deviation over the pairs), at
+Δ = 0: σ(θ); ties count as half a win and a small L2 penalty keeps the fit finite. Length control has
+one feature, length; style control adds markdown headers, bold spans and list items
+(:func:`style_features`). :func:`score_style_regression` is the pointwise form: least squares of the
+score on the squashed features, whose slopes :class:`~mitigate.strategies._style_control.StyleControl`
+removes. Conventions: :mod:`mitigate.measures._base`.
 """
 
 from __future__ import annotations
