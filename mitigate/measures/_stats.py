@@ -361,18 +361,11 @@ def bootstrap_ci(
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         if not paired:
-            indices = [rng.integers(0, len(a), size=(n_boot, len(a))) for a in arrs]
-            values = (
-                np.asarray(fn(*[a[i] for a, i in zip(arrs, indices, strict=True)]), dtype=float)
-                if is_batched
-                else np.array(
-                    [
-                        float(fn(*[a[i[b]] for a, i in zip(arrs, indices, strict=True)]))
-                        for b in range(n_boot)
-                    ],
-                    dtype=float,
-                )
-            )
+            drawn = [a[rng.integers(0, len(a), size=(n_boot, len(a)))] for a in arrs]
+            if is_batched:
+                values = np.asarray(fn(*drawn), dtype=float)
+            else:
+                values = np.array([float(fn(*[d[b] for d in drawn])) for b in range(n_boot)], dtype=float)
             return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
         n = len(arrs[0])
         parts = []
@@ -425,12 +418,12 @@ def _swaps(rng: np.random.Generator, n_perm: int, n: int, codes: np.ndarray | No
             yield (rng.random((rows, int(codes.max()) + 1 if len(codes) else 0)) < 0.5)[:, codes]
 
 
-def _two_sided_p(observed: float, null: np.ndarray) -> float:
+def _tested(observed: float, null: np.ndarray, n: int, n_perm: int, a: float, b: float) -> PermutationResult:
+    """The result of a test whose statistic came out ``observed`` against the ``null`` draws."""
     null = null[np.isfinite(null)]
-    if len(null) == 0:
-        return math.nan
     hits = int(np.sum(np.abs(null) >= abs(observed) - 1e-12))
-    return (1 + hits) / (1 + len(null))
+    p = (1 + hits) / (1 + len(null)) if len(null) else math.nan
+    return PermutationResult(observed=observed, p_value=p, n=n, n_perm=n_perm, observed_a=a, observed_b=b)
 
 
 def paired_permutation_test(
@@ -461,15 +454,9 @@ def paired_permutation_test(
         sb = float(stat_fn(b, h))
     observed = sa - sb
     if not math.isfinite(observed):
-        return PermutationResult(
-            observed=math.nan,
-            p_value=math.nan,
-            n=len(a),
-            n_perm=n_perm,
-            observed_a=sa,
-            observed_b=sb,
-            reason=f"the statistic is undefined for at least one judge on {len(a)} complete items",
-        )
+        why = f"the statistic is undefined for at least one judge on {len(a)} complete items"
+        undefined = {"observed": math.nan, "p_value": math.nan, "reason": why}
+        return PermutationResult(n=len(a), n_perm=n_perm, observed_a=sa, observed_b=sb, **undefined)
     rng = np.random.default_rng(seed)
     parts = []
     if stat == "spearman":
@@ -488,15 +475,7 @@ def paired_permutation_test(
             else:
                 pairs = zip(np.where(swap, b, a), np.where(swap, a, b), strict=True)
                 parts.append(np.array([float(stat_fn(x, h)) - float(stat_fn(y, h)) for x, y in pairs]))
-    null = np.concatenate(parts)
-    return PermutationResult(
-        observed=observed,
-        p_value=_two_sided_p(observed, null),
-        n=len(a),
-        n_perm=n_perm,
-        observed_a=sa,
-        observed_b=sb,
-    )
+    return _tested(observed, np.concatenate(parts), len(a), n_perm, sa, sb)
 
 
 def permutation_test_mean_diff(
@@ -533,25 +512,15 @@ def permutation_test_mean_diff(
         null = np.concatenate(
             [(np.where(swap, -1.0, 1.0) * d).mean(axis=1) for swap in _swaps(rng, n_perm, len(d), codes)]
         )
-        return PermutationResult(
-            observed=observed,
-            p_value=_two_sided_p(observed, null),
-            n=len(d),
-            n_perm=n_perm,
-            observed_a=float(a.mean()),
-            observed_b=float(b.mean()),
-        )
+        return _tested(observed, null, len(d), n_perm, float(a.mean()), float(b.mean()))
     a = as_float_array(x, "x")
     b = as_float_array(y, "y")
     a = a[np.isfinite(a)]
     b = b[np.isfinite(b)]
     if len(a) == 0 or len(b) == 0:
+        why = f"each sample needs a value; got {len(a)} and {len(b)}"
         return PermutationResult(
-            observed=math.nan,
-            p_value=math.nan,
-            n=len(a) + len(b),
-            n_perm=n_perm,
-            reason=f"each sample needs a value; got {len(a)} and {len(b)}",
+            observed=math.nan, p_value=math.nan, n=len(a) + len(b), n_perm=n_perm, reason=why
         )
     pooled = np.concatenate([a, b])
     observed = float(a.mean() - b.mean())
@@ -559,12 +528,4 @@ def permutation_test_mean_diff(
     for rows in row_chunks(n_perm, len(pooled)):
         shuffled = pooled[np.argsort(rng.random((rows, len(pooled))), axis=1)]
         parts.append(shuffled[:, : len(a)].mean(axis=1) - shuffled[:, len(a) :].mean(axis=1))
-    null = np.concatenate(parts)
-    return PermutationResult(
-        observed=observed,
-        p_value=_two_sided_p(observed, null),
-        n=len(pooled),
-        n_perm=n_perm,
-        observed_a=float(a.mean()),
-        observed_b=float(b.mean()),
-    )
+    return _tested(observed, np.concatenate(parts), len(pooled), n_perm, float(a.mean()), float(b.mean()))
