@@ -455,8 +455,15 @@ def paired_permutation_test(
     observed = sa - sb
     if not math.isfinite(observed):
         why = f"the statistic is undefined for at least one judge on {len(a)} complete items"
-        undefined = {"observed": math.nan, "p_value": math.nan, "reason": why}
-        return PermutationResult(n=len(a), n_perm=n_perm, observed_a=sa, observed_b=sb, **undefined)
+        return PermutationResult(
+            observed=math.nan,
+            p_value=math.nan,
+            n=len(a),
+            n_perm=n_perm,
+            observed_a=sa,
+            observed_b=sb,
+            reason=why,
+        )
     rng = np.random.default_rng(seed)
     parts = []
     if stat == "spearman":
