@@ -31,7 +31,7 @@ from mitigate.measures._stats import (
     pearson_rows,
     permutation_test_mean_diff,
     ranks_from_codes,
-    row_chunks,
+    resampled,
 )
 from mitigate.scale import Scale
 
@@ -122,46 +122,20 @@ def _padded(arrays: Sequence[np.ndarray], clusters: Sequence[Any]) -> list[np.nd
     return out
 
 
+def _flat(fn: Callable[..., float]) -> Callable[..., float]:
+    """``fn`` of the flattened rows of NaN-padded cluster matrices (``fn`` must drop NaN)."""
+    return lambda *rows: fn(*[r.reshape(-1) for r in rows])
+
+
 def cluster_interval(
     fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[Any], *, n_boot: int, seed: int
 ) -> tuple[float | None, float | None]:
-    """Paired percentile bootstrap interval of ``fn(*arrays)``, resampling whole clusters.
-
-    ``fn`` gets the flattened arrays with NaN where a resampled cluster had fewer items than the
-    largest one, and must drop NaN. (None, None) without resamples or items.
-    """
+    """Paired percentile bootstrap interval of ``fn(*arrays)``, resampling whole clusters (``fn`` must drop
+    NaN); (None, None) without resamples or items."""
     if n_boot <= 0 or not arrays or len(arrays[0]) == 0:
         return None, None
-    mats = _padded(arrays, clusters)
-
-    def stat(*rows: np.ndarray) -> float:
-        return fn(*[r.reshape(-1) for r in rows])
-
-    low, high = bootstrap_ci(stat, *mats, n_boot=n_boot, seed=seed)
+    low, high = bootstrap_ci(_flat(fn), *_padded(arrays, clusters), n_boot=n_boot, seed=seed)
     return _finite(low), _finite(high)
-
-
-def _cluster_resamples(
-    fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[Any], *, n_boot: int, seed: int
-) -> np.ndarray:
-    """``fn(*arrays)`` on ``n_boot`` paired resamples of whole clusters (NaN-padded rows, flattened for
-    ``fn``)."""
-    mats = _padded(arrays, clusters)
-    rng = np.random.default_rng(seed)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return np.concatenate(
-            [
-                np.array(
-                    [
-                        fn(*[m[i].reshape(-1) for m in mats])
-                        for i in rng.integers(0, len(mats[0]), size=(rows, len(mats[0])))
-                    ],
-                    dtype=float,
-                )
-                for rows in row_chunks(n_boot, len(mats[0]))
-            ]
-        )
 
 
 def _mean_difference(b: np.ndarray, a: np.ndarray) -> float:
@@ -208,18 +182,12 @@ def paired_mean_difference(
     groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
     test = permutation_test_mean_diff(y, x, n_perm=n_perm, seed=seed, paired=True, groups=groups)
     low = high = None
-    if n_boot > 0 and groups is None:
+    if n_boot > 0 and groups is not None:
+        low, high = cluster_interval(_mean_difference, [y, x], groups, n_boot=n_boot, seed=seed)
+    elif n_boot > 0:
         lo, hi = bootstrap_ci(batched_nanmean, y - x, n_boot=n_boot, seed=seed)
         if math.isfinite(lo) and math.isfinite(hi):
             low, high = lo, hi
-    elif n_boot > 0:
-        low, high = cluster_interval(
-            _mean_difference,
-            [y, x],
-            groups,  # type: ignore[arg-type]
-            n_boot=n_boot,
-            seed=seed,
-        )
     return PairedDifference(
         observed=test.observed,
         a=float(x.mean()),
@@ -360,8 +328,8 @@ def _bootstrap_test(
                 f"needs at least {min_n} items with a value from both judges and the reference; got {len(x)}"
             )
         return PairedDifference(observed=math.nan, a=sa, b=sb, n=len(x), test=name, reason=why)
-    clusters = groups if groups is not None else list(range(len(x)))
-    values = _cluster_resamples(difference, [x, y, h], clusters, n_boot=n_resamples, seed=seed)
+    mats = _padded([x, y, h], groups if groups is not None else list(range(len(x))))
+    values = resampled(_flat(difference), *mats, n_boot=n_resamples, seed=seed)
     values = values[np.isfinite(values)]
     low = high = p = None
     if len(values):

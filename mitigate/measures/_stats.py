@@ -356,27 +356,34 @@ def bootstrap_ci(
         _same_length(arrs, [f"argument {i}" for i in range(len(arrs))])
     if any(len(a) == 0 for a in arrs):
         return (math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    is_batched = getattr(fn, "batched", False)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        if not paired:
-            drawn = [a[rng.integers(0, len(a), size=(n_boot, len(a)))] for a in arrs]
-            if is_batched:
+    if not paired:
+        rng = np.random.default_rng(seed)
+        drawn = [a[rng.integers(0, len(a), size=(n_boot, len(a)))] for a in arrs]
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            if getattr(fn, "batched", False):
                 values = np.asarray(fn(*drawn), dtype=float)
             else:
                 values = np.array([float(fn(*[d[b] for d in drawn])) for b in range(n_boot)], dtype=float)
-            return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
-        n = len(arrs[0])
-        parts = []
-        # the same draws as one (n_boot, n) block, a block of rows at a time
+        return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
+    return _percentile_interval(resampled(fn, *arrs, n_boot=n_boot, seed=seed), alpha, min_valid_share)
+
+
+def resampled(fn: Callable[..., Any], *arrays: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """``fn`` on ``n_boot`` paired resamples of the arrays' rows (equal lengths), drawn a bounded block at a
+    time; a :func:`batched` ``fn`` gets a block at once."""
+    rng = np.random.default_rng(seed)
+    n = len(arrays[0])
+    parts = []
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
         for rows in row_chunks(n_boot, n):
             idx = rng.integers(0, n, size=(rows, n))
-            if is_batched:
-                parts.append(np.asarray(fn(*[a[idx] for a in arrs]), dtype=float).reshape(-1))
+            if getattr(fn, "batched", False):
+                parts.append(np.asarray(fn(*[a[idx] for a in arrays]), dtype=float).reshape(-1))
             else:
-                parts.append(np.array([float(fn(*[a[i] for a in arrs])) for i in idx], dtype=float))
-    return _percentile_interval(np.concatenate(parts), alpha, min_valid_share)
+                parts.append(np.array([float(fn(*[a[i] for a in arrays])) for i in idx], dtype=float))
+    return np.concatenate(parts)
 
 
 # ---------------------------------------------------------------------------------------
