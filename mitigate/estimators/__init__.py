@@ -12,14 +12,11 @@ from typing import TYPE_CHECKING
 from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from mitigate.estimators._columns import columns, columns_from_items, judge_values, resolve_by
     from mitigate.estimators._estimate import (
-        columns,
-        columns_from_items,
         estimate,
         estimate_columns,
-        judge_values,
         plan_labels,
-        resolve_by,
         select_for_labelling,
         write_selection,
     )
