@@ -1,10 +1,10 @@
 """Each system's bias-corrected mean from a judge on every item and human labels on a few.
 
-:func:`estimate` (``mitigate.estimate``) returns an :class:`EstimateResult`: per-group estimates with
-a ranking; :func:`plan_labels` and :func:`select_for_labelling` plan and choose labels. Beneath it,
-arrays in and frozen values out: one group's mean (``_mean``: ``ppi``, ``calibrated``, ``human``,
-``judge``), rankings with simultaneous rank intervals (``_ranking``), label planning and active
-selection (``_selection``), and the result values (``_results``).
+:func:`estimate` (``mitigate.estimate``) returns an :class:`EstimateResult`: per-group estimates with a
+ranking; :func:`plan_labels` and :func:`select_for_labelling` plan and choose labels. Beneath it, arrays in
+and frozen values out: one group's mean (``_mean``: ``ppi``, ``calibrated``, ``human``, ``judge``; its
+calibration maps in ``_calibration``), rankings with simultaneous rank intervals (``_ranking``), label
+planning and active selection (``_selection``), and the result values (``_results``).
 """
 
 from typing import TYPE_CHECKING

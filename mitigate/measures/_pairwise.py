@@ -6,6 +6,9 @@ as presented (``"first"``, ``"second"``, ``"tie"``); a judge run in both orders 
 verdict per order. Position bias follows Shi et al. 2024 ("Judging the judges"): position
 consistency, preference fairness (primacy- against recency-preferred inconsistent pairs, in [-1, 1])
 and repetition stability. Conventions: :mod:`mitigate.measures._base`.
+
+Size: over 600 lines because it holds one function per published pairwise measure with its reported
+measure; each is short.
 """
 
 from __future__ import annotations
