@@ -193,11 +193,8 @@ def system_correlation(
     fn = correlation_function(method)
     _, cols, jm, hm, used, failed = _complete_matrices(judge, human, systems, doc_ids)
     qj, qh = _system_means(jm, hm)
-    extra = {
-        "systems": {
-            str(c): {"judge": float(a), "human": float(b)} for c, a, b in zip(cols, qj, qh, strict=True)
-        }
-    }
+    means = {str(c): {"judge": float(a), "human": float(b)} for c, a, b in zip(cols, qj, qh, strict=True)}
+    extra = {"systems": means}
     name = f"{method}-system"
     x, y = complete_pairs(qj, qh)
     reason = why_no_correlation(x, y)
@@ -265,8 +262,7 @@ def meta_correlation(
         _, q = _system_means(a, b)
         if method == "kendall" and a.shape[0] <= 400:  # short columns: batched sign matrices
             return q, kendall_columns(a, b)
-        p = np.array([fn(a[:, k], b[:, k]) for k in range(a.shape[1])])
-        return q, p
+        return q, np.array([fn(a[:, k], b[:, k]) for k in range(a.shape[1])])
 
     q, p = parts(jm, hm)
     extra = {
@@ -305,27 +301,17 @@ def accuracy(
         raise DataError(
             f"expected predicted and gold labels of equal length; got {len(pred)} and {len(gold_l)}"
         )
-    hits = np.array(
-        [
-            float(labels_equal(p, g))
-            for p, g in zip(pred, gold_l, strict=True)
-            if not is_missing(p) and not is_missing(g)
-        ]
-    )
+    scored = [(p, g) for p, g in zip(pred, gold_l, strict=True) if not is_missing(p) and not is_missing(g)]
+    hits = np.array([float(labels_equal(p, g)) for p, g in scored])
     failed = len(pred) - len(hits)
     unscorable = sum(1 for p, g in zip(pred, gold_l, strict=True) if is_missing(p) and not is_missing(g))
     if len(hits) == 0:
         return undefined("accuracy", 0, failed, "no item has both a prediction and a gold label")
     interval = mean_interval(hits, ci, n_boot, alpha, seed)
     count = int(hits.sum())
+    of_all = count / (len(hits) + unscorable)
     return finish(
-        "accuracy",
-        float(hits.mean()),
-        len(hits),
-        failed,
-        interval=interval,
-        count=count,
-        of_all=count / (len(hits) + unscorable),
+        "accuracy", float(hits.mean()), len(hits), failed, interval=interval, count=count, of_all=of_all
     )
 
 
@@ -373,32 +359,22 @@ def correct_preferences(
         comparable = 0
         rows: list[dict[str, Any]] = []
         for s, t in itertools.combinations(range(len(cols)), 2):
+            row = {"a": str(cols[s]), "b": str(cols[t]), "n_documents": int(ndocs[s, t])}
             if ndocs[s, t] == 0:
-                rows.append({"a": str(cols[s]), "b": str(cols[t]), "n_documents": 0, "correct": None})
+                rows.append({**row, "correct": None})
                 continue
             jd = np.sign(round(pj[s, t] - pj[t, s], 6))
             hd = np.sign(round(ph[s, t] - ph[t, s], 6))
             comparable += 1
             correct += int(jd == hd)
-            rows.append(
-                {
-                    "a": str(cols[s]),
-                    "b": str(cols[t]),
-                    "n_documents": int(ndocs[s, t]),
-                    "judge_a": float(pj[s, t]),
-                    "judge_b": float(pj[t, s]),
-                    "human_a": float(ph[s, t]),
-                    "human_b": float(ph[t, s]),
-                    "correct": bool(jd == hd),
-                }
-            )
+            points = {"judge_a": pj[s, t], "judge_b": pj[t, s], "human_a": ph[s, t], "human_b": ph[t, s]}
+            rows.append({**row, **{k: float(v) for k, v in points.items()}, "correct": bool(jd == hd)})
         return correct, comparable, rows
 
     correct, comparable, table = count(jm, hm)
     if comparable == 0:
-        return undefined(
-            name, used, failed, "no pair of systems shares a document scored by judge and humans", pairs=table
-        )
+        why = "no pair of systems shares a document scored by judge and humans"
+        return undefined(name, used, failed, why, pairs=table)
     extra = {"n_pairs": comparable, "share": correct / comparable, "pairs": table}
 
     def stat(a: np.ndarray, b: np.ndarray) -> float:
