@@ -50,23 +50,15 @@ def panel_votes(
     for j in judgments:
         panel = j.meta.get("panel")
         members = panel.get("members") if isinstance(panel, dict) else None
-        if kind == "verdict":
-            given = members.get("verdict") if isinstance(members, dict) else None
-            row = (
-                {str(n): _verdict_text(v) for n, v in given.items()}
-                if isinstance(given, dict)
-                else {SINGLE_MEMBER: _verdict_text(j.verdict)}
-            )
+        crit = "verdict" if kind == "verdict" else criterion if criterion is not None else _only_criterion(j)
+        given = members.get(crit) if isinstance(members, dict) and crit is not None else None
+        label = _verdict_text if kind == "verdict" else _score_label
+        if isinstance(given, dict):
+            row = {str(n): label(v) for n, v in given.items()}
         else:
-            crit = criterion if criterion is not None else _only_criterion(j)
-            given = members.get(crit) if isinstance(members, dict) and crit is not None else None
-            if isinstance(given, dict):
-                row = {str(n): _score_label(v) for n, v in given.items()}
-            else:
-                row = {SINGLE_MEMBER: _score_label(j.scores.get(crit) if crit is not None else None)}
-        for n in row:
-            if n not in names:
-                names.append(n)
+            own = j.verdict if kind == "verdict" else j.scores.get(crit) if crit is not None else None
+            row = {SINGLE_MEMBER: label(own)}
+        names += [n for n in row if n not in names]
         rows.append(row)
     return names, [[row.get(n) for n in names] for row in rows]
 
@@ -116,11 +108,8 @@ class DawidSkeneModel(BaseModel):
 
     def member_matrix(self, member: str) -> dict[str, dict[str, float]]:
         """``member``'s confusion matrix as {class: {response: probability}}."""
-        m = self.members.index(member)
-        return {
-            k: dict(zip(self.responses, self.confusion[m][i], strict=True))
-            for i, k in enumerate(self.classes)
-        }
+        rows = self.confusion[self.members.index(member)]
+        return {k: dict(zip(self.responses, rows[i], strict=True)) for i, k in enumerate(self.classes)}
 
     def accuracy(self, member: str) -> dict[str, float]:
         """Per class, the probability ``member`` answers that class (a verdict class's own label; a score
@@ -130,8 +119,7 @@ class DawidSkeneModel(BaseModel):
 
     def balanced_accuracy(self, member: str) -> float:
         """The mean over classes of :meth:`accuracy` (TPR and TNR averaged, for two classes)."""
-        acc = self.accuracy(member)
-        return float(np.mean(list(acc.values())))
+        return float(np.mean(list(self.accuracy(member).values())))
 
 
 def _classes_for(
