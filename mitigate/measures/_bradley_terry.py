@@ -179,8 +179,7 @@ def fit_bradley_terry(
     from scipy import stats  # lazy: scipy is slow to import
 
     if method == "fisher":
-        cov = np.linalg.pinv(info)
-        se = np.sqrt(np.clip(np.diag(cov), 0, None))
+        se = np.sqrt(np.clip(np.diag(np.linalg.pinv(info)), 0, None))
 
         def bounds_at(level: float) -> dict[str, tuple[float, float]]:
             z = float(stats.norm.ppf(0.5 + level / 2))
@@ -230,7 +229,6 @@ def _bootstrap(
     for i, c in enumerate(labels):
         groups[c].append(i)
     keys = list(groups)
-    index = {s: i for i, s in enumerate(systems)}
     out = []
     for _ in range(n_boot):
         picked = [comparisons[i] for g in rng.integers(0, len(keys), len(keys)) for i in groups[keys[g]]]
@@ -239,13 +237,8 @@ def _bootstrap(
             _check_estimable(sub_systems, table, prior)
         except DataError:
             continue  # a resample that cannot be fitted (a system lost every drawn comparison) is left out
-        if len(sub_systems) != len(systems):
-            continue
-        theta, _ = _newton(len(sub_systems), table, prior)
-        row = np.empty(len(systems))
-        for s, v in zip(sub_systems, theta, strict=True):
-            row[index[s]] = v
-        out.append(row)
+        if len(sub_systems) == len(systems):  # then the same systems, in the same (sorted) order
+            out.append(_newton(len(sub_systems), table, prior)[0])
     if len(out) < n_boot / 2:
         raise DataError(
             f"only {len(out)} of {n_boot} bootstrap resamples could be fitted; expected more "
