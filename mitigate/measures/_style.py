@@ -76,21 +76,13 @@ def length_controlled_win_rate(
     """
     pref = as_float_array(preference, "preference")
     la, lb = as_float_array(length_a, "length_a"), as_float_array(length_b, "length_b")
-    if not len(pref) == len(la) == len(lb):
-        raise DataError(
-            f"expected one length of each output per preference; got {len(pref)}, {len(la)}, {len(lb)}"
-        )
-    ok = np.isfinite(pref) & np.isfinite(la) & np.isfinite(lb)
-    bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
-    if len(bad):
-        raise DataError(f"expected preferences in [0, 1] (1: A preferred, 0: B, 0.5: tie); got {bad[0]!r}")
     name = "lc_win_rate"
-    failed = int((~ok).sum())
-    pref, delta = pref[ok], (la - lb)[ok]
+    pref, delta, failed = _preference_pairs(pref, la[:, None], lb[:, None], "length of each output")
     if len(pref) < 3:
         return undefined(
             name, len(pref), failed, f"only {len(pref)} pairs have a preference; expected at least 3"
         )
+    delta = delta[:, 0]
     sigma = float(np.std(delta))
 
     def lc(p: np.ndarray, d: np.ndarray) -> float:
@@ -115,15 +107,22 @@ def length_controlled_win_rate(
         if sigma > 0
         else "every pair has the same length difference; the length effect is not identified"
     )
-    return finish(
-        name,
-        float(_sigmoid(np.asarray(theta))),
-        len(pref),
-        failed,
-        interval=interval,
-        extra=extra,
-        reason=reason,
-    )
+    value = float(_sigmoid(np.asarray(theta)))
+    return finish(name, value, len(pref), failed, interval=interval, extra=extra, reason=reason)
+
+
+def _preference_pairs(
+    pref: np.ndarray, a: np.ndarray, b: np.ndarray, what: str
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The preferences (checked in [0, 1]) and the differences ``a - b`` (one row per pair) where all are
+    finite, and the number of pairs dropped."""
+    if not len(pref) == len(a) == len(b):
+        raise DataError(f"expected one {what} per preference; got {len(pref)}, {len(a)}, {len(b)}")
+    ok = np.isfinite(pref) & np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
+    if len(bad):
+        raise DataError(f"expected preferences in [0, 1] (1: A preferred, 0: B, 0.5: tie); got {bad[0]!r}")
+    return pref[ok], (a - b)[ok], int((~ok).sum())
 
 
 def pairs_against(
@@ -235,17 +234,8 @@ def style_controlled_win_rate(
     cols = _check_features(features)
     pref = as_float_array(preference, "preference")
     fa, fb = _as_rows(features_a, cols, "features_a"), _as_rows(features_b, cols, "features_b")
-    if not len(pref) == len(fa) == len(fb):
-        raise DataError(
-            f"expected one feature row of each text per preference; got {len(pref)}, {len(fa)}, {len(fb)}"
-        )
-    ok = np.isfinite(pref) & np.isfinite(fa).all(axis=1) & np.isfinite(fb).all(axis=1)
-    bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
-    if len(bad):
-        raise DataError(f"expected preferences in [0, 1] (1: A preferred, 0: B, 0.5: tie); got {bad[0]!r}")
     name = "style_controlled_win_rate"
-    failed = int((~ok).sum())
-    pref, delta = pref[ok], (fa - fb)[ok]
+    pref, delta, failed = _preference_pairs(pref, fa, fb, "feature row of each text")
     if len(pref) < 3:
         return undefined(
             name, len(pref), failed, f"only {len(pref)} pairs have a preference; expected at least 3"
@@ -271,15 +261,8 @@ def style_controlled_win_rate(
 
         interval = bootstrap_ci(controlled, pref, x, n_boot=n_boot, alpha=alpha, seed=seed, paired=True)
     reason = None if used else "no style feature differs between the texts; nothing is controlled"
-    return finish(
-        name,
-        float(1.0 / (1.0 + np.exp(-w[0]))),
-        len(pref),
-        failed,
-        interval=interval,
-        extra=extra,
-        reason=reason,
-    )
+    value = float(1.0 / (1.0 + np.exp(-w[0])))
+    return finish(name, value, len(pref), failed, interval=interval, extra=extra, reason=reason)
 
 
 def squashed(matrix: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
