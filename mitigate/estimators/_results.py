@@ -170,13 +170,9 @@ class EstimateResult(BaseModel):
                 "lambda": e.lam,
             }
             for name, other in (("human", g.human), ("judge", g.judge)):
-                row.update(
-                    {
-                        f"{name}_estimate": other.estimate if other else None,
-                        f"{name}_low": other.low if other else None,
-                        f"{name}_high": other.high if other else None,
-                    }
-                )
+                row |= {
+                    f"{name}_{k}": getattr(other, k) if other else None for k in ("estimate", "low", "high")
+                }
             if self.ranking is not None:
                 r = self.ranking.rank_of(g.group)
                 row.update(rank=r.rank, rank_low=r.low, rank_high=r.high)
@@ -313,18 +309,12 @@ class LabelPlan(BaseModel):
                 p = g.plans[m]
                 cells.append(f"{p.needed} (+{p.more})" if p.needed is not None else (p.note or "-"))
             body.append(cells)
-        body.append(
-            [
-                "all",
-                str(sum(g.n for g in self.groups)),
-                str(sum(g.labelled for g in self.groups)),
-                *("-" if self.more(m) is None else f"+{self.more(m)}" for m in methods),
-            ]
-        )
-        lines = [
+        totals = [str(sum(g.n for g in self.groups)), str(sum(g.labelled for g in self.groups))]
+        body.append(["all", *totals, *("-" if self.more(m) is None else f"+{self.more(m)}" for m in methods)])
+        heading = (
             f"labels for ±{self.half_width:g} at {self.confidence:.0%} (predicted from the labels so far):"
-        ]
-        return "\n".join(lines + aligned([header, *body]))
+        )
+        return "\n".join([heading, *aligned([header, *body])])
 
 
 class SelectionRow(BaseModel):

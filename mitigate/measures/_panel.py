@@ -384,13 +384,11 @@ def effective_votes(
 def verdict_errors(votes: Sequence[Sequence[str | None]], gold: Sequence[Hashable | None]) -> np.ndarray:
     """Items x members: 1.0 where a member's verdict differs from the gold preference, 0.0 where equal, NaN
     missing."""
-    return np.array(
-        [
-            [math.nan if v is None or g is None else float(v != g) for v in row]
-            for row, g in zip(votes, gold, strict=True)
-        ],
-        dtype=float,
-    ).reshape(len(votes), -1)
+    rows = [
+        [math.nan if v is None or g is None else float(v != g) for v in row]
+        for row, g in zip(votes, gold, strict=True)
+    ]
+    return np.array(rows, dtype=float).reshape(len(votes), -1)
 
 
 # ---------------------------------------------------------------------------------------
@@ -489,13 +487,11 @@ def _panel_effective_votes_score(entry: EntryData) -> Measure:
             else {}
         )
         names += [n for n in rows[-1] if n not in names]
-    err = np.array(
-        [
-            [math.nan if row.get(n) is None else row[n] - h for n in names]
-            for row, h in zip(rows, entry.human, strict=True)
-        ],
-        dtype=float,
-    ).reshape(len(rows), -1)
+    errors = [
+        [math.nan if row.get(n) is None else row[n] - h for n in names]
+        for row, h in zip(rows, entry.human, strict=True)
+    ]
+    err = np.array(errors, dtype=float).reshape(len(rows), -1)
     return effective_votes(err, members=names, **entry.ci)
 
 
