@@ -720,19 +720,20 @@ def test_every_reported_measure_is_registered_with_display_info_and_a_spec_that_
 
 
 def test_a_reported_measure_is_one_decorated_function_registered_with_what_the_report_shows():
-    @M.reported_measure(
-        "test-top-half", "top half", "higher", "bias", note="a test measure", task="pairwise", on_humans=True
-    )
+    @M.reported_measure("test-top-half", "top half", "higher", "bias", task="pairwise", on_humans=True)
     def _top_half(entry: M.EntryData) -> M.Measure:
-        """Share of items in the upper half of the scale."""
+        """Share of items in the upper half of the scale.
+
+        a test measure: its docstring's second
+        paragraph is the note under the table
+        """
         return M.Measure(name="test-top-half", value=0.5, n=len(entry.items))
 
     cls = lookup("measure", "test-top-half")
     assert (cls.__name__, cls.__qualname__, cls.__module__) == ("TopHalf", "TopHalf", __name__)
     assert cls.__doc__ == _top_half.__doc__ and issubclass(cls, M.ReportedMeasure)
-    assert cls.info == M.MeasureInfo(
-        label="top half", direction="higher", group="bias", note="a test measure"
-    )
+    note = "a test measure: its docstring's second paragraph is the note under the table"
+    assert cls.info == M.MeasureInfo(label="top half", direction="higher", group="bias", note=note)
     assert cls.task == "pairwise" and cls.on_humans and not cls.reads_labels()
     assert "test-top-half" in M.measure_table("pairwise") and "test-top-half" not in M.measure_table("score")
     entry = M.EntryData(
