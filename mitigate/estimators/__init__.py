@@ -1,18 +1,10 @@
 """Each system's bias-corrected mean from a judge on every item and human labels on a few.
 
-:func:`estimate` (``mitigate.estimate``) takes a benchmark, a criterion and a judge's values and
-returns an :class:`EstimateResult`: per-group estimates with a ranking, label plans and selections.
-Beneath it, arrays in and frozen values out:
-
-- :mod:`~mitigate.estimators._mean`: one group's mean with an interval, by ``ppi`` (PPI++ with
-  power tuning), ``calibrated`` (cross-fitted judge -> human calibration), ``human`` (the
-  labels alone) or ``judge`` (the judge alone, not bias-corrected);
-- :mod:`~mitigate.estimators._calibration`: the isotonic and linear calibration maps;
-- :mod:`~mitigate.estimators._ranking`: groups ranked with simultaneous rank intervals,
-  separable pairs and Kendall's tau between orderings;
-- :mod:`~mitigate.estimators._planning`: labels needed for a target half-width;
-- :mod:`~mitigate.estimators._selection`: which items to label next, with the inclusion
-  probabilities whose inverses weight the labels.
+:func:`estimate` (``mitigate.estimate``) returns an :class:`EstimateResult`: per-group estimates with a
+ranking; :func:`plan_labels` and :func:`select_for_labelling` plan and choose labels. Beneath it, arrays in
+and frozen values out: one group's mean (``_mean``: ``ppi``, ``calibrated``, ``human``, ``judge``; its
+calibration maps in ``_calibration``), rankings with simultaneous rank intervals (``_ranking``), label
+planning and active selection (``_selection``), and the result values (``_results``).
 """
 
 from typing import TYPE_CHECKING
@@ -20,20 +12,17 @@ from typing import TYPE_CHECKING
 from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from mitigate.estimators._columns import columns, columns_from_items, judge_values, resolve_by
     from mitigate.estimators._estimate import (
-        columns,
-        columns_from_items,
         estimate,
         estimate_columns,
-        judge_values,
         plan_labels,
-        resolve_by,
         select_for_labelling,
         write_selection,
     )
     from mitigate.estimators._mean import METHODS, TARGETS, MeanEstimate, Method, Remedies, estimate_mean
-    from mitigate.estimators._planning import MethodPlan, labels_needed
     from mitigate.estimators._ranking import Ranking, kendall_tau, rank_estimates, rank_intervals
     from mitigate.estimators._results import METHOD_TITLES, EstimateResult
+    from mitigate.estimators._selection import MethodPlan, labels_needed
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

@@ -1,16 +1,4 @@
-"""Judge -> human calibration maps fitted on labelled items: isotonic (monotone) and linear.
-
-A calibration map turns a judge value into a predicted human label. :func:`fit_calibration`
-fits one on pairs (judge value, label) and returns it as a function of judge values; the
-``calibrated`` estimator (:mod:`mitigate.estimators._mean`) fits one per cross-fitting fold.
-
-- ``isotonic``: the non-decreasing step function closest to the labels in squared error
-  (pool-adjacent-violators over the distinct judge values, each weighted by its count),
-  interpolated linearly between the distinct values and held constant beyond the smallest
-  and largest. A judge whose values run against the labels gets a flat map (the labels'
-  mean): isotonic calibration never turns a judge around.
-- ``linear``: least squares ``a + b * judge`` (the mean alone when the judge values do not vary).
-"""
+"""Judge -> human calibration maps fitted on labelled items, for the ``calibrated`` estimator."""
 
 from __future__ import annotations
 
@@ -23,15 +11,17 @@ from mitigate.errors import ConfigError
 
 Calibration = Literal["isotonic", "linear"]
 """The calibration maps :func:`fit_calibration` fits."""
-
 CALIBRATIONS: tuple[str, ...] = ("isotonic", "linear")
 
-Map = Callable[[np.ndarray], np.ndarray]
-"""A fitted calibration: judge values in, predicted labels out (same shape)."""
+CalibrationMap = Callable[[np.ndarray], np.ndarray]
 
 
 def pool_adjacent_violators(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """The non-decreasing sequence closest to ``values`` in weighted squared error (values in their order)."""
+    """The non-decreasing sequence closest to ``values`` in weighted squared error (values in their order).
+
+    Kept by hand rather than scikit-learn's ``IsotonicRegression``: many times faster per fit, and the
+    tests pin its maps to scikit-learn's.
+    """
     means: list[float] = []
     mass: list[float] = []
     counts: list[int] = []
@@ -48,29 +38,13 @@ def pool_adjacent_violators(values: np.ndarray, weights: np.ndarray) -> np.ndarr
     return np.repeat(np.array(means, dtype=float), counts)
 
 
-def _isotonic(x: np.ndarray, y: np.ndarray) -> Map:
-    levels, inverse = np.unique(x, return_inverse=True)
-    counts = np.bincount(inverse).astype(float)
-    fitted = pool_adjacent_violators(np.bincount(inverse, weights=y) / counts, counts)
-    if len(levels) == 1:
-        value = float(fitted[0])
-        return lambda q: np.full(np.shape(q), value)
-    return lambda q: np.interp(q, levels, fitted)
+def fit_calibration(judge: np.ndarray, labels: np.ndarray, kind: str = "isotonic") -> CalibrationMap:
+    """A calibration map fitted on the pairs (``judge[i]``, ``labels[i]``), all finite.
 
-
-def _linear(x: np.ndarray, y: np.ndarray) -> Map:
-    xm, ym = float(x.mean()), float(y.mean())
-    sxx = float(((x - xm) ** 2).sum())
-    if sxx <= 1e-12 * max(1.0, xm * xm) * len(x):
-        return lambda q: np.full(np.shape(q), ym)
-    slope = float(((x - xm) * (y - ym)).sum()) / sxx
-    return lambda q: ym + slope * (np.asarray(q, dtype=float) - xm)
-
-
-def fit_calibration(judge: np.ndarray, labels: np.ndarray, kind: Calibration = "isotonic") -> Map:
-    """A calibration map of ``kind`` fitted on the pairs (``judge[i]``, ``labels[i]``), all finite.
-
-    ConfigError for an unknown kind; at least one pair is needed (the caller refuses fewer).
+    ``isotonic``: the non-decreasing step function closest to the labels (pool-adjacent-violators
+    over the distinct judge values, weighted by their counts), interpolated linearly between them
+    and constant beyond; a judge running against the labels gets a flat map. ``linear``: least
+    squares ``a + b * judge`` (the mean alone when the judge values do not vary).
     """
     x = np.asarray(judge, dtype=float)
     y = np.asarray(labels, dtype=float)
@@ -80,9 +54,19 @@ def fit_calibration(judge: np.ndarray, labels: np.ndarray, kind: Calibration = "
             f"{x.shape} and {y.shape}"
         )
     if kind == "isotonic":
-        return _isotonic(x, y)
+        levels, inverse = np.unique(x, return_inverse=True)
+        counts = np.bincount(inverse).astype(float)
+        fitted = pool_adjacent_violators(np.bincount(inverse, weights=y) / counts, counts)
+        if len(levels) == 1:
+            return lambda q: np.full(np.shape(q), float(fitted[0]))
+        return lambda q: np.interp(q, levels, fitted)
     if kind == "linear":
-        return _linear(x, y)
+        xm, ym = float(x.mean()), float(y.mean())
+        sxx = float(((x - xm) ** 2).sum())
+        if sxx <= 1e-12 * max(1.0, xm * xm) * len(x):
+            return lambda q: np.full(np.shape(q), ym)
+        slope = float(((x - xm) * (y - ym)).sum()) / sxx
+        return lambda q: ym + slope * (np.asarray(q, dtype=float) - xm)
     raise ConfigError(
         f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got {kind!r} instead."
     )

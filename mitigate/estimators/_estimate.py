@@ -1,49 +1,28 @@
 """The number a user reports: each system's bias-corrected mean from a judge on every item and a few human
 labels.
 
-:func:`estimate` takes a benchmark whose items carry human labels on some items only, a
-criterion, and the judge's values (recorded judgments, judgments of a live run, or a mapping
-item id -> value), and returns an :class:`~mitigate.estimators._results.EstimateResult`:
-per group (system, system pair, or all items) the estimate of the mean label with its
-interval, the labels-alone and judge-alone values beside it, and the ranking of the groups.
-:func:`plan_labels` says how many labels each group needs for a target half-width and
-:func:`select_for_labelling` which items to label next (:func:`write_selection` writes them
-as a file a labeller fills). The statistics are in :mod:`mitigate.estimators`.
-
-The unit every function here works on is :class:`EstimateColumns`: one row per (item, group)
-with the label, the judge value and the selection weight. :func:`columns` builds it from a
-benchmark and a judge; :func:`columns_from_items` from items and a list of judge values
-(what a comparison holds per entry); :func:`estimate_columns` estimates from it.
-
-Pairwise items: the label is the gold preference and the judge value the verdict, both coded
-as the share of the first text's win (A 1, B 0, tie 0.5), so a group's mean is a win rate:
-``by="system"`` gives each system's win rate over the comparisons it is in (an item counts
-in both its systems' groups, from each one's side), ``by="pair"`` each pair's win rate of the
-first-named system, ``by="none"`` the share of wins of the ``output`` text. A 0/1 criterion
-(correct or not) on a score benchmark gives accuracy as a proportion the same way.
-
-Items the judge gave no value (a parse failure, an error, an item with no recorded answer)
-are never dropped: they stay in their group, the corrected methods predict them from the
-labels of such items, and every result counts them in ``n_judged`` with a note.
-
-Size: over 600 lines because the estimate, the label plan and the selection all read one value,
-:class:`EstimateColumns`, built here.
+:func:`estimate` takes a benchmark labelled on some items, a criterion and the judge's values, and
+returns an :class:`~mitigate.estimators._results.EstimateResult`: per group (system, system pair, or
+all items) the estimate with its interval, the labels-alone and judge-alone values beside it, and
+the ranking. :func:`plan_labels` says how many labels each group needs for a target half-width and
+:func:`select_for_labelling` which items to label next (:func:`write_selection` writes them as a
+file a labeller fills). Every function reads :class:`~mitigate.estimators._columns.EstimateColumns`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import IO, Any, Literal, NamedTuple
+from typing import IO, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
-from mitigate.data import Benchmark, Item, RecordedRun, label_value
+from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
-from mitigate.estimators._calibration import Calibration
+from mitigate.estimators._columns import EstimateColumns, GroupArrays, columns
 from mitigate.estimators._mean import (
     MIN_LABELS,
+    Calibration,
     MeanEstimate,
     Method,
     Remedies,
@@ -54,7 +33,6 @@ from mitigate.estimators._mean import (
     pilot_spread,
     shared_slope,
 )
-from mitigate.estimators._planning import labels_needed
 from mitigate.estimators._ranking import rank_estimates
 from mitigate.estimators._results import (
     EstimateResult,
@@ -66,330 +44,18 @@ from mitigate.estimators._results import (
 )
 from mitigate.estimators._selection import (
     DEFAULT_FLOOR,
+    MethodPlan,
     allocate,
     inclusion_probabilities,
+    labels_needed,
     systematic_draw,
     uncertainty,
 )
-from mitigate.judge import Judgment
 from mitigate.paths import write_output
 from mitigate.scale import Scale
 
-By = Literal["auto", "system", "pair", "none"]
-BY: tuple[str, ...] = ("auto", "system", "pair", "none")
-"""How items are grouped: ``auto`` is ``system`` when every item names its system(s), else ``none``."""
-
-ALL = "all"
-"""The one group's name under ``by="none"``."""
-
-_VERDICT_VALUE = {"first": 1.0, "second": 0.0, "tie": 0.5}
-
-
-class EstimateColumns(BaseModel):
-    """One row per (item, group): the item id, the group, the label, the judge value and the selection weight.
-
-    ``labels`` and ``judge_values`` are None where missing (unlabelled; no judge value);
-    ``weights`` None where the label was not drawn in a selection round, ``rounds`` the round
-    (1, 2 ...; 0 elsewhere) of each weighted label; ``truth`` the label
-    each row had before labels were hidden for an experiment (None when none were hidden).
-    ``judge_missing`` counts the rows without a judge value by reason.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    benchmark: str
-    criterion: str
-    judge: str
-    by: str
-    pairwise: bool = False
-    label_scale: Scale
-    judge_scale: Scale | None = None
-    ids: tuple[str, ...]
-    groups: tuple[str, ...]
-    labels: tuple[float | None, ...]
-    judge_values: tuple[float | None, ...]
-    weights: tuple[float | None, ...] = ()
-    rounds: tuple[int, ...] = ()
-    truth: tuple[float | None, ...] = ()
-    judge_missing: dict[str, int] = Field(default_factory=dict)
-
-    def group_names(self) -> list[str]:
-        """The groups in order of first appearance."""
-        return list(dict.fromkeys(self.groups))
-
-    def arrays(self, group: str) -> GroupArrays:
-        """One group's labels, judge values, weights (NaN where missing) and rounds, and the rows they came
-        from."""
-        rows = [i for i, g in enumerate(self.groups) if g == group]
-        y = np.array([math.nan if self.labels[i] is None else self.labels[i] for i in rows], dtype=float)
-        f = np.array(
-            [math.nan if self.judge_values[i] is None else self.judge_values[i] for i in rows], dtype=float
-        )
-        w = r = None
-        if self.weights and any(self.weights[i] is not None for i in rows):
-            w = np.array(
-                [math.nan if self.weights[i] is None else self.weights[i] for i in rows], dtype=float
-            )
-            r = np.array([self.rounds[i] if self.rounds else int(self.weights[i] is not None) for i in rows])
-        return GroupArrays(y, f, w, r, rows)
-
-
-class GroupArrays(NamedTuple):
-    """One group's columns as arrays: labels, judge values, weights and rounds (None without a selection
-    round)."""
-
-    labels: np.ndarray
-    judge: np.ndarray
-    weights: np.ndarray | None
-    rounds: np.ndarray | None
-    rows: list[int]
-
-
-# ---------------------------------------------------------------------------------------------
-# judge values
-
-
-def _value_of(j: Judgment, criterion: str) -> float | None:
-    if j.verdict is not None:
-        return _VERDICT_VALUE[j.verdict]
-    if criterion in j.scores:
-        return j.scores[criterion]
-    return next(iter(j.scores.values())) if len(j.scores) == 1 else None
-
-
-def judge_values(
-    judge: Mapping[str, float | None] | RecordedRun | Sequence[Judgment] | Any,
-    items: Sequence[Item],
-    criterion: str,
-) -> tuple[list[float | None], dict[str, int]]:
-    """The judge's value for each of ``items`` on ``criterion``, and the count of missing ones by reason.
-
-    ``judge``: item id -> value; a :class:`~mitigate.data._recorded.RecordedRun` (its headline
-    answers); judgments (a run's ``judgments``, or a result holding them). A pairwise verdict
-    becomes the share of the first text's win (first 1, second 0, tie 0.5). Missing values
-    are None: ``"no answer"`` (the judge has no judgment for the item), ``"parse failure"``,
-    ``"error"``.
-    """
-    by_id: dict[str, Judgment | float | None]
-    if isinstance(judge, RecordedRun):
-        from mitigate.replay import RecordedJudge
-
-        replay = RecordedJudge(judge, criterion)
-        by_id = {}
-        for it in items:
-            recorded = judge.get(it.id, criterion)
-            by_id[it.id] = None if recorded is None else replay.to_judgment(recorded)
-    elif isinstance(judge, Mapping):
-        by_id = dict(judge)
-    else:
-        judgments = getattr(judge, "judgments", judge)
-        try:
-            by_id = {j.item_id: j for j in judgments}
-        except (TypeError, AttributeError):
-            raise ConfigError(
-                "expected the judge as a mapping item id -> value, a RecordedRun or a sequence "
-                f"of Judgments; got {type(judge).__name__}"
-            ) from None
-    values: list[float | None] = []
-    missing: dict[str, int] = {}
-    for it in items:
-        got = by_id.get(it.id)
-        reason = None
-        value: float | None = None
-        if isinstance(got, Judgment):
-            value = _value_of(got, criterion)
-            if value is None:
-                reason = "error" if got.error else "parse failure"
-        elif got is None:
-            reason = "no answer"
-        elif isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
-            raise DataError(
-                f"expected a finite number (or None) as the judge value of item {it.id!r}; got {got!r}",
-                item_id=it.id,
-            )
-        else:
-            value = float(got)
-        if reason is not None:
-            missing[reason] = missing.get(reason, 0) + 1
-        values.append(value)
-    return values, missing
-
-
-# ---------------------------------------------------------------------------------------------
-# columns
-
-
-def resolve_by(items: Sequence[Item], by: str) -> str:
-    """``by`` with ``auto`` made concrete; ConfigError for an unknown grouping or one the items cannot
-    take."""
-    if by not in BY:
-        raise ConfigError(f"The 'by' parameter must be one of {list(BY)}. Got {by!r} instead.")
-    pairwise = bool(items) and all(it.pairwise for it in items)
-    named = bool(items) and all(
-        it.system is not None and (not pairwise or it.system_b is not None) for it in items
-    )
-    if by == "auto":
-        return "system" if named else "none"
-    if by == "pair" and not pairwise:
-        raise ConfigError(
-            "--by pair groups pairwise items by their two systems; the items are not pairwise "
-            "(use --by system or --by none)"
-        )
-    if by in ("system", "pair") and not named:
-        lacking = sum(1 for it in items if it.system is None or (pairwise and it.system_b is None))
-        raise ConfigError(
-            f"--by {by} needs the system on every "
-            f"item{' (system and system_b)' if pairwise else ''}; {lacking} of {len(items)} "
-            "items have none (use --by none)"
-        )
-    return by
-
-
-def _expand(items: Sequence[Item], by: str, pairwise: bool) -> list[tuple[int, str, bool]]:
-    """(item index, group, flipped) per row: a pairwise item's value is flipped for its second system's
-    group."""
-    rows: list[tuple[int, str, bool]] = []
-    for k, it in enumerate(items):
-        if by == "none":
-            rows.append((k, ALL, False))
-        elif not pairwise:
-            rows.append((k, str(it.system), False))
-        elif by == "pair":
-            a, b = str(it.system), str(it.system_b)
-            rows.append((k, f"{min(a, b)} vs {max(a, b)}", a > b))
-        else:
-            rows += [(k, str(it.system), False), (k, str(it.system_b), True)]
-    return rows
-
-
-def columns_from_items(
-    items: Sequence[Item],
-    criterion: str,
-    values: Sequence[float | None],
-    *,
-    by: str = "auto",
-    weights: Mapping[str, float] | None = None,
-    rounds: Mapping[str, int] | None = None,
-    truth: Mapping[str, float] | None = None,
-    benchmark: str = "",
-    judge: str = "",
-    label_scale: Scale | None = None,
-    judge_scale: Scale | None = None,
-    judge_missing: Mapping[str, int] | None = None,
-) -> EstimateColumns:
-    """The estimate's rows from ``items`` and the judge's ``values`` (one per item, None where missing).
-
-    ``weights``: item id -> selection weight of labels drawn in a selection round, ``rounds``:
-    item id -> which round (1, 2 ...; default 1 for every weighted item); ``truth``: item id ->
-    every label before some were hidden (for experiments).
-    """
-    if len(values) != len(items):
-        raise DataError(f"expected one judge value per item; got {len(values)} values for {len(items)} items")
-    ids = [it.id for it in items]
-    if len(set(ids)) != len(ids):
-        raise DataError(
-            f"expected unique item ids; {next(i for i in ids if ids.count(i) > 1)!r} appears more than once"
-        )
-    pairwise = bool(items) and all(it.pairwise for it in items)
-    if not pairwise and any(it.pairwise for it in items):
-        raise DataError("expected items that are all pairwise or all single outputs; got a mix")
-    by = resolve_by(items, by)
-    weights = dict(weights or {})
-    unknown = [i for i in weights if i not in set(ids)]
-    if unknown:
-        raise DataError(
-            f"expected selection weights for items of the benchmark; {unknown[0]!r} is not one of them"
-        )
-    if weights and pairwise and by == "system":
-        raise ConfigError(
-            "selection weights belong to one group per item; with pairwise items --by system "
-            "counts each item in two groups (use --by pair or --by none)"
-        )
-    rows = _expand(items, by, pairwise)
-
-    def flip(v: float | None, flipped: bool) -> float | None:
-        return None if v is None else (1.0 - v if flipped else v)
-
-    labels = [label_value(items[k], criterion) for k, _, _ in rows]
-    return EstimateColumns(
-        benchmark=benchmark,
-        criterion=criterion,
-        judge=judge,
-        by=by,
-        pairwise=pairwise,
-        label_scale=label_scale or (Scale(min=0, max=1, step=0.5) if pairwise else Scale()),
-        judge_scale=judge_scale,
-        ids=tuple(items[k].id for k, _, _ in rows),
-        groups=tuple(g for _, g, _ in rows),
-        labels=tuple(flip(v, fl) for v, (_, _, fl) in zip(labels, rows, strict=True)),
-        judge_values=tuple(flip(values[k], fl) for k, _, fl in rows),
-        weights=tuple(weights.get(items[k].id) for k, _, _ in rows) if weights else (),
-        rounds=tuple((rounds or {}).get(items[k].id, 1) if items[k].id in weights else 0 for k, _, _ in rows)
-        if weights
-        else (),
-        truth=tuple(flip(truth.get(items[k].id), fl) for k, _, fl in rows) if truth else (),
-        judge_missing=dict(judge_missing or {}),
-    )
-
-
-def columns(
-    benchmark: Benchmark,
-    criterion: str,
-    judge: Any,
-    *,
-    by: str = "auto",
-    weights: Mapping[str, float] | None = None,
-    rounds: Mapping[str, int] | None = None,
-    truth: Mapping[str, float] | None = None,
-    judge_name: str | None = None,
-    judge_scale: Scale | None = None,
-    items: Sequence[Item] | None = None,
-) -> EstimateColumns:
-    """The estimate's rows for ``benchmark`` (or its ``items``) on ``criterion`` with the judge's values.
-
-    ``judge``: see :func:`judge_values`; a RecordedRun gives its name and declared scale.
-    """
-    chosen = list(items if items is not None else benchmark.items)
-    if not chosen:
-        raise DataError(f"benchmark {benchmark.name!r} has no items to estimate from")
-    values, missing = judge_values(judge, chosen, criterion)
-    if isinstance(judge, RecordedRun):
-        judge_name = judge_name or judge.judge
-        judge_scale = judge_scale or judge.scales.get(criterion)
-    label_scale = Scale(min=0, max=1, step=0.5) if benchmark.pairwise else benchmark.scale_for(criterion)
-    return columns_from_items(
-        chosen,
-        criterion,
-        values,
-        by=by,
-        weights=weights,
-        rounds=rounds,
-        truth=truth,
-        benchmark=benchmark.name,
-        judge=judge_name or "judge",
-        label_scale=label_scale,
-        judge_scale=judge_scale,
-        judge_missing=missing,
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # estimating
-
-
-def _beside(
-    a: GroupArrays,
-    method: Method,
-    confidence: float,
-    target: Target,
-    group: str,
-    unavailable: dict[str, str],
-    **kw: Any,
-) -> MeanEstimate | None:
-    try:
-        return _one(a, method, confidence, target, group, **kw)
-    except DataError as exc:
-        unavailable[method] = exc.message
-        return None
 
 
 def _one(
@@ -401,23 +67,32 @@ def _one(
     *,
     scale: Scale,
     slope: Slope | None = None,
+    unavailable: dict[str, str] | None = None,
     **kw: Any,
-) -> MeanEstimate:
+) -> MeanEstimate | None:
+    """One group's estimate by ``method``; with ``unavailable``, None and the reason there when it cannot be
+    made."""
     corrected = method != "judge"
     weighted = corrected and a.weights is not None
-    return estimate_mean(
-        a.labels,
-        a.judge,
-        method=method,
-        confidence=confidence,
-        target=target,
-        weights=a.weights if weighted else None,
-        rounds=a.rounds if weighted else None,
-        group=group,
-        bounds=(scale.min, scale.max) if corrected else None,
-        slope=slope if method == "ppi" else None,
-        **kw,
-    )
+    try:
+        return estimate_mean(
+            a.labels,
+            a.judge,
+            method=method,
+            confidence=confidence,
+            target=target,
+            weights=a.weights if weighted else None,
+            rounds=a.rounds if weighted else None,
+            group=group,
+            bounds=(scale.min, scale.max) if corrected else None,
+            slope=slope if method == "ppi" else None,
+            **kw,
+        )
+    except DataError as exc:
+        if unavailable is None:
+            raise
+        unavailable[method] = exc.message
+        return None
 
 
 TUNE: tuple[str, ...] = ("overall", "group")
@@ -470,35 +145,31 @@ def estimate_columns(
     for name in cols.group_names():
         a = cols.arrays(name)
         main = _one(a, method, confidence, target, name, slope=slope, **kw)
+        assert main is not None
         unavailable: dict[str, str] = {}
-        human = (
-            main if method == "human" else _beside(a, "human", confidence, target, name, unavailable, **kw)
-        )
-        judge = (
-            main if method == "judge" else _beside(a, "judge", confidence, target, name, unavailable, **kw)
-        )
-        w = a.weights
-        truth = None
-        if cols.truth:
-            known = [t for i in a.rows if (t := cols.truth[i]) is not None]
-            truth = float(np.mean(known)) if known else None
+        beside = {
+            other: main
+            if other == method
+            else _one(a, other, confidence, target, name, unavailable=unavailable, **kw)
+            for other in ("human", "judge")
+        }
+        known = [t for i in a.rows if (t := cols.truth[i]) is not None] if cols.truth else []
         groups.append(
             GroupResult(
                 group=name,
                 estimate=main,
-                human=human,
-                judge=judge,
+                **beside,
                 unavailable=unavailable,
-                truth=truth,
-                n_weighted=0 if w is None else int(np.isfinite(w).sum()),
+                truth=float(np.mean(known)) if known else None,
+                n_weighted=0 if a.weights is None else int(np.isfinite(a.weights).sum()),
             )
         )
     ranking = None
     if len(groups) >= 2:
         others: dict[str, dict[str, float]] = {}
-        for key, attr in (("judge", "judge"), ("human", "human")):
-            if key != method and all(getattr(g, attr) is not None for g in groups):
-                others[f"{key}_only"] = {g.group: getattr(g, attr).estimate for g in groups}
+        for key in ("judge", "human"):
+            if key != method and all(getattr(g, key) is not None for g in groups):
+                others[f"{key}_only"] = {g.group: getattr(g, key).estimate for g in groups}
         if all(g.truth is not None for g in groups):
             others["all_labels"] = {g.group: float(g.truth) for g in groups}  # type: ignore[arg-type]
         ranking = rank_estimates({g.group: g.estimate for g in groups}, confidence, others)
@@ -569,26 +240,16 @@ def estimate(
     """Each group's mean label on ``criterion`` from the judge's values and the benchmark's labels (see the
     module docstring).
 
-    ``judge``: a RecordedRun, judgments, or item id -> value. ``method``: ``ppi`` (default),
-    ``calibrated``, ``human`` or ``judge``; ``by``: ``auto``, ``system``, ``pair`` or ``none``;
-    ``target``: ``items`` (the mean over each group's items) or ``population``; ``weights``:
-    item id -> selection weight of labels drawn by :func:`select_for_labelling` (``rounds``: item
-    id -> round 1, 2 ... when there were several rounds; default 1).
+    ``judge``: a RecordedRun, judgments, or item id -> value; ``by``: ``auto``, ``system``, ``pair`` or
+    ``none``; ``weights``/``rounds``: item id -> selection weight / round of labels drawn by
+    :func:`select_for_labelling`. The rest as :func:`~mitigate.estimators._mean.estimate_mean`.
 
     >>> result = estimate(bench, "coherence", load_recorded("judgments.jsonl"))   # doctest: +SKIP
     >>> result.to_pandas()                                                        # doctest: +SKIP
     """
     cols = columns(benchmark, criterion, judge, by=by, weights=weights, rounds=rounds, truth=truth)
-    return estimate_columns(
-        cols,
-        method=method,
-        confidence=confidence,
-        target=target,
-        calibration=calibration,
-        folds=folds,
-        seed=seed,
-        tune=tune,
-    )
+    settings: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed, "tune": tune}
+    return estimate_columns(cols, method=method, confidence=confidence, target=target, **settings)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -616,6 +277,7 @@ def plan_labels(
         raise ConfigError(f"The 'half_width' parameter must be a number > 0. Got {half_width!r} instead.")
     check_settings("ppi", confidence, target, calibration, folds)
     slope = tuned_slope(cols, "ppi", tune)
+    fit: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed}
     groups = []
     for name in cols.group_names():
         y, f = cols.arrays(name)[:2]
@@ -623,22 +285,10 @@ def plan_labels(
         plans = {}
         for method in PLANNED:
             if labelled < MIN_LABELS[method]:
-                plans[method] = labels_needed(
-                    half_width, math.nan, 1, len(y), labelled, confidence, method=method
-                )
-                plans[method] = plans[method].model_copy(
-                    update={"note": f"needs at least {MIN_LABELS[method]} labels to plan from"}
-                )
+                note = f"needs at least {MIN_LABELS[method]} labels to plan from"
+                plans[method] = MethodPlan(method=method, labelled=labelled, note=note)
                 continue
-            spread = pilot_spread(
-                y,
-                f,
-                method,
-                calibration=calibration,
-                folds=folds,
-                seed=seed,
-                slope=slope if method == "ppi" else None,
-            )
+            spread = pilot_spread(y, f, method, slope=slope if method == "ppi" else None, **fit)
             plans[method] = labels_needed(
                 half_width,
                 spread.s2,
@@ -670,12 +320,8 @@ def select_for_labelling(
     folds: int = 5,
     tune: str = "overall",
 ) -> Selection:
-    """The ``n`` unlabelled items worth labelling next, with their inclusion probabilities and weights.
-
-    Labels go to the groups whose predicted variance drops most, and within a group to the
-    items whose residual is expected to be largest (see :mod:`mitigate.estimators._selection`).
-    Label every item chosen, then estimate with the file's weights (``--labels FILE``).
-    """
+    """The ``n`` unlabelled items worth labelling next, with their inclusion probabilities and weights (see
+    :mod:`mitigate.estimators._selection`); label every item chosen, then estimate with their weights."""
     if method == "judge":
         raise ConfigError(
             "--select chooses labels for a bias-corrected method; expected --method ppi, "
@@ -743,21 +389,17 @@ def _selection_records(selection: Selection, items: Sequence[Item]) -> list[dict
     records = []
     for r in selection.rows:
         it = by_id[r.id]
-        rec: dict[str, Any] = {
-            "id": r.id,
-            "label": "",
-            "weight": r.weight,
-            "probability": r.probability,
-            "group": r.group,
+        rec = {"id": r.id, "label": "", "weight": r.weight, "probability": r.probability, "group": r.group}
+        rec |= {
             "system": it.system,
             "doc_id": it.doc_id,
+            **({"system_b": it.system_b} if it.pairwise else {}),
         }
-        if it.pairwise:
-            rec["system_b"] = it.system_b
-        rec["inputs"] = dict(it.inputs)
-        rec["output"] = it.output
-        if it.pairwise:
-            rec["output_b"] = it.output_b
+        rec |= {
+            "inputs": dict(it.inputs),
+            "output": it.output,
+            **({"output_b": it.output_b} if it.pairwise else {}),
+        }
         records.append(rec)
     return records
 
@@ -768,30 +410,23 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 def _cell(column: str, value: Any) -> Any:
     """A CSV cell; a text a spreadsheet would run as a formula gets a leading apostrophe (the item's texts are
-    untrusted).
-
-    The columns read back (``id``, ``label``, ``weight``) are left as they are.
-    """
+    untrusted), except in the columns read back."""
     if value is None:
         return ""
-    if (
-        column not in ("id", "label", "weight", "probability")
-        and isinstance(value, str)
-        and value.startswith(_FORMULA_START)
-    ):
-        return "'" + value
-    return value
+    read_back = column in ("id", "label", "weight", "probability")
+    return (
+        "'" + value
+        if isinstance(value, str) and value.startswith(_FORMULA_START) and not read_back
+        else value
+    )
 
 
 def write_selection(selection: Selection, items: Sequence[Item], path: Any, *, pairwise: bool = False) -> Any:
     """Write the selected items as a file a labeller fills: CSV for a ``.csv`` path, JSON lines otherwise.
 
-    Columns: ``id``, an empty ``label`` (a number on the criterion's scale; for pairwise items
-    A, B or tie), ``weight`` and ``probability`` (leave them as they are), ``group``, then the
-    item's system, document, inputs (CSV: one ``inputs.NAME`` column each) and output(s). The
-    judge's value is left out, so it cannot anchor the labeller. In CSV, a text that a
-    spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``) is shown
-    with a leading apostrophe. Returns the path.
+    Columns: ``id``, an empty ``label``, ``weight`` and ``probability`` (left as they are), ``group``,
+    then the item's system, document, inputs (CSV: one ``inputs.NAME`` column each) and output(s); not
+    the judge's value, so it cannot anchor the labeller. Returns the path.
     """
     import csv
     import json

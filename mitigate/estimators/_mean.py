@@ -1,82 +1,23 @@
-"""A group's mean human label, estimated from a judge's value on every item and human labels on some.
+"""A group's mean human label, estimated from a judge's value on every item and human labels on some
+(docs/estimate.md explains each choice).
 
-One group (a system's items, or all items) holds ``N`` items; every item may carry a judge
-value (NaN where the judge gave none: a parse failure or an error) and some carry a human
-label (NaN where unlabelled). :func:`estimate_mean` returns a :class:`MeanEstimate`: the
-point, an interval at ``confidence``, its standard error and degrees of freedom.
+Every bias-corrected method is one *difference estimator*: the labels of the labelled items, plus the
+predictions of the others, plus (number of others) * the labelled items' mean residual, over ``N``;
+unbiased whatever the predictions when the labelled items are a random draw. ``human`` predicts a
+constant; ``ppi`` a line ``c + b * judge`` (PPI++ with power tuning, ``lam = b * N_u / N``; the slope may
+be shared over groups, :func:`shared_slope`); ``calibrated`` a cross-fitted :func:`fit_calibration` map;
+``judge`` is the judge's own mean, not bias-corrected. Labels drawn in a selection round carry the
+inverse of their inclusion probability (Horvitz-Thompson, Hájek's variance, each round averaged with
+the estimate before it by label counts). What cannot be estimated is a DataError naming the group.
 
-Every bias-corrected method is one *difference estimator*: predict each item's label from
-what is known of it, then correct the predictions by the labelled items' residuals::
-
-    estimate = (sum of the labels of the labelled items + sum of the predictions of the others
-                + (number of others) * mean residual of the labelled items) / N
-
-which is unbiased for the group's mean label whatever the predictions, as long as the
-labelled items are a random draw from the group. The methods differ in the prediction:
-
-- ``human``: a constant (the labelled mean): the classical estimate from the labels alone.
-- ``ppi``: a line in the judge value, ``c + b * judge``, fitted by least squares on the
-  labelled items (items without a judge value get an intercept of their own when some of
-  them are labelled, else the common one). This is PPI++ with power tuning (Angelopoulos,
-  Duchi & Zrnic 2023): the paper's estimator ``mean(Y) + lam * (mean(f unlabelled) -
-  mean(f labelled))`` with its tuned ``lam = Cov(Y, f) / ((1 + n / N_u) Var(f))`` (both
-  taken on the labelled items) is this estimator exactly, with ``lam = b * N_u / N`` (``N_u`` the unlabelled
-  count); the fitted
-  slope minimises the residual variance, so the tuned variance is never above the
-  labels-alone one (``b = 0``), and a useless judge gets ``b`` near 0. ``lam`` is reported.
-  With several groups the slope may be tuned once over all of them (:func:`shared_slope`,
-  ``slope=``), each group keeping its own intercept: PPI++'s "overall" tuning, which spares a
-  group with few labels the price of fitting its own slope.
-- ``calibrated``: a judge -> human calibration map (isotonic by default, or linear) fitted
-  with K-fold cross-fitting: each labelled item's residual comes from a map fitted without
-  it (its fold), the other items get the average of the K maps. Out-of-fold residuals are
-  what keeps the interval honest: an in-sample isotonic fit would shrink them. This is
-  cross-prediction-powered inference (Zrnic & Candès 2024) in the difference form.
-- ``judge``: the judge's mean over the items it scored, with the naive interval of the
-  judge values' spread: not bias-corrected (``bias_corrected`` is False).
-
-The target (``target``):
-
-- ``"items"`` (default): the mean label over the group's ``N`` items, had every one been
-  labelled. The only randomness is which items were labelled, so the variance carries the
-  finite-population factor ``1 - n / N`` (all items labelled: the exact mean, width 0).
-- ``"population"``: the mean of the distribution the items were drawn from (the papers'
-  setting); the variance adds the items' own spread, ``Var(label) / N``.
-
-Variance and interval. With labels drawn at random (no weights), the variance of ``ppi`` and
-``human`` is the regression estimator's, ``s2 * ((N_u/N)^2 x_u' (X'X)^-1 x_u + N_u / N^2)``
-with ``s2`` the residual variance on ``n - p`` degrees of freedom (``p`` the fitted
-coefficients), which includes the uncertainty of the fitted slope; that term matters with
-few labels, where the plain CLT variance undercovers. ``calibrated`` uses the variance of the
-out-of-fold residuals on ``n - 1`` degrees of freedom. Intervals take Student-t quantiles with
-those degrees of freedom.
-
-Weights (labels chosen in an active selection round, :mod:`mitigate.estimators._selection`):
-each label of round ``k`` carries the inverse of its inclusion probability; labels without a
-weight are the ones drawn at random before any round. Round ``k``'s own estimate counts every
-label before it exactly, predicts each other item with the method's prediction fitted on
-those labels, and adds the round's residuals weighted by their inverse probabilities
-(Horvitz-Thompson): given the labels before it, it is unbiased whatever the probabilities,
-so its error is uncorrelated with the estimate from the labels before it. The two are
-averaged with weights proportional to their label counts (fixed by the design, not by the
-data, so the average stays unbiased); the round's variance is Hájek's approximation for a
-fixed-size unequal-probability draw on ``m - 1`` degrees of freedom, and the average's
-degrees of freedom are Welch-Satterthwaite's. With fewer labels before the first round than
-the method needs, that round's prediction is fitted on its own labels (a regression
-estimator: unbiased only approximately), and a note says so.
-
-What cannot be estimated is refused with a :class:`~mitigate.errors.DataError` naming the
-group: no labelled item, a single label, fewer labels than the method fits, labels (or
-residuals) without any spread, a weight below 1 or on an unlabelled item, a round of one label.
-
-Size: over 600 lines because the four estimators (ppi, calibrated, human, judge) share the interval,
-round and selection-weight code.
+Size: over 600 lines because the four methods share the interval, the checks and the selection-round
+weighting, and the vectorised cores the simulations run.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -94,8 +35,7 @@ Target = Literal["items", "population"]
 TARGETS: tuple[str, ...] = ("items", "population")
 
 MIN_LABELS = {"human": 2, "ppi": 3, "calibrated": 3, "judge": 0}
-"""Fewest labels per group each method needs: one more than the coefficients it fits (the judge-only needs
-none)."""
+"""Fewest labels per group each method needs: one more than the coefficients it fits."""
 
 _FLAT = 1e-12
 """Relative size below which a spread counts as none."""
@@ -103,12 +43,7 @@ _FLAT = 1e-12
 
 class Remedies(BaseModel):
     """What a refusal or a note suggests doing instead, in the words of the interface the user called ("":
-    nothing).
-
-    The defaults name ``mitigate estimate``'s options; a caller that offers other choices
-    (``mitigate compare`` has no grouping, method or tuning option) passes its own, so a
-    message never sends the user to an option the command they ran does not have.
-    """
+    nothing). The defaults name ``mitigate estimate``'s options; ``mitigate compare`` passes its own."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     regroup: str = "group differently: --by none"
@@ -127,13 +62,12 @@ class Remedies(BaseModel):
 
 
 class MeanEstimate(BaseModel):
-    """One group's estimate: the point, the interval at ``confidence``, and how it was made.
+    """One group's estimate: the point, the interval ``estimate ± t(df) * se`` at ``confidence``, and how it
+    was made.
 
-    ``se`` is the standard error and ``df`` the Student-t degrees of freedom of the interval
-    (``estimate ± t(df) * se``); ``n`` the group's items, ``n_labelled`` those with a label,
-    ``n_judged`` those with a judge value; ``lam`` the PPI++ weight of the judge (``ppi``);
-    ``bias_corrected`` False for the judge-only mean. ``notes`` say what the reader should know
-    (items without a judge value, a judge constant on the labelled items ...).
+    ``n`` counts the group's items, ``n_labelled`` those with a label, ``n_judged`` those with a
+    judge value; ``lam`` is the PPI++ weight of the judge (``ppi``); ``bias_corrected`` False for
+    the judge-only mean; ``notes`` say what the reader should know.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -260,10 +194,6 @@ def human_srs(y: np.ndarray, N: int, *, population: bool = False) -> RegressionF
 # one group
 
 
-def _where(group: str | None) -> str:
-    return f"group {group!r}" if group is not None else "the items"
-
-
 def _as_array(values: Sequence[float | None] | np.ndarray, name: str) -> np.ndarray:
     try:
         arr = np.array([math.nan if v is None else v for v in values], dtype=float)
@@ -315,16 +245,13 @@ def estimate_mean(
 ) -> MeanEstimate:
     """The estimate of one group's mean label (see the module docstring).
 
-    ``labels`` and ``judge`` hold one value per item of the group (None or NaN: unlabelled,
-    or no judge value); ``weights`` the inverse inclusion probability of the items labelled
-    in a selection round (None/NaN elsewhere); ``rounds`` which round each item was labelled
-    in (0: before any; default: 1 for every weighted item). ``calibration`` and ``folds``
-    apply to ``calibrated``; ``seed`` draws its folds. ``bounds``: the labels' scale (min, max);
-    the interval of a bias-corrected method is cut to it (the mean label cannot lie outside it,
-    so the cut loses no coverage). ``slope``: for ``ppi``, a judge slope tuned over several
-    groups (:func:`shared_slope`) instead of this group's own. DataError naming ``group`` when
-    it cannot be estimated (suggesting ``remedies``, default ``mitigate estimate``'s options);
-    ConfigError for a bad setting.
+    ``labels`` and ``judge`` hold one value per item (None or NaN: unlabelled, or no judge value);
+    ``weights`` the inverse inclusion probability of the items labelled in a selection round,
+    ``rounds`` which round each item was labelled in (0: before any; default: 1 for every weighted
+    item). ``calibration`` and ``folds`` apply to ``calibrated``; ``seed`` draws its folds.
+    ``bounds``: the labels' scale (min, max), to which the interval is cut. ``slope``: for ``ppi``, a
+    judge slope tuned over several groups (:func:`shared_slope`). DataError naming ``group`` when it
+    cannot be estimated (suggesting ``remedies``); ConfigError for a bad setting.
     """
     check_settings(method, confidence, target, calibration, folds)
     fix = remedies or Remedies()
@@ -335,31 +262,69 @@ def estimate_mean(
     w = None if weights is None else _as_array(weights, "weights")
     if w is not None and len(w) != len(y):
         raise DataError(f"expected one weight (or None) per item; got {len(w)} weights for {len(y)} items")
-    where = _where(group)
+    where = f"group {group!r}" if group is not None else "the items"
     N = len(y)
     judged = np.isfinite(f)
     labelled = np.isfinite(y)
     n, n_judged = int(labelled.sum()), int(judged.sum())
     notes: list[str] = []
     if n_judged < N and method != "human":
-        notes.append(
-            f"{N - n_judged} of {N} items have no judge value (parse failure or error): "
-            + (
-                "the judge-only mean leaves them out"
-                if method == "judge"
-                else "they stay in the estimate, predicted from the labels of such items (or the intercept)"
-            )
-        )
-    common = {
-        "method": method,
-        "confidence": float(confidence),
-        "target": target,
-        "n": N,
-        "n_labelled": n,
-        "n_judged": n_judged,
-    }
+        kept = "they stay in the estimate, predicted from the labels of such items (or the intercept)"
+        kept = "the judge-only mean leaves them out" if method == "judge" else kept
+        notes.append(f"{N - n_judged} of {N} items have no judge value (parse failure or error): {kept}")
     if method == "judge":
-        return _judge_only(f[judged], where, common, notes)
+        estimate, se, df = _judge_only(f[judged], where, notes)
+        lam = None
+    else:
+        _check_labels(y, n, N, method, target, where, fix, slope)
+        rnd = _round_of(rounds, w, labelled, where)
+        if w is not None and (rnd > 0).any():
+            raw = _by_rounds(y, f, w, rnd, method, calibration, folds, seed, where, notes)
+        elif method == "calibrated":
+            raw = _calibrated(y, f, calibration, folds, seed, notes)
+        else:
+            raw = _regression(y, f, method, notes, slope)
+        if target == "population":
+            raw = raw._replace(variance=raw.variance + _label_spread(y, w, rnd) / N)
+        _check_spread(raw, n, N, method, where)
+        estimate, se, df, lam = float(raw.estimate), math.sqrt(max(raw.variance, 0.0)), float(raw.df), raw.lam
+    half = float(t_quantile(float(confidence), df)) * se
+    low, high = float(estimate - half), float(estimate + half)
+    if method != "judge" and bounds is not None and (low < bounds[0] or high > bounds[1]):
+        low, high = max(low, float(bounds[0])), min(high, float(bounds[1]))
+        notes.append(f"interval cut to the labels' scale [{bounds[0]:g}, {bounds[1]:g}]")
+    return MeanEstimate(
+        method=method,
+        estimate=estimate,
+        low=low,
+        high=high,
+        se=se,
+        df=df,
+        confidence=float(confidence),
+        target=target,
+        n=N,
+        n_labelled=n,
+        n_judged=n_judged,
+        bias_corrected=method != "judge",
+        lam=lam,
+        notes=tuple(notes),
+    )
+
+
+class _Raw(NamedTuple):
+    """An estimate before its interval: the point, its variance (items target) and degrees of freedom."""
+
+    estimate: float
+    variance: float
+    df: float
+    lam: float | None = None
+    fitted: bool = False
+
+
+def _check_labels(
+    y: np.ndarray, n: int, N: int, method: str, target: str, where: str, fix: Remedies, slope: Slope | None
+) -> None:
+    """Refuse a group with too few labels for ``method``, or labels without spread."""
     if n == 0:
         raise DataError(
             f"{where} has no labelled item; expected at least {MIN_LABELS[method]} labels to "
@@ -375,62 +340,49 @@ def estimate_mean(
     if n < need:
         raise DataError(
             Remedies.after(
-                f"{where} has {n} labels; {method!r} needs at least {need} (it "
-                f"fits {need - 1} "
+                f"{where} has {n} labels; {method!r} needs at least {need} (it fits {need - 1} "
                 "coefficients and needs one more for the spread)",
                 fix.fewer_coefficients,
             )
         )
+    labels = y[np.isfinite(y)]
     exact = n == N and target == "items"
-    if not exact and np.ptp(y[labelled]) <= _FLAT * (1.0 + abs(float(np.nanmean(y)))):
+    if not exact and np.ptp(labels) <= _FLAT * (1.0 + abs(float(np.nanmean(y)))):
         raise DataError(
             Remedies.after(
-                f"{where}: its {n} labels are all {float(y[labelled][0]):g}, which "
-                "shows no spread to build an interval from",
+                f"{where}: its {n} labels are all {float(labels[0]):g}, which shows no spread to build an "
+                "interval from",
                 fix.more_labels,
             )
         )
-    rnd = _round_of(rounds, w, labelled, where)
-    if (rnd > 0).any():
-        raw = _by_rounds(
-            y,
-            f,
-            w,
-            rnd,
-            method,
-            calibration,  # type: ignore[arg-type]
-            folds,
-            seed,
-            where,
-            notes,
+
+
+def _check_spread(raw: _Raw, n: int, N: int, method: str, where: str) -> None:
+    """Refuse an estimate whose variance gives no interval (too few degrees of freedom, or no spread)."""
+    if not (math.isfinite(raw.variance) and raw.df >= 1):
+        raise DataError(
+            f"{where}: too few labels for an interval with {method!r} ({n} labels); label more of its items"
         )
-    elif method == "calibrated":
-        raw = _calibrated(y, f, calibration, folds, seed, notes)
-    else:
-        raw = _regression(y, f, method, notes, slope)
-    variance = raw.variance
-    if target == "population":
-        variance += _label_spread(y, w, rnd) / N
-    out = _finish(raw.estimate, variance, raw.df, where, common, notes, lam=raw.lam, fitted=raw.fitted)
-    if bounds is not None and (out.low < bounds[0] or out.high > bounds[1]):
-        out = out.model_copy(
-            update={
-                "low": max(out.low, float(bounds[0])),
-                "high": min(out.high, float(bounds[1])),
-                "notes": (*out.notes, f"interval cut to the labels' scale [{bounds[0]:g}, {bounds[1]:g}]"),
-            }
+    if raw.variance <= 0 and n != N:
+        what = (
+            "the judge's values, as fitted, predict each of its labels exactly"
+            if raw.fitted
+            else "its residuals show no spread"
         )
-    return out
+        raise DataError(
+            f"{where}: {what}, which leaves no spread to build an interval from; label more of its items"
+        )
 
 
-class _Raw(NamedTuple):
-    """An estimate before its interval: the point, its variance (items target) and degrees of freedom."""
-
-    estimate: float
-    variance: float
-    df: float
-    lam: float | None = None
-    fitted: bool = False
+def _judge_only(values: np.ndarray, where: str, notes: list[str]) -> tuple[float, float, float]:
+    """The judge's mean over the items it scored, its standard error and degrees of freedom."""
+    if len(values) < 2:
+        raise DataError(
+            f"{where} has {len(values)} judge value(s); expected at least 2 for the judge-only "
+            "mean and its interval"
+        )
+    notes.append("not bias-corrected: the judge's own mean, with the spread of its values as the interval")
+    return float(values.mean()), float(values.std(ddof=1)) / math.sqrt(len(values)), float(len(values) - 1)
 
 
 def _round_of(
@@ -456,11 +408,11 @@ def _round_of(
             "label; expected every selected item labelled (an unlabelled selected item would "
             "bias the weights)"
         )
-    if weighted.any() and (w[weighted] < 1 - 1e-9).any():  # type: ignore[index]
+    if w is not None and weighted.any() and (w[weighted] < 1 - 1e-9).any():
         raise DataError(
             f"{where}: expected selection weights >= 1 (the inverse of an inclusion "
             f"probability); got {float(np.min(w[weighted])):g}"
-        )  # type: ignore[index]
+        )
     return rnd
 
 
@@ -478,83 +430,10 @@ def _label_spread(y: np.ndarray, w: np.ndarray | None, rnd: np.ndarray) -> float
     return float((weights * (values - mean) ** 2).sum() / weights.sum() * k / (k - 1))
 
 
-def _finish(
-    estimate: float,
-    variance: float,
-    df: float,
-    where: str,
-    common: Mapping[str, object],
-    notes: list[str],
-    *,
-    lam: float | None = None,
-    fitted: bool = False,
-) -> MeanEstimate:
-    if not (math.isfinite(variance) and df >= 1):
-        raise DataError(
-            f"{where}: too few labels for an interval with {common['method']!r} "
-            f"({common['n_labelled']} "
-            "labels); label more of its items"
-        )
-    if variance <= 0 and common["n_labelled"] != common["n"]:
-        what = (
-            "the judge's values, as fitted, predict each of its labels exactly"
-            if fitted
-            else "its residuals show no spread"
-        )
-        raise DataError(
-            f"{where}: {what}, which leaves no spread to build an interval from; label more of its items"
-        )
-    se = math.sqrt(max(variance, 0.0))
-    half = float(t_quantile(float(common["confidence"]), df)) * se  # type: ignore[arg-type]
-    return MeanEstimate(
-        estimate=float(estimate),
-        low=float(estimate - half),
-        high=float(estimate + half),
-        se=se,
-        df=float(df),
-        bias_corrected=True,
-        lam=lam,
-        notes=tuple(notes),
-        **common,
-    )  # type: ignore[arg-type]
-
-
-def _judge_only(
-    values: np.ndarray, where: str, common: Mapping[str, object], notes: list[str]
-) -> MeanEstimate:
-    if len(values) < 2:
-        raise DataError(
-            f"{where} has {len(values)} judge value(s); expected at least 2 for the judge-only "
-            "mean and its interval"
-        )
-    se = float(values.std(ddof=1)) / math.sqrt(len(values))
-    df = float(len(values) - 1)
-    half = float(t_quantile(float(common["confidence"]), df)) * se  # type: ignore[arg-type]
-    mean = float(values.mean())
-    notes = [
-        *notes,
-        "not bias-corrected: the judge's own mean, with the spread of its values as the interval",
-    ]
-    return MeanEstimate(
-        estimate=mean,
-        low=mean - half,
-        high=mean + half,
-        se=se,
-        df=df,
-        bias_corrected=False,
-        notes=tuple(notes),
-        **common,
-    )  # type: ignore[arg-type]
-
-
 def _ppi_design(f: np.ndarray, fit_rows: np.ndarray, ref: float) -> tuple[np.ndarray, bool]:
-    """The ppi columns for every item: intercept, centred judge value (0 without one), and a no-judge-value
-    intercept.
-
-    The last column is there only when some item lacks a judge value; the second is zeroed
-    when the judge values of ``fit_rows`` do not vary. Returns the columns and whether the
-    slope column was kept.
-    """
+    """The ppi columns for every item: intercept, centred judge value (0 without one, zeroed when it does not
+    vary on ``fit_rows``), and an intercept of the items without a judge value when there are any; and
+    whether the slope column was kept."""
     judged = np.isfinite(f)
     slope = np.where(judged, f - ref, 0.0)
     fit_judged = judged & fit_rows
@@ -563,6 +442,12 @@ def _ppi_design(f: np.ndarray, fit_rows: np.ndarray, ref: float) -> tuple[np.nda
     if not judged.all():
         cols.append((~judged).astype(float))
     return np.stack(cols, -1), bool(keep)
+
+
+def _intercepts(judged: np.ndarray) -> np.ndarray:
+    """The intercept column, and one of the items without a judge value when there are any."""
+    N = len(judged)
+    return np.ones((N, 1)) if judged.all() else np.stack([np.ones(N), (~judged).astype(float)], -1)
 
 
 def _regression(
@@ -600,15 +485,10 @@ class Slope(NamedTuple):
 
 def shared_slope(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> Slope | None:
     """The slope of the labels on the judge values within groups, pooled over ``groups`` ((labels, judge)
-    arrays).
+    arrays): least squares with one intercept per group (PPI++'s "overall" tuning), and its variance.
 
-    The least-squares slope with one intercept per group: power tuning with one ``lam`` for
-    every group (PPI++'s "overall" tuning of a vector of means), which estimates the slope from
-    all the labels at once instead of a few per group. Each group keeps its own intercept, so a
-    judge that is harsher on one system than on another is still corrected per system; only the
-    scale of the judge is shared. Its variance is the pooled residual variance over the pooled
-    spread of the judge values. None when the judge values do not vary within any group or too
-    few labels are left for the residual variance.
+    None when the judge values do not vary within any group or too few labels are left for the
+    residual variance.
     """
     sxy = sxx = 0.0
     parts: list[tuple[np.ndarray, np.ndarray]] = []
@@ -637,7 +517,7 @@ def _shared_slope(y: np.ndarray, f: np.ndarray, slope: Slope) -> _Raw:
     N, n = len(y), int(labelled.sum())
     ref = float(f[labelled & judged].mean()) if (labelled & judged).any() else 0.0
     centred = np.where(judged, f - ref, 0.0)
-    X = np.ones((N, 1)) if judged.all() else np.stack([np.ones(N), (~judged).astype(float)], -1)
+    X = _intercepts(judged)
     fit = regression_fit(y[labelled] - slope.value * centred[labelled], X[labelled], X.mean(0), N)
     n_u = N - n
     gap = (centred[~labelled].mean() - centred[labelled].mean()) * n_u / N if n_u else 0.0
@@ -668,7 +548,7 @@ def _predictor(
         failed_level = beta[0] + (beta[2] if len(beta) > 2 else 0.0)
         return lambda q: np.where(np.isfinite(q), beta[0] + slope * (np.nan_to_num(q) - ref), failed_level)
     if judged.any():
-        cal = fit_calibration(f[judged], y[judged], calibration)  # type: ignore[arg-type]
+        cal = fit_calibration(f[judged], y[judged], calibration)
         return lambda q: np.where(np.isfinite(q), cal(np.nan_to_num(q)), mean_failed)
     return lambda q: np.full(len(q), mean_failed)
 
@@ -676,11 +556,8 @@ def _predictor(
 def crossfit(
     y_l: np.ndarray, f_l: np.ndarray, f_u: np.ndarray, calibration: str, folds: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """K-fold cross-fitting of a calibration map on the labelled items.
-
-    Returns each labelled item's residual under the map fitted without its fold, the other
-    items' predictions averaged over the K maps, and K (``folds``, at most one fold per label).
-    """
+    """K-fold cross-fitting of a calibration map on the labelled items: each one's residual under the map
+    fitted without its fold, the other items' predictions averaged over the K maps, and K."""
     n = len(y_l)
     k = min(folds, n)
     fold = np.random.default_rng(seed).permutation(n) % k
@@ -731,10 +608,7 @@ def _round_estimate(
 
 def _combine(a: _Raw, count: int, b: _Raw, m: int) -> _Raw:
     """``a`` (from ``count`` labels) and ``b`` (from ``m`` more), uncorrelated, weighted by their label
-    counts.
-
-    Degrees of freedom by Welch-Satterthwaite.
-    """
+    counts; degrees of freedom by Welch-Satterthwaite."""
     wa, wb = count / (count + m), m / (count + m)
     va, vb = wa * wa * a.variance, wb * wb * b.variance
     parts = [(v, d) for v, d in ((va, a.df), (vb, b.df)) if v > 0]
@@ -754,23 +628,18 @@ def _by_rounds(
     where: str,
     notes: list[str],
 ) -> _Raw:
-    """The estimate from labels known before any round (drawn at random) and one or more selection rounds.
-
-    Round ``k``'s estimate counts the labels before it exactly, predicts every other item with
-    the method's prediction fitted on those labels, and corrects by the round's weighted
-    residuals; given the labels before it, it is unbiased, so its error is uncorrelated with
-    the estimate from the labels before it. The two are averaged with weights proportional to
-    their label counts (fixed in advance, so the average stays unbiased).
-    """
+    """The estimate from labels known before any round (drawn at random) and one or more selection rounds (see
+    the module docstring)."""
     labelled = np.isfinite(y)
     pilot = labelled & (rnd == 0)
     count = int(pilot.sum())
     raw: _Raw | None = None
     if count >= MIN_LABELS[method] and np.ptp(y[pilot]) > 0:
         sub = np.where(pilot, y, np.nan)
+        calibrated = method == "calibrated"
         raw = (
             _calibrated(sub, f, calibration, folds, seed, [])
-            if method == "calibrated"
+            if calibrated
             else _regression(sub, f, method, [])
         )
     for k in range(1, int(rnd.max()) + 1):
@@ -778,9 +647,7 @@ def _by_rounds(
         if not chosen.any():
             continue
         before = labelled & (rnd < k)
-        fit_on = before if raw is not None else (before | chosen)
-        if int(fit_on.sum()) < MIN_LABELS[method]:
-            fit_on = before | chosen
+        fit_on = before if raw is not None and int(before.sum()) >= MIN_LABELS[method] else before | chosen
         if raw is None:
             notes.append(
                 f"fewer than {MIN_LABELS[method]} labels (or labels without spread) before the "
@@ -803,12 +670,9 @@ def _by_rounds(
 
 
 class Spread(NamedTuple):
-    """A labelled pilot's spread under one method: what the label planner and the selection read.
-
-    ``residuals``: each labelled item's residual (out-of-fold for ``calibrated``), in the
-    order of the labelled items; ``s2`` the residual variance; ``p`` the coefficients fitted
-    (``s2`` is on ``n - p`` degrees of freedom); ``s2_labels`` the labels' own variance.
-    """
+    """A labelled pilot's spread under one method, what the label planner and the selection read: each
+    labelled item's residual (out-of-fold for ``calibrated``), their variance ``s2`` on ``n - p`` degrees
+    of freedom (``p`` coefficients fitted) and the labels' own variance."""
 
     residuals: np.ndarray
     s2: float
@@ -827,11 +691,7 @@ def pilot_spread(
     slope: Slope | None = None,
 ) -> Spread:
     """The spread of the labelled items under ``method`` (``human``, ``ppi`` or ``calibrated``), labels drawn
-    at random.
-
-    ``slope``: for ``ppi``, the slope shared over groups (only the intercepts are then fitted).
-    Needs at least ``MIN_LABELS[method]`` labels (the caller refuses fewer).
-    """
+    at random; ``slope``: for ``ppi``, the slope shared over groups. Needs ``MIN_LABELS[method]`` labels."""
     y = _as_array(labels, "labels")
     f = _as_array(judge, "judge values")
     labelled = np.isfinite(y)
@@ -847,7 +707,7 @@ def pilot_spread(
         X = np.ones((len(y), 1))
     elif slope is not None:
         y_l = y_l - slope.value * np.where(judged, f - ref, 0.0)[labelled]
-        X = np.ones((len(y), 1)) if judged.all() else np.stack([np.ones(len(y)), (~judged).astype(float)], -1)
+        X = _intercepts(judged)
     else:
         X, _ = _ppi_design(f, labelled, ref)
     fit = regression_fit(y_l, X[labelled], X.mean(0), len(y))

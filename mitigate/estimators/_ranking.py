@@ -1,25 +1,11 @@
 """Groups ranked by their estimates, with simultaneous intervals for the ranks, separable pairs and Kendall's
 tau.
 
-Ranks come from simultaneous intervals: each group's interval is widened to the Bonferroni
-level ``1 - (1 - confidence) / K`` for ``K`` groups, so all ``K`` hold at once with
-probability at least ``confidence``, whatever the dependence between the groups' estimates
-(groups that share items, as a pairwise benchmark's systems do, included). When they all
-hold:
-
-- group ``a`` is above ``b`` for sure when ``a``'s simultaneous low end is above ``b``'s
-  high end: the pair is *separable*;
-- a group's rank lies between ``1 +`` (the groups surely above it) and ``K -`` (the groups
-  surely below it).
-
-So the rank intervals and the separable pairs hold jointly at ``confidence``. Bonferroni is
-conservative (the intervals are wider than they need be when the groups are independent);
-it was chosen because it needs no assumption about how the groups' estimates depend on each
-other. Rank 1 is the highest estimate.
-
-:func:`kendall_tau` compares two orderings of the same groups (tau-b, so ties count as
-neither agreement nor disagreement): the corrected ranking against the judge-only one,
-the labels-alone one, or a ranking known from elsewhere.
+Each group's interval is widened to the Bonferroni level ``1 - (1 - confidence) / K`` for ``K``
+groups, so all hold at once with probability at least ``confidence`` whatever the dependence between
+the groups' estimates. Then ``a`` is surely above ``b`` (*separable*) when ``a``'s low end is above
+``b``'s high end, and a group's rank lies between ``1 +`` (the groups surely above it) and ``K -``
+(the groups surely below it), jointly at ``confidence``. Rank 1 is the highest estimate.
 """
 
 from __future__ import annotations
@@ -45,12 +31,8 @@ class GroupRank(BaseModel):
 
 
 class Ranking(BaseModel):
-    """Groups ordered by estimate, highest first, with simultaneous rank intervals (see the module docstring).
-
-    ``separable`` lists the pairs ``(above, below)`` whose simultaneous intervals do not
-    overlap; ``kendall`` the tau-b between this order and each named other ordering (None when
-    it is undefined: fewer than two groups, or one ordering all ties).
-    """
+    """Groups ordered by estimate, highest first, with simultaneous rank intervals (see the module docstring),
+    the ``separable`` pairs ``(above, below)`` and the ``kendall`` tau-b with each named other ordering."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     confidence: float
@@ -87,11 +69,8 @@ def rank_estimates(
     confidence: float,
     others: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Ranking:
-    """The ranking of ``estimates`` (group -> estimate) with rank intervals jointly at ``confidence``.
-
-    ``others``: named scorings of the same groups (e.g. ``{"judge": {...}, "human": {...}}``) to
-    compare with by Kendall's tau.
-    """
+    """The ranking of ``estimates`` (group -> estimate) with rank intervals jointly at ``confidence``;
+    ``others``: named scorings of the same groups to compare with by Kendall's tau."""
     return rank_intervals(
         {g: e.estimate for g, e in estimates.items()},
         lambda level: {g: e.interval(level) for g, e in estimates.items()},
@@ -106,12 +85,8 @@ def rank_intervals(
     confidence: float,
     others: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Ranking:
-    """The ranking of ``points`` (group -> point estimate) with rank intervals jointly at ``confidence``.
-
-    ``bounds_at(level)`` gives each group's interval at ``level``; it is asked for the Bonferroni
-    level (see the module docstring). Any estimator with intervals ranks this way (a mean with its
-    t interval, a Bradley-Terry ability with its Fisher or bootstrap interval).
-    """
+    """The ranking of ``points`` (group -> point estimate) with rank intervals jointly at ``confidence``;
+    ``bounds_at(level)`` gives each group's interval at the (Bonferroni) ``level``."""
     if not 0 < confidence < 1:
         raise ConfigError(
             f"The 'confidence' parameter must be a float in (0, 1). Got {confidence!r} instead."

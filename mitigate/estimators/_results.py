@@ -1,11 +1,5 @@
-"""What ``mitigate estimate`` produces, as values: per-group estimates with a ranking, label plans and
-selections.
-
-:class:`EstimateResult` is what :func:`mitigate.estimators._estimate.estimate` returns:
-``to_json()`` is the object ``mitigate estimate --json`` prints, ``to_pandas()`` one row per
-group, ``table()`` the text the command shows. :class:`LabelPlan` is ``--plan``'s answer and
-:class:`Selection` ``--select``'s.
-"""
+"""What ``mitigate estimate`` produces, as values: per-group estimates with a ranking (``EstimateResult``),
+label plans (``--plan``) and selections (``--select``), with their JSON and text."""
 
 from __future__ import annotations
 
@@ -16,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.errors import ConfigError
 from mitigate.estimators._mean import MeanEstimate
-from mitigate.estimators._planning import MethodPlan
 from mitigate.estimators._ranking import Ranking
+from mitigate.estimators._selection import MethodPlan
 from mitigate.scale import Scale
 
 METHOD_TITLES = {
@@ -58,12 +52,9 @@ def _brief(e: MeanEstimate | None) -> dict[str, Any] | None:
 
 
 class GroupResult(BaseModel):
-    """One group: the chosen method's estimate, the labels-alone and judge-alone ones beside it.
-
-    ``human`` / ``judge`` are None where they cannot be computed (``unavailable`` says why);
-    ``truth`` is the mean of every label the group had before labels were hidden for an
-    experiment (None otherwise); ``n_weighted`` the labels that carry a selection weight.
-    """
+    """One group: the chosen method's estimate, the labels-alone and judge-alone ones beside it (None where
+    they cannot be computed: ``unavailable`` says why), the mean of every label before labels were hidden for
+    an experiment (``truth``) and the labels that carry a selection weight."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     group: str
@@ -179,13 +170,9 @@ class EstimateResult(BaseModel):
                 "lambda": e.lam,
             }
             for name, other in (("human", g.human), ("judge", g.judge)):
-                row.update(
-                    {
-                        f"{name}_estimate": other.estimate if other else None,
-                        f"{name}_low": other.low if other else None,
-                        f"{name}_high": other.high if other else None,
-                    }
-                )
+                row |= {
+                    f"{name}_{k}": getattr(other, k) if other else None for k in ("estimate", "low", "high")
+                }
             if self.ranking is not None:
                 r = self.ranking.rank_of(g.group)
                 row.update(rank=r.rank, rank_low=r.low, rank_high=r.high)
@@ -322,18 +309,12 @@ class LabelPlan(BaseModel):
                 p = g.plans[m]
                 cells.append(f"{p.needed} (+{p.more})" if p.needed is not None else (p.note or "-"))
             body.append(cells)
-        body.append(
-            [
-                "all",
-                str(sum(g.n for g in self.groups)),
-                str(sum(g.labelled for g in self.groups)),
-                *("-" if self.more(m) is None else f"+{self.more(m)}" for m in methods),
-            ]
-        )
-        lines = [
+        totals = [str(sum(g.n for g in self.groups)), str(sum(g.labelled for g in self.groups))]
+        body.append(["all", *totals, *("-" if self.more(m) is None else f"+{self.more(m)}" for m in methods)])
+        heading = (
             f"labels for ±{self.half_width:g} at {self.confidence:.0%} (predicted from the labels so far):"
-        ]
-        return "\n".join(lines + aligned([header, *body]))
+        )
+        return "\n".join([heading, *aligned([header, *body])])
 
 
 class SelectionRow(BaseModel):

@@ -1,40 +1,105 @@
-"""Which unlabelled items to label next: active selection with known inclusion probabilities.
+"""How many labels a group needs, and which items to label next.
 
-Active statistical inference (Zrnic & Candès 2024) labels the items where the prediction is
-least sure more often, and weights each label by the inverse of the probability it had of
-being chosen, which keeps the estimate unbiased whatever the probabilities. Here:
+:func:`labels_needed` predicts the half-width with ``n`` labels drawn at random from a labelled pilot's
+spread ``s2`` (on ``n - p`` degrees of freedom)::
 
-1. **Uncertainty proxy** (:func:`uncertainty`): the pilot's squared residuals (label minus
-   the method's prediction), averaged per judge value (per quantile bin of the judge values
-   when they take many values; items without a judge value form their own bin) and shrunk
-   towards the overall mean with a pseudo-count of 2; the proxy is its square root, the
-   expected size of an item's residual. With equal probabilities the proxy plays no role;
-   with probabilities proportional to the residual size the variance of the weighted
-   residual sum is smallest (the Neyman choice).
-2. **Probabilities** (:func:`inclusion_probabilities`): ``m`` labels over a pool of
-   ``N_pool`` items get ``pi_i = m * ((1 - floor) * u_i / sum(u) + floor / N_pool)``, capped
-   at 1 (the excess is spread over the others); the floor keeps every item's weight at most
-   ``N_pool / (floor * m)``, so a proxy that is wrong costs bounded variance.
-3. **Draw** (:func:`systematic_draw`): randomised systematic sampling with those
-   probabilities: the pool in a random order, a random start, one item per unit of
-   cumulated probability. Every item is chosen with exactly its ``pi_i`` and the draw holds
-   exactly ``m`` items.
-4. **Allocation across groups** (:func:`allocate`): one label at a time to the group whose
-   predicted variance drops most (greedy, which is optimal for these convex, separable
-   variances), so the labels go where the intervals are widest.
+    half_width(n) = t(n - p) * sqrt(s2 * (1 - n/N) / n * (1 + (p - 1) / (n - 1))  [+ s2_labels / N])
 
-The estimate then uses the weights ``1 / pi_i`` (:func:`mitigate.estimators._mean.estimate_mean`,
-``weights=``), counting the pilot exactly.
+Active selection (Zrnic & Candès 2024) labels the items where the prediction is least sure more often
+and weights each label by 1 / its inclusion probability, which keeps the estimate unbiased: an
+uncertainty proxy per item (:func:`uncertainty`), probabilities proportional to it above a uniform
+floor (:func:`inclusion_probabilities`), randomised systematic sampling (:func:`systematic_draw`), and
+the labels spread over the groups where the predicted variance drops most (:func:`allocate`).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Mapping
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
 from mitigate.errors import ConfigError
+from mitigate.estimators._mean import t_quantile
+
+
+class MethodPlan(BaseModel):
+    """One method's label budget for one group: labels now, the total ``needed`` for the half-width (None when
+    not reachable), how many ``more``, the half-width predicted now, and a ``note`` without an answer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    method: str
+    labelled: int
+    needed: int | None = None
+    more: int | None = None
+    half_width_now: float | None = None
+    note: str | None = None
+
+
+def half_width_at(
+    n: np.ndarray | int,
+    s2: float,
+    p: int,
+    N: int,
+    confidence: float,
+    *,
+    s2_labels: float = 0.0,
+    population: bool = False,
+) -> np.ndarray:
+    """The predicted half-width at ``n`` labels (see the module docstring); NaN where ``n <= p``."""
+    n_arr = np.asarray(n, dtype=float)
+    df = n_arr - p
+    ok = df >= 1
+    safe_n = np.where(ok, n_arr, p + 1.0)
+    fpc = np.clip(1 - safe_n / N, 0.0, 1.0)
+    slope = 1 + (p - 1) / np.maximum(safe_n - 1, 1.0)
+    variance = s2 * fpc / safe_n * slope + (s2_labels / N if population else 0.0)
+    out = t_quantile(confidence, np.where(ok, df, 1.0)) * np.sqrt(variance)
+    return np.where(ok, out, np.nan)
+
+
+def labels_needed(
+    half_width: float,
+    s2: float,
+    p: int,
+    N: int,
+    labelled: int,
+    confidence: float,
+    *,
+    s2_labels: float = 0.0,
+    population: bool = False,
+    method: str = "",
+) -> MethodPlan:
+    """The fewest labels (at least ``labelled`` and ``p + 1``, at most ``N``) predicted to reach
+    ``half_width``."""
+    now = half_width_at(labelled, s2, p, N, confidence, s2_labels=s2_labels, population=population)
+    now_value = float(now) if np.isfinite(now) else None
+    if not math.isfinite(s2):
+        return MethodPlan(
+            method=method, labelled=labelled, note="the pilot's spread is unknown (too few labels)"
+        )
+    sizes = np.arange(max(labelled, p + 1), N + 1)
+    widths = half_width_at(sizes, s2, p, N, confidence, s2_labels=s2_labels, population=population)
+    hits = np.nonzero(widths <= half_width + 1e-12)[0]
+    if not len(hits):
+        best = float(widths[-1]) if len(widths) else math.nan
+        return MethodPlan(
+            method=method,
+            labelled=labelled,
+            half_width_now=now_value,
+            note=f"not reachable: even {N} labels give ±{best:.3g}",
+        )
+    needed = int(sizes[hits[0]])
+    return MethodPlan(
+        method=method,
+        labelled=labelled,
+        needed=needed,
+        more=max(0, needed - labelled),
+        half_width_now=now_value,
+    )
+
 
 DEFAULT_FLOOR = 0.2
 """Share of the labels spread uniformly over the pool, whatever the proxy."""
@@ -61,12 +126,8 @@ def _levels(values: np.ndarray) -> np.ndarray:
 
 
 def uncertainty(judge_pool: np.ndarray, judge_pilot: np.ndarray, residuals: np.ndarray) -> np.ndarray:
-    """The expected residual size of each pool item, from the pilot's residuals at the same judge value.
-
-    ``judge_pool``: the judge values of the unlabelled items (NaN: none); ``judge_pilot`` and
-    ``residuals``: the labelled items' judge values and residuals. All-zero residuals give a
-    uniform proxy.
-    """
+    """The expected residual size of each unlabelled item (``judge_pool``: its judge value, NaN for none),
+    from the labelled items' residuals at the same judge value; all-zero residuals give a uniform proxy."""
     pool = np.asarray(judge_pool, dtype=float)
     pilot = np.asarray(judge_pilot, dtype=float)
     sq = np.asarray(residuals, dtype=float) ** 2
@@ -85,10 +146,7 @@ def uncertainty(judge_pool: np.ndarray, judge_pilot: np.ndarray, residuals: np.n
 
 def inclusion_probabilities(proxy: np.ndarray, m: int, floor: float = DEFAULT_FLOOR) -> np.ndarray:
     """Inclusion probabilities summing to ``m`` over the pool, proportional to ``proxy`` above a uniform
-    floor, each <= 1.
-
-    ConfigError for ``m`` outside [0, pool size] or ``floor`` outside (0, 1].
-    """
+    floor, each <= 1; ConfigError for ``m`` outside [0, pool size] or ``floor`` outside (0, 1]."""
     u = np.asarray(proxy, dtype=float)
     size = len(u)
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 0 <= m <= size:
@@ -148,13 +206,8 @@ def allocate(
     *,
     first: int = 2,
 ) -> dict[str, int]:
-    """How many of ``total`` new labels each group gets: greedily, where the predicted variance drops most.
-
-    ``variance[g](n)`` is group ``g``'s predicted variance with ``n`` labels, ``labelled[g]``
-    its labels now, ``room[g]`` its unlabelled items. A group gets no label or at least
-    ``first`` (a weighted round needs two labels for its variance), as long as ``total``
-    allows. ConfigError when ``total`` exceeds the room.
-    """
+    """How many of ``total`` new labels each group gets: greedily, where the predicted variance
+    ``variance[g](n)`` drops most; a group gets no label or at least ``first`` (a round needs two)."""
     if total > sum(room.values()):
         raise ConfigError(
             f"expected at most the {sum(room.values())} unlabelled items to select; got {total}"

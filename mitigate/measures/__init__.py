@@ -1,37 +1,17 @@
 """Measures of a judge's accuracy and bias, and the statistics behind their intervals and tests.
 
-One module per family, each citing the papers it comes from:
+One module per family, each citing the papers it comes from: agreement with humans
+(``_agreement``), consistency under perturbation (``_consistency``), likelihood bias
+(``_likelihood_bias``), score distribution and anchoring (``_distribution``), reliability
+(``_reliability``), self-bias (``_self_bias``), pairwise measures (``_pairwise``), length and style
+control (``_style``), panels of judges (``_panel``), TrustJudge's
+inconsistencies (``_pairwise_distribution``), Bradley-Terry rankings (``_bradley_terry``), bias
+probes (``_robustness``); beneath them the statistics (``_stats``, ``_paired``) and what every
+measure shares (``_base``: the :class:`Measure` result and the registered measures ``mitigate
+compare`` reports, each one function decorated with :func:`reported_measure`).
 
-- :mod:`~mitigate.measures._agreement`: correlations with humans at item, document and
-  system level, per-system P_i, meta-correlation M, #CP, accuracy;
-- :mod:`~mitigate.measures._consistency`: consistency under guideline perturbation, its
-  chance level and kappa, accuracy per perturbation;
-- :mod:`~mitigate.measures._likelihood_bias`: US, RS, BiasScore, familiarity;
-- :mod:`~mitigate.measures._distribution`: histogram, scale coverage, round-number excess,
-  entropy; inter-criterion correlation, anchoring, correlation by position;
-- :mod:`~mitigate.measures._reliability`: Krippendorff's alpha across samples and settings;
-- :mod:`~mitigate.measures._self_bias`: self-preference, length correlation, source sensitivity;
-- :mod:`~mitigate.measures._pairwise`: accuracy against gold preferences, position consistency,
-  preference fairness and repetition stability (Shi et al. 2024), length lean, position-swap gain;
-- :mod:`~mitigate.measures._length_control`: length-controlled win rate (Dubois et al. 2024);
-- :mod:`~mitigate.measures._style`: style control (markdown headers, bold, lists, length as
-  covariates of the controlled win rate and of the score regression; Arena-Hard);
-- :mod:`~mitigate.measures._panel`: panels of judges: Dawid-Skene confusion matrices per member,
-  the effective number of votes (Kish), member confusion;
-- :mod:`~mitigate.measures._pairwise_distribution`: score-vs-pair conflict and preference cycles
-  (TrustJudge);
-- :mod:`~mitigate.measures._bradley_terry`: Bradley-Terry rankings of systems with intervals and
-  majority cycles;
-- :mod:`~mitigate.measures._robustness`: bias-probe measures (CALM's robustness rate, shift,
-  noise floor, probe-vs-rerun test);
-- :mod:`~mitigate.measures._stats`: correlations, bootstrap intervals, permutation tests;
-- :mod:`~mitigate.measures._base`: the :class:`Measure` result, shared helpers, and the
-  registered :class:`ReportedMeasure` table ``mitigate compare`` reads.
-
-Every public function is importable from here (``from mitigate.measures import
-item_correlation``). Importing the package does not import scipy, sklearn or matplotlib:
-the few functions that need scipy import it when called. Nothing here imports anything
-above :mod:`mitigate.judge`.
+Importing the package does not import scipy, sklearn or matplotlib; the functions that need
+scipy import it when called.
 """
 
 from typing import TYPE_CHECKING
@@ -66,6 +46,7 @@ if TYPE_CHECKING:
         labels_equal,
         measure_table,
         output_lengths,
+        reported_measure,
         word_count,
     )
     from mitigate.measures._bradley_terry import (
@@ -90,7 +71,6 @@ if TYPE_CHECKING:
         score_entropy,
         score_histogram,
     )
-    from mitigate.measures._length_control import fit_length_glm, length_controlled_win_rate, pairs_against
     from mitigate.measures._likelihood_bias import (
         US_SCALINGS,
         bias_score,
@@ -166,6 +146,9 @@ if TYPE_CHECKING:
     )
     from mitigate.measures._style import (
         STYLE_FEATURES,
+        fit_length_glm,
+        length_controlled_win_rate,
+        pairs_against,
         score_style_regression,
         style_controlled_win_rate,
         style_features,

@@ -1,11 +1,5 @@
-"""Agreement with humans: correlations at item, document and system level, P_i and M, #CP, accuracy.
-
-Item level pools every item into one correlation (what every paper reports, Shen et al.
-2023 included); document level averages the per-document correlations across systems
-(a SummEval convention); system level correlates the systems' mean scores. Shen et al.
-2023 add the per-system correlation P_i, the meta-correlation M = corr(Q_i, P_i) and #CP,
-the system pairs the judge orders as the humans do. Conventions: :mod:`mitigate.measures._base`.
-"""
+"""Agreement with humans: correlations at item, document and system level, P_i and M (Shen et al. 2023), #CP,
+accuracy. Conventions: :mod:`mitigate.measures._base`."""
 
 from __future__ import annotations
 
@@ -13,7 +7,7 @@ import itertools
 import math
 import warnings
 from collections.abc import Hashable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -22,25 +16,24 @@ from mitigate.measures._base import (
     EntryData,
     Labels,
     Measure,
-    MeasureInfo,
-    ReportedMeasure,
     Scores,
     batched_nanmean,
     check_labels,
     finish,
     is_missing,
     labels_equal,
-    resample_interval,
+    mean_interval,
+    reported_measure,
     undefined,
 )
 from mitigate.measures._stats import (
     as_float_array,
+    bootstrap_ci,
     complete_pairs,
     correlation_function,
     kendall_columns,
     why_no_correlation,
 )
-from mitigate.registry import register
 
 
 def _pivot(
@@ -66,12 +59,8 @@ def _pivot(
 
 
 def _item_rows(doc_ids: Sequence[Hashable | None] | None, columns: Sequence[Hashable]) -> list[Hashable]:
-    """Row label of each item in a document x system matrix.
-
-    With document ids, the document. Without, the item's rank within its system (the
-    k-th item of every system shares row k), so resampling rows resamples each system's
-    items while keeping every system's item count.
-    """
+    """Row label of each item in a document x system matrix: its document, or without document ids its rank
+    within its system (so resampling rows keeps every system's item count)."""
     if doc_ids is not None:
         return check_labels(doc_ids, len(columns), "document id")
     seen: dict[Hashable, int] = {}
@@ -92,11 +81,9 @@ def item_correlation(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """Pooled item-level correlation: one correlation over all items.
+    """Pooled item-level correlation: one correlation over all items (Shen et al. 2023, section 4.2.2).
 
-    Every paper reports this level; it is the one Shen et al. 2023 report for SummEval,
-    pooling the 1,200 summaries (their section 4.2.2). ``method`` is ``"kendall"`` (tau-b), ``"spearman"`` or
-    ``"pearson"``. Missing pairs are
+    ``method`` is ``"kendall"`` (tau-b), ``"spearman"`` or ``"pearson"``. Missing pairs are
     dropped; fewer than 3 pairs or a constant side gives NaN.
     """
     fn = correlation_function(method)
@@ -108,7 +95,7 @@ def item_correlation(
     reason = why_no_correlation(x, y)
     if reason is not None:
         return undefined(name, len(x), failed, reason)
-    interval = resample_interval(method, x, y, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(method, x, y, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, fn(x, y), len(x), failed, interval=interval)
 
 
@@ -123,16 +110,11 @@ def document_correlation(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """Per-document ("summary-level") correlation, a common SummEval convention.
+    """Per-document ("summary-level") correlation: the mean over documents of the judge-human correlation
+    across each document's outputs. Shen et al. 2023 do not report it: they pool the 1,200 summaries.
 
-    For each document, the correlation between judge and human scores across the systems'
-    outputs for that document; then the mean over documents. Many SummEval evaluations
-    report this level. Shen et al. 2023 do not: they pool the 1,200 summaries into one
-    correlation (their section 4.2.2, and their released ``calc_data_corr.py``), which
-    is :func:`item_correlation`. Documents whose correlation is undefined (fewer than 3
-    scored outputs, or every output given the same score by either side) are left out
-    of the mean and counted in ``extra["n_documents_undefined"]``. The bootstrap
-    resamples documents.
+    Documents whose correlation is undefined are left out of the mean and counted in
+    ``extra["n_documents_undefined"]``. The bootstrap resamples documents.
     """
     fn = correlation_function(method)
     j = as_float_array(judge, "judge")
@@ -162,9 +144,7 @@ def document_correlation(
             name, 0, failed, f"no document has a defined correlation ({n_undefined} undefined)", **extra
         )
     values = np.array(per_doc)
-    interval = (
-        resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
-    )
+    interval = bootstrap_ci(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, float(values.mean()), used, failed, interval=interval, extra=extra)
 
 
@@ -207,19 +187,14 @@ def system_correlation(
 ) -> Measure:
     """System-level correlation: between the judge's and the humans' mean score per system.
 
-    Means are over items scored by both (pairwise deletion). ``extra["systems"]`` holds
-    each system's two means. With ``doc_ids`` the bootstrap resamples documents (all
-    systems' outputs for a document together); without, it resamples each system's items
-    (keeping each system's item count).
+    Means are over items scored by both. ``extra["systems"]`` holds each system's two means.
+    With ``doc_ids`` the bootstrap resamples documents; without, each system's items.
     """
     fn = correlation_function(method)
     _, cols, jm, hm, used, failed = _complete_matrices(judge, human, systems, doc_ids)
     qj, qh = _system_means(jm, hm)
-    extra = {
-        "systems": {
-            str(c): {"judge": float(a), "human": float(b)} for c, a, b in zip(cols, qj, qh, strict=True)
-        }
-    }
+    means = {str(c): {"judge": float(a), "human": float(b)} for c, a, b in zip(cols, qj, qh, strict=True)}
+    extra = {"systems": means}
     name = f"{method}-system"
     x, y = complete_pairs(qj, qh)
     reason = why_no_correlation(x, y)
@@ -230,7 +205,7 @@ def system_correlation(
         ma, mb = _system_means(a, b)
         return fn(ma, mb)
 
-    interval = resample_interval(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, fn(x, y), used, failed, interval=interval, extra=extra)
 
 
@@ -245,11 +220,7 @@ def per_system_correlation(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> dict[str, Measure]:
-    """P_i (Shen et al. 2023): for each system, the correlation between judge and humans over its items.
-
-    Returns system -> :class:`Measure` (NaN with a reason where a system has too few items
-    or constant scores).
-    """
+    """P_i (Shen et al. 2023): system -> the judge-human correlation over its items (a :class:`Measure`)."""
     j = as_float_array(judge, "judge")
     h = as_float_array(human, "human")
     syst = check_labels(systems, len(j), "system")
@@ -278,11 +249,10 @@ def meta_correlation(
 ) -> Measure:
     """Meta-correlation M = corr(Q_i, P_i) over systems (Shen et al. 2023).
 
-    Q_i is system i's quality (its mean human score) and P_i the judge-human correlation
-    over its items (``method``). ``meta_method`` (default: ``method``, as in the authors'
-    released script, which uses one coefficient for both) correlates the two across
-    systems; a negative M means the judge agrees with humans less on better systems. Systems with undefined
-    P_i are left out. Pairwise deletion throughout.
+    Q_i is system i's mean human score and P_i the judge-human correlation over its items
+    (``method``); ``meta_method`` (default: ``method``) correlates the two across systems. A
+    negative M means the judge agrees with humans less on better systems. Systems with undefined
+    P_i are left out.
     """
     fn = correlation_function(method)
     meta_fn = correlation_function(meta_method or method)
@@ -292,8 +262,7 @@ def meta_correlation(
         _, q = _system_means(a, b)
         if method == "kendall" and a.shape[0] <= 400:  # short columns: batched sign matrices
             return q, kendall_columns(a, b)
-        p = np.array([fn(a[:, k], b[:, k]) for k in range(a.shape[1])])
-        return q, p
+        return q, np.array([fn(a[:, k], b[:, k]) for k in range(a.shape[1])])
 
     q, p = parts(jm, hm)
     extra = {
@@ -308,7 +277,7 @@ def meta_correlation(
     def stat(a: np.ndarray, b: np.ndarray) -> float:
         return meta_fn(*parts(a, b))
 
-    interval = resample_interval(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, meta_fn(x, y), used, failed, interval=interval, extra=extra)
 
 
@@ -321,13 +290,10 @@ def accuracy(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """Share of items whose predicted label equals the gold label
-    (:func:`~mitigate.measures._base.labels_equal`).
+    """Share of items whose predicted label equals the gold label (by :func:`labels_equal`).
 
-    For categorical outputs (MCQ letters, verdicts, integer grades). Items without a gold
-    label are left out; those with a gold label but no prediction (a parse failure) are
-    counted in ``n_failed``. ``value`` is of scored; ``of_all`` counts each parse failure
-    as wrong, over every item with a gold label.
+    Items without a gold label are left out; those without a prediction are counted in
+    ``n_failed``, and as wrong in ``of_all``.
     """
     pred = list(predicted)
     gold_l = list(gold)
@@ -335,27 +301,17 @@ def accuracy(
         raise DataError(
             f"expected predicted and gold labels of equal length; got {len(pred)} and {len(gold_l)}"
         )
-    hits = np.array(
-        [
-            float(labels_equal(p, g))
-            for p, g in zip(pred, gold_l, strict=True)
-            if not is_missing(p) and not is_missing(g)
-        ]
-    )
+    scored = [(p, g) for p, g in zip(pred, gold_l, strict=True) if not is_missing(p) and not is_missing(g)]
+    hits = np.array([float(labels_equal(p, g)) for p, g in scored])
     failed = len(pred) - len(hits)
     unscorable = sum(1 for p, g in zip(pred, gold_l, strict=True) if is_missing(p) and not is_missing(g))
     if len(hits) == 0:
         return undefined("accuracy", 0, failed, "no item has both a prediction and a gold label")
-    interval = resample_interval(batched_nanmean, hits, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = mean_interval(hits, ci, n_boot, alpha, seed)
     count = int(hits.sum())
+    of_all = count / (len(hits) + unscorable)
     return finish(
-        "accuracy",
-        float(hits.mean()),
-        len(hits),
-        failed,
-        interval=interval,
-        count=count,
-        of_all=count / (len(hits) + unscorable),
+        "accuracy", float(hits.mean()), len(hits), failed, interval=interval, count=count, of_all=of_all
     )
 
 
@@ -386,13 +342,11 @@ def correct_preferences(
 ) -> Measure:
     """#CP, correct preferences over system pairs (Shen et al. 2023).
 
-    For each pair of systems (a, b) and each document where both outputs have judge and
-    human scores, the output with the higher score gets 1 point (0.5 each on a tie),
-    separately for the judge and for the humans; points are summed over documents. The
-    pair is correct when the judge's totals prefer the same system as the humans' totals,
-    or both tie. ``value`` is the number of correct pairs; ``extra["n_pairs"]`` the number
-    of comparable pairs (66 for 12 systems), ``extra["share"]`` their ratio, and
-    ``extra["pairs"]`` the per-pair table. The bootstrap resamples documents.
+    For each pair of systems and each document where both outputs have judge and human scores,
+    the higher-scored output gets 1 point (0.5 each on a tie), separately for judge and humans,
+    summed over documents; the pair is correct when both totals prefer the same system (or both
+    tie). ``value`` is the number of correct pairs; ``extra`` holds ``n_pairs`` (comparable pairs),
+    ``share`` and the per-pair table ``pairs``. The bootstrap resamples documents.
     """
     _, cols, jm, hm, used, failed = _complete_matrices(judge, human, systems, doc_ids)
     name = "correct-preferences"
@@ -405,39 +359,29 @@ def correct_preferences(
         comparable = 0
         rows: list[dict[str, Any]] = []
         for s, t in itertools.combinations(range(len(cols)), 2):
+            row = {"a": str(cols[s]), "b": str(cols[t]), "n_documents": int(ndocs[s, t])}
             if ndocs[s, t] == 0:
-                rows.append({"a": str(cols[s]), "b": str(cols[t]), "n_documents": 0, "correct": None})
+                rows.append({**row, "correct": None})
                 continue
             jd = np.sign(round(pj[s, t] - pj[t, s], 6))
             hd = np.sign(round(ph[s, t] - ph[t, s], 6))
             comparable += 1
             correct += int(jd == hd)
-            rows.append(
-                {
-                    "a": str(cols[s]),
-                    "b": str(cols[t]),
-                    "n_documents": int(ndocs[s, t]),
-                    "judge_a": float(pj[s, t]),
-                    "judge_b": float(pj[t, s]),
-                    "human_a": float(ph[s, t]),
-                    "human_b": float(ph[t, s]),
-                    "correct": bool(jd == hd),
-                }
-            )
+            points = {"judge_a": pj[s, t], "judge_b": pj[t, s], "human_a": ph[s, t], "human_b": ph[t, s]}
+            rows.append({**row, **{k: float(v) for k, v in points.items()}, "correct": bool(jd == hd)})
         return correct, comparable, rows
 
     correct, comparable, table = count(jm, hm)
     if comparable == 0:
-        return undefined(
-            name, used, failed, "no pair of systems shares a document scored by judge and humans", pairs=table
-        )
+        why = "no pair of systems shares a document scored by judge and humans"
+        return undefined(name, used, failed, why, pairs=table)
     extra = {"n_pairs": comparable, "share": correct / comparable, "pairs": table}
 
     def stat(a: np.ndarray, b: np.ndarray) -> float:
         c, k, _ = count(a, b)
         return float(c) if k == comparable else math.nan
 
-    interval = resample_interval(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, float(correct), used, failed, interval=interval, extra=extra)
 
 
@@ -445,139 +389,88 @@ def correct_preferences(
 # reported per entry by compare
 
 
-class _Correlation(ReportedMeasure):
-    """A judge-human correlation at one level ("item", "document" or "system") with one method."""
-
-    level: ClassVar[str]
-    method: ClassVar[str]
-
-    def compute(self, entry: EntryData) -> Measure:
-        """The correlation; NaN with a reason when the items lack the documents or systems it needs."""
-        method = self.method
-        if self.level == "item":
-            return item_correlation(entry.scores, entry.human, method, **entry.ci)
-        if self.level == "document":
-            if not entry.has_docs:
-                return undefined(f"{method}-document", 0, 0, "items carry no doc_id")
-            return document_correlation(entry.scores, entry.human, entry.docs, method, **entry.ci)
-        if not entry.has_systems:
-            return undefined(f"{method}-system", 0, 0, "items carry no system label")
-        return system_correlation(
-            entry.scores,
-            entry.human,
-            entry.systems,
-            method,
-            doc_ids=entry.docs if entry.has_docs else None,
-            **entry.ci,
-        )
+def _correlation(entry: EntryData, level: str, method: str) -> Measure:
+    """The correlation at ``level``; NaN when the items lack the documents or systems it needs."""
+    if level == "item":
+        return item_correlation(entry.scores, entry.human, method, **entry.ci)
+    if level == "document":
+        if not entry.has_docs:
+            return undefined(f"{method}-document", 0, 0, "items carry no doc_id")
+        return document_correlation(entry.scores, entry.human, entry.docs, method, **entry.ci)
+    if not entry.has_systems:
+        return undefined(f"{method}-system", 0, 0, "items carry no system label")
+    docs = entry.docs if entry.has_docs else None
+    return system_correlation(entry.scores, entry.human, entry.systems, method, doc_ids=docs, **entry.ci)
 
 
-@register("measure", "spearman-item")
-class SpearmanItem(_Correlation):
+@reported_measure("spearman-item", "Spearman item", "higher", "accuracy", headline=True)
+def _spearman_item(entry: EntryData) -> Measure:
     """Spearman between judge and human scores, pooled over every item (:func:`item_correlation`)."""
-
-    info = MeasureInfo(label="Spearman item", direction="higher", group="accuracy", headline=True)
-    level, method = "item", "spearman"
+    return _correlation(entry, "item", "spearman")
 
 
-@register("measure", "kendall-item")
-class KendallItem(_Correlation):
+@reported_measure("kendall-item", "Kendall item", "higher", "accuracy", headline=True)
+def _kendall_item(entry: EntryData) -> Measure:
     """Kendall tau-b between judge and human scores, pooled over every item."""
-
-    info = MeasureInfo(label="Kendall item", direction="higher", group="accuracy", headline=True)
-    level, method = "item", "kendall"
+    return _correlation(entry, "item", "kendall")
 
 
-@register("measure", "pearson-item")
-class PearsonItem(_Correlation):
+@reported_measure("pearson-item", "Pearson item", "higher", "accuracy")
+def _pearson_item(entry: EntryData) -> Measure:
     """Pearson between judge and human scores, pooled over every item."""
-
-    info = MeasureInfo(label="Pearson item", direction="higher", group="accuracy")
-    level, method = "item", "pearson"
+    return _correlation(entry, "item", "pearson")
 
 
-@register("measure", "spearman-document")
-class SpearmanDocument(_Correlation):
+@reported_measure("spearman-document", "Spearman per-doc", "higher", "accuracy", headline=True)
+def _spearman_document(entry: EntryData) -> Measure:
     """Spearman across each document's outputs, averaged over documents (:func:`document_correlation`)."""
-
-    info = MeasureInfo(label="Spearman per-doc", direction="higher", group="accuracy", headline=True)
-    level, method = "document", "spearman"
+    return _correlation(entry, "document", "spearman")
 
 
-@register("measure", "kendall-document")
-class KendallDocument(_Correlation):
+@reported_measure("kendall-document", "Kendall per-doc", "higher", "accuracy")
+def _kendall_document(entry: EntryData) -> Measure:
     """Kendall tau-b across each document's outputs, averaged over documents."""
-
-    info = MeasureInfo(label="Kendall per-doc", direction="higher", group="accuracy")
-    level, method = "document", "kendall"
+    return _correlation(entry, "document", "kendall")
 
 
-@register("measure", "pearson-document")
-class PearsonDocument(_Correlation):
+@reported_measure("pearson-document", "Pearson per-doc", "higher", "accuracy")
+def _pearson_document(entry: EntryData) -> Measure:
     """Pearson across each document's outputs, averaged over documents."""
-
-    info = MeasureInfo(label="Pearson per-doc", direction="higher", group="accuracy")
-    level, method = "document", "pearson"
+    return _correlation(entry, "document", "pearson")
 
 
-@register("measure", "spearman-system")
-class SpearmanSystem(_Correlation):
+@reported_measure("spearman-system", "Spearman system", "higher", "accuracy")
+def _spearman_system(entry: EntryData) -> Measure:
     """Spearman between the systems' mean judge and human scores (:func:`system_correlation`)."""
-
-    info = MeasureInfo(label="Spearman system", direction="higher", group="accuracy")
-    level, method = "system", "spearman"
+    return _correlation(entry, "system", "spearman")
 
 
-@register("measure", "kendall-system")
-class KendallSystem(_Correlation):
+@reported_measure("kendall-system", "Kendall system", "higher", "accuracy", headline=True)
+def _kendall_system(entry: EntryData) -> Measure:
     """Kendall tau-b between the systems' mean judge and human scores."""
-
-    info = MeasureInfo(label="Kendall system", direction="higher", group="accuracy", headline=True)
-    level, method = "system", "kendall"
+    return _correlation(entry, "system", "kendall")
 
 
-@register("measure", "pearson-system")
-class PearsonSystem(_Correlation):
+@reported_measure("pearson-system", "Pearson system", "higher", "accuracy")
+def _pearson_system(entry: EntryData) -> Measure:
     """Pearson between the systems' mean judge and human scores."""
-
-    info = MeasureInfo(label="Pearson system", direction="higher", group="accuracy")
-    level, method = "system", "pearson"
+    return _correlation(entry, "system", "pearson")
 
 
-@register("measure", "correct-preferences")
-class CorrectPreferences(ReportedMeasure):
+@reported_measure("correct-preferences", "#CP", "higher", "accuracy", headline=True, paper="Shen et al. 2023")
+def _correct_preferences(entry: EntryData) -> Measure:
     """#CP: system pairs the judge orders as the humans do (Shen et al. 2023; :func:`correct_preferences`)."""
-
-    paper = "Shen et al. 2023"
-
-    info = MeasureInfo(label="#CP", direction="higher", group="accuracy", headline=True)
-
-    def compute(self, entry: EntryData) -> Measure:
-        """#CP; needs items with both a system and a doc_id."""
-        if not (entry.has_systems and entry.has_docs):
-            return undefined("correct-preferences", 0, 0, "#CP needs items with both system and doc_id")
-        return correct_preferences(entry.scores, entry.human, entry.systems, entry.docs, **entry.ci)
+    if not (entry.has_systems and entry.has_docs):
+        return undefined("correct-preferences", 0, 0, "#CP needs items with both system and doc_id")
+    return correct_preferences(entry.scores, entry.human, entry.systems, entry.docs, **entry.ci)
 
 
-@register("measure", "meta-spearman")
-class MetaSpearman(ReportedMeasure):
+@reported_measure(
+    "meta-spearman", "meta M", "zero", "bias", headline=True, paper="Shen et al. 2023", uses_labels=True
+)
+def _meta_spearman(entry: EntryData) -> Measure:
     """Meta-correlation M = Spearman(Q_i, P_i) over systems (Shen et al. 2023; :func:`meta_correlation`)."""
-
-    paper = "Shen et al. 2023"
-
-    uses_labels = True
-
-    info = MeasureInfo(label="meta M", direction="zero", group="bias", headline=True)
-
-    def compute(self, entry: EntryData) -> Measure:
-        """M with Spearman; needs system labels."""
-        if not entry.has_systems:
-            return undefined("meta-spearman", 0, 0, "items carry no system label")
-        return meta_correlation(
-            entry.scores,
-            entry.human,
-            entry.systems,
-            "spearman",
-            doc_ids=entry.docs if entry.has_docs else None,
-            **entry.ci,
-        )
+    if not entry.has_systems:
+        return undefined("meta-spearman", 0, 0, "items carry no system label")
+    docs = entry.docs if entry.has_docs else None
+    return meta_correlation(entry.scores, entry.human, entry.systems, "spearman", doc_ids=docs, **entry.ci)

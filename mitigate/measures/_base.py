@@ -1,30 +1,15 @@
-"""What every measure shares: the :class:`Measure` result, label equality, column helpers,
-and the registered :class:`ReportedMeasure` that says how ``mitigate compare`` shows a measure.
+"""What every measure shares: the :class:`Measure` result, label equality, column helpers, and the
+registered measures ``mitigate compare`` reports (:func:`reported_measure`, :func:`measure_table`).
 
-Conventions shared by all measures (the family modules follow them):
-
-- Missing scores (parse failures, absent labels) are ``None`` or NaN. They are dropped
-  pairwise (an item counts only when every input the measure needs is present) and the
-  number dropped is ``Measure.n_failed``; ``Measure.n`` is the number of items used.
-- Too little data (fewer than 3 pairs for a correlation, a constant input, no
-  comparable pair ...) gives ``value = NaN`` with ``reason`` saying why; never 0.
-- Shares are fractions in [0, 1] (multiply by 100 for the papers' percentages). A share
-  is "of scored" (over the ``n`` items it could use); where a field reports shares "of
-  all" (a parse failure counted against the judge, as LLMBar reports order consistency
-  323/419), ``Measure.count`` and ``Measure.of_all`` give that reading beside it.
-- ``ci=True`` fills ``ci_low``/``ci_high`` with a percentile bootstrap interval
-  (:func:`mitigate.measures._stats.bootstrap_ci`); ``n_boot``, ``alpha`` and ``seed`` tune it.
-
-A measure ``mitigate compare`` reports for every entry is a :class:`ReportedMeasure`
-subclass registered as kind ``"measure"`` (:func:`mitigate.registry.register`) under the
-key its result carries (``"spearman-item"``), next to the function that computes it. It
-declares how it is shown (:class:`MeasureInfo`) and how it is computed from one entry's
-run (:meth:`ReportedMeasure.compute` on :class:`EntryData`), so adding a measure to the
-comparison table touches one file. :func:`measure_table` reads the table back.
+Conventions: missing scores are ``None`` or NaN, dropped pairwise and counted in
+``Measure.n_failed``; too little data gives ``value = NaN`` with a ``reason``, never 0; a share is
+"of scored" (``Measure.of_all`` gives it "of all"); ``ci=True`` fills ``ci_low``/``ci_high`` with a
+percentile bootstrap interval tuned by ``n_boot``, ``alpha`` and ``seed``.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
@@ -39,7 +24,7 @@ from mitigate.data import Item
 from mitigate.errors import DataError
 from mitigate.judge import Judgment
 from mitigate.measures._stats import batched, bootstrap_ci
-from mitigate.registry import Component, registered
+from mitigate.registry import Component, register, registered
 from mitigate.scale import Scale
 
 Scores = Sequence[float | None] | np.ndarray
@@ -53,16 +38,13 @@ class Measure(BaseModel):
     """One number a measure produced, with how much data it rests on.
 
     ``value`` is NaN when the data cannot support the measure, and ``reason`` says why.
-    ``n`` counts the items used, ``n_failed`` those dropped for a missing score (parse
-    failure or absent label). ``ci_low``/``ci_high`` hold a bootstrap interval when one was
-    asked for and could be computed. ``extra`` holds the measure's tables (per system, per
-    pair, per rating ...).
+    ``n`` counts the items used, ``n_failed`` those dropped for a missing score. ``ci_low``/
+    ``ci_high`` hold a bootstrap interval when one was asked for and could be computed;
+    ``extra`` the measure's tables (per system, per pair ...).
 
-    For a share (accuracy, consistency, flip rate) ``value`` is *of scored*: ``count``
-    of the ``n`` items that could be scored. ``of_all`` is the same share over all
-    ``n + n_failed`` items with every dropped item counted against the judge (not
-    correct, not consistent, flipped), which is how papers that report "of all" count
-    (LLMBar: order consistency 323/419). Both are None for measures that are not shares.
+    For a share ``value`` is *of scored*: ``count`` of the ``n`` items. ``of_all`` is the same
+    share over all ``n + n_failed`` items, every dropped item counted against the judge (as
+    LLMBar counts order consistency, 323/419). Both are None for measures that are not shares.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -114,9 +96,8 @@ def finish(
     if not math.isfinite(value) and reason is None:
         reason = "the measure is undefined on this data"
     low = high = None
-    if interval is not None and math.isfinite(value):
-        if math.isfinite(interval[0]) and math.isfinite(interval[1]):
-            low, high = float(interval[0]), float(interval[1])
+    if interval is not None and math.isfinite(value) and all(math.isfinite(v) for v in interval):
+        low, high = float(interval[0]), float(interval[1])
     return Measure(
         name=name,
         value=value,
@@ -142,9 +123,8 @@ def share(
 ) -> Measure:
     """A share measure: ``value`` = mean of the 0/1 ``hits`` over the scored items (of scored).
 
-    ``of_all`` divides by every item, the ``n_failed`` dropped ones counted against the
-    judge: as misses for a good share (accuracy, consistency), as hits for a bad one
-    (``failure_counts_as_hit=True``: a flip rate, where a failure is not position-consistent).
+    ``of_all`` counts the ``n_failed`` dropped items against the judge: as misses, or as hits for
+    a bad share (``failure_counts_as_hit=True``: a flip rate).
     """
     n = len(hits)
     count = int(np.sum(hits))
@@ -155,11 +135,11 @@ def share(
     )
 
 
-def resample_interval(
-    fn: Callable[..., Any] | str, *arrays: Any, n_boot: int, alpha: float, seed: int
-) -> tuple[float, float]:
-    """Paired percentile bootstrap interval of ``fn(*arrays)`` (rows of every array resampled together)."""
-    return bootstrap_ci(fn, *arrays, n_boot=n_boot, alpha=alpha, seed=seed, paired=True)
+def mean_interval(
+    values: np.ndarray, ci: bool, n_boot: int, alpha: float, seed: int
+) -> tuple[float, float] | None:
+    """The bootstrap interval of the mean of ``values`` when ``ci``, else None."""
+    return bootstrap_ci(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
 
 
 @batched
@@ -193,8 +173,8 @@ def is_missing(label: Any) -> bool:
 def label_key(v: Any) -> tuple[str, Any]:
     """The key under which equal labels coincide; the one notion of label equality.
 
-    Numbers (bools included: True is 1, as in Python) are equal when they agree to 9
-    decimal places; anything else is compared by its text, so "1" is not 1.
+    Numbers (bools included: True is 1) are equal when they agree to 9 decimal places; anything
+    else is compared by its text, so "1" is not 1.
     """
     if isinstance(v, bool | np.bool_ | int | float | np.integer | np.floating):
         return ("number", round(float(v), 9) + 0.0)
@@ -216,12 +196,12 @@ def human_scores(items: Sequence[Item], criterion: str) -> np.ndarray:
 
 
 def item_systems(items: Sequence[Item]) -> list[str | None]:
-    """The generator (``system``) of each item, for system-level and self-preference measures."""
+    """The generator (``system``) of each item."""
     return [item.system for item in items]
 
 
 def item_doc_ids(items: Sequence[Item]) -> list[str | None]:
-    """The source document of each item, for per-document correlations and #CP."""
+    """The source document of each item."""
     return [item.doc_id for item in items]
 
 
@@ -237,9 +217,7 @@ def output_lengths(items: Sequence[Item]) -> np.ndarray:
 
 def nearest_points(values: np.ndarray, scale: Scale) -> np.ndarray:
     """Round each value to the nearest point of the scale, halves going up (3.5 -> 4)."""
-    count = len(scale.points())
-    k = np.floor((values - scale.min) / scale.step + 0.5)
-    k = np.clip(k, 0, count - 1)
+    k = np.clip(np.floor((values - scale.min) / scale.step + 0.5), 0, len(scale.points()) - 1)
     return np.round(scale.min + k * scale.step, 6)
 
 
@@ -262,9 +240,8 @@ Task = Literal["score", "pairwise"]
 class MeasureInfo(BaseModel):
     """How a measure is shown: a short column label, which direction is better, its group.
 
-    ``headline`` measures get a column in the report's main table (the rest appear in
-    the per-entry details); ``note`` is one sentence on how to read it, printed under
-    the table when the measure is shown.
+    ``headline`` measures get a column in the report's main table (the rest appear in the
+    per-entry details); ``note`` is one sentence on how to read it, printed under the table.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -277,16 +254,13 @@ class MeasureInfo(BaseModel):
 
 @dataclass(frozen=True)
 class EntryData:
-    """One judge's run over a benchmark's items: what a :class:`ReportedMeasure` is computed from.
+    """One judge's run over a benchmark's items: what a reported measure is computed from.
 
-    ``scores`` holds the judge's score per item (NaN for a parse failure or error), in the
-    order of ``items``; ``judgments`` the judgments themselves (samples, perturbation
-    scores), empty for a human reference row; ``ls`` the likelihood LS per item when it
-    was computed. ``n_boot`` bootstrap resamples per interval (0: no intervals).
-
-    For a pairwise run (``task="pairwise"``) ``verdicts`` holds the judge's preference per item
-    as ``"A"`` (the item's ``output``), ``"B"`` (its ``output_b``), ``"tie"`` or None, and
-    ``scores`` is all NaN; :attr:`gold` gives the items' gold preferences.
+    ``scores`` holds the judge's score per item (NaN for a parse failure or error), in the order
+    of ``items``; ``judgments`` the judgments themselves, empty for a human reference row; ``ls``
+    the likelihood LS per item when it was computed; ``n_boot`` bootstrap resamples per interval
+    (0: no intervals). For a pairwise run (``task="pairwise"``) ``verdicts`` holds the judge's
+    preference per item (``"A"``, ``"B"``, ``"tie"`` or None) and ``scores`` is all NaN.
     """
 
     scores: np.ndarray
@@ -332,29 +306,25 @@ class EntryData:
 
     @cached_property
     def gold(self) -> list[str | None]:
-        """The gold preference of each pairwise item on the criterion (``"A"``, ``"B"``, ``"tie"``; None if
-        absent)."""
+        """The gold preference of each pairwise item on the criterion (None if absent)."""
         return [item.preference.get(self.criterion) for item in self.items]
 
 
 class ReportedMeasure(Component):
     """A measure ``mitigate compare`` reports for every entry, and how it is shown.
 
-    Subclass it beside the measure's function, set ``info``, implement :meth:`compute`,
-    and register it: ``@register("measure", "<key>")``, where the key is the name of the
-    :class:`Measure` it returns (the key in ``results.json``). ``on_humans = True`` also
-    computes it on the human scores (the gold preferences, for a pairwise measure), as the
-    reference row of the table. ``task`` says which runs it applies to: ``"score"`` (a score
-    per item) or ``"pairwise"`` (a preference per pair of texts).
+    Declare one with :func:`reported_measure` on the function that computes it. (A subclass
+    that sets ``info``, implements :meth:`compute` and is registered as kind ``"measure"`` under
+    the name of the :class:`Measure` it returns works too.) ``on_humans = True`` also computes it
+    on the human scores (the gold preferences, for a pairwise measure), as the reference row;
+    ``task`` says which runs it applies to: ``"score"`` or ``"pairwise"``.
     """
 
     info: ClassVar[MeasureInfo]
     on_humans: ClassVar[bool] = False
     task: ClassVar[Task] = "score"
     uses_labels: ClassVar[bool | None] = None
-    """Whether :meth:`compute` reads the human labels (scores or gold preferences); None: it does exactly when
-    its group is ``accuracy`` (agreement with humans). A measure outside that group that reads them says True.
-    """
+    """Whether :meth:`compute` reads the human labels; None: exactly when its group is ``accuracy``."""
 
     @classmethod
     def reads_labels(cls) -> bool:
@@ -372,11 +342,60 @@ class ReportedMeasure(Component):
         return [cls()]
 
 
-def measure_table(task: Task | None = None) -> dict[str, type[ReportedMeasure]]:
-    """Every registered reported measure (for ``task`` only, when given), key -> class, in table order.
+MeasureFunction = Callable[[EntryData], Measure]
 
-    Table order: by group (accuracy, bias, consistency), then in registration order.
+
+def reported_measure(
+    name: str,
+    label: str,
+    direction: Direction,
+    group: Group,
+    *,
+    headline: bool = False,
+    paper: str = "",
+    task: Task = "score",
+    on_humans: bool = False,
+    uses_labels: bool | None = None,
+) -> Callable[[MeasureFunction], MeasureFunction]:
+    """Decorator: ``fn(entry) -> Measure`` is the reported measure registered as ``name`` (the key in
+    ``results.json``), shown as :class:`MeasureInfo` says.
+
+    The function's docstring says what the measure is (its first paragraph, which ``mitigate list
+    measures`` shows) and, in a second paragraph, how to read it (the ``note`` printed under the
+    report's table). The decorator registers a :class:`ReportedMeasure` class named after the
+    function (``_swap_gain`` -> ``SwapGain``) and returns the function unchanged.
     """
+
+    def deco(fn: MeasureFunction) -> MeasureFunction:
+        cls_name = "".join(word.capitalize() for word in fn.__name__.split("_"))
+        _, _, note = inspect.cleandoc(fn.__doc__ or "").partition("\n\n")
+        info = MeasureInfo(
+            label=label,
+            direction=direction,
+            group=group,
+            headline=headline,
+            note=" ".join(note.split()) or None,
+        )
+        body = {
+            "__module__": fn.__module__,
+            "__qualname__": cls_name,
+            "__doc__": fn.__doc__,
+            "info": info,
+            "paper": paper,
+            "task": task,
+            "on_humans": on_humans,
+            "uses_labels": uses_labels,
+            "compute": lambda self, entry: fn(entry),
+        }
+        register("measure", name)(type(cls_name, (ReportedMeasure,), body))
+        return fn
+
+    return deco
+
+
+def measure_table(task: Task | None = None) -> dict[str, type[ReportedMeasure]]:
+    """Every registered reported measure (for ``task`` only, when given), key -> class, in table order:
+    by group (accuracy, bias, consistency), then in registration order."""
     found = [
         (k, v)
         for k, v in registered("measure").items()
@@ -403,5 +422,4 @@ class _Table(Mapping[str, MeasureInfo]):
 
 
 MEASURES: Mapping[str, MeasureInfo] = _Table()
-"""Every measure :func:`mitigate.harness._compare.compare` reports per entry, in table order,
-with how it is shown (read from the registry, so a newly registered measure appears)."""
+"""Every measure compare reports per entry, in table order, with how it is shown (read from the registry)."""

@@ -1,25 +1,12 @@
 """Rank systems from pairwise verdicts with the Bradley-Terry model: abilities, intervals, rank intervals,
 cycles.
 
-Bradley and Terry (1952) model ``P(x beats y) = sigmoid(theta_x - theta_y)``; a tie counts as
-half a win for each side (as Chatbot Arena counts ties). :func:`fit_bradley_terry` finds the
-maximum-likelihood abilities by Newton's method, centred to mean 0 (only differences are
-identified), with intervals from the Fisher information (``method="fisher"``: the
-Moore-Penrose inverse of the information matrix is the covariance of the centred abilities) or
-from a percentile bootstrap over comparisons, or over clusters of them such as the documents
-(``method="bootstrap"``). The ranking and its simultaneous rank intervals come from
-:func:`mitigate.estimators._ranking.rank_intervals` (Bonferroni over the systems).
-
-The abilities exist only when the comparisons connect every system, and are finite only when
-no group of systems won (or tied) none of its comparisons with the rest (Zermelo's condition:
-the graph with an edge x -> y wherever x won or tied against y is strongly connected). Otherwise
-the fit is refused with the systems named, unless ``prior`` > 0 (a Gaussian prior of precision
-``prior`` on each ability: penalised maximum likelihood, stated in the result).
-
-**Cycles**: the majority tournament has an edge x -> y when x won more than half of its
-comparisons with y (ties counted half). A set of systems that beat each other round in a circle
-is a strongly connected group of that tournament; :func:`majority_cycles` lists each with one
-cycle through it, and the share of fully compared triples of systems that are cyclic.
+Bradley and Terry (1952): ``P(x beats y) = sigmoid(theta_x - theta_y)``, a tie half a win each.
+:func:`fit_bradley_terry` finds the maximum-likelihood abilities (Newton, centred to mean 0) with Fisher
+or bootstrap intervals; they are finite only when the graph with an edge x -> y wherever x won or tied
+against y is strongly connected (Zermelo), else the fit is refused unless ``prior`` > 0 (a Gaussian
+prior of that precision). :func:`majority_cycles` finds the systems that beat each other round in a
+circle: the strongly connected groups of the majority tournament.
 """
 
 from __future__ import annotations
@@ -34,8 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.errors import ConfigError, DataError
 from mitigate.estimators import Ranking, kendall_tau, rank_intervals
-from mitigate.measures._base import EntryData, Measure, MeasureInfo, ReportedMeasure, finish, undefined
-from mitigate.registry import register
+from mitigate.measures._base import EntryData, Measure, finish, reported_measure, undefined
 
 Comparison = tuple[str, str, float]
 """(x, y, outcome): outcome 1.0 when x won, 0.0 when y won, 0.5 for a tie."""
@@ -87,71 +73,45 @@ def _pair_table(comparisons: Sequence[Comparison]) -> tuple[list[str], dict[tupl
     return systems, dict(table)
 
 
-def _components(k: int, edges: Mapping[int, set[int]]) -> list[list[int]]:
-    """Strongly connected components (Tarjan), each a list of node indices."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    stack: list[int] = []
-    on: set[int] = set()
-    out: list[list[int]] = []
-    counter = [0]
+def _components(k: int, edges: Sequence[tuple[int, int]], connection: str = "strong") -> np.ndarray:
+    """The component label of each of ``k`` nodes of the directed graph ``edges`` (``connection``: "strong" or
+    "weak"); strong labels come sinks first."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def visit(v: int) -> None:
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in edges.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            out.append(comp)
-
-    for v in range(k):
-        if v not in index:
-            visit(v)
-    return out
+    rows, cols = zip(*edges, strict=True) if edges else ((), ())
+    graph = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(k, k))
+    return connected_components(graph, directed=True, connection=connection)[1]
 
 
 def _check_estimable(systems: list[str], table: dict[tuple[int, int], list[float]], prior: float) -> None:
+    if prior > 0:
+        return
     k = len(systems)
-    undirected: dict[int, set[int]] = defaultdict(set)
-    for i, j in table:
-        undirected[i].add(j)
-        undirected[j].add(i)
-    if prior == 0:
-        parts = _components(k, undirected)
-        if len(parts) > 1:
-            groups = sorted((sorted(systems[i] for i in p) for p in parts), key=len)
-            raise DataError(
-                f"the comparisons split the systems into {len(parts)} groups never compared with "
-                f"each other (e.g. {groups[0]}): Bradley-Terry cannot place them on one scale; "
-                "expected comparisons connecting every system"
-            )
-        beats: dict[int, set[int]] = defaultdict(set)
-        for (i, j), (n, s) in table.items():
-            if s > 0:
-                beats[i].add(j)
-            if s < n:
-                beats[j].add(i)
-        parts = _components(k, beats)
-        if len(parts) > 1:
-            top = sorted(systems[i] for i in parts[-1])
-            raise DataError(
-                f"some systems won (or lost) every comparison with the rest (e.g. {top}), so "
-                "their Bradley-Terry abilities are infinite; expected more comparisons, or prior "
-                "> 0 (a Gaussian prior on the abilities)"
-            )
+    parts = _components(k, list(table), "weak")
+    if parts.max() > 0:
+        groups = sorted(
+            (sorted(systems[i] for i in np.flatnonzero(parts == c)) for c in dict.fromkeys(parts)), key=len
+        )
+        raise DataError(
+            f"the comparisons split the systems into {parts.max() + 1} groups never compared with "
+            f"each other (e.g. {groups[0]}): Bradley-Terry cannot place them on one scale; "
+            "expected comparisons connecting every system"
+        )
+    edges = [(i, j) for (i, j), (n, s) in table.items() if s > 0] + [
+        (j, i) for (i, j), (n, s) in table.items() if s < n
+    ]
+    parts = _components(k, edges)
+    if parts.max() > 0:
+        # a group no system outside beats: the one holding the highest-numbered first member
+        beaten = {parts[j] for i, j in edges if parts[i] != parts[j]}
+        top = max(set(parts) - beaten, key=lambda c: int(np.flatnonzero(parts == c)[0]))
+        raise DataError(
+            f"some systems won (or lost) every comparison with the rest (e.g. "
+            f"{[systems[i] for i in np.flatnonzero(parts == top)]}), so "
+            "their Bradley-Terry abilities are infinite; expected more comparisons, or prior "
+            "> 0 (a Gaussian prior on the abilities)"
+        )
 
 
 def _newton(
@@ -219,8 +179,7 @@ def fit_bradley_terry(
     from scipy import stats  # lazy: scipy is slow to import
 
     if method == "fisher":
-        cov = np.linalg.pinv(info)
-        se = np.sqrt(np.clip(np.diag(cov), 0, None))
+        se = np.sqrt(np.clip(np.diag(np.linalg.pinv(info)), 0, None))
 
         def bounds_at(level: float) -> dict[str, tuple[float, float]]:
             z = float(stats.norm.ppf(0.5 + level / 2))
@@ -270,7 +229,6 @@ def _bootstrap(
     for i, c in enumerate(labels):
         groups[c].append(i)
     keys = list(groups)
-    index = {s: i for i, s in enumerate(systems)}
     out = []
     for _ in range(n_boot):
         picked = [comparisons[i] for g in rng.integers(0, len(keys), len(keys)) for i in groups[keys[g]]]
@@ -279,13 +237,8 @@ def _bootstrap(
             _check_estimable(sub_systems, table, prior)
         except DataError:
             continue  # a resample that cannot be fitted (a system lost every drawn comparison) is left out
-        if len(sub_systems) != len(systems):
-            continue
-        theta, _ = _newton(len(sub_systems), table, prior)
-        row = np.empty(len(systems))
-        for s, v in zip(sub_systems, theta, strict=True):
-            row[index[s]] = v
-        out.append(row)
+        if len(sub_systems) == len(systems):  # then the same systems, in the same (sorted) order
+            out.append(_newton(len(sub_systems), table, prior)[0])
     if len(out) < n_boot / 2:
         raise DataError(
             f"only {len(out)} of {n_boot} bootstrap resamples could be fitted; expected more "
@@ -298,41 +251,33 @@ def majority_cycles(comparisons: Sequence[Comparison]) -> dict[str, Any]:
     """The cycles of the majority tournament (see the module docstring).
 
     ``groups``: each strongly connected group of more than one system, with ``cycle``, one
-    cycle through it (its first system repeated at the end); ``cyclic_triples`` /
-    ``complete_triples``: triples of systems whose three pairs all have a majority winner, and
-    those among them that beat each other round in a circle.
+    cycle through it (its first system repeated at the end); ``complete_triples``: triples of
+    systems whose three pairs all have a majority winner, ``cyclic_triples`` those among them
+    that beat each other round in a circle.
     """
     systems, table = _pair_table(comparisons)
+    k = len(systems)
     beats: dict[int, set[int]] = defaultdict(set)
     for (i, j), (n, s) in table.items():
         if s > n / 2:
             beats[i].add(j)
         elif s < n / 2:
             beats[j].add(i)
+    edges = [(i, j) for i in beats for j in beats[i]]
+    parts = _components(k, edges)
     groups = []
-    for comp in _components(len(systems), beats):
-        if len(comp) < 2:
-            continue
-        groups.append(
-            {
-                "systems": sorted(systems[i] for i in comp),
-                "cycle": [systems[i] for i in _a_cycle(comp, beats)],
-            }
-        )
-    decided = {(i, j) for i in beats for j in beats[i]}
-    complete = cyclic = 0
-    k = len(systems)
-    for a in range(k):
-        for b in range(a + 1, k):
-            for c in range(b + 1, k):
-                trio = [(a, b), (b, c), (a, c)]
-                if not all((x, y) in decided or (y, x) in decided for x, y in trio):
-                    continue
-                complete += 1
-                if ((a, b) in decided and (b, c) in decided and (c, a) in decided) or (
-                    (b, a) in decided and (c, b) in decided and (a, c) in decided
-                ):
-                    cyclic += 1
+    for c in np.unique(parts):
+        comp = np.flatnonzero(parts == c).tolist()
+        if len(comp) > 1:
+            groups.append(
+                {"systems": [systems[i] for i in comp], "cycle": [systems[i] for i in _a_cycle(comp, beats)]}
+            )
+    won = np.zeros((k, k), dtype=np.int64)
+    for i, j in edges:
+        won[i, j] = 1
+    decided = won + won.T
+    cyclic = int(np.trace(won @ won @ won)) // 3  # each directed triangle is 3 closed walks
+    complete = int(np.trace(decided @ decided @ decided)) // 6
     return {"groups": groups, "cyclic_triples": cyclic, "complete_triples": complete}
 
 
@@ -380,53 +325,38 @@ def comparisons_from_verdicts(
     return out, rows
 
 
-@register("measure", "bradley-terry")
-class BradleyTerryRanking(ReportedMeasure):
-    """Kendall's tau between the systems' Bradley-Terry abilities from the judge's verdicts and from the gold
-    preferences."""
+@reported_measure(
+    "bradley-terry", "BT ranking tau", "higher", "accuracy", paper="Bradley and Terry 1952", task="pairwise"
+)
+def _bradley_terry_ranking(entry: EntryData) -> Measure:
+    """Kendall's tau between the systems' Bradley-Terry abilities from the judge's verdicts and from the
+    gold preferences.
 
-    paper = "Bradley and Terry 1952"
-    info = MeasureInfo(
-        label="BT ranking tau",
-        direction="higher",
-        group="accuracy",
-        note="Kendall tau-b between the systems ranked by Bradley-Terry on the judge's "
-        "verdicts and on the gold preferences; the details hold both rankings with rank "
-        "intervals and the judge's majority cycles. Needs items naming both systems "
-        "(system, system_b).",
-    )
-    task = "pairwise"
-
-    def compute(self, entry: EntryData) -> Measure:
-        """From the items' systems, the verdicts and the gold preferences."""
-        items = entry.items
-        a = [i.system for i in items]
-        b = [i.system_b for i in items]
-        judged, rows = comparisons_from_verdicts(a, b, entry.verdicts)
-        gold, _ = comparisons_from_verdicts(a, b, list(entry.gold))
-        if len({s for c in judged for s in c[:2]}) < 3:
-            return undefined(
-                "bradley-terry",
-                len(judged),
-                len(items) - len(judged),
-                "fewer than three systems are compared (items need system and system_b)",
-            )
-        try:
-            gold_fit = fit_bradley_terry(gold) if gold else None
-            fit = fit_bradley_terry(judged, others={"gold": gold_fit.abilities} if gold_fit else None)
-        except DataError as exc:
-            return undefined("bradley-terry", len(judged), len(items) - len(judged), exc.message)
-        extra = {
-            "judge": fit.model_dump(mode="json"),
-            "gold": gold_fit.model_dump(mode="json") if gold_fit else None,
-        }
-        tau = kendall_tau(fit.abilities, gold_fit.abilities) if gold_fit else None
-        if tau is None:
-            return undefined(
-                "bradley-terry",
-                len(judged),
-                len(items) - len(judged),
-                "no gold preferences to rank the systems by, or a constant ranking",
-                **extra,
-            )
-        return finish("bradley-terry", tau, len(judged), len(items) - len(judged), extra=extra)
+    Kendall tau-b between the systems ranked by Bradley-Terry on the judge's verdicts and on the gold
+    preferences; the details hold both rankings with rank intervals and the judge's majority cycles. Needs
+    items naming both systems (system, system_b).
+    """
+    a = [i.system for i in entry.items]
+    b = [i.system_b for i in entry.items]
+    judged, _ = comparisons_from_verdicts(a, b, entry.verdicts)
+    gold, _ = comparisons_from_verdicts(a, b, list(entry.gold))
+    name, n, failed = "bradley-terry", len(judged), len(entry.items) - len(judged)
+    if len({s for c in judged for s in c[:2]}) < 3:
+        return undefined(
+            name, n, failed, "fewer than three systems are compared (items need system and system_b)"
+        )
+    try:
+        gold_fit = fit_bradley_terry(gold) if gold else None
+        fit = fit_bradley_terry(judged, others={"gold": gold_fit.abilities} if gold_fit else None)
+    except DataError as exc:
+        return undefined(name, n, failed, exc.message)
+    extra = {
+        "judge": fit.model_dump(mode="json"),
+        "gold": gold_fit.model_dump(mode="json") if gold_fit else None,
+    }
+    tau = kendall_tau(fit.abilities, gold_fit.abilities) if gold_fit else None
+    if tau is None:
+        return undefined(
+            name, n, failed, "no gold preferences to rank the systems by, or a constant ranking", **extra
+        )
+    return finish(name, tau, n, failed, extra=extra)

@@ -1,10 +1,7 @@
 """Consistency under guideline perturbation (Ghazarian et al. 2024): share, chance level, kappa, accuracy.
 
-Ghazarian et al. score each item under several perturbed prompts (reordered options,
-lengthened descriptions) and report the share of items whose answer does not change,
-and accuracy per prompt. The raw share rewards a judge that gives one answer to
-everything, so :func:`perturbation_consistency` also reports the share expected by chance
-and the chance-corrected kappa. Outputs are compared with one notion of equality,
+Ghazarian et al. score each item under several perturbed prompts and report the share of items
+whose answer does not change, and accuracy per prompt. Outputs are compared with
 :func:`~mitigate.measures._base.labels_equal`. Conventions: :mod:`mitigate.measures._base`.
 """
 
@@ -22,19 +19,16 @@ from mitigate.judge import Judgment
 from mitigate.measures._base import (
     EntryData,
     Measure,
-    MeasureInfo,
-    ReportedMeasure,
-    batched_nanmean,
     finish,
     is_missing,
     label_key,
     labels_equal,
-    resample_interval,
+    mean_interval,
+    reported_measure,
     share,
     undefined,
 )
-from mitigate.measures._stats import batched
-from mitigate.registry import register
+from mitigate.measures._stats import batched, bootstrap_ci
 
 
 def _perturbation_frame(
@@ -58,19 +52,11 @@ def perturbation_consistency(
 ) -> Measure:
     """Consistency (Ghazarian et al. 2024): share of items whose output is identical under every prompt.
 
-    ``outputs`` maps perturbation name -> item id -> score or label. An item counts when it
-    has an output under every perturbation; otherwise it is counted in ``n_failed``.
-    Outputs are compared with :func:`~mitigate.measures._base.labels_equal` (numbers to 9
-    decimals, True equal to 1). ``extra["percent"]`` gives the paper's percentage.
-    ``value`` is of scored; ``of_all`` counts every item without an output under some
-    perturbation as inconsistent (``count`` of ``n + n_failed``).
-
-    A judge that gives one answer to everything is perfectly consistent, so the raw share
-    cannot tell stability from collapse. ``extra["chance"]`` is the consistency expected if
-    each prompt's answers were drawn independently from that prompt's own answer
-    distribution (sum over answers of the product over prompts of their shares), and
-    ``extra["kappa"]`` = (consistency − chance) / (1 − chance), the chance-corrected
-    agreement across prompts (NaN when chance is 1, i.e. every prompt gave one same answer).
+    ``outputs`` maps perturbation name -> item id -> score or label. An item without an output
+    under some perturbation is counted in ``n_failed`` (inconsistent in ``of_all``).
+    ``extra["percent"]`` gives the paper's percentage. A judge that gives one answer to everything
+    is perfectly consistent, so ``extra`` also holds the ``chance`` level and ``kappa``
+    (:func:`consistency_kappa`).
     """
     names, ids, table = _perturbation_frame(outputs)
     same = []
@@ -87,24 +73,15 @@ def perturbation_consistency(
             name, 0, failed, "no item has an output under every perturbation", perturbations=names
         )
     arr = np.array(same)
-    interval = resample_interval(batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = mean_interval(arr, ci, n_boot, alpha, seed)
     value, chance, kappa = consistency_kappa(complete)
-    return share(
-        name,
-        arr,
-        failed,
-        interval=interval,
-        extra={"percent": 100 * value, "perturbations": names, "chance": chance, "kappa": kappa},
-    )
+    extra = {"percent": 100 * value, "perturbations": names, "chance": chance, "kappa": kappa}
+    return share(name, arr, failed, interval=interval, extra=extra)
 
 
 def consistency_kappa(rows: Sequence[Sequence[Any]]) -> tuple[float, float, float]:
-    """(share of rows identical across prompts, chance level, kappa) for complete rows of outputs.
-
-    ``rows`` holds one row per item with its output under every prompt (same column order,
-    no missing values). Kappa = (share − chance) / (1 − chance); NaN when chance is 1 (every
-    prompt gave one same answer). All three are NaN for no rows.
-    """
+    """(share of rows identical across prompts, chance level, kappa) for complete rows of outputs (one row per
+    item, one column per prompt). Kappa = (share − chance) / (1 − chance), NaN when chance is 1."""
     if not rows:
         return math.nan, math.nan, math.nan
     same = float(np.mean([all(labels_equal(r[0], v) for v in r[1:]) for r in rows]))
@@ -115,13 +92,7 @@ def consistency_kappa(rows: Sequence[Sequence[Any]]) -> tuple[float, float, floa
 
 def chance_consistency(rows: Sequence[Sequence[Any]]) -> float:
     """The consistency expected by chance: per answer, the product over prompts of that prompt's share of it,
-    summed.
-
-    ``rows`` holds one row per item with its output under every prompt (same column order
-    in every row, no missing values). NaN for no rows. 1.0 means every prompt gave one
-    same answer to every item, so agreement across prompts says nothing. Answers are
-    binned by :func:`~mitigate.measures._base.label_key`, the same equality the share uses.
-    """
+    summed (answers binned by :func:`~mitigate.measures._base.label_key`); NaN for no rows."""
     if not rows:
         return math.nan
     n_cols = len(rows[0])
@@ -147,8 +118,7 @@ def accuracy_under_perturbation(
     """Accuracy per perturbation, averaged over perturbations (Ghazarian et al. 2024).
 
     ``outputs`` maps perturbation -> item id -> output; ``gold`` maps item id -> gold label.
-    Each perturbation's accuracy is over its items with an output and a gold label;
-    ``extra["per_perturbation"]`` lists them. ``n``/``n_failed`` count judgments.
+    ``extra["per_perturbation"]`` lists each one's accuracy; ``n``/``n_failed`` count judgments.
     """
     names, ids, table = _perturbation_frame(outputs)
     mat = np.full((len(ids), len(names)), np.nan)
@@ -168,13 +138,8 @@ def accuracy_under_perturbation(
     failed = mat.size - used
     name = "accuracy_under_perturbation"
     if any(v["n"] == 0 for v in per.values()):
-        return undefined(
-            name,
-            used,
-            failed,
-            "a perturbation has no item with both an output and a gold label",
-            per_perturbation=per,
-        )
+        why = "a perturbation has no item with both an output and a gold label"
+        return undefined(name, used, failed, why, per_perturbation=per)
     value = float(np.mean([v["accuracy"] for v in per.values()]))
 
     @batched
@@ -183,7 +148,7 @@ def accuracy_under_perturbation(
             warnings.simplefilter("ignore")
             return np.nanmean(m, axis=1).mean(axis=-1)
 
-    interval = resample_interval(stat, mat, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, mat, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, value, used, failed, interval=interval, extra={"per_perturbation": per})
 
 
@@ -192,11 +157,7 @@ def accuracy_under_perturbation(
 
 
 def perturbation_outputs(judgments: Sequence[Judgment]) -> dict[str, dict[str, Any]]:
-    """Perturbation name -> item id -> score, read from each judgment's ``meta["perturbations"]``.
-
-    A strategy that scores each item under several perturbed guidelines records
-    ``{"<perturbation name>": score, ...}`` there (None for a parse failure).
-    """
+    """Perturbation name -> item id -> score, read from each judgment's ``meta["perturbations"]``."""
     outputs: dict[str, dict[str, Any]] = {}
     for j in judgments:
         per = j.meta.get("perturbations")
@@ -206,29 +167,22 @@ def perturbation_outputs(judgments: Sequence[Judgment]) -> dict[str, dict[str, A
     return outputs
 
 
-@register("measure", "perturbation-consistency")
-class PerturbationConsistency(ReportedMeasure):
-    """Share of items scored alike under every perturbed guideline (:func:`perturbation_consistency`)."""
+@reported_measure(
+    "perturbation-consistency",
+    "consistency",
+    "higher",
+    "consistency",
+    headline=True,
+    paper="Ghazarian et al. 2024",
+)
+def _perturbation_consistency(entry: EntryData) -> Measure:
+    """Share of items scored alike under every perturbed guideline (:func:`perturbation_consistency`).
 
-    paper = "Ghazarian et al. 2024"
-
-    info = MeasureInfo(
-        label="consistency",
-        direction="higher",
-        group="consistency",
-        headline=True,
-        note="consistency is of scored items; the details give it of all items too, an item without a "
-        "score under some perturbation counted as inconsistent, and the chance level and kappa",
-    )
-
-    def compute(self, entry: EntryData) -> Measure:
-        """Consistency over ``meta["perturbations"]``; NaN when fewer than 2 perturbations were recorded."""
-        outputs = perturbation_outputs(entry.judgments)
-        if len(outputs) < 2:
-            return undefined(
-                "perturbation-consistency",
-                0,
-                0,
-                "no judgment carries scores under 2 or more perturbations in meta['perturbations']",
-            )
-        return perturbation_consistency(outputs, **entry.ci)
+    consistency is of scored items; the details give it of all items too, an item without a score under
+    some perturbation counted as inconsistent, and the chance level and kappa
+    """
+    outputs = perturbation_outputs(entry.judgments)
+    if len(outputs) < 2:
+        why = "no judgment carries scores under 2 or more perturbations in meta['perturbations']"
+        return undefined("perturbation-consistency", 0, 0, why)
+    return perturbation_consistency(outputs, **entry.ci)

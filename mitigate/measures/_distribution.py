@@ -1,10 +1,6 @@
-"""Score distribution (Stureborg et al. 2024): histogram, scale coverage, round numbers, entropy;
-and the anchoring checks of multi-criterion outputs: inter-criterion correlation, anchoring,
-correlation by position.
-
-Stureborg et al. find judges use few points of a scale, favour round numbers on wide
-scales, and, when one answer scores several criteria, anchor later scores on earlier
-ones. Conventions: :mod:`mitigate.measures._base`.
+"""Score distribution (Stureborg et al. 2024): histogram, scale coverage, round numbers, entropy; and the
+anchoring checks of multi-criterion outputs: inter-criterion correlation, anchoring, correlation by position.
+Conventions: :mod:`mitigate.measures._base`.
 """
 
 from __future__ import annotations
@@ -20,16 +16,13 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.measures._base import (
     EntryData,
     Measure,
-    MeasureInfo,
-    ReportedMeasure,
     Scores,
     finish,
     nearest_points,
-    resample_interval,
+    reported_measure,
     undefined,
 )
-from mitigate.measures._stats import as_float_array, correlation_function
-from mitigate.registry import register
+from mitigate.measures._stats import as_float_array, bootstrap_ci, correlation_function
 from mitigate.scale import Scale
 
 
@@ -41,10 +34,8 @@ def _on_scale(scores: Scores, scale: Scale) -> tuple[np.ndarray, int, int]:
 
 
 def score_histogram(scores: Scores, scale: Scale | tuple[float, float]) -> dict[float, int]:
-    """Count of scores at each point of ``scale`` (scores rounded to the nearest point, halves up).
-
-    Every point appears, with 0 when unused. Missing and out-of-scale scores are ignored.
-    """
+    """Count of scores at each point of ``scale`` (every point, scores rounded to the nearest, halves up;
+    missing and out-of-scale scores ignored)."""
     s = Scale.of(scale)
     inside, _, _ = _on_scale(scores, s)
     counts = dict.fromkeys((float(p) for p in s.points()), 0)
@@ -59,19 +50,15 @@ def _distribution_measure(
     scale: Scale | tuple[float, float],
     stat: Callable[[np.ndarray], float],
     extra_fn: Callable[[np.ndarray], dict[str, Any]],
-    *,
     ci: bool,
-    n_boot: int,
-    alpha: float,
-    seed: int,
+    **resampling: Any,
 ) -> Measure:
-    s = Scale.of(scale)
-    inside, missing, outside = _on_scale(scores, s)
+    inside, missing, outside = _on_scale(scores, Scale.of(scale))
     failed = missing + outside
     if len(inside) == 0:
         return undefined(name, 0, failed, "no score within the scale", n_out_of_scale=outside)
     extra = {"n_out_of_scale": outside, **extra_fn(inside)}
-    interval = resample_interval(stat, inside, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, inside, **resampling) if ci else None
     return finish(name, stat(inside), len(inside), failed, interval=interval, extra=extra)
 
 
@@ -86,8 +73,8 @@ def scale_coverage(
 ) -> Measure:
     """Share of the scale's points used at least once (Stureborg et al. 2024: judges use few points).
 
-    ``extra["histogram"]`` holds the counts per point (see :func:`score_histogram`). Scores
-    outside the scale are counted in ``n_failed`` and ``extra["n_out_of_scale"]``.
+    ``extra["histogram"]`` holds the counts per point; scores outside the scale are counted in
+    ``n_failed`` and ``extra["n_out_of_scale"]``.
     """
     s = Scale.of(scale)
     points = len(s.points())
@@ -95,16 +82,11 @@ def scale_coverage(
     def stat(x: np.ndarray) -> float:
         return len(np.unique(nearest_points(x, s))) / points
 
+    def extra(x: np.ndarray) -> dict[str, Any]:
+        return {"histogram": score_histogram(x, s), "n_points": points}
+
     return _distribution_measure(
-        "scale-coverage",
-        scores,
-        s,
-        stat,
-        lambda x: {"histogram": score_histogram(x, s), "n_points": points},
-        ci=ci,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
+        "scale-coverage", scores, s, stat, extra, ci, n_boot=n_boot, alpha=alpha, seed=seed
     )
 
 
@@ -118,14 +100,9 @@ def round_number_excess(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """Excess of round numbers (Stureborg et al. 2024): how much more often scores are multiples of
-    ``multiple``.
-
-    Observed share = share of scores that are whole multiples of ``multiple`` (5 counts 5,
-    10, 15 ...; use ``multiple=10`` for tens). Expected share = the share of the scale's
-    integer points that are such multiples, i.e. the share under a uniform distribution
-    over the integer scores (1-100 with multiple 5: 20/100 = 0.2; with 10: 10/100 = 0.1).
-    ``value`` = observed - expected (0 = no excess); ``extra`` has both and their ratio.
+    """Excess of round numbers (Stureborg et al. 2024): the share of scores that are whole multiples of
+    ``multiple`` minus that share under a uniform spread over the scale's integer points (1-100 with
+    multiple 5: 0.2). ``extra`` has both shares and their ratio.
     """
     if multiple < 1:
         raise ConfigError(
@@ -140,6 +117,9 @@ def round_number_excess(
     def observed(x: np.ndarray) -> float:
         return float(np.mean((np.abs(x - np.round(x)) < 1e-9) & (np.round(x) % multiple == 0)))
 
+    def excess(x: np.ndarray) -> float:
+        return observed(x) - expected
+
     def extra(x: np.ndarray) -> dict[str, Any]:
         obs = observed(x)
         return {
@@ -149,17 +129,8 @@ def round_number_excess(
             "multiple": multiple,
         }
 
-    return _distribution_measure(
-        f"round_number_excess_{multiple}",
-        scores,
-        s,
-        lambda x: observed(x) - expected,
-        extra,
-        ci=ci,
-        n_boot=n_boot,
-        alpha=alpha,
-        seed=seed,
-    )
+    name = f"round_number_excess_{multiple}"
+    return _distribution_measure(name, scores, s, excess, extra, ci, n_boot=n_boot, alpha=alpha, seed=seed)
 
 
 def score_entropy(
@@ -171,11 +142,9 @@ def score_entropy(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """Shannon entropy in bits of the score distribution over the scale's points (scores rounded to points).
+    """Shannon entropy in bits of the score distribution over the scale's points (Stureborg et al. 2024).
 
-    Low entropy means the judge piles its scores on few values (Stureborg et al. 2024).
-    ``extra["max_bits"]`` is log2 of the number of points (a uniform spread) and
-    ``extra["normalised"]`` the ratio.
+    ``extra["max_bits"]`` is log2 of the number of points and ``extra["normalised"]`` the ratio.
     """
     s = Scale.of(scale)
     max_bits = math.log2(len(s.points()))
@@ -189,7 +158,7 @@ def score_entropy(
         return {"max_bits": max_bits, "normalised": stat(x) / max_bits if max_bits else math.nan}
 
     return _distribution_measure(
-        "score-entropy", scores, s, stat, extra, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed
+        "score-entropy", scores, s, stat, extra, ci, n_boot=n_boot, alpha=alpha, seed=seed
     )
 
 
@@ -205,6 +174,21 @@ def _criterion_matrix(scores: Mapping[str, Scores], what: str) -> tuple[list[str
             + ", ".join(f"{c}={len(v)}" for c, v in zip(names, cols, strict=True))
         )
     return names, np.column_stack(cols) if cols else np.empty((0, 0))
+
+
+def _judge_human(
+    judge: Mapping[str, Scores], human: Mapping[str, Scores]
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The criteria and the judge's and humans' items x criteria matrices, checked to match."""
+    names, jm = _criterion_matrix(judge, "judge")
+    hnames, hm = _criterion_matrix(human, "human")
+    if names != hnames:
+        raise DataError(
+            f"expected the same criteria, in the same order, for judge and human; got {names} and {hnames}"
+        )
+    if jm.shape != hm.shape:
+        raise DataError(f"expected as many judge as human items; got {jm.shape[0]} and {hm.shape[0]}")
+    return names, jm, hm
 
 
 def _mean_pairwise(
@@ -228,9 +212,8 @@ def inter_criterion_correlation(
 ) -> Measure:
     """Mean pairwise correlation between criteria (Stureborg et al. 2024's anchoring check).
 
-    ``scores`` maps criterion -> one score per item. Only items scored on every criterion
-    are used. ``extra["pairs"]`` holds each pair's correlation ("a|b"). Pairs with an
-    undefined correlation are left out of the mean.
+    ``scores`` maps criterion -> one score per item; items scored on every criterion are used.
+    ``extra["pairs"]`` holds each pair's correlation ("a|b"); undefined ones are left out of the mean.
     """
     fn = correlation_function(method)
     names, mat = _criterion_matrix(scores, "criterion")
@@ -248,7 +231,7 @@ def inter_criterion_correlation(
     def stat(m: np.ndarray) -> float:
         return _mean_pairwise(m, fn)[0]
 
-    interval = resample_interval(stat, mat, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, mat, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, mean, len(mat), failed, interval=interval, extra=extra)
 
 
@@ -262,25 +245,15 @@ def anchoring(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """Anchoring (Stureborg et al. 2024): judge's mean inter-criterion correlation beside the humans'.
+    """Anchoring (Stureborg et al. 2024): the judge's mean inter-criterion correlation minus the humans'.
 
-    When one output scores several criteria, later scores anchor on earlier ones and the
-    criteria correlate more than the humans' do. ``value`` = judge mean pairwise
-    correlation - human mean pairwise correlation (positive = judge's criteria are more
-    entangled), over items complete on every criterion for both. ``extra`` holds both
-    means and per-pair tables.
+    Positive means the judge's criteria are more entangled than the humans'; over items complete
+    on every criterion for both. ``extra`` holds both means and per-pair tables.
     """
     fn = correlation_function(method)
-    names, jm = _criterion_matrix(judge, "judge")
-    hnames, hm = _criterion_matrix(human, "human")
-    if names != hnames:
-        raise DataError(
-            f"expected the same criteria, in the same order, for judge and human; got {names} and {hnames}"
-        )
+    names, jm, hm = _judge_human(judge, human)
     if len(names) < 2:
         raise ConfigError(f"anchoring needs at least 2 criteria; got {names}")
-    if jm.shape != hm.shape:
-        raise DataError(f"expected as many judge as human items; got {jm.shape[0]} and {hm.shape[0]}")
     keep = np.isfinite(jm).all(axis=1) & np.isfinite(hm).all(axis=1)
     jm, hm = jm[keep], hm[keep]
     failed = int((~keep).sum())
@@ -294,18 +267,13 @@ def anchoring(
     }
     name = f"anchoring_{method}"
     if not (math.isfinite(jmean) and math.isfinite(hmean)):
-        return undefined(
-            name,
-            len(jm),
-            failed,
-            "no pair of criteria has a defined correlation for judge and humans",
-            **extra,
-        )
+        why = "no pair of criteria has a defined correlation for judge and humans"
+        return undefined(name, len(jm), failed, why, **extra)
 
     def stat(a: np.ndarray, b: np.ndarray) -> float:
         return _mean_pairwise(a, fn)[0] - _mean_pairwise(b, fn)[0]
 
-    interval = resample_interval(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, jm, hm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, jmean - hmean, len(jm), failed, interval=interval, extra=extra)
 
 
@@ -322,24 +290,13 @@ def correlation_by_position(
 ) -> Measure:
     """Agreement with humans by a criterion's position in a multi-criterion output (Stureborg et al. 2024).
 
-    ``positions`` is either the fixed order criteria appear in (a list of names) or, when
-    the order varies per item, criterion -> per-item position (0 = first). For each
-    criterion and position, the judge-human correlation over the items where the criterion
-    sat there; ``extra["by_position"]`` is the mean over criteria at each position and
-    ``extra["by_criterion"]`` the detail. ``value`` = correlation at the first position -
-    at the last (positive = agreement decays later in the output). With a fixed order
-    each position holds one criterion, so position and criterion are confounded; vary the
-    order to separate them.
+    ``positions``: the fixed order criteria appear in, or criterion -> per-item position (0 =
+    first). ``extra["by_position"]`` is the mean judge-human correlation over criteria at each
+    position, ``extra["by_criterion"]`` the detail; ``value`` = the first position's minus the
+    last's. With a fixed order position and criterion are confounded; vary it to separate them.
     """
     fn = correlation_function(method)
-    names, jm = _criterion_matrix(judge, "judge")
-    hnames, hm = _criterion_matrix(human, "human")
-    if names != hnames:
-        raise DataError(
-            f"expected the same criteria, in the same order, for judge and human; got {names} and {hnames}"
-        )
-    if jm.shape != hm.shape:
-        raise DataError(f"expected as many judge as human items; got {jm.shape[0]} and {hm.shape[0]}")
+    names, jm, hm = _judge_human(judge, human)
     n_items = jm.shape[0]
     if isinstance(positions, Mapping):
         missing = [c for c in names if c not in positions]
@@ -388,7 +345,7 @@ def correlation_by_position(
     def stat(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> float:
         return summary(table(a, b, p)[0])
 
-    interval = resample_interval(stat, jm, hm, pm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, jm, hm, pm, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, value, used, failed, interval=interval, extra=extra)
 
 
@@ -396,50 +353,47 @@ def correlation_by_position(
 # reported per entry by compare
 
 
-@register("measure", "scale-coverage")
-class ScaleCoverage(ReportedMeasure):
+@reported_measure(
+    "scale-coverage",
+    "scale used",
+    "higher",
+    "bias",
+    headline=True,
+    paper="Stureborg et al. 2024",
+    on_humans=True,
+)
+def _scale_coverage(entry: EntryData) -> Measure:
     """Share of the scale's points the judge used (:func:`scale_coverage`)."""
-
-    paper = "Stureborg et al. 2024"
-
-    info = MeasureInfo(label="scale used", direction="higher", group="bias", headline=True)
-    on_humans = True
-
-    def compute(self, entry: EntryData) -> Measure:
-        """Coverage of the entry's own scale."""
-        return scale_coverage(entry.scores, entry.scale, **entry.ci)
+    return scale_coverage(entry.scores, entry.scale, **entry.ci)
 
 
-@register("measure", "score-entropy")
-class ScoreEntropy(ReportedMeasure):
+@reported_measure(
+    "score-entropy",
+    "entropy bits",
+    "higher",
+    "bias",
+    headline=True,
+    paper="Stureborg et al. 2024",
+    on_humans=True,
+)
+def _score_entropy(entry: EntryData) -> Measure:
     """Entropy in bits of the judge's scores over the scale's points (:func:`score_entropy`)."""
-
-    paper = "Stureborg et al. 2024"
-
-    info = MeasureInfo(label="entropy bits", direction="higher", group="bias", headline=True)
-    on_humans = True
-
-    def compute(self, entry: EntryData) -> Measure:
-        """Entropy on the entry's own scale."""
-        return score_entropy(entry.scores, entry.scale, **entry.ci)
+    return score_entropy(entry.scores, entry.scale, **entry.ci)
 
 
-@register("measure", "round-number-excess-5")
-class RoundNumberExcess5(ReportedMeasure):
+@reported_measure(
+    "round-number-excess-5",
+    "round-number excess",
+    "zero",
+    "bias",
+    headline=True,
+    paper="Stureborg et al. 2024",
+)
+def _round_number_excess_5(entry: EntryData) -> Measure:
     """Excess share of multiples of 5 over a uniform spread (:func:`round_number_excess`)."""
-
-    paper = "Stureborg et al. 2024"
-
-    info = MeasureInfo(label="round-number excess", direction="zero", group="bias", headline=True)
-
-    def compute(self, entry: EntryData) -> Measure:
-        """Multiples of 5; NaN on scales with fewer than 10 integer points."""
-        if len(entry.scale.integer_points()) < 10:
-            return undefined(
-                "round-number-excess-5",
-                0,
-                0,
-                f"round numbers are not meaningful on {entry.scale.describe()} (needs 10 or more "
-                "integer points)",
-            )
-        return round_number_excess(entry.scores, entry.scale, 5, **entry.ci)
+    if len(entry.scale.integer_points()) < 10:
+        why = (
+            f"round numbers are not meaningful on {entry.scale.describe()} (needs 10 or more integer points)"
+        )
+        return undefined("round-number-excess-5", 0, 0, why)
+    return round_number_excess(entry.scores, entry.scale, 5, **entry.ci)

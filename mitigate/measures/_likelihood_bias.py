@@ -1,11 +1,9 @@
 """Likelihood bias (Ohi et al. 2024) and familiarity bias (Stureborg et al. 2024).
 
-Ohi et al. find that judges overrate texts their LM finds likely: LS = log P(output |
-input, task), US = judge score - human score on a common footing
-(:func:`unfairness_scores`), BiasScore = Spearman(LS, US) (:func:`bias_score`), and the
-Highest-RS demonstrations ranked by RS = |LS* + US*| (:func:`rs_scores`). Stureborg et
-al. find judges give high ratings to low-perplexity text (:func:`familiarity`).
-Conventions: :mod:`mitigate.measures._base`.
+Ohi et al.: LS = log P(output | input, task), US = judge score - human score on a common footing
+(:func:`unfairness_scores`), BiasScore = Spearman(LS, US) (:func:`bias_score`), and the Highest-RS
+demonstrations ranked by RS = |LS* + US*| (:func:`rs_scores`). Conventions:
+:mod:`mitigate.measures._base`.
 """
 
 from __future__ import annotations
@@ -20,22 +18,20 @@ from mitigate.measures._agreement import item_correlation
 from mitigate.measures._base import (
     EntryData,
     Measure,
-    MeasureInfo,
-    ReportedMeasure,
     Scores,
     finish,
     nearest_points,
-    resample_interval,
+    reported_measure,
     undefined,
 )
 from mitigate.measures._stats import (
     as_float_array,
     batched,
+    bootstrap_ci,
     complete_pairs,
     spearman_rows,
     why_no_correlation,
 )
-from mitigate.registry import register
 from mitigate.scale import Scale
 
 US_SCALINGS = ("range", "max-deviation")
@@ -45,23 +41,15 @@ US_SCALINGS = ("range", "max-deviation")
 def unfairness_scores(
     judge: Scores, human: Scores, scaling: Literal["range", "max-deviation"] = "range"
 ) -> np.ndarray:
-    """US per item (Ohi et al. 2024): judge score minus human score on a common footing.
+    """US per item (Ohi et al. 2024): judge score minus human score on a common footing (positive: overrated).
 
-    Positive where the judge overrates an item relative to humans. Computed over the items
-    scored by both; items missing either score get NaN, and every item gets NaN when fewer
-    than 2 items are complete or either side is constant (the scaling is then undefined).
-    ``scaling`` says how the two are made comparable:
+    Over the items scored by both (NaN elsewhere; all NaN when fewer than 2 are complete or
+    either side is constant). ``scaling``:
 
-    - ``"range"`` (default; the paper's text, "normalised to the same mean and range"):
-      the judge's scores are mapped linearly onto the human scores' mean and range,
-      ``j' = (j - mean_j) / range_j * range_h + mean_h``, and ``US = j' - h``, in
-      human-score units. The released code's BiasScore also scales both sides by their
-      range (min-max), so Spearman(LS, US) is the same as theirs.
-    - ``"max-deviation"`` (the released code's Highest-RS demo selection,
-      ``DebiasPromptMaker``): each side is centred on its mean and divided by its largest
-      absolute deviation (:func:`centre_unit_range`), and ``US = j* - h*``, unitless in
-      [-2, 2]. On skewed scores the two scalings weigh the sides differently, so RS and
-      the top-k items can differ (:func:`rs_scores`).
+    - ``"range"`` (the paper's text): the judge's scores mapped linearly onto the human scores'
+      mean and range, ``US = (j - mean_j) / range_j * range_h + mean_h - h``;
+    - ``"max-deviation"`` (the released code's Highest-RS demo selection): each side through
+      :func:`centre_unit_range`, ``US = j* - h*`` in [-2, 2].
     """
     check_param("unfairness_scores", "scaling", scaling, [Options(*US_SCALINGS)])
     j = as_float_array(judge, "judge")
@@ -85,13 +73,8 @@ def unfairness_scores(
 
 
 def centre_unit_range(values: Scores) -> np.ndarray:
-    """LS* / US* scaling (Ohi et al. 2024): subtract the mean, divide by the largest absolute deviation.
-
-    The result has mean 0 and lies in [-1, 1] with the farthest value at exactly -1 or 1,
-    which is how this toolkit reads the paper's "mean 0, range [-1, 1]" and what the
-    released code does. NaN stays NaN; all NaN when fewer than 2 finite values or all are
-    equal.
-    """
+    """LS* / US* scaling (Ohi et al. 2024): subtract the mean, divide by the largest absolute deviation
+    (mean 0, in [-1, 1]). NaN stays NaN; all NaN when fewer than 2 finite values or all are equal."""
     x = as_float_array(values, "values")
     out = np.full(len(x), np.nan)
     finite = np.isfinite(x)
@@ -106,16 +89,9 @@ def centre_unit_range(values: Scores) -> np.ndarray:
 
 
 def rs_scores(ls: Scores, us: Scores) -> np.ndarray:
-    """RS = |LS* + US*| per item (Ohi et al. 2024), with both scaled over the items having both.
-
-    LS* and US* are LS and US through :func:`centre_unit_range` (the paper and the released
-    code agree on this step). Where they differ is US itself: the paper's text normalises
-    judge and human scores by their range, the released code by their largest deviation;
-    pass ``unfairness_scores(judge, human, scaling="max-deviation")`` as ``us`` for the
-    released code's ranking (the default, ``"range"``, is the paper's).
-
-    High RS marks items that are both likely and overrated (or unlikely and underrated):
-    the most bias-revealing demonstrations. NaN where LS or US is missing.
+    """RS = |LS* + US*| per item (Ohi et al. 2024), both through :func:`centre_unit_range` over the items
+    having both (NaN elsewhere): high for the most bias-revealing demonstrations (likely and overrated, or
+    unlikely and underrated). Pass ``us`` with ``scaling="max-deviation"`` for the released code's ranking.
     """
     a = as_float_array(ls, "ls")
     b = as_float_array(us, "us")
@@ -130,12 +106,8 @@ def rs_scores(ls: Scores, us: Scores) -> np.ndarray:
 def bias_score(
     ls: Scores, us: Scores, *, ci: bool = False, n_boot: int = 1000, alpha: float = 0.05, seed: int = 0
 ) -> Measure:
-    """BiasScore = Spearman(LS, US) (Ohi et al. 2024): how much the judge's overrating follows likelihood.
-
-    ``ls`` is log P(output | input, task) per item and ``us`` the unfairness scores from
-    :func:`unfairness_scores` (range scaling, as the paper and its released code compute
-    BiasScore). Positive means likely texts are overrated.
-    """
+    """BiasScore = Spearman(LS, US) (Ohi et al. 2024): positive means likely texts are overrated (``us`` from
+    :func:`unfairness_scores` with range scaling)."""
     m = item_correlation(ls, us, "spearman", ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
     return m.model_copy(update={"name": "bias-score"})
 
@@ -162,14 +134,10 @@ def familiarity(
     """Familiarity bias (Stureborg et al. 2024): mean perplexity of outputs per judge rating beside per human
     rating.
 
-    Judge scores and mean human scores are rounded to the nearest point of ``scale``
-    (halves go up: a human mean of 3.5 counts as 4), then outputs are grouped by rating
-    and their perplexities averaged (``extra["judge"]`` and ``extra["human"]``: rating ->
-    mean perplexity and count). A judge with familiarity bias gives its high ratings to
-    low-perplexity text more than humans do. As a one-number summary, ``value`` is
-    Spearman(perplexity, judge score) - Spearman(perplexity, human score) over items with
-    all three (this summary is the toolkit's, not the paper's): negative means the judge
-    favours familiar text more than humans.
+    Ratings are rounded to the nearest point of ``scale`` (halves up); ``extra["judge"]`` and
+    ``extra["human"]`` map rating -> mean perplexity and count. ``value`` (this toolkit's summary) is
+    Spearman(perplexity, judge) - Spearman(perplexity, human): negative means the judge favours
+    familiar text more than humans.
     """
     s = Scale.of(scale)
     p, j, h = (
@@ -198,7 +166,7 @@ def familiarity(
     def stat(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         return spearman_rows(a, b) - spearman_rows(a, c)
 
-    interval = resample_interval(stat, pc, jc, hc, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, pc, jc, hc, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, sj - sh, len(pc), failed, interval=interval, extra=extra)
 
 
@@ -206,19 +174,12 @@ def familiarity(
 # reported per entry by compare
 
 
-@register("measure", "bias-score")
-class BiasScore(ReportedMeasure):
+@reported_measure(
+    "bias-score", "BiasScore", "zero", "bias", headline=True, paper="Ohi et al. 2024", uses_labels=True
+)
+def _bias_score(entry: EntryData) -> Measure:
     """BiasScore = Spearman(LS, US) (Ohi et al. 2024; :func:`bias_score`)."""
-
-    paper = "Ohi et al. 2024"
-
-    uses_labels = True
-
-    info = MeasureInfo(label="BiasScore", direction="zero", group="bias", headline=True)
-
-    def compute(self, entry: EntryData) -> Measure:
-        """BiasScore from the entry's LS; NaN when likelihood was not computed."""
-        if entry.ls is None:
-            return undefined("bias-score", 0, 0, "likelihood (LS) was not computed; run with likelihood on")
-        us = unfairness_scores(entry.scores, entry.human)
-        return bias_score(np.asarray(entry.ls, dtype=float), us, **entry.ci)
+    if entry.ls is None:
+        return undefined("bias-score", 0, 0, "likelihood (LS) was not computed; run with likelihood on")
+    us = unfairness_scores(entry.scores, entry.human)
+    return bias_score(np.asarray(entry.ls, dtype=float), us, **entry.ci)

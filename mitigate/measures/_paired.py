@@ -1,35 +1,11 @@
-"""Paired differences between two judges on the same items: the difference, its interval and its test.
+"""Paired differences between two judges on the same items (``mitigate compare``, ``mitigate diff``): the
+difference, its interval and its test.
 
-Two judges A and B scored the same items; how much does B differ from A, and is that more than
-chance? Both ``mitigate compare`` (each entry against the first) and ``mitigate diff`` (judge B
-against judge A) ask it, and both answer it here:
-
-- :func:`paired_mean_difference`: the mean of B's per-item values minus A's (a share of 0/1
-  values such as accuracy or a failure rate, or a mean score), on the items both have. The
-  test is the paired sign-flip permutation test
-  (:func:`~mitigate.measures._stats.permutation_test_mean_diff`), and the interval a paired
-  percentile bootstrap.
-- :func:`paired_statistic_difference`: a statistic of each judge against a reference (Spearman
-  with the human scores, |Spearman| with the output length ...) of B minus A, on the items
-  where both judges and the reference have a value. Two tests: ``"permutation"`` swaps A's and
-  B's values on each item (:func:`~mitigate.measures._stats.paired_permutation_test`; it
-  assumes the two judges' values are exchangeable under the null, as two judges answering on
-  one scale are) with a separate paired bootstrap interval; ``"bootstrap"`` takes the p-value
-  from the same paired resamples as the interval (twice the share of resampled differences on
-  the far side of 0, +1 corrected), so p < 0.05 exactly when 0 lies outside the 95% interval,
-  and assumes no exchangeability (judges on shifted scales).
-
-Swapping raw values is only a valid null when the two judges answer in one currency:
-:func:`swap_refusal` says why it is not (different ranges or steps, or one judge's values on
-the scale's grid and the other's between its points, as a 1–5 parse against a
-probability-weighted expected score), and the callers then take the bootstrap test.
-
-``clusters`` (one label per item, e.g. the document) makes the resampling and the sign flips
-take whole clusters at once, for items that are not independent (several systems' outputs
-for one document). Without it, items are resampled and flipped one by one.
-
-Every function returns a :class:`PairedDifference`; NaN with ``reason`` when the data cannot
-support it, never 0.
+:func:`paired_mean_difference` tests a mean by sign flips; :func:`paired_statistic_difference` a
+statistic against a reference by swapping A's and B's values per item (``"permutation"``: valid when
+their values are exchangeable, as on one scale, :func:`swap_refusal`) or from the bootstrap's own
+resamples (``"bootstrap"``). ``clusters`` makes the resampling and the flips take whole clusters.
+Every function returns a :class:`PairedDifference`, NaN with ``reason`` when the data cannot support it.
 """
 
 from __future__ import annotations
@@ -55,7 +31,7 @@ from mitigate.measures._stats import (
     pearson_rows,
     permutation_test_mean_diff,
     ranks_from_codes,
-    row_chunks,
+    resampled,
 )
 from mitigate.scale import Scale
 
@@ -66,9 +42,8 @@ PairedTest = Literal["permutation", "bootstrap"]
 class PairedDifference(BaseModel):
     """B minus A on the items both judged: the difference, each side's value, an interval, a two-sided p.
 
-    ``observed`` is NaN with ``reason`` when it cannot be computed; ``low``/``high`` are None
-    without an interval (no resamples asked for, or too many undefined resamples), ``p_value``
-    None without a test. ``n`` counts the items (pairs) used; ``test`` names how p was found.
+    ``low``/``high`` are None without an interval, ``p_value`` None without a test; ``n`` counts
+    the items (pairs) used and ``test`` names how p was found.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -109,14 +84,8 @@ def swap_refusal(
     scale_a: Scale,
     scale_b: Scale,
 ) -> str | None:
-    """Why swapping A's and B's raw values on an item is not a valid null for them; None when it is.
-
-    Swapping assumes the two judges' values are exchangeable under the null. It is not when
-    they answer on different ranges or steps (1–5 against 1–10), nor when one judge's values
-    all sit on the scale's points and the other's fall between them (an integer parse against
-    a probability-weighted expected score): a mixture of the two then moves a correlation
-    for reasons unrelated to agreement.
-    """
+    """Why swapping A's and B's raw values on an item is not a valid null for them (different ranges or steps,
+    or one judge's values on the scale's points and the other's between them); None when it is."""
     if (scale_a.min, scale_a.max, scale_a.step) != (scale_b.min, scale_b.max, scale_b.step):
         return (
             f"the entries answer on different scales ({scale_a.describe()} by {scale_a.step:g} and "
@@ -153,46 +122,20 @@ def _padded(arrays: Sequence[np.ndarray], clusters: Sequence[Any]) -> list[np.nd
     return out
 
 
+def _flat(fn: Callable[..., float]) -> Callable[..., float]:
+    """``fn`` of the flattened rows of NaN-padded cluster matrices (``fn`` must drop NaN)."""
+    return lambda *rows: fn(*[r.reshape(-1) for r in rows])
+
+
 def cluster_interval(
     fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[Any], *, n_boot: int, seed: int
 ) -> tuple[float | None, float | None]:
-    """Paired percentile bootstrap interval of ``fn(*arrays)``, resampling whole clusters.
-
-    ``fn`` gets the flattened arrays with NaN where a resampled cluster had fewer items than the
-    largest one, and must drop NaN. (None, None) without resamples or items.
-    """
+    """Paired percentile bootstrap interval of ``fn(*arrays)``, resampling whole clusters (``fn`` must drop
+    NaN); (None, None) without resamples or items."""
     if n_boot <= 0 or not arrays or len(arrays[0]) == 0:
         return None, None
-    mats = _padded(arrays, clusters)
-
-    def stat(*rows: np.ndarray) -> float:
-        return fn(*[r.reshape(-1) for r in rows])
-
-    low, high = bootstrap_ci(stat, *mats, n_boot=n_boot, seed=seed)
+    low, high = bootstrap_ci(_flat(fn), *_padded(arrays, clusters), n_boot=n_boot, seed=seed)
     return _finite(low), _finite(high)
-
-
-def _cluster_resamples(
-    fn: Callable[..., float], arrays: Sequence[np.ndarray], clusters: Sequence[Any], *, n_boot: int, seed: int
-) -> np.ndarray:
-    """``fn(*arrays)`` on ``n_boot`` paired resamples of whole clusters (NaN-padded rows, flattened for
-    ``fn``)."""
-    mats = _padded(arrays, clusters)
-    rng = np.random.default_rng(seed)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return np.concatenate(
-            [
-                np.array(
-                    [
-                        fn(*[m[i].reshape(-1) for m in mats])
-                        for i in rng.integers(0, len(mats[0]), size=(rows, len(mats[0])))
-                    ],
-                    dtype=float,
-                )
-                for rows in row_chunks(n_boot, len(mats[0]))
-            ]
-        )
 
 
 def _mean_difference(b: np.ndarray, a: np.ndarray) -> float:
@@ -239,18 +182,12 @@ def paired_mean_difference(
     groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
     test = permutation_test_mean_diff(y, x, n_perm=n_perm, seed=seed, paired=True, groups=groups)
     low = high = None
-    if n_boot > 0 and groups is None:
+    if n_boot > 0 and groups is not None:
+        low, high = cluster_interval(_mean_difference, [y, x], groups, n_boot=n_boot, seed=seed)
+    elif n_boot > 0:
         lo, hi = bootstrap_ci(batched_nanmean, y - x, n_boot=n_boot, seed=seed)
         if math.isfinite(lo) and math.isfinite(hi):
             low, high = lo, hi
-    elif n_boot > 0:
-        low, high = cluster_interval(
-            _mean_difference,
-            [y, x],
-            groups,  # type: ignore[arg-type]
-            n_boot=n_boot,
-            seed=seed,
-        )
     return PairedDifference(
         observed=test.observed,
         a=float(x.mean()),
@@ -313,10 +250,9 @@ def paired_statistic_difference(
     """``stat(b, reference) - stat(a, reference)`` on the items where all three are finite, with interval and
     p.
 
-    ``stat``: a correlation name (``"spearman"``, ``"pearson"``, ``"kendall"``) or a function
-    ``f(judge, reference) -> float``. ``test``: ``"permutation"`` (swap A and B per item or per
-    cluster; a separate bootstrap interval) or ``"bootstrap"`` (p from the interval's own
-    resamples, ``max(n_boot, n_perm)`` of them); see the module docstring for when each holds.
+    ``stat``: a correlation name or a function ``f(judge, reference) -> float``. ``test``:
+    ``"permutation"`` or ``"bootstrap"`` (p from ``max(n_boot, n_perm)`` resamples); see the module
+    docstring for when each holds.
     """
     if test not in ("permutation", "bootstrap"):
         raise ConfigError(
@@ -331,57 +267,31 @@ def paired_statistic_difference(
         & np.isfinite(as_float_array(reference, "reference"))
     )
     groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
-    if test == "permutation":
-        return _permutation(x, y, h, stat, fn, groups, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=min_n)
-    return _bootstrap(x, y, h, fn, groups, n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=min_n)
 
+    def difference(a_: np.ndarray, b_: np.ndarray, h_: np.ndarray) -> float:
+        return fn(b_, h_) - fn(a_, h_)
 
-def _permutation(
-    x: np.ndarray,
-    y: np.ndarray,
-    h: np.ndarray,
-    stat: str | Callable[..., float],
-    fn: Callable[..., float],
-    groups: list[Any] | None,
-    *,
-    n_boot: int,
-    n_perm: int,
-    seed: int,
-    min_n: int,
-) -> PairedDifference:
+    if test == "bootstrap":
+        return _bootstrap_test(x, y, h, fn, difference, groups, n_boot, max(n_boot, n_perm, 1), seed, min_n)
     name = "paired permutation"
     if len(x) < min_n:
-        return PairedDifference(
-            observed=math.nan,
-            n=len(x),
-            test=name,
-            reason=f"needs at least {min_n} items with a value from both and the reference; got {len(x)}",
-        )
+        why = f"needs at least {min_n} items with a value from both and the reference; got {len(x)}"
+        return PairedDifference(observed=math.nan, n=len(x), test=name, reason=why)
     perm = paired_permutation_test(y, x, h, stat, n_perm=n_perm, seed=seed, groups=groups)
     a_value, b_value = _finite(perm.observed_b), _finite(perm.observed_a)
     if not math.isfinite(perm.observed):
-        return PairedDifference(
-            observed=math.nan,
-            a=a_value,
-            b=b_value,
-            n=len(x),
-            test=name,
-            reason=perm.reason or "the statistic is undefined for at least one judge (constant scores)",
-        )
+        why = perm.reason or "the statistic is undefined for at least one judge (constant scores)"
+        return PairedDifference(observed=math.nan, a=a_value, b=b_value, n=len(x), test=name, reason=why)
     low = high = None
-    if n_boot > 0:
-        if groups is not None:
-            low, high = cluster_interval(
-                lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_), [x, y, h], groups, n_boot=n_boot, seed=seed
-            )
-        else:
-            diff, arrays = _batched_difference(stat, x, y, h) if isinstance(stat, str) else (None, (x, y, h))
-            difference: Callable[..., Any] = (
-                diff if diff is not None else (lambda a_, b_, h_: fn(b_, h_) - fn(a_, h_))
-            )
-            lo, hi = bootstrap_ci(difference, *arrays, n_boot=n_boot, seed=seed)
-            if math.isfinite(lo) and math.isfinite(hi):
-                low, high = lo, hi
+    if n_boot > 0 and groups is not None:
+        low, high = cluster_interval(difference, [x, y, h], groups, n_boot=n_boot, seed=seed)
+    elif n_boot > 0:
+        batched_diff, arrays = (
+            _batched_difference(stat, x, y, h) if isinstance(stat, str) else (None, (x, y, h))
+        )
+        lo, hi = bootstrap_ci(batched_diff or difference, *arrays, n_boot=n_boot, seed=seed)
+        if math.isfinite(lo) and math.isfinite(hi):
+            low, high = lo, hi
     return PairedDifference(
         observed=perm.observed,
         a=a_value,
@@ -394,18 +304,19 @@ def _permutation(
     )
 
 
-def _bootstrap(
+def _bootstrap_test(
     x: np.ndarray,
     y: np.ndarray,
     h: np.ndarray,
     fn: Callable[..., float],
+    difference: Callable[..., float],
     groups: list[Any] | None,
-    *,
     n_boot: int,
-    n_perm: int,
+    n_resamples: int,
     seed: int,
     min_n: int,
 ) -> PairedDifference:
+    """The ``"bootstrap"`` test of :func:`paired_statistic_difference` (A's values ``x``, B's ``y``)."""
     name = "paired bootstrap"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -417,12 +328,8 @@ def _bootstrap(
                 f"needs at least {min_n} items with a value from both judges and the reference; got {len(x)}"
             )
         return PairedDifference(observed=math.nan, a=sa, b=sb, n=len(x), test=name, reason=why)
-
-    def diff(y_: np.ndarray, x_: np.ndarray, h_: np.ndarray) -> float:
-        return fn(y_, h_) - fn(x_, h_)
-
-    clusters = groups if groups is not None else list(range(len(x)))
-    values = _cluster_resamples(diff, [y, x, h], clusters, n_boot=max(n_boot, n_perm, 1), seed=seed)
+    mats = _padded([x, y, h], groups if groups is not None else list(range(len(x))))
+    values = resampled(_flat(difference), *mats, n_boot=n_resamples, seed=seed)
     values = values[np.isfinite(values)]
     low = high = p = None
     if len(values):

@@ -1,31 +1,14 @@
 """Measures of a pairwise judge: accuracy against gold preferences, position bias, length bias.
 
-A pairwise item holds two texts, A (the item's ``output``) and B (its ``output_b``), and a gold
-preference ``"A"``, ``"B"`` or ``"tie"``. A judge's verdict is either about the *texts*
-(``"A"``, ``"B"``, ``"tie"``) or about the *positions as presented* (``"first"``, ``"second"``,
-``"tie"``); a judge run in both orders has one presented verdict per order, the swapped one in
-swapped positions (so a position-consistent judge answers ``first`` then ``second``).
+A pairwise item holds two texts, A (``output``) and B (``output_b``), and a gold preference ``"A"``,
+``"B"`` or ``"tie"``. A verdict is about the texts (``"A"``, ``"B"``, ``"tie"``) or about the positions
+as presented (``"first"``, ``"second"``, ``"tie"``); a judge run in both orders has one presented
+verdict per order. Position bias follows Shi et al. 2024 ("Judging the judges"): position
+consistency, preference fairness (primacy- against recency-preferred inconsistent pairs, in [-1, 1])
+and repetition stability. Conventions: :mod:`mitigate.measures._base`.
 
-Position bias follows Shi et al. 2024 ("Judging the judges: a systematic study of position
-bias in LLM-as-a-judge"), whose released analysis code defines:
-
-- **position consistency** PC: the share of pairs judged in both orders whose two verdicts
-  prefer the same text (first/second, second/first, or tie/tie);
-- **preference fairness** PF: among the inconsistent pairs, the primacy-preferred ones (first/first,
-  first/tie, tie/first) and the recency-preferred ones (second/second, second/tie, tie/second),
-  counted P and R; raw = R * R/(P+R) - P * P/(P+R), min-max scaled by the extremes -n and +n
-  (every one of n pairs inconsistent on one side), i.e. PF = raw / n in [-1, 1]: 0 is fair,
-  positive prefers the later position (recency), negative the first (primacy);
-- **repetition stability** RS: per instance (one pair in one order) judged several times, the
-  share of trials that gave the most frequent verdict; averaged over instances.
-
-Also here: accuracy against gold (3-way, a tie verdict is right only on a gold tie), the lean
-towards the longer text, and the gain of position swap over one order. The older
-:func:`position_bias` (flip rate and first-position share, as Shen et al. 2023 and LLMBar report)
-stays. Conventions: :mod:`mitigate.measures._base`.
-
-Size: over 600 lines because it holds one function per published pairwise measure with its
-registered reporter; each is short.
+Size: over 600 lines because it holds one function per published pairwise measure with its reported
+measure; each is short.
 """
 
 from __future__ import annotations
@@ -41,17 +24,14 @@ from mitigate.judge import Judgment
 from mitigate.measures._base import (
     EntryData,
     Measure,
-    MeasureInfo,
-    ReportedMeasure,
-    batched_nanmean,
     finish,
-    resample_interval,
+    mean_interval,
+    reported_measure,
     share,
     undefined,
     word_count,
 )
-from mitigate.measures._stats import batched, permutation_test_mean_diff
-from mitigate.registry import register
+from mitigate.measures._stats import batched, bootstrap_ci, permutation_test_mean_diff
 
 POSITION_VERDICTS = ("first", "second", "tie")
 """The verdicts a pairwise judge may give, by the position of the preferred text."""
@@ -122,22 +102,17 @@ def pair_category(original: str, swapped: str) -> Category:
 
 
 def _pairs(
-    original: Sequence[str | None], swapped: Sequence[str | None]
-) -> tuple[list[str | None], list[str | None]]:
+    original: Sequence[str | None], swapped: Sequence[str | None], gold: Sequence[str | None] | None = None
+) -> tuple[list[str | None], list[str | None], list[str | None]]:
+    """The presented verdicts of both orders checked, and the gold preferences (empty without ``gold``)."""
     o = [_verdict(v, "original") for v in original]
     s = [_verdict(v, "swapped") for v in swapped]
     if len(o) != len(s):
         raise DataError(f"expected one swapped verdict per original verdict; got {len(o)} and {len(s)}")
-    return o, s
-
-
-def _groups(groups: Sequence[Hashable | None] | None, n: int) -> list[Hashable | None] | None:
-    if groups is None:
-        return None
-    out = list(groups)
-    if len(out) != n:
-        raise DataError(f"expected one group label per pair ({n}); got {len(out)}")
-    return out
+    g = [_preference(x, "gold") for x in gold or ()]
+    if gold is not None and len(g) != len(o):
+        raise DataError(f"expected one gold preference per pair; got {len(o)} pairs and {len(g)} gold")
+    return o, s, g
 
 
 def position_bias(
@@ -151,20 +126,13 @@ def position_bias(
 ) -> Measure:
     """Position bias of a pairwise judge, from verdicts on each pair in original and swapped order.
 
-    Verdicts are ``"first"``, ``"second"`` or ``"tie"`` (the position preferred; None for a
-    parse failure). The swapped verdict is mapped back to the original order (first <->
-    second); ``value`` is the share of items whose two verdicts then disagree (flips).
-    ``extra["first_share"]`` is the share of all verdicts (both orders) that prefer the
-    first position (0.5 = no position preference among non-ties), with ``second_share``
-    and ``tie_share`` beside it. Shen et al. 2023 run their head-to-head both ways for this.
-
-    ``value`` is of scored (items with a verdict in both orders). ``of_all`` is the flip
-    rate over every pair with a failed verdict counted as a flip (not position-consistent),
-    so ``1 - of_all`` is order consistency as LLMBar reports it (e.g. 323/419);
-    ``extra["consistency_of_all"]`` gives that figure. :func:`position_consistency` is the
-    same share read the other way, with Shi et al.'s primacy/recency split.
+    Verdicts are ``"first"``, ``"second"`` or ``"tie"`` (None for a parse failure). ``value`` is
+    the share of items whose two verdicts disagree once the swapped one is mapped back (flips);
+    ``extra`` holds the shares of all verdicts preferring the first position, the second, or a
+    tie. ``of_all`` counts a failed verdict as a flip, so ``extra["consistency_of_all"]`` = 1 -
+    ``of_all`` is order consistency as LLMBar reports it (e.g. 323/419).
     """
-    o, s = _pairs(original, swapped)
+    o, s, _ = _pairs(original, swapped)
     pairs = [(a, b) for a, b in zip(o, s, strict=True) if a is not None and b is not None]
     failed = len(o) - len(pairs)
     name = "position_flip_rate"
@@ -174,36 +142,39 @@ def position_bias(
     all_verdicts = [v for pair in pairs for v in pair]
     extra = {
         "n_flipped": int(flips.sum()),
-        "first_share": all_verdicts.count("first") / len(all_verdicts),
-        "second_share": all_verdicts.count("second") / len(all_verdicts),
-        "tie_share": all_verdicts.count("tie") / len(all_verdicts),
+        **{f"{v}_share": all_verdicts.count(v) / len(all_verdicts) for v in POSITION_VERDICTS},
+        "consistency_of_all": (len(flips) - int(flips.sum())) / len(o),
     }
-    extra["consistency_of_all"] = (len(flips) - int(flips.sum())) / len(o)
-    interval = (
-        resample_interval(batched_nanmean, flips, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
-    )
+    interval = mean_interval(flips, ci, n_boot, alpha, seed)
     return share(name, flips, failed, failure_counts_as_hit=True, interval=interval, extra=extra)
 
 
+def _categories(
+    original: Sequence[str | None], swapped: Sequence[str | None], groups: Sequence[Hashable | None] | None
+) -> tuple[list[Category], int, dict[str, list[int]]]:
+    """The category of each pair judged in both orders, the pairs without, and the pairs of each group."""
+    o, s, _ = _pairs(original, swapped)
+    if groups is not None and len(groups) != len(o):
+        raise DataError(f"expected one group label per pair ({len(o)}); got {len(groups)}")
+    used = [pair_category(a, b) for a, b in zip(o, s, strict=True) if a is not None and b is not None]
+    members: dict[str, list[int]] = {}
+    for i, g in enumerate(groups or ()):
+        if g is not None:
+            members.setdefault(str(g), []).append(i)
+    return used, len(o) - len(used), members
+
+
 def _by_group(
-    fn: Any, original: list[str | None], swapped: list[str | None], groups: list[Hashable | None], **kw: Any
+    fn: Any, original: Sequence[Any], swapped: Sequence[Any], members: dict[str, list[int]], **kw: Any
 ) -> dict[str, dict[str, Any]]:
     """``fn`` on the pairs of each group (e.g. each system pair), as small JSON-able rows."""
     out: dict[str, dict[str, Any]] = {}
-    for g in dict.fromkeys(x for x in groups if x is not None):
-        sel = [i for i, x in enumerate(groups) if x == g]
+    for g, sel in members.items():
         m: Measure = fn([original[i] for i in sel], [swapped[i] for i in sel], **kw)
-        row: dict[str, Any] = {
-            "value": m.value,
-            "n": m.n,
-            "n_failed": m.n_failed,
-            "ci_low": m.ci_low,
-            "ci_high": m.ci_high,
+        out[g] = {
+            **m.model_dump(include={"value", "n", "n_failed", "ci_low", "ci_high"}),
+            **{k: m.extra[k] for k in ("primacy", "recency") if k in m.extra},
         }
-        for key in ("primacy", "recency"):
-            if key in m.extra:
-                row[key] = m.extra[key]
-        out[str(g)] = row
     return out
 
 
@@ -219,31 +190,21 @@ def position_consistency(
 ) -> Measure:
     """Position consistency (Shi et al. 2024): the share of pairs whose two verdicts prefer the same text.
 
-    ``original`` and ``swapped`` are the presented verdicts (``"first"``/``"second"``/``"tie"``,
-    None for a failed parse) of each pair in the two orders. ``value`` is of the pairs with
-    both verdicts; ``of_all`` counts a pair with a failed verdict as inconsistent.
-    ``extra["primacy"]`` / ``extra["recency"]`` count the inconsistent pairs by the position they
-    favour (see :func:`pair_category`). ``groups`` (e.g. the system pair of each item) adds
-    ``extra["per_group"]``: the same measure within each group.
+    ``original`` and ``swapped`` are the presented verdicts of each pair in the two orders.
+    ``of_all`` counts a pair with a failed verdict as inconsistent. ``extra["primacy"]`` /
+    ``extra["recency"]`` count the inconsistent pairs by the position they favour
+    (:func:`pair_category`); ``groups`` (e.g. each item's system pair) adds ``extra["per_group"]``.
     """
-    o, s = _pairs(original, swapped)
-    g = _groups(groups, len(o))
-    cats = [
-        pair_category(a, b) if a is not None and b is not None else None for a, b in zip(o, s, strict=True)
-    ]
-    used = [c for c in cats if c is not None]
-    failed = len(cats) - len(used)
+    used, failed, members = _categories(original, swapped, groups)
     name = "position-consistency"
     if not used:
         return undefined(name, 0, failed, "no pair has verdicts in both orders")
     hits = np.array([float(c == "consistent") for c in used])
     extra: dict[str, Any] = {"primacy": used.count("primacy"), "recency": used.count("recency")}
-    if g is not None:
-        extra["per_group"] = _by_group(
-            position_consistency, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed
-        )
-    interval = resample_interval(batched_nanmean, hits, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
-    return share(name, hits, failed, interval=interval, extra=extra)
+    if groups is not None:
+        kw = {"ci": ci, "n_boot": n_boot, "alpha": alpha, "seed": seed}
+        extra["per_group"] = _by_group(position_consistency, original, swapped, members, **kw)
+    return share(name, hits, failed, interval=mean_interval(hits, ci, n_boot, alpha, seed), extra=extra)
 
 
 @batched
@@ -269,19 +230,12 @@ def preference_fairness(
     """Preference fairness PF (Shi et al. 2024) in [-1, 1]: 0 fair, > 0 favours the later position, < 0 the
     first.
 
-    With P primacy-preferred and R recency-preferred pairs among the n pairs judged in both
-    orders (:func:`pair_category`), the raw score R * R/(P+R) - P * P/(P+R) is scaled by its
-    extremes -n and n (every pair inconsistent towards one position): PF = raw / n. A judge with
-    no inconsistent pair has PF 0. Shi et al.'s code divides by every pair, failed ones included;
-    ``extra["pf_all_pairs"]`` gives that reading. ``groups`` adds ``extra["per_group"]``.
+    With P primacy-preferred (first/first, first/tie, tie/first) and R recency-preferred inconsistent
+    pairs among the n judged in both orders, PF = (R * R/(P+R) - P * P/(P+R)) / n. Shi et al.'s code
+    divides by every pair, failed ones included: ``extra["pf_all_pairs"]``. ``groups`` adds
+    ``extra["per_group"]``.
     """
-    o, s = _pairs(original, swapped)
-    g = _groups(groups, len(o))
-    cats = [
-        pair_category(a, b) if a is not None and b is not None else None for a, b in zip(o, s, strict=True)
-    ]
-    used = [c for c in cats if c is not None]
-    failed = len(cats) - len(used)
+    used, failed, members = _categories(original, swapped, groups)
     name = "preference-fairness"
     if not used:
         return undefined(name, 0, failed, "no pair has verdicts in both orders")
@@ -291,16 +245,13 @@ def preference_fairness(
     extra: dict[str, Any] = {
         "primacy": int(primacy.sum()),
         "recency": int(recency.sum()),
-        "pf_all_pairs": value * len(used) / len(cats),
+        "pf_all_pairs": value * len(used) / (len(used) + failed),
     }
-    if g is not None:
-        extra["per_group"] = _by_group(
-            preference_fairness, o, s, g, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed
-        )
+    if groups is not None:
+        kw = {"ci": ci, "n_boot": n_boot, "alpha": alpha, "seed": seed}
+        extra["per_group"] = _by_group(preference_fairness, original, swapped, members, **kw)
     interval = (
-        resample_interval(_fairness_rows, primacy, recency, n_boot=n_boot, alpha=alpha, seed=seed)
-        if ci
-        else None
+        bootstrap_ci(_fairness_rows, primacy, recency, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     )
     return finish(name, value, len(used), failed, interval=interval, extra=extra)
 
@@ -314,43 +265,28 @@ def repetition_stability(
     seed: int = 0,
 ) -> Measure:
     """Repetition stability (Shi et al. 2024): per instance, the share of trials giving its most frequent
-    verdict.
+    verdict, averaged.
 
-    ``trials`` holds, per instance (one pair in one presentation order), the verdicts of the
-    repeated judgments (any labels; None for a failed parse, which is dropped). Instances judged
-    once are not used; repeated ones with fewer than 2 parsed trials are counted in ``n_failed``. ``value`` is
-    the mean over
-    the instances; 1 means every repetition agreed, 1/k the floor for k distinct verdicts.
+    ``trials`` holds, per instance (one pair in one order), the verdicts of its repeated
+    judgments (None for a failed parse, dropped). Instances judged once are not used; repeated
+    ones with fewer than 2 parsed trials are counted in ``n_failed``.
     """
     repeated = [list(row) for row in trials if len(row) >= 2]
-    per: list[float] = []
-    failed = 0
-    for row in repeated:
-        got = [v for v in row if v is not None]
-        if len(got) < 2:
-            failed += 1
-            continue
-        per.append(max(Counter(got).values()) / len(got))
+    got = [[v for v in row if v is not None] for row in repeated]
+    per = [max(Counter(g).values()) / len(g) for g in got if len(g) >= 2]
+    failed = len(got) - len(per)
     name = "repetition-stability"
     if not per:
-        reason = (
-            "no instance was judged more than once"
-            if not repeated
-            else "no repeated instance has 2 or more parsed verdicts"
+        why = (
+            "no repeated instance has 2 or more parsed verdicts"
+            if repeated
+            else "no instance was judged more than once"
         )
-        return undefined(name, 0, failed, reason)
+        return undefined(name, 0, failed, why)
     values = np.array(per)
-    interval = (
-        resample_interval(batched_nanmean, values, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
-    )
-    return finish(
-        name,
-        float(values.mean()),
-        len(per),
-        failed,
-        interval=interval,
-        extra={"trials_per_instance": float(np.mean([len(r) for r in repeated]))},
-    )
+    interval = mean_interval(values, ci, n_boot, alpha, seed)
+    extra = {"trials_per_instance": float(np.mean([len(r) for r in repeated]))}
+    return finish(name, float(values.mean()), len(per), failed, interval=interval, extra=extra)
 
 
 def preference_accuracy(
@@ -364,10 +300,9 @@ def preference_accuracy(
 ) -> Measure:
     """Accuracy of pairwise verdicts against gold preferences (``"A"``, ``"B"``, ``"tie"``; 3-way).
 
-    A verdict is right when it equals the gold preference, so a tie verdict is right only on a
-    gold tie. Items without a verdict (parse failure) are dropped from ``value`` and counted
-    wrong in ``of_all``; items without gold are not used. ``extra["accuracy_decisive"]`` is the
-    accuracy on items whose gold is not a tie, and ``extra["confusion"]`` counts gold -> verdict.
+    A tie verdict is right only on a gold tie. Items without a verdict are dropped from ``value``
+    and counted wrong in ``of_all``; items without gold are not used. ``extra`` holds the accuracy
+    on items whose gold is not a tie and the ``confusion`` counts gold -> verdict.
     """
     v = [_preference(x, "verdicts") for x in verdicts]
     g = [_preference(x, "gold") for x in gold]
@@ -390,8 +325,7 @@ def preference_accuracy(
         "n_gold_ties": sum(1 for _, b in used if b == "tie"),
         "confusion": confusion,
     }
-    interval = resample_interval(batched_nanmean, hits, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
-    return share(name, hits, failed, interval=interval, extra=extra)
+    return share(name, hits, failed, interval=mean_interval(hits, ci, n_boot, alpha, seed), extra=extra)
 
 
 def longer_preference(
@@ -404,12 +338,12 @@ def longer_preference(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """The lean towards the longer text: P(prefer the longer text) - 0.5, among decisive verdicts.
+    """The lean towards the longer text: P(prefer the longer text) - 0.5, among decisive verdicts (Liu et al.
+    2024 find LLM evaluators prefer longer outputs).
 
     Used are items with a verdict ``"A"`` or ``"B"`` on texts of different length (``length_a``,
-    ``length_b``, e.g. in words); ties, failed verdicts and equal lengths are not. ``value`` 0
-    means no lean, +0.5 always the longer text, -0.5 always the shorter; ``extra["p_longer"]`` is
-    the probability itself. Liu et al. 2024 report that LLM evaluators prefer longer outputs.
+    ``length_b``); ties, failed verdicts and equal lengths are not. ``extra["p_longer"]`` is the
+    probability itself.
     """
     v = [_preference(x, "verdicts") for x in verdicts]
     if not len(v) == len(length_a) == len(length_b):
@@ -440,29 +374,18 @@ def longer_preference(
             )
         return undefined(name, 0, failed, why, **skipped)
     arr = np.array(hits)
-    interval = None
-    if ci:
-        low, high = resample_interval(batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed)
-        interval = (low - 0.5, high - 0.5)
-    return finish(
-        name,
-        float(arr.mean()) - 0.5,
-        len(hits),
-        failed,
-        interval=interval,
-        extra={"p_longer": float(arr.mean()), "n_longer": int(arr.sum()), **skipped},
-    )
+    interval = mean_interval(arr, ci, n_boot, alpha, seed)
+    if interval is not None:
+        interval = (interval[0] - 0.5, interval[1] - 0.5)
+    extra = {"p_longer": float(arr.mean()), "n_longer": int(arr.sum()), **skipped}
+    return finish(name, float(arr.mean()) - 0.5, len(hits), failed, interval=interval, extra=extra)
 
 
 def reconcile(
     original: str | None, swapped: str | None, on_flip: Literal["tie", "abstain"] = "tie"
 ) -> str | None:
-    """The verdict position swap keeps, as a text preference: the same text in both orders, else a tie (or
-    None).
-
-    ``original`` and ``swapped`` are presented verdicts; this is the rule of
-    :class:`mitigate.strategies._position_swap.PositionSwap`.
-    """
+    """The verdict position swap keeps (as a text preference) from two presented verdicts: the same text in
+    both orders, else a tie (``on_flip="abstain"``: None)."""
     a = presented_to_text(original, "original")
     b = presented_to_text(swapped, "swapped")
     if a is None or b is None:
@@ -487,51 +410,33 @@ def swap_gain(
     """Accuracy gained by judging both orders and reconciling (position swap) over the original order alone.
 
     Per item with both presented verdicts and a gold preference: correct(reconciled) -
-    correct(original order). ``value`` is the mean (positive: the swap helps), with a paired
-    bootstrap interval and, in ``extra["p_value"]``, a paired sign-flip permutation p-value.
-    ``extra`` also gives both accuracies. With ``on_flip="abstain"`` a flip has no verdict and
-    counts as wrong.
+    correct(original order); ``value`` is the mean, with a paired bootstrap interval and a paired
+    sign-flip permutation p-value (``extra["p_value"]``). With ``on_flip="abstain"`` a flip has no
+    verdict and counts as wrong.
     """
-    o, s = _pairs(original, swapped)
-    g = [_preference(x, "gold") for x in gold]
-    if len(g) != len(o):
-        raise DataError(f"expected one gold preference per pair; got {len(o)} pairs and {len(g)} gold")
-    one: list[float] = []
-    both: list[float] = []
-    failed = 0
-    for a, b, want in zip(o, s, g, strict=True):
-        if a is None or b is None or want is None:
-            failed += 1
-            continue
-        one.append(float(presented_to_text(a, "original") == want))
-        both.append(float(reconcile(a, b, on_flip) == want))
+    o, s, g = _pairs(original, swapped, gold)
+    used = [(a, b, want) for a, b, want in zip(o, s, g, strict=True) if None not in (a, b, want)]
+    failed = len(o) - len(used)
     name = "swap-gain"
-    if not one:
+    if not used:
         return undefined(name, 0, failed, "no pair has verdicts in both orders and a gold preference")
-    x, y = np.array(both), np.array(one)
+    y = np.array([float(presented_to_text(a, "original") == want) for a, _, want in used])
+    x = np.array([float(reconcile(a, b, on_flip) == want) for a, b, want in used])
     diff = x - y
-    interval = resample_interval(batched_nanmean, diff, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = mean_interval(diff, ci, n_boot, alpha, seed)
     test = permutation_test_mean_diff(x, y, n_perm=n_perm, seed=seed, paired=True)
-    gold_ties = sum(
-        1 for a, b, want in zip(o, s, g, strict=True) if a is not None and b is not None and want == "tie"
-    )
-    return finish(
-        name,
-        float(diff.mean()),
-        len(one),
-        failed,
-        interval=interval,
-        extra={
-            "accuracy_swap": float(x.mean()),
-            "accuracy_one_order": float(y.mean()),
-            "p_value": test.p_value,
-            "n_perm": n_perm,
-            "n_gold_ties": gold_ties,
-            # a flip becomes a tie (or no verdict), right only on a gold tie: without one the
-            # swap can only lose accuracy, so the value is <= 0 whatever the judge
-            "nonpositive_by_construction": gold_ties == 0,
-        },
-    )
+    gold_ties = sum(want == "tie" for _, _, want in used)
+    extra = {
+        "accuracy_swap": float(x.mean()),
+        "accuracy_one_order": float(y.mean()),
+        "p_value": test.p_value,
+        "n_perm": n_perm,
+        "n_gold_ties": gold_ties,
+        # a flip becomes a tie (or no verdict), right only on a gold tie: without one the
+        # swap can only lose accuracy, so the value is <= 0 whatever the judge
+        "nonpositive_by_construction": gold_ties == 0,
+    }
+    return finish(name, float(diff.mean()), len(used), failed, interval=interval, extra=extra)
 
 
 def accuracy_both_orders(
@@ -546,14 +451,10 @@ def accuracy_both_orders(
 ) -> Measure:
     """Accuracy over the verdicts of both orders, each order's verdict counted once (LLMBar's headline).
 
-    ``original`` / ``swapped`` are presented verdicts (the swapped one in swapped positions);
-    every item with a gold preference contributes two verdicts, and a missing verdict in an
-    order is a failure of that order. ``extra`` gives each order's own accuracy.
+    Every item with a gold preference contributes two presented verdicts; a missing one is a
+    failure of its order. ``extra`` gives each order's own accuracy.
     """
-    o, s = _pairs(original, swapped)
-    g = [_preference(x, "gold") for x in gold]
-    if len(g) != len(o):
-        raise DataError(f"expected one gold preference per pair; got {len(o)} pairs and {len(g)} gold")
+    o, s, g = _pairs(original, swapped, gold)
     hits: list[float] = []
     per_order: dict[str, list[float]] = {"original": [], "swapped": []}
     failed = 0
@@ -571,37 +472,24 @@ def accuracy_both_orders(
     if not hits:
         return undefined(name, 0, failed, "no verdict in either order on an item with a gold preference")
     arr = np.array(hits)
-    interval = resample_interval(batched_nanmean, arr, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = mean_interval(arr, ci, n_boot, alpha, seed)
     extra = {f"accuracy_{k}": (float(np.mean(v)) if v else None) for k, v in per_order.items()}
     return share(name, arr, failed, interval=interval, extra=extra)
 
 
 # ---------------------------------------------------------------------------------------
-# what the measures read from judgments
+# reported in the comparison table of pairwise runs
 
 
 def verdict_orders(judgments: Sequence[Judgment]) -> tuple[list[str | None], list[str | None]] | None:
-    """The presented verdicts in both orders, from ``meta["orders"]`` (as position swap and recorded judges
-    write it).
-
-    None when no judgment carries both orders.
-    """
+    """The presented verdicts in both orders from ``meta["orders"]`` (as position swap and recorded judges
+    write it); None when no judgment carries both orders."""
     rows = [j.meta.get("orders") for j in judgments]
     if not any(isinstance(r, dict) and "original" in r and "swapped" in r for r in rows):
         return None
     original = [r.get("original") if isinstance(r, dict) else None for r in rows]
     swapped = [r.get("swapped") if isinstance(r, dict) else None for r in rows]
     return original, swapped
-
-
-def _from_both_orders(
-    entry: EntryData, name: str, measure: Callable[[list[str | None], list[str | None]], Measure]
-) -> Measure:
-    """``measure`` of the entry's verdicts in both orders; NaN with the reason when no judgment holds both."""
-    orders = verdict_orders(entry.judgments)
-    if orders is None:
-        return undefined(name, 0, 0, "no judgment holds verdicts in both orders (meta['orders'])")
-    return measure(*orders)
 
 
 def verdict_samples(judgments: Sequence[Judgment]) -> list[list[str | None]]:
@@ -612,92 +500,6 @@ def verdict_samples(judgments: Sequence[Judgment]) -> list[list[str | None]]:
         if isinstance(per_order, dict):
             out += [list(v) for v in per_order.values() if isinstance(v, list | tuple)]
     return out
-
-
-# ---------------------------------------------------------------------------------------
-# reported in the comparison table of pairwise runs
-
-
-def _pair_groups(entry: EntryData) -> list[str | None] | None:
-    names = [f"{i.system} vs {i.system_b}" if i.system and i.system_b else None for i in entry.items]
-    return names if any(n is not None for n in names) else None
-
-
-ABSTAIN_FLAG = "no_majority"
-"""The flag of a judgment whose judge abstained (a majority panel without a majority; see
-strategies.panel)."""
-
-
-@register("measure", "preference-accuracy")
-class PreferenceAccuracy(ReportedMeasure):
-    """Accuracy of the entry's verdicts against the gold preferences (:func:`preference_accuracy`)."""
-
-    info = MeasureInfo(
-        label="accuracy (judge's verdict)",
-        direction="higher",
-        group="accuracy",
-        headline=True,
-        note="3-way: a tie verdict is right only where the gold preference is a tie. The "
-        "judge's own verdict per item: the order judged for a one-order or recorded "
-        "judge (the original), the reconciled verdict of a position-swap judge; the "
-        "details say which.",
-    )
-    task = "pairwise"
-
-    def compute(self, entry: EntryData) -> Measure:
-        """Verdicts against gold on the entry's criterion; ``extra["orders"]`` says which order(s) they count.
-
-        A judge that abstains (a majority panel with no majority) is scored over ALL items: an
-        abstention is a counted outcome, wrong for accuracy, never dropped like a parse failure;
-        ``extra["abstained"]`` / ``extra["abstention_rate"]`` give it beside the value.
-        """
-        abstentions = [abstained(j) for j in entry.judgments]
-        if len(abstentions) != len(entry.verdicts) or not any(abstentions):
-            m = preference_accuracy(entry.verdicts, entry.gold, **entry.ci)
-            return m.model_copy(update={"extra": {**m.extra, "orders": verdict_order_text(entry.judgments)}})
-        # an abstention is a verdict that matches no gold preference (so it counts, as wrong)
-        verdicts = ["abstain" if a else v for v, a in zip(entry.verdicts, abstentions, strict=True)]
-        labelled = [
-            a for a, g in zip(abstentions, entry.gold, strict=True) if _preference(g, "gold") is not None
-        ]
-        m = preference_accuracy([None if v == "abstain" else v for v in verdicts], entry.gold, **entry.ci)
-        hits = [
-            float(_preference(v, "verdicts") == _preference(g, "gold")) if v != "abstain" else 0.0
-            for v, g in zip(verdicts, entry.gold, strict=True)
-            if _preference(g, "gold") is not None
-            and (v == "abstain" or _preference(v, "verdicts") is not None)
-        ]
-        n_abs = sum(labelled)
-        if not hits:
-            return m
-        arr = np.array(hits)
-        interval = (
-            resample_interval(
-                batched_nanmean,
-                arr,
-                n_boot=entry.ci.get("n_boot", 1000),
-                alpha=entry.ci.get("alpha", 0.05),
-                seed=entry.ci.get("seed", 0),
-            )
-            if entry.ci.get("ci")
-            else None
-        )
-        # an abstention is in ``arr`` (counted wrong), so it is not a dropped item as well: only parse
-        # failures are
-        out = share(
-            "preference-accuracy",
-            arr,
-            m.n_failed - n_abs,
-            interval=interval,
-            extra={
-                **m.extra,
-                "orders": verdict_order_text(entry.judgments),
-                "abstained": n_abs,
-                "abstention_rate": n_abs / len(arr),
-                "accuracy_when_decided": m.value if m.ok else None,
-            },
-        )
-        return out
 
 
 def verdict_order_text(judgments: Sequence[Judgment]) -> str:
@@ -715,143 +517,173 @@ def verdict_order_text(judgments: Sequence[Judgment]) -> str:
     return "one order, as presented"
 
 
-@register("measure", "accuracy-both-orders")
-class AccuracyBothOrders(ReportedMeasure):
-    """Accuracy over both orders' verdicts, each counted once (:func:`accuracy_both_orders`)."""
+ABSTAIN_FLAG = "no_majority"
+"""The flag of a judgment whose judge abstained (a majority panel without a majority)."""
 
-    info = MeasureInfo(
-        label="accuracy (both orders)",
-        direction="higher",
-        group="accuracy",
-        headline=True,
-        note="every verdict of both orders against gold, each order counted once (LLMBar's "
-        "headline); needs verdicts in both orders.",
+
+def _from_both_orders(
+    entry: EntryData, name: str, measure: Callable[[list[str | None], list[str | None]], Measure]
+) -> Measure:
+    """``measure`` of the entry's verdicts in both orders; NaN with the reason when no judgment holds both."""
+    orders = verdict_orders(entry.judgments)
+    if orders is None:
+        return undefined(name, 0, 0, "no judgment holds verdicts in both orders (meta['orders'])")
+    return measure(*orders)
+
+
+def _pair_groups(entry: EntryData) -> list[str | None] | None:
+    names = [f"{i.system} vs {i.system_b}" if i.system and i.system_b else None for i in entry.items]
+    return names if any(n is not None for n in names) else None
+
+
+@reported_measure(
+    "preference-accuracy", "accuracy (judge's verdict)", "higher", "accuracy", headline=True, task="pairwise"
+)
+def _preference_accuracy(entry: EntryData) -> Measure:
+    """Accuracy of the entry's verdicts against the gold preferences (:func:`preference_accuracy`).
+
+    3-way: a tie verdict is right only where the gold preference is a tie. The judge's own verdict per
+    item: the order judged for a one-order or recorded judge (the original), the reconciled verdict of a
+    position-swap judge; the details say which.
+    """
+    abstentions = [abstained(j) for j in entry.judgments]
+    orders = verdict_order_text(entry.judgments)
+    if len(abstentions) != len(entry.verdicts) or not any(abstentions):
+        m = preference_accuracy(entry.verdicts, entry.gold, **entry.ci)
+        return m.model_copy(update={"extra": {**m.extra, "orders": orders}})
+    verdicts = [None if a else v for v, a in zip(entry.verdicts, abstentions, strict=True)]
+    m = preference_accuracy(verdicts, entry.gold, **entry.ci)
+    hits: list[float] = []
+    n_abs = 0
+    for v, g, a in zip(verdicts, entry.gold, abstentions, strict=True):
+        want = _preference(g, "gold")
+        if want is not None and (a or _preference(v, "verdicts") is not None):
+            hits.append(0.0 if a else float(_preference(v, "verdicts") == want))
+            n_abs += a
+    if not hits:
+        return m
+    arr = np.array(hits)
+    extra = {
+        **m.extra,
+        "orders": orders,
+        "abstained": n_abs,
+        "abstention_rate": n_abs / len(arr),
+        "accuracy_when_decided": m.value if m.ok else None,
+    }
+    # the abstentions are in ``arr`` (counted wrong), so only the parse failures are dropped items
+    return share(
+        "preference-accuracy",
+        arr,
+        m.n_failed - n_abs,
+        interval=mean_interval(arr, alpha=0.05, **entry.ci),
+        extra=extra,
     )
-    task = "pairwise"
-
-    def compute(self, entry: EntryData) -> Measure:
-        """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(
-            entry, "accuracy-both-orders", lambda o, s: accuracy_both_orders(o, s, entry.gold, **entry.ci)
-        )
 
 
-@register("measure", "swap-gain")
-class SwapGain(ReportedMeasure):
-    """Accuracy of the position-swapped verdict minus that of the original order alone (:func:`swap_gain`)."""
+@reported_measure(
+    "accuracy-both-orders", "accuracy (both orders)", "higher", "accuracy", headline=True, task="pairwise"
+)
+def _accuracy_both_orders(entry: EntryData) -> Measure:
+    """Accuracy over both orders' verdicts, each counted once (:func:`accuracy_both_orders`).
 
-    info = MeasureInfo(
-        label="swap gain",
-        direction="higher",
-        group="accuracy",
-        headline=True,
-        note="accuracy after judging both orders (a flip becomes a tie) minus accuracy of the "
-        "original order alone; needs verdicts in both orders.",
+    every verdict of both orders against gold, each order counted once (LLMBar's headline); needs verdicts
+    in both orders.
+    """
+    return _from_both_orders(
+        entry, "accuracy-both-orders", lambda o, s: accuracy_both_orders(o, s, entry.gold, **entry.ci)
     )
-    task = "pairwise"
-
-    def compute(self, entry: EntryData) -> Measure:
-        """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(entry, "swap-gain", lambda o, s: swap_gain(o, s, entry.gold, **entry.ci))
 
 
-@register("measure", "longer-preference")
-class LongerPreference(ReportedMeasure):
-    """P(prefer the longer text) - 0.5 among decisive verdicts (:func:`longer_preference`)."""
+@reported_measure("swap-gain", "swap gain", "higher", "accuracy", headline=True, task="pairwise")
+def _swap_gain(entry: EntryData) -> Measure:
+    """Accuracy of the position-swapped verdict minus that of the original order alone
+    (:func:`swap_gain`).
 
-    info = MeasureInfo(
-        label="longer pref. (P-½)",
-        direction="zero",
-        group="bias",
-        headline=True,
-        note="P(the preferred text is the longer one) minus 0.5, over decisive verdicts on "
-        "texts of different length in words; the humans row gives the gold "
-        "preferences' own lean.",
+    accuracy after judging both orders (a flip becomes a tie) minus accuracy of the original order alone;
+    needs verdicts in both orders.
+    """
+    return _from_both_orders(entry, "swap-gain", lambda o, s: swap_gain(o, s, entry.gold, **entry.ci))
+
+
+@reported_measure(
+    "longer-preference", "longer pref. (P-½)", "zero", "bias", headline=True, task="pairwise", on_humans=True
+)
+def _longer_preference(entry: EntryData) -> Measure:
+    """P(prefer the longer text) - 0.5 among decisive verdicts (:func:`longer_preference`).
+
+    P(the preferred text is the longer one) minus 0.5, over decisive verdicts on texts of different length
+    in words; the humans row gives the gold preferences' own lean.
+    """
+    return longer_preference(
+        entry.verdicts,
+        [word_count(i.output) for i in entry.items],
+        [word_count(i.output_b or "") for i in entry.items],
+        **entry.ci,
     )
-    task = "pairwise"
-    on_humans = True
-
-    def compute(self, entry: EntryData) -> Measure:
-        """From the verdicts (on the humans row: the gold preferences) and the two texts' word counts."""
-        return longer_preference(
-            entry.verdicts,
-            [word_count(i.output) for i in entry.items],
-            [word_count(i.output_b or "") for i in entry.items],
-            **entry.ci,
-        )
 
 
-@register("measure", "preference-fairness")
-class PreferenceFairness(ReportedMeasure):
+@reported_measure(
+    "preference-fairness",
+    "pref. fairness",
+    "zero",
+    "bias",
+    headline=True,
+    paper="Shi et al. 2024",
+    task="pairwise",
+)
+def _preference_fairness(entry: EntryData) -> Measure:
     """Shi et al.'s preference fairness over both orders (:func:`preference_fairness`), per system pair
-    too."""
+    too.
 
-    paper = "Shi et al. 2024"
-
-    info = MeasureInfo(
-        label="pref. fairness",
-        direction="zero",
-        group="bias",
-        headline=True,
-        note="Shi et al. 2024: 0 is fair, < 0 favours the first position, > 0 the second; "
-        "from the pairs judged in both orders.",
+    Shi et al. 2024: 0 is fair, < 0 favours the first position, > 0 the second; from the pairs judged in
+    both orders.
+    """
+    return _from_both_orders(
+        entry,
+        "preference-fairness",
+        lambda o, s: preference_fairness(o, s, groups=_pair_groups(entry), **entry.ci),
     )
-    task = "pairwise"
 
-    def compute(self, entry: EntryData) -> Measure:
-        """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(
-            entry,
-            "preference-fairness",
-            lambda o, s: preference_fairness(o, s, groups=_pair_groups(entry), **entry.ci),
+
+@reported_measure(
+    "position-consistency",
+    "position consistency",
+    "higher",
+    "consistency",
+    headline=True,
+    paper="Shi et al. 2024",
+    task="pairwise",
+)
+def _position_consistency(entry: EntryData) -> Measure:
+    """Shi et al.'s position consistency (:func:`position_consistency`), per system pair too.
+
+    share of pairs whose verdicts in both orders prefer the same text (Shi et al. 2024).
+    """
+    return _from_both_orders(
+        entry,
+        "position-consistency",
+        lambda o, s: position_consistency(o, s, groups=_pair_groups(entry), **entry.ci),
+    )
+
+
+@reported_measure(
+    "repetition-stability",
+    "repetition stability",
+    "higher",
+    "consistency",
+    headline=True,
+    paper="Shi et al. 2024",
+    task="pairwise",
+)
+def _repetition_stability(entry: EntryData) -> Measure:
+    """Shi et al.'s repetition stability (:func:`repetition_stability`) over repeated verdicts.
+
+    share of repeated judgments of one pair in one order that give its most frequent verdict (Shi et al.
+    2024).
+    """
+    trials = verdict_samples(entry.judgments)
+    if not trials:
+        return undefined(
+            "repetition-stability", 0, 0, "no judgment holds repeated verdicts (meta['verdict_samples'])"
         )
-
-
-@register("measure", "position-consistency")
-class PositionConsistency(ReportedMeasure):
-    """Shi et al.'s position consistency (:func:`position_consistency`), per system pair too."""
-
-    paper = "Shi et al. 2024"
-
-    info = MeasureInfo(
-        label="position consistency",
-        direction="higher",
-        group="consistency",
-        headline=True,
-        note="share of pairs whose verdicts in both orders prefer the same text (Shi et al. 2024).",
-    )
-    task = "pairwise"
-
-    def compute(self, entry: EntryData) -> Measure:
-        """From ``meta["orders"]``; NaN when no judgment holds both orders."""
-        return _from_both_orders(
-            entry,
-            "position-consistency",
-            lambda o, s: position_consistency(o, s, groups=_pair_groups(entry), **entry.ci),
-        )
-
-
-@register("measure", "repetition-stability")
-class RepetitionStability(ReportedMeasure):
-    """Shi et al.'s repetition stability (:func:`repetition_stability`) over repeated verdicts."""
-
-    paper = "Shi et al. 2024"
-
-    info = MeasureInfo(
-        label="repetition stability",
-        direction="higher",
-        group="consistency",
-        headline=True,
-        note="share of repeated judgments of one pair in one order that give its most "
-        "frequent verdict (Shi et al. 2024).",
-    )
-    task = "pairwise"
-
-    def compute(self, entry: EntryData) -> Measure:
-        """From ``meta["verdict_samples"]``; NaN when no pair was judged more than once."""
-        trials = verdict_samples(entry.judgments)
-        if not trials:
-            return undefined(
-                "repetition-stability", 0, 0, "no judgment holds repeated verdicts (meta['verdict_samples'])"
-            )
-        return repetition_stability(trials, **entry.ci)
+    return repetition_stability(trials, **entry.ci)

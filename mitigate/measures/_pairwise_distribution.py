@@ -1,24 +1,7 @@
-"""Two inconsistencies of a judge that gives both scores and pairwise verdicts (Wang et al. 2025, TrustJudge).
-
-- **Score-comparison conflict** (:func:`score_pair_conflict`): the share of pairs whose pairwise
-  relation is not the one their two single scores imply. The relation of a pair (x, y) is ">"
-  when x is preferred, "<" when y is, "=" otherwise; from the scores, "=" when
-  ``|score(x) - score(y)| <= tolerance``, else the sign of the difference. TrustJudge counts a
-  pair judged in both orders ">" only when both orders prefer x (a disagreement between the
-  orders is "="): what a position swap with ties gives (:func:`both_orders_relation`).
-- **Preference cycles** (:func:`transitivity_violations`): among responses to the same
-  question compared pairwise, the share of sets of ``k`` responses (every pair among them
-  compared) in which some three relations admit no ranking with ties (no weak order): a
-  circular chain (x > y > z > x, or one with a tie in it: x > y = z > x) or an equivalence
-  contradiction (x = y = z but x > z). TrustJudge's non-transitivity ratio; ``k=3`` counts
-  triples. ``extra`` splits them: "circular" (two or three strict relations in the
-  contradiction), "equivalence" (two ties and one strict relation).
-
-TrustJudge's remedy is to keep the distributions: a score's expected value over the scale
-(``expected-score``) and a pair's pooled verdict probabilities (``pairwise-distribution``,
-:func:`preference_verdict`). ``preference_cycle_rate`` is the registered measure of a
-pairwise run whose items name their question (``doc_id``) and both responses (``system``,
-``system_b``).
+"""Two inconsistencies of a judge that gives both scores and pairwise verdicts (Wang et al. 2025, TrustJudge):
+pairs whose relation (">", "<", "=") differs from the one their scores imply (:func:`score_pair_conflict`),
+and sets of responses to one question whose relations admit no ranking with ties
+(:func:`transitivity_violations`, TrustJudge's non-transitivity ratio).
 """
 
 from __future__ import annotations
@@ -27,14 +10,13 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from mitigate.errors import DataError
-from mitigate.measures._base import EntryData, Measure, MeasureInfo, ReportedMeasure, share, undefined
+from mitigate.measures._base import EntryData, Measure, reported_measure, share, undefined
 from mitigate.measures._stats import bootstrap_ci
-from mitigate.registry import register
 
 Relation = Literal[">", "=", "<"]
 _FLIP: dict[str, Relation] = {">": "<", "<": ">", "=": "="}
@@ -92,12 +74,8 @@ def score_pair_conflict(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """The share of pairs whose pairwise relation differs from the one their scores imply (see the module
-    docstring).
-
-    ``relations[i]`` is the judged relation of (x_i, y_i). Pairs missing a score or a relation
-    are dropped (``n_failed``). ``extra`` counts the conflicts by (scores, pairwise) relation.
-    """
+    """The share of pairs whose judged relation ``relations[i]`` of (x_i, y_i) differs from the one their
+    scores imply; ``extra`` counts the conflicts by (scores, pairwise) relation."""
     if not len(score_x) == len(score_y) == len(relations):
         raise DataError(
             f"expected equal numbers of x scores, y scores and relations; got {len(score_x)}, "
@@ -120,22 +98,14 @@ def score_pair_conflict(
     if not hits:
         return undefined("score_pair_conflict", 0, failed, "no pair has both scores and a pairwise relation")
     arr = np.array(hits)
-    interval = (
-        bootstrap_ci(lambda x: float(np.mean(x)), arr, n_boot=n_boot, alpha=alpha, seed=seed)
-        if ci and len(arr) > 1
-        else None
-    )
-    return share(
-        "score_pair_conflict",
-        arr,
-        failed,
-        failure_counts_as_hit=False,
-        interval=interval,
-        extra={"tolerance": tolerance, "by_kind": dict(kinds)},
-    )
+    interval = None
+    if ci and len(arr) > 1:
+        interval = bootstrap_ci(lambda x: float(np.mean(x)), arr, n_boot=n_boot, alpha=alpha, seed=seed)
+    extra = {"tolerance": tolerance, "by_kind": dict(kinds)}
+    return share("score_pair_conflict", arr, failed, interval=interval, extra=extra)
 
 
-_WEAK_ORDERS = [r for r in itertools.product(range(3), repeat=3)]
+_WEAK_ORDERS = list(itertools.product(range(3), repeat=3))
 
 
 def _rel(a: int, b: int) -> Relation:
@@ -166,11 +136,10 @@ def transitivity_violations(
     """TrustJudge's non-transitivity ratio: the share of ``k``-sets of one question's responses holding a
     contradiction.
 
-    ``relations`` maps (question, x, y) to the judged relation of the pair (x, y) (either
-    orientation may be given; both given must agree after flipping, else a DataError). A set
-    counts when every pair in it was judged; ``n_failed`` counts the sets left out for a
-    missing pair. ``extra`` holds the contradicting triples by kind, the number of questions
-    and of sets per question. ``ci``: bootstrap over questions.
+    ``relations`` maps (question, x, y) to the judged relation of (x, y) (both orientations given
+    must agree, else a DataError). A set counts when every pair in it was judged; ``n_failed``
+    counts the sets left out. ``extra`` holds the contradicting triples by kind ("circular",
+    "equivalence"). ``ci``: bootstrap over questions.
     """
     if k < 3:
         raise DataError(f"expected k >= 3 responses per set (a contradiction needs three); got {k}")
@@ -186,23 +155,16 @@ def transitivity_violations(
                 f"question {q!r}: the pair ({x!r}, {y!r}) is judged {rel!r} one way and {old!r} "
                 "the other; expected one relation per pair (reconcile the two orders first)"
             )
-        table[q][(x, y)] = rel
-
-    def get(q: Hashable, x: Hashable, y: Hashable) -> Relation | None:
-        rel = table[q].get((x, y))
-        if rel is not None:
-            return rel
-        back = table[q].get((y, x))
-        return None if back is None else _FLIP[back]
+        table[q][(x, y)], table[q][(y, x)] = rel, _FLIP[rel]
 
     per_question: list[tuple[int, int]] = []
     kinds = {"circular": 0, "equivalence": 0}
     skipped = 0
-    for q, pairs in table.items():
+    for pairs in table.values():
         items = sorted({s for pair in pairs for s in pair}, key=str)
         bad = total = 0
         for group in itertools.combinations(items, k):
-            rels = {(x, y): get(q, x, y) for x, y in itertools.combinations(group, 2)}
+            rels = {(x, y): pairs.get((x, y)) for x, y in itertools.combinations(group, 2)}
             if any(r is None for r in rels.values()):
                 skipped += 1
                 continue
@@ -218,13 +180,9 @@ def transitivity_violations(
                         kinds[f] += 1
         if total:
             per_question.append((bad, total))
+    name = "transitivity_violations"
     if not per_question:
-        return undefined(
-            "transitivity_violations",
-            0,
-            skipped,
-            f"no question has {k} responses with every pair among them judged",
-        )
+        return undefined(name, 0, skipped, f"no question has {k} responses with every pair among them judged")
     bad_arr = np.array([b for b, _ in per_question], dtype=float)
     tot_arr = np.array([t for _, t in per_question], dtype=float)
     interval = None
@@ -233,51 +191,32 @@ def transitivity_violations(
             lambda b, t: float(np.sum(b) / np.sum(t)), bad_arr, tot_arr, n_boot=n_boot, alpha=alpha, seed=seed
         )
     hits = np.concatenate([np.r_[np.ones(b), np.zeros(t - b)] for b, t in per_question])
-    return share(
-        "transitivity_violations",
-        hits,
-        skipped,
-        interval=interval,
-        extra={"k": k, "contradicting_triples": kinds, "questions": len(per_question)},
-    )
+    extra = {"k": k, "contradicting_triples": kinds, "questions": len(per_question)}
+    return share(name, hits, skipped, interval=interval, extra=extra)
 
 
-@register("measure", "preference-cycle-rate")
-class PreferenceCycleRate(ReportedMeasure):
-    """Share of a question's response triples whose verdicts admit no ranking (TrustJudge's NTR, k=3)."""
+@reported_measure(
+    "preference-cycle-rate",
+    "preference cycles (NTR3)",
+    "lower",
+    "consistency",
+    paper="Wang et al. 2025 (TrustJudge)",
+    task="pairwise",
+    on_humans=True,
+)
+def _preference_cycle_rate(entry: EntryData) -> Measure:
+    """Share of a question's response triples whose verdicts admit no ranking (TrustJudge's NTR, k=3).
 
-    paper = "Wang et al. 2025 (TrustJudge)"
-    info = MeasureInfo(
-        label="preference cycles (NTR3)",
-        direction="lower",
-        group="consistency",
-        note="share of triples of one question's responses (doc_id; system, system_b), every "
-        "pair judged, whose verdicts contradict every ranking with ties; needs "
-        "round-robin items.",
-    )
-    task = "pairwise"
-    on_humans = True
-
-    def compute(self, entry: EntryData) -> Measure:
-        """From the verdicts (on the humans row: the gold preferences) of items naming their question and
-        responses."""
-        items = entry.items
-        if not items or any(i.doc_id is None or i.system is None or i.system_b is None for i in items):
-            return undefined(
-                "transitivity_violations",
-                0,
-                len(items),
-                "the items do not all name their question (doc_id) and both responses (system, system_b)",
-            )
-        rels: dict[tuple[Hashable, Hashable, Hashable], Relation | None] = {}
-        for it, v in zip(items, entry.verdicts, strict=True):
-            rels[(it.doc_id, it.system, it.system_b)] = verdict_relation(v)
-        m = transitivity_violations(rels, **entry.ci)
-        return m.model_copy(update={"name": "preference-cycle-rate"})
-
-
-def pooled_relations(
-    preferences: Sequence[Mapping[str, Any] | None], tie_margin: float = 0.0
-) -> list[Relation | None]:
-    """The relation of each pair from its pooled preference probabilities (None where there are none)."""
-    return [None if p is None else verdict_relation(preference_verdict(p, tie_margin)) for p in preferences]
+    share of triples of one question's responses (doc_id; system, system_b), every pair judged, whose
+    verdicts contradict every ranking with ties; needs round-robin items.
+    """
+    items = entry.items
+    if not items or any(i.doc_id is None or i.system is None or i.system_b is None for i in items):
+        why = "the items do not all name their question (doc_id) and both responses (system, system_b)"
+        return undefined("transitivity_violations", 0, len(items), why)
+    rels: dict[tuple[Hashable, Hashable, Hashable], Relation | None] = {
+        (i.doc_id, i.system, i.system_b): verdict_relation(v)
+        for i, v in zip(items, entry.verdicts, strict=True)
+    }
+    m = transitivity_violations(rels, **entry.ci)
+    return m.model_copy(update={"name": "preference-cycle-rate"})

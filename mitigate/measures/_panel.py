@@ -1,43 +1,16 @@
 """Panels of judges: each member modelled by its confusion matrix (Dawid-Skene), and what a panel's votes are
-worth.
+worth (docs/juries.md).
 
-**Dawid and Skene (1979)** model every member (an "annotator") by a confusion matrix
-``theta[m][k][l] = P(member m answers l | the true class is k)`` and the classes by a prior
-``pi[k]``; the members answer independently given the true class. Then the posterior of an
-item's class given its votes is ``P(k | votes) ∝ pi[k] * prod_m theta[m][k][vote_m]``: a member
-that is right on valid outputs but wrong on invalid ones (high TPR, low TNR) has its "valid"
-votes discounted, and a member below chance votes against its own answer.
-
-- :func:`fit_dawid_skene` estimates the model. **Supervised** (``gold`` given): counted directly
-  from the gold labels (the rows of each confusion matrix are the member's answer frequencies
-  within each gold class, the prior the gold class frequencies). **Unsupervised** (no gold):
-  expectation-maximisation, started from the members' majority vote (which also fixes which
-  class is which: EM keeps the labelling the majority starts with, so a panel whose majority
-  is wrong on most items can converge to the flipped solution; the supervised fit has no such
-  problem). Both add ``smoothing`` pseudo-counts to every cell, so a member that never gave an
-  answer keeps a small probability of giving it.
-- :func:`dawid_skene_posterior` gives one item's class probabilities from its votes (a missing
-  vote carries no information).
-
-Votes are labels: a pairwise verdict by text (``"A"``, ``"B"``, ``"tie"``; classes ``A``/``B``,
-and ``tie`` when the gold holds ties), or a score read as the nearest whole number (classes:
-the whole numbers between the lowest and highest value seen).
-
-**Effective number of votes** (:func:`effective_votes`): Kish's design effect (Kish 1965) for ``n``
-members whose errors are correlated: ``n_eff = n / (1 + (n - 1) * rho)``, where ``rho`` is the
-mean, over every pair of members, of the Pearson correlation of their errors across items (a
-verdict's error is 1 when it differs from the gold preference, else 0; a score's error is its
-distance from the human score, signed). Kohli (2026) measured about two effective votes for
-nine frontier judges. ``n_eff`` is ``n`` for uncorrelated errors and 1 for perfectly correlated
-ones; it is undefined (NaN) when ``1 + (n - 1) * rho <= 0``.
-
-:func:`panel_votes` reads each member's answer from a panel judgment
-(``meta["panel"]["members"]``, written by :class:`~mitigate.strategies._panel.PanelJudge`); a
-judgment of a single judge is a panel of one member, named ``"judge"``.
+:func:`fit_dawid_skene` models every member by a confusion matrix ``theta[m][k][l] = P(member m answers
+l | class k)`` and the classes by a prior (Dawid and Skene 1979): supervised (``gold`` given) by
+counting, or by EM started from the members' majority vote. :func:`effective_votes` is Kish's
+``n / (1 + (n - 1) * rho)``, ``rho`` the mean pairwise correlation of the members' errors (Kohli 2026).
+Votes are labels: a verdict by text (``"A"``, ``"B"``, ``"tie"``), or a score's nearest whole number.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Hashable, Sequence
 from typing import Any, Literal
@@ -47,8 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mitigate.errors import DataError
 from mitigate.judge import Judgment
-from mitigate.measures._base import EntryData, Measure, MeasureInfo, ReportedMeasure, finish, undefined
-from mitigate.registry import register
+from mitigate.measures._base import EntryData, Measure, finish, reported_measure, undefined
 
 SINGLE_MEMBER = "judge"
 """The member name of a judgment that is not a panel's (one judge is a panel of one)."""
@@ -69,32 +41,24 @@ def panel_votes(
 ) -> tuple[list[str], list[list[str | None]]]:
     """(member names, per judgment one label per member or None): each member's answer in a panel's judgments.
 
-    ``kind="verdict"``: the members' verdicts as texts ("A", "B", "tie"); ``"score"``: their scores
-    on ``criterion`` (the judgments' only criterion when None) as :func:`score_class` labels. A
-    judgment without ``meta["panel"]`` counts as one member named :data:`SINGLE_MEMBER`.
+    ``kind="verdict"``: verdicts as texts; ``"score"``: scores on ``criterion`` (the judgments' only
+    criterion when None) as :func:`score_class` labels. A judgment without ``meta["panel"]`` counts as
+    one member named :data:`SINGLE_MEMBER`.
     """
     names: list[str] = []
     rows: list[dict[str, str | None]] = []
     for j in judgments:
         panel = j.meta.get("panel")
         members = panel.get("members") if isinstance(panel, dict) else None
-        if kind == "verdict":
-            given = members.get("verdict") if isinstance(members, dict) else None
-            row = (
-                {str(n): _verdict_text(v) for n, v in given.items()}
-                if isinstance(given, dict)
-                else {SINGLE_MEMBER: _verdict_text(j.verdict)}
-            )
+        crit = "verdict" if kind == "verdict" else criterion if criterion is not None else _only_criterion(j)
+        given = members.get(crit) if isinstance(members, dict) and crit is not None else None
+        label = _verdict_text if kind == "verdict" else _score_label
+        if isinstance(given, dict):
+            row = {str(n): label(v) for n, v in given.items()}
         else:
-            crit = criterion if criterion is not None else _only_criterion(j)
-            given = members.get(crit) if isinstance(members, dict) and crit is not None else None
-            if isinstance(given, dict):
-                row = {str(n): _score_label(v) for n, v in given.items()}
-            else:
-                row = {SINGLE_MEMBER: _score_label(j.scores.get(crit) if crit is not None else None)}
-        for n in row:
-            if n not in names:
-                names.append(n)
+            own = j.verdict if kind == "verdict" else j.scores.get(crit) if crit is not None else None
+            row = {SINGLE_MEMBER: label(own)}
+        names += [n for n in row if n not in names]
         rows.append(row)
     return names, [[row.get(n) for n in names] for row in rows]
 
@@ -118,18 +82,16 @@ def _score_label(v: Any) -> str | None:
     return score_class(float(v))
 
 
-# --------------------------------------------------------------------------------------------- the model
+# ---------------------------------------------------------------------------------------
+# the model
 
 
 class DawidSkeneModel(BaseModel):
     """A fitted Dawid-Skene model: the class prior and each member's confusion matrix.
 
-    ``classes`` are the true classes and ``responses`` the answers a member can give (both
-    labels: "A"/"B"/"tie", or whole-number scores as text); ``confusion[m][k][l]`` is
-    P(``members[m]`` answers ``responses[l]`` | class ``classes[k]``). ``supervised``: counted
-    from gold labels; else fitted by EM (``iterations``, ``converged``). ``log_likelihood`` is
-    the data's log-likelihood under the model (EM's objective; for a supervised fit, of the
-    votes and gold classes together).
+    ``confusion[m][k][l]`` is P(``members[m]`` answers ``responses[l]`` | class ``classes[k]``).
+    ``supervised``: counted from gold labels; else fitted by EM (``iterations``, ``converged``).
+    ``log_likelihood``: of the votes (and, supervised, the gold classes) under the model.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -146,11 +108,8 @@ class DawidSkeneModel(BaseModel):
 
     def member_matrix(self, member: str) -> dict[str, dict[str, float]]:
         """``member``'s confusion matrix as {class: {response: probability}}."""
-        m = self.members.index(member)
-        return {
-            k: dict(zip(self.responses, self.confusion[m][i], strict=True))
-            for i, k in enumerate(self.classes)
-        }
+        rows = self.confusion[self.members.index(member)]
+        return {k: dict(zip(self.responses, rows[i], strict=True)) for i, k in enumerate(self.classes)}
 
     def accuracy(self, member: str) -> dict[str, float]:
         """Per class, the probability ``member`` answers that class (a verdict class's own label; a score
@@ -160,8 +119,7 @@ class DawidSkeneModel(BaseModel):
 
     def balanced_accuracy(self, member: str) -> float:
         """The mean over classes of :meth:`accuracy` (TPR and TNR averaged, for two classes)."""
-        acc = self.accuracy(member)
-        return float(np.mean(list(acc.values())))
+        return float(np.mean(list(self.accuracy(member).values())))
 
 
 def _classes_for(
@@ -221,12 +179,8 @@ def fit_dawid_skene(
     tol: float = 1e-6,
 ) -> DawidSkeneModel:
     """A Dawid-Skene model of the members from their ``votes`` (one row per item, one label or None per
-    member).
-
-    With ``gold`` (one class label or None per item) it is supervised: counted from the items
-    with a gold label. Without it, EM from the majority vote (see the module docstring).
-    ``smoothing`` pseudo-counts are added to every confusion cell and class. DataError when no
-    item has a vote (or, supervised, a gold label).
+    member); supervised with ``gold`` (one class label or None per item), else by EM (see the module
+    docstring). DataError when no item has a vote (or, supervised, a gold label).
     """
     if smoothing < 0:
         raise DataError(f"expected smoothing >= 0; got {smoothing}")
@@ -239,7 +193,8 @@ def fit_dawid_skene(
     voted = onehot.sum(axis=2) > 0
     if not voted.any():
         raise DataError("expected at least one vote to fit a Dawid-Skene model on; every vote is missing")
-    n_k = len(cls)
+    supervised = gold is not None
+    it, converged = 0, True
     if gold is not None:
         index = {k: i for i, k in enumerate(cls)}
         unknown = sorted({g for g in gold if g is not None and g not in index})
@@ -248,42 +203,38 @@ def fit_dawid_skene(
         rows = [i for i, g in enumerate(gold) if g is not None]
         if not rows:
             raise DataError("expected gold labels on some items for a supervised Dawid-Skene fit; got none")
-        t = np.zeros((len(votes), n_k))
-        for i in rows:
-            t[i, index[gold[i]]] = 1.0  # type: ignore[index]
-        priors, theta = _m_step(t[rows], onehot[rows], smoothing)
-        ll = float(np.sum(t[rows] * _log_joint(np.log(priors), np.log(theta), onehot[rows])))
-        return _model(
-            kind, cls, responses, members, priors, theta, supervised=True, iterations=0, converged=True, ll=ll
+        t = np.zeros((len(rows), len(cls)))
+        t[np.arange(len(rows)), [index[gold[i]] for i in rows]] = 1.0  # type: ignore[index]
+        priors, theta = _m_step(t, onehot[rows], smoothing)
+        ll = float(np.sum(t * _log_joint(np.log(priors), np.log(theta), onehot[rows])))
+    else:  # start from the members' (soft) majority, then EM
+        match = np.array([responses.index(k) if k in responses else -1 for k in cls])
+        t = (
+            np.stack([onehot[:, :, r].sum(axis=1) if r >= 0 else np.zeros(len(votes)) for r in match], axis=1)
+            + 1e-3
         )
-    # unsupervised: start from the members' (soft) majority, then EM
-    match = np.array([responses.index(k) if k in responses else -1 for k in cls])
-    t = (
-        np.stack([onehot[:, :, r].sum(axis=1) if r >= 0 else np.zeros(len(votes)) for r in match], axis=1)
-        + 1e-3
-    )
-    t = t / t.sum(axis=1, keepdims=True)
-    last, converged, it = -math.inf, False, 0
-    for it in range(1, max_iter + 1):  # noqa: B007 - the last iteration count is reported
+        t = t / t.sum(axis=1, keepdims=True)
+        last, converged = -math.inf, False
+        for it in range(1, max_iter + 1):  # noqa: B007 - the last iteration count is reported
+            priors, theta = _m_step(t, onehot, smoothing)
+            t, norm = _log_norm(_log_joint(np.log(priors), np.log(theta), onehot))
+            ll = float(norm.sum())
+            if abs(ll - last) <= tol * max(1.0, abs(ll)):
+                converged = True
+                break
+            last = ll
         priors, theta = _m_step(t, onehot, smoothing)
-        t, norm = _log_norm(_log_joint(np.log(priors), np.log(theta), onehot))
-        ll = float(norm.sum())
-        if abs(ll - last) <= tol * max(1.0, abs(ll)):
-            converged = True
-            break
-        last = ll
-    priors, theta = _m_step(t, onehot, smoothing)
-    return _model(
-        kind,
-        cls,
-        responses,
-        members,
-        priors,
-        theta,
-        supervised=False,
+    return DawidSkeneModel(
+        kind=kind,
+        classes=tuple(cls),
+        responses=tuple(responses),
+        members=tuple(str(m) for m in members),
+        priors=tuple(float(p) for p in priors),
+        confusion=tuple(tuple(tuple(float(x) for x in row) for row in mat) for mat in theta),
+        supervised=supervised,
         iterations=it,
         converged=converged,
-        ll=ll,
+        log_likelihood=ll if math.isfinite(ll) else None,
     )
 
 
@@ -302,33 +253,6 @@ def _m_step(t: np.ndarray, onehot: np.ndarray, smoothing: float) -> tuple[np.nda
 def _log_joint(log_prior: np.ndarray, log_theta: np.ndarray, onehot: np.ndarray) -> np.ndarray:
     """log P(class k, votes of item i): (items, classes)."""
     return log_prior[None, :] + np.einsum("iml,mkl->ik", onehot, log_theta)
-
-
-def _model(
-    kind: Kind,
-    cls: list[str],
-    responses: list[str],
-    members: Sequence[str],
-    priors: np.ndarray,
-    theta: np.ndarray,
-    *,
-    supervised: bool,
-    iterations: int,
-    converged: bool,
-    ll: float,
-) -> DawidSkeneModel:
-    return DawidSkeneModel(
-        kind=kind,
-        classes=tuple(cls),
-        responses=tuple(responses),
-        members=tuple(str(m) for m in members),
-        priors=tuple(float(p) for p in priors),
-        confusion=tuple(tuple(tuple(float(x) for x in row) for row in mat) for mat in theta),
-        supervised=supervised,
-        iterations=iterations,
-        converged=converged,
-        log_likelihood=ll if math.isfinite(ll) else None,
-    )
 
 
 def dawid_skene_posterior(
@@ -374,31 +298,28 @@ def observed_confusion(votes: Sequence[str | None], gold: Sequence[str | None]) 
     return out
 
 
-# --------------------------------------------------------------------------------------------- effective
-# votes
+# ---------------------------------------------------------------------------------------
+# effective votes
 
 
-def _mean_error_correlation(err: np.ndarray) -> tuple[float, list[float]]:
-    """Mean pairwise Pearson correlation of the columns of ``err`` (items x members, NaN missing), over
-    defined pairs."""
-    cors: list[float] = []
-    m = err.shape[1]
-    for a in range(m):
-        for b in range(a + 1, m):
-            both = np.isfinite(err[:, a]) & np.isfinite(err[:, b])
-            if both.sum() < 3:
-                continue
-            x, y = err[both, a], err[both, b]
-            if np.std(x) == 0 or np.std(y) == 0:
-                continue
-            cors.append(float(np.corrcoef(x, y)[0, 1]))
-    return (float(np.mean(cors)) if cors else math.nan), cors
+def _error_correlations(err: np.ndarray) -> dict[tuple[int, int], float]:
+    """The Pearson correlation of each pair of columns of ``err`` (items x members, NaN missing) over the
+    items both answered, for the pairs with 3 such items and errors that vary."""
+    out: dict[tuple[int, int], float] = {}
+    for a, b in itertools.combinations(range(err.shape[1]), 2):
+        both = np.isfinite(err[:, a]) & np.isfinite(err[:, b])
+        x, y = err[both, a], err[both, b]
+        if both.sum() >= 3 and np.std(x) != 0 and np.std(y) != 0:
+            out[(a, b)] = float(np.corrcoef(x, y)[0, 1])
+    return out
 
 
-def _kish(n: int, rho: float) -> float:
+def _kish(n: int, cors: dict[tuple[int, int], float]) -> tuple[float, float]:
+    """The mean pairwise error correlation rho and Kish's ``n / (1 + (n - 1) * rho)`` (NaN when undefined)."""
+    rho = float(np.mean(list(cors.values()))) if cors else math.nan
     denom = 1 + (n - 1) * rho
     # rounding must not make 0 a tiny positive
-    return n / denom if math.isfinite(rho) and denom > 1e-9 else math.nan
+    return rho, (n / denom if math.isfinite(rho) and denom > 1e-9 else math.nan)
 
 
 def effective_votes(
@@ -412,90 +333,66 @@ def effective_votes(
 ) -> Measure:
     """Kish's effective number of votes of a panel: ``n / (1 + (n - 1) * rho)`` (see the module docstring).
 
-    ``errors``: items x members, each member's error on each item (NaN or None where it gave
-    no answer or the item has no gold). ``rho`` is the mean pairwise Pearson correlation of the
-    members' errors, each pair over the items both answered (pairs with fewer than 3 such items
-    or a constant error are left out); ``extra`` holds ``rho``, each pair's correlation and the
-    number of members. ``ci``: a percentile bootstrap over items.
+    ``errors``: items x members (NaN or None where a member gave no answer or the item has no
+    gold). Each pair's correlation is over the items both answered (pairs with fewer than 3 or a
+    constant error are left out); ``extra`` holds ``rho`` and each pair's correlation. ``ci``: a
+    percentile bootstrap over items.
     """
     err = (
-        np.array([[math.nan if v is None else float(v) for v in row] for row in errors], dtype=float)
-        if not isinstance(errors, np.ndarray)
-        else errors.astype(float)
+        errors.astype(float)
+        if isinstance(errors, np.ndarray)
+        else np.array([[math.nan if v is None else float(v) for v in row] for row in errors], dtype=float)
     )
+    name = "panel-effective-votes"
     if err.ndim != 2 or err.shape[1] < 2:
-        return undefined(
-            "panel-effective-votes",
-            int(err.shape[0]) if err.ndim else 0,
-            0,
-            "a panel needs at least two members to have an effective number of votes",
-        )
+        why = "a panel needs at least two members to have an effective number of votes"
+        return undefined(name, int(err.shape[0]) if err.ndim else 0, 0, why)
     n_members = err.shape[1]
-    rho, cors = _mean_error_correlation(err)
+    cors = _error_correlations(err)
+    rho, value = _kish(n_members, cors)
     used = int(np.isfinite(err).any(axis=1).sum())
     failed = int(err.shape[0] - used)
     names = list(members) if members is not None else [str(i) for i in range(n_members)]
-    pairs = [(names[a], names[b]) for a in range(n_members) for b in range(a + 1, n_members)]
     extra: dict[str, Any] = {
         "rho": rho,
         "n_members": n_members,
         "definition": "Kish: n / (1 + (n - 1) * rho)",
-        "pair_correlations": _pair_table(err, pairs, names),
+        "pair_correlations": {
+            f"{names[a]} ~ {names[b]}": cors.get((a, b))
+            for a, b in itertools.combinations(range(n_members), 2)
+        },
     }
     if not math.isfinite(rho):
-        return undefined(
-            "panel-effective-votes",
-            used,
-            failed,
-            "no pair of members has a defined error "
-            "correlation (each needs 3 items both answered, with errors that vary)",
-            **extra,
-        )
-    value = _kish(n_members, rho)
+        why = "no pair of members has a defined error correlation (each needs 3 items both answered, with "
+        return undefined(name, used, failed, why + "errors that vary)", **extra)
     if not math.isfinite(value):
-        return undefined(
-            "panel-effective-votes",
-            used,
-            failed,
-            f"the mean error correlation {rho:.3f} is <= -1/(n-1): Kish's n_eff is undefined",
-            **extra,
-        )
+        why = f"the mean error correlation {rho:.3f} is <= -1/(n-1): Kish's n_eff is undefined"
+        return undefined(name, used, failed, why, **extra)
     interval = None
     if ci and used >= 3:
         rng = np.random.default_rng(seed)
-        vals = []
-        for _ in range(n_boot):
-            r, _c = _mean_error_correlation(err[rng.integers(0, len(err), len(err))])
-            vals.append(_kish(n_members, r))
-        vals_a = np.array([v for v in vals if math.isfinite(v)])
-        if len(vals_a) >= n_boot / 2:
-            interval = (float(np.quantile(vals_a, alpha / 2)), float(np.quantile(vals_a, 1 - alpha / 2)))
-    return finish("panel-effective-votes", value, used, failed, interval=interval, extra=extra)
-
-
-def _pair_table(err: np.ndarray, pairs: list[tuple[str, str]], names: list[str]) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
-    for a, b in pairs:
-        sub = err[:, [names.index(a), names.index(b)]]
-        rho, _ = _mean_error_correlation(sub)
-        out[f"{a} ~ {b}"] = rho if math.isfinite(rho) else None
-    return out
+        draws = [
+            _kish(n_members, _error_correlations(err[rng.integers(0, len(err), len(err))]))[1]
+            for _ in range(n_boot)
+        ]
+        finite = np.array([v for v in draws if math.isfinite(v)])
+        if len(finite) >= n_boot / 2:
+            interval = (float(np.quantile(finite, alpha / 2)), float(np.quantile(finite, 1 - alpha / 2)))
+    return finish(name, value, used, failed, interval=interval, extra=extra)
 
 
 def verdict_errors(votes: Sequence[Sequence[str | None]], gold: Sequence[Hashable | None]) -> np.ndarray:
     """Items x members: 1.0 where a member's verdict differs from the gold preference, 0.0 where equal, NaN
     missing."""
-    return np.array(
-        [
-            [math.nan if v is None or g is None else float(v != g) for v in row]
-            for row, g in zip(votes, gold, strict=True)
-        ],
-        dtype=float,
-    ).reshape(len(votes), -1)
+    rows = [
+        [math.nan if v is None or g is None else float(v != g) for v in row]
+        for row, g in zip(votes, gold, strict=True)
+    ]
+    return np.array(rows, dtype=float).reshape(len(votes), -1)
 
 
-# --------------------------------------------------------------------------------------------- member
-# confusion
+# ---------------------------------------------------------------------------------------
+# member confusion
 
 
 def member_confusion(
@@ -508,10 +405,9 @@ def member_confusion(
     """Each member's confusion matrix estimated by unsupervised Dawid-Skene over these items, and observed
     against gold.
 
-    ``value`` is the lowest estimated balanced accuracy among the members (the panel's weakest
-    member, as the votes alone say); ``extra["estimated"]`` holds every member's estimated matrix
-    {class: {answer: probability}} and balanced accuracy, ``extra["observed"]`` the counts against
-    ``gold`` (when given) with the observed balanced accuracy, ``extra["model"]`` the fit.
+    ``value`` is the lowest estimated balanced accuracy among the members; ``extra`` holds every
+    member's ``estimated`` matrix and balanced accuracy, the ``observed`` counts against ``gold``
+    (when given), and the ``model``.
     """
     answered = [row for row in votes if any(v is not None for v in row)]
     if not answered:
@@ -533,8 +429,8 @@ def member_confusion(
     return finish("member-confusion", value, len(answered), len(votes) - len(answered), extra=extra)
 
 
-# --------------------------------------------------------------------------------------------- reported
-# measures
+# ---------------------------------------------------------------------------------------
+# reported measures
 
 
 def _not_a_panel(entry: EntryData, name: str) -> Measure | None:
@@ -544,94 +440,78 @@ def _not_a_panel(entry: EntryData, name: str) -> Measure | None:
     return undefined(name, 0, len(entry.judgments), "the entry is not a panel of judges")
 
 
-@register("measure", "panel-effective-votes")
-class PanelEffectiveVotes(ReportedMeasure):
+@reported_measure(
+    "panel-effective-votes",
+    "panel n_eff",
+    "higher",
+    "consistency",
+    paper="Kohli 2026; Kish 1965",
+    task="pairwise",
+)
+def _panel_effective_votes(entry: EntryData) -> Measure:
     """Kish's effective number of votes of a panel from its members' verdict errors (Kohli 2026;
-    :func:`effective_votes`)."""
+    :func:`effective_votes`).
 
-    paper = "Kohli 2026; Kish 1965"
-    info = MeasureInfo(
-        label="panel n_eff",
-        direction="higher",
-        group="consistency",
-        note="n / (1 + (n-1) * mean pairwise correlation of the members' errors against "
-        "gold); n for independent members, 1 for members who err together.",
-    )
-    task = "pairwise"
-
-    def compute(self, entry: EntryData) -> Measure:
-        """From the members' verdicts in ``meta["panel"]`` and the gold preferences; NaN for a judge that is
-        no panel."""
-        if (none := _not_a_panel(entry, "panel-effective-votes")) is not None:
-            return none
-        members, votes = panel_votes(entry.judgments, "verdict")
-        return effective_votes(verdict_errors(votes, entry.gold), members=members, **entry.ci)
+    n / (1 + (n-1) * mean pairwise correlation of the members' errors against gold); n for independent
+    members, 1 for members who err together.
+    """
+    if (none := _not_a_panel(entry, "panel-effective-votes")) is not None:
+        return none
+    members, votes = panel_votes(entry.judgments, "verdict")
+    return effective_votes(verdict_errors(votes, entry.gold), members=members, **entry.ci)
 
 
-@register("measure", "panel-effective-votes-score")
-class PanelEffectiveVotesScore(ReportedMeasure):
-    """Kish's effective number of votes of a score panel from its members' errors against the human scores."""
+@reported_measure(
+    "panel-effective-votes-score",
+    "panel n_eff (scores)",
+    "higher",
+    "consistency",
+    paper="Kohli 2026; Kish 1965",
+)
+def _panel_effective_votes_score(entry: EntryData) -> Measure:
+    """Kish's effective number of votes of a score panel from its members' errors against the human
+    scores.
 
-    paper = "Kohli 2026; Kish 1965"
-    info = MeasureInfo(
-        label="panel n_eff (scores)",
-        direction="higher",
-        group="consistency",
-        note="as for verdicts, with each member's error its score minus the human score.",
-    )
-
-    def compute(self, entry: EntryData) -> Measure:
-        """From the members' scores in ``meta["panel"]`` on the entry's criterion; NaN for a judge that is no
-        panel."""
-        if (none := _not_a_panel(entry, "panel-effective-votes")) is not None:
-            return none
-        names, rows = _member_scores(entry.judgments, entry.criterion)
-        human = entry.human
-        err = np.array(
-            [[math.nan if v is None else v - h for v in row] for row, h in zip(rows, human, strict=True)],
-            dtype=float,
-        ).reshape(len(rows), -1)
-        return effective_votes(err, members=names, **entry.ci)
-
-
-def _member_scores(
-    judgments: Sequence[Judgment], criterion: str
-) -> tuple[list[str], list[list[float | None]]]:
+    as for verdicts, with each member's error its score minus the human score.
+    """
+    if (none := _not_a_panel(entry, "panel-effective-votes")) is not None:
+        return none
     names: list[str] = []
     rows: list[dict[str, float | None]] = []
-    for j in judgments:
+    for j in entry.judgments:
         members = (j.meta.get("panel") or {}).get("members") or {}
-        given = members.get(criterion) if isinstance(members, dict) else None
-        row = (
-            {str(n): (None if v is None else float(v)) for n, v in given.items()}
+        given = members.get(entry.criterion) if isinstance(members, dict) else None
+        rows.append(
+            {str(n): None if v is None else float(v) for n, v in given.items()}
             if isinstance(given, dict)
             else {}
         )
-        names += [n for n in row if n not in names]
-        rows.append(row)
-    return names, [[row.get(n) for n in names] for row in rows]
+        names += [n for n in rows[-1] if n not in names]
+    errors = [
+        [math.nan if row.get(n) is None else row[n] - h for n in names]
+        for row, h in zip(rows, entry.human, strict=True)
+    ]
+    err = np.array(errors, dtype=float).reshape(len(rows), -1)
+    return effective_votes(err, members=names, **entry.ci)
 
 
-@register("measure", "member-confusion")
-class MemberConfusion(ReportedMeasure):
+@reported_measure(
+    "member-confusion",
+    "weakest member (DS bal. acc.)",
+    "higher",
+    "accuracy",
+    paper="Dawid and Skene 1979",
+    task="pairwise",
+)
+def _member_confusion(entry: EntryData) -> Measure:
     """Each panel member's confusion matrix, estimated without gold (Dawid and Skene 1979) and observed
-    against it."""
+    against it.
 
-    paper = "Dawid and Skene 1979"
-    info = MeasureInfo(
-        label="weakest member (DS bal. acc.)",
-        direction="higher",
-        group="accuracy",
-        note="the lowest balanced accuracy among the panel's members as unsupervised "
-        "Dawid-Skene estimates it from their votes alone (valid when the members are "
-        "better than chance on the whole); the details hold every member's matrix beside "
-        "the observed one.",
-    )
-    task = "pairwise"
-
-    def compute(self, entry: EntryData) -> Measure:
-        """From the members' verdicts in ``meta["panel"]``; NaN for a judge that is no panel."""
-        if (none := _not_a_panel(entry, "member-confusion")) is not None:
-            return none
-        members, votes = panel_votes(entry.judgments, "verdict")
-        return member_confusion(votes, members, [g if g in ("A", "B", "tie") else None for g in entry.gold])
+    the lowest balanced accuracy among the panel's members as unsupervised Dawid-Skene estimates it from
+    their votes alone (valid when the members are better than chance on the whole); the details hold every
+    member's matrix beside the observed one.
+    """
+    if (none := _not_a_panel(entry, "member-confusion")) is not None:
+        return none
+    members, votes = panel_votes(entry.judgments, "verdict")
+    return member_confusion(votes, members, [g if g in ("A", "B", "tie") else None for g in entry.gold])

@@ -1,10 +1,6 @@
-"""Reliability (Stureborg et al. 2024): Krippendorff's alpha across samples of one judge and across settings.
-
-Stureborg et al. find low agreement between repeated samples of the same judge, and
-between settings (temperature, chain of thought, scale). Settings on different scales
-are binned to the coarsest scale before they are compared (:func:`bin_to_scale`), as the
-paper does. Alpha comes from the ``krippendorff`` package, imported when first used.
-Conventions: :mod:`mitigate.measures._base`.
+"""Reliability (Stureborg et al. 2024): Krippendorff's alpha across samples of one judge and across settings
+(settings on different scales binned to the coarsest first, as the paper does). Alpha comes from the
+``krippendorff`` package. Conventions: :mod:`mitigate.measures._base`.
 """
 
 from __future__ import annotations
@@ -18,18 +14,8 @@ import numpy as np
 
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judgment
-from mitigate.measures._base import (
-    EntryData,
-    Measure,
-    MeasureInfo,
-    ReportedMeasure,
-    Scores,
-    finish,
-    resample_interval,
-    undefined,
-)
-from mitigate.measures._stats import as_float_array
-from mitigate.registry import register
+from mitigate.measures._base import EntryData, Measure, Scores, finish, reported_measure, undefined
+from mitigate.measures._stats import as_float_array, bootstrap_ci
 from mitigate.scale import Scale
 
 
@@ -61,12 +47,10 @@ def krippendorff_alpha(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """Krippendorff's alpha (via the ``krippendorff`` package); rows are samples or settings, columns items.
+    """Krippendorff's alpha; rows are samples or settings, columns items.
 
-    Stureborg et al. 2024 report alpha (interval) across repeated samples of the same judge
-    to show low inter-sample agreement. Missing cells (None/NaN) are allowed and counted in
-    ``n_failed``; ``n`` is the number of items with 2 or more values. The bootstrap
-    resamples items (columns).
+    Missing cells (None/NaN) are counted in ``n_failed``; ``n`` is the number of items with 2 or
+    more values. The bootstrap resamples items.
     """
     if level not in ("nominal", "ordinal", "interval", "ratio"):
         raise ConfigError(f"expected level in ['nominal', 'ordinal', 'interval', 'ratio']; got {level!r}")
@@ -88,7 +72,7 @@ def krippendorff_alpha(
     def stat(cols: np.ndarray) -> float:
         return _alpha(cols.T, level)[0]
 
-    interval = resample_interval(stat, mat.T, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
+    interval = bootstrap_ci(stat, mat.T, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
     return finish(name, value, used, failed, interval=interval, extra={"n_rows": mat.shape[0]})
 
 
@@ -102,11 +86,7 @@ def alpha_across_samples(
     seed: int = 0,
 ) -> Measure:
     """Inter-sample agreement: Krippendorff's alpha across N samples of one judge (rows: samples, columns:
-    items).
-
-    Samples of one judge share its scale; settings on different scales go through
-    :func:`alpha_across_settings`, which bins them to a common scale first.
-    """
+    items), all on its scale (settings on different scales: :func:`alpha_across_settings`)."""
     m = krippendorff_alpha(samples, level, ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
     return m.model_copy(update={"name": "alpha-across-samples"})
 
@@ -117,11 +97,9 @@ def bin_to_scale(
     """Scores on ``source`` binned onto the coarser ``target`` scale, as Stureborg et al. 2024 bin wider
     scales to 1-5.
 
-    The source's points are split, in order, into as many equal-width bins as the target
-    has points: 1-100 onto 1-5 gives 1-20 -> 1, 21-40 -> 2, ..., 81-100 -> 5; 1-10 onto 1-5
-    gives 1-2 -> 1, 3-4 -> 2, .... A value between points (a mean) falls in the bin its
-    position falls in. NaN and None stay NaN. A value outside ``source`` is a DataError;
-    a ``target`` with more points than ``source`` is a ConfigError (binning only merges).
+    The source's points are split, in order, into as many equal-width bins as the target has
+    points (1-100 onto 1-5: 1-20 -> 1, ..., 81-100 -> 5). NaN and None stay NaN. A value outside
+    ``source`` is a DataError; a ``target`` finer than ``source`` a ConfigError.
     """
     src, tgt = Scale.of(source), Scale.of(target)
     n_src, n_tgt = len(src.points()), len(tgt.points())
@@ -154,15 +132,10 @@ def alpha_across_settings(
 ) -> Measure:
     """Agreement across settings (temperature, CoT, scale ...): Krippendorff's alpha, one row per setting.
 
-    Scores on different scales are not comparable as they stand: a 1-5 judge against the
-    same judgments on 1-100 gives alpha = -0.6 where they agree perfectly. So when the
-    settings use different scales, pass them in ``scales`` (setting -> its scale): every
-    setting not already on the coarsest one (fewest points) is binned onto it with
-    :func:`bin_to_scale`, as Stureborg et al. 2024 bin 1-10 and 1-100 scores to 1-5 before
-    comparing settings (their Table 7), and ``extra["binned_to"]`` names that scale.
-    Without ``scales`` every setting must look to be on one scale: each setting's scale is
-    inferred as the smallest of 1-5, 1-10 and 1-100 that holds its scores, and settings whose
-    inferred scales differ are refused (DataError, one line) rather than compared unconverted.
+    Settings on different scales are given in ``scales`` (setting -> its scale): every setting
+    not on the coarsest one is binned onto it with :func:`bin_to_scale`, and ``extra["binned_to"]``
+    names that scale. Without ``scales``, settings whose scores look to be on different scales
+    (the smallest of 1-5, 1-10 and 1-100 holding them) are refused with a DataError.
     """
     names = list(settings)
     rows: list[Scores] = [settings[k] for k in names]
@@ -180,7 +153,7 @@ def alpha_across_settings(
                 "expected the settings on one scale, or scales={setting: scale} to bin them "
                 f"onto the coarsest; got scores that look to be on different scales ({seen})"
             )
-    if scales is not None:
+    else:
         missing = [k for k in names if k not in scales]
         if missing:
             raise DataError(f"expected a scale for every setting; missing {missing}")
@@ -232,29 +205,17 @@ def sample_rows(judgments: Sequence[Judgment], criterion: str) -> np.ndarray:
     return mat
 
 
-@register("measure", "alpha-across-samples")
-class AlphaAcrossSamples(ReportedMeasure):
-    """Krippendorff's alpha across repeated samples of the judge (:func:`alpha_across_samples`)."""
+@reported_measure(
+    "alpha-across-samples", "α samples", "higher", "consistency", headline=True, paper="Stureborg et al. 2024"
+)
+def _alpha_across_samples(entry: EntryData) -> Measure:
+    """Krippendorff's alpha across repeated samples of the judge (:func:`alpha_across_samples`).
 
-    paper = "Stureborg et al. 2024"
-
-    info = MeasureInfo(
-        label="α samples",
-        direction="higher",
-        group="consistency",
-        headline=True,
-        note="α samples compares samples of one judge on one scale; settings on different scales "
-        "(alpha_across_settings) are binned to the coarsest scale first, as Stureborg et al. 2024 do",
-    )
-
-    def compute(self, entry: EntryData) -> Measure:
-        """Alpha over the judgments' samples; NaN when every judgment holds at most one."""
-        mat = sample_rows(entry.judgments, entry.criterion)
-        if mat.shape[0] < 2:
-            return undefined(
-                "alpha-across-samples",
-                0,
-                0,
-                "every judgment holds at most 1 sample (set n > 1 to measure it)",
-            )
-        return alpha_across_samples(list(mat), **entry.ci)
+    α samples compares samples of one judge on one scale; settings on different scales
+    (alpha_across_settings) are binned to the coarsest scale first, as Stureborg et al. 2024 do
+    """
+    mat = sample_rows(entry.judgments, entry.criterion)
+    if mat.shape[0] < 2:
+        why = "every judgment holds at most 1 sample (set n > 1 to measure it)"
+        return undefined("alpha-across-samples", 0, 0, why)
+    return alpha_across_samples(list(mat), **entry.ci)

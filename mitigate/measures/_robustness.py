@@ -1,50 +1,16 @@
-"""How far a bias probe moves a judge, and whether more than the judge's own rerun noise.
+"""How far a bias probe moves a judge, and whether more than the judge's own rerun noise (docs/probes.md).
 
-A probe (:mod:`mitigate.probes`) rewrites the judged text in a way a fair judge should
-ignore. Three runs of the judge on the same n items give, per item i: ``y_i`` (original
-text), ``ŷ_i`` (probed text) and ``r_i`` (original text again, same sampling settings: the
-rerun). Values are scores on the judge's scale, or for a pairwise judge the preference for
-the *probed* text: +1 when the verdict prefers it, -1 when it prefers the other, 0 for a tie.
-
-- **Robustness rate** (CALM, Ye et al. 2025, "Justice or Prejudice?", ICLR): the share of
-  verdicts unchanged by the probe,
-
-      RR = (1 / |D|) · Σ_{i ∈ D} 1[ y_i = ŷ_i ]
-
-  over the items D where both runs gave a value (:func:`robustness_rate`; a ``tolerance``
-  counts |ŷ_i − y_i| <= tolerance as unchanged, for continuous scores; CALM's definition is
-  tolerance 0). Items where either run failed are left out and counted in ``n_failed``.
-- **Signed mean shift**: mean(ŷ_i − y_i), on the scale (pairwise: on [-2, 2] toward the probed
-  text), with a paired bootstrap interval (:func:`score_shift`).
-- **Share of flips in the predicted direction**: of the items the probe changed, the share
-  that moved the way the bias predicts (:func:`directional_share`; undefined for a probe that
-  predicts no direction).
-- **Noise floor**: the flip rate of the rerun, 1 − RR(y, r) (:func:`noise_floor`). A greedy
-  (temperature 0) judge on a deterministic backend has a floor of 0 by construction; above
-  temperature 0 a judge disagrees with itself and a probe's flips mean something only above it.
-- **Probe vs noise** (:func:`flip_test`): on the items with all three values, c_i = 1[ŷ_i ≠ y_i]
-  (the probe changed the verdict) and d_i = 1[r_i ≠ y_i] (the rerun did). Under the null the
-  probe changes verdicts no more often than rerunning does, so the two indicators are
-  exchangeable within an item; the exact one-sided McNemar test uses the discordant counts
-  b = #{c_i = 1, d_i = 0} and c = #{c_i = 0, d_i = 1}:
-
-      p = P(X >= b),  X ~ Binomial(b + c, 1/2)
-
-  (p = 1 when b + c = 0). At a noise floor of 0 this is a sign test on the probe's flips:
-  p = 2^-b. The shift beyond noise is also tested (a paired sign-flip permutation test of
-  mean(ŷ_i − r_i), :func:`~mitigate.measures._stats.permutation_test_mean_diff`), reported in
-  ``extra["shift_p"]``.
-
-A probe is **detected** (:class:`ProbeEffect`) when the flip test's p < ``alpha`` and, for a
-directional probe, more than half of the changed items moved the predicted way.
-
-Conventions: :mod:`mitigate.measures._base`.
+Three runs on the same items give per item ``y_i`` (original text), ``ŷ_i`` (probed text) and ``r_i``
+(a rerun of the original); values are scores, or for a pairwise judge the preference for the probed
+text (+1, -1, 0). Measures: CALM's robustness rate (Ye et al. 2025), the mean shift, the share of
+changes in the predicted direction, the noise floor (the rerun's flip rate), and the probe-vs-noise
+test: an exact one-sided McNemar test on the discordant (probe flip, rerun flip) counts. A probe is
+detected when its p < ``alpha`` and, for a directional probe, most changes go the predicted way.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
@@ -98,11 +64,8 @@ def robustness_rate(
     seed: int = 0,
     name: str = "robustness_rate",
 ) -> Measure:
-    """CALM's robustness rate: the share of items whose value the probe left unchanged (see the module
-    docstring).
-
-    ``of_all`` counts an item where either run failed as changed.
-    """
+    """CALM's robustness rate: the share of items whose value the probe left unchanged; ``of_all`` counts an
+    item where either run failed as changed."""
     _check_tolerance(tolerance)
     y, p, failed = _pair(original, probed)
     if len(y) == 0:
@@ -185,8 +148,7 @@ def flip_test(original: Scores, probed: Scores, rerun: Scores, *, tolerance: flo
     """Does the probe change verdicts more often than an unperturbed rerun does? (exact one-sided McNemar)
 
     ``value`` is the probe's flip rate minus the rerun's on the items with all three values;
-    ``extra`` holds ``p_value``, the discordant counts ``b`` (probe changed, rerun did not)
-    and ``c`` (rerun changed, probe did not), and both flip rates.
+    ``extra`` holds ``p_value``, the discordant counts ``b`` and ``c``, and both flip rates.
     """
     _check_tolerance(tolerance)
     y, p, r = (
@@ -215,10 +177,8 @@ def flip_test(original: Scores, probed: Scores, rerun: Scores, *, tolerance: flo
 class ProbeEffect(BaseModel):
     """Every measure of one probe on one judge, and whether the probe is detected above the noise floor.
 
-    ``detected``: ``test.extra["p_value"] < alpha`` and, for a directional probe, more than
-    half of the changed items moved the predicted way. ``reading`` says it in words: for a
-    bias probe (``ideal="unchanged"``) a detection means the judge is *moved by the bias*; for
-    an error probe (``ideal="down"``) it means the judge *noticed the error*.
+    ``reading`` says it in words: for a bias probe (``ideal="unchanged"``) a detection means the
+    judge is *moved by the bias*; for an error probe (``ideal="down"``) that it *noticed the error*.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -291,26 +251,3 @@ def probe_effect(
         detected=detected,
         reading=reading,
     )
-
-
-def effects_table(effects: Sequence[ProbeEffect]) -> list[dict[str, object]]:
-    """One plain row per effect (for JSON and tables): RR, floor, shift with interval, directional share,
-    p."""
-    rows: list[dict[str, object]] = []
-    for e in effects:
-        rows.append(
-            {
-                "probe": e.probe,
-                "n": e.robustness.n,
-                "n_failed": e.robustness.n_failed,
-                "robustness": e.robustness.value,
-                "noise_floor": e.noise.value,
-                "shift": e.shift.value,
-                "shift_ci": [e.shift.ci_low, e.shift.ci_high],
-                "directional": e.directional.value,
-                "p_value": e.test.extra.get("p_value"),
-                "detected": e.detected,
-                "reading": e.reading,
-            }
-        )
-    return rows

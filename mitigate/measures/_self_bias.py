@@ -1,9 +1,5 @@
 """Self-bias: self-preference and length preference (Liu et al. 2024), source sensitivity (Stureborg et al.
-2024).
-
-Liu et al. find that evaluators favour their own outputs and longer outputs; Stureborg
-et al. that judges should keep the source document in the prompt, since scores move
-without it. Conventions: :mod:`mitigate.measures._base`.
+2024). Conventions: :mod:`mitigate.measures._base`.
 """
 
 from __future__ import annotations
@@ -20,18 +16,15 @@ from mitigate.measures._agreement import item_correlation
 from mitigate.measures._base import (
     EntryData,
     Measure,
-    MeasureInfo,
-    ReportedMeasure,
     Scores,
-    batched_nanmean,
     check_labels,
     finish,
-    resample_interval,
+    mean_interval,
+    reported_measure,
     undefined,
     word_count,
 )
-from mitigate.measures._stats import as_float_array, complete_pairs
-from mitigate.registry import register
+from mitigate.measures._stats import as_float_array, bootstrap_ci, complete_pairs
 
 
 def _row_minmax(matrix: np.ndarray) -> np.ndarray:
@@ -68,19 +61,13 @@ def self_preference(
     """Self-preference (Liu et al. 2024): the evaluator x generator matrix of mean scores, min-max normalised
     per row.
 
-    Inputs are parallel lists: each judgment's score, the evaluator that gave it and the
-    generator that wrote the judged text. ``extra["matrix"]`` holds the mean score per
-    (evaluator, generator), ``extra["normalised"]`` each row scaled to [0, 1] (NaN for a
-    row whose means are all equal). ``value`` summarises self-bias: the mean over
-    evaluators that are also generators of (normalised score of its own outputs - mean
-    normalised score of the other generators); positive = the evaluator favours itself.
+    Inputs are parallel lists: each judgment's score, its evaluator and the generator of the
+    judged text. ``extra`` holds the mean score ``matrix`` and its ``normalised`` rows; ``value``
+    is the mean over evaluators that are also generators of (normalised score of its own outputs
+    - mean normalised score of the others): positive = the evaluator favours itself.
 
-    ``texts`` names the judged text of each judgment (any id; the same id for every
-    evaluator's judgment of one text). The bootstrap resamples texts, so each drawn text
-    brings the judgments of every evaluator that judged it and the evaluators' rows stay
-    paired, as they were in the data. Resampling single judgments instead would break
-    that pairing, so a bootstrap over more than one evaluator needs ``texts``
-    (ConfigError without it). With one evaluator, each judgment is its own text by default.
+    ``texts`` names the judged text of each judgment: the bootstrap resamples texts, keeping the
+    evaluators' rows paired, so a bootstrap over more than one evaluator needs it (ConfigError).
     """
     x = as_float_array(scores, "scores")
     ev = check_labels(evaluators, len(x), "evaluator")
@@ -114,13 +101,8 @@ def self_preference(
     name = "self_preference"
     used = int(ok.sum())
     if not per:
-        return undefined(
-            name,
-            used,
-            failed,
-            "no evaluator is also a generator with a defined normalised row and other generators",
-            **extra,
-        )
+        why = "no evaluator is also a generator with a defined normalised row and other generators"
+        return undefined(name, used, failed, why, **extra)
 
     interval = None
     if ci:
@@ -141,7 +123,7 @@ def self_preference(
             b = _self_bias(_row_minmax(matrix(idx)), ev_names, gen_names)
             return float(np.mean(list(b.values()))) if b else math.nan
 
-        interval = resample_interval(stat, np.arange(len(members)), n_boot=n_boot, alpha=alpha, seed=seed)
+        interval = bootstrap_ci(stat, np.arange(len(members)), n_boot=n_boot, alpha=alpha, seed=seed)
         extra["n_texts"] = len(members)
     return finish(name, float(np.mean(list(per.values()))), used, failed, interval=interval, extra=extra)
 
@@ -155,11 +137,8 @@ def length_correlation(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> Measure:
-    """Length preference (Liu et al. 2024): Spearman(score, output length in words).
-
-    ``lengths`` is one word count per item, or the texts themselves (counted with
-    :func:`word_count`).
-    """
+    """Length preference (Liu et al. 2024): Spearman(score, output length in words); ``lengths`` are word
+    counts or the texts themselves."""
     values = [word_count(v) if isinstance(v, str) else v for v in lengths]
     m = item_correlation(scores, values, "spearman", ci=ci, n_boot=n_boot, alpha=alpha, seed=seed)
     return m.model_copy(update={"name": "length-spearman"})
@@ -178,10 +157,9 @@ def source_sensitivity(
 ) -> Measure:
     """How much the same judge's scores move when the source document is removed from the prompt.
 
-    ``value`` is the mean absolute change over items scored both ways; ``extra`` has the
-    share of items whose score changed, the paired Wilcoxon signed-rank p-value (NaN when
-    every difference is 0) and, when ``human`` is given, each variant's correlation with
-    humans (``method``, on the items it scored).
+    ``value`` is the mean absolute change over items scored both ways; ``extra`` has the share
+    of items changed, the paired Wilcoxon p-value and, with ``human``, each variant's correlation
+    with humans (``method``).
     """
     a = as_float_array(with_source, "with_source")
     b = as_float_array(without_source, "without_source")
@@ -208,9 +186,7 @@ def source_sensitivity(
         extra[f"{method}_with_source"] = item_correlation(a, human, method).value
         extra[f"{method}_without_source"] = item_correlation(b, human, method).value
     absdiff = np.abs(diff)
-    interval = (
-        resample_interval(batched_nanmean, absdiff, n_boot=n_boot, alpha=alpha, seed=seed) if ci else None
-    )
+    interval = mean_interval(absdiff, ci, n_boot, alpha, seed)
     return finish(name, float(absdiff.mean()), len(x), failed, interval=interval, extra=extra)
 
 
@@ -218,15 +194,9 @@ def source_sensitivity(
 # reported per entry by compare
 
 
-@register("measure", "length-spearman")
-class LengthSpearman(ReportedMeasure):
+@reported_measure(
+    "length-spearman", "length ρ", "zero", "bias", headline=True, paper="Liu et al. 2024", on_humans=True
+)
+def _length_spearman(entry: EntryData) -> Measure:
     """Spearman(score, output length in words) (Liu et al. 2024; :func:`length_correlation`)."""
-
-    paper = "Liu et al. 2024"
-
-    info = MeasureInfo(label="length ρ", direction="zero", group="bias", headline=True)
-    on_humans = True
-
-    def compute(self, entry: EntryData) -> Measure:
-        """Length preference over the entry's items."""
-        return length_correlation(entry.scores, [i.output for i in entry.items], **entry.ci)
+    return length_correlation(entry.scores, [i.output for i in entry.items], **entry.ci)

@@ -1,20 +1,10 @@
 """Statistics for comparing judges: correlations, bootstrap intervals, permutation tests.
 
-Everything here works on plain numbers. Missing values are ``None`` or NaN; the
-correlation functions drop them pairwise and return NaN (never 0) when fewer than
-three pairs remain or either side is constant.
-
-Speed: the bootstrap and the paired permutation test resample all at once with numpy
-when the statistic is one of the named correlations (``"pearson"``, ``"spearman"``,
-``"kendall"`` is looped through scipy because tau-b has no cheap batched form) or a
-function marked as batched (see :func:`bootstrap_ci`). Spearman ranks are recomputed
-inside every resample, so ties are handled exactly as :func:`scipy.stats.spearmanr` does.
-
-Size: over 600 lines because the correlations and the resampling tests share their batched,
-bounded-block forms (one set of rank and block helpers); split, each half would import the other.
-
-scipy is imported only inside the functions that call it (Kendall's tau-b), so importing
-this module stays cheap.
+Missing values are ``None`` or NaN; the correlation functions drop them pairwise and return NaN
+(never 0) when fewer than three pairs remain or either side is constant. The bootstrap and the
+permutation tests resample all at once with numpy, a bounded block of resamples at a time, when
+the statistic is a named correlation or a function marked :func:`batched`; ranks are recomputed
+inside every resample, ties handled as scipy does. scipy is imported only when called.
 """
 
 from __future__ import annotations
@@ -22,15 +12,12 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from mitigate.errors import ConfigError, DataError
-
-CorrelationName = Literal["pearson", "spearman", "kendall"]
-"""The correlation coefficients the toolkit reports (Kendall is tau-b)."""
 
 MIN_PAIRS = 3
 """Fewest complete pairs a correlation is computed from; fewer gives NaN."""
@@ -48,10 +35,8 @@ little."""
 
 
 def as_float_array(values: Sequence[float | None] | np.ndarray, name: str = "values") -> np.ndarray:
-    """A 1-D float array of ``values`` with ``None`` turned into NaN.
-
-    Raises :class:`~mitigate.errors.DataError` when a value is not a number.
-    """
+    """A 1-D float array of ``values`` with ``None`` turned into NaN (DataError for a value that is not a
+    number)."""
     if isinstance(values, np.ndarray) and values.dtype.kind in "fiub":
         arr = values.astype(float, copy=False)
     else:
@@ -71,10 +56,16 @@ def _same_length(arrays: Sequence[np.ndarray], names: Sequence[str]) -> None:
         raise DataError(f"expected sequences of equal length (one value per item); got {got}")
 
 
+def _complete_mask(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Where every array holds a finite value, and the arrays as floats."""
+    arrs = [as_float_array(a, f"argument {i}") for i, a in enumerate(arrays)]
+    _same_length(arrs, [f"argument {i}" for i in range(len(arrs))])
+    return np.logical_and.reduce([np.isfinite(a) for a in arrs]), arrs
+
+
 def complete_pairs(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.ndarray, ...]:
     """The arrays restricted to positions where every one of them is finite."""
-    arrs = [as_float_array(a, f"argument {i}") for i, a in enumerate(arrays)]
-    mask = _complete_mask(*arrs)
+    mask, arrs = _complete_mask(*arrays)
     return tuple(a[mask] for a in arrs)
 
 
@@ -144,11 +135,8 @@ def correlation_function(method: str) -> Callable[[Any, Any], float]:
 
 
 def rank_rows(x: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based, ties share the mean rank) along the last axis of a finite array.
-
-    Equivalent to ``scipy.stats.rankdata(x, axis=-1)`` but computed for all rows at once
-    with integer bookkeeping, so ranks are exact.
-    """
+    """Average ranks (1-based, ties share the mean rank) along the last axis of a finite array, exactly
+    ``scipy.stats.rankdata(x, axis=-1)``."""
     arr = np.asarray(x, dtype=float)
     n = arr.shape[-1]
     flat = arr.reshape(-1, n)
@@ -209,11 +197,9 @@ def _pair_signs(m: np.ndarray) -> np.ndarray:
 def kendall_columns(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Kendall's tau-b of each column of ``x`` with the same column of ``y``, dropping NaN pairwise.
 
-    Computed from pairwise sign matrices, tau-b = sum(sx * sy) / sqrt(sum(sx^2) * sum(sy^2))
-    over pairs of complete rows, so it costs O(rows^2 * columns) memory: meant for short
-    columns (e.g. 100 documents per system), where it is faster than one scipy call per
-    column. Signs are exact (comparisons, not float differences). NaN where a column has
-    fewer than 3 complete rows or no untied pair.
+    From pairwise sign matrices (O(rows^2 * columns) memory: meant for short columns, where it
+    beats one scipy call per column). NaN where a column has fewer than 3 complete rows or no
+    untied pair.
     """
     a = np.asarray(x, dtype=float)
     b = np.asarray(y, dtype=float)
@@ -238,21 +224,15 @@ ROW_CORRELATIONS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 
 
 def batched(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark ``fn`` as batched: it takes arrays with a leading resample axis and returns one value per row.
-
-    :func:`bootstrap_ci` then calls it once with every resample instead of once per resample.
-    """
+    """Mark ``fn`` as batched: it takes arrays with a leading resample axis and returns one value per row, so
+    :func:`bootstrap_ci` calls it once with every resample."""
     fn.batched = True  # type: ignore[attr-defined]
     return fn
 
 
 def ranks_from_codes(codes: np.ndarray, k: int) -> np.ndarray:
-    """Average ranks along the last axis of rows of value codes (0..k-1, ordered like the values).
-
-    When every row draws from the same ``k`` distinct values (bootstrap resamples and
-    permutations do), ranks come from per-row counts without sorting: a value's rank is
-    the count of smaller values plus (its own count + 1) / 2.
-    """
+    """Average ranks along the last axis of rows of value codes (0..k-1, ordered like the values), from
+    per-row counts without sorting: a value's rank is the count of smaller values plus (its count + 1) / 2."""
     arr = np.asarray(codes, dtype=np.int64)
     n = arr.shape[-1]
     flat = arr.reshape(-1, n)
@@ -275,12 +255,8 @@ tables (scores on a scale); above it (continuous values) each resample goes thro
 
 
 def _kendall_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """Kendall's tau-b of rows of value codes, from each row's kx x ky contingency table.
-
-    The same integer counts scipy's ``kendalltau`` computes (discordant pairs, ties in x, in y and in both)
-    and the same float formula, so every value equals scipy's to the last bit; a table costs O(kx * ky) per
-    resample instead of a sort of the items.
-    """
+    """Kendall's tau-b of rows of value codes, from each row's kx x ky contingency table: scipy's integer
+    counts and float formula, so every value equals scipy's to the last bit."""
 
     def stat(cx: np.ndarray, cy: np.ndarray) -> np.ndarray:
         flat_x = np.asarray(cx, dtype=np.int64).reshape(-1, cx.shape[-1])
@@ -306,15 +282,6 @@ def _kendall_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], np
     return batched(stat)
 
 
-def _correlation_batched(method: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    rows = ROW_CORRELATIONS[method]
-
-    def stat(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return rows(x, y)
-
-    return batched(stat)
-
-
 # ---------------------------------------------------------------------------------------
 # bootstrap
 
@@ -326,12 +293,7 @@ array."""
 
 def row_chunks(total: int, width: int, cells: int | None = None) -> list[int]:
     """``total`` resample rows of ``width`` items split into blocks of at most ``cells`` values (at least one
-    row each).
-
-    Drawing a ``(total, width)`` block from a numpy Generator, or these blocks one after the other, gives the
-    same numbers, so a resampling statistic is identical while its memory stays bounded whatever the number of
-    items.
-    """
+    row each); drawn one after the other they give the numbers one ``(total, width)`` draw gives."""
     step = max(1, (CHUNK_CELLS if cells is None else cells) // max(width, 1))
     return [min(step, total - k) for k in range(0, total, step)]
 
@@ -355,19 +317,12 @@ def bootstrap_ci(
 ) -> tuple[float, float]:
     """Percentile bootstrap interval ``(low, high)`` of ``fn(*arrays)`` by resampling items.
 
-    Items are the first axis of each array (rows of a 2-D array, e.g. documents of a
-    document x system matrix). With ``paired=True`` (two judges scored the same items)
-    every array is indexed by the same resampled indices, so they must have equal
-    length; with ``paired=False`` each array is resampled on its own.
-
-    ``fn`` is a function of the arrays returning a float, or one of the names
-    ``"pearson"``, ``"spearman"``, ``"kendall"`` (then the arrays are two score lists and
-    missing pairs are dropped before resampling). A function marked with :func:`batched`
-    gets every resample at once (arrays with a leading ``n_boot`` axis) and returns
-    ``n_boot`` values, which is how 1,000 Spearman resamples of 1,200 items stay far below
-    a second. NaN-safe: resamples where the statistic is NaN are left out of the
-    percentiles; when more than ``1 - min_valid_share`` of them are NaN the interval is
-    ``(nan, nan)``.
+    Items are the first axis of each array. With ``paired=True`` every array is indexed by the
+    same resampled indices (equal lengths); with ``paired=False`` each is resampled on its own.
+    ``fn`` is a function of the arrays returning a float, or ``"pearson"``, ``"spearman"``,
+    ``"kendall"`` (two score lists, missing pairs dropped first); a function marked
+    :func:`batched` gets every resample at once. Resamples where the statistic is NaN are left
+    out; when more than ``1 - min_valid_share`` of them are, the interval is ``(nan, nan)``.
     """
     if n_boot < 1:
         raise ConfigError(
@@ -384,76 +339,51 @@ def bootstrap_ci(
         x, y = complete_pairs(arrays[0], arrays[1])
         if why_no_correlation(x, y) is not None:
             return (math.nan, math.nan)
-        if fn == "spearman":
+        row_fn = ROW_CORRELATIONS[fn]
+        stat, arrays = batched(lambda a, b: row_fn(a, b)), (x, y)
+        if fn in ("spearman", "kendall"):  # resampled as value codes: ranks and tables by counting
             ux, cx = np.unique(x, return_inverse=True)
             uy, cy = np.unique(y, return_inverse=True)
-            return bootstrap_ci(
-                _spearman_on_codes(len(ux), len(uy)),
-                cx,
-                cy,
-                n_boot=n_boot,
-                alpha=alpha,
-                seed=seed,
-                paired=True,
-                min_valid_share=min_valid_share,
-            )
-        if fn == "kendall":
-            ux, cx = np.unique(x, return_inverse=True)
-            uy, cy = np.unique(y, return_inverse=True)
-            if len(ux) * len(uy) <= KENDALL_TABLE_CELLS:
-                return bootstrap_ci(
-                    _kendall_on_codes(len(ux), len(uy)),
-                    cx,
-                    cy,
-                    n_boot=n_boot,
-                    alpha=alpha,
-                    seed=seed,
-                    paired=True,
-                    min_valid_share=min_valid_share,
-                )
+            if fn == "spearman":
+                stat, arrays = _spearman_on_codes(len(ux), len(uy)), (cx, cy)
+            elif len(ux) * len(uy) <= KENDALL_TABLE_CELLS:
+                stat, arrays = _kendall_on_codes(len(ux), len(uy)), (cx, cy)
         return bootstrap_ci(
-            _correlation_batched(fn),
-            x,
-            y,
-            n_boot=n_boot,
-            alpha=alpha,
-            seed=seed,
-            paired=True,
-            min_valid_share=min_valid_share,
+            stat, *arrays, n_boot=n_boot, alpha=alpha, seed=seed, paired=True, min_valid_share=min_valid_share
         )
     arrs = [np.asarray(a) for a in arrays]
     if paired:
         _same_length(arrs, [f"argument {i}" for i in range(len(arrs))])
     if any(len(a) == 0 for a in arrs):
         return (math.nan, math.nan)
+    if not paired:
+        rng = np.random.default_rng(seed)
+        drawn = [a[rng.integers(0, len(a), size=(n_boot, len(a)))] for a in arrs]
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            if getattr(fn, "batched", False):
+                values = np.asarray(fn(*drawn), dtype=float)
+            else:
+                values = np.array([float(fn(*[d[b] for d in drawn])) for b in range(n_boot)], dtype=float)
+        return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
+    return _percentile_interval(resampled(fn, *arrs, n_boot=n_boot, seed=seed), alpha, min_valid_share)
+
+
+def resampled(fn: Callable[..., Any], *arrays: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """``fn`` on ``n_boot`` paired resamples of the arrays' rows (equal lengths), drawn a bounded block at a
+    time; a :func:`batched` ``fn`` gets a block at once."""
     rng = np.random.default_rng(seed)
-    is_batched = getattr(fn, "batched", False)
+    n = len(arrays[0])
+    parts = []
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        if not paired:
-            indices = [rng.integers(0, len(a), size=(n_boot, len(a))) for a in arrs]
-            values = (
-                np.asarray(fn(*[a[i] for a, i in zip(arrs, indices, strict=True)]), dtype=float)
-                if is_batched
-                else np.array(
-                    [
-                        float(fn(*[a[i[b]] for a, i in zip(arrs, indices, strict=True)]))
-                        for b in range(n_boot)
-                    ],
-                    dtype=float,
-                )
-            )
-            return _percentile_interval(values.reshape(-1), alpha, min_valid_share)
-        n = len(arrs[0])
-        parts = []
-        # the same draws as one (n_boot, n) block, a block of rows at a time
         for rows in row_chunks(n_boot, n):
             idx = rng.integers(0, n, size=(rows, n))
-            if is_batched:
-                parts.append(np.asarray(fn(*[a[idx] for a in arrs]), dtype=float).reshape(-1))
+            if getattr(fn, "batched", False):
+                parts.append(np.asarray(fn(*[a[idx] for a in arrays]), dtype=float).reshape(-1))
             else:
-                parts.append(np.array([float(fn(*[a[i] for a in arrs])) for i in idx], dtype=float))
-    return _percentile_interval(np.concatenate(parts), alpha, min_valid_share)
+                parts.append(np.array([float(fn(*[a[i] for a in arrays])) for i in idx], dtype=float))
+    return np.concatenate(parts)
 
 
 # ---------------------------------------------------------------------------------------
@@ -461,13 +391,8 @@ def bootstrap_ci(
 
 
 class PermutationResult(BaseModel):
-    """Outcome of a permutation test.
-
-    ``observed`` is the observed difference (first minus second), ``p_value`` the two-sided
-    p with the +1 correction ``(1 + #{|d_perm| >= |d_obs|}) / (1 + n_perm)``, ``n`` the
-    items used and ``n_perm`` the permutations drawn. ``observed_a``/``observed_b`` hold
-    the two statistics when the test compares statistics (NaN otherwise).
-    """
+    """Outcome of a permutation test: the observed difference (first minus second), the two-sided p with the
+    +1 correction ``(1 + #{|d_perm| >= |d_obs|}) / (1 + n_perm)``, the items used, each side's statistic."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     observed: float
@@ -477,16 +402,6 @@ class PermutationResult(BaseModel):
     observed_a: float = math.nan
     observed_b: float = math.nan
     reason: str | None = None
-
-
-def _complete_mask(*arrays: Sequence[float | None] | np.ndarray) -> np.ndarray:
-    """Where every array holds a finite value (the items :func:`complete_pairs` keeps)."""
-    arrs = [as_float_array(a, f"argument {i}") for i, a in enumerate(arrays)]
-    _same_length(arrs, [f"argument {i}" for i in range(len(arrs))])
-    mask = np.ones(len(arrs[0]), dtype=bool)
-    for a in arrs:
-        mask &= np.isfinite(a)
-    return mask
 
 
 def _group_codes(groups: Sequence[Any], keep: np.ndarray) -> np.ndarray:
@@ -510,12 +425,12 @@ def _swaps(rng: np.random.Generator, n_perm: int, n: int, codes: np.ndarray | No
             yield (rng.random((rows, int(codes.max()) + 1 if len(codes) else 0)) < 0.5)[:, codes]
 
 
-def _two_sided_p(observed: float, null: np.ndarray) -> float:
+def _tested(observed: float, null: np.ndarray, n: int, n_perm: int, a: float, b: float) -> PermutationResult:
+    """The result of a test whose statistic came out ``observed`` against the ``null`` draws."""
     null = null[np.isfinite(null)]
-    if len(null) == 0:
-        return math.nan
     hits = int(np.sum(np.abs(null) >= abs(observed) - 1e-12))
-    return (1 + hits) / (1 + len(null))
+    p = (1 + hits) / (1 + len(null)) if len(null) else math.nan
+    return PermutationResult(observed=observed, p_value=p, n=n, n_perm=n_perm, observed_a=a, observed_b=b)
 
 
 def paired_permutation_test(
@@ -527,26 +442,18 @@ def paired_permutation_test(
     seed: int = 0,
     groups: Sequence[Any] | None = None,
 ) -> PermutationResult:
-    """Test whether judge A's agreement with humans differs from judge B's on the same items.
+    """Test whether judge A's agreement with humans differs from judge B's: ``stat(A, h) - stat(B, h)``.
 
-    The statistic (default Spearman; any name in :data:`CORRELATIONS` or a function
-    ``f(judge, human) -> float``) is computed for each judge against ``human``; the observed
-    difference is ``stat(A) - stat(B)``. Under the null the two judges are exchangeable, so
-    each permutation swaps A's and B's scores on a random half of the items (each item
-    independently with probability 1/2). Ohi et al. (2024) test their mitigation with a
-    paired permutation test of this kind. Items missing any of the three scores are
-    dropped first. Returns the observed difference and the two-sided p-value.
-
-    ``groups`` (one label per item, e.g. the document): swap A and B for whole groups at
-    once instead of item by item, for items that are not independent (several systems'
-    outputs for one document).
+    ``stat``: a name in :data:`CORRELATIONS` or ``f(judge, human) -> float``. Each permutation swaps
+    A's and B's scores on each item with probability 1/2 (whole ``groups`` at once, e.g. the
+    documents, when given); items missing any of the three scores are dropped first.
     """
     if n_perm < 1:
         raise ConfigError(
             f"The 'n_perm' parameter of paired_permutation_test must be an int >= 1. Got {n_perm} instead."
         )
-    keep = _complete_mask(a_scores, b_scores, human)
-    a, b, h = complete_pairs(a_scores, b_scores, human)
+    keep, arrs = _complete_mask(a_scores, b_scores, human)
+    a, b, h = (v[keep] for v in arrs)
     stat_fn = correlation_function(stat) if isinstance(stat, str) else stat
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -554,6 +461,7 @@ def paired_permutation_test(
         sb = float(stat_fn(b, h))
     observed = sa - sb
     if not math.isfinite(observed):
+        why = f"the statistic is undefined for at least one judge on {len(a)} complete items"
         return PermutationResult(
             observed=math.nan,
             p_value=math.nan,
@@ -561,7 +469,7 @@ def paired_permutation_test(
             n_perm=n_perm,
             observed_a=sa,
             observed_b=sb,
-            reason=f"the statistic is undefined for at least one judge on {len(a)} complete items",
+            reason=why,
         )
     rng = np.random.default_rng(seed)
     parts = []
@@ -579,23 +487,9 @@ def paired_permutation_test(
             elif stat == "pearson":
                 parts.append(pearson_rows(np.where(swap, b, a), h) - pearson_rows(np.where(swap, a, b), h))
             else:
-                parts.append(
-                    np.array(
-                        [
-                            float(stat_fn(x, h)) - float(stat_fn(y, h))
-                            for x, y in zip(np.where(swap, b, a), np.where(swap, a, b), strict=True)
-                        ]
-                    )
-                )
-    null = np.concatenate(parts)
-    return PermutationResult(
-        observed=observed,
-        p_value=_two_sided_p(observed, null),
-        n=len(a),
-        n_perm=n_perm,
-        observed_a=sa,
-        observed_b=sb,
-    )
+                pairs = zip(np.where(swap, b, a), np.where(swap, a, b), strict=True)
+                parts.append(np.array([float(stat_fn(x, h)) - float(stat_fn(y, h)) for x, y in pairs]))
+    return _tested(observed, np.concatenate(parts), len(a), n_perm, sa, sb)
 
 
 def permutation_test_mean_diff(
@@ -608,11 +502,9 @@ def permutation_test_mean_diff(
 ) -> PermutationResult:
     """Two-sided permutation test of ``mean(x) - mean(y)``.
 
-    Unpaired (default): missing values are dropped from each sample and the group labels
-    are shuffled across the pooled values. Paired (``paired=True``, x and y measured on
-    the same items): incomplete pairs are dropped and the sign of each item's difference
-    is flipped at random; with ``groups`` (one label per item, paired only) the signs flip
-    for whole groups at once (items of one document are not independent).
+    Unpaired: missing values are dropped from each sample and the labels shuffled across the
+    pooled values. Paired: incomplete pairs are dropped and the sign of each item's difference
+    flipped at random (for whole ``groups`` at once, when given).
     """
     if n_perm < 1:
         raise ConfigError(
@@ -622,8 +514,8 @@ def permutation_test_mean_diff(
     if groups is not None and not paired:
         raise ConfigError("groups apply to a paired test (paired=True); got groups with paired=False")
     if paired:
-        keep = _complete_mask(x, y)
-        a, b = complete_pairs(x, y)
+        keep, arrs = _complete_mask(x, y)
+        a, b = (v[keep] for v in arrs)
         if len(a) == 0:
             return PermutationResult(
                 observed=math.nan, p_value=math.nan, n=0, n_perm=n_perm, reason="no complete pairs"
@@ -634,25 +526,15 @@ def permutation_test_mean_diff(
         null = np.concatenate(
             [(np.where(swap, -1.0, 1.0) * d).mean(axis=1) for swap in _swaps(rng, n_perm, len(d), codes)]
         )
-        return PermutationResult(
-            observed=observed,
-            p_value=_two_sided_p(observed, null),
-            n=len(d),
-            n_perm=n_perm,
-            observed_a=float(a.mean()),
-            observed_b=float(b.mean()),
-        )
+        return _tested(observed, null, len(d), n_perm, float(a.mean()), float(b.mean()))
     a = as_float_array(x, "x")
     b = as_float_array(y, "y")
     a = a[np.isfinite(a)]
     b = b[np.isfinite(b)]
     if len(a) == 0 or len(b) == 0:
+        why = f"each sample needs a value; got {len(a)} and {len(b)}"
         return PermutationResult(
-            observed=math.nan,
-            p_value=math.nan,
-            n=len(a) + len(b),
-            n_perm=n_perm,
-            reason=f"each sample needs a value; got {len(a)} and {len(b)}",
+            observed=math.nan, p_value=math.nan, n=len(a) + len(b), n_perm=n_perm, reason=why
         )
     pooled = np.concatenate([a, b])
     observed = float(a.mean() - b.mean())
@@ -660,12 +542,4 @@ def permutation_test_mean_diff(
     for rows in row_chunks(n_perm, len(pooled)):
         shuffled = pooled[np.argsort(rng.random((rows, len(pooled))), axis=1)]
         parts.append(shuffled[:, : len(a)].mean(axis=1) - shuffled[:, len(a) :].mean(axis=1))
-    null = np.concatenate(parts)
-    return PermutationResult(
-        observed=observed,
-        p_value=_two_sided_p(observed, null),
-        n=len(pooled),
-        n_perm=n_perm,
-        observed_a=float(a.mean()),
-        observed_b=float(b.mean()),
-    )
+    return _tested(observed, np.concatenate(parts), len(pooled), n_perm, float(a.mean()), float(b.mean()))

@@ -1,47 +1,170 @@
-"""Style control beside length control: markdown headers, bold, list items and length as covariates.
+"""Length and style control: a judge's win rate read as if both texts had the same length (Dubois et al. 2024,
+"Length-controlled AlpacaEval") or the same style (Arena-Hard's covariates, Li et al. 2024).
 
-Arena-Hard's style control (Li et al. 2024, LMSYS "Does style matter?") adds counts of
-markdown headers, bold spans and list items, beside length, to the regression a judge's
-preferences are read through, so a win rate can be read *as if both answers had the same
-style*; it enters them into its Bradley-Terry model of battles as normalised differences
-between the two answers. Here the same covariates extend the two regressions mitigate already
-fits, in the normalisation of AlpacaEval's length control (Dubois et al. 2024: tanh of the
-standardised feature or difference, :mod:`mitigate.measures._length_control`), not Arena-Hard's
-own; the covariates are Arena-Hard's, the functional form AlpacaEval's:
-
-- **Style-controlled win rate** (:func:`style_controlled_win_rate`), the multi-covariate form
-  of the length-controlled win rate (:mod:`mitigate.measures._length_control`):
-
-      logit P(A preferred over B) = θ + Σ_k φ_k · tanh(Δ_k / σ_k),     Δ_k = f_k(A) − f_k(B),
-
-  with σ_k the standard deviation of Δ_k over the pairs; the controlled win rate is σ(θ) and
-  each fitted φ_k (> 0: the judge prefers more of feature k) is reported in ``extra["coefficients"]``.
-  A feature that never differs between the two texts (σ_k = 0) cannot be fitted; it is left
-  out and named in ``extra["constant"]``.
-- **Score-style regression** (:func:`score_style_regression`), the pointwise form: ordinary
-  least squares of the judge's score (or its excess over the human score) on the squashed,
-  standardised features ``z_k = tanh((f_k − mean_k) / sd_k)``. ``value`` is the R² the style
-  features explain; ``extra["coefficients"]`` the fitted slope per unit of z. The
-  :class:`~mitigate.strategies._style_control.StyleControl` mitigation removes these slopes.
-
-Features (:func:`style_features`): ``length`` (words), ``headers`` (lines starting with 1-6
-``#``), ``bold`` (``**...**`` or ``__...__`` spans) and ``lists`` (lines starting with ``-``,
-``*``, ``+`` or ``1.``/``1)``).
-
-Conventions: :mod:`mitigate.measures._base`.
+The win rate is read off a GLM of the preferences, ``logit P(A preferred) = θ + Σ_k φ_k · tanh(Δ_k / σ_k)``
+(Δ_k the difference of feature k between the texts, σ_k its standard deviation over the pairs), at
+Δ = 0: σ(θ); ties count as half a win and a small L2 penalty keeps the fit finite. Length control has
+one feature, length; style control adds markdown headers, bold spans and list items
+(:func:`style_features`). :func:`score_style_regression` is the pointwise form: least squares of the
+score on the squashed features, whose slopes :class:`~mitigate.strategies._style_control.StyleControl`
+removes. Conventions: :mod:`mitigate.measures._base`.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from mitigate.errors import ConfigError, DataError
 from mitigate.measures._base import Measure, Scores, finish, undefined, word_count
-from mitigate.measures._length_control import L2
 from mitigate.measures._stats import as_float_array, bootstrap_ci
+
+L2 = 1e-3
+"""Ridge penalty of the GLM (on θ and φ), as a share of the number of pairs."""
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def fit_logit(pref: np.ndarray, x: np.ndarray, *, iters: int = 50) -> np.ndarray:
+    """``[θ, φ_1, ...]`` of ``logit P = θ + x·φ`` by Newton's method with soft targets in [0, 1] and a small
+    L2 penalty."""
+    design = np.column_stack([np.ones(len(pref)), x])
+    w = np.zeros(design.shape[1])
+    lam = L2 * len(pref)
+    for _ in range(iters):
+        p = _sigmoid(design @ w)
+        grad = design.T @ (p - pref) + lam * w
+        hess = (design * (p * (1 - p))[:, None]).T @ design + lam * np.eye(design.shape[1])
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return w
+
+
+def fit_length_glm(
+    pref: np.ndarray, delta: np.ndarray, scale: float, *, iters: int = 50
+) -> tuple[float, float]:
+    """``(θ, φ)`` of ``logit P(A) = θ + φ·tanh(Δ/scale)`` (:func:`fit_logit`)."""
+    theta, phi = fit_logit(pref, np.tanh(delta / scale) if scale > 0 else np.zeros_like(delta), iters=iters)
+    return float(theta), float(phi)
+
+
+def length_controlled_win_rate(
+    preference: Scores,
+    length_a: Scores,
+    length_b: Scores,
+    *,
+    ci: bool = False,
+    n_boot: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> Measure:
+    """The length-controlled win rate of A over B (σ(θ), see the module docstring), with the raw win rate.
+
+    ``preference``: per pair 1 when the judge preferred A, 0 B, 0.5 a tie, or a probability
+    (None/NaN: dropped, counted in ``n_failed``); ``length_a``/``length_b`` the two outputs'
+    lengths. ``extra`` holds ``raw_win_rate`` (and ``raw_ci``), ``theta``, ``phi`` (> 0: the judge
+    prefers the longer output), ``sigma`` and ``mean_length_diff``. The interval refits the GLM on
+    each bootstrap resample.
+    """
+    pref = as_float_array(preference, "preference")
+    la, lb = as_float_array(length_a, "length_a"), as_float_array(length_b, "length_b")
+    name = "lc_win_rate"
+    pref, delta, failed = _preference_pairs(pref, la[:, None], lb[:, None], "length of each output")
+    if len(pref) < 3:
+        return undefined(
+            name, len(pref), failed, f"only {len(pref)} pairs have a preference; expected at least 3"
+        )
+    delta = delta[:, 0]
+    sigma = float(np.std(delta))
+
+    def lc(p: np.ndarray, d: np.ndarray) -> float:
+        return float(_sigmoid(np.asarray(fit_length_glm(p, d, sigma)[0])))
+
+    theta, phi = fit_length_glm(pref, delta, sigma)
+    extra: dict[str, Any] = {
+        "raw_win_rate": float(pref.mean()),
+        "theta": theta,
+        "phi": phi,
+        "sigma": sigma,
+        "mean_length_diff": float(delta.mean()),
+        "n_ties": int(np.sum(pref == 0.5)),
+    }
+    interval = None
+    if ci:
+        interval = bootstrap_ci(lc, pref, delta, n_boot=n_boot, alpha=alpha, seed=seed, paired=True)
+        raw_ci = bootstrap_ci(lambda p: float(np.mean(p)), pref, n_boot=n_boot, alpha=alpha, seed=seed)
+        extra["raw_ci"] = [float(raw_ci[0]), float(raw_ci[1])]
+    reason = (
+        None
+        if sigma > 0
+        else "every pair has the same length difference; the length effect is not identified"
+    )
+    value = float(_sigmoid(np.asarray(theta)))
+    return finish(name, value, len(pref), failed, interval=interval, extra=extra, reason=reason)
+
+
+def _preference_pairs(
+    pref: np.ndarray, a: np.ndarray, b: np.ndarray, what: str
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The preferences (checked in [0, 1]) and the differences ``a - b`` (one row per pair) where all are
+    finite, and the number of pairs dropped."""
+    if not len(pref) == len(a) == len(b):
+        raise DataError(f"expected one {what} per preference; got {len(pref)}, {len(a)}, {len(b)}")
+    ok = np.isfinite(pref) & np.isfinite(a).all(axis=1) & np.isfinite(b).all(axis=1)
+    bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
+    if len(bad):
+        raise DataError(f"expected preferences in [0, 1] (1: A preferred, 0: B, 0.5: tie); got {bad[0]!r}")
+    return pref[ok], (a - b)[ok], int((~ok).sum())
+
+
+def pairs_against(
+    scores: Scores,
+    systems: Sequence[Hashable | None],
+    docs: Sequence[Hashable | None],
+    lengths: Scores,
+    system: Hashable,
+    baseline: Hashable | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pointwise scores turned into pairs ``system`` vs ``baseline`` (None: every other system) on the same
+    document, as :func:`length_controlled_win_rate` takes them: ``(preference, length_a, length_b)``, the
+    preference 1 when ``system``'s score is higher, 0 lower, 0.5 equal, NaN when either is missing.
+    """
+    s = as_float_array(scores, "scores")
+    ln = as_float_array(lengths, "lengths")
+    if not len(s) == len(systems) == len(docs) == len(ln):
+        raise DataError(
+            f"expected one system, document and length per score; got {len(s)}, {len(systems)}, "
+            f"{len(docs)}, {len(ln)}"
+        )
+    index: dict[tuple[Hashable, Hashable], int] = {}
+    for i, (sy, d) in enumerate(zip(systems, docs, strict=True)):
+        if sy is not None and d is not None:
+            index[(sy, d)] = i
+    pref, la, lb = [], [], []
+    others = (
+        [baseline] if baseline is not None else [x for x in dict.fromkeys(systems) if x not in (None, system)]
+    )
+    for d in dict.fromkeys(d for d in docs if d is not None):
+        a = index.get((system, d))
+        for other in others:
+            b = index.get((other, d))
+            if a is None or b is None:
+                continue
+            x, y = s[a], s[b]
+            both = math.isfinite(x) and math.isfinite(y)
+            pref.append((1.0 if x > y else 0.0 if x < y else 0.5) if both else math.nan)
+            la.append(ln[a])
+            lb.append(ln[b])
+    return np.array(pref, dtype=float), np.array(la, dtype=float), np.array(lb, dtype=float)
+
 
 STYLE_FEATURES: tuple[str, ...] = ("length", "headers", "bold", "lists")
 """The covariates, in the order they are reported."""
@@ -76,23 +199,6 @@ def style_matrix(texts: Sequence[str], features: Sequence[str] = STYLE_FEATURES)
     return np.array(rows, dtype=float).reshape(len(texts), len(cols))
 
 
-def fit_logit(pref: np.ndarray, x: np.ndarray, *, iters: int = 50) -> np.ndarray:
-    """``[θ, φ_1, ...]`` of ``logit P = θ + x·φ`` by Newton's method with soft targets in [0, 1] and a small
-    L2 penalty."""
-    design = np.column_stack([np.ones(len(pref)), x])
-    w = np.zeros(design.shape[1])
-    lam = L2 * len(pref)
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-(design @ w)))
-        grad = design.T @ (p - pref) + lam * w
-        hess = (design * (p * (1 - p))[:, None]).T @ design + lam * np.eye(design.shape[1])
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    return w
-
-
 def _as_rows(features: Sequence[Mapping[str, float]] | np.ndarray, cols: list[str], what: str) -> np.ndarray:
     if isinstance(features, np.ndarray):
         arr = np.asarray(features, dtype=float)
@@ -121,25 +227,15 @@ def style_controlled_win_rate(
     coefficient.
 
     ``preference``: 1 A preferred, 0 B, 0.5 tie (None/NaN: dropped, counted in ``n_failed``);
-    ``features_a``/``features_b``: per pair, the :func:`style_features` of each text (or a
-    matrix with one column per feature). ``extra``: ``coefficients`` (feature -> φ),
-    ``sigma`` (feature -> σ of its difference), ``constant`` (features left out),
+    ``features_a``/``features_b``: per pair, the :func:`style_features` of each text (or a matrix with
+    one column per feature). ``extra``: ``coefficients`` (feature -> φ), ``sigma``, ``constant``,
     ``raw_win_rate`` and ``theta``. The interval refits on each bootstrap resample.
     """
     cols = _check_features(features)
     pref = as_float_array(preference, "preference")
     fa, fb = _as_rows(features_a, cols, "features_a"), _as_rows(features_b, cols, "features_b")
-    if not len(pref) == len(fa) == len(fb):
-        raise DataError(
-            f"expected one feature row of each text per preference; got {len(pref)}, {len(fa)}, {len(fb)}"
-        )
-    ok = np.isfinite(pref) & np.isfinite(fa).all(axis=1) & np.isfinite(fb).all(axis=1)
-    bad = pref[ok][(pref[ok] < 0) | (pref[ok] > 1)]
-    if len(bad):
-        raise DataError(f"expected preferences in [0, 1] (1: A preferred, 0: B, 0.5: tie); got {bad[0]!r}")
     name = "style_controlled_win_rate"
-    failed = int((~ok).sum())
-    pref, delta = pref[ok], (fa - fb)[ok]
+    pref, delta, failed = _preference_pairs(pref, fa, fb, "feature row of each text")
     if len(pref) < 3:
         return undefined(
             name, len(pref), failed, f"only {len(pref)} pairs have a preference; expected at least 3"
@@ -165,15 +261,8 @@ def style_controlled_win_rate(
 
         interval = bootstrap_ci(controlled, pref, x, n_boot=n_boot, alpha=alpha, seed=seed, paired=True)
     reason = None if used else "no style feature differs between the texts; nothing is controlled"
-    return finish(
-        name,
-        float(1.0 / (1.0 + np.exp(-w[0]))),
-        len(pref),
-        failed,
-        interval=interval,
-        extra=extra,
-        reason=reason,
-    )
+    value = float(1.0 / (1.0 + np.exp(-w[0])))
+    return finish(name, value, len(pref), failed, interval=interval, extra=extra, reason=reason)
 
 
 def squashed(matrix: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> np.ndarray:
@@ -191,9 +280,8 @@ def score_style_regression(
 ) -> Measure:
     """OLS of the judge's score (or score − human) on the squashed style features; ``value`` = R².
 
-    ``extra``: ``coefficients`` (feature -> slope per unit of z), ``intercept``, ``mean`` and
-    ``sd`` of each feature, ``constant`` (features that never vary, left out) and ``target``
-    (``"score"`` or ``"score - human"``).
+    ``extra``: ``coefficients`` (feature -> slope per unit of z), ``intercept``, each feature's
+    ``mean`` and ``sd``, ``constant`` (features that never vary) and ``target``.
     """
     cols = _check_features(features)
     y = as_float_array(scores, "scores")

@@ -328,7 +328,7 @@ def test_the_choices_are_the_librarys_own():
     from mitigate.cli._search import Agreement, Consistency
     from mitigate.estimators import Method
     from mitigate.estimators._calibration import Calibration
-    from mitigate.estimators._estimate import By
+    from mitigate.estimators._columns import By
     from mitigate.estimators._mean import Target
     from mitigate.judge import JudgeConfig, Reducer
     from mitigate.lm._openai import GuidedServer, Transport

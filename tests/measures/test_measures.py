@@ -719,6 +719,32 @@ def test_every_reported_measure_is_registered_with_display_info_and_a_spec_that_
             measure.x = 1  # type: ignore[attr-defined]
 
 
+def test_a_reported_measure_is_one_decorated_function_registered_with_what_the_report_shows():
+    @M.reported_measure("test-top-half", "top half", "higher", "bias", task="pairwise", on_humans=True)
+    def _top_half(entry: M.EntryData) -> M.Measure:
+        """Share of items in the upper half of the scale.
+
+        a test measure: its docstring's second
+        paragraph is the note under the table
+        """
+        return M.Measure(name="test-top-half", value=0.5, n=len(entry.items))
+
+    cls = lookup("measure", "test-top-half")
+    assert (cls.__name__, cls.__qualname__, cls.__module__) == ("TopHalf", "TopHalf", __name__)
+    assert cls.__doc__ == _top_half.__doc__ and issubclass(cls, M.ReportedMeasure)
+    note = "a test measure: its docstring's second paragraph is the note under the table"
+    assert cls.info == M.MeasureInfo(label="top half", direction="higher", group="bias", note=note)
+    assert cls.task == "pairwise" and cls.on_humans and not cls.reads_labels()
+    assert "test-top-half" in M.measure_table("pairwise") and "test-top-half" not in M.measure_table("score")
+    entry = M.EntryData(
+        scores=np.array([1.0]), items=[Item(id="a", output="x")], criterion="q", scale=Scale()
+    )
+    assert cls().compute(entry) == _top_half(entry) == M.Measure(name="test-top-half", value=0.5, n=1)
+    # the classes mitigate's own measures register keep their names (``mitigate list measures NAME``)
+    assert lookup("measure", "bradley-terry").__qualname__ == "BradleyTerryRanking"
+    assert lookup("measure", "round-number-excess-5").__qualname__ == "RoundNumberExcess5"
+
+
 def test_measures_are_one_package_of_family_modules_without_a_metrics_module():
     assert importlib.util.find_spec("mitigate.measures.metrics") is None
     for family in (

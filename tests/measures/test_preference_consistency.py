@@ -21,8 +21,8 @@ from mitigate.measures import (
     score_pair_conflict,
     transitivity_violations,
 )
-from mitigate.measures._bradley_terry import BradleyTerryRanking
-from mitigate.measures._pairwise_distribution import PreferenceCycleRate, triple_violation
+from mitigate.measures._pairwise_distribution import triple_violation
+from mitigate.registry import lookup
 from mitigate.scale import Scale
 
 
@@ -135,7 +135,7 @@ def test_the_registered_measures_read_round_robin_items() -> None:
         task="pairwise",
         n_boot=0,
     )
-    bt = BradleyTerryRanking().compute(entry)
+    bt = lookup("measure", "bradley-terry")().compute(entry)
     assert bt.value == pytest.approx(1.0) and bt.extra["judge"]["ranking"]["order"][0] == "s1"
     flipped = EntryData(
         scores=entry.scores,
@@ -146,11 +146,11 @@ def test_the_registered_measures_read_round_robin_items() -> None:
         verdicts=[{"A": "B", "B": "A"}[v] for v in gold],
         n_boot=0,
     )
-    assert BradleyTerryRanking().compute(flipped).value == pytest.approx(-1.0)
-    cycles = PreferenceCycleRate().compute(entry)
+    assert lookup("measure", "bradley-terry")().compute(flipped).value == pytest.approx(-1.0)
+    cycles = lookup("measure", "preference-cycle-rate")().compute(entry)
     assert cycles.name == "preference-cycle-rate" and 0 <= cycles.value <= 1 and cycles.n == 60
     bare = [i.model_copy(update={"doc_id": None}) for i in items]
     no_doc = EntryData(
         scores=entry.scores, items=bare, criterion="overall", scale=Scale(), verdicts=gold, task="pairwise"
     )
-    assert "doc_id" in str(PreferenceCycleRate().compute(no_doc).reason)
+    assert "doc_id" in str(lookup("measure", "preference-cycle-rate")().compute(no_doc).reason)

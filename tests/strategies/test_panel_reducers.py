@@ -21,8 +21,9 @@ from mitigate.measures import (
     member_confusion,
     panel_votes,
 )
-from mitigate.measures._panel import MemberConfusion, PanelEffectiveVotes, verdict_errors
+from mitigate.measures._panel import verdict_errors
 from mitigate.prompt import JudgePrompt
+from mitigate.registry import lookup
 from mitigate.scale import Scale
 from mitigate.strategies import DawidSkene, MinorityVeto, PanelJudge
 from mitigate.testing._checks import GUIDED, PAIRWISE
@@ -245,11 +246,11 @@ def test_panel_measures_read_each_members_verdicts() -> None:
         task="pairwise",
         n_boot=0,
     )
-    n_eff = PanelEffectiveVotes().compute(entry)
+    n_eff = lookup("measure", "panel-effective-votes")().compute(entry)
     assert n_eff.extra["n_members"] == 3 and n_eff.extra["pair_correlations"]["bad1 ~ bad2"] == pytest.approx(
         1.0
     )
-    conf = MemberConfusion().compute(entry)
+    conf = lookup("measure", "member-confusion")().compute(entry)
     assert conf.extra["observed"]["good"]["balanced_accuracy"] == 1.0
     assert conf.extra["observed"]["bad1"]["balanced_accuracy"] < 0.3
     single = EntryData(
@@ -261,7 +262,7 @@ def test_panel_measures_read_each_members_verdicts() -> None:
         verdicts=["A", "A"],
         task="pairwise",
     )
-    assert "not a panel" in str(PanelEffectiveVotes().compute(single).reason)
+    assert "not a panel" in str(lookup("measure", "panel-effective-votes")().compute(single).reason)
     assert member_confusion([[None, None]], ["a", "b"]).reason == "no member answered any item"
 
 
