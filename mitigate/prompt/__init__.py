@@ -16,7 +16,7 @@ from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mitigate.prompt._builtin import default_prompt_for, get_prompt, list_prompts, prompt_text
-    from mitigate.prompt._judge_prompt import JudgePrompt, answer_label, field_text
+    from mitigate.prompt._judge_prompt import JudgePrompt
     from mitigate.prompt._parts import (
         GUIDELINE_MARK,
         SLOT_RE,
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         original_order,
         perturbation_set,
     )
+    from mitigate.prompt._render import answer_label, field_text
     from mitigate.prompt.answer._format import AnswerFormat
     from mitigate.prompt.answer._infer import closing_stub, infer_answer_format, reasoning_ban
     from mitigate.prompt.read._clues import scale_mentions
