@@ -1,29 +1,15 @@
 """Guideline perturbations: reordered score options and lengthened option descriptions.
 
-Ghazarian et al. 2024 ("Assessment and mitigation of inconsistencies in LLM-based
-evaluations") show that an LLM judge changes its answer when the options of the scoring
-guideline are listed in another order, or when one option's description is made longer
-while meaning the same thing. This module builds those perturbations as frozen values:
+An LLM judge changes its answer when the guideline's options are listed in another order, or when one
+option's description is made longer with the same meaning (Ghazarian et al. 2024). These perturbations
+are frozen values (:class:`OrderPerturbation`, :class:`LengthenPerturbation`, :class:`Combined`); each
+names options by their **original position** (``ScoreOption.position``), so applying it to a reordered
+guideline gives the same result as applying it to the original.
 
-- :class:`OrderPerturbation` — list the options in another order.
-- :class:`LengthenPerturbation` — replace one option's description by a longer text that
-  means the same.
-- :class:`Combined` — both at once.
-
-Every perturbation refers to options by their **original position** (``ScoreOption.position``,
-0-based, set by :meth:`JudgePrompt.from_template
-<mitigate.prompt.JudgePrompt.from_template>`), never by their current index, so applying a
-perturbation to an already reordered guideline gives the same result as applying it to the
-original one, and a perturbation can be named once and reused on every prompt with the same
-number of options.
-
-Lengthened descriptions are never invented silently. They come either from the user
-(``lengthened={"2": "a longer description of option 2", ...}``, keyed by option label) or
-from the documented rewrite step :func:`rewrite_lengthen` / :func:`lengthen_guideline`, which
-asks an LM to expand a description and returns what it wrote as a :class:`Rewrite` record,
-so the texts can be stored, reviewed and passed back as ``lengthened`` next time.
-
-:func:`perturbation_set` is the one entry point the strategies use.
+Lengthened descriptions are never invented silently: they come from the user (``lengthened={label:
+text}``) or from the rewrite step (:func:`rewrite_lengthen`, :func:`lengthen_guideline`), which asks an
+LM and returns what it wrote as :class:`Rewrite` records to store and review. :func:`perturbation_set` is
+the one entry point the strategies use.
 """
 
 from __future__ import annotations
@@ -33,9 +19,9 @@ import math
 import random
 import re
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from mitigate.errors import ConfigError, ParseError, TemplateError
 from mitigate.lm import LM, LMRequest, Message
@@ -46,22 +32,16 @@ PerturbationKind = Literal["order", "length", "both"]
 """Which perturbations to build: option order, lengthened descriptions, or both at once."""
 
 DEFAULT_ORDER_SAMPLE = 6
-"""How many reorderings :func:`order_perturbations` samples for a guideline of 4+ options
-when ``max_n`` is not given (the size of the full set for 3 options)."""
+"""How many reorderings :func:`order_perturbations` samples for 4+ options when ``max_n`` is not given."""
 
-_PERMUTATION_ENUM_LIMIT = 8
-"""Up to this many options, all permutations are listed before sampling (8! = 40,320)."""
+_PERMUTATION_ENUM_LIMIT = 8  # up to this many options, all permutations are listed before sampling
 
 
 # --------------------------------------------------------------------------- helpers
 
 
 def guideline_of(source: Guideline | JudgePrompt | None) -> Guideline:
-    """The guideline to perturb: ``source`` itself, or a prompt's parsed guideline.
-
-    Raises :class:`~mitigate.errors.TemplateError` when there is none: perturbations need
-    a guideline recovered by ``JudgePrompt.from_template`` (score options on separate lines).
-    """
+    """The guideline to perturb: ``source``, or a prompt's parsed guideline (TemplateError when none)."""
     if isinstance(source, Guideline):
         return source
     if isinstance(source, JudgePrompt):
@@ -79,11 +59,8 @@ def guideline_of(source: Guideline | JudgePrompt | None) -> Guideline:
 
 
 def _normalised(guideline: Guideline) -> tuple[ScoreOption, ...]:
-    """The options in their current order, each with its original position.
-
-    Positions come from ``from_template``. A hand-built guideline whose options all keep the
-    default position 0 is read in its current order (position = index).
-    """
+    """The options in their current order, each with its original position (a hand-built guideline whose
+    positions are all 0 is read in its current order)."""
     n = len(guideline.options)
     positions = [o.position for o in guideline.options]
     if sorted(positions) == list(range(n)):
@@ -96,13 +73,12 @@ def _normalised(guideline: Guideline) -> tuple[ScoreOption, ...]:
 
 
 def _by_position(guideline: Guideline) -> dict[int, ScoreOption]:
-    """Options keyed by original position (see :func:`_normalised`)."""
+    """Options keyed by original position."""
     return {o.position: o for o in _normalised(guideline)}
 
 
 def _options_in_original_order(guideline: Guideline) -> list[ScoreOption]:
-    by_pos = _by_position(guideline)
-    return [by_pos[i] for i in range(len(by_pos))]
+    return sorted(_normalised(guideline), key=lambda o: o.position)
 
 
 def original_order(guideline: Guideline) -> Guideline:
@@ -121,11 +97,8 @@ def _check_positive(value: int | None, what: str, owner: str) -> None:
 
 
 class Perturbation(BaseModel):
-    """A change to a scoring guideline that should not change a judge's answer.
-
-    ``apply(guideline)`` returns a new guideline (the input is unchanged); ``name`` is a short,
-    readable identifier used as the key of ``Judgment.meta["perturbations"]``.
-    """
+    """A change to a scoring guideline that should not change a judge's answer; ``name`` keys
+    ``Judgment.meta["perturbations"]``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -144,12 +117,8 @@ class Perturbation(BaseModel):
 
 
 class OrderPerturbation(Perturbation):
-    """List the guideline's options in another order.
-
-    ``order[k]`` is the original position (0-based) of the option shown k-th; e.g.
-    ``(2, 0, 1)`` shows the third original option first. Separators between option lines
-    stay where they were. ``name`` is ``"order(2,0,1)"``.
-    """
+    """List the guideline's options in another order: ``order[k]`` is the original position of the option
+    shown k-th (separators stay put); ``name`` is ``"order(2,0,1)"``."""
 
     kind: Literal["order"] = "order"
     order: tuple[int, ...]
@@ -180,12 +149,8 @@ class OrderPerturbation(Perturbation):
 
 
 class LengthenPerturbation(Perturbation):
-    """Replace the description of one option with a longer text of the same meaning.
-
-    ``option`` is the option's original position (0-based); ``text`` the new description
-    (the option's ``head``/``tail``, e.g. "Score 2 means ", stay as they were). ``name`` is
-    ``"lengthen(2)"``.
-    """
+    """Replace the description of the option at original position ``option`` with ``text``, a longer one of
+    the same meaning (its ``head``/``tail`` stay); ``name`` is ``"lengthen(2)"``."""
 
     kind: Literal["length"] = "length"
     option: int
@@ -237,12 +202,8 @@ class LengthenPerturbation(Perturbation):
 
 
 class Combined(Perturbation):
-    """A reordering and a lengthened description at once (``kind="both"``).
-
-    The description is lengthened first (by original position), then the options are
-    reordered, so the result does not depend on the order of the two steps.
-    ``name`` is ``"order(2,0,1)+lengthen(1)"``.
-    """
+    """A reordering and a lengthened description at once (lengthened first, by original position); ``name``
+    is ``"order(2,0,1)+lengthen(1)"``."""
 
     kind: Literal["both"] = "both"
     order: OrderPerturbation
@@ -258,10 +219,6 @@ class Combined(Perturbation):
         return self.order.apply(self.lengthen.apply(guideline))
 
 
-AnyPerturbation = Annotated[OrderPerturbation | LengthenPerturbation | Combined, Field(discriminator="kind")]
-"""Any perturbation, discriminated by ``kind`` (for fields and specs holding perturbations)."""
-
-
 def apply_to_prompt(perturbation: Perturbation, prompt: JudgePrompt) -> JudgePrompt:
     """A copy of ``prompt`` whose guideline is perturbed (TemplateError when it has none)."""
     return prompt.with_guideline(perturbation.apply(guideline_of(prompt)))
@@ -275,12 +232,9 @@ def order_perturbations(
 ) -> list[OrderPerturbation]:
     """Reorderings of a guideline's options.
 
-    - With 2 or 3 options and no ``max_n`` (or ``max_n`` at least the number of
-      permutations): every permutation, the identity first, then in lexicographic order
-      (2 and 6 perturbations), as in Ghazarian et al.'s order perturbations.
-    - Otherwise: a seeded random sample of ``max_n`` distinct reorderings, never the
-      identity (default :data:`DEFAULT_ORDER_SAMPLE` for 4+ options). The same ``seed``
-      gives the same sample.
+    With 2 or 3 options and no ``max_n`` (or ``max_n`` at least the number of permutations): every
+    permutation, the identity first, in lexicographic order. Otherwise a seeded sample of ``max_n``
+    (default :data:`DEFAULT_ORDER_SAMPLE`) distinct reorderings, never the identity.
     """
     _check_positive(max_n, "max_n", "order_perturbations")
     n_opts = len(guideline_of(guideline).options)
@@ -329,12 +283,8 @@ def lengthen_perturbations(
     max_n: int | None = None,
     seed: int = 0,
 ) -> list[LengthenPerturbation]:
-    """One :class:`LengthenPerturbation` per option label in ``lengthened`` (guideline order).
-
-    ``lengthened`` maps an option label (e.g. ``"2"`` or ``"B"``) to its lengthened
-    description, written by the user or by :func:`lengthen_guideline`. With ``max_n``
-    smaller than that, a seeded sample of ``max_n`` is kept (in guideline order).
-    """
+    """One :class:`LengthenPerturbation` per option label in ``lengthened`` (label -> longer description),
+    in guideline order; with ``max_n`` smaller than that, a seeded sample of ``max_n``."""
     _check_positive(max_n, "max_n", "lengthen_perturbations")
     gl = guideline_of(guideline)
     if not lengthened:
@@ -357,18 +307,12 @@ def perturbation_set(
     lengthened: Mapping[str, str] | None = None,
     seed: int = 0,
 ) -> list[Perturbation]:
-    """The perturbations of ``guideline`` (or of a prompt's parsed guideline) to use.
+    """The perturbations of ``guideline`` (or of a prompt's parsed guideline), with unique names.
 
-    - ``kind="order"``: :func:`order_perturbations` with ``max_n=n``.
-    - ``kind="length"``: one lengthened option per entry of ``lengthened``
-      (:func:`lengthen_perturbations`), at most ``n`` (seeded sample).
-    - ``kind="both"``: :class:`Combined` for every pair of a reordering (the full
-      :func:`order_perturbations` set) and a lengthened option; at most ``n`` (seeded sample,
-      kept in enumeration order).
-
-    Names within the returned set are unique. Errors: a prompt without a parsed guideline
-    raises TemplateError; ``lengthened`` labels the guideline does not have raise ConfigError
-    naming the labels available.
+    ``kind="order"``: :func:`order_perturbations` with ``max_n=n``; "length": :func:`lengthen_perturbations`;
+    "both": :class:`Combined` for every pair of a reordering (the full order set) and a lengthened option.
+    At most ``n`` (a seeded sample, in enumeration order). TemplateError for a prompt without a guideline,
+    ConfigError for ``lengthened`` labels it does not have.
     """
     _check_positive(n, "n", "perturbation_set")
     if kind not in ("order", "length", "both"):
@@ -406,12 +350,8 @@ _LEADIN = re.compile(r"^\s*(?:rewritten\s+description|description|option\s+\w+)\
 
 
 class Rewrite(BaseModel):
-    """What the rewrite step produced for one option: a record to store and review.
-
-    ``text`` is the lengthened description to pass back as ``lengthened[label]``;
-    ``original`` the description it replaces; ``model`` the LM that wrote it; ``raw`` its
-    unedited answer.
-    """
+    """What the rewrite step produced for one option: ``text`` (to pass back as ``lengthened[label]``), the
+    ``original`` it replaces, the ``model`` that wrote it and its ``raw`` answer."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     label: str
@@ -439,13 +379,11 @@ async def rewrite_lengthen(
     temperature: float = 0.0,
     max_tokens: int = 256,
 ) -> Rewrite:
-    """Ask ``lm`` to lengthen ``option``'s description; returns a :class:`Rewrite` record.
+    """Ask ``lm`` (:data:`REWRITE_INSTRUCTION`) to lengthen ``option``'s description; a :class:`Rewrite`.
 
-    The request is :data:`REWRITE_INSTRUCTION` filled with the option and ``criterion``.
-    The answer is flattened to one line (whitespace collapsed, a lead-in such as
-    "Rewritten description:" and surrounding quotes removed). An answer that is empty or not
-    longer than the original description raises :class:`~mitigate.errors.ParseError`
-    (with the answer on ``.raw``): a lengthened description is never made up.
+    The answer is flattened to one line (a lead-in such as "Rewritten description:" and surrounding
+    quotes removed); one empty or not longer than the original is a ParseError (a lengthened description
+    is never made up).
     """
     if factor <= 1:
         raise ConfigError(f"The 'factor' parameter of rewrite_lengthen must be > 1. Got {factor} instead.")
@@ -488,12 +426,9 @@ async def lengthen_guideline(
 ) -> tuple[dict[str, str], list[Rewrite]]:
     """Lengthen the options named by ``labels`` (all when None) with :func:`rewrite_lengthen`.
 
-    Returns ``(lengthened, records)``: ``lengthened`` maps label -> text, ready to store and to pass as
-    ``lengthened=`` to :func:`perturbation_set`, :class:`PerturbationProbe
-    <mitigate.strategies._perturbed_demos.PerturbationProbe>` or :class:`Demos
-    <mitigate.strategies._demos.Demos>` (``display="perturbed"``, e.g. ``perturbed-demos``); ``records`` keeps
-    every :class:`Rewrite` (original text, model, raw answer) for review. The criterion name sent to the LM is
-    taken from the prompt when a prompt is given.
+    Returns ``(lengthened, records)``: label -> text, ready to store and pass as ``lengthened=`` (to
+    :func:`perturbation_set`, the perturbation probe or perturbed demos), and every :class:`Rewrite` for
+    review. A prompt's criterion is named to the LM.
     """
     gl = guideline_of(guideline)
     criterion = "the text"

@@ -1,32 +1,18 @@
 """The one Jinja environment mitigate renders templates in: a sandbox no template can leave.
 
-A judge template is input like the judged text: downloaded, shared, edited by others. Every
-Jinja template mitigate reads (``JudgePrompt.from_template``, hence ``prompts inspect``,
-``prompts render``, ``judge``, ``compare``, ``search``, ``probe`` and the released-template
-loaders) is parsed and rendered here, and nowhere else. What a template may do:
+A judge template is input like the judged text (downloaded, shared, edited by others); every Jinja
+template mitigate reads is parsed and rendered here, and nowhere else. A template may read the names it
+is given, index strings, lists and mappings, read a mapping's keys as attributes and ``loop``'s fields;
+test, loop, assign, compare and compute; call only :data:`CALLS`; use only :data:`FILTERS` and
+:data:`TESTS`. It may not read an attribute starting with ``_`` (Python's internals) nor any attribute of
+a string, number, list or function, call anything else, define macros, include, import or extend another
+template, or format strings with ``%``. Its size is bounded (:data:`MAX_OUTPUT_CHARS`,
+:data:`MAX_VALUE_CHARS`, :data:`MAX_INT_BITS`, :data:`MAX_LOOP_STEPS` within :data:`MAX_SECONDS`), and a
+size is predicted from the operands before anything is built, never measured after.
 
-- read the names it is given (constants, slots), index strings, lists and mappings, read a
-  mapping's keys as attributes (``rubric.name``) and the ``loop`` variable's fields
-  (``loop.index``, ``loop.first``, ``loop.last`` ...);
-- test (``if``, ``is defined``), loop (``for``), assign (``set``, ``with``), compare, compute;
-- call only :data:`CALLS`: ``range(...)`` (at most :data:`MAX_RANGE` numbers), a mapping's
-  ``items()``, ``keys()`` and ``values()``, and ``loop.cycle(...)`` / ``loop.changed(...)``;
-- use only the filters in :data:`FILTERS` and the tests in :data:`TESTS`.
-
-What it may not: read an attribute whose name starts with ``_`` (``__class__``, ``__globals__``:
-Python's internals) or any attribute of a string, number, list or function; call anything else
-(a string's methods, ``cycler``, ``joiner``, ``namespace``, ``lipsum``, ``dict``: none is
-defined here; macros, ``caller``, ``self``'s blocks, a recursive loop); define macros; include,
-import or extend another template; format strings with ``%``. Its size is bounded: the rendered
-text holds at most :data:`MAX_OUTPUT_CHARS` characters, every value it builds (``*``, ``+``,
-``~``, ``**``, a filter's result) at most :data:`MAX_VALUE_CHARS` characters or items (a number
-at most :data:`MAX_INT_BITS` bits), and all its loops together run at most
-:data:`MAX_LOOP_STEPS` steps within :data:`MAX_SECONDS`. Nothing is computed before it is
-checked: a size is predicted from the operands, never measured after the allocation.
-
-A construct the rules forbid anywhere in the template (even in a branch that would not run) is
-refused before anything renders; a limit reached while rendering stops it. Either way the error
-is a :class:`~mitigate.errors.TemplateSandboxError` naming the construct (its line) and the rule.
+A construct forbidden anywhere in the template (even in a branch that would not run) is refused before
+anything renders; a limit reached while rendering stops it. Either way the error is a
+:class:`~mitigate.errors.TemplateSandboxError` naming the construct (its line) and the rule.
 """
 
 from __future__ import annotations
@@ -46,88 +32,23 @@ from jinja2.utils import pass_context
 
 from mitigate.errors import TemplateError, TemplateSandboxError
 
-MAX_OUTPUT_CHARS = 1_000_000
-"""Longest rendered template, in characters (the default ``--max-prompt-chars`` is 400,000)."""
-MAX_VALUE_CHARS = 1_000_000
-"""Longest string, list or mapping a template may build (characters or items)."""
-MAX_INT_BITS = 4_096
-"""Largest integer a template may build, in bits (about 1,200 decimal digits)."""
-MAX_RANGE = 10_000
-"""Most numbers one ``range(...)`` may give."""
-MAX_LOOP_STEPS = 100_000
-"""Most steps all ``for`` loops of one render may take together."""
-MAX_SECONDS = 10.0
-"""Longest a render may take (a backstop: the limits above keep a render far shorter)."""
-MAX_INDENT = 100
-"""Widest ``indent`` a template may ask for, in characters."""
+MAX_OUTPUT_CHARS = 1_000_000  # longest rendered template, in characters
+MAX_VALUE_CHARS = 1_000_000  # longest string, list or mapping a template may build
+MAX_INT_BITS = 4_096  # largest integer a template may build, in bits
+MAX_RANGE = 10_000  # most numbers one range(...) may give
+MAX_LOOP_STEPS = 100_000  # most steps all loops of one render may take together
+MAX_SECONDS = 10.0  # longest a render may take (a backstop)
+MAX_INDENT = 100  # widest indent a template may ask for
 
-FILTERS = (
-    "default",
-    "d",
-    "tojson",
-    "int",
-    "float",
-    "round",
-    "abs",
-    "min",
-    "max",
-    "length",
-    "count",
-    "lower",
-    "upper",
-    "title",
-    "capitalize",
-    "trim",
-    "string",
-    "join",
-    "first",
-    "last",
-    "list",
-    "reverse",
-    "items",
-    "dictsort",
-    "sort",
-    "indent",
-    "truncate",
-    "wordcount",
+FILTERS = tuple(
+    "default d tojson int float round abs min max length count lower upper title capitalize trim string join "
+    "first last list reverse items dictsort sort indent truncate wordcount".split()
 )
 """The filters a template may use (Jinja's own, each with its arguments and result checked)."""
-TESTS = (
-    "defined",
-    "undefined",
-    "none",
-    "boolean",
-    "true",
-    "false",
-    "integer",
-    "float",
-    "number",
-    "string",
-    "mapping",
-    "sequence",
-    "iterable",
-    "in",
-    "eq",
-    "==",
-    "equalto",
-    "ne",
-    "!=",
-    "lt",
-    "<",
-    "lessthan",
-    "le",
-    "<=",
-    "gt",
-    ">",
-    "greaterthan",
-    "ge",
-    ">=",
-    "odd",
-    "even",
-    "divisibleby",
-    "lower",
-    "upper",
-    "sameas",
+TESTS = tuple(
+    "defined undefined none boolean true false integer float number string mapping sequence iterable "
+    "in eq == equalto ne != lt < lessthan le <= gt > greaterthan ge >= odd even divisibleby lower upper "
+    "sameas".split()
 )
 """The tests (``is ...``) a template may use."""
 CALLS = (
@@ -142,21 +63,7 @@ CALLS = (
 
 _MAPPING_METHODS = frozenset({"items", "keys", "values"})
 _LOOP_FIELDS = frozenset(
-    {
-        "index",
-        "index0",
-        "revindex",
-        "revindex0",
-        "first",
-        "last",
-        "length",
-        "depth",
-        "depth0",
-        "previtem",
-        "nextitem",
-        "cycle",
-        "changed",
-    }
+    "index index0 revindex revindex0 first last length depth depth0 previtem nextitem cycle changed".split()
 )
 _LOOP_METHODS = frozenset({"cycle", "changed"})
 # wraps every loop's iterable (added after the checks; not usable by templates)
@@ -284,8 +191,7 @@ class _Sandbox(SandboxedEnvironment):
         except OverflowError:
             raise TemplateSandboxError(f"the template builds a number too large for {operator!r}") from None
 
-    # ----------------------------------------------------------------------------- what may be read and
-    # called
+    # ----------------------------------------------------------------------------- what may be read, called
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         return not attr.startswith("_")
