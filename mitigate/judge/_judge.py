@@ -1,7 +1,5 @@
-"""The judge protocol (:class:`Judge`: ``judge(item)``, ``map_prompts(fn)``, ``requests(item)``), its leaf
-:class:`PromptJudge` (one prompt, one LM, one config) and :class:`CompositeJudge`, the base of judges that
-fan out; the requests a prompt judge sends are recorded for the reports (:func:`recording_requests`).
-"""
+"""The judge protocol (:class:`Judge`), its leaf :class:`PromptJudge` (one prompt, one LM, one config) and
+:class:`CompositeJudge`, the base of judges that fan out."""
 
 from __future__ import annotations
 
@@ -28,12 +26,8 @@ _SENT: ContextVar[list[LMRequest] | None] = ContextVar("mitigate_sent_requests",
 
 @contextmanager
 def recording_requests() -> Iterator[list[LMRequest]]:
-    """Collect, in order, the requests every :class:`PromptJudge` sends inside this block.
-
-    The list is shared with the tasks started inside the block (a fan-out's children), so a
-    composite judge's requests are all collected. The reports use the first one to show the
-    exact prompt an item was judged with.
-    """
+    """Collect, in order, the requests every :class:`PromptJudge` sends inside this block (the tasks it
+    starts included), so the reports can show the exact prompt an item was judged with."""
     box: list[LMRequest] = []
     token = _SENT.set(box)
     try:
@@ -51,12 +45,8 @@ class Judge(ABC):
 
     @abstractmethod
     def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
-        """A new judge with every inner :class:`PromptJudge` replaced by ``fn(leaf)``; this judge is
-        unchanged.
-
-        This is how a mitigation reaches every prompt judge behind a fan-out (single-attribute
-        split, RTS/MCQ pair, position swap): prompt transforms, sampling settings and the like.
-        """
+        """A new judge with every inner :class:`PromptJudge` replaced by ``fn(leaf)`` (how a mitigation
+        reaches every prompt judge behind a fan-out); this judge is unchanged."""
 
     def map_prompts(self, fn: Callable[[JudgePrompt], JudgePrompt]) -> Judge:
         """A new judge whose every prompt is ``fn(prompt)``; this judge is unchanged."""
@@ -74,13 +64,8 @@ class Judge(ABC):
         return found
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """Every LM request this judge would send for ``item``, in order, without calling the LM.
-
-        Each fan-out (position swap, samples, perturbations, single-attribute split, RTS/MCQ,
-        panel, cascade) lists every call it makes; a call sent only depending on earlier
-        answers carries a ``condition``. A judge type that cannot list its calls ahead raises
-        :class:`~mitigate.errors.CapabilityError` naming it.
-        """
+        """Every LM request this judge would send for ``item``, in order, without calling the LM (a call
+        depending on earlier answers carries a ``condition``); CapabilityError for a judge that cannot."""
         raise CapabilityError(
             f"{type(self).__name__} cannot list the requests it would send; expected a judge that implements "
             "requests(item) (every judge mitigate builds does)"
@@ -95,12 +80,8 @@ class Judge(ABC):
         """A JSON-able description (prompts, backend spec, config) identifying this judge."""
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """Per criterion, the range every score this judge reports lies in ({} when it reports no score, only
-        a pairwise verdict); None when it may report any value (a post-hoc adjustment, a replayed judge).
-
-        A resumed journal line holding a score outside it is damaged, and its item is judged again
-        (:class:`~mitigate.run._journal.Journal`).
-        """
+        """Per criterion, the range every score this judge reports lies in ({} for verdicts only); None when
+        it may report any value. A resumed journal line outside it is judged again."""
         return None
 
     def fingerprint(self) -> str:
@@ -113,12 +94,9 @@ class Judge(ABC):
 
 
 class CompositeJudge(Judge):
-    """A judge made of named child judges (a fan-out); subclasses implement :meth:`judge`.
-
-    :meth:`map_leaves` (and so :meth:`map_prompts`) reaches every child, which is what lets
-    a prompt transform placed after a fan-out apply to every inner prompt. Subclasses keep
-    their own parameters as plain attributes; :meth:`with_children` copies them.
-    """
+    """A judge made of named child judges (a fan-out); subclasses implement :meth:`judge` and keep their
+    parameters as plain attributes (:meth:`with_children` copies them). :meth:`map_leaves` reaches every
+    child."""
 
     kind: str = "composite"
     requests_are_children: bool = False
@@ -154,8 +132,8 @@ class CompositeJudge(Judge):
         ]
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """Every child's requests for ``item``, in order (a fan-out that changes the item or calls
-        conditionally overrides this)."""
+        """Every child's requests for ``item``, in order (overridden by a fan-out that changes the item or
+        calls conditionally)."""
         if not self.requests_are_children:
             raise CapabilityError(
                 f"{type(self).__name__} does not say which requests it sends; expected it to implement "
@@ -165,8 +143,8 @@ class CompositeJudge(Judge):
         return [r for name in self.children for r in self.child_requests(name, item)]
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """The children's ranges joined per criterion (None when a child's is unknown): a fan-out reports its
-        children's values or their means. A composite that adjusts scores overrides this with None."""
+        """The children's ranges joined per criterion (None when a child's is unknown); a composite that
+        adjusts scores overrides this with None."""
         joined: dict[str, tuple[float, float]] = {}
         for child in self.children.values():
             bounds = child.score_bounds()
@@ -195,11 +173,8 @@ class CompositeJudge(Judge):
 
 
 def judge_scale(judge: Judge) -> Scale | None:
-    """The scale a judge answers on: its ``scale`` attribute, else the one scale its inner prompts share.
-
-    None when that cannot be read (no inner prompt judge). A ConfigError when the inner prompts
-    answer on different scales: no one scale stands for the judge then.
-    """
+    """The scale a judge answers on: its ``scale`` attribute, else the one its inner prompts share (None
+    without inner prompts; a ConfigError when they answer on different scales)."""
     scale = getattr(judge, "scale", None)
     if isinstance(scale, Scale):
         return scale
@@ -247,8 +222,7 @@ class PromptJudge(Judge):
         return PromptJudge(self.prompt, self.lm, JudgeConfig.model_validate(merged))
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """The prompt's scale for each criterion it scores ({} for a pairwise prompt); "weak/strong N" widen
-        it."""
+        """The prompt's scale for each criterion ({} for a pairwise prompt); "weak/strong N" widen it."""
         if self.prompt.answer == "pairwise":
             return {}
         scale = self.prompt.scale

@@ -1,14 +1,5 @@
-"""The judge prompt: its value, how a template is read into it, its answer format, its perturbations, the
-built-in ones.
-
-Layout: :mod:`.parts` (criterion, scoring option, guideline, demonstration, message),
-:mod:`.judge_prompt` (the frozen prompt value and how it renders), :mod:`.read` (reading a
-template: its notation and sandboxed rendering, the clues in its words, where the item stands,
-its fields with evidence, and :class:`~mitigate.prompt.read._hints.TemplateHints`, the caller's
-overrides), :mod:`.answer` (the answer a prompt asks for: the format value, its constraints,
-its inference from a template; the sole owner of the answer kind), :mod:`.perturb` (guideline
-perturbations) and :mod:`.builtin` (the prompts shipped in ``texts/``).
-"""
+"""The judge prompt: its value and rendering, how a template is read into it (``read``), its answer format
+(``answer``), its perturbations and the built-in prompts."""
 
 from typing import TYPE_CHECKING
 

@@ -1,9 +1,4 @@
-"""A template read with the evidence for each field: what ``mitigate prompts inspect`` prints.
-
-:func:`read_prompt` is :meth:`~mitigate.prompt._judge_prompt.JudgePrompt.from_template` that also
-returns one line of evidence per recovered field; :func:`describe_template` the whole report
-(the evidence, the scoring options, the answer format, how a demo answers, the constraint).
-"""
+"""A template read with the evidence for each field: what ``mitigate prompts inspect`` prints."""
 
 from __future__ import annotations
 
@@ -20,12 +15,8 @@ from mitigate.prompt.read._hints import TemplateHints
 def read_prompt(
     text: str, hints: TemplateHints | None = None, /, *, system: str | None = None, **overrides: Any
 ) -> tuple[JudgePrompt, list[str]]:
-    """:meth:`JudgePrompt.from_template` (same arguments), also returning one line of evidence per field.
-
-    The evidence says what was found and where ("scale 1-10 from 'on a scale of 1 to 10'"),
-    what was given explicitly, and what fell back to a default, so a user can check a
-    template before spending money on it (``mitigate prompts inspect FILE``).
-    """
+    """:meth:`JudgePrompt.from_template` (same arguments), also returning one line of evidence per field:
+    what was found and where ("scale 1-10 from 'on a scale of 1 to 10'"), given, or defaulted."""
     fields, evidence = read_fields(text, TemplateHints.of(hints, **overrides), system=system)
     return JudgePrompt(**fields), evidence
 
@@ -33,13 +24,8 @@ def read_prompt(
 def describe_template(
     text: str, hints: TemplateHints | None = None, /, *, system: str | None = None, **overrides: Any
 ) -> str:
-    """A report of what :func:`read_prompt` recovers from ``text`` (what ``mitigate prompts inspect`` prints).
-
-    The arguments are :meth:`JudgePrompt.from_template`'s. The report lists the
-    evidence, the scoring options, the answer format with the sentence mitigations would
-    use to ask for it, how a demonstration shows its answer, and the constraint a backend
-    would enforce.
-    """
+    """A report of what :func:`read_prompt` recovers from ``text``: the evidence, the scoring options, the
+    answer format and how it is asked for, how a demo answers, and the constraint a backend would enforce."""
     prompt, evidence = read_prompt(text, hints, system=system, **overrides)
     fmt = prompt.format
     lines = ["Recovered from the template:", *(f"  {e}" for e in evidence)]

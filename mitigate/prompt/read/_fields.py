@@ -1,13 +1,9 @@
-"""Reading a judge template as published into the fields of a judge prompt, with the evidence for each.
-
-:func:`read_fields` recovers the task, criteria, scale, guideline options, pairwise labels and
-answer format from a template's text (see :mod:`mitigate.prompt.read._syntax` for the
-placeholder forms and :mod:`mitigate.prompt.read._clues` for the structure found in
-the text); :func:`mitigate.prompt.read._evidence.read_prompt` builds the prompt from them.
-"""
+"""Reading a judge template as published into the fields of a judge prompt, with the evidence for each
+(:func:`read_fields`; the notation is :mod:`._syntax`'s, the clues in the words :mod:`._clues`')."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any, Literal
 
@@ -35,22 +31,9 @@ from mitigate.prompt.read._hints import TemplateHints
 from mitigate.prompt.read._syntax import placeholder_hint, read_template
 from mitigate.scale import Scale
 
-_WORD_NUMBERS = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-}
+_WORD_NUMBERS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten".split())}
 
-# Guideline lines: "Score 2 means ...", "Score 2: ...", "- A score of 2 means ...", "- A score of 1 (no) means
-# ...", "score2_description: ...",
+# Guideline lines: "Score 2 means ...", "- A score of 1 (no) means ...", "score2_description: ...",
 # "- 5: ...", "5 - ...", "A: ... Score: One.", "(A) ..."
 _OPT_SCORE_WORD = re.compile(
     r"^(?P<head>\s*(?:[-*•]\s*)?(?:(?:an?\s+)?(?:score|rating|point)s?\s+(?:of\s+)?(?P<num>\d+(?:\.\d+)?)"
@@ -108,15 +91,11 @@ def _find_guideline(
 ) -> tuple[int, int, Guideline] | None:
     """Locate a block of >= 2 consecutive guideline lines; returns (start, end, guideline).
 
-    ``scale_hint`` is the scale the template states; plainly numbered lines ("(1) ...",
-    "1: ...") are options only when they run from its minimum to its maximum, so numbered
-    rules in a 0-9 rating prompt are not read as a 1-3 scale; with ``numbered=False`` (a
-    pairwise template) they are never options.
+    Plainly numbered lines ("1: ...") are options only when they run over the stated ``scale_hint``
+    (numbered rules are not a scale), and never with ``numbered=False`` (a pairwise template).
     """
     lines = text.splitlines(keepends=True)
-    offsets = [0]
-    for ln in lines:
-        offsets.append(offsets[-1] + len(ln))
+    offsets = [0, *itertools.accumulate(len(ln) for ln in lines)]
     for pattern in (_OPT_SCORE_WORD, _OPT_LETTER, _OPT_LETTER_PLAIN, *((_OPT_NUMBER,) if numbered else ())):
         i = 0
         while i < len(lines):
@@ -196,23 +175,18 @@ _CHOICE = re.compile(
     r"(?P<letters>[\"'“‘`(]?[A-Z][\"'”’`)]?(?:\s*,\s*[\"'“‘`(]?[A-Z][\"'”’`)]?)*\s*,?\s*(?:or|and)\s*"
     r"[\"'“‘`(]?[A-Z][\"'”’`)]?)(?![A-Za-z])"
 )
-_CHOICE_SCORES: dict[tuple[str, ...], dict[str, float]] = {
-    ("Y", "N"): {"Y": 1.0, "N": 0.0},
-    ("N", "Y"): {"Y": 1.0, "N": 0.0},
-}
-"""Scores of choice letters that carry their own meaning: Y (yes) = 1, N (no) = 0."""
+_CHOICE_SCORES = {("N", "Y"): {"Y": 1.0, "N": 0.0}}
+"""Scores of choice letters (sorted) that carry their own meaning: Y (yes) = 1, N (no) = 0."""
 
 
 def choice_text(text: str) -> str:
-    """The words of ``text`` that ask for a choice letter ("print only the single character Y or N"), or
-    ""."""
+    """The words of ``text`` asking for a choice letter ("print only the single character Y or N"), or ""."""
     m = _CHOICE.search(text)
     return m.group(0) if m else ""
 
 
 def _choice_letters(text: str) -> list[str] | None:
-    """The letters a template asks the judge to answer with ("the single character Y or N" -> [Y, N]), or
-    None."""
+    """The letters a template asks the judge to answer with ("... Y or N" -> [Y, N]), or None."""
     m = _CHOICE.search(text)
     if m is None:
         return None
@@ -237,13 +211,10 @@ def _guess_labels(text: str) -> tuple[str, str] | None:
 def read_fields(
     text: str, hints: TemplateHints | None = None, *, system: str | None = None
 ) -> tuple[dict[str, Any], list[str]]:
-    """The fields of the judge prompt read from ``text`` (keyword arguments of ``JudgePrompt``), and the
-    evidence.
+    """The fields of the judge prompt read from ``text`` (``JudgePrompt``'s keyword arguments), and the
+    evidence: one line per field saying what was found and where, given, or defaulted.
 
-    ``system`` is an optional system message; ``hints`` override what is read (see
-    :class:`~mitigate.prompt.read._hints.TemplateHints`). One line of evidence per recovered field
-    says what was found and where ("scale 1-10 from 'on a scale of 1 to 10'"), what was given
-    explicitly, and what fell back to a default.
+    ``system`` is an optional system message; ``hints`` override what is read.
     """
     given = hints if hints is not None else TemplateHints()
     scale, criterion, criteria = given.scale, given.criterion, given.criteria
@@ -293,23 +264,18 @@ def read_fields(
         )
     if pair is not None:
         fields.setdefault(pair[1], "output_b")
-    inputs = [s for s in dict.fromkeys(all_slots) if s != out_slot]
+    others = [s for s in dict.fromkeys(all_slots) if s != out_slot and not (pair and s == pair[1])]
     evidence.append(
         f"judged text: {{{{{out_slot}}}}}"
         + (f"; second judged text: {{{{{pair[1]}}}}} (item field output_b)" if pair else "")
-        + (
-            f"; other slots: {', '.join('{{' + s + '}}' for s in inputs if not pair or s != pair[1])}"
-            if [s for s in inputs if not pair or s != pair[1]]
-            else ""
-        )
+        + (f"; other slots: {', '.join('{{' + s + '}}' for s in others)}" if others else "")
     )
 
     # scale statements and criterion
     statements = find_scales(joined)
     found_crit = find_criterion(joined)
     stated = choose_scale(statements)
-    explicit_scale = scale
-    hint = (explicit_scale.min, explicit_scale.max) if explicit_scale is not None else stated
+    hint = (scale.min, scale.max) if scale is not None else stated
 
     # guideline options
     guideline: Guideline | None = None
@@ -331,23 +297,21 @@ def read_fields(
         "pairwise" if pair is not None else "mcq" if letter_options or choice else "score"
     )
     if kind == "mcq" and choice is not None and letters is None and scale is None:
-        letters = _CHOICE_SCORES.get(tuple(choice))
-        if letters is not None:
-            evidence.append(
-                f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}, scored "
-                + ", ".join(f"{k}={format_number(v)}" for k, v in letters.items())
+        letters = _CHOICE_SCORES.get(tuple(sorted(choice)))
+        evidence.append(
+            f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}"
+            + (
+                ", scored " + ", ".join(f"{k}={format_number(v)}" for k, v in letters.items())
+                if letters is not None
+                else ": pass letters={...} to score them"
             )
-        else:
-            evidence.append(
-                f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}: pass "
-                "letters={...} to score them"
-            )
+        )
     if answer_format is not None:
         kind = answer_format.kind
 
     # the scale
-    final_scale: Scale | None = explicit_scale
-    how_scale = "given" if explicit_scale is not None else ""
+    final_scale: Scale | None = scale
+    how_scale = "given" if scale is not None else ""
     if final_scale is None and stated is not None:
         final_scale = Scale(min=stated[0], max=stated[1])
         used = next(s for s in statements if (s.lo, s.hi) == stated)
@@ -357,15 +321,11 @@ def read_fields(
             how_scale += "; other ranges stated: " + ", ".join(f"{lo:g}-{hi:g}" for lo, hi in others)
     if kind == "mcq" and guideline is not None:
         scored = [(o.label.upper(), o.score) for o in guideline.options]
-        letter_map = (
-            dict(letters)
-            if letters is not None
-            else (
-                {label: float(score) for label, score in scored if score is not None}
-                if all(score is not None for _, score in scored)
-                else None
-            )
-        )
+        letter_map: dict[str, float] | None = None
+        if letters is not None:
+            letter_map = dict(letters)
+        elif all(score is not None for _, score in scored):
+            letter_map = {label: float(score) for label, score in scored if score is not None}
         if letter_map:
             lo, hi = min(letter_map.values()), max(letter_map.values())
             base = (final_scale or Scale(min=lo, max=hi)) if lo < hi else Scale(min=0, max=1)
@@ -382,12 +342,8 @@ def read_fields(
         final_scale = Scale(min=min(letters.values()), max=max(letters.values()), letters=dict(letters))
         how_scale = "from the answer letters"
     elif letters is not None and kind == "mcq":
-        final_scale = Scale.model_validate(
-            {
-                **(final_scale or Scale(min=min(letters.values()), max=max(letters.values()))).model_dump(),
-                "letters": dict(letters),
-            }
-        )
+        base = final_scale or Scale(min=min(letters.values()), max=max(letters.values()))
+        final_scale = Scale.model_validate({**base.model_dump(), "letters": dict(letters)})
         how_scale = how_scale or "letter scores given"
     if final_scale is None and guideline is not None:
         scores = [o.score for o in guideline.options if o.score is not None]

@@ -1,12 +1,6 @@
-"""What a caller tells the template reader beyond the template's text: one frozen value, passed whole.
-
-:class:`TemplateHints` holds every override of what :meth:`~mitigate.prompt.JudgePrompt.from_template`
-would otherwise read from a template (the scale, the criterion or criteria, the judged slot, the
-answer kind, the pairwise labels, the option letters, the answer format ...). The reader
-(:func:`~mitigate.prompt.read._fields.read_fields`), ``from_template``, ``read_prompt``,
-``describe_template``, the CLI's template reading and the released-answer readers all take this
-one value, so the list of overrides is declared once, here.
-"""
+"""What a caller tells the template reader beyond the template's text: one frozen value, passed whole
+(:meth:`~mitigate.prompt.JudgePrompt.from_template`, ``read_prompt``, ``describe_template``, the CLI and the
+released-answer readers), so the list of overrides is declared once."""
 
 from __future__ import annotations
 
@@ -24,16 +18,11 @@ from mitigate.scale import Scale
 class TemplateHints(BaseModel):
     """Overrides of what is read from a template; every field left None (or True) is read from the text.
 
-    - ``scale``: the score's scale (a :class:`~mitigate.scale.Scale` or ``(min, max)``);
-    - ``criterion`` / ``criteria``: the criterion judged, or several (a name or a
-      :class:`~mitigate.prompt._parts.Criterion`);
-    - ``output_slot``: the slot holding the judged text; ``slot_fields``: slot -> item field;
-    - ``answer``: the answer kind ("score", "mcq", "pairwise");
-    - ``parse_guideline``: False leaves guideline lines as plain text (no scoring options);
-    - ``constants``: values of slots that are the same for every item (a rubric), and of Jinja names;
-    - ``labels`` / ``tie``: how a pairwise prompt names its two outputs and a tie;
-    - ``letters``: the score of each lettered option ("A" -> 1 ...);
-    - ``answer_format``: the whole answer format.
+    ``scale`` (a Scale or ``(min, max)``), ``criterion`` / ``criteria`` (names or Criterion values),
+    ``output_slot``, ``slot_fields`` (slot -> item field), ``answer`` (the kind), ``parse_guideline``
+    (False: no scoring options), ``constants`` (slots the same for every item, and Jinja names),
+    ``labels`` / ``tie`` (a pairwise prompt's names for its outputs and a tie), ``letters`` (each lettered
+    option's score) and ``answer_format``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -53,7 +42,6 @@ class TemplateHints(BaseModel):
     @field_validator("scale", mode="before")
     @classmethod
     def _scale(cls, value: Any) -> Any:
-        # a spec: validated as one
         return value if value is None or isinstance(value, Mapping) else Scale.of(value)
 
     @field_validator("criterion", mode="before")
@@ -70,11 +58,8 @@ class TemplateHints(BaseModel):
 
     @classmethod
     def of(cls, hints: TemplateHints | None = None, /, **overrides: Any) -> TemplateHints:
-        """``hints`` (default: none) with ``overrides`` (keyword arguments named after the fields) applied.
-
-        A keyword that names no field is a :class:`TypeError` listing the fields; a value of the
-        wrong type a :class:`~mitigate.errors.ConfigError` naming the field, what it expects and what came.
-        """
+        """``hints`` (default: none) with ``overrides`` (keywords named after the fields) applied: a TypeError
+        for a keyword that names no field, a ConfigError naming the field for a wrong value."""
         if hints is not None and not isinstance(hints, TemplateHints):
             raise TypeError(f"expected the template hints as a TemplateHints; got {type(hints).__name__}")
         unknown = sorted(set(overrides) - set(cls.model_fields))

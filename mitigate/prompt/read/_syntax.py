@@ -1,28 +1,18 @@
 """How a published judge template is written: chat markup, placeholder syntax and Jinja.
 
-Published judge templates come in several notations. This module turns one into the
-canonical form :class:`~mitigate.prompt.JudgePrompt` works on (messages whose slots are
-``{{name}}``) and remembers enough to write it back exactly as it was
+:func:`read_template` turns a template into the canonical form :class:`~mitigate.prompt.JudgePrompt` works
+on (messages whose slots are ``{{name}}``) and remembers how to write it back exactly
 (:meth:`TemplateSource.restore`):
 
-- **Chat markup** inside the text: ChatML (``<|im_start|>system ... <|im_end|>``, AlpacaEval),
-  Llama-3 headers (``<|start_header_id|>user<|end_header_id|>``) and the
-  ``Human:`` / ``Assistant:`` turns of older Anthropic and Guanaco prompts become separate
-  messages; the markup itself is kept in the layout and never reaches the model as text.
-- **Placeholders**: ``{{name}}`` (mustache, G-Eval style), ``{{{name}}}`` (mustache
-  unescaped), ``{name}`` (Python ``str.format`` / f-string style, where ``{{`` and ``}}``
-  are literal braces when the whole text is a valid format string). A template that uses
-  ``{{name}}`` anywhere is read in that syntax and its single braces stay literal (JSON
-  examples); otherwise ``{name}`` placeholders are slots and other braces stay literal.
-- **Jinja** (``{% if rubric %}``, ``{{ score_range[0] }}``, filters): rendered once, in the sandbox
-  of :mod:`mitigate.prompt.read._sandbox` (no Python internals, a short list of filters and calls,
-  bounded size), with the ``constants`` given; plain ``{{ name }}`` with no constant stays a slot.
-  A name nobody gave is read as Jinja reads it when a condition tests it (false: what the test
-  guards is left out, with one :class:`~mitigate.errors.TemplateReadWarning` naming it); any
-  other use of it (output outside such a test, an index, a loop) is refused with a
-  :class:`~mitigate.errors.TemplateError` naming the construct, so nothing unrendered reaches a model.
-- **Constants**: slots filled once before the structure is read (a Prometheus ``{rubric}``,
-  a Flow Judge ``{RUBRIC}``), so their scoring options are recovered like any other text.
+- **chat markup** (ChatML, Llama-3 headers, ``Human:`` / ``Assistant:`` turns) becomes separate messages;
+  the markup stays in the layout and never reaches the model;
+- **placeholders**: ``{{name}}``, ``{{{name}}}``, or ``{name}`` (``str.format`` style, where ``{{`` and
+  ``}}`` are literal braces when the whole text is a format string). A template using ``{{name}}``
+  anywhere keeps its single braces literal (JSON examples);
+- **Jinja** is rendered once in the sandbox (:mod:`mitigate.prompt.read._sandbox`) with the ``constants``
+  given; a plain ``{{ name }}`` with no constant stays a slot. A name nobody gave is false where a
+  condition tests it (with a :class:`~mitigate.errors.TemplateReadWarning`) and refused anywhere else;
+- **constants** fill slots once before the structure is read (a Prometheus ``{rubric}``).
 """
 
 from __future__ import annotations
@@ -60,13 +50,9 @@ _MARK_RE = re.compile(r"\x00(\d+)\x00")
 
 
 class TemplateSource(BaseModel):
-    """How the template was written, to restore it exactly (see the module docstring).
-
-    ``layout`` is the original text with each message's content replaced by a mark
-    (``\\x00<index>\\x00``); ``syntax`` the placeholder notation; ``spellings`` each slot's
-    original spelling (``{instruction}``, ``{{{language}}}``, ``{{ Document }}``); ``unset`` the
-    names a Jinja condition tested that no constant gave (read as false).
-    """
+    """How the template was written, to restore it exactly: ``layout`` is the original text with each
+    message replaced by a mark, ``spellings`` each slot's original spelling, ``unset`` the names a Jinja
+    condition tested that no constant gave (read as false)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     layout: str
@@ -125,14 +111,15 @@ _LLAMA3 = re.compile(
     r"(?:<\|eot_id\|>|(?=<\|start_header_id\|>)|\Z)",
     re.S,
 )
+_CHAT_TOKENS = "<|im_start|> <|im_end|> <|start_header_id|> <|end_header_id|> <|eot_id|> <|begin_of_text|>"
 _TURNS = re.compile(r"(?:^|\n)(?:###\s*)?(Human|Assistant)\s*:")
 
 
 def split_markup(text: str) -> tuple[list[tuple[Role, str]], str, str | None]:
     """Messages found in chat markup, the layout (markup with message marks), and the markup's name.
 
-    Text without markup is one user message. Empty messages (a generation prompt such as a
-    closing ``<|im_start|>assistant``) stay in the layout and are not messages.
+    Text without markup is one user message; an empty message (a closing ``<|im_start|>assistant``)
+    stays in the layout.
     """
     for name, pattern in (("chatml", _CHATML), ("llama3", _LLAMA3)):
         matches = list(pattern.finditer(text))
@@ -152,17 +139,7 @@ def split_markup(text: str) -> tuple[list[tuple[Role, str]], str, str | None]:
             last = m.end(2)
         layout.append(text[last:])
         outside = _MARK_RE.sub("", "".join(layout))
-        for token in (
-            "<|im_start|>",
-            "<|im_end|>",
-            "<|start_header_id|>",
-            "<|end_header_id|>",
-            "<|eot_id|>",
-            "<|begin_of_text|>",
-            "system",
-            "user",
-            "assistant",
-        ):
+        for token in (*_CHAT_TOKENS.split(), "system", "user", "assistant"):
             outside = outside.replace(token, "")
         if messages and not outside.strip():
             return messages, "".join(layout), name
@@ -233,9 +210,8 @@ class _Slot(str):
 
 
 def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[str]]:
-    """``text`` rendered once in the sandbox (:mod:`mitigate.prompt.read._sandbox`), with the names it uses
-    given as the module docstring says: a constant, a plain slot, or else unset (false when tested, refused
-    otherwise); and the unset names a condition tested."""
+    """``text`` rendered once in the sandbox, each name it uses a constant, a plain slot or unset (see the
+    module docstring); and the unset names a condition tested."""
     try:
         import jinja2
         from jinja2.utils import missing
@@ -250,8 +226,7 @@ def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[st
     tested: list[str] = []
 
     class Unset(jinja2.StrictUndefined):
-        """A name nobody gave: false when a condition tests it (as Jinja reads it); any other use is
-        refused."""
+        """A name nobody gave: false when a condition tests it; any other use is refused."""
 
         # jinja2 types StrictUndefined.__bool__ as its always-raising error helper (NoReturn); here a
         # condition on an unset name is false on purpose
@@ -303,8 +278,7 @@ def _used_beyond_output(text: str, name: str) -> bool:
 
 
 def _jinja_refusal(text: str, name: str) -> str:
-    """The refusal of a name nobody gave, showing the first construct that uses it other than by testing
-    it."""
+    """The refusal of a name nobody gave, showing the first construct that uses it other than a test."""
     esc = re.escape(name)
     uses = [
         m.group(0)
@@ -372,8 +346,7 @@ def read_template(
 
 
 def _format_to_double(text: str) -> str:
-    """A ``str.format`` template in canonical form: ``{{``/``}}`` become literal braces, fields become
-    slots."""
+    """A ``str.format`` template in canonical form: ``{{``/``}}`` literal braces, fields slots."""
     out: list[str] = []
     for literal, name, _spec, _conv in string.Formatter().parse(text):
         out.append(literal)
