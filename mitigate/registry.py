@@ -108,17 +108,15 @@ def load_plugin(module: str) -> list[tuple[str, str]]:
     _loading_plugins.append(module)
     try:
         importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+    except Exception as exc:  # a plugin's own bug: one line naming the plugin, never a traceback
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if missing and (module == missing or module.startswith(missing + ".")):
             raise ConfigError(
                 f"plugin module {module!r} was not found; expected a module importable from "
-                f"sys.path (installed, or on PYTHONPATH); got no module {exc.name!r}"
+                f"sys.path (installed, or on PYTHONPATH); got no module {missing!r}"
             ) from None
-        raise ConfigError(f"plugin module {module!r} failed to import: {type(exc).__name__}: {exc}") from None
-    except ConfigError as exc:
-        raise ConfigError(f"plugin module {module!r} failed to import: {exc}") from None
-    except Exception as exc:  # a plugin's own bug: one line naming the plugin, never a traceback
-        raise ConfigError(f"plugin module {module!r} failed to import: {type(exc).__name__}: {exc}") from None
+        cause = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+        raise ConfigError(f"plugin module {module!r} failed to import: {cause}") from None
     finally:
         _loading_plugins.pop()
     return plugin_components(module)
@@ -129,8 +127,7 @@ def plugin_components(module: str) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for kind in KIND_PACKAGES:
         for name, obj in registered(kind).items():
-            origin = _PLUGIN_ORIGIN.get((kind, name), "")
-            defined = str(getattr(obj, "__module__", "") or "")
+            origin, defined = _PLUGIN_ORIGIN.get((kind, name), ""), str(getattr(obj, "__module__", "") or "")
             if any(m == module or m.startswith(module + ".") for m in (origin, defined)):
                 found.append((kind, name))
     return found

@@ -227,10 +227,8 @@ class PromptJudge(Judge):
             return {}
         scale = self.prompt.scale
         slack = 0.5 if scale.modifiers else 0.0
-        return {
-            n: (scale.min - slack, scale.max + slack)
-            for n in [c.name for c in self.prompt.criteria] or ["score"]
-        }
+        names = [c.name for c in self.prompt.criteria] or ["score"]
+        return {n: (scale.min - slack, scale.max + slack) for n in names}
 
     def describe(self) -> dict[str, Any]:
         """Prompt, backend spec and config."""
@@ -289,12 +287,8 @@ class PromptJudge(Judge):
         if self.config.scoring == "expected" and self.prompt.answer != "pairwise":
             return f"expected score from the top-{self.config.top_logprobs} logprobs at the score position"
         kind = {"pairwise": "verdict", "mcq": "chosen letter"}.get(self.prompt.answer, "score")
-        return (
-            f"parse the {kind} from the text ({self.prompt.format.kind} format); reduce {self.config.n} "
-            f"sample(s) by {self.config.reducer}"
-            if self.config.n > 1
-            else f"parse the {kind} from the text ({self.prompt.format.kind} format)"
-        )
+        reduce = f"; reduce {self.config.n} sample(s) by {self.config.reducer}" if self.config.n > 1 else ""
+        return f"parse the {kind} from the text ({self.prompt.format.kind} format){reduce}"
 
     def plan(self, request: LMRequest, item: Item, reads: str) -> PlannedRequest:
         """``request`` as a :class:`PlannedRequest`, with the backend's refusal when it cannot take it."""

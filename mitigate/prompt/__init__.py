@@ -7,7 +7,7 @@ from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mitigate.prompt._builtin import default_prompt_for, get_prompt, list_prompts, prompt_text
-    from mitigate.prompt._judge_prompt import JudgePrompt
+    from mitigate.prompt._judge_prompt import JudgePrompt, describe_template, read_prompt
     from mitigate.prompt._parts import (
         GUIDELINE_MARK,
         SLOT_RE,
@@ -33,8 +33,7 @@ if TYPE_CHECKING:
     from mitigate.prompt.answer._format import AnswerFormat
     from mitigate.prompt.answer._infer import closing_stub, infer_answer_format, reasoning_ban
     from mitigate.prompt.read._clues import scale_mentions
-    from mitigate.prompt.read._evidence import describe_template, read_prompt
-    from mitigate.prompt.read._hints import TemplateHints
+    from mitigate.prompt.read._fields import TemplateHints
     from mitigate.prompt.read._layout import item_layout
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

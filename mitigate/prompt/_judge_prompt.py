@@ -5,7 +5,8 @@ into its structure: task, criteria, scale, the scoring guideline as :class:`Scor
 pairwise labels and the answer format, so transforms can reorder or lengthen options and insert demos,
 and answers are read in the template's own format. An unchanged prompt writes back the exact text it
 was read from (:meth:`JudgePrompt.template_source`). Rendering for an item is
-:mod:`mitigate.prompt._render`'s.
+:mod:`mitigate.prompt._render`'s. :func:`read_prompt` also returns the evidence for each field, and
+:func:`describe_template` is what ``mitigate prompts inspect`` prints.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mitigate.data import Item
-from mitigate.errors import TemplateError
+from mitigate.errors import MitigateError, TemplateError
 from mitigate.lm import Message
+from mitigate.parse import VALUE
 from mitigate.prompt import _render
 from mitigate.prompt._parts import (
     DEFAULT_DEMO_TEMPLATE,
@@ -30,11 +32,11 @@ from mitigate.prompt._parts import (
     Guideline,
     Layout,
     PromptMessage,
+    format_number,
     slot_names,
 )
 from mitigate.prompt.answer._format import AnswerFormat, AnswerKind
-from mitigate.prompt.read._fields import read_fields
-from mitigate.prompt.read._hints import TemplateHints
+from mitigate.prompt.read._fields import TemplateHints, read_fields
 from mitigate.prompt.read._syntax import TemplateSource
 from mitigate.scale import Scale
 
@@ -294,3 +296,53 @@ class JudgePrompt(BaseModel):
 def prompt_from_spec(spec: Mapping[str, Any]) -> JudgePrompt:
     """Rebuild a prompt from ``model_dump()`` output."""
     return JudgePrompt.model_validate(dict(spec))
+
+
+def read_prompt(
+    text: str, hints: TemplateHints | None = None, /, *, system: str | None = None, **overrides: Any
+) -> tuple[JudgePrompt, list[str]]:
+    """:meth:`JudgePrompt.from_template` (same arguments), also returning one line of evidence per field:
+    what was found and where ("scale 1-10 from 'on a scale of 1 to 10'"), given, or defaulted."""
+    fields, evidence = read_fields(text, TemplateHints.of(hints, **overrides), system=system)
+    return JudgePrompt(**fields), evidence
+
+
+def describe_template(
+    text: str, hints: TemplateHints | None = None, /, *, system: str | None = None, **overrides: Any
+) -> str:
+    """A report of what :func:`read_prompt` recovers from ``text``: the evidence, the scoring options, the
+    answer format and how it is asked for, how a demo answers, and the constraint a backend would enforce."""
+    prompt, evidence = read_prompt(text, hints, system=system, **overrides)
+    fmt = prompt.format
+    lines = ["Recovered from the template:", *(f"  {e}" for e in evidence)]
+    if prompt.guideline is not None:
+        lines.append("Scoring options:")
+        lines += [
+            f"  [{o.label}] "
+            + (f"score {format_number(o.score)}: " if o.score is not None else "(no score) ")
+            + o.description[:90]
+            for o in prompt.guideline.options
+        ]
+    lines.append("Answers:")
+    lines.append(f"  format: {fmt.describe()}")
+    try:
+        lines.append(f"  asked for as: {fmt.instruction(prompt.scale)}")
+        example = (
+            prompt.scale.max
+            if fmt.kind == "score"
+            else ("first" if fmt.kind == "pairwise" else next(iter(prompt.scale.letters or {"A": 0})))
+        )
+        if not fmt.two_scores:
+            lines.append(f"  a demo answers: {fmt.render(example, prompt.scale)}")
+        if fmt.stub and fmt.reasoning != "before":
+            shown = fmt.continuation.strip().replace(VALUE, fmt.value_text(example, prompt.scale))
+            lines.append(f"  the judge completes {fmt.stub!r} with: {shown}")
+        if fmt.kind != "mcq" or prompt.scale.letters:
+            lines.append(f"  constrained decoding (regex): {fmt.constraint(prompt.scale).regex[:160]}")
+    except MitigateError as exc:
+        lines.append(f"  ({exc})")
+    lines.append(
+        f"Messages: {len(prompt.messages)} ({', '.join(m.role for m in prompt.messages)}); "
+        f"task: {prompt.task[:100]!r}"
+    )
+    return "\n".join(lines)

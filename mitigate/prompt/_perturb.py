@@ -19,21 +19,24 @@ import math
 import random
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from mitigate.constraints import Interval, check_param
 from mitigate.errors import ConfigError, ParseError, TemplateError
 from mitigate.lm import LM, LMRequest, Message
 from mitigate.prompt._judge_prompt import JudgePrompt
 from mitigate.prompt._parts import Guideline, ScoreOption
 
+_P = TypeVar("_P")
 PerturbationKind = Literal["order", "length", "both"]
 """Which perturbations to build: option order, lengthened descriptions, or both at once."""
 
 DEFAULT_ORDER_SAMPLE = 6
 """How many reorderings :func:`order_perturbations` samples for 4+ options when ``max_n`` is not given."""
 
+_POSITIVE = [Interval(int, 1), None]
 _PERMUTATION_ENUM_LIMIT = 8  # up to this many options, all permutations are listed before sampling
 
 
@@ -84,13 +87,6 @@ def _options_in_original_order(guideline: Guideline) -> list[ScoreOption]:
 def original_order(guideline: Guideline) -> Guideline:
     """A copy of ``guideline`` with its options back in their original order (descriptions kept)."""
     return guideline.model_copy(update={"options": tuple(_options_in_original_order(guideline))})
-
-
-def _check_positive(value: int | None, what: str, owner: str) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(
-            f"The '{what}' parameter of {owner} must be an int >= 1 or None. Got {value!r} instead."
-        )
 
 
 # --------------------------------------------------------------------------- perturbations
@@ -159,11 +155,7 @@ class LengthenPerturbation(Perturbation):
     @field_validator("option")
     @classmethod
     def _check_option(cls, v: int) -> int:
-        if v < 0:
-            raise ConfigError(
-                f"The 'option' parameter of LengthenPerturbation must be an int >= 0. Got {v} instead."
-            )
-        return v
+        return check_param("LengthenPerturbation", "option", v, [Interval(int, 0)])
 
     @field_validator("text")
     @classmethod
@@ -192,13 +184,8 @@ class LengthenPerturbation(Perturbation):
                 f"{self.name} targets original position {self.option}; the guideline has positions "
                 f"0..{len(options) - 1}"
             )
-        return guideline.model_copy(
-            update={
-                "options": tuple(
-                    o.with_description(self.text) if o.position == self.option else o for o in options
-                )
-            }
-        )
+        changed = tuple(o.with_description(self.text) if o.position == self.option else o for o in options)
+        return guideline.model_copy(update={"options": changed})
 
 
 class Combined(Perturbation):
@@ -236,7 +223,7 @@ def order_perturbations(
     permutation, the identity first, in lexicographic order. Otherwise a seeded sample of ``max_n``
     (default :data:`DEFAULT_ORDER_SAMPLE`) distinct reorderings, never the identity.
     """
-    _check_positive(max_n, "max_n", "order_perturbations")
+    check_param("order_perturbations", "max_n", max_n, _POSITIVE)
     n_opts = len(guideline_of(guideline).options)
     total = math.factorial(n_opts)
     if (max_n is None and n_opts <= 3) or (max_n is not None and max_n >= total):
@@ -261,22 +248,6 @@ def order_perturbations(
     return [OrderPerturbation(order=p) for p in picked]
 
 
-def _resolve_lengthened(guideline: Guideline, lengthened: Mapping[str, str]) -> list[LengthenPerturbation]:
-    options = _options_in_original_order(guideline)
-    labels = [o.label for o in options]
-    unknown = [k for k in lengthened if k not in labels]
-    if unknown:
-        raise ConfigError(
-            f"lengthened descriptions were given for option labels {unknown} that the guideline does not "
-            f"have; the labels available are {labels}"
-        )
-    return [
-        LengthenPerturbation(option=o.position, text=lengthened[o.label])
-        for o in options
-        if o.label in lengthened
-    ]
-
-
 def lengthen_perturbations(
     guideline: Guideline | JudgePrompt,
     lengthened: Mapping[str, str] | None,
@@ -285,7 +256,7 @@ def lengthen_perturbations(
 ) -> list[LengthenPerturbation]:
     """One :class:`LengthenPerturbation` per option label in ``lengthened`` (label -> longer description),
     in guideline order; with ``max_n`` smaller than that, a seeded sample of ``max_n``."""
-    _check_positive(max_n, "max_n", "lengthen_perturbations")
+    check_param("lengthen_perturbations", "max_n", max_n, _POSITIVE)
     gl = guideline_of(guideline)
     if not lengthened:
         raise ConfigError(
@@ -293,11 +264,27 @@ def lengthen_perturbations(
             "(write them, or produce them once with mitigate.prompt._perturb.lengthen_guideline(guideline, "
             "lm) and store them)"
         )
-    out = _resolve_lengthened(gl, lengthened)
-    if max_n is not None and max_n < len(out):
-        keep = sorted(random.Random(seed).sample(range(len(out)), max_n))
-        out = [out[i] for i in keep]
-    return out
+    options = _options_in_original_order(gl)
+    labels = [o.label for o in options]
+    unknown = [k for k in lengthened if k not in labels]
+    if unknown:
+        raise ConfigError(
+            f"lengthened descriptions were given for option labels {unknown} that the guideline does not "
+            f"have; the labels available are {labels}"
+        )
+    out = [
+        LengthenPerturbation(option=o.position, text=lengthened[o.label])
+        for o in options
+        if o.label in lengthened
+    ]
+    return _sample(out, max_n, seed)
+
+
+def _sample(items: list[_P], n: int | None, seed: int) -> list[_P]:
+    """At most ``n`` of ``items``: a seeded sample, kept in order."""
+    if n is None or n >= len(items):
+        return items
+    return [items[i] for i in sorted(random.Random(seed).sample(range(len(items)), n))]
 
 
 def perturbation_set(
@@ -314,7 +301,7 @@ def perturbation_set(
     At most ``n`` (a seeded sample, in enumeration order). TemplateError for a prompt without a guideline,
     ConfigError for ``lengthened`` labels it does not have.
     """
-    _check_positive(n, "n", "perturbation_set")
+    check_param("perturbation_set", "n", n, _POSITIVE)
     if kind not in ("order", "length", "both"):
         raise ConfigError(
             f"The 'kind' parameter of perturbation_set must be 'order', 'length' or 'both'. Got {kind!r}."
@@ -327,10 +314,7 @@ def perturbation_set(
     lengthens = lengthen_perturbations(gl, lengthened)
     orders = order_perturbations(gl, seed=seed)
     combos: list[Perturbation] = [Combined(order=o, lengthen=ln) for o in orders for ln in lengthens]
-    if n is not None and n < len(combos):
-        keep = sorted(random.Random(seed).sample(range(len(combos)), n))
-        combos = [combos[i] for i in keep]
-    return combos
+    return _sample(combos, n, seed)
 
 
 # --------------------------------------------------------------------------- the rewrite step

@@ -89,14 +89,14 @@ class AnswerFormat(BaseModel):
             or "\n" in self.stub
             or not self.line.split(VALUE, 1)[0].startswith(self.stub)
         ):
+            why = (
+                " (a JSON or two-scores answer has no stub)"
+                if self.json_key is not None or self.two_scores
+                else ""
+            )
             raise TemplateError(
                 f"an answer stub is the start of the answer line before {VALUE}, on one "
-                f"line; got stub {self.stub!r} for the line {self.line!r}"
-                + (
-                    " (a JSON or two-scores answer has no stub)"
-                    if self.json_key is not None or self.two_scores
-                    else ""
-                )
+                f"line; got stub {self.stub!r} for the line {self.line!r}{why}"
             )
         if self.kind == "pairwise" and len(self.labels) != 2:
             raise TemplateError(f"a pairwise answer format needs two output labels; got {list(self.labels)}")
@@ -425,9 +425,8 @@ def answer_constraint(
         shown = [json.dumps(v) if fmt.kind != "score" else v for v in values]
         head = "{" + (f'"{fmt.reason_key}": "' if fmt.reason_key else "")
         mid = f'", "{fmt.json_key}": ' if fmt.reason_key else f'"{fmt.json_key}": '
-        text_g = f'[^"\\\\\\n]{{0,{budget}}}'
-        reason_g = " " + text_g + " " if fmt.reason_key else " "
         reason_r = f'[^"\\\\\\n]{{0,{budget}}}' if fmt.reason_key else ""
+        reason_g = f" {reason_r} " if fmt.reason_key else " "
         answer_g = (
             _gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") " + _gbnf_lit("}")
         )
@@ -436,15 +435,13 @@ def answer_constraint(
         )
     else:
         head, tail = fmt.line.split(VALUE, 1)
-        answer_g = " ".join(p for p in (_gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail)) if p)
-        answer_r = re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
+        space_g = space_r = ""
         if fmt.stub and fmt.reasoning != "before":
             # the template wrote the line's start: only its rest is generated, after at most one space
-            head = fmt.continuation.split(VALUE, 1)[0].lstrip()
-            answer_g = " ".join(
-                p for p in ('" "?', _gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail)) if p
-            )
-            answer_r = "[ ]?" + re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
+            head, space_g, space_r = fmt.continuation.split(VALUE, 1)[0].lstrip(), '" "?', "[ ]?"
+        parts = (space_g, _gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail))
+        answer_g = " ".join(p for p in parts if p)
+        answer_r = space_r + re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
     if fmt.reasoning == "before" and fmt.json_key is None:
         sep = "\n" if not fmt.line.startswith("[RESULT]") else " "
         sep_r = "\\n" if sep == "\n" else " "
