@@ -267,7 +267,7 @@ class Tags(BaseModel):
     - ``needs_fitting``: ``fit`` learns from the training items (else it returns the component itself).
     - ``calls_judge_while_fitting``: fitting runs the judge (or a likelihood model) over the training
       items, unless the fit context gives the judge's scores and the component reads them.
-    - ``needs_judge``: fitting needs the judge it will wrap, whatever the fit context holds.
+    - ``needs_judge``: fitting needs the wrapped judge, whatever the fit context holds.
     - ``query_dependent``: the choice depends on the judged item (a selector that needs ``query=``).
     - ``uses_selectors``: a search engine drawing its candidates from demo selectors.
     - ``pairwise_only``: works only on a judge of pairs, so it is fitted and checked against one.

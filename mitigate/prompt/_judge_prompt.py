@@ -11,6 +11,7 @@ was read from (:meth:`JudgePrompt.template_source`). Rendering for an item is
 
 from __future__ import annotations
 
+import hashlib
 import re
 import string
 from collections.abc import Callable, Mapping, Sequence
@@ -288,8 +289,6 @@ class JudgePrompt(BaseModel):
 
     def fingerprint(self) -> str:
         """A short digest of the prompt's content, for journals and replay keys."""
-        import hashlib
-
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
 
 

@@ -86,11 +86,7 @@ class Guideline(BaseModel):
     def render(self) -> str:
         """The guideline text: options in their current order, original separators in place."""
         seps = self.separators or ("\n",) * (len(self.options) - 1)
-        out = [self.options[0].text]
-        for sep, opt in zip(seps, self.options[1:], strict=True):
-            out.append(sep)
-            out.append(opt.text)
-        return "".join(out)
+        return self.options[0].text + "".join(s + o.text for s, o in zip(seps, self.options[1:], strict=True))
 
     def reordered(self, order: Sequence[int]) -> Guideline:
         """A copy with options in ``order`` (indices into the current tuple); separators stay put."""
@@ -150,15 +146,10 @@ class Demo(BaseModel):
                 f"{sorted(item.human)}",
                 item_id=item.id,
             )
-        score = item.human[criterion]
+        score, scale = item.human[criterion], human_scale
         if human_scale is not None and prompt_scale is not None:
-            return cls(
-                item=item,
-                score=rescale_score(score, human_scale, prompt_scale),
-                reason=reason,
-                scale=prompt_scale,
-            )
-        return cls(item=item, score=score, reason=reason, scale=human_scale)
+            score, scale = rescale_score(score, human_scale, prompt_scale), prompt_scale
+        return cls(item=item, score=score, reason=reason, scale=scale)
 
     def on_scale(self, scale: Scale, *, who: str = "the prompt") -> Demo:
         """This demo with its gold score(s) on ``scale`` and its step (:func:`rescale_score`); one without a
@@ -171,9 +162,9 @@ class Demo(BaseModel):
         def move(value: float) -> float:
             if not src.contains(value):
                 where = (
-                    f"its scale {src.describe()}"
-                    if self.scale is not None
-                    else f"{who}'s scale {scale.describe()}"
+                    f"{who}'s scale {scale.describe()}"
+                    if self.scale is None
+                    else f"its scale {src.describe()}"
                 )
                 raise TemplateError(
                     f"demo {self.item.id!r} shows the score {format_number(value)}, outside {where}; "

@@ -252,7 +252,7 @@ _CHOICE = re.compile(
     r"(?P<letters>[\"'“‘`(]?[A-Z][\"'”’`)]?(?:\s*,\s*[\"'“‘`(]?[A-Z][\"'”’`)]?)*\s*,?\s*(?:or|and)\s*"
     r"[\"'“‘`(]?[A-Z][\"'”’`)]?)(?![A-Za-z])"
 )
-_CHOICE_SCORES = {("N", "Y"): {"Y": 1.0, "N": 0.0}}
+_CHOICE_SCORES: dict[tuple[str, ...], dict[str, float]] = {("N", "Y"): {"Y": 1.0, "N": 0.0}}
 """Scores of choice letters (sorted) that carry their own meaning: Y (yes) = 1, N (no) = 0."""
 
 
@@ -341,11 +341,11 @@ def read_fields(
         )
     if pair is not None:
         fields.setdefault(pair[1], "output_b")
-    others = [s for s in dict.fromkeys(all_slots) if s != out_slot and not (pair and s == pair[1])]
+    other_slots = [s for s in dict.fromkeys(all_slots) if s != out_slot and not (pair and s == pair[1])]
     evidence.append(
         f"judged text: {{{{{out_slot}}}}}"
         + (f"; second judged text: {{{{{pair[1]}}}}} (item field output_b)" if pair else "")
-        + (f"; other slots: {', '.join('{{' + s + '}}' for s in others)}" if others else "")
+        + (f"; other slots: {', '.join('{{' + s + '}}' for s in other_slots)}" if other_slots else "")
     )
 
     # scale statements and criterion

@@ -325,11 +325,9 @@ def read_template(
             t = _TRIPLE_RE.sub(lambda m: "{{" + m.group(1) + "}}", t)
             for m in DOUBLE_SLOT_RE.finditer(t):
                 spellings.setdefault(m.group(1).strip(), m.group(0))
-        for name, value in constants.items():
-            if syntax != "jinja":
-                # the value as written (re.sub reads escapes in a replacement: backslashes doubled)
-                literal = str(value).replace("\\", "\\\\")
-                t = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", literal, t)
+        for name, value in constants.items() if syntax != "jinja" else ():
+            # the value as written (re.sub reads escapes in a replacement: backslashes doubled)
+            t = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", str(value).replace("\\", "\\\\"), t)
         out.append((role, t))
     if syntax == "double":  # "{{ x }}" spellings stay in the canonical text; only "{{{x}}}" needs restoring
         spellings = {k: v for k, v in spellings.items() if v.startswith("{{{")}
@@ -347,17 +345,12 @@ def read_template(
 
 def _format_to_double(text: str) -> str:
     """A ``str.format`` template in canonical form: ``{{``/``}}`` literal braces, fields slots."""
-    out: list[str] = []
-    for literal, name, _spec, _conv in string.Formatter().parse(text):
-        out.append(literal)
-        if name is not None:
-            out.append("{{" + name + "}}")
-    return "".join(out)
+    parsed = string.Formatter().parse(text)
+    return "".join(literal + ("" if name is None else "{{" + name + "}}") for literal, name, _, _ in parsed)
 
 
 def placeholder_hint(text: str) -> str:
     """What placeholder-like spans a text holds, for an error naming what was seen."""
-    spans = sorted(set(re.findall(r"\{\{[^{}]{0,40}\}\}|\{[^{}\n]{0,40}\}|\$\{?\w+\}?|<\w+>|\[\w+\]", text)))[
-        :8
-    ]
+    seen = re.findall(r"\{\{[^{}]{0,40}\}\}|\{[^{}\n]{0,40}\}|\$\{?\w+\}?|<\w+>|\[\w+\]", text)
+    spans = sorted(set(seen))[:8]
     return ", ".join(spans) if spans else "none"
