@@ -1,11 +1,7 @@
-"""Parameter constraints declared once and worded once: the forms a value may take, and the one-line refusal.
-
-A :class:`Constraint` accepts a value or not and words itself as a noun phrase: :class:`Interval`,
-:class:`Options`, :class:`IsInstance`, :class:`Satisfies`. :func:`check_param` raises a
-:class:`~mitigate.errors.ConfigError` in scikit-learn's wording: "The 'k' parameter of Stratified must be an
-int >= 1. Got 0 instead." Components declare theirs in ``parameter_constraints``; the command line checks
-its options with the same sentences (this module imports only the errors, so it starts without pydantic).
-"""
+"""Parameter constraints declared once and worded once (:class:`Interval`, :class:`Options`,
+:class:`IsInstance`, :class:`Satisfies`), and :func:`check_param`'s one-line refusal in scikit-learn's
+wording: "The 'k' parameter of Stratified must be an int >= 1. Got 0 instead." Only the errors are
+imported, so the command line checks its options without pydantic."""
 
 from __future__ import annotations
 

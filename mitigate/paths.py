@@ -1,15 +1,8 @@
 """Files: where mitigate finds shared data and keeps its caches, and what a path is before it reads or writes
-it.
-
-:func:`data_dir` and :func:`cache_dir` locate the shared data and the LM-call caches. :func:`path_kind`
-names what a path is without opening it (opening a FIFO blocks; ``/dev/zero`` never ends), and
-:func:`check_input_file` refuses in one line anything to be read that is not a regular file.
-:func:`open_regular` opens a file mitigate keeps and reads back, checked on the open file itself;
-:func:`read_lines` reads it with a bound on the line length. :func:`write_output` (:func:`open_output`,
-:func:`output_path`) is the one way mitigate writes an output: atomically for a regular or new file, a
-symlink followed (the link stays), a character device written through, anything else refused.
-:func:`one_line` escapes control characters for one-row-per-line output.
-"""
+it. A path's kind is read without opening it (a FIFO blocks; ``/dev/zero`` never ends); a file mitigate
+reads back is checked on the open file itself; :func:`write_output` (:func:`open_output`,
+:func:`output_path`) is the one way an output is written: atomically for a regular or new file, a symlink
+followed, a character device written through, anything else refused."""
 
 from __future__ import annotations
 
@@ -105,12 +98,8 @@ _OPEN_FLAGS = {
 
 def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
     """``path`` opened in ``mode`` ("rb", "r", "ab", "a", "r+b", "a+", "a+b"; text is UTF-8) when it is a
-    regular file (symlinks followed; "a" modes create it); a one-line ConfigError naming what it is
-    otherwise.
-
-    The open never blocks and the kind is checked on the open file (``fstat``), so a FIFO, socket or
-    device is refused before a byte moves. Other OSErrors are raised as they are.
-    """
+    regular file, checked on the open file without blocking; a one-line ConfigError naming what it is
+    otherwise (other OSErrors are raised as they are)."""
     flags = _OPEN_FLAGS[mode] | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     try:
         fd = os.open(path, flags, 0o666)
@@ -183,11 +172,8 @@ def write_output(
     durable: bool = True,
     binary: bool = False,
 ) -> Path:
-    """Write an output file (the text, bytes, or a function writing to the open file) and return ``path``.
-
-    A regular file is replaced atomically, a failed write leaving the old one; an OSError is a one-line
-    ConfigError naming the file. A writer producing its text over time uses :func:`open_output`.
-    """
+    """Write an output file (the text, bytes, or a function writing to the open file) and return ``path``:
+    atomically, a failed write leaving the old file (an OSError is a one-line ConfigError)."""
     binary = binary or isinstance(write, bytes)
     with open_output(path, what, newline=newline, durable=durable, binary=binary) as fh:
         if isinstance(write, str | bytes):
@@ -206,12 +192,8 @@ def open_output(
     durable: bool = True,
     binary: bool = False,
 ) -> Iterator[IO[Any]]:
-    """An output file open for writing (text, or binary with ``binary=True``).
-
-    A regular (or new) file is written under a temporary name beside it and renamed over it when the
-    block ends without an error; an error (an OSError: a one-line ConfigError) removes the temporary file
-    and leaves the old one. A character device is written through; other special files are refused.
-    """
+    """An output file open for writing (text, or binary with ``binary=True``), written as :func:`write_output`
+    writes: a regular or new file is replaced when the block ends without an error."""
     path = Path(path)
     target, through = output_target(path, what)
 

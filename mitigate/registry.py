@@ -1,21 +1,12 @@
 """One registry for every kind of component, and parameter constraints declared once per class.
 
-Every named component (a mitigation, a selector, an engine, a measure ...) registers itself under a
-kebab-case name and a *kind*::
-
-    @register("selector", "stratified")
-    class Stratified(Component):
-        parameter_constraints = {"seed": [Interval(int)], "by": [Options("label", "range")]}
-
-:func:`registered` lists a kind's entries, :func:`lookup` finds one and :func:`build` rebuilds one from
-its spec ``{"name": ..., "params": {...}}``. A kind's package (:data:`KIND_PACKAGES`) is imported on its
-first look-up: discovery by module name, as entry points work. :class:`Component` is the frozen base of
-registered values; its ``parameter_constraints`` are checked before pydantic sees the values, so a bad
-parameter is one :class:`~mitigate.errors.ConfigError` in scikit-learn's wording ("The 'k' parameter of
-Stratified must be an int >= 1. Got 0 instead."). :class:`Tags` is what a component declares about
-itself; :class:`Preset` names a configuration of another component. Plugins are modules outside mitigate
-whose import registers components: named under the entry-point group :data:`PLUGIN_GROUP`, or imported
-by :func:`load_plugin` (the CLI's ``--plugin``).
+A named component registers under a *kind* and a kebab-case name (``@register("selector", "stratified")``);
+:func:`registered`, :func:`lookup` and :func:`build` (from a spec ``{"name": ..., "params": {...}}``) find
+it, a kind's package (:data:`KIND_PACKAGES`) being imported on its first look-up. :class:`Component`'s
+``parameter_constraints`` are checked before pydantic sees the values, so a bad parameter is one
+ConfigError in scikit-learn's wording. :class:`Tags` is what a component declares about itself;
+:class:`Preset` names a configuration of another component. Plugins register components on import:
+entry points of :data:`PLUGIN_GROUP`, or :func:`load_plugin` (the CLI's ``--plugin``).
 """
 
 from __future__ import annotations
@@ -261,8 +252,7 @@ def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
 
 
 class Tags(BaseModel):
-    """What a component declares about itself; read by the compare harness, the search and the contract
-    battery.
+    """What a component declares about itself (read by the harness, the search and the contract battery):
 
     - ``needs_fitting``: ``fit`` learns from the training items (else it returns the component itself).
     - ``calls_judge_while_fitting``: fitting runs the judge (or a likelihood model) over the training

@@ -93,13 +93,9 @@ EMBEDDED_DEFAULT_SPEC = "local"
 
 
 def answer_mode(lm: LM, scoring: str = "auto", constrain: str = "auto") -> dict[str, str]:
-    """``JudgeConfig`` fields for how ``lm``'s answers become scores; "auto" picks what measured best.
-
-    The embedded default model rarely writes a usable score and under a grammar answers almost always 1,
-    so its answer is read from the next-token distribution at the score position (``scoring="expected"``,
-    ``constrain="answer"``; see RESULTS.md). Every other backend parses its text and is constrained where
-    it can keep the template's format. Explicit values are kept.
-    """
+    """``JudgeConfig`` fields for how ``lm``'s answers become scores; "auto" picks what measured best: the
+    embedded default model's answer is read from its logprobs at the score position (see RESULTS.md), any
+    other backend's parsed from its text. Explicit values are kept."""
     embedded = lm.spec == EMBEDDED_DEFAULT_SPEC
     if scoring == "auto":
         scoring = "expected" if embedded else "parse"

@@ -1,14 +1,9 @@
 """The one fit protocol: what fitting may use (:class:`FitContext`), the fittable base, its one judge check.
 
-A component that learns from labelled data is :class:`Fittable`: like a scikit-learn estimator it returns a
-fitted *copy* (learned state in fields ending in ``_``), but its fit is async, as fitting may run the judge::
-
-    fitted = await m.afit(train, judge, FitContext(progress=False))   # the protocol
-    fitted = m.fit(train, judge, progress=False)                      # its synchronous form
-
-A component implements :meth:`Fittable.learn` ``(train, judge, ctx) -> Self``; keyword options are shorthand
-for :class:`FitContext` fields. Whether fitting needs the judge is read from the component's tags by one
-check, :func:`require_judge`, before ``learn`` runs.
+A :class:`Fittable` returns a fitted *copy* (learned state in fields ending in ``_``), asynchronously
+(``await m.afit(train, judge, ctx)``; ``m.fit(...)`` runs it), and implements only :meth:`Fittable.learn`;
+keyword options are shorthand for :class:`FitContext` fields. Whether fitting needs the judge is read from
+the component's tags by one check, :func:`require_judge`.
 """
 
 from __future__ import annotations
@@ -26,19 +21,10 @@ from mitigate.registry import Tags, run_coroutine
 
 
 class FitContext(BaseModel):
-    """Everything fitting may use beyond the training data and the judge: one frozen, typed value, passed
-    on to what a component fits inside.
-
-    Fields:
-        progress: show a progress bar while the judge runs over the training items.
-        concurrency: how many judge calls run at once while fitting.
-        criterion: the human label to learn from (None: the benchmark's only one, or the one the
-            judge's prompts score).
-        lm: the causal LM computing likelihoods (LS), instead of the one a component's spec names.
-        ls: LS per training item id, already computed.
-        judge_scores: the judge's score per training item id, already made (None: it failed); a
-            component that reads them then needs no judge.
-    """
+    """Everything fitting may use beyond the training data and the judge, passed on to what a component fits
+    inside: a progress bar, how many judge calls run at once, the human label ``criterion`` (None: the only
+    one, or the judge's), the ``lm`` computing likelihoods, and ``ls`` and ``judge_scores`` per training item
+    id already computed (a component reading them needs no judge)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     progress: bool = True

@@ -60,13 +60,9 @@ class Judgment(BaseModel):
         return bool(self.scores) and all(v is not None for v in self.scores.values())
 
     def rows(self, criterion: str | None = None) -> list[dict[str, Any]]:
-        """This judgment in long form: one row per criterion scored, or per order a verdict was given in
-        ("original", "swapped").
-
-        A row holds ``criterion``, ``order``, ``score``, ``verdict`` (the text preferred: "A", "B" or
-        "tie"), ``raw`` (joined by blank lines), ``failure`` (reasons and error joined by "; ", or None)
-        and ``flags``; ``criterion`` keeps only that criterion's rows.
-        """
+        """This judgment in long form: one row (``criterion``, ``order``, ``score``, ``verdict`` "A"/"B"/
+        "tie", ``raw``, ``failure``, ``flags``) per criterion scored or per order a verdict was given in;
+        ``criterion`` keeps only that criterion's rows."""
         failure = (
             "; ".join([*(f.reason for f in self.failures), *([self.error] if self.error else [])]) or None
         )

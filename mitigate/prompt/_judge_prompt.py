@@ -1,12 +1,6 @@
-"""The judge prompt as a structured, frozen value.
-
-:meth:`JudgePrompt.from_template` reads a judge prompt as published (see :mod:`mitigate.prompt.read`)
-into its structure: task, criteria, scale, the scoring guideline as :class:`ScoreOption` lines, the
-pairwise labels and the answer format, so transforms can reorder or lengthen options and insert demos,
-and answers are read in the template's own format. An unchanged prompt writes back the exact text it
-was read from (:meth:`JudgePrompt.template_source`). Rendering for an item is
-:mod:`mitigate.prompt._render`'s. :func:`read_prompt` also returns the evidence for each field, and
-:func:`describe_template` is what ``mitigate prompts inspect`` prints.
+"""The judge prompt as a structured, frozen value (:class:`JudgePrompt`), read from a template as published
+(:meth:`JudgePrompt.from_template`; :func:`read_prompt` with the evidence, :func:`describe_template` what
+``mitigate prompts inspect`` prints) and written back exactly; rendering is :mod:`mitigate.prompt._render`'s.
 """
 
 from __future__ import annotations
@@ -14,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -48,16 +42,10 @@ DEMO_FIELDS = ("inputs", "output_name", "output", "guideline", "reason", "criter
 class JudgePrompt(BaseModel):
     """A judge prompt: message templates plus the structure recovered from them.
 
-    - ``messages``: the templates (slots as ``{{name}}``); a parsed guideline is replaced by an
-      internal mark and rendered from ``guideline`` so transforms can change it.
-    - ``task``: the first paragraph of the instructions; ``criteria``: what is scored.
-    - ``answer_format``: how the judge answers (the default "Score: N" line when the template names
-      none); it alone holds the answer kind (:attr:`answer`): "score", "mcq" (a letter mapped by
-      ``scale.letters``) or "pairwise" (a verdict).
-    - ``output_slot``: the slot holding the judged text; ``slot_fields`` maps other slots to item
-      fields (``{"Document": "source"}``; a pairwise template's second text maps to ``output_b``).
-    - ``demos``: demonstrations, placed by ``layout`` (:meth:`demo_place`).
-    - ``source``: how the template was written, to write it back exactly (:meth:`template_source`).
+    ``messages`` are the templates (slots as ``{{name}}``, a parsed guideline as a mark rendered from
+    ``guideline``); ``answer_format`` alone holds the answer kind (:attr:`answer`); ``output_slot`` holds
+    the judged text and ``slot_fields`` maps other slots to item fields (a pairwise template's second text
+    to ``output_b``); ``demos`` are placed by ``layout``; ``source`` writes the template back exactly.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -167,15 +155,9 @@ class JudgePrompt(BaseModel):
     def from_template(
         cls, text: str, hints: TemplateHints | None = None, /, *, system: str | None = None, **overrides: Any
     ) -> JudgePrompt:
-        """Recover a :class:`JudgePrompt` from a judge template as it was published.
-
-        ``text`` is the template (the user message, or a chat text in ChatML / Llama-3 / "Human:"
-        markup); ``system`` an optional system message. Placeholders may be ``{{x}}``, ``{x}`` or Jinja
-        (rendered with ``constants``, which also fill slots that are the same for every item). ``hints``
-        (:class:`~mitigate.prompt.TemplateHints`), and keyword arguments named after its fields,
-        override what is recovered. Guideline lines ("Score 2 means ...", "5: ...", "(A) ...") become
-        separate options unless ``parse_guideline=False``. :func:`read_prompt` also returns the evidence.
-        """
+        """Recover a :class:`JudgePrompt` from a judge template as published: ``text`` (a user message or a
+        chat text) and an optional ``system`` message; ``hints`` (:class:`~mitigate.prompt.TemplateHints`)
+        and keywords named after its fields override what is recovered."""
         fields, _ = read_fields(text, TemplateHints.of(hints, **overrides), system=system)
         return cls(**fields)
 
@@ -189,13 +171,8 @@ class JudgePrompt(BaseModel):
         return self.model_copy(update={"guideline": guideline})
 
     def with_demos(self, demos: Sequence[Demo]) -> JudgePrompt:
-        """A copy with ``demos`` (replacing any it had), each gold score put on this prompt's scale
-        (:meth:`Demo.on_scale`).
-
-        TemplateError when a demo cannot answer like this prompt (a pairwise prompt needs a gold
-        ``verdict``, a scoring one a gold ``score``), when a score without a scale of its own lies
-        outside this prompt's, or when the template has no coherent place for demos (:meth:`demo_place`).
-        """
+        """A copy with ``demos`` (replacing any), each gold score put on this prompt's scale; TemplateError
+        when a demo cannot answer like this prompt or the template has no coherent place for demos."""
         for demo in demos:
             _render.check_demo_fits(demo, self)
         if demos:
@@ -231,51 +208,37 @@ class JudgePrompt(BaseModel):
         return [m.template.replace(GUIDELINE_MARK, gl) for m in self.messages]
 
     def template_source(self) -> str:
-        """The whole template written back as it was given: chat markup, placeholder syntax and all.
-
-        For an unchanged prompt this is the exact text :meth:`from_template` read (after Jinja and
-        constants); without a recorded source the messages are joined with blank lines.
-        """
+        """The whole template written back as given (for an unchanged prompt, the exact text
+        :meth:`from_template` read); without a recorded source the messages joined by blank lines."""
         texts = self.template_text()
         return "\n\n".join(texts) if self.source is None else self.source.restore(texts)
 
     def render(self, item: Item) -> tuple[Message, ...]:
-        """Chat messages for judging ``item``: guideline, demos and slots filled in one pass.
-
-        The demos block goes where :meth:`demo_place` says (TemplateError when no place is coherent).
-        A Jinja condition that read a name as false (``source.unset``) while the item has a field of
-        that name is refused: the template was rendered once, before judging, and cannot show it.
-        """
+        """Chat messages for judging ``item``: guideline, demos (at :meth:`demo_place`) and slots filled in
+        one pass. An item with a field a Jinja condition read as false (``source.unset``) is refused."""
         return _render.render(self, item)
 
     def demo_place(self) -> tuple[int, int, bool] | str | None:
-        """Where the demos block goes: (message index, offset in its template, whether right after the
-        guideline).
+        """Where the demos block goes: (message index, offset, whether right after the guideline); a str says
+        why no place is coherent, None that no message holds a slot.
 
-        The judged item is shown in the message holding the judged text's slot (else the first
-        holding a slot). Layout "invariant_first": before the item's first heading and its lead-in
-        (:func:`~mitigate.prompt.read._layout.item_layout`), so instructions and demos form a prefix
-        every item shares; "as_written": right after the guideline, when it stands before the item's
-        first heading. A str says why no place is coherent; None when no message holds a slot.
+        Layout "invariant_first": before the judged item's first heading and its lead-in, so instructions
+        and demos form a prefix every item shares; "as_written": right after the guideline, when it
+        stands before that heading.
         """
         return _render.demo_place(self)
 
     def render_demos(self, *, newline: str = "\n") -> str:
-        """The demonstrations block (empty when there are none); ``newline`` is the template's line break.
+        """The demonstrations block (empty without demos); ``newline`` is the template's line break.
 
-        Each demo shows its item the way the template shows the judged item (its :meth:`item_section`
-        filled with the demo's texts), then its gold answer in the prompt's answer format, with its
-        ``reason`` where the format asks for reasoning; without a reason the header says the demos show
-        only the answer. Slots spread over messages are shown under their slot names instead.
+        Each demo shows its item as the template shows the judged item (:meth:`item_section`), then its
+        gold answer in the answer format, with its ``reason`` where the format asks for reasoning.
         """
         return _render.render_demos(self, newline=newline)
 
     def item_section(self) -> tuple[int, int, int] | None:
-        """Where the template shows the judged item: (message index, start, end) of its item section.
-
-        From the first slot's first heading to the end of the last slot's line and the closing markup
-        after it; None when the slots span messages or the section holds the guideline.
-        """
+        """Where the template shows the judged item: (message index, start, end) of its item section; None
+        when the slots span messages or the section holds the guideline."""
         return _render.item_section(self)
 
     def _input_slots(self) -> list[str]:
@@ -290,11 +253,6 @@ class JudgePrompt(BaseModel):
     def fingerprint(self) -> str:
         """A short digest of the prompt's content, for journals and replay keys."""
         return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
-
-
-def prompt_from_spec(spec: Mapping[str, Any]) -> JudgePrompt:
-    """Rebuild a prompt from ``model_dump()`` output."""
-    return JudgePrompt.model_validate(dict(spec))
 
 
 def read_prompt(
@@ -322,8 +280,7 @@ def describe_template(
             + o.description[:90]
             for o in prompt.guideline.options
         ]
-    lines.append("Answers:")
-    lines.append(f"  format: {fmt.describe()}")
+    lines += ["Answers:", f"  format: {fmt.describe()}"]
     try:
         lines.append(f"  asked for as: {fmt.instruction(prompt.scale)}")
         example = (

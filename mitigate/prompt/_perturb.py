@@ -1,15 +1,8 @@
-"""Guideline perturbations: reordered score options and lengthened option descriptions.
-
-An LLM judge changes its answer when the guideline's options are listed in another order, or when one
-option's description is made longer with the same meaning (Ghazarian et al. 2024). These perturbations
-are frozen values (:class:`OrderPerturbation`, :class:`LengthenPerturbation`, :class:`Combined`); each
-names options by their **original position** (``ScoreOption.position``), so applying it to a reordered
-guideline gives the same result as applying it to the original.
-
-Lengthened descriptions are never invented silently: they come from the user (``lengthened={label:
-text}``) or from the rewrite step (:func:`rewrite_lengthen`, :func:`lengthen_guideline`), which asks an
-LM and returns what it wrote as :class:`Rewrite` records to store and review. :func:`perturbation_set` is
-the one entry point the strategies use.
+"""Guideline perturbations: reordered score options and lengthened option descriptions (Ghazarian et al.
+2024: a judge's answer changes with either), as frozen values naming options by their **original
+position**, so a perturbation applies the same to a reordered guideline. Lengthened descriptions are never
+invented silently: they come from the user or from the rewrite step (:func:`lengthen_guideline`), whose
+:class:`Rewrite` records can be stored and reviewed. :func:`perturbation_set` is the strategies' entry point.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Rendering a judge prompt for one item: the guideline, the demos block and the slots, filled in one pass.
-
-The judged text is inserted verbatim and never scanned again, so braces or a "Score: 10" inside it cannot
-break templating; demos are inserted the same way after the slots are filled (a demo holding
-``{{summary}}`` shows those characters). Each demo repeats the template's own item section
-(:func:`~mitigate.prompt.read._layout.item_layout`) filled with its texts, then its gold answer in the
-prompt's answer format.
-"""
+"""Rendering a judge prompt for one item: guideline, demos and slots filled in one pass. The judged text and
+the demos are inserted verbatim after the slots are filled, never templated; each demo repeats the
+template's own item section filled with its texts, then its gold answer in the prompt's answer format."""
 
 from __future__ import annotations
 

@@ -1,17 +1,11 @@
 """The answer format a judge prompt prescribes: one value that drives everything about answers.
 
-A template says how the judge answers: ``Score: 4`` on a final line, ``[RESULT] 4`` after feedback
-(Prometheus), ``Rating: [[4]]`` (MT-Bench), a JSON object, ``<score>4</score>``, a letter, or for a
-comparison ``[[A]]``, ``[[A>B]]``, ``Output (a)``, ``m`` / ``M``. :class:`AnswerFormat` holds that format
-(its ``line``, with ``{value}`` where the value goes) and is the one source of truth for reading answers
-(:meth:`~AnswerFormat.read`: the format's own line first, then the strict readers of
-:mod:`mitigate.parse`), showing a demo's gold answer (:meth:`~AnswerFormat.render`), asking for the
-format (:meth:`~AnswerFormat.instruction`) and constraining decoding (:meth:`~AnswerFormat.constraint`: a
-grammar, a regex and a JSON schema of the same shape).
-
-A template may end with the start of the answer line and leave the judge to complete it (G-Eval's
-``- Fluency (1-3):``, a closing ``Score:``): that start is the format's ``stub``; the judge writes the rest
-(:attr:`~AnswerFormat.continuation`), which alone is constrained, and a demo shows the whole line.
+:class:`AnswerFormat` holds how a template says the judge answers (``Score: 4``, ``[RESULT] 4``, ``Rating:
+[[4]]``, a JSON object, a letter, ``[[A]]``, ``Output (a)`` ...: its ``line``, ``{value}`` where the value
+goes) and is the one source of truth for reading answers, showing a demo's gold answer, asking for the
+format and constraining decoding (a grammar, a regex and a JSON schema of the same shape). A template
+ending with the start of the answer line (``- Fluency (1-3):``) leaves the judge to complete it: that
+start is the format's ``stub``, and only the rest is constrained.
 """
 
 from __future__ import annotations
@@ -358,13 +352,10 @@ class AnswerFormat(BaseModel):
         quoted: Sequence[str] = (),
         judged: Sequence[str] = (),
     ) -> float | Verdict:
-        """The score (or verdict) in a judge's answer ``text``; :class:`ParseError` when there is none or it
-        is ambiguous.
+        """The score (or verdict) in a judge's answer ``text``; ParseError when none or it is ambiguous.
 
-        ``echoes`` are prompt lines (scoring options) a judge may copy, which are not answers; ``cues``
-        extra words marking a score ("Fluency: 3"); ``quoted`` the texts the judge was shown and
-        ``judged`` those under judgment: what the answer quotes or reports from them is never read as
-        the judge's own.
+        ``echoes`` (prompt lines a judge may copy) are not answers; ``cues`` are extra words marking a score;
+        what the answer quotes from ``quoted`` (what the judge was shown) or ``judged`` is not its own.
         """
         return _reader(self).read(text, scale, echoes=echoes, cues=cues, quoted=quoted, judged=judged)
 

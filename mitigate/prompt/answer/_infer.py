@@ -61,13 +61,8 @@ def infer_answer_format(
     tie: str | None = None,
     criterion: str | None = None,
 ) -> AnswerFormat:
-    """The answer format a template's ``texts`` (its messages, slots unfilled) prescribe; the default
-    (``inferred=False``) when they name none.
-
-    ``kind`` and ``labels`` come from the template reader; ``criterion`` lets a stub such as "- Coherence:"
-    be recognised. A template ending with the start of the answer line (:func:`closing_stub`) leaves the
-    judge to complete it: that line is the format's ``stub``.
-    """
+    """The answer format a template's ``texts`` (slots unfilled) prescribe (the default, ``inferred=False``,
+    when they name none); a closing line starting the answer (:func:`closing_stub`) is its ``stub``."""
     fmt = _line_format(texts, kind, labels, tie, criterion)
     stub = closing_stub(texts, criterion) if kind != "pairwise" else None
     if stub is None or fmt.json_key is not None or fmt.two_scores:

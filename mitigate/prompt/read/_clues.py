@@ -1,12 +1,6 @@
-"""Reading a judge template's structure from its words: scale, criterion, judged slots, pairwise labels.
-
-Pure text functions, each returning what it found and where (the evidence ``mitigate prompts inspect``
-shows), each preferring what names the scale of *the score* over incidental numbers: scale statements
-("Coherence (1-5)", "on a scale of 1 to 10", "a 7-point scale"; a criterion line's range wins, else the
-most frequent), the criterion (the G-Eval line "Name (lo-hi) - definition", "Criterion: Name", "rate the
-coherence of ..."), and two judged-text slots differing by a suffix (``output_1``/``output_2``), labelled
-by the nearest heading before each.
-"""
+"""Reading a judge template's structure from its words: scale statements, criterion, judged slots, pairwise
+labels. Each function returns what it found and where (the evidence ``prompts inspect`` shows), preferring
+what names the scale of *the score* over incidental numbers."""
 
 from __future__ import annotations
 

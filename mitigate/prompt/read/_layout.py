@@ -1,18 +1,11 @@
 """Where a template shows the judged item, and where text added before the item goes.
 
-A template shows the item as a run of headings and slots (G-Eval's ``Source Text:`` / ``{{Document}}``
-/ ``Summary:`` / ...; ``<article>`` / ``{{article}}`` / ``</article>``; ``[BEGIN DATA]`` / ``***`` /
-``[Question]: {{input}}``). :func:`item_layout` finds in one message template:
-
-- the **item section**: from the first slot's heading to the end of the last slot's line and the closing
-  markup right after it (``</summary>``, ``[END DATA]``). Demonstrations repeat it with their own texts;
-- the **lead-in** above the first heading (G-Eval's ``Example:``, ``Here is the data:``), which belongs
-  to the judged item and is not repeated;
-- the **insertion point**: the start of the lead-in (else of the section), where demos go.
-
-How many label lines the first heading takes is read from the later slots' headings, so ``Example:``
-above ``Source Text:`` is a lead-in when ``Summary:`` is the second slot's only heading. A first slot
-inside a sentence has no heading to put text before: :attr:`ItemLayout.problem` says so.
+:func:`item_layout` finds in one message template the **item section** (from the first slot's heading,
+``Source Text:``, ``<article>``, ``[BEGIN DATA]`` ..., to the last slot's line and its closing markup;
+demos repeat it with their own texts), the **lead-in** above it (G-Eval's ``Example:``: part of the judged
+item, not repeated) and the **insertion point** (the lead-in's start) where demos go. How many label lines
+the first heading takes is read from the later slots' headings. A first slot inside a sentence has no
+heading to put text before: :attr:`ItemLayout.problem` says so.
 """
 
 from __future__ import annotations

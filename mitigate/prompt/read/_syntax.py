@@ -1,18 +1,11 @@
 """How a published judge template is written: chat markup, placeholder syntax and Jinja.
 
-:func:`read_template` turns a template into the canonical form :class:`~mitigate.prompt.JudgePrompt` works
-on (messages whose slots are ``{{name}}``) and remembers how to write it back exactly
-(:meth:`TemplateSource.restore`):
-
-- **chat markup** (ChatML, Llama-3 headers, ``Human:`` / ``Assistant:`` turns) becomes separate messages;
-  the markup stays in the layout and never reaches the model;
-- **placeholders**: ``{{name}}``, ``{{{name}}}``, or ``{name}`` (``str.format`` style, where ``{{`` and
-  ``}}`` are literal braces when the whole text is a format string). A template using ``{{name}}``
-  anywhere keeps its single braces literal (JSON examples);
-- **Jinja** is rendered once in the sandbox (:mod:`mitigate.prompt.read._sandbox`) with the ``constants``
-  given; a plain ``{{ name }}`` with no constant stays a slot. A name nobody gave is false where a
-  condition tests it (with a :class:`~mitigate.errors.TemplateReadWarning`) and refused anywhere else;
-- **constants** fill slots once before the structure is read (a Prometheus ``{rubric}``).
+:func:`read_template` turns a template into canonical messages (slots as ``{{name}}``) and remembers how to
+write it back exactly (:meth:`TemplateSource.restore`). Chat markup (ChatML, Llama-3, ``Human:`` turns)
+becomes messages; ``{{name}}``, ``{{{name}}}`` and ``{name}`` are slots (a template using ``{{name}}``
+keeps its single braces literal); Jinja is rendered once in the sandbox with the ``constants`` given, a
+plain ``{{ name }}`` staying a slot and a name nobody gave being false where tested (with a
+:class:`~mitigate.errors.TemplateReadWarning`) and refused elsewhere; constants fill slots once.
 """
 
 from __future__ import annotations
