@@ -105,15 +105,7 @@ class Options(Constraint):
 class IsInstance(Constraint):
     """An instance of one of ``types`` (an int is not a bool here; a float accepts an int)."""
 
-    _NOUNS: ClassVar[dict[type, str]] = {
-        str: "a str",
-        bool: "a bool",
-        int: "an int",
-        float: "a float",
-        dict: "a dict",
-        list: "a list",
-        tuple: "a tuple",
-    }
+    _NOUNS: ClassVar[dict[type, str]] = {int: "an int"}  # any other type: "a <name>"
 
     def __init__(self, *types: type, noun: str | None = None) -> None:
         self.types, self.noun = types, noun

@@ -351,10 +351,7 @@ class Preset(Component):
         raise NotImplementedError(f"{type(self).__name__} must implement build()")
 
 
-_T = TypeVar("_T")
-
-
-def run_coroutine(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
+def run_coroutine(coro: Coroutine[Any, Any, T], *, what: str, instead: str) -> T:
     """``asyncio.run(coro)``; inside a running loop a ConfigError naming the call ``what`` and the async form
     ``instead`` to await there (``coro`` is closed, never leaked)."""
     import asyncio  # here: importing the registry (as the command line does first) needs no event loop

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from abc import ABC, abstractmethod
@@ -109,8 +110,6 @@ class CompositeJudge(Judge):
 
     def with_children(self, children: dict[str, Judge]) -> CompositeJudge:
         """A shallow copy with other children (parameters kept)."""
-        import copy
-
         clone = copy.copy(self)
         clone.children = dict(children)
         return clone

@@ -63,10 +63,8 @@ class Judgment(BaseModel):
         """This judgment in long form: one row (``criterion``, ``order``, ``score``, ``verdict`` "A"/"B"/
         "tie", ``raw``, ``failure``, ``flags``) per criterion scored or per order a verdict was given in;
         ``criterion`` keeps only that criterion's rows."""
-        failure = (
-            "; ".join([*(f.reason for f in self.failures), *([self.error] if self.error else [])]) or None
-        )
-        common = {"raw": "\n\n".join(self.raw), "failure": failure, "flags": ",".join(self.flags)}
+        failure = "; ".join([*(f.reason for f in self.failures), *([self.error] if self.error else [])])
+        common = {"raw": "\n\n".join(self.raw), "failure": failure or None, "flags": ",".join(self.flags)}
         orders = self.meta.get("orders")
         pairwise = (
             self.verdict is not None

@@ -146,20 +146,15 @@ def _option_from_line(line: str, pattern: re.Pattern[str]) -> ScoreOption | None
     gd = m.groupdict()
     score: float | None
     if gd.get("letter"):
-        num = gd.get("num")
-        if num is None:  # "(A) ..." states no score
-            score = None
-        else:
-            score = float(num) if num.isdigit() else _WORD_NUMBERS.get(num.lower())
-            if score is None:
-                return None
-        label = gd["letter"]
-    else:
-        num = gd.get("num") or gd.get("num2")
-        if num is None:
+        num, label = gd.get("num"), gd["letter"]  # "(A) ..." states no score
+        score = None if num is None else float(num) if num.isdigit() else _WORD_NUMBERS.get(num.lower())
+        if num is not None and score is None:
             return None
-        score = float(num)
-        label = num
+    else:
+        label = gd.get("num") or gd.get("num2")
+        if label is None:
+            return None
+        score = float(label)
     return ScoreOption(label=label, score=score, description=gd["desc"], head=gd["head"], tail=gd["tail"])
 
 
@@ -172,11 +167,13 @@ def _find_guideline(
     (numbered rules are not a scale), and never with ``numbered=False`` (a pairwise template).
     """
     lines = text.splitlines(keepends=True)
+    bodies = [ln.rstrip("\r\n") for ln in lines]
     offsets = [0, *itertools.accumulate(len(ln) for ln in lines)]
+    ends = [offsets[i] + len(body) for i, body in enumerate(bodies)]
     for pattern in (_OPT_SCORE_WORD, _OPT_LETTER, _OPT_LETTER_PLAIN, *((_OPT_NUMBER,) if numbered else ())):
         i = 0
         while i < len(lines):
-            opt = _option_from_line(lines[i].rstrip("\r\n"), pattern)
+            opt = _option_from_line(bodies[i], pattern)
             if opt is None:
                 i += 1
                 continue
@@ -187,29 +184,20 @@ def _find_guideline(
                     k = j
                     while k < len(lines) and not lines[k].strip():
                         k += 1
-                    if k < len(lines) and _option_from_line(lines[k].rstrip("\r\n"), pattern):
+                    if k < len(lines) and _option_from_line(bodies[k], pattern):
                         j = k
                         continue
                     break
-                nxt = _option_from_line(lines[j].rstrip("\r\n"), pattern)
+                nxt = _option_from_line(bodies[j], pattern)
                 if nxt is None:
                     break
                 block.append((j, nxt))
                 j += 1
             if len(block) >= 2 and _plausible(block, pattern, lines, i, scale_hint):
-                start = offsets[block[0][0]]
-                last_line = lines[block[-1][0]]
-                end = offsets[block[-1][0]] + len(last_line.rstrip("\r\n"))
-                options = []
-                separators = []
-                for n, (ln_idx, o) in enumerate(block):
-                    options.append(o.model_copy(update={"position": n}))
-                    if n:
-                        prev_idx = block[n - 1][0]
-                        prev_end = offsets[prev_idx] + len(lines[prev_idx].rstrip("\r\n"))
-                        separators.append(text[prev_end : offsets[ln_idx]])
-                gl = Guideline(options=tuple(options), separators=tuple(separators))
-                return start, end, gl
+                at = [n for n, _ in block]
+                options = tuple(o.model_copy(update={"position": n}) for n, (_, o) in enumerate(block))
+                separators = tuple(text[ends[a] : offsets[b]] for a, b in zip(at, at[1:], strict=False))
+                return offsets[at[0]], ends[at[-1]], Guideline(options=options, separators=separators)
             i = j
     return None
 
