@@ -240,11 +240,12 @@ class AnswerFormat(BaseModel):
             "before": "End your answer with a final line",
             "after": "Start your answer with a line",
         }
+        d = scale.describe()
         if self.two_scores:
             a, b = self.labels
             return (
-                f'{where[self.reasoning]} "N1 N2": two scores from {scale.describe()}, N1 for '
-                f"output {a!r} and N2 for output {b!r}."
+                f'{where[self.reasoning]} "N1 N2": two scores from {d}, N1 for output {a!r} '
+                f"and N2 for output {b!r}."
             )
         if self.kind == "pairwise":
             a, b = self.labels
@@ -253,17 +254,9 @@ class AnswerFormat(BaseModel):
                 options = f"one of {', '.join(self._verdicts())}"
             what, noun, choices = f"with X being {options}", "your verdict", options
         elif self.kind == "mcq":
-            what, noun, choices = (
-                f"with X one of the option letters {scale.describe()}",
-                "the option letter",
-                f"one of {scale.describe()}",
-            )
+            what, noun, choices = f"with X one of the option letters {d}", "the option letter", f"one of {d}"
         else:
-            what, noun, choices = (
-                f"with N a score from {scale.describe()}",
-                "the score",
-                f"from {scale.describe()}",
-            )
+            what, noun, choices = f"with N a score from {d}", "the score", f"from {d}"
         if self.stub and self.reasoning != "before":
             # the template writes the line's start last: the judge completes it
             rest = self.continuation.strip()
@@ -277,12 +270,8 @@ class AnswerFormat(BaseModel):
             return f'Complete the last line "{self.stub}" with {goes}{then}.'
         if self.json_key is None and self.line.strip() == VALUE:
             # a bare answer line ("4", "A"): quoting it as "X" would read as a literal; name what goes on it
-            bare = {
-                "none": f"Answer with only {noun}",
-                "before": f"End your answer with a final line holding only {noun}",
-                "after": f"Start your answer with a line holding only {noun}",
-            }
-            return f"{bare[self.reasoning]}, {choices}."
+            lead = where[self.reasoning] + ("" if self.reasoning == "none" else " holding only")
+            return f"{lead} {noun}, {choices}."
         if self.json_key is not None:
             reason = f'whose "{self.reason_key}" field holds your reasoning and ' if self.reason_key else ""
             return (

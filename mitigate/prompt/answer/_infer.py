@@ -3,6 +3,7 @@ say about reasoning (:func:`stated_reasoning`, :func:`reasoning_ban`)."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -82,13 +83,8 @@ def closing_stub(texts: Sequence[str], criterion: str | None = None) -> str | No
     names = _CUE_WORDS + "|overall\\s+(?:score|rating|grade)"
     if criterion and criterion.lower() != "score":
         names += "|" + re.escape(criterion).replace("_", "[ _]").replace("\\ ", "\\s+")
-    found = re.fullmatch(
-        rf"{LIST_MARKER}?\s*(?:\*\*)?(?:{names})(?:\s+score)?(?:\*\*)?"
-        rf"\s*{RANGE}?\s*:(?:\*\*)?",
-        tail,
-        re.IGNORECASE,
-    )
-    return tail if found else None
+    pattern = rf"{LIST_MARKER}?\s*(?:\*\*)?(?:{names})(?:\s+score)?(?:\*\*)?\s*{RANGE}?\s*:(?:\*\*)?"
+    return tail if re.fullmatch(pattern, tail, re.IGNORECASE) else None
 
 
 def _line_format(
@@ -112,11 +108,8 @@ def _line_format(
                 re.I,
             )
             tie = offered.group(1) if offered else None
-        base.update(
-            labels=pair_labels,
-            tie=tie,
-            case_sensitive=len({x.lower() for x in pair_labels}) < len(pair_labels),
-        )
+        case_sensitive = len({x.lower() for x in pair_labels}) < len(pair_labels)
+        base.update(labels=pair_labels, tie=tie, case_sensitive=case_sensitive)
 
     def answer(**changes: Any) -> AnswerFormat:
         return AnswerFormat(**{**base, **changes})
@@ -242,12 +235,8 @@ def _verdict_sentence(text: str, labels: Sequence[str]) -> str | None:
         r"[\"“]([^\"“”\n]{1,160})[\"”]\s*,?\s*(?:or|and)\s*[\"“]([^\"“”\n]{1,160})[\"”]", text
     ):
         one, two = m.group(1), m.group(2)
-        n = 0
-        while n < min(len(one), len(two)) and one[n] == two[n]:
-            n += 1
-        k = 0
-        while k < min(len(one), len(two)) - n and one[len(one) - 1 - k] == two[len(two) - 1 - k]:
-            k += 1
+        n = len(os.path.commonprefix([one, two]))
+        k = len(os.path.commonprefix([one[n:][::-1], two[n:][::-1]]))
         mid_one, mid_two = one[n : len(one) - k], two[n : len(two) - k]
         if (
             (mid_one, mid_two) == (a, b)
