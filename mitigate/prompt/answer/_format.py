@@ -39,6 +39,11 @@ def _label(stub: str) -> str:
     return " ".join(text.rstrip().rstrip(":").split()).strip("*_ ")
 
 
+_REASON_CHARS = 600  # at most this many characters of reasoning before a constrained answer line
+_REASON_MIN = 32  # at least this many when the format reasons first
+_ANSWER_ROOM = 48  # tokens kept free for the answer line after the reasoning
+
+
 def _fmt(v: float) -> str:
     r = round(float(v), 6)
     return str(int(r)) if r == int(r) else f"{r:g}"
@@ -356,123 +361,100 @@ class AnswerFormat(BaseModel):
     def constraint(
         self, scale: Scale, mode: ConstraintMode = "format", *, max_tokens: int | None = None
     ) -> AnswerConstraint:
-        """The answer as an :class:`AnswerConstraint` (see :func:`answer_constraint`)."""
-        return answer_constraint(self, scale, mode, max_tokens=max_tokens)
+        """The answer as an :class:`AnswerConstraint`: GBNF, regex and JSON schema of the same shape.
+
+        Every grammar is bounded, so a small model cannot loop before its answer. ``reasoning="before"``:
+        32 to ``max_tokens - 48`` (at most 600) characters of reasoning (two lines at most, starting with a
+        letter, without the answer line's brackets, so a marker cannot repeat inside it), then the answer
+        line; "after": the answer line, then at most one capped line; "none": the answer line alone.
+        With a stub, only the line's rest is generated, after at most one space (after reasoning: the whole
+        line).
+        """
+        values = self.values(scale)
+        room = _REASON_CHARS if max_tokens is None else max_tokens - _ANSWER_ROOM
+        budget = max(16, min(_REASON_CHARS, room))
+        if self.two_scores:
+            answer_g = f'({_gbnf_alts(values)}) " " ({_gbnf_alts(values)})'
+            answer_r = f"(?:{_regex_alts(values)}) (?:{_regex_alts(values)})"
+        elif self.json_key is not None:
+            shown = [json.dumps(v) if self.kind != "score" else v for v in values]
+            head = "{" + (f'"{self.reason_key}": "' if self.reason_key else "")
+            mid = f'", "{self.json_key}": ' if self.reason_key else f'"{self.json_key}": '
+            reason_r = f'[^"\\\\\\n]{{0,{budget}}}' if self.reason_key else ""
+            reason_g = f" {reason_r} " if self.reason_key else " "
+            answer_g = (
+                _gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") " + _gbnf_lit("}")
+            )
+            answer_r = (
+                re.escape(head) + reason_r + re.escape(mid) + f"(?:{_regex_alts(shown)})" + re.escape("}")
+            )
+        else:
+            head, tail = self.line.split(VALUE, 1)
+            space_g = space_r = ""
+            if self.stub and self.reasoning != "before":
+                # the template wrote the line's start: only its rest is generated, after at most one space
+                head, space_g, space_r = self.continuation.split(VALUE, 1)[0].lstrip(), '" "?', "[ ]?"
+            parts = (space_g, _gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail))
+            answer_g = " ".join(p for p in parts if p)
+            answer_r = space_r + re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
+        if self.reasoning == "before" and self.json_key is None:
+            sep = "\n" if not self.line.startswith("[RESULT]") else " "
+            sep_r = "\\n" if sep == "\n" else " "
+            banned = "".join(
+                ch
+                for ch in "[<{"
+                if ch in self.line.split(VALUE, 1)[0]
+                or (self.kind == "pairwise" and ch == "[" and "[" in self.line)
+            )
+            cls_g = "[^\\n" + "".join("\\" + ch if ch in "[]" else ch for ch in banned) + "]"
+            cls_r = "[^\\n" + "".join(re.escape(ch) for ch in banned) + "]"
+            per_line = max(1, budget // 2)
+            least = min(
+                _REASON_MIN - 1, per_line
+            )  # the asked-for reasoning is written, not a bare "Rating: 9"
+            gbnf = (
+                f"root ::= reason {_gbnf_lit(sep)} answer\n"
+                f'reason ::= [A-Za-z] {cls_g}{{{least},{per_line}}} ("\\n" {cls_g}{{0,{per_line}}})?\n'
+                f"answer ::= {answer_g}\n"
+            )
+            regex = f"[A-Za-z]{cls_r}{{{least},{per_line}}}(?:\\n{cls_r}{{0,{per_line}}})?{sep_r}{answer_r}"
+        elif self.reasoning == "after" and self.json_key is None:
+            gbnf = f'root ::= answer ("\\n" [^\\n]{{0,{budget}}})?\nanswer ::= {answer_g}\n'
+            regex = f"{answer_r}(?:\\n[^\\n]{{0,{budget}}})?"
+        else:
+            gbnf = f"root ::= {answer_g}\n"
+            regex = answer_r
+        return AnswerConstraint(
+            mode=mode,
+            gbnf=gbnf,
+            regex=regex,
+            json_schema=self.json_schema(scale),
+            name="judge_answer",
+            describe=self.describe(),
+        )
 
     def json_schema(self, scale: Scale) -> dict[str, Any]:
-        """The answer as a JSON object (see :func:`json_schema`)."""
-        return json_schema(self, scale)
+        """The answer as a JSON object: an explanation field first when the format reasons, then the value."""
+        values = self.values(scale)
+        key = self.json_key or (
+            "verdict" if self.kind == "pairwise" else "answer" if self.kind == "mcq" else "score"
+        )
+        props: dict[str, Any] = {}
+        reason = self.reason_key or ("reasoning" if self.reasoning != "none" else None)
+        if reason is not None:
+            props[reason] = {"type": "string"}
+        if self.two_scores or self.kind == "score":
+            numbers = [float(v) if "." in v else int(v) for v in values]
+            for name in ("score_1", "score_2") if self.two_scores else (key,):
+                props[name] = {"enum": numbers}
+        else:
+            props[key] = {"type": "string", "enum": values}
+        return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
 @functools.lru_cache(maxsize=256)  # one reader per format: its patterns are compiled once, not per answer
 def _reader(fmt: AnswerFormat) -> FormatReader:
     return FormatReader(fmt, fmt.describe())
-
-
-# ------------------------------------------------------------------ the format as a backend constraint
-_REASON_CHARS = 600  # at most this many characters of reasoning before the answer line
-_REASON_MIN = 32  # at least this many when the format reasons first
-_ANSWER_ROOM = 48  # tokens kept free for the answer line after the reasoning
-
-
-def reasoning_budget(max_tokens: int | None = None) -> int:
-    """How many characters of reasoning a constraint allows before the answer line: at most 600, and
-    ``max_tokens - 48`` (a character is at least a token's worth, so the answer line fits), never below 16.
-    """
-    if max_tokens is None:
-        return _REASON_CHARS
-    return max(16, min(_REASON_CHARS, max_tokens - _ANSWER_ROOM))
-
-
-def answer_constraint(
-    fmt: AnswerFormat, scale: Scale, mode: ConstraintMode = "format", *, max_tokens: int | None = None
-) -> AnswerConstraint:
-    """The answer as an :class:`AnswerConstraint`: GBNF, regex and JSON schema of the same shape.
-
-    Every grammar is bounded, so a small model cannot loop before its answer. ``reasoning="before"``:
-    32 to :func:`reasoning_budget` characters of reasoning (two lines at most, starting with a letter,
-    without the answer line's brackets ``[`` ``<`` ``{``, so a marker cannot repeat inside it), then the
-    answer line; "after": the answer line, then at most one capped line; "none": the answer line alone.
-    With a stub, only the line's rest is generated, after at most one space (after reasoning: the whole
-    line).
-    """
-    values = fmt.values(scale)
-    budget = reasoning_budget(max_tokens)
-    if fmt.two_scores:
-        answer_g = f'({_gbnf_alts(values)}) " " ({_gbnf_alts(values)})'
-        answer_r = f"(?:{_regex_alts(values)}) (?:{_regex_alts(values)})"
-    elif fmt.json_key is not None:
-        shown = [json.dumps(v) if fmt.kind != "score" else v for v in values]
-        head = "{" + (f'"{fmt.reason_key}": "' if fmt.reason_key else "")
-        mid = f'", "{fmt.json_key}": ' if fmt.reason_key else f'"{fmt.json_key}": '
-        reason_r = f'[^"\\\\\\n]{{0,{budget}}}' if fmt.reason_key else ""
-        reason_g = f" {reason_r} " if fmt.reason_key else " "
-        answer_g = (
-            _gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") " + _gbnf_lit("}")
-        )
-        answer_r = (
-            re.escape(head) + reason_r + re.escape(mid) + "(?:" + _regex_alts(shown) + ")" + re.escape("}")
-        )
-    else:
-        head, tail = fmt.line.split(VALUE, 1)
-        space_g = space_r = ""
-        if fmt.stub and fmt.reasoning != "before":
-            # the template wrote the line's start: only its rest is generated, after at most one space
-            head, space_g, space_r = fmt.continuation.split(VALUE, 1)[0].lstrip(), '" "?', "[ ]?"
-        parts = (space_g, _gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail))
-        answer_g = " ".join(p for p in parts if p)
-        answer_r = space_r + re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
-    if fmt.reasoning == "before" and fmt.json_key is None:
-        sep = "\n" if not fmt.line.startswith("[RESULT]") else " "
-        sep_r = "\\n" if sep == "\n" else " "
-        banned = "".join(
-            ch
-            for ch in "[<{"
-            if ch in fmt.line.split(VALUE, 1)[0] or (fmt.kind == "pairwise" and ch == "[" and "[" in fmt.line)
-        )
-        cls_g = "[^\\n" + "".join("\\" + ch if ch in "[]" else ch for ch in banned) + "]"
-        cls_r = "[^\\n" + "".join(re.escape(ch) for ch in banned) + "]"
-        per_line = max(1, budget // 2)
-        least = min(_REASON_MIN - 1, per_line)  # the asked-for reasoning is written, not a bare "Rating: 9"
-        gbnf = (
-            f"root ::= reason {_gbnf_lit(sep)} answer\n"
-            f'reason ::= [A-Za-z] {cls_g}{{{least},{per_line}}} ("\\n" {cls_g}{{0,{per_line}}})?\n'
-            f"answer ::= {answer_g}\n"
-        )
-        regex = f"[A-Za-z]{cls_r}{{{least},{per_line}}}(?:\\n{cls_r}{{0,{per_line}}})?{sep_r}{answer_r}"
-    elif fmt.reasoning == "after" and fmt.json_key is None:
-        gbnf = f'root ::= answer ("\\n" [^\\n]{{0,{budget}}})?\nanswer ::= {answer_g}\n'
-        regex = f"{answer_r}(?:\\n[^\\n]{{0,{budget}}})?"
-    else:
-        gbnf = f"root ::= {answer_g}\n"
-        regex = answer_r
-    return AnswerConstraint(
-        mode=mode,
-        gbnf=gbnf,
-        regex=regex,
-        json_schema=json_schema(fmt, scale),
-        name="judge_answer",
-        describe=fmt.describe(),
-    )
-
-
-def json_schema(fmt: AnswerFormat, scale: Scale) -> dict[str, Any]:
-    """The answer as a JSON object: an explanation field first when the format reasons, then the value."""
-    values = fmt.values(scale)
-    key = fmt.json_key or (
-        "verdict" if fmt.kind == "pairwise" else "answer" if fmt.kind == "mcq" else "score"
-    )
-    props: dict[str, Any] = {}
-    reason = fmt.reason_key or ("reasoning" if fmt.reasoning != "none" else None)
-    if reason is not None:
-        props[reason] = {"type": "string"}
-    if fmt.two_scores or fmt.kind == "score":
-        numbers = [float(v) if "." in v else int(v) for v in values]
-        for name in ("score_1", "score_2") if fmt.two_scores else (key,):
-            props[name] = {"enum": numbers}
-    else:
-        props[key] = {"type": "string", "enum": values}
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
 def _gbnf_lit(text: str) -> str:
