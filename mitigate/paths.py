@@ -132,12 +132,7 @@ def read_lines(
     """The lines of an open binary file from where it stands, each with its line break; one longer than
     ``max_line`` bytes (default :data:`MAX_LINE_BYTES`) is a DataError, never read whole."""
     max_line = MAX_LINE_BYTES if max_line is None else max_line
-    number = 0
-    while True:
-        line = fh.readline(max_line + 1)
-        if not line:
-            return
-        number += 1
+    for number, line in enumerate(iter(lambda: fh.readline(max_line + 1), b""), 1):
         if len(line) > max_line:
             raise DataError(
                 f"expected {what} to hold lines of at most {max_line:,} bytes (the JSON lines "
@@ -277,12 +272,5 @@ def one_line(text: object) -> str:
     s = str(text)
     if s.isprintable():
         return s
-    out = []
-    for ch in s:
-        if ch.isprintable():
-            out.append(ch)
-        elif ch in "\n\r\t":
-            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
-        else:
-            out.append(repr(ch)[1:-1] if ord(ch) < 0x10000 else ch)
-    return "".join(out)
+    # repr writes "\\n", "\\t", "\\x1b", "\\u2028" ...; a character beyond the BMP is kept as it is
+    return "".join(ch if ch.isprintable() or ord(ch) >= 0x10000 else repr(ch)[1:-1] for ch in s)

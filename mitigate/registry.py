@@ -86,11 +86,8 @@ _MODULE_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def load_plugin(module: str) -> list[tuple[str, str]]:
-    """Import the plugin ``module`` (a dotted path); the (kind, name) of every component it registered.
-
-    A module that cannot be found or fails to import is one ConfigError naming it and the cause; one
-    imported before still reports what it registered then.
-    """
+    """Import the plugin ``module`` (a dotted path); the (kind, name) of every component it registered (a
+    module that cannot be found or fails to import is one ConfigError naming it and the cause)."""
     if not isinstance(module, str) or not _MODULE_PATH.fullmatch(module.strip()):
         raise ConfigError(
             f"expected a plugin as a dotted module path such as 'my_package.judges'; got {module!r}"
@@ -130,10 +127,8 @@ def plugin_of(kind: str, name: str) -> str | None:
 
 
 def load_entry_point_plugins(*, again: bool = False) -> list[str]:
-    """Import every module named under :data:`PLUGIN_GROUP`, once (``again=True``: anew); those imported.
-
-    A plugin that fails to import is one warning naming its entry point and the cause; the others load.
-    """
+    """Import every module named under :data:`PLUGIN_GROUP`, once (``again=True``: anew); those imported. A
+    plugin that fails to import is one warning naming its entry point and the cause."""
     global _entry_points_loaded
     if _entry_points_loaded and not again:
         return []

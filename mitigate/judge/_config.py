@@ -53,13 +53,9 @@ class JudgeConfig(BaseModel):
 
 
 class PlannedRequest(BaseModel):
-    """One LM request a judge would send for an item, listed without calling the LM (:meth:`Judge.requests`).
-
-    ``path`` says where in the fan-out it comes from (``("swapped",)``, ``("coherence",)`` ...; empty for
-    a plain prompt judge); ``swapped`` whether it sees the item's outputs swapped; ``reads`` how the answer
-    becomes a score or verdict; ``condition`` when it is sent only depending on earlier answers;
-    ``refused`` the backend's one-line refusal when it cannot take the request.
-    """
+    """One LM request a judge would send for an item, listed without calling the LM: where in the fan-out it
+    comes from (``path``), how its answer is read (``reads``), the ``condition`` it is sent under, and the
+    backend's one-line refusal (``refused``) when it cannot take it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     path: tuple[str, ...] = ()

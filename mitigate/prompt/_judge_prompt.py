@@ -132,11 +132,8 @@ class JudgePrompt(BaseModel):
         return self.model_copy(update=update)
 
     def answer_stub(self, index: int = -1) -> str:
-        """The answer stub closing a message, the last by default ("###Feedback: ", "- Coherence:").
-
-        The short lines after the message's last slot that end with ":" or "?": where the judge's answer
-        starts, so text a mitigation adds belongs before it. Empty when the template closes otherwise.
-        """
+        """The answer stub closing a message, the last by default ("###Feedback: ", "- Coherence:"): short
+        lines after the last slot ending with ":" or "?", before which a mitigation's text goes; else ""."""
         template = self.messages[index].template
         slots = list(SLOT_RE.finditer(template))
         tail_start = slots[-1].end() if slots else 0
@@ -220,20 +217,14 @@ class JudgePrompt(BaseModel):
 
     def demo_place(self) -> tuple[int, int, bool] | str | None:
         """Where the demos block goes: (message index, offset, whether right after the guideline); a str says
-        why no place is coherent, None that no message holds a slot.
-
-        Layout "invariant_first": before the judged item's first heading and its lead-in, so instructions
-        and demos form a prefix every item shares; "as_written": right after the guideline, when it
-        stands before that heading.
-        """
+        why no place is coherent, None that no message holds a slot. Layout "invariant_first": before the
+        judged item's first heading and lead-in (a prefix every item shares); "as_written": after the
+        guideline."""
         return _render.demo_place(self)
 
     def render_demos(self, *, newline: str = "\n") -> str:
-        """The demonstrations block (empty without demos); ``newline`` is the template's line break.
-
-        Each demo shows its item as the template shows the judged item (:meth:`item_section`), then its
-        gold answer in the answer format, with its ``reason`` where the format asks for reasoning.
-        """
+        """The demonstrations block (empty without demos), each demo's item shown as the template shows the
+        judged item, then its gold answer (and ``reason``) in the answer format."""
         return _render.render_demos(self, newline=newline)
 
     def item_section(self) -> tuple[int, int, int] | None:

@@ -210,12 +210,8 @@ def apply_to_prompt(perturbation: Perturbation, prompt: JudgePrompt) -> JudgePro
 def order_perturbations(
     guideline: Guideline | JudgePrompt, max_n: int | None = None, seed: int = 0
 ) -> list[OrderPerturbation]:
-    """Reorderings of a guideline's options.
-
-    With 2 or 3 options and no ``max_n`` (or ``max_n`` at least the number of permutations): every
-    permutation, the identity first, in lexicographic order. Otherwise a seeded sample of ``max_n``
-    (default :data:`DEFAULT_ORDER_SAMPLE`) distinct reorderings, never the identity.
-    """
+    """Reorderings of a guideline's options: every permutation in lexicographic order (2-3 options, or
+    ``max_n`` that many), else a seeded sample of ``max_n`` (default 6) without the identity."""
     check_param("order_perturbations", "max_n", max_n, _POSITIVE)
     n_opts = len(guideline_of(guideline).options)
     total = math.factorial(n_opts)
@@ -287,13 +283,8 @@ def perturbation_set(
     lengthened: Mapping[str, str] | None = None,
     seed: int = 0,
 ) -> list[Perturbation]:
-    """The perturbations of ``guideline`` (or of a prompt's parsed guideline), with unique names.
-
-    ``kind="order"``: :func:`order_perturbations` with ``max_n=n``; "length": :func:`lengthen_perturbations`;
-    "both": :class:`Combined` for every pair of a reordering (the full order set) and a lengthened option.
-    At most ``n`` (a seeded sample, in enumeration order). TemplateError for a prompt without a guideline,
-    ConfigError for ``lengthened`` labels it does not have.
-    """
+    """At most ``n`` perturbations of ``guideline`` (or a prompt's), uniquely named: reorderings ("order"),
+    lengthened options ("length"), or every pair of a reordering and a lengthened option ("both")."""
     check_param("perturbation_set", "n", n, _POSITIVE)
     if kind not in ("order", "length", "both"):
         raise ConfigError(
@@ -356,12 +347,8 @@ async def rewrite_lengthen(
     temperature: float = 0.0,
     max_tokens: int = 256,
 ) -> Rewrite:
-    """Ask ``lm`` (:data:`REWRITE_INSTRUCTION`) to lengthen ``option``'s description; a :class:`Rewrite`.
-
-    The answer is flattened to one line (a lead-in such as "Rewritten description:" and surrounding
-    quotes removed); one empty or not longer than the original is a ParseError (a lengthened description
-    is never made up).
-    """
+    """Ask ``lm`` (:data:`REWRITE_INSTRUCTION`) to lengthen ``option``'s description, flattened to one line;
+    an answer empty or not longer than the original is a ParseError (a description is never made up)."""
     if factor <= 1:
         raise ConfigError(f"The 'factor' parameter of rewrite_lengthen must be > 1. Got {factor} instead.")
     prompt = REWRITE_INSTRUCTION.format(
@@ -401,12 +388,8 @@ async def lengthen_guideline(
     factor: float = 2.0,
     temperature: float = 0.0,
 ) -> tuple[dict[str, str], list[Rewrite]]:
-    """Lengthen the options named by ``labels`` (all when None) with :func:`rewrite_lengthen`.
-
-    Returns ``(lengthened, records)``: label -> text, ready to store and pass as ``lengthened=`` (to
-    :func:`perturbation_set`, the perturbation probe or perturbed demos), and every :class:`Rewrite` for
-    review. A prompt's criterion is named to the LM.
-    """
+    """Lengthen the options named by ``labels`` (all when None) with :func:`rewrite_lengthen`: label -> text
+    (to store and pass as ``lengthened=``) and every :class:`Rewrite` for review."""
     gl = guideline_of(guideline)
     criterion = "the text"
     if isinstance(guideline, JudgePrompt) and guideline.criteria:

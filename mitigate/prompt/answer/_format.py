@@ -121,12 +121,8 @@ class AnswerFormat(BaseModel):
         return self.model_copy(update={"reasoning": reasoning})
 
     def with_stub(self, stub: str) -> AnswerFormat:
-        """A copy whose line starts with ``stub``, the template's last line (empty: :meth:`without_stub`).
-
-        What the judge writes is kept ("Rating: [[{value}]]" after "Rating:" is completed by " [[N]]"; a
-        renamed stub keeps its continuation); a line not opened by the stub's label becomes the stub and
-        the value ("- Fluency (1-3): {value}").
-        """
+        """A copy whose line starts with ``stub``, the template's last line (empty: :meth:`without_stub`),
+        keeping what the judge writes after the stub's label; another line becomes the stub and the value."""
         stub = stub.strip()
         if not stub:
             return self.without_stub()
@@ -363,12 +359,9 @@ class AnswerFormat(BaseModel):
     ) -> AnswerConstraint:
         """The answer as an :class:`AnswerConstraint`: GBNF, regex and JSON schema of the same shape.
 
-        Every grammar is bounded, so a small model cannot loop before its answer. ``reasoning="before"``:
-        32 to ``max_tokens - 48`` (at most 600) characters of reasoning (two lines at most, starting with a
-        letter, without the answer line's brackets, so a marker cannot repeat inside it), then the answer
-        line; "after": the answer line, then at most one capped line; "none": the answer line alone.
-        With a stub, only the line's rest is generated, after at most one space (after reasoning: the whole
-        line).
+        Every grammar is bounded so a small model cannot loop: reasoning "before" is 32 to ``max_tokens - 48``
+        (at most 600) characters on two lines, without the answer line's brackets; "after" one capped line.
+        With a stub, only the line's rest is generated (after reasoning: the whole line).
         """
         values = self.values(scale)
         room = _REASON_CHARS if max_tokens is None else max_tokens - _ANSWER_ROOM

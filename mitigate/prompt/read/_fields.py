@@ -161,11 +161,8 @@ def _option_from_line(line: str, pattern: re.Pattern[str]) -> ScoreOption | None
 def _find_guideline(
     text: str, scale_hint: tuple[float, float] | None = None, *, numbered: bool = True
 ) -> tuple[int, int, Guideline] | None:
-    """Locate a block of >= 2 consecutive guideline lines; returns (start, end, guideline).
-
-    Plainly numbered lines ("1: ...") are options only when they run over the stated ``scale_hint``
-    (numbered rules are not a scale), and never with ``numbered=False`` (a pairwise template).
-    """
+    """(start, end, guideline) of the first block of >= 2 guideline lines; plainly numbered lines ("1: ...")
+    only when they run over ``scale_hint``, and never with ``numbered=False``."""
     lines = text.splitlines(keepends=True)
     bodies = [ln.rstrip("\r\n") for ln in lines]
     offsets = [0, *itertools.accumulate(len(ln) for ln in lines)]
@@ -276,11 +273,8 @@ def _guess_labels(text: str) -> tuple[str, str] | None:
 def read_fields(
     text: str, hints: TemplateHints | None = None, *, system: str | None = None
 ) -> tuple[dict[str, Any], list[str]]:
-    """The fields of the judge prompt read from ``text`` (``JudgePrompt``'s keyword arguments), and the
-    evidence: one line per field saying what was found and where, given, or defaulted.
-
-    ``system`` is an optional system message; ``hints`` override what is read.
-    """
+    """The fields of the judge prompt read from ``text`` (and ``system``), ``hints`` overriding what is read,
+    and the evidence: one line per field saying what was found and where, given, or defaulted."""
     given = hints if hints is not None else TemplateHints()
     scale, criterion, criteria = given.scale, given.criterion, given.criteria
     output_slot, slot_fields, answer = given.output_slot, given.slot_fields, given.answer

@@ -366,11 +366,8 @@ def _count_loop_steps(tree: nodes.Template, env: jinja2.Environment) -> None:
 
 
 class SandboxedTemplate:
-    """A Jinja template parsed in the sandbox: its undeclared names, and :meth:`render`.
-
-    Parsing refuses every construct the sandbox forbids (see the module docstring);
-    ``undefined`` is the class of the value a name nobody gives becomes.
-    """
+    """A Jinja template parsed in the sandbox (refusing every forbidden construct): its undeclared names,
+    and :meth:`render`; ``undefined`` is the class of a name nobody gives."""
 
     def __init__(self, text: str, undefined: type[Undefined] = jinja2.StrictUndefined) -> None:
         from jinja2 import meta

@@ -109,11 +109,8 @@ _TURNS = re.compile(r"(?:^|\n)(?:###\s*)?(Human|Assistant)\s*:")
 
 
 def split_markup(text: str) -> tuple[list[tuple[Role, str]], str, str | None]:
-    """Messages found in chat markup, the layout (markup with message marks), and the markup's name.
-
-    Text without markup is one user message; an empty message (a closing ``<|im_start|>assistant``)
-    stays in the layout.
-    """
+    """Messages found in chat markup (else one user message), the layout with message marks, and the
+    markup's name; an empty message (a closing ``<|im_start|>assistant``) stays in the layout."""
     for name, pattern in (("chatml", _CHATML), ("llama3", _LLAMA3)):
         matches = list(pattern.finditer(text))
         if not matches:
