@@ -344,16 +344,13 @@ class PromptJudge(Judge):
                         ParseFailure(criterion=names[0], raw=choice.text, reason=exc.message, sample=idx)
                     )
                 continue
-            for name, value in self._parse_choice(
-                choice, names, as_json=as_json, quoted=shown, judged=judged
-            ).items():
+            parsed = self._parse_choice(choice, names, as_json=as_json, quoted=shown, judged=judged)
+            for name, value in parsed.items():
+                per_crit[name].append(None if isinstance(value, ParseError) else value)
                 if isinstance(value, ParseError):
-                    per_crit[name].append(None)
                     failures.append(
                         ParseFailure(criterion=name, raw=choice.text, reason=value.message, sample=idx)
                     )
-                else:
-                    per_crit[name].append(value)
         scores: dict[str, float | None] = {}
         for name, vals in per_crit.items():
             good = [v for v in vals if v is not None]
@@ -394,34 +391,20 @@ class PromptJudge(Judge):
                     raise ParseError(
                         "expected token logprobs in the response; the backend returned none", raw=choice.text
                     )
-                return (
-                    {names[0]: expected_score(choice.logprobs, scale)}
-                    if len(names) == 1
-                    else {
-                        n: ParseError(
-                            "expected-score scoring needs one criterion per call (use SingleAttribute)",
-                            raw=choice.text,
-                        )
-                        for n in names
-                    }
-                )
+                if len(names) > 1:
+                    raise ParseError(
+                        "expected-score scoring needs one criterion per call (use SingleAttribute)",
+                        raw=choice.text,
+                    )
+                return {names[0]: expected_score(choice.logprobs, scale)}
             if len(names) > 1:
                 return parse_criteria(choice.text, names, scale, quoted=quoted, judged=judged)
             fmt = self.prompt.format
             if as_json:
                 return {names[0]: float(fmt.read_json(choice.text, scale))}
             cues = tuple(n for n in names if n.lower() != "score")
-            return {
-                names[0]: float(
-                    fmt.read(
-                        choice.text,
-                        scale,
-                        echoes=self.prompt.echo_lines(),
-                        cues=cues,
-                        quoted=quoted,
-                        judged=judged,
-                    )
-                )
-            }
+            echoes = self.prompt.echo_lines()
+            value = fmt.read(choice.text, scale, echoes=echoes, cues=cues, quoted=quoted, judged=judged)
+            return {names[0]: float(value)}
         except ParseError as exc:
             return {n: exc for n in names}

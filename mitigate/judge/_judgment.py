@@ -137,9 +137,7 @@ def reduce_samples(values: Sequence[float], reducer: Reducer) -> float:
 def merge_judgments(item_id: str, parts: Sequence[Judgment], **fields: Any) -> Judgment:
     """One judgment from a fan-out's parts: usage, cost, calls, raw, failures and errors add up; ``fields``
     sets the merged judgment's own ``scores``, ``verdict``, ``meta`` ... (``error`` too)."""
-    usage = Usage()
-    for p in parts:
-        usage = usage + p.usage
+    usage = sum((p.usage for p in parts), Usage())
     errors = [p.error for p in parts if p.error]
     base: dict[str, Any] = {
         "item_id": item_id,

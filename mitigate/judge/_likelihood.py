@@ -42,14 +42,10 @@ class LikelihoodScorer(BaseModel):
     _backend: LM | None = PrivateAttr(default=None)
 
     def __init__(self, lm: LM | str | None = None, /, **data: Any) -> None:
-        backend: LM | None = None
-        if isinstance(lm, LM):
-            backend = lm
-            data["lm"] = lm.spec
-        elif lm is not None:
-            data["lm"] = lm
+        if lm is not None:
+            data["lm"] = lm.spec if isinstance(lm, LM) else lm
         super().__init__(**data)
-        self._backend = backend
+        self._backend = lm if isinstance(lm, LM) else None
 
     def __eq__(self, other: object) -> bool:
         """Equal when the fields are: the resolved backend object does not take part."""
