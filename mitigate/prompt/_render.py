@@ -130,12 +130,8 @@ def render_demos(prompt: Renderable, *, newline: str = "\n") -> str:
     show = _pairwise_demo if prompt.answer == "pairwise" else _scored_demo
     parts = [show(prompt, d, newline) for d in prompt.demos]
     header, fmt = prompt.demo_header, prompt.format
-    if (
-        header == "Examples:\n\n"
-        and fmt.reasoning != "none"
-        and prompt.demo_template == DEFAULT_DEMO_TEMPLATE
-        and any(not d.reason for d in prompt.demos)
-    ):
+    default = header == "Examples:\n\n" and prompt.demo_template == DEFAULT_DEMO_TEMPLATE
+    if default and fmt.reasoning != "none" and any(not d.reason for d in prompt.demos):
         where = "first" if fmt.reasoning == "before" else "after the answer line"
         header = (
             "Examples (each shows only its final answer; in your own answer, write the reasoning "

@@ -81,28 +81,18 @@ class AnswerFormat(BaseModel):
     def _check(self) -> AnswerFormat:
         if self.json_key is None and VALUE not in self.line:
             raise TemplateError(f"an answer line needs a {VALUE} placeholder; got {self.line!r}")
-        if self.stub and (
-            self.json_key is not None
-            or self.two_scores
-            or not self.stub.strip()
-            or "\n" in self.stub
-            or not self.line.split(VALUE, 1)[0].startswith(self.stub)
-        ):
-            why = (
-                " (a JSON or two-scores answer has no stub)"
-                if self.json_key is not None or self.two_scores
-                else ""
-            )
+        no_stub = self.json_key is not None or self.two_scores  # a JSON or two-scores answer has none
+        bad = no_stub or not self.stub.strip() or "\n" in self.stub
+        if self.stub and (bad or not self.line.split(VALUE, 1)[0].startswith(self.stub)):
+            why = " (a JSON or two-scores answer has no stub)" if no_stub else ""
             raise TemplateError(
                 f"an answer stub is the start of the answer line before {VALUE}, on one "
                 f"line; got stub {self.stub!r} for the line {self.line!r}{why}"
             )
         if self.kind == "pairwise" and len(self.labels) != 2:
             raise TemplateError(f"a pairwise answer format needs two output labels; got {list(self.labels)}")
-        if (
-            self.kind == "pairwise"
-            and len({x if self.case_sensitive else x.lower() for x in self.labels}) != 2
-        ):
+        distinct = {x if self.case_sensitive else x.lower() for x in self.labels}
+        if self.kind == "pairwise" and len(distinct) != 2:
             raise TemplateError(f"the two pairwise labels must differ; got {list(self.labels)}")
         return self
 

@@ -154,14 +154,8 @@ _NAMED_END = re.compile(
 
 
 def _plausible_range(lo: float, hi: float) -> bool:
-    return (
-        lo < hi
-        and -10 <= lo <= 1
-        and hi <= 100
-        and (hi - lo) >= 1
-        and float(lo).is_integer()
-        and float(hi).is_integer()
-    )
+    integers = float(lo).is_integer() and float(hi).is_integer()
+    return lo < hi and -10 <= lo <= 1 and hi <= 100 and (hi - lo) >= 1 and integers
 
 
 def choose_scale(statements: Sequence[ScaleStatement]) -> tuple[float, float] | None:

@@ -299,11 +299,8 @@ def read_fields(
 
     # the judged text (and the second one of a pairwise template)
     pair = find_pair(all_slots) if answer in (None, "pairwise") and output_slot is None else None
-    if (
-        answer == "pairwise"
-        and pair is None
-        and not (output_slot and any(f == "output_b" for f in fields.values()))
-    ):
+    second_given = bool(output_slot) and "output_b" in fields.values()
+    if answer == "pairwise" and pair is None and not second_given:
         raise TemplateError(
             "a pairwise prompt needs two slots for the judged texts (e.g. {{output_1}} and {{output_2}}, or "
             f"{{{{output}}}} and {{{{output_b}}}}); found slots {sorted(set(all_slots)) or 'none'}"

@@ -178,14 +178,9 @@ class _Sandbox(SandboxedEnvironment):
                 self.check_bits(left.bit_length() + right.bit_length(), what)
         elif operator == "+" and isinstance(left, sized) and isinstance(right, sized):
             self.check_size(len(left) + len(right), what)
-        elif (
-            operator == "**"
-            and isinstance(left, int)
-            and isinstance(right, int)
-            and right > 0
-            and abs(left) > 1
-        ):
-            self.check_bits(math.ceil(right * math.log2(abs(left))), what)
+        elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
+            if abs(left) > 1:
+                self.check_bits(math.ceil(right * math.log2(abs(left))), what)
         try:
             return self.binop_table[operator](left, right)
         except OverflowError:
@@ -235,13 +230,8 @@ class _Sandbox(SandboxedEnvironment):
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         owner = getattr(__obj, "__self__", None)
         name = getattr(__obj, "__name__", "")
-        allowed = (
-            __obj == __self._range
-            or isinstance(owner, Mapping)
-            and name in _MAPPING_METHODS
-            or isinstance(owner, LoopContext)
-            and name in _LOOP_METHODS
-        )
+        allowed = __obj == __self._range or (isinstance(owner, Mapping) and name in _MAPPING_METHODS)
+        allowed = allowed or (isinstance(owner, LoopContext) and name in _LOOP_METHODS)
         if not allowed:
             raise TemplateSandboxError(
                 f"the template calls {_kind(__obj)}; the sandbox calls only {', '.join(CALLS)}"
@@ -289,18 +279,12 @@ class _Sandbox(SandboxedEnvironment):
         """Refuse arguments whose result would break a limit, before the filter builds it."""
         if name == "join" and args and isinstance(args[0], list):
             sep = args[1] if len(args) > 1 else kwargs.get("d", "")
-            self.check_size(
-                sum(len(str(x)) for x in args[0]) + len(str(sep)) * max(len(args[0]) - 1, 0),
-                "a string with |join",
-            )
+            total = sum(len(str(x)) for x in args[0]) + len(str(sep)) * max(len(args[0]) - 1, 0)
+            self.check_size(total, "a string with |join")
         elif name == "indent":
             width = args[1] if len(args) > 1 else kwargs.get("width", 4)
-            if isinstance(width, bool) or not (
-                isinstance(width, int)
-                and 0 <= width <= MAX_INDENT
-                or isinstance(width, str)
-                and len(width) <= MAX_INDENT
-            ):
+            fits = isinstance(width, int) and 0 <= width <= MAX_INDENT
+            if isinstance(width, bool) or not (fits or (isinstance(width, str) and len(width) <= MAX_INDENT)):
                 raise TemplateSandboxError(
                     f"the template indents by {width!r}; the sandbox allows at most {MAX_INDENT} characters"
                 )
@@ -322,12 +306,10 @@ def refusals(tree: nodes.Template, text: str) -> None:
         rule: str | None = None
         priority = 1
         if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
-            rule, priority = (
-                (
-                    f"reads the attribute {node.attr!r}; names starting with '_' are Python "
-                    "internals (__class__, __globals__ ...) and never readable"
-                ),
-                0,
+            priority = 0
+            rule = (
+                f"reads the attribute {node.attr!r}; names starting with '_' are Python "
+                "internals (__class__, __globals__ ...) and never readable"
             )
         elif isinstance(node, nodes.Filter) and node.name not in FILTERS:
             rule = f"uses the filter |{node.name}; the sandbox's filters are {', '.join(FILTERS)}"
