@@ -111,21 +111,27 @@ _TURNS = re.compile(r"(?:^|\n)(?:###\s*)?(Human|Assistant)\s*:")
 def split_markup(text: str) -> tuple[list[tuple[Role, str]], str, str | None]:
     """Messages found in chat markup (else one user message), the layout with message marks, and the
     markup's name; an empty message (a closing ``<|im_start|>assistant``) stays in the layout."""
+    messages: list[tuple[Role, str]] = []
+    layout: list[str] = []
+
+    def add(role: Role, content: str) -> None:
+        """A message's text as a mark in the layout; an empty one stays in the layout as it is."""
+        if content.strip():
+            layout.append(_MARK.format(len(messages)))
+            messages.append((role, content))
+        else:
+            layout.append(content)
+
     for name, pattern in (("chatml", _CHATML), ("llama3", _LLAMA3)):
         matches = list(pattern.finditer(text))
         if not matches:
             continue
-        messages: list[tuple[Role, str]] = []
-        layout: list[str] = []
+        messages.clear()
+        layout.clear()
         last = 0
         for m in matches:
             layout.append(text[last : m.start(2)])
-            content = m.group(2)
-            if content.strip():
-                layout.append(_MARK.format(len(messages)))
-                messages.append((m.group(1).lower(), content))  # type: ignore[arg-type]
-            else:
-                layout.append(content)
+            add(m.group(1).lower(), m.group(2))  # type: ignore[arg-type]
             last = m.end(2)
         layout.append(text[last:])
         outside = _MARK_RE.sub("", "".join(layout))
@@ -135,24 +141,13 @@ def split_markup(text: str) -> tuple[list[tuple[Role, str]], str, str | None]:
             return messages, "".join(layout), name
     turns = list(_TURNS.finditer(text))
     if turns and turns[0].group(1).lower() == "human":
-        messages = []
-        layout = []
-        preamble = text[: turns[0].start()]
-        if preamble.strip():  # Guanaco's system line before "### Human:"
-            layout.append(_MARK.format(0))
-            messages.append(("system", preamble))
-        else:
-            layout.append(preamble)
+        messages.clear()
+        layout.clear()
+        add("system", text[: turns[0].start()])  # Guanaco's system line before "### Human:"
         for k, t in enumerate(turns):
             end = turns[k + 1].start() if k + 1 < len(turns) else len(text)
             layout.append(text[t.start() : t.end()])
-            content = text[t.end() : end]
-            role: Role = "user" if t.group(1).lower() == "human" else "assistant"
-            if content.strip():
-                layout.append(_MARK.format(len(messages)))
-                messages.append((role, content))
-            else:
-                layout.append(content)
+            add("user" if t.group(1).lower() == "human" else "assistant", text[t.end() : end])
         if any(r == "user" for r, _ in messages) and messages[-1][0] != "assistant":
             return messages, "".join(layout), "turns"
     return [("user", text)], _MARK.format(0), None
