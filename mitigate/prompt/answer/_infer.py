@@ -159,11 +159,7 @@ def _line_format(
     # double brackets: [[A]] verdicts, [[rating]] / Rating: [[5]]
     bracket = re.search(r"\[\[\s*([A-Za-z]{1,2}|\d+(?:\.\d+)?|rating|score)\s*\]\]", instructions)
     if bracket is not None:
-        example = re.search(
-            r"([A-Za-z][A-Za-z ]{0,20}:\s*)\[\[\s*(?:\d|[NX]\s*\]\]|rating\b|score\b)",
-            instructions,
-            re.IGNORECASE,
-        )
+        example = _BRACKET_CUE.search(instructions)
         head = example.group(1) if example else ""
         if kind == "pairwise":
             tie_m = re.search(
@@ -172,12 +168,7 @@ def _line_format(
             return answer(line="[[{value}]]", tie=tie_m.group(1) if tie_m else tie)
         return answer(line=head + "[[{value}]]")
     # a star rating: "how many stars", "1 to 5 stars"
-    if kind == "score" and re.search(
-        r"\bhow\s+many\s+stars\b|\b\d+\s+(?:to|-)\s+\d+\s+stars\b"
-        r"|\bnumber\s+of\s+stars\b",
-        instructions,
-        re.I,
-    ):
+    if kind == "score" and _STARS.search(instructions):
         return answer(line="{value} stars")
     # a quoted verdict sentence per output: "Therefore, Output (a) is better." or "..., Output (b) ..."
     if kind == "pairwise":
@@ -214,17 +205,19 @@ def _line_format(
         if re.search(r"\b(?:letter|option|character|choice)\b", instructions, re.I):
             return answer(line=VALUE)
         return answer(line="Answer: {value}", inferred=False)
-    if re.search(
-        r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
-        r"\bscore\s+only\b|\bnumber\s+only\b",
-        instructions,
-        re.I,
-    ):
+    if _SCORE_ONLY.search(instructions):
         return answer(line=VALUE, reasoning="none")
     return answer(inferred=False)
 
 
 _SLOT_VALUES = re.compile(r"\{\{[^{}]*\}\}")
+_BRACKET_CUE = re.compile(r"([A-Za-z][A-Za-z ]{0,20}:\s*)\[\[\s*(?:\d|[NX]\s*\]\]|rating\b|score\b)", re.I)
+_STARS = re.compile(r"\bhow\s+many\s+stars\b|\b\d+\s+(?:to|-)\s+\d+\s+stars\b|\bnumber\s+of\s+stars\b", re.I)
+_SCORE_ONLY = re.compile(
+    r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
+    r"\bscore\s+only\b|\bnumber\s+only\b",
+    re.I,
+)
 
 
 def _verdict_sentence(text: str, labels: Sequence[str]) -> str | None:
