@@ -33,9 +33,6 @@ _POSITIVE = [Interval(int, 1), None]
 _PERMUTATION_ENUM_LIMIT = 8  # up to this many options, all permutations are listed before sampling
 
 
-# --------------------------------------------------------------------------- helpers
-
-
 def guideline_of(source: Guideline | JudgePrompt | None) -> Guideline:
     """The guideline to perturb: ``source``, or a prompt's parsed guideline (TemplateError when none)."""
     if isinstance(source, Guideline):
@@ -80,9 +77,6 @@ def _options_in_original_order(guideline: Guideline) -> list[ScoreOption]:
 def original_order(guideline: Guideline) -> Guideline:
     """A copy of ``guideline`` with its options back in their original order (descriptions kept)."""
     return guideline.model_copy(update={"options": tuple(_options_in_original_order(guideline))})
-
-
-# --------------------------------------------------------------------------- perturbations
 
 
 class Perturbation(BaseModel):
@@ -204,9 +198,6 @@ def apply_to_prompt(perturbation: Perturbation, prompt: JudgePrompt) -> JudgePro
     return prompt.with_guideline(perturbation.apply(guideline_of(prompt)))
 
 
-# --------------------------------------------------------------------------- sets
-
-
 def order_perturbations(
     guideline: Guideline | JudgePrompt, max_n: int | None = None, seed: int = 0
 ) -> list[OrderPerturbation]:
@@ -300,8 +291,6 @@ def perturbation_set(
     combos: list[Perturbation] = [Combined(order=o, lengthen=ln) for o in orders for ln in lengthens]
     return _sample(combos, n, seed)
 
-
-# --------------------------------------------------------------------------- the rewrite step
 
 REWRITE_INSTRUCTION = (
     "Below is one option from a scoring guideline that a grader uses to rate {criterion}. "

@@ -147,10 +147,8 @@ def item_layout(template: str) -> ItemLayout | None:
     problem = _sentence_problem(template, lines[f], first, slots)
 
     # how many heading lines a slot has, read from the later slots (None: one slot line only)
-    cap: int | None = None
-    for a, b in zip(slot_lines, slot_lines[1:], strict=False):
-        found = _label_lines_between(lines[a + 1 : b])
-        cap = found if cap is None else max(cap, found)
+    found = [_label_lines_between(lines[a + 1 : b]) for a, b in zip(slot_lines, slot_lines[1:], strict=False)]
+    cap = max(found) if found else None
 
     top, used = f, 0
     prefix = template[lines[f].start : first.start()]
@@ -158,13 +156,10 @@ def item_layout(template: str) -> ItemLayout | None:
         i = f - 1
         while i >= 0 and lines[i].blank:
             i -= 1
-        if (
-            i >= 0
-            and not _marked(lines[i].text)
-            and not _CLOSER_RE.match(lines[i].text)
-            and (_is_label(lines[i].text) or (i == f - 1 and len(lines[i].text.strip()) <= _LABEL_LEN))
-        ):
-            top, used = i, (0 if _markup_only(lines[i].text) else 1)
+        text = lines[i].text if i >= 0 else ""
+        near = i == f - 1 and len(text.strip()) <= _LABEL_LEN
+        if i >= 0 and not _marked(text) and not _CLOSER_RE.match(text) and (_is_label(text) or near):
+            top, used = i, (0 if _markup_only(text) else 1)
     top = _extend_heading(lines, top, used, cap, slot_lines[-1])
     end = _section_end(lines, line_of(last.end()))
     insert_at = lines[_lead_in_top(lines, top)].start

@@ -94,8 +94,6 @@ class ReadTemplate:
     source: TemplateSource
 
 
-# --------------------------------------------------------------------------- chat markup
-
 _CHATML = re.compile(
     r"<\|im_start\|>\s*(system|user|assistant)\s*\n(.*?)(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.S
 )
@@ -151,9 +149,6 @@ def split_markup(text: str) -> tuple[list[tuple[Role, str]], str, str | None]:
         if any(r == "user" for r, _ in messages) and messages[-1][0] != "assistant":
             return messages, "".join(layout), "turns"
     return [("user", text)], _MARK.format(0), None
-
-
-# --------------------------------------------------------------------------- placeholders and Jinja
 
 
 def _is_format_string(text: str) -> bool:
