@@ -224,11 +224,8 @@ def _scored_demo(prompt: Renderable, demo: Demo, nl: str) -> str:
     guideline = f"Scoring guideline:{nl}{demo.guideline.render()}{nl}" if demo.guideline else ""
     if prompt.demo_template != DEFAULT_DEMO_TEMPLATE:  # the user's own demo template, filled as written
         crit_name = prompt.criteria[0].name if prompt.criteria else "score"
-        label = (
-            "Answer"
-            if prompt.answer == "mcq" and prompt.scale.letters
-            else ("Score" if crit_name.lower() == "score" else f"{_title(crit_name)} score")
-        )
+        label = "Score" if crit_name.lower() == "score" else f"{_title(crit_name)} score"
+        label = "Answer" if prompt.answer == "mcq" and prompt.scale.letters else label
         score_text = (
             ", ".join(f"{k}: {value(v)}" for k, v in demo.score.items())
             if isinstance(demo.score, dict)
