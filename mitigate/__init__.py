@@ -9,8 +9,7 @@ Main entry points::
     result = mitigate.compare("summeval", "coherence", entries, limit=12)   # judges side by side
     estimate = mitigate.estimate(benchmark, "coherence", judgments)      # bias-corrected per-system means
 
-The names here are the most used ones of the packages (each name's one home is its package:
-``mitigate.judge``, ``mitigate.prompt`` ...), imported on first use so ``import mitigate.cli`` stays light.
+The names here are the packages' most used ones, imported on first use.
 """
 
 from typing import TYPE_CHECKING

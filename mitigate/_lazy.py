@@ -1,22 +1,6 @@
-"""A package's public names, declared once and imported on first use (PEP 562).
-
-A package ``__init__`` lists its public names as imports under ``if TYPE_CHECKING:`` (what type
-checkers and readers see) and takes its ``__getattr__``, ``__dir__`` and ``__all__`` from
-:func:`lazy_exports`, which reads those imports::
-
-    from typing import TYPE_CHECKING
-
-    from mitigate._lazy import lazy_exports
-
-    if TYPE_CHECKING:
-        from mitigate.lm._base import LM, LMRequest
-
-    __getattr__, __dir__, __all__ = lazy_exports(__name__)
-
-Importing the package imports none of its modules; ``mitigate.lm.LM`` imports ``mitigate.lm._base``
-on first use. Every module of mitigate is private (``_name.py``) unless it is an entry point of its
-own (``mitigate.adapters.inspect_ai``), so a name has one import path: its package's.
-"""
+"""A package's public names, declared once and imported on first use (PEP 562): a package ``__init__`` lists
+them as imports under ``if TYPE_CHECKING:`` and takes ``__getattr__, __dir__, __all__ =
+lazy_exports(__name__)``, so importing the package imports none of its modules."""
 
 from __future__ import annotations
 

@@ -1,17 +1,7 @@
-"""Parameter constraints declared once and worded once: the forms a value may take, and the one-line refusal.
-
-A :class:`Constraint` says whether a value is acceptable (:meth:`~Constraint.accepts`) and
-words itself as a noun phrase (:meth:`~Constraint.describe`): :class:`Interval` (a number in
-bounds), :class:`Options` (one of fixed values), :class:`IsInstance` (a type) and
-:class:`Satisfies` (a named predicate). :func:`check_param` returns a value one of its
-constraints accepts and otherwise raises a :class:`~mitigate.errors.ConfigError` in
-scikit-learn's wording: "The 'k' parameter of Stratified must be an int >= 1. Got 0 instead."
-
-Registered components declare theirs in ``parameter_constraints`` (:mod:`mitigate.registry`,
-which re-exports these names); the command line checks its options with the same sentences.
-This module imports nothing but the package's errors, so checking a value never loads pydantic
-or the registry, so the command line starts without them.
-"""
+"""Parameter constraints declared once and worded once (:class:`Interval`, :class:`Options`,
+:class:`IsInstance`, :class:`Satisfies`), and :func:`check_param`'s one-line refusal in scikit-learn's
+wording: "The 'k' parameter of Stratified must be an int >= 1. Got 0 instead." Only the errors are
+imported, so the command line checks its options without pydantic."""
 
 from __future__ import annotations
 
@@ -48,12 +38,8 @@ class Constraint:
 
 
 class Interval(Constraint):
-    """A number of type ``kind`` (int or float) within bounds; ``None`` bounds are open-ended.
-
-    ``closed`` says which bounds are included: "both" (default), "left", "right" or
-    "neither". ``Interval(int)`` is any int; bools are never ints here, and NaN and the
-    infinities are never floats (a parameter that is a number is a finite one).
-    """
+    """A finite number of type ``kind`` (int or float; a bool is neither) within bounds (``None``: open);
+    ``closed`` says which bounds are included: "both", "left", "right" or "neither"."""
 
     def __init__(
         self,
@@ -119,15 +105,7 @@ class Options(Constraint):
 class IsInstance(Constraint):
     """An instance of one of ``types`` (an int is not a bool here; a float accepts an int)."""
 
-    _NOUNS: ClassVar[dict[type, str]] = {
-        str: "a str",
-        bool: "a bool",
-        int: "an int",
-        float: "a float",
-        dict: "a dict",
-        list: "a list",
-        tuple: "a tuple",
-    }
+    _NOUNS: ClassVar[dict[type, str]] = {int: "an int"}  # any other type: "a <name>"
 
     def __init__(self, *types: type, noun: str | None = None) -> None:
         self.types, self.noun = types, noun
@@ -151,11 +129,8 @@ class IsInstance(Constraint):
 
 
 class Satisfies(Constraint):
-    """A value for which ``predicate`` is true, described by ``noun`` ("a non-empty tuple of item ids").
-
-    For what a type, a range or a set of options cannot say (non-empty, unique, a prefix);
-    a predicate that raises counts as false.
-    """
+    """A value for which ``predicate`` is true (one that raises counts as false), described by ``noun``
+    ("a non-empty tuple of item ids")."""
 
     def __init__(self, predicate: Callable[[Any], bool], noun: str) -> None:
         self.predicate, self.noun = predicate, noun
@@ -189,17 +164,13 @@ def as_constraint(c: ConstraintLike) -> Constraint:
 def describe_constraints(constraints: Iterable[ConstraintLike]) -> str:
     """The constraints joined as one phrase: "an int >= 1 or None"."""
     parts = [as_constraint(c).describe() for c in constraints]
-    parts = ["None" if p == "None" else p for p in parts]
     if len(parts) <= 1:
         return "".join(parts)
     return ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
 def check_param(owner: str, name: str, value: Any, constraints: Iterable[ConstraintLike]) -> Any:
-    """``value`` when one of ``constraints`` accepts it; otherwise ConfigError in scikit-learn's wording.
-
-    "The 'k' parameter of Stratified must be an int >= 1. Got 0 instead."
-    """
+    """``value`` when one of ``constraints`` accepts it; otherwise ConfigError in scikit-learn's wording."""
     cons = [as_constraint(c) for c in constraints]
     if any(c.accepts(value) for c in cons):
         return value
@@ -214,12 +185,8 @@ def check_param(owner: str, name: str, value: Any, constraints: Iterable[Constra
 
 
 def _meant(value: Any, constraints: Iterable[Constraint]) -> Any:
-    """The one option ``value`` plainly stands for, or None when there is none or more than one.
-
-    A refused value names an option when it is that option in another case ("Random" for
-    "random") or one of the option's parts (100 for "1-100"), and no other option matches
-    the same way. Only ever shown in the error: a refused value is never replaced.
-    """
+    """The one option a refused ``value`` plainly stands for (in another case, "Random"; or one of its parts,
+    100 for "1-100"), or None; only ever shown in the error, never substituted."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return None
     text = (f"{value:g}" if isinstance(value, float) else str(value)).strip().lower()

@@ -1,9 +1,5 @@
-"""One exception tree for mitigate.
-
-Every error the toolkit raises on purpose derives from :class:`MitigateError`. Subclasses
-carry the context a user needs to act (item id, criterion, raw response, file and line)
-and their messages say what was expected and what came instead.
-"""
+"""One exception tree: every error mitigate raises on purpose derives from :class:`MitigateError`, carries
+the context a user needs to act, and says what was expected and what came instead."""
 
 from __future__ import annotations
 
@@ -11,11 +7,8 @@ from typing import Any
 
 
 class MitigateError(Exception):
-    """Root of every error mitigate raises on purpose.
-
-    Keyword context (``item_id``, ``criterion``, ``raw``, ``path``, ``line`` ...) is kept
-    on ``self.context`` and as attributes so callers can inspect it without parsing text.
-    """
+    """Root of every error mitigate raises on purpose; keyword context (``item_id``, ``raw``, ``path`` ...) is
+    kept on ``self.context`` and as attributes."""
 
     def __init__(self, message: str, **context: Any) -> None:
         super().__init__(message)
@@ -26,11 +19,8 @@ class MitigateError(Exception):
 
 
 class ConfigError(MitigateError):
-    """A parameter, spec or file given by the user is not what the component expects.
-
-    Deliberately not a ``ValueError``: pydantic would wrap a ``ValueError`` raised in a
-    validator into its own ``ValidationError`` and the typed error would be lost.
-    """
+    """A parameter, spec or file given by the user is not what the component expects (not a ``ValueError``,
+    which pydantic would wrap into its own ``ValidationError``)."""
 
 
 class BackendSpecError(ConfigError):
@@ -50,8 +40,8 @@ class TemplateError(ConfigError):
 
 
 class TemplateSandboxError(TemplateError):
-    """A template's Jinja did what the sandbox forbids (a private attribute, a call, an include ...) or
-    broke one of its limits (output, value size, loop steps); the message names the construct and the rule."""
+    """A template's Jinja did what the sandbox forbids or broke one of its limits (the message names the
+    construct and the rule)."""
 
 
 class ScaleError(ConfigError):
@@ -79,11 +69,8 @@ class LMCallError(MitigateError, RuntimeError):
 
 
 class TransientLMError(LMCallError):
-    """An LM call failed in a way worth retrying (HTTP 429/5xx, timeouts).
-
-    ``status`` is the HTTP status when known and ``retry_after`` the server's requested
-    wait in seconds (from a ``Retry-After`` header) when it sent one.
-    """
+    """An LM call failed in a way worth retrying (HTTP 429/5xx, timeouts); ``status`` the HTTP status and
+    ``retry_after`` the server's requested wait in seconds, when known."""
 
     def __init__(
         self, message: str, *, status: int | None = None, retry_after: float | None = None, **context: Any
@@ -94,9 +81,8 @@ class TransientLMError(LMCallError):
 
 
 class RunStoppedError(MitigateError, RuntimeError):
-    """A run stopped early because its failures would repeat for every item (a refused key, an
-    unreachable server, a model the server does not know ...). ``cause`` says which; the journal
-    keeps every judgment made before the stop, so fixing the cause and rerunning resumes."""
+    """A run stopped early because its failures would repeat for every item (a refused key, an unreachable
+    server ...); ``cause`` says which, and rerunning after the fix resumes from the journal."""
 
 
 class RunBusyError(ConfigError):
@@ -112,19 +98,16 @@ class CacheDamageWarning(UserWarning):
 
 
 class JournalDamageWarning(UserWarning):
-    """A run journal holds a judgment this judge cannot have given (a score off its scale); its item is judged
-    again."""
+    """A run journal holds a judgment this judge cannot have given; its item is judged again."""
 
 
 class CacheUnavailableWarning(UserWarning):
-    """The LM cache could not be written or read for a reason other than damage (a full disk, an I/O error, a
-    lock held too long, a read-only file); the answers concerned are not cached, and the file is left as it
-    is."""
+    """The LM cache could not be written or read for a reason other than damage (a full disk, a lock held
+    too long ...); those answers are not cached and the file is left as it is."""
 
 
 class PromptConflictWarning(UserWarning):
-    """A mitigation added an instruction that the user's own prompt text contradicts (the model may obey
-    either)."""
+    """A mitigation added an instruction that the user's own prompt text contradicts."""
 
 
 class NotRecommendedWarning(UserWarning):
@@ -132,5 +115,4 @@ class NotRecommendedWarning(UserWarning):
 
 
 class TemplateReadWarning(UserWarning):
-    """Reading a template took a documented default the user may want to override (e.g. an undefined Jinja
-    name)."""
+    """Reading a template took a documented default the user may want to override."""

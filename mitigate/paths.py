@@ -1,27 +1,8 @@
 """Files: where mitigate finds shared data and keeps its caches, and what a path is before it reads or writes
-it.
-
-* :func:`data_dir` and :func:`cache_dir` locate the shared data folder and the LM-call caches.
-
-* :func:`path_kind` names what a path is ("a regular file", "a directory", "a FIFO", "a character
-  device" ...), without opening it (opening a FIFO blocks until a writer comes; ``/dev/zero`` never
-  ends).
-* :func:`check_input_file` refuses, in one line, anything to be read that is not a regular file.
-* :func:`open_regular` opens a file mitigate keeps and reads back (a run journal, its lock, a cache,
-  a batch log, a replay file): it must be a regular file (a symlink to one is followed), checked on
-  the open file itself, so a FIFO cannot block the open and nothing can be swapped in between the
-  check and the read; :func:`read_lines` reads such a file line by line, no line longer than
-  :data:`MAX_LINE_BYTES` (a sparse file of zeros cannot fill the memory).
-* :func:`write_output` is the one way mitigate writes an output file (results, reports, plots,
-  ``--out``, probe records, training items; :func:`open_output` for one written as it is produced,
-  :func:`output_path` for a writer that needs a file name): atomically (a temporary file renamed over it) when
-  the
-  path is absent or a regular file; **a symlink is followed**: the file it points to is written and
-  the link stays a link. A character device (``/dev/null``, ``/dev/stdout``) is written through, never
-  replaced by a regular file; a FIFO, socket, block device or directory is refused.
-* :func:`one_line` escapes newlines and other control characters, so an item id or a text printed
-  in a one-row-per-line output cannot break the row.
-"""
+it. A path's kind is read without opening it (a FIFO blocks; ``/dev/zero`` never ends); a file mitigate
+reads back is checked on the open file itself; :func:`write_output` (:func:`open_output`,
+:func:`output_path`) is the one way an output is written: atomically for a regular or new file, a symlink
+followed, a character device written through, anything else refused."""
 
 from __future__ import annotations
 
@@ -39,11 +20,8 @@ _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def data_dir() -> Path | None:
-    """The shared data folder: ``$MITIGATE_DATA_DIR``, else ``../shared/data`` beside the repo when present,
-    else the folder ``mitigate data fetch`` downloads into (:func:`user_data_dir`) when present.
-
-    Returns None when none exists, so tests can skip cleanly.
-    """
+    """The shared data folder: ``$MITIGATE_DATA_DIR``, else ``../shared/data`` beside the repo, else
+    :func:`user_data_dir`, when present; None when none exists."""
     env = os.environ.get("MITIGATE_DATA_DIR")
     if env:
         return Path(env)
@@ -55,9 +33,8 @@ def data_dir() -> Path | None:
 
 
 def user_data_dir() -> Path:
-    """Where ``mitigate data fetch`` puts benchmarks when no data folder is set:
-    ``$XDG_DATA_HOME/mitigate/data``,
-    else ``~/.local/share/mitigate/data``."""
+    """Where ``mitigate data fetch`` puts benchmarks: ``$XDG_DATA_HOME/mitigate/data`` (default
+    ``~/.local/share``)."""
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "mitigate" / "data"
 
@@ -94,10 +71,8 @@ def path_kind(path: Path | str) -> str | None:
 
 
 def check_input_file(path: Path | str, what: str, *, error: type[ConfigError] = ConfigError) -> Path:
-    """``path`` when it is a regular file (symlinks followed); one-line ``error`` naming what it is otherwise.
-
-    Checked with ``stat``, never by opening: a FIFO or a device is refused before it can block a read.
-    """
+    """``path`` when it is a regular file (symlinks followed, checked with ``stat``, never by opening); a
+    one-line ``error`` naming what it is otherwise."""
     path = Path(path)
     kind = path_kind(path)
     if kind is None:
@@ -108,8 +83,7 @@ def check_input_file(path: Path | str, what: str, *, error: type[ConfigError] = 
 
 
 MAX_LINE_BYTES = 256 * 2**20
-"""Longest line :func:`read_lines` reads (256 MiB): a journal line holds a judgment's raw answers, each at
-most ``--max-response-bytes`` (10 MB by default)."""
+"""Longest line :func:`read_lines` reads (a journal line holds a judgment's raw answers)."""
 
 _OPEN_FLAGS = {
     "rb": os.O_RDONLY,
@@ -120,18 +94,12 @@ _OPEN_FLAGS = {
     "a+": os.O_RDWR | os.O_APPEND | os.O_CREAT,
     "a+b": os.O_RDWR | os.O_APPEND | os.O_CREAT,
 }
-_BINARY_MODE = {"rb": "rb", "r": "rb", "ab": "ab", "a": "ab", "r+b": "r+b", "a+": "a+b", "a+b": "a+b"}
 
 
 def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
-    """``path`` opened in ``mode`` ("rb", "r", "ab", "a", "r+b", "a+", "a+b"; text modes are UTF-8) when it is
-    a regular file (a symlink to one is followed; "a" modes create it); a one-line ConfigError naming what it
-    is otherwise.
-
-    The kind is checked on the open file (``fstat``), and the open never blocks (``O_NONBLOCK``): a FIFO, a
-    socket or a device (``/dev/zero`` behind a symlink) is refused before a byte is read or written. Other
-    OSErrors (no such file, permission) are raised as they are.
-    """
+    """``path`` opened in ``mode`` ("rb", "r", "ab", "a", "r+b", "a+", "a+b"; text is UTF-8) when it is a
+    regular file, checked on the open file without blocking; a one-line ConfigError naming what it is
+    otherwise (other OSErrors are raised as they are)."""
     flags = _OPEN_FLAGS[mode] | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     try:
         fd = os.open(path, flags, 0o666)
@@ -149,7 +117,7 @@ def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
             raise ConfigError(f"expected {what} {path} to be a regular file; it is {kind}", path=str(path))
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        binary = os.fdopen(fd, _BINARY_MODE[mode])
+        binary = os.fdopen(fd, mode if "b" in mode else mode + "b")
     except BaseException:
         os.close(fd)
         raise
@@ -161,19 +129,10 @@ def open_regular(path: Path | str, mode: str, what: str) -> IO[Any]:
 def read_lines(
     fh: IO[bytes], what: str, *, max_line: int | None = None, path: Path | str | None = None
 ) -> Iterator[bytes]:
-    """The lines of an open binary file, each with its line break (the last may have none), from where it
-    stands.
-
-    A line longer than ``max_line`` bytes (default :data:`MAX_LINE_BYTES`) is a one-line DataError naming
-    ``what`` and the line: it is never read whole into memory.
-    """
+    """The lines of an open binary file from where it stands, each with its line break; one longer than
+    ``max_line`` bytes (default :data:`MAX_LINE_BYTES`) is a DataError, never read whole."""
     max_line = MAX_LINE_BYTES if max_line is None else max_line
-    number = 0
-    while True:
-        line = fh.readline(max_line + 1)
-        if not line:
-            return
-        number += 1
+    for number, line in enumerate(iter(lambda: fh.readline(max_line + 1), b""), 1):
         if len(line) > max_line:
             raise DataError(
                 f"expected {what} to hold lines of at most {max_line:,} bytes (the JSON lines "
@@ -185,11 +144,8 @@ def read_lines(
 
 
 def output_target(path: Path | str, what: str) -> tuple[Path, bool]:
-    """Where a write to ``path`` goes, and whether it is written through (a character device).
-
-    A symlink is followed (the target is written, the link stays); a FIFO, socket, block device or
-    directory is refused with a one-line ConfigError.
-    """
+    """Where a write to ``path`` goes (a symlink followed), and whether it is written through (a character
+    device); a FIFO, socket, block device or directory is a one-line ConfigError."""
     path = Path(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     kind = path_kind(target)
@@ -211,15 +167,8 @@ def write_output(
     durable: bool = True,
     binary: bool = False,
 ) -> Path:
-    """Write an output file and return ``path``; see the module docstring for what each kind of path gets.
-
-    The one way mitigate writes an output. ``write`` is the text (or bytes), or a function writing to the open
-    file (text, or binary with ``binary=True``). A regular file is replaced atomically (a reader sees the old
-    file or the new one, never a part); an OSError becomes a one-line ConfigError naming the file
-    (``/dev/full``: "No space left on device"), and a failed write leaves the old file as it was. A writer
-    that produces its text over time (rows as a run judges them) writes into :func:`open_output` instead, on
-    which this is built.
-    """
+    """Write an output file (the text, bytes, or a function writing to the open file) and return ``path``:
+    atomically, a failed write leaving the old file (an OSError is a one-line ConfigError)."""
     binary = binary or isinstance(write, bytes)
     with open_output(path, what, newline=newline, durable=durable, binary=binary) as fh:
         if isinstance(write, str | bytes):
@@ -239,22 +188,9 @@ def open_output(
     binary: bool = False,
 ) -> Iterator[IO[Any]]:
     """An output file open for writing (text, or binary with ``binary=True``), written as :func:`write_output`
-    writes.
-
-    A regular file (or a new one) is written under a temporary name beside it and renamed over it when
-    the block ends without an error, so a reader sees the old file or the whole new one; an error in the
-    block (or a failed write: an OSError becomes a one-line ConfigError naming the file) removes the
-    temporary file and leaves the old one as it was. A symlink is followed; a character device is written
-    through as the block writes; a FIFO, socket, block device or directory is refused before anything is
-    written. What the block writes goes to the disk as it is written, so it may be as long as it likes.
-    """
+    writes: a regular or new file is replaced when the block ends without an error."""
     path = Path(path)
     target, through = output_target(path, what)
-
-    def failed(exc: OSError) -> ConfigError:
-        return ConfigError(
-            f"expected to write {what} {path}; got {exc.strerror or type(exc).__name__}", path=str(path)
-        )
 
     def opened(fd: int) -> IO[Any]:
         return os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline=newline)
@@ -272,41 +208,27 @@ def open_output(
             os.set_blocking(fd, True)
             device = opened(fd)
         except OSError as exc:
-            raise failed(exc) from None
+            raise _write_failed(path, what, exc) from None
         try:
             with device:
                 yield device
                 device.flush()
         except OSError as exc:
-            raise failed(exc) from None
+            raise _write_failed(path, what, exc) from None
         return
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+    with _replaced(target, path, what) as tmp:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o666)
         with opened(fd) as fh:
             yield fh
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise failed(exc) from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise
 
 
 @contextlib.contextmanager
 def output_path(path: Path | str, what: str = "the output file") -> Iterator[Path]:
-    """A temporary path beside ``path`` for a writer that needs a file name (SQLite), renamed over ``path``
-    when the block ends without an error, as :func:`open_output` does for a regular file (a symlink followed).
-
-    Such a file cannot be written through a device: a character device at ``path`` is refused in one line.
-    """
+    """A temporary path beside ``path`` for a writer that needs a file name (SQLite), renamed over it as
+    :func:`open_output` does (a character device at ``path`` is refused)."""
     path = Path(path)
     target, through = output_target(path, what)
     if through:
@@ -315,24 +237,34 @@ def output_path(path: Path | str, what: str = "the output file") -> Iterator[Pat
             f"{path_kind(target)}",
             path=str(path),
         )
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+    with _replaced(target, path, what) as tmp:
         tmp.unlink(missing_ok=True)  # a leftover of a killed run
         yield tmp
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+
+
+@contextlib.contextmanager
+def _replaced(target: Path, path: Path, what: str) -> Iterator[Path]:
+    """A temporary path beside ``target``, renamed over it when the block ends without an error and removed
+    otherwise (an OSError becomes a one-line ConfigError)."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        yield tmp
         os.replace(tmp, target)
-    except OSError as exc:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        raise ConfigError(
-            f"expected to write {what} {path}; got {exc.strerror or type(exc).__name__}", path=str(path)
-        ) from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _write_failed(path, what, exc) from None
         raise
+
+
+def _write_failed(path: Path, what: str, exc: OSError) -> ConfigError:
+    return ConfigError(
+        f"expected to write {what} {path}; got {exc.strerror or type(exc).__name__}", path=str(path)
+    )
 
 
 def one_line(text: object) -> str:
@@ -340,12 +272,5 @@ def one_line(text: object) -> str:
     s = str(text)
     if s.isprintable():
         return s
-    out = []
-    for ch in s:
-        if ch.isprintable():
-            out.append(ch)
-        elif ch in "\n\r\t":
-            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
-        else:
-            out.append(repr(ch)[1:-1] if ord(ch) < 0x10000 else ch)
-    return "".join(out)
+    # repr writes "\\n", "\\t", "\\x1b", "\\u2028" ...; a character beyond the BMP is kept as it is
+    return "".join(ch if ch.isprintable() or ord(ch) >= 0x10000 else repr(ch)[1:-1] for ch in s)

@@ -1,38 +1,12 @@
 """One registry for every kind of component, and parameter constraints declared once per class.
 
-Every named component (a mitigation, a demo selector, a search engine, a measure) registers
-itself under a kebab-case name and a *kind*::
-
-    @register("selector", "stratified")
-    class Stratified(Component):
-        parameter_constraints = {"seed": [Interval(int)], "by": [Options("label", "range")]}
-
-- :func:`registered` lists a kind's names and objects, :func:`lookup` finds one (a
-  :class:`~mitigate.errors.ConfigError` naming the known names when it is absent), and
-  :func:`build` rebuilds a component from its spec ``{"name": ..., "params": {...}}``.
-- A kind's components live in one package (:data:`KIND_PACKAGES`); it is imported on the first
-  look-up, so asking for a mitigation by name works without importing the strategies first.
-  This is discovery by module name (as entry points work), not an import of an upper layer.
-- :class:`Component` is the frozen pydantic base of registered values. Its
-  ``parameter_constraints`` are checked *before* pydantic sees the values, so a bad parameter
-  is one :class:`~mitigate.errors.ConfigError` in scikit-learn's wording — "The 'k' parameter
-  of Stratified must be an int >= 1. Got 0 instead." — never a pydantic traceback. The
-  sentence is written from the declaration (:func:`check_param`), never by hand.
-- :class:`Tags` is what a component declares about itself (does it learn at fit, does it call
-  the judge while fitting, does it choose per judged item ...). The compare harness, the
-  search and the contract battery read a component's :attr:`Component.tags`, never ad-hoc
-  class attributes.
-- The fit protocol (``afit``/``fit``, the fit context and the one judge check) lives in
-  :mod:`mitigate.judge._fitting`, above the judge it checks for; its tags are declared here.
-- :class:`Preset` is a registered name for a configuration of another component (the
-  ``highest-rs-demos`` preset of ``demos``): its fields are the preset's parameters and
-  :func:`build` returns the component it stands for, so a preset's spec and the equivalent
-  spec of that component build equal values.
-- Plugins: a module outside mitigate whose import registers components. Installed packages
-  name theirs under the entry-point group :data:`PLUGIN_GROUP` (``mitigate.plugins``); they are
-  imported on the first look-up of any kind, like the built-in packages. :func:`load_plugin`
-  imports one by module path (the CLI's ``--plugin``) and :func:`plugin_components` says what
-  a plugin registered (what ``mitigate check-plugin`` runs the contract battery on).
+A named component registers under a *kind* and a kebab-case name (``@register("selector", "stratified")``);
+:func:`registered`, :func:`lookup` and :func:`build` (from a spec ``{"name": ..., "params": {...}}``) find
+it, a kind's package (:data:`KIND_PACKAGES`) being imported on its first look-up. :class:`Component`'s
+``parameter_constraints`` are checked before pydantic sees the values, so a bad parameter is one
+ConfigError in scikit-learn's wording. :class:`Tags` is what a component declares about itself;
+:class:`Preset` names a configuration of another component. Plugins register components on import:
+entry points of :data:`PLUGIN_GROUP`, or :func:`load_plugin` (the CLI's ``--plugin``).
 """
 
 from __future__ import annotations
@@ -81,21 +55,16 @@ KIND_PACKAGES: dict[str, str] = {
     "prompt": "mitigate.prompt._builtin",
     "probe": "mitigate.probes",
 }
-"""Where each kind's components live; imported on the first look-up of that kind.
-
-Components are classes registered with :func:`register`; the other kinds hold plain values
-added with :func:`add`: a backend's builder (``openai``, ``local`` ...), a benchmark's loader
-(``summeval`` ...), a released judge's files (``chatgpt-rts`` ...) and a built-in prompt's
-text file (``summeval-coherence`` ...)."""
+"""Where each kind's entries live, imported on the kind's first look-up: classes registered with
+:func:`register`, or plain values added with :func:`add` (a backend's builder, a benchmark's loader, a
+released judge's files, a built-in prompt's text file)."""
 
 PLUGIN_GROUP = "mitigate.plugins"
-"""The entry-point group of installed plugins: each entry point names a module whose import registers
-components."""
+"""The entry-point group of installed plugins (each names a module whose import registers components)."""
 
 _REGISTRY: dict[str, dict[str, Any]] = {}
 _discovered: set[str] = set()
-_PLUGIN_ORIGIN: dict[tuple[str, str], str] = {}
-"""(kind, name) -> the plugin module whose import registered it."""
+_PLUGIN_ORIGIN: dict[tuple[str, str], str] = {}  # (kind, name) -> the plugin module that registered it
 _loading_plugins: list[str] = []
 _entry_points_loaded = False
 
@@ -117,12 +86,8 @@ _MODULE_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def load_plugin(module: str) -> list[tuple[str, str]]:
-    """Import the plugin ``module`` (a dotted module path); the (kind, name) of every component it registered.
-
-    A module that cannot be found, or whose import fails, is one ConfigError naming it and
-    the cause. Importing a module already imported registers nothing new; what it registered
-    then is still reported (:func:`plugin_components`).
-    """
+    """Import the plugin ``module`` (a dotted path); the (kind, name) of every component it registered (a
+    module that cannot be found or fails to import is one ConfigError naming it and the cause)."""
     if not isinstance(module, str) or not _MODULE_PATH.fullmatch(module.strip()):
         raise ConfigError(
             f"expected a plugin as a dotted module path such as 'my_package.judges'; got {module!r}"
@@ -131,49 +96,39 @@ def load_plugin(module: str) -> list[tuple[str, str]]:
     _loading_plugins.append(module)
     try:
         importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
+    except Exception as exc:  # a plugin's own bug: one line naming the plugin, never a traceback
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+        if missing and (module == missing or module.startswith(missing + ".")):
             raise ConfigError(
                 f"plugin module {module!r} was not found; expected a module importable from "
-                f"sys.path (installed, or on PYTHONPATH); got no module {exc.name!r}"
+                f"sys.path (installed, or on PYTHONPATH); got no module {missing!r}"
             ) from None
-        raise ConfigError(f"plugin module {module!r} failed to import: {type(exc).__name__}: {exc}") from None
-    except ConfigError as exc:
-        raise ConfigError(f"plugin module {module!r} failed to import: {exc}") from None
-    except Exception as exc:  # a plugin's own bug: one line naming the plugin, never a traceback
-        raise ConfigError(f"plugin module {module!r} failed to import: {type(exc).__name__}: {exc}") from None
+        cause = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+        raise ConfigError(f"plugin module {module!r} failed to import: {cause}") from None
     finally:
         _loading_plugins.pop()
     return plugin_components(module)
 
 
 def plugin_components(module: str) -> list[tuple[str, str]]:
-    """(kind, name) of every component the plugin ``module`` (or a module under it) registered, in kind
-    order."""
+    """(kind, name) of every component the plugin ``module`` (or a module under it) registered."""
     found: list[tuple[str, str]] = []
     for kind in KIND_PACKAGES:
         for name, obj in registered(kind).items():
-            origin = _PLUGIN_ORIGIN.get((kind, name), "")
-            defined = str(getattr(obj, "__module__", "") or "")
+            origin, defined = _PLUGIN_ORIGIN.get((kind, name), ""), str(getattr(obj, "__module__", "") or "")
             if any(m == module or m.startswith(module + ".") for m in (origin, defined)):
                 found.append((kind, name))
     return found
 
 
 def plugin_of(kind: str, name: str) -> str | None:
-    """The plugin module (``--plugin`` or an entry point) whose import registered the ``kind`` entry ``name``;
-    else None."""
+    """The plugin module whose import registered the ``kind`` entry ``name``; else None."""
     return _PLUGIN_ORIGIN.get((kind, name))
 
 
 def load_entry_point_plugins(*, again: bool = False) -> list[str]:
-    """Import every module named under the entry-point group :data:`PLUGIN_GROUP`; the modules imported.
-
-    Runs once (on the first look-up of any kind); ``again=True`` scans the installed
-    distributions anew (after installing one at run time). A plugin that fails to import is
-    one warning naming its entry point and the cause, and the others still load, so a broken
-    installed plugin does not stop commands that do not use it.
-    """
+    """Import every module named under :data:`PLUGIN_GROUP`, once (``again=True``: anew); those imported. A
+    plugin that fails to import is one warning naming its entry point and the cause."""
     global _entry_points_loaded
     if _entry_points_loaded and not again:
         return []
@@ -197,11 +152,8 @@ def load_entry_point_plugins(*, again: bool = False) -> list[str]:
 
 
 def register(kind: str, name: str) -> Callable[[T], T]:
-    """Decorator: register a class (or any object) as the ``kind`` component called ``name``.
-
-    Sets ``registry_name`` and ``registry_kind`` on it. Registering another object under a
-    name already taken is a ConfigError (re-registering the same object is allowed).
-    """
+    """Decorator: register a class (or any object) as the ``kind`` component ``name``, setting its
+    ``registry_name`` and ``registry_kind`` (another object under a taken name is a ConfigError)."""
     if kind not in KIND_PACKAGES:
         raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
 
@@ -220,10 +172,7 @@ def register(kind: str, name: str) -> Callable[[T], T]:
 
 
 def add(kind: str, name: str, value: Any) -> None:
-    """Register a plain value (a loader, a record) as the ``kind`` entry called ``name``, leaving it unmarked.
-
-    Adding another value under a name already taken is a ConfigError (the same value again is allowed).
-    """
+    """Register a plain value as the ``kind`` entry ``name`` (ConfigError when another value has it)."""
     if kind not in KIND_PACKAGES:
         raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
     table = _REGISTRY.setdefault(kind, {})
@@ -234,15 +183,13 @@ def add(kind: str, name: str, value: Any) -> None:
 
 
 def _note_origin(kind: str, name: str, module: str) -> None:
-    """Remember the plugin being imported as the origin of what ``module`` registers (never mitigate's
-    own)."""
+    """Remember the plugin being imported as the origin of what ``module`` registers (not mitigate's own)."""
     if _loading_plugins and not (module == "mitigate" or module.startswith("mitigate.")):
         _PLUGIN_ORIGIN.setdefault((kind, name), _loading_plugins[-1])
 
 
 def names(kind: str) -> list[str]:
-    """The names registered for ``kind``, in the order they were registered (what error messages and help
-    list)."""
+    """The names registered for ``kind``, in :func:`registered` order."""
     return list(registered(kind))
 
 
@@ -251,12 +198,8 @@ def _qualname(obj: Any) -> str:
 
 
 def registered(kind: str) -> dict[str, Any]:
-    """The registered ``kind`` components, name -> object (a copy), in a fixed order.
-
-    mitigate's own come first, module by module in the order their package declares its modules (so the
-    order does not depend on which module happened to be imported first), each module's in the order it
-    defines them; then plugins' in the order they registered.
-    """
+    """The registered ``kind`` components, name -> object (a copy): mitigate's own module by module in the
+    order their package declares them (whatever was imported first), then plugins' as they registered."""
     _discover(kind)
     order = {m: i for i, m in enumerate(declared_modules(KIND_PACKAGES[kind]))}
     table = _REGISTRY.get(kind, {})
@@ -288,8 +231,7 @@ def build(kind: str, spec: Mapping[str, Any]) -> Any:
 
 
 def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
-    """A pydantic ValidationError as one ConfigError sentence naming the parameter, what it needs and what
-    came."""
+    """A pydantic ValidationError as one ConfigError sentence naming the parameter."""
     first = exc.errors()[0]
     name = ".".join(str(p) for p in first.get("loc", ())) or "?"
     if first.get("type") == "missing":
@@ -305,27 +247,17 @@ def _one_line_error(owner: str, exc: ValidationError) -> ConfigError:
 
 
 class Tags(BaseModel):
-    """What a component declares about itself; read by the compare harness, the search and the contract
-    battery.
+    """What a component declares about itself (read by the harness, the search and the contract battery):
 
-    - ``needs_fitting``: ``fit`` learns something from the training items (without it, ``fit``
-      returns the component itself).
-    - ``calls_judge_while_fitting``: fitting runs the judge (or a likelihood model) over the
-      training items, so it costs LM calls and needs a judge that answers (unless the fit
-      context gives the judge's scores and the component reads them: see ``needs_judge``).
-    - ``needs_judge``: fitting needs the judge the component will wrap whatever the fit
-      context holds (it runs that judge, or fits later steps against what it makes). The one
-      judge check (:func:`mitigate.judge._fitting.require_judge`) reads this and the tag above.
-    - ``query_dependent``: the choice depends on the judged item (a selector that needs
-      ``query=``; demos chosen per judged item).
-    - ``uses_selectors``: a search engine that draws its candidates from demo selectors.
-    - ``pairwise_only``: works only on a judge of pairs (with both orders judged, when it
-      reads them), so it is fitted and checked against one.
-    - ``adds_reasoning``: a mitigation that asks the judge to reason before its answer (a
-      chain of thought, the RTS form), so the answer is read from the text, not from the
-      first token's probabilities.
-    - ``random_draws``: a selector whose seed draws one of many demo sets, so a search can
-      draw its candidates from it (the search's default candidate generators).
+    - ``needs_fitting``: ``fit`` learns from the training items (else it returns the component itself).
+    - ``calls_judge_while_fitting``: fitting runs the judge (or a likelihood model) over the training
+      items, unless the fit context gives the judge's scores and the component reads them.
+    - ``needs_judge``: fitting needs the wrapped judge, whatever the fit context holds.
+    - ``query_dependent``: the choice depends on the judged item (a selector that needs ``query=``).
+    - ``uses_selectors``: a search engine drawing its candidates from demo selectors.
+    - ``pairwise_only``: works only on a judge of pairs, so it is fitted and checked against one.
+    - ``adds_reasoning``: asks the judge to reason before answering, so the answer is read from the text.
+    - ``random_draws``: a selector whose seed draws one of many demo sets (a search's candidates).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -344,27 +276,23 @@ class Tags(BaseModel):
 
 
 class Component(BaseModel):
-    """Frozen pydantic base of registered components, with declared parameter constraints.
+    """Frozen pydantic base of registered components.
 
-    ``parameter_constraints`` maps a field name to the forms its value may take (a
-    :class:`Constraint`, a type, or None); a value is accepted when any form accepts it.
-    They are checked on the raw input, before pydantic's own validation. Unknown parameters
-    are refused with the list of known ones.
+    ``parameter_constraints`` maps a field to the forms its value may take (a :class:`Constraint`, a type,
+    or None), checked on the raw input before pydantic's validation; unknown parameters are refused.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     registry_name: ClassVar[str] = ""
     registry_kind: ClassVar[str] = ""
     paper: ClassVar[str] = ""
-    """The work the component implements or reports, "Author et al. YEAR" (empty for mitigate's own
-    designs)."""
+    """The work the component implements, "Author et al. YEAR" (empty for mitigate's own designs)."""
     parameter_constraints: ClassVar[dict[str, list[ConstraintLike]]] = {}
     declared_tags: ClassVar[Tags] = Tags()
 
     @property
     def tags(self) -> Tags:
-        """What this component declares about itself (:class:`Tags`): the class's ``declared_tags``,
-        or what a component whose tags depend on its parameters derives from them."""
+        """What this component declares about itself: ``declared_tags``, or what its parameters imply."""
         return self.declared_tags
 
     @model_validator(mode="wrap")
@@ -393,8 +321,7 @@ class Component(BaseModel):
 
     @classmethod
     def examples(cls) -> list[Any]:
-        """Instances the contract checks (:mod:`mitigate.testing`) exercise; override when defaults are
-        not enough."""
+        """Instances the contract checks (:mod:`mitigate.testing`) exercise."""
         return [cls()]
 
     def spec(self) -> dict[str, Any]:
@@ -410,31 +337,18 @@ class Component(BaseModel):
         return type(self).model_validate({**self.model_dump(), **params})
 
 
-# --------------------------------------------------------------------------- presets, running a coroutine
-
-
 class Preset(Component):
-    """A registered name for a configuration of another component; its fields are the preset's parameters.
-
-    :func:`build` (and so every spec, pipeline text and CLI name) returns :meth:`build`'s
-    value, never the preset itself; that value's own spec names the component it is.
-    """
+    """A registered name for a configuration of another component: its fields are the preset's parameters,
+    and :func:`build` (so every spec, pipeline text and CLI name) returns :meth:`build`'s value."""
 
     def build(self) -> Any:
         """The component these parameters stand for."""
         raise NotImplementedError(f"{type(self).__name__} must implement build()")
 
 
-_T = TypeVar("_T")
-
-
-def run_coroutine(coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
-    """``asyncio.run(coro)``; ConfigError when called inside a running loop (``coro`` is closed, never
-    leaked).
-
-    ``what`` names the call ("Pipeline.fit()"), ``instead`` the async form to await there
-    ("m.afit(train, judge)").
-    """
+def run_coroutine(coro: Coroutine[Any, Any, T], *, what: str, instead: str) -> T:
+    """``asyncio.run(coro)``; inside a running loop a ConfigError naming the call ``what`` and the async form
+    ``instead`` to await there (``coro`` is closed, never leaked)."""
     import asyncio  # here: importing the registry (as the command line does first) needs no event loop
 
     try:

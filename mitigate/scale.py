@@ -1,12 +1,8 @@
-"""Score scales: the range a judge scores on, its granularity, and optional letter maps.
+"""Score scales: the range a judge scores on, its granularity, and optional letter maps::
 
-A :class:`Scale` is what parsers check scores against and what the expected-score
-reducer sums over. Examples::
-
-    Scale(min=1, max=5)                      # integers 1..5
-    Scale(min=1, max=10)                     # integers 1..10 ("10" is two tokens in most tokenizers)
-    Scale(min=1, max=5, modifiers=True)      # "weak 3" -> 2.67, "strong 3" -> 3.33
-    Scale(min=1, max=5, letters={"A": 1, "B": 2, "C": 3, "D": 4, "E": 5})   # MCQ (Shen et al.)
+Scale(min=1, max=5)                      # integers 1..5
+Scale(min=1, max=5, modifiers=True)      # "weak 3" -> 2.67, "strong 3" -> 3.33
+Scale(min=1, max=5, letters={"A": 1, "B": 2, "C": 3, "D": 4, "E": 5})   # MCQ
 """
 
 from __future__ import annotations
@@ -22,12 +18,8 @@ MODIFIER_STEP = 0.33
 
 
 class Scale(BaseModel):
-    """The scores a judge may give.
-
-    ``step`` is the granularity of a plain numeric answer (1 for integer scales; 0.5 lets
-    "3.5" through). ``letters`` maps MCQ option letters to scores. ``modifiers`` accepts
-    "weak N" / "strong N" as N ∓/± 0.33.
-    """
+    """The scores a judge may give: ``step`` is a plain answer's granularity, ``letters`` maps MCQ letters to
+    scores, ``modifiers`` accepts "weak N" / "strong N" as N ∓/± 0.33."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     min: float = 1

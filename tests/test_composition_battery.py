@@ -59,6 +59,7 @@ from mitigate.lm import LM, FakeLM, LMRequest, LMResponse
 from mitigate.parse import VALUE
 from mitigate.prompt import SLOT_RE, Demo, JudgePrompt, closing_stub, field_text, reasoning_ban
 from mitigate.prompt._parts import DEFAULT_DEMO_TEMPLATE
+from mitigate.prompt._render import fill
 from mitigate.prompt.answer._infer import stated_reasoning
 from mitigate.prompt.read._clues import find_scales
 from mitigate.registry import registered
@@ -609,7 +610,7 @@ def _check_leaf(
     section = base.item_section()
     unfilled = base.messages[section[0]].template[section[1] : section[2]] if section is not None else ""
     if unfilled and not re.search(r"\d", unfilled):  # headings with numbers may be rescaled ("(Score 5)")
-        assert base._fill(unfilled, item) in kept, (
+        assert fill(base, unfilled, item) in kept, (
             f"text was inserted inside the judged item {unfilled[:80]!r}"
         )
 

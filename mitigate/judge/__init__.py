@@ -1,12 +1,5 @@
-"""Judges: the protocol every judge follows, the prompt-driven judge, what a judge returns, and fitting.
-
-A :class:`Judge` turns an :class:`~mitigate.Item` into a :class:`Judgment` (``async judge(item)``) and
-hands a prompt transform down to every prompt it uses (``map_prompts(fn)``), so a prompt-level
-mitigation placed after a fan-out reaches every inner prompt. :class:`PromptJudge` is the leaf: one
-prompt, one LM, one :class:`JudgeConfig`. :class:`Fittable` is the one fit protocol of components that
-learn from data (:class:`FitContext`); :class:`LikelihoodScorer` gives the likelihood score LS of a
-judged text under a causal LM (Ohi et al. 2024).
-"""
+"""Judges: the protocol every judge follows (``judge(item)``, ``map_prompts(fn)``), the prompt-driven judge,
+what a judge returns, the fit protocol and likelihood scores."""
 
 from typing import TYPE_CHECKING
 

@@ -18,19 +18,12 @@ class JudgeConfig(BaseModel):
 
     - ``temperature``, ``n`` (samples), ``max_tokens``, ``stop``, ``seed``: passed to the LM.
     - ``reducer``: how ``n`` samples become one score (mean, median, majority).
-    - ``scoring``: "parse" reads the score from the text; "expected" computes the
-      probability-weighted score over the scale from the top-k token logprobs (G-Eval
-      style) and needs a backend with logprobs (a typed error otherwise).
-    - ``constrain``: whether the backend must enforce the prompt's answer format
-      (:meth:`~mitigate.prompt.answer.AnswerFormat.constraint`). "format": the template's
-      own format, by grammar or regex (a :class:`~mitigate.errors.CapabilityError` from a
-      backend that cannot); "json": a JSON object with the answer (OpenAI
-      ``response_format``, Anthropic tool use, llama.cpp); "answer": the format's answer
-      line alone, with no reasoning before it even when the template asks for some (what a
-      logprob-read answer needs: the score is the first value the judge writes); "auto": "format" when the
-      backend can enforce it (the embedded llama.cpp model, a named guided-decoding
-      server), else no constraint; "off": never. The raw text is kept and still parsed
-      strictly, in the format the request asked for.
+    - ``scoring``: "parse" reads the score from the text; "expected" the probability-weighted score over
+      the scale from the top-k token logprobs (G-Eval style; needs a backend with logprobs).
+    - ``constrain``: whether the backend must enforce the answer format: "format" (the template's own, by
+      grammar or regex), "json" (a JSON object with the answer), "answer" (the answer line alone, without
+      reasoning: what a logprob-read answer needs), "auto" ("format" when the backend can enforce it, else
+      none) or "off". The raw text is still parsed strictly, in the format the request asked for.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -60,17 +53,9 @@ class JudgeConfig(BaseModel):
 
 
 class PlannedRequest(BaseModel):
-    """One LM request a judge would send for an item, listed without calling the LM (:meth:`Judge.requests`).
-
-    ``path`` says where in the fan-out the request comes from (``("swapped",)``,
-    ``("coherence",)``, ``("panel member", "o0")`` ...; empty for a plain prompt judge);
-    ``item_id`` the item as that request sees it (a swapped copy keeps the item's id, and
-    ``swapped`` says so). ``reads`` says how the answer becomes a score or verdict;
-    ``condition`` is set when the request is sent only depending on earlier answers (a
-    cascade's later stage): the request is shown as it would be sent, and the condition says
-    when. ``refused`` holds the backend's one-line refusal when it cannot take the request
-    (a constraint or logprobs it cannot give): such a request would fail, not be sent.
-    """
+    """One LM request a judge would send for an item, listed without calling the LM: where in the fan-out it
+    comes from (``path``), how its answer is read (``reads``), the ``condition`` it is sent under, and the
+    backend's one-line refusal (``refused``) when it cannot take it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     path: tuple[str, ...] = ()
@@ -91,8 +76,7 @@ class PlannedRequest(BaseModel):
     def under(
         self, name: str, *, condition: str | None = None, swapped: bool | None = None
     ) -> PlannedRequest:
-        """This request placed under the fan-out child ``name`` (and its condition, when the child has
-        one)."""
+        """This request placed under the fan-out child ``name`` (and its condition)."""
         conds = [c for c in (condition, self.condition) if c]
         update: dict[str, Any] = {"path": (name, *self.path), "condition": "; ".join(conds) or None}
         if swapped is not None:
@@ -101,23 +85,13 @@ class PlannedRequest(BaseModel):
 
 
 EMBEDDED_DEFAULT_SPEC = "local"
-"""The spec of the embedded default model (SmolLM2-135M-Instruct), whose answers default to a logprob read."""
+"""The spec of the embedded default model, whose answers default to a logprob read."""
 
 
 def answer_mode(lm: LM, scoring: str = "auto", constrain: str = "auto") -> dict[str, str]:
-    """``JudgeConfig`` fields for how ``lm``'s answers become scores; "auto" picks what measured best.
-
-    The embedded default model (spec ``local``) writes a score for 2 of 100 SummEval summaries
-    when asked freely, and under a grammar forcing "Score: N" it answers 1 to 93 of 100 (to all
-    12 of the quick start's). Its answer is therefore read from the raw next-token
-    distribution at the score position (``scoring="expected"``, the answer line alone under a
-    grammar, ``constrain="answer"``): every item gets a graded score. Neither way agrees with
-    the experts measurably better (Spearman -0.01 vs 0.16, paired difference not significant;
-    ``benchmarks/embedded_answers_summeval.py``, RESULTS.md), and only the graded one leaves
-    the quick start's correlations defined.
-    Every other backend parses its text (``"parse"``) and is constrained where it can keep
-    the template's format (``constrain="auto"``). Explicit values are kept.
-    """
+    """``JudgeConfig`` fields for how ``lm``'s answers become scores; "auto" picks what measured best: the
+    embedded default model's answer is read from its logprobs at the score position (see RESULTS.md), any
+    other backend's parsed from its text. Explicit values are kept."""
     embedded = lm.spec == EMBEDDED_DEFAULT_SPEC
     if scoring == "auto":
         scoring = "expected" if embedded else "parse"

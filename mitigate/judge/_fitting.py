@@ -1,25 +1,9 @@
 """The one fit protocol: what fitting may use (:class:`FitContext`), the fittable base, its one judge check.
 
-A component that learns from labelled data (a demo mitigation, a calibration, a selector ...)
-is :class:`Fittable`. Like a scikit-learn estimator it returns a fitted *copy*, keeping what it
-learned in fields ending in ``_``; unlike one, its fit is async, because fitting may run the
-judge over the training items::
-
-    fitted = await m.afit(train, judge, FitContext(progress=False))   # the protocol
-    fitted = m.fit(train, judge, progress=False)                      # its synchronous form
-    judge2 = m.compile(judge, train)                                  # fit, then wrap (mitigations)
-
-- ``train`` is the labelled training data; ``judge`` the judge the fitted component will
-  serve (for a mitigation, the judge it will wrap); ``ctx`` a :class:`FitContext`, the one
-  typed value holding everything else fitting may use (progress bar, concurrency, the human
-  label, a likelihood LM, precomputed scores). Keyword options (``fit(train, judge,
-  criterion="coherence")``) are shorthand for its fields, merged over ``ctx``.
-- :meth:`Fittable.afit`, :meth:`Fittable.fit` (and ``compile`` on mitigations) are written
-  once, here. A component implements :meth:`Fittable.learn` ``(train, judge, ctx) -> Self``,
-  one signature for every fittable.
-- Whether fitting needs the judge is read from the component's tags by one check,
-  :func:`require_judge`, before ``learn`` runs: ``needs_judge`` (it always does), or
-  ``calls_judge_while_fitting`` unless the context gives the judge's scores.
+A :class:`Fittable` returns a fitted *copy* (learned state in fields ending in ``_``), asynchronously
+(``await m.afit(train, judge, ctx)``; ``m.fit(...)`` runs it), and implements only :meth:`Fittable.learn`;
+keyword options are shorthand for :class:`FitContext` fields. Whether fitting needs the judge is read from
+the component's tags by one check, :func:`require_judge`.
 """
 
 from __future__ import annotations
@@ -37,24 +21,10 @@ from mitigate.registry import Tags, run_coroutine
 
 
 class FitContext(BaseModel):
-    """Everything fitting may use beyond the training data and the judge: one frozen, typed value.
-
-    Fields:
-        progress: show a progress bar while the judge runs over the training items.
-        concurrency: how many judge calls run at once while fitting.
-        criterion: the human label to learn from (None: the benchmark's only one, or the one
-            the judge's prompts score; see :func:`mitigate.selectors.resolve_criterion`).
-        lm: the causal LM computing likelihoods (LS) for a component that needs them
-            (Highest-RS), instead of the one its ``likelihood`` spec names.
-        ls: LS per training item id, already computed (with ``judge_scores``, Highest-RS
-            calls no LM).
-        judge_scores: the judge's score per training item id, already made (None: it failed).
-            A component that calls the judge while fitting then needs no judge when it reads
-            them (tags: ``calls_judge_while_fitting`` without ``needs_judge``).
-
-    Every fittable receives the same context; each reads the fields it uses. A mitigation
-    passes it on to what it fits inside (a pipeline to its steps, demos to their selector).
-    """
+    """Everything fitting may use beyond the training data and the judge, passed on to what a component fits
+    inside: a progress bar, how many judge calls run at once, the human label ``criterion`` (None: the only
+    one, or the judge's), the ``lm`` computing likelihoods, and ``ls`` and ``judge_scores`` per training item
+    id already computed (a component reading them needs no judge)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     progress: bool = True
@@ -94,7 +64,7 @@ class FitContext(BaseModel):
 
     @property
     def scores_given(self) -> bool:
-        """Both LS and the judge's scores of the training items are given: fitting need not call the judge."""
+        """Both LS and the judge's scores are given: fitting need not call the judge."""
         return self.ls is not None and self.judge_scores is not None
 
 
@@ -109,11 +79,8 @@ _CONSTRAINTS: dict[str, list[Any]] = {
 
 
 def fit_context(ctx: FitContext | None, options: Mapping[str, Any], *, owner: str) -> FitContext:
-    """``ctx`` (default: a new :class:`FitContext`) with the keyword ``options`` merged over it.
-
-    ConfigError, naming ``owner``'s fit and the known fields, for an option that is no field,
-    or for a ``ctx`` that is not a FitContext.
-    """
+    """``ctx`` (default: a new :class:`FitContext`) with the keyword ``options`` merged over it (ConfigError
+    naming ``owner``'s fit for an unknown option or a ``ctx`` that is no FitContext)."""
     if ctx is not None and not isinstance(ctx, FitContext):
         raise ConfigError(
             f"{owner}.fit expected a FitContext as its third argument; got {type(ctx).__name__}"
@@ -129,12 +96,9 @@ def fit_context(ctx: FitContext | None, options: Mapping[str, Any], *, owner: st
 
 
 def require_judge(component: Any, judge: Any, ctx: FitContext) -> None:
-    """The one check that fitting ``component`` has the judge it needs; one line, the same for every fittable.
-
-    A judge that is given must be a :class:`~mitigate.judge.Judge`. None is refused when the
-    component's tags say ``needs_judge``, or ``calls_judge_while_fitting`` and the context
-    does not give the judge's scores (:attr:`FitContext.scores_given`).
-    """
+    """The one check that fitting ``component`` has the judge it needs: a given judge must be a Judge; None
+    is refused when its tags say ``needs_judge``, or ``calls_judge_while_fitting`` without the judge's
+    scores in the context."""
     if isinstance(judge, Judge):
         return
     tags = getattr(component, "tags", None)
@@ -154,13 +118,9 @@ _T = TypeVar("_T")
 
 
 def run_fit(component: Any, coro: Coroutine[Any, Any, _T], *, what: str, instead: str) -> _T:
-    """Run a fit coroutine of ``component`` to completion, inside a running event loop too when it can.
-
-    A component whose tags say it calls no judge while fitting does no I/O while fitting, so its
-    coroutine is run here directly (this works inside a running event loop too); one that does
-    runs in its own event loop (:func:`mitigate.registry.run_coroutine`), and inside a running one
-    that is a ConfigError naming ``instead``.
-    """
+    """Run a fit coroutine of ``component`` to completion: directly when its tags say it calls no judge while
+    fitting (so it does no I/O; this works inside a running loop), else in its own event loop
+    (:func:`~mitigate.registry.run_coroutine`)."""
     tags = getattr(component, "tags", None)
     if isinstance(tags, Tags) and not tags.calls_judge_while_fitting:
         try:
@@ -176,26 +136,19 @@ def run_fit(component: Any, coro: Coroutine[Any, Any, _T], *, what: str, instead
 
 
 class Fittable:
-    """The fit protocol, written once (:meth:`afit`, async; :meth:`fit`, sync); a component implements learn.
-
-    Both return a fitted copy (fitted state in fields ending in ``_``), never changing the
-    original; a component with nothing to learn returns itself. See the module docstring.
-    """
+    """The fit protocol, written once (:meth:`afit`, :meth:`fit`): a component implements :meth:`learn`."""
 
     async def afit(
         self, train: Any, judge: Any = None, ctx: FitContext | None = None, **options: Any
     ) -> Self:
-        """A fitted copy learned from ``train`` against ``judge`` with ``ctx`` (keyword ``options`` over it).
-
-        The judge check (:func:`require_judge`) runs here, once, before :meth:`learn`.
-        """
+        """A fitted copy learned from ``train`` against ``judge`` with ``ctx`` (keyword ``options`` over it),
+        after the one judge check (:func:`require_judge`)."""
         context = fit_context(ctx, options, owner=type(self).__name__)
         require_judge(self, judge, context)
         return await self.learn(train, judge, context)
 
     def fit(self, train: Any, judge: Any = None, ctx: FitContext | None = None, **options: Any) -> Self:
-        """:meth:`afit` run to completion (see :func:`run_fit`: inside a running event loop, only for a
-        component whose tags say it calls no judge while fitting; otherwise ``await afit`` there)."""
+        """:meth:`afit` run to completion (see :func:`run_fit`)."""
         return run_fit(
             self,
             self.afit(train, judge, ctx, **options),
@@ -204,9 +157,6 @@ class Fittable:
         )
 
     async def learn(self, train: Any, judge: Any, ctx: FitContext) -> Self:
-        """What a fittable implements: the fitted copy (this component itself when there is nothing to learn).
-
-        Called by :meth:`afit` after the judge check, with the merged context. ``judge`` is a
-        :class:`~mitigate.judge.Judge`, or None when the tags allow fitting without one.
-        """
+        """What a fittable implements: the fitted copy (itself when there is nothing to learn); ``judge`` is
+        None when the tags allow fitting without one."""
         return self

@@ -1,10 +1,9 @@
-"""The judge protocol (:class:`Judge`: ``judge(item)``, ``map_prompts(fn)``, ``requests(item)``), its leaf
-:class:`PromptJudge` (one prompt, one LM, one config) and :class:`CompositeJudge`, the base of judges that
-fan out; the requests a prompt judge sends are recorded for the reports (:func:`recording_requests`).
-"""
+"""The judge protocol (:class:`Judge`), its leaf :class:`PromptJudge` (one prompt, one LM, one config) and
+:class:`CompositeJudge`, the base of judges that fan out."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from abc import ABC, abstractmethod
@@ -28,12 +27,8 @@ _SENT: ContextVar[list[LMRequest] | None] = ContextVar("mitigate_sent_requests",
 
 @contextmanager
 def recording_requests() -> Iterator[list[LMRequest]]:
-    """Collect, in order, the requests every :class:`PromptJudge` sends inside this block.
-
-    The list is shared with the tasks started inside the block (a fan-out's children), so a
-    composite judge's requests are all collected. The reports use the first one to show the
-    exact prompt an item was judged with.
-    """
+    """Collect, in order, the requests every :class:`PromptJudge` sends inside this block (the tasks it
+    starts included), so the reports can show the exact prompt an item was judged with."""
     box: list[LMRequest] = []
     token = _SENT.set(box)
     try:
@@ -51,12 +46,8 @@ class Judge(ABC):
 
     @abstractmethod
     def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
-        """A new judge with every inner :class:`PromptJudge` replaced by ``fn(leaf)``; this judge is
-        unchanged.
-
-        This is how a mitigation reaches every prompt judge behind a fan-out (single-attribute
-        split, RTS/MCQ pair, position swap): prompt transforms, sampling settings and the like.
-        """
+        """A new judge with every inner :class:`PromptJudge` replaced by ``fn(leaf)`` (how a mitigation
+        reaches every prompt judge behind a fan-out); this judge is unchanged."""
 
     def map_prompts(self, fn: Callable[[JudgePrompt], JudgePrompt]) -> Judge:
         """A new judge whose every prompt is ``fn(prompt)``; this judge is unchanged."""
@@ -74,13 +65,8 @@ class Judge(ABC):
         return found
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """Every LM request this judge would send for ``item``, in order, without calling the LM.
-
-        Each fan-out (position swap, samples, perturbations, single-attribute split, RTS/MCQ,
-        panel, cascade) lists every call it makes; a call sent only depending on earlier
-        answers carries a ``condition``. A judge type that cannot list its calls ahead raises
-        :class:`~mitigate.errors.CapabilityError` naming it.
-        """
+        """Every LM request this judge would send for ``item``, in order, without calling the LM (a call
+        depending on earlier answers carries a ``condition``); CapabilityError for a judge that cannot."""
         raise CapabilityError(
             f"{type(self).__name__} cannot list the requests it would send; expected a judge that implements "
             "requests(item) (every judge mitigate builds does)"
@@ -95,12 +81,8 @@ class Judge(ABC):
         """A JSON-able description (prompts, backend spec, config) identifying this judge."""
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """Per criterion, the range every score this judge reports lies in ({} when it reports no score, only
-        a pairwise verdict); None when it may report any value (a post-hoc adjustment, a replayed judge).
-
-        A resumed journal line holding a score outside it is damaged, and its item is judged again
-        (:class:`~mitigate.run._journal.Journal`).
-        """
+        """Per criterion, the range every score this judge reports lies in ({} for verdicts only); None when
+        it may report any value. A resumed journal line outside it is judged again."""
         return None
 
     def fingerprint(self) -> str:
@@ -113,12 +95,9 @@ class Judge(ABC):
 
 
 class CompositeJudge(Judge):
-    """A judge made of named child judges (a fan-out); subclasses implement :meth:`judge`.
-
-    :meth:`map_leaves` (and so :meth:`map_prompts`) reaches every child, which is what lets
-    a prompt transform placed after a fan-out apply to every inner prompt. Subclasses keep
-    their own parameters as plain attributes; :meth:`with_children` copies them.
-    """
+    """A judge made of named child judges (a fan-out); subclasses implement :meth:`judge` and keep their
+    parameters as plain attributes (:meth:`with_children` copies them). :meth:`map_leaves` reaches every
+    child."""
 
     kind: str = "composite"
     requests_are_children: bool = False
@@ -131,8 +110,6 @@ class CompositeJudge(Judge):
 
     def with_children(self, children: dict[str, Judge]) -> CompositeJudge:
         """A shallow copy with other children (parameters kept)."""
-        import copy
-
         clone = copy.copy(self)
         clone.children = dict(children)
         return clone
@@ -154,8 +131,8 @@ class CompositeJudge(Judge):
         ]
 
     def requests(self, item: Item) -> list[PlannedRequest]:
-        """Every child's requests for ``item``, in order (a fan-out that changes the item or calls
-        conditionally overrides this)."""
+        """Every child's requests for ``item``, in order (overridden by a fan-out that changes the item or
+        calls conditionally)."""
         if not self.requests_are_children:
             raise CapabilityError(
                 f"{type(self).__name__} does not say which requests it sends; expected it to implement "
@@ -165,8 +142,8 @@ class CompositeJudge(Judge):
         return [r for name in self.children for r in self.child_requests(name, item)]
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """The children's ranges joined per criterion (None when a child's is unknown): a fan-out reports its
-        children's values or their means. A composite that adjusts scores overrides this with None."""
+        """The children's ranges joined per criterion (None when a child's is unknown); a composite that
+        adjusts scores overrides this with None."""
         joined: dict[str, tuple[float, float]] = {}
         for child in self.children.values():
             bounds = child.score_bounds()
@@ -195,11 +172,8 @@ class CompositeJudge(Judge):
 
 
 def judge_scale(judge: Judge) -> Scale | None:
-    """The scale a judge answers on: its ``scale`` attribute, else the one scale its inner prompts share.
-
-    None when that cannot be read (no inner prompt judge). A ConfigError when the inner prompts
-    answer on different scales: no one scale stands for the judge then.
-    """
+    """The scale a judge answers on: its ``scale`` attribute, else the one its inner prompts share (None
+    without inner prompts; a ConfigError when they answer on different scales)."""
     scale = getattr(judge, "scale", None)
     if isinstance(scale, Scale):
         return scale
@@ -247,16 +221,13 @@ class PromptJudge(Judge):
         return PromptJudge(self.prompt, self.lm, JudgeConfig.model_validate(merged))
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
-        """The prompt's scale for each criterion it scores ({} for a pairwise prompt); "weak/strong N" widen
-        it."""
+        """The prompt's scale for each criterion ({} for a pairwise prompt); "weak/strong N" widen it."""
         if self.prompt.answer == "pairwise":
             return {}
         scale = self.prompt.scale
         slack = 0.5 if scale.modifiers else 0.0
-        return {
-            n: (scale.min - slack, scale.max + slack)
-            for n in [c.name for c in self.prompt.criteria] or ["score"]
-        }
+        names = [c.name for c in self.prompt.criteria] or ["score"]
+        return {n: (scale.min - slack, scale.max + slack) for n in names}
 
     def describe(self) -> dict[str, Any]:
         """Prompt, backend spec and config."""
@@ -315,12 +286,8 @@ class PromptJudge(Judge):
         if self.config.scoring == "expected" and self.prompt.answer != "pairwise":
             return f"expected score from the top-{self.config.top_logprobs} logprobs at the score position"
         kind = {"pairwise": "verdict", "mcq": "chosen letter"}.get(self.prompt.answer, "score")
-        return (
-            f"parse the {kind} from the text ({self.prompt.format.kind} format); reduce {self.config.n} "
-            f"sample(s) by {self.config.reducer}"
-            if self.config.n > 1
-            else f"parse the {kind} from the text ({self.prompt.format.kind} format)"
-        )
+        reduce = f"; reduce {self.config.n} sample(s) by {self.config.reducer}" if self.config.n > 1 else ""
+        return f"parse the {kind} from the text ({self.prompt.format.kind} format){reduce}"
 
     def plan(self, request: LMRequest, item: Item, reads: str) -> PlannedRequest:
         """``request`` as a :class:`PlannedRequest`, with the backend's refusal when it cannot take it."""
@@ -377,16 +344,13 @@ class PromptJudge(Judge):
                         ParseFailure(criterion=names[0], raw=choice.text, reason=exc.message, sample=idx)
                     )
                 continue
-            for name, value in self._parse_choice(
-                choice, names, as_json=as_json, quoted=shown, judged=judged
-            ).items():
+            parsed = self._parse_choice(choice, names, as_json=as_json, quoted=shown, judged=judged)
+            for name, value in parsed.items():
+                per_crit[name].append(None if isinstance(value, ParseError) else value)
                 if isinstance(value, ParseError):
-                    per_crit[name].append(None)
                     failures.append(
                         ParseFailure(criterion=name, raw=choice.text, reason=value.message, sample=idx)
                     )
-                else:
-                    per_crit[name].append(value)
         scores: dict[str, float | None] = {}
         for name, vals in per_crit.items():
             good = [v for v in vals if v is not None]
@@ -427,34 +391,20 @@ class PromptJudge(Judge):
                     raise ParseError(
                         "expected token logprobs in the response; the backend returned none", raw=choice.text
                     )
-                return (
-                    {names[0]: expected_score(choice.logprobs, scale)}
-                    if len(names) == 1
-                    else {
-                        n: ParseError(
-                            "expected-score scoring needs one criterion per call (use SingleAttribute)",
-                            raw=choice.text,
-                        )
-                        for n in names
-                    }
-                )
+                if len(names) > 1:
+                    raise ParseError(
+                        "expected-score scoring needs one criterion per call (use SingleAttribute)",
+                        raw=choice.text,
+                    )
+                return {names[0]: expected_score(choice.logprobs, scale)}
             if len(names) > 1:
                 return parse_criteria(choice.text, names, scale, quoted=quoted, judged=judged)
             fmt = self.prompt.format
             if as_json:
                 return {names[0]: float(fmt.read_json(choice.text, scale))}
             cues = tuple(n for n in names if n.lower() != "score")
-            return {
-                names[0]: float(
-                    fmt.read(
-                        choice.text,
-                        scale,
-                        echoes=self.prompt.echo_lines(),
-                        cues=cues,
-                        quoted=quoted,
-                        judged=judged,
-                    )
-                )
-            }
+            echoes = self.prompt.echo_lines()
+            value = fmt.read(choice.text, scale, echoes=echoes, cues=cues, quoted=quoted, judged=judged)
+            return {names[0]: float(value)}
         except ParseError as exc:
             return {n: exc for n in names}

@@ -1,8 +1,5 @@
-"""What a judge returns: one :class:`Judgment` per item, with its scores, raw answers and parse failures.
-
-A parse failure is kept as a :class:`ParseFailure` with the raw answer, never turned into a score;
-:func:`merge_judgments` joins the parts of a fan-out (criteria, orders, panel members) into one.
-"""
+"""What a judge returns: one :class:`Judgment` per item, with its scores, raw answers and parse failures
+(kept with the raw answer, never turned into a score)."""
 
 from __future__ import annotations
 
@@ -33,11 +30,9 @@ class ParseFailure(BaseModel):
 class Judgment(BaseModel):
     """What a judge said about one item.
 
-    ``scores`` holds the reduced score per criterion (None when every sample failed to
-    parse); ``samples`` every per-sample score (None for a failed sample); ``verdict`` the
-    pairwise verdict when the judge compares two outputs. ``failures`` records each parse
-    failure with its raw text; ``error`` an LM call that failed for good. ``flags`` carries
-    decisions such as ``needs_human``; ``meta`` free-form details from mitigations.
+    ``scores``: the reduced score per criterion (None when every sample failed); ``samples``: every
+    per-sample score; ``verdict``: a pairwise verdict; ``failures``: each parse failure; ``error``: an LM
+    call that failed for good; ``flags``: decisions such as ``needs_human``; ``meta``: mitigations' details.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -65,28 +60,16 @@ class Judgment(BaseModel):
         return bool(self.scores) and all(v is not None for v in self.scores.values())
 
     def rows(self, criterion: str | None = None) -> list[dict[str, Any]]:
-        """This judgment in long form: one row per criterion scored, or per order a pairwise verdict was given
-        in.
-
-        Each row holds ``criterion``, ``order`` (None for a score; for a verdict "original",
-        or "original" and "swapped" when the judge saw both orders, each with the verdict
-        given in that order), ``score``, ``verdict`` (the text preferred: "A", "B" or "tie"),
-        ``raw`` (every raw answer, joined by blank lines), ``failure`` (the parse-failure
-        reasons and any error, joined by "; "; None when none) and ``flags`` (joined by ",").
-        ``criterion`` keeps only that criterion's rows.
-        """
-        failure = (
-            "; ".join([*(f.reason for f in self.failures), *([self.error] if self.error else [])]) or None
-        )
-        common = {"raw": "\n\n".join(self.raw), "failure": failure, "flags": ",".join(self.flags)}
+        """This judgment in long form: one row (``criterion``, ``order``, ``score``, ``verdict`` "A"/"B"/
+        "tie", ``raw``, ``failure``, ``flags``) per criterion scored or per order a verdict was given in;
+        ``criterion`` keeps only that criterion's rows."""
+        failure = "; ".join([*(f.reason for f in self.failures), *([self.error] if self.error else [])])
+        common = {"raw": "\n\n".join(self.raw), "failure": failure or None, "flags": ",".join(self.flags)}
         orders = self.meta.get("orders")
         pairwise = (
             self.verdict is not None
             or isinstance(orders, dict)
-            or (
-                # a pairwise answer that failed to parse
-                not self.scores and not self.samples and bool(self.failures)
-            )
+            or (not self.scores and not self.samples and bool(self.failures))  # a failed pairwise answer
         )
         if pairwise:
             crit = (
@@ -125,8 +108,7 @@ class Judgment(BaseModel):
 
 
 def _as_text(verdict: Any, order: str) -> str | None:
-    """A verdict by position as presented in ``order`` -> the text it prefers ("A", "B", "tie"); None if
-    unreadable."""
+    """A verdict by position in ``order`` -> the text it prefers ("A", "B", "tie"); None if unreadable."""
     if verdict not in ("first", "second", "tie"):
         return None
     if verdict == "tie":
@@ -136,12 +118,7 @@ def _as_text(verdict: Any, order: str) -> str | None:
 
 def combine_costs(costs: Sequence[float | None]) -> float | None:
     """Sum of costs; None (unknown) when any part is unknown."""
-    total = 0.0
-    for c in costs:
-        if c is None:
-            return None
-        total += c
-    return total
+    return None if any(c is None for c in costs) else sum((c for c in costs if c is not None), 0.0)
 
 
 def reduce_samples(values: Sequence[float], reducer: Reducer) -> float:
@@ -158,14 +135,9 @@ def reduce_samples(values: Sequence[float], reducer: Reducer) -> float:
 
 
 def merge_judgments(item_id: str, parts: Sequence[Judgment], **fields: Any) -> Judgment:
-    """One judgment from several (a fan-out's children): usage, cost, calls, raw and failures add up.
-
-    ``fields`` sets the merged judgment's own ``scores``, ``verdict``, ``flags``, ``meta`` ...
-    An error in any part is kept (joined) unless ``fields`` overrides ``error``.
-    """
-    usage = Usage()
-    for p in parts:
-        usage = usage + p.usage
+    """One judgment from a fan-out's parts: usage, cost, calls, raw, failures and errors add up; ``fields``
+    sets the merged judgment's own ``scores``, ``verdict``, ``meta`` ... (``error`` too)."""
+    usage = sum((p.usage for p in parts), Usage())
     errors = [p.error for p in parts if p.error]
     base: dict[str, Any] = {
         "item_id": item_id,
@@ -182,26 +154,14 @@ def merge_judgments(item_id: str, parts: Sequence[Judgment], **fields: Any) -> J
     return Judgment(**base)
 
 
-FRAME_COLUMNS = (
-    "entry",
-    "item",
-    "document",
-    "system",
-    "criterion",
-    "order",
-    "score",
-    "verdict",
-    "human",
-    "raw",
-    "failure",
-    "flags",
+FRAME_COLUMNS = tuple(
+    "entry item document system criterion order score verdict human raw failure flags".split()
 )
 """The columns of the long-form tables of judge and compare results."""
 
 
 def frame(rows: Iterable[dict[str, Any]], columns: Sequence[str] = FRAME_COLUMNS) -> Any:
-    """``rows`` as a pandas DataFrame with ``columns`` (default :data:`FRAME_COLUMNS`); a one-line ConfigError
-    when pandas is missing."""
+    """``rows`` as a pandas DataFrame with ``columns`` (a ConfigError when pandas is missing)."""
     try:
         import pandas as pd
     except ImportError:

@@ -1,16 +1,7 @@
-"""Likelihood scores (Ohi et al. 2024): how plausible a causal LM finds a judged text.
-
-LS(item) = log P(output | input, task description), computed from the token logprobs of a
-backend that exposes :meth:`~mitigate.lm._base.LM.loglikelihood` (by default the embedded
-model, spec ``local``). Judges overrate high-likelihood texts; the bias measure
-BiasScore = Spearman(LS, judge score - human score) and the demo-selection mitigation
-built on it both start from these numbers.
-
-Two reductions: ``"sum"`` is the log-probability of the whole output, exactly the
-formula above; ``"mean"`` divides it by the number of output tokens (log-probability per
-token), which removes most of the dependence on output length. A backend that cannot score
-a given text raises :class:`~mitigate.errors.CapabilityError`, which passes through: there
-is no fallback to another scoring mode.
+"""Likelihood scores (Ohi et al. 2024): LS(item) = log P(output | input, task description), from a causal LM's
+token logprobs (by default the embedded model). Judges overrate high-likelihood texts; the bias measure and
+the demo selection built on it start from these numbers. A backend that cannot score a text raises
+:class:`~mitigate.errors.CapabilityError`; there is no fallback.
 """
 
 from __future__ import annotations
@@ -33,22 +24,14 @@ DEFAULT_LIKELIHOOD_TEMPLATE = "Task: {task}\n\nInput:\n{input}\n\nOutput:\n"
 _SLOTS = {"task", "input"}
 
 
-def _resolve(spec: str) -> LM:
-    """Turn a backend spec into a backend, through :func:`mitigate.lm.get` when it exists."""
-    from mitigate.lm import get
-
-    return get(spec)
-
-
 class LikelihoodScorer(BaseModel):
     """Computes LS = log P(item.output | item input, task description) with a causal LM.
 
-    ``lm`` is the backend's spec string (an :class:`LM` object may be passed instead; it is
-    kept and its spec recorded). The backend is resolved on first use. ``template`` is the
-    context placed before the output; its slots are ``{task}`` and ``{input}`` (required).
-    ``input_fields`` names the item inputs that make up ``{input}`` (empty: all of them, in
-    order; several are shown as ``Name:`` blocks). ``reduce`` is ``"sum"`` or ``"mean"``
-    (per output token; NaN for an empty output, which has no tokens to average).
+    ``lm`` is the backend's spec (or an :class:`LM`, kept and its spec recorded), resolved on first use.
+    ``template`` is the context before the output, with the slots ``{task}`` and ``{input}`` (required);
+    ``input_fields`` the item inputs making up ``{input}`` (empty: all, as ``Name:`` blocks when several).
+    ``reduce`` is ``"sum"`` (the whole output) or ``"mean"`` (per token, removing most of the length
+    dependence; NaN for an empty output).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -59,14 +42,10 @@ class LikelihoodScorer(BaseModel):
     _backend: LM | None = PrivateAttr(default=None)
 
     def __init__(self, lm: LM | str | None = None, /, **data: Any) -> None:
-        backend: LM | None = None
-        if isinstance(lm, LM):
-            backend = lm
-            data["lm"] = lm.spec
-        elif lm is not None:
-            data["lm"] = lm
+        if lm is not None:
+            data["lm"] = lm.spec if isinstance(lm, LM) else lm
         super().__init__(**data)
-        self._backend = backend
+        self._backend = lm if isinstance(lm, LM) else None
 
     def __eq__(self, other: object) -> bool:
         """Equal when the fields are: the resolved backend object does not take part."""
@@ -100,7 +79,9 @@ class LikelihoodScorer(BaseModel):
     def backend(self) -> LM:
         """The LM that scores, resolved from ``lm`` on first access."""
         if self._backend is None:
-            self._backend = _resolve(self.lm)
+            from mitigate.lm import get  # on first use: building a backend loads its module
+
+            self._backend = get(self.lm)
         return self._backend
 
     def input_text(self, item: Item) -> str:

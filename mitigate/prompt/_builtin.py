@@ -1,8 +1,4 @@
-"""Judge prompts shipped with mitigate (written for this project), by name.
-
-``get_prompt("summeval-coherence")`` returns a parsed :class:`~mitigate.prompt.JudgePrompt`;
-``list_prompts()`` names them all. The texts live in ``mitigate/prompt/texts/*.txt``.
-"""
+"""Judge prompts shipped with mitigate (written for this project, in ``texts/*.txt``), by name."""
 
 from __future__ import annotations
 
@@ -19,8 +15,7 @@ for _file in sorted(_FOLDER.iterdir(), key=lambda f: f.name):
 
 
 def list_prompts() -> list[str]:
-    """Names of the built-in prompts (the ``prompt`` kind of the registry: file stems with '_' shown as
-    '-')."""
+    """Names of the built-in prompts (the registry's ``prompt`` kind: file stems, '_' shown as '-')."""
     return names("prompt")
 
 

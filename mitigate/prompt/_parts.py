@@ -1,8 +1,5 @@
-"""The parts a judge prompt is built from: criterion, scoring options, guideline, demonstration, message.
-
-Each is a frozen pydantic value; :class:`~mitigate.prompt._judge_prompt.JudgePrompt` holds them,
-:mod:`mitigate.prompt.read` recovers them from a template's text.
-"""
+"""The parts a judge prompt is built from (frozen values): criterion, scoring options, guideline,
+demonstration, message."""
 
 from __future__ import annotations
 
@@ -44,13 +41,10 @@ class Criterion(BaseModel):
 
 
 class ScoreOption(BaseModel):
-    """One line of a scoring guideline: what a given score means.
+    """One line of a scoring guideline, rendered as ``head + description + tail``: what a given score means.
 
-    The line renders as ``head + description + tail`` so a lengthened description keeps
-    the original formatting. ``position`` is the option's index in the original guideline
-    (kept through reorderings so answers can be mapped back). ``score`` is None for a
-    lettered option whose score the template does not state (AutoEvals' "(A) ..." choices);
-    pass ``letters={...}`` to :meth:`JudgePrompt.from_template` to score them.
+    ``position`` is the option's index in the original guideline (kept through reorderings); ``score``
+    is None for a lettered option whose score the template does not state (pass ``letters={...}``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -67,7 +61,7 @@ class ScoreOption(BaseModel):
         return f"{self.head}{self.description}{self.tail}"
 
     def with_description(self, description: str) -> ScoreOption:
-        """A copy whose description is replaced (e.g. lengthened); returns a new option."""
+        """A copy whose description is replaced (e.g. lengthened)."""
         return self.model_copy(update={"description": description})
 
 
@@ -92,11 +86,7 @@ class Guideline(BaseModel):
     def render(self) -> str:
         """The guideline text: options in their current order, original separators in place."""
         seps = self.separators or ("\n",) * (len(self.options) - 1)
-        out = [self.options[0].text]
-        for sep, opt in zip(seps, self.options[1:], strict=True):
-            out.append(sep)
-            out.append(opt.text)
-        return "".join(out)
+        return self.options[0].text + "".join(s + o.text for s, o in zip(seps, self.options[1:], strict=True))
 
     def reordered(self, order: Sequence[int]) -> Guideline:
         """A copy with options in ``order`` (indices into the current tuple); separators stay put."""
@@ -106,18 +96,13 @@ class Guideline(BaseModel):
 
 
 class Demo(BaseModel):
-    """A worked example shown to the judge: an item and its gold score (and optional reason).
+    """A worked example shown to the judge: an item and its gold score (and optional reason), or for a
+    pairwise prompt a pairwise item and its gold ``verdict``; ``guideline`` shows it under its own
+    (perturbed) guideline.
 
-    ``guideline`` lets a demo be shown under its own (e.g. perturbed) guideline, as in
-    Ghazarian et al.'s perturbed-guideline demonstrations. A demo for a pairwise prompt
-    shows a pairwise item (``output`` and ``output_b``) and its gold ``verdict`` ("first",
-    "second" or "tie") instead of a score.
-
-    ``scale`` is the scale the gold label is written on (a benchmark's human label scale);
-    None means the prompt's own. A prompt showing the demo puts the score on its current
-    scale (:meth:`~mitigate.prompt.JudgePrompt.with_demos`, :func:`rescale_score`): ``score``
-    is then the score shown and ``label`` keeps the gold label as written on ``scale``, so
-    moving the demo again (a later granularity) maps from the label, never rounds twice.
+    ``scale`` is the scale the gold label is written on (None: the prompt's). A prompt showing the demo
+    puts ``score`` on its own scale and ``label`` keeps the gold label, so a later move maps from the
+    label and never rounds twice.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -153,36 +138,22 @@ class Demo(BaseModel):
         human_scale: Scale | None = None,
         prompt_scale: Scale | None = None,
     ) -> Demo:
-        """A demo showing ``item`` with its human score for ``criterion``.
-
-        When both scales are given the human score is mapped linearly from ``human_scale``
-        onto ``prompt_scale`` (e.g. a WebNLG 0–100 rating shown to a 1–5 judge) and rounded
-        to the prompt scale's step, so the demo answers the way the judge is asked to.
-        """
+        """A demo showing ``item`` with its human score for ``criterion``, mapped from ``human_scale`` onto
+        ``prompt_scale`` (rounded to its step) when both are given."""
         if criterion not in item.human:
             raise DataError(
                 f"item {item.id!r} has no human score for {criterion!r}; expected one of "
                 f"{sorted(item.human)}",
                 item_id=item.id,
             )
-        score = item.human[criterion]
+        score, scale = item.human[criterion], human_scale
         if human_scale is not None and prompt_scale is not None:
-            return cls(
-                item=item,
-                score=rescale_score(score, human_scale, prompt_scale),
-                reason=reason,
-                scale=prompt_scale,
-            )
-        return cls(item=item, score=score, reason=reason, scale=human_scale)
+            score, scale = rescale_score(score, human_scale, prompt_scale), prompt_scale
+        return cls(item=item, score=score, reason=reason, scale=scale)
 
     def on_scale(self, scale: Scale, *, who: str = "the prompt") -> Demo:
-        """This demo with its gold score(s) on ``scale`` (see :func:`rescale_score`); a verdict demo is
-        unchanged.
-
-        A demo whose ``scale`` differs from ``scale`` is mapped linearly; one with no scale
-        of its own is taken to be on ``scale`` already and must lie within it (TemplateError
-        naming both otherwise). Either way the score is put on ``scale``'s step.
-        """
+        """This demo with its gold score(s) on ``scale`` and its step (:func:`rescale_score`); one without a
+        scale of its own must lie within ``scale`` (TemplateError otherwise). A verdict demo is unchanged."""
         if self.score is None:
             return self
         src = self.scale or scale
@@ -191,9 +162,9 @@ class Demo(BaseModel):
         def move(value: float) -> float:
             if not src.contains(value):
                 where = (
-                    f"its scale {src.describe()}"
-                    if self.scale is not None
-                    else f"{who}'s scale {scale.describe()}"
+                    f"{who}'s scale {scale.describe()}"
+                    if self.scale is None
+                    else f"its scale {src.describe()}"
                 )
                 raise TemplateError(
                     f"demo {self.item.id!r} shows the score {format_number(value)}, outside {where}; "
@@ -210,8 +181,7 @@ class Demo(BaseModel):
         return self.model_copy(update={"score": score, "label": gold})
 
     def labelled_on(self, scale: Scale) -> Demo:
-        """This demo with its gold score declared to be on ``scale`` (when it declares no scale of its
-        own)."""
+        """This demo with its gold score declared to be on ``scale`` (when it declares none of its own)."""
         if self.score is None or self.scale is not None:
             return self
         return self.model_copy(update={"scale": scale})
@@ -233,12 +203,8 @@ Layout = Literal["invariant_first", "as_written"]
 
 
 def rescale_score(value: float, old: Scale, new: Scale) -> float:
-    """``value`` moved from scale ``old`` onto ``new``: the linear map of ``old``'s range onto ``new``'s,
-    rounded half up
-    to ``new``'s step (1-10 -> 1-5: 8 -> 4.11 -> 4; 1-5 -> 1-100: 4 -> 75.25 -> 75; 1-5 -> 1-5 step 1: 4.25 ->
-    4).
-    A scale with a letter map (MCQ) keeps its numeric range; the letter shown is the nearest.
-    """
+    """``value`` mapped linearly from scale ``old`` onto ``new``, rounded half up to ``new``'s step
+    (1-10 -> 1-5: 8 -> 4.11 -> 4)."""
     if old.max == old.min:
         raise TemplateError(f"cannot map a score from the one-point scale {old.describe()}")
     x = new.min + (value - old.min) * (new.max - new.min) / (old.max - old.min)

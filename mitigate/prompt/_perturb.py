@@ -1,29 +1,8 @@
-"""Guideline perturbations: reordered score options and lengthened option descriptions.
-
-Ghazarian et al. 2024 ("Assessment and mitigation of inconsistencies in LLM-based
-evaluations") show that an LLM judge changes its answer when the options of the scoring
-guideline are listed in another order, or when one option's description is made longer
-while meaning the same thing. This module builds those perturbations as frozen values:
-
-- :class:`OrderPerturbation` — list the options in another order.
-- :class:`LengthenPerturbation` — replace one option's description by a longer text that
-  means the same.
-- :class:`Combined` — both at once.
-
-Every perturbation refers to options by their **original position** (``ScoreOption.position``,
-0-based, set by :meth:`JudgePrompt.from_template
-<mitigate.prompt.JudgePrompt.from_template>`), never by their current index, so applying a
-perturbation to an already reordered guideline gives the same result as applying it to the
-original one, and a perturbation can be named once and reused on every prompt with the same
-number of options.
-
-Lengthened descriptions are never invented silently. They come either from the user
-(``lengthened={"2": "a longer description of option 2", ...}``, keyed by option label) or
-from the documented rewrite step :func:`rewrite_lengthen` / :func:`lengthen_guideline`, which
-asks an LM to expand a description and returns what it wrote as a :class:`Rewrite` record,
-so the texts can be stored, reviewed and passed back as ``lengthened`` next time.
-
-:func:`perturbation_set` is the one entry point the strategies use.
+"""Guideline perturbations: reordered score options and lengthened option descriptions (Ghazarian et al.
+2024: a judge's answer changes with either), as frozen values naming options by their **original
+position**, so a perturbation applies the same to a reordered guideline. Lengthened descriptions are never
+invented silently: they come from the user or from the rewrite step (:func:`lengthen_guideline`), whose
+:class:`Rewrite` records can be stored and reviewed. :func:`perturbation_set` is the strategies' entry point.
 """
 
 from __future__ import annotations
@@ -33,35 +12,29 @@ import math
 import random
 import re
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Literal
+from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
+from mitigate.constraints import Interval, check_param
 from mitigate.errors import ConfigError, ParseError, TemplateError
 from mitigate.lm import LM, LMRequest, Message
 from mitigate.prompt._judge_prompt import JudgePrompt
 from mitigate.prompt._parts import Guideline, ScoreOption
 
+_P = TypeVar("_P")
 PerturbationKind = Literal["order", "length", "both"]
 """Which perturbations to build: option order, lengthened descriptions, or both at once."""
 
 DEFAULT_ORDER_SAMPLE = 6
-"""How many reorderings :func:`order_perturbations` samples for a guideline of 4+ options
-when ``max_n`` is not given (the size of the full set for 3 options)."""
+"""How many reorderings :func:`order_perturbations` samples for 4+ options when ``max_n`` is not given."""
 
-_PERMUTATION_ENUM_LIMIT = 8
-"""Up to this many options, all permutations are listed before sampling (8! = 40,320)."""
-
-
-# --------------------------------------------------------------------------- helpers
+_POSITIVE = [Interval(int, 1), None]
+_PERMUTATION_ENUM_LIMIT = 8  # up to this many options, all permutations are listed before sampling
 
 
 def guideline_of(source: Guideline | JudgePrompt | None) -> Guideline:
-    """The guideline to perturb: ``source`` itself, or a prompt's parsed guideline.
-
-    Raises :class:`~mitigate.errors.TemplateError` when there is none: perturbations need
-    a guideline recovered by ``JudgePrompt.from_template`` (score options on separate lines).
-    """
+    """The guideline to perturb: ``source``, or a prompt's parsed guideline (TemplateError when none)."""
     if isinstance(source, Guideline):
         return source
     if isinstance(source, JudgePrompt):
@@ -79,11 +52,8 @@ def guideline_of(source: Guideline | JudgePrompt | None) -> Guideline:
 
 
 def _normalised(guideline: Guideline) -> tuple[ScoreOption, ...]:
-    """The options in their current order, each with its original position.
-
-    Positions come from ``from_template``. A hand-built guideline whose options all keep the
-    default position 0 is read in its current order (position = index).
-    """
+    """The options in their current order, each with its original position (a hand-built guideline whose
+    positions are all 0 is read in its current order)."""
     n = len(guideline.options)
     positions = [o.position for o in guideline.options]
     if sorted(positions) == list(range(n)):
@@ -96,13 +66,12 @@ def _normalised(guideline: Guideline) -> tuple[ScoreOption, ...]:
 
 
 def _by_position(guideline: Guideline) -> dict[int, ScoreOption]:
-    """Options keyed by original position (see :func:`_normalised`)."""
+    """Options keyed by original position."""
     return {o.position: o for o in _normalised(guideline)}
 
 
 def _options_in_original_order(guideline: Guideline) -> list[ScoreOption]:
-    by_pos = _by_position(guideline)
-    return [by_pos[i] for i in range(len(by_pos))]
+    return sorted(_normalised(guideline), key=lambda o: o.position)
 
 
 def original_order(guideline: Guideline) -> Guideline:
@@ -110,22 +79,9 @@ def original_order(guideline: Guideline) -> Guideline:
     return guideline.model_copy(update={"options": tuple(_options_in_original_order(guideline))})
 
 
-def _check_positive(value: int | None, what: str, owner: str) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(
-            f"The '{what}' parameter of {owner} must be an int >= 1 or None. Got {value!r} instead."
-        )
-
-
-# --------------------------------------------------------------------------- perturbations
-
-
 class Perturbation(BaseModel):
-    """A change to a scoring guideline that should not change a judge's answer.
-
-    ``apply(guideline)`` returns a new guideline (the input is unchanged); ``name`` is a short,
-    readable identifier used as the key of ``Judgment.meta["perturbations"]``.
-    """
+    """A change to a scoring guideline that should not change a judge's answer; ``name`` keys
+    ``Judgment.meta["perturbations"]``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -144,12 +100,8 @@ class Perturbation(BaseModel):
 
 
 class OrderPerturbation(Perturbation):
-    """List the guideline's options in another order.
-
-    ``order[k]`` is the original position (0-based) of the option shown k-th; e.g.
-    ``(2, 0, 1)`` shows the third original option first. Separators between option lines
-    stay where they were. ``name`` is ``"order(2,0,1)"``.
-    """
+    """List the guideline's options in another order: ``order[k]`` is the original position of the option
+    shown k-th (separators stay put); ``name`` is ``"order(2,0,1)"``."""
 
     kind: Literal["order"] = "order"
     order: tuple[int, ...]
@@ -180,12 +132,8 @@ class OrderPerturbation(Perturbation):
 
 
 class LengthenPerturbation(Perturbation):
-    """Replace the description of one option with a longer text of the same meaning.
-
-    ``option`` is the option's original position (0-based); ``text`` the new description
-    (the option's ``head``/``tail``, e.g. "Score 2 means ", stay as they were). ``name`` is
-    ``"lengthen(2)"``.
-    """
+    """Replace the description of the option at original position ``option`` with ``text``, a longer one of
+    the same meaning (its ``head``/``tail`` stay); ``name`` is ``"lengthen(2)"``."""
 
     kind: Literal["length"] = "length"
     option: int
@@ -194,11 +142,7 @@ class LengthenPerturbation(Perturbation):
     @field_validator("option")
     @classmethod
     def _check_option(cls, v: int) -> int:
-        if v < 0:
-            raise ConfigError(
-                f"The 'option' parameter of LengthenPerturbation must be an int >= 0. Got {v} instead."
-            )
-        return v
+        return check_param("LengthenPerturbation", "option", v, [Interval(int, 0)])
 
     @field_validator("text")
     @classmethod
@@ -227,22 +171,13 @@ class LengthenPerturbation(Perturbation):
                 f"{self.name} targets original position {self.option}; the guideline has positions "
                 f"0..{len(options) - 1}"
             )
-        return guideline.model_copy(
-            update={
-                "options": tuple(
-                    o.with_description(self.text) if o.position == self.option else o for o in options
-                )
-            }
-        )
+        changed = tuple(o.with_description(self.text) if o.position == self.option else o for o in options)
+        return guideline.model_copy(update={"options": changed})
 
 
 class Combined(Perturbation):
-    """A reordering and a lengthened description at once (``kind="both"``).
-
-    The description is lengthened first (by original position), then the options are
-    reordered, so the result does not depend on the order of the two steps.
-    ``name`` is ``"order(2,0,1)+lengthen(1)"``.
-    """
+    """A reordering and a lengthened description at once (lengthened first, by original position); ``name``
+    is ``"order(2,0,1)+lengthen(1)"``."""
 
     kind: Literal["both"] = "both"
     order: OrderPerturbation
@@ -258,31 +193,17 @@ class Combined(Perturbation):
         return self.order.apply(self.lengthen.apply(guideline))
 
 
-AnyPerturbation = Annotated[OrderPerturbation | LengthenPerturbation | Combined, Field(discriminator="kind")]
-"""Any perturbation, discriminated by ``kind`` (for fields and specs holding perturbations)."""
-
-
 def apply_to_prompt(perturbation: Perturbation, prompt: JudgePrompt) -> JudgePrompt:
     """A copy of ``prompt`` whose guideline is perturbed (TemplateError when it has none)."""
     return prompt.with_guideline(perturbation.apply(guideline_of(prompt)))
 
 
-# --------------------------------------------------------------------------- sets
-
-
 def order_perturbations(
     guideline: Guideline | JudgePrompt, max_n: int | None = None, seed: int = 0
 ) -> list[OrderPerturbation]:
-    """Reorderings of a guideline's options.
-
-    - With 2 or 3 options and no ``max_n`` (or ``max_n`` at least the number of
-      permutations): every permutation, the identity first, then in lexicographic order
-      (2 and 6 perturbations), as in Ghazarian et al.'s order perturbations.
-    - Otherwise: a seeded random sample of ``max_n`` distinct reorderings, never the
-      identity (default :data:`DEFAULT_ORDER_SAMPLE` for 4+ options). The same ``seed``
-      gives the same sample.
-    """
-    _check_positive(max_n, "max_n", "order_perturbations")
+    """Reorderings of a guideline's options: every permutation in lexicographic order (2-3 options, or
+    ``max_n`` that many), else a seeded sample of ``max_n`` (default 6) without the identity."""
+    check_param("order_perturbations", "max_n", max_n, _POSITIVE)
     n_opts = len(guideline_of(guideline).options)
     total = math.factorial(n_opts)
     if (max_n is None and n_opts <= 3) or (max_n is not None and max_n >= total):
@@ -307,35 +228,15 @@ def order_perturbations(
     return [OrderPerturbation(order=p) for p in picked]
 
 
-def _resolve_lengthened(guideline: Guideline, lengthened: Mapping[str, str]) -> list[LengthenPerturbation]:
-    options = _options_in_original_order(guideline)
-    labels = [o.label for o in options]
-    unknown = [k for k in lengthened if k not in labels]
-    if unknown:
-        raise ConfigError(
-            f"lengthened descriptions were given for option labels {unknown} that the guideline does not "
-            f"have; the labels available are {labels}"
-        )
-    return [
-        LengthenPerturbation(option=o.position, text=lengthened[o.label])
-        for o in options
-        if o.label in lengthened
-    ]
-
-
 def lengthen_perturbations(
     guideline: Guideline | JudgePrompt,
     lengthened: Mapping[str, str] | None,
     max_n: int | None = None,
     seed: int = 0,
 ) -> list[LengthenPerturbation]:
-    """One :class:`LengthenPerturbation` per option label in ``lengthened`` (guideline order).
-
-    ``lengthened`` maps an option label (e.g. ``"2"`` or ``"B"``) to its lengthened
-    description, written by the user or by :func:`lengthen_guideline`. With ``max_n``
-    smaller than that, a seeded sample of ``max_n`` is kept (in guideline order).
-    """
-    _check_positive(max_n, "max_n", "lengthen_perturbations")
+    """One :class:`LengthenPerturbation` per option label in ``lengthened`` (label -> longer description),
+    in guideline order; with ``max_n`` smaller than that, a seeded sample of ``max_n``."""
+    check_param("lengthen_perturbations", "max_n", max_n, _POSITIVE)
     gl = guideline_of(guideline)
     if not lengthened:
         raise ConfigError(
@@ -343,11 +244,27 @@ def lengthen_perturbations(
             "(write them, or produce them once with mitigate.prompt._perturb.lengthen_guideline(guideline, "
             "lm) and store them)"
         )
-    out = _resolve_lengthened(gl, lengthened)
-    if max_n is not None and max_n < len(out):
-        keep = sorted(random.Random(seed).sample(range(len(out)), max_n))
-        out = [out[i] for i in keep]
-    return out
+    options = _options_in_original_order(gl)
+    labels = [o.label for o in options]
+    unknown = [k for k in lengthened if k not in labels]
+    if unknown:
+        raise ConfigError(
+            f"lengthened descriptions were given for option labels {unknown} that the guideline does not "
+            f"have; the labels available are {labels}"
+        )
+    out = [
+        LengthenPerturbation(option=o.position, text=lengthened[o.label])
+        for o in options
+        if o.label in lengthened
+    ]
+    return _sample(out, max_n, seed)
+
+
+def _sample(items: list[_P], n: int | None, seed: int) -> list[_P]:
+    """At most ``n`` of ``items``: a seeded sample, kept in order."""
+    if n is None or n >= len(items):
+        return items
+    return [items[i] for i in sorted(random.Random(seed).sample(range(len(items)), n))]
 
 
 def perturbation_set(
@@ -357,20 +274,9 @@ def perturbation_set(
     lengthened: Mapping[str, str] | None = None,
     seed: int = 0,
 ) -> list[Perturbation]:
-    """The perturbations of ``guideline`` (or of a prompt's parsed guideline) to use.
-
-    - ``kind="order"``: :func:`order_perturbations` with ``max_n=n``.
-    - ``kind="length"``: one lengthened option per entry of ``lengthened``
-      (:func:`lengthen_perturbations`), at most ``n`` (seeded sample).
-    - ``kind="both"``: :class:`Combined` for every pair of a reordering (the full
-      :func:`order_perturbations` set) and a lengthened option; at most ``n`` (seeded sample,
-      kept in enumeration order).
-
-    Names within the returned set are unique. Errors: a prompt without a parsed guideline
-    raises TemplateError; ``lengthened`` labels the guideline does not have raise ConfigError
-    naming the labels available.
-    """
-    _check_positive(n, "n", "perturbation_set")
+    """At most ``n`` perturbations of ``guideline`` (or a prompt's), uniquely named: reorderings ("order"),
+    lengthened options ("length"), or every pair of a reordering and a lengthened option ("both")."""
+    check_param("perturbation_set", "n", n, _POSITIVE)
     if kind not in ("order", "length", "both"):
         raise ConfigError(
             f"The 'kind' parameter of perturbation_set must be 'order', 'length' or 'both'. Got {kind!r}."
@@ -383,13 +289,8 @@ def perturbation_set(
     lengthens = lengthen_perturbations(gl, lengthened)
     orders = order_perturbations(gl, seed=seed)
     combos: list[Perturbation] = [Combined(order=o, lengthen=ln) for o in orders for ln in lengthens]
-    if n is not None and n < len(combos):
-        keep = sorted(random.Random(seed).sample(range(len(combos)), n))
-        combos = [combos[i] for i in keep]
-    return combos
+    return _sample(combos, n, seed)
 
-
-# --------------------------------------------------------------------------- the rewrite step
 
 REWRITE_INSTRUCTION = (
     "Below is one option from a scoring guideline that a grader uses to rate {criterion}. "
@@ -406,12 +307,8 @@ _LEADIN = re.compile(r"^\s*(?:rewritten\s+description|description|option\s+\w+)\
 
 
 class Rewrite(BaseModel):
-    """What the rewrite step produced for one option: a record to store and review.
-
-    ``text`` is the lengthened description to pass back as ``lengthened[label]``;
-    ``original`` the description it replaces; ``model`` the LM that wrote it; ``raw`` its
-    unedited answer.
-    """
+    """What the rewrite step produced for one option: ``text`` (to pass back as ``lengthened[label]``), the
+    ``original`` it replaces, the ``model`` that wrote it and its ``raw`` answer."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     label: str
@@ -439,14 +336,8 @@ async def rewrite_lengthen(
     temperature: float = 0.0,
     max_tokens: int = 256,
 ) -> Rewrite:
-    """Ask ``lm`` to lengthen ``option``'s description; returns a :class:`Rewrite` record.
-
-    The request is :data:`REWRITE_INSTRUCTION` filled with the option and ``criterion``.
-    The answer is flattened to one line (whitespace collapsed, a lead-in such as
-    "Rewritten description:" and surrounding quotes removed). An answer that is empty or not
-    longer than the original description raises :class:`~mitigate.errors.ParseError`
-    (with the answer on ``.raw``): a lengthened description is never made up.
-    """
+    """Ask ``lm`` (:data:`REWRITE_INSTRUCTION`) to lengthen ``option``'s description, flattened to one line;
+    an answer empty or not longer than the original is a ParseError (a description is never made up)."""
     if factor <= 1:
         raise ConfigError(f"The 'factor' parameter of rewrite_lengthen must be > 1. Got {factor} instead.")
     prompt = REWRITE_INSTRUCTION.format(
@@ -486,15 +377,8 @@ async def lengthen_guideline(
     factor: float = 2.0,
     temperature: float = 0.0,
 ) -> tuple[dict[str, str], list[Rewrite]]:
-    """Lengthen the options named by ``labels`` (all when None) with :func:`rewrite_lengthen`.
-
-    Returns ``(lengthened, records)``: ``lengthened`` maps label -> text, ready to store and to pass as
-    ``lengthened=`` to :func:`perturbation_set`, :class:`PerturbedGuidelines
-    <mitigate.strategies._perturbed_demos.PerturbedGuidelines>` or :class:`Demos
-    <mitigate.strategies._demos.Demos>` (``display="perturbed"``, e.g. ``perturbed-demos``); ``records`` keeps
-    every :class:`Rewrite` (original text, model, raw answer) for review. The criterion name sent to the LM is
-    taken from the prompt when a prompt is given.
-    """
+    """Lengthen the options named by ``labels`` (all when None) with :func:`rewrite_lengthen`: label -> text
+    (to store and pass as ``lengthened=``) and every :class:`Rewrite` for review."""
     gl = guideline_of(guideline)
     criterion = "the text"
     if isinstance(guideline, JudgePrompt) and guideline.criteria:

@@ -21,7 +21,6 @@ from mitigate.cli._build import with_format_overrides
 from mitigate.errors import ConfigError, ParseError, TemplateError
 from mitigate.lm import FakeLM
 from mitigate.prompt import AnswerFormat, Criterion, Demo, describe_template
-from mitigate.prompt._judge_prompt import prompt_from_spec
 from mitigate.scale import Scale
 from mitigate.strategies import (
     ExpectedScore,
@@ -151,7 +150,7 @@ def test_a_stub_format_is_a_value_whose_stub_must_start_its_line() -> None:
     fmt = _fluency().format
     assert AnswerFormat.model_validate(json.loads(json.dumps(fmt.model_dump(mode="json")))) == fmt
     prompt = _fluency()
-    assert prompt_from_spec(json.loads(json.dumps(prompt.model_dump(mode="json")))) == prompt
+    assert JudgePrompt.model_validate(json.loads(json.dumps(prompt.model_dump(mode="json")))) == prompt
     with pytest.raises(TemplateError, match=r"an answer stub is the start of the answer line"):
         AnswerFormat(line="Score: {value}", stub="- Fluency:")
     with pytest.raises(TemplateError, match=r"a JSON or two-scores answer has no stub"):

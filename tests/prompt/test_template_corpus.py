@@ -32,7 +32,6 @@ from mitigate import Item, PromptJudge
 from mitigate.errors import ConfigError
 from mitigate.lm import FakeLM
 from mitigate.prompt import Demo, JudgePrompt, TemplateHints, describe_template
-from mitigate.prompt._judge_prompt import prompt_from_spec
 from mitigate.strategies import (
     ConsistencyHint,
     FixedDemosPreset,
@@ -392,7 +391,7 @@ def test_a_published_template_is_read_with_no_hints(name: str) -> None:
     assert not re.search(r"\{\{\s*\w+\s*\}\}|<\|im_start\|>|<\|start_header_id\|>", body)
     assert describe_template(text, _hints(hints))  # inspect works on it
     # the spec round-trips
-    assert prompt_from_spec(json.loads(json.dumps(prompt.model_dump(mode="json")))) == prompt
+    assert JudgePrompt.model_validate(json.loads(json.dumps(prompt.model_dump(mode="json")))) == prompt
 
 
 def test_the_corpus_holds_at_least_twenty_real_templates() -> None:

@@ -1,38 +1,11 @@
-"""The answer format a judge prompt prescribes, as one value that drives everything about answers.
+"""The answer format a judge prompt prescribes: one value that drives everything about answers.
 
-A published judge template says how the judge must answer: ``Score: 4`` on a final line,
-``[RESULT] 4`` after a feedback (Prometheus), ``Rating: [[4]]`` (MT-Bench), a JSON object
-with a ``"score"`` field (DeepEval G-Eval), ``<score>4</score>`` (Flow Judge), a letter, or
-for a comparison ``[[A]]`` / ``[[A>B]]`` (MT-Bench, Arena-Hard), ``Output (a)`` (AlpacaEval,
-LLMBar), ``m`` / ``M`` (AlpacaEval's classifier). :class:`AnswerFormat` holds that format and is
-the single source of truth for:
-
-- **reading** (:meth:`AnswerFormat.read`): the format's own answer line is looked for first
-  (the last one wins when reasoning comes first, the first one when the answer comes first);
-  when the judge wrote none, the general strict readers of :mod:`mitigate.parse` read the
-  text, with the format's labels and cues (:class:`~mitigate.parse._format_reader.FormatReader`,
-  built once per format). Ambiguity stays a :class:`~mitigate.errors.ParseError`.
-- **demonstrations** (:meth:`AnswerFormat.render`): how a demo shows its gold answer.
-- **instructions** (:meth:`AnswerFormat.instruction`): one sentence asking for the format,
-  for mitigations that add an answer request (chain of thought, granularity, "rate only").
-- **constrained decoding** (:meth:`AnswerFormat.constraint`, built by :mod:`.constraint`): the
-  same answer as a llama.cpp grammar, a regular expression and a JSON schema
-  (:class:`~mitigate.lm._constraint.AnswerConstraint`). With reasoning, only the final answer
-  line is constrained.
-
-:func:`~mitigate.prompt.answer._infer.infer_answer_format` recovers the format from a template's
-text; explicit arguments to :meth:`~mitigate.prompt.JudgePrompt.from_template` override what it finds.
-
-The ``line`` is the answer as written, with ``{value}`` where the score, letter or verdict
-label goes (``"[RESULT] {value}"``, ``"Rating: [[{value}]]"``, ``"Output ({value})"``).
-
-A template may itself write the start of the answer line as its last line and leave the
-judge to complete it (G-Eval's ``Evaluation Form (scores ONLY):`` / ``- Fluency (1-3):``, a
-closing ``Score:``). That start is the format's ``stub``: the judge's answer is the rest of
-the line (``3``), the constraint constrains only that rest (:attr:`AnswerFormat.continuation`),
-a demo shows the whole line completed (``- Fluency (1-3): 3``: the line the judge is left to
-complete, as every demo completes it), and the reader takes the bare value as well as the
-line repeated in full or by its label (:mod:`mitigate.parse._stub`).
+:class:`AnswerFormat` holds how a template says the judge answers (``Score: 4``, ``[RESULT] 4``, ``Rating:
+[[4]]``, a JSON object, a letter, ``[[A]]``, ``Output (a)`` ...: its ``line``, ``{value}`` where the value
+goes) and is the one source of truth for reading answers, showing a demo's gold answer, asking for the
+format and constraining decoding (a grammar, a regex and a JSON schema of the same shape). A template
+ending with the start of the answer line (``- Fluency (1-3):``) leaves the judge to complete it: that
+start is the format's ``stub``, and only the rest is constrained.
 """
 
 from __future__ import annotations
@@ -61,10 +34,14 @@ _OPENING_MARKER = re.compile(rf"^\s*{LIST_MARKER}\s+")
 
 
 def _label(stub: str) -> str:
-    """The label of an answer stub or cue: no list marker, no bracketed range, no colon ("- Fluency (1-3):" ->
-    "Fluency")."""
+    """The label of an answer stub or cue ("- Fluency (1-3):" -> "Fluency")."""
     text = re.sub(rf"\s*{RANGE}\s*", " ", _OPENING_MARKER.sub("", stub.strip(), count=1))
     return " ".join(text.rstrip().rstrip(":").split()).strip("*_ ")
+
+
+_REASON_CHARS = 600  # at most this many characters of reasoning before a constrained answer line
+_REASON_MIN = 32  # at least this many when the format reasons first
+_ANSWER_ROOM = 48  # tokens kept free for the answer line after the reasoning
 
 
 def _fmt(v: float) -> str:
@@ -75,21 +52,15 @@ def _fmt(v: float) -> str:
 class AnswerFormat(BaseModel):
     """How a judge answers (see the module docstring).
 
-    - ``kind``: "score" (a number on the prompt's scale), "mcq" (a letter of ``scale.letters``)
-      or "pairwise" (a verdict between two outputs).
-    - ``line``: the answer as written, ``{value}`` standing for the value.
-    - ``json_key``: the answer is a JSON object and the value sits under this key
-      (``line`` is then ignored); ``reason_key`` names its explanation field, if any.
-    - ``labels`` / ``tie``: how the two outputs (and a tie) are named in a pairwise answer;
-      ``relations``: Arena-Hard style verdicts ``A>>B``, ``A>B``, ``A=B``, ``B>A``, ``B>>A``;
-      ``two_scores``: one score per output on one line ("8 6"), compared to give the verdict.
-    - ``case_sensitive``: labels differ only by case (AlpacaEval's ``m`` / ``M``).
-    - ``reasoning``: "before" (explanation, then the answer on the last line), "after"
-      (answer first, then explanation) or "none" (the answer alone).
+    - ``kind``: "score" (a number on the scale), "mcq" (a letter of ``scale.letters``) or "pairwise".
+    - ``line``: the answer as written, ``{value}`` standing for the value; ``json_key``: the answer is a
+      JSON object with the value under this key (``line`` ignored), ``reason_key`` its explanation field.
+    - ``labels`` / ``tie``: how a pairwise answer names the two outputs and a tie; ``relations``:
+      Arena-Hard verdicts (``A>>B`` ... ``B>>A``); ``two_scores``: one score per output ("8 6");
+      ``case_sensitive``: labels differ only by case (AlpacaEval's ``m`` / ``M``).
+    - ``reasoning``: "before" the answer line, "after" it, or "none".
     - ``inferred``: False when the template named no format and this is the default.
-    - ``stub``: the start of ``line`` that the template itself writes as its last line
-      ("- Fluency (1-3):", "Score:"), which the judge's answer completes; empty when the
-      template leaves the whole line to the judge.
+    - ``stub``: the start of ``line`` the template writes as its last line, which the judge completes.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -110,28 +81,18 @@ class AnswerFormat(BaseModel):
     def _check(self) -> AnswerFormat:
         if self.json_key is None and VALUE not in self.line:
             raise TemplateError(f"an answer line needs a {VALUE} placeholder; got {self.line!r}")
-        if self.stub and (
-            self.json_key is not None
-            or self.two_scores
-            or not self.stub.strip()
-            or "\n" in self.stub
-            or not self.line.split(VALUE, 1)[0].startswith(self.stub)
-        ):
+        no_stub = self.json_key is not None or self.two_scores  # a JSON or two-scores answer has none
+        bad = no_stub or not self.stub.strip() or "\n" in self.stub
+        if self.stub and (bad or not self.line.split(VALUE, 1)[0].startswith(self.stub)):
+            why = " (a JSON or two-scores answer has no stub)" if no_stub else ""
             raise TemplateError(
                 f"an answer stub is the start of the answer line before {VALUE}, on one "
-                f"line; got stub {self.stub!r} for the line {self.line!r}"
-                + (
-                    " (a JSON or two-scores answer has no stub)"
-                    if self.json_key is not None or self.two_scores
-                    else ""
-                )
+                f"line; got stub {self.stub!r} for the line {self.line!r}{why}"
             )
         if self.kind == "pairwise" and len(self.labels) != 2:
             raise TemplateError(f"a pairwise answer format needs two output labels; got {list(self.labels)}")
-        if (
-            self.kind == "pairwise"
-            and len({x if self.case_sensitive else x.lower() for x in self.labels}) != 2
-        ):
+        distinct = {x if self.case_sensitive else x.lower() for x in self.labels}
+        if self.kind == "pairwise" and len(distinct) != 2:
             raise TemplateError(f"the two pairwise labels must differ; got {list(self.labels)}")
         return self
 
@@ -146,19 +107,12 @@ class AnswerFormat(BaseModel):
         return cls(kind=kind, inferred=False)
 
     def with_reasoning(self, reasoning: Reasoning) -> AnswerFormat:
-        """A copy asking for reasoning ``"before"`` the answer (chain of thought), ``"after"`` it, or
-        ``"none"``."""
+        """A copy asking for reasoning ``"before"`` the answer, ``"after"`` it, or ``"none"``."""
         return self.model_copy(update={"reasoning": reasoning})
 
     def with_stub(self, stub: str) -> AnswerFormat:
-        """A copy whose answer line starts with ``stub``, the template's last line (empty: no stub, as
-        :meth:`without_stub`).
-
-        What the judge writes is kept: "Rating: [[{value}]]" with the stub "Rating:" is completed
-        by " [[N]]", and a stub renamed ("- Coherence:" to "- Fluency:") keeps its continuation; a
-        line that does not start with the stub's label is replaced by the stub and the value
-        ("- Fluency (1-3): {value}"), since the judge completes the stub.
-        """
+        """A copy whose line starts with ``stub``, the template's last line (empty: :meth:`without_stub`),
+        keeping what the judge writes after the stub's label; another line becomes the stub and the value."""
         stub = stub.strip()
         if not stub:
             return self.without_stub()
@@ -168,8 +122,8 @@ class AnswerFormat(BaseModel):
         return AnswerFormat.model_validate({**self.model_dump(), "line": line, "stub": stub})
 
     def names_stub(self, stub: str) -> bool:
-        """Whether this format's line is the answer ``stub`` asks for: it starts with the stub, or with the
-        stub's label ("Fluency: {value}" for "- Fluency (1-3):"), so :meth:`with_stub` keeps what follows."""
+        """Whether this format's line starts with ``stub`` or its label ("Fluency: {value}" for "- Fluency
+        (1-3):"), so :meth:`with_stub` keeps what follows."""
         return (
             self.json_key is None
             and not self.two_scores
@@ -179,36 +133,32 @@ class AnswerFormat(BaseModel):
 
     def _after_label(self, stub: str) -> str | None:
         """The line after its opening cue when that cue has the stub's label ("[[{value}]]" of "Rating:
-        [[{value}]]"
-        for "Rating:"); None when the line opens otherwise."""
+        [[{value}]]" for "Rating:"); None when the line opens otherwise."""
         cue = re.match(r"\s*([^\[\](){}<>:\n]{1,40}):[ \t]*", self.line.split(VALUE, 1)[0])
         if cue is None or _label(cue.group(1)).lower() != _label(stub).lower():
             return None
         return self.line[cue.end() :]
 
     def without_stub(self) -> AnswerFormat:
-        """A copy for a prompt that does not end with the stub: the whole line is the judge's, opened by the
-        stub's label alone ("- Fluency (1-3): {value}" becomes "Fluency: {value}"; a range stated there would
-        outlive a rescale)."""
+        """A copy whose whole line is the judge's, opened by the stub's label alone ("- Fluency (1-3):
+        {value}" becomes "Fluency: {value}": a range stated there would outlive a rescale)."""
         if not self.stub:
             return self
         return self.model_copy(update={"stub": "", "line": f"{self.stub_label}:{self.continuation}"})
 
     @property
     def continuation(self) -> str:
-        """What the judge writes of the answer line: the line after the template's stub (the whole line
-        without one)."""
+        """What the judge writes of the answer line: the line after the stub (all of it without one)."""
         return self.line[len(self.stub) :] if self.stub else self.line
 
     @property
     def stub_label(self) -> str:
-        """The stub's label, without list marker, range and colon ("Fluency" of "- Fluency (1-3):"); ""
-        without a stub."""
+        """The stub's label ("Fluency" of "- Fluency (1-3):"); "" without a stub."""
         return _label(self.stub) if self.stub else ""
 
     @property
     def is_default_score_line(self) -> bool:
-        """True for the plain "Score: N" line (what mitigate's built-in prompts and mitigations ask for)."""
+        """True for the plain "Score: N" line (what mitigate's own prompts and mitigations ask for)."""
         return self.kind == "score" and self.json_key is None and self.line == DEFAULT_SCORE_LINE
 
     # ------------------------------------------------------------------ text
@@ -226,20 +176,15 @@ class AnswerFormat(BaseModel):
                 else f', the template ending with "{self.stub}"'
             )
         if self.kind == "pairwise":
-            options = list(self.labels) + ([self.tie] if self.tie else [])
-            if self.relations:
-                a, b = self.labels
-                options = [f"{a}>>{b}", f"{a}>{b}", f"{a}={b}", f"{b}>{a}", f"{b}>>{a}"]
-            what += f" with X one of {options}"
+            what += f" with X one of {self._verdicts()}"
         return what + ("" if self.inferred else " (default: the template names no format)")
 
     def value_text(self, value: float | str, scale: Scale) -> str:
         """The value as the judge writes it: the number, the nearest letter, or a verdict's label."""
         if self.kind == "pairwise":
-            if value == "first":
-                return self.labels[0] if not self.relations else f"{self.labels[0]}>{self.labels[1]}"
-            if value == "second":
-                return self.labels[1] if not self.relations else f"{self.labels[1]}>{self.labels[0]}"
+            if value in ("first", "second"):
+                a, b = self.labels if value == "first" else self.labels[::-1]
+                return f"{a}>{b}" if self.relations else a
             if value == "tie":
                 if self.relations:
                     return f"{self.labels[0]}={self.labels[1]}"
@@ -256,10 +201,7 @@ class AnswerFormat(BaseModel):
         return _fmt(value)
 
     def render(self, value: float | str, scale: Scale, *, reason: str | None = None) -> str:
-        """The answer line showing ``value`` (what a demonstration's gold answer looks like).
-
-        A JSON format with an explanation field shows ``reason`` there (empty when None).
-        """
+        """The answer line showing ``value`` (a demo's gold answer); a JSON reason field shows ``reason``."""
         text = self.value_text(value, scale)
         if self.json_key is not None:
             shown: str | float = text
@@ -273,8 +215,7 @@ class AnswerFormat(BaseModel):
         return self.line.replace(VALUE, text)
 
     def shape(self) -> str:
-        """The answer line with a placeholder for the value: 'Score: N', '[RESULT] N', 'Output (X)', 'N1
-        N2'."""
+        """The answer line with a placeholder for the value: 'Score: N', 'Output (X)', 'N1 N2'."""
         if self.two_scores:
             return "N1 N2"
         if self.json_key is not None:
@@ -290,34 +231,25 @@ class AnswerFormat(BaseModel):
             "before": "End your answer with a final line",
             "after": "Start your answer with a line",
         }
+        d = scale.describe()
         if self.two_scores:
             a, b = self.labels
             return (
-                f'{where[self.reasoning]} "N1 N2": two scores from {scale.describe()}, N1 for '
-                f"output {a!r} "
+                f'{where[self.reasoning]} "N1 N2": two scores from {d}, N1 for output {a!r} '
                 f"and N2 for output {b!r}."
             )
         if self.kind == "pairwise":
             a, b = self.labels
             options = f"{a!r} or {b!r}" + (f" (or {self.tie!r} for a tie)" if self.tie else "")
             if self.relations:
-                options = f"one of {a}>>{b}, {a}>{b}, {a}={b}, {b}>{a}, {b}>>{a}"
+                options = f"one of {', '.join(self._verdicts())}"
             what, noun, choices = f"with X being {options}", "your verdict", options
         elif self.kind == "mcq":
-            what, noun, choices = (
-                f"with X one of the option letters {scale.describe()}",
-                "the option letter",
-                f"one of {scale.describe()}",
-            )
+            what, noun, choices = f"with X one of the option letters {d}", "the option letter", f"one of {d}"
         else:
-            what, noun, choices = (
-                f"with N a score from {scale.describe()}",
-                "the score",
-                f"from {scale.describe()}",
-            )
+            what, noun, choices = f"with N a score from {d}", "the score", f"from {d}"
         if self.stub and self.reasoning != "before":
-            # the template writes the line's start last: the judge completes it (after reasoning: the whole
-            # line)
+            # the template writes the line's start last: the judge completes it
             rest = self.continuation.strip()
             only = "only " if self.reasoning == "none" else ""
             goes = (
@@ -329,12 +261,8 @@ class AnswerFormat(BaseModel):
             return f'Complete the last line "{self.stub}" with {goes}{then}.'
         if self.json_key is None and self.line.strip() == VALUE:
             # a bare answer line ("4", "A"): quoting it as "X" would read as a literal; name what goes on it
-            bare = {
-                "none": f"Answer with only {noun}",
-                "before": f"End your answer with a final line holding only {noun}",
-                "after": f"Start your answer with a line holding only {noun}",
-            }
-            return f"{bare[self.reasoning]}, {choices}."
+            lead = where[self.reasoning] + ("" if self.reasoning == "none" else " holding only")
+            return f"{lead} {noun}, {choices}."
         if self.json_key is not None:
             reason = f'whose "{self.reason_key}" field holds your reasoning and ' if self.reason_key else ""
             return (
@@ -343,23 +271,15 @@ class AnswerFormat(BaseModel):
         return f'{where[self.reasoning]} "{self.shape()}", {what}.'
 
     def request(self, scale: Scale) -> str:
-        """:meth:`instruction` as a mitigation adds it: a format the template did not name allows text before
-        it.
-
-        A default format (``inferred=False``) says nothing about reasoning, so the added
-        request asks for the answer as the final line rather than for the answer alone.
-        """
+        """:meth:`instruction` as a mitigation adds it: a default format (``inferred=False``) says nothing of
+        reasoning, so it is asked for as the final line rather than alone."""
         fmt = self if self.inferred or self.reasoning != "none" else self.with_reasoning("before")
         return fmt.instruction(scale)
 
     def for_criterion(self, name: str, others: Sequence[str] = ()) -> AnswerFormat:
-        """A copy whose answer line names criterion ``name`` where it named one of ``others``.
-
-        A multi-criterion template's answer stub names its first criterion ("Coherence: N");
-        the call that scores only fluency answers "Fluency: N". Other lines are kept. A stub the
-        template ends with ("- Coherence:") is renamed with the line; the prompt's last line must
-        then be renamed too (:meth:`~mitigate.prompt.JudgePrompt.with_answer_format` does it).
-        """
+        """A copy whose answer line names criterion ``name`` where it named one of ``others``
+        ("Coherence: N" -> "Fluency: N"); a stub is renamed with it (the prompt's last line is renamed by
+        :meth:`~mitigate.prompt.JudgePrompt.with_answer_format`)."""
         if self.json_key is not None or self.kind != "score" or VALUE not in self.line:
             return self
         head, tail = self.line.split(VALUE, 1)
@@ -371,8 +291,6 @@ class AnswerFormat(BaseModel):
             if found is not None:
                 label = name[:1].upper() + name[1:]
                 head = head[: found.start()] + label + head[found.end() :]
-                # a stub holds the label too: the template's last line is renamed with it
-                # (JudgePrompt.with_answer_format)
                 stub = pattern.sub(label, self.stub, count=1) if self.stub else ""
                 return self.model_copy(update={"line": head + VALUE + tail, "stub": stub})
         return self
@@ -381,25 +299,27 @@ class AnswerFormat(BaseModel):
     def values(self, scale: Scale) -> list[str]:
         """Every answer value the format allows on ``scale`` (scale points, letters or verdict labels)."""
         if self.kind == "pairwise" and not self.two_scores:
-            a, b = self.labels
-            if self.relations:
-                return [f"{a}>>{b}", f"{a}>{b}", f"{a}={b}", f"{b}>{a}", f"{b}>>{a}"]
-            return [a, b] + ([self.tie] if self.tie else [])
+            return self._verdicts()
         if self.kind == "mcq":
             if not scale.letters:
                 raise ConfigError("an MCQ answer format needs a scale with a letter map; got none")
             return list(scale.letters)
         return [_fmt(p) for p in scale.points()]
 
+    def _verdicts(self) -> list[str]:
+        """A pairwise answer's values: the two labels (and the tie), or the five relations."""
+        a, b = self.labels
+        if self.relations:
+            return [f"{a}>>{b}", f"{a}>{b}", f"{a}={b}", f"{b}>{a}", f"{b}>>{a}"]
+        return [a, b] + ([self.tie] if self.tie else [])
+
     def cues(self) -> tuple[str, ...]:
-        """Words in the answer line that mark a score ("Coherence" of "Coherence: N"), for the general
-        parser."""
+        """Words in the answer line that mark a score ("Coherence" of "Coherence: N")."""
         return self.reader().line_cues
 
     # ------------------------------------------------------------------ reading
     def reader(self) -> FormatReader:
-        """How an answer in this format is read (:class:`~mitigate.parse._format_reader.FormatReader`, built
-        once per format)."""
+        """How an answer in this format is read (a :class:`~mitigate.parse.FormatReader`, one per format)."""
         return _reader(self)
 
     def read(
@@ -412,17 +332,10 @@ class AnswerFormat(BaseModel):
         quoted: Sequence[str] = (),
         judged: Sequence[str] = (),
     ) -> float | Verdict:
-        """The score (or verdict) in a judge's answer ``text``; :class:`ParseError` when there is none or it
-        is ambiguous.
+        """The score (or verdict) in a judge's answer ``text``; ParseError when none or it is ambiguous.
 
-        The verdict is the judge's own final statement in this format. ``echoes`` are lines of
-        the prompt (its scoring options) that a judge may copy into its answer; such copied
-        lines are not answers. ``cues`` are extra words that mark a score for the general parser
-        (the criterion's name: "Fluency: 3"). ``quoted`` are the texts the judge was shown (the
-        rendered prompt) and ``judged`` the texts under judgment: what the answer reports from a
-        third party or quotes back from them is never read as the judge's own
-        (:func:`~mitigate.parse._quoted.unquote`), and an answer that gives its own value and also,
-        bare, a different one a judged text holds is a failure, never the judged text's value.
+        ``echoes`` (prompt lines a judge may copy) are not answers; ``cues`` are extra words marking a score;
+        what the answer quotes from ``quoted`` (what the judge was shown) or ``judged`` is not its own.
         """
         return _reader(self).read(text, scale, echoes=echoes, cues=cues, quoted=quoted, judged=judged)
 
@@ -434,148 +347,97 @@ class AnswerFormat(BaseModel):
     def constraint(
         self, scale: Scale, mode: ConstraintMode = "format", *, max_tokens: int | None = None
     ) -> AnswerConstraint:
-        """The answer as an :class:`AnswerConstraint`: GBNF, regex and JSON schema of the same shape
-        (see :func:`answer_constraint`)."""
-        return answer_constraint(self, scale, mode, max_tokens=max_tokens)
+        """The answer as an :class:`AnswerConstraint`: GBNF, regex and JSON schema of the same shape.
+
+        Every grammar is bounded so a small model cannot loop: reasoning "before" is 32 to ``max_tokens - 48``
+        (at most 600) characters on two lines, without the answer line's brackets; "after" one capped line.
+        With a stub, only the line's rest is generated (after reasoning: the whole line).
+        """
+        values = self.values(scale)
+        room = _REASON_CHARS if max_tokens is None else max_tokens - _ANSWER_ROOM
+        budget = max(16, min(_REASON_CHARS, room))
+        if self.two_scores:
+            answer_g = f'({_gbnf_alts(values)}) " " ({_gbnf_alts(values)})'
+            answer_r = f"(?:{_regex_alts(values)}) (?:{_regex_alts(values)})"
+        elif self.json_key is not None:
+            shown = [json.dumps(v) if self.kind != "score" else v for v in values]
+            head = "{" + (f'"{self.reason_key}": "' if self.reason_key else "")
+            mid = f'", "{self.json_key}": ' if self.reason_key else f'"{self.json_key}": '
+            reason_r = f'[^"\\\\\\n]{{0,{budget}}}' if self.reason_key else ""
+            reason_g = f" {reason_r} " if self.reason_key else " "
+            answer_g = (
+                _gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") " + _gbnf_lit("}")
+            )
+            answer_r = (
+                re.escape(head) + reason_r + re.escape(mid) + f"(?:{_regex_alts(shown)})" + re.escape("}")
+            )
+        else:
+            head, tail = self.line.split(VALUE, 1)
+            space_g = space_r = ""
+            if self.stub and self.reasoning != "before":
+                # the template wrote the line's start: only its rest is generated, after at most one space
+                head, space_g, space_r = self.continuation.split(VALUE, 1)[0].lstrip(), '" "?', "[ ]?"
+            parts = (space_g, _gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail))
+            answer_g = " ".join(p for p in parts if p)
+            answer_r = space_r + re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
+        if self.reasoning == "before" and self.json_key is None:
+            sep = "\n" if not self.line.startswith("[RESULT]") else " "
+            sep_r = "\\n" if sep == "\n" else " "
+            banned = "".join(
+                ch
+                for ch in "[<{"
+                if ch in self.line.split(VALUE, 1)[0]
+                or (self.kind == "pairwise" and ch == "[" and "[" in self.line)
+            )
+            cls_g = "[^\\n" + "".join("\\" + ch if ch in "[]" else ch for ch in banned) + "]"
+            cls_r = "[^\\n" + "".join(re.escape(ch) for ch in banned) + "]"
+            per_line = max(1, budget // 2)
+            least = min(
+                _REASON_MIN - 1, per_line
+            )  # the asked-for reasoning is written, not a bare "Rating: 9"
+            gbnf = (
+                f"root ::= reason {_gbnf_lit(sep)} answer\n"
+                f'reason ::= [A-Za-z] {cls_g}{{{least},{per_line}}} ("\\n" {cls_g}{{0,{per_line}}})?\n'
+                f"answer ::= {answer_g}\n"
+            )
+            regex = f"[A-Za-z]{cls_r}{{{least},{per_line}}}(?:\\n{cls_r}{{0,{per_line}}})?{sep_r}{answer_r}"
+        elif self.reasoning == "after" and self.json_key is None:
+            gbnf = f'root ::= answer ("\\n" [^\\n]{{0,{budget}}})?\nanswer ::= {answer_g}\n'
+            regex = f"{answer_r}(?:\\n[^\\n]{{0,{budget}}})?"
+        else:
+            gbnf = f"root ::= {answer_g}\n"
+            regex = answer_r
+        return AnswerConstraint(
+            mode=mode,
+            gbnf=gbnf,
+            regex=regex,
+            json_schema=self.json_schema(scale),
+            name="judge_answer",
+            describe=self.describe(),
+        )
 
     def json_schema(self, scale: Scale) -> dict[str, Any]:
-        """The answer as a JSON object: an explanation field first when the format reasons first, then the
-        value."""
-        return json_schema(self, scale)
+        """The answer as a JSON object: an explanation field first when the format reasons, then the value."""
+        values = self.values(scale)
+        key = self.json_key or (
+            "verdict" if self.kind == "pairwise" else "answer" if self.kind == "mcq" else "score"
+        )
+        props: dict[str, Any] = {}
+        reason = self.reason_key or ("reasoning" if self.reasoning != "none" else None)
+        if reason is not None:
+            props[reason] = {"type": "string"}
+        if self.two_scores or self.kind == "score":
+            numbers = [float(v) if "." in v else int(v) for v in values]
+            for name in ("score_1", "score_2") if self.two_scores else (key,):
+                props[name] = {"enum": numbers}
+        else:
+            props[key] = {"type": "string", "enum": values}
+        return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
 @functools.lru_cache(maxsize=256)  # one reader per format: its patterns are compiled once, not per answer
 def _reader(fmt: AnswerFormat) -> FormatReader:
     return FormatReader(fmt, fmt.describe())
-
-
-# ------------------------------------------------------------------ the format as a backend constraint
-_REASON_CHARS = 600
-"""At most how many characters of reasoning a constrained answer writes before its answer line."""
-_REASON_MIN = 32
-"""At least how many characters of reasoning a constrained answer writes when the format reasons first."""
-_ANSWER_ROOM = 48
-"""Tokens kept free for the answer line after the reasoning part (see :func:`reasoning_budget`)."""
-
-
-def reasoning_budget(max_tokens: int | None = None) -> int:
-    """How many characters of reasoning a bounded answer constraint allows before the answer line.
-
-    At most :data:`_REASON_CHARS`; with a token limit, ``max_tokens - 48`` (a character of
-    reasoning is at least one token's worth of text, so the answer line always fits), and
-    never below 16.
-    """
-    if max_tokens is None:
-        return _REASON_CHARS
-    return max(16, min(_REASON_CHARS, max_tokens - _ANSWER_ROOM))
-
-
-def answer_constraint(
-    fmt: AnswerFormat, scale: Scale, mode: ConstraintMode = "format", *, max_tokens: int | None = None
-) -> AnswerConstraint:
-    """The answer as an :class:`AnswerConstraint`: GBNF, regex and JSON schema of the same shape.
-
-    Every grammar is bounded, so a small model cannot loop before it reaches its answer:
-
-    - ``reasoning="before"``: a reasoning part of at least 32 and at most
-      :func:`reasoning_budget` characters (two lines at most, starting with a letter, and holding none of the
-      answer line's
-      brackets ``[`` ``<`` ``{``, so an answer marker cannot be repeated inside it:
-      ``[[A]] [[B]] ...`` or ``[RESULT] 5 [RESULT] 5``), then the answer line, then the end;
-    - ``"after"``: the answer line first, then at most one capped line of explanation;
-    - ``"none"``: the answer line alone.
-
-    With a stub (the template's last line is the start of the answer line, "- Fluency (1-3):"),
-    the answer line is only its rest, after at most one space ("3", " [[3]]"); after reasoning
-    the final line is the whole line, the stub repeated and completed.
-
-    ``max_tokens`` (the request's token limit) sets the reasoning budget so that the
-    answer line always fits within it: a character is at least one token's worth of
-    text, so a budget of ``max_tokens - 48`` characters leaves room for the answer.
-    """
-    values = fmt.values(scale)
-    budget = reasoning_budget(max_tokens)
-    if fmt.two_scores:
-        value_g = f'({_gbnf_alts(values)}) " " ({_gbnf_alts(values)})'
-        value_r = f"(?:{_regex_alts(values)}) (?:{_regex_alts(values)})"
-        answer_g, answer_r = value_g, value_r
-    elif fmt.json_key is not None:
-        shown = [json.dumps(v) if fmt.kind != "score" else v for v in values]
-        head = "{" + (f'"{fmt.reason_key}": "' if fmt.reason_key else "")
-        mid = f'", "{fmt.json_key}": ' if fmt.reason_key else f'"{fmt.json_key}": '
-        text_g = f'[^"\\\\\\n]{{0,{budget}}}'
-        reason_g = " " + text_g + " " if fmt.reason_key else " "
-        reason_r = f'[^"\\\\\\n]{{0,{budget}}}' if fmt.reason_key else ""
-        answer_g = (
-            _gbnf_lit(head) + reason_g + _gbnf_lit(mid) + " (" + _gbnf_alts(shown) + ") " + _gbnf_lit("}")
-        )
-        answer_r = (
-            re.escape(head) + reason_r + re.escape(mid) + "(?:" + _regex_alts(shown) + ")" + re.escape("}")
-        )
-    else:
-        head, tail = fmt.line.split(VALUE, 1)
-        answer_g = " ".join(p for p in (_gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail)) if p)
-        answer_r = re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
-        if fmt.stub and fmt.reasoning != "before":
-            # the template wrote the line's start: only its rest is generated, after at most one space
-            head = fmt.continuation.split(VALUE, 1)[0].lstrip()
-            answer_g = " ".join(
-                p for p in ('" "?', _gbnf_lit(head), f"({_gbnf_alts(values)})", _gbnf_lit(tail)) if p
-            )
-            answer_r = "[ ]?" + re.escape(head) + f"(?:{_regex_alts(values)})" + re.escape(tail)
-    if fmt.reasoning == "before" and fmt.json_key is None:
-        sep = "\n" if not fmt.line.startswith("[RESULT]") else " "
-        sep_r = "\\n" if sep == "\n" else " "
-        banned = "".join(
-            ch
-            for ch in "[<{"
-            if ch in fmt.line.split(VALUE, 1)[0] or (fmt.kind == "pairwise" and ch == "[" and "[" in fmt.line)
-        )
-        cls_g = "[^\\n" + "".join("\\" + ch if ch in "[]" else ch for ch in banned) + "]"
-        cls_r = "[^\\n" + "".join(re.escape(ch) for ch in banned) + "]"
-        per_line = max(1, budget // 2)
-        least = min(_REASON_MIN - 1, per_line)  # the asked-for reasoning is written, not a bare "Rating: 9"
-        gbnf = (
-            f"root ::= reason {_gbnf_lit(sep)} answer\n"
-            f'reason ::= [A-Za-z] {cls_g}{{{least},{per_line}}} ("\\n" {cls_g}{{0,{per_line}}})?\n'
-            f"answer ::= {answer_g}\n"
-        )
-        regex = f"[A-Za-z]{cls_r}{{{least},{per_line}}}(?:\\n{cls_r}{{0,{per_line}}})?{sep_r}{answer_r}"
-    elif fmt.reasoning == "after" and fmt.json_key is None:
-        gbnf = f'root ::= answer ("\\n" [^\\n]{{0,{budget}}})?\nanswer ::= {answer_g}\n'
-        regex = f"{answer_r}(?:\\n[^\\n]{{0,{budget}}})?"
-    else:
-        gbnf = f"root ::= {answer_g}\n"
-        regex = answer_r
-    return AnswerConstraint(
-        mode=mode,
-        gbnf=gbnf,
-        regex=regex,
-        json_schema=json_schema(fmt, scale),
-        name="judge_answer",
-        describe=fmt.describe(),
-    )
-
-
-def json_schema(fmt: AnswerFormat, scale: Scale) -> dict[str, Any]:
-    """The answer as a JSON object: an explanation field first when the format reasons first, then the
-    value."""
-    values = fmt.values(scale)
-    key = fmt.json_key or (
-        "verdict" if fmt.kind == "pairwise" else "answer" if fmt.kind == "mcq" else "score"
-    )
-    props: dict[str, Any] = {}
-    reason = fmt.reason_key or ("reasoning" if fmt.reasoning != "none" else None)
-    if reason is not None:
-        props[reason] = {"type": "string"}
-    if fmt.two_scores:
-        props["score_1"] = {"enum": [float(v) if "." in v else int(v) for v in values]}
-        props["score_2"] = {"enum": [float(v) if "." in v else int(v) for v in values]}
-    elif fmt.kind == "score":
-        props[key] = {"enum": [float(v) if "." in v else int(v) for v in values]}
-    else:
-        props[key] = {"type": "string", "enum": values}
-    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
 def _gbnf_lit(text: str) -> str:

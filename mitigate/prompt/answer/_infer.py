@@ -1,12 +1,9 @@
-"""The answer format a template's text prescribes: its answer line, its labels, and where reasoning goes.
-
-:func:`infer_answer_format` reads the format from a template's messages (slots unfilled);
-:func:`stated_reasoning` and :func:`reasoning_ban` read what its instructions say about
-reasoning (asked for before or after the answer, or forbidden).
-"""
+"""The answer format a template's text prescribes (:func:`infer_answer_format`), and what its instructions
+say about reasoning (:func:`stated_reasoning`, :func:`reasoning_ban`)."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -65,17 +62,8 @@ def infer_answer_format(
     tie: str | None = None,
     criterion: str | None = None,
 ) -> AnswerFormat:
-    """The answer format a template's ``texts`` (its messages, slots unfilled) prescribe.
-
-    ``kind`` and ``labels`` come from the template reader (pairwise detection, option
-    letters); ``criterion`` lets an answer stub such as "- Coherence:" be recognised.
-    Returns the default format (``inferred=False``) when the text names none.
-
-    A template whose last line is the start of a score or letter answer ("- Fluency (1-3):",
-    "3. Score (1-5):", "Rating:"; :func:`closing_stub`) leaves the judge to complete that line:
-    the format's ``stub`` is that line, and its answer line is the stub followed by the value (or
-    by the rest of a line the text names with the same label: "Rating: [[N]]" after "Rating:").
-    """
+    """The answer format a template's ``texts`` (slots unfilled) prescribe (the default, ``inferred=False``,
+    when they name none); a closing line starting the answer (:func:`closing_stub`) is its ``stub``."""
     fmt = _line_format(texts, kind, labels, tie, criterion)
     stub = closing_stub(texts, criterion) if kind != "pairwise" else None
     if stub is None or fmt.json_key is not None or fmt.two_scores:
@@ -84,14 +72,9 @@ def infer_answer_format(
 
 
 def closing_stub(texts: Sequence[str], criterion: str | None = None) -> str | None:
-    """The answer stub a template's ``texts`` end with, as written (stripped), or None.
-
-    The stub is the last line of the last message when it is a score or letter cue left open
-    for the judge: an optional list marker ("-", "*", "3.", "(c)"), a cue word (score, rating,
-    grade, answer, verdict, result, optionally "final"/"overall") or the criterion's name
-    (optionally followed by "score"), an optional bracketed range ("(1-3)", "[1-10]") and a
-    colon, nothing after it ("- Fluency (1-3):", "- Coherence:", "Score (1-5):", "Rating:").
-    """
+    """The answer stub a template's ``texts`` end with (stripped), or None: a last line that is a list marker,
+    a cue word (score, rating, answer ...) or the criterion's name, a range and a colon ("- Fluency (1-3):",
+    "Score (1-5):", "Rating:")."""
     last = texts[-1] if texts else ""
     lines = [ln for ln in last.rstrip().splitlines() if ln.strip()]
     if not lines:
@@ -100,19 +83,14 @@ def closing_stub(texts: Sequence[str], criterion: str | None = None) -> str | No
     names = _CUE_WORDS + "|overall\\s+(?:score|rating|grade)"
     if criterion and criterion.lower() != "score":
         names += "|" + re.escape(criterion).replace("_", "[ _]").replace("\\ ", "\\s+")
-    found = re.fullmatch(
-        rf"{LIST_MARKER}?\s*(?:\*\*)?(?:{names})(?:\s+score)?(?:\*\*)?"
-        rf"\s*{RANGE}?\s*:(?:\*\*)?",
-        tail,
-        re.IGNORECASE,
-    )
-    return tail if found else None
+    pattern = rf"{LIST_MARKER}?\s*(?:\*\*)?(?:{names})(?:\s+score)?(?:\*\*)?\s*{RANGE}?\s*:(?:\*\*)?"
+    return tail if re.fullmatch(pattern, tail, re.IGNORECASE) else None
 
 
 def _line_format(
     texts: Sequence[str], kind: AnswerKind, labels: Sequence[str], tie: str | None, criterion: str | None
 ) -> AnswerFormat:
-    """The answer format the text names (its answer line), before a closing stub is taken into account."""
+    """The answer format the text names (its answer line), before a closing stub."""
     text = "\n".join(texts)
     instructions = _SLOT_VALUES.sub(" ", text)
     reasoning = _reasoning(instructions)
@@ -130,23 +108,20 @@ def _line_format(
                 re.I,
             )
             tie = offered.group(1) if offered else None
-        base.update(
-            labels=pair_labels,
-            tie=tie,
-            case_sensitive=len({x.lower() for x in pair_labels}) < len(pair_labels),
-        )
+        case_sensitive = len({x.lower() for x in pair_labels}) < len(pair_labels)
+        base.update(labels=pair_labels, tie=tie, case_sensitive=case_sensitive)
+
+    def answer(**changes: Any) -> AnswerFormat:
+        return AnswerFormat(**{**base, **changes})
 
     # JSON answers
     if _JSON.search(instructions) and (key := _JSON_KEY.search(instructions)) is not None:
         reason = _JSON_REASON_KEY.search(instructions)
-        return AnswerFormat(
-            **{
-                **base,
-                "json_key": key.group(1),
-                "line": VALUE,
-                "reason_key": reason.group(1) if reason else None,
-                "reasoning": "before" if reason else "none",
-            }
+        return answer(
+            json_key=key.group(1),
+            line=VALUE,
+            reason_key=reason.group(1) if reason else None,
+            reasoning="before" if reason else "none",
         )
     # two scores on one line (the lmsys pairwise judge)
     if (
@@ -154,25 +129,15 @@ def _line_format(
         and re.search(r"\b(?:two|both)\s+(?:values|scores)\b", instructions, re.I)
         and re.search(r"\bsingle\s+line\b|\bfirst\s+line\b", instructions, re.I)
     ):
-        return AnswerFormat(
-            **{
-                **base,
-                "two_scores": True,
-                "line": VALUE,
-                "reasoning": "after" if _ANSWER_FIRST.search(instructions) else reasoning,
-            }
+        return answer(
+            two_scores=True,
+            line=VALUE,
+            reasoning="after" if _ANSWER_FIRST.search(instructions) else reasoning,
         )
     # [RESULT] marker (Prometheus)
     if "[RESULT]" in instructions:
-        return AnswerFormat(
-            **{
-                **base,
-                "line": "[RESULT] {value}",
-                "reasoning": "before"
-                if reasoning != "none" or re.search(r"feedback", instructions, re.I)
-                else "none",
-            }
-        )
+        feedback = reasoning != "none" or re.search(r"feedback", instructions, re.I)
+        return answer(line="[RESULT] {value}", reasoning="before" if feedback else "none")
     # XML-style tags (<score>...</score>)
     tag = re.search(r"<(score|rating|answer|verdict|result)>", instructions, re.I)
     if tag is not None and re.search(
@@ -182,55 +147,38 @@ def _line_format(
         re.I,
     ):
         name = tag.group(1)
-        return AnswerFormat(
-            **{
-                **base,
-                "line": f"<{name}>{{value}}</{name}>",
-                "reasoning": "before"
-                if re.search(r"\bfeedback\b|\bbefore\b|\bafter\s+the\s+feedback", instructions, re.I)
-                else reasoning,
-            }
-        )
+        first = re.search(r"\bfeedback\b|\bbefore\b|\bafter\s+the\s+feedback", instructions, re.I)
+        return answer(line=f"<{name}>{{value}}</{name}>", reasoning="before" if first else reasoning)
     # Arena-Hard relations [[A>>B]]
     if kind == "pairwise" and re.search(r"\[\[\s*\w{1,3}\s*>>?\s*\w{1,3}\s*\]\]", instructions):
         found = re.search(r"(?:\"|')?((?:[A-Za-z ]+:\s*)?)\[\[\s*\w{1,3}\s*>>?", instructions)
         head = "" if found is None else found.group(1)
         if head and not re.search(_CUE_WORDS + r"\s*:\s*$", head, re.I):
             head = ""
-        return AnswerFormat(**{**base, "line": head + "[[{value}]]", "relations": True, "tie": None})
+        return answer(line=head + "[[{value}]]", relations=True, tie=None)
     # double brackets: [[A]] verdicts, [[rating]] / Rating: [[5]]
     bracket = re.search(r"\[\[\s*([A-Za-z]{1,2}|\d+(?:\.\d+)?|rating|score)\s*\]\]", instructions)
     if bracket is not None:
-        example = re.search(
-            r"([A-Za-z][A-Za-z ]{0,20}:\s*)\[\[\s*(?:\d|[NX]\s*\]\]|rating\b|score\b)",
-            instructions,
-            re.IGNORECASE,
-        )
+        example = _BRACKET_CUE.search(instructions)
         head = example.group(1) if example else ""
         if kind == "pairwise":
             tie_m = re.search(
                 r"\[\[\s*([A-Za-z])\s*\]\]\s*(?:\"|'|”)?\s*(?:for|if|when)\s+(?:a\s+)?tie", instructions, re.I
             )
-            return AnswerFormat(**{**base, "line": "[[{value}]]", "tie": tie_m.group(1) if tie_m else tie})
-        return AnswerFormat(**{**base, "line": head + "[[{value}]]"})
+            return answer(line="[[{value}]]", tie=tie_m.group(1) if tie_m else tie)
+        return answer(line=head + "[[{value}]]")
     # a star rating: "how many stars", "1 to 5 stars"
-    if kind == "score" and re.search(
-        r"\bhow\s+many\s+stars\b|\b\d+\s+(?:to|-)\s+\d+\s+stars\b"
-        r"|\bnumber\s+of\s+stars\b",
-        instructions,
-        re.I,
-    ):
-        return AnswerFormat(**{**base, "line": "{value} stars"})
-    # a quoted verdict sentence per output: "Therefore, Output (a) is better." or "Therefore, Output (b) is
-    # better."
+    if kind == "score" and _STARS.search(instructions):
+        return answer(line="{value} stars")
+    # a quoted verdict sentence per output: "Therefore, Output (a) is better." or "..., Output (b) ..."
     if kind == "pairwise":
         sentence = _verdict_sentence(instructions, pair_labels)
         if sentence is not None:
-            return AnswerFormat(**{**base, "line": sentence})
+            return answer(line=sentence)
     # a quoted answer line: "Score: ", 'Rating: <score>', "Answer: X", "Final verdict: ..."
     quoted = _quoted_cue(instructions, criterion)
     if quoted is not None:
-        return AnswerFormat(**{**base, "line": quoted + " {value}"})
+        return answer(line=quoted + " {value}")
     # pairwise labels written as "Output (a)" (AlpacaEval, LLMBar)
     if kind == "pairwise":
         a, b = pair_labels
@@ -241,7 +189,7 @@ def _line_format(
             instructions,
         )
         if form is not None:
-            return AnswerFormat(**{**base, "line": form.group(1) + " ({value})"})
+            return answer(line=form.group(1) + " ({value})")
         # "Answer 'Summary 1' or 'Summary 2'": the label after a word the answer repeats
         named = re.search(
             rf"{q_open}\b([A-Z][a-z]+)\s+{re.escape(a)}\b{q_close}"
@@ -249,46 +197,39 @@ def _line_format(
             instructions,
         )
         if named is not None:
-            return AnswerFormat(**{**base, "line": named.group(1) + " {value}"})
+            return answer(line=named.group(1) + " {value}")
         if re.search(rf"\(\s*{re.escape(a)}\s*\)\s*or\s*\(\s*{re.escape(b)}\s*\)", instructions):
-            return AnswerFormat(**{**base, "line": "({value})"})
-        return AnswerFormat(**{**base, "line": VALUE, "inferred": True})
+            return answer(line="({value})")
+        return answer(line=VALUE, inferred=True)
     if kind == "mcq":
         if re.search(r"\b(?:letter|option|character|choice)\b", instructions, re.I):
-            return AnswerFormat(**{**base, "line": VALUE})
-        return AnswerFormat(**{**base, "line": "Answer: {value}", "inferred": False})
-    if re.search(
-        r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
-        r"\bscore\s+only\b|\bnumber\s+only\b",
-        instructions,
-        re.I,
-    ):
-        return AnswerFormat(**{**base, "line": VALUE, "reasoning": "none"})
-    return AnswerFormat(**{**base, "inferred": False})
+            return answer(line=VALUE)
+        return answer(line="Answer: {value}", inferred=False)
+    if _SCORE_ONLY.search(instructions):
+        return answer(line=VALUE, reasoning="none")
+    return answer(inferred=False)
 
 
 _SLOT_VALUES = re.compile(r"\{\{[^{}]*\}\}")
+_BRACKET_CUE = re.compile(r"([A-Za-z][A-Za-z ]{0,20}:\s*)\[\[\s*(?:\d|[NX]\s*\]\]|rating\b|score\b)", re.I)
+_STARS = re.compile(r"\bhow\s+many\s+stars\b|\b\d+\s+(?:to|-)\s+\d+\s+stars\b|\bnumber\s+of\s+stars\b", re.I)
+_SCORE_ONLY = re.compile(
+    r"\b(?:only|just|single)\s+(?:the\s+|a\s+|one\s+)?(?:score|number|rating|integer|digit)\b|"
+    r"\bscore\s+only\b|\bnumber\s+only\b",
+    re.I,
+)
 
 
 def _verdict_sentence(text: str, labels: Sequence[str]) -> str | None:
-    """The answer line of two quoted verdicts that differ only by the output's label, with ``{value}`` there.
-
-    'end with "Therefore, Output (a) is better." or "Therefore, Output (b) is better."' gives
-    "Therefore, Output ({value}) is better."; None when the template quotes no such pair.
-    """
+    """The answer line of two quoted verdicts that differ only by the output's label, ``{value}`` there
+    ("Therefore, Output ({value}) is better."); None when the template quotes no such pair."""
     a, b = labels
     for m in re.finditer(
         r"[\"“]([^\"“”\n]{1,160})[\"”]\s*,?\s*(?:or|and)\s*[\"“]([^\"“”\n]{1,160})[\"”]", text
     ):
         one, two = m.group(1), m.group(2)
-        n = 0
-        while n < min(len(one), len(two)) and one[n] == two[n]:
-            n += 1
-        k = 0
-        while k < min(len(one), len(two)) - n and one[len(one) - 1 - k] == two[len(two) - 1 - k]:
-            k += 1
-        # the prefix may have eaten the start of a label ("Summary 1" / "Summary 12" never occur; labels
-        # differ)
+        n = len(os.path.commonprefix([one, two]))
+        k = len(os.path.commonprefix([one[n:][::-1], two[n:][::-1]]))
         mid_one, mid_two = one[n : len(one) - k], two[n : len(two) - k]
         if (
             (mid_one, mid_two) == (a, b)
@@ -300,8 +241,7 @@ def _verdict_sentence(text: str, labels: Sequence[str]) -> str | None:
 
 
 def stated_reasoning(texts: Sequence[str]) -> Reasoning:
-    """Whether a template's ``texts`` ask for reasoning "before" the answer, "after" it, or "none" (the answer
-    alone)."""
+    """Whether a template's ``texts`` ask for reasoning "before" the answer, "after" it, or "none"."""
     return _reasoning(_SLOT_VALUES.sub(" ", "\n".join(texts)))
 
 
@@ -309,13 +249,8 @@ _NO_OTHER_TEXT = re.compile(r"\bno\s+other\s+text\b|\b(?:number|rating|digit)\s+
 
 
 def reasoning_ban(texts: Sequence[str]) -> str | None:
-    """The words of a template that ask for the answer alone ("Do NOT provide any explanation", "only the
-    score").
-
-    None when the template says nothing of the kind. A chain-of-thought request contradicts
-    such words; a template that first asks for reasoning and then for "only the score" on the
-    last line does not count (its stated reasoning is "before").
-    """
+    """The words of a template that ask for the answer alone ("Do NOT provide any explanation"), which a
+    chain-of-thought request contradicts; None when there are none or reasoning is asked for first."""
     text = _SLOT_VALUES.sub(" ", "\n".join(texts))
     if _reasoning(text) == "before":
         return None
@@ -348,8 +283,7 @@ _REASON_PART = re.compile(
 _VALUE_PART = re.compile(
     r"\b(?:score|rating|grade|verdict|label|number|letter|choice|decision|stars?)\b", re.IGNORECASE
 )
-# An instruction ordering two parts: "<first part> then <second part>" (or "followed by", "after that",
-# "next").
+# An instruction ordering two parts: "<first part> then <second part>" ("followed by", "after that" ...).
 _THEN = re.compile(r"\b(?:and\s+)?(?:then|followed\s+by|after\s+that|afterwards|next)\b", re.IGNORECASE)
 _OPENING = re.compile(
     r"\b(?:start|begin|open|lead)(?:s|ning|ing|ed)?\s+(?:\w+\s+){0,3}?(?:with|by)\b"
@@ -359,15 +293,9 @@ _OPENING = re.compile(
 
 
 def _stated_order(text: str) -> Reasoning | None:
-    """The order an instruction gives the answer's parts: "before" when it opens with the reasoning part and
-    then asks for the value, "after" when it opens with the value; None when no sentence orders the two.
-
-    A sentence orders them when it says what the answer starts with ("starting with 'Analysis:' ...",
-    "give your rating first") and what comes then ("... then give the numeric rating on the next line"):
-    the part named in the clause of the opening is first. Reasoning words ("analysis", "explain", "feedback",
-    "compare" ...) and value
-    words ("score", "rating", "verdict", "label" ...) tell the parts apart.
-    """
+    """The order a sentence gives the answer's parts ("starting with 'Analysis:' ... then give the rating"):
+    "before" when it opens with reasoning words, "after" when it opens with value words; None when no
+    sentence orders the two."""
     for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
         opening = _OPENING.search(sentence)
         then = _THEN.search(sentence, opening.end()) if opening else None
@@ -383,7 +311,7 @@ def _stated_order(text: str) -> Reasoning | None:
 
 
 def _quoted_cue(text: str, criterion: str | None) -> str | None:
-    """A quoted answer-line cue such as "Score: " or 'Rating: <n>' (the cue text, colon included)."""
+    """A quoted answer-line cue such as "Score: " or 'Rating: <n>' (colon included)."""
     names = _CUE_WORDS + (rf"|{re.escape(criterion)}" if criterion and criterion != "score" else "")
     quoted = list(
         re.finditer(

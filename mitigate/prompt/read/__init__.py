@@ -1,5 +1,2 @@
-"""Reading a judge template as published: its notation (``_syntax``), its sandboxed rendering (``_sandbox``),
-the clues in its words (``_clues``), where the judged item stands (``_layout``), its fields with the
-evidence for each (``_fields``, ``_evidence``) and the caller's overrides (``_hints``). Public names are
-imported from :mod:`mitigate.prompt`.
-"""
+"""Reading a judge template as published: notation, sandbox, clues, layout, and its fields with evidence
+(the caller's hints included). Public names are imported from :mod:`mitigate.prompt`."""

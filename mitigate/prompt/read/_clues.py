@@ -1,23 +1,6 @@
-"""Reading a judge template's structure from its words: scale, criterion, judged slots, pairwise labels.
-
-Pure text functions used by :meth:`~mitigate.prompt.JudgePrompt.from_template` (which also
-finds the scoring options and the answer format). Each returns what it found and where, so
-``mitigate prompts inspect`` can show the evidence, and each prefers the statement that
-names the scale of *the score* over incidental numbers:
-
-- **Scale statements** (:func:`find_scales`; :func:`scale_mentions` also finds anchors such
-  as "where 5 is the highest"): "Coherence (1-5)", "on a scale of 1 to 10", "an integer between 1
-  and 5", "a score from 0 to 100", "(0-1)", "1-10 scale", "a 7-point scale", "Reference
-  Answer (Score 5)" is not one. A criterion line's range wins; otherwise the most frequent
-  statement, the first on ties.
-- **Criterion**: the G-Eval line "Name (lo-hi) - definition" (the dash optional, the
-  definition possibly on the next line), "Criterion: Name", "rate the coherence of the
-  summary", "evaluate the response's helpfulness".
-- **Pairwise**: two judged-text slots that differ only by a suffix (``output_1``/``output_2``,
-  ``response_A``/``response_B``, ``answer_a``/``answer_b``, ``output``/``output_b``), labelled
-  by the nearest heading before each ("Output (a)", "Assistant A's Answer",
-  ``"model_identifier": "m"``, "Response B").
-"""
+"""Reading a judge template's structure from its words: scale statements, criterion, judged slots, pairwise
+labels. Each function returns what it found and where (the evidence ``prompts inspect`` shows), preferring
+what names the scale of *the score* over incidental numbers."""
 
 from __future__ import annotations
 
@@ -26,28 +9,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-OUTPUT_SLOT_NAMES = (
-    "output",
-    "summary",
-    "response",
-    "answer",
-    "hypothesis",
-    "candidate",
-    "text",
-    "conversation",
-    "completion",
-    "generation",
-    "prediction",
-    "actual_output",
-    "submission",
-    "translation",
-    "story",
-    "generated_text",
-    "model_output",
-    "test_case_content",
-    "reply",
+OUTPUT_SLOT_NAMES = tuple(
+    "output summary response answer hypothesis candidate text conversation completion generation prediction "
+    "actual_output submission translation story generated_text model_output test_case_content reply".split()
 )
-"""Slot names taken to hold the judged text when ``output_slot`` is not given (case-insensitive)."""
+"""Slot names taken to hold the judged text when ``output_slot`` is not given."""
 
 
 @dataclass(frozen=True)
@@ -59,10 +25,8 @@ class ScaleStatement:
     start: int
     text: str
     criterion_line: bool = False
-    lo_span: tuple[int, int] | None = None
-    """Where the low end is written in the text (None when implicit, as in "a 7-point scale")."""
+    lo_span: tuple[int, int] | None = None  # where the low end is written (None: implicit, "7-point")
     hi_span: tuple[int, int] | None = None
-    """Where the high end is written in the text."""
 
 
 _NUM = r"-?\d+(?:\.\d+)?"
@@ -125,25 +89,16 @@ def find_scales(text: str) -> list[ScaleStatement]:
             if not _plausible_range(lo, hi):
                 continue
             in_crit = any(a <= m.start() < b for a, b in crit_spans)
+            lo_span = m.span("lo") if gd.get("lo") is not None else None
             found.setdefault(
-                m.start(),
-                ScaleStatement(
-                    lo,
-                    hi,
-                    m.start(),
-                    m.group(0),
-                    in_crit,
-                    m.span("lo") if gd.get("lo") is not None else None,
-                    m.span("hi"),
-                ),
+                m.start(), ScaleStatement(lo, hi, m.start(), m.group(0), in_crit, lo_span, m.span("hi"))
             )
     return [found[k] for k in sorted(found)]
 
 
 @dataclass(frozen=True)
 class ScaleMention:
-    """One number of the text that states an end of a scale: ``end`` is "lo" or "hi", ``span`` where it is
-    written."""
+    """A number of the text stating an end ("lo" or "hi") of a scale, and where it is written."""
 
     value: float
     end: str
@@ -169,13 +124,8 @@ _ANCHORS = [
 
 
 def scale_mentions(text: str) -> list[ScaleMention]:
-    """Every number of ``text`` that states an end of a scale, in order of position.
-
-    The ends of every scale statement (:func:`find_scales`: "on a scale of 1 to 10",
-    "Coherence (1-5)", "an integer between 1 and 5") and anchors that name one end ("where 5
-    is the highest", "1 being the worst", "the lowest score is 0"). What rewrites a prompt for
-    another scale (:class:`~mitigate.strategies._sampling.Granularity`) changes each of them.
-    """
+    """Every number of ``text`` stating an end of a scale, in order: the ends of :func:`find_scales`'
+    statements and anchors naming one end ("where 5 is the highest", "1 being the worst")."""
     found: dict[tuple[int, int], ScaleMention] = {}
     for st in find_scales(text):
         if st.lo_span is not None:
@@ -186,8 +136,7 @@ def scale_mentions(text: str) -> list[ScaleMention]:
         for m in pattern.finditer(text):
             end = "hi" if re.fullmatch(_TOP_WORDS, m.group("w"), re.I) else "lo"
             found.setdefault(m.span("v"), ScaleMention(float(m.group("v")), end, m.span("v")))
-    # "where 1 is useless and 10 is flawless", "1 = no help, 5 = full help": an end of a stated scale named by
-    # a word
+    # "where 1 is useless and 10 is flawless": an end of a stated scale named by a word
     ends = {**{st.lo: "lo" for st in find_scales(text)}, **{st.hi: "hi" for st in find_scales(text)}}
     for m in _NAMED_END.finditer(text):
         value = float(m.group("v"))
@@ -201,18 +150,12 @@ _NAMED_END = re.compile(
     rf"(?P<v>{_NUM})(?!\w|\.\d)\s*(?:is|being|=|means|meaning|indicates|represents|stands\s+for)\s+\S",
     re.I | re.M,
 )
-"""A number named as an end of the scale by a word of its own ("where 1 is useless", "and 10 is flawless")."""
+"""A number named as an end of the scale by a word of its own ("where 1 is useless")."""
 
 
 def _plausible_range(lo: float, hi: float) -> bool:
-    return (
-        lo < hi
-        and -10 <= lo <= 1
-        and hi <= 100
-        and (hi - lo) >= 1
-        and float(lo).is_integer()
-        and float(hi).is_integer()
-    )
+    integers = float(lo).is_integer() and float(hi).is_integer()
+    return lo < hi and -10 <= lo <= 1 and hi <= 100 and (hi - lo) >= 1 and integers
 
 
 def choose_scale(statements: Sequence[ScaleStatement]) -> tuple[float, float] | None:
@@ -224,10 +167,7 @@ def choose_scale(statements: Sequence[ScaleStatement]) -> tuple[float, float] | 
         return crit[0].lo, crit[0].hi
     counts = Counter((s.lo, s.hi) for s in statements)
     best = max(counts.values())
-    for s in statements:
-        if counts[(s.lo, s.hi)] == best:
-            return s.lo, s.hi
-    return None
+    return next((s.lo, s.hi) for s in statements if counts[(s.lo, s.hi)] == best)
 
 
 @dataclass(frozen=True)
@@ -264,8 +204,7 @@ def find_criterion(text: str) -> FoundCriterion | None:
 
 
 def guess_output_slot(slots: Sequence[str]) -> str | None:
-    """The slot holding the judged text: a known name, or one starting or ending with one
-    ("model_response")."""
+    """The slot holding the judged text: a known name, or one starting or ending with one."""
     lowered = {s.lower(): s for s in slots}
     for name in OUTPUT_SLOT_NAMES:
         if name in lowered:
@@ -277,20 +216,9 @@ def guess_output_slot(slots: Sequence[str]) -> str | None:
 
 
 _PAIR_SUFFIX = re.compile(r"^(?P<stem>.*?)[_ ]?(?P<suf>1|2|a|b|A|B|one|two)$")
-_PAIR_STEMS = (
-    "output",
-    "response",
-    "answer",
-    "summary",
-    "completion",
-    "generation",
-    "candidate",
-    "text",
-    "assistant",
-    "model",
-    "translation",
-    "story",
-    "output_a",
+_PAIR_STEMS = tuple(
+    "output response answer summary completion generation candidate text assistant model translation story "
+    "output_a".split()
 )
 
 
@@ -335,14 +263,10 @@ def pair_labels(text: str, first_slot: str, second_slot: str) -> tuple[str, str]
         if m is None:
             return None
         before = text[max(0, m.start() - 300) : m.start()]
-        best: tuple[int, str] | None = None
-        for pattern in _HEADING_LABEL:
-            for h in pattern.finditer(before):
-                if best is None or h.end() > best[0]:
-                    best = (h.end(), h.group("l"))
-        if best is None:
+        found = [(h.end(), h.group("l")) for pattern in _HEADING_LABEL for h in pattern.finditer(before)]
+        if not found:
             return None
-        labels.append(best[1])
+        labels.append(max(found, key=lambda hit: hit[0])[1])
     a, b = labels
     if a == b or (a.lower() == b.lower() and not (a.islower() != b.islower())):
         return None

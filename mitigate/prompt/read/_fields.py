@@ -1,17 +1,17 @@
-"""Reading a judge template as published into the fields of a judge prompt, with the evidence for each.
-
-:func:`read_fields` recovers the task, criteria, scale, guideline options, pairwise labels and
-answer format from a template's text (see :mod:`mitigate.prompt.read._syntax` for the
-placeholder forms and :mod:`mitigate.prompt.read._clues` for the structure found in
-the text); :func:`mitigate.prompt.read._evidence.read_prompt` builds the prompt from them.
-"""
+"""Reading a judge template as published into the fields of a judge prompt, with the evidence for each
+(:func:`read_fields`; the notation is :mod:`._syntax`'s, the clues in the words :mod:`._clues`'), and what a
+caller tells the reader beyond the text (:class:`TemplateHints`, one value passed whole)."""
 
 from __future__ import annotations
 
+import itertools
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from mitigate.errors import TemplateError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from mitigate.errors import ConfigError, TemplateError
 from mitigate.prompt._parts import (
     GUIDELINE_MARK,
     SLOT_RE,
@@ -22,6 +22,7 @@ from mitigate.prompt._parts import (
     format_number,
     slot_names,
 )
+from mitigate.prompt.answer._format import AnswerFormat
 from mitigate.prompt.answer._infer import infer_answer_format
 from mitigate.prompt.read._clues import (
     choose_scale,
@@ -31,26 +32,85 @@ from mitigate.prompt.read._clues import (
     guess_output_slot,
     pair_labels,
 )
-from mitigate.prompt.read._hints import TemplateHints
 from mitigate.prompt.read._syntax import placeholder_hint, read_template
 from mitigate.scale import Scale
 
-_WORD_NUMBERS = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-}
 
-# Guideline lines: "Score 2 means ...", "Score 2: ...", "- A score of 2 means ...", "- A score of 1 (no) means
-# ...", "score2_description: ...",
+class TemplateHints(BaseModel):
+    """Overrides of what is read from a template; every field left None (or True) is read from the text.
+
+    ``scale`` (a Scale or ``(min, max)``), ``criterion`` / ``criteria`` (names or Criterion values),
+    ``output_slot``, ``slot_fields`` (slot -> item field), ``answer`` (the kind), ``parse_guideline``
+    (False: no scoring options), ``constants`` (slots the same for every item, and Jinja names),
+    ``labels`` / ``tie`` (a pairwise prompt's names for its outputs and a tie), ``letters`` (each lettered
+    option's score) and ``answer_format``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    scale: Scale | None = None
+    criterion: Criterion | None = None
+    criteria: tuple[Criterion, ...] | None = None
+    output_slot: str | None = None
+    slot_fields: dict[str, str] | None = None
+    answer: Literal["score", "mcq", "pairwise"] | None = None
+    parse_guideline: bool = True
+    constants: dict[str, Any] | None = None
+    labels: tuple[str, str] | None = None
+    tie: str | None = None
+    letters: dict[str, float] | None = None
+    answer_format: AnswerFormat | None = None
+
+    @field_validator("scale", mode="before")
+    @classmethod
+    def _scale(cls, value: Any) -> Any:
+        return value if value is None or isinstance(value, Mapping) else Scale.of(value)
+
+    @field_validator("criterion", mode="before")
+    @classmethod
+    def _criterion(cls, value: Any) -> Any:
+        return Criterion(name=value) if isinstance(value, str) else value
+
+    @field_validator("criteria", mode="before")
+    @classmethod
+    def _criteria(cls, value: Any) -> Any:
+        if value is None or isinstance(value, (str, Mapping)) or not isinstance(value, Sequence):
+            return value
+        return tuple(Criterion(name=c) if isinstance(c, str) else c for c in value)
+
+    @classmethod
+    def of(cls, hints: TemplateHints | None = None, /, **overrides: Any) -> TemplateHints:
+        """``hints`` (default: none) with ``overrides`` (keywords named after the fields) applied: a TypeError
+        for a keyword that names no field, a ConfigError naming the field for a wrong value."""
+        if hints is not None and not isinstance(hints, TemplateHints):
+            raise TypeError(f"expected the template hints as a TemplateHints; got {type(hints).__name__}")
+        unknown = sorted(set(overrides) - set(cls.model_fields))
+        if unknown:
+            raise TypeError(
+                f"expected template hints among {', '.join(cls.model_fields)}; got {', '.join(unknown)}"
+            )
+        if not overrides:
+            return hints if hints is not None else _NONE
+        values = {**(hints.given() if hints is not None else {}), **overrides}
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "hints"
+            raise ConfigError(
+                f"expected the template hint {field} to be valid ({err['msg']}); got {err.get('input')!r}"
+            ) from None
+
+    def given(self) -> dict[str, Any]:
+        """The hints given (the fields set), as keyword arguments."""
+        return {k: getattr(self, k) for k in self.model_fields_set}
+
+
+_NONE = TemplateHints()
+
+
+_WORD_NUMBERS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten".split())}
+
+# Guideline lines: "Score 2 means ...", "- A score of 1 (no) means ...", "score2_description: ...",
 # "- 5: ...", "5 - ...", "A: ... Score: One.", "(A) ..."
 _OPT_SCORE_WORD = re.compile(
     r"^(?P<head>\s*(?:[-*•]\s*)?(?:(?:an?\s+)?(?:score|rating|point)s?\s+(?:of\s+)?(?P<num>\d+(?:\.\d+)?)"
@@ -86,41 +146,31 @@ def _option_from_line(line: str, pattern: re.Pattern[str]) -> ScoreOption | None
     gd = m.groupdict()
     score: float | None
     if gd.get("letter"):
-        num = gd.get("num")
-        if num is None:  # "(A) ..." states no score
-            score = None
-        else:
-            score = float(num) if num.isdigit() else _WORD_NUMBERS.get(num.lower())
-            if score is None:
-                return None
-        label = gd["letter"]
-    else:
-        num = gd.get("num") or gd.get("num2")
-        if num is None:
+        num, label = gd.get("num"), gd["letter"]  # "(A) ..." states no score
+        score = None if num is None else float(num) if num.isdigit() else _WORD_NUMBERS.get(num.lower())
+        if num is not None and score is None:
             return None
-        score = float(num)
-        label = num
+    else:
+        label = gd.get("num") or gd.get("num2")
+        if label is None:
+            return None
+        score = float(label)
     return ScoreOption(label=label, score=score, description=gd["desc"], head=gd["head"], tail=gd["tail"])
 
 
 def _find_guideline(
     text: str, scale_hint: tuple[float, float] | None = None, *, numbered: bool = True
 ) -> tuple[int, int, Guideline] | None:
-    """Locate a block of >= 2 consecutive guideline lines; returns (start, end, guideline).
-
-    ``scale_hint`` is the scale the template states; plainly numbered lines ("(1) ...",
-    "1: ...") are options only when they run from its minimum to its maximum, so numbered
-    rules in a 0-9 rating prompt are not read as a 1-3 scale; with ``numbered=False`` (a
-    pairwise template) they are never options.
-    """
+    """(start, end, guideline) of the first block of >= 2 guideline lines; plainly numbered lines ("1: ...")
+    only when they run over ``scale_hint``, and never with ``numbered=False``."""
     lines = text.splitlines(keepends=True)
-    offsets = [0]
-    for ln in lines:
-        offsets.append(offsets[-1] + len(ln))
+    bodies = [ln.rstrip("\r\n") for ln in lines]
+    offsets = [0, *itertools.accumulate(len(ln) for ln in lines)]
+    ends = [offsets[i] + len(body) for i, body in enumerate(bodies)]
     for pattern in (_OPT_SCORE_WORD, _OPT_LETTER, _OPT_LETTER_PLAIN, *((_OPT_NUMBER,) if numbered else ())):
         i = 0
         while i < len(lines):
-            opt = _option_from_line(lines[i].rstrip("\r\n"), pattern)
+            opt = _option_from_line(bodies[i], pattern)
             if opt is None:
                 i += 1
                 continue
@@ -131,29 +181,20 @@ def _find_guideline(
                     k = j
                     while k < len(lines) and not lines[k].strip():
                         k += 1
-                    if k < len(lines) and _option_from_line(lines[k].rstrip("\r\n"), pattern):
+                    if k < len(lines) and _option_from_line(bodies[k], pattern):
                         j = k
                         continue
                     break
-                nxt = _option_from_line(lines[j].rstrip("\r\n"), pattern)
+                nxt = _option_from_line(bodies[j], pattern)
                 if nxt is None:
                     break
                 block.append((j, nxt))
                 j += 1
             if len(block) >= 2 and _plausible(block, pattern, lines, i, scale_hint):
-                start = offsets[block[0][0]]
-                last_line = lines[block[-1][0]]
-                end = offsets[block[-1][0]] + len(last_line.rstrip("\r\n"))
-                options = []
-                separators = []
-                for n, (ln_idx, o) in enumerate(block):
-                    options.append(o.model_copy(update={"position": n}))
-                    if n:
-                        prev_idx = block[n - 1][0]
-                        prev_end = offsets[prev_idx] + len(lines[prev_idx].rstrip("\r\n"))
-                        separators.append(text[prev_end : offsets[ln_idx]])
-                gl = Guideline(options=tuple(options), separators=tuple(separators))
-                return start, end, gl
+                at = [n for n, _ in block]
+                options = tuple(o.model_copy(update={"position": n}) for n, (_, o) in enumerate(block))
+                separators = tuple(text[ends[a] : offsets[b]] for a, b in zip(at, at[1:], strict=False))
+                return offsets[at[0]], ends[at[-1]], Guideline(options=options, separators=separators)
             i = j
     return None
 
@@ -196,23 +237,18 @@ _CHOICE = re.compile(
     r"(?P<letters>[\"'“‘`(]?[A-Z][\"'”’`)]?(?:\s*,\s*[\"'“‘`(]?[A-Z][\"'”’`)]?)*\s*,?\s*(?:or|and)\s*"
     r"[\"'“‘`(]?[A-Z][\"'”’`)]?)(?![A-Za-z])"
 )
-_CHOICE_SCORES: dict[tuple[str, ...], dict[str, float]] = {
-    ("Y", "N"): {"Y": 1.0, "N": 0.0},
-    ("N", "Y"): {"Y": 1.0, "N": 0.0},
-}
-"""Scores of choice letters that carry their own meaning: Y (yes) = 1, N (no) = 0."""
+_CHOICE_SCORES: dict[tuple[str, ...], dict[str, float]] = {("N", "Y"): {"Y": 1.0, "N": 0.0}}
+"""Scores of choice letters (sorted) that carry their own meaning: Y (yes) = 1, N (no) = 0."""
 
 
 def choice_text(text: str) -> str:
-    """The words of ``text`` that ask for a choice letter ("print only the single character Y or N"), or
-    ""."""
+    """The words of ``text`` asking for a choice letter ("print only the single character Y or N"), or ""."""
     m = _CHOICE.search(text)
     return m.group(0) if m else ""
 
 
 def _choice_letters(text: str) -> list[str] | None:
-    """The letters a template asks the judge to answer with ("the single character Y or N" -> [Y, N]), or
-    None."""
+    """The letters a template asks the judge to answer with ("... Y or N" -> [Y, N]), or None."""
     m = _CHOICE.search(text)
     if m is None:
         return None
@@ -237,14 +273,8 @@ def _guess_labels(text: str) -> tuple[str, str] | None:
 def read_fields(
     text: str, hints: TemplateHints | None = None, *, system: str | None = None
 ) -> tuple[dict[str, Any], list[str]]:
-    """The fields of the judge prompt read from ``text`` (keyword arguments of ``JudgePrompt``), and the
-    evidence.
-
-    ``system`` is an optional system message; ``hints`` override what is read (see
-    :class:`~mitigate.prompt.read._hints.TemplateHints`). One line of evidence per recovered field
-    says what was found and where ("scale 1-10 from 'on a scale of 1 to 10'"), what was given
-    explicitly, and what fell back to a default.
-    """
+    """The fields of the judge prompt read from ``text`` (and ``system``), ``hints`` overriding what is read,
+    and the evidence: one line per field saying what was found and where, given, or defaulted."""
     given = hints if hints is not None else TemplateHints()
     scale, criterion, criteria = given.scale, given.criterion, given.criteria
     output_slot, slot_fields, answer = given.output_slot, given.slot_fields, given.answer
@@ -269,11 +299,8 @@ def read_fields(
 
     # the judged text (and the second one of a pairwise template)
     pair = find_pair(all_slots) if answer in (None, "pairwise") and output_slot is None else None
-    if (
-        answer == "pairwise"
-        and pair is None
-        and not (output_slot and any(f == "output_b" for f in fields.values()))
-    ):
+    second_given = bool(output_slot) and "output_b" in fields.values()
+    if answer == "pairwise" and pair is None and not second_given:
         raise TemplateError(
             "a pairwise prompt needs two slots for the judged texts (e.g. {{output_1}} and {{output_2}}, or "
             f"{{{{output}}}} and {{{{output_b}}}}); found slots {sorted(set(all_slots)) or 'none'}"
@@ -293,23 +320,18 @@ def read_fields(
         )
     if pair is not None:
         fields.setdefault(pair[1], "output_b")
-    inputs = [s for s in dict.fromkeys(all_slots) if s != out_slot]
+    other_slots = [s for s in dict.fromkeys(all_slots) if s != out_slot and not (pair and s == pair[1])]
     evidence.append(
         f"judged text: {{{{{out_slot}}}}}"
         + (f"; second judged text: {{{{{pair[1]}}}}} (item field output_b)" if pair else "")
-        + (
-            f"; other slots: {', '.join('{{' + s + '}}' for s in inputs if not pair or s != pair[1])}"
-            if [s for s in inputs if not pair or s != pair[1]]
-            else ""
-        )
+        + (f"; other slots: {', '.join('{{' + s + '}}' for s in other_slots)}" if other_slots else "")
     )
 
     # scale statements and criterion
     statements = find_scales(joined)
     found_crit = find_criterion(joined)
     stated = choose_scale(statements)
-    explicit_scale = scale
-    hint = (explicit_scale.min, explicit_scale.max) if explicit_scale is not None else stated
+    hint = (scale.min, scale.max) if scale is not None else stated
 
     # guideline options
     guideline: Guideline | None = None
@@ -331,23 +353,21 @@ def read_fields(
         "pairwise" if pair is not None else "mcq" if letter_options or choice else "score"
     )
     if kind == "mcq" and choice is not None and letters is None and scale is None:
-        letters = _CHOICE_SCORES.get(tuple(choice))
-        if letters is not None:
-            evidence.append(
-                f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}, scored "
-                + ", ".join(f"{k}={format_number(v)}" for k, v in letters.items())
+        letters = _CHOICE_SCORES.get(tuple(sorted(choice)))
+        evidence.append(
+            f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}"
+            + (
+                ", scored " + ", ".join(f"{k}={format_number(v)}" for k, v in letters.items())
+                if letters is not None
+                else ": pass letters={...} to score them"
             )
-        else:
-            evidence.append(
-                f"answer letters {'/'.join(choice)} from {choice_text(joined)!r}: pass "
-                "letters={...} to score them"
-            )
+        )
     if answer_format is not None:
         kind = answer_format.kind
 
     # the scale
-    final_scale: Scale | None = explicit_scale
-    how_scale = "given" if explicit_scale is not None else ""
+    final_scale: Scale | None = scale
+    how_scale = "given" if scale is not None else ""
     if final_scale is None and stated is not None:
         final_scale = Scale(min=stated[0], max=stated[1])
         used = next(s for s in statements if (s.lo, s.hi) == stated)
@@ -357,15 +377,11 @@ def read_fields(
             how_scale += "; other ranges stated: " + ", ".join(f"{lo:g}-{hi:g}" for lo, hi in others)
     if kind == "mcq" and guideline is not None:
         scored = [(o.label.upper(), o.score) for o in guideline.options]
-        letter_map = (
-            dict(letters)
-            if letters is not None
-            else (
-                {label: float(score) for label, score in scored if score is not None}
-                if all(score is not None for _, score in scored)
-                else None
-            )
-        )
+        letter_map: dict[str, float] | None = None
+        if letters is not None:
+            letter_map = dict(letters)
+        elif all(score is not None for _, score in scored):
+            letter_map = {label: float(score) for label, score in scored if score is not None}
         if letter_map:
             lo, hi = min(letter_map.values()), max(letter_map.values())
             base = (final_scale or Scale(min=lo, max=hi)) if lo < hi else Scale(min=0, max=1)
@@ -382,12 +398,8 @@ def read_fields(
         final_scale = Scale(min=min(letters.values()), max=max(letters.values()), letters=dict(letters))
         how_scale = "from the answer letters"
     elif letters is not None and kind == "mcq":
-        final_scale = Scale.model_validate(
-            {
-                **(final_scale or Scale(min=min(letters.values()), max=max(letters.values()))).model_dump(),
-                "letters": dict(letters),
-            }
-        )
+        base = final_scale or Scale(min=min(letters.values()), max=max(letters.values()))
+        final_scale = Scale.model_validate({**base.model_dump(), "letters": dict(letters)})
         how_scale = how_scale or "letter scores given"
     if final_scale is None and guideline is not None:
         scores = [o.score for o in guideline.options if o.score is not None]

@@ -1,34 +1,11 @@
 """Where a template shows the judged item, and where text added before the item goes.
 
-A judge template shows the item it judges as a run of *headings* and *slots*: G-Eval's
-``Source Text:`` / blank line / ``{{Document}}`` / blank line / ``Summary:`` / ...;
-``## Article`` / ``{{article}}``; ``<article>`` / ``{{article}}`` / ``</article>``;
-``1. Source text: {{document}}``; ``[BEGIN DATA]`` / ``***`` / ``[Question]: {{input}}`` / ...
-:func:`item_layout` finds, in one message template:
-
-- the **item section**: from the item's first heading (the heading line(s) that introduce the
-  first slot, and whatever lies between them and the slot: blank lines, an opening tag or
-  delimiter) to the end of the line holding the last slot and the closing markup right after
-  it (``</summary>``, ``[END DATA]``, ``[The End of Assistant's Answer]``). Demonstrations
-  repeat this section, filled with their own texts, so they show every heading in the
-  template's own order and spacing;
-- the **lead-in** above the first heading: label lines such as G-Eval's ``Example:`` or
-  ``Here is the data:`` that introduce the judged item as a whole; they belong to the judged
-  item and are not repeated;
-- the **insertion point**: the start of the lead-in (else of the section), where demos go, so
-  they stand before the judged item's first heading and the item keeps all its headings.
-
-How far the first heading reaches is read from the template itself: the headings the later
-slots have (their label lines, counted between one slot and the next) bound how many label
-lines above the first slot belong to it, so ``Example:`` above ``Source Text:`` is a lead-in
-when ``Summary:`` is the second slot's only heading, while Flow Judge's ``# INPUT`` /
-``Below are the inputs ...:`` / ``<inputs>`` is one heading like its ``# OUTPUT`` block. A
-template with one slot takes the adjacent label lines above it (a label ending with ":"
-stacked on another is a lead-in).
-
-When the first slot stands inside a sentence (``Is "{{summary}}" a fair summary of the
-article below?``) the item has no heading to put text before; :attr:`ItemLayout.problem`
-says so, and callers that insert text there refuse.
+:func:`item_layout` finds in one message template the **item section** (from the first slot's heading,
+``Source Text:``, ``<article>``, ``[BEGIN DATA]`` ..., to the last slot's line and its closing markup;
+demos repeat it with their own texts), the **lead-in** above it (G-Eval's ``Example:``: part of the judged
+item, not repeated) and the **insertion point** (the lead-in's start) where demos go. How many label lines
+the first heading takes is read from the later slots' headings. A first slot inside a sentence has no
+heading to put text before: :attr:`ItemLayout.problem` says so.
 """
 
 from __future__ import annotations
@@ -39,14 +16,9 @@ from functools import lru_cache
 
 from mitigate.prompt._parts import DEMOS_MARK, GUIDELINE_MARK, SLOT_RE
 
-_MAX_HEADING_LINES = 3
-"""Label lines at most in the first slot's heading when no later slot shows how long a heading is."""
-
-_MAX_LEAD_IN = 2
-"""Lead-in lines at most above the first heading."""
-
-_LABEL_LEN = 100
-"""A line longer than this is prose, never a heading."""
+_MAX_HEADING_LINES = 3  # label lines in the first heading when no later slot shows a heading's length
+_MAX_LEAD_IN = 2  # lead-in lines at most above the first heading
+_LABEL_LEN = 100  # a longer line is prose, never a heading
 
 _MARKUP_RE = re.compile(r"<\|[^|\n]*\|>|</?[A-Za-z_][^<>\n]*>|\[[^\[\]\n]*\]|[^\w]|_")
 """Tags, ``<|...|>`` markers, bracketed labels and punctuation: what a markup-only line consists of."""
@@ -67,12 +39,8 @@ _INLINE_LABEL_END = (":", "：", ">", "]", "|", "=", "-", "–", "—")
 
 @dataclass(frozen=True)
 class ItemLayout:
-    """Where one message template shows the judged item (offsets into the template).
-
-    ``start``/``end``: the item section (first heading to last slot's closing markup);
-    ``insert_at``: where text added before the item goes (before the lead-in, else ``start``);
-    ``problem``: why nothing can be placed before the item (a slot inside a sentence), else None.
-    """
+    """Where one message template shows the judged item (offsets): the item section ``start``/``end``,
+    ``insert_at`` for text added before the item, and the ``problem`` when nothing can go there."""
 
     start: int
     end: int
@@ -107,8 +75,7 @@ def _marked(text: str) -> bool:
 
 
 def _markup_only(text: str) -> bool:
-    """True for a line of tags, bracketed labels and delimiters only ("<inputs>", "[BEGIN DATA]", "***",
-    "{")."""
+    """True for a line of tags, bracketed labels and delimiters only ("<inputs>", "[BEGIN DATA]", "***")."""
     s = text.strip()
     return bool(s) and not _marked(s) and not _MARKUP_RE.sub("", s)
 
@@ -122,8 +89,7 @@ def _ends_label(text: str) -> bool:
 
 
 def _is_label(text: str) -> bool:
-    """A heading line: short, and a label ("Source Text:", "## Article", "<article>", "1. Source text") not a
-    sentence."""
+    """A heading line: short, a label ("Source Text:", "## Article", "<article>"), not a sentence."""
     s = text.strip()
     if not s or len(s) > _LABEL_LEN or _marked(s):
         return False
@@ -140,8 +106,7 @@ def _is_lead_in(text: str) -> bool:
 
 
 def _inline_label(prefix: str) -> bool:
-    """True when the words before a slot on its line are a label ("Article: ", "<article>", '"input":
-    \"\"\"')."""
+    """True when the words before a slot on its line are a label ("Article: ", "<article>")."""
     core = prefix.rstrip().rstrip("\"'`“«(*_ ").rstrip()
     return core.endswith(_INLINE_LABEL_END)
 
@@ -150,7 +115,7 @@ _TAGS_RE = re.compile(r"<\|[^|\n]*\|>|</?[A-Za-z_][^<>\n]*>|\[[^\[\]\n]*\]")
 
 
 def _has_words(text: str, *, markup: bool = True) -> bool:
-    """True when ``text`` holds a letter or digit (outside tags and bracketed labels unless ``markup``)."""
+    """True when ``text`` holds a letter or digit (outside tags and brackets unless ``markup``)."""
     return bool(re.search(r"[^\W_]", text if markup else _TAGS_RE.sub(" ", text)))
 
 
@@ -161,14 +126,13 @@ def _heading_part(text: str) -> str:
 
 
 def _label_lines_between(lines: list[_Line]) -> int:
-    """The heading lines among ``lines`` (the text between two slots' lines): labels that are not markup."""
+    """The heading lines (labels, not markup) among ``lines``, the text between two slots' lines."""
     return sum(1 for ln in lines if not ln.blank and not _markup_only(ln.text) and _is_label(ln.text))
 
 
 @lru_cache(maxsize=256)
 def item_layout(template: str) -> ItemLayout | None:
-    """The item section, lead-in and insertion point of ``template`` (see the module docstring); None without
-    a slot."""
+    """The item section, lead-in and insertion point of ``template``; None without a slot."""
     slots = list(SLOT_RE.finditer(template))
     if not slots:
         return None
@@ -183,10 +147,8 @@ def item_layout(template: str) -> ItemLayout | None:
     problem = _sentence_problem(template, lines[f], first, slots)
 
     # how many heading lines a slot has, read from the later slots (None: one slot line only)
-    cap: int | None = None
-    for a, b in zip(slot_lines, slot_lines[1:], strict=False):
-        found = _label_lines_between(lines[a + 1 : b])
-        cap = found if cap is None else max(cap, found)
+    found = [_label_lines_between(lines[a + 1 : b]) for a, b in zip(slot_lines, slot_lines[1:], strict=False)]
+    cap = max(found) if found else None
 
     top, used = f, 0
     prefix = template[lines[f].start : first.start()]
@@ -194,13 +156,10 @@ def item_layout(template: str) -> ItemLayout | None:
         i = f - 1
         while i >= 0 and lines[i].blank:
             i -= 1
-        if (
-            i >= 0
-            and not _marked(lines[i].text)
-            and not _CLOSER_RE.match(lines[i].text)
-            and (_is_label(lines[i].text) or (i == f - 1 and len(lines[i].text.strip()) <= _LABEL_LEN))
-        ):
-            top, used = i, (0 if _markup_only(lines[i].text) else 1)
+        text = lines[i].text if i >= 0 else ""
+        near = i == f - 1 and len(text.strip()) <= _LABEL_LEN
+        if i >= 0 and not _marked(text) and not _CLOSER_RE.match(text) and (_is_label(text) or near):
+            top, used = i, (0 if _markup_only(text) else 1)
     top = _extend_heading(lines, top, used, cap, slot_lines[-1])
     end = _section_end(lines, line_of(last.end()))
     insert_at = lines[_lead_in_top(lines, top)].start
@@ -210,7 +169,7 @@ def item_layout(template: str) -> ItemLayout | None:
 def _sentence_problem(
     template: str, line: _Line, first: re.Match[str], slots: list[re.Match[str]]
 ) -> str | None:
-    """Why the first slot has no heading to stand after: it sits inside a sentence (None when it does not)."""
+    """Why the first slot has no heading to stand after (it sits inside a sentence), else None."""
     prefix = template[line.start : first.start()]
     following = [s for s in slots if s.start() > first.start() and s.start() <= line.end]
     suffix = template[first.end() : following[0].start() if following else line.end]
@@ -262,8 +221,7 @@ def _closes_after(lines: list[_Line], last_slot_line: int, tag: str) -> bool:
 
 
 def _section_end(lines: list[_Line], last: int) -> int:
-    """The end of the item section: the last slot's line, then closing markup (adjacent, or a closer past
-    blanks)."""
+    """The end of the item section: the last slot's line, then closing markup (adjacent, or past blanks)."""
     end = lines[last].end
     i = last + 1
     while i < len(lines):

@@ -1,32 +1,18 @@
 """The one Jinja environment mitigate renders templates in: a sandbox no template can leave.
 
-A judge template is input like the judged text: downloaded, shared, edited by others. Every
-Jinja template mitigate reads (``JudgePrompt.from_template``, hence ``prompts inspect``,
-``prompts render``, ``judge``, ``compare``, ``search``, ``probe`` and the released-template
-loaders) is parsed and rendered here, and nowhere else. What a template may do:
+A judge template is input like the judged text (downloaded, shared, edited by others); every Jinja
+template mitigate reads is parsed and rendered here, and nowhere else. A template may read the names it
+is given, index strings, lists and mappings, read a mapping's keys as attributes and ``loop``'s fields;
+test, loop, assign, compare and compute; call only :data:`CALLS`; use only :data:`FILTERS` and
+:data:`TESTS`. It may not read an attribute starting with ``_`` (Python's internals) nor any attribute of
+a string, number, list or function, call anything else, define macros, include, import or extend another
+template, or format strings with ``%``. Its size is bounded (:data:`MAX_OUTPUT_CHARS`,
+:data:`MAX_VALUE_CHARS`, :data:`MAX_INT_BITS`, :data:`MAX_LOOP_STEPS` within :data:`MAX_SECONDS`), and a
+size is predicted from the operands before anything is built, never measured after.
 
-- read the names it is given (constants, slots), index strings, lists and mappings, read a
-  mapping's keys as attributes (``rubric.name``) and the ``loop`` variable's fields
-  (``loop.index``, ``loop.first``, ``loop.last`` ...);
-- test (``if``, ``is defined``), loop (``for``), assign (``set``, ``with``), compare, compute;
-- call only :data:`CALLS`: ``range(...)`` (at most :data:`MAX_RANGE` numbers), a mapping's
-  ``items()``, ``keys()`` and ``values()``, and ``loop.cycle(...)`` / ``loop.changed(...)``;
-- use only the filters in :data:`FILTERS` and the tests in :data:`TESTS`.
-
-What it may not: read an attribute whose name starts with ``_`` (``__class__``, ``__globals__``:
-Python's internals) or any attribute of a string, number, list or function; call anything else
-(a string's methods, ``cycler``, ``joiner``, ``namespace``, ``lipsum``, ``dict``: none is
-defined here; macros, ``caller``, ``self``'s blocks, a recursive loop); define macros; include,
-import or extend another template; format strings with ``%``. Its size is bounded: the rendered
-text holds at most :data:`MAX_OUTPUT_CHARS` characters, every value it builds (``*``, ``+``,
-``~``, ``**``, a filter's result) at most :data:`MAX_VALUE_CHARS` characters or items (a number
-at most :data:`MAX_INT_BITS` bits), and all its loops together run at most
-:data:`MAX_LOOP_STEPS` steps within :data:`MAX_SECONDS`. Nothing is computed before it is
-checked: a size is predicted from the operands, never measured after the allocation.
-
-A construct the rules forbid anywhere in the template (even in a branch that would not run) is
-refused before anything renders; a limit reached while rendering stops it. Either way the error
-is a :class:`~mitigate.errors.TemplateSandboxError` naming the construct (its line) and the rule.
+A construct forbidden anywhere in the template (even in a branch that would not run) is refused before
+anything renders; a limit reached while rendering stops it. Either way the error is a
+:class:`~mitigate.errors.TemplateSandboxError` naming the construct (its line) and the rule.
 """
 
 from __future__ import annotations
@@ -46,88 +32,23 @@ from jinja2.utils import pass_context
 
 from mitigate.errors import TemplateError, TemplateSandboxError
 
-MAX_OUTPUT_CHARS = 1_000_000
-"""Longest rendered template, in characters (the default ``--max-prompt-chars`` is 400,000)."""
-MAX_VALUE_CHARS = 1_000_000
-"""Longest string, list or mapping a template may build (characters or items)."""
-MAX_INT_BITS = 4_096
-"""Largest integer a template may build, in bits (about 1,200 decimal digits)."""
-MAX_RANGE = 10_000
-"""Most numbers one ``range(...)`` may give."""
-MAX_LOOP_STEPS = 100_000
-"""Most steps all ``for`` loops of one render may take together."""
-MAX_SECONDS = 10.0
-"""Longest a render may take (a backstop: the limits above keep a render far shorter)."""
-MAX_INDENT = 100
-"""Widest ``indent`` a template may ask for, in characters."""
+MAX_OUTPUT_CHARS = 1_000_000  # longest rendered template, in characters
+MAX_VALUE_CHARS = 1_000_000  # longest string, list or mapping a template may build
+MAX_INT_BITS = 4_096  # largest integer a template may build, in bits
+MAX_RANGE = 10_000  # most numbers one range(...) may give
+MAX_LOOP_STEPS = 100_000  # most steps all loops of one render may take together
+MAX_SECONDS = 10.0  # longest a render may take (a backstop)
+MAX_INDENT = 100  # widest indent a template may ask for
 
-FILTERS = (
-    "default",
-    "d",
-    "tojson",
-    "int",
-    "float",
-    "round",
-    "abs",
-    "min",
-    "max",
-    "length",
-    "count",
-    "lower",
-    "upper",
-    "title",
-    "capitalize",
-    "trim",
-    "string",
-    "join",
-    "first",
-    "last",
-    "list",
-    "reverse",
-    "items",
-    "dictsort",
-    "sort",
-    "indent",
-    "truncate",
-    "wordcount",
+FILTERS = tuple(
+    "default d tojson int float round abs min max length count lower upper title capitalize trim string join "
+    "first last list reverse items dictsort sort indent truncate wordcount".split()
 )
 """The filters a template may use (Jinja's own, each with its arguments and result checked)."""
-TESTS = (
-    "defined",
-    "undefined",
-    "none",
-    "boolean",
-    "true",
-    "false",
-    "integer",
-    "float",
-    "number",
-    "string",
-    "mapping",
-    "sequence",
-    "iterable",
-    "in",
-    "eq",
-    "==",
-    "equalto",
-    "ne",
-    "!=",
-    "lt",
-    "<",
-    "lessthan",
-    "le",
-    "<=",
-    "gt",
-    ">",
-    "greaterthan",
-    "ge",
-    ">=",
-    "odd",
-    "even",
-    "divisibleby",
-    "lower",
-    "upper",
-    "sameas",
+TESTS = tuple(
+    "defined undefined none boolean true false integer float number string mapping sequence iterable "
+    "in eq == equalto ne != lt < lessthan le <= gt > greaterthan ge >= odd even divisibleby lower upper "
+    "sameas".split()
 )
 """The tests (``is ...``) a template may use."""
 CALLS = (
@@ -142,21 +63,7 @@ CALLS = (
 
 _MAPPING_METHODS = frozenset({"items", "keys", "values"})
 _LOOP_FIELDS = frozenset(
-    {
-        "index",
-        "index0",
-        "revindex",
-        "revindex0",
-        "first",
-        "last",
-        "length",
-        "depth",
-        "depth0",
-        "previtem",
-        "nextitem",
-        "cycle",
-        "changed",
-    }
+    "index index0 revindex revindex0 first last length depth depth0 previtem nextitem cycle changed".split()
 )
 _LOOP_METHODS = frozenset({"cycle", "changed"})
 # wraps every loop's iterable (added after the checks; not usable by templates)
@@ -271,21 +178,15 @@ class _Sandbox(SandboxedEnvironment):
                 self.check_bits(left.bit_length() + right.bit_length(), what)
         elif operator == "+" and isinstance(left, sized) and isinstance(right, sized):
             self.check_size(len(left) + len(right), what)
-        elif (
-            operator == "**"
-            and isinstance(left, int)
-            and isinstance(right, int)
-            and right > 0
-            and abs(left) > 1
-        ):
-            self.check_bits(math.ceil(right * math.log2(abs(left))), what)
+        elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
+            if abs(left) > 1:
+                self.check_bits(math.ceil(right * math.log2(abs(left))), what)
         try:
             return self.binop_table[operator](left, right)
         except OverflowError:
             raise TemplateSandboxError(f"the template builds a number too large for {operator!r}") from None
 
-    # ----------------------------------------------------------------------------- what may be read and
-    # called
+    # ----------------------------------------------------------------------------- what may be read, called
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
         return not attr.startswith("_")
@@ -329,13 +230,8 @@ class _Sandbox(SandboxedEnvironment):
     def call(__self, __context: Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
         owner = getattr(__obj, "__self__", None)
         name = getattr(__obj, "__name__", "")
-        allowed = (
-            __obj == __self._range
-            or isinstance(owner, Mapping)
-            and name in _MAPPING_METHODS
-            or isinstance(owner, LoopContext)
-            and name in _LOOP_METHODS
-        )
+        allowed = __obj == __self._range or (isinstance(owner, Mapping) and name in _MAPPING_METHODS)
+        allowed = allowed or (isinstance(owner, LoopContext) and name in _LOOP_METHODS)
         if not allowed:
             raise TemplateSandboxError(
                 f"the template calls {_kind(__obj)}; the sandbox calls only {', '.join(CALLS)}"
@@ -383,18 +279,12 @@ class _Sandbox(SandboxedEnvironment):
         """Refuse arguments whose result would break a limit, before the filter builds it."""
         if name == "join" and args and isinstance(args[0], list):
             sep = args[1] if len(args) > 1 else kwargs.get("d", "")
-            self.check_size(
-                sum(len(str(x)) for x in args[0]) + len(str(sep)) * max(len(args[0]) - 1, 0),
-                "a string with |join",
-            )
+            total = sum(len(str(x)) for x in args[0]) + len(str(sep)) * max(len(args[0]) - 1, 0)
+            self.check_size(total, "a string with |join")
         elif name == "indent":
             width = args[1] if len(args) > 1 else kwargs.get("width", 4)
-            if isinstance(width, bool) or not (
-                isinstance(width, int)
-                and 0 <= width <= MAX_INDENT
-                or isinstance(width, str)
-                and len(width) <= MAX_INDENT
-            ):
+            fits = isinstance(width, int) and 0 <= width <= MAX_INDENT
+            if isinstance(width, bool) or not (fits or (isinstance(width, str) and len(width) <= MAX_INDENT)):
                 raise TemplateSandboxError(
                     f"the template indents by {width!r}; the sandbox allows at most {MAX_INDENT} characters"
                 )
@@ -416,12 +306,10 @@ def refusals(tree: nodes.Template, text: str) -> None:
         rule: str | None = None
         priority = 1
         if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
-            rule, priority = (
-                (
-                    f"reads the attribute {node.attr!r}; names starting with '_' are Python "
-                    "internals (__class__, __globals__ ...) and never readable"
-                ),
-                0,
+            priority = 0
+            rule = (
+                f"reads the attribute {node.attr!r}; names starting with '_' are Python "
+                "internals (__class__, __globals__ ...) and never readable"
             )
         elif isinstance(node, nodes.Filter) and node.name not in FILTERS:
             rule = f"uses the filter |{node.name}; the sandbox's filters are {', '.join(FILTERS)}"
@@ -460,11 +348,8 @@ def _count_loop_steps(tree: nodes.Template, env: jinja2.Environment) -> None:
 
 
 class SandboxedTemplate:
-    """A Jinja template parsed in the sandbox: its undeclared names, and :meth:`render`.
-
-    Parsing refuses every construct the sandbox forbids (see the module docstring);
-    ``undefined`` is the class of the value a name nobody gives becomes.
-    """
+    """A Jinja template parsed in the sandbox (refusing every forbidden construct): its undeclared names,
+    and :meth:`render`; ``undefined`` is the class of a name nobody gives."""
 
     def __init__(self, text: str, undefined: type[Undefined] = jinja2.StrictUndefined) -> None:
         from jinja2 import meta

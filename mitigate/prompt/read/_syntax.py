@@ -1,28 +1,11 @@
 """How a published judge template is written: chat markup, placeholder syntax and Jinja.
 
-Published judge templates come in several notations. This module turns one into the
-canonical form :class:`~mitigate.prompt.JudgePrompt` works on (messages whose slots are
-``{{name}}``) and remembers enough to write it back exactly as it was
-(:meth:`TemplateSource.restore`):
-
-- **Chat markup** inside the text: ChatML (``<|im_start|>system ... <|im_end|>``, AlpacaEval),
-  Llama-3 headers (``<|start_header_id|>user<|end_header_id|>``) and the
-  ``Human:`` / ``Assistant:`` turns of older Anthropic and Guanaco prompts become separate
-  messages; the markup itself is kept in the layout and never reaches the model as text.
-- **Placeholders**: ``{{name}}`` (mustache, G-Eval style), ``{{{name}}}`` (mustache
-  unescaped), ``{name}`` (Python ``str.format`` / f-string style, where ``{{`` and ``}}``
-  are literal braces when the whole text is a valid format string). A template that uses
-  ``{{name}}`` anywhere is read in that syntax and its single braces stay literal (JSON
-  examples); otherwise ``{name}`` placeholders are slots and other braces stay literal.
-- **Jinja** (``{% if rubric %}``, ``{{ score_range[0] }}``, filters): rendered once, in the sandbox
-  of :mod:`mitigate.prompt.read._sandbox` (no Python internals, a short list of filters and calls,
-  bounded size), with the ``constants`` given; plain ``{{ name }}`` with no constant stays a slot.
-  A name nobody gave is read as Jinja reads it when a condition tests it (false: what the test
-  guards is left out, with one :class:`~mitigate.errors.TemplateReadWarning` naming it); any
-  other use of it (output outside such a test, an index, a loop) is refused with a
-  :class:`~mitigate.errors.TemplateError` naming the construct, so nothing unrendered reaches a model.
-- **Constants**: slots filled once before the structure is read (a Prometheus ``{rubric}``,
-  a Flow Judge ``{RUBRIC}``), so their scoring options are recovered like any other text.
+:func:`read_template` turns a template into canonical messages (slots as ``{{name}}``) and remembers how to
+write it back exactly (:meth:`TemplateSource.restore`). Chat markup (ChatML, Llama-3, ``Human:`` turns)
+becomes messages; ``{{name}}``, ``{{{name}}}`` and ``{name}`` are slots (a template using ``{{name}}``
+keeps its single braces literal); Jinja is rendered once in the sandbox with the ``constants`` given, a
+plain ``{{ name }}`` staying a slot and a name nobody gave being false where tested (with a
+:class:`~mitigate.errors.TemplateReadWarning`) and refused elsewhere; constants fill slots once.
 """
 
 from __future__ import annotations
@@ -60,13 +43,9 @@ _MARK_RE = re.compile(r"\x00(\d+)\x00")
 
 
 class TemplateSource(BaseModel):
-    """How the template was written, to restore it exactly (see the module docstring).
-
-    ``layout`` is the original text with each message's content replaced by a mark
-    (``\\x00<index>\\x00``); ``syntax`` the placeholder notation; ``spellings`` each slot's
-    original spelling (``{instruction}``, ``{{{language}}}``, ``{{ Document }}``); ``unset`` the
-    names a Jinja condition tested that no constant gave (read as false).
-    """
+    """How the template was written, to restore it exactly: ``layout`` is the original text with each
+    message replaced by a mark, ``spellings`` each slot's original spelling, ``unset`` the names a Jinja
+    condition tested that no constant gave (read as false)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     layout: str
@@ -115,8 +94,6 @@ class ReadTemplate:
     source: TemplateSource
 
 
-# --------------------------------------------------------------------------- chat markup
-
 _CHATML = re.compile(
     r"<\|im_start\|>\s*(system|user|assistant)\s*\n(.*?)(?:<\|im_end\|>|(?=<\|im_start\|>)|\Z)", re.S
 )
@@ -125,73 +102,53 @@ _LLAMA3 = re.compile(
     r"(?:<\|eot_id\|>|(?=<\|start_header_id\|>)|\Z)",
     re.S,
 )
+_CHAT_TOKENS = "<|im_start|> <|im_end|> <|start_header_id|> <|end_header_id|> <|eot_id|> <|begin_of_text|>"
 _TURNS = re.compile(r"(?:^|\n)(?:###\s*)?(Human|Assistant)\s*:")
 
 
 def split_markup(text: str) -> tuple[list[tuple[Role, str]], str, str | None]:
-    """Messages found in chat markup, the layout (markup with message marks), and the markup's name.
+    """Messages found in chat markup (else one user message), the layout with message marks, and the
+    markup's name; an empty message (a closing ``<|im_start|>assistant``) stays in the layout."""
+    messages: list[tuple[Role, str]] = []
+    layout: list[str] = []
 
-    Text without markup is one user message. Empty messages (a generation prompt such as a
-    closing ``<|im_start|>assistant``) stay in the layout and are not messages.
-    """
+    def add(role: Role, content: str) -> None:
+        """A message's text as a mark in the layout; an empty one stays in the layout as it is."""
+        if content.strip():
+            layout.append(_MARK.format(len(messages)))
+            messages.append((role, content))
+        else:
+            layout.append(content)
+
     for name, pattern in (("chatml", _CHATML), ("llama3", _LLAMA3)):
         matches = list(pattern.finditer(text))
         if not matches:
             continue
-        messages: list[tuple[Role, str]] = []
-        layout: list[str] = []
+        messages.clear()
+        layout.clear()
         last = 0
         for m in matches:
             layout.append(text[last : m.start(2)])
-            content = m.group(2)
-            if content.strip():
-                layout.append(_MARK.format(len(messages)))
-                messages.append((m.group(1).lower(), content))  # type: ignore[arg-type]
-            else:
-                layout.append(content)
+            add(m.group(1).lower(), m.group(2))  # type: ignore[arg-type]
             last = m.end(2)
         layout.append(text[last:])
         outside = _MARK_RE.sub("", "".join(layout))
-        for token in (
-            "<|im_start|>",
-            "<|im_end|>",
-            "<|start_header_id|>",
-            "<|end_header_id|>",
-            "<|eot_id|>",
-            "<|begin_of_text|>",
-            "system",
-            "user",
-            "assistant",
-        ):
+        for token in (*_CHAT_TOKENS.split(), "system", "user", "assistant"):
             outside = outside.replace(token, "")
         if messages and not outside.strip():
             return messages, "".join(layout), name
     turns = list(_TURNS.finditer(text))
     if turns and turns[0].group(1).lower() == "human":
-        messages = []
-        layout = []
-        preamble = text[: turns[0].start()]
-        if preamble.strip():  # Guanaco's system line before "### Human:"
-            layout.append(_MARK.format(0))
-            messages.append(("system", preamble))
-        else:
-            layout.append(preamble)
+        messages.clear()
+        layout.clear()
+        add("system", text[: turns[0].start()])  # Guanaco's system line before "### Human:"
         for k, t in enumerate(turns):
             end = turns[k + 1].start() if k + 1 < len(turns) else len(text)
             layout.append(text[t.start() : t.end()])
-            content = text[t.end() : end]
-            role: Role = "user" if t.group(1).lower() == "human" else "assistant"
-            if content.strip():
-                layout.append(_MARK.format(len(messages)))
-                messages.append((role, content))
-            else:
-                layout.append(content)
+            add("user" if t.group(1).lower() == "human" else "assistant", text[t.end() : end])
         if any(r == "user" for r, _ in messages) and messages[-1][0] != "assistant":
             return messages, "".join(layout), "turns"
     return [("user", text)], _MARK.format(0), None
-
-
-# --------------------------------------------------------------------------- placeholders and Jinja
 
 
 def _is_format_string(text: str) -> bool:
@@ -233,9 +190,8 @@ class _Slot(str):
 
 
 def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[str]]:
-    """``text`` rendered once in the sandbox (:mod:`mitigate.prompt.read._sandbox`), with the names it uses
-    given as the module docstring says: a constant, a plain slot, or else unset (false when tested, refused
-    otherwise); and the unset names a condition tested."""
+    """``text`` rendered once in the sandbox, each name it uses a constant, a plain slot or unset (see the
+    module docstring); and the unset names a condition tested."""
     try:
         import jinja2
         from jinja2.utils import missing
@@ -250,8 +206,7 @@ def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[st
     tested: list[str] = []
 
     class Unset(jinja2.StrictUndefined):
-        """A name nobody gave: false when a condition tests it (as Jinja reads it); any other use is
-        refused."""
+        """A name nobody gave: false when a condition tests it; any other use is refused."""
 
         # jinja2 types StrictUndefined.__bool__ as its always-raising error helper (NoReturn); here a
         # condition on an unset name is false on purpose
@@ -303,8 +258,7 @@ def _used_beyond_output(text: str, name: str) -> bool:
 
 
 def _jinja_refusal(text: str, name: str) -> str:
-    """The refusal of a name nobody gave, showing the first construct that uses it other than by testing
-    it."""
+    """The refusal of a name nobody gave, showing the first construct that uses it other than a test."""
     esc = re.escape(name)
     uses = [
         m.group(0)
@@ -351,11 +305,9 @@ def read_template(
             t = _TRIPLE_RE.sub(lambda m: "{{" + m.group(1) + "}}", t)
             for m in DOUBLE_SLOT_RE.finditer(t):
                 spellings.setdefault(m.group(1).strip(), m.group(0))
-        for name, value in constants.items():
-            if syntax != "jinja":
-                # the value as written (re.sub reads escapes in a replacement: backslashes doubled)
-                literal = str(value).replace("\\", "\\\\")
-                t = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", literal, t)
+        for name, value in constants.items() if syntax != "jinja" else ():
+            # the value as written (re.sub reads escapes in a replacement: backslashes doubled)
+            t = re.sub(r"\{\{\s*" + re.escape(name) + r"\s*\}\}", str(value).replace("\\", "\\\\"), t)
         out.append((role, t))
     if syntax == "double":  # "{{ x }}" spellings stay in the canonical text; only "{{{x}}}" needs restoring
         spellings = {k: v for k, v in spellings.items() if v.startswith("{{{")}
@@ -372,19 +324,13 @@ def read_template(
 
 
 def _format_to_double(text: str) -> str:
-    """A ``str.format`` template in canonical form: ``{{``/``}}`` become literal braces, fields become
-    slots."""
-    out: list[str] = []
-    for literal, name, _spec, _conv in string.Formatter().parse(text):
-        out.append(literal)
-        if name is not None:
-            out.append("{{" + name + "}}")
-    return "".join(out)
+    """A ``str.format`` template in canonical form: ``{{``/``}}`` literal braces, fields slots."""
+    parsed = string.Formatter().parse(text)
+    return "".join(literal + ("" if name is None else "{{" + name + "}}") for literal, name, _, _ in parsed)
 
 
 def placeholder_hint(text: str) -> str:
     """What placeholder-like spans a text holds, for an error naming what was seen."""
-    spans = sorted(set(re.findall(r"\{\{[^{}]{0,40}\}\}|\{[^{}\n]{0,40}\}|\$\{?\w+\}?|<\w+>|\[\w+\]", text)))[
-        :8
-    ]
+    seen = re.findall(r"\{\{[^{}]{0,40}\}\}|\{[^{}\n]{0,40}\}|\$\{?\w+\}?|<\w+>|\[\w+\]", text)
+    spans = sorted(set(seen))[:8]
     return ", ".join(spans) if spans else "none"
