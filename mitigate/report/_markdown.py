@@ -52,32 +52,30 @@ REPORT_FILE = "report.md"
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "zero": "→ 0"}
 
 
-def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
-    """Write ``results.json``, ``results.sqlite`` (the judgments as columns), ``report.md``, ``report.html``
-    and the plots into ``folder``; returns the paths written."""
+def write_report(result: CompareResult, folder: str | Path, *, appendix: str = "") -> list[Path]:
+    """The report stage: ``results.json``, ``results.sqlite`` (the judgments as columns), ``report.md``,
+    ``report.html`` and the plots written into ``folder``, each once; the paths written. ``appendix``:
+    markdown added at the end of report.md (``compare --threshold``'s section)."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
     write_output(path, lambda fh: write_results(result, fh), "the results file")
-    return [path, write_columns(result, out / COLUMNS_FILE), *render_report(out, html=True, result=result)]
+    written = render_report(out, html=True, result=result, appendix=appendix)
+    return [path, write_columns(result, out / COLUMNS_FILE), *written]
 
 
 def render_report(
-    folder: str | Path, *, html: bool = False, result: CompareResult | None = None
+    folder: str | Path, *, html: bool = False, result: CompareResult | None = None, appendix: str = ""
 ) -> list[Path]:
     """Re-render ``report.md`` and the plots (and with ``html``, ``report.html``) in ``folder`` from
     ``results.json`` (or from ``result``, when the caller holds it: a results.json written through a device
-    cannot be read back).
-
-    The plots are drawn first, so the markdown links only the plots that were written and the
-    HTML report holds them inline.
-    """
+    cannot be read back); the plots first, so the reports hold only the plots that were written."""
     out = Path(folder)
     result = load_results(out) if result is None else result
     plots = render_plots(result, out)
     md = out / REPORT_FILE
     text = render_markdown(result, plots=[p.name for p in plots])
-    write_output(md, text, "the report")
+    write_output(md, text + (f"\n{appendix}\n" if appendix else ""), "the report")
     written = [md, *plots]
     if html:
         page = out / HTML_FILE
