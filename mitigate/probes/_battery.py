@@ -1,35 +1,13 @@
 """The bias battery: run a judge over original, rerun and probed items, and measure each probe.
 
-:func:`run_probes` judges the items three ways — as they are, again as they are (the
-rerun, for the noise floor), and once per probe on the probed copies — and returns a
-:class:`ProbeReport` with one :class:`~mitigate.measures._robustness.ProbeEffect` per probe
-and every rewrite (:class:`~mitigate.probes.ProbeRecord`) for review.
-:func:`render_probe_table` prints it as a markdown table (``mitigate probe``; ``mitigate
-compare --probes`` adds one per entry to the report).
-
-The rerun
-    The rerun sends the same requests with the same sampling settings except the request
-    ``seed`` (shifted by :data:`RERUN_SEED_OFFSET`), so an on-disk cache cannot hand back the
-    first answer and a sampling backend draws afresh. When every call of the judge is greedy
-    (temperature 0) on a deterministic backend, the floor is 0 by construction; the report says
-    so (:attr:`ProbeReport.floor_note`), and the rerun checks it.
-
-Probes of the prompt
-    A :class:`~mitigate.probes.PromptProbe` (option order, criterion order, social pressure) leaves
-    the items alone and judges them under a perturbed judge (``probe.perturb(judge, target)``); a
-    probe whose change depends on the original answer (social pressure argues against it) gets one
-    perturbed judge per target, and an item whose original judgment gave no value is a recorded
-    failure of that probe. A prompt the probe cannot apply to is refused before any call.
-
-Cost and prefix reuse
-    A probe rewrites the judged text in place (the ``output`` slot, or ``output_b``), so the
-    prompt up to that slot — instructions, demos, the source document — is the one the
-    original judgment sent, and a backend with a prefix cache (the embedded llama.cpp model's
-    slots, provider prompt caching) reuses it: each probe costs one judgment per item whose
-    prompt tokens from the judged text onward are new. The battery as a whole costs
-    ``(2 + number of probes) × items`` judgments (original, rerun, one per probe), plus one
-    rewrite call per item for each LM-assisted probe. A pairwise judge wrapped in
-    position swap makes two calls per judgment, as usual.
+:func:`run_probes` judges the items three ways: as they are, again as they are (the rerun, for the noise
+floor; its request seed shifted by :data:`RERUN_SEED_OFFSET` so no cache returns the first answer), and once
+per probe on the probed copies (a prompt probe judges the items under a perturbed judge, one per target). It
+returns a :class:`ProbeReport` with one effect per probe and every rewrite for review;
+:func:`render_probe_table` prints it (``mitigate probe``; ``mitigate compare --probes`` adds one per entry to
+the report). The battery costs ``(2 + number of probes) × items`` judgments, plus one rewrite call per item
+for each LM-assisted probe; a probe rewrites the judged text in place, so a prefix cache reuses the prompt up
+to it.
 """
 
 from __future__ import annotations
@@ -48,8 +26,7 @@ from mitigate.judge import Judge, Judgment, PromptJudge
 from mitigate.lm import LM
 from mitigate.measures import Measure, ProbeEffect, noise_floor, preference_for, probe_effect
 from mitigate.paths import write_output
-from mitigate.probes._base import Probe, ProbedItem, ProbeRecord, check_rewriter
-from mitigate.probes._prompt_probe import NO_TARGET, PromptProbe
+from mitigate.probes._base import NO_TARGET, Probe, ProbedItem, ProbeRecord, PromptProbe, check_rewriter
 from mitigate.run import run
 
 RERUN_SEED_OFFSET = 7919
@@ -71,13 +48,9 @@ class ProbeRow(BaseModel):
 class ProbeReport(BaseModel):
     """The bias battery's result for one judge on one set of items.
 
-    ``task`` is ``score`` (values are scores on the judge's scale) or ``pairwise`` (values are
-    the preference for the probed text, +1 / 0 / -1). ``noise`` is the rerun's flip rate;
-    ``floor_note`` states when it is 0 by construction. ``tolerance`` is the largest change that
-    counted as unchanged and ``alpha`` the level of the probe-vs-rerun test; ``tolerance_note``
-    warns when continuous scores were compared with tolerance 0; ``constant_note`` when the judge gave
-    every original item the same value (its robustness may only mean it does not read the text).
-    ``records`` keeps every rewrite.
+    ``task`` is ``score`` (values are scores on the judge's scale) or ``pairwise`` (the preference for the
+    probed text, +1 / 0 / -1). ``noise`` is the rerun's flip rate; ``floor_note``, ``tolerance_note`` and
+    ``constant_note`` say what limits the reading; ``records`` keeps every rewrite.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -157,15 +130,10 @@ async def run_probes(
 ) -> ProbeReport:
     """Judge ``items`` as they are, again (the rerun), and once per probe; measure every probe.
 
-    - ``original``: judgments of ``items`` already made by this judge (e.g. by ``compare``);
-      judged here when None.
-    - ``rewriter``: the LM that writes LM-assisted probes' rewrites (refused before any call
-      when such a probe is asked for without one).
-    - ``tolerance``: score changes up to this size count as unchanged (0: CALM's definition);
-      ``alpha`` the level of the probe-vs-noise test; ``n_boot`` bootstrap resamples (0: none).
-
-    Pairwise items are judged pairwise (values: the preference for the probed side); a mix of
-    pairwise and single items is refused.
+    ``original``: judgments of ``items`` already made by this judge (judged here when None); ``rewriter``: the
+    LM that writes LM-assisted probes' rewrites; ``tolerance``: score changes up to this size count as
+    unchanged (0: CALM's definition); ``alpha`` the level of the probe-vs-noise test; ``n_boot`` bootstrap
+    resamples (0: none). Pairwise items are judged pairwise (values: the preference for the probed side).
     """
     items = list(items)
     if not items:
