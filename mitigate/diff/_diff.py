@@ -16,23 +16,14 @@ how many items were left out.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from mitigate.data import Item
-from mitigate.diff._report import (
-    Better,
-    Change,
-    DiffMeasure,
-    DiffReport,
-    GateCheck,
-    ItemChange,
-    SliceKind,
-    SliceRow,
-)
+from mitigate.diff._report import Better, Change, DiffMeasure, DiffReport, ItemChange, SliceKind, SliceRow
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
 from mitigate.measures import (
@@ -604,31 +595,3 @@ def probe_slices(criterion: str, reports: tuple[Any, Any]) -> list[SliceRow]:
             )
         )
     return out
-
-
-def as_json(report: DiffReport) -> dict[str, Any]:
-    """The report as plain JSON: measures with ``a``, ``b``, ``delta``, ``low``, ``high``, ``p`` first."""
-    gate_checks: Mapping[tuple[str, str], GateCheck] = (
-        {(c.measure, c.criterion): c for c in report.gate.checks} if report.gate else {}
-    )
-    measures = []
-    for m in report.measures:
-        row = m.model_dump(exclude={"test"})
-        check = gate_checks.get((m.name, m.criterion))
-        if check is not None:
-            row |= {"gated": True, "level": check.level, "p_adjusted": check.p_adjusted, "worse": check.worse}
-        measures.append(row)
-    return {
-        "a": report.a,
-        "b": report.b,
-        "criteria": list(report.criteria),
-        "task": report.task,
-        "n_items": report.n_items,
-        "resampled": {"unit": report.unit, "n": report.n_units},
-        "measures": measures,
-        "notes": list(report.notes),
-        "gate": None if report.gate is None else report.gate.model_dump(mode="json"),
-        "changes": [c.model_dump(mode="json") for c in report.changes],
-        "slices": [s.model_dump(mode="json") for s in report.slices],
-        **report.extra,
-    }

@@ -1,10 +1,5 @@
-"""The diff's gate: is judge B significantly worse than judge A on the gated measures, and that as JUnit XML.
-
-:func:`gate` decides: B is **worse** on a gated measure when B − A points the worse way and the
-two-sided p, adjusted for the number of gated measures (Holm's step-down by default), is below the
-measure's level. :func:`parse_fail_on` reads ``--fail-on``; :func:`junit_xml` writes the decision for
-CI systems. The report it reads is :class:`mitigate.diff._diff.DiffReport`.
-"""
+"""The diff's gate: is judge B significantly worse than judge A on the gated measures (:func:`gate`), the
+``--fail-on`` text (:func:`parse_fail_on`), and the decision as JUnit XML (:func:`junit_xml`)."""
 
 from __future__ import annotations
 
@@ -25,9 +20,6 @@ MEASURE_NAMES: dict[Task, tuple[str, ...]] = {
 DEFAULT_FAIL_ON = "agreement,failure-rate"
 """What the gate checks by default: agreement with humans (Spearman, or accuracy for verdicts) and the failure
 rate."""
-
-
-# --------------------------------------------------------------------------- the gate
 
 
 def parse_fail_on(text: str, task: Task) -> list[tuple[str, float]]:
@@ -94,11 +86,9 @@ def gate(
     fail_on: Sequence[tuple[str, float]],
     correction: Literal["holm", "bonferroni", "none"] = "holm",
 ) -> GateResult:
-    """Decide whether B is significantly worse than A on the gated measures (every criterion of the report).
-
-    ConfigError when a gated measure could not be computed (its reason named): the gate cannot
-    vouch for what it did not measure.
-    """
+    """Decide whether B is significantly worse than A on the gated measures (every criterion of the report):
+    B − A points the worse way and the two-sided p, adjusted for the number of gated measures (Holm's
+    step-down by default), is below the measure's level. ConfigError when a gated measure has no value."""
     chosen = []
     for name, level in fail_on:
         found = [m for m in report.measures if m.name == name]

@@ -5,7 +5,7 @@ gate's decision (:class:`GateResult`), all in one :class:`DiffReport`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,13 +48,10 @@ SliceKind = Literal["system", "document", "length", "probe", "criterion"]
 class DiffMeasure(BaseModel):
     """One measure of judges A and B on the same items: ``a``, ``b``, ``delta`` = b − a, its interval and p.
 
-    ``better`` says which direction is better (``none``: informational, never gated); ``n`` the
-    items (or documents, for ``spearman-document``) the measure used, ``dropped`` the items left
-    out and why (``how``). ``low``/``high`` bound ``delta`` (paired percentile bootstrap over
-    ``unit``); ``p`` is the two-sided p of ``delta`` (bootstrap for correlations, sign-flip permutation for
-    shares and means). ``reason`` says why a
-    value is missing.
-    """
+    ``better`` says which direction is better (``none``: informational, never gated); ``n`` the items (or
+    documents) the measure used, ``dropped`` those left out and ``how`` why; ``low``/``high`` bound ``delta``
+    (paired percentile bootstrap over ``unit``), ``p`` its two-sided p; ``reason`` says why a value is
+    missing. """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
@@ -102,13 +99,9 @@ class ItemChange(BaseModel):
 
 
 class SliceRow(BaseModel):
-    """The comparison within one slice of the items (a system, a document, a length bucket, a probe).
-
-    ``a``/``b`` are the slice's headline value for each judge (Spearman with humans, accuracy, or a
-    probe's robustness rate: ``measure`` names it), ``changed`` how many items moved or flipped,
-    ``mean_move`` the mean score move B − A. A slice is a view for finding where a change hit, not
-    a test: no p-value (the many slices would need their own correction).
-    """
+    """The comparison within one slice of the items (a system, a document, a length bucket, a probe): each
+    judge's headline value (``measure`` names it), how many items moved or flipped, the mean score move B − A.
+    A view for finding where a change hit, not a test (no p-value)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     kind: SliceKind
@@ -182,3 +175,31 @@ class DiffReport(BaseModel):
                 "notes": tuple(dict.fromkeys(n for r in reports for n in r.notes)),
             }
         )
+
+
+def as_json(report: DiffReport) -> dict[str, Any]:
+    """The report as plain JSON: measures with ``a``, ``b``, ``delta``, ``low``, ``high``, ``p`` first."""
+    gate_checks: Mapping[tuple[str, str], GateCheck] = (
+        {(c.measure, c.criterion): c for c in report.gate.checks} if report.gate else {}
+    )
+    measures = []
+    for m in report.measures:
+        row = m.model_dump(exclude={"test"})
+        check = gate_checks.get((m.name, m.criterion))
+        if check is not None:
+            row |= {"gated": True, "level": check.level, "p_adjusted": check.p_adjusted, "worse": check.worse}
+        measures.append(row)
+    return {
+        "a": report.a,
+        "b": report.b,
+        "criteria": list(report.criteria),
+        "task": report.task,
+        "n_items": report.n_items,
+        "resampled": {"unit": report.unit, "n": report.n_units},
+        "measures": measures,
+        "notes": list(report.notes),
+        "gate": None if report.gate is None else report.gate.model_dump(mode="json"),
+        "changes": [c.model_dump(mode="json") for c in report.changes],
+        "slices": [s.model_dump(mode="json") for s in report.slices],
+        **report.extra,
+    }

@@ -1,26 +1,13 @@
-"""A judge that replays recorded judgments instead of calling a model.
+"""A judge that replays recorded judgments instead of calling a model (:class:`RecordedJudge`).
 
-:class:`RecordedJudge` serves one judge's recorded answers on one criterion (a
-:class:`~mitigate.data._recorded.RecordedRun`, from a user's file or the built-in releases)
-through the :class:`~mitigate.judge.Judge` protocol, so the runner, compare and the report
-measure them exactly as they measure a live judge, with no LM call and at no cost.
-
-What a replayed :class:`~mitigate.judge.Judgment` holds (the headline rule is in
-:mod:`mitigate.data._recorded`):
-
-- a score judge: ``scores`` the mean of the primary variant's samples in the original order,
-  ``samples`` those samples (for alpha across samples), ``meta["perturbations"]`` the score
-  under every prompt variant when there are two or more (for consistency across variants);
-- a pairwise judge: ``verdict`` (relative to the item's order: ``first`` = its ``output``) the
-  majority of the original order's samples, ``meta["orders"]`` the presented verdict in each
-  order (for position consistency, preference fairness and the swap gain),
-  ``meta["verdict_samples"]`` every sample per order (for repetition stability);
-- every answer without a score or verdict a :class:`~mitigate.judge.ParseFailure` with its raw
-  text (for a pairwise judge, in both orders); ``meta["recorded"]`` where the answers came from.
-
-An item the run has no answer for is a :class:`~mitigate.errors.DataError`, which the runner
-records as that item's error.
-"""
+It serves one judge's recorded answers on one criterion (a RecordedRun, from a user's file or the built-in
+releases) through the Judge protocol, so the runner, compare and the report measure them as they measure a
+live judge, with no LM call. A replayed score judgment holds the primary variant's samples (``samples``) and
+their reduction (``scores``), and the score under every variant (``meta["perturbations"]``) when there are
+several; a pairwise one the majority verdict of the original order, the verdict in each order
+(``meta["orders"]``) and every sample (``meta["verdict_samples"]``). An answer without a score or verdict is a
+ParseFailure with its raw text; an item without an answer is a DataError, which the runner records as that
+item's error."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""A judge that replays the released outputs of a real LLM judge instead of calling it.
-
-Shen et al. (2023) released every answer ChatGPT, GPT-4 and Llama-2 gave on SummEval
-(see :mod:`mitigate.data._released`). :class:`ReleasedJudge` serves those answers through the
-:class:`~mitigate.judge.Judge` protocol, so the harness (runner, compare, report) measures
-those judges exactly as it measures a live one, without any LM call and at no cost.
-
-A replayed answer that the parser rejected is a recorded parse failure (``failures``), with
-the raw text, never a score. An item the released run does not cover is a
-:class:`~mitigate.errors.DataError`, which the runner records as that item's ``error``.
-"""
+"""A judge that replays the released outputs of a real LLM judge (Shen et al. 2023: ChatGPT, GPT-4 and Llama-2
+on SummEval; :mod:`mitigate.data`) instead of calling it."""
 
 from __future__ import annotations
 
@@ -32,17 +23,11 @@ from mitigate.replay._recorded import RecordedJudge
 
 class ReleasedJudge(RecordedJudge):
     """Replays one released judge (e.g. ``"chatgpt-rts"``, or the pairwise ``"chatgpt-h2h"``) on one
-    criterion.
+    criterion: a :class:`~mitigate.replay.RecordedJudge` over the released recorded judgments.
 
-    The releases are recorded judgments (:func:`mitigate.data._released.released_recorded`), so
-    this is a :class:`~mitigate.replay._recorded.RecordedJudge` over them. For a score
-    judge, ``judge(item)`` returns the released answer for ``item.id``: its parsed score (the
-    primary sample, see :mod:`mitigate.data._released`), the raw response, and a
-    :class:`~mitigate.judge.ParseFailure` when the parser rejected it; ``run`` is the
-    :class:`~mitigate.data._released.ReleasedRun`, and every pass over a document judged more
-    than once is kept in ``meta["released"]["runs"]`` (the other passes also as prompt
-    variants). ``"chatgpt-h2h"`` judges the pairwise items of ``summeval-h2h`` in both orders.
-    ``calls`` and cost are 0: nothing is called.
+    ``run`` is the score judge's ReleasedRun; every pass over a document judged more than once is kept in
+    ``meta["released"]["runs"]``. ``"chatgpt-h2h"`` judges the pairwise items of ``summeval-h2h`` in both
+    orders.
     """
 
     def __init__(self, judge_name: str, criterion: str, *, root: str | Path | None = None) -> None:
