@@ -19,7 +19,7 @@ from mitigate.measures import MEASURES, EntryData, Measure, MeasureInfo, Reporte
 from mitigate.paths import data_dir
 from mitigate.registry import register
 from mitigate.report import CompareResult, load_results, render_report, write_report
-from mitigate.report._markdown import _best
+from mitigate.report._tables import best_indices as _best
 from mitigate.strategies import Pipeline
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
