@@ -108,10 +108,6 @@ def _values(
     return [_value(by_id.get(it.id), criterion, task, side) for it in items]
 
 
-def _calls(judgments: Sequence[Judgment]) -> int:
-    return sum(j.calls for j in judgments)
-
-
 async def run_probes(
     judge: Judge,
     items: Sequence[Item],
@@ -168,7 +164,7 @@ async def run_probes(
     temps = _temperatures(judge)
     rows: list[ProbeRow] = []
     records: list[ProbeRecord] = []
-    calls = {"original": _calls(original), "rerun": _calls(again.judgments)}
+    calls = {"original": sum(j.calls for j in original), "rerun": sum(j.calls for j in again.judgments)}
     for p in probes:
         if isinstance(p, PromptProbe):
             judged, kept = await _judge_prompt_probe(
@@ -187,23 +183,13 @@ async def run_probes(
             probed: list[ProbedItem] = [await p.aprobe(it, rewriter) for it in items]
             records.extend(pi.record for pi in probed)
             todo = [pi.item for pi in probed if pi.item is not None]
-            judged = (
-                list(
-                    (
-                        await run(
-                            judge,
-                            todo,
-                            concurrency=concurrency,
-                            progress=progress,
-                            check=True,
-                            desc=f"{label}: {p.name}",
-                        )
-                    ).judgments
+            judged = []
+            if todo:
+                done = await run(
+                    judge, todo, concurrency=concurrency, progress=progress, desc=f"{label}: {p.name}"
                 )
-                if todo
-                else []
-            )
-            failed = sum(1 for pi in probed if pi.item is None)
+                judged = list(done.judgments)
+            failed = len(items) - len(todo)
         side = p.side
         effect = probe_effect(
             _values(original, items, criterion, task, side),
@@ -217,6 +203,7 @@ async def run_probes(
             n_boot=n_boot,
             seed=seed,
         )
+        calls[p.name] = sum(j.calls for j in judged)
         rows.append(
             ProbeRow(
                 probe=p.name,
@@ -224,10 +211,9 @@ async def run_probes(
                 family=p.family,
                 effect=effect,
                 rewrite_failures=failed,
-                calls=_calls(judged),
+                calls=calls[p.name],
             )
         )
-        calls[p.name] = _calls(judged)
     side0 = probes[0].side
     first = _values(original, items, criterion, task, side0)
     floor = noise_floor(
