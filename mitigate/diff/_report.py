@@ -51,7 +51,7 @@ class DiffMeasure(BaseModel):
     ``better`` says which direction is better (``none``: informational, never gated); ``n`` the items (or
     documents) the measure used, ``dropped`` those left out and ``how`` why; ``low``/``high`` bound ``delta``
     (paired percentile bootstrap over ``unit``), ``p`` its two-sided p; ``reason`` says why a value is
-    missing. """
+    missing."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str

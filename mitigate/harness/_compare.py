@@ -1,17 +1,7 @@
-"""Compare judges on a benchmark: accuracy against humans and measured bias, side by side, as stages.
-
-A comparison is a :class:`~mitigate.harness.CompareConfig` run through five stages, each a function with a
-typed input and output:
-
-    plan(config) -> ComparePlan        the train split, the items to judge, every check; no LM call
-    await fit(plan) -> FittedPlan      entries that learn from data fitted on the training items
-    await judge(fitted) -> Judged      every entry over the items (one preflight each), LS, probes
-    measure(judged) -> CompareResult   measures, the difference from the first, corrected estimates
-    write_report(result, out)          results.json, report.md, report.html and the plots
-
-:func:`compare` runs them; :func:`check_compare` is the plan stage alone and returns the plan, which
-``compare(plan)`` runs without planning again. What is measured and how is in docs/tutorials/compare.md and
-:mod:`mitigate.harness._measuring`; a measure that cannot be computed is NaN with ``reason`` saying why.
+"""Compare judges on a benchmark, as stages: ``plan(config) -> ComparePlan`` (every check, no LM call),
+``fit(plan) -> FittedPlan``, ``judge(fitted) -> Judged``, ``measure(judged) -> CompareResult``, and the
+report stage (:func:`~mitigate.report.write_report`). :func:`compare` runs them; :func:`check_compare` is the
+plan stage alone, and ``compare(plan)`` runs its plan without planning again.
 """
 
 from __future__ import annotations
@@ -55,11 +45,9 @@ async def compare(config: CompareConfig | ComparePlan | None = None, /, **fields
 
 
 def check_compare(config: CompareConfig | None = None, /, **fields: Any) -> ComparePlan:
-    """The plan stage alone: raise what :func:`compare` would refuse, with no LM call and nothing written.
-
-    Called like :func:`compare`; returns the :class:`ComparePlan`, which ``compare(plan)`` runs without
-    planning again (a plan made without ``out_dir`` gets it with :meth:`ComparePlan.with_options`).
-    """
+    """The plan stage alone, called like :func:`compare`: raise what it would refuse, with no LM call and
+    nothing written, and return the plan (without ``out_dir``, add it with
+    :meth:`ComparePlan.with_options`)."""
     if config is None:
         return plan(CompareConfig(**fields))
     _given(config, fields, "check_compare")

@@ -1,11 +1,8 @@
-"""The fit and judge stages: every entry that learns from data fitted on the training items (:func:`fit` ->
-:class:`FittedPlan`), then every entry over the planned items, LS and the bias probes (:func:`judge` ->
-:class:`Judged`).
-
-Every LM call of a comparison happens here. Each entry's prompts are rendered for every item (preflight)
-before the first call; each entry runs with its own resumable journal (``<out_dir>/journals/<name>.jsonl``),
-one after the other or all at once through one batch session; LS per item is cached in
-``<out_dir>/likelihood.jsonl``; the probes reuse each entry's judgments as the originals.
+"""The fit stage (:func:`fit` -> :class:`FittedPlan`) and the judge stage (:func:`judge` -> :class:`Judged`):
+every LM call of a comparison. Each entry's prompts are rendered for every item before the first call; each
+entry runs with its own resumable journal (``journals/<name>.jsonl``), one after the other or all at once
+through one batch session; LS is cached per item (``likelihood.jsonl``); the probes reuse each entry's
+judgments as the originals.
 """
 
 from __future__ import annotations
@@ -50,12 +47,8 @@ DEFAULT_GENERATION_TASK = "Produce the output for the input."
 
 
 class FittedPlan(BaseModel):
-    """A plan whose entries can all judge (those that failed to fit left out) and what fitting did.
-
-    ``fit_info`` maps an entry's name to what the report says of its fit (fitted on which items, used as
-    given, or the error that left it out); ``train_info`` is the plan's, with the file the training items were
-    written to.
-    """
+    """A plan whose entries can all judge (those that failed to fit left out); ``fit_info`` says per entry
+    what fitting did, ``train_info`` is the plan's with the file the training items were written to."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     plan: ComparePlan
@@ -65,11 +58,8 @@ class FittedPlan(BaseModel):
 
 
 class Judged(BaseModel):
-    """What the judge stage produced: one run per entry (in the fitted plan's order), LS, the probe reports.
-
-    ``ls`` is LS per planned item (None without likelihood) and ``ls_info`` how it was computed; ``probes``
-    maps a pipeline entry's name to its probe report.
-    """
+    """What the judge stage produced: one run per entry (in the fitted plan's order), LS per item (None
+    without likelihood) and how it was computed, each pipeline entry's probe report."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     fitted: FittedPlan
@@ -80,11 +70,8 @@ class Judged(BaseModel):
 
 
 async def fit(plan: ComparePlan) -> FittedPlan:
-    """Fit every entry of ``plan`` that learns from data on its training items (``Pipeline.afit``).
-
-    Without a train split the entries are used as they are; an entry whose fit fails is left out with its
-    error, so the others are still compared (ConfigError when every entry fails).
-    """
+    """Fit every entry of ``plan`` that learns from data on its training items (``Pipeline.afit``); an entry
+    whose fit fails is left out with its error (ConfigError when every entry fails)."""
     train = plan.train
     if train is None:
         return FittedPlan(plan=plan, entries=plan.entries, fit_info={}, train_info=plan.train_info)

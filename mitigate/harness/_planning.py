@@ -1,10 +1,6 @@
-"""The plan stage: what a comparison will judge, checked before any LM call (:func:`plan` ->
-:class:`ComparePlan`).
-
-:func:`plan` loads the benchmark, adds the labels files' labels, splits off the training items, chooses the
-items to judge and refuses what the later stages would; nothing is written and no LM is called, so
-``check_compare`` is this stage alone, and the plan it returns is what ``compare`` runs.
-"""
+"""The plan stage (:func:`plan` -> :class:`ComparePlan`): the benchmark loaded with its labels files, the
+train split, the items to judge, and every refusal the later stages would make, with nothing written and no LM
+call."""
 
 from __future__ import annotations
 
@@ -43,12 +39,10 @@ NEEDS_TRAIN = (
 class ComparePlan(BaseModel):
     """What a comparison will do, made by :func:`plan` from a :class:`CompareConfig` with no LM call.
 
-    ``benchmark`` is the loaded benchmark, ``judged`` the part of it that is judged (the test side of a train
-    split), ``train`` the training items and ``train_info`` what the report says of them; ``items`` the items
-    to judge, in order; ``journals`` each entry's journal file stem; ``outside`` a warning line counting
-    recorded answers for items the benchmark lacks; ``n_labelled`` the judged items labelled on the
-    criterion; ``label_weights`` and ``label_rounds`` the selection weight and round of each judged item a
-    weighted labels file (a filled selection file) labelled.
+    ``judged`` is the part of ``benchmark`` that is judged (the test side of a train split), ``items`` the
+    items to judge in order, ``journals`` each entry's journal file stem, ``outside`` a warning line counting
+    recorded answers for items the benchmark lacks, ``label_weights`` and ``label_rounds`` the selection
+    weight and round of each judged item a filled selection file labelled.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)

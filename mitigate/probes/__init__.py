@@ -1,14 +1,7 @@
 """Bias probes: controlled rewrites of the judged text (or of the judge's prompt) that a fair judge should not
-react to, and the battery that measures them.
-
-Each probe is a registered, frozen, seedable component (kind ``"probe"``) that rewrites an item's judged text
-(or one side of a pairwise item), records the rewrite for review, and declares the direction the targeted
-bias predicts: rule-based (:class:`RuleProbe`), LM-assisted (:class:`LMProbe`, needing a rewriter backend),
-or of the prompt (:class:`PromptProbe`). :func:`run_probes` runs a judge over the original and the probed
-items, with a rerun for the noise floor; :mod:`mitigate.measures` holds the measures.
-
-"Probe" always means a component of kind ``"probe"`` (``--probes``); the mitigation ``perturbation-probe``
-is a judge wrapper that re-judges each item under perturbed scoring guidelines, named in ``--pipeline``.
+react to, each a registered component of kind ``"probe"`` (rule-based, LM-assisted, or of the prompt), and
+the battery that measures them (:func:`run_probes`). The mitigation ``perturbation-probe`` is no probe: it is
+a judge wrapper named in ``--pipeline``.
 """
 
 from typing import TYPE_CHECKING

@@ -21,30 +21,6 @@ from mitigate.measures import presented_to_text
 from mitigate.paths import write_output
 from mitigate.run import RunResult
 
-COLUMNS = (
-    "item_id",
-    "criterion",
-    "score",
-    "scores",
-    "verdict",
-    "human",
-    "gold",
-    "samples",
-    "ok",
-    "failures",
-    "raw",
-    "error",
-    "flags",
-    "needs_human",
-    "prompt_tokens",
-    "completion_tokens",
-    "cached_prompt_tokens",
-    "calls",
-    "cached_calls",
-    "cost_usd",
-)
-"""The columns of a judgments file, in order."""
-
 NEEDS_HUMAN = "needs_human"
 
 
@@ -79,6 +55,10 @@ def judgment_row(
         "cached_calls": judgment.cached_calls,
         "cost_usd": judgment.cost_usd,
     }
+
+
+COLUMNS: tuple[str, ...] = tuple(judgment_row(Judgment(item_id="")))
+"""The columns of a judgments file, in order."""
 
 
 def _cell(value: Any) -> Any:
