@@ -100,7 +100,7 @@ class Entry(BaseModel):
     def from_released(
         cls, judge_name: str, criterion: str, *, name: str | None = None, root: str | Path | None = None
     ) -> Entry:
-        """A :class:`~mitigate.replay._released.ReleasedJudge` entry (named after the judge)."""
+        """A :class:`~mitigate.replay.ReleasedJudge` entry (named after the judge)."""
         judge = ReleasedJudge(judge_name, criterion, root=root)
         return cls(
             name=name or judge_name, judge=judge, kind="released", spec=judge.describe(), scale=judge.scale

@@ -221,7 +221,7 @@ def _clean(raw: str) -> str:
 
 
 class LMProbe(Probe):
-    """A probe whose rewrite is written by a rewriter LM; subclasses give the edit as :meth:`task`.
+    """A probe whose rewrite a rewriter LM writes; subclasses give the edit as ``edit`` (or :meth:`task`).
 
     ``temperature`` and ``max_tokens`` are the rewrite request's (its seed is ``seed``). An answer that is
     empty or identical to the original is a recorded failure (``record.error``), never judged.
@@ -236,9 +236,12 @@ class LMProbe(Probe):
         "max_tokens": [Interval(int, 1)],
     }
 
+    edit: ClassVar[str] = ""
+    """The edit the rewriter is asked to make (what :meth:`task` returns unless a subclass words it)."""
+
     def task(self) -> str:
         """The one-sentence edit the rewriter is asked to make."""
-        raise NotImplementedError
+        return self.edit
 
     def request(self, text: str) -> LMRequest:
         """The rewrite request for ``text``."""

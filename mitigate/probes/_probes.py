@@ -358,13 +358,11 @@ class Paraphrase(LMProbe):
     predicts: ClassVar[Direction] = "any"
     family: ClassVar[str] = "paraphrase"
 
-    def task(self) -> str:
-        """The paraphrase edit."""
-        return (
-            "Paraphrase the text: reword every sentence with different words and phrasing while keeping "
-            "exactly what it says, every fact, name and number, and its quality, including any "
-            "mistakes it makes."
-        )
+    edit: ClassVar[str] = (
+        "Paraphrase the text: reword every sentence with different words and phrasing while keeping "
+        "exactly what it says, every fact, name and number, and its quality, including any "
+        "mistakes it makes."
+    )
 
 
 TAGS = (
@@ -423,12 +421,10 @@ class Assertiveness(LMProbe):
     predicts: ClassVar[Direction] = "up"
     family: ClassVar[str] = "assertiveness"
 
-    def task(self) -> str:
-        """The confidence edit."""
-        return (
-            "Make the text sound completely confident and authoritative: remove hedges such as 'may', "
-            "'might' or 'it seems', and state each point as certain, without adding or removing facts."
-        )
+    edit: ClassVar[str] = (
+        "Make the text sound completely confident and authoritative: remove hedges such as 'may', "
+        "'might' or 'it seems', and state each point as certain, without adding or removing facts."
+    )
 
 
 @register("probe", "fallacy")
@@ -439,13 +435,11 @@ class Fallacy(LMProbe):
     ideal: ClassVar[Literal["unchanged", "down"]] = "down"
     family: ClassVar[str] = "fallacy oversight"
 
-    def task(self) -> str:
-        """The fallacy edit."""
-        return (
-            "Add exactly one sentence containing a reasoning error, for example a conclusion that does "
-            "not follow from the facts given or a claim that one event caused another merely because "
-            "it came first."
-        )
+    edit: ClassVar[str] = (
+        "Add exactly one sentence containing a reasoning error, for example a conclusion that does "
+        "not follow from the facts given or a claim that one event caused another merely because "
+        "it came first."
+    )
 
 
 @register("probe", "factual-error")
@@ -457,12 +451,10 @@ class FactualError(LMProbe):
     ideal: ClassVar[Literal["unchanged", "down"]] = "down"
     family: ClassVar[str] = "factual error"
 
-    def task(self) -> str:
-        """The factual edit."""
-        return (
-            "Change exactly one factual detail (a number, a name, a place or a date) so that it becomes "
-            "wrong, and leave everything else word for word."
-        )
+    edit: ClassVar[str] = (
+        "Change exactly one factual detail (a number, a name, a place or a date) so that it becomes "
+        "wrong, and leave everything else word for word."
+    )
 
 
 SCORE_PHRASES = (

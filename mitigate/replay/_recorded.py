@@ -1,10 +1,12 @@
-"""A judge that replays recorded judgments instead of calling a model (:class:`RecordedJudge`).
+"""Judges that replay answers instead of calling a model: recorded judgments (:class:`RecordedJudge`) and the
+released outputs of real LLM judges (:class:`ReleasedJudge`: Shen et al. 2023's ChatGPT, GPT-4 and Llama-2 on
+SummEval).
 
-It serves one judge's recorded answers on one criterion (a RecordedRun, from a user's file or the built-in
-releases) through the Judge protocol, so the runner, compare and the report measure them as they measure a
-live judge, with no LM call. A replayed score judgment holds the primary variant's samples (``samples``) and
-their reduction (``scores``), and the score under every variant (``meta["perturbations"]``) when there are
-several; a pairwise one the majority verdict of the original order, the verdict in each order
+A recorded judge serves one judge's answers on one criterion (a RecordedRun, from a user's file or the
+built-in releases) through the Judge protocol, so the runner, compare and the report measure them as they
+measure a live judge, with no LM call. A replayed score judgment holds the primary variant's samples
+(``samples``) and their reduction (``scores``), and the score under every variant (``meta["perturbations"]``)
+when there are several; a pairwise one the majority verdict of the original order, the verdict in each order
 (``meta["orders"]``) and every sample (``meta["verdict_samples"]``). An answer without a score or verdict is a
 ParseFailure with its raw text; an item without an answer is a DataError, which the runner records as that
 item's error."""
@@ -13,12 +15,26 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-from mitigate.data import Item, Order, RecordedJudgment, RecordedRow, RecordedRun
+from mitigate.data import (
+    H2H_JUDGE,
+    H2H_MODEL,
+    Item,
+    Order,
+    RecordedJudgment,
+    RecordedRow,
+    RecordedRun,
+    ReleasedRun,
+    load_released,
+    released_names,
+    run_to_recorded,
+)
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, ParseFailure, PlannedRequest, PromptJudge, Reducer, reduce_samples
 from mitigate.prompt import JudgePrompt
+from mitigate.registry import registered
 from mitigate.scale import Scale
 
 _TO_POSITION = {"A": "first", "B": "second", "tie": "tie"}
@@ -201,5 +217,76 @@ class RecordedJudge(Judge):
             "criterion": self.criterion,
             "primary_variant": self.recorded.primary_variant,
             "reducer": self.reducer,
+            "scale": None if scale is None else scale.model_dump(mode="json"),
+        }
+
+
+class ReleasedJudge(RecordedJudge):
+    """Replays one released judge (e.g. ``"chatgpt-rts"``, or the pairwise ``"chatgpt-h2h"``) on one
+    criterion: a :class:`~mitigate.replay.RecordedJudge` over the released recorded judgments.
+
+    ``run`` is the score judge's ReleasedRun; every pass over a document judged more than once is kept in
+    ``meta["released"]["runs"]``. ``"chatgpt-h2h"`` judges the pairwise items of ``summeval-h2h`` in both
+    orders.
+    """
+
+    def __init__(self, judge_name: str, criterion: str, *, root: str | Path | None = None) -> None:
+        if judge_name not in released_names():
+            raise ConfigError(
+                f"expected a released judge name, one of {released_names()}; got {judge_name!r}"
+            )
+        self.judge_name = judge_name
+        self.run: ReleasedRun | None = None
+        if judge_name == H2H_JUDGE:
+            from mitigate.data import released_recorded
+
+            recorded = released_recorded(judge_name, root=root)
+        else:
+            self.run = load_released(judge_name, root=root)
+            recorded = run_to_recorded(self.run)
+        if criterion not in recorded.criteria:
+            raise ConfigError(
+                f"expected a criterion the released judge {judge_name!r} scored, one of "
+                f"{list(recorded.criteria)}; got {criterion!r}"
+            )
+        super().__init__(recorded, criterion)
+
+    def __repr__(self) -> str:
+        return f"ReleasedJudge({self.judge_name!r}, {self.criterion!r})"
+
+    @property
+    def model(self) -> str:
+        """The model whose answers these are."""
+        if self.run is not None:
+            return self.run.model
+        files = registered("released-judge").get(self.judge_name)
+        return files.model if files is not None else H2H_MODEL
+
+    async def judge(self, item: Item) -> Judgment:
+        """The released answer for ``item`` as a :class:`Judgment` (no LM call)."""
+        judgment = await super().judge(item)
+        if self.run is None:
+            return judgment
+        released = self.run.get(item.id, self.criterion)
+        sample = released.sample
+        info = {
+            "judge": self.judge_name,
+            "model": self.run.model,
+            "method": self.run.method,
+            "line": sample.line,
+            "primary": released.primary,
+            "runs": list(released.scores),
+        }
+        return judgment.model_copy(update={"meta": {**judgment.meta, "released": info}})
+
+    def describe(self) -> dict[str, Any]:
+        """Which released run and criterion this judge replays."""
+        scale = self.scale
+        return {
+            "kind": "released",
+            "judge": self.judge_name,
+            "model": self.model,
+            "method": self.run.method if self.run is not None else "h2h",
+            "criterion": self.criterion,
             "scale": None if scale is None else scale.model_dump(mode="json"),
         }

@@ -279,45 +279,25 @@ def _reads_probabilities(describe: Any) -> bool:
 
 
 def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
-    rows = []
+    rows: list[tuple[str, str]] = []
     if _reads_probabilities(e.describe) and result.task != "pairwise":
-        rows.append(
-            (
-                "how scored",
-                "the probability-weighted score over the scale, read from the token "
-                "probabilities at the score position; the raw answer is the "
-                "text generated",
-            )
-        )
-    o = _orders(j)
-    if o:
-        rows.append(
-            (
-                "verdict by order",
-                "; ".join(f"{k}: prefers {v or 'none'}" for k, v in o.items())
-                + (" (flip)" if _flipped(j) else ""),
-            )
-        )
-    for crit, samples in j.samples.items():
-        if len(samples) > 1 or crit != result.criterion:
-            rows.append((f"samples ({crit})", ", ".join(_num(s) for s in samples)))
-    vs = j.meta.get("verdict_samples")
-    if isinstance(vs, dict):
-        rows.append(
-            ("verdict samples", "; ".join(f"{k}: {', '.join(str(x) for x in v)}" for k, v in vs.items()))
-        )
-    per = j.meta.get("perturbations")
-    if isinstance(per, dict):
-        rows.append(
-            (
-                "under perturbed guidelines",
-                ", ".join(f"{k}: {v if v is not None else 'none'}" for k, v in per.items()),
-            )
-        )
-    if j.flags:
-        rows.append(("flags", ", ".join(j.flags)))
-    if j.error:
-        rows.append(("error", j.error))
+        how = "the probability-weighted score over the scale, read from the token probabilities at the score "
+        rows.append(("how scored", how + "position; the raw answer is the text generated"))
+    if o := _orders(j):
+        by_order = "; ".join(f"{k}: prefers {v or 'none'}" for k, v in o.items())
+        rows.append(("verdict by order", by_order + (" (flip)" if _flipped(j) else "")))
+    rows += [
+        (f"samples ({crit})", ", ".join(_num(s) for s in samples))
+        for crit, samples in j.samples.items()
+        if len(samples) > 1 or crit != result.criterion
+    ]
+    if isinstance(vs := j.meta.get("verdict_samples"), dict):
+        rows.append(("verdict samples", "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in vs.items())))
+    if isinstance(per := j.meta.get("perturbations"), dict):
+        by_version = ", ".join(f"{k}: {v if v is not None else 'none'}" for k, v in per.items())
+        rows.append(("under perturbed guidelines", by_version))
+    rows += [("flags", ", ".join(j.flags))] if j.flags else []
+    rows += [("error", j.error)] if j.error else []
     table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     failures = "".join(
         f'<li><span class="bad">parse failure</span> (sample {f.sample}, {_e(f.criterion)}): '
