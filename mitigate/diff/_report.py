@@ -2,7 +2,7 @@
 the items that changed (:class:`ItemChange`), the slices (:class:`SliceRow`) and the gate's decision
 (:class:`GateResult`: is B significantly worse on the gated measures, :func:`gate`), all in one
 :class:`DiffReport`; and how it is written: text (:func:`render_diff`), JSON (:func:`as_json`), JUnit XML
-(:func:`junit_xml`). """
+(:func:`junit_xml`)."""
 
 from __future__ import annotations
 
@@ -221,11 +221,8 @@ rate."""
 
 
 def parse_fail_on(text: str, task: Task) -> list[tuple[str, float]]:
-    """``--fail-on`` text (``"spearman:0.05,failure-rate"``) as (measure, level) pairs; ConfigError for a bad
-    one.
-
-    ``agreement`` names Spearman (scores) or accuracy (verdicts); a level defaults to 0.05.
-    """
+    """``--fail-on`` text (``"spearman:0.05,failure-rate"``; ``agreement`` names Spearman or accuracy; a level
+    defaults to 0.05) as (measure, level) pairs; ConfigError for a bad one."""
     known = MEASURE_NAMES[task]
     out: list[tuple[str, float]] = []
     for part in [p.strip() for p in text.split(",") if p.strip()]:

@@ -25,13 +25,9 @@ def _given(config: object, fields: dict[str, Any], owner: str) -> None:
 
 
 async def compare(config: CompareConfig | ComparePlan | None = None, /, **fields: Any) -> CompareResult:
-    """Run every entry over the benchmark's items and measure accuracy and bias; the reports are written into
-    ``out_dir`` unless ``report=False``.
-
-    ``compare(config)`` with a :class:`CompareConfig`, ``compare(plan)`` with the :class:`ComparePlan`
-    :func:`check_compare` returned (not planned again), or ``compare(**fields)`` with the fields of
-    :class:`CompareConfig` (which documents each) as keyword arguments.
-    """
+    """Run every entry over the benchmark's items and measure accuracy and bias (reports in ``out_dir`` unless
+    ``report=False``): ``compare(config)``, ``compare(plan)`` (a plan from :func:`check_compare`, not planned
+    again), or ``compare(**fields)`` with :class:`CompareConfig`'s fields."""
     if config is None:
         planned = plan(CompareConfig(**fields))
     else:

@@ -362,9 +362,6 @@ def add_to_user_turn(prompt: JudgePrompt, text: str) -> JudgePrompt:
     return prompt.model_copy(update={"messages": messages})
 
 
-# --------------------------------------------------------------------------- look-up
-
-
 def probe_names(*, rule_only: bool = False, level: Level | None = None) -> list[str]:
     """The registered probe names, sorted: with ``rule_only`` the rule-based probes of the judged text; with
     ``level`` those perturbing the text or the prompt."""

@@ -343,9 +343,6 @@ async def probe_entry(
     return {**report.model_dump(mode="json", exclude={"records"}), "records_file": f"probes/{out.name}"}
 
 
-# --------------------------------------------------------------------------- tables
-
-
 def _f(v: float | None, digits: int = 2) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{v:.{digits}f}"
 

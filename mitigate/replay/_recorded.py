@@ -50,11 +50,8 @@ def _majority(values: Sequence[str]) -> str | None:
 
 
 class RecordedJudge(Judge):
-    """Replays one recorded judge (a :class:`RecordedRun`) on one criterion.
-
-    ``reducer`` combines several samples of a score (mean, median or majority). ``calls`` and
-    cost are 0: nothing is called.
-    """
+    """Replays one recorded judge (a :class:`RecordedRun`) on one criterion, with no call; ``reducer``
+    combines several samples of a score (mean, median or majority)."""
 
     def __init__(self, run: RecordedRun, criterion: str, *, reducer: Reducer = "mean") -> None:
         if not isinstance(run, RecordedRun):
@@ -222,13 +219,9 @@ class RecordedJudge(Judge):
 
 
 class ReleasedJudge(RecordedJudge):
-    """Replays one released judge (e.g. ``"chatgpt-rts"``, or the pairwise ``"chatgpt-h2h"``) on one
-    criterion: a :class:`~mitigate.replay.RecordedJudge` over the released recorded judgments.
-
-    ``run`` is the score judge's ReleasedRun; every pass over a document judged more than once is kept in
-    ``meta["released"]["runs"]``. ``"chatgpt-h2h"`` judges the pairwise items of ``summeval-h2h`` in both
-    orders.
-    """
+    """Replays one released judge (``"chatgpt-rts"``; ``"chatgpt-h2h"`` judges ``summeval-h2h``'s pairs in
+    both orders) on one criterion; ``run`` is a score judge's ReleasedRun, every pass over a document kept in
+    ``meta["released"]["runs"]``."""
 
     def __init__(self, judge_name: str, criterion: str, *, root: str | Path | None = None) -> None:
         if judge_name not in released_names():

@@ -62,11 +62,8 @@ _TO_TEXT = {
 
 
 class ParsedAnswer(BaseModel):
-    """mitigate's reading of one :class:`~mitigate.data._released_pairwise.ReleasedAnswer`.
-
-    ``verdict`` is by text (a rating part holds ``score`` instead); ``error`` the parser's
-    message when it read nothing; ``reader`` how it was read (the template key).
-    """
+    """mitigate's reading of one released answer: a ``verdict`` by text (a rating part: a ``score``), or the
+    parser's ``error``; ``reader`` is the template key."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     verdict: Text | None = None
@@ -248,22 +245,15 @@ def read_release(spec: str, **kw: Any) -> PairwiseRelease:
 
 
 def load_released_pairwise(spec: str, **kw: Any) -> dict[str, RecordedRun]:
-    """Every released judge of ``"<layout>:<path>[#<judge glob>]"`` as recorded judgments, read by mitigate.
-
-    ``load_released_pairwise("llmbar:/data/LLMBar#GPT-4/*")`` gives GPT-4's runs under every
-    strategy on LLMBar proper (``sets=`` as in :func:`mitigate.data._llmbar.load_llmbar`).
-    """
+    """Every released judge of ``"<layout>:<path>[#<judge glob>]"`` (``"llmbar:/data/LLMBar#GPT-4/*"``) as
+    recorded judgments, read by mitigate."""
     return recorded_runs(parse_release(read_release(spec, **kw)))
 
 
 def parse_report(parse: ReleaseParse, *, examples: int = 3) -> dict[str, dict[str, Any]]:
-    """Per released judge and template: answers, how many mitigate read, and agreement with the release's
-    reading.
-
-    ``agree``/``compared`` count verdict answers where both readings exist; ``both_none`` those
-    neither read; ``only_release`` / ``only_mitigate`` where one side read a verdict and the
-    other did not; ``differ`` where both read different verdicts, with ``examples`` of each kind.
-    """
+    """Per released judge and template: answers, how many mitigate read, and how its verdicts compare with the
+    release's own (``agree``, ``differ``, ``both_none``, ``only_release``, ``only_mitigate``, with
+    examples)."""
     out: dict[str, dict[str, Any]] = {}
     for answer, got in zip(parse.release.answers, parse.parsed, strict=True):
         row = out.setdefault(

@@ -50,10 +50,6 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-# ---------------------------------------------------------------------------------------
-# the markdown report as HTML
-
-
 def _inline(text: str, images: dict[str, str]) -> str:
     """Escape ``text`` and render the inline markdown render_markdown emits: bold, italics, code, images."""
     out: list[str] = []
@@ -140,10 +136,6 @@ def _table_html(block: list[str], images: dict[str, str]) -> str:
         '<div class="scroll"><table '
         f'class="summary"><thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
     )
-
-
-# ---------------------------------------------------------------------------------------
-# the per-item view
 
 
 def _num(v: float | None, digits: int = 3) -> str:
