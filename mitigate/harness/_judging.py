@@ -123,43 +123,24 @@ async def judge(fitted: FittedPlan) -> Judged:
     judges = [with_first_prompt(e.ready_judge) for e in fitted.entries]
     for j in judges:  # every entry's prompts take every item, checked before the first call
         preflight(j, items)
-    journals = [out / "journals" / f"{plan.journals[e.name]}.jsonl" for e in fitted.entries]
+    each: list[dict[str, Any]] = [
+        {"journal": out / "journals" / f"{plan.journals[e.name]}.jsonl", "desc": e.name}
+        for e in fitted.entries
+    ]
+    kw: dict[str, Any] = {"restart": config.restart, "progress": config.progress, "check": False}
     runs: list[RunResult] = []
     if config.batch:  # every entry at once through one session, so their requests share batches
         session, owned = session_for(config.batch, out / "batches", progress=config.progress)
         try:
             runs += await asyncio.gather(
-                *(
-                    run(
-                        j,
-                        items,
-                        journal=journal,
-                        restart=config.restart,
-                        progress=config.progress,
-                        desc=e.name,
-                        batch=session,
-                        check=False,
-                    )
-                    for e, j, journal in zip(fitted.entries, judges, journals, strict=True)
-                )
+                *(run(j, items, batch=session, **own, **kw) for j, own in zip(judges, each, strict=True))
             )
         finally:
             if owned:
                 await session.aclose()
     else:
-        for e, j, journal in zip(fitted.entries, judges, journals, strict=True):
-            runs.append(
-                await run(
-                    j,
-                    items,
-                    concurrency=config.concurrency,
-                    journal=journal,
-                    restart=config.restart,
-                    progress=config.progress,
-                    desc=e.name,
-                    check=False,
-                )
-            )
+        for j, own in zip(judges, each, strict=True):
+            runs.append(await run(j, items, concurrency=config.concurrency, **own, **kw))
     ls: list[float] | None = None
     ls_info: dict[str, Any] | None = None
     if config.likelihood is not False:

@@ -14,7 +14,7 @@ item's error."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,16 +119,14 @@ class RecordedJudge(Judge):
         """One item's recorded answers as a Judgment (see the module docstring)."""
         rows, order = self._primary(recorded)
         crit = self.criterion
-        failures = tuple(
-            ParseFailure(
-                criterion=crit,
-                raw=r.raw,
-                reason=r.error or "the recorded answer held no score or verdict",
-                sample=r.sample,
+
+        def failed(rs: Iterable[RecordedRow], held: str) -> tuple[ParseFailure, ...]:
+            reason = f"the recorded answer held no {held}"
+            return tuple(
+                ParseFailure(criterion=crit, raw=r.raw, reason=r.error or reason, sample=r.sample) for r in rs
             )
-            for r in rows
-            if r.failed
-        )
+
+        failures = failed((r for r in rows if r.failed), "score or verdict")
         meta: dict[str, Any] = {
             "recorded": {
                 "judge": self.recorded.judge,
@@ -139,6 +137,13 @@ class RecordedJudge(Judge):
             }
         }
         variants = recorded.variants
+        answered: dict[str, Any] = {
+            "item_id": recorded.item_id,
+            "raw": tuple(r.raw for r in rows),
+            "calls": 0,
+            "cost_usd": 0.0,
+            "meta": meta,
+        }
         if recorded.pairwise:
             variant = rows[0].variant if rows else self.recorded.primary_variant
             by_order = {o: recorded.select(variant, o) for o in ("original", "swapped")}
@@ -146,16 +151,8 @@ class RecordedJudge(Judge):
             meta["verdict_samples"] = {o: [r.presented for r in rs] for o, rs in by_order.items() if rs}
             # every unparsed answer counts, the swapped order's too (the headline verdict reads one order)
             counted = {id(r) for r in rows}
-            failures += tuple(
-                ParseFailure(
-                    criterion=crit,
-                    raw=r.raw,
-                    reason=r.error or "the recorded answer held no verdict",
-                    sample=r.sample,
-                )
-                for rs in by_order.values()
-                for r in rs
-                if r.failed and id(r) not in counted
+            failures += failed(
+                (r for rs in by_order.values() for r in rs if r.failed and id(r) not in counted), "verdict"
             )
             if by_order["original"] and by_order["swapped"]:
                 meta["orders"] = {
@@ -167,27 +164,12 @@ class RecordedJudge(Judge):
                     v: _majority([r.verdict for r in recorded.select(v, order) if r.verdict is not None])
                     for v in variants
                 }
-            return Judgment(
-                item_id=recorded.item_id,
-                verdict=_TO_POSITION[verdict_text] if verdict_text else None,  # type: ignore[arg-type]
-                raw=tuple(r.raw for r in rows),
-                failures=failures,
-                calls=0,
-                cost_usd=0.0,
-                meta=meta,
-            )
+            verdict = _TO_POSITION[verdict_text] if verdict_text else None
+            return Judgment(verdict=verdict, failures=failures, **answered)  # type: ignore[arg-type]
         if len(variants) > 1:
             meta["perturbations"] = {v: self._score(recorded.select(v, order)) for v in variants}
-        return Judgment(
-            item_id=recorded.item_id,
-            scores={crit: self._score(rows)},
-            samples={crit: tuple(r.score for r in rows)},
-            raw=tuple(r.raw for r in rows),
-            failures=failures,
-            calls=0,
-            cost_usd=0.0,
-            meta=meta,
-        )
+        scores, samples = {crit: self._score(rows)}, {crit: tuple(r.score for r in rows)}
+        return Judgment(scores=scores, samples=samples, failures=failures, **answered)
 
     def _no_prompt(self) -> ConfigError:
         return ConfigError(

@@ -180,23 +180,18 @@ def _rating_row(
         "reader": got_a.reader,
         "scores": [got_a.score, got_b.score],
     }
-    raw = f"{raw_a.raw}\n{raw_b.raw}"
+    row: dict[str, Any] = {
+        "item_id": item_id,
+        "judge": judge,
+        "criterion": RELEASE_CRITERION,
+        "raw": f"{raw_a.raw}\n{raw_b.raw}",
+        "meta": meta,
+    }
     if got_a.score is None or got_b.score is None:
-        which = "A's" if got_a.score is None else "B's"
-        reason = got_a.error if got_a.score is None else got_b.error
-        return RecordedRow(
-            item_id=item_id,
-            judge=judge,
-            criterion=RELEASE_CRITERION,
-            raw=raw,
-            meta=meta,
-            error=f"the rating of output {which[0]} did not parse: {reason}",
-        )
+        which, reason = ("A", got_a.error) if got_a.score is None else ("B", got_b.error)
+        return RecordedRow(error=f"the rating of output {which} did not parse: {reason}", **row)
     a, b = got_a.score, got_b.score
-    verdict: Text = "A" if a > b else "B" if b > a else "tie"
-    return RecordedRow(
-        item_id=item_id, judge=judge, criterion=RELEASE_CRITERION, raw=raw, verdict=verdict, meta=meta
-    )
+    return RecordedRow(verdict="A" if a > b else "B" if b > a else "tie", **row)
 
 
 def recorded_runs(parse: ReleaseParse) -> dict[str, RecordedRun]:
