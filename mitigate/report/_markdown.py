@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
 from mitigate.probes import probe_section
@@ -24,7 +25,7 @@ from mitigate.report._sections import (
     per_pair_section,
     per_system_section,
 )
-from mitigate.report._tables import best_indices, fmt, md_cell
+from mitigate.report._tables import best_indices, fmt, md_table
 
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "zero": "→ 0"}
 
@@ -340,24 +341,29 @@ def _details(result: CompareResult) -> list[str]:
             + outcome
             + _fitted_text(e),
             "",
-            "| measure | direction | value | 95% CI | n | failed | of all | note |",
-            "|---|---|---:|---|---:|---:|---:|---|",
         ]
+        rows = []
         for k, m in e.measures.items():
             info = MEASURES.get(k)
-            direction = _ARROWS[info.direction] if info else ""
-            ci = _ci_text(m, k).strip()
-            label = info.label if info else k
+            label, direction = (info.label, _ARROWS[info.direction]) if info else (k, "")
             note = plain_reason(m.reason, k) if m.reason else ""
-            out.append(
-                "| "
-                + " | ".join(
-                    md_cell(c)
-                    for c in (label, direction, _value_text(k, m), ci, m.n, m.n_failed, _of_all_text(m), note)
-                )
-                + " |"
+            rows.append(
+                [
+                    label,
+                    direction,
+                    _value_text(k, m),
+                    _ci_text(m, k).strip(),
+                    m.n,
+                    m.n_failed,
+                    _of_all_text(m),
+                    note,
+                ]
             )
-        out.append("")
+        header = ["measure", "direction", "value", "95% CI", "n", "failed", "of all", "note"]
+        out += [
+            *md_table(header, rows, ["left", "left", "right", "left", "right", "right", "right", "left"]),
+            "",
+        ]
     return out
 
 
@@ -410,45 +416,27 @@ def _comparisons(result: CompareResult) -> list[str]:
         "permutation test swaps the two entries' values on each item, which is valid only when they "
         "answer in one currency; otherwise p comes from the interval's own paired resamples.",
         "",
-        f"| entry | {short} | 95% CI | p | test | n | note |",
-        "|---|---:|---|---:|---|---:|---|",
     ]
+    cells: list[list[Any]] = []
     for e in rows:
         c = e.comparison
         assert c is not None
+        if e.identical_to:
+            cells.append([e.name, "—", "", "", "", c.n, f"identical to {e.identical_to} by construction"])
+            continue
         ci = f"[{fmt(c.ci_low)}, {fmt(c.ci_high)}]" if c.ci_low is not None else ""
         p = f"{c.p_value:.3g}" if c.p_value is not None and math.isfinite(c.p_value) else "n/a"
-        if e.identical_to:
-            out.append(
-                "| "
-                + " | ".join(
-                    md_cell(x)
-                    for x in (e.name, "—", "", "", "", c.n, f"identical to {e.identical_to} by construction")
-                )
-                + " |"
-            )
-            continue
-        note = plain_reason(c.reason) if c.reason else ""
-        if c.test_reason:
-            note = "; ".join(filter(None, [note, f"bootstrap test: {c.test_reason}"]))
-        if c.decided_n is not None:
-            note = "; ".join(
-                filter(
-                    None,
-                    [
-                        note,
-                        f"abstentions counted not correct; on the {c.decided_n} items both "
-                        f"decided: {fmt(c.decided_observed)}",
-                    ],
-                )
-            )
-        out.append(
-            "| "
-            + " | ".join(md_cell(x) for x in (e.name, fmt(c.observed), ci, p, c.test or "", c.n, note))
-            + " |"
-        )
-    out.append("")
-    return out
+        notes = [
+            plain_reason(c.reason) if c.reason else "",
+            f"bootstrap test: {c.test_reason}" if c.test_reason else "",
+            f"abstentions counted not correct; on the {c.decided_n} items both "
+            f"decided: {fmt(c.decided_observed)}"
+            if c.decided_n is not None
+            else "",
+        ]
+        cells.append([e.name, fmt(c.observed), ci, p, c.test or "", c.n, "; ".join(filter(None, notes))])
+    header = ["entry", short, "95% CI", "p", "test", "n", "note"]
+    return [*out, *md_table(header, cells, ["left", "right", "left", "right", "left", "right", "left"]), ""]
 
 
 def _plots_section(result: CompareResult, plots: Sequence[str] | None = None) -> list[str]:

@@ -19,7 +19,7 @@ def _fmt3(x: Any) -> str:
 
 def panel_members_section(result: CompareResult) -> list[str]:
     """Markdown lines of the section (empty when no entry is a panel with member answers)."""
-    rows: list[str] = []
+    rows: list[list[str]] = []
     for e in result.entries:
         m = e.measures.get("member-confusion")
         if m is None or not m.ok:
@@ -32,19 +32,9 @@ def panel_members_section(result: CompareResult) -> list[str]:
                 f"true {k}: " + ", ".join(f"{a} {_fmt3(p)}" for a, p in row.items())
                 for k, row in matrix.items()
             )
+            observed_accuracy = (observed.get(member) or {}).get("balanced_accuracy")
             rows.append(
-                "| "
-                + " | ".join(
-                    md_cell(c)
-                    for c in (
-                        e.name,
-                        member,
-                        _fmt3(est.get("balanced_accuracy")),
-                        _fmt3((observed.get(member) or {}).get("balanced_accuracy")),
-                        cells,
-                    )
-                )
-                + " |"
+                [e.name, member, _fmt3(est.get("balanced_accuracy")), _fmt3(observed_accuracy), cells]
             )
     if not rows:
         return []
@@ -58,10 +48,17 @@ def panel_members_section(result: CompareResult) -> list[str]:
         "gold preferences. The estimate assumes the members are better than chance on the whole; where "
         "most of them are worse, it describes the flipped labelling (compare the two columns).",
         "",
-        "| entry | member | balanced acc. (estimated, no gold) | balanced acc. (observed) | P(answer "
-        "given the true class) |",
-        "|---|---|---:|---:|---|",
-        *rows,
+        *md_table(
+            [
+                "entry",
+                "member",
+                "balanced acc. (estimated, no gold)",
+                "balanced acc. (observed)",
+                "P(answer given the true class)",
+            ],
+            rows,
+            ["left", "left", "right", "right", "left"],
+        ),
         "",
     ]
 
@@ -103,9 +100,8 @@ def per_pair_section(result: CompareResult) -> list[str]:
         "Position consistency (↑) and preference fairness (→ 0; < 0 favours the first position, > 0 the "
         "second) within each pair of systems, with 95% bootstrap intervals (Shi et al. 2024).",
         "",
-        "| entry | pair | n | position consistency | preference fairness | primacy / recency |",
-        "|---|---|---:|---|---|---|",
     ]
+    rows = []
 
     def cell(row: dict[str, Any] | None) -> str:
         if row is None or row.get("value") is None or not math.isfinite(row["value"]):
@@ -119,9 +115,9 @@ def per_pair_section(result: CompareResult) -> list[str]:
             a, b = pc.get(pair), pf.get(pair)
             n = (a or b or {}).get("n", 0)
             split = f"{(b or a or {}).get('primacy', '')} / {(b or a or {}).get('recency', '')}"
-            out.append("| " + " | ".join(md_cell(c) for c in (name, pair, n, cell(a), cell(b), split)) + " |")
-    out.append("")
-    return out
+            rows.append([name, pair, n, cell(a), cell(b), split])
+    header = ["entry", "pair", "n", "position consistency", "preference fairness", "primacy / recency"]
+    return [*out, *md_table(header, rows, ["left", "left", "right", "left", "left", "left"]), ""]
 
 
 def _interval_text(e: MeanEstimate | None) -> str:
