@@ -294,6 +294,7 @@ def measure(judged: Judged) -> CompareResult:
     items, criterion, task = plan.items, plan.criterion, plan.task
     entries, runs = fitted.entries, judged.runs
     n_boot, n_perm, seed = config.n_boot, config.n_perm, config.seed
+    resamples = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
     ls = None if judged.ls is None else list(judged.ls)
     same = identical_entries(entries)
     human = human_scores(items, criterion)
@@ -310,29 +311,16 @@ def measure(judged: Judged) -> CompareResult:
         if task == "pairwise":
             histogram = _counts(verdicts_as_text(result.judgments))
             if k > 0:
-                comparison = accuracy_comparison(
-                    entries[0].name,
-                    verdicts_or_abstentions(runs[0].judgments),
-                    verdicts_or_abstentions(result.judgments),
-                    gold,
-                    n_boot=n_boot,
-                    n_perm=n_perm,
-                    seed=seed,
-                )
+                a, b = verdicts_or_abstentions(runs[0].judgments), verdicts_or_abstentions(result.judgments)
+                comparison = accuracy_comparison(entries[0].name, a, b, gold, **resamples)
         else:
             scores = [score_of(j, criterion) for j in result.judgments]
             histogram = _histogram(scores, scale)
             if k > 0:
                 first = [score_of(j, criterion) for j in runs[0].judgments]
+                scales = (results[0].scale, scale)
                 comparison = spearman_comparison(
-                    entries[0].name,
-                    first,
-                    scores,
-                    human,
-                    n_boot=n_boot,
-                    n_perm=n_perm,
-                    seed=seed,
-                    scales=(results[0].scale, scale),
+                    entries[0].name, first, scores, human, scales=scales, **resamples
                 )
         estimate = why = None
         if estimate_method is not None:
