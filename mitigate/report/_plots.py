@@ -70,9 +70,15 @@ def _short(name: str, width: int = 28) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
-def _grid(n: int) -> tuple[int, int]:
+def _panels(n: int, width: float, height: float) -> tuple[Any, list[Any]]:
+    """A figure of ``n`` panels, three a row (the cells left over switched off), and the panels."""
     cols = min(n, 3)
-    return math.ceil(n / cols), cols
+    fig, axes = _plt().subplots(
+        math.ceil(n / cols), cols, figsize=(width * cols, height * math.ceil(n / cols)), squeeze=False
+    )
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    return fig, list(axes.flat)[:n]
 
 
 PLOT_CAPTIONS = {
@@ -116,7 +122,6 @@ def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
 
 
 def _histograms(result: CompareResult, path: Path) -> Path:
-    plt = _plt()
     panels = [
         (e.name, f"n={e.summary.ok}, {e.summary.parse_failures} parse failures", e.histogram)
         for e in result.entries
@@ -129,9 +134,8 @@ def _histograms(result: CompareResult, path: Path) -> Path:
             result.human_histogram,
         )
     )
-    rows, cols = _grid(len(panels))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
-    for ax, (name, subtitle, hist) in zip(axes.flat, panels, strict=False):
+    fig, axes = _panels(len(panels), 4.2, 3.2)
+    for ax, (name, subtitle, hist) in zip(axes, panels, strict=True):
         xs = list(range(len(hist))) if pairwise else [float(k) for k in hist]
         ys = list(hist.values())
         width = 0.8 * (min(np.diff(sorted(xs))) if len(xs) > 1 else 1.0)
@@ -143,8 +147,6 @@ def _histograms(result: CompareResult, path: Path) -> Path:
             ax.set_xticks(xs, labels=list(hist))
         else:
             ax.set_xticks(xs if len(xs) <= 12 else xs[:: max(1, len(xs) // 10)])
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.axis("off")
     kind = "Verdict distribution" if pairwise else "Score distribution"
     fig.suptitle(f"{kind}: {result.benchmark} / {result.criterion}")
     fig.tight_layout()
@@ -152,26 +154,18 @@ def _histograms(result: CompareResult, path: Path) -> Path:
 
 
 def _ls_vs_us(result: CompareResult, path: Path) -> Path:
-    plt = _plt()
     ls = np.array([math.nan if it.ls is None else it.ls for it in result.items], dtype=float)
     human = np.array([math.nan if it.human is None else it.human for it in result.items], dtype=float)
-    rows, cols = _grid(len(result.entries))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
-    for ax, e in zip(axes.flat, result.entries, strict=False):
+    fig, axes = _panels(len(result.entries), 4.2, 3.6)
+    for ax, e in zip(axes, result.entries, strict=True):
         scores = np.array([math.nan if v is None else v for v in e.scores(result.criterion)], dtype=float)
         us = unfairness_scores(scores, human)
         ok = np.isfinite(ls) & np.isfinite(us)
         ax.scatter(ls[ok], us[ok], s=12, alpha=0.6, color="#3b6ea8")
         if not ok.any():
+            none = "no item has both LS and a judge score"
             ax.text(
-                0.5,
-                0.5,
-                "no item has both LS and a judge score",
-                transform=ax.transAxes,
-                ha="center",
-                va="center",
-                fontsize=9,
-                color="#c0392b",
+                0.5, 0.5, none, transform=ax.transAxes, ha="center", va="center", fontsize=9, color="#c0392b"
             )
             ax.set_xticks([])
             ax.set_yticks([])
@@ -188,8 +182,6 @@ def _ls_vs_us(result: CompareResult, path: Path) -> Path:
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("LS = log P(output | input, task)")
         ax.set_ylabel("US = judge - human (normalised)")
-    for ax in list(axes.flat)[len(result.entries) :]:
-        ax.axis("off")
     fig.suptitle("Likelihood bias (Ohi et al. 2024)")
     fig.tight_layout()
     return save_figure(fig, path)
@@ -207,20 +199,11 @@ def _per_system_plot(result: CompareResult, path: Path) -> Path:
         vals = [e.per_system[s].value if s in e.per_system else math.nan for s in systems]
         meta = e.measures.get("meta-spearman")
         label = _short(e.name) + (f" (M={meta.value:.2f})" if meta is not None and meta.ok else "")
-        ax.bar(
-            x + (k - (len(entries) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width, label=label
-        )
-        for xi, v in zip(x, vals, strict=True):
+        at = x + (k - (len(entries) - 1) / 2) * width
+        ax.bar(at, np.nan_to_num(vals, nan=0.0), width=width, label=label)
+        for xa, v in zip(at, vals, strict=True):
             if not math.isfinite(v):
-                ax.text(
-                    xi + (k - (len(entries) - 1) / 2) * width,
-                    0,
-                    "n/a",
-                    ha="center",
-                    va="bottom",
-                    fontsize=6,
-                    rotation=90,
-                )
+                ax.text(xa, 0, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
     ax.set_xticks(x)
     ax.set_xticklabels([f"{s}\nQ={quality[s]:.2f}" for s in systems], fontsize=8)
     ax.axhline(0, color="#999999", linewidth=0.8)
