@@ -109,9 +109,9 @@ async def arm(
         entries = [Entry.from_pipeline(name, judge, pipe) for name, pipe in pipelines(train, judge).items()]
         start = time.perf_counter()
         result = await compare(
-            test,
-            CRITERION,
-            entries,
+            benchmark=test,
+            criterion=CRITERION,
+            entries=entries,
             out_dir=Path(tmp) / "out",
             concurrency=64,
             n_boot=0,

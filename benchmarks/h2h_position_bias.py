@@ -74,9 +74,9 @@ def _measure(m: Measure) -> dict[str, Any]:
 async def dimension(criterion: str, n_boot: int, folder: Path) -> dict[str, Any]:
     """Every pairwise measure of the released head-to-head on one dimension."""
     result = await compare(
-        "summeval-h2h",
-        criterion,
-        [Entry.from_released("chatgpt-h2h", criterion)],
+        benchmark="summeval-h2h",
+        criterion=criterion,
+        entries=[Entry.from_released("chatgpt-h2h", criterion)],
         out_dir=folder / criterion,
         progress=False,
         n_boot=n_boot,

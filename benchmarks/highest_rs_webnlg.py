@@ -69,7 +69,7 @@ from evidence_common import (
 import mitigate.measures as M
 from mitigate.data import Benchmark, Item, load, select_items
 from mitigate.harness import Entry, compare
-from mitigate.harness._likelihood import GENERATION_TASKS
+from mitigate.harness._judging import GENERATION_TASKS
 from mitigate.judge import JudgeConfig, LikelihoodScorer, PromptJudge
 from mitigate.measures._stats import paired_permutation_test
 from mitigate.prompt import JudgePrompt
@@ -161,9 +161,9 @@ async def one_criterion(
     ]
     t0 = time.perf_counter()
     result = await compare(
-        test_bench,
-        c,
-        entries,
+        benchmark=test_bench,
+        criterion=c,
+        entries=entries,
         out_dir=args.run_dir / c,
         concurrency=args.concurrency,
         likelihood=LikelihoodScorer(lm),

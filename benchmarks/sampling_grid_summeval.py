@@ -113,9 +113,9 @@ async def main_async(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     try:
         result = await compare(
-            bench,
-            args.criterion,
-            entries,
+            benchmark=bench,
+            criterion=args.criterion,
+            entries=entries,
             out_dir=args.run_dir,
             concurrency=args.concurrency,
             limit=args.n,

@@ -87,7 +87,7 @@ from evidence_common import (
 import mitigate.measures as M
 from mitigate.data import Benchmark, Item, Split, load, select_items
 from mitigate.harness import Entry, compare
-from mitigate.harness._likelihood import GENERATION_TASKS
+from mitigate.harness._judging import GENERATION_TASKS
 from mitigate.judge import JudgeConfig, Judgment, LikelihoodScorer, PromptJudge
 from mitigate.measures._stats import paired_permutation_test, permutation_test_mean_diff
 from mitigate.prompt import JudgePrompt
@@ -406,9 +406,9 @@ async def run_webnlg(args: argparse.Namespace, timer: Timer) -> dict[str, Any]:
         test_bench = Benchmark(name="webnlg-test", items=tuple(test), criteria=(c,), scale=bench.scale)
         t0 = time.perf_counter()
         result = await compare(
-            test_bench,
-            c,
-            entries,
+            benchmark=test_bench,
+            criterion=c,
+            entries=entries,
             out_dir=args.run_dir / "compare",
             concurrency=1,
             likelihood=scorer,

@@ -3,7 +3,7 @@ judges.
 
 No LM is called: every judgment is one Shen et al. (2023) released (ChatGPT RTS and MCQ,
 GPT-4 RTS, Llama-2-70B RTS, and ChatGPT's head-to-head verdicts in both orders), replayed
-through :class:`~mitigate.replay._released.ReleasedJudge`. Experts: the mean of the 3
+through :class:`~mitigate.replay.ReleasedJudge`. Experts: the mean of the 3
 SummEval expert scores.
 
 1. **Panel** (Verga et al. 2024): the four judges as a :class:`~mitigate.strategies.PanelJudge`

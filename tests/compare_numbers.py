@@ -102,12 +102,14 @@ async def _all(folder: Path) -> dict[str, Any]:
         Entry.from_pipeline("hint", score_judge, "consistency-hint"),
     ]
     kw: dict[str, Any] = {"progress": False, "n_boot": 200, "n_perm": 300, "seed": 1}
-    score = await compare(_score_bench(), "q", entries, out_dir=folder / "score", **kw)
+    score = await compare(
+        benchmark=_score_bench(), criterion="q", entries=entries, out_dir=folder / "score", **kw
+    )
     pair_judge = PromptJudge(JudgePrompt.from_template(PAIR, criterion="help"), FakeLM(_pair_answer))
     pair = await compare(
-        _pair_bench(),
-        "help",
-        [
+        benchmark=_pair_bench(),
+        criterion="help",
+        entries=[
             Entry.from_pipeline("plain", pair_judge, "baseline"),
             Entry.from_pipeline("swap", pair_judge, "position-swap"),
         ],
@@ -115,7 +117,9 @@ async def _all(folder: Path) -> dict[str, Any]:
         **kw,
     )
     hidden, _ = hide_labels(_score_bench(), "q", fraction=0.4, seed=3, group=lambda it: str(it.system))
-    partly = await compare(hidden, "q", entries[:2], out_dir=folder / "partly", **kw)
+    partly = await compare(
+        benchmark=hidden, criterion="q", entries=entries[:2], out_dir=folder / "partly", **kw
+    )
     return {"score": _numbers(score), "pairwise": _numbers(pair), "partly_labelled": _numbers(partly)}
 
 

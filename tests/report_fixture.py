@@ -87,5 +87,14 @@ def entries() -> list[Entry]:
 def run_compare(out: Path, **kwargs) -> CompareResult:
     """The comparison written into ``out`` (reports included unless ``report=False``)."""
     return asyncio.run(
-        compare(bench(), "quality", entries(), out_dir=out, progress=False, n_boot=50, n_perm=100, **kwargs)
+        compare(
+            benchmark=bench(),
+            criterion="quality",
+            entries=entries(),
+            out_dir=out,
+            progress=False,
+            n_boot=50,
+            n_perm=100,
+            **kwargs,
+        )
     )

@@ -868,13 +868,15 @@ def test_compare_warns_when_the_benchmarks_label_scale_differs_from_the_prompts(
         match=r"labels 'helpfulness' on 1 to 10, but entries \['plain'\] ask "
         r"for 1 to 5",
     ):
-        check_compare(bench, "helpfulness", {"plain": PromptJudge(prompt, FakeLM([]))})
+        check_compare(
+            benchmark=bench, criterion="helpfulness", entries={"plain": PromptJudge(prompt, FakeLM([]))}
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("error", PromptConflictWarning)
         check_compare(
-            bench.model_copy(update={"scale": Scale(min=1, max=5)}),
-            "helpfulness",
-            {"plain": PromptJudge(prompt, FakeLM([]))},
+            benchmark=bench.model_copy(update={"scale": Scale(min=1, max=5)}),
+            criterion="helpfulness",
+            entries={"plain": PromptJudge(prompt, FakeLM([]))},
         )
 
 

@@ -41,8 +41,7 @@ from mitigate.constraints import Interval
 from mitigate.errors import ConfigError
 from mitigate.harness import CompareConfig, ComparePlan, Entry, check_compare, compare
 from mitigate.judge import Judge, PromptJudge
-from mitigate.paths import write_output
-from mitigate.report import render_markdown, render_summary, write_report
+from mitigate.report import render_summary, write_report
 from mitigate.strategies import parse_pipeline
 
 # Imported where used: the bias probes (--probes), the threshold section (--threshold), the split of a dry
@@ -200,11 +199,10 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         progress=o.progress,
         n_boot=o.n_boot,
         seed=o.seed,
-        # written below, paths listed
         restart=o.restart,
         command=command_line,
         train=o.train_split,
-        report=False,
+        report=False,  # the report stage runs below, once the run's journals are safe
         labels=tuple(o.labels or ()),
     )
     plan = check_compare(config)  # the one plan: checked before any output, then run as it is
@@ -236,19 +234,15 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
             await lm.aclose()
     for e in result.entries:
         typer.echo(f"{e.name}: {e.summary.line()}", err=True)
-    section = None
-    with writing_after_run(f"the journals in {o.out / 'journals'}"):
-        paths = write_report(result, o.out)
-        if o.threshold is not None:
-            from mitigate.diff import threshold_section
+    section = ""
+    if o.threshold is not None:
+        from mitigate.diff import threshold_section
 
-            section = threshold_section(result, o.threshold, o.require_pass_rate)
-            plots = [p.name for p in paths if p.suffix == ".png"]
-            write_output(
-                o.out / "report.md", render_markdown(result, plots) + "\n" + section + "\n", "the report"
-            )
+        section = threshold_section(result, o.threshold, o.require_pass_rate)
+    with writing_after_run(f"the journals in {o.out / 'journals'}"):
+        paths = write_report(result, o.out, appendix=section)
     typer.echo(render_summary(result))
-    if section is not None:
+    if section:
         typer.echo(section)
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
     failed = [e for e in result.entries if e.summary.items and e.summary.errors == e.summary.items]

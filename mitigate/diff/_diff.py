@@ -1,55 +1,29 @@
 """Diff two judges on the same items: did judge B get worse than judge A, where, and should CI fail?
 
-:func:`diff_judgments` takes judge A's and judge B's judgments of the same items on one
-criterion and returns a :class:`DiffReport`:
+:func:`diff_judgments` compares judge A's and judge B's judgments of the same items on one criterion
+(:class:`~mitigate.diff.DiffReport`): each measure of both (scores: item-level and per-document Spearman with
+the humans, length bias, failure rate, mean score; verdicts: accuracy, position consistency, the lean towards
+the longer text, failure rate), their difference B - A with a paired percentile bootstrap interval and a
+two-sided p (the bootstrap p of the same resamples for the correlations, the paired sign-flip permutation test
+for shares and means); every item that changed; and the same comparison within each system, document and
+length bucket (slices). When several items share a document the resampling is by document.
 
-- **measures** (:class:`DiffMeasure`): each judge's value, the difference B − A, a paired
-  percentile bootstrap interval and a two-sided p: for the correlations (Spearman, length bias,
-  length lean) the bootstrap p of the same resamples, for the shares and the mean score the
-  paired sign-flip permutation test. Scores: item-level
-  Spearman with the human scores, the per-document Spearman (SummEval's convention), the length
-  bias |Spearman(score, words)|, the failure rate and the mean score. Verdicts (pairwise):
-  accuracy against gold, position consistency (judges that saw both orders), the lean towards the
-  longer text |P(prefer longer) − 0.5| and the failure rate.
-- **changes** (:class:`ItemChange`): every item whose value moved, whose verdict flipped, or that
-  failed under one judge only.
-- **slices** (:class:`SliceRow`): the same comparison within each system, document and output-length
-  bucket (and per probe, see :func:`probe_slices`): where a change hit.
-
-Resampling respects clusters: when several items share a document (SummEval's 12 systems per
-article), the bootstrap resamples documents and the permutation test flips the sign of whole
-documents (:mod:`mitigate.measures._paired`, the paired tests compare uses too, with ``clusters``); otherwise
-items.
-
-Failures are never dropped silently. A failure is an item without a value: a parse failure, an
-abstention or an LM error. The failure rate counts them for each judge; accuracy counts a failed
-verdict as wrong (so abstaining cannot raise it); position consistency counts a pair with a failed
-order as inconsistent; the correlations and the mean score are computed on the items both judges
-scored (a correlation has no value for a missing score), and each says how many items that left.
-
-:func:`mitigate.diff.gate` decides whether B is worse; :func:`mitigate.diff.junit_xml` writes that for CI
-systems.
+A failure (parse failure, abstention, LM error) is never dropped silently: the failure rate counts it,
+accuracy counts it as wrong, position consistency as inconsistent, and the correlations and the mean score say
+how many items were left out.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from mitigate.data import Item
-from mitigate.diff._report import (
-    Better,
-    Change,
-    DiffMeasure,
-    DiffReport,
-    GateCheck,
-    ItemChange,
-    SliceKind,
-    SliceRow,
-)
+from mitigate.diff._report import Better, Change, DiffMeasure, DiffReport, ItemChange, SliceKind, SliceRow
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
 from mitigate.measures import (
@@ -62,8 +36,6 @@ from mitigate.measures import (
     word_count,
 )
 from mitigate.scale import Scale
-
-# --------------------------------------------------------------------------- helpers
 
 
 def _f(v: float) -> float | None:
@@ -79,104 +51,87 @@ def clusters_of(items: Sequence[Item]) -> tuple[list[str], str]:
     return [it.id for it in items], "items"
 
 
-def _share_measure(
-    name: str,
-    criterion: str,
-    a: np.ndarray,
-    b: np.ndarray,
-    clusters: Sequence[str],
-    *,
-    better: Better,
-    unit: str,
-    how: str,
-    n_boot: int,
-    n_perm: int,
-    seed: int,
-    dropped: int = 0,
-    reason: str | None = None,
-) -> DiffMeasure:
-    """A share or mean (of per-item values) of A and B, its paired difference, interval and sign-flip p."""
-    keep = np.isfinite(a) & np.isfinite(b)
-    if reason is not None or not keep.any():
+@dataclass(frozen=True)
+class _Pairing:
+    """What every measure of one diff shares: the criterion, the resampling clusters and their name, the
+    resamples and the seed."""
+
+    criterion: str
+    clusters: Sequence[str]
+    unit: str
+    n_boot: int
+    n_perm: int
+    seed: int
+
+    def share(
+        self, name: str, a: np.ndarray, b: np.ndarray, *, better: Better, how: str, reason: str | None = None
+    ) -> DiffMeasure:
+        """A share or mean of per-item values for A and B, its paired difference, interval and sign-flip p."""
+        keep = np.isfinite(a) & np.isfinite(b)
+        common: dict[str, Any] = {
+            "name": name,
+            "criterion": self.criterion,
+            "n": int(keep.sum()),
+            "dropped": int((~keep).sum()),
+            "better": better,
+            "unit": self.unit,
+            "how": how,
+        }
+        if reason is not None or not keep.any():
+            return DiffMeasure(
+                a=None, b=None, delta=None, reason=reason or "no item has a value for both judges", **common
+            )
+        d = paired_mean_difference(
+            b, a, clusters=self.clusters, n_boot=self.n_boot, n_perm=self.n_perm, seed=self.seed
+        )
+        return DiffMeasure(
+            a=d.a, b=d.b, delta=_f(d.observed), low=d.low, high=d.high, p=d.p_value, test=d.test, **common
+        )
+
+    def stat(
+        self,
+        name: str,
+        a: np.ndarray,
+        b: np.ndarray,
+        ref: np.ndarray,
+        stat: Callable[[np.ndarray, np.ndarray], float],
+        *,
+        better: Better,
+        how: str,
+    ) -> DiffMeasure:
+        """``stat(judge, ref)`` for A and B on the items both scored, and a paired cluster bootstrap of the
+        difference: p is the two-sided bootstrap p of the same resamples, so p < 0.05 exactly when 0 lies
+        outside the 95% interval (a permutation test would assume the judges' scores exchangeable; on
+        shifted scales they are not)."""
+        keep = np.isfinite(a) & np.isfinite(b) & np.isfinite(ref)
+        d = paired_statistic_difference(
+            b,
+            a,
+            ref,
+            stat,
+            test="bootstrap",
+            clusters=self.clusters,
+            n_boot=self.n_boot,
+            n_perm=self.n_perm,
+            seed=self.seed,
+        )
         return DiffMeasure(
             name=name,
-            criterion=criterion,
-            a=None,
-            b=None,
-            delta=None,
-            n=int(keep.sum()),
-            dropped=dropped + int((~keep).sum()),
+            criterion=self.criterion,
+            a=d.a,
+            b=d.b,
+            delta=_f(d.observed) if d.ok else None,
+            low=d.low,
+            high=d.high,
+            p=d.p_value,
+            n=d.n,
+            dropped=int((~keep).sum()),
             better=better,
-            unit=unit,
+            unit=self.unit,
             how=how,
-            reason=reason or "no item has a value for both judges",
+            test=d.test,
+            reason=d.reason,
         )
-    d = paired_mean_difference(b, a, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
-    return DiffMeasure(
-        name=name,
-        criterion=criterion,
-        a=d.a,
-        b=d.b,
-        delta=_f(d.observed),
-        low=d.low,
-        high=d.high,
-        p=d.p_value,
-        n=int(keep.sum()),
-        dropped=dropped + int((~keep).sum()),
-        better=better,
-        unit=unit,
-        how=how,
-        test=d.test,
-    )
-
-
-def _stat_measure(
-    name: str,
-    criterion: str,
-    a: np.ndarray,
-    b: np.ndarray,
-    ref: np.ndarray,
-    stat: Callable[[np.ndarray, np.ndarray], float],
-    clusters: Sequence[str],
-    *,
-    better: Better,
-    unit: str,
-    how: str,
-    n_boot: int,
-    n_perm: int,
-    seed: int,
-) -> DiffMeasure:
-    """``stat(judge, ref)`` for A and B on the items both scored, and a paired cluster bootstrap of the
-    difference.
-
-    The interval is the percentile interval of the resampled differences and p the two-sided bootstrap
-    p of the same resamples (:func:`~mitigate.measures._paired.paired_statistic_difference` with
-    ``test="bootstrap"``), so p < 0.05 exactly when 0 lies outside the 95% interval. (A permutation
-    test would swap the judges' scores, which assumes their scores are exchangeable: judges on
-    shifted scales are not, and a correlation of the mixture then moves for reasons unrelated to the
-    measure.)
-    """
-    keep = np.isfinite(a) & np.isfinite(b) & np.isfinite(ref)
-    d = paired_statistic_difference(
-        b, a, ref, stat, test="bootstrap", clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed
-    )
-    return DiffMeasure(
-        name=name,
-        criterion=criterion,
-        a=d.a,
-        b=d.b,
-        delta=_f(d.observed) if d.ok else None,
-        low=d.low,
-        high=d.high,
-        p=d.p_value,
-        n=d.n,
-        dropped=int((~keep).sum()),
-        better=better,
-        unit=unit,
-        how=how,
-        test=d.test,
-        reason=d.reason,
-    )
 
 
 def _abs_spearman(x: np.ndarray, w: np.ndarray) -> float:
@@ -188,27 +143,10 @@ def _lean(x: np.ndarray, _: np.ndarray) -> float:
     return abs(float(x.mean()) - 0.5) if len(x) else math.nan
 
 
-def _per_document(values: np.ndarray, human: np.ndarray, docs: Sequence[str]) -> dict[str, float]:
-    """Spearman across each document's items (NaN where fewer than 3 or constant)."""
-    out: dict[str, float] = {}
-    for d in dict.fromkeys(docs):
-        idx = [k for k, x in enumerate(docs) if x == d]
-        out[d] = spearman(values[idx], human[idx]) if len(idx) >= 3 else math.nan
-    return out
-
-
-# --------------------------------------------------------------------------- values
-
-
 def _score_of(j: Judgment | None, criterion: str) -> float:
     if j is None or j.error is not None:
         return math.nan
-    if criterion in j.scores:
-        v = j.scores[criterion]
-    elif len(j.scores) == 1:
-        v = next(iter(j.scores.values()))
-    else:
-        v = None
+    v = j.scores.get(criterion, next(iter(j.scores.values())) if len(j.scores) == 1 else None)
     return math.nan if v is None else float(v)
 
 
@@ -242,9 +180,6 @@ def map_scores(values: np.ndarray, source: Scale, target: Scale) -> np.ndarray:
     return target.min + (values - source.min) * (target.max - target.min) / (source.max - source.min)
 
 
-# --------------------------------------------------------------------------- the diff
-
-
 def diff_judgments(
     items: Sequence[Item],
     a: Sequence[Judgment],
@@ -261,11 +196,10 @@ def diff_judgments(
 ) -> DiffReport:
     """Compare judge B with judge A on ``items`` (each judged once by both) on ``criterion``.
 
-    ``task`` is ``score`` or ``pairwise`` (default: pairwise when every item has a second text).
-    ``scales`` are the judges' answer scales: on different ranges the diff is refused unless
-    ``scale_map="linear"`` maps B's scores linearly onto A's range (rank correlations are unchanged
-    by it; score moves are then on A's scale). ``n_boot`` bootstrap resamples (0: no intervals),
-    ``n_perm`` permutations. See the module docstring for the measures and how failures count.
+    ``task`` is ``score`` or ``pairwise`` (default: pairwise when every item has a second text). ``scales``
+    are the judges' answer scales: on different ranges the diff is refused unless ``scale_map="linear"`` maps
+    B's scores linearly onto A's range. ``n_boot`` bootstrap resamples (0: no intervals), ``n_perm``
+    permutations.
     """
     items = list(items)
     if not items:
@@ -273,6 +207,7 @@ def diff_judgments(
     ja, jb = _check_same_items(items, a, b, names)
     task = task or ("pairwise" if all(it.pairwise for it in items) else "score")
     clusters, unit = clusters_of(items)
+    pairing = _Pairing(criterion, clusters, unit, n_boot, n_perm, seed)
     notes: list[str] = []
     if unit == "documents":
         notes.append(
@@ -280,9 +215,7 @@ def diff_judgments(
             "sign-flip tests flip whole documents (several items share a document)"
         )
     if task == "pairwise":
-        measures, changes = _pairwise(
-            items, ja, jb, criterion, clusters, unit, n_boot=n_boot, n_perm=n_perm, seed=seed
-        )
+        measures, changes = _pairwise(items, ja, jb, pairing)
         slices = _slices_pairwise(items, ja, jb, criterion)
     else:
         sa = np.array([_score_of(j, criterion) for j in ja])
@@ -300,9 +233,7 @@ def diff_judgments(
                 f"{names[1]}'s scores were mapped linearly from {scales[1].describe()} onto "
                 f"{scales[0].describe()}"
             )
-        measures, changes = _scores(
-            items, ja, jb, sa, sb, criterion, clusters, unit, n_boot=n_boot, n_perm=n_perm, seed=seed
-        )
+        measures, changes = _scores(items, sa, sb, pairing)
         slices = _slices_scores(items, sa, sb, criterion)
     return DiffReport(
         a=names[0],
@@ -319,111 +250,56 @@ def diff_judgments(
     )
 
 
-def _failed(values: np.ndarray) -> np.ndarray:
-    return (~np.isfinite(values)).astype(float)
-
-
 def _scores(
-    items: Sequence[Item],
-    ja: Sequence[Judgment],
-    jb: Sequence[Judgment],
-    sa: np.ndarray,
-    sb: np.ndarray,
-    criterion: str,
-    clusters: Sequence[str],
-    unit: str,
-    *,
-    n_boot: int,
-    n_perm: int,
-    seed: int,
+    items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, p: _Pairing
 ) -> tuple[list[DiffMeasure], list[ItemChange]]:
+    criterion = p.criterion
     human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
     words = np.array([word_count(it.output) for it in items], dtype=float)
-    kw: dict[str, Any] = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
     out = [
-        _stat_measure(
+        p.stat(
             "spearman",
-            criterion,
             sa,
             sb,
             human,
             spearman,
-            clusters,
             better="higher",
-            unit=unit,
             how="item-level Spearman with the human scores, on the items both judges "
             "scored and humans labelled (a failed item is left out here and counted in "
             "failure-rate)",
-            **kw,
         ),
-        _document_measure(items, sa, sb, human, criterion, **kw),
-        _stat_measure(
+        _document_measure(items, sa, sb, human, p),
+        p.stat(
             "length-bias",
-            criterion,
             sa,
             sb,
             words,
             _abs_spearman,
-            clusters,
             better="lower",
-            unit=unit,
             how="|Spearman(score, output length in words)| on the items both judges scored",
-            **kw,
         ),
-        _share_measure(
+        p.share(
             "failure-rate",
-            criterion,
-            _failed(sa),
-            _failed(sb),
-            clusters,
+            (~np.isfinite(sa)).astype(float),
+            (~np.isfinite(sb)).astype(float),
             better="lower",
-            unit=unit,
             how="share of items without a score (parse failure, abstention or LM error), of all items",
-            **kw,
         ),
     ]
-    both = np.isfinite(sa) & np.isfinite(sb)
-    if both.any():
-        d = paired_mean_difference(sb, sa, clusters=clusters, n_boot=n_boot, n_perm=n_perm, seed=seed)
-        out.append(
-            DiffMeasure(
-                name="mean-score",
-                criterion=criterion,
-                a=d.a,
-                b=d.b,
-                delta=_f(d.observed),
-                low=d.low,
-                high=d.high,
-                p=d.p_value,
-                n=int(both.sum()),
-                dropped=int((~both).sum()),
-                better="none",
-                unit=unit,
-                test=d.test,
-                how="mean score on the items both judges "
-                "scored (a shift, neither better nor worse; never gated)",
-            )
-        )
-    else:
-        out.append(
-            DiffMeasure(
-                name="mean-score",
-                criterion=criterion,
-                a=None,
-                b=None,
-                delta=None,
-                better="none",
-                unit=unit,
-                dropped=len(items),
-                reason="no item was scored by both judges",
-            )
-        )
+    mean = p.share(
+        "mean-score",
+        sa,
+        sb,
+        better="none",
+        how="mean score on the items both judges scored (a shift, neither better nor worse; never gated)",
+    )
+    if mean.delta is None:
+        mean = mean.model_copy(update={"how": "", "reason": "no item was scored by both judges"})
+    out.append(mean)
     changes: list[ItemChange] = []
     for it, x, y, h in zip(items, sa, sb, human, strict=True):
         fx, fy = math.isfinite(x), math.isfinite(y)
-        if fx and fy and abs(y - x) <= 1e-9:
-            continue
-        if not fx and not fy:
+        if (fx and fy and abs(y - x) <= 1e-9) or not (fx or fy):
             continue
         change: Change = (
             ("failed in B" if fx else "recovered in B") if fx != fy else ("up" if y > x else "down")
@@ -446,15 +322,7 @@ def _scores(
 
 
 def _document_measure(
-    items: Sequence[Item],
-    sa: np.ndarray,
-    sb: np.ndarray,
-    human: np.ndarray,
-    criterion: str,
-    *,
-    n_boot: int,
-    n_perm: int,
-    seed: int,
+    items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, human: np.ndarray, p: _Pairing
 ) -> DiffMeasure:
     """Mean over documents of the Spearman across each document's items, for A and B, paired by document."""
     how = (
@@ -465,7 +333,7 @@ def _document_measure(
     if any(d is None for d in docs) or len(set(docs)) == len(docs):
         return DiffMeasure(
             name="spearman-document",
-            criterion=criterion,
+            criterion=p.criterion,
             a=None,
             b=None,
             delta=None,
@@ -474,49 +342,28 @@ def _document_measure(
             reason="needs items grouped by document (several items per doc_id)",
         )
     both = np.isfinite(sa) & np.isfinite(sb) & np.isfinite(human)
-    names = [str(d) for d in docs]
-    keep_docs = [n for n, k in zip(names, both, strict=True) if k]
-    ra = _per_document(sa[both], human[both], keep_docs)
-    rb = _per_document(sb[both], human[both], keep_docs)
-    keys = list(ra)
-    x = np.array([ra[k] for k in keys])
-    y = np.array([rb[k] for k in keys])
-    undefined = int((~(np.isfinite(x) & np.isfinite(y))).sum())
-    m = _share_measure(
-        "spearman-document",
-        criterion,
-        x,
-        y,
-        keys,
-        better="higher",
-        unit="documents",
-        how=how,
-        n_boot=n_boot,
-        n_perm=n_perm,
-        seed=seed,
-    )
-    return m.model_copy(update={"dropped": undefined})
+    kept = [str(d) for d, k in zip(docs, both, strict=True) if k]
+    keys = list(dict.fromkeys(kept))
+
+    def per_document(values: np.ndarray) -> np.ndarray:  # NaN where fewer than 3 items or constant
+        rows = {d: [k for k, x in enumerate(kept) if x == d] for d in keys}
+        v, h = values[both], human[both]
+        return np.array([spearman(v[i], h[i]) if len(i) >= 3 else math.nan for i in rows.values()])
+
+    x, y = per_document(sa), per_document(sb)
+    m = replace(p, clusters=keys, unit="documents").share("spearman-document", x, y, better="higher", how=how)
+    return m.model_copy(update={"dropped": int((~(np.isfinite(x) & np.isfinite(y))).sum())})
 
 
 def _pairwise(
-    items: Sequence[Item],
-    ja: Sequence[Judgment],
-    jb: Sequence[Judgment],
-    criterion: str,
-    clusters: Sequence[str],
-    unit: str,
-    *,
-    n_boot: int,
-    n_perm: int,
-    seed: int,
+    items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment], p: _Pairing
 ) -> tuple[list[DiffMeasure], list[ItemChange]]:
     va, vb = verdicts_as_text(ja), verdicts_as_text(jb)
     for j, v in ((ja, va), (jb, vb)):  # an LM error is a failure, whatever verdict field it left
         for k, judgment in enumerate(j):
             if judgment.error is not None:
                 v[k] = None
-    gold = [it.preference.get(criterion) for it in items]
-    kw: dict[str, Any] = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
+    gold = [it.preference.get(p.criterion) for it in items]
 
     def correct(vs: Sequence[str | None]) -> np.ndarray:
         return np.array(
@@ -526,89 +373,72 @@ def _pairwise(
             ]
         )
 
-    no_gold = sum(g is None for g in gold)
+    def lean(vs: Sequence[str | None]) -> np.ndarray:
+        return np.array(
+            [
+                math.nan if v not in ("A", "B") or side is None else float(v == side)
+                for v, side in zip(vs, longer, strict=True)
+            ]
+        )
+
+    longer = []
+    for it in items:
+        la, lb = word_count(it.output), word_count(it.output_b or "")
+        longer.append(None if la == lb else ("A" if la > lb else "B"))
     out = [
-        _share_measure(
+        p.share(
             "accuracy",
-            criterion,
             correct(va),
             correct(vb),
-            clusters,
             better="higher",
-            unit=unit,
             how="share of verdicts equal to gold over the items with a gold preference; a "
             "failed verdict counts as wrong",
-            dropped=0,
-            **kw,
-            reason=None if no_gold < len(items) else "no item has a gold preference on this criterion",
-        )
-    ]
-    out.append(_consistency(ja, jb, criterion, clusters, unit, **kw))
-    longer = _longer(items)
-    lean_a = np.array([_prefers_longer(v, side) for v, side in zip(va, longer, strict=True)])
-    lean_b = np.array([_prefers_longer(v, side) for v, side in zip(vb, longer, strict=True)])
-    out.append(
-        _stat_measure(
+            reason=None
+            if any(g is not None for g in gold)
+            else "no item has a gold preference on this criterion",
+        ),
+        _consistency(ja, jb, p),
+        p.stat(
             "length-lean",
-            criterion,
-            lean_a,
-            lean_b,
+            lean(va),
+            lean(vb),
             np.zeros(len(items)),
             _lean,
-            clusters,
             better="lower",
-            unit=unit,
             how="|P(prefer the longer text) - 0.5| over the pairs of "
             "unequal length where both judges preferred one text (ties and "
             "failures left out)",
-            **kw,
-        )
-    )
-    fail_a = np.array([float(v is None) for v in va])
-    fail_b = np.array([float(v is None) for v in vb])
-    out.append(
-        _share_measure(
+        ),
+        p.share(
             "failure-rate",
-            criterion,
-            fail_a,
-            fail_b,
-            clusters,
+            np.array([float(v is None) for v in va]),
+            np.array([float(v is None) for v in vb]),
             better="lower",
-            unit=unit,
             how="share of items without a verdict (parse failure, abstention or LM error), of all items",
-            **kw,
+        ),
+    ]
+    changes = [
+        ItemChange(
+            item_id=it.id,
+            criterion=p.criterion,
+            system=it.system,
+            doc_id=it.doc_id,
+            a=x,
+            b=y,
+            human=g,
+            change="flipped"
+            if x is not None and y is not None
+            else "failed in B"
+            if y is None
+            else "recovered in B",
         )
-    )
-    changes = []
-    for it, x, y, g in zip(items, va, vb, gold, strict=True):
-        if x == y:
-            continue
-        change: Change = (
-            "flipped" if x is not None and y is not None else "failed in B" if y is None else "recovered in B"
-        )
-        changes.append(
-            ItemChange(
-                item_id=it.id,
-                criterion=criterion,
-                system=it.system,
-                doc_id=it.doc_id,
-                a=x,
-                b=y,
-                human=g,
-                change=change,
-            )
-        )
+        for it, x, y, g in zip(items, va, vb, gold, strict=True)
+        if x != y
+    ]
     return out, changes
 
 
-def _consistency(
-    ja: Sequence[Judgment],
-    jb: Sequence[Judgment],
-    criterion: str,
-    clusters: Sequence[str],
-    unit: str,
-    **kw: Any,
-) -> DiffMeasure:
+def _consistency(ja: Sequence[Judgment], jb: Sequence[Judgment], p: _Pairing) -> DiffMeasure:
     how = (
         "share of pairs whose two presentation orders prefer the same text, over the pairs both judges "
         "saw in both orders; a failed order counts as inconsistent"
@@ -618,54 +448,28 @@ def _consistency(
         who = [n for n, o in (("A", oa), ("B", ob)) if o is None]
         return DiffMeasure(
             name="position-consistency",
-            criterion=criterion,
+            criterion=p.criterion,
             a=None,
             b=None,
             delta=None,
-            unit=unit,
+            unit=p.unit,
             how=how,
             reason=f"judge {' and '.join(who)} did not judge the pairs in both orders "
             "(position swap, or recorded rows with order 'swapped')",
         )
+    swap = {"first": "second", "second": "first", "tie": "tie"}
 
     def consistent(orders: tuple[list[str | None], list[str | None]], js: Sequence[Judgment]) -> np.ndarray:
-        swap = {"first": "second", "second": "first", "tie": "tie"}
-        out = []
-        for j, o, s in zip(js, *orders, strict=True):
-            if not isinstance(j.meta.get("orders"), dict):
-                out.append(math.nan)
-            else:
-                out.append(float(o is not None and s is not None and swap.get(str(o)) == s))
-        return np.array(out)
+        return np.array(
+            [
+                float(o is not None and s is not None and swap.get(str(o)) == s)
+                if isinstance(j.meta.get("orders"), dict)
+                else math.nan
+                for j, o, s in zip(js, *orders, strict=True)
+            ]
+        )
 
-    return _share_measure(
-        "position-consistency",
-        criterion,
-        consistent(oa, ja),
-        consistent(ob, jb),
-        clusters,
-        better="higher",
-        unit=unit,
-        how=how,
-        **kw,
-    )
-
-
-def _longer(items: Sequence[Item]) -> list[str | None]:
-    out: list[str | None] = []
-    for it in items:
-        la, lb = word_count(it.output), word_count(it.output_b or "")
-        out.append(None if la == lb else ("A" if la > lb else "B"))
-    return out
-
-
-def _prefers_longer(verdict: str | None, longer: str | None) -> float:
-    if verdict not in ("A", "B") or longer is None:
-        return math.nan
-    return float(verdict == longer)
-
-
-# --------------------------------------------------------------------------- slices
+    return p.share("position-consistency", consistent(oa, ja), consistent(ob, jb), better="higher", how=how)
 
 
 def _length_buckets(items: Sequence[Item]) -> list[str]:
@@ -685,37 +489,45 @@ def _slice_order(kind: str, labels: Sequence[Hashable | None]) -> list[Hashable 
     return keys
 
 
-def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criterion: str) -> list[SliceRow]:
-    human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
+def _slice_groups(items: Sequence[Item], pairwise: bool) -> Iterator[tuple[SliceKind, str, list[int]]]:
+    """(kind, key, item positions) of every slice by system (pair), document and length bucket, where every
+    item has a key and there are two keys or more."""
     keys: dict[SliceKind, Sequence[Hashable | None]] = {
-        "system": [it.system for it in items],
+        "system": [f"{it.system} vs {it.system_b}" if it.system else None for it in items]
+        if pairwise
+        else [it.system for it in items],
         "document": [it.doc_id for it in items],
         "length": _length_buckets(items),
     }
-    rows: list[SliceRow] = []
     for kind, labels in keys.items():
         if any(v is None for v in labels) or len(set(labels)) < 2:
             continue
         for key in _slice_order(kind, labels):
-            idx = [k for k, v in enumerate(labels) if v == key]
-            x, y, h = sa[idx], sb[idx], human[idx]
-            ra, rb = _f(spearman(x, h)), _f(spearman(y, h))
-            both = np.isfinite(x) & np.isfinite(y)
-            moved = int((both & (np.abs(y - x) > 1e-9)).sum() + (np.isfinite(x) != np.isfinite(y)).sum())
-            rows.append(
-                SliceRow(
-                    kind=kind,
-                    key=str(key),
-                    criterion=criterion,
-                    measure="spearman",
-                    n=len(idx),
-                    a=ra,
-                    b=rb,
-                    delta=None if ra is None or rb is None else rb - ra,
-                    changed=moved,
-                    mean_move=_f(float((y - x)[both].mean())) if both.any() else None,
-                )
+            yield kind, str(key), [k for k, v in enumerate(labels) if v == key]
+
+
+def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criterion: str) -> list[SliceRow]:
+    human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
+    rows: list[SliceRow] = []
+    for kind, key, idx in _slice_groups(items, pairwise=False):
+        x, y, h = sa[idx], sb[idx], human[idx]
+        ra, rb = _f(spearman(x, h)), _f(spearman(y, h))
+        both = np.isfinite(x) & np.isfinite(y)
+        moved = int((both & (np.abs(y - x) > 1e-9)).sum() + (np.isfinite(x) != np.isfinite(y)).sum())
+        rows.append(
+            SliceRow(
+                kind=kind,
+                key=key,
+                criterion=criterion,
+                measure="spearman",
+                n=len(idx),
+                a=ra,
+                b=rb,
+                delta=None if ra is None or rb is None else rb - ra,
+                changed=moved,
+                mean_move=_f(float((y - x)[both].mean())) if both.any() else None,
             )
+        )
     return rows
 
 
@@ -724,34 +536,26 @@ def _slices_pairwise(
 ) -> list[SliceRow]:
     va, vb = verdicts_as_text(ja), verdicts_as_text(jb)
     gold = [it.preference.get(criterion) for it in items]
-    keys: dict[SliceKind, Sequence[Hashable | None]] = {
-        "system": [f"{it.system} vs {it.system_b}" if it.system else None for it in items],
-        "document": [it.doc_id for it in items],
-        "length": _length_buckets(items),
-    }
     rows: list[SliceRow] = []
-    for kind, labels in keys.items():
-        if any(v is None for v in labels) or len(set(labels)) < 2:
+    for kind, key, group in _slice_groups(items, pairwise=True):
+        idx = [k for k in group if gold[k] is not None]
+        if not idx:
             continue
-        for key in _slice_order(kind, labels):
-            idx = [k for k, v in enumerate(labels) if v == key and gold[k] is not None]
-            if not idx:
-                continue
-            acc_a = sum(va[k] == gold[k] for k in idx) / len(idx)
-            acc_b = sum(vb[k] == gold[k] for k in idx) / len(idx)
-            rows.append(
-                SliceRow(
-                    kind=kind,
-                    key=str(key),
-                    criterion=criterion,
-                    measure="accuracy",
-                    n=len(idx),
-                    a=acc_a,
-                    b=acc_b,
-                    delta=acc_b - acc_a,
-                    changed=sum(va[k] != vb[k] for k in idx),
-                )
+        acc_a = sum(va[k] == gold[k] for k in idx) / len(idx)
+        acc_b = sum(vb[k] == gold[k] for k in idx) / len(idx)
+        rows.append(
+            SliceRow(
+                kind=kind,
+                key=key,
+                criterion=criterion,
+                measure="accuracy",
+                n=len(idx),
+                a=acc_a,
+                b=acc_b,
+                delta=acc_b - acc_a,
+                changed=sum(va[k] != vb[k] for k in idx),
             )
+        )
     return rows
 
 
@@ -791,46 +595,3 @@ def probe_slices(criterion: str, reports: tuple[Any, Any]) -> list[SliceRow]:
             )
         )
     return out
-
-
-def as_json(report: DiffReport) -> dict[str, Any]:
-    """The report as plain JSON: measures with ``a``, ``b``, ``delta``, ``low``, ``high``, ``p`` first."""
-    gate_checks: Mapping[tuple[str, str], GateCheck] = (
-        {(c.measure, c.criterion): c for c in report.gate.checks} if report.gate else {}
-    )
-    measures = []
-    for m in report.measures:
-        row = {
-            "name": m.name,
-            "criterion": m.criterion,
-            "a": m.a,
-            "b": m.b,
-            "delta": m.delta,
-            "low": m.low,
-            "high": m.high,
-            "p": m.p,
-            "n": m.n,
-            "dropped": m.dropped,
-            "better": m.better,
-            "unit": m.unit,
-            "how": m.how,
-            "reason": m.reason,
-        }
-        check = gate_checks.get((m.name, m.criterion))
-        if check is not None:
-            row |= {"gated": True, "level": check.level, "p_adjusted": check.p_adjusted, "worse": check.worse}
-        measures.append(row)
-    return {
-        "a": report.a,
-        "b": report.b,
-        "criteria": list(report.criteria),
-        "task": report.task,
-        "n_items": report.n_items,
-        "resampled": {"unit": report.unit, "n": report.n_units},
-        "measures": measures,
-        "notes": list(report.notes),
-        "gate": None if report.gate is None else report.gate.model_dump(mode="json"),
-        "changes": [c.model_dump(mode="json") for c in report.changes],
-        "slices": [s.model_dump(mode="json") for s in report.slices],
-        **report.extra,
-    }

@@ -1,17 +1,21 @@
-"""What ``mitigate diff`` reports, as values: each measure of both judges and their difference
-(:class:`DiffMeasure`), the items that changed (:class:`ItemChange`), the slices (:class:`SliceRow`), the
-gate's decision (:class:`GateResult`), all in one :class:`DiffReport`.
-"""
+"""What ``mitigate diff`` reports: each measure of both judges and their difference (:class:`DiffMeasure`),
+the items that changed (:class:`ItemChange`), the slices (:class:`SliceRow`) and the gate's decision
+(:class:`GateResult`: is B significantly worse on the gated measures, :func:`gate`), all in one
+:class:`DiffReport`; and how it is written: text (:func:`render_diff`), JSON (:func:`as_json`), JUnit XML
+(:func:`junit_xml`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
+from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.errors import ConfigError
 from mitigate.measures import Task
+from mitigate.report import md_table
 
 AGREEMENT = {"score": "spearman", "pairwise": "accuracy"}
 """What ``agreement`` in ``--fail-on`` names, by task."""
@@ -48,13 +52,10 @@ SliceKind = Literal["system", "document", "length", "probe", "criterion"]
 class DiffMeasure(BaseModel):
     """One measure of judges A and B on the same items: ``a``, ``b``, ``delta`` = b − a, its interval and p.
 
-    ``better`` says which direction is better (``none``: informational, never gated); ``n`` the
-    items (or documents, for ``spearman-document``) the measure used, ``dropped`` the items left
-    out and why (``how``). ``low``/``high`` bound ``delta`` (paired percentile bootstrap over
-    ``unit``); ``p`` is the two-sided p of ``delta`` (bootstrap for correlations, sign-flip permutation for
-    shares and means). ``reason`` says why a
-    value is missing.
-    """
+    ``better`` says which direction is better (``none``: informational, never gated); ``n`` the items (or
+    documents) the measure used, ``dropped`` those left out and ``how`` why; ``low``/``high`` bound ``delta``
+    (paired percentile bootstrap over ``unit``), ``p`` its two-sided p; ``reason`` says why a value is
+    missing."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
@@ -102,13 +103,9 @@ class ItemChange(BaseModel):
 
 
 class SliceRow(BaseModel):
-    """The comparison within one slice of the items (a system, a document, a length bucket, a probe).
-
-    ``a``/``b`` are the slice's headline value for each judge (Spearman with humans, accuracy, or a
-    probe's robustness rate: ``measure`` names it), ``changed`` how many items moved or flipped,
-    ``mean_move`` the mean score move B − A. A slice is a view for finding where a change hit, not
-    a test: no p-value (the many slices would need their own correction).
-    """
+    """The comparison within one slice of the items (a system, a document, a length bucket, a probe): each
+    judge's headline value (``measure`` names it), how many items moved or flipped, the mean score move B − A.
+    A view for finding where a change hit, not a test (no p-value)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     kind: SliceKind
@@ -182,3 +179,327 @@ class DiffReport(BaseModel):
                 "notes": tuple(dict.fromkeys(n for r in reports for n in r.notes)),
             }
         )
+
+
+def as_json(report: DiffReport) -> dict[str, Any]:
+    """The report as plain JSON: measures with ``a``, ``b``, ``delta``, ``low``, ``high``, ``p`` first."""
+    gate_checks: Mapping[tuple[str, str], GateCheck] = (
+        {(c.measure, c.criterion): c for c in report.gate.checks} if report.gate else {}
+    )
+    measures = []
+    for m in report.measures:
+        row = m.model_dump(exclude={"test"})
+        check = gate_checks.get((m.name, m.criterion))
+        if check is not None:
+            row |= {"gated": True, "level": check.level, "p_adjusted": check.p_adjusted, "worse": check.worse}
+        measures.append(row)
+    return {
+        "a": report.a,
+        "b": report.b,
+        "criteria": list(report.criteria),
+        "task": report.task,
+        "n_items": report.n_items,
+        "resampled": {"unit": report.unit, "n": report.n_units},
+        "measures": measures,
+        "notes": list(report.notes),
+        "gate": None if report.gate is None else report.gate.model_dump(mode="json"),
+        "changes": [c.model_dump(mode="json") for c in report.changes],
+        "slices": [s.model_dump(mode="json") for s in report.slices],
+        **report.extra,
+    }
+
+
+MEASURE_NAMES: dict[Task, tuple[str, ...]] = {
+    "score": ("spearman", "spearman-document", "length-bias", "failure-rate", "mean-score"),
+    "pairwise": ("accuracy", "position-consistency", "length-lean", "failure-rate"),
+}
+"""The measures :func:`diff_judgments` computes, by task (the names ``--fail-on`` takes)."""
+
+DEFAULT_FAIL_ON = "agreement,failure-rate"
+"""What the gate checks by default: agreement with humans (Spearman, or accuracy for verdicts) and the failure
+rate."""
+
+
+def parse_fail_on(text: str, task: Task) -> list[tuple[str, float]]:
+    """``--fail-on`` text (``"spearman:0.05,failure-rate"``; ``agreement`` names Spearman or accuracy; a level
+    defaults to 0.05) as (measure, level) pairs; ConfigError for a bad one."""
+    known = MEASURE_NAMES[task]
+    out: list[tuple[str, float]] = []
+    for part in [p.strip() for p in text.split(",") if p.strip()]:
+        name, sep, level_text = part.partition(":")
+        name = AGREEMENT[task] if name.strip() == "agreement" else name.strip()
+        if name not in known:
+            other: Task = "pairwise" if task == "score" else "score"
+            hint = f" ({name!r} applies to {other} judges)" if name in MEASURE_NAMES[other] else ""
+            raise ConfigError(
+                f"expected --fail-on measures among {['agreement', *known]}; got {name!r}{hint}"
+            )
+        if name == "mean-score":
+            raise ConfigError(
+                "expected --fail-on measures with a worse direction; 'mean-score' is a shift, "
+                "neither better nor worse"
+            )
+        level = 0.05
+        if sep:
+            try:
+                level = float(level_text)
+            except ValueError:
+                raise ConfigError(
+                    f"expected --fail-on levels as numbers, e.g. spearman:0.05; got {part!r}"
+                ) from None
+            if not 0 < level < 1:
+                raise ConfigError(f"expected a --fail-on level strictly between 0 and 1; got {part!r}")
+        if any(n == name for n, _ in out):
+            raise ConfigError(f"expected each --fail-on measure once; got {name!r} twice")
+        out.append((name, level))
+    if not out:
+        raise ConfigError(f"expected at least one --fail-on measure, e.g. {DEFAULT_FAIL_ON}; got {text!r}")
+    return out
+
+
+def _adjust(ps: Sequence[float], correction: str) -> list[float]:
+    m = len(ps)
+    if correction == "none" or m == 0:
+        return list(ps)
+    if correction == "bonferroni":
+        return [min(1.0, p * m) for p in ps]
+    order = sorted(range(m), key=lambda i: ps[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def _fmt(v: float | None, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def gate(
+    report: DiffReport,
+    fail_on: Sequence[tuple[str, float]],
+    correction: Literal["holm", "bonferroni", "none"] = "holm",
+) -> GateResult:
+    """Decide whether B is significantly worse than A on the gated measures (every criterion of the report):
+    B − A points the worse way and the two-sided p, adjusted for the number of gated measures (Holm's
+    step-down by default), is below the measure's level. ConfigError when a gated measure has no value."""
+    chosen = []
+    for name, level in fail_on:
+        found = [m for m in report.measures if m.name == name]
+        for m in found:
+            if not m.ok:
+                raise ConfigError(
+                    f"cannot gate on {name} ({m.criterion}): {m.reason or 'no p-value'}; "
+                    "expected a measure both judges' answers support (choose others "
+                    "with --fail-on)"
+                )
+            chosen.append((m, level))
+    if not chosen:
+        raise ConfigError(f"expected --fail-on measures the report holds; got {[n for n, _ in fail_on]}")
+    adjusted = _adjust([float(m.p) for m, _ in chosen], correction)  # type: ignore[arg-type]
+    checks = []
+    for (m, level), p_adj in zip(chosen, adjusted, strict=True):
+        worse = m.worse_direction() and p_adj < level
+        line = (
+            f"{report.b} is {'worse' if worse else 'not significantly worse'} than {report.a} on "
+            f"{m.name} ({m.criterion}): {_fmt(m.a)} -> {_fmt(m.b)}, delta {_fmt(m.delta)} "
+            f"[{_fmt(m.low)}, {_fmt(m.high)}], p={_fmt(m.p, 4)}"
+            + (f" ({correction}-adjusted {_fmt(p_adj, 4)})" if correction != "none" else "")
+            + f" {'<' if p_adj < level else '>='} {level:g}"
+        )
+        checks.append(
+            GateCheck(
+                measure=m.name,
+                criterion=m.criterion,
+                level=level,
+                p=m.p,
+                p_adjusted=p_adj,
+                worse=worse,
+                line=line,
+            )
+        )
+    failing = [c.line for c in checks if c.worse]
+    return GateResult(
+        checks=tuple(checks), correction=correction, failed=bool(failing), reason="; ".join(failing)
+    )
+
+
+def junit_xml(report: DiffReport) -> str:
+    """The gate as JUnit XML: one testsuite, one testcase per gated measure, a ``failure`` where B is
+    worse."""
+    if report.gate is None:
+        raise ConfigError("expected a diff report with a gate decision (gate(report, ...)) for JUnit output")
+    checks = report.gate.checks
+    suite = ET.Element(
+        "testsuite",
+        name=f"mitigate diff: {report.a} -> {report.b}",
+        tests=str(len(checks)),
+        failures=str(sum(c.worse for c in checks)),
+        errors="0",
+        skipped="0",
+    )
+    props = ET.SubElement(suite, "properties")
+    for key, value in (
+        ("a", report.a),
+        ("b", report.b),
+        ("items", report.n_items),
+        ("resampled", f"{report.n_units} {report.unit}"),
+        ("correction", report.gate.correction),
+    ):
+        ET.SubElement(props, "property", name=key, value=str(value))
+    for c in checks:
+        case = ET.SubElement(
+            suite, "testcase", classname=f"mitigate.diff.{c.criterion}", name=c.measure, time="0"
+        )
+        if c.worse:
+            ET.SubElement(case, "failure", message=c.line, type="regression").text = c.line
+        else:
+            ET.SubElement(case, "system-out").text = c.line
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def _n(v: float | str | None, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    return f"{v:.{digits}f}" if abs(v - round(v)) > 1e-9 or digits == 3 else f"{v:g}"
+
+
+def _p(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.4f}" if v >= 0.0001 else "<0.0001"
+
+
+def _delta(m: DiffMeasure) -> str:
+    if m.delta is None:
+        return "-"
+    ci = f" [{m.low:+.3f}, {m.high:+.3f}]" if m.low is not None and m.high is not None else ""
+    return f"{m.delta:+.3f}{ci}"
+
+
+def _gate_mark(report: DiffReport, m: DiffMeasure) -> str:
+    if report.gate is None:
+        return ""
+    for c in report.gate.checks:
+        if c.measure == m.name and c.criterion == m.criterion:
+            return f"WORSE (adj. p {_p(c.p_adjusted)})" if c.worse else f"ok (adj. p {_p(c.p_adjusted)})"
+    return ""
+
+
+def _slice_line(s: SliceRow) -> list[str]:
+    return [
+        s.kind,
+        s.key,
+        s.criterion,
+        s.measure,
+        str(s.n),
+        _n(s.a),
+        _n(s.b),
+        "-" if s.delta is None else f"{s.delta:+.3f}",
+        str(s.changed),
+    ]
+
+
+def render_diff(report: DiffReport, *, show: int = 10) -> str:
+    """The report as text: what was compared, the measures with B − A, the gate, then where things changed."""
+    crits = ", ".join(report.criteria)
+    lines = [
+        f"A = {report.a}    B = {report.b}",
+        f"{report.n_items} items ({report.n_units} {report.unit} resampled), criteria: {crits}",
+        "",
+    ]
+    rows = []
+    for m in report.measures:
+        value_a, value_b = _n(m.a), _n(m.b)
+        note = m.reason or ""
+        rows.append(
+            [
+                m.name,
+                m.criterion,
+                value_a,
+                value_b,
+                _delta(m),
+                _p(m.p),
+                str(m.n) + (f" (-{m.dropped})" if m.dropped else ""),
+                m.better,
+                _gate_mark(report, m) or note,
+            ]
+        )
+    lines += md_table(["measure", "criterion", "A", "B", "B - A [95% CI]", "p", "n", "better", "gate"], rows)
+    lines += [
+        "",
+        *[
+            f"- {m.name}: {m.how}" + (f" (p: {m.test} test)" if m.test else "")
+            for m in _first_of_each(report.measures)
+        ],
+    ]
+    lines += [f"- {n}" for n in report.notes]
+    if report.gate is not None:
+        g = report.gate
+        how = {"holm": "Holm's step-down", "bonferroni": "Bonferroni", "none": "no adjustment"}[g.correction]
+        lines += [
+            "",
+            f"Gate ({len(g.checks)} gated measures, {how} over them): "
+            + (
+                "FAIL: " + g.reason
+                if g.failed
+                else f"pass: {report.b} is not significantly worse than {report.a} on any gated measure"
+            ),
+        ]
+    counts = Counter(c.change for c in report.changes)
+    if report.changes or report.n_items:
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
+        lines += [
+            "",
+            f"Items that changed: {len(report.changes)} of {report.n_items * len(report.criteria)} "
+            f"({summary})",
+        ]
+    if report.changes and show:
+        rows = [
+            [
+                c.item_id,
+                c.criterion,
+                c.system or "-",
+                _n(c.a, 2),
+                _n(c.b, 2),
+                "-" if c.move is None else f"{c.move:+g}",
+                _n(c.human, 2),
+                c.change,
+            ]
+            for c in report.changes[:show]
+        ]
+        lines += [
+            "",
+            *md_table(["item", "criterion", "system", "A", "B", "move", "human/gold", "change"], rows),
+        ]
+    for kind in ("criterion", "system", "length", "probe", "document"):
+        part = [s for s in report.slices if s.kind == kind]
+        if not part:
+            continue
+        total = len(part)
+        if kind in ("system", "document"):  # possibly many: the largest drops first
+            part = sorted(part, key=lambda s: (s.delta is None, s.delta if s.delta is not None else 0.0))[
+                :show
+            ]
+        cut = f" (the {len(part)} largest drops of {total})" if len(part) < total else ""
+        lines += [
+            "",
+            f"By {kind}{cut}:",
+            "",
+            *md_table(
+                ["slice", "key", "criterion", "measure", "n", "A", "B", "B - A", "changed"],
+                [_slice_line(s) for s in part],
+            ),
+        ]
+    return "\n".join(lines)
+
+
+def _first_of_each(measures: tuple[DiffMeasure, ...]) -> list[DiffMeasure]:
+    seen: dict[str, DiffMeasure] = {}
+    for m in measures:
+        seen.setdefault(m.name, m)
+    return list(seen.values())

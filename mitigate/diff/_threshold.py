@@ -1,20 +1,11 @@
-"""Threshold gates: what "passes" means when a judge's reruns straddle the pass mark.
+"""Threshold gates: what "passes" means when a judge's reruns straddle the pass mark (docs/diff.md).
 
-A pass threshold (``score >= t`` passes) turns scores into pass/fail. With several samples per
-item (``--samples``, reruns at temperature > 0) an item has a **pass rate** (the share of its
-samples at or above ``t``), and an item whose samples fall on both sides of ``t`` **straddles**
-it: its verdict depends on which rerun you look at. :func:`threshold_report` gives, per item and
-overall, the pass rate, the straddling items, and, with a required pass rate, a decision drawn
-from an interval rather than a point:
-
-- overall pass rate = the mean over items of each item's pass rate (every item weighs the same);
-  an item without any scored sample (parse failure, abstention, LM error) counts as **not
-  passing** (pass rate 0), and the report says how many there were;
-- interval: Wilson's score interval when every item has one sample (the pass rate is then a
-  binomial share), a percentile bootstrap over items otherwise;
-- decision against ``require``: **pass** when the interval's lower end is at or above it, **fail**
-  when its upper end is below it, **undecided** when the interval holds it (more items or reruns
-  are needed). Only ``pass`` passes a gate: ``mitigate judge --require-pass-rate`` exits 1 otherwise.
+With a pass threshold ``t`` (``score >= t`` passes) and several samples per item, an item's **pass rate** is
+the share of its samples at or above ``t``, and an item whose samples fall on both sides **straddles** it. The
+overall pass rate is the mean over items (an item without a scored sample counts as not passing); its interval
+is Wilson's when every item has one sample, a bootstrap over items otherwise; against a required rate the
+decision is **pass** (the interval's lower end reaches it), **fail** (its upper end is below) or
+**undecided**.
 """
 
 from __future__ import annotations

@@ -1,12 +1,5 @@
 """One named judge of a comparison (:class:`Entry`) and what is read off entries: names, scales, how they
-answer.
-
-An entry is a prompt judge wrapped by a mitigation pipeline, a recorded judge replaying
-judgments a user already has, or a released judge replaying a real judge's released answers.
-A pipeline entry whose pipeline must learn from data has no judge until the fit stage gives it
-one (:meth:`Entry.fitted`): the entry then keeps the fitted pipeline, its spec and the judge it
-makes together.
-"""
+answer."""
 
 from __future__ import annotations
 
@@ -30,12 +23,9 @@ class Entry(BaseModel):
     """One named judge to compare: its judge, what kind it is, and the spec that built it.
 
     Build one with :meth:`from_pipeline` (a base judge wrapped by a mitigation pipeline),
-    :meth:`from_recorded` (judgments a user already has) or :meth:`from_released` (a replayed
-    released judge); ``scale`` is the judge's answer scale, found from the judge when not given.
-
-    A pipeline entry keeps its ``pipeline`` and ``base`` judge: a comparison with ``train``
-    fits the pipeline on the training items (``Pipeline.afit``) before judging, and a pipeline
-    that must learn from data (demos chosen from a pool) has no ``judge`` until then.
+    :meth:`from_recorded` (judgments a user already has) or :meth:`from_released` (a replayed released judge);
+    ``scale`` is the judge's answer scale, found from the judge when not given. A pipeline entry keeps its
+    ``pipeline`` and ``base`` judge; one that must learn from data has no ``judge`` until it is fitted.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -76,12 +66,8 @@ class Entry(BaseModel):
         return self.judge
 
     def fitted(self, pipeline: Mitigation) -> Entry:
-        """This entry with its pipeline replaced by the fitted ``pipeline``: its spec, and the judge it makes
-        of ``base``.
-
-        The one place an entry is fitted: the fitted pipeline, its spec and the judge it wraps
-        stay together, so the report shows what each judge learned.
-        """
+        """This entry with its pipeline replaced by the fitted ``pipeline``, its spec and the judge it makes
+        of ``base`` kept together (so the report shows what each judge learned)."""
         if self.base is None:
             raise ConfigError(
                 f"entry {self.name!r} has no base judge to wrap; only a pipeline entry is fitted"
@@ -94,10 +80,8 @@ class Entry(BaseModel):
     def from_pipeline(cls, name: str | None, base: Judge, pipeline: Mitigation | str) -> Entry:
         """``pipeline.wrap(base)`` under ``name`` (default: the pipeline text, or "baseline").
 
-        ``pipeline`` is a :class:`~mitigate.strategies._base.Pipeline`, a single mitigation, or
-        CLI text such as ``"name(k=v) | name2"`` or ``"@file.json"`` (``"baseline"``: no mitigation). A
-        pipeline that still has to be fitted (its tags say it learns at fit and it is not fitted yet) is
-        wrapped when the comparison fits it.
+        ``pipeline`` is a Pipeline, a single mitigation, or text such as ``"name(k=v) | name2"`` or
+        ``"@file.json"`` (``"baseline"``: none); one still to be fitted is wrapped once it is fitted.
         """
         text = pipeline if isinstance(pipeline, str) else None
         if isinstance(pipeline, str):
@@ -116,7 +100,7 @@ class Entry(BaseModel):
     def from_released(
         cls, judge_name: str, criterion: str, *, name: str | None = None, root: str | Path | None = None
     ) -> Entry:
-        """A :class:`~mitigate.replay._released.ReleasedJudge` entry (named after the judge)."""
+        """A :class:`~mitigate.replay.ReleasedJudge` entry (named after the judge)."""
         judge = ReleasedJudge(judge_name, criterion, root=root)
         return cls(
             name=name or judge_name, judge=judge, kind="released", spec=judge.describe(), scale=judge.scale
@@ -126,11 +110,8 @@ class Entry(BaseModel):
     def from_recorded(
         cls, recorded: Any, criterion: str, *, judge: str | None = None, name: str | None = None
     ) -> Entry:
-        """A :class:`~mitigate.replay._recorded.RecordedJudge` entry (named after the recorded judge).
-
-        ``recorded`` is a :class:`~mitigate.data._recorded.RecordedRun` or the path of a
-        recorded-judgments file; ``judge`` picks one judge of a file that holds several.
-        """
+        """A recorded judge's entry (named after it): ``recorded`` is a RecordedRun or the path of a
+        recorded-judgments file; ``judge`` picks one judge of a file that holds several."""
         run = recorded if isinstance(recorded, RecordedRun) else load_recorded(recorded, judge)
         replay = RecordedJudge(run, criterion)
         return cls(
@@ -139,11 +120,9 @@ class Entry(BaseModel):
 
     @classmethod
     def all_released(cls, spec: str, criterion: str) -> list[Entry]:
-        """The entries a ``--released`` value names: a built-in released judge (``"chatgpt-rts"``), or
-        every judge of a released pairwise repository on disk, ``"<layout>:<path>[#<judge glob>]"``
-        (``"llmbar:/data/LLMBar#GPT-4/*"``, ``"judgebench:/data/JudgeBench"``), read by mitigate's parsers
-        (:mod:`mitigate.replay._released_pairwise`).
-        """
+        """The entries a ``--released`` value names: a built-in released judge (``"chatgpt-rts"``), or every
+        judge of a released pairwise repository on disk, ``"<layout>:<path>[#<judge glob>]"``
+        (``"llmbar:/data/LLMBar#GPT-4/*"``)."""
         from mitigate.replay import LAYOUTS, load_released_pairwise
 
         if spec.partition(":")[0] not in LAYOUTS:
@@ -157,11 +136,8 @@ class Entry(BaseModel):
 
     @classmethod
     def all_recorded(cls, path: str | Path, criterion: str, read: AnswerReader | None = None) -> list[Entry]:
-        """One entry per judge of a recorded-judgments file that answered ``criterion``, in file order.
-
-        ``read`` reads rows holding only the judge's ``raw`` text (a prompt's answer format).
-        ConfigError when no judge of the file answered it.
-        """
+        """One entry per judge of a recorded-judgments file that answered ``criterion``, in file order
+        (``read`` reads rows holding only the judge's ``raw`` text); ConfigError when none did."""
         runs = [r for r in load_recorded_runs(path, read).values() if criterion in r.criteria]
         if not runs:
             raise ConfigError(
@@ -177,10 +153,8 @@ def _pipeline_label(pipe: Pipeline) -> str:
 
 
 def as_entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> tuple[Entry, ...]:
-    """``entries`` as a tuple of :class:`Entry` (a mapping name -> judge becomes plain judge entries).
-
-    ConfigError for no entry, an object that is not an Entry, or a name given twice.
-    """
+    """``entries`` as a tuple of :class:`Entry` (a mapping name -> judge becomes plain judge entries);
+    ConfigError for no entry, an object that is not an Entry, or a name given twice."""
     if isinstance(entries, Mapping):
         out = [Entry(name=k, judge=v) for k, v in entries.items()]
     else:
@@ -246,9 +220,7 @@ def identical_entries(entries: Sequence[Entry]) -> dict[str, str]:
     for e in entries:
         if e.judge is None or e.kind not in ("pipeline", "judge"):
             continue
-        key = json.dumps(e.judge.describe(), sort_keys=True, default=str)
-        if key in seen:
-            out[e.name] = seen[key]
-        else:
-            seen[key] = e.name
+        first = seen.setdefault(json.dumps(e.judge.describe(), sort_keys=True, default=str), e.name)
+        if first != e.name:
+            out[e.name] = first
     return out

@@ -1,42 +1,65 @@
-"""The judge stage: every entry over the planned items, then LS and the bias probes (:func:`judge` ->
-:class:`Judged`).
-
-Every LM call of a comparison after fitting happens here. First each entry's prompts are
-rendered for every item (:func:`mitigate.run._runner.preflight`, once per entry, before the
-first entry's first call), so an item that cannot fit a prompt stops the comparison before
-any judging; each run then skips its own check. Each entry runs with its own resumable journal
-(``<out_dir>/journals/<name>.jsonl``), one after the other, or all at once through one batch
-session (their requests then share batches). Then LS per item when likelihood is on (cached in
-``<out_dir>/likelihood.jsonl``), then the bias probes over every pipeline entry (their rewrites
-in ``<out_dir>/probes/<name>.jsonl``), each entry's judgments reused as the originals.
+"""The fit stage (:func:`fit` -> :class:`FittedPlan`) and the judge stage (:func:`judge` -> :class:`Judged`):
+every LM call of a comparison. Each entry's prompts are rendered for every item before the first call; each
+entry runs with its own resumable journal (``journals/<name>.jsonl``), one after the other or all at once
+through one batch session; LS is cached per item (``likelihood.jsonl``); the probes reuse each entry's
+judgments as the originals.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from tqdm.auto import tqdm
 
-from mitigate.harness._fit import FittedPlan
-from mitigate.harness._likelihood import generation_task, likelihood_scores
-from mitigate.judge import Judge, LikelihoodScorer
+from mitigate.data import Item, save_jsonl
+from mitigate.errors import ConfigError, DataError, MitigateError
+from mitigate.harness._entry import Entry
+from mitigate.harness._planning import NEEDS_TRAIN, ComparePlan
+from mitigate.judge import FitContext, LikelihoodScorer
+from mitigate.paths import open_regular, read_lines
 from mitigate.probes import probe_entry
 from mitigate.report import with_first_prompt
-from mitigate.run import BatchConfig, BatchSession, RunResult, preflight, run, session_for
+from mitigate.run import RunResult, preflight, run, session_for
+
+TRAIN_FILE = "train.jsonl"
+"""The training items of a train split, written beside the reports (for ``mitigate search -b jsonl:...``)."""
 
 LIKELIHOOD_FILE = "likelihood.jsonl"
 """The per-item LS cache, beside the reports."""
 
+GENERATION_TASKS: dict[str, str] = {
+    "summeval": "Write a short summary of the news article.",
+    "uss": "Continue the dialogue with the system's next turn.",
+    "webnlg": "Verbalise the RDF triples as fluent English text.",
+    "tmu": "Correct the grammatical errors in the sentence.",
+}
+"""The task in the likelihood context, by benchmark family: the one the outputs were *generated* for (Ohi et
+al. score log P(output | input, task))."""
+
+DEFAULT_GENERATION_TASK = "Produce the output for the input."
+
+
+class FittedPlan(BaseModel):
+    """A plan whose entries can all judge (those that failed to fit left out); ``fit_info`` says per entry
+    what fitting did, ``train_info`` is the plan's with the file the training items were written to."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    plan: ComparePlan
+    entries: tuple[Entry, ...]
+    fit_info: dict[str, dict[str, Any]]
+    train_info: dict[str, Any] | None = None
+
 
 class Judged(BaseModel):
-    """What the judge stage produced: one run per entry (in the fitted plan's order), LS, the probe reports.
-
-    ``ls`` is LS per planned item (None without likelihood) and ``ls_info`` how it was computed;
-    ``probes`` maps a pipeline entry's name to its probe report (empty without probes).
-    """
+    """What the judge stage produced: one run per entry (in the fitted plan's order), LS per item (None
+    without likelihood) and how it was computed, each pipeline entry's probe report."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     fitted: FittedPlan
@@ -46,43 +69,78 @@ class Judged(BaseModel):
     probes: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
+async def fit(plan: ComparePlan) -> FittedPlan:
+    """Fit every entry of ``plan`` that learns from data on its training items (``Pipeline.afit``); an entry
+    whose fit fails is left out with its error (ConfigError when every entry fails)."""
+    train = plan.train
+    if train is None:
+        return FittedPlan(plan=plan, entries=plan.entries, fit_info={}, train_info=plan.train_info)
+    save_jsonl(train, plan.out / TRAIN_FILE)
+    ctx = FitContext(progress=plan.config.progress, concurrency=plan.config.concurrency)
+    out: list[Entry] = []
+    info: dict[str, dict[str, Any]] = {}
+    for e in plan.entries:
+        if not e.needs_fit:
+            info[e.name] = {"fitted": False, "why": "nothing to learn or already fitted; used as given"}
+            out.append(e)
+            continue
+        if e.pipeline is None or e.base is None:  # an Entry without a judge has both (its validator)
+            raise ConfigError(f"entry {e.name!r} {NEEDS_TRAIN}")
+        try:
+            fitted = await e.pipeline.afit(train, e.base, ctx)
+        except MitigateError as exc:  # one entry that cannot learn from this data does not stop the others
+            info[e.name] = {
+                "fitted": False,
+                "train": train.name,
+                "n_items": len(train),
+                "error": f"{type(exc).__name__}: {exc}",
+            }
+            continue
+        out.append(e.fitted(fitted))
+        info[e.name] = {
+            "fitted": True,
+            "train": train.name,
+            "n_items": len(train),
+            "judged_while_fitting": e.pipeline.tags.calls_judge_while_fitting,
+        }
+    if not out:
+        raise ConfigError(
+            "no entry is left to compare: every one failed to fit; "
+            + "; ".join(f"{k}: {v.get('error')}" for k, v in info.items())
+        )
+    return FittedPlan(
+        plan=plan,
+        entries=tuple(out),
+        fit_info=info,
+        train_info={**(plan.train_info or {}), "file": TRAIN_FILE},
+    )
+
+
 async def judge(fitted: FittedPlan) -> Judged:
-    """Run every entry of ``fitted`` over the planned items, then LS and the probes (see the module
-    docstring)."""
+    """Run every entry of ``fitted`` over the planned items, then LS and the probes."""
     plan = fitted.plan
-    config = plan.config
-    out = plan.out
-    items = plan.items
+    config, out, items = plan.config, plan.out, plan.items
     judges = [with_first_prompt(e.ready_judge) for e in fitted.entries]
     for j in judges:  # every entry's prompts take every item, checked before the first call
         preflight(j, items)
-    journals = [out / "journals" / f"{plan.journals[e.name]}.jsonl" for e in fitted.entries]
-    if config.batch:
-        runs = await _run_batched(
-            judges,
-            [e.name for e in fitted.entries],
-            items,
-            journals,
-            config.batch,
-            out,
-            restart=config.restart,
-            progress=config.progress,
-        )
-    else:
-        runs = []
-        for e, j, journal in zip(fitted.entries, judges, journals, strict=True):
-            runs.append(
-                await run(
-                    j,
-                    items,
-                    concurrency=config.concurrency,
-                    journal=journal,
-                    restart=config.restart,
-                    progress=config.progress,
-                    desc=e.name,
-                    check=False,
-                )
+    each: list[dict[str, Any]] = [
+        {"journal": out / "journals" / f"{plan.journals[e.name]}.jsonl", "desc": e.name}
+        for e in fitted.entries
+    ]
+    kw: dict[str, Any] = {"restart": config.restart, "progress": config.progress, "check": False}
+    runs: list[RunResult] = []
+    if config.batch:  # every entry at once through one session, so their requests share batches
+        session, owned = session_for(config.batch, out / "batches", progress=config.progress)
+        try:
+            runs += await asyncio.gather(
+                *(run(j, items, batch=session, **own, **kw) for j, own in zip(judges, each, strict=True))
             )
+        finally:
+            if owned:
+                await session.aclose()
+    else:
+        for j, own in zip(judges, each, strict=True):
+            runs.append(await run(j, items, concurrency=config.concurrency, **own, **kw))
     ls: list[float] | None = None
     ls_info: dict[str, Any] | None = None
     if config.likelihood is not False:
@@ -97,10 +155,8 @@ async def judge(fitted: FittedPlan) -> Judged:
             "cache": LIKELIHOOD_FILE,
         }
     probes: dict[str, dict[str, Any]] = {}
-    if config.probes:
-        for e, result in zip(fitted.entries, runs, strict=True):
-            if e.kind != "pipeline":
-                continue
+    for e, result in zip(fitted.entries, runs, strict=True):
+        if config.probes and e.kind == "pipeline":
             probes[e.name] = await probe_entry(
                 e.ready_judge,
                 items,
@@ -121,37 +177,63 @@ async def judge(fitted: FittedPlan) -> Judged:
     )
 
 
-async def _run_batched(
-    judges: Sequence[Judge],
-    names: Sequence[str],
-    items: Sequence[Any],
-    journals: Sequence[Path],
-    batch: BatchConfig | BatchSession | bool,
-    out: Path,
-    *,
-    restart: bool,
-    progress: bool,
-) -> list[RunResult]:
-    """Every entry at once through one batch session, so their requests share batches."""
-    session, owned = session_for(batch, out / "batches", progress=progress)
-    try:
-        return list(
-            await asyncio.gather(
-                *(
-                    run(
-                        j,
-                        items,
-                        journal=journal,
-                        restart=restart,
-                        progress=progress,
-                        desc=name,
-                        batch=session,
-                        check=False,
-                    )
-                    for j, name, journal in zip(judges, names, journals, strict=True)
-                )
-            )
-        )
-    finally:
-        if owned:
-            await session.aclose()
+def generation_task(benchmark: str) -> str:
+    """The generation task of a benchmark's family (:data:`GENERATION_TASKS`), or the generic one."""
+    family = benchmark.split("-")[0].split(":")[0].lower()
+    return GENERATION_TASKS.get(family, DEFAULT_GENERATION_TASK)
+
+
+async def likelihood_scores(
+    items: Sequence[Item], scorer: Any, task: str, cache: Path | None, progress: bool = True
+) -> list[float]:
+    """LS = log P(output | input, task) per item, reading and extending the JSONL cache ``cache`` (one line
+    per item and scorer setting), so a rerun computes nothing twice."""
+    setting = {
+        "lm": scorer.lm,
+        "template": scorer.template,
+        "reduce": scorer.reduce,
+        "input_fields": list(scorer.input_fields),
+        "task": task,
+    }
+    key = hashlib.sha256(json.dumps(setting, sort_keys=True).encode()).hexdigest()[:16]
+    known: dict[str, float] = {}
+    if cache is not None and (cache.exists() or cache.is_symlink()):
+        with open_regular(cache, "rb", "the likelihood cache") as fh:  # a FIFO or a device is refused unread
+            lines = [
+                raw.decode("utf-8") for raw in read_lines(fh, f"the likelihood cache {cache}", path=cache)
+            ]
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                if n == len(lines):
+                    continue  # a half-written last line from a killed run
+                raise DataError(
+                    f"{cache}:{n}: expected a likelihood cache line; got invalid JSON",
+                    path=str(cache),
+                    line=n,
+                ) from None
+            if row.get("key") == key:
+                known[row["id"]] = math.nan if row.get("ls") is None else float(row["ls"])
+    todo = [it for it in items if it.id not in known]
+    if todo and cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+    with tqdm(
+        total=len(items),
+        initial=len(items) - len(todo),
+        desc="likelihood",
+        unit="item",
+        disable=not progress or not todo,
+        leave=False,
+    ) as bar:
+        for it in todo:
+            value = float(await scorer.score(it, task))
+            known[it.id] = value
+            if cache is not None:
+                with open_regular(cache, "a", "the likelihood cache") as fh:
+                    row = {"key": key, "id": it.id, "ls": value if math.isfinite(value) else None}
+                    fh.write(json.dumps(row) + "\n")
+            bar.update(1)
+    return [known[it.id] for it in items]

@@ -1,29 +1,21 @@
 """The measure stage: every entry's measures, its difference from the first, its corrected estimates
-(:func:`measure`).
+(:func:`measure` -> :class:`~mitigate.report.CompareResult`).
 
-From the judge stage's runs, :func:`measure` computes, per entry, every registered reported
-measure of the task (:func:`entry_measures`), the per-system correlation P_i, the score (or
-verdict) histogram, and against the first entry the paired difference in item-level Spearman
-(pairwise: in accuracy), with a paired bootstrap interval and a paired p-value
-(:mod:`mitigate.measures._paired`): a permutation test where the two entries' values can be
-swapped (accuracy's 0/1, scores in one currency), the bootstrap test where they cannot (scores
-on different scales, or one entry's continuous and the other's on the scale's points). It returns the
-:class:`~mitigate.report._results.CompareResult`.
-
-A partly labelled benchmark (some judged items carry a human label on the criterion, some
-not): the measures that read the labels (agreement with humans, the meta-correlation, BiasScore,
-P_i; :meth:`~mitigate.measures._base.ReportedMeasure.reads_labels`) are computed on the labelled
-items only, so an unlabelled item is never counted as a judge's failure; the others on every
-item. Each entry then also gets its bias-corrected estimate per system (PPI++ by default,
-:func:`mitigate.estimators._estimate.estimate_columns`): the judge's value on every item corrected
-by the labelled ones, beside the judge's raw mean and the labels alone.
+Per entry: every registered reported measure of the task (agreement with humans, score distribution, length
+bias, inter-sample agreement, likelihood bias, consistency under perturbation; pairwise: accuracy, position
+consistency, preference fairness ...), P_i per system and the score (or verdict) histogram; against the first
+entry, the paired difference in item-level Spearman (pairwise: in accuracy) with a paired bootstrap interval
+and a paired p-value (:mod:`mitigate.measures`). On a partly labelled benchmark the measures that read labels
+use the labelled items only, and each entry also gets its bias-corrected estimate per system (PPI++ by
+default) beside the judge's raw mean.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Literal
 
 import numpy as np
 
@@ -39,6 +31,7 @@ from mitigate.estimators import (
 )
 from mitigate.harness._entry import identical_entries, scoring_of
 from mitigate.harness._judging import Judged
+from mitigate.harness._planning import ComparePlan
 from mitigate.judge import Judgment, judge_scale
 from mitigate.measures import (
     EntryData,
@@ -82,10 +75,6 @@ def _counts(labels: Sequence[str | None]) -> dict[str, int]:
     return {k: sum(1 for v in labels if v == k) for k in ("A", "B", "tie")}
 
 
-# ---------------------------------------------------------------------------------------
-# against the first entry
-
-
 def spearman_comparison(
     first: str,
     a: Sequence[float | None],
@@ -98,52 +87,27 @@ def spearman_comparison(
     scales: tuple[Scale, Scale] | None = None,
 ) -> Comparison:
     """Item-level Spearman with humans of ``b`` minus that of ``a`` (the first entry), on the items both
-    scored.
-
-    The p-value is the paired permutation test (A's and B's scores swapped per item) when the two
-    entries answer in one currency, and the paired bootstrap test otherwise
-    (:func:`~mitigate.measures._paired.swap_refusal`, with ``scales`` the two entries' answer
-    scales); ``test`` and ``test_reason`` on the result say which and why.
-    """
+    scored; p from the paired permutation test when the two answer in one currency (``scales``), the paired
+    bootstrap test otherwise (``test_reason`` says why)."""
     why = None if scales is None else swap_refusal(a, b, *scales)
+    test: Literal["permutation", "bootstrap"] = "permutation" if why is None else "bootstrap"
     d = paired_statistic_difference(
-        b,
-        a,
-        human,
-        "spearman",
-        test="permutation" if why is None else "bootstrap",
-        n_boot=n_boot,
-        n_perm=n_perm,
-        seed=seed,
+        b, a, human, "spearman", test=test, n_boot=n_boot, n_perm=n_perm, seed=seed
     )
+    common: dict[str, Any] = {"against": first, "n": d.n, "test": d.test, "test_reason": why}
     if d.n < 3:
-        return Comparison(
-            against=first,
-            observed=math.nan,
-            n=d.n,
-            test=d.test,
-            test_reason=why,
-            reason=f"needs at least 3 items scored by both entries and humans; got {d.n}",
-        )
+        reason = f"needs at least 3 items scored by both entries and humans; got {d.n}"
+        return Comparison(observed=math.nan, reason=reason, **common)
     if not d.ok:
-        return Comparison(
-            against=first,
-            observed=math.nan,
-            n=d.n,
-            test=d.test,
-            test_reason=why,
-            reason=d.reason or "Spearman is undefined for at least one entry (constant scores)",
-        )
+        reason = d.reason or "Spearman is undefined for at least one entry (constant scores)"
+        return Comparison(observed=math.nan, reason=reason, **common)
     return Comparison(
-        against=first,
         observed=d.observed,
         ci_low=d.low,
         ci_high=d.high,
         p_value=d.p_value,
-        n=d.n,
         n_perm=n_perm if why is None else 0,
-        test=d.test,
-        test_reason=why,
+        **common,
     )
 
 
@@ -173,12 +137,8 @@ def accuracy_comparison(
     n_perm: int,
     seed: int,
 ) -> Comparison:
-    """Accuracy of ``b`` minus that of ``a`` against gold, paired, on the items both judged.
-
-    An abstention (:data:`ABSTAINED`) is an outcome, counted as not correct, as the entry's
-    own accuracy counts it; where either side abstained somewhere, the difference on the items
-    both decided is given beside it (``decided_observed``, ``decided_n``).
-    """
+    """Accuracy of ``b`` minus that of ``a`` against gold, paired, on the items both judged; an abstention
+    counts as not correct, and the difference on the items both decided is given beside it."""
     d = paired_mean_difference(
         _correct(b, gold), _correct(a, gold), n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=3
     )
@@ -213,23 +173,15 @@ def accuracy_comparison(
     )
 
 
-# ---------------------------------------------------------------------------------------
-# one entry
-
-
 def _subset(data: EntryData, keep: Sequence[int]) -> EntryData:
     """``data`` restricted to the items at ``keep`` (their scores, judgments, LS and verdicts with them)."""
-    return EntryData(
+    return replace(
+        data,
         scores=data.scores[list(keep)],
         items=[data.items[i] for i in keep],
-        criterion=data.criterion,
-        scale=data.scale,
         judgments=[data.judgments[i] for i in keep] if data.judgments else (),
         ls=None if data.ls is None else data.ls[list(keep)],
-        n_boot=data.n_boot,
-        seed=data.seed,
         verdicts=[data.verdicts[i] for i in keep] if data.verdicts else [],
-        task=data.task,
     )
 
 
@@ -250,12 +202,8 @@ def entry_measures(
     seed: int = 0,
     task: Task = "score",
 ) -> tuple[dict[str, Measure], dict[str, Measure]]:
-    """Every registered reported measure of ``task`` for one entry, plus P_i per system (Spearman).
-
-    A pairwise entry (``task="pairwise"``) is measured on its verdicts; P_i is then empty. When
-    only some items are labelled on ``criterion``, the measures that read labels (and P_i) are
-    computed on the labelled items alone.
-    """
+    """Every registered reported measure of ``task`` for one entry, plus P_i per system (Spearman; none for
+    verdicts); on a partly labelled benchmark the measures that read labels use the labelled items alone."""
     scores = np.array(
         [math.nan if (s := score_of(j, criterion)) is None else s for j in judgments], dtype=float
     )
@@ -289,41 +237,29 @@ def entry_measures(
 def entry_estimate(
     judgments: Sequence[Judgment],
     items: Sequence[Item],
-    criterion: str,
-    *,
-    method: Method,
-    benchmark: str,
+    plan: ComparePlan,
     name: str,
-    label_scale: Scale,
-    judge_scale: Scale | None,
-    seed: int = 0,
-    weights: Mapping[str, float] | None = None,
-    rounds: Mapping[str, int] | None = None,
+    scale: Scale,
+    method: Method,
 ) -> tuple[EstimateResult | None, str | None]:
-    """One entry's bias-corrected estimate per system (by ``auto``: per system when every item names one), or
-    why not.
-
-    The judge's value on every item and the labels on some, through
-    :func:`~mitigate.estimators._estimate.columns_from_items` and
-    :func:`~mitigate.estimators._estimate.estimate_columns`; a group that cannot be estimated by ``method``
-    (too few labels, labels without spread ...) gives None and that group's reason. ``weights`` and
-    ``rounds``: the selection weight and round of items labelled in a selection round.
-    """
+    """One entry's bias-corrected estimate per system by ``method`` (the judge's value on every item
+    corrected by the labelled ones), or None and why not."""
+    criterion, pairwise = plan.criterion, plan.task == "pairwise"
     values, missing = judge_values(judgments, items, criterion)
     cols = columns_from_items(
         items,
         criterion,
         values,
-        benchmark=benchmark,
+        benchmark=plan.judged.name,
         judge=name,
-        label_scale=label_scale,
-        judge_scale=judge_scale,
+        label_scale=Scale(min=0, max=1, step=0.5) if pairwise else plan.judged.scale_for(criterion),
+        judge_scale=None if pairwise else scale,
         judge_missing=missing,
-        weights=weights,
-        rounds=rounds,
+        weights=plan.label_weights,
+        rounds=plan.label_rounds,
     )
     try:
-        return estimate_columns(cols, method=method, seed=seed, remedies=REMEDIES), None
+        return estimate_columns(cols, method=method, seed=plan.config.seed, remedies=REMEDIES), None
     except DataError as exc:
         return None, exc.message
 
@@ -331,12 +267,8 @@ def entry_estimate(
 def _human_reference(
     items: Sequence[Item], criterion: str, scale: Scale, *, n_boot: int, seed: int, task: Task = "score"
 ) -> dict[str, Measure]:
-    """The reported measures marked ``on_humans`` (distribution, length) of the human scores, as a reference
-    row.
-
-    On a pairwise benchmark they are computed on the gold preferences; on a partly labelled one,
-    on the labelled items.
-    """
+    """The reported measures marked ``on_humans`` (distribution, length) of the human scores (pairwise: the
+    gold preferences; partly labelled: the labelled items), as a reference row."""
     rows = _labelled_rows(items, criterion)
     if rows is not None:
         items = [items[i] for i in rows]
@@ -354,10 +286,6 @@ def _human_reference(
     return {key: cls().compute(data) for key, cls in measure_table(task).items() if cls.on_humans}
 
 
-# ---------------------------------------------------------------------------------------
-# the stage
-
-
 def measure(judged: Judged) -> CompareResult:
     """Every entry's measures, comparison against the first and (partly labelled) corrected estimates."""
     fitted = judged.fitted
@@ -366,6 +294,7 @@ def measure(judged: Judged) -> CompareResult:
     items, criterion, task = plan.items, plan.criterion, plan.task
     entries, runs = fitted.entries, judged.runs
     n_boot, n_perm, seed = config.n_boot, config.n_perm, config.seed
+    resamples = {"n_boot": n_boot, "n_perm": n_perm, "seed": seed}
     ls = None if judged.ls is None else list(judged.ls)
     same = identical_entries(entries)
     human = human_scores(items, criterion)
@@ -382,45 +311,20 @@ def measure(judged: Judged) -> CompareResult:
         if task == "pairwise":
             histogram = _counts(verdicts_as_text(result.judgments))
             if k > 0:
-                comparison = accuracy_comparison(
-                    entries[0].name,
-                    verdicts_or_abstentions(runs[0].judgments),
-                    verdicts_or_abstentions(result.judgments),
-                    gold,
-                    n_boot=n_boot,
-                    n_perm=n_perm,
-                    seed=seed,
-                )
+                a, b = verdicts_or_abstentions(runs[0].judgments), verdicts_or_abstentions(result.judgments)
+                comparison = accuracy_comparison(entries[0].name, a, b, gold, **resamples)
         else:
             scores = [score_of(j, criterion) for j in result.judgments]
             histogram = _histogram(scores, scale)
             if k > 0:
                 first = [score_of(j, criterion) for j in runs[0].judgments]
+                scales = (results[0].scale, scale)
                 comparison = spearman_comparison(
-                    entries[0].name,
-                    first,
-                    scores,
-                    human,
-                    n_boot=n_boot,
-                    n_perm=n_perm,
-                    seed=seed,
-                    scales=(results[0].scale, scale),
+                    entries[0].name, first, scores, human, scales=scales, **resamples
                 )
         estimate = why = None
         if estimate_method is not None:
-            estimate, why = entry_estimate(
-                result.judgments,
-                items,
-                criterion,
-                method=estimate_method,
-                benchmark=plan.judged.name,
-                name=e.name,
-                label_scale=Scale(min=0, max=1, step=0.5) if task == "pairwise" else human_scale,
-                judge_scale=None if task == "pairwise" else scale,
-                seed=seed,
-                weights=plan.label_weights,
-                rounds=plan.label_rounds,
-            )
+            estimate, why = entry_estimate(result.judgments, items, plan, e.name, scale, estimate_method)
         results.append(
             EntryResult(
                 name=e.name,

@@ -1,15 +1,6 @@
-"""The plan stage: what a comparison will judge, checked before any LM call (:func:`plan` ->
-:class:`ComparePlan`).
-
-:func:`plan` loads the benchmark, checks the criterion, splits off the training items (a
-fraction by document, or a separate training benchmark), chooses the items to judge (the
-first ``limit`` in document-major order), adds the labels of the config's labels files, and
-refuses what the later stages would: labels files that label none of the judged items, an entry
-that must be fitted without a train split, no item to judge, a replayed judge missing answers
-for some items, a pairwise benchmark without gold preferences. It warns once when a prompt's
-scale differs from the benchmark's labels. Nothing is written and no LM is called, so
-``check_compare`` is this stage alone, and the plan it returns is what ``compare`` runs.
-"""
+"""The plan stage (:func:`plan` -> :class:`ComparePlan`): the benchmark loaded with its labels files, the
+train split, the items to judge, and every refusal the later stages would make, with nothing written and no LM
+call."""
 
 from __future__ import annotations
 
@@ -48,14 +39,10 @@ NEEDS_TRAIN = (
 class ComparePlan(BaseModel):
     """What a comparison will do, made by :func:`plan` from a :class:`CompareConfig` with no LM call.
 
-    ``benchmark`` is the loaded benchmark, ``judged`` the part of it that is judged (the test
-    side of a train split), ``train`` the training items (None without ``train``) and
-    ``train_info`` what the report says of them; ``items`` the items to judge, in order;
-    ``task`` whether judges score or answer pairwise verdicts; ``journals`` each entry's journal
-    file stem; ``outside`` a warning line counting recorded answers for items the benchmark
-    lacks (None when there are none); ``n_labelled`` the judged items with a label on the criterion;
-    ``label_weights`` and ``label_rounds`` the selection weight and round of each judged item
-    labelled by a weighted labels file (a filled selection file).
+    ``judged`` is the part of ``benchmark`` that is judged (the test side of a train split), ``items`` the
+    items to judge in order, ``journals`` each entry's journal file stem, ``outside`` a warning line counting
+    recorded answers for items the benchmark lacks, ``label_weights`` and ``label_rounds`` the selection
+    weight and round of each judged item a filled selection file labelled.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -97,12 +84,8 @@ class ComparePlan(BaseModel):
         return 0 < self.n_labelled < len(self.items)
 
     def with_options(self, **options: Any) -> ComparePlan:
-        """This plan with run options changed (out_dir, concurrency, batch, probes ...), checked like a new
-        config.
-
-        The fields a plan is made from (:data:`~mitigate.harness._config.PLANNING_FIELDS`)
-        cannot change: that needs a new plan.
-        """
+        """This plan with run options (out_dir, concurrency, batch, probes ...) changed, checked like a new
+        config; the fields a plan is made from (:data:`PLANNING_FIELDS`) need a new plan."""
         planned = sorted(k for k in options if k in PLANNING_FIELDS)
         if planned:
             raise ConfigError(
@@ -112,10 +95,6 @@ class ComparePlan(BaseModel):
         return self.model_copy(update={"config": self.config.with_options(**options)})
 
 
-def _benchmark(benchmark: str | Benchmark) -> Benchmark:
-    return benchmark if isinstance(benchmark, Benchmark) else load(benchmark)
-
-
 def train_and_test(
     bench: Benchmark, train: float | str | Benchmark | None, criterion: str, seed: int
 ) -> tuple[Benchmark | None, Benchmark, dict[str, Any] | None]:
@@ -123,56 +102,40 @@ def train_and_test(
     them."""
     if train is None:
         return None, bench, None
-    if isinstance(train, bool):
-        raise ConfigError(f"expected train as a fraction, a benchmark name or a Benchmark; got {train!r}")
     if isinstance(train, float | int):
         fit, test = train_test_split(bench, float(train), seed=seed, criterion=criterion)
-        docs = {it.doc_id for it in fit.items if it.doc_id is not None}
-        return (
-            fit,
-            test,
-            {
-                "source": f"{bench.name}, fraction {train:g} by document (seed {seed})",
-                "n_items": len(fit),
-                "n_documents": len(docs) or len(fit),
-                "ids": [it.id for it in fit.items],
-            },
+        source = f"{bench.name}, fraction {train:g} by document (seed {seed})"
+    else:
+        fit, test = train if isinstance(train, Benchmark) else load(train), bench
+        fit = fit.model_copy(update={"items": tuple(it for it in fit.items if labelled(it, criterion))})
+        if not fit.items:
+            raise DataError(f"training benchmark {fit.name!r} has no item labelled on {criterion!r}")
+        shared_ids = sorted({it.id for it in fit.items} & {it.id for it in bench.items})
+        shared_docs = sorted(
+            {it.doc_id for it in fit.items if it.doc_id} & {it.doc_id for it in bench.items if it.doc_id}
         )
-    fit = _benchmark(train)
-    fit = fit.model_copy(update={"items": tuple(it for it in fit.items if labelled(it, criterion))})
-    if not fit.items:
-        raise DataError(f"training benchmark {fit.name!r} has no item labelled on {criterion!r}")
-    shared_ids = sorted({it.id for it in fit.items} & {it.id for it in bench.items})
-    shared_docs = sorted(
-        {it.doc_id for it in fit.items if it.doc_id} & {it.doc_id for it in bench.items if it.doc_id}
-    )
-    if shared_ids or shared_docs:
-        shared = shared_docs or shared_ids
-        raise ConfigError(
-            f"expected a training benchmark that shares no item or document with {bench.name!r}; "
-            f"{len(shared)} are in both, e.g. {shared[:3]} (split one benchmark with a train "
-            "fraction instead)"
-        )
+        if shared_ids or shared_docs:
+            shared = shared_docs or shared_ids
+            raise ConfigError(
+                f"expected a training benchmark that shares no item or document with {bench.name!r}; "
+                f"{len(shared)} are in both, e.g. {shared[:3]} (split one benchmark with a train "
+                "fraction instead)"
+            )
+        source = fit.name
     docs = {it.doc_id for it in fit.items if it.doc_id is not None}
-    return (
-        fit,
-        bench,
-        {
-            "source": fit.name,
-            "n_items": len(fit),
-            "n_documents": len(docs) or len(fit),
-            "ids": [it.id for it in fit.items],
-        },
-    )
+    info = {
+        "source": source,
+        "n_items": len(fit),
+        "n_documents": len(docs) or len(fit),
+        "ids": [it.id for it in fit.items],
+    }
+    return fit, test, info
 
 
 def _check_recorded_cover(entries: Sequence[Entry], items: Sequence[Item], benchmark: str) -> None:
     """Fail before any call when a replayed judge (recorded or released) has no answer for some items."""
     for e in entries:
-        if not isinstance(e.judge, RecordedJudge):
-            continue
-        missing = e.judge.covers(items)
-        if not missing:
+        if not isinstance(e.judge, RecordedJudge) or not (missing := e.judge.covers(items)):
             continue
         if isinstance(e.judge, ReleasedJudge):
             covered = "'summeval-h2h'" if e.judge.run is None else "the 1,200 items of 'summeval'"
@@ -189,12 +152,8 @@ def _check_recorded_cover(entries: Sequence[Entry], items: Sequence[Item], bench
 
 
 def recorded_outside(benchmark: Benchmark, criterion: str, entries: Sequence[Entry]) -> str | None:
-    """One warning line counting recorded answers on ``criterion`` for items the benchmark does not hold; None
-    if none.
-
-    Such rows are not compared (there is no item to compare them on); saying how many keeps a
-    mismatched file from passing unseen.
-    """
+    """One warning line counting recorded answers on ``criterion`` for items the benchmark does not hold
+    (they are not compared); None if none."""
     ids = {it.id for it in benchmark.items}
     parts = []
     for entry in entries:
@@ -203,8 +162,7 @@ def recorded_outside(benchmark: Benchmark, criterion: str, entries: Sequence[Ent
             continue
         rows = [r for r in run.rows() if r.criterion == criterion and r.item_id not in ids]
         if rows:
-            n_items = len({r.item_id for r in rows})
-            parts.append(f"{entry.name}: {len(rows)} rows on {n_items} items")
+            parts.append(f"{entry.name}: {len(rows)} rows on {len({r.item_id for r in rows})} items")
     if not parts:
         return None
     return (
@@ -215,12 +173,8 @@ def recorded_outside(benchmark: Benchmark, criterion: str, entries: Sequence[Ent
 
 
 def _warn_scale_mismatch(bench: Benchmark, criterion: str, entries: Sequence[Entry]) -> None:
-    """Warn once per prompt scale that differs from the benchmark's label scale for ``criterion``.
-
-    Demos drawn from the benchmark are shown on the prompt's scale by a linear rescale
-    (:func:`~mitigate.prompt._parts.rescale_score`); agreement measures then compare scores on
-    two scales (rank correlations are unaffected, absolute differences are not).
-    """
+    """Warn once per prompt scale that differs from the benchmark's label scale for ``criterion`` (demos are
+    rescaled linearly; absolute differences then compare two scales)."""
     if bench.pairwise:
         return
     human = bench.scale_for(criterion)
@@ -242,11 +196,8 @@ def _warn_scale_mismatch(bench: Benchmark, criterion: str, entries: Sequence[Ent
 
 
 def plan(config: CompareConfig) -> ComparePlan:
-    """The plan of ``config``: the train split, the items to judge and every check made before an LM call.
-
-    Raises what the comparison would refuse before its first LM call (see the module docstring).
-    """
-    full = _benchmark(config.benchmark)
+    """The plan of ``config``: the train split, the items to judge and every check made before an LM call."""
+    full = config.benchmark if isinstance(config.benchmark, Benchmark) else load(config.benchmark)
     criterion = config.criterion
     if full.criteria and criterion not in full.criteria:
         raise ConfigError(f"expected a criterion of {full.name} {list(full.criteria)}; got {criterion!r}")

@@ -1,35 +1,13 @@
 """The bias battery: run a judge over original, rerun and probed items, and measure each probe.
 
-:func:`run_probes` judges the items three ways — as they are, again as they are (the
-rerun, for the noise floor), and once per probe on the probed copies — and returns a
-:class:`ProbeReport` with one :class:`~mitigate.measures._robustness.ProbeEffect` per probe
-and every rewrite (:class:`~mitigate.probes.ProbeRecord`) for review.
-:func:`render_probe_table` prints it as a markdown table (``mitigate probe``; ``mitigate
-compare --probes`` adds one per entry to the report).
-
-The rerun
-    The rerun sends the same requests with the same sampling settings except the request
-    ``seed`` (shifted by :data:`RERUN_SEED_OFFSET`), so an on-disk cache cannot hand back the
-    first answer and a sampling backend draws afresh. When every call of the judge is greedy
-    (temperature 0) on a deterministic backend, the floor is 0 by construction; the report says
-    so (:attr:`ProbeReport.floor_note`), and the rerun checks it.
-
-Probes of the prompt
-    A :class:`~mitigate.probes.PromptProbe` (option order, criterion order, social pressure) leaves
-    the items alone and judges them under a perturbed judge (``probe.perturb(judge, target)``); a
-    probe whose change depends on the original answer (social pressure argues against it) gets one
-    perturbed judge per target, and an item whose original judgment gave no value is a recorded
-    failure of that probe. A prompt the probe cannot apply to is refused before any call.
-
-Cost and prefix reuse
-    A probe rewrites the judged text in place (the ``output`` slot, or ``output_b``), so the
-    prompt up to that slot — instructions, demos, the source document — is the one the
-    original judgment sent, and a backend with a prefix cache (the embedded llama.cpp model's
-    slots, provider prompt caching) reuses it: each probe costs one judgment per item whose
-    prompt tokens from the judged text onward are new. The battery as a whole costs
-    ``(2 + number of probes) × items`` judgments (original, rerun, one per probe), plus one
-    rewrite call per item for each LM-assisted probe. A pairwise judge wrapped in
-    position swap makes two calls per judgment, as usual.
+:func:`run_probes` judges the items three ways: as they are, again as they are (the rerun, for the noise
+floor; its request seed shifted by :data:`RERUN_SEED_OFFSET` so no cache returns the first answer), and once
+per probe on the probed copies (a prompt probe judges the items under a perturbed judge, one per target). It
+returns a :class:`ProbeReport` with one effect per probe and every rewrite for review;
+:func:`render_probe_table` prints it (``mitigate probe``; ``mitigate compare --probes`` adds one per entry to
+the report). The battery costs ``(2 + number of probes) × items`` judgments, plus one rewrite call per item
+for each LM-assisted probe; a probe rewrites the judged text in place, so a prefix cache reuses the prompt up
+to it.
 """
 
 from __future__ import annotations
@@ -48,8 +26,7 @@ from mitigate.judge import Judge, Judgment, PromptJudge
 from mitigate.lm import LM
 from mitigate.measures import Measure, ProbeEffect, noise_floor, preference_for, probe_effect
 from mitigate.paths import write_output
-from mitigate.probes._base import Probe, ProbedItem, ProbeRecord, check_rewriter
-from mitigate.probes._prompt_probe import NO_TARGET, PromptProbe
+from mitigate.probes._base import NO_TARGET, Probe, ProbedItem, ProbeRecord, PromptProbe, check_rewriter
 from mitigate.run import run
 
 RERUN_SEED_OFFSET = 7919
@@ -71,13 +48,9 @@ class ProbeRow(BaseModel):
 class ProbeReport(BaseModel):
     """The bias battery's result for one judge on one set of items.
 
-    ``task`` is ``score`` (values are scores on the judge's scale) or ``pairwise`` (values are
-    the preference for the probed text, +1 / 0 / -1). ``noise`` is the rerun's flip rate;
-    ``floor_note`` states when it is 0 by construction. ``tolerance`` is the largest change that
-    counted as unchanged and ``alpha`` the level of the probe-vs-rerun test; ``tolerance_note``
-    warns when continuous scores were compared with tolerance 0; ``constant_note`` when the judge gave
-    every original item the same value (its robustness may only mean it does not read the text).
-    ``records`` keeps every rewrite.
+    ``task`` is ``score`` (values are scores on the judge's scale) or ``pairwise`` (the preference for the
+    probed text, +1 / 0 / -1). ``noise`` is the rerun's flip rate; ``floor_note``, ``tolerance_note`` and
+    ``constant_note`` say what limits the reading; ``records`` keeps every rewrite.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -135,10 +108,6 @@ def _values(
     return [_value(by_id.get(it.id), criterion, task, side) for it in items]
 
 
-def _calls(judgments: Sequence[Judgment]) -> int:
-    return sum(j.calls for j in judgments)
-
-
 async def run_probes(
     judge: Judge,
     items: Sequence[Item],
@@ -157,15 +126,10 @@ async def run_probes(
 ) -> ProbeReport:
     """Judge ``items`` as they are, again (the rerun), and once per probe; measure every probe.
 
-    - ``original``: judgments of ``items`` already made by this judge (e.g. by ``compare``);
-      judged here when None.
-    - ``rewriter``: the LM that writes LM-assisted probes' rewrites (refused before any call
-      when such a probe is asked for without one).
-    - ``tolerance``: score changes up to this size count as unchanged (0: CALM's definition);
-      ``alpha`` the level of the probe-vs-noise test; ``n_boot`` bootstrap resamples (0: none).
-
-    Pairwise items are judged pairwise (values: the preference for the probed side); a mix of
-    pairwise and single items is refused.
+    ``original``: judgments of ``items`` already made by this judge (judged here when None); ``rewriter``: the
+    LM that writes LM-assisted probes' rewrites; ``tolerance``: score changes up to this size count as
+    unchanged (0: CALM's definition); ``alpha`` the level of the probe-vs-noise test; ``n_boot`` bootstrap
+    resamples (0: none). Pairwise items are judged pairwise (values: the preference for the probed side).
     """
     items = list(items)
     if not items:
@@ -200,7 +164,7 @@ async def run_probes(
     temps = _temperatures(judge)
     rows: list[ProbeRow] = []
     records: list[ProbeRecord] = []
-    calls = {"original": _calls(original), "rerun": _calls(again.judgments)}
+    calls = {"original": sum(j.calls for j in original), "rerun": sum(j.calls for j in again.judgments)}
     for p in probes:
         if isinstance(p, PromptProbe):
             judged, kept = await _judge_prompt_probe(
@@ -219,23 +183,13 @@ async def run_probes(
             probed: list[ProbedItem] = [await p.aprobe(it, rewriter) for it in items]
             records.extend(pi.record for pi in probed)
             todo = [pi.item for pi in probed if pi.item is not None]
-            judged = (
-                list(
-                    (
-                        await run(
-                            judge,
-                            todo,
-                            concurrency=concurrency,
-                            progress=progress,
-                            check=True,
-                            desc=f"{label}: {p.name}",
-                        )
-                    ).judgments
+            judged = []
+            if todo:
+                done = await run(
+                    judge, todo, concurrency=concurrency, progress=progress, desc=f"{label}: {p.name}"
                 )
-                if todo
-                else []
-            )
-            failed = sum(1 for pi in probed if pi.item is None)
+                judged = list(done.judgments)
+            failed = len(items) - len(todo)
         side = p.side
         effect = probe_effect(
             _values(original, items, criterion, task, side),
@@ -249,6 +203,7 @@ async def run_probes(
             n_boot=n_boot,
             seed=seed,
         )
+        calls[p.name] = sum(j.calls for j in judged)
         rows.append(
             ProbeRow(
                 probe=p.name,
@@ -256,10 +211,9 @@ async def run_probes(
                 family=p.family,
                 effect=effect,
                 rewrite_failures=failed,
-                calls=_calls(judged),
+                calls=calls[p.name],
             )
         )
-        calls[p.name] = _calls(judged)
     side0 = probes[0].side
     first = _values(original, items, criterion, task, side0)
     floor = noise_floor(
@@ -387,9 +341,6 @@ async def probe_entry(
     )
     write_output(out, "".join(r.model_dump_json() + "\n" for r in report.records), "the probe records")
     return {**report.model_dump(mode="json", exclude={"records"}), "records_file": f"probes/{out.name}"}
-
-
-# --------------------------------------------------------------------------- tables
 
 
 def _f(v: float | None, digits: int = 2) -> str:

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mitigate.replay._recorded import RecordedJudge
-    from mitigate.replay._released import ReleasedJudge
+    from mitigate.replay._recorded import RecordedJudge, ReleasedJudge
     from mitigate.replay._released_pairwise import LAYOUTS, load_released_pairwise
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

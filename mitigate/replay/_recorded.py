@@ -1,37 +1,40 @@
-"""A judge that replays recorded judgments instead of calling a model.
+"""Judges that replay answers instead of calling a model: recorded judgments (:class:`RecordedJudge`) and the
+released outputs of real LLM judges (:class:`ReleasedJudge`: Shen et al. 2023's ChatGPT, GPT-4 and Llama-2 on
+SummEval).
 
-:class:`RecordedJudge` serves one judge's recorded answers on one criterion (a
-:class:`~mitigate.data._recorded.RecordedRun`, from a user's file or the built-in releases)
-through the :class:`~mitigate.judge.Judge` protocol, so the runner, compare and the report
-measure them exactly as they measure a live judge, with no LM call and at no cost.
-
-What a replayed :class:`~mitigate.judge.Judgment` holds (the headline rule is in
-:mod:`mitigate.data._recorded`):
-
-- a score judge: ``scores`` the mean of the primary variant's samples in the original order,
-  ``samples`` those samples (for alpha across samples), ``meta["perturbations"]`` the score
-  under every prompt variant when there are two or more (for consistency across variants);
-- a pairwise judge: ``verdict`` (relative to the item's order: ``first`` = its ``output``) the
-  majority of the original order's samples, ``meta["orders"]`` the presented verdict in each
-  order (for position consistency, preference fairness and the swap gain),
-  ``meta["verdict_samples"]`` every sample per order (for repetition stability);
-- every answer without a score or verdict a :class:`~mitigate.judge.ParseFailure` with its raw
-  text (for a pairwise judge, in both orders); ``meta["recorded"]`` where the answers came from.
-
-An item the run has no answer for is a :class:`~mitigate.errors.DataError`, which the runner
-records as that item's error.
-"""
+A recorded judge serves one judge's answers on one criterion (a RecordedRun, from a user's file or the
+built-in releases) through the Judge protocol, so the runner, compare and the report measure them as they
+measure a live judge, with no LM call. A replayed score judgment holds the primary variant's samples
+(``samples``) and their reduction (``scores``), and the score under every variant (``meta["perturbations"]``)
+when there are several; a pairwise one the majority verdict of the original order, the verdict in each order
+(``meta["orders"]``) and every sample (``meta["verdict_samples"]``). An answer without a score or verdict is a
+ParseFailure with its raw text; an item without an answer is a DataError, which the runner records as that
+item's error."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
-from mitigate.data import Item, Order, RecordedJudgment, RecordedRow, RecordedRun
+from mitigate.data import (
+    H2H_JUDGE,
+    H2H_MODEL,
+    Item,
+    Order,
+    RecordedJudgment,
+    RecordedRow,
+    RecordedRun,
+    ReleasedRun,
+    load_released,
+    released_names,
+    run_to_recorded,
+)
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, ParseFailure, PlannedRequest, PromptJudge, Reducer, reduce_samples
 from mitigate.prompt import JudgePrompt
+from mitigate.registry import registered
 from mitigate.scale import Scale
 
 _TO_POSITION = {"A": "first", "B": "second", "tie": "tie"}
@@ -47,11 +50,8 @@ def _majority(values: Sequence[str]) -> str | None:
 
 
 class RecordedJudge(Judge):
-    """Replays one recorded judge (a :class:`RecordedRun`) on one criterion.
-
-    ``reducer`` combines several samples of a score (mean, median or majority). ``calls`` and
-    cost are 0: nothing is called.
-    """
+    """Replays one recorded judge (a :class:`RecordedRun`) on one criterion, with no call; ``reducer``
+    combines several samples of a score (mean, median or majority)."""
 
     def __init__(self, run: RecordedRun, criterion: str, *, reducer: Reducer = "mean") -> None:
         if not isinstance(run, RecordedRun):
@@ -119,16 +119,14 @@ class RecordedJudge(Judge):
         """One item's recorded answers as a Judgment (see the module docstring)."""
         rows, order = self._primary(recorded)
         crit = self.criterion
-        failures = tuple(
-            ParseFailure(
-                criterion=crit,
-                raw=r.raw,
-                reason=r.error or "the recorded answer held no score or verdict",
-                sample=r.sample,
+
+        def failed(rs: Iterable[RecordedRow], held: str) -> tuple[ParseFailure, ...]:
+            reason = f"the recorded answer held no {held}"
+            return tuple(
+                ParseFailure(criterion=crit, raw=r.raw, reason=r.error or reason, sample=r.sample) for r in rs
             )
-            for r in rows
-            if r.failed
-        )
+
+        failures = failed((r for r in rows if r.failed), "score or verdict")
         meta: dict[str, Any] = {
             "recorded": {
                 "judge": self.recorded.judge,
@@ -139,6 +137,13 @@ class RecordedJudge(Judge):
             }
         }
         variants = recorded.variants
+        answered: dict[str, Any] = {
+            "item_id": recorded.item_id,
+            "raw": tuple(r.raw for r in rows),
+            "calls": 0,
+            "cost_usd": 0.0,
+            "meta": meta,
+        }
         if recorded.pairwise:
             variant = rows[0].variant if rows else self.recorded.primary_variant
             by_order = {o: recorded.select(variant, o) for o in ("original", "swapped")}
@@ -146,16 +151,8 @@ class RecordedJudge(Judge):
             meta["verdict_samples"] = {o: [r.presented for r in rs] for o, rs in by_order.items() if rs}
             # every unparsed answer counts, the swapped order's too (the headline verdict reads one order)
             counted = {id(r) for r in rows}
-            failures += tuple(
-                ParseFailure(
-                    criterion=crit,
-                    raw=r.raw,
-                    reason=r.error or "the recorded answer held no verdict",
-                    sample=r.sample,
-                )
-                for rs in by_order.values()
-                for r in rs
-                if r.failed and id(r) not in counted
+            failures += failed(
+                (r for rs in by_order.values() for r in rs if r.failed and id(r) not in counted), "verdict"
             )
             if by_order["original"] and by_order["swapped"]:
                 meta["orders"] = {
@@ -167,27 +164,12 @@ class RecordedJudge(Judge):
                     v: _majority([r.verdict for r in recorded.select(v, order) if r.verdict is not None])
                     for v in variants
                 }
-            return Judgment(
-                item_id=recorded.item_id,
-                verdict=_TO_POSITION[verdict_text] if verdict_text else None,  # type: ignore[arg-type]
-                raw=tuple(r.raw for r in rows),
-                failures=failures,
-                calls=0,
-                cost_usd=0.0,
-                meta=meta,
-            )
+            verdict = _TO_POSITION[verdict_text] if verdict_text else None
+            return Judgment(verdict=verdict, failures=failures, **answered)  # type: ignore[arg-type]
         if len(variants) > 1:
             meta["perturbations"] = {v: self._score(recorded.select(v, order)) for v in variants}
-        return Judgment(
-            item_id=recorded.item_id,
-            scores={crit: self._score(rows)},
-            samples={crit: tuple(r.score for r in rows)},
-            raw=tuple(r.raw for r in rows),
-            failures=failures,
-            calls=0,
-            cost_usd=0.0,
-            meta=meta,
-        )
+        scores, samples = {crit: self._score(rows)}, {crit: tuple(r.score for r in rows)}
+        return Judgment(scores=scores, samples=samples, failures=failures, **answered)
 
     def _no_prompt(self) -> ConfigError:
         return ConfigError(
@@ -214,5 +196,72 @@ class RecordedJudge(Judge):
             "criterion": self.criterion,
             "primary_variant": self.recorded.primary_variant,
             "reducer": self.reducer,
+            "scale": None if scale is None else scale.model_dump(mode="json"),
+        }
+
+
+class ReleasedJudge(RecordedJudge):
+    """Replays one released judge (``"chatgpt-rts"``; ``"chatgpt-h2h"`` judges ``summeval-h2h``'s pairs in
+    both orders) on one criterion; ``run`` is a score judge's ReleasedRun, every pass over a document kept in
+    ``meta["released"]["runs"]``."""
+
+    def __init__(self, judge_name: str, criterion: str, *, root: str | Path | None = None) -> None:
+        if judge_name not in released_names():
+            raise ConfigError(
+                f"expected a released judge name, one of {released_names()}; got {judge_name!r}"
+            )
+        self.judge_name = judge_name
+        self.run: ReleasedRun | None = None
+        if judge_name == H2H_JUDGE:
+            from mitigate.data import released_recorded
+
+            recorded = released_recorded(judge_name, root=root)
+        else:
+            self.run = load_released(judge_name, root=root)
+            recorded = run_to_recorded(self.run)
+        if criterion not in recorded.criteria:
+            raise ConfigError(
+                f"expected a criterion the released judge {judge_name!r} scored, one of "
+                f"{list(recorded.criteria)}; got {criterion!r}"
+            )
+        super().__init__(recorded, criterion)
+
+    def __repr__(self) -> str:
+        return f"ReleasedJudge({self.judge_name!r}, {self.criterion!r})"
+
+    @property
+    def model(self) -> str:
+        """The model whose answers these are."""
+        if self.run is not None:
+            return self.run.model
+        files = registered("released-judge").get(self.judge_name)
+        return files.model if files is not None else H2H_MODEL
+
+    async def judge(self, item: Item) -> Judgment:
+        """The released answer for ``item`` as a :class:`Judgment` (no LM call)."""
+        judgment = await super().judge(item)
+        if self.run is None:
+            return judgment
+        released = self.run.get(item.id, self.criterion)
+        sample = released.sample
+        info = {
+            "judge": self.judge_name,
+            "model": self.run.model,
+            "method": self.run.method,
+            "line": sample.line,
+            "primary": released.primary,
+            "runs": list(released.scores),
+        }
+        return judgment.model_copy(update={"meta": {**judgment.meta, "released": info}})
+
+    def describe(self) -> dict[str, Any]:
+        """Which released run and criterion this judge replays."""
+        scale = self.scale
+        return {
+            "kind": "released",
+            "judge": self.judge_name,
+            "model": self.model,
+            "method": self.run.method if self.run is not None else "h2h",
+            "criterion": self.criterion,
             "scale": None if scale is None else scale.model_dump(mode="json"),
         }

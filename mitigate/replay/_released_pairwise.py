@@ -1,25 +1,13 @@
-"""Released pairwise judges read by mitigate's own parsers, as recorded judgments.
+"""Released pairwise judges (LLMBar, JudgeBench) read by mitigate's own parsers, as recorded judgments.
 
-A :class:`~mitigate.data._released_pairwise.PairwiseRelease` (LLMBar, JudgeBench) holds every raw
-answer a published judge gave. Here each answer is read the way a live mitigate judge would
-read it: the prompt template the answer was given under is recovered with
-:meth:`~mitigate.prompt.JudgePrompt.from_template`, and its answer format
-(:meth:`~mitigate.prompt.answer.AnswerFormat.read`) parses the raw text. Where the release
-has no prompt, a declared format is used:
-
-- ``declared:output-ab`` / ``declared:output-ab-cot``: LLMBar's "Output (a)" / "Output (b)",
-  answer alone or after reasoning (an LLMBar copy without its ``LLMEvaluator`` folder);
-- ``declared:rating``: a bare 0-9 score (LLMBar's rating strategies without their prompts);
-- ``declared:reward-scores``: a reward model's two numbers, the higher reward wins (equal: a tie);
-- ``declared:release-decision``: no known prompt, so the release's own decision is taken.
-
-A rating strategy rates each output alone; its verdict is the higher score (equal scores: a
-tie). A text that does not parse is a recorded failure with the parser's message, never a
-verdict. :func:`recorded_runs` gives one :class:`~mitigate.data._recorded.RecordedRun` per
-released judge (criterion ``overall``; the answer the strategy's verdict rests on, in both
-orders), so ``mitigate compare --released llmbar:<path>`` and every measure treat them like a
-user's recorded judgments; :func:`parse_report` compares mitigate's reading with the release's
-own.
+Each raw answer is read the way a live mitigate judge would read it: the answer format of the prompt template
+it was given under (recovered with :meth:`~mitigate.prompt.JudgePrompt.from_template`) parses it. Where the
+release has no prompt, a declared format is used: ``declared:output-ab`` / ``declared:output-ab-cot``
+(LLMBar's "Output (a)" / "Output (b)", alone or after reasoning), ``declared:rating`` (a bare 0-9 score; the
+verdict is the higher of the two ratings), ``declared:reward-scores`` (a reward model's two numbers) and
+``declared:release-decision`` (the release's own decision). A text that does not parse is a recorded failure
+with the parser's message, never a verdict. :func:`parse_report` compares mitigate's reading with the
+release's own.
 """
 
 from __future__ import annotations
@@ -74,11 +62,8 @@ _TO_TEXT = {
 
 
 class ParsedAnswer(BaseModel):
-    """mitigate's reading of one :class:`~mitigate.data._released_pairwise.ReleasedAnswer`.
-
-    ``verdict`` is by text (a rating part holds ``score`` instead); ``error`` the parser's
-    message when it read nothing; ``reader`` how it was read (the template key).
-    """
+    """mitigate's reading of one released answer: a ``verdict`` by text (a rating part: a ``score``), or the
+    parser's ``error``; ``reader`` is the template key."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     verdict: Text | None = None
@@ -185,10 +170,6 @@ def parse_release(release: PairwiseRelease) -> ReleaseParse:
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# recorded judgments
-
-
 def _rating_row(
     item_id: str, judge: str, parts: dict[str, tuple[ReleasedAnswer, ParsedAnswer]]
 ) -> RecordedRow:
@@ -199,34 +180,25 @@ def _rating_row(
         "reader": got_a.reader,
         "scores": [got_a.score, got_b.score],
     }
-    raw = f"{raw_a.raw}\n{raw_b.raw}"
+    row: dict[str, Any] = {
+        "item_id": item_id,
+        "judge": judge,
+        "criterion": RELEASE_CRITERION,
+        "raw": f"{raw_a.raw}\n{raw_b.raw}",
+        "meta": meta,
+    }
     if got_a.score is None or got_b.score is None:
-        which = "A's" if got_a.score is None else "B's"
-        reason = got_a.error if got_a.score is None else got_b.error
-        return RecordedRow(
-            item_id=item_id,
-            judge=judge,
-            criterion=RELEASE_CRITERION,
-            raw=raw,
-            meta=meta,
-            error=f"the rating of output {which[0]} did not parse: {reason}",
-        )
+        which, reason = ("A", got_a.error) if got_a.score is None else ("B", got_b.error)
+        return RecordedRow(error=f"the rating of output {which} did not parse: {reason}", **row)
     a, b = got_a.score, got_b.score
-    verdict: Text = "A" if a > b else "B" if b > a else "tie"
-    return RecordedRow(
-        item_id=item_id, judge=judge, criterion=RELEASE_CRITERION, raw=raw, verdict=verdict, meta=meta
-    )
+    return RecordedRow(verdict="A" if a > b else "B" if b > a else "tie", **row)
 
 
 def recorded_runs(parse: ReleaseParse) -> dict[str, RecordedRun]:
-    """One recorded run per released judge: the final answer of each item in each order, as mitigate read it.
-
-    Rows keep the raw text, the parser's error when it read nothing, and in ``meta`` the
-    release's own reading (``release_verdict``) and the call stage. A rating strategy gives
-    one row per item (no order: each output was rated alone). Answers a two-stage strategy
-    did not rest on (LLMBar Swap's first calls when a second was made) are left out; they stay
-    in :func:`parse_report`.
-    """
+    """One recorded run per released judge (criterion ``overall``): the final answer of each item in each
+    order, as mitigate read it, with the release's own reading in ``meta``. A rating strategy gives one row
+    per item; answers a two-stage strategy did not rest on are left out (they stay in
+    :func:`parse_report`)."""
     rows: list[RecordedRow] = []
     ratings: dict[tuple[str, str], dict[str, tuple[ReleasedAnswer, ParsedAnswer]]] = {}
     for answer, got in zip(parse.release.answers, parse.parsed, strict=True):
@@ -268,26 +240,15 @@ def read_release(spec: str, **kw: Any) -> PairwiseRelease:
 
 
 def load_released_pairwise(spec: str, **kw: Any) -> dict[str, RecordedRun]:
-    """Every released judge of ``"<layout>:<path>[#<judge glob>]"`` as recorded judgments, read by mitigate.
-
-    ``load_released_pairwise("llmbar:/data/LLMBar#GPT-4/*")`` gives GPT-4's runs under every
-    strategy on LLMBar proper (``sets=`` as in :func:`mitigate.data._llmbar.load_llmbar`).
-    """
+    """Every released judge of ``"<layout>:<path>[#<judge glob>]"`` (``"llmbar:/data/LLMBar#GPT-4/*"``) as
+    recorded judgments, read by mitigate."""
     return recorded_runs(parse_release(read_release(spec, **kw)))
 
 
-# ---------------------------------------------------------------------------------------------
-# parse rates
-
-
 def parse_report(parse: ReleaseParse, *, examples: int = 3) -> dict[str, dict[str, Any]]:
-    """Per released judge and template: answers, how many mitigate read, and agreement with the release's
-    reading.
-
-    ``agree``/``compared`` count verdict answers where both readings exist; ``both_none`` those
-    neither read; ``only_release`` / ``only_mitigate`` where one side read a verdict and the
-    other did not; ``differ`` where both read different verdicts, with ``examples`` of each kind.
-    """
+    """Per released judge and template: answers, how many mitigate read, and how its verdicts compare with the
+    release's own (``agree``, ``differ``, ``both_none``, ``only_release``, ``only_mitigate``, with
+    examples)."""
     out: dict[str, dict[str, Any]] = {}
     for answer, got in zip(parse.release.answers, parse.parsed, strict=True):
         row = out.setdefault(
@@ -296,15 +257,8 @@ def parse_report(parse: ReleaseParse, *, examples: int = 3) -> dict[str, dict[st
                 "judge": answer.judge,
                 "template": answer.template,
                 "format": parse.formats.get(answer.template, ""),
-                "answers": 0,
-                "parsed": 0,
-                "failed": 0,
-                "compared": 0,
-                "agree": 0,
-                "both_none": 0,
-                "only_release": 0,
-                "only_mitigate": 0,
-                "differ": 0,
+                **dict.fromkeys(("answers", "parsed", "failed", "compared", "agree", "both_none"), 0),
+                **dict.fromkeys(("only_release", "only_mitigate", "differ"), 0),
                 "examples": {},
             },
         )

@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING
 from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mitigate.report._estimate_plot import plot_estimate
-    from mitigate.report._files import load_results
+    from mitigate.report._files import load_results, render_report, write_report
     from mitigate.report._first_prompt import with_first_prompt
     from mitigate.report._judgments_file import JudgmentsWriter, check_out_path, is_csv, write_judgments
-    from mitigate.report._markdown import render_markdown, render_report, render_summary, write_report
-    from mitigate.report._plots import plot_search
+    from mitigate.report._markdown import render_markdown, render_summary
+    from mitigate.report._plots import plot_estimate, plot_search
     from mitigate.report._results import (
         DELTA_ACCURACY_INFO,
         DELTA_INFO,

@@ -1,6 +1,6 @@
-"""A comparison's results on disk: ``results.json`` (strict JSON, written an item at a time) and
-``results.sqlite`` (every entry's judgments as columns, :mod:`mitigate.run._columns`), and reading
-``results.json`` back (:mod:`mitigate.report._markdown` renders the reports from them)."""
+"""A comparison on disk: the report stage (:func:`write_report`), ``results.json`` (strict JSON, written an
+item at a time) and ``results.sqlite`` (every entry's judgments as columns), and reading ``results.json``
+back."""
 
 from __future__ import annotations
 
@@ -13,11 +13,15 @@ from typing import IO, Any
 from pydantic import BaseModel
 
 from mitigate.errors import DataError
-from mitigate.paths import open_regular
+from mitigate.paths import open_regular, write_output
+from mitigate.report._html import HTML_FILE, render_html
+from mitigate.report._markdown import render_markdown
+from mitigate.report._plots import render_plots
 from mitigate.report._results import CompareResult, EntryResult
 
 RESULTS_FILE = "results.json"
 COLUMNS_FILE = "results.sqlite"
+REPORT_FILE = "report.md"
 
 
 def _strict(value: Any) -> Any:
@@ -149,3 +153,35 @@ def write_columns(result: CompareResult, path: str | Path) -> Path:
             for item, judgment in zip(items, e.judgments, strict=True):
                 columns.append(item, judgment, entry=e.name)
     return Path(path)
+
+
+def write_report(result: CompareResult, folder: str | Path, *, appendix: str = "") -> list[Path]:
+    """The report stage: ``results.json``, ``results.sqlite`` (the judgments as columns), ``report.md``,
+    ``report.html`` and the plots written into ``folder``, each once; the paths written. ``appendix``:
+    markdown added at the end of report.md (``compare --threshold``'s section)."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / RESULTS_FILE
+    write_output(path, lambda fh: write_results(result, fh), "the results file")
+    written = render_report(out, html=True, result=result, appendix=appendix)
+    return [path, write_columns(result, out / COLUMNS_FILE), *written]
+
+
+def render_report(
+    folder: str | Path, *, html: bool = False, result: CompareResult | None = None, appendix: str = ""
+) -> list[Path]:
+    """Re-render ``report.md`` and the plots (and with ``html``, ``report.html``) in ``folder`` from
+    ``results.json`` (or from ``result``, when the caller holds it: a results.json written through a device
+    cannot be read back); the plots first, so the reports hold only the plots that were written."""
+    out = Path(folder)
+    result = load_results(out) if result is None else result
+    plots = render_plots(result, out)
+    md = out / REPORT_FILE
+    text = render_markdown(result, plots=[p.name for p in plots])
+    write_output(md, text + (f"\n{appendix}\n" if appendix else ""), "the report")
+    written = [md, *plots]
+    if html:
+        page = out / HTML_FILE
+        write_output(page, render_html(result, text, plots), "the HTML report")
+        written.insert(1, page)
+    return written

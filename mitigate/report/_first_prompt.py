@@ -1,11 +1,5 @@
-"""Keep the exact prompt of each item's first request in its judgment, for the per-item report.
-
-:func:`with_first_prompt` wraps a judge so that every judgment it returns carries, in
-``meta["prompt"]``, the rendered messages of the first request a prompt judge sent for the
-item (``[{"role": ..., "content": ...}, ...]``). A judge that sends no request (a replayed
-recorded or released judge) adds nothing, and the report says "prompt not recorded". The
-wrapper is invisible otherwise: the same description (so journals resume), the same leaves.
-"""
+"""Keep the exact prompt of each item's first request in its judgment, for the per-item report
+(:func:`with_first_prompt`; a judge that sends no request adds nothing)."""
 
 from __future__ import annotations
 
@@ -20,7 +14,8 @@ PROMPT_KEY = "prompt"
 
 
 class FirstPromptJudge(Judge):
-    """``inner``, with the messages of each item's first request kept in ``meta["prompt"]``."""
+    """``inner``, with the messages of each item's first request kept in ``meta["prompt"]``; otherwise the
+    same judge (its description, leaves and requests), so journals resume."""
 
     def __init__(self, inner: Judge) -> None:
         self.inner = inner

@@ -1,27 +1,16 @@
-"""``report.html``: the comparison as one self-contained page, with a per-item view.
+"""``report.html``: the comparison as one self-contained page (nothing fetched: plots inline as base64 PNGs,
+style and script inline), with a per-item view.
 
-One file, nothing fetched: the plots are inline base64 PNGs, the style and the small script
-are inline. The page holds the markdown report's sections (bottom line, warnings, the
-accuracy-and-bias table, every measure, per-system, against the first entry, demos) and a
-**per-item view**: for every judged item its human label (or gold preference), each entry's
-score or verdict (for a pairwise judge in both orders), its samples, raw answers, parse
-failures, error and flags such as ``needs_human``, and the exact prompt of the item's first
-request where the results hold it ("prompt not recorded" otherwise: a replayed judge sends
-none). The view sorts and filters without a server: by how much the entries disagree, order
-flips, parse failures, flags, or a text search. The address carries the view, so
-``report.html#filter=failures&sort=disagreement`` opens on the items with a parse failure
-(``q=`` searches, ``open=1`` opens every item shown and ``open=<item id>`` one of them,
-``prompt=1`` opens their prompts too, ``view=items`` shows the per-item view alone, ``page=N`` its
-N-th page of :data:`PAGE_ITEMS` items). Above :data:`INLINE_ITEMS` items the view travels as
-gzip-compressed blocks inside the page's one script, with an index the view sorts and filters by;
-a page unpacks only the blocks it shows, so a report of 100,000 items stays a few MB.
+The page holds the markdown report's sections and, for every judged item, its label, each entry's score or
+verdict (both orders), samples, raw answers, parse failures, error, flags and the exact prompt of its first
+request. The view sorts and filters without a server; the address carries the view
+(``report.html#filter=failures&sort=disagreement``; ``q=`` searches, ``open=1`` / ``open=<item id>`` opens
+items, ``prompt=1`` their prompts, ``view=items`` shows the view alone, ``page=N`` its N-th page). Above
+:data:`INLINE_ITEMS` items the view travels as gzip-compressed blocks the page unpacks a page at a time.
+Everything from the user is HTML-escaped; the script reads only attributes this module writes.
 
-Everything that comes from the user (entry names, item ids and texts, raw answers, prompts)
-is HTML-escaped; the script reads only attributes this module writes.
-
-Size: over 600 lines because the page's style sheet and script (about a hundred lines of CSS and
-JavaScript that must travel inside the one self-contained file) live beside the Python that writes
-the markup they read.
+Size: over 600 lines because the page's style sheet and script (JavaScript and CSS that must travel inside
+the one file) live beside the Python that writes the markup they read.
 """
 
 from __future__ import annotations
@@ -40,7 +29,7 @@ from mitigate.errors import MitigateError
 from mitigate.judge import Judgment
 from mitigate.measures import presented_to_text
 from mitigate.report._first_prompt import PROMPT_KEY
-from mitigate.report._results import CompareResult, EntryResult, ItemRecord
+from mitigate.report._results import CompareResult, EntryResult, ItemRecord, score_of
 from mitigate.report._tables import split_row
 
 HTML_FILE = "report.html"
@@ -59,10 +48,6 @@ _SORTS = {"item": "benchmark order", "disagreement": "disagreement, most first",
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
-
-
-# ---------------------------------------------------------------------------------------
-# the markdown report as HTML
 
 
 def _inline(text: str, images: dict[str, str]) -> str:
@@ -92,12 +77,9 @@ def _slug(text: str) -> str:
 
 
 def markdown_to_html(md: str, images: dict[str, str] | None = None) -> str:
-    """The markdown subset :func:`~mitigate.report._markdown.render_markdown` writes, as escaped HTML.
-
-    Headings, paragraphs, bullet lists (one nesting level), tables (escaped ``|`` kept inside
-    cells), bold, italics, code and images; an image is inlined from ``images`` (file name ->
-    base64 PNG) or dropped when it was not written.
-    """
+    """The markdown subset :func:`~mitigate.report.render_markdown` writes (headings, paragraphs, bullet
+    lists, tables, bold, italics, code, images), as escaped HTML; an image is inlined from ``images`` (file
+    name -> base64 PNG) or dropped when it was not written."""
     pics = images or {}
     out: list[str] = []
     lines = md.splitlines()
@@ -156,22 +138,10 @@ def _table_html(block: list[str], images: dict[str, str]) -> str:
     )
 
 
-# ---------------------------------------------------------------------------------------
-# the per-item view
-
-
 def _num(v: float | None, digits: int = 3) -> str:
     if v is None or not math.isfinite(v):
         return "–"
     return f"{v:.{digits}f}".rstrip("0").rstrip(".") if not float(v).is_integer() else f"{v:g}"
-
-
-def _score(j: Judgment, criterion: str) -> float | None:
-    if criterion in j.scores:
-        return j.scores[criterion]
-    if len(j.scores) == 1:
-        return next(iter(j.scores.values()))
-    return None
 
 
 def _orders(j: Judgment) -> dict[str, str | None]:
@@ -209,10 +179,9 @@ def _normalised(v: float | None, e: EntryResult) -> float | None:
 def item_view(result: CompareResult) -> list[dict[str, Any]]:
     """One dict per item: its record, each entry's judgment, and the keys the view sorts and filters by.
 
-    ``disagreement``: for scores, the spread (max - min) of the entries' scores, each scaled to
-    [0, 1] by its own scale (with one entry: its distance from the human label on the human
-    scale); for verdicts, the number of distinct verdicts minus 1 (with one entry: 1 when it
-    differs from gold). ``flip``: some entry's verdicts differ between the two orders.
+    ``disagreement``: the spread of the entries' scores, each scaled to [0, 1] by its own scale (one entry:
+    its distance from the human label), or the number of distinct verdicts minus 1 (one entry: 1 when it
+    differs from gold); ``flip``: some entry's verdicts differ between the two orders.
     """
     rows = []
     hs = result.human_scale
@@ -227,7 +196,7 @@ def item_view(result: CompareResult) -> list[dict[str, Any]]:
                 disagreement = float(bool(given) and rec.gold is not None and given[0] != rec.gold)
         else:
             normed = [
-                _normalised(_score(j, result.criterion), e)
+                _normalised(score_of(j, result.criterion), e)
                 for j, e in zip(judgments, result.entries, strict=True)
             ]
             vals = [v for v in normed if v is not None]
@@ -266,7 +235,7 @@ def _answer_cell(result: CompareResult, e: EntryResult, j: Judgment) -> str:
                 f"{_e(o.get('original') or '–')} / {_e(o.get('swapped') or '–')})</span>"
             )
     else:
-        s = _score(j, result.criterion)
+        s = score_of(j, result.criterion)
         text = _e(_num(s)) if s is not None else '<span class="bad">none</span>'
     if j.failures:
         marks.append(f'<span class="bad" title="parse failures">✗{len(j.failures)}</span>')
@@ -302,45 +271,25 @@ def _reads_probabilities(describe: Any) -> bool:
 
 
 def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
-    rows = []
+    rows: list[tuple[str, str]] = []
     if _reads_probabilities(e.describe) and result.task != "pairwise":
-        rows.append(
-            (
-                "how scored",
-                "the probability-weighted score over the scale, read from the token "
-                "probabilities at the score position; the raw answer is the "
-                "text generated",
-            )
-        )
-    o = _orders(j)
-    if o:
-        rows.append(
-            (
-                "verdict by order",
-                "; ".join(f"{k}: prefers {v or 'none'}" for k, v in o.items())
-                + (" (flip)" if _flipped(j) else ""),
-            )
-        )
-    for crit, samples in j.samples.items():
-        if len(samples) > 1 or crit != result.criterion:
-            rows.append((f"samples ({crit})", ", ".join(_num(s) for s in samples)))
-    vs = j.meta.get("verdict_samples")
-    if isinstance(vs, dict):
-        rows.append(
-            ("verdict samples", "; ".join(f"{k}: {', '.join(str(x) for x in v)}" for k, v in vs.items()))
-        )
-    per = j.meta.get("perturbations")
-    if isinstance(per, dict):
-        rows.append(
-            (
-                "under perturbed guidelines",
-                ", ".join(f"{k}: {v if v is not None else 'none'}" for k, v in per.items()),
-            )
-        )
-    if j.flags:
-        rows.append(("flags", ", ".join(j.flags)))
-    if j.error:
-        rows.append(("error", j.error))
+        how = "the probability-weighted score over the scale, read from the token probabilities at the score "
+        rows.append(("how scored", how + "position; the raw answer is the text generated"))
+    if o := _orders(j):
+        by_order = "; ".join(f"{k}: prefers {v or 'none'}" for k, v in o.items())
+        rows.append(("verdict by order", by_order + (" (flip)" if _flipped(j) else "")))
+    rows += [
+        (f"samples ({crit})", ", ".join(_num(s) for s in samples))
+        for crit, samples in j.samples.items()
+        if len(samples) > 1 or crit != result.criterion
+    ]
+    if isinstance(vs := j.meta.get("verdict_samples"), dict):
+        rows.append(("verdict samples", "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in vs.items())))
+    if isinstance(per := j.meta.get("perturbations"), dict):
+        by_version = ", ".join(f"{k}: {v if v is not None else 'none'}" for k, v in per.items())
+        rows.append(("under perturbed guidelines", by_version))
+    rows += [("flags", ", ".join(j.flags))] if j.flags else []
+    rows += [("error", j.error)] if j.error else []
     table = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     failures = "".join(
         f'<li><span class="bad">parse failure</span> (sample {f.sample}, {_e(f.criterion)}): '
@@ -365,25 +314,20 @@ def _label(result: CompareResult, rec: ItemRecord) -> str:
 
 
 def _item_text(rec: ItemRecord) -> str:
-    texts = []
-    if rec.output is not None:
-        texts.append(("output" if rec.output_b is None else "A", rec.output))
-    if rec.output_b is not None:
-        texts.append(("B", rec.output_b))
-    if not texts:
-        return ""
+    texts = (("output" if rec.output_b is None else "A", rec.output), ("B", rec.output_b))
     return "".join(
-        f'<div class="msg"><span class="role">{_e(k)}</span><pre>{_e(v)}</pre></div>' for k, v in texts
+        f'<div class="msg"><span class="role">{_e(k)}</span><pre>{_e(v)}</pre></div>'
+        for k, v in texts
+        if v is not None
     )
 
 
 INLINE_ITEMS = 1000
 """Up to this many items the per-item view is plain HTML in the page; above it, compressed blocks the page's
-script unpacks a page at a time (so a report of 100,000 items stays a few MB and opens in seconds)."""
+script unpacks a page at a time (so a report of 100,000 items stays a few MB)."""
 
 BLOCK_ITEMS = 100
-"""Items per compressed block of a large report's per-item view (a page of the view unpacks only its
-blocks)."""
+"""Items per compressed block of a large report's per-item view."""
 
 PAGE_ITEMS = 100
 """Items the per-item view shows per page."""
@@ -660,10 +604,8 @@ def render_html(
 ) -> str:
     """The self-contained HTML page of a comparison: ``markdown`` (the report.md text) and the per-item view.
 
-    ``plots`` are the PNG files written beside it; each one the markdown links is inlined as
-    base64, and a link to a plot not among them is dropped. Above ``inline_items`` items the per-item view
-    travels as compressed blocks of ``block_items`` items the page unpacks a page at a time
-    (:data:`INLINE_ITEMS`).
+    ``plots`` are the PNG files written beside it (each one the markdown links is inlined; a link to another
+    is dropped). Above ``inline_items`` items the per-item view travels as blocks of ``block_items`` items.
     """
     images: dict[str, str] = {}
     for p in plots:

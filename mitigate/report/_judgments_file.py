@@ -1,23 +1,9 @@
-"""Judgments as a file the next step of a pipeline can read: one row per item, JSON lines or CSV.
+"""Judgments as a file the next step of a pipeline can read (``mitigate judge --out``,
+:func:`write_judgments`): one row per item, JSON lines or CSV (by the ``.csv`` extension), with the columns
+:data:`COLUMNS`.
 
-``mitigate judge --out FILE`` writes this; in Python::
-
-    from mitigate.harness import write_judgments
-    from mitigate.run import run
-
-    result = await run(judge, bench.items)            # or run_sync(judge, items) from plain code
-    write_judgments(result, "judgments.jsonl", items=bench.items, criterion="coherence")
-
-A row holds: ``item_id``, ``criterion``, ``score`` (None when the judge gave none), ``scores``
-(every criterion, when the judge scored several), ``verdict`` for a pairwise judge (``"A"``,
-``"B"`` or ``"tie"``: the text preferred, A being the item's ``output``), ``human`` (the item's
-human score on the criterion) and ``gold`` (its gold preference) when known, ``samples``,
-``ok``, ``failures`` (each with its reason and raw text), ``raw``, ``error``, ``flags``,
-``needs_human``, token usage (``prompt_tokens``, ``completion_tokens``,
-``cached_prompt_tokens``), ``calls``, ``cached_calls`` and ``cost_usd``. In a CSV file (chosen
-by the ``.csv`` extension) lists and objects are JSON text in their cells, and a text cell that
-starts like a spreadsheet formula (``=``, ``+``, ``-``, ``@``, tab, CR) gets a leading apostrophe
-(:mod:`mitigate.data._csv_cells`), so opening the file runs nothing.
+In CSV, lists and objects are JSON text in their cells, and a text cell that starts like a spreadsheet formula
+gets a leading apostrophe, so opening the file runs nothing.
 """
 
 from __future__ import annotations
@@ -35,37 +21,13 @@ from mitigate.measures import presented_to_text
 from mitigate.paths import write_output
 from mitigate.run import RunResult
 
-COLUMNS = (
-    "item_id",
-    "criterion",
-    "score",
-    "scores",
-    "verdict",
-    "human",
-    "gold",
-    "samples",
-    "ok",
-    "failures",
-    "raw",
-    "error",
-    "flags",
-    "needs_human",
-    "prompt_tokens",
-    "completion_tokens",
-    "cached_prompt_tokens",
-    "calls",
-    "cached_calls",
-    "cost_usd",
-)
-"""The columns of a judgments file, in order."""
-
 NEEDS_HUMAN = "needs_human"
 
 
 def judgment_row(
     judgment: Judgment, item: Item | None = None, criterion: str | None = None
 ) -> dict[str, Any]:
-    """One judgment as a row (see the module docstring); ``item`` adds its human label and gold preference."""
+    """One judgment as a row (:data:`COLUMNS`); ``item`` adds its human label and gold preference."""
     crit = criterion or (next(iter(judgment.scores)) if len(judgment.scores) == 1 else None)
     score = judgment.scores.get(crit) if crit is not None else None
     return {
@@ -95,6 +57,10 @@ def judgment_row(
     }
 
 
+COLUMNS: tuple[str, ...] = tuple(judgment_row(Judgment(item_id="")))
+"""The columns of a judgments file, in order."""
+
+
 def _cell(value: Any) -> Any:
     """A CSV cell: lists and objects as JSON text, None as empty, a text starting like a formula
     neutralised."""
@@ -104,11 +70,8 @@ def _cell(value: Any) -> Any:
 
 
 class JudgmentsWriter:
-    """Writes judgment rows to an open file as they come: JSON lines, or CSV (a header first) when ``csv``.
-
-    ``mitigate judge --out`` writes each ``(item, judgment)`` of a streamed run through one of
-    these into :func:`mitigate.paths.open_output`, so the file is never held whole in memory.
-    """
+    """Writes judgment rows to an open file as they come (a streamed run's file is never held whole): JSON
+    lines, or CSV (a header first) with ``csv_format``."""
 
     def __init__(self, handle: IO[str], *, csv_format: bool = False, criterion: str | None = None) -> None:
         self.handle = handle
@@ -148,13 +111,9 @@ def write_judgments(
     items: Sequence[Item] | None = None,
     criterion: str | None = None,
 ) -> Path:
-    """Write one row per judgment to ``path`` (JSON lines; CSV when it ends in ``.csv``) and return the path.
-
-    ``items`` (matched by id) add each item's human score and gold preference on ``criterion``.
-    The file is written whole to a temporary name first and then renamed, so a reader never
-    sees half of it; a symlink is followed and a character device written through
-    (:func:`mitigate.paths.write_output`).
-    """
+    """Write one row per judgment to ``path`` (JSON lines; CSV when it ends in ``.csv``, written whole then
+    renamed) and return the path; ``items`` (matched by id) add each item's human score and gold
+    preference."""
     rows_in = judgments.judgments if isinstance(judgments, RunResult) else tuple(judgments)
     by_id = {it.id: it for it in items or ()}
     file = check_out_path(path)

@@ -1,12 +1,7 @@
-"""The plots of a comparison and of a search (matplotlib, Agg backend), and the per-system / per-pair tables
-they share with the report.
-
-``histograms.png`` (score histogram per entry and for the humans), ``ls_vs_us.png`` (LS
-against US with the fitted slope, when likelihood was computed), ``per_system.png`` (P_i per
-system, systems ordered by human quality), ``consistency.png`` (consistency under
-perturbation, when measured), ``per_pair.png`` (position consistency and preference fairness
-per system pair, for pairwise judges in both orders), and a search's trials
-(:func:`plot_search`). :mod:`mitigate.report._markdown` writes them beside ``report.md``.
+"""The plots of a comparison (``histograms.png``, ``ls_vs_us.png``, ``per_system.png``, ``consistency.png``,
+``per_pair.png``; :data:`PLOT_CAPTIONS`), of a search (:func:`plot_search`) and of an estimate
+(:func:`plot_estimate`), drawn with matplotlib's Agg backend, and the per-system / per-pair tables the report
+shares with them.
 """
 
 from __future__ import annotations
@@ -19,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from mitigate.estimators import METHOD_TITLES, EstimateResult
 from mitigate.measures import unfairness_scores
 from mitigate.paths import write_output
 from mitigate.report._results import CompareResult
@@ -74,9 +70,15 @@ def _short(name: str, width: int = 28) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
 
-def _grid(n: int) -> tuple[int, int]:
+def _panels(n: int, width: float, height: float) -> tuple[Any, list[Any]]:
+    """A figure of ``n`` panels, three a row (the cells left over switched off), and the panels."""
     cols = min(n, 3)
-    return math.ceil(n / cols), cols
+    fig, axes = _plt().subplots(
+        math.ceil(n / cols), cols, figsize=(width * cols, height * math.ceil(n / cols)), squeeze=False
+    )
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    return fig, list(axes.flat)[:n]
 
 
 PLOT_CAPTIONS = {
@@ -120,7 +122,6 @@ def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
 
 
 def _histograms(result: CompareResult, path: Path) -> Path:
-    plt = _plt()
     panels = [
         (e.name, f"n={e.summary.ok}, {e.summary.parse_failures} parse failures", e.histogram)
         for e in result.entries
@@ -133,9 +134,8 @@ def _histograms(result: CompareResult, path: Path) -> Path:
             result.human_histogram,
         )
     )
-    rows, cols = _grid(len(panels))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
-    for ax, (name, subtitle, hist) in zip(axes.flat, panels, strict=False):
+    fig, axes = _panels(len(panels), 4.2, 3.2)
+    for ax, (name, subtitle, hist) in zip(axes, panels, strict=True):
         xs = list(range(len(hist))) if pairwise else [float(k) for k in hist]
         ys = list(hist.values())
         width = 0.8 * (min(np.diff(sorted(xs))) if len(xs) > 1 else 1.0)
@@ -147,8 +147,6 @@ def _histograms(result: CompareResult, path: Path) -> Path:
             ax.set_xticks(xs, labels=list(hist))
         else:
             ax.set_xticks(xs if len(xs) <= 12 else xs[:: max(1, len(xs) // 10)])
-    for ax in list(axes.flat)[len(panels) :]:
-        ax.axis("off")
     kind = "Verdict distribution" if pairwise else "Score distribution"
     fig.suptitle(f"{kind}: {result.benchmark} / {result.criterion}")
     fig.tight_layout()
@@ -156,26 +154,18 @@ def _histograms(result: CompareResult, path: Path) -> Path:
 
 
 def _ls_vs_us(result: CompareResult, path: Path) -> Path:
-    plt = _plt()
     ls = np.array([math.nan if it.ls is None else it.ls for it in result.items], dtype=float)
     human = np.array([math.nan if it.human is None else it.human for it in result.items], dtype=float)
-    rows, cols = _grid(len(result.entries))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
-    for ax, e in zip(axes.flat, result.entries, strict=False):
+    fig, axes = _panels(len(result.entries), 4.2, 3.6)
+    for ax, e in zip(axes, result.entries, strict=True):
         scores = np.array([math.nan if v is None else v for v in e.scores(result.criterion)], dtype=float)
         us = unfairness_scores(scores, human)
         ok = np.isfinite(ls) & np.isfinite(us)
         ax.scatter(ls[ok], us[ok], s=12, alpha=0.6, color="#3b6ea8")
         if not ok.any():
+            none = "no item has both LS and a judge score"
             ax.text(
-                0.5,
-                0.5,
-                "no item has both LS and a judge score",
-                transform=ax.transAxes,
-                ha="center",
-                va="center",
-                fontsize=9,
-                color="#c0392b",
+                0.5, 0.5, none, transform=ax.transAxes, ha="center", va="center", fontsize=9, color="#c0392b"
             )
             ax.set_xticks([])
             ax.set_yticks([])
@@ -192,8 +182,6 @@ def _ls_vs_us(result: CompareResult, path: Path) -> Path:
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("LS = log P(output | input, task)")
         ax.set_ylabel("US = judge - human (normalised)")
-    for ax in list(axes.flat)[len(result.entries) :]:
-        ax.axis("off")
     fig.suptitle("Likelihood bias (Ohi et al. 2024)")
     fig.tight_layout()
     return save_figure(fig, path)
@@ -211,20 +199,11 @@ def _per_system_plot(result: CompareResult, path: Path) -> Path:
         vals = [e.per_system[s].value if s in e.per_system else math.nan for s in systems]
         meta = e.measures.get("meta-spearman")
         label = _short(e.name) + (f" (M={meta.value:.2f})" if meta is not None and meta.ok else "")
-        ax.bar(
-            x + (k - (len(entries) - 1) / 2) * width, np.nan_to_num(vals, nan=0.0), width=width, label=label
-        )
-        for xi, v in zip(x, vals, strict=True):
+        at = x + (k - (len(entries) - 1) / 2) * width
+        ax.bar(at, np.nan_to_num(vals, nan=0.0), width=width, label=label)
+        for xa, v in zip(at, vals, strict=True):
             if not math.isfinite(v):
-                ax.text(
-                    xi + (k - (len(entries) - 1) / 2) * width,
-                    0,
-                    "n/a",
-                    ha="center",
-                    va="bottom",
-                    fontsize=6,
-                    rotation=90,
-                )
+                ax.text(xa, 0, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
     ax.set_xticks(x)
     ax.set_xticklabels([f"{s}\nQ={quality[s]:.2f}" for s in systems], fontsize=8)
     ax.axhline(0, color="#999999", linewidth=0.8)
@@ -251,23 +230,11 @@ def _per_pair_plot(result: CompareResult, path: Path) -> Path:
     ):
         for k, (name, t) in enumerate(tables.items()):
             rows = t.get(key, {})
-            vals = np.array(
-                [rows[p]["value"] if p in rows and rows[p]["value"] is not None else math.nan for p in pairs],
-                dtype=float,
-            )
-            low = np.array(
-                [
-                    rows[p]["ci_low"] if p in rows and rows[p].get("ci_low") is not None else math.nan
-                    for p in pairs
-                ],
-                dtype=float,
-            )
-            high = np.array(
-                [
-                    rows[p]["ci_high"] if p in rows and rows[p].get("ci_high") is not None else math.nan
-                    for p in pairs
-                ],
-                dtype=float,
+            vals, low, high = (
+                np.array(
+                    [math.nan if rows.get(p, {}).get(f) is None else rows[p][f] for p in pairs], dtype=float
+                )
+                for f in ("value", "ci_low", "ci_high")
             )
             err = np.nan_to_num(np.vstack([vals - low, high - vals]), nan=0.0)
             ax.bar(
@@ -328,15 +295,9 @@ def search_trial_points(values: Sequence[float]) -> tuple[list[tuple[int, float]
 
 
 def plot_search(result: Any, path: str | Path) -> Path:
-    """A PNG of a demo search (a :class:`mitigate.selectors.search.SearchResult`): what it tried and what
-    held.
-
-    Left: the dev objective of every trial in the order tried, the best so far as a step
-    line and the baseline as a dashed line; a trial whose objective is undefined (a
-    collapsed judge, too few scores) is drawn as an "x" on the lower edge, so it is seen
-    rather than dropped. Right: winner and baseline on dev and on the held-out test split,
-    with their bootstrap intervals, so a gain that does not carry over to test is visible.
-    """
+    """A PNG of a demo search (a SearchResult): left, the dev objective of every trial in the order tried, the
+    best so far and the baseline (an undefined objective an "x" on the lower edge); right, winner and baseline
+    on dev and on the held-out test split, with their intervals."""
     plt = _plt()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -396,4 +357,72 @@ def plot_search(result: Any, path: str | Path) -> Path:
         gain += f" [{g.ci_low:+.3f}, {g.ci_high:+.3f}]"
     bx.set_title(f"held-out test gain {gain}", fontsize=10)
     fig.tight_layout()
+    return save_figure(fig, out)
+
+
+def plot_estimate(result: EstimateResult, path: str | Path) -> Path:
+    """Write the plot of an estimate to ``path`` (PNG, SVG or PDF by its suffix); returns the path.
+
+    One row per group, highest estimate on top: the chosen method's interval (thick), the labels-alone
+    interval (thin, below), the judge-alone mean (a hollow marker, when on the labels' scale), the mean of
+    every label when labels were hidden (a cross), and the rank interval at the right.
+    """
+    plt = _plt()
+    order = list(result.ranking.order) if result.ranking is not None else [g.group for g in result.groups]
+    by_name = {g.group: g for g in result.groups}
+    same_scale = result.judge_scale is None or (
+        result.judge_scale.min == result.label_scale.min and result.judge_scale.max == result.label_scale.max
+    )
+    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * len(order)))
+    for row, name in enumerate(reversed(order)):
+        g = by_name[name]
+        e = g.estimate
+        ax.plot(
+            [e.low, e.high],
+            [row, row],
+            color="tab:blue",
+            linewidth=4,
+            solid_capstyle="butt",
+            label=result.method if row == 0 else None,
+        )
+        ax.plot([e.estimate], [row], "o", color="navy", markersize=5)
+        if g.human is not None and result.method != "human":
+            ax.plot(
+                [g.human.low, g.human.high],
+                [row - 0.22] * 2,
+                color="tab:gray",
+                linewidth=1.5,
+                label="labels alone" if row == 0 else None,
+            )
+        if g.judge is not None and result.method != "judge" and same_scale:
+            ax.plot(
+                [g.judge.estimate],
+                [row],
+                "D",
+                mfc="none",
+                color="tab:red",
+                markersize=6,
+                label="judge alone (not corrected)" if row == 0 else None,
+            )
+        if g.truth is not None:
+            ax.plot(
+                [g.truth], [row], "x", color="black", markersize=7, label="all labels" if row == 0 else None
+            )
+        if result.ranking is not None:
+            r = result.ranking.rank_of(name)
+            ax.annotate(
+                f"rank {r.rank} [{r.low}-{r.high}]",
+                xy=(1.01, row),
+                xycoords=("axes fraction", "data"),
+                va="center",
+                fontsize=8,
+            )
+    ax.set_yticks(range(len(order)), list(reversed(order)))
+    ax.set_xlabel(f"mean {result.criterion} ({result.confidence:.0%} intervals)")
+    ax.set_title(f"{result.benchmark}: {result.method} ({METHOD_TITLES[result.method]})", fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
     return save_figure(fig, out)

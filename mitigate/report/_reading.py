@@ -1,16 +1,6 @@
-"""What a reader of a comparison is told in words: bottom lines, warnings, reasons, chosen demos.
-
-Both reports (``report.md`` and ``report.html``) say the same sentences, computed here from
-a :class:`~mitigate.report._results.CompareResult` alone:
-
-- :func:`bottom_lines`: per entry, whether it differs from the reference (the first entry)
-  at this ``n``, with the difference and its interval;
-- :func:`warnings`: what limits the reading: fewer than 30 items or 5 documents,
-  intervals of zero width, a judge answering on another scale than the human labels,
-  entries whose answers are identical;
-- :func:`plain_reason`: why a value is n/a, in the user's words rather than internal names;
-- :func:`chosen_demos`: the demonstrations each fitted entry chose.
-"""
+"""What a reader of a comparison is told in words, the same in both reports: per entry whether it differs from
+the first (:func:`bottom_lines`), what limits the reading (:func:`warnings`), why a value is n/a
+(:func:`plain_reason`), the demonstrations each entry shows (:func:`chosen_demos`)."""
 
 from __future__ import annotations
 
@@ -73,14 +63,9 @@ def _fmt(v: float | None) -> str:
 def bottom_lines(result: CompareResult) -> list[str]:
     """One sentence per entry after the first: does it differ from the first at this ``n``?
 
-    It differs when the 95% interval of the difference excludes 0 and the paired test's
-    p-value (permutation, or bootstrap when the entries' values cannot be swapped) is below 0.05 (either alone
-    when the other is missing); when the two disagree, no
-    difference is claimed and the sentence says so. Below ``MIN_ITEMS`` compared items or
-    ``MIN_DOCUMENTS`` documents no difference is claimed at all, whatever the tests say: the
-    warnings of the same report tell the reader to discount such a difference, and a bottom
-    line never claims what its report discounts. It gives the difference, its interval, p and
-    ``n`` either way.
+    It differs when the 95% interval of the difference excludes 0 and the paired test's p is below 0.05
+    (either alone when the other is missing); when the two disagree, or below ``MIN_ITEMS`` items or
+    ``MIN_DOCUMENTS`` documents (which the warnings discount), no difference is claimed.
     """
     if len(result.entries) < 2:
         return (

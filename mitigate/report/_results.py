@@ -1,15 +1,5 @@
-"""What a comparison produced, as values: ``results.json`` is a :class:`CompareResult`.
-
-These are the result models :func:`mitigate.harness._compare.compare` returns and the reports
-(:mod:`mitigate.report._markdown`, :mod:`mitigate.report._html`) render from; they live
-apart from the comparison itself so that compare can write its reports without an import
-cycle. :mod:`mitigate.harness._compare` re-exports every name here.
-
-On a partly labelled benchmark each :class:`EntryResult` also holds its bias-corrected estimate
-per system (``estimate``, an :class:`~mitigate.estimators._results.EstimateResult`), or why
-there is none (``estimate_note``); :meth:`CompareResult.to_pandas` gives them as a table with
-``table="estimates"``.
-"""
+"""What a comparison produced, as values: ``results.json`` is a :class:`CompareResult` (what
+:func:`mitigate.compare` returns and the reports render from)."""
 
 from __future__ import annotations
 
@@ -26,36 +16,37 @@ from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text
 from mitigate.run import RunSummary
 from mitigate.scale import Scale
 
-ESTIMATE_COLUMNS = (
-    "entry",
-    "system",
-    "n",
-    "n_labelled",
-    "method",
-    "estimate",
-    "low",
-    "high",
-    "raw_mean",
-    "labels_mean",
-    "labels_low",
-    "labels_high",
-)
-"""The columns of :meth:`CompareResult.estimate_rows` (and ``to_pandas("estimates")``)."""
+_ESTIMATE_FIELDS = {
+    "system": "group",
+    "n": "n",
+    "n_labelled": "n_labelled",
+    "method": "method",
+    "estimate": "estimate",
+    "low": "low",
+    "high": "high",
+    "raw_mean": "judge_estimate",
+    "labels_mean": "human_estimate",
+    "labels_low": "human_low",
+    "labels_high": "human_high",
+}
+"""Column of :meth:`CompareResult.estimate_rows` -> the field of an estimate row it holds."""
 
-COMPARISON_COLUMNS = (
-    "entry",
-    "against",
-    "measure",
-    "observed",
-    "low",
-    "high",
-    "p_value",
-    "test",
-    "test_reason",
-    "n",
-    "reason",
-)
-"""The columns of :meth:`CompareResult.comparison_rows` (and ``to_pandas("comparisons")``)."""
+_COMPARISON_FIELDS = {
+    "against": "against",
+    "measure": "measure",
+    "observed": "observed",
+    "low": "ci_low",
+    "high": "ci_high",
+    "p_value": "p_value",
+    "test": "test",
+    "test_reason": "test_reason",
+    "n": "n",
+    "reason": "reason",
+}
+"""Column of :meth:`CompareResult.comparison_rows` -> the :class:`Comparison` field it holds."""
+
+ESTIMATE_COLUMNS = ("entry", *_ESTIMATE_FIELDS)
+COMPARISON_COLUMNS = ("entry", *_COMPARISON_FIELDS)
 
 DELTA_INFO = MeasureInfo(label="Δ Spearman vs first", direction="higher", group="accuracy", headline=True)
 """How the comparison against the first entry is shown."""
@@ -76,19 +67,13 @@ def _revive_nan(value: Any) -> Any:
 
 
 def score_of(j: Judgment, criterion: str) -> float | None:
-    if criterion in j.scores:
-        return j.scores[criterion]
-    if len(j.scores) == 1:
-        return next(iter(j.scores.values()))
-    return None
+    """The judgment's score on ``criterion`` (its only score when it has one under another name), or None."""
+    return j.scores.get(criterion, next(iter(j.scores.values())) if len(j.scores) == 1 else None)
 
 
 class ItemRecord(BaseModel):
-    """What the report needs about one judged item: labels, human score, output length, LS.
-
-    A pairwise item adds its second system, the second text's length and the gold preference.
-    ``output`` (and ``output_b``) is the judged text, shown in the HTML report's per-item view.
-    """
+    """What the report needs about one judged item: labels, human score (pairwise: gold preference), output
+    length, LS and the judged texts (shown in the HTML report's per-item view)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     id: str
@@ -107,11 +92,9 @@ class ItemRecord(BaseModel):
 class Comparison(BaseModel):
     """An entry's item-level Spearman (pairwise: accuracy) minus the first entry's, on the items both scored.
 
-    ``observed`` is the difference (positive: this entry agrees with humans more), with a
-    paired bootstrap interval (items resampled together) and a two-sided paired p-value; NaN
-    with ``reason`` when it cannot be computed. ``measure`` names what is compared, ``test`` the
-    test that gave p (``paired permutation``, ``paired sign-flip permutation`` or ``paired
-    bootstrap``) and ``test_reason`` why the permutation test was not valid, when it was not.
+    ``observed`` is the difference (NaN with ``reason`` when it cannot be computed), with a paired bootstrap
+    interval and a two-sided paired p-value; ``test`` names the test that gave p and ``test_reason`` why the
+    permutation test was not valid, when it was not.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -198,12 +181,8 @@ class CompareResult(BaseModel):
         return _revive_nan(v)
 
     def rows(self) -> list[dict[str, Any]]:
-        """Every judgment of every entry in long form (:meth:`mitigate.judge.Judgment.rows`), entry by entry.
-
-        Columns :data:`~mitigate.run._runner.FRAME_COLUMNS`: ``entry``, ``item``, ``document``,
-        ``system``, ``criterion``, ``order``, ``score``, ``verdict``, ``human`` (the human score,
-        or the gold preference on a pairwise benchmark), ``raw``, ``failure``, ``flags``.
-        """
+        """Every judgment of every entry in long form (:meth:`mitigate.judge.Judgment.rows`), entry by entry,
+        with ``entry``, ``item``, ``document``, ``system`` and ``human`` (pairwise: the gold preference)."""
         out = []
         for e in self.entries:
             for rec, j in zip(self.items, e.judgments, strict=True):
@@ -222,52 +201,19 @@ class CompareResult(BaseModel):
         return out
 
     def estimate_rows(self) -> list[dict[str, Any]]:
-        """One row per entry and system with a corrected estimate: ``entry``, ``system``, ``n``,
-        ``n_labelled``, ``method``, ``estimate``, ``low``, ``high``, the judge's raw mean (``raw_mean``, on
-        the judge's scale) and the labels alone (``labels_mean``, ``labels_low``, ``labels_high``). Empty
-        unless the benchmark is partly labelled.
-        """
-        out = []
-        for e in self.entries:
-            if e.estimate is None:
-                continue
-            for row in e.estimate.rows():
-                out.append(
-                    {
-                        "entry": e.name,
-                        "system": row["group"],
-                        "n": row["n"],
-                        "n_labelled": row["n_labelled"],
-                        "method": row["method"],
-                        "estimate": row["estimate"],
-                        "low": row["low"],
-                        "high": row["high"],
-                        "raw_mean": row["judge_estimate"],
-                        "labels_mean": row["human_estimate"],
-                        "labels_low": row["human_low"],
-                        "labels_high": row["human_high"],
-                    }
-                )
-        return out
+        """One row per entry and system with a corrected estimate (:data:`ESTIMATE_COLUMNS`: the estimate, the
+        judge's raw mean and the labels alone); empty unless the benchmark is partly labelled."""
+        return [
+            {"entry": e.name, **{col: row[field] for col, field in _ESTIMATE_FIELDS.items()}}
+            for e in self.entries
+            if e.estimate is not None
+            for row in e.estimate.rows()
+        ]
 
     def comparison_rows(self) -> list[dict[str, Any]]:
-        """One row per entry compared with the first: the difference (``observed``, NaN when it has none), its
-        interval (``low``, ``high``), ``p_value``, the ``test`` that gave it and why the permutation test was
-        not valid (``test_reason``), ``n`` and the ``reason`` a difference is missing."""
+        """One row per entry compared with the first (:data:`COMPARISON_COLUMNS`)."""
         return [
-            {
-                "entry": e.name,
-                "against": c.against,
-                "measure": c.measure,
-                "observed": c.observed,
-                "low": c.ci_low,
-                "high": c.ci_high,
-                "p_value": c.p_value,
-                "test": c.test,
-                "test_reason": c.test_reason,
-                "n": c.n,
-                "reason": c.reason,
-            }
+            {"entry": e.name, **{col: getattr(c, field) for col, field in _COMPARISON_FIELDS.items()}}
             for e in self.entries
             if (c := e.comparison) is not None
         ]
@@ -278,13 +224,9 @@ class CompareResult(BaseModel):
         *,
         folder: str | Path | None = None,
     ) -> Any:
-        """A pandas DataFrame (needs the ``pandas`` extra): :meth:`rows` (``table="judgments"``, one row per
-        entry, item and order), :meth:`estimate_rows` (``table="estimates"``, one row per entry and system) or
-        :meth:`comparison_rows` (``table="comparisons"``, one row per entry compared with the first).
-
-        ``folder``: the comparison's folder; the judgments are then read from its columns (``results.sqlite``,
-        :class:`~mitigate.run._columns.Columns`) rather than built from the judgments held in this result.
-        """
+        """:meth:`rows`, :meth:`estimate_rows` or :meth:`comparison_rows` as a pandas DataFrame (the
+        ``pandas`` extra); with ``folder`` (the comparison's), the judgments are read from its
+        ``results.sqlite``."""
         if table == "estimates":
             return frame(self.estimate_rows(), list(ESTIMATE_COLUMNS))
         if table == "comparisons":

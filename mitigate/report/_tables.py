@@ -1,17 +1,10 @@
-"""Markdown tables that cannot mislead: every cell escaped, bold only for a real best.
-
-- :func:`md_table` writes a header, an alignment row and the rows, escaping ``|`` (and
-  line breaks) in every cell, so a value such as the pipeline text
-  ``consistency-hint | sampling(n=5)`` stays in its own column; :func:`split_row` reads
-  such a row back into its cells (escaped pipes kept inside their cell).
-- :func:`best_indices` says which values of a column deserve bold: only where the column
-  holds at least two distinct values (at the precision shown), chosen by the column's
-  direction (higher, lower, or closer to 0), and never when the best is also the worst.
-"""
+"""Markdown tables that cannot mislead: every cell escaped (:func:`md_table`, read back by :func:`split_row`),
+bold only for a real best (:func:`best_indices`), numbers shown one way (:func:`fmt`)."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 _DIRECTIONS = ("higher", "lower", "zero")
@@ -54,23 +47,7 @@ def split_row(line: str) -> list[str]:
         body = body[1:]
     if body.endswith("|") and not body.endswith("\\|"):
         body = body[:-1]
-    cells: list[str] = []
-    cur: list[str] = []
-    i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body) and body[i + 1] == "|":
-            cur.append("|")
-            i += 2
-            continue
-        if ch == "|":
-            cells.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    cells.append("".join(cur).strip())
-    return cells
+    return [cell.replace("\\|", "|").strip() for cell in re.split(r"(?<!\\)\|", body)]
 
 
 def best_indices(values: Sequence[float | None], direction: str, digits: int = 3) -> set[int]:
@@ -96,3 +73,12 @@ def best_indices(values: Sequence[float | None], direction: str, digits: int = 3
     if best == worst:
         return set()
     return {i for i, k in keys if k == best}
+
+
+def fmt(v: float | None, digits: int = 3) -> str:
+    """``v`` as the reports show it: 3 decimals, whole numbers from 10 up, "n/a" when undefined."""
+    if v is None or not math.isfinite(v):
+        return "n/a"
+    if abs(v) >= 100 or float(v).is_integer() and abs(v) >= 10:
+        return f"{v:.0f}"
+    return f"{v:.{digits}f}"

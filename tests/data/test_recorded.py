@@ -186,9 +186,9 @@ async def test_every_measure_runs_on_recorded_judgments_of_three_scales(
 ) -> None:
     bench = load_jsonl(TOPICAL)
     result = await compare(
-        bench,
-        criterion,
-        Entry.all_recorded(TOPICAL_RECORDED, criterion),
+        benchmark=bench,
+        criterion=criterion,
+        entries=Entry.all_recorded(TOPICAL_RECORDED, criterion),
         out_dir=tmp_path,
         progress=False,
         n_boot=100,
@@ -219,7 +219,12 @@ async def test_a_recorded_judge_missing_items_fails_before_judging(tmp_path: Pat
         tmp_path / "rec.jsonl", [{"item_id": "c1/tmpl", "judge": "j", "criterion": "overall", "score": 4}]
     )
     with pytest.raises(ConfigError, match=r"no answer on 'overall' for 11 of the 12 items"):
-        await compare(load_jsonl(TOPICAL), "overall", Entry.all_recorded(path, "overall"), out_dir=tmp_path)
+        await compare(
+            benchmark=load_jsonl(TOPICAL),
+            criterion="overall",
+            entries=Entry.all_recorded(path, "overall"),
+            out_dir=tmp_path,
+        )
     with pytest.raises(ConfigError, match="answered other criteria"):
         Entry.all_recorded(path, "naturalness")
 
@@ -281,7 +286,13 @@ def _hand_table(tmp_path: Path) -> tuple[Benchmark, Path]:
 async def test_pairwise_measures_through_the_recorded_path_match_a_hand_computation(tmp_path: Path) -> None:
     bench, path = _hand_table(tmp_path)
     result = await compare(
-        bench, "q", Entry.all_recorded(path, "q"), out_dir=tmp_path, progress=False, n_boot=100, n_perm=200
+        benchmark=bench,
+        criterion="q",
+        entries=Entry.all_recorded(path, "q"),
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=100,
+        n_perm=200,
     )
     assert result.task == "pairwise"
     m = result.entries[0].measures
@@ -356,9 +367,9 @@ async def test_released_head_to_head_through_the_recorded_path_matches_the_recor
         [v["original"] for v in by_item.values()], [v["toggled"] for v in by_item.values()]
     )
     result = await compare(
-        "summeval-h2h",
-        "fluency",
-        [Entry.from_released("chatgpt-h2h", "fluency")],
+        benchmark="summeval-h2h",
+        criterion="fluency",
+        entries=[Entry.from_released("chatgpt-h2h", "fluency")],
         out_dir=tmp_path,
         progress=False,
         n_boot=50,

@@ -77,7 +77,13 @@ async def test_compare_reports_every_measure_with_ci_and_the_difference_against_
 ) -> None:
     lm = FakeLM(_answer)
     result = await compare(
-        _bench(), "quality", _entries(lm), out_dir=tmp_path, progress=False, n_boot=200, n_perm=500
+        benchmark=_bench(),
+        criterion="quality",
+        entries=_entries(lm),
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=200,
+        n_perm=500,
     )
     assert [e.name for e in result.entries] == ["baseline", "test-compare-exact"]
     base, exact = result.entries
@@ -98,10 +104,22 @@ async def test_compare_reports_every_measure_with_ci_and_the_difference_against_
 
 async def test_compare_resumes_from_journals_without_new_lm_calls(tmp_path: Path) -> None:
     first = await compare(
-        _bench(), "quality", _entries(FakeLM(_answer)), out_dir=tmp_path, progress=False, n_boot=0
+        benchmark=_bench(),
+        criterion="quality",
+        entries=_entries(FakeLM(_answer)),
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=0,
     )
     silent = FakeLM([])  # any call would raise ScriptExhaustedError
-    again = await compare(_bench(), "quality", _entries(silent), out_dir=tmp_path, progress=False, n_boot=0)
+    again = await compare(
+        benchmark=_bench(),
+        criterion="quality",
+        entries=_entries(silent),
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=0,
+    )
     assert silent.calls == 0
     assert all(e.summary.resumed == 20 and e.summary.judged_now == 0 for e in again.entries)
     key = "spearman-item"
@@ -110,7 +128,13 @@ async def test_compare_resumes_from_journals_without_new_lm_calls(tmp_path: Path
 
 async def test_too_small_run_gives_nan_with_reason_not_zero(tmp_path: Path) -> None:
     result = await compare(
-        _bench(), "quality", _entries(FakeLM(_answer)), out_dir=tmp_path, limit=2, progress=False, n_boot=50
+        benchmark=_bench(),
+        criterion="quality",
+        entries=_entries(FakeLM(_answer)),
+        out_dir=tmp_path,
+        limit=2,
+        progress=False,
+        n_boot=50,
     )
     m = result.entries[1].measures["spearman-item"]
     assert math.isnan(m.value) and "at least 3" in (m.reason or "")
@@ -161,7 +185,13 @@ async def test_samples_likelihood_and_perturbations_feed_their_measures(tmp_path
     scorer = LikelihoodScorer(lm)
     entries = [Entry(name="perturbed", judge=PerturbedJudge())]
     result = await compare(
-        _bench(), "quality", entries, out_dir=tmp_path, likelihood=scorer, progress=False, n_boot=50
+        benchmark=_bench(),
+        criterion="quality",
+        entries=entries,
+        out_dir=tmp_path,
+        likelihood=scorer,
+        progress=False,
+        n_boot=50,
     )
     measures = result.entries[0].measures
     assert measures["perturbation-consistency"].value == pytest.approx(16 / 20)
@@ -171,9 +201,9 @@ async def test_samples_likelihood_and_perturbations_feed_their_measures(tmp_path
     # LS is cached per item: a second compare computes none again
     lm2 = LengthLM()
     await compare(
-        _bench(),
-        "quality",
-        entries,
+        benchmark=_bench(),
+        criterion="quality",
+        entries=entries,
         out_dir=tmp_path,
         likelihood=LikelihoodScorer(lm2),
         progress=False,
@@ -186,13 +216,20 @@ async def test_bad_inputs_raise_config_errors(tmp_path: Path) -> None:
     lm = FakeLM(_answer)
     base = _base(lm)
     with pytest.raises(ConfigError, match="unique entry names"):
-        await compare(_bench(), "quality", [Entry.from_pipeline("a", base, Pipeline())] * 2, out_dir=tmp_path)
+        await compare(
+            benchmark=_bench(),
+            criterion="quality",
+            entries=[Entry.from_pipeline("a", base, Pipeline())] * 2,
+            out_dir=tmp_path,
+        )
     with pytest.raises(ConfigError, match="criterion"):
-        await compare(_bench(), "nope", _entries(lm), out_dir=tmp_path)
+        await compare(benchmark=_bench(), criterion="nope", entries=_entries(lm), out_dir=tmp_path)
     with pytest.raises(ConfigError, match="limit"):
-        await compare(_bench(), "quality", _entries(lm), out_dir=tmp_path, limit=0)
+        await compare(
+            benchmark=_bench(), criterion="quality", entries=_entries(lm), out_dir=tmp_path, limit=0
+        )
     with pytest.raises(ConfigError, match="at least one entry"):
-        await compare(_bench(), "quality", [], out_dir=tmp_path)
+        await compare(benchmark=_bench(), criterion="quality", entries=[], out_dir=tmp_path)
     assert lm.calls == 0
 
 
@@ -213,7 +250,14 @@ async def test_released_judges_are_measured_without_calls_on_a_summeval_slice(tm
     _summeval_or_skip()
     entries = [Entry.from_released("chatgpt-rts", "coherence"), Entry.from_released("gpt4-rts", "coherence")]
     result = await compare(
-        "summeval", "coherence", entries, out_dir=tmp_path, limit=36, progress=False, n_boot=50, n_perm=200
+        benchmark="summeval",
+        criterion="coherence",
+        entries=entries,
+        out_dir=tmp_path,
+        limit=36,
+        progress=False,
+        n_boot=50,
+        n_perm=200,
     )
     write_report(result, tmp_path)
     data = json.loads((tmp_path / "results.json").read_text())
@@ -244,13 +288,13 @@ async def test_released_judge_records_parse_failures_and_refuses_prompt_transfor
     assert judgment.failures[0].raw == judgment.raw[0]
     with pytest.raises(ConfigError, match="answers for the 1,200 items"):
         await compare(
-            Benchmark(
+            benchmark=Benchmark(
                 name="other",
                 items=(Item(id="x/1", output="o", human={"consistency": 3.0}),),
                 criteria=("consistency",),
             ),
-            "consistency",
-            [Entry(name="g", judge=judge)],
+            criterion="consistency",
+            entries=[Entry(name="g", judge=judge)],
             out_dir=tmp_path,
         )
     with pytest.raises(ConfigError, match="no prompt to transform"):

@@ -67,7 +67,14 @@ async def _compared(tmp_path: Path) -> tuple[dict, np.ndarray, np.ndarray, np.nd
         _recorded(tmp_path / "bexp.jsonl", bench, "B expected", latent, (1, 5)),
     ]
     result = await compare(
-        bench, "q", entries, out_dir=tmp_path / "out", progress=False, n_boot=300, n_perm=600, seed=0
+        benchmark=bench,
+        criterion="q",
+        entries=entries,
+        out_dir=tmp_path / "out",
+        progress=False,
+        n_boot=300,
+        n_perm=600,
+        seed=0,
     )
     return {e.name: e.comparison for e in result.entries}, a, b5, human, result
 

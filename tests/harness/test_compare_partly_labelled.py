@@ -66,9 +66,9 @@ async def test_agreement_is_measured_on_the_labelled_items_and_an_unlabelled_ite
     assert 0 < len(labelled) < len(hidden.items)
     judge = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), FakeLM(_answer))
     result = await compare(
-        hidden,
-        "q",
-        [Entry.from_pipeline("plain", judge, "baseline")],
+        benchmark=hidden,
+        criterion="q",
+        entries=[Entry.from_pipeline("plain", judge, "baseline")],
         out_dir=tmp_path,
         progress=False,
         n_boot=100,
@@ -104,7 +104,15 @@ async def test_each_entry_gets_its_corrected_estimate_per_system_in_every_report
         Entry.from_pipeline("ten", base, "granularity(scale=1-10)"),
     ]
     with pytest.warns(Warning, match="ask for 1 to 10"):
-        result = await compare(hidden, "q", entries, out_dir=tmp_path, progress=False, n_boot=50, n_perm=100)
+        result = await compare(
+            benchmark=hidden,
+            criterion="q",
+            entries=entries,
+            out_dir=tmp_path,
+            progress=False,
+            n_boot=50,
+            n_perm=100,
+        )
     assert result.settings["estimate"] == "ppi"
     for e in result.entries:
         assert e.estimate is not None and e.estimate_note is None
@@ -157,9 +165,9 @@ async def test_a_system_that_cannot_be_estimated_is_said_so_and_a_fully_labelled
     sparse, _ = hide_labels(bench, "q", per_group=1, seed=0, group=lambda it: str(it.system))
     judge = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), FakeLM(_answer))
     result = await compare(
-        sparse,
-        "q",
-        [Entry.from_pipeline("plain", judge, "baseline")],
+        benchmark=sparse,
+        criterion="q",
+        entries=[Entry.from_pipeline("plain", judge, "baseline")],
         out_dir=tmp_path / "a",
         progress=False,
         n_boot=0,
@@ -169,9 +177,9 @@ async def test_a_system_that_cannot_be_estimated_is_said_so_and_a_fully_labelled
     assert e.estimate is None and e.estimate_note and "S0" in e.estimate_note
     assert f"No corrected estimate: {e.estimate_note}" in render_summary(result)
     full = await compare(
-        bench,
-        "q",
-        [Entry.from_pipeline("plain", judge, "baseline")],
+        benchmark=bench,
+        criterion="q",
+        entries=[Entry.from_pipeline("plain", judge, "baseline")],
         out_dir=tmp_path / "b",
         progress=False,
         n_boot=0,
@@ -202,9 +210,9 @@ async def test_no_label_at_all_says_agreement_cannot_be_measured(tmp_path: Path)
     )
     judge = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), FakeLM(_answer))
     result = await compare(
-        bare,
-        "q",
-        [Entry.from_pipeline("plain", judge, "baseline")],
+        benchmark=bare,
+        criterion="q",
+        entries=[Entry.from_pipeline("plain", judge, "baseline")],
         out_dir=tmp_path,
         progress=False,
         n_boot=0,
@@ -227,9 +235,9 @@ async def test_released_judges_on_summeval_with_hidden_labels_match_mitigate_est
     hidden, truth = hide_labels(bench, "coherence", per_group=10, seed=1, group=lambda it: str(it.system))
     names = ("chatgpt-rts", "gpt4-rts")
     result = await compare(
-        hidden,
-        "coherence",
-        [Entry.from_released(n, "coherence") for n in names],
+        benchmark=hidden,
+        criterion="coherence",
+        entries=[Entry.from_released(n, "coherence") for n in names],
         out_dir=tmp_path,
         progress=False,
         n_boot=0,

@@ -27,13 +27,11 @@ from mitigate.cli import app
 from mitigate.data import Benchmark, save_jsonl
 from mitigate.errors import ConfigError, DataError
 from mitigate.harness import CompareConfig, ComparePlan, Entry, check_compare, compare
-from mitigate.harness._compare import report
-from mitigate.harness._fit import FittedPlan, fit
-from mitigate.harness._judging import Judged, judge
+from mitigate.harness._judging import FittedPlan, Judged, fit, judge
 from mitigate.harness._measuring import measure
 from mitigate.harness._planning import plan
 from mitigate.lm import FakeLM, LMRequest
-from mitigate.report import load_results, render_summary
+from mitigate.report import load_results, render_summary, write_report
 from mitigate.testing import StubOpenAIServer
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
@@ -112,9 +110,9 @@ async def test_compare_plans_selects_items_and_preflights_each_entry_exactly_onc
 ) -> None:
     bench = _bench()
     result = await compare(
-        bench,
-        "q",
-        _entries(FakeLM(_answer), bench, tmp_path),
+        benchmark=bench,
+        criterion="q",
+        entries=_entries(FakeLM(_answer), bench, tmp_path),
         out_dir=tmp_path,
         progress=False,
         n_boot=0,
@@ -245,7 +243,7 @@ async def test_the_stages_run_one_by_one_give_what_compare_gives(tmp_path: Path)
     result = measure(judged)
     assert isinstance(fitted, FittedPlan) and isinstance(judged, Judged)
     assert [r.judgments for r in judged.runs] == [e.judgments for e in result.entries]
-    paths = report(result, tmp_path / "a")
+    paths = write_report(result, tmp_path / "a")
     assert {p.name for p in paths} >= {"results.json", "report.md", "report.html"}
     again = await compare(config.with_options(out_dir=tmp_path / "b", report=True))
     # a second run: the same numbers (times differ)
@@ -294,7 +292,9 @@ def test_compare_config_checks_every_parameter_once_in_one_line(tmp_path: Path) 
         CompareConfig(benchmark=bench, criterion="q", entries=entries, n_perm=0)
     with pytest.raises(ConfigError, match="'estimate' parameter of compare"):
         CompareConfig(benchmark=bench, criterion="q", entries=entries, estimate="median")
-    with pytest.raises(ConfigError, match="likelihood=True or a LikelihoodScorer"):
+    with pytest.raises(
+        ConfigError, match="'likelihood' parameter of compare must be a bool or a LikelihoodScorer"
+    ):
         CompareConfig(benchmark=bench, criterion="q", entries=entries, likelihood="yes")
     with pytest.raises(ConfigError, match="unique entry names"):
         CompareConfig(benchmark=bench, criterion="q", entries=[entries[0], entries[0]])
@@ -308,7 +308,7 @@ async def test_a_plan_or_config_takes_its_options_from_itself(tmp_path: Path) ->
     config = CompareConfig(benchmark=bench, criterion="q", entries=entries, out_dir=tmp_path)
     with pytest.raises(ConfigError, match=r"takes every option from it; got n_boot"):
         await compare(config, n_boot=10)
-    planned = check_compare(bench, "q", entries, limit=3)  # the keyword form: no out_dir yet
+    planned = check_compare(benchmark=bench, criterion="q", entries=entries, limit=3)  # no out_dir yet
     with pytest.raises(ConfigError, match="expected out_dir"):
         await compare(planned)
     with pytest.raises(ConfigError, match=r"changing 'limit' changes what is judged"):
@@ -322,13 +322,19 @@ def test_check_compare_refuses_what_compare_would_before_any_call(tmp_path: Path
     lm = FakeLM([])
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="q"), lm)
     with pytest.raises(ConfigError, match=r"entry 'demos' learns from data .* --train FRACTION"):
-        check_compare(bench, "q", [Entry.from_pipeline("demos", base, "random-demos(k=2)")])
+        check_compare(
+            benchmark=bench, criterion="q", entries=[Entry.from_pipeline("demos", base, "random-demos(k=2)")]
+        )
     with pytest.raises(ConfigError, match="expected a criterion of toy"):
-        check_compare(bench, "nope", [Entry.from_pipeline("plain", base, "baseline")])
+        check_compare(
+            benchmark=bench, criterion="nope", entries=[Entry.from_pipeline("plain", base, "baseline")]
+        )
     other = Benchmark(name="other", items=(Item(id="x", output="o", human={"q": 1.0}),), criteria=("q",))
     logged = Entry.from_recorded(_recorded_file(bench, tmp_path / "recorded.jsonl"), "q")
     with pytest.raises(ConfigError, match="has no answer on 'q' for 1 of the 1 items"):
-        check_compare(other, "q", [logged])
+        check_compare(benchmark=other, criterion="q", entries=[logged])
     with pytest.raises(DataError, match="no items to judge"):
-        check_compare(Benchmark(name="empty", items=(), criteria=("q",)), "q", [logged])
+        check_compare(
+            benchmark=Benchmark(name="empty", items=(), criteria=("q",)), criterion="q", entries=[logged]
+        )
     assert lm.calls == 0

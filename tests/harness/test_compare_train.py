@@ -108,9 +108,19 @@ async def test_compare_fits_demo_pipelines_on_train_and_judges_only_test(tmp_pat
     with pytest.raises(
         ConfigError, match=r"entry 'random-demos\(k=2\)' learns from data .* --train FRACTION"
     ):
-        await compare(bench, "q", entries, out_dir=tmp_path / "none", progress=False)
+        await compare(
+            benchmark=bench, criterion="q", entries=entries, out_dir=tmp_path / "none", progress=False
+        )
     result = await compare(
-        bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50, train=0.5, seed=1
+        benchmark=bench,
+        criterion="q",
+        entries=entries,
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=20,
+        n_perm=50,
+        train=0.5,
+        seed=1,
     )
     train_ids = set(result.settings["train"]["ids"])
     judged = {it.id for it in result.items}
@@ -133,7 +143,15 @@ async def test_compare_fits_demo_pipelines_on_train_and_judges_only_test(tmp_pat
     assert "Fit on train, compare on test: 3 entries" in (tmp_path / "report.md").read_text()
     # a rerun resumes every entry from its journal: fitting is deterministic, so the fitted judges match
     again = await compare(
-        bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50, train=0.5, seed=1
+        benchmark=bench,
+        criterion="q",
+        entries=entries,
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=20,
+        n_perm=50,
+        train=0.5,
+        seed=1,
     )
     assert [e.summary.resumed for e in again.entries] == [len(judged)] * 4
 
@@ -210,9 +228,9 @@ async def test_a_searched_spec_file_is_an_entry_used_as_given(tmp_path: Path) ->
     entry = Entry.from_pipeline(None, base, f"@{spec_file}")
     assert not entry.needs_fit
     result = await compare(
-        bench,
-        "q",
-        [Entry.from_pipeline("baseline", base, "baseline"), entry],
+        benchmark=bench,
+        criterion="q",
+        entries=[Entry.from_pipeline("baseline", base, "baseline"), entry],
         out_dir=tmp_path,
         progress=False,
         n_boot=20,
@@ -234,7 +252,14 @@ async def test_an_entry_that_cannot_fit_is_left_out_with_its_reason(tmp_path: Pa
         for t in ("baseline", "random-demos(k=2)", "highest-rs-demos(k=2, pool_size=6)")
     ]
     result = await compare(
-        bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=20, n_perm=50, train=0.5
+        benchmark=bench,
+        criterion="q",
+        entries=entries,
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=20,
+        n_perm=50,
+        train=0.5,
     )
     assert [e.name for e in result.entries] == ["baseline", "random-demos(k=2)"]
     # the judge answers 3 to everything, so US (and RS) is undefined on every pool item (LS: the embedded

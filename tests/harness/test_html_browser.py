@@ -192,9 +192,9 @@ def test_order_flips_filter_on_a_pairwise_comparison(tmp_path: Path) -> None:
     out = tmp_path / "pw"
     asyncio.run(
         compare(
-            bench,
-            "help",
-            [Entry.from_pipeline("swap", judge, "position-swap")],
+            benchmark=bench,
+            criterion="help",
+            entries=[Entry.from_pipeline("swap", judge, "position-swap")],
             out_dir=out,
             progress=False,
             n_boot=20,

@@ -50,7 +50,15 @@ async def test_position_swap_entry_reports_consistency_fairness_and_its_gain(tmp
         Entry.from_pipeline("swap", PromptJudge(prompt, FakeLM(_first_always)), "position-swap"),
         Entry.from_pipeline("swap, length judge", PromptJudge(prompt, FakeLM(_longer)), "position-swap"),
     ]
-    result = await compare(_bench(), "help", entries, out_dir=tmp_path, progress=False, n_boot=50, n_perm=200)
+    result = await compare(
+        benchmark=_bench(),
+        criterion="help",
+        entries=entries,
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=50,
+        n_perm=200,
+    )
     one, swap, longer = result.entries
     assert result.task == "pairwise"
     assert one.measures["preference-accuracy"].value == pytest.approx(0.5)  # A is right on half the items
@@ -115,7 +123,15 @@ async def test_the_pairwise_report_counts_both_orders_and_never_flatters(tmp_pat
         Entry.from_pipeline("swap", PromptJudge(prompt, FakeLM(_first_always)), "position-swap"),
         Entry.from_pipeline("swap, length judge", PromptJudge(prompt, FakeLM(_longer)), "position-swap"),
     ]
-    result = await compare(_bench(), "help", entries, out_dir=tmp_path, progress=False, n_boot=50, n_perm=200)
+    result = await compare(
+        benchmark=_bench(),
+        criterion="help",
+        entries=entries,
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=50,
+        n_perm=200,
+    )
     one, swap, longer = result.entries
     both = swap.measures["accuracy-both-orders"]
     assert both.value == pytest.approx(0.5) and both.n == 16  # "first" in both orders: right once per pair

@@ -60,9 +60,9 @@ async def test_compare_with_probes_reports_the_bias_the_baseline_has_and_the_mit
         Entry.from_pipeline("content-only", base, ContentOnly()),
     ]
     result = await compare(
-        _bench(),
-        "quality",
-        entries,
+        benchmark=_bench(),
+        criterion="quality",
+        entries=entries,
         out_dir=tmp_path,
         progress=False,
         n_boot=100,

@@ -270,7 +270,14 @@ def test_compare_takes_every_released_judge_of_a_repository_as_an_entry(tmp_path
     assert [e.name for e in entries] == ["GPT-4/CoT", "GPT-4/Rating", "GPT-4/Swap", "GPT-4/Vanilla"]
     bench = load_llmbar(LLMBAR, sets=[NATURAL])
     result = asyncio.run(
-        compare(bench, RELEASE_CRITERION, entries, out_dir=tmp_path, progress=False, n_boot=50)
+        compare(
+            benchmark=bench,
+            criterion=RELEASE_CRITERION,
+            entries=entries,
+            out_dir=tmp_path,
+            progress=False,
+            n_boot=50,
+        )
     )
     rows = {e.name: e for e in result.entries}
     assert rows["GPT-4/CoT"].measures["preference-accuracy"].value == pytest.approx(1.0)

@@ -19,7 +19,7 @@ from mitigate.measures import MEASURES, EntryData, Measure, MeasureInfo, Reporte
 from mitigate.paths import data_dir
 from mitigate.registry import register
 from mitigate.report import CompareResult, load_results, render_report, write_report
-from mitigate.report._markdown import _best
+from mitigate.report._tables import best_indices as _best
 from mitigate.strategies import Pipeline
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
@@ -116,9 +116,9 @@ async def written(tmp_path: Path) -> tuple[Path, CompareResult]:
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="quality"), FakeLM(_answer))
     entries = [Entry.from_pipeline("baseline", base, Pipeline()), Entry(name="truth", judge=TrueJudge())]
     result = await compare(
-        _bench(),
-        "quality",
-        entries,
+        benchmark=_bench(),
+        criterion="quality",
+        entries=entries,
         out_dir=tmp_path,
         likelihood=LikelihoodScorer(LengthLM()),
         progress=False,
@@ -278,9 +278,9 @@ async def test_report_gives_consistency_of_scored_and_of_all_and_says_how_to_rea
     tmp_path: Path,
 ) -> None:
     result = await compare(
-        _bench(),
-        "quality",
-        [Entry(name="flaky", judge=FlakyJudge())],
+        benchmark=_bench(),
+        criterion="quality",
+        entries=[Entry(name="flaky", judge=FlakyJudge())],
         out_dir=tmp_path,
         progress=False,
         n_boot=20,

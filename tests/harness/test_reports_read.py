@@ -111,7 +111,15 @@ def test_only_written_plots_are_linked(tmp_path: Path) -> None:
     items = tuple(it.model_copy(update={"system": None}) for it in bench().items)
     flat = Benchmark(name="flat", items=items, criteria=("quality",))
     asyncio.run(
-        compare(flat, "quality", entries()[:2], out_dir=tmp_path, progress=False, n_boot=20, n_perm=50)
+        compare(
+            benchmark=flat,
+            criterion="quality",
+            entries=entries()[:2],
+            out_dir=tmp_path,
+            progress=False,
+            n_boot=20,
+            n_perm=50,
+        )
     )
     md = (tmp_path / "report.md").read_text()
     linked = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
@@ -125,7 +133,15 @@ def test_reasons_are_in_the_users_words(tmp_path: Path) -> None:
     )
     constant = Entry.from_pipeline("constant", PromptJudge(prompt, FakeLM(lambda r: "Score: 3")), "baseline")
     asyncio.run(
-        compare(bench(), "quality", [constant], out_dir=tmp_path, progress=False, n_boot=20, n_perm=50)
+        compare(
+            benchmark=bench(),
+            criterion="quality",
+            entries=[constant],
+            out_dir=tmp_path,
+            progress=False,
+            n_boot=20,
+            n_perm=50,
+        )
     )
     md = (tmp_path / "report.md").read_text()
     assert "meta[" not in md and "first input" not in md and "second input" not in md
@@ -217,7 +233,15 @@ def test_report_lists_the_demos_each_fitted_entry_chose(tmp_path: Path) -> None:
     base = PromptJudge(prompt, FakeLM(lambda r: "Score: 3"))
     entry = Entry.from_pipeline("random-demos(k=2)", base, "random-demos(k=2)")
     result = asyncio.run(
-        compare(b, "quality", [entry], out_dir=tmp_path, progress=False, n_boot=0, train=0.5)
+        compare(
+            benchmark=b,
+            criterion="quality",
+            entries=[entry],
+            out_dir=tmp_path,
+            progress=False,
+            n_boot=0,
+            train=0.5,
+        )
     )
     chosen = [d["item"]["id"] for d in result.entries[0].spec["steps"][0]["params"]["demos_"]]
     md = (tmp_path / "report.md").read_text()
@@ -253,7 +277,7 @@ def test_results_json_is_written_an_item_at_a_time_as_the_one_dump_would_write_i
     assert (tmp_path / "empty.json").read_text() == dump_results(empty)
     pairwise = asyncio.run(
         compare(
-            Benchmark(
+            benchmark=Benchmark(
                 name="pw",
                 criteria=("help",),
                 items=tuple(
@@ -266,8 +290,8 @@ def test_results_json_is_written_an_item_at_a_time_as_the_one_dump_would_write_i
                     for k in range(6)
                 ),
             ),
-            "help",
-            [
+            criterion="help",
+            entries=[
                 Entry.from_pipeline(
                     "pos",
                     PromptJudge(
@@ -480,9 +504,9 @@ def test_a_measure_no_entry_could_compute_gives_each_entrys_own_reason(tmp_path:
     constant = PromptJudge(prompt, FakeLM(lambda r: "Score: 3"))
     result = asyncio.run(
         compare(
-            bench(),
-            "quality",
-            [
+            benchmark=bench(),
+            criterion="quality",
+            entries=[
                 Entry.from_pipeline("one", constant, "baseline"),
                 Entry.from_pipeline("three", constant, "sampling(n=3, temperature=0.7)"),
             ],

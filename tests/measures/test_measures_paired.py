@@ -112,7 +112,14 @@ async def test_compare_and_diff_take_their_paired_numbers_from_the_same_function
         Entry.from_pipeline("echo", PromptJudge(prompt, FakeLM(_echo)), "baseline"),
     ]
     result = await compare(
-        bench, "q", entries, out_dir=tmp_path, progress=False, n_boot=300, n_perm=400, seed=2
+        benchmark=bench,
+        criterion="q",
+        entries=entries,
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=300,
+        n_perm=400,
+        seed=2,
     )
     first, second = (e.scores("q") for e in result.entries)
     human = [it.human["q"] for it in bench.items]

@@ -21,7 +21,7 @@ from mitigate.probes import (
     resolve_probes,
     run_probes,
 )
-from mitigate.probes._format import has_markdown
+from mitigate.probes._base import has_markdown
 from mitigate.prompt import Criterion
 from mitigate.registry import registered
 

@@ -245,7 +245,12 @@ async def test_a_majority_panels_abstentions_count_in_its_headline_accuracy(tmp_
         {m: v(lambda it, i=i: word[table[it.id][i]]) for i, m in enumerate("abc")}, reducer="majority"
     )
     result = await compare(
-        bench, "q", [Entry(name="panel", judge=panel)], out_dir=tmp_path, progress=False, n_boot=20
+        benchmark=bench,
+        criterion="q",
+        entries=[Entry(name="panel", judge=panel)],
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=20,
     )
     m = result.entries[0].measures["preference-accuracy"]
     assert m.value == pytest.approx(2 / 4) and m.n == 4  # not 2/3 over the decided items
@@ -275,9 +280,9 @@ async def test_a_majority_panels_of_all_share_counts_each_abstention_once(tmp_pa
         reducer="majority",
     )
     result = await compare(
-        Benchmark(name="pw", items=items, criteria=("q",)),
-        "q",
-        [Entry(name="panel", judge=panel)],
+        benchmark=Benchmark(name="pw", items=items, criteria=("q",)),
+        criterion="q",
+        entries=[Entry(name="panel", judge=panel)],
         out_dir=tmp_path,
         progress=False,
         n_boot=20,
@@ -308,9 +313,9 @@ async def test_a_panels_difference_to_a_single_judge_counts_abstentions_with_the
     )
     single = Fixed(lambda it: Judgment(item_id=it.id, verdict="first"))
     result = await compare(
-        Benchmark(name="pw", items=items, criteria=("q",)),
-        "q",
-        [Entry(name="single", judge=single), Entry(name="panel", judge=panel)],
+        benchmark=Benchmark(name="pw", items=items, criteria=("q",)),
+        criterion="q",
+        entries=[Entry(name="single", judge=single), Entry(name="panel", judge=panel)],
         out_dir=tmp_path,
         progress=False,
         n_boot=50,

@@ -280,7 +280,13 @@ async def test_a_panel_in_compare_reports_its_effective_votes_and_each_members_c
         ),
     ]
     result = await compare(
-        bench, "coherence", entries, out_dir=tmp_path, progress=False, n_boot=50, n_perm=100
+        benchmark=bench,
+        criterion="coherence",
+        entries=entries,
+        out_dir=tmp_path,
+        progress=False,
+        n_boot=50,
+        n_perm=100,
     )
     panel, one = result.entries
     assert panel.measures["panel-effective-votes"].extra["n_members"] == 3
