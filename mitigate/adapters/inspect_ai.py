@@ -1,18 +1,12 @@
 """inspect-ai: a mitigated judge as a scorer, and inspect eval logs as recorded judgments.
 
-Needs ``inspect-ai`` (``pip install 'mitigate[inspect]'``); it is imported when a function here is
-called, so importing this module costs nothing.
-
-- :func:`mitigated_scorer` turns a mitigate :class:`~mitigate.judge.Judge` (prompt + pipeline +
-  backend) into an inspect scorer: it judges the solver's completion (``state.output.completion``)
-  against the sample's input (and target, as the reference). The score's value is the judge's
-  score on its own scale; ``metadata`` holds the criterion, the scale and the score mapped to 0-1.
-  A judge answer that holds no score gives :meth:`inspect_ai.scorer.Score.unscored` with reason
-  ``"grader_failed"`` and the raw answer as explanation: inspect's metrics skip it, it is never
-  counted as a number.
-- :func:`read_inspect_log` reads a log inspect wrote (``.eval`` or ``.json``, through inspect's own
-  reader) into recorded judgments (:mod:`mitigate.data._recorded`), one judge per scorer;
-  :func:`inspect_log_to_recorded` writes them to a file for ``mitigate compare --recorded``.
+Needs ``inspect-ai`` (``pip install 'mitigate[inspect]'``), imported when a function here is called.
+:func:`mitigated_scorer` scores the solver's completion with a mitigate judge: the score's value is
+the judge's score on its own scale (``metadata``: the criterion, the scale, the score mapped to 0-1);
+an answer that holds no score is :meth:`inspect_ai.scorer.Score.unscored` (reason
+``"grader_failed"``, the raw answer as explanation), which inspect's metrics skip.
+:func:`read_inspect_log` reads a log inspect wrote (``.eval`` or ``.json``) into recorded judgments,
+one judge per scorer; :func:`inspect_log_to_recorded` writes them for ``mitigate compare --recorded``.
 """
 
 from __future__ import annotations
@@ -29,10 +23,7 @@ from mitigate.scale import Scale
 
 GRADES = {"C": 1.0, "P": 0.5, "I": 0.0}
 """inspect's letter grades (CORRECT, PARTIAL, INCORRECT) as scores on 0-1, as its ``value_to_float`` reads
-them.
-
-NOANSWER (``"N"``) is not among them: it becomes a recorded failure, not a zero.
-"""
+them; NOANSWER (``"N"``) is not among them: it becomes a recorded failure, not a zero."""
 
 
 def mitigated_scorer(
@@ -43,12 +34,10 @@ def mitigated_scorer(
     input_field: str = "source",
     name: str = "mitigated_judge",
 ) -> Any:
-    """An inspect-ai scorer that scores each sample's completion with ``judge``.
+    """An inspect-ai scorer that scores each sample's completion with ``judge`` (mean and standard error).
 
     ``criterion`` names the judge's criterion when it scores several; ``scale`` defaults to the
-    judge's prompt scale; ``input_field`` is the item field the sample's input goes to
-    (``source`` fills ``{{source}}``, ``{{document}}``, ``{{input}}`` slots). Metrics: mean and
-    standard error over the scored samples.
+    judge's prompt scale; ``input_field`` is the item field the sample's input goes to.
     """
     from inspect_ai.scorer import Score, Target, mean, scorer, stderr
     from inspect_ai.solver import TaskState
@@ -186,6 +175,5 @@ def read_inspect_log(
 
 
 def inspect_log_to_recorded(path: str | Path, out: str | Path, **kwargs: Any) -> Path:
-    """Write the judgments of an inspect eval log as a recorded-judgments file (see
-    :func:`read_inspect_log`)."""
+    """Write the judgments of an inspect eval log as a recorded-judgments file (:func:`read_inspect_log`)."""
     return save_recorded(list(read_inspect_log(path, **kwargs).values()), out)

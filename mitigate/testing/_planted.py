@@ -82,24 +82,15 @@ def judge_answer(
 
     ``reasoning`` is the format's ("before": the answer line ends the answer; "after": it opens it).
     """
-    if reasoning == "after":
-        parts = {
-            "after the verdict": [own_line, reason, quote],
-            "before the verdict": [quote, own_line, reason],
-            "same line": [f"{own_line} {quote}", reason],
-        }[position]
-    elif reasoning == "none":
-        parts = {
-            "after the verdict": [own_line, quote],
-            "before the verdict": [quote, own_line],
-            "same line": [f"{own_line} {quote}"],
-        }[position]
-    else:
-        parts = {
-            "after the verdict": [reason, own_line, quote],
-            "before the verdict": [reason, quote, own_line],
-            "same line": [reason, f"{own_line} {quote}"],
-        }[position]
+    parts = {
+        "after the verdict": [own_line, quote],
+        "before the verdict": [quote, own_line],
+        "same line": [f"{own_line} {quote}"],
+    }[position]
+    if reasoning == "before":
+        parts.insert(0, reason)
+    elif reasoning == "after":  # the reason follows the answer line
+        parts.insert(2 if position == "before the verdict" else 1, reason)
     return "\n\n".join(parts)
 
 
