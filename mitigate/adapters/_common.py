@@ -19,9 +19,9 @@ from mitigate.scale import Scale
 class Outcome(BaseModel):
     """One judgment reduced to what a harness shows.
 
-    ``score`` is on the judge's scale; ``normalized`` the same score mapped to 0-1 over that
-    scale (``(score - min) / (max - min)``); ``raw`` the judge's first raw answer; ``error`` why
-    there is no score (a parse failure or a failed LM call), else None.
+    ``score`` is on the judge's scale; ``normalized`` the same score mapped to 0-1 over that scale (``(score -
+    min) / (max - min)``); ``raw`` the judge's first raw answer; ``error`` why there is no score (a parse
+    failure or a failed LM call), else None.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -51,8 +51,8 @@ def make_item(
     ``inputs[input_field]``.
 
     ``expected`` becomes the item's reference, ``context`` ``inputs["context"]``. The default
-    ``input_field="source"`` fills template slots named ``{{source}}``, ``{{document}}``,
-    ``{{article}}`` and ``{{input}}`` (see the prompt's slot aliases).
+    ``input_field="source"`` fills template slots named ``{{source}}``, ``{{document}}``, ``{{article}}`` and
+    ``{{input}}`` (see the prompt's slot aliases).
     """
     if not isinstance(output, str):
         raise ConfigError(f"expected the judged output as text; got {type(output).__name__}")

@@ -1,12 +1,12 @@
 """inspect-ai: a mitigated judge as a scorer, and inspect eval logs as recorded judgments.
 
 Needs ``inspect-ai`` (``pip install 'mitigate[inspect]'``), imported when a function here is called.
-:func:`mitigated_scorer` scores the solver's completion with a mitigate judge: the score's value is
-the judge's score on its own scale (``metadata``: the criterion, the scale, the score mapped to 0-1);
-an answer that holds no score is :meth:`inspect_ai.scorer.Score.unscored` (reason
-``"grader_failed"``, the raw answer as explanation), which inspect's metrics skip.
-:func:`read_inspect_log` reads a log inspect wrote (``.eval`` or ``.json``) into recorded judgments,
-one judge per scorer; :func:`inspect_log_to_recorded` writes them for ``mitigate compare --recorded``.
+:func:`mitigated_scorer` scores the solver's completion with a mitigate judge: the score's value is the
+judge's score on its own scale (``metadata``: the criterion, the scale, the score mapped to 0-1); an answer
+that holds no score is :meth:`inspect_ai.scorer.Score.unscored` (reason ``"grader_failed"``, the raw answer as
+explanation), which inspect's metrics skip. :func:`read_inspect_log` reads a log inspect wrote (``.eval`` or
+``.json``) into recorded judgments, one judge per scorer; :func:`inspect_log_to_recorded` writes them for
+``mitigate compare --recorded``.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def mitigated_scorer(
 ) -> Any:
     """An inspect-ai scorer that scores each sample's completion with ``judge`` (mean and standard error).
 
-    ``criterion`` names the judge's criterion when it scores several; ``scale`` defaults to the
-    judge's prompt scale; ``input_field`` is the item field the sample's input goes to.
+    ``criterion`` names the judge's criterion when it scores several; ``scale`` defaults to the judge's prompt
+    scale; ``input_field`` is the item field the sample's input goes to.
     """
     from inspect_ai.scorer import Score, Target, mean, scorer, stderr
     from inspect_ai.solver import TaskState

@@ -1,16 +1,15 @@
 """promptfoo: a mitigated judge as a Python assertion, and promptfoo result files as recorded judgments.
 
-promptfoo runs a Python assertion (``type: python``, ``value: file://grader.py``) by calling the
-file's ``get_assert(output, context)`` and reading back a GradingResult: ``pass``, ``score``
-(the judge's score mapped to 0-1 over its scale), ``reason`` (its raw answer). The file is either
-your own (``get_assert = make_assert(judge, threshold=0.6)`` with a judge built in Python) or this
-module, with the judge described in the assertion's ``config`` (:data:`CONFIG_KEYS`: ``prompt``, a
-built-in prompt name or a template file, ``backend``, ``base_url``, ``pipeline`` as CLI text ...).
-A judge answer with no score raises :class:`~mitigate.errors.ParseError`: promptfoo shows the
-assertion as errored, never as a number.
+promptfoo runs a Python assertion (``type: python``, ``value: file://grader.py``) by calling the file's
+``get_assert(output, context)`` and reading back a GradingResult: ``pass``, ``score`` (the judge's score
+mapped to 0-1 over its scale), ``reason`` (its raw answer). The file is either your own (``get_assert =
+make_assert(judge, threshold=0.6)`` with a judge built in Python) or this module, with the judge described in
+the assertion's ``config`` (:data:`CONFIG_KEYS`: ``prompt``, a built-in prompt name or a template file,
+``backend``, ``base_url``, ``pipeline`` as CLI text ...). A judge answer with no score raises
+:class:`~mitigate.errors.ParseError`: promptfoo shows the assertion as errored, never as a number.
 
-:func:`read_promptfoo_results` reads the JSON ``promptfoo eval -o results.json`` writes into
-recorded judgments for ``mitigate compare --recorded``.
+:func:`read_promptfoo_results` reads the JSON ``promptfoo eval -o results.json`` writes into recorded
+judgments for ``mitigate compare --recorded``.
 """
 
 from __future__ import annotations
@@ -36,8 +35,8 @@ GRADER_ERROR = re.compile(
 )
 """Reasons with which promptfoo reports a grader that failed rather than graded (it records score 0 for them).
 
-promptfoo keeps no structured flag for this, so the reason's first line is matched: a script that
-raised, an LLM grader whose answer held no verdict, a webhook or moderation call that failed.
+promptfoo keeps no structured flag for this, so the reason's first line is matched: a script that raised, an
+LLM grader whose answer held no verdict, a webhook or moderation call that failed.
 """
 
 GradingResult = dict[str, Any]
@@ -62,9 +61,9 @@ async def agrade(
 ) -> GradingResult:
     """Grade one promptfoo output with ``judge``: the GradingResult promptfoo expects.
 
-    The judged text is ``output``; the item's input is ``context["vars"][input_var]`` when given,
-    else the prompt promptfoo sent (``context["prompt"]``); ``expected_var`` names the var holding
-    the reference. Raises ParseError when the judge's answer holds no score.
+    The judged text is ``output``; the item's input is ``context["vars"][input_var]`` when given, else the
+    prompt promptfoo sent (``context["prompt"]``); ``expected_var`` names the var holding the reference.
+    Raises ParseError when the judge's answer holds no score.
     """
     if not 0.0 <= threshold <= 1.0:
         raise ConfigError(

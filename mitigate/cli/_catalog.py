@@ -1,11 +1,11 @@
 """``mitigate list KIND [NAME]`` (and ``mitigate mitigations``, ``selectors``, ``measures`` ...): what is
 registered.
 
-Everything is read from the registry (:mod:`mitigate.registry`), so a plugin's components
-(``--plugin``, or an installed ``mitigate.plugins`` entry point) are listed beside the
-built-in ones. Without NAME: one line per component (name, paper, what it is for). With NAME:
-its class, paper, tags, and each parameter with its type, default and declared constraint
-(the accepted values a refused parameter's error names). ``--json`` prints the same as JSON.
+Everything is read from the registry (:mod:`mitigate.registry`), so a plugin's components (``--plugin``, or an
+installed ``mitigate.plugins`` entry point) are listed beside the built-in ones. Without NAME: one line per
+component (name, paper, what it is for). With NAME: its class, paper, tags, and each parameter with its type,
+default and declared constraint (the accepted values a refused parameter's error names). ``--json`` prints the
+same as JSON.
 """
 
 from __future__ import annotations

@@ -1,23 +1,21 @@
 """Config files: a command's options read from a TOML (or JSON) file, and written back from a command line.
 
-``mitigate compare -f run.toml`` reads the options of any command from a file whose keys are
-the command's option names (``max-tokens`` or ``max_tokens``), read generically from the
-command's options dataclass (:mod:`mitigate.cli.options`), so an option added there is a
-config key with no code here. Options the user gives on the command line override the file;
-options left at their default do not. ``--save-config FILE`` writes the options a command
-line gave (and those of its ``-f`` file) and exits without running, so a long command line
-becomes a file that can be kept, reviewed and rerun.
+``mitigate compare -f run.toml`` reads the options of any command from a file whose keys are the command's
+option names (``max-tokens`` or ``max_tokens``), read generically from the command's options dataclass
+(:mod:`mitigate.cli.options`), so an option added there is a config key with no code here. Options the user
+gives on the command line override the file; options left at their default do not. ``--save-config FILE``
+writes the options a command line gave (and those of its ``-f`` file) and exits without running, so a long
+command line becomes a file that can be kept, reviewed and rerun.
 
-A file may also hold ``command = "compare"`` (refused when another command reads it),
-``plugins = ["my_package.judges"]`` (imported as ``--plugin`` is) and, for commands with a
-``--pipeline`` list, ``[[entry]]`` tables: one entry per compared judge, with ``pipeline =
-"..."`` and an optional display ``name`` (what the report shows), or ``recorded = "file"``,
-or ``released = "judge"``. Relative paths in a file are relative to the file's folder, as in
-other tools' config files: path options (``prompt = "judge.txt"``) and the paths inside specs
-(``benchmark = "jsonl:data.jsonl"``, ``released = "llmbar:LLMBar#GPT-4/*"``, ``backend =
-"local:model.gguf"``, ``pipeline = "@spec.json"``, ``const = ["rubric=@rubric.txt"]``); a spec
-naming a file that is not there is refused naming the folder it was looked for in. An unknown
-key or a value of the wrong type is one ``error:`` line naming ``file:line``.
+A file may also hold ``command = "compare"`` (refused when another command reads it), ``plugins =
+["my_package.judges"]`` (imported as ``--plugin`` is) and, for commands with a ``--pipeline`` list,
+``[[entry]]`` tables: one entry per compared judge, with ``pipeline = "..."`` and an optional display ``name``
+(what the report shows), or ``recorded = "file"``, or ``released = "judge"``. Relative paths in a file are
+relative to the file's folder, as in other tools' config files: path options (``prompt = "judge.txt"``) and
+the paths inside specs (``benchmark = "jsonl:data.jsonl"``, ``released = "llmbar:LLMBar#GPT-4/*"``, ``backend
+= "local:model.gguf"``, ``pipeline = "@spec.json"``, ``const = ["rubric=@rubric.txt"]``); a spec naming a file
+that is not there is refused naming the folder it was looked for in. An unknown key or a value of the wrong
+type is one ``error:`` line naming ``file:line``.
 """
 
 from __future__ import annotations
@@ -41,9 +39,8 @@ CONFIG = option(
     "config_file",
     "--config",
     "-f",
-    help="read options from this TOML (or .json) file: keys are the "
-    "option names (max-tokens = 64), entry tables name compared judges; options given on the "
-    "command line override it",
+    help="read options from this TOML (or .json) file: keys are the option names (max-tokens = 64), entry "
+    "tables name compared judges; options given on the command line override it",
 )
 SAVE_CONFIG = option(
     "save_config",
@@ -65,9 +62,9 @@ ENTRY_FIELDS = ("pipeline", "recorded", "released")
 def split_label(text: str) -> tuple[str | None, str]:
     """``"NAME=pipeline text"`` as (NAME, pipeline text); (None, text) when the text carries no display name.
 
-    The name ends at the last ``=`` before the first ``(`` or ``|`` (a mitigation's name has
-    no ``=``), so a name may hold ``=`` but not ``(`` or ``|``: ``"T=0.7=sampling(n=5)"`` is
-    named "T=0.7", ``"granularity(scale=1-10)"`` and ``"@spec.json"`` are not named.
+    The name ends at the last ``=`` before the first ``(`` or ``|`` (a mitigation's name has no ``=``), so a
+    name may hold ``=`` but not ``(`` or ``|``: ``"T=0.7=sampling(n=5)"`` is named "T=0.7",
+    ``"granularity(scale=1-10)"`` and ``"@spec.json"`` are not named.
     """
     if text.lstrip().startswith("@"):
         return None, text
@@ -92,8 +89,8 @@ def option_fields(options: type) -> dict[str, Any]:
     """Field name -> type of an options dataclass, as the command line reads it: the keys a config file may
     hold.
 
-    A choice (a ``Literal``) is read as text, and refused by the options' own check, in the same
-    words as on the command line.
+    A choice (a ``Literal``) is read as text, and refused by the options' own check, in the same words as on
+    the command line.
     """
     return {p.name: typer_annotation(p.type) for p in parameters(options)}
 
@@ -289,8 +286,8 @@ def path_prefixes() -> tuple[str, ...]:
 def spec_path(value: str) -> tuple[str, str, str] | None:
     """``(before, path, after)`` of a spec string that names a file, None for one that names none.
 
-    A path is what follows a :func:`path_prefixes` prefix (up to a ``#`` judge pattern), or a
-    pipeline's or constant's ``@file`` (``"@spec.json"``, ``"NAME=@file"``).
+    A path is what follows a :func:`path_prefixes` prefix (up to a ``#`` judge pattern), or a pipeline's or
+    constant's ``@file`` (``"@spec.json"``, ``"NAME=@file"``).
     """
     prefix, sep, rest = value.partition(":")
     if sep and rest and "://" not in value and prefix in path_prefixes():
@@ -358,9 +355,8 @@ def _add_entries(
         if name is not None:
             if kind != "pipeline":
                 raise ConfigError(
-                    f"{where('name', 'entry', n)}: a display name applies to a pipeline entry; "
-                    f"the judges of a {kind} entry are named by their file; got "
-                    f"name = {name!r}"
+                    f"{where('name', 'entry', n)}: a display name applies to a pipeline entry; the judges "
+                    f"of a {kind} entry are named by their file; got name = {name!r}"
                 )
             name = _convert(name, str, where("name", "entry", n), "name", base)
             if split_label(f"{name}=baseline") != (name.strip(), "baseline"):
@@ -379,9 +375,9 @@ def write_config(path: Path, options: Any, keys: Iterable[str], plugins: Iterabl
     """Write the ``keys`` of the built ``options`` (and ``plugins``) as a TOML config that ``-f`` reads back
     equal.
 
-    Compared judges (the ``pipeline``, ``recorded`` and ``released`` lists of a command that
-    has a ``--pipeline`` list) are written as ``[[entry]]`` tables; relative paths are
-    written relative to the file's folder.
+    Compared judges (the ``pipeline``, ``recorded`` and ``released`` lists of a command that has a
+    ``--pipeline`` list) are written as ``[[entry]]`` tables; relative paths are written relative to the
+    file's folder.
     """
     fields = option_fields(type(options))
     chosen = [k for k in fields if k in set(keys)]

@@ -1,14 +1,11 @@
 """``mitigate diff``: judge B against judge A on the same items; exit 1 when B is significantly worse.
 
-The two judges differ in one thing: two recorded files (``--recorded A --recorded B``, in that
-order), two released judges, or two live judges that share everything but their ``--prompt``,
-``--pipeline`` or ``--backend`` (that option given twice). Exit codes: 0 when B is not
-significantly worse on the gated measures, 1 when it is (the reason on stderr in one line),
-2 when the input is refused (mismatched items, different scales without ``--scale-map``, a
-gated measure the answers cannot support ...).
+The two judges differ in one thing: two recorded files (``--recorded A --recorded B``, in that order), two
+released judges, or two live judges that share everything but their ``--prompt``, ``--pipeline`` or
+``--backend`` (that option given twice). Exit codes: 0 when B is not significantly worse on the gated
+measures, 1 when it is (the reason on stderr in one line), 2 when the input is refused (mismatched items,
+different scales without ``--scale-map``, a gated measure the answers cannot support ...).
 """
-
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
 
 import asyncio
 from dataclasses import dataclass
@@ -93,8 +90,7 @@ class DiffOptions(
         Override(
             help=(
                 "a recorded-judgments file: give two (A then B), or one holding exactly two judges (file "
-                "order); "
-                "FILE#JUDGE picks one judge of a file"
+                "order); FILE#JUDGE picks one judge of a file"
             )
         ),
     ] = None
@@ -148,9 +144,8 @@ class DiffOptions(
         PROBES,
         Override(
             help=(
-                "live judges: also run these bias probes on both and add a probe slice (robustness rate of "
-                "A and B), "
-                "e.g. authority,format,option-order"
+                "live judges: also run these bias probes on both and add a probe slice (robustness rate "
+                "of A and B), e.g. authority,format,option-order"
             )
         ),
     ] = None
@@ -164,18 +159,6 @@ class DiffOptions(
         """The server options each live judge's backend does not take are refused."""
         for spec in self.backend or [DEFAULT_BACKEND]:
             check_backend(self, spec)
-
-
-class Side:
-    """One live judge's options: the shared options with its own backend, prompt and criterion."""
-
-    def __init__(self, o: DiffOptions, *, backend: str, prompt: Path | None = None) -> None:
-        self._o = o
-        self.backend = backend
-        self.prompt = prompt
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._o, name)
 
 
 @command("diff", DiffOptions)
@@ -277,7 +260,7 @@ async def _live(
 ) -> tuple[list[Any], list[str]]:
     """The two live judges for ``task`` (built from the shared options and the differing one) and their
     names."""
-    from mitigate.cli._build import build_judge
+    from mitigate.cli._build import Replaced, build_judge
     from mitigate.strategies import parse_pipeline
 
     shared_backend = (o.backend or [DEFAULT_BACKEND])[0]
@@ -290,7 +273,7 @@ async def _live(
         prompt = value if key == "--prompt" else shared_prompt
         text = value if key == "--pipeline" else shared_pipeline
         pipe = parse_pipeline(text)
-        base = build_judge(Side(o, backend=backend, prompt=prompt), task, pipe)
+        base = build_judge(Replaced(o, backend=backend, prompt=prompt), task, pipe)
         judges.append(pipe.wrap(base))
         names.append(str(value))
     return judges, names
@@ -429,11 +412,11 @@ async def _probe_both(
     names: list[str],
     originals: tuple[list[Any], list[Any]],
 ) -> tuple[Any, Any]:
-    from mitigate.cli._build import RewriterOptions, build_backend
+    from mitigate.cli._build import Replaced, RewriterOptions, build_backend
     from mitigate.probes import check_rewriter, resolve_probes, run_probes
 
     chosen = resolve_probes(o.probes or "", rewriter=o.rewriter is not None)
-    rewriter = None if o.rewriter is None else build_backend(RewriterOptions(Side(o, backend=o.rewriter)))
+    rewriter = None if o.rewriter is None else build_backend(RewriterOptions(Replaced(o, backend=o.rewriter)))
     if rewriter is None:
         check_rewriter(chosen, None)
     try:

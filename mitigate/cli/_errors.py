@@ -1,10 +1,9 @@
 """How the command line reports a problem: one ``error:`` line on stderr and an exit code.
 
-Every error a user can cause is one line, ``error: <what was expected; what came>``, and a
-non-zero exit: :data:`EXIT_REFUSED` when the input was refused before any work (bad option,
-file, data, backend spec), :data:`EXIT_FAILED` when a run could not finish (stopped by the
-circuit breaker, every item failed, an unexpected failure). Warnings are one
-``warning:`` line each.
+Every error a user can cause is one line, ``error: <what was expected; what came>``, and a non-zero exit:
+:data:`EXIT_REFUSED` when the input was refused before any work (bad option, file, data, backend spec),
+:data:`EXIT_FAILED` when a run could not finish (stopped by the circuit breaker, every item failed, an
+unexpected failure). Warnings are one ``warning:`` line each.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """``mitigate estimate``: each system's bias-corrected mean from a judge on every item and a few human
 labels."""
 
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
-
 import json
 import sys
 from dataclasses import dataclass
@@ -44,10 +42,9 @@ Calibration = Literal["isotonic", "linear"]
 
 METHOD = option(
     "method",
-    help="ppi (PPI++ with power tuning: the judge's values corrected by the labels), calibrated "
-    "(a cross-fitted judge-to-human calibration), human (the labels alone) or judge (the judge's "
-    "mean alone, NOT bias-corrected); the labels-alone and judge-alone values are always "
-    "shown beside",
+    help="ppi (PPI++ with power tuning: the judge's values corrected by the labels), calibrated (a "
+    "cross-fitted judge-to-human calibration), human (the labels alone) or judge (the judge's mean alone, "
+    "NOT bias-corrected); the labels-alone and judge-alone values are always shown beside",
 )
 BY = option(
     "by",
@@ -68,9 +65,8 @@ TARGET = option(
 LABELS_PER_GROUP = option(
     "labels_per_group",
     "--labels-per-group",
-    help="experiment on a labelled benchmark: keep "
-    "this many labels per group, drawn with --seed, and hide the rest (their mean is "
-    "shown as 'all labels')",
+    help="experiment on a labelled benchmark: keep this many labels per group, drawn with --seed, and "
+    "hide the rest (their mean is shown as 'all labels')",
     accepts=(Interval(int, 2, None),),
 )
 LABELLED_FRACTION = option(
@@ -195,9 +191,8 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
     prompt: Annotated[
         Prompt,
         Override(
-            help="judge prompt template file (default: the built-in prompt for the "
-            "criterion); with --recorded, reads rows that hold only the "
-            "judge's raw text"
+            help="judge prompt template file (default: the built-in prompt for the criterion); with "
+            "--recorded, reads rows that hold only the judge's raw text"
         ),
     ] = None
     samples: Annotated[Samples, Override(help="samples per item of the live judge")] = 1
@@ -267,8 +262,8 @@ def _labelled_benchmark(
 ) -> tuple["Benchmark", dict[str, float] | None, dict[str, float], dict[str, int], list[str]]:
     """The benchmark of the chosen items with labels hidden (an experiment) and labels files added.
 
-    Returns it, the labels before hiding (None when none were hidden), the selection weights
-    and rounds (the weighted files in the order given are rounds 1, 2 ...), and notes.
+    Returns it, the labels before hiding (None when none were hidden), the selection weights and rounds (the
+    weighted files in the order given are rounds 1, 2 ...), and notes.
     """
     from mitigate.data import add_label_files, hide_labels
     from mitigate.estimators import resolve_by

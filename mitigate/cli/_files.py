@@ -26,8 +26,7 @@ def read_text_file(path: Path, option: str) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ConfigError(
-            f"expected {option} to be UTF-8 text; {path}:{line} holds the byte "
-            f"{data[exc.start]:#04x}, "
+            f"expected {option} to be UTF-8 text; {path}:{line} holds the byte {data[exc.start]:#04x}, "
             "which is not UTF-8 (re-save the file as UTF-8)",
             path=str(path),
             line=line,
@@ -100,19 +99,16 @@ through)."""
 
 def check_run_folder(folder: Path) -> None:
     """Refuse, before any work, a file of ``folder`` that mitigate would block on, fill the memory with, or
-    replace:
-    a FIFO, socket, device or folder where it keeps a file it reads back (:data:`READ_BACK`; a symlink to a
-    regular
-    file is followed), or a FIFO, socket, block device or folder where it writes an output
-    (:data:`OUTPUTS`)."""
+    replace: a FIFO, socket, device or folder where it keeps a file it reads back (:data:`READ_BACK`; a
+    symlink to a regular file is followed), or a FIFO, socket, block device or folder where it writes an
+    output (:data:`OUTPUTS`)."""
     for pattern in (*READ_BACK, *OUTPUTS):
         for found in sorted(folder.glob(pattern)):
             if pattern in READ_BACK:
                 kind = path_kind(found)
                 if kind != "a regular file":
                     raise ConfigError(
-                        f"expected {found} to be a regular file mitigate reads back; "
-                        f"it is {kind} "
+                        f"expected {found} to be a regular file mitigate reads back; it is {kind} "
                         "(remove it, or use another folder)",
                         path=str(found),
                     )

@@ -1,7 +1,5 @@
 """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human score."""
 
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
-
 import asyncio
 import contextlib
 import json
@@ -181,9 +179,9 @@ class Outputs:
     (held in a temporary file until the run ends), ``--out`` and the results' columns in ``--run-dir``
     (:mod:`mitigate.run._columns`), both written as they come and put in place when the run ends.
 
-    A file that cannot be written (a full disk) is closed at once, leaving what was there as it
-    was; the run goes on (the journal and the LM cache keep every judgment) and the error is raised
-    by :meth:`finish`, after the run. With ``--threshold`` the scores the gate needs are kept.
+    A file that cannot be written (a full disk) is closed at once, leaving what was there as it was; the run
+    goes on (the journal and the LM cache keep every judgment) and the error is raised by :meth:`finish`,
+    after the run. With ``--threshold`` the scores the gate needs are kept.
     """
 
     def __init__(self, o: JudgeOptions, task: Workload, backend: str) -> None:

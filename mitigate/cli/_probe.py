@@ -1,7 +1,5 @@
 """``mitigate probe``: the bias battery on the judged text, each probe beside the judge's own rerun noise."""
 
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
-
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,9 +118,8 @@ async def _probe(o: ProbeOptions) -> None:
         items = list(task.items)
         preflight(judge_obj, items)
         typer.echo(
-            f"{task.benchmark.summary()}\nprobing {len(items)} items on {task.criterion!r} with "
-            f"{lm.spec}: {', '.join(p.name for p in chosen)} "
-            f"({(2 + len(chosen)) * len(items)} judgments)",
+            f"{task.benchmark.summary()}\nprobing {len(items)} items on {task.criterion!r} with {lm.spec}: "
+            f"{', '.join(p.name for p in chosen)} ({(2 + len(chosen)) * len(items)} judgments)",
             err=True,
         )
         report = await run_probes(

@@ -1,8 +1,6 @@
 """``mitigate prompts``: list the built-in judge prompts, print one, show what mitigate reads from a template,
 or render the exact requests a pipeline sends for one item."""
 
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -66,8 +64,7 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
         str | None,
         BENCHMARK,
         Override(
-            help="with 'render': take the item from this benchmark "
-            "(default: an item whose slots show "
+            help="with 'render': take the item from this benchmark (default: an item whose slots show "
             "their names)"
         ),
     ] = None
@@ -79,20 +76,17 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
         str | None,
         TRAIN,
         Override(
-            help="with 'render' and -b: fit the pipeline first, on this "
-            "fraction of the benchmark (split by document, seed 0) "
-            "or on this training benchmark; pipelines that call "
-            "the judge while fitting need --backend"
+            help="with 'render' and -b: fit the pipeline first, on this fraction of the benchmark (split "
+            "by document, seed 0) or on this training benchmark; pipelines that call the judge while "
+            "fitting need --backend"
         ),
     ] = None
     backend: Annotated[
         str | None,
         BACKEND,
         Override(
-            help="with 'render': the judge backend whose requests are shown "
-            "(its constraint fields, logprob scoring ...); "
-            "default: the embedded model's requests, "
-            "without loading it"
+            help="with 'render': the judge backend whose requests are shown (its constraint fields, "
+            "logprob scoring ...); default: the embedded model's requests, without loading it"
         ),
     ] = None
     guided: Annotated[Guided | None, GUIDED] = None
@@ -107,9 +101,8 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
     const: Annotated[
         Const,
         Override(
-            help="with 'inspect' or 'render': NAME=VALUE (or NAME=@file) filled into the "
-            "template once, e.g. a rubric or a Jinja variable; "
-            "repeat for several"
+            help="with 'inspect' or 'render': NAME=VALUE (or NAME=@file) filled into the template once, "
+            "e.g. a rubric or a Jinja variable; repeat for several"
         ),
     ] = None
 

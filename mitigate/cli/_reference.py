@@ -1,11 +1,11 @@
 """docs/cli.md, written from the commands themselves: every command's every option, grouped as ``--help-all``
 shows them.
 
-``python -m mitigate.cli._reference docs/cli.md`` rewrites the file; ``--check docs/cli.md``
-exits 1 when the file is not what the commands give now (tests/cli/test_cli_reference.py runs it,
-so an option added, renamed or re-worded without regenerating the file fails the suite).
-The text is independent of the terminal: tables, not the boxes ``--help`` draws, and only the
-components mitigate itself registers (not a plugin's or a test's).
+``python -m mitigate.cli._reference docs/cli.md`` rewrites the file; ``--check docs/cli.md`` exits 1 when the
+file is not what the commands give now (tests/cli/test_cli_reference.py runs it, so an option added, renamed
+or re-worded without regenerating the file fails the suite). The text is independent of the terminal: tables,
+not the boxes ``--help`` draws, and only the components mitigate itself registers (not a plugin's or a
+test's).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """``mitigate report``: re-render report.md, the plots and (``--html``) report.html of a comparison from its
 results.json."""
 
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, ClassVar

@@ -1,8 +1,6 @@
 """``mitigate search``: the demo set that maximises agreement (+ consistency - bias) on dev, reported on
 test."""
 
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
@@ -106,9 +104,8 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
         str,
         PIPELINE,
         Override(
-            help="mitigations wrapping the judge before demos are searched: "
-            "pipeline text or @file.json; the saved spec holds them "
-            "followed by the winner"
+            help="mitigations wrapping the judge before demos are searched: pipeline text or @file.json; "
+            "the saved spec holds them followed by the winner"
         ),
     ] = "baseline"
     dry_run: DryRun = False
@@ -175,8 +172,7 @@ def _search(o: SearchOptions) -> None:
         try:
             typer.echo(
                 dry_run_text([(o.pipeline, judge)], base, task.items)
-                + "\n\n(the search adds each candidate demo set to these prompts; no LM "
-                "call was made)"
+                + "\n\n(the search adds each candidate demo set to these prompts; no LM call was made)"
             )
         finally:
             run_coroutine(base.lm.aclose(), what="mitigate search --dry-run", instead="lm.aclose()")

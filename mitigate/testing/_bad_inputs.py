@@ -1,12 +1,11 @@
 """A table of bad command lines: every one must end in one ``error:`` line and a non-zero exit.
 
-Shared by the test suite (``tests/cli/test_cli_errors.py``, in-process) and the reliability
-benchmark (``benchmarks/bench_reliability.py``, one real process per case). Each
-:class:`BadInput` is a command line with placeholders: ``{d}`` is a folder prepared by
-:func:`make_fixtures` (good and damaged benchmarks, prompts, a file where a folder is expected
-...) and ``{url}`` the base URL of a stub server that must receive no request at all, since
-every case is refusable before the first LM call. ``expect`` is a fragment the error line must
-hold (case-insensitive), so a case cannot pass by failing for another reason.
+Shared by the test suite (``tests/cli/test_cli_errors.py``, in-process) and the reliability benchmark
+(``benchmarks/bench_reliability.py``, one real process per case). Each :class:`BadInput` is a command line
+with placeholders: ``{d}`` is a folder prepared by :func:`make_fixtures` (good and damaged benchmarks,
+prompts, a file where a folder is expected ...) and ``{url}`` the base URL of a stub server that must receive
+no request at all, since every case is refusable before the first LM call. ``expect`` is a fragment the error
+line must hold (case-insensitive), so a case cannot pass by failing for another reason.
 """
 
 from __future__ import annotations

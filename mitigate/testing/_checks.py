@@ -9,13 +9,12 @@ register it, and run the same battery mitigate runs on its own components::
     def test_my_mitigation(component, check):
         check(component)
 
-:func:`checks_for` yields the :class:`Check` objects that apply to one component (the common ones,
-then its kind's: mitigation, selector, engine, probe; each check's docstring says what it checks);
-:func:`check_component` runs them all outside pytest; :func:`registered_examples` gives the
-``examples()`` of every registered component (a preset's are the components it builds), which
-``tests/test_contracts.py`` runs the battery over; ``mitigate check-plugin my_package.judges`` runs
-it on every component a plugin module registers. Fitting is checked against a judge on a fake LM
-(:func:`fitting_lm`).
+:func:`checks_for` yields the :class:`Check` objects that apply to one component (the common ones, then its
+kind's: mitigation, selector, engine, probe; each check's docstring says what it checks);
+:func:`check_component` runs them all outside pytest; :func:`registered_examples` gives the ``examples()`` of
+every registered component (a preset's are the components it builds), which ``tests/test_contracts.py`` runs
+the battery over; ``mitigate check-plugin my_package.judges`` runs it on every component a plugin module
+registers. Fitting is checked against a judge on a fake LM (:func:`fitting_lm`).
 """
 
 from __future__ import annotations
@@ -186,10 +185,9 @@ def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
     """``fit`` against a judge on a fake LM agrees with the tags, and leaves the original and the training
     data alone.
 
-    Every mitigation is fitted, those that call the judge while fitting included. Tags
-    ``needs_fitting`` false: ``fit`` returns the mitigation itself. Otherwise a fitted value of
-    the same class whose spec round-trips. ``calls_judge_while_fitting``: the fake LM was
-    called while fitting; without it, it was not.
+    Every mitigation is fitted, those that call the judge while fitting included. Tags ``needs_fitting``
+    false: ``fit`` returns the mitigation itself. Otherwise a fitted value of the same class whose spec
+    round-trips. ``calls_judge_while_fitting``: the fake LM was called while fitting; without it, it was not.
     """
     train, judge, lm = fitting_setup(mitigation)
     train_before, before = train.model_dump(), mitigation.model_dump()
@@ -228,9 +226,9 @@ def _named_ids(value: Any, ids: set[str]) -> set[str]:
 
 
 def check_fitted_value_does_not_carry_the_training_set(mitigation: Mitigation) -> None:
-    """Fitted on four times the training items, the spec names no more of them and grows by less than a
-    tenth of what was added: a fitted value keeps what it learned, not its training data (one choosing per
-    judged item, tag ``query_dependent``, keeps its pool by design)."""
+    """Fitted on four times the training items, the spec names no more of them and grows by less than a tenth
+    of what was added: a fitted value keeps what it learned, not its training data (one choosing per judged
+    item, tag ``query_dependent``, keeps its pool by design)."""
     if not mitigation.tags.needs_fitting or mitigation.tags.query_dependent:
         return
     specs, ids, sizes = [], [], []
@@ -468,8 +466,8 @@ def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
 def check_probe_rewrites_and_records(probe: Probe) -> None:
     """A probe changes the judged text only, records the rewrite, and rewrites the same way twice.
 
-    An LM-assisted probe refuses with a ConfigError without a rewriter, and with a scripted one
-    records the model and its raw answer. A probe of the prompt is checked by
+    An LM-assisted probe refuses with a ConfigError without a rewriter, and with a scripted one records the
+    model and its raw answer. A probe of the prompt is checked by
     :func:`check_prompt_probe_changes_the_prompt_only` instead.
     """
     if probe.level == "prompt":
@@ -561,9 +559,9 @@ def check_component(component: Any) -> None:
 def registered_examples(kinds: Iterable[str] | None = None) -> list[Component]:
     """``examples()`` of every registered component class of ``kinds`` (default: every kind), in name order.
 
-    A :class:`~mitigate.registry.Preset`'s examples are the components it builds. Registered
-    objects that are not :class:`~mitigate.registry.Component` classes, and test components
-    (names starting with ``test-``), are left out.
+    A :class:`~mitigate.registry.Preset`'s examples are the components it builds. Registered objects that are
+    not :class:`~mitigate.registry.Component` classes, and test components (names starting with ``test-``),
+    are left out.
     """
     out: list[Component] = []
     for kind in kinds if kinds is not None else KIND_PACKAGES:

@@ -1,5 +1,5 @@
-"""The example judges, data and fake LMs the contract checks (:mod:`mitigate.testing._checks`) run
-components against, and tests reuse."""
+"""The example judges, data and fake LMs the contract checks (:mod:`mitigate.testing._checks`) run components
+against, and tests reuse."""
 
 from __future__ import annotations
 
@@ -71,8 +71,8 @@ def example_pairwise_train(n: int = 12) -> Benchmark:
 
 
 def example_train(n: int = 12) -> Benchmark:
-    """A small labelled benchmark: criterion ``coherence`` (human scores 1-5), also labelled under the
-    generic ``score`` that components' ``examples()`` use."""
+    """A small labelled benchmark: criterion ``coherence`` (human scores 1-5), also labelled under the generic
+    ``score`` that components' ``examples()`` use."""
     items = tuple(
         Item(
             id=f"check-{i}",
@@ -89,8 +89,8 @@ def example_train(n: int = 12) -> Benchmark:
 
 def fitting_lm() -> FakeLM:
     """The fake LM the checks fit against: a varied, deterministic "Score: N" (1-5) per request, token
-    logprobs, and a log-likelihood of minus the continuation's length (so RS, calibration and
-    thresholds have something to learn from)."""
+    logprobs, and a log-likelihood of minus the continuation's length (so RS, calibration and thresholds have
+    something to learn from)."""
 
     def answer(request: LMRequest) -> str:
         text = "".join(m.content for m in request.messages)

@@ -1,11 +1,11 @@
 """A misbehaving HTTP server on 127.0.0.1 for tests and benchmarks: hangs, trickles, closes, floods,
 redirects, echoes the client's key or answers garbage.
 
-:class:`FaultServer` answers every request the way its ``mode`` says (see the class). Every loop
-is bounded (a stop event, socket timeouts, a byte budget), so a test that forgets to stop it
-still ends. It reads each request's head, so the ``echo*`` modes can send back the very key the
-client sent (``Authorization: Bearer <key>`` or ``x-api-key: <key>``) in every place a server's
-bytes can reach a client: the status line's reason phrase, headers, every field of the body.
+:class:`FaultServer` answers every request the way its ``mode`` says (see the class). Every loop is bounded (a
+stop event, socket timeouts, a byte budget), so a test that forgets to stop it still ends. It reads each
+request's head, so the ``echo*`` modes can send back the very key the client sent (``Authorization: Bearer
+<key>`` or ``x-api-key: <key>``) in every place a server's bytes can reach a client: the status line's reason
+phrase, headers, every field of the body.
 """
 
 from __future__ import annotations

@@ -1,17 +1,15 @@
 """Known template-injection payloads, and the command lines that read a template: every pair must be refused.
 
-Shared by the test suite (``tests/prompt/test_template_sandbox.py``, in-process) and the reliability
-benchmark (``benchmarks/bench_reliability.py``, one real process per case). Each :class:`Payload` is
-Jinja that a downloaded template could hold (the groups of :data:`PAYLOADS` say which tricks);
-``MARKER`` in it is replaced by the path of a file the payload tries to create, so a test can see
-whether it ran. Every payload sits in a template that would otherwise work
-(:func:`hostile_template`), so a refusal cannot come from something else; ``expect`` is a fragment
-the one error line must hold.
+Shared by the test suite (``tests/prompt/test_template_sandbox.py``, in-process) and the reliability benchmark
+(``benchmarks/bench_reliability.py``, one real process per case). Each :class:`Payload` is Jinja that a
+downloaded template could hold (the groups of :data:`PAYLOADS` say which tricks); ``MARKER`` in it is replaced
+by the path of a file the payload tries to create, so a test can see whether it ran. Every payload sits in a
+template that would otherwise work (:func:`hostile_template`), so a refusal cannot come from something else;
+``expect`` is a fragment the one error line must hold.
 
-:data:`TEMPLATE_COMMANDS` are the command lines of every command that reads a template, with
-``{prompt}`` (the template file), ``{d}`` (a folder from
-:func:`mitigate.testing._bad_inputs.make_fixtures`) and ``{url}`` (a stub server that must
-receive no request) to fill.
+:data:`TEMPLATE_COMMANDS` are the command lines of every command that reads a template, with ``{prompt}`` (the
+template file), ``{d}`` (a folder from :func:`mitigate.testing._bad_inputs.make_fixtures`) and ``{url}`` (a
+stub server that must receive no request) to fill.
 """
 
 from __future__ import annotations

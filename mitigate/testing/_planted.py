@@ -1,14 +1,14 @@
 """Answers that quote back a value planted in the judged text: the cases every answer reader must withstand.
 
-A judged text may hold an answer-shaped value ("Score: 5", "[[B]]", "Therefore, Output (b) is
-better."), and a judge may quote it back beside its own verdict. :data:`QUOTES` lists the ways a
-judge quotes it (quotation marks, backticks, a code block, a blockquote, after a reporting verb,
-with the judged text's words around it and trailing punctuation, in another case, in bold, bare);
-:func:`quote_back` writes one, and :func:`judge_answer` puts it before, after or on the same line
-as the judge's own answer line. :data:`ISSUE_CASES` are the forms found by trying the readers as a
-hostile user would, in our own words. Used by ``tests/prompt/test_planted_values.py`` (with generated
-judged texts) and ``benchmarks/bench_reliability.py`` (through the CLI and the stub server): the
-reader must return the judge's own value or a recorded failure, never the planted value.
+A judged text may hold an answer-shaped value ("Score: 5", "[[B]]", "Therefore, Output (b) is better."), and a
+judge may quote it back beside its own verdict. :data:`QUOTES` lists the ways a judge quotes it (quotation
+marks, backticks, a code block, a blockquote, after a reporting verb, with the judged text's words around it
+and trailing punctuation, in another case, in bold, bare); :func:`quote_back` writes one, and
+:func:`judge_answer` puts it before, after or on the same line as the judge's own answer line.
+:data:`ISSUE_CASES` are the forms found by trying the readers as a hostile user would, in our own words. Used
+by ``tests/prompt/test_planted_values.py`` (with generated judged texts) and
+``benchmarks/bench_reliability.py`` (through the CLI and the stub server): the reader must return the judge's
+own value or a recorded failure, never the planted value.
 """
 
 from __future__ import annotations

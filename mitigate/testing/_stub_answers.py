@@ -1,11 +1,10 @@
 """What the stub server answers: the chat.completion and message bodies, their usage and the emulated prompt
 caches, tokens and synthetic logprobs, stop sequences, forced function calls.
 
-Token logprobs are synthetic but deterministic: the reply is split into tokens (each digit
-its own token, runs of letters, single punctuation marks, runs of whitespace); the chosen
-token gets probability 0.7 and the alternatives share the rest (neighbouring digits for a
-digit token, so a score's top-k alternatives are other scores). Words (whitespace-separated)
-are the stub's tokens for usage, caching and rate limits.
+Token logprobs are synthetic but deterministic: the reply is split into tokens (each digit its own token, runs
+of letters, single punctuation marks, runs of whitespace); the chosen token gets probability 0.7 and the
+alternatives share the rest (neighbouring digits for a digit token, so a score's top-k alternatives are other
+scores). Words (whitespace-separated) are the stub's tokens for usage, caching and rate limits.
 """
 
 from __future__ import annotations

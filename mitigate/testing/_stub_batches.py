@@ -25,12 +25,11 @@ Anthropic
     ``ended`` (``canceling`` on cancel), with ``request_counts`` of processing, succeeded,
     errored, canceled and expired. Over 100,000 requests or 256 MB is refused with HTTP 400.
 
-Requests in a batch are answered by the same handlers as live calls (same replies, usage
-and prompt-cache emulation), one every ``latency`` seconds, batches running concurrently.
-Failure injection: ``fail(provider, custom_id, body)`` returning an HTTP status errors that
-request; ``expire_after`` seconds ends a batch with its unprocessed requests expired.
-Every created batch is logged in :attr:`BatchEmulator.created` (provider, id and custom ids),
-which is how tests check that no request was ever submitted twice.
+Requests in a batch are answered by the same handlers as live calls (same replies, usage and prompt-cache
+emulation), one every ``latency`` seconds, batches running concurrently. Failure injection: ``fail(provider,
+custom_id, body)`` returning an HTTP status errors that request; ``expire_after`` seconds ends a batch with
+its unprocessed requests expired. Every created batch is logged in :attr:`BatchEmulator.created` (provider, id
+and custom ids), which is how tests check that no request was ever submitted twice.
 """
 
 from __future__ import annotations
@@ -148,9 +147,9 @@ class StubBatch:
 class BatchEmulator:
     """Files and batches of the stub server (see the module docstring).
 
-    ``answer(provider, body)`` produces one live-call answer (the chat.completion or message
-    JSON); ``latency`` is the time to process one batched request; ``max_requests`` and
-    ``max_bytes`` (by provider) override the published size limits.
+    ``answer(provider, body)`` produces one live-call answer (the chat.completion or message JSON);
+    ``latency`` is the time to process one batched request; ``max_requests`` and ``max_bytes`` (by provider)
+    override the published size limits.
     """
 
     url_root = ""

@@ -7,20 +7,20 @@
 This module is the HTTP side (connections, counters, failures, rate limits); the answers, their usage, the
 prompt caches and forced function calls are :mod:`mitigate.testing._stub_answers`'.
 
-Prompt caching is emulated as the providers publish it, counting the stub's tokens (words):
-OpenAI caches every prompt of ``openai_cache_min_tokens`` (1,024) tokens or more
-automatically, in steps of ``openai_cache_step`` (128) tokens, and reports the reused prefix
-as ``usage.prompt_tokens_details.cached_tokens``; Anthropic caches the prefix up to each
-``cache_control`` breakpoint that holds at least ``anthropic_cache_min_tokens`` tokens and
-reports ``cache_read_input_tokens`` (the longest breakpoint prefix found in its cache),
-``cache_creation_input_tokens`` (the rest up to the last breakpoint) and ``input_tokens``
-(the tokens after it). Entries live ``cache_ttl`` seconds after their last use.
+Prompt caching is emulated as the providers publish it, counting the stub's tokens (words): OpenAI caches
+every prompt of ``openai_cache_min_tokens`` (1,024) tokens or more automatically, in steps of
+``openai_cache_step`` (128) tokens, and reports the reused prefix as
+``usage.prompt_tokens_details.cached_tokens``; Anthropic caches the prefix up to each ``cache_control``
+breakpoint that holds at least ``anthropic_cache_min_tokens`` tokens and reports ``cache_read_input_tokens``
+(the longest breakpoint prefix found in its cache), ``cache_creation_input_tokens`` (the rest up to the last
+breakpoint) and ``input_tokens`` (the tokens after it). Entries live ``cache_ttl`` seconds after their last
+use.
 
-Rate limits (``rate_limit_requests`` / ``rate_limit_tokens``) are token buckets that hold the limit and
-refill at the limit per ``rate_limit_window`` seconds, a request counted as its prompt tokens plus
-``max_tokens``; every live answer carries the provider's headers (``x-ratelimit-*`` durations on OpenAI
-routes, ``anthropic-ratelimit-*`` RFC 3339 times on ``/v1/messages``), and a request over the limit gets
-HTTP 429 with ``Retry-After``.
+Rate limits (``rate_limit_requests`` / ``rate_limit_tokens``) are token buckets that hold the limit and refill
+at the limit per ``rate_limit_window`` seconds, a request counted as its prompt tokens plus ``max_tokens``;
+every live answer carries the provider's headers (``x-ratelimit-*`` durations on OpenAI routes,
+``anthropic-ratelimit-*`` RFC 3339 times on ``/v1/messages``), and a request over the limit gets HTTP 429 with
+``Retry-After``.
 
 Each answer is sent after ``latency`` seconds, from an asyncio loop in the server's own daemon thread
 (never the client's loop), over kept-alive HTTP/1.1 connections, so the server is not the bottleneck of a
@@ -117,11 +117,10 @@ class StubOpenAIServer(StubAnswers):
             below); False keeps only the counters, so a benchmark of a million requests does
             not fill the memory.
 
-    Use as a context manager (``with StubOpenAIServer() as s:``) or call :meth:`start` and
-    :meth:`stop`. Thread-safe counters: :attr:`request_count`, :attr:`bodies`,
-    :attr:`auth_headers`, :attr:`api_key_headers`, :attr:`user_agents`, :attr:`paths`,
-    :attr:`max_in_flight`, :attr:`connections` and :attr:`rate_limited`; :attr:`batch` holds the
-    batch emulation (its ``created`` log and ``downloads``).
+    Use as a context manager (``with StubOpenAIServer() as s:``) or call :meth:`start` and :meth:`stop`.
+    Thread-safe counters: :attr:`request_count`, :attr:`bodies`, :attr:`auth_headers`,
+    :attr:`api_key_headers`, :attr:`user_agents`, :attr:`paths`, :attr:`max_in_flight`, :attr:`connections`
+    and :attr:`rate_limited`; :attr:`batch` holds the batch emulation (its ``created`` log and ``downloads``).
     """
 
     latency: float = 0.05
@@ -445,8 +444,8 @@ class StubOpenAIServer(StubAnswers):
     def _rate_limit(self, body: dict[str, Any], anthropic: bool) -> Reply:
         """Take a live request from the budgets; (200, {}, headers) or a 429 answer with headers.
 
-        Budgets are token buckets, as the providers describe theirs: a full bucket holds the
-        limit and refills continuously at limit per ``rate_limit_window`` seconds.
+        Budgets are token buckets, as the providers describe theirs: a full bucket holds the limit and refills
+        continuously at limit per ``rate_limit_window`` seconds.
         """
         if self.rate_limit_requests is None and self.rate_limit_tokens is None:
             return 200, {}, {}

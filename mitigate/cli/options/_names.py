@@ -1,10 +1,10 @@
 """Help texts that name what is registered: a stand-in written when the option is declared, filled when help
 is printed.
 
-A help text such as ``--engine``'s lists the search engines registered now, plugins' included.
-Looking them up when the option is declared would import the registry and the package of that
-kind whenever a command is loaded; the help holds :func:`registered_names` instead, and
-:func:`fill_registered_names` replaces it when that command's help is printed.
+A help text such as ``--engine``'s lists the search engines registered now, plugins' included. Looking them up
+when the option is declared would import the registry and the package of that kind whenever a command is
+loaded; the help holds :func:`registered_names` instead, and :func:`fill_registered_names` replaces it when
+that command's help is printed.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ def fill_registered_names(text: str, *, shipped: bool = False) -> str:
     """``text`` with each :func:`registered_names` stand-in replaced by the names registered now,
     comma-separated.
 
-    Benchmarks include their ``<prefix>:<path>`` forms. ``shipped``: only what mitigate itself
-    registers (not plugins' or tests' components), for the generated docs/cli.md.
+    Benchmarks include their ``<prefix>:<path>`` forms. ``shipped``: only what mitigate itself registers (not
+    plugins' or tests' components), for the generated docs/cli.md.
     """
     if "{registered" not in text:
         return text

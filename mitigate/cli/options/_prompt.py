@@ -1,8 +1,6 @@
 """The judge's template and how it answers: ``--prompt``, ``--system``, what corrects the template's reading,
 and the answer's sampling and scoring."""
 
-# no ``from __future__ import annotations``: the field annotations are read by Typer and must be real objects
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -29,17 +27,15 @@ SCALE = option("scale", help="answer scale MIN,MAX (default: from the prompt)")
 ANSWER_FORMAT = option(
     "answer_format",
     "--answer-format",
-    help="override the answer line read from the template: "
-    "the line with {value} where the answer goes, e.g. 'Rating: [[{value}]]' or '[RESULT] "
-    "{value}', or json:KEY for a JSON answer with the answer under KEY (see 'mitigate "
-    "prompts inspect')",
+    help="override the answer line read from the template: the line with {value} where the answer goes, "
+    "e.g. 'Rating: [[{value}]]' or '[RESULT] {value}', or json:KEY for a JSON answer with the answer "
+    "under KEY (see 'mitigate prompts inspect')",
 )
 REASONING = option(
     "reasoning",
     "--reasoning",
-    help="override whether the template asks for reasoning before its "
-    "answer line: before (the answer line comes last, after free text) or none (the "
-    "answer alone)",
+    help="override whether the template asks for reasoning before its answer line: before (the answer "
+    "line comes last, after free text) or none (the answer alone)",
 )
 OUTPUT_SLOT = option(
     "output_slot",
