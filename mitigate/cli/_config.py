@@ -86,12 +86,8 @@ class ConfigFile:
 
 
 def option_fields(options: type) -> dict[str, Any]:
-    """Field name -> type of an options dataclass, as the command line reads it: the keys a config file may
-    hold.
-
-    A choice (a ``Literal``) is read as text, and refused by the options' own check, in the same words as on
-    the command line.
-    """
+    """Field name -> type of an options dataclass as the command line reads it (a ``Literal`` as text): the
+    keys a config file may hold."""
     return {p.name: typer_annotation(p.type) for p in parameters(options)}
 
 
@@ -99,14 +95,12 @@ def option_fields(options: type) -> dict[str, Any]:
 
 
 def takes_entries(fields: Mapping[str, Any]) -> bool:
-    """Whether a command's options compare several judges (a ``pipeline`` list), so a file may hold
-    ``[[entry]]``."""
+    """Whether a command compares several judges (a ``pipeline`` list), so a file may hold ``[[entry]]``."""
     return "pipeline" in fields and get_origin(_strip_none(fields["pipeline"])) is list
 
 
 def read_config(path: Path, options: type, command: str) -> ConfigFile:
-    """The options of ``command`` that the file ``path`` sets, checked against ``options``' fields and
-    types."""
+    """The options of ``command`` that the file ``path`` sets, checked against ``options``' fields."""
     if not path.is_file():
         raise ConfigError(
             f"expected a config file (TOML, or .json) for -f; {path} "
@@ -269,9 +263,8 @@ def _convert(value: Any, tp: Any, where: str, key: str, base: Path) -> Any:
 
 
 def path_prefixes() -> tuple[str, ...]:
-    """Spec prefixes followed by a file or folder, as registered: the benchmarks' path forms
-    (``jsonl:data.jsonl``, ``llmbar:<path>``, which released judges share: ``llmbar:LLMBar#GPT-4/*``) and the
-    backends' (``local:model.gguf``, ``replay:answers.jsonl``)."""
+    """Spec prefixes followed by a file or folder, as registered: the benchmarks' path forms (which released
+    judges share: ``llmbar:LLMBar#GPT-4/*``) and the backends' (``local:model.gguf``)."""
     from mitigate.data import PATH_LOADERS  # here: only a config file's paths need them
     from mitigate.registry import registered
 
@@ -327,8 +320,7 @@ def with_paths_to(value: str, base: Path) -> str:
 def _add_entries(
     entries: Any, values: dict[str, Any], fields: Mapping[str, Any], where: _Where, base: Path
 ) -> None:
-    """``[[entry]]`` tables: each adds its pipeline (named ``name=...`` when it has a name), recorded file or
-    released judge."""
+    """``[[entry]]`` tables: each adds a pipeline (``name=...`` if named), recorded file or released judge."""
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise ConfigError(
             f"{where('entry')}: expected [[entry]] tables (pipeline = ..., name = ...); got {entries!r}"
@@ -373,12 +365,7 @@ def _add_entries(
 
 def write_config(path: Path, options: Any, keys: Iterable[str], plugins: Iterable[str], command: str) -> Path:
     """Write the ``keys`` of the built ``options`` (and ``plugins``) as a TOML config that ``-f`` reads back
-    equal.
-
-    Compared judges (the ``pipeline``, ``recorded`` and ``released`` lists of a command that has a
-    ``--pipeline`` list) are written as ``[[entry]]`` tables; relative paths are written relative to the
-    file's folder.
-    """
+    equal: compared judges as ``[[entry]]`` tables, relative paths relative to the file's folder."""
     fields = option_fields(type(options))
     chosen = [k for k in fields if k in set(keys)]
     base = path.parent

@@ -1,10 +1,7 @@
 """``mitigate diff``: judge B against judge A on the same items; exit 1 when B is significantly worse.
 
-The two judges differ in one thing: two recorded files (``--recorded A --recorded B``, in that order), two
-released judges, or two live judges that share everything but their ``--prompt``, ``--pipeline`` or
-``--backend`` (that option given twice). Exit codes: 0 when B is not significantly worse on the gated
-measures, 1 when it is (the reason on stderr in one line), 2 when the input is refused (mismatched items,
-different scales without ``--scale-map``, a gated measure the answers cannot support ...).
+The two judges differ in one thing: two recorded files, two released judges, or two live judges that share
+everything but their ``--prompt``, ``--pipeline`` or ``--backend`` (that option given twice).
 """
 
 import asyncio
@@ -30,8 +27,6 @@ if TYPE_CHECKING:
     from mitigate.cli._build import LoadedWorkload
     from mitigate.diff import DiffReport
     from mitigate.judge import Judge, Judgment
-
-# Imported where used: what recorded, released and live judges each need, the bias probes (--probes).
 
 FAIL_ON = option(
     "fail_on",
@@ -70,7 +65,6 @@ class DiffOptions(
         "The gate": ("fail_on", "correction"),
         "Results": ("json", "junit", "out", "show"),
     }
-    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     benchmark: Benchmark = DEFAULT_BENCHMARK
     criterion: Annotated[
@@ -210,8 +204,7 @@ def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
 
 
 def _recorded_runs(paths: list[Path], criterion: str) -> list[Any]:
-    """The two recorded runs: one judge per file (FILE#JUDGE picks one), or one file with exactly two
-    judges."""
+    """The two recorded runs: one judge per file (FILE#JUDGE picks one), or one file holding two."""
     from mitigate.data import load_recorded_runs
 
     def runs_of(path: Path) -> tuple[dict[str, Any], str | None]:
@@ -258,8 +251,7 @@ def _criteria(o: DiffOptions, bench: Any) -> list[str]:
 async def _live(
     o: DiffOptions, task: "LoadedWorkload", key: str, values: list[Any]
 ) -> tuple[list[Any], list[str]]:
-    """The two live judges for ``task`` (built from the shared options and the differing one) and their
-    names."""
+    """The two live judges for ``task`` (the shared options and the differing one) and their names."""
     from mitigate.cli._build import Replaced, build_judge
     from mitigate.strategies import parse_pipeline
 

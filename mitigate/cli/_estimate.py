@@ -24,21 +24,12 @@ if TYPE_CHECKING:
     from mitigate.cli._build import LoadedWorkload
     from mitigate.data import Benchmark, Item
 
-# Imported where used: the data, the judges, the estimators and the harness (numpy, pydantic), so the
-# command's
-# help loads none of them (tests/cli/test_cli_imports.py).
-
+# the choices of the estimators' Method, By, Target, tuned slope and Calibration (mitigate.estimators)
 Method = Literal["ppi", "calibrated", "human", "judge"]
-"""``--method``: :data:`mitigate.estimators._mean.Method`."""
 By = Literal["auto", "system", "pair", "none"]
-"""``--by``: :data:`mitigate.estimators._estimate.By`."""
 Target = Literal["items", "population"]
-"""``--target``: :data:`mitigate.estimators._mean.Target`."""
 Tune = Literal["overall", "group"]
-"""``--tune``: one judge slope over every group, or one per group
-(``mitigate.estimators._estimate.tuned_slope``)."""
 Calibration = Literal["isotonic", "linear"]
-"""``--calibration``: :data:`mitigate.estimators._calibration.Calibration`."""
 
 METHOD = option(
     "method",
@@ -122,7 +113,6 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
         "Label budget": ("plan", "select", "select_out"),
         "Results": ("json", "out", "plot"),
     }
-    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     recorded: Annotated[
         Path | None,
@@ -148,9 +138,8 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
         Override(
             flags=("--pipeline", "-p"),
             help=(
-                'judge every item live with this pipeline (e.g. baseline, "name(k=v) | name2" or '
-                "@file.json) on "
-                "--backend"
+                'judge every item live with this pipeline (e.g. baseline, "name(k=v) | name2" or @file.json) '
+                "on --backend"
             ),
         ),
     ] = None
@@ -200,15 +189,8 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
     def check(self) -> None:
         """One judge (recorded, released or live); --judge with --recorded; one way of hiding labels;
         --run-dir with --pipeline; no --select for the judge-alone method."""
-        given = [
-            flag
-            for flag, value in (
-                ("--recorded", self.recorded),
-                ("--released", self.released),
-                ("--pipeline", self.pipeline),
-            )
-            if value is not None
-        ]
+        judges = {"--recorded": self.recorded, "--released": self.released, "--pipeline": self.pipeline}
+        given = [flag for flag, value in judges.items() if value is not None]
         if len(given) != 1:
             raise ConfigError(
                 "expected one judge: --recorded FILE, --released NAME or --pipeline PIPELINE "
@@ -381,17 +363,8 @@ def _estimate(o: EstimateOptions) -> None:
         texts.append(plan.table())
     if o.select is not None:
         method = o.method if o.method != "judge" else "ppi"
-        chosen = select_for_labelling(
-            cols,
-            o.select,
-            method=method,
-            floor=o.floor,
-            seed=o.seed,
-            confidence=o.confidence,
-            calibration=o.calibration,
-            folds=o.folds,
-            tune=o.tune,
-        )
+        settings = {k: v for k, v in kw.items() if k != "target"}  # the estimate's, but its target
+        chosen = select_for_labelling(cols, o.select, method=method, floor=o.floor, **settings)
         written = write_selection(chosen, bench.items, o.select_out, pairwise=bench.pairwise)
         payload["selection"] = {**chosen.to_json(), "file": str(written)}
         per = ", ".join(f"{g} {k}" for g, k in chosen.per_group.items() if k)

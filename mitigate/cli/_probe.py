@@ -35,8 +35,7 @@ ALPHA = option(
 class ProbeOptions(
     TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions, StatsOptions
 ):
-    """``mitigate probe``: the bias battery: judge items as they are, again (the noise floor) and under each
-    probe."""
+    """``mitigate probe``: items judged as they are, again (the noise floor) and under each probe."""
 
     COMMAND: ClassVar[str] = "probe"
     HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -44,7 +43,6 @@ class ProbeOptions(
         "The judge": ("backend", "base_url", "prompt", "pipeline", "rewriter"),
         "Results": ("out", "config_file"),
     }
-    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     probes: Annotated[
         str,

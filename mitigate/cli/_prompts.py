@@ -21,9 +21,6 @@ if TYPE_CHECKING:
     from mitigate.data import Benchmark, Item
     from mitigate.lm import LM
 
-# Imported where used: what 'inspect' and 'render' need (the template reader, the judge, the strategies, the
-# data).
-
 ITEM = option(
     "item", "--item", help="with 'render' and -b: the id of the item to render (default: the first)"
 )
@@ -107,8 +104,7 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
     ] = None
 
     def check(self) -> None:
-        """A ``--scale`` of MIN,MAX; the render options only with 'render'; ``--item`` and ``--train`` with
-        -b."""
+        """A ``--scale`` of MIN,MAX; the render options only with 'render'; --item and --train need -b."""
         parse_scale(self.scale)
         if self.name != "render":
             given = [flag for field, flag in RENDER_ONLY.items() if getattr(self, field) is not None]
@@ -138,8 +134,7 @@ def prompts_cmd(options: PromptsOptions) -> None:
 
 
 def inspect_template(file: Path | None, system: Path | None, consts: list[str]) -> str:
-    """What ``JudgePrompt.from_template`` recovers from ``file`` (see
-    ``mitigate.prompt.describe_template``)."""
+    """What ``JudgePrompt.from_template`` recovers from ``file`` (``mitigate.prompt.describe_template``)."""
     from mitigate.cli._build import constants_of, naming_template, template_origin
     from mitigate.prompt import TemplateHints, describe_template
 
@@ -172,8 +167,7 @@ def _template(source: Path | None) -> str:
 
 
 def _train_bench(bench: "Benchmark", train: str, criterion: str) -> tuple["Benchmark", "Benchmark"]:
-    """(train, test): a fraction of ``bench`` split by document (seed 0), or another benchmark and
-    ``bench``."""
+    """(train, test): a fraction of ``bench`` split by document (seed 0), or another benchmark and it."""
     from mitigate.data import load, train_test_split
 
     try:
@@ -201,8 +195,7 @@ def _pick(items: tuple["Item", ...], item_id: str | None, bench: "Benchmark") ->
 
 
 def render_template(o: PromptsOptions) -> str:
-    """Every request the pipeline sends for one item, with its diff against the unmitigated prompt (no LM
-    call)."""
+    """Every request the pipeline sends for one item, diffed against the unmitigated prompt (no LM call)."""
     from mitigate.cli._build import prompt_from_template, scoring_for, template_origin
     from mitigate.data import load
     from mitigate.judge import JudgeConfig, PromptJudge
@@ -254,9 +247,8 @@ def render_template(o: PromptsOptions) -> str:
 
 
 def _backend(o: PromptsOptions, *, declared: bool = True) -> "LM":
-    """The backend named by --backend (the embedded model's spec by default): its declared facts for rendering
-    (:func:`~mitigate.lm._registry.declare`: no SDK, key or model file needed), or the backend itself when a
-    pipeline must call it while fitting (no cache, no retries)."""
+    """--backend (default: the embedded model): its declared facts for rendering (no SDK, key or model file
+    needed), or the backend itself (no cache, no retries) when a pipeline calls it while fitting."""
     from mitigate.lm import declare, get
 
     kwargs: dict[str, Any] = {}

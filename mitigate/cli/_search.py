@@ -1,5 +1,4 @@
-"""``mitigate search``: the demo set that maximises agreement (+ consistency - bias) on dev, reported on
-test."""
+"""``mitigate search``: the demo set that maximises agreement (+ consistency - bias) on dev, on test."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,7 +76,6 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
         "The judge": ("backend", "base_url", "prompt", "pipeline"),
         "Results": ("out", "dry_run", "config_file"),
     }
-    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     engine: Annotated[str, ENGINE] = DEFAULT_ENGINE
     budget: Annotated[int, BUDGET] = 200
@@ -150,8 +148,7 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
 
 
 def default_selectors() -> list[str]:
-    """The selectors a search draws candidates from when no ``--selector`` is given: those tagged
-    ``random_draws``."""
+    """The selectors a search draws from when no ``--selector`` is given: those tagged ``random_draws``."""
     return [name for name, cls in registered("selector").items() if cls.declared_tags.random_draws]
 
 
@@ -239,8 +236,7 @@ def _search(o: SearchOptions) -> None:
 
 
 def _run(judge: Any, data: Any, engine: str, common: dict[str, Any]) -> Any:
-    """The search, and the judge's backend closed in the same event loop (its HTTP session belongs to that
-    loop)."""
+    """The search, and the judge's backend closed in the same event loop (its HTTP session's)."""
 
     async def searched() -> Any:
         try:

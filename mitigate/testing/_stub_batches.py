@@ -1,35 +1,18 @@
 """The stub server's batch endpoints: OpenAI Files + Batches and Anthropic Message Batches.
 
-Written from the providers' published API references, to the level a client needs:
+Written from the providers' published API references, to the level a client needs: OpenAI's
+``/v1/files`` (multipart upload, metadata, content) and ``/v1/batches`` (create, retrieve, list newest
+first with ``limit``/``after``, cancel; ``validating`` -> ``in_progress`` -> ``finalizing`` ->
+``completed``, or ``failed``, ``expired``, ``cancelled``; results as an output and an error JSONL file
+matched by ``custom_id``; input limits of 50,000 lines and 200 MB), and Anthropic's
+``/v1/messages/batches`` (create, retrieve, list with ``limit``/``after_id``/``before_id``, results as
+JSONL of ``succeeded``/``errored``/``expired``/``canceled``, cancel; ``in_progress`` -> ``ended``;
+100,000 requests and 256 MB).
 
-OpenAI
-    ``POST /v1/files`` (multipart: ``purpose=batch`` and a JSONL ``file``), ``GET /v1/files/{id}``,
-    ``GET /v1/files/{id}/content``; ``POST /v1/batches`` (``input_file_id``, ``endpoint``,
-    ``completion_window``, ``metadata``), ``GET /v1/batches/{id}``, ``GET /v1/batches``
-    (newest first, ``limit`` and ``after`` cursors), ``POST /v1/batches/{id}/cancel``. A
-    batch goes ``validating`` -> ``in_progress`` -> ``finalizing`` -> ``completed`` (or
-    ``failed`` when its file does not validate, ``expired`` past its window, ``cancelled``).
-    Results are two JSONL files matched by ``custom_id``: the output file holds the
-    requests answered with ``response.status_code`` 200, the error file holds those that failed: an HTTP error
-    in ``response`` or, for requests never
-    run, ``error.code`` ``batch_expired`` / ``batch_cancelled``.
-    Input limits: ``max_requests`` lines and ``max_bytes`` bytes per file (50,000 and 200 MB
-    on the real API); an over-limit or malformed file fails validation.
-
-Anthropic
-    ``POST /v1/messages/batches`` (``requests`` of ``custom_id`` + ``params``),
-    ``GET /v1/messages/batches/{id}``, ``GET /v1/messages/batches`` (newest first,
-    ``limit``/``after_id``/``before_id``), ``GET /v1/messages/batches/{id}/results`` (JSONL of
-    ``{"custom_id", "result": {"type": "succeeded"|"errored"|"expired"|"canceled", ...}}``),
-    ``POST /v1/messages/batches/{id}/cancel``. ``processing_status`` goes ``in_progress`` ->
-    ``ended`` (``canceling`` on cancel), with ``request_counts`` of processing, succeeded,
-    errored, canceled and expired. Over 100,000 requests or 256 MB is refused with HTTP 400.
-
-Requests in a batch are answered by the same handlers as live calls (same replies, usage and prompt-cache
-emulation), one every ``latency`` seconds, batches running concurrently. Failure injection: ``fail(provider,
-custom_id, body)`` returning an HTTP status errors that request; ``expire_after`` seconds ends a batch with
-its unprocessed requests expired. Every created batch is logged in :attr:`BatchEmulator.created` (provider, id
-and custom ids), which is how tests check that no request was ever submitted twice.
+Batched requests are answered like live calls, one every ``latency`` seconds, batches running
+concurrently. ``fail(provider, custom_id, body)`` returning an HTTP status fails that request;
+``expire_after`` seconds ends a batch with its unprocessed requests expired. Every created batch is
+logged in :attr:`BatchEmulator.created`, which is how tests check that no request was submitted twice.
 """
 
 from __future__ import annotations

@@ -88,39 +88,28 @@ class StubOpenAIServer(StubAnswers):
 
     Parameters:
         latency: seconds to wait before each answer (concurrent requests wait concurrently).
-        reply: the completion text, or a callable given the parsed JSON request body that
-            returns it (called once per sample, so it can vary across ``n`` samples).
-        fail_first: the first ``fail_first`` requests fail with ``fail_status``.
-        fail_status: HTTP status of those failures (429 by default).
-        retry_after: when set, failures carry a ``Retry-After: <seconds>`` header.
-        logprobs: when False the server ignores logprob requests (like servers without
-            logprob support) and returns choices without ``logprobs``.
-        cached_tokens: when non-zero, reported as ``usage.prompt_tokens_details.cached_tokens``
-            (and as Anthropic's ``cache_read_input_tokens``) on every call instead of the
-            prompt-cache emulation; ``cache_write_tokens`` likewise as Anthropic's
-            ``cache_creation_input_tokens``.
+        reply: the completion text, or a callable given the parsed JSON request body that returns it
+            (called once per sample).
+        fail_first, fail_status, retry_after: the first ``fail_first`` requests fail with ``fail_status``
+            (429), with a ``Retry-After`` header when ``retry_after`` is set.
+        logprobs, honour_n: when False the server ignores logprob requests, or answers one choice whatever
+            ``n`` asks for (like servers without that support).
+        cached_tokens, cache_write_tokens: when non-zero, the cache reads (and Anthropic's cache writes)
+            reported on every call instead of the ``prompt_cache`` emulation (see the module docstring;
+            ``openai_cache_min_tokens``, ``openai_cache_step``, ``anthropic_cache_min_tokens`` and
+            ``cache_ttl`` set its rules).
         model: the model name echoed in responses when the request names none.
-        honour_n: when False the server returns one choice whatever ``n`` asks for (like
-            servers without ``n`` support).
-        prompt_cache: emulate the providers' prompt caches (see the module docstring);
-            ``openai_cache_min_tokens``, ``openai_cache_step``, ``anthropic_cache_min_tokens``
-            and ``cache_ttl`` set their rules. A non-zero ``cached_tokens`` overrides it.
-        rate_limit_requests, rate_limit_tokens, rate_limit_window: requests and tokens
-            allowed per ``rate_limit_window`` seconds on live calls (None: unlimited).
-        batch_latency: seconds to process one batched request; ``batch_validation_delay``
-            before an OpenAI batch starts; ``batch_create_delay`` between creating a batch and
-            answering the create call; ``batch_expire_after`` seconds after which a batch's
-            unprocessed requests expire; ``batch_fail(provider, custom_id, body)`` returns an
-            HTTP status to fail one request with, or None. ``batch_max_requests`` /
-            ``batch_max_bytes`` (dicts by provider) override the published size limits.
-        record: keep every request's body, credential headers, user agent and path (the lists
-            below); False keeps only the counters, so a benchmark of a million requests does
-            not fill the memory.
+        rate_limit_requests, rate_limit_tokens, rate_limit_window: requests and tokens allowed per
+            ``rate_limit_window`` seconds on live calls (None: unlimited).
+        batch_*: the batch emulation's (:class:`~mitigate.testing._stub_batches.BatchEmulator`) time per
+            request, validation delay before an OpenAI batch starts, delay before answering a create call,
+            expiry (seconds), failure hook ``fail(provider, custom_id, body)`` returning an HTTP status or
+            None, and size limits by provider.
+        record: keep every request's body, credential headers, user agent and path; False keeps only the
+            counters (a benchmark of a million requests does not fill the memory).
 
-    Use as a context manager (``with StubOpenAIServer() as s:``) or call :meth:`start` and :meth:`stop`.
-    Thread-safe counters: :attr:`request_count`, :attr:`bodies`, :attr:`auth_headers`,
-    :attr:`api_key_headers`, :attr:`user_agents`, :attr:`paths`, :attr:`max_in_flight`, :attr:`connections`
-    and :attr:`rate_limited`; :attr:`batch` holds the batch emulation (its ``created`` log and ``downloads``).
+    Use as a context manager or call :meth:`start` and :meth:`stop`. Counters and records are thread-safe;
+    :attr:`batch` holds the batch emulation (its ``created`` log and ``downloads``).
     """
 
     latency: float = 0.05

@@ -101,8 +101,7 @@ def parse_scale(text: str | None) -> tuple[float, float] | None:
 
 @dataclass(frozen=True)
 class TemplateOverrides(CommandOptions):
-    """The system message, and what corrects what mitigate reads from a template (its answer line, reasoning,
-    slots and constants)."""
+    """The system message, and what corrects what mitigate reads from a template."""
 
     system: System = None
     answer_format: Annotated[str | None, ANSWER_FORMAT] = None
@@ -113,12 +112,10 @@ class TemplateOverrides(CommandOptions):
 
     @property
     def system_file(self) -> Path | None:
-        """``--system``."""
         return self.system
 
     def check_group(self) -> None:
-        """--answer-format, --output-slot, --slot-field and --const, refused when malformed (one line naming
-        it)."""
+        """--answer-format, --output-slot, --slot-field and --const, refused when malformed."""
         fmt = self.answer_format
         if fmt is not None:
             key = fmt[len("json:") :].strip() if fmt.startswith("json:") else None
@@ -137,8 +134,7 @@ class TemplateOverrides(CommandOptions):
 
 @dataclass(frozen=True)
 class PromptOptions(TemplateOverrides):
-    """The judge's template file (``--prompt``; default: the built-in prompt for the criterion) and its
-    overrides."""
+    """The judge's template file (``--prompt``) and its overrides."""
 
     prompt: Prompt = None
 
@@ -176,7 +172,6 @@ class SampledAnswerOptions(AnswerOptions):
 
     @property
     def samples_per_item(self) -> int:
-        """``--samples``."""
         return self.samples
 
 
@@ -188,5 +183,4 @@ class ReducedAnswerOptions(SampledAnswerOptions):
 
     @property
     def reducer_name(self) -> str:
-        """``--reducer``."""
         return self.reducer

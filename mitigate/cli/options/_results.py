@@ -88,8 +88,7 @@ class ProbeBattery(CommandOptions):
     probe_tolerance: Annotated[float, PROBE_TOLERANCE] = 0.0
 
     def check_group(self) -> None:
-        """``--rewriter`` and ``--probe-tolerance`` apply with ``--probes``: given without it, each is
-        refused."""
+        """``--rewriter`` and ``--probe-tolerance`` apply with ``--probes`` only."""
         for flag, value in (
             ("--rewriter", self.rewriter),
             ("--probe-tolerance", self.probe_tolerance or None),
