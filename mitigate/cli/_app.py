@@ -39,8 +39,7 @@ from mitigate.cli._errors import (
     show_warning,
 )
 from mitigate.cli._files import writable_file
-from mitigate.cli.options._declare import option, parameters, typer_annotation
-from mitigate.cli.options._names import fill_registered_names
+from mitigate.cli.options._declare import fill_registered_names, option, parameters, typer_annotation
 
 
 def _usage_error_classes() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:

@@ -14,8 +14,7 @@ from typing import Annotated, Any, ClassVar
 import typer
 
 from mitigate.cli._app import command
-from mitigate.cli.options._declare import CommandOptions, argument
-from mitigate.cli.options._names import registered_names
+from mitigate.cli.options._declare import CommandOptions, argument, registered_names
 from mitigate.cli.options._results import JSON
 from mitigate.constraints import describe_constraints
 from mitigate.errors import ConfigError

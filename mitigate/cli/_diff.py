@@ -167,13 +167,8 @@ def diff_cmd(options: DiffOptions) -> None:
 
 def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
     """What differs between A and B (the option given twice) and its two values; ConfigError otherwise."""
-    given: dict[str, list[Any]] = {
-        "--recorded": list(o.recorded or []),
-        "--released": list(o.released or []),
-        "--pipeline": list(o.pipeline or []),
-        "--prompt": list(o.prompt or []),
-        "--backend": list(o.backend or []),
-    }
+    sources = ("recorded", "released", "pipeline", "prompt", "backend")
+    given: dict[str, list[Any]] = {f"--{k}": list(getattr(o, k) or []) for k in sources}
     many = [k for k, v in given.items() if len(v) > 2]
     if many:
         raise ConfigError(f"expected two judges, A and B; got {len(given[many[0]])} values of {many[0]}")
@@ -259,16 +254,12 @@ async def _live(
     shared_prompt = o.prompt[0] if o.prompt else None
     shared_pipeline = (o.pipeline or ["baseline"])[0]
     judges = []
-    names = []
     for value in values:
         backend = value if key == "--backend" else shared_backend
         prompt = value if key == "--prompt" else shared_prompt
-        text = value if key == "--pipeline" else shared_pipeline
-        pipe = parse_pipeline(text)
-        base = build_judge(Replaced(o, backend=backend, prompt=prompt), task, pipe)
-        judges.append(pipe.wrap(base))
-        names.append(str(value))
-    return judges, names
+        pipe = parse_pipeline(value if key == "--pipeline" else shared_pipeline)
+        judges.append(pipe.wrap(build_judge(Replaced(o, backend=backend, prompt=prompt), task, pipe)))
+    return judges, [str(v) for v in values]
 
 
 async def _judge_both(
@@ -277,7 +268,7 @@ async def _judge_both(
     from mitigate.run import preflight, run
 
     out = []
-    for side, judge in zip(("a", "b"), judges, strict=True):
+    for side, judge, name in zip("ab", judges, names, strict=True):
         if not getattr(judge, "recorded", None):
             preflight(judge, task.items)
         journal = None if o.out is None else o.out / "journals" / f"{task.criterion}-{side}.jsonl"
@@ -288,7 +279,7 @@ async def _judge_both(
             progress=o.progress,
             journal=journal,
             check=False,
-            desc=f"{side.upper()}: {names[0 if side == 'a' else 1]}",
+            desc=f"{side.upper()}: {name}",
         )
         out.append(list(result.judgments))
     return out
@@ -331,7 +322,6 @@ async def _diff(o: DiffOptions) -> None:
     bench = first.benchmark
     fail_on = parse_fail_on(o.fail_on, "pairwise" if bench.pairwise else "score")
     reports = []
-    probe_reports: list[tuple[str, Any]] = []
     for crit in _criteria(o, bench):
         task = load_workload(o.benchmark, crit, o.limit)
         lms: list[Any] = []
@@ -350,8 +340,7 @@ async def _diff(o: DiffOptions) -> None:
         _check_covered(judges, names, task.items, crit)
         try:
             ja, jb = await _judge_both(o, task, judges, names)
-            if o.probes is not None:
-                probe_reports.append((crit, await _probe_both(o, task, judges, names, (ja, jb))))
+            probed = None if o.probes is None else await _probe_both(o, task, judges, names, (ja, jb))
         finally:
             for lm in dict.fromkeys(lms):
                 await lm.aclose()
@@ -376,12 +365,10 @@ async def _diff(o: DiffOptions) -> None:
             n_perm=o.n_perm,
             seed=o.seed,
         )
-        if probe_reports and probe_reports[-1][0] == crit:
+        if probed is not None:
             from mitigate.diff import probe_slices
 
-            rep = rep.model_copy(
-                update={"slices": rep.slices + tuple(probe_slices(crit, probe_reports[-1][1]))}
-            )
+            rep = rep.model_copy(update={"slices": rep.slices + tuple(probe_slices(crit, probed))})
         reports.append(rep)
     if not reports:
         raise ConfigError(

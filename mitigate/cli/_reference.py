@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from mitigate.cli._app import RegisteredNamesHelp, app
-from mitigate.cli.options._names import fill_registered_names
+from mitigate.cli.options._declare import fill_registered_names
 from mitigate.paths import write_output
 
 if TYPE_CHECKING:  # typer vendors its own click; its commands are that click's

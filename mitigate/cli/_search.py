@@ -10,8 +10,7 @@ from mitigate.cli._app import command
 from mitigate.cli._build import build_judge, dry_run_text, load_workload
 from mitigate.cli._files import writable_file, writing_after_run
 from mitigate.cli.options._backend import DEFAULT_BACKEND, Backend, BackendOptions
-from mitigate.cli.options._declare import Override, check, option
-from mitigate.cli.options._names import registered_names
+from mitigate.cli.options._declare import Override, check, option, registered_names
 from mitigate.cli.options._prompt import AnswerOptions, Prompt, PromptOptions
 from mitigate.cli.options._results import LIKELIHOOD, OUT, PLOT, Seed, StatsOptions
 from mitigate.cli.options._run import PIPELINE, DryRun, RunOptions

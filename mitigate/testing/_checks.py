@@ -182,13 +182,9 @@ def check_unfitted_use_is_refused(mitigation: Mitigation) -> None:
 
 
 def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
-    """``fit`` against a judge on a fake LM agrees with the tags, and leaves the original and the training
-    data alone.
-
-    Every mitigation is fitted, those that call the judge while fitting included. Tags ``needs_fitting``
-    false: ``fit`` returns the mitigation itself. Otherwise a fitted value of the same class whose spec
-    round-trips. ``calls_judge_while_fitting``: the fake LM was called while fitting; without it, it was not.
-    """
+    """``fit`` against a judge on a fake LM leaves the original and the training data alone and agrees with
+    the tags: the mitigation itself when it learns nothing, else a fitted value of its class whose spec
+    round-trips; the LM called exactly when it calls the judge while fitting."""
     train, judge, lm = fitting_setup(mitigation)
     train_before, before = train.model_dump(), mitigation.model_dump()
     tags = mitigation.tags
@@ -464,12 +460,9 @@ def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
 
 
 def check_probe_rewrites_and_records(probe: Probe) -> None:
-    """A probe changes the judged text only, records the rewrite, and rewrites the same way twice.
-
-    An LM-assisted probe refuses with a ConfigError without a rewriter, and with a scripted one records the
-    model and its raw answer. A probe of the prompt is checked by
-    :func:`check_prompt_probe_changes_the_prompt_only` instead.
-    """
+    """A probe changes the judged text only, records the rewrite, and rewrites the same way twice; an
+    LM-assisted one refuses without a rewriter and records the model and its raw answer (a probe of the
+    prompt: :func:`check_prompt_probe_changes_the_prompt_only`)."""
     if probe.level == "prompt":
         check_prompt_probe_changes_the_prompt_only(probe)
         return
@@ -557,12 +550,8 @@ def check_component(component: Any) -> None:
 
 
 def registered_examples(kinds: Iterable[str] | None = None) -> list[Component]:
-    """``examples()`` of every registered component class of ``kinds`` (default: every kind), in name order.
-
-    A :class:`~mitigate.registry.Preset`'s examples are the components it builds. Registered objects that are
-    not :class:`~mitigate.registry.Component` classes, and test components (names starting with ``test-``),
-    are left out.
-    """
+    """``examples()`` of every registered component class of ``kinds`` (default: every kind), in name order
+    (a preset's are the components it builds; test components, named ``test-...``, are left out)."""
     out: list[Component] = []
     for kind in kinds if kinds is not None else KIND_PACKAGES:
         for name, obj in sorted(registered(kind).items()):
@@ -573,10 +562,7 @@ def registered_examples(kinds: Iterable[str] | None = None) -> list[Component]:
 
 
 def parametrize_with_checks(components: Iterable[Any]) -> Any:
-    """A ``pytest.mark.parametrize`` over every (component, check) pair, with readable ids.
-
-    The decorated test takes ``component`` and ``check`` and calls ``check(component)``.
-    """
+    """A ``pytest.mark.parametrize`` of ``component`` and ``check`` over every pair, with readable ids."""
     import pytest  # a test-time dependency, needed only here
 
     params = []

@@ -48,8 +48,7 @@ def example_judge(criteria: Sequence[str] = ("coherence",), lm: FakeLM | None = 
 
 
 def example_pairwise_judge(lm: FakeLM) -> Any:
-    """A pairwise judge on :data:`PAIRWISE`, each pair judged in both orders (``position-swap``), with
-    ``lm``."""
+    """A pairwise judge on :data:`PAIRWISE` and ``lm``, each pair judged in both orders."""
     swap = registered("mitigation")["position-swap"]()
     return swap.wrap(PromptJudge(JudgePrompt.from_template(PAIRWISE), lm))
 
@@ -155,8 +154,7 @@ OPTIONS_TEMPLATE = (
 
 
 def prompt_probe_judges() -> list[PromptJudge]:
-    """Judges a prompt probe may apply to: one whose prompt lists options, one scoring two criteria in one
-    call."""
+    """Judges a prompt probe may apply to: one whose prompt lists options, one scoring two criteria."""
     lm = FakeLM(lambda request: "Score: 2")
     with_options = PromptJudge(JudgePrompt.from_template(OPTIONS_TEMPLATE, criterion="coherence"), lm)
     multi = registered("mitigation")["multi-attribute"](

@@ -1,12 +1,6 @@
 """A misbehaving HTTP server on 127.0.0.1 for tests and benchmarks: hangs, trickles, closes, floods,
-redirects, echoes the client's key or answers garbage.
-
-:class:`FaultServer` answers every request the way its ``mode`` says (see the class). Every loop is bounded (a
-stop event, socket timeouts, a byte budget), so a test that forgets to stop it still ends. It reads each
-request's head, so the ``echo*`` modes can send back the very key the client sent (``Authorization: Bearer
-<key>`` or ``x-api-key: <key>``) in every place a server's bytes can reach a client: the status line's reason
-phrase, headers, every field of the body.
-"""
+redirects, echoes the client's key or answers garbage (:class:`FaultServer`). Every loop is bounded, so a
+test that forgets to stop it still ends."""
 
 from __future__ import annotations
 
@@ -165,8 +159,7 @@ class FaultServer:
             self._threads.append(thread)
 
     def _read_request(self, conn: socket.socket) -> tuple[str, str] | None:
-        """The request's path and the key it carried ("" for none); None when the client went away. A Cookie
-        header it carried goes to ``cookies``."""
+        """The request's path and key ("" for none; a Cookie header goes to ``cookies``); None if it left."""
         deadline = time.monotonic() + 5
         data = self._receive(conn, b"", lambda got: b"\r\n\r\n" in got, deadline)
         if data is None:
@@ -186,8 +179,7 @@ class FaultServer:
     def _receive(
         self, conn: socket.socket, data: bytes, done: Callable[[bytes], bool], deadline: float
     ) -> bytes | None:
-        """``data`` and what comes after it until ``done`` (or the deadline, or a stop); None when the client
-        left."""
+        """``data`` and what follows until ``done`` (or the deadline, or a stop); None if the client left."""
         while not done(data) and time.monotonic() < deadline and not self._stop.is_set():
             try:
                 chunk = conn.recv(65536)

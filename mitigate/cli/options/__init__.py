@@ -7,7 +7,7 @@ command). The groups: the task (:mod:`~mitigate.cli.options._task`), the judge's
 (:mod:`~mitigate.cli.options._backend`), the template and how the judge answers
 (:mod:`~mitigate.cli.options._prompt`), the run (:mod:`~mitigate.cli.options._run`), the results
 (:mod:`~mitigate.cli.options._results`); help texts that list what is registered are filled when printed
-(:mod:`~mitigate.cli.options._names`).
+(``registered_names``).
 
 Modules whose dataclass fields Typer reads do not use ``from __future__ import annotations``: the annotations
 must be real objects. Importing this package loads neither pydantic nor the registry.

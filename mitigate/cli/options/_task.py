@@ -4,8 +4,7 @@ replays."""
 from dataclasses import dataclass
 from typing import Annotated
 
-from mitigate.cli.options._declare import CommandOptions, option
-from mitigate.cli.options._names import registered_names
+from mitigate.cli.options._declare import CommandOptions, option, registered_names
 from mitigate.constraints import Interval
 
 DEFAULT_BENCHMARK = "summeval"
