@@ -209,16 +209,13 @@ def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
 
 def _named_ids(value: Any, ids: set[str]) -> set[str]:
     """The ids of ``ids`` that ``value`` (a JSON-able spec) holds as a string or a key, anywhere."""
-    found: set[str] = set()
     if isinstance(value, str):
         return {value} & ids
     if isinstance(value, dict):
-        for k, v in value.items():
-            found |= ({k} & ids) | _named_ids(v, ids)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            found |= _named_ids(v, ids)
-    return found
+        return (set(value) & ids).union(*(_named_ids(v, ids) for v in value.values()))
+    if isinstance(value, list | tuple):
+        return set().union(*(_named_ids(v, ids) for v in value))
+    return set()
 
 
 def check_fitted_value_does_not_carry_the_training_set(mitigation: Mitigation) -> None:
@@ -227,11 +224,10 @@ def check_fitted_value_does_not_carry_the_training_set(mitigation: Mitigation) -
     item, tag ``query_dependent``, keeps its pool by design)."""
     if not mitigation.tags.needs_fitting or mitigation.tags.query_dependent:
         return
-    specs, ids, sizes = [], [], []
+    ids, sizes = [], []
     for n in (12, 48):
         train, judge, lm = fitting_setup(mitigation, n)
         spec = json.loads(json.dumps(mitigation.fit(train, judge, fit_context(lm)).spec()))
-        specs.append(spec)
         ids.append(_named_ids(spec, {it.id for it in train.items}))
         sizes.append((len(json.dumps(spec)), len(json.dumps(train.model_dump(mode="json")))))
     name = type(mitigation).__name__

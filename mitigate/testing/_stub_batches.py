@@ -127,36 +127,28 @@ class StubBatch:
         return len(self.requests) - self.succeeded - self.errored - self.expired - self.canceled
 
 
+@dataclass(eq=False)
 class BatchEmulator:
     """Files and batches of the stub server (see the module docstring).
 
-    ``answer(provider, body)`` produces one live-call answer (the chat.completion or message JSON);
-    ``latency`` is the time to process one batched request; ``max_requests`` and ``max_bytes`` (by provider)
-    override the published size limits.
+    ``answer(provider, body)`` produces one live-call answer (the chat.completion or message
+    JSON); ``latency`` is the time to process one batched request; ``max_requests`` and
+    ``max_bytes`` (by provider) override the published size limits.
     """
 
-    url_root = ""
+    answer: Answer
+    latency: float = 0.0
+    validation_delay: float = 0.0
+    create_delay: float = 0.0
+    expire_after: float | None = None
+    fail: FailHook | None = None
+    max_requests: dict[str, int] = field(default_factory=dict)
+    max_bytes: dict[str, int] = field(default_factory=dict)
+    url_root: str = ""
 
-    def __init__(
-        self,
-        answer: Answer,
-        *,
-        latency: float = 0.0,
-        validation_delay: float = 0.0,
-        create_delay: float = 0.0,
-        expire_after: float | None = None,
-        fail: FailHook | None = None,
-        max_requests: dict[str, int] | None = None,
-        max_bytes: dict[str, int] | None = None,
-    ) -> None:
-        self.answer = answer
-        self.latency = latency
-        self.validation_delay = validation_delay
-        self.create_delay = create_delay
-        self.expire_after = expire_after
-        self.fail = fail
-        self.max_requests = {"openai": 50_000, "anthropic": 100_000} | (max_requests or {})
-        self.max_bytes = {"openai": 200 * 1024 * 1024, "anthropic": 256 * 1024 * 1024} | (max_bytes or {})
+    def __post_init__(self) -> None:
+        self.max_requests = {"openai": 50_000, "anthropic": 100_000} | self.max_requests
+        self.max_bytes = {"openai": 200 * 1024 * 1024, "anthropic": 256 * 1024 * 1024} | self.max_bytes
         self._lock = threading.Lock()
         self.files: dict[str, StubFile] = {}
         self.batches: dict[str, StubBatch] = {}

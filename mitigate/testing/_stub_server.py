@@ -158,8 +158,8 @@ class StubOpenAIServer(StubAnswers):
             create_delay=self.batch_create_delay,
             expire_after=self.batch_expire_after,
             fail=self.batch_fail,
-            max_requests=self.batch_max_requests,
-            max_bytes=self.batch_max_bytes,
+            max_requests=self.batch_max_requests or {},
+            max_bytes=self.batch_max_bytes or {},
         )
         self._lock = threading.Lock()
         self._count = self._in_flight = self._max_in_flight = self._connections = self._rate_limited = 0
