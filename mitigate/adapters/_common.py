@@ -17,12 +17,8 @@ from mitigate.scale import Scale
 
 
 class Outcome(BaseModel):
-    """One judgment reduced to what a harness shows.
-
-    ``score`` is on the judge's scale; ``normalized`` the same score mapped to 0-1 over that scale (``(score -
-    min) / (max - min)``); ``raw`` the judge's first raw answer; ``error`` why there is no score (a parse
-    failure or a failed LM call), else None.
-    """
+    """One judgment reduced to what a harness shows: ``score`` on the judge's scale, ``normalized`` mapped to
+    0-1 over it, ``raw`` the judge's first raw answer, ``error`` why there is no score (else None)."""
 
     model_config = ConfigDict(frozen=True)
     score: float | None
@@ -47,13 +43,9 @@ def make_item(
     item_id: str = "item",
     input_field: str = "source",
 ) -> Item:
-    """An Item from a harness test case: ``output`` is the judged text, ``input`` goes to
-    ``inputs[input_field]``.
-
-    ``expected`` becomes the item's reference, ``context`` ``inputs["context"]``. The default
-    ``input_field="source"`` fills template slots named ``{{source}}``, ``{{document}}``, ``{{article}}`` and
-    ``{{input}}`` (see the prompt's slot aliases).
-    """
+    """An Item from a harness test case: ``output`` the judged text, ``input`` in ``inputs[input_field]``
+    (``source`` fills the slots ``{{source}}``, ``{{document}}``, ``{{article}}``, ``{{input}}``),
+    ``expected`` the reference, ``context`` ``inputs["context"]``."""
     if not isinstance(output, str):
         raise ConfigError(f"expected the judged output as text; got {type(output).__name__}")
     inputs: dict[str, str] = {}

@@ -97,18 +97,10 @@ def read_inspect_log(
     scorer: str | None = None,
     id_key: str | None = None,
 ) -> dict[str, RecordedRun]:
-    """The judgments in an inspect eval log as recorded runs, judge name -> run (one judge per scorer).
-
-    - item id: the sample's ``id``, or ``metadata[id_key]`` (to match a benchmark's item ids);
-    - judge: the scorer's name (``judge=`` renames it when one scorer is read);
-    - criterion: ``criterion=``, else the one :func:`mitigated_scorer` recorded, else ``"overall"``;
-      a score whose value is a dict gives one criterion per key;
-    - score: a number as it is; grades C / P / I as 1 / 0.5 / 0 (scale 0-1); an unscored sample
-      (NaN), NOANSWER or anything else is a recorded failure with the scorer's explanation as raw
-      text, never a score;
-    - sample: the epoch minus one (epochs are repeated answers).
-
-    Raises DataError naming the file when it cannot be read or holds no scored samples.
+    """The judgments in an inspect eval log as recorded runs, judge name -> run (one judge per scorer; the
+    mapping: docs/adapters.md). Item ids are the samples' ``id``, or ``metadata[id_key]``; ``judge=`` renames
+    the one scorer read (``scorer=`` picks it). Grades C / P / I are 1 / 0.5 / 0; an unscored sample, NOANSWER
+    or any other value is a recorded failure, never a score. DataError naming the file for anything else.
     """
     from inspect_ai.log import read_eval_log
 

@@ -224,21 +224,12 @@ def read_promptfoo_results(
     criterion: str | None = None,
     assertion_type: str | None = None,
 ) -> dict[str, RecordedRun]:
-    """The graded assertions of a promptfoo results file as recorded runs, judge name -> run.
-
-    One recorded answer per output and assertion (``gradingResult.componentResults``):
-
-    - item id: the test's var ``id_var`` when given, else the test description, else ``test<testIdx>``;
-      when several providers (or prompts) answered the test, ``/<provider label or id>`` (and
-      ``/prompt<promptIdx>``) is appended, so each output is its own item;
-    - judge: the assertion type, with its grading provider when set (``llm-rubric:openai:gpt-4o``);
-      ``assertion_type=`` keeps only one type;
-    - criterion: ``criterion=``, else the assertion's ``metric``, else ``"overall"``;
-    - score: the assertion's score (promptfoo grades on 0-1, declared as the scale); raw: its reason;
-    - an output that errored (``failureReason`` 2), or an assertion whose grader failed (its reason
-      matches :data:`GRADER_ERROR`; promptfoo shows score 0 for it), is a recorded failure, never a score.
-
-    Raises DataError naming the file for anything else.
+    """The graded assertions of a promptfoo results file as recorded runs, judge name -> run (the mapping:
+    docs/adapters.md): one answer per output and assertion, its item id the test var ``id_var`` (else the
+    test's description, else ``test<N>``, with ``/<provider>`` and ``/prompt<N>`` when several answered), its
+    judge the assertion type (and grading provider), its criterion ``criterion=``, else the assertion's
+    ``metric``. An output that errored or an assertion whose grader failed (:data:`GRADER_ERROR`) is a
+    recorded failure, never a score. DataError naming the file for anything else.
     """
     file = Path(path)
     try:

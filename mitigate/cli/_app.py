@@ -59,9 +59,15 @@ _USAGE_ERRORS, _NO_ARGS = _usage_error_classes()
 _ABORTS = tuple({click.exceptions.Abort, typer.Abort})
 
 
-class OneLineErrors(TyperGroup):
-    """The command group: every exception becomes one ``error:`` line and an exit code (``--debug`` anywhere
-    on the command line, or ``MITIGATE_DEBUG=1``, shows the traceback instead)."""
+DEFINED: dict[str, CommandInfo | typer.Typer] = {}
+"""The commands (and groups, such as ``data``) the command modules imported so far define, by name."""
+
+
+class LazyCommands(TyperGroup):
+    """The ``mitigate`` group: every exception becomes one ``error:`` line and an exit code (``--debug``
+    anywhere on the command line, or ``MITIGATE_DEBUG=1``, shows the traceback instead); the commands of
+    :data:`~mitigate.cli._commands.COMMANDS` are each imported from their module when first asked for (the
+    group's help lists their summaries, importing none)."""
 
     def main(
         self,
@@ -112,15 +118,6 @@ class OneLineErrors(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
-
-
-DEFINED: dict[str, CommandInfo | typer.Typer] = {}
-"""The commands (and groups, such as ``data``) the command modules imported so far define, by name."""
-
-
-class LazyCommands(OneLineErrors):
-    """The ``mitigate`` group: the commands of :data:`~mitigate.cli._commands.COMMANDS`, each imported from
-    its module when first asked for; the group's help lists their summaries, importing none."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
