@@ -4,12 +4,13 @@ type, default and accepted values); ``--json`` prints the same as JSON."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import typer
 
@@ -20,6 +21,9 @@ from mitigate.constraints import describe_constraints
 from mitigate.errors import ConfigError
 from mitigate.registry import KIND_PACKAGES, Component, Preset, lookup, plugin_of, registered
 
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
 ALIASES = {
     f"{k}s": k
     for k in ("mitigation", "selector", "measure", "backend", "benchmark", "engine", "released-judge")
@@ -29,11 +33,16 @@ COMPONENT_KINDS = ("mitigation", "selector", "measure", "engine")
 """The kinds whose entries are component classes (with parameters, tags and a paper)."""
 
 
+@functools.cache
+def _any_adapter() -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter  # here: listing the commands loads no pydantic
+
+    return TypeAdapter(Any)
+
+
 def to_jsonable_python(value: Any) -> Any:
     """``value`` as JSON-ready data (what pydantic would dump; repr() for what it cannot)."""
-    from pydantic_core import to_jsonable_python as dump  # here: listing the commands loads no pydantic
-
-    return dump(value, fallback=repr, inf_nan_mode="null")
+    return _any_adapter().dump_python(value, mode="json", fallback=repr)
 
 
 def _plain(text: str) -> str:
