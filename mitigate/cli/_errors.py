@@ -3,6 +3,7 @@ an exit code (:data:`EXIT_REFUSED`, :data:`EXIT_FAILED`); warnings are one ``war
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any, TextIO
@@ -71,10 +72,10 @@ def report_error(exc: BaseException) -> int:
         say_error(f"expected UTF-8 text; got {exc}")
         return EXIT_REFUSED
     if isinstance(exc, BrokenPipeError):  # the reader of our output went away (| head): nothing to say
-        try:  # and nothing to flush at exit (the Python docs' recipe for SIGPIPE)
+        with contextlib.suppress(
+            OSError, ValueError
+        ):  # nor to flush at exit (the Python docs' SIGPIPE recipe)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
         return EXIT_FAILED
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""

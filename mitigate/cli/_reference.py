@@ -62,9 +62,7 @@ def _command(name: str, command: VendoredCommand, parent: typer.Context) -> list
         "",
         _cell(command.help or ""),
         "",
-        f"Usage: `{' '.join(command.collect_usage_pieces(ctx))}`".replace(
-            "Usage: `", f"Usage: `mitigate {name} "
-        ),
+        f"Usage: `mitigate {name} {' '.join(command.collect_usage_pieces(ctx))}`",
         "",
     ]
     panels = (
