@@ -29,9 +29,8 @@ from mitigate.testing._checks import (
     check_fit_needs_the_judge_its_tags_say,
     check_fit_returns_a_fitted_copy,
     check_fitted_value_does_not_carry_the_training_set,
-    example_pairwise_train,
-    fitting_lm,
 )
+from mitigate.testing._examples import example_pairwise_train, fitting_lm
 
 
 def test_tags_are_frozen_and_a_pipeline_declares_what_any_step_does() -> None:

@@ -23,7 +23,7 @@ from mitigate.prompt import JudgePrompt
 from mitigate.strategies import CascadeJudge, Mitigation, SelectiveEvaluation, parse_pipeline
 from mitigate.strategies._own_reference import PLACEHOLDER
 from mitigate.testing import example_judge, example_train, registered_examples
-from mitigate.testing._checks import example_pairwise_judge, example_pairwise_train, fitting_lm
+from mitigate.testing._examples import example_pairwise_judge, example_pairwise_train, fitting_lm
 
 MITIGATIONS = [m for m in registered_examples(["mitigation"]) if isinstance(m, Mitigation)]
 

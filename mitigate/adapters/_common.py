@@ -1,9 +1,7 @@
 """What every adapter shares: a harness test case as an Item, a Judgment as one outcome.
 
-A parse failure stays a failure: :class:`Outcome` then has ``score=None`` and ``error`` set with
-the judge's raw answer, and each adapter reports it the way its harness marks a grader failure
-(an unscored inspect sample, a DeepEval metric error, a promptfoo assertion error), never as a
-score.
+A parse failure stays a failure (an :class:`Outcome` with ``score=None`` and ``error`` set), which each
+adapter reports the way its harness marks a grader failure, never as a score.
 """
 
 from __future__ import annotations
@@ -19,12 +17,8 @@ from mitigate.scale import Scale
 
 
 class Outcome(BaseModel):
-    """One judgment reduced to what a harness shows.
-
-    ``score`` is on the judge's scale; ``normalized`` the same score mapped to 0-1 over that
-    scale (``(score - min) / (max - min)``); ``raw`` the judge's first raw answer; ``error`` why
-    there is no score (a parse failure or a failed LM call), else None.
-    """
+    """One judgment reduced to what a harness shows: ``score`` on the judge's scale, ``normalized`` mapped to
+    0-1 over it, ``raw`` the judge's first raw answer, ``error`` why there is no score (else None)."""
 
     model_config = ConfigDict(frozen=True)
     score: float | None
@@ -49,13 +43,9 @@ def make_item(
     item_id: str = "item",
     input_field: str = "source",
 ) -> Item:
-    """An Item from a harness test case: ``output`` is the judged text, ``input`` goes to
-    ``inputs[input_field]``.
-
-    ``expected`` becomes the item's reference, ``context`` ``inputs["context"]``. The default
-    ``input_field="source"`` fills template slots named ``{{source}}``, ``{{document}}``,
-    ``{{article}}`` and ``{{input}}`` (see the prompt's slot aliases).
-    """
+    """An Item from a harness test case: ``output`` the judged text, ``input`` in ``inputs[input_field]``
+    (``source`` fills the slots ``{{source}}``, ``{{document}}``, ``{{article}}``, ``{{input}}``),
+    ``expected`` the reference, ``context`` ``inputs["context"]``."""
     if not isinstance(output, str):
         raise ConfigError(f"expected the judged output as text; got {type(output).__name__}")
     inputs: dict[str, str] = {}
@@ -85,37 +75,20 @@ def outcome(judgment: Judgment, scale: Scale, criterion: str | None = None) -> O
         if len(judgment.scores) > 1:
             raise ConfigError(f"the judge scores {sorted(judgment.scores)}; expected criterion= naming one")
         criterion = next(iter(judgment.scores), "score")
+    crit = criterion
+
+    def made(score: float | None, error: str | None = None) -> Outcome:
+        normalized = None if score is None else scale.normalise(score)
+        return Outcome(score=score, normalized=normalized, raw=raw, error=error, scale=scale, criterion=crit)
+
     if judgment.error is not None:
-        return Outcome(
-            score=None,
-            normalized=None,
-            raw=raw,
-            error=f"the LM call failed: {judgment.error}",
-            scale=scale,
-            criterion=criterion,
-        )
-    if criterion not in judgment.scores:
-        raise ConfigError(f"expected a judge scoring {criterion!r}; it scores {sorted(judgment.scores)}")
-    score = judgment.scores[criterion]
+        return made(None, f"the LM call failed: {judgment.error}")
+    if crit not in judgment.scores:
+        raise ConfigError(f"expected a judge scoring {crit!r}; it scores {sorted(judgment.scores)}")
+    score = judgment.scores[crit]
     if score is None or not math.isfinite(score):
-        reasons = [f.reason for f in judgment.failures if f.criterion == criterion] or ["no score"]
-        return Outcome(
-            score=None,
-            normalized=None,
-            raw=raw,
-            error=f"the judge's answer held no score: {reasons[0]}",
-            scale=scale,
-            criterion=criterion,
-        )
+        reasons = [f.reason for f in judgment.failures if f.criterion == crit] or ["no score"]
+        return made(None, f"the judge's answer held no score: {reasons[0]}")
     if not scale.contains(score):
-        return Outcome(
-            score=None,
-            normalized=None,
-            raw=raw,
-            error=f"expected a score within {scale.min:g} to {scale.max:g}; the judge gave {score:g}",
-            scale=scale,
-            criterion=criterion,
-        )
-    return Outcome(
-        score=score, normalized=scale.normalise(score), raw=raw, error=None, scale=scale, criterion=criterion
-    )
+        return made(None, f"expected a score within {scale.min:g} to {scale.max:g}; the judge gave {score:g}")
+    return made(score)

@@ -1,20 +1,12 @@
-"""DeepEval: a mitigated judge as a DeepEval metric.
+"""DeepEval: a mitigated judge as a DeepEval metric (``pip install 'mitigate[deepeval]'``).
 
-Needs ``deepeval`` (``pip install 'mitigate[deepeval]'``). :func:`mitigated_metric` returns a
-:class:`deepeval.metrics.BaseMetric` whose ``measure`` / ``a_measure`` judge a test case with a
-mitigate :class:`~mitigate.judge.Judge` (prompt + pipeline + backend):
-
-- ``score``: the judge's score mapped to 0-1 over its scale (DeepEval's convention);
-  ``raw_score`` the score on the judge's own scale;
-- ``reason``: the judge's raw answer; ``success``: ``score >= threshold``;
-- a judge answer that holds no score (or a failed LM call) is a **metric error**: ``error`` is
-  set, ``score`` stays None, ``success`` False, and ``measure`` raises
-  :class:`~mitigate.errors.ParseError` — DeepEval reports it as an errored metric
-  (``evaluate(..., error_config=ErrorConfig(ignore_errors=True))`` records it and goes on), never
-  as a score.
-
-The test case maps to an item as: ``actual_output`` -> the judged text, ``input`` -> the item's
-``source`` (or ``input_field``), ``expected_output`` -> the reference, ``context`` -> ``inputs["context"]``.
+:func:`mitigated_metric` returns a :class:`deepeval.metrics.BaseMetric` whose ``measure`` / ``a_measure``
+judge a test case with a mitigate :class:`~mitigate.judge.Judge`: ``score`` is the judge's score mapped to 0-1
+over its scale (``raw_score`` on the judge's own), ``reason`` its raw answer, ``success`` ``score >=
+threshold``. An answer that holds no score (or a failed LM call) is a metric error: ``error`` set, ``score``
+None, ``success`` False, and ``measure`` raises :class:`~mitigate.errors.ParseError` (DeepEval reports an
+errored metric), never a score. The test case's ``actual_output`` is the judged text, ``input`` the item's
+``source`` (or ``input_field``), ``expected_output`` the reference, ``context`` ``inputs["context"]``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """inspect-ai: a mitigated judge as a scorer, and inspect eval logs as recorded judgments.
 
-Needs ``inspect-ai`` (``pip install 'mitigate[inspect]'``); it is imported when a function here is
-called, so importing this module costs nothing.
-
-- :func:`mitigated_scorer` turns a mitigate :class:`~mitigate.judge.Judge` (prompt + pipeline +
-  backend) into an inspect scorer: it judges the solver's completion (``state.output.completion``)
-  against the sample's input (and target, as the reference). The score's value is the judge's
-  score on its own scale; ``metadata`` holds the criterion, the scale and the score mapped to 0-1.
-  A judge answer that holds no score gives :meth:`inspect_ai.scorer.Score.unscored` with reason
-  ``"grader_failed"`` and the raw answer as explanation: inspect's metrics skip it, it is never
-  counted as a number.
-- :func:`read_inspect_log` reads a log inspect wrote (``.eval`` or ``.json``, through inspect's own
-  reader) into recorded judgments (:mod:`mitigate.data._recorded`), one judge per scorer;
-  :func:`inspect_log_to_recorded` writes them to a file for ``mitigate compare --recorded``.
+Needs ``inspect-ai`` (``pip install 'mitigate[inspect]'``), imported when a function here is called.
+:func:`mitigated_scorer` scores the solver's completion with a mitigate judge: the score's value is the
+judge's score on its own scale (``metadata``: the criterion, the scale, the score mapped to 0-1); an answer
+that holds no score is :meth:`inspect_ai.scorer.Score.unscored` (reason ``"grader_failed"``, the raw answer as
+explanation), which inspect's metrics skip. :func:`read_inspect_log` reads a log inspect wrote (``.eval`` or
+``.json``) into recorded judgments, one judge per scorer; :func:`inspect_log_to_recorded` writes them for
+``mitigate compare --recorded``.
 """
 
 from __future__ import annotations
@@ -29,10 +23,7 @@ from mitigate.scale import Scale
 
 GRADES = {"C": 1.0, "P": 0.5, "I": 0.0}
 """inspect's letter grades (CORRECT, PARTIAL, INCORRECT) as scores on 0-1, as its ``value_to_float`` reads
-them.
-
-NOANSWER (``"N"``) is not among them: it becomes a recorded failure, not a zero.
-"""
+them; NOANSWER (``"N"``) is not among them: it becomes a recorded failure, not a zero."""
 
 
 def mitigated_scorer(
@@ -43,12 +34,10 @@ def mitigated_scorer(
     input_field: str = "source",
     name: str = "mitigated_judge",
 ) -> Any:
-    """An inspect-ai scorer that scores each sample's completion with ``judge``.
+    """An inspect-ai scorer that scores each sample's completion with ``judge`` (mean and standard error).
 
-    ``criterion`` names the judge's criterion when it scores several; ``scale`` defaults to the
-    judge's prompt scale; ``input_field`` is the item field the sample's input goes to
-    (``source`` fills ``{{source}}``, ``{{document}}``, ``{{input}}`` slots). Metrics: mean and
-    standard error over the scored samples.
+    ``criterion`` names the judge's criterion when it scores several; ``scale`` defaults to the judge's prompt
+    scale; ``input_field`` is the item field the sample's input goes to.
     """
     from inspect_ai.scorer import Score, Target, mean, scorer, stderr
     from inspect_ai.solver import TaskState
@@ -108,18 +97,10 @@ def read_inspect_log(
     scorer: str | None = None,
     id_key: str | None = None,
 ) -> dict[str, RecordedRun]:
-    """The judgments in an inspect eval log as recorded runs, judge name -> run (one judge per scorer).
-
-    - item id: the sample's ``id``, or ``metadata[id_key]`` (to match a benchmark's item ids);
-    - judge: the scorer's name (``judge=`` renames it when one scorer is read);
-    - criterion: ``criterion=``, else the one :func:`mitigated_scorer` recorded, else ``"overall"``;
-      a score whose value is a dict gives one criterion per key;
-    - score: a number as it is; grades C / P / I as 1 / 0.5 / 0 (scale 0-1); an unscored sample
-      (NaN), NOANSWER or anything else is a recorded failure with the scorer's explanation as raw
-      text, never a score;
-    - sample: the epoch minus one (epochs are repeated answers).
-
-    Raises DataError naming the file when it cannot be read or holds no scored samples.
+    """The judgments in an inspect eval log as recorded runs, judge name -> run (one judge per scorer; the
+    mapping: docs/adapters.md). Item ids are the samples' ``id``, or ``metadata[id_key]``; ``judge=`` renames
+    the one scorer read (``scorer=`` picks it). Grades C / P / I are 1 / 0.5 / 0; an unscored sample, NOANSWER
+    or any other value is a recorded failure, never a score. DataError naming the file for anything else.
     """
     from inspect_ai.log import read_eval_log
 
@@ -186,6 +167,5 @@ def read_inspect_log(
 
 
 def inspect_log_to_recorded(path: str | Path, out: str | Path, **kwargs: Any) -> Path:
-    """Write the judgments of an inspect eval log as a recorded-judgments file (see
-    :func:`read_inspect_log`)."""
+    """Write the judgments of an inspect eval log as a recorded-judgments file (:func:`read_inspect_log`)."""
     return save_recorded(list(read_inspect_log(path, **kwargs).values()), out)

@@ -1,28 +1,20 @@
 """promptfoo: a mitigated judge as a Python assertion, and promptfoo result files as recorded judgments.
 
-promptfoo runs a Python assertion (``type: python``, ``value: file://grader.py``) by calling the
-file's ``get_assert(output, context)`` and reading back a GradingResult: ``pass``, ``score``,
-``reason``. Two ways to point it at a mitigated judge:
+promptfoo runs a Python assertion (``type: python``, ``value: file://grader.py``) by calling the file's
+``get_assert(output, context)`` and reading back a GradingResult: ``pass``, ``score`` (the judge's score
+mapped to 0-1 over its scale), ``reason`` (its raw answer). The file is either your own (``get_assert =
+make_assert(judge, threshold=0.6)`` with a judge built in Python) or this module, with the judge described in
+the assertion's ``config`` (:data:`CONFIG_KEYS`: ``prompt``, a built-in prompt name or a template file,
+``backend``, ``base_url``, ``pipeline`` as CLI text ...). A judge answer with no score raises
+:class:`~mitigate.errors.ParseError`: promptfoo shows the assertion as errored, never as a number.
 
-- a file of your own: ``get_assert = make_assert(judge, threshold=0.6)`` with any
-  :class:`~mitigate.judge.Judge` built in Python (prompt + pipeline + backend);
-- this module itself (``value: file://<site-packages>/mitigate/adapters/promptfoo.py``), with the judge
-  described in the assertion's ``config``: ``prompt`` (a built-in prompt name or a template file),
-  ``backend`` (e.g. ``openai:gpt-4o-mini``), optional ``base_url``, ``pipeline`` (CLI text such as
-  ``"single-attribute | sampling(temperature=0)"``), ``threshold``, ``criterion``, ``input_var``,
-  ``expected_var``.
-
-``score`` is the judge's score mapped to 0-1 over its scale; ``pass`` is ``score >= threshold``;
-``reason`` the judge's raw answer. A judge answer with no score raises
-:class:`~mitigate.errors.ParseError`: promptfoo shows the assertion as errored with that message,
-never as a number.
-
-:func:`read_promptfoo_results` reads the JSON ``promptfoo eval -o results.json`` writes into
-recorded judgments (:mod:`mitigate.data._recorded`) for ``mitigate compare --recorded``.
+:func:`read_promptfoo_results` reads the JSON ``promptfoo eval -o results.json`` writes into recorded
+judgments for ``mitigate compare --recorded``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -39,13 +31,12 @@ from mitigate.scale import Scale
 
 GRADER_ERROR = re.compile(
     r"(Error running (Python|Ruby|JavaScript)|(Python|Ruby|JavaScript) code execution failed|Could not "
-    r"extract JSON"
-    r"|Webhook error|Moderation API error|.{0,40}rubric evaluation failed|invalid JSON:|Error: )"
+    r"extract JSON|Webhook error|Moderation API error|.{0,40}rubric evaluation failed|invalid JSON:|Error: )"
 )
 """Reasons with which promptfoo reports a grader that failed rather than graded (it records score 0 for them).
 
-promptfoo keeps no structured flag for this, so the reason's first line is matched: a script that
-raised, an LLM grader whose answer held no verdict, a webhook or moderation call that failed.
+promptfoo keeps no structured flag for this, so the reason's first line is matched: a script that raised, an
+LLM grader whose answer held no verdict, a webhook or moderation call that failed.
 """
 
 GradingResult = dict[str, Any]
@@ -70,9 +61,9 @@ async def agrade(
 ) -> GradingResult:
     """Grade one promptfoo output with ``judge``: the GradingResult promptfoo expects.
 
-    The judged text is ``output``; the item's input is ``context["vars"][input_var]`` when given,
-    else the prompt promptfoo sent (``context["prompt"]``); ``expected_var`` names the var holding
-    the reference. Raises ParseError when the judge's answer holds no score.
+    The judged text is ``output``; the item's input is ``context["vars"][input_var]`` when given, else the
+    prompt promptfoo sent (``context["prompt"]``); ``expected_var`` names the var holding the reference.
+    Raises ParseError when the judge's answer holds no score.
     """
     if not 0.0 <= threshold <= 1.0:
         raise ConfigError(
@@ -110,39 +101,28 @@ def make_assert(
     expected_var: str | None = None,
     input_field: str = "source",
 ) -> Callable[[Any, Mapping[str, Any]], GradingResult]:
-    """A ``get_assert(output, context)`` for a promptfoo Python assertion, grading with ``judge`` (see
-    :func:`agrade`)."""
+    """A promptfoo Python assertion's ``get_assert(output, context)``, grading with ``judge`` (``agrade``)."""
+    grade = functools.partial(
+        agrade,
+        judge,
+        threshold=threshold,
+        criterion=criterion,
+        scale=scale,
+        input_var=input_var,
+        expected_var=expected_var,
+        input_field=input_field,
+    )
 
     def get_assert(output: Any, context: Mapping[str, Any]) -> GradingResult:
         return run_coroutine(
-            agrade(
-                judge,
-                output,
-                context,
-                threshold=threshold,
-                criterion=criterion,
-                scale=scale,
-                input_var=input_var,
-                expected_var=expected_var,
-                input_field=input_field,
-            ),
-            what="get_assert()",
-            instead="agrade(judge, output, context)",
+            grade(output, context), what="get_assert()", instead="agrade(judge, output, context)"
         )
 
     return get_assert
 
 
-CONFIG_KEYS = (
-    "prompt",
-    "backend",
-    "base_url",
-    "pipeline",
-    "threshold",
-    "criterion",
-    "input_var",
-    "expected_var",
-    "scale",
+CONFIG_KEYS = tuple(
+    "prompt backend base_url pipeline threshold criterion input_var expected_var scale".split()
 )
 """The keys :func:`get_assert` reads from the assertion's ``config``."""
 
@@ -200,8 +180,7 @@ async def _grade_from_config(output: Any, context: Mapping[str, Any]) -> Grading
 
 
 def get_assert(output: Any, context: Mapping[str, Any]) -> GradingResult:
-    """promptfoo's entry point when this module is the assertion file: the judge comes from
-    ``context["config"]``."""
+    """promptfoo's entry point when this module is the assertion file: a judge from ``context["config"]``."""
     return run_coroutine(
         _grade_from_config(output, context),
         what="get_assert()",
@@ -209,14 +188,11 @@ def get_assert(output: Any, context: Mapping[str, Any]) -> GradingResult:
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# reading promptfoo result files
-# ---------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------- reading promptfoo result files
 
 
 def _results(doc: Any, file: Path) -> list[Any]:
-    """The per-output result list of a promptfoo output file (``results.results``; older files:
-    ``results``)."""
+    """The per-output results of a promptfoo output file (``results.results``; older files: ``results``)."""
     block = doc.get("results") if isinstance(doc, dict) else None
     rows = block.get("results") if isinstance(block, dict) else block
     if not isinstance(rows, list):
@@ -228,7 +204,12 @@ def _results(doc: Any, file: Path) -> list[Any]:
     return rows
 
 
-def _judge_name(assertion: Mapping[str, Any], provider: str | None) -> str:
+def _provider(result: Mapping[str, Any]) -> str:
+    provider = result.get("provider") or {}
+    return str(provider.get("label") or provider.get("id") or "")
+
+
+def _judge_name(assertion: Mapping[str, Any]) -> str:
     kind = str(assertion.get("type") or "assertion")
     grader = assertion.get("provider")
     if isinstance(grader, Mapping):
@@ -243,21 +224,12 @@ def read_promptfoo_results(
     criterion: str | None = None,
     assertion_type: str | None = None,
 ) -> dict[str, RecordedRun]:
-    """The graded assertions of a promptfoo results file as recorded runs, judge name -> run.
-
-    One recorded answer per output and assertion (``gradingResult.componentResults``):
-
-    - item id: the test's var ``id_var`` when given, else the test description, else ``test<testIdx>``;
-      when several providers (or prompts) answered the test, ``/<provider label or id>`` (and
-      ``/prompt<promptIdx>``) is appended, so each output is its own item;
-    - judge: the assertion type, with its grading provider when set (``llm-rubric:openai:gpt-4o``);
-      ``assertion_type=`` keeps only one type;
-    - criterion: ``criterion=``, else the assertion's ``metric``, else ``"overall"``;
-    - score: the assertion's score (promptfoo grades on 0-1, declared as the scale); raw: its reason;
-    - an output that errored (``failureReason`` 2), or an assertion whose grader failed (its reason
-      matches :data:`GRADER_ERROR`; promptfoo shows score 0 for it), is a recorded failure, never a score.
-
-    Raises DataError naming the file for anything else.
+    """The graded assertions of a promptfoo results file as recorded runs, judge name -> run (the mapping:
+    docs/adapters.md): one answer per output and assertion, its item id the test var ``id_var`` (else the
+    test's description, else ``test<N>``, with ``/<provider>`` and ``/prompt<N>`` when several answered), its
+    judge the assertion type (and grading provider), its criterion ``criterion=``, else the assertion's
+    ``metric``. An output that errored or an assertion whose grader failed (:data:`GRADER_ERROR`) is a
+    recorded failure, never a score. DataError naming the file for anything else.
     """
     file = Path(path)
     try:
@@ -267,11 +239,7 @@ def read_promptfoo_results(
             f"expected a promptfoo results JSON file at {file}; could not read it: {exc}", path=str(file)
         ) from exc
     results = _results(doc, file)
-    providers = {
-        str((r.get("provider") or {}).get("label") or (r.get("provider") or {}).get("id") or "")
-        for r in results
-        if isinstance(r, dict)
-    }
+    providers = {_provider(r) for r in results if isinstance(r, dict)}
     prompts = {r.get("promptIdx") for r in results if isinstance(r, dict)}
     rows: list[RecordedRow] = []
     for index, result in enumerate(results):
@@ -282,8 +250,7 @@ def read_promptfoo_results(
             )
         test = result.get("testCase") or {}
         variables = result.get("vars") or test.get("vars") or {}
-        provider = result.get("provider") or {}
-        provider_name = str(provider.get("label") or provider.get("id") or "")
+        provider_name = _provider(result)
         if id_var is not None:
             if id_var not in variables:
                 raise DataError(
@@ -319,7 +286,7 @@ def read_promptfoo_results(
             rows.append(
                 RecordedRow(
                     item_id=item_id,
-                    judge=_judge_name(assertion, provider_name),
+                    judge=_judge_name(assertion),
                     criterion=crit,
                     score=None if score is None else float(score),
                     error=error,

@@ -1,12 +1,10 @@
 """The ``mitigate`` command group: the Typer app, its one-line error handling, how a command is declared and
 loaded.
 
-A command is a function of one typed, frozen options value (its options class, made of the
-groups in :mod:`mitigate.cli.options`); :func:`command` registers it with the fields of that value
-as its command-line options. The group knows its commands by name (:data:`mitigate.cli._commands.COMMANDS`)
-and imports a command's module only when that command runs or shows its help, as pip's
-``commands_dict`` does: ``mitigate --help`` imports none of them, and a command module imports at
-its top what its command needs.
+A command is a function of one frozen options value (its options class, made of the groups in
+:mod:`mitigate.cli.options`); :func:`command` registers it with that value's fields as its options. The group
+imports a command's module only when that command runs or shows its help
+(:data:`mitigate.cli._commands.COMMANDS`), as pip's ``commands_dict`` does.
 """
 
 from __future__ import annotations
@@ -41,13 +39,11 @@ from mitigate.cli._errors import (
     show_warning,
 )
 from mitigate.cli._files import writable_file
-from mitigate.cli.options._declare import option, parameters, typer_annotation
-from mitigate.cli.options._names import fill_registered_names
+from mitigate.cli.options._declare import fill_registered_names, option, parameters, typer_annotation
 
 
 def _usage_error_classes() -> tuple[tuple[type[Exception], ...], tuple[type[Exception], ...]]:
-    """(usage errors, "no arguments: show help") classes: click's, and those of the click copy recent typer
-    ships."""
+    """(usage errors, "no arguments: show help") classes: click's, and those of the click typer vendors."""
     found: list[type[Exception]] = [click.ClickException]
     help_only: list[type[Exception]] = [click.exceptions.NoArgsIsHelpError]
     vendored = next((c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"), None)
@@ -63,12 +59,15 @@ _USAGE_ERRORS, _NO_ARGS = _usage_error_classes()
 _ABORTS = tuple({click.exceptions.Abort, typer.Abort})
 
 
-class OneLineErrors(TyperGroup):
-    """The command group: turns every exception into one ``error:`` line and an exit code.
+DEFINED: dict[str, CommandInfo | typer.Typer] = {}
+"""The commands (and groups, such as ``data``) the command modules imported so far define, by name."""
 
-    ``--debug`` anywhere on the command line (or ``MITIGATE_DEBUG=1``) re-raises instead, so
-    the traceback is shown.
-    """
+
+class LazyCommands(TyperGroup):
+    """The ``mitigate`` group: every exception becomes one ``error:`` line and an exit code (``--debug``
+    anywhere on the command line, or ``MITIGATE_DEBUG=1``, shows the traceback instead); the commands of
+    :data:`~mitigate.cli._commands.COMMANDS` are each imported from their module when first asked for (the
+    group's help lists their summaries, importing none)."""
 
     def main(
         self,
@@ -79,8 +78,7 @@ class OneLineErrors(TyperGroup):
         windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
-        """Run the command; print one line per error and exit with :data:`EXIT_REFUSED` or
-        :data:`EXIT_FAILED`."""
+        """Run the command; print one line per error and exit with its code."""
         argv = list(sys.argv[1:] if args is None else args)
         debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
         argv = [a for a in argv if a != "--debug"]
@@ -121,30 +119,16 @@ class OneLineErrors(TyperGroup):
             sys.exit(code)
         return code
 
-
-DEFINED: dict[str, CommandInfo | typer.Typer] = {}
-"""The commands (and command groups, such as ``data``) the command modules imported so far define, by name."""
-
-
-class LazyCommands(OneLineErrors):
-    """The ``mitigate`` group: its commands are those of :data:`~mitigate.cli._commands.COMMANDS`, each
-    imported from its module when it is first asked for (pip's ``commands_dict`` and ``import_module``).
-
-    The group's own help lists each command with the summary the table holds, importing none.
-    """
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._loaded: dict[str, VendoredCommand] = {}
         self._listing = False
 
     def list_commands(self, ctx: Any) -> list[str]:
-        """Every command's name, in the order ``mitigate --help`` lists them."""
         return list(COMMANDS)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
-        """The command ``cmd_name``, its module imported now; a stand-in with its summary while the group's
-        help is written; None for a name that is no command."""
+        """The command ``cmd_name`` (a stand-in with its summary while the group's help is written)."""
         entry = COMMANDS.get(cmd_name)
         if entry is None:
             return None
@@ -166,7 +150,6 @@ class LazyCommands(OneLineErrors):
         return self._loaded[cmd_name]
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        """The group's help: its options and every command's summary, no command module imported."""
         self._listing = True
         try:
             super().format_help(ctx, formatter)
@@ -175,8 +158,7 @@ class LazyCommands(OneLineErrors):
 
 
 def command_group(name: str, help: str) -> typer.Typer:
-    """A group of subcommands (``mitigate data ...``) named ``name`` in
-    :data:`~mitigate.cli._commands.COMMANDS`; its commands are declared with ``command(..., group=<it>)``."""
+    """A group of subcommands (``mitigate data ...``), whose commands are declared with ``group=`` it."""
     group = typer.Typer(name=name, no_args_is_help=True, help=help, add_completion=False)
     DEFINED[name] = group
     return group
@@ -204,30 +186,24 @@ def _root(debug: Annotated[bool, DEBUG.parameter()] = False) -> None:
     """Make LLM-as-a-judge evaluators less biased and more consistent, and measure it."""
 
 
-HELP_ALL = "mitigate_help_all"
-"""``ctx.meta`` key set by ``--help-all``: print every option, not the first-shown ones."""
-MORE_OPTIONS = "More options"
-"""The panel of the options a command does not show first (in ``--help-all`` and docs/cli.md)."""
+HELP_ALL = "mitigate_help_all"  # the ``ctx.meta`` key ``--help-all`` sets: print every option
+MORE_OPTIONS = "More options"  # the panel of the options not shown first (``--help-all``, docs/cli.md)
 HELP_PANEL = "Help"
 
 
 class RegisteredNamesHelp(TyperCommand):
     """A command whose help shows the options a user needs first, grouped, and names what is registered.
 
-    ``first`` (group title -> parameter names, from the options class's ``HELP_FIRST``) is what
-    ``--help`` shows, in that order; ``--help-all`` shows every option, the rest under "More
-    options" (docs/cli.md holds the same, :mod:`mitigate.cli._reference`). A command without
-    ``first`` shows everything. Help texts may name what is registered (``--engine``: the
-    search engines ...): those names are looked up when this command's help is printed
-    (:func:`~mitigate.cli.options.fill_registered_names`), not when the command is registered,
-    so ``mitigate --help`` and the other commands never import the packages that hold them.
+    ``first`` (panel title -> parameter names, the options class's ``HELP_FIRST``) is what ``--help`` shows;
+    ``--help-all`` (and docs/cli.md) shows every option, the rest under "More options"; a command without
+    ``first`` shows everything. Registered names in help texts are filled when it is printed.
     """
 
     first: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def grouped(self, ctx: Any, *, every: bool) -> list[tuple[str, list[Any]]]:
-        """(panel title, parameters) in the order help shows them: the first-shown groups, then the rest
-        (under "More options" when ``every``, else left out), then Help; arguments are always shown, first."""
+        """(panel title, parameters) as help shows them: arguments, the first-shown groups, the rest (under
+        "More options" when ``every``, else left out), then Help."""
         params = [p for p in self.get_params(ctx) if not getattr(p, "hidden", False)]
         helps = [p for p in params if p.name in ("help", "help_all")]
         arguments = [p for p in params if p.param_type_name == "argument"]
@@ -252,8 +228,7 @@ class RegisteredNamesHelp(TyperCommand):
         return [(title, ps) for title, ps in panels if ps]
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
-        """The help: the first-shown options grouped (every option with ``--help-all``), registered names
-        filled."""
+        """The help: the first-shown options grouped (every option with ``--help-all``)."""
         for param in self.params:
             text = getattr(param, "help", None)
             if isinstance(text, str) and "{registered" in text:
@@ -311,17 +286,17 @@ HELP_ALL_OPTION = option(
 OptionsT = TypeVar("OptionsT")
 
 EXTRA_PARAMETERS = ("ctx", "plugin", "help_all", "config_file", "save_config")
-"""The parameters :func:`command` adds to every command; no options field may take these names."""
+"""The parameters :func:`command` adds to a command; no options field may take these names."""
 
 
 def _explicit(ctx: Any, names: Iterable[str]) -> set[str]:
-    """The parameters the user gave (command line or environment), as against those left at their default."""
-    out = set()
-    for name in names:
-        source = ctx.get_parameter_source(name)
-        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT", "PROMPT"):
-            out.add(name)
-    return out
+    """The parameters the user gave (command line or environment), not left at their default."""
+    sources = {name: ctx.get_parameter_source(name) for name in names}
+    return {
+        n
+        for n, source in sources.items()
+        if source and source.name in ("COMMANDLINE", "ENVIRONMENT", "PROMPT")
+    }
 
 
 def _parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
@@ -336,20 +311,13 @@ def command(
     group: typer.Typer | None = None,
     plugins: bool = True,
 ) -> Callable[[Callable[[OptionsT], None]], Callable[[OptionsT], None]]:
-    """Register ``fn(options_value)`` as the command ``name``; its options are the fields of ``options``.
+    """Register ``fn(options_value)`` as the command ``name`` (its help: ``fn``'s docstring); its options are
+    the fields of ``options``, a :class:`~mitigate.cli.options._declare.CommandOptions` that checks them when
+    built. ``group``: the command group (:func:`command_group`) it belongs to, if not ``mitigate``.
 
-    ``options`` is a frozen dataclass (a :class:`~mitigate.cli.options._declare.CommandOptions`)
-    whose fields use declared options (``Annotated[type, OPTION] = default``); help lists them
-    in :func:`~mitigate.cli.options._declare.parameters` order. Typer parses the command line into
-    those fields; the dataclass checks them when built (a bad value is one ``error:`` line, exit
-    2); ``fn`` receives the built value. The help text of the command is ``fn``'s docstring.
-    ``group``: a command group (:func:`command_group`) to add it to, instead of ``mitigate`` itself.
-
-    With ``plugins`` (the default) the command also takes ``--plugin MODULE`` (imported before
-    the options are built, so its components can be named) and ``--help-all``; with ``config``
-    (the default; it needs ``plugins``) ``-f/--config FILE`` and ``--save-config FILE``
-    (:mod:`mitigate.cli._config`): the file's options apply where the command line leaves an
-    option at its default.
+    With ``plugins`` the command also takes ``--plugin MODULE`` (imported before the options are built) and
+    ``--help-all``; with ``config`` too, ``-f/--config FILE`` and ``--save-config FILE``
+    (:mod:`mitigate.cli._config`): the file's options apply where the command line leaves the default.
     """
     fields = parameters(options)  # type: ignore[arg-type]  # a class is hashable (mypy reads its instances')
     clash = sorted({p.name for p in fields} & set(EXTRA_PARAMETERS))

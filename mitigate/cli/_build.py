@@ -1,10 +1,8 @@
-"""What judge, compare and search assemble the same way: the task (benchmark, criterion, items) and the judge.
+"""What the commands assemble the same way: the task (benchmark, criterion, items) and the judge.
 
-:func:`load_workload` loads the benchmark, checks the criterion and takes the items in the one
-order every command uses: document by document (every system's output for the first
-document, then the second ...), so ``-n``/``--limit`` N picks the same N items in judge,
-compare and search. :func:`build_judge` builds the judge LM and the :class:`PromptJudge`
-from a command's typed options.
+:func:`load_workload` takes the items in the one order every command uses, document by document, so
+``--limit`` N picks the same N items everywhere; :func:`build_judge` builds the judge LM and the
+:class:`PromptJudge` from a command's options. The renderer and the strategies are imported where used.
 """
 
 from __future__ import annotations
@@ -33,18 +31,11 @@ if TYPE_CHECKING:
     from mitigate.data import ItemStream, StreamedBenchmark
     from mitigate.strategies import Mitigation
 
-# Imported only where used: the renderer (--dry-run, prompts render) and the strategies (a pipeline), so a
-# judge without --pipeline loads neither.
-
 
 @dataclass(frozen=True)
 class Workload:
-    """What a command judges: the benchmark, the criterion, and the chosen items in document order.
-
-    A task loaded to be streamed (:func:`stream_workload`) holds a
-    :class:`~mitigate.data._stream.StreamedBenchmark` and its items as an
-    :class:`~mitigate.data._stream.ItemStream` read from the file as they are judged.
-    """
+    """What a command judges: the benchmark, the criterion, and the chosen items in document order (or, for a
+    streamed task, :func:`stream_workload`, a StreamedBenchmark and its ItemStream)."""
 
     benchmark: Benchmark | StreamedBenchmark
     criterion: str
@@ -59,48 +50,39 @@ class LoadedWorkload(Workload):
     items: tuple[Item, ...]
 
 
-def choose_items(items: Sequence[Item], limit: int) -> list[Item]:
-    """The first ``limit`` items (0: all), document by document: the one item order of every command."""
-    return select_items(items, limit or None)
+def _criterion(name: str, criteria: Sequence[str], criterion: str | None) -> str:
+    """``criterion``, checked against a benchmark's ``criteria`` (default: its first)."""
+    crit = criterion or (criteria[0] if criteria else None)
+    if crit is None:
+        raise ConfigError(f"benchmark {name!r} declares no criteria; pass --criterion")
+    if criteria and crit not in criteria:
+        raise ConfigError(f"expected a criterion of {name} {list(criteria)}; got {crit!r}")
+    return crit
 
 
 def load_benchmark(benchmark: str, criterion: str | None) -> tuple[Benchmark, str]:
     """Load ``benchmark`` and check ``criterion`` (default: its first)."""
     bench = load(benchmark)
-    crit = criterion or (bench.criteria[0] if bench.criteria else None)
-    if crit is None:
-        raise ConfigError(f"benchmark {bench.name!r} declares no criteria; pass --criterion")
-    if bench.criteria and crit not in bench.criteria:
-        raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {crit!r}")
-    return bench, crit
+    return bench, _criterion(bench.name, bench.criteria, criterion)
 
 
 def load_workload(
     benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False
 ) -> LoadedWorkload:
-    """Load ``benchmark``, check ``criterion`` (default: its first) and choose the items.
-
-    ``labelled``: only items with a human score or a gold preference for the criterion (what a
-    search can learn from), chosen in the same order.
-    """
+    """Load ``benchmark``, check ``criterion`` and choose the first ``limit`` items (0: all), document by
+    document; ``labelled``: only items with a human score or gold preference for the criterion."""
     bench, crit = load_benchmark(benchmark, criterion)
     pool = [it for it in bench.items if is_labelled(it, crit)] if labelled else list(bench.items)
-    return LoadedWorkload(bench, crit, tuple(choose_items(pool, limit)))
+    return LoadedWorkload(bench, crit, tuple(select_items(pool, limit or None)))
 
 
 def stream_workload(benchmark: str, criterion: str | None, limit: int) -> Workload:
-    """:func:`load_workload` for a run that streams its items: a ``jsonl:`` benchmark is checked in one pass,
-    its chosen items read again as they are judged (:func:`~mitigate.data._stream.open_benchmark`), never held
-    whole; any other benchmark is loaded whole."""
+    """:func:`load_workload` for a run that streams its items: a ``jsonl:`` benchmark's chosen items are read
+    again as they are judged, never held whole (:func:`~mitigate.data.open_benchmark`)."""
     from mitigate.data import open_benchmark
 
     streamed = open_benchmark(benchmark, limit)
-    crit = criterion or (streamed.criteria[0] if streamed.criteria else None)
-    if crit is None:
-        raise ConfigError(f"benchmark {streamed.name!r} declares no criteria; pass --criterion")
-    if streamed.criteria and crit not in streamed.criteria:
-        raise ConfigError(f"expected a criterion of {streamed.name} {list(streamed.criteria)}; got {crit!r}")
-    return Workload(streamed, crit, streamed.items)
+    return Workload(streamed, _criterion(streamed.name, streamed.criteria, criterion), streamed.items)
 
 
 def template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
@@ -111,16 +93,14 @@ def template_text(prompt: Path | None, benchmark: str, criterion: str) -> str:
 
 
 def template_origin(prompt: Path | str | None, system: Path | None = None, option: str = "--prompt") -> str:
-    """How an error names the template being read: ``--prompt FILE`` (and its ``--system`` file), or the
-    built-in."""
+    """How an error names the template: ``--prompt FILE`` (with its ``--system`` file), or the built-in."""
     named = f"{option} {prompt}" if prompt is not None else "the built-in prompt"
     return named + (f" (with --system {system})" if system is not None else "")
 
 
 @contextmanager
 def naming_template(origin: str) -> Iterator[None]:
-    """A TemplateError raised while a template is read names the template first (``template --prompt X:
-    ...``)."""
+    """A TemplateError raised while a template is read names the template first (``template --prompt X``)."""
     try:
         yield
     except TemplateError as exc:
@@ -129,8 +109,7 @@ def naming_template(origin: str) -> Iterator[None]:
 
 def recorded_reader(o: LMRunOptions, criterion: str, bench: Benchmark) -> Any:
     """Reads recorded rows that hold only ``raw`` with ``--prompt``'s answer format, the template and the
-    item's texts as what the judge was shown (a value they hold and the answer quotes back is not read); None
-    without --prompt."""
+    item's texts as what the judge was shown (a value the answer quotes back is not read); None without."""
     if o.prompt is None:
         return None
     template = template_text(o.prompt, o.benchmark, criterion)
@@ -145,14 +124,10 @@ def recorded_reader(o: LMRunOptions, criterion: str, bench: Benchmark) -> Any:
 
 
 def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
-    """The judge LM of the options, with retries (a Retry-After longer than ``--patience`` stops them).
-
-    The on-disk cache wraps it when ``o.lm_cache``; ``--timeout`` is the silence an attempt of a network
-    backend may wait through, ``--deadline`` (the time on the server over all attempts) and ``--max-*`` their
-    :class:`~mitigate.lm._http.Limits`, ``--transport`` the HTTP client and ``--guided`` the guided-decoding
-    fields of an openai: backend.
-    ``declared``: the backend's declared facts only (:func:`~mitigate.lm._registry.declare`),
-    for a command that makes no LM call (``--dry-run``): no SDK, key or model file is needed.
+    """The judge LM of the options, with retries (a Retry-After longer than ``--patience`` stops them) and the
+    on-disk cache when ``o.lm_cache``; a network backend gets the ``--deadline`` and ``--max-*``
+    :class:`~mitigate.lm.Limits`. ``declared``: the backend's declared facts only, for a command that makes no
+    LM call (``--dry-run``: no SDK, key or model file needed).
     """
     urls = base_urls_given(o.base_url)
     kwargs: dict[str, Any] = {"base_url": base_urls(urls)} if urls else {}
@@ -178,8 +153,7 @@ def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
 
 def base_urls(values: list[str]) -> str | list[tuple[str, float]]:
     """``--base-url`` values: one URL as it is, else the replicas they name (URLs and ``@FILE`` lists of ``URL
-    [WEIGHT]`` lines, :func:`~mitigate.lm._pool.read_endpoints`), which the backend spreads its requests
-    over."""
+    [WEIGHT]`` lines), which the backend spreads its requests over."""
     if len(values) == 1 and not values[0].startswith("@"):
         return values[0]
     from mitigate.lm import read_endpoints
@@ -205,9 +179,7 @@ def prompt_from_template(
     origin: str = "the template",
 ) -> JudgePrompt:
     """The template read into a prompt, with the command's overrides (``--const``, ``--output-slot``,
-    ``--slot-field``, ``--answer-format``, ``--reasoning``) applied over what was read.
-
-    A template the reader refuses (its sandbox included) is named by ``origin`` in the error."""
+    ``--slot-field``, ``--answer-format``, ``--reasoning``); an error names the template by ``origin``."""
     slots = parse_pairs("--slot-field", getattr(o, "slot_field", None), "SLOT=FIELD (e.g. response=output)")
     consts = constants_of(getattr(o, "const", None))
     output_slot = getattr(o, "output_slot", None)
@@ -225,8 +197,7 @@ def prompt_from_template(
 
 
 def with_format_overrides(jp: JudgePrompt, line: str | None, reasoning: str | None) -> JudgePrompt:
-    """``jp`` with its answer line (``--answer-format``: a line with {value}, or json:KEY) and reasoning
-    replaced."""
+    """``jp`` with its answer line (``--answer-format``: a line with {value}, or json:KEY) and reasoning."""
     if line is None and reasoning is None:
         return jp
     update: dict[str, Any] = {"inferred": False}
@@ -243,18 +214,12 @@ def with_format_overrides(jp: JudgePrompt, line: str | None, reasoning: str | No
     return jp.with_answer_format(fmt.with_stub(stub) if stub and fmt.names_stub(stub) else fmt)
 
 
-def adds_reasoning(pipeline: Mitigation | None) -> bool:
-    """Whether a step of ``pipeline`` asks the judge to reason before its answer (its ``adds_reasoning``
-    tag)."""
-    return pipeline is not None and pipeline.tags.adds_reasoning
-
-
 def scoring_for(o: LMRunOptions, lm: LM, prompt: JudgePrompt, pipeline: Mitigation | None) -> dict[str, str]:
-    """``answer_mode`` of the options; ``--scoring auto`` reads the text (parse) when the template or the
-    pipeline asks for reasoning before the answer, since a logprob read takes the first token the judge
-    writes."""
+    """``answer_mode`` of the options; ``--scoring auto`` parses the text when the template or the pipeline
+    asks for reasoning before the answer (a logprob read takes the first token the judge writes)."""
     scoring = o.scoring
-    if scoring == "auto" and (prompt.format.reasoning == "before" or adds_reasoning(pipeline)):
+    reasons = prompt.format.reasoning == "before" or (pipeline is not None and pipeline.tags.adds_reasoning)
+    if scoring == "auto" and reasons:
         scoring = "parse"
     return answer_mode(lm, scoring, o.constrain)
 
@@ -262,12 +227,10 @@ def scoring_for(o: LMRunOptions, lm: LM, prompt: JudgePrompt, pipeline: Mitigati
 def build_judge(
     o: LMRunOptions, task: Workload, pipeline: Mitigation | None = None, *, declared: bool = False
 ) -> PromptJudge:
-    """The prompt judge of judge, compare and search: the template, its LM and its config, from the options.
+    """The prompt judge of the options: the template, its LM and its config (the caller closes ``judge.lm``).
 
-    A pairwise benchmark needs a pairwise ``--prompt`` (there is no built-in one); the judge
-    then answers with a verdict. ``pipeline``: the mitigations that will wrap it (``--scoring auto``
-    reads the text when they ask for reasoning). ``declared``: its LM is the backend's declared
-    facts (``--dry-run``: requests rendered, none sent). The caller closes ``judge.lm`` when done.
+    A pairwise benchmark needs a pairwise ``--prompt`` (there is no built-in one). ``pipeline``: the
+    mitigations that will wrap it; ``declared``: its LM is the backend's declared facts (``--dry-run``).
     """
     bench, crit = task.benchmark, task.criterion
     system = read_text_file(o.system_file, "--system") if o.system_file is not None else None
@@ -276,14 +239,13 @@ def build_judge(
             f"benchmark {bench.name!r} is pairwise; expected --prompt with a pairwise template "
             "that shows {{output}} and {{output_b}} and asks which is better; got none"
         )
-    answer: dict[str, Any] = {"answer": "pairwise"} if bench.pairwise else {}
     jp = prompt_from_template(
         template_text(o.prompt, o.benchmark, crit),
         o,
         system=system,
         scale=o.scale_range,
         criterion=crit,
-        answer=answer.get("answer"),
+        answer="pairwise" if bench.pairwise else None,
         origin=template_origin(o.prompt, o.system_file),
     )
     lm = build_backend(o, declared=declared)
@@ -301,8 +263,7 @@ def build_judge(
 
 
 def with_pipeline(judge: Judge, text: str | None) -> Judge:
-    """``judge`` wrapped by the pipeline ``text`` names (``"name(k=v) | name2"`` or ``@file.json``; None:
-    unchanged)."""
+    """``judge`` wrapped by the pipeline ``text`` names (``"name(k=v) | name2"`` or ``@file.json``)."""
     if text is None:
         return judge
     from mitigate.strategies import parse_pipeline
@@ -313,8 +274,7 @@ def with_pipeline(judge: Judge, text: str | None) -> Judge:
 
 
 def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items: Iterable[Item]) -> str:
-    """``--dry-run``: every request of each entry for the first item, diffed against ``base``'s prompt (no LM
-    call)."""
+    """``--dry-run``: every request of each entry for the first item, diffed against ``base``'s prompt."""
     first = iter(items)
     item = next(first, None)
     if hasattr(first, "close"):  # a file read as a stream: closed, not left to the collector
@@ -332,26 +292,24 @@ def dry_run_text(entries: Sequence[tuple[str, Judge]], base: PromptJudge, items:
 
 
 def batch_session(enabled: bool, folder: Path | None, retries: int, progress: bool) -> BatchSession | None:
-    """A batch session recording in ``folder``/batches when ``--batch`` is on (None otherwise).
-
-    The options were checked when built (``--batch`` has a folder and a backend with a batch
-    API, ``--batch-retries`` >= 0).
-    """
+    """A batch session recording in ``folder``/batches when ``--batch`` is on (None otherwise)."""
     if not enabled or folder is None:
         return None
     return BatchSession(BatchConfig(retry_failed=retries, progress=progress), folder / "batches")
 
 
-class RewriterOptions:
-    """The judge's backend options with the rewriter's spec: the rewriter gets the same deadline, caps and
-    cache."""
+class Replaced:
+    """The options ``o`` with some replaced (``Replaced(o, backend=...)``), the others read from ``o``."""
 
-    def __init__(self, o: Any) -> None:
+    def __init__(self, o: Any, **replaced: Any) -> None:
         self._o = o
-        self.backend = o.rewriter or o.backend
-        self.base_url = None
-        self.transport = None
-        self.guided = None
+        self.__dict__.update(replaced)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._o, name)
+
+
+def RewriterOptions(o: Any) -> Replaced:
+    """The judge's backend options with the rewriter's spec: the rewriter gets the same deadline, caps and
+    cache."""
+    return Replaced(o, backend=o.rewriter or o.backend, base_url=None, transport=None, guided=None)

@@ -1,12 +1,6 @@
-"""``mitigate list KIND [NAME]`` (and ``mitigate mitigations``, ``selectors``, ``measures`` ...): what is
-registered.
-
-Everything is read from the registry (:mod:`mitigate.registry`), so a plugin's components
-(``--plugin``, or an installed ``mitigate.plugins`` entry point) are listed beside the
-built-in ones. Without NAME: one line per component (name, paper, what it is for). With NAME:
-its class, paper, tags, and each parameter with its type, default and declared constraint
-(the accepted values a refused parameter's error names). ``--json`` prints the same as JSON.
-"""
+"""``mitigate list KIND [NAME]`` (and ``mitigate mitigations``, ``selectors`` ...): what the registry holds,
+plugins' components included; one line per component, or one in detail (class, paper, tags, parameters with
+type, default and accepted values); ``--json`` prints the same as JSON."""
 
 from __future__ import annotations
 
@@ -21,8 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 import typer
 
 from mitigate.cli._app import command
-from mitigate.cli.options._declare import CommandOptions, argument
-from mitigate.cli.options._names import registered_names
+from mitigate.cli.options._declare import CommandOptions, argument, registered_names
 from mitigate.cli.options._results import JSON
 from mitigate.constraints import describe_constraints
 from mitigate.errors import ConfigError
@@ -31,15 +24,9 @@ from mitigate.registry import KIND_PACKAGES, Component, Preset, lookup, plugin_o
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-ALIASES: dict[str, str] = {
-    "mitigations": "mitigation",
-    "selectors": "selector",
-    "measures": "measure",
-    "backends": "backend",
-    "benchmarks": "benchmark",
-    "engines": "engine",
-    "released-judges": "released-judge",
-    "prompt": "prompt",
+ALIASES = {
+    f"{k}s": k
+    for k in ("mitigation", "selector", "measure", "backend", "benchmark", "engine", "released-judge")
 }
 """Command name (plural) -> registry kind; ``mitigate list`` also takes either form."""
 COMPONENT_KINDS = ("mitigation", "selector", "measure", "engine")
@@ -48,7 +35,7 @@ COMPONENT_KINDS = ("mitigation", "selector", "measure", "engine")
 
 @functools.cache
 def _any_adapter() -> TypeAdapter[Any]:
-    from pydantic import TypeAdapter
+    from pydantic import TypeAdapter  # here: listing the commands loads no pydantic
 
     return TypeAdapter(Any)
 
@@ -58,9 +45,13 @@ def to_jsonable_python(value: Any) -> Any:
     return _any_adapter().dump_python(value, mode="json", fallback=repr)
 
 
+def _plain(text: str) -> str:
+    """``text`` without reST roles and literals (:class:`~a.b.C` -> C)."""
+    return re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", text).replace("``", "")
+
+
 def kind_of(text: str) -> str:
-    """The registry kind ``text`` names ("mitigation", "mitigations"); ConfigError listing the kinds
-    otherwise."""
+    """The registry kind ``text`` names ("mitigation", "mitigations"); else ConfigError listing the kinds."""
     kind = ALIASES.get(text, text)
     if kind not in KIND_PACKAGES:
         raise ConfigError(
@@ -74,9 +65,7 @@ def _summary(obj: Any) -> str:
     doc = getattr(obj, "__doc__", None)
     if not doc:
         return ""
-    text = " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
-    text = re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", text)  # :class:`~a.b.C` -> C
-    return text.replace("``", "")
+    return _plain(" ".join(inspect.cleandoc(doc).split("\n\n")[0].split()))
 
 
 def _type_name(annotation: Any) -> str:
@@ -86,8 +75,7 @@ def _type_name(annotation: Any) -> str:
 
 
 def parameter_docs(cls: type) -> dict[str, str]:
-    """Each parameter's sentence from the ``Parameters:`` (or ``Args:``) block of a class docstring, on one
-    line."""
+    """Each parameter's sentence from the ``Parameters:`` (or ``Args:``) block of a class docstring."""
     doc = inspect.cleandoc(cls.__doc__ or "")
     found: dict[str, str] = {}
     block = re.search(r"^(?:Parameters|Args):\n((?:[ \t]+.*\n?|\n)+)", doc, re.M)
@@ -101,7 +89,7 @@ def parameter_docs(cls: type) -> dict[str, str]:
             found[name] = m.group(2).strip()
         elif name is not None and line.strip():
             found[name] += " " + line.strip()
-    return {k: re.sub(r":\w+:`~?(?:[\w.]*\.)?([^`]+)`", r"\1", v).replace("``", "") for k, v in found.items()}
+    return {k: _plain(v) for k, v in found.items()}
 
 
 def _parameters(cls: type[Component]) -> list[dict[str, Any]]:

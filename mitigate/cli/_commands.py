@@ -1,11 +1,6 @@
-"""The commands of ``mitigate``: each name, the module that defines it, and the line ``mitigate --help``
-shows.
-
-The group (:class:`mitigate.cli._app.LazyCommands`) imports a command's module only when that
-command is asked for, so listing the commands imports none of them (pip's ``commands_dict``). A
-new command is a module that declares it with :func:`mitigate.cli._app.command` and a line here;
-tests/cli/test_cli_imports.py checks that each summary is the first paragraph of its command's help.
-"""
+"""The commands of ``mitigate``: each name, the module that defines it (imported only when the command is
+asked for), and the line ``mitigate --help`` shows, the first paragraph of its help
+(tests/cli/test_cli_imports.py)."""
 
 from __future__ import annotations
 
@@ -50,9 +45,8 @@ COMMANDS: dict[str, Command] = {
     ),
     "prompts": Command(
         "mitigate.cli._prompts",
-        "List the built-in judge prompts, print one, 'inspect FILE' (what "
-        "mitigate reads from a template), or\n'render FILE|NAME' (the "
-        "exact requests a pipeline sends for one item; no LM call).",
+        "List the built-in judge prompts, print one, 'inspect FILE' (what mitigate reads from a "
+        "template), or\n'render FILE|NAME' (the exact requests a pipeline sends for one item; no LM call).",
     ),
     "report": Command(
         "mitigate.cli._report",

@@ -1,23 +1,21 @@
 """Config files: a command's options read from a TOML (or JSON) file, and written back from a command line.
 
-``mitigate compare -f run.toml`` reads the options of any command from a file whose keys are
-the command's option names (``max-tokens`` or ``max_tokens``), read generically from the
-command's options dataclass (:mod:`mitigate.cli.options`), so an option added there is a
-config key with no code here. Options the user gives on the command line override the file;
-options left at their default do not. ``--save-config FILE`` writes the options a command
-line gave (and those of its ``-f`` file) and exits without running, so a long command line
-becomes a file that can be kept, reviewed and rerun.
+``mitigate compare -f run.toml`` reads the options of any command from a file whose keys are the command's
+option names (``max-tokens`` or ``max_tokens``), read generically from the command's options dataclass
+(:mod:`mitigate.cli.options`), so an option added there is a config key with no code here. Options the user
+gives on the command line override the file; options left at their default do not. ``--save-config FILE``
+writes the options a command line gave (and those of its ``-f`` file) and exits without running, so a long
+command line becomes a file that can be kept, reviewed and rerun.
 
-A file may also hold ``command = "compare"`` (refused when another command reads it),
-``plugins = ["my_package.judges"]`` (imported as ``--plugin`` is) and, for commands with a
-``--pipeline`` list, ``[[entry]]`` tables: one entry per compared judge, with ``pipeline =
-"..."`` and an optional display ``name`` (what the report shows), or ``recorded = "file"``,
-or ``released = "judge"``. Relative paths in a file are relative to the file's folder, as in
-other tools' config files: path options (``prompt = "judge.txt"``) and the paths inside specs
-(``benchmark = "jsonl:data.jsonl"``, ``released = "llmbar:LLMBar#GPT-4/*"``, ``backend =
-"local:model.gguf"``, ``pipeline = "@spec.json"``, ``const = ["rubric=@rubric.txt"]``); a spec
-naming a file that is not there is refused naming the folder it was looked for in. An unknown
-key or a value of the wrong type is one ``error:`` line naming ``file:line``.
+A file may also hold ``command = "compare"`` (refused when another command reads it), ``plugins =
+["my_package.judges"]`` (imported as ``--plugin`` is) and, for commands with a ``--pipeline`` list,
+``[[entry]]`` tables: one entry per compared judge, with ``pipeline = "..."`` and an optional display ``name``
+(what the report shows), or ``recorded = "file"``, or ``released = "judge"``. Relative paths in a file are
+relative to the file's folder, as in other tools' config files: path options (``prompt = "judge.txt"``) and
+the paths inside specs (``benchmark = "jsonl:data.jsonl"``, ``released = "llmbar:LLMBar#GPT-4/*"``, ``backend
+= "local:model.gguf"``, ``pipeline = "@spec.json"``, ``const = ["rubric=@rubric.txt"]``); a spec naming a file
+that is not there is refused naming the folder it was looked for in. An unknown key or a value of the wrong
+type is one ``error:`` line naming ``file:line``.
 """
 
 from __future__ import annotations
@@ -41,9 +39,8 @@ CONFIG = option(
     "config_file",
     "--config",
     "-f",
-    help="read options from this TOML (or .json) file: keys are the "
-    "option names (max-tokens = 64), entry tables name compared judges; options given on the "
-    "command line override it",
+    help="read options from this TOML (or .json) file: keys are the option names (max-tokens = 64), entry "
+    "tables name compared judges; options given on the command line override it",
 )
 SAVE_CONFIG = option(
     "save_config",
@@ -65,9 +62,9 @@ ENTRY_FIELDS = ("pipeline", "recorded", "released")
 def split_label(text: str) -> tuple[str | None, str]:
     """``"NAME=pipeline text"`` as (NAME, pipeline text); (None, text) when the text carries no display name.
 
-    The name ends at the last ``=`` before the first ``(`` or ``|`` (a mitigation's name has
-    no ``=``), so a name may hold ``=`` but not ``(`` or ``|``: ``"T=0.7=sampling(n=5)"`` is
-    named "T=0.7", ``"granularity(scale=1-10)"`` and ``"@spec.json"`` are not named.
+    The name ends at the last ``=`` before the first ``(`` or ``|`` (a mitigation's name has no ``=``), so a
+    name may hold ``=`` but not ``(`` or ``|``: ``"T=0.7=sampling(n=5)"`` is named "T=0.7",
+    ``"granularity(scale=1-10)"`` and ``"@spec.json"`` are not named.
     """
     if text.lstrip().startswith("@"):
         return None, text
@@ -89,12 +86,8 @@ class ConfigFile:
 
 
 def option_fields(options: type) -> dict[str, Any]:
-    """Field name -> type of an options dataclass, as the command line reads it: the keys a config file may
-    hold.
-
-    A choice (a ``Literal``) is read as text, and refused by the options' own check, in the same
-    words as on the command line.
-    """
+    """Field name -> type of an options dataclass as the command line reads it (a ``Literal`` as text): the
+    keys a config file may hold."""
     return {p.name: typer_annotation(p.type) for p in parameters(options)}
 
 
@@ -102,14 +95,12 @@ def option_fields(options: type) -> dict[str, Any]:
 
 
 def takes_entries(fields: Mapping[str, Any]) -> bool:
-    """Whether a command's options compare several judges (a ``pipeline`` list), so a file may hold
-    ``[[entry]]``."""
+    """Whether a command compares several judges (a ``pipeline`` list), so a file may hold ``[[entry]]``."""
     return "pipeline" in fields and get_origin(_strip_none(fields["pipeline"])) is list
 
 
 def read_config(path: Path, options: type, command: str) -> ConfigFile:
-    """The options of ``command`` that the file ``path`` sets, checked against ``options``' fields and
-    types."""
+    """The options of ``command`` that the file ``path`` sets, checked against ``options``' fields."""
     if not path.is_file():
         raise ConfigError(
             f"expected a config file (TOML, or .json) for -f; {path} "
@@ -272,9 +263,8 @@ def _convert(value: Any, tp: Any, where: str, key: str, base: Path) -> Any:
 
 
 def path_prefixes() -> tuple[str, ...]:
-    """Spec prefixes followed by a file or folder, as registered: the benchmarks' path forms
-    (``jsonl:data.jsonl``, ``llmbar:<path>``, which released judges share: ``llmbar:LLMBar#GPT-4/*``) and the
-    backends' (``local:model.gguf``, ``replay:answers.jsonl``)."""
+    """Spec prefixes followed by a file or folder, as registered: the benchmarks' path forms (which released
+    judges share: ``llmbar:LLMBar#GPT-4/*``) and the backends' (``local:model.gguf``)."""
     from mitigate.data import PATH_LOADERS  # here: only a config file's paths need them
     from mitigate.registry import registered
 
@@ -289,8 +279,8 @@ def path_prefixes() -> tuple[str, ...]:
 def spec_path(value: str) -> tuple[str, str, str] | None:
     """``(before, path, after)`` of a spec string that names a file, None for one that names none.
 
-    A path is what follows a :func:`path_prefixes` prefix (up to a ``#`` judge pattern), or a
-    pipeline's or constant's ``@file`` (``"@spec.json"``, ``"NAME=@file"``).
+    A path is what follows a :func:`path_prefixes` prefix (up to a ``#`` judge pattern), or a pipeline's or
+    constant's ``@file`` (``"@spec.json"``, ``"NAME=@file"``).
     """
     prefix, sep, rest = value.partition(":")
     if sep and rest and "://" not in value and prefix in path_prefixes():
@@ -330,8 +320,7 @@ def with_paths_to(value: str, base: Path) -> str:
 def _add_entries(
     entries: Any, values: dict[str, Any], fields: Mapping[str, Any], where: _Where, base: Path
 ) -> None:
-    """``[[entry]]`` tables: each adds its pipeline (named ``name=...`` when it has a name), recorded file or
-    released judge."""
+    """``[[entry]]`` tables: each adds a pipeline (``name=...`` if named), recorded file or released judge."""
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise ConfigError(
             f"{where('entry')}: expected [[entry]] tables (pipeline = ..., name = ...); got {entries!r}"
@@ -358,9 +347,8 @@ def _add_entries(
         if name is not None:
             if kind != "pipeline":
                 raise ConfigError(
-                    f"{where('name', 'entry', n)}: a display name applies to a pipeline entry; "
-                    f"the judges of a {kind} entry are named by their file; got "
-                    f"name = {name!r}"
+                    f"{where('name', 'entry', n)}: a display name applies to a pipeline entry; the judges "
+                    f"of a {kind} entry are named by their file; got name = {name!r}"
                 )
             name = _convert(name, str, where("name", "entry", n), "name", base)
             if split_label(f"{name}=baseline") != (name.strip(), "baseline"):
@@ -377,12 +365,7 @@ def _add_entries(
 
 def write_config(path: Path, options: Any, keys: Iterable[str], plugins: Iterable[str], command: str) -> Path:
     """Write the ``keys`` of the built ``options`` (and ``plugins``) as a TOML config that ``-f`` reads back
-    equal.
-
-    Compared judges (the ``pipeline``, ``recorded`` and ``released`` lists of a command that
-    has a ``--pipeline`` list) are written as ``[[entry]]`` tables; relative paths are
-    written relative to the file's folder.
-    """
+    equal: compared judges as ``[[entry]]`` tables, relative paths relative to the file's folder."""
     fields = option_fields(type(options))
     chosen = [k for k in fields if k in set(keys)]
     base = path.parent

@@ -1,13 +1,5 @@
-"""``mitigate data``: download the built-in benchmarks (pinned by SHA-256), list what is present, convert
-judge logs.
-
-``data fetch`` exits 0 when every file is in place and verified, 1 when a download failed (the
-error line names the URL to fetch by hand and where to save it), 2 when the command line was
-refused. ``data convert`` turns an inspect-ai eval log or a promptfoo results file into recorded
-judgments for ``mitigate compare --recorded``.
-"""
-
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
+"""``mitigate data``: download the built-in benchmarks (pinned by SHA-256), list what is present, and convert
+harness judge logs (inspect-ai, promptfoo) into recorded judgments."""
 
 from dataclasses import dataclass
 from pathlib import Path

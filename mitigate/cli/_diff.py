@@ -1,14 +1,8 @@
 """``mitigate diff``: judge B against judge A on the same items; exit 1 when B is significantly worse.
 
-The two judges differ in one thing: two recorded files (``--recorded A --recorded B``, in that
-order), two released judges, or two live judges that share everything but their ``--prompt``,
-``--pipeline`` or ``--backend`` (that option given twice). Exit codes: 0 when B is not
-significantly worse on the gated measures, 1 when it is (the reason on stderr in one line),
-2 when the input is refused (mismatched items, different scales without ``--scale-map``, a
-gated measure the answers cannot support ...).
+The two judges differ in one thing: two recorded files, two released judges, or two live judges that share
+everything but their ``--prompt``, ``--pipeline`` or ``--backend`` (that option given twice).
 """
-
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
 
 import asyncio
 from dataclasses import dataclass
@@ -33,8 +27,6 @@ if TYPE_CHECKING:
     from mitigate.cli._build import LoadedWorkload
     from mitigate.diff import DiffReport
     from mitigate.judge import Judge, Judgment
-
-# Imported where used: what recorded, released and live judges each need, the bias probes (--probes).
 
 FAIL_ON = option(
     "fail_on",
@@ -73,7 +65,6 @@ class DiffOptions(
         "The gate": ("fail_on", "correction"),
         "Results": ("json", "junit", "out", "show"),
     }
-    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     benchmark: Benchmark = DEFAULT_BENCHMARK
     criterion: Annotated[
@@ -93,8 +84,7 @@ class DiffOptions(
         Override(
             help=(
                 "a recorded-judgments file: give two (A then B), or one holding exactly two judges (file "
-                "order); "
-                "FILE#JUDGE picks one judge of a file"
+                "order); FILE#JUDGE picks one judge of a file"
             )
         ),
     ] = None
@@ -148,9 +138,8 @@ class DiffOptions(
         PROBES,
         Override(
             help=(
-                "live judges: also run these bias probes on both and add a probe slice (robustness rate of "
-                "A and B), "
-                "e.g. authority,format,option-order"
+                "live judges: also run these bias probes on both and add a probe slice (robustness rate "
+                "of A and B), e.g. authority,format,option-order"
             )
         ),
     ] = None
@@ -166,18 +155,6 @@ class DiffOptions(
             check_backend(self, spec)
 
 
-class Side:
-    """One live judge's options: the shared options with its own backend, prompt and criterion."""
-
-    def __init__(self, o: DiffOptions, *, backend: str, prompt: Path | None = None) -> None:
-        self._o = o
-        self.backend = backend
-        self.prompt = prompt
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._o, name)
-
-
 @command("diff", DiffOptions)
 def diff_cmd(options: DiffOptions) -> None:
     """Judge B against judge A on the same items: B − A with paired intervals and p; exit 1 if B is worse."""
@@ -190,13 +167,8 @@ def diff_cmd(options: DiffOptions) -> None:
 
 def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
     """What differs between A and B (the option given twice) and its two values; ConfigError otherwise."""
-    given: dict[str, list[Any]] = {
-        "--recorded": list(o.recorded or []),
-        "--released": list(o.released or []),
-        "--pipeline": list(o.pipeline or []),
-        "--prompt": list(o.prompt or []),
-        "--backend": list(o.backend or []),
-    }
+    sources = ("recorded", "released", "pipeline", "prompt", "backend")
+    given: dict[str, list[Any]] = {f"--{k}": list(getattr(o, k) or []) for k in sources}
     many = [k for k, v in given.items() if len(v) > 2]
     if many:
         raise ConfigError(f"expected two judges, A and B; got {len(given[many[0]])} values of {many[0]}")
@@ -227,8 +199,7 @@ def _sides(o: DiffOptions) -> tuple[str, list[Any]]:
 
 
 def _recorded_runs(paths: list[Path], criterion: str) -> list[Any]:
-    """The two recorded runs: one judge per file (FILE#JUDGE picks one), or one file with exactly two
-    judges."""
+    """The two recorded runs: one judge per file (FILE#JUDGE picks one), or one file holding two."""
     from mitigate.data import load_recorded_runs
 
     def runs_of(path: Path) -> tuple[dict[str, Any], str | None]:
@@ -275,25 +246,20 @@ def _criteria(o: DiffOptions, bench: Any) -> list[str]:
 async def _live(
     o: DiffOptions, task: "LoadedWorkload", key: str, values: list[Any]
 ) -> tuple[list[Any], list[str]]:
-    """The two live judges for ``task`` (built from the shared options and the differing one) and their
-    names."""
-    from mitigate.cli._build import build_judge
+    """The two live judges for ``task`` (the shared options and the differing one) and their names."""
+    from mitigate.cli._build import Replaced, build_judge
     from mitigate.strategies import parse_pipeline
 
     shared_backend = (o.backend or [DEFAULT_BACKEND])[0]
     shared_prompt = o.prompt[0] if o.prompt else None
     shared_pipeline = (o.pipeline or ["baseline"])[0]
     judges = []
-    names = []
     for value in values:
         backend = value if key == "--backend" else shared_backend
         prompt = value if key == "--prompt" else shared_prompt
-        text = value if key == "--pipeline" else shared_pipeline
-        pipe = parse_pipeline(text)
-        base = build_judge(Side(o, backend=backend, prompt=prompt), task, pipe)
-        judges.append(pipe.wrap(base))
-        names.append(str(value))
-    return judges, names
+        pipe = parse_pipeline(value if key == "--pipeline" else shared_pipeline)
+        judges.append(pipe.wrap(build_judge(Replaced(o, backend=backend, prompt=prompt), task, pipe)))
+    return judges, [str(v) for v in values]
 
 
 async def _judge_both(
@@ -302,7 +268,7 @@ async def _judge_both(
     from mitigate.run import preflight, run
 
     out = []
-    for side, judge in zip(("a", "b"), judges, strict=True):
+    for side, judge, name in zip("ab", judges, names, strict=True):
         if not getattr(judge, "recorded", None):
             preflight(judge, task.items)
         journal = None if o.out is None else o.out / "journals" / f"{task.criterion}-{side}.jsonl"
@@ -313,7 +279,7 @@ async def _judge_both(
             progress=o.progress,
             journal=journal,
             check=False,
-            desc=f"{side.upper()}: {names[0 if side == 'a' else 1]}",
+            desc=f"{side.upper()}: {name}",
         )
         out.append(list(result.judgments))
     return out
@@ -356,7 +322,6 @@ async def _diff(o: DiffOptions) -> None:
     bench = first.benchmark
     fail_on = parse_fail_on(o.fail_on, "pairwise" if bench.pairwise else "score")
     reports = []
-    probe_reports: list[tuple[str, Any]] = []
     for crit in _criteria(o, bench):
         task = load_workload(o.benchmark, crit, o.limit)
         lms: list[Any] = []
@@ -375,8 +340,7 @@ async def _diff(o: DiffOptions) -> None:
         _check_covered(judges, names, task.items, crit)
         try:
             ja, jb = await _judge_both(o, task, judges, names)
-            if o.probes is not None:
-                probe_reports.append((crit, await _probe_both(o, task, judges, names, (ja, jb))))
+            probed = None if o.probes is None else await _probe_both(o, task, judges, names, (ja, jb))
         finally:
             for lm in dict.fromkeys(lms):
                 await lm.aclose()
@@ -401,12 +365,10 @@ async def _diff(o: DiffOptions) -> None:
             n_perm=o.n_perm,
             seed=o.seed,
         )
-        if probe_reports and probe_reports[-1][0] == crit:
+        if probed is not None:
             from mitigate.diff import probe_slices
 
-            rep = rep.model_copy(
-                update={"slices": rep.slices + tuple(probe_slices(crit, probe_reports[-1][1]))}
-            )
+            rep = rep.model_copy(update={"slices": rep.slices + tuple(probe_slices(crit, probed))})
         reports.append(rep)
     if not reports:
         raise ConfigError(
@@ -429,11 +391,11 @@ async def _probe_both(
     names: list[str],
     originals: tuple[list[Any], list[Any]],
 ) -> tuple[Any, Any]:
-    from mitigate.cli._build import RewriterOptions, build_backend
+    from mitigate.cli._build import Replaced, RewriterOptions, build_backend
     from mitigate.probes import check_rewriter, resolve_probes, run_probes
 
     chosen = resolve_probes(o.probes or "", rewriter=o.rewriter is not None)
-    rewriter = None if o.rewriter is None else build_backend(RewriterOptions(Side(o, backend=o.rewriter)))
+    rewriter = None if o.rewriter is None else build_backend(RewriterOptions(Replaced(o, backend=o.rewriter)))
     if rewriter is None:
         check_rewriter(chosen, None)
     try:

@@ -1,14 +1,9 @@
-"""How the command line reports a problem: one ``error:`` line on stderr and an exit code.
-
-Every error a user can cause is one line, ``error: <what was expected; what came>``, and a
-non-zero exit: :data:`EXIT_REFUSED` when the input was refused before any work (bad option,
-file, data, backend spec), :data:`EXIT_FAILED` when a run could not finish (stopped by the
-circuit breaker, every item failed, an unexpected failure). Warnings are one
-``warning:`` line each.
-"""
+"""How the command line reports a problem: one ``error: <what was expected; what came>`` line on stderr and
+an exit code (:data:`EXIT_REFUSED`, :data:`EXIT_FAILED`); warnings are one ``warning:`` line each."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import Any, TextIO
@@ -29,10 +24,7 @@ DEBUG_ENV = "MITIGATE_DEBUG"
 
 
 def flat_message(text: str) -> str:
-    """A message on one line: its lines joined by " ; " and its runs of spaces collapsed.
-
-    (:func:`mitigate.paths.one_line` is the other way to put a text on one line: it escapes control
-    characters, for ids and texts quoted in a table.)"""
+    """A message on one line: its lines joined by " ; " and its runs of spaces collapsed."""
     return " ".join(str(text).replace("\n", " ; ").split()).replace(" ; ;", " ;")
 
 
@@ -80,10 +72,10 @@ def report_error(exc: BaseException) -> int:
         say_error(f"expected UTF-8 text; got {exc}")
         return EXIT_REFUSED
     if isinstance(exc, BrokenPipeError):  # the reader of our output went away (| head): nothing to say
-        try:  # and nothing to flush at exit (the Python docs' recipe for SIGPIPE)
+        with contextlib.suppress(
+            OSError, ValueError
+        ):  # nor to flush at exit (the Python docs' SIGPIPE recipe)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
         return EXIT_FAILED
     if isinstance(exc, OSError):
         where = f": {exc.filename}" if exc.filename else ""
@@ -97,12 +89,8 @@ def report_error(exc: BaseException) -> int:
 
 
 def fail_when_all_failed(result: Any) -> None:
-    """Exit :data:`EXIT_FAILED` with one line when every item of a run ended in an LM error, or none could be
-    scored.
-
-    ``result`` is a :class:`~mitigate.run._runner.RunResult`, or a finished
-    :class:`~mitigate.run._runner.RunStream` (whose tally says the same without the judgments).
-    """
+    """Exit :data:`EXIT_FAILED` with one line when every item of a run (a RunResult, or a finished RunStream
+    and its tally) ended in an LM error, or none could be scored."""
     from mitigate.run import Tally
 
     tally = getattr(result, "tally", None)

@@ -1,8 +1,6 @@
 """``mitigate estimate``: each system's bias-corrected mean from a judge on every item and a few human
 labels."""
 
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
-
 import json
 import sys
 from dataclasses import dataclass
@@ -26,28 +24,18 @@ if TYPE_CHECKING:
     from mitigate.cli._build import LoadedWorkload
     from mitigate.data import Benchmark, Item
 
-# Imported where used: the data, the judges, the estimators and the harness (numpy, pydantic), so the
-# command's
-# help loads none of them (tests/cli/test_cli_imports.py).
-
+# the choices of the estimators' Method, By, Target, tuned slope and Calibration (mitigate.estimators)
 Method = Literal["ppi", "calibrated", "human", "judge"]
-"""``--method``: :data:`mitigate.estimators._mean.Method`."""
 By = Literal["auto", "system", "pair", "none"]
-"""``--by``: :data:`mitigate.estimators._estimate.By`."""
 Target = Literal["items", "population"]
-"""``--target``: :data:`mitigate.estimators._mean.Target`."""
 Tune = Literal["overall", "group"]
-"""``--tune``: one judge slope over every group, or one per group
-(``mitigate.estimators._estimate.tuned_slope``)."""
 Calibration = Literal["isotonic", "linear"]
-"""``--calibration``: :data:`mitigate.estimators._calibration.Calibration`."""
 
 METHOD = option(
     "method",
-    help="ppi (PPI++ with power tuning: the judge's values corrected by the labels), calibrated "
-    "(a cross-fitted judge-to-human calibration), human (the labels alone) or judge (the judge's "
-    "mean alone, NOT bias-corrected); the labels-alone and judge-alone values are always "
-    "shown beside",
+    help="ppi (PPI++ with power tuning: the judge's values corrected by the labels), calibrated (a "
+    "cross-fitted judge-to-human calibration), human (the labels alone) or judge (the judge's mean alone, "
+    "NOT bias-corrected); the labels-alone and judge-alone values are always shown beside",
 )
 BY = option(
     "by",
@@ -68,9 +56,8 @@ TARGET = option(
 LABELS_PER_GROUP = option(
     "labels_per_group",
     "--labels-per-group",
-    help="experiment on a labelled benchmark: keep "
-    "this many labels per group, drawn with --seed, and hide the rest (their mean is "
-    "shown as 'all labels')",
+    help="experiment on a labelled benchmark: keep this many labels per group, drawn with --seed, and "
+    "hide the rest (their mean is shown as 'all labels')",
     accepts=(Interval(int, 2, None),),
 )
 LABELLED_FRACTION = option(
@@ -126,7 +113,6 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
         "Label budget": ("plan", "select", "select_out"),
         "Results": ("json", "out", "plot"),
     }
-    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     recorded: Annotated[
         Path | None,
@@ -152,9 +138,8 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
         Override(
             flags=("--pipeline", "-p"),
             help=(
-                'judge every item live with this pipeline (e.g. baseline, "name(k=v) | name2" or '
-                "@file.json) on "
-                "--backend"
+                'judge every item live with this pipeline (e.g. baseline, "name(k=v) | name2" or @file.json) '
+                "on --backend"
             ),
         ),
     ] = None
@@ -195,9 +180,8 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
     prompt: Annotated[
         Prompt,
         Override(
-            help="judge prompt template file (default: the built-in prompt for the "
-            "criterion); with --recorded, reads rows that hold only the "
-            "judge's raw text"
+            help="judge prompt template file (default: the built-in prompt for the criterion); with "
+            "--recorded, reads rows that hold only the judge's raw text"
         ),
     ] = None
     samples: Annotated[Samples, Override(help="samples per item of the live judge")] = 1
@@ -205,15 +189,8 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
     def check(self) -> None:
         """One judge (recorded, released or live); --judge with --recorded; one way of hiding labels;
         --run-dir with --pipeline; no --select for the judge-alone method."""
-        given = [
-            flag
-            for flag, value in (
-                ("--recorded", self.recorded),
-                ("--released", self.released),
-                ("--pipeline", self.pipeline),
-            )
-            if value is not None
-        ]
+        judges = {"--recorded": self.recorded, "--released": self.released, "--pipeline": self.pipeline}
+        given = [flag for flag, value in judges.items() if value is not None]
         if len(given) != 1:
             raise ConfigError(
                 "expected one judge: --recorded FILE, --released NAME or --pipeline PIPELINE "
@@ -267,8 +244,8 @@ def _labelled_benchmark(
 ) -> tuple["Benchmark", dict[str, float] | None, dict[str, float], dict[str, int], list[str]]:
     """The benchmark of the chosen items with labels hidden (an experiment) and labels files added.
 
-    Returns it, the labels before hiding (None when none were hidden), the selection weights
-    and rounds (the weighted files in the order given are rounds 1, 2 ...), and notes.
+    Returns it, the labels before hiding (None when none were hidden), the selection weights and rounds (the
+    weighted files in the order given are rounds 1, 2 ...), and notes.
     """
     from mitigate.data import add_label_files, hide_labels
     from mitigate.estimators import resolve_by
@@ -386,17 +363,8 @@ def _estimate(o: EstimateOptions) -> None:
         texts.append(plan.table())
     if o.select is not None:
         method = o.method if o.method != "judge" else "ppi"
-        chosen = select_for_labelling(
-            cols,
-            o.select,
-            method=method,
-            floor=o.floor,
-            seed=o.seed,
-            confidence=o.confidence,
-            calibration=o.calibration,
-            folds=o.folds,
-            tune=o.tune,
-        )
+        settings = {k: v for k, v in kw.items() if k != "target"}  # the estimate's, but its target
+        chosen = select_for_labelling(cols, o.select, method=method, floor=o.floor, **settings)
         written = write_selection(chosen, bench.items, o.select_out, pairwise=bench.pairwise)
         payload["selection"] = {**chosen.to_json(), "file": str(written)}
         per = ", ".join(f"{g} {k}" for g, k in chosen.per_group.items() if k)

@@ -26,8 +26,7 @@ def read_text_file(path: Path, option: str) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise ConfigError(
-            f"expected {option} to be UTF-8 text; {path}:{line} holds the byte "
-            f"{data[exc.start]:#04x}, "
+            f"expected {option} to be UTF-8 text; {path}:{line} holds the byte {data[exc.start]:#04x}, "
             "which is not UTF-8 (re-save the file as UTF-8)",
             path=str(path),
             line=line,
@@ -100,19 +99,15 @@ through)."""
 
 def check_run_folder(folder: Path) -> None:
     """Refuse, before any work, a file of ``folder`` that mitigate would block on, fill the memory with, or
-    replace:
-    a FIFO, socket, device or folder where it keeps a file it reads back (:data:`READ_BACK`; a symlink to a
-    regular
-    file is followed), or a FIFO, socket, block device or folder where it writes an output
-    (:data:`OUTPUTS`)."""
+    replace: anything but a regular file (or a link to one) it reads back, or a FIFO, socket, block device
+    or folder where it writes an output."""
     for pattern in (*READ_BACK, *OUTPUTS):
         for found in sorted(folder.glob(pattern)):
             if pattern in READ_BACK:
                 kind = path_kind(found)
                 if kind != "a regular file":
                     raise ConfigError(
-                        f"expected {found} to be a regular file mitigate reads back; "
-                        f"it is {kind} "
+                        f"expected {found} to be a regular file mitigate reads back; it is {kind} "
                         "(remove it, or use another folder)",
                         path=str(found),
                     )
@@ -122,9 +117,8 @@ def check_run_folder(folder: Path) -> None:
 
 @contextmanager
 def writing_after_run(kept: str | None) -> Iterator[None]:
-    """Around the outputs a command writes after its LM calls: a failure there (a full disk, a path that
-    cannot be written) exits 1, not 2 (the input was not refused: the work was done), in one line saying where
-    the judgments are kept and how to get the files without new LM calls."""
+    """Around the outputs a command writes after its LM calls: a failure there exits 1, not 2 (the work was
+    done), in one line saying where the judgments are kept and how to get the files without new LM calls."""
     try:
         yield
     except (MitigateError, OSError) as exc:

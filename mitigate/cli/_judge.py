@@ -1,7 +1,5 @@
 """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human score."""
 
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
-
 import asyncio
 import contextlib
 import json
@@ -50,12 +48,7 @@ from mitigate.run import preflight, run_stream
 if TYPE_CHECKING:
     from mitigate.run import RunSummary
 
-RESULTS_COLUMNS = "results.sqlite"
-"""The judgments of ``judge --run-dir`` as columns (:mod:`mitigate.run._columns`); ``results.json`` holds the
-summary."""
-
-# Imported where used: the strategies (--pipeline), the judgments file (--out) and the threshold report
-# (--threshold), so a plain judge loads none of them.
+RESULTS_COLUMNS = "results.sqlite"  # the judgments of ``--run-dir`` as columns (results.json: the summary)
 
 
 @dataclass(frozen=True)
@@ -68,8 +61,7 @@ class JudgeOptions(
     BatchOptions,
     ThresholdOptions,
 ):
-    """``mitigate judge``: judge the first items of a benchmark and print each judgment beside the human
-    score."""
+    """``mitigate judge``: the first items of a benchmark judged, each beside the human score."""
 
     COMMAND: ClassVar[str] = "judge"
     HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -77,7 +69,6 @@ class JudgeOptions(
         "The judge": ("backend", "base_url", "pipeline", "samples", "temperature"),
         "Results": ("out", "run_dir", "dry_run", "config_file"),
     }
-    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     pipeline: Annotated[str | None, PIPELINE] = None
     scale: Scale = None
@@ -177,19 +168,16 @@ async def _judge(o: JudgeOptions) -> None:
 
 
 class Outputs:
-    """Where ``judge`` puts each judgment as the run yields it, so none is kept: the table printed on stdout
-    (held in a temporary file until the run ends), ``--out`` and the results' columns in ``--run-dir``
-    (:mod:`mitigate.run._columns`), both written as they come and put in place when the run ends.
-
-    A file that cannot be written (a full disk) is closed at once, leaving what was there as it
-    was; the run goes on (the journal and the LM cache keep every judgment) and the error is raised
-    by :meth:`finish`, after the run. With ``--threshold`` the scores the gate needs are kept.
+    """Where ``judge`` puts each judgment as the run yields it: the table for stdout (in a temporary file
+    until the run ends), ``--out`` and ``--run-dir``'s columns, written as they come and put in place at the
+    end. A file that cannot be written is closed at once and its error raised by :meth:`finish`, after the run
+    (the journal and LM cache keep every judgment). With ``--threshold`` the gate's scores are kept.
     """
 
     def __init__(self, o: JudgeOptions, task: Workload, backend: str) -> None:
         self.o = o
         self.task = task
-        self.backend = backend
+        self.about = {"benchmark": task.benchmark.name, "criterion": task.criterion, "backend": backend}
         self.kept: list[Judgment] = []
         self.table = tempfile.SpooledTemporaryFile(max_size=2**20, mode="w+", encoding="utf-8")
         self.files: dict[str, tuple[ExitStack, Any]] = {}
@@ -213,14 +201,9 @@ class Outputs:
             from mitigate.run import ColumnWriter
 
             stack = ExitStack()
-            about = {
-                "benchmark": self.task.benchmark.name,
-                "criterion": self.task.criterion,
-                "backend": self.backend,
-            }
             try:
                 writer = stack.enter_context(
-                    ColumnWriter(o.run_dir / RESULTS_COLUMNS, about, criterion=self.task.criterion)
+                    ColumnWriter(o.run_dir / RESULTS_COLUMNS, self.about, criterion=self.task.criterion)
                 )
             except BaseException:
                 self._close_all(*sys.exc_info())
@@ -233,8 +216,7 @@ class Outputs:
             self._close_all(exc_type, exc, tb)
 
     def abandon(self) -> None:
-        """Close what :meth:`finish` did not put in place, leaving the files there were (their temporaries
-        removed)."""
+        """Close what :meth:`finish` did not put in place, leaving the files there were."""
         if self.files:
             self._close_all(RuntimeError, RuntimeError("not finished"), None)
         if not self.table.closed:
@@ -242,15 +224,13 @@ class Outputs:
 
     def _close_all(self, exc_type: Any, exc: Any, tb: Any) -> None:
         for name in list(self.files):
-            stack, _ = self.files.pop(name)
-            with contextlib.suppress(BaseException):
-                stack.__exit__(exc_type, exc, tb)
+            self._close(name, exc_type, exc, tb)
 
-    def _failed(self, name: str, error: BaseException) -> None:
+    def _close(self, name: str, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Close the file ``name`` as after ``exc``: what was there before it stays."""
         stack, _ = self.files.pop(name)
         with contextlib.suppress(BaseException):
-            stack.__exit__(type(error), error, error.__traceback__)
-        self.errors.append(error)
+            stack.__exit__(exc_type, exc, tb)
 
     def add(self, item: Item, judgment: "Judgment") -> None:
         """One judgment, in item order: a line of the table, a row of each file."""
@@ -263,16 +243,11 @@ class Outputs:
                 else:
                     writer.append(item, judgment)
             except (MitigateError, OSError) as error:
-                self._failed(name, error)
+                self._close(name, type(error), error, error.__traceback__)
+                self.errors.append(error)
         if self.o.threshold is not None:
-            self.kept.append(
-                Judgment(
-                    item_id=judgment.item_id,
-                    scores=judgment.scores,
-                    samples=judgment.samples,
-                    error=judgment.error,
-                )
-            )
+            j = judgment
+            self.kept.append(Judgment(item_id=j.item_id, scores=j.scores, samples=j.samples, error=j.error))
 
     def print_table(self) -> None:
         """The table on stdout: one line per judgment, in item order."""
@@ -282,8 +257,7 @@ class Outputs:
         self.table.close()
 
     def finish(self, summary: "RunSummary") -> None:
-        """Put the files in place and write ``results.json`` (the summary); then raise the first write that
-        failed."""
+        """Put the files in place and write ``results.json``; then raise the first write that failed."""
         o = self.o
         for name in list(self.files):
             stack, _ = self.files.pop(name)
@@ -298,20 +272,8 @@ class Outputs:
                     err=True,
                 )
         if o.run_dir:
-            out = write_output(
-                o.run_dir / "results.json",
-                json.dumps(
-                    {
-                        "benchmark": self.task.benchmark.name,
-                        "criterion": self.task.criterion,
-                        "backend": self.backend,
-                        "summary": summary.model_dump(mode="json"),
-                        "columns": RESULTS_COLUMNS,
-                    },
-                    indent=1,
-                ),
-                "the results file",
-            )
+            results = {**self.about, "summary": summary.model_dump(mode="json"), "columns": RESULTS_COLUMNS}
+            out = write_output(o.run_dir / "results.json", json.dumps(results, indent=1), "the results file")
             typer.echo(f"wrote {out}", err=True)
         if self.errors:
             raise self.errors[0]
@@ -320,8 +282,7 @@ class Outputs:
 def threshold_gate(
     judgments: Sequence["Judgment"], criterion: str, threshold: float, require: float | None
 ) -> None:
-    """Print the threshold gate; exit 1 (one line on stderr) when a required pass rate is not shown to be
-    met."""
+    """Print the threshold gate; exit 1 (one line) when a required pass rate is not shown to be met."""
     from mitigate.diff import threshold_report, threshold_text
 
     report = threshold_report(judgments, criterion, threshold, require=require)
@@ -335,26 +296,17 @@ def threshold_gate(
 
 
 def table_line(j: "Judgment", item: Item, task: Workload) -> str:
-    """One judgment as a line of the table on stdout: item id, the judge's score (or FAILED), the human score,
-    a detail (the error, the parse failure, or the answer's first line)."""
-    if task.benchmark.pairwise:  # a verdict beside the gold preference
-        gold = item.preference.get(task.criterion)
-        shown = "FAILED" if j.verdict is None else str(j.verdict)
-        human_s = "-" if gold is None else str(gold)
-        detail = j.error or (
-            j.failures[0].reason
-            if j.failures and j.verdict is None
-            else first_line(j.raw[0] if j.raw else "")
-        )
-        return f"{one_line(j.item_id)}\tjudge={shown}\tgold={human_s}\t{one_line(first_line(detail))}"
-    human = item.human.get(task.criterion)
-    score = j.scores.get(task.criterion)
-    shown = "FAILED" if score is None else f"{score:g}"
-    human_s = "-" if human is None else f"{human:.2f}"
-    detail = j.error or (
-        j.failures[0].reason if j.failures and score is None else first_line(j.raw[0] if j.raw else "")
+    """One judgment as a table line: item id, the judge's score (or FAILED), the human one, a detail."""
+    crit, pairwise = task.criterion, task.benchmark.pairwise  # pairwise: a verdict beside the gold preference
+    value: Any = j.verdict if pairwise else j.scores.get(crit)
+    gold: Any = item.preference.get(crit) if pairwise else item.human.get(crit)
+    shown = "FAILED" if value is None else str(value) if pairwise else f"{value:g}"
+    human = ("gold=" if pairwise else "human=") + (
+        "-" if gold is None else str(gold) if pairwise else f"{gold:.2f}"
     )
-    return f"{one_line(j.item_id)}\tjudge={shown}\thuman={human_s}\t{one_line(first_line(detail))}"
+    raw = first_line(j.raw[0] if j.raw else "")
+    detail = j.error or (j.failures[0].reason if j.failures and value is None else raw)
+    return f"{one_line(j.item_id)}\tjudge={shown}\t{human}\t{one_line(first_line(detail))}"
 
 
 def first_line(text: str, width: int = 100) -> str:

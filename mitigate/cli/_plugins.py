@@ -1,7 +1,5 @@
 """``mitigate check-plugin MODULE``: run the contract battery on every component a plugin module registers."""
 
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
-
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 

@@ -1,7 +1,5 @@
 """``mitigate probe``: the bias battery on the judged text, each probe beside the judge's own rerun noise."""
 
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
-
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,8 +35,7 @@ ALPHA = option(
 class ProbeOptions(
     TaskOptions, BackendOptions, PromptOptions, ReducedAnswerOptions, RunOptions, StatsOptions
 ):
-    """``mitigate probe``: the bias battery: judge items as they are, again (the noise floor) and under each
-    probe."""
+    """``mitigate probe``: items judged as they are, again (the noise floor) and under each probe."""
 
     COMMAND: ClassVar[str] = "probe"
     HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -46,7 +43,6 @@ class ProbeOptions(
         "The judge": ("backend", "base_url", "prompt", "pipeline", "rewriter"),
         "Results": ("out", "config_file"),
     }
-    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     probes: Annotated[
         str,
@@ -120,9 +116,8 @@ async def _probe(o: ProbeOptions) -> None:
         items = list(task.items)
         preflight(judge_obj, items)
         typer.echo(
-            f"{task.benchmark.summary()}\nprobing {len(items)} items on {task.criterion!r} with "
-            f"{lm.spec}: {', '.join(p.name for p in chosen)} "
-            f"({(2 + len(chosen)) * len(items)} judgments)",
+            f"{task.benchmark.summary()}\nprobing {len(items)} items on {task.criterion!r} with {lm.spec}: "
+            f"{', '.join(p.name for p in chosen)} ({(2 + len(chosen)) * len(items)} judgments)",
             err=True,
         )
         report = await run_probes(

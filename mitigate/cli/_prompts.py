@@ -1,8 +1,6 @@
 """``mitigate prompts``: list the built-in judge prompts, print one, show what mitigate reads from a template,
 or render the exact requests a pipeline sends for one item."""
 
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -22,9 +20,6 @@ from mitigate.prompt import list_prompts, prompt_text
 if TYPE_CHECKING:
     from mitigate.data import Benchmark, Item
     from mitigate.lm import LM
-
-# Imported where used: what 'inspect' and 'render' need (the template reader, the judge, the strategies, the
-# data).
 
 ITEM = option(
     "item", "--item", help="with 'render' and -b: the id of the item to render (default: the first)"
@@ -66,8 +61,7 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
         str | None,
         BENCHMARK,
         Override(
-            help="with 'render': take the item from this benchmark "
-            "(default: an item whose slots show "
+            help="with 'render': take the item from this benchmark (default: an item whose slots show "
             "their names)"
         ),
     ] = None
@@ -79,20 +73,17 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
         str | None,
         TRAIN,
         Override(
-            help="with 'render' and -b: fit the pipeline first, on this "
-            "fraction of the benchmark (split by document, seed 0) "
-            "or on this training benchmark; pipelines that call "
-            "the judge while fitting need --backend"
+            help="with 'render' and -b: fit the pipeline first, on this fraction of the benchmark (split "
+            "by document, seed 0) or on this training benchmark; pipelines that call the judge while "
+            "fitting need --backend"
         ),
     ] = None
     backend: Annotated[
         str | None,
         BACKEND,
         Override(
-            help="with 'render': the judge backend whose requests are shown "
-            "(its constraint fields, logprob scoring ...); "
-            "default: the embedded model's requests, "
-            "without loading it"
+            help="with 'render': the judge backend whose requests are shown (its constraint fields, "
+            "logprob scoring ...); default: the embedded model's requests, without loading it"
         ),
     ] = None
     guided: Annotated[Guided | None, GUIDED] = None
@@ -107,15 +98,13 @@ class PromptsOptions(TemplateOverrides, AnswerOptions):
     const: Annotated[
         Const,
         Override(
-            help="with 'inspect' or 'render': NAME=VALUE (or NAME=@file) filled into the "
-            "template once, e.g. a rubric or a Jinja variable; "
-            "repeat for several"
+            help="with 'inspect' or 'render': NAME=VALUE (or NAME=@file) filled into the template once, "
+            "e.g. a rubric or a Jinja variable; repeat for several"
         ),
     ] = None
 
     def check(self) -> None:
-        """A ``--scale`` of MIN,MAX; the render options only with 'render'; ``--item`` and ``--train`` with
-        -b."""
+        """A ``--scale`` of MIN,MAX; the render options only with 'render'; --item and --train need -b."""
         parse_scale(self.scale)
         if self.name != "render":
             given = [flag for field, flag in RENDER_ONLY.items() if getattr(self, field) is not None]
@@ -145,8 +134,7 @@ def prompts_cmd(options: PromptsOptions) -> None:
 
 
 def inspect_template(file: Path | None, system: Path | None, consts: list[str]) -> str:
-    """What ``JudgePrompt.from_template`` recovers from ``file`` (see
-    ``mitigate.prompt.describe_template``)."""
+    """What ``JudgePrompt.from_template`` recovers from ``file`` (``mitigate.prompt.describe_template``)."""
     from mitigate.cli._build import constants_of, naming_template, template_origin
     from mitigate.prompt import TemplateHints, describe_template
 
@@ -179,8 +167,7 @@ def _template(source: Path | None) -> str:
 
 
 def _train_bench(bench: "Benchmark", train: str, criterion: str) -> tuple["Benchmark", "Benchmark"]:
-    """(train, test): a fraction of ``bench`` split by document (seed 0), or another benchmark and
-    ``bench``."""
+    """(train, test): a fraction of ``bench`` split by document (seed 0), or another benchmark and it."""
     from mitigate.data import load, train_test_split
 
     try:
@@ -208,8 +195,7 @@ def _pick(items: tuple["Item", ...], item_id: str | None, bench: "Benchmark") ->
 
 
 def render_template(o: PromptsOptions) -> str:
-    """Every request the pipeline sends for one item, with its diff against the unmitigated prompt (no LM
-    call)."""
+    """Every request the pipeline sends for one item, diffed against the unmitigated prompt (no LM call)."""
     from mitigate.cli._build import prompt_from_template, scoring_for, template_origin
     from mitigate.data import load
     from mitigate.judge import JudgeConfig, PromptJudge
@@ -261,9 +247,8 @@ def render_template(o: PromptsOptions) -> str:
 
 
 def _backend(o: PromptsOptions, *, declared: bool = True) -> "LM":
-    """The backend named by --backend (the embedded model's spec by default): its declared facts for rendering
-    (:func:`~mitigate.lm._registry.declare`: no SDK, key or model file needed), or the backend itself when a
-    pipeline must call it while fitting (no cache, no retries)."""
+    """--backend (default: the embedded model): its declared facts for rendering (no SDK, key or model file
+    needed), or the backend itself (no cache, no retries) when a pipeline calls it while fitting."""
     from mitigate.lm import declare, get
 
     kwargs: dict[str, Any] = {}

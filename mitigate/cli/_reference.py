@@ -1,11 +1,8 @@
 """docs/cli.md, written from the commands themselves: every command's every option, grouped as ``--help-all``
-shows them.
+shows them, as tables independent of the terminal, naming only the components mitigate itself registers.
 
-``python -m mitigate.cli._reference docs/cli.md`` rewrites the file; ``--check docs/cli.md``
-exits 1 when the file is not what the commands give now (tests/cli/test_cli_reference.py runs it,
-so an option added, renamed or re-worded without regenerating the file fails the suite).
-The text is independent of the terminal: tables, not the boxes ``--help`` draws, and only the
-components mitigate itself registers (not a plugin's or a test's).
+``python -m mitigate.cli._reference docs/cli.md`` rewrites the file; ``--check`` exits 1 when it is not
+current (tests/cli/test_cli_reference.py).
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from mitigate.cli._app import RegisteredNamesHelp, app
-from mitigate.cli.options._names import fill_registered_names
+from mitigate.cli.options._declare import fill_registered_names
 from mitigate.paths import write_output
 
 if TYPE_CHECKING:  # typer vendors its own click; its commands are that click's
@@ -33,8 +30,7 @@ it by hand.
 
 
 def _cell(text: str) -> str:
-    """One table cell: on one line, its pipes escaped and ``<path>`` kept as text (not read as an HTML
-    tag)."""
+    """One table cell: on one line, its pipes escaped and ``<path>`` kept as text (not an HTML tag)."""
     return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -66,9 +62,7 @@ def _command(name: str, command: VendoredCommand, parent: typer.Context) -> list
         "",
         _cell(command.help or ""),
         "",
-        f"Usage: `{' '.join(command.collect_usage_pieces(ctx))}`".replace(
-            "Usage: `", f"Usage: `mitigate {name} "
-        ),
+        f"Usage: `mitigate {name} {' '.join(command.collect_usage_pieces(ctx))}`",
         "",
     ]
     panels = (
@@ -100,8 +94,7 @@ def markdown() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m mitigate.cli._reference [--check] FILE``: write FILE, or check that it is current (exit 1
-    if not)."""
+    """``python -m mitigate.cli._reference [--check] FILE``: write FILE, or check that it is current."""
     args = list(sys.argv[1:] if argv is None else argv)
     check = "--check" in args
     paths = [a for a in args if a != "--check"]

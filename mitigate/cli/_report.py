@@ -1,7 +1,4 @@
-"""``mitigate report``: re-render report.md, the plots and (``--html``) report.html of a comparison from its
-results.json."""
-
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
+"""``mitigate report``: re-render a comparison's report.md, plots and (``--html``) report.html."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +15,7 @@ from mitigate.report import render_report
 
 @dataclass(frozen=True)
 class ReportOptions(CommandOptions):
-    """``mitigate report``: re-render a comparison's report from its results.json (``--html``: report.html
-    too)."""
+    """``mitigate report``: re-render a comparison's report from its results.json."""
 
     COMMAND: ClassVar[str] = "report"
 

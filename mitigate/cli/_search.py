@@ -1,7 +1,4 @@
-"""``mitigate search``: the demo set that maximises agreement (+ consistency - bias) on dev, reported on
-test."""
-
-# no ``from __future__ import annotations``: the option annotations are read by Typer and must be real objects
+"""``mitigate search``: the demo set that maximises agreement (+ consistency - bias) on dev, on test."""
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,8 +10,7 @@ from mitigate.cli._app import command
 from mitigate.cli._build import build_judge, dry_run_text, load_workload
 from mitigate.cli._files import writable_file, writing_after_run
 from mitigate.cli.options._backend import DEFAULT_BACKEND, Backend, BackendOptions
-from mitigate.cli.options._declare import Override, check, option
-from mitigate.cli.options._names import registered_names
+from mitigate.cli.options._declare import Override, check, option, registered_names
 from mitigate.cli.options._prompt import AnswerOptions, Prompt, PromptOptions
 from mitigate.cli.options._results import LIKELIHOOD, OUT, PLOT, Seed, StatsOptions
 from mitigate.cli.options._run import PIPELINE, DryRun, RunOptions
@@ -79,7 +75,6 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
         "The judge": ("backend", "base_url", "prompt", "pipeline"),
         "Results": ("out", "dry_run", "config_file"),
     }
-    """The options ``--help`` shows, grouped (``--help-all`` and docs/cli.md: every option)."""
 
     engine: Annotated[str, ENGINE] = DEFAULT_ENGINE
     budget: Annotated[int, BUDGET] = 200
@@ -106,9 +101,8 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
         str,
         PIPELINE,
         Override(
-            help="mitigations wrapping the judge before demos are searched: "
-            "pipeline text or @file.json; the saved spec holds them "
-            "followed by the winner"
+            help="mitigations wrapping the judge before demos are searched: pipeline text or @file.json; "
+            "the saved spec holds them followed by the winner"
         ),
     ] = "baseline"
     dry_run: DryRun = False
@@ -153,8 +147,7 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
 
 
 def default_selectors() -> list[str]:
-    """The selectors a search draws candidates from when no ``--selector`` is given: those tagged
-    ``random_draws``."""
+    """The selectors a search draws from when no ``--selector`` is given: those tagged ``random_draws``."""
     return [name for name, cls in registered("selector").items() if cls.declared_tags.random_draws]
 
 
@@ -175,8 +168,7 @@ def _search(o: SearchOptions) -> None:
         try:
             typer.echo(
                 dry_run_text([(o.pipeline, judge)], base, task.items)
-                + "\n\n(the search adds each candidate demo set to these prompts; no LM "
-                "call was made)"
+                + "\n\n(the search adds each candidate demo set to these prompts; no LM call was made)"
             )
         finally:
             run_coroutine(base.lm.aclose(), what="mitigate search --dry-run", instead="lm.aclose()")
@@ -243,8 +235,7 @@ def _search(o: SearchOptions) -> None:
 
 
 def _run(judge: Any, data: Any, engine: str, common: dict[str, Any]) -> Any:
-    """The search, and the judge's backend closed in the same event loop (its HTTP session belongs to that
-    loop)."""
+    """The search, and the judge's backend closed in the same event loop (its HTTP session's)."""
 
     async def searched() -> Any:
         try:

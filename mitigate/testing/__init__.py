@@ -18,11 +18,10 @@ if TYPE_CHECKING:
         Check,
         check_component,
         checks_for,
-        example_judge,
-        example_train,
         parametrize_with_checks,
         registered_examples,
     )
+    from mitigate.testing._examples import example_judge, example_train
     from mitigate.testing._planted import QUOTES
     from mitigate.testing._stub_answers import synthetic_logprobs, tokenize
     from mitigate.testing._stub_server import StubOpenAIServer

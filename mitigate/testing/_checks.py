@@ -9,48 +9,12 @@ register it, and run the same battery mitigate runs on its own components::
     def test_my_mitigation(component, check):
         check(component)
 
-:func:`checks_for` yields the :class:`Check` objects that apply to one component (every
-component; plus mitigation, selector or engine checks by kind); :func:`check_component` runs
-them all outside pytest; :func:`registered_examples` gives the ``examples()`` of every
-registered component of every kind, which is what mitigate's own test suite runs the
-battery over (``tests/test_contracts.py``). ``mitigate check-plugin my_package.judges`` runs the
-same checks from the command line on every component a plugin module registers.
-
-What is checked
-    every component: a frozen pydantic value; registered under its name; its spec
-    round-trips through JSON and the registry; an unknown parameter and a value no
-    declared constraint accepts are refused with one :class:`~mitigate.errors.ConfigError`
-    (scikit-learn's sentence for the latter).
-    its ``tags`` are a frozen :class:`~mitigate.registry.Tags` value.
-    mitigations: ``wrap`` returns a new judge and leaves the given one alone (or refuses with a
-    typed error); unfitted use is refused with "... is not fitted; expected ..."; ``fit``
-    against a judge on a fake LM (:func:`fitting_lm`) returns a fitted copy of the same class
-    (or the mitigation itself when its tags say it learns nothing) whose spec round-trips,
-    calls the LM exactly when its tags say it calls the judge while fitting, and leaves the
-    original and the training data alone. Every mitigation is fitted, those that judge while
-    fitting included. The fitted value does not carry the training set (fitted on four times
-    the items, its spec names no more of them and barely grows), unless it chooses per judged
-    item; ``compile(judge, train)`` gives the judge ``fit`` then ``wrap`` gives.
-    mitigations and selectors: fitted without a judge, a component whose tags say it needs one
-    is refused with the fit protocol's one sentence ("<Name>.fit needs the judge it fits
-    against; expected a Judge ..."); one whose tags do not fits.
-    selectors: ``select`` is deterministic, never shows the query item, validates ``k``;
-    ``fit`` (against the same fake LM) returns a fitted copy, calling the LM exactly when its
-    tags say so; unfitted ``select`` is refused; ``with_choice(k)`` keeps the ``k`` demos
-    ``select(k)`` chose and not the pool (a query-dependent selector keeps its pool).
-    presets (:class:`~mitigate.registry.Preset`): their ``examples()`` are the components they
-    build, so those meet their component's contract.
-    probes: the rewrite changes only the judged text, is recorded (original and probed text;
-    model and raw answer for an LM-assisted probe), and is the same from the rebuilt spec; an
-    LM-assisted probe refuses without a rewriter. A probe of the prompt leaves the item alone,
-    changes the requests of a judge whose prompt it applies to (options, several criteria),
-    records the change, gives the same requests from the rebuilt spec, leaves the judge it
-    was given unchanged, and refuses a prompt it cannot apply to with a one-line ConfigError.
-    engines: a tiny search with a scripted judge stays within its budget, reports the
-    baseline as the first trial and names the engine, or the engine refuses with a
-    ConfigError before any LM call.
-
-Size: over 600 lines because it holds one named check per contract; each check is short.
+:func:`checks_for` yields the :class:`Check` objects that apply to one component (the common ones, then its
+kind's: mitigation, selector, engine, probe; each check's docstring says what it checks);
+:func:`check_component` runs them all outside pytest; :func:`registered_examples` gives the ``examples()`` of
+every registered component (a preset's are the components it builds), which ``tests/test_contracts.py`` runs
+the battery over; ``mitigate check-plugin my_package.judges`` runs it on every component a plugin module
+registers. Fitting is checked against a judge on a fake LM (:func:`fitting_lm`).
 """
 
 from __future__ import annotations
@@ -58,48 +22,32 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from mitigate.data import Benchmark, Item, Split
+from mitigate.data import Item
 from mitigate.errors import ConfigError, MitigateError
-from mitigate.judge import FitContext, Judge, PromptJudge
-from mitigate.lm import FakeLM, LMRequest
+from mitigate.judge import Judge
+from mitigate.lm import FakeLM
 from mitigate.probes import Probe
-from mitigate.prompt import Criterion, JudgePrompt
 from mitigate.registry import KIND_PACKAGES, Component, Tags, build, registered
-from mitigate.scale import Scale
 from mitigate.search import Engine, asearch
 from mitigate.selectors import Selector
 from mitigate.strategies import Mitigation, from_spec
-
-GUIDED = """Rate the summary.
-
-Coherence (1-5) - how well the summary hangs together.
-
-Score 1 means it is incoherent.
-Score 2 means it is mostly incoherent.
-Score 3 means it is partly coherent.
-Score 4 means it is mostly coherent.
-Score 5 means it is fully coherent.
-
-Article: {{source}}
-Summary: {{summary}}
-
-Reply with "Score: N"."""
-"""The judge template the checks wrap (a parsed guideline, an input slot and the judged text)."""
-
-
-PAIRWISE = """Which summary of the article is more coherent?
-
-Article: {{source}}
-Summary A: {{output_a}}
-Summary B: {{output_b}}
-
-Answer "[[A]]" if summary A is more coherent, "[[B]]" if summary B is."""
-"""The pairwise judge template the checks fit ``pairwise_only`` components against."""
+from mitigate.testing._examples import (
+    PROBE_ITEM,
+    example_judge,
+    example_pairwise_train,
+    example_train,
+    fit_context,
+    fitting_lm,
+    fitting_setup,
+    prompt_probe_judges,
+    scripted_answer,
+    scripted_split,
+)
 
 
 class Check(NamedTuple):
@@ -110,52 +58,6 @@ class Check(NamedTuple):
 
     def __call__(self, component: Any) -> None:
         self.run(component)
-
-
-def example_judge(criteria: Sequence[str] = ("coherence",), lm: FakeLM | None = None) -> PromptJudge:
-    """A judge on :data:`GUIDED` scoring ``criteria`` (one or several in one answer), with a FakeLM."""
-    prompt = JudgePrompt.from_template(GUIDED).with_criteria([Criterion(name=c) for c in criteria])
-    return PromptJudge(prompt, lm if lm is not None else FakeLM([]))
-
-
-def example_pairwise_judge(lm: FakeLM) -> Any:
-    """A pairwise judge on :data:`PAIRWISE`, each pair judged in both orders (``position-swap``), with
-    ``lm``."""
-    swap = registered("mitigation")["position-swap"]()
-    return swap.wrap(PromptJudge(JudgePrompt.from_template(PAIRWISE), lm))
-
-
-def example_pairwise_train(n: int = 12) -> Benchmark:
-    """A small pairwise benchmark with gold preferences on ``coherence``."""
-    items = tuple(
-        Item(
-            id=f"pair-{i}",
-            output=f"Summary {i} A" + " and more" * (i % 3),
-            output_b=f"Summary {i} B",
-            inputs={"source": f"Article {i}."},
-            doc_id=f"d{i // 3}",
-            preference={"coherence": "A" if i % 2 else "B"},
-        )
-        for i in range(n)
-    )
-    return Benchmark(name="checks-pairwise", items=items, criteria=("coherence",))
-
-
-def example_train(n: int = 12) -> Benchmark:
-    """A small labelled benchmark: criterion ``coherence`` (human scores 1-5), also labelled under the
-    generic ``score`` that components' ``examples()`` use."""
-    items = tuple(
-        Item(
-            id=f"check-{i}",
-            output=f"Summary number {i} about topic {i % 4}." + " More." * (i % 3),
-            inputs={"source": f"Article {i}."},
-            system=f"S{i % 3}",
-            doc_id=f"d{i // 3}",
-            human={"coherence": float(1 + i % 5), "score": float(1 + i % 5)},
-        )
-        for i in range(n)
-    )
-    return Benchmark(name="checks", items=items, criteria=("coherence",), scale=Scale(min=1, max=5))
 
 
 def _kind(component: Any) -> str:
@@ -242,35 +144,6 @@ def check_constraints_refuse_bad_values(component: Any) -> None:
 # --------------------------------------------------------------------------- mitigations
 
 
-def fitting_lm() -> FakeLM:
-    """The fake LM the checks fit against: a varied, deterministic "Score: N" (1-5) per request, token
-    logprobs, and a log-likelihood of minus the continuation's length (so RS, calibration and
-    thresholds have something to learn from)."""
-
-    def answer(request: LMRequest) -> str:
-        text = "".join(m.content for m in request.messages)
-        if "[[A]]" in text:
-            return "[[A]]" if sum(map(ord, text)) % 2 else "[[B]]"
-        return f"Score: {1 + sum(map(ord, text)) % 5}"
-
-    return FakeLM(
-        answer, logprobs=True, loglikelihood=lambda context, continuation: -float(len(continuation))
-    )
-
-
-def _fit_context(lm: FakeLM, **fields: Any) -> FitContext:
-    """The fit context the checks pass: no progress bar, and the fake LM as likelihood backend."""
-    return FitContext(progress=False, lm=lm, **fields)
-
-
-def _fitting_setup(mitigation: Mitigation, n: int = 12) -> tuple[Benchmark, Judge, FakeLM]:
-    """``n`` training items and a judge on a fresh :func:`fitting_lm` (pairwise ones when pairwise only)."""
-    lm = fitting_lm()
-    if mitigation.tags.pairwise_only:
-        return example_pairwise_train(n), example_pairwise_judge(lm), lm
-    return example_train(n), example_judge(lm=lm), lm
-
-
 def check_tags_are_declared(component: Any) -> None:
     """``tags`` is a frozen :class:`~mitigate.registry.Tags` value."""
     tags = component.tags
@@ -309,18 +182,13 @@ def check_unfitted_use_is_refused(mitigation: Mitigation) -> None:
 
 
 def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
-    """``fit`` against a judge on a fake LM agrees with the tags, and leaves the original and the training
-    data alone.
-
-    Every mitigation is fitted, those that call the judge while fitting included. Tags
-    ``needs_fitting`` false: ``fit`` returns the mitigation itself. Otherwise a fitted value of
-    the same class whose spec round-trips. ``calls_judge_while_fitting``: the fake LM was
-    called while fitting; without it, it was not.
-    """
-    train, judge, lm = _fitting_setup(mitigation)
+    """``fit`` against a judge on a fake LM leaves the original and the training data alone and agrees with
+    the tags: the mitigation itself when it learns nothing, else a fitted value of its class whose spec
+    round-trips; the LM called exactly when it calls the judge while fitting."""
+    train, judge, lm = fitting_setup(mitigation)
     train_before, before = train.model_dump(), mitigation.model_dump()
     tags = mitigation.tags
-    fitted = mitigation.fit(train, judge, _fit_context(lm))
+    fitted = mitigation.fit(train, judge, fit_context(lm))
     name = type(mitigation).__name__
     calls = lm.calls + len(lm.likelihood_requests)
     assert mitigation.model_dump() == before, f"{name}.fit changed the original"
@@ -341,29 +209,25 @@ def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
 
 def _named_ids(value: Any, ids: set[str]) -> set[str]:
     """The ids of ``ids`` that ``value`` (a JSON-able spec) holds as a string or a key, anywhere."""
-    found: set[str] = set()
     if isinstance(value, str):
         return {value} & ids
     if isinstance(value, dict):
-        for k, v in value.items():
-            found |= ({k} & ids) | _named_ids(v, ids)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            found |= _named_ids(v, ids)
-    return found
+        return (set(value) & ids).union(*(_named_ids(v, ids) for v in value.values()))
+    if isinstance(value, list | tuple):
+        return set().union(*(_named_ids(v, ids) for v in value))
+    return set()
 
 
 def check_fitted_value_does_not_carry_the_training_set(mitigation: Mitigation) -> None:
-    """Fitted on four times the training items, the spec names no more of them and grows by less than a
-    tenth of what was added: a fitted value keeps what it learned, not its training data (one choosing per
-    judged item, tag ``query_dependent``, keeps its pool by design)."""
+    """Fitted on four times the training items, the spec names no more of them and grows by less than a tenth
+    of what was added: a fitted value keeps what it learned, not its training data (one choosing per judged
+    item, tag ``query_dependent``, keeps its pool by design)."""
     if not mitigation.tags.needs_fitting or mitigation.tags.query_dependent:
         return
-    specs, ids, sizes = [], [], []
+    ids, sizes = [], []
     for n in (12, 48):
-        train, judge, lm = _fitting_setup(mitigation, n)
-        spec = json.loads(json.dumps(mitigation.fit(train, judge, _fit_context(lm)).spec()))
-        specs.append(spec)
+        train, judge, lm = fitting_setup(mitigation, n)
+        spec = json.loads(json.dumps(mitigation.fit(train, judge, fit_context(lm)).spec()))
         ids.append(_named_ids(spec, {it.id for it in train.items}))
         sizes.append((len(json.dumps(spec)), len(json.dumps(train.model_dump(mode="json")))))
     name = type(mitigation).__name__
@@ -384,12 +248,12 @@ def check_compile_is_fit_then_wrap(mitigation: Mitigation) -> None:
     name = type(mitigation).__name__
     made: list[Any] = []
     for way in ("fit, wrap", "compile"):
-        train, judge, lm = _fitting_setup(mitigation)
+        train, judge, lm = fitting_setup(mitigation)
         try:
             made.append(
-                mitigation.fit(train, judge, _fit_context(lm)).wrap(judge)
+                mitigation.fit(train, judge, fit_context(lm)).wrap(judge)
                 if way == "fit, wrap"
-                else mitigation.compile(judge, train, _fit_context(lm))
+                else mitigation.compile(judge, train, fit_context(lm))
             )
         except MitigateError:  # a mitigation may refuse this judge, with a typed error
             made.append(None)
@@ -412,9 +276,9 @@ def check_fit_needs_the_judge_its_tags_say(component: Mitigation | Selector) -> 
     def fit() -> Any:
         if isinstance(component, Selector):
             pool = list(component.pool_ or ())
-            return component.unfitted().fit(pool, None, _fit_context(lm, criterion=component.criterion_))
+            return component.unfitted().fit(pool, None, fit_context(lm, criterion=component.criterion_))
         train = example_pairwise_train() if tags.pairwise_only else example_train()
-        return component.fit(train, None, _fit_context(lm))
+        return component.fit(train, None, fit_context(lm))
 
     if isinstance(component, Selector):
         tags = component.unfitted().tags
@@ -483,7 +347,7 @@ def check_selector_fit_returns_a_copy(selector: Selector) -> None:
     else:
         raise AssertionError(f"the unfitted {type(selector).__name__} selected demos")
     lm = fitting_lm()
-    ctx = _fit_context(lm, criterion=selector.criterion_)
+    ctx = fit_context(lm, criterion=selector.criterion_)
     fitted = unfitted.fit(list(selector.pool_ or ()), example_judge(lm=lm), ctx)
     assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted
     calls = lm.calls + len(lm.likelihood_requests)
@@ -524,52 +388,16 @@ def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
 # --------------------------------------------------------------------------- engines
 
 
-def _scripted_split() -> Split:
-    train = [
-        Item(
-            id=f"t{i}",
-            output=f"Train text {i}.",
-            inputs={"source": "A."},
-            human={"coherence": float(1 + i % 5)},
-        )
-        for i in range(6)
-    ]
-    dev = [
-        Item(
-            id=f"v{i}",
-            output=f"Dev text {i}.",
-            inputs={"source": "A."},
-            human={"coherence": float(1 + i % 5)},
-        )
-        for i in range(5)
-    ]
-    test = [
-        Item(
-            id=f"e{i}",
-            output=f"Test text {i}.",
-            inputs={"source": "A."},
-            human={"coherence": float(1 + i % 5)},
-        )
-        for i in range(5)
-    ]
-    return Split(train=tuple(train), dev=tuple(dev), test=tuple(test))
-
-
-def _scripted_answer(request: LMRequest) -> str:
-    text = request.messages[-1].content
-    return f"Score: {1 + len(text) % 5}"
-
-
 def check_engine_runs_within_its_budget(engine: Engine) -> None:
     """A tiny search with a scripted judge keeps to its budget, starts with the baseline and names the engine;
     or the engine refuses with a ConfigError before any LM call."""
-    lm = FakeLM(_scripted_answer)
+    lm = FakeLM(scripted_answer)
     budget = 25
     try:
         result = asyncio.run(
             asearch(
                 example_judge(lm=lm),
-                _scripted_split(),
+                scripted_split(),
                 engine=engine,
                 k=2,
                 budget=budget,
@@ -589,31 +417,6 @@ def check_engine_runs_within_its_budget(engine: Engine) -> None:
 
 # --------------------------------------------------------------------------- probes
 
-_PROBE_ITEM = Item(
-    id="probe-check",
-    output="The mayor opened the bridge. Traffic eased at once. Shops reopened.",
-    output_b="A bridge opened.",
-    inputs={"source": "An article about a bridge."},
-)
-
-
-_OPTIONS_TEMPLATE = (
-    "Rate the coherence of the summary.\n\nScore 1: no order at all.\nScore 2: some order.\n"
-    "Score 3: a clear order throughout.\n\nArticle: {{source}}\nSummary: "
-    "{{output}}\n\nScore:"
-)
-
-
-def _prompt_probe_judges() -> list[PromptJudge]:
-    """Judges a prompt probe may apply to: one whose prompt lists options, one scoring two criteria in one
-    call."""
-    lm = FakeLM(lambda request: "Score: 2")
-    with_options = PromptJudge(JudgePrompt.from_template(_OPTIONS_TEMPLATE, criterion="coherence"), lm)
-    multi = registered("mitigation")["multi-attribute"](
-        criteria=(Criterion(name="coherence"), Criterion(name="fluency"))
-    ).wrap(with_options)
-    return [with_options, multi]
-
 
 def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
     """A probe of the prompt changes the requests (never the item), records it, and refuses what it cannot
@@ -621,10 +424,10 @@ def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
     from mitigate.probes import PromptProbe  # the probes package is loaded: ``probe`` is one of its values
 
     assert isinstance(probe, PromptProbe)
-    before = _PROBE_ITEM.model_dump()
+    before = PROBE_ITEM.model_dump()
     applied = 0
-    for judge in _prompt_probe_judges():
-        original = [r.request.model_dump() for r in judge.requests(_PROBE_ITEM)]
+    for judge in prompt_probe_judges():
+        original = [r.request.model_dump() for r in judge.requests(PROBE_ITEM)]
         prompt = judge.leaves()[0].prompt
         target = probe.target(3.0, prompt, "score")
         try:
@@ -633,53 +436,50 @@ def check_prompt_probe_changes_the_prompt_only(probe: Probe) -> None:
             assert "\n" not in str(exc) and "expected" in str(exc), f"unclear refusal: {exc}"
             continue
         applied += 1
-        changed = [r.request.model_dump() for r in perturbed.requests(_PROBE_ITEM)]
+        changed = [r.request.model_dump() for r in perturbed.requests(PROBE_ITEM)]
         again = [
             r.request.model_dump()
-            for r in _rebuild(probe, probe.spec()).perturb(judge, target).requests(_PROBE_ITEM)
+            for r in _rebuild(probe, probe.spec()).perturb(judge, target).requests(PROBE_ITEM)
         ]
         assert changed != original, f"{type(probe).__name__} left the requests unchanged"
         assert again == changed, f"{type(probe).__name__} perturbs differently from the same spec"
-        assert [r.request.model_dump() for r in judge.requests(_PROBE_ITEM)] == original, (
+        assert [r.request.model_dump() for r in judge.requests(PROBE_ITEM)] == original, (
             "the judge was changed"
         )
-        record = probe.record(_PROBE_ITEM, prompt, target)
+        record = probe.record(PROBE_ITEM, prompt, target)
         assert record.ok and record.field == "prompt" and record.probed and record.probed != record.original
     assert applied, (
         f"{type(probe).__name__} applied to no judge of the check (a prompt with options, two criteria)"
     )
-    assert _PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item"
+    assert PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item"
     assert probe.direction() in ("up", "down", "any"), f"{type(probe).__name__} declares no direction"
 
 
 def check_probe_rewrites_and_records(probe: Probe) -> None:
-    """A probe changes the judged text only, records the rewrite, and rewrites the same way twice.
-
-    An LM-assisted probe refuses with a ConfigError without a rewriter, and with a scripted one
-    records the model and its raw answer. A probe of the prompt is checked by
-    :func:`check_prompt_probe_changes_the_prompt_only` instead.
-    """
+    """A probe changes the judged text only, records the rewrite, and rewrites the same way twice; an
+    LM-assisted one refuses without a rewriter and records the model and its raw answer (a probe of the
+    prompt: :func:`check_prompt_probe_changes_the_prompt_only`)."""
     if probe.level == "prompt":
         check_prompt_probe_changes_the_prompt_only(probe)
         return
-    before = _PROBE_ITEM.model_dump()
+    before = PROBE_ITEM.model_dump()
     rewriter = None
     if probe.needs_rewriter:
         try:
-            asyncio.run(probe.aprobe(_PROBE_ITEM, None))
+            asyncio.run(probe.aprobe(PROBE_ITEM, None))
         except ConfigError as exc:
             assert "rewriter" in str(exc), f"unclear error without a rewriter: {exc}"
         else:
             raise AssertionError(f"{type(probe).__name__} probed without a rewriter")
         rewriter = FakeLM(lambda request: "The mayor opened the bridge, and shops reopened because of it.")
-    first = asyncio.run(probe.aprobe(_PROBE_ITEM, rewriter))
-    again = asyncio.run(_rebuild(probe, probe.spec()).aprobe(_PROBE_ITEM, rewriter))
-    assert _PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item it was given"
+    first = asyncio.run(probe.aprobe(PROBE_ITEM, rewriter))
+    again = asyncio.run(_rebuild(probe, probe.spec()).aprobe(PROBE_ITEM, rewriter))
+    assert PROBE_ITEM.model_dump() == before, f"{type(probe).__name__} changed the item it was given"
     assert first.item is not None and first.record.ok, (
         f"{type(probe).__name__} did not rewrite: {first.record.error}"
     )
     field = first.record.field
-    assert first.record.original == _PROBE_ITEM.field(field), "the record does not hold the original text"
+    assert first.record.original == PROBE_ITEM.field(field), "the record does not hold the original text"
     assert first.item.field(field) == first.record.probed != first.record.original, (
         "the probed text is not recorded"
     )
@@ -746,12 +546,8 @@ def check_component(component: Any) -> None:
 
 
 def registered_examples(kinds: Iterable[str] | None = None) -> list[Component]:
-    """``examples()`` of every registered component class of ``kinds`` (default: every kind), in name order.
-
-    A :class:`~mitigate.registry.Preset`'s examples are the components it builds. Registered
-    objects that are not :class:`~mitigate.registry.Component` classes, and test components
-    (names starting with ``test-``), are left out.
-    """
+    """``examples()`` of every registered component class of ``kinds`` (default: every kind), in name order
+    (a preset's are the components it builds; test components, named ``test-...``, are left out)."""
     out: list[Component] = []
     for kind in kinds if kinds is not None else KIND_PACKAGES:
         for name, obj in sorted(registered(kind).items()):
@@ -762,10 +558,7 @@ def registered_examples(kinds: Iterable[str] | None = None) -> list[Component]:
 
 
 def parametrize_with_checks(components: Iterable[Any]) -> Any:
-    """A ``pytest.mark.parametrize`` over every (component, check) pair, with readable ids.
-
-    The decorated test takes ``component`` and ``check`` and calls ``check(component)``.
-    """
+    """A ``pytest.mark.parametrize`` of ``component`` and ``check`` over every pair, with readable ids."""
     import pytest  # a test-time dependency, needed only here
 
     params = []

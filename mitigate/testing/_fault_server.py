@@ -1,12 +1,6 @@
 """A misbehaving HTTP server on 127.0.0.1 for tests and benchmarks: hangs, trickles, closes, floods,
-redirects, echoes the client's key or answers garbage.
-
-:class:`FaultServer` answers every request the way its ``mode`` says (see the class). Every loop
-is bounded (a stop event, socket timeouts, a byte budget), so a test that forgets to stop it
-still ends. It reads each request's head, so the ``echo*`` modes can send back the very key the
-client sent (``Authorization: Bearer <key>`` or ``x-api-key: <key>``) in every place a server's
-bytes can reach a client: the status line's reason phrase, headers, every field of the body.
-"""
+redirects, echoes the client's key or answers garbage (:class:`FaultServer`). Every loop is bounded, so a
+test that forgets to stop it still ends."""
 
 from __future__ import annotations
 
@@ -21,79 +15,17 @@ from typing import Any
 KEY = "sk-test-secret-4f9a1c"
 """An API key tests send; a server that echoes it must not get it stored, printed or raised."""
 
-_OK = {
-    "id": "c1",
-    "object": "chat.completion",
-    "model": "m",
-    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-}
 
-BODIES: dict[str, bytes] = {
-    "truncated": b'{"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "mess',
-    "html": b"<html><body><h1>502 Bad Gateway</h1></body></html>",
-    "empty": b"",
-    "content_null": json.dumps(
-        {
-            **_OK,
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": None}, "finish_reason": "stop"}
-            ],
-        }
-    ).encode(),
-    "no_choices": json.dumps({**_OK, "choices": []}).encode(),
-    "deep": b"[" * 20_000 + b"]" * 20_000,
-    "anthropic_no_content": json.dumps(
-        {
-            "id": "m1",
-            "type": "message",
-            "role": "assistant",
-            "model": "m",
-            "stop_reason": "end_turn",
-            "usage": {"input_tokens": 3, "output_tokens": 1},
-        }
-    ).encode(),
-    "echo_key": json.dumps(
-        {
-            **_OK,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": f"Score: 4 (your key is {KEY})"},
-                    "finish_reason": "stop",
-                }
-            ],
-        }
-    ).encode(),
-    "anthropic_echo_key": json.dumps(
-        {
-            "id": "m1",
-            "type": "message",
-            "role": "assistant",
-            "model": "m",
-            "stop_reason": "end_turn",
-            "content": [{"type": "text", "text": f"Score: 4 (your key is {KEY})"}],
-            "usage": {"input_tokens": 3, "output_tokens": 1},
-        }
-    ).encode(),
-}
-"""HTTP 200 bodies by mode name."""
-
-ECHO_MODES = ("echo", "echo_text", "echo_error", "echo_status", "echo_escaped")
-"""Modes that send the client's key back: in every field of a valid answer (``echo``), as a 200 body that is
-not JSON (``echo_text``), in an HTTP 400 (``echo_error``), in a status line that is not HTTP
-(``echo_status``), and JSON-escaped (``\\u`` escapes) in every field of a valid answer (``echo_escaped``)."""
-
-
-def chat_answer(text: str, *, model: str = "m", finish: Any = "stop", usage: Any = None) -> dict[str, Any]:
+def chat_answer(
+    text: str | None, *, model: str = "m", finish: Any = "stop", usage: Any = None
+) -> dict[str, Any]:
     """An OpenAI chat.completion object answering ``text``."""
     return {
         "id": "c1",
         "object": "chat.completion",
         "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
-        "usage": usage
-        if usage is not None
-        else {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4} if usage is None else usage,
     }
 
 
@@ -112,6 +44,28 @@ def message_answer(
     }
 
 
+_ECHOED = f"Score: 4 (your key is {KEY})"
+BODIES: dict[str, bytes] = {
+    "truncated": b'{"id": "c1", "object": "chat.completion", "choices": [{"index": 0, "mess',
+    "html": b"<html><body><h1>502 Bad Gateway</h1></body></html>",
+    "empty": b"",
+    "content_null": json.dumps(chat_answer(None)).encode(),
+    "no_choices": json.dumps({**chat_answer(""), "choices": []}).encode(),
+    "deep": b"[" * 20_000 + b"]" * 20_000,
+    "anthropic_no_content": json.dumps(
+        {k: v for k, v in message_answer("").items() if k != "content"}
+    ).encode(),
+    "echo_key": json.dumps(chat_answer(_ECHOED)).encode(),
+    "anthropic_echo_key": json.dumps(message_answer(_ECHOED)).encode(),
+}
+"""HTTP 200 bodies by mode name."""
+
+ECHO_MODES = ("echo", "echo_text", "echo_error", "echo_status", "echo_escaped")
+"""Modes that send the client's key back: in every field of a valid answer (``echo``), as a 200 body that is
+not JSON (``echo_text``), in an HTTP 400 (``echo_error``), in a status line that is not HTTP
+(``echo_status``), and JSON-escaped (``\\u`` escapes) in every field of a valid answer (``echo_escaped``)."""
+
+
 def http_reply(
     body: bytes,
     *,
@@ -120,12 +74,8 @@ def http_reply(
     content_type: str = "application/json",
 ) -> bytes:
     """A whole HTTP/1.1 response with ``body`` and a Content-Length."""
-    head = [
-        f"HTTP/1.1 {status}",
-        f"Content-Type: {content_type}",
-        f"Content-Length: {len(body)}",
-        *(f"{k}: {v}" for k, v in headers),
-    ]
+    head = [f"HTTP/1.1 {status}", f"Content-Type: {content_type}", f"Content-Length: {len(body)}"]
+    head += [f"{k}: {v}" for k, v in headers]
     return "\r\n".join(head).encode("utf-8", "surrogateescape") + b"\r\n\r\n" + body
 
 
@@ -139,8 +89,7 @@ class FaultServer:
 
     * a key of :data:`BODIES`: HTTP 200 with that body;
     * ``hang``: never answers (for ``hold`` seconds, 30); ``trickle``: a 200 head, then one byte every
-      ``interval``
-      seconds (0.1) for ``hold`` seconds;
+      ``interval`` seconds (0.1) for ``hold`` seconds;
     * ``close``: closes the socket; ``reset``: half of an answer's body, then a TCP reset;
       ``short``: a body shorter than its Content-Length, then the connection closed;
     * ``huge``: a 200 whose body never ends (within a 200 MB budget);
@@ -210,8 +159,7 @@ class FaultServer:
             self._threads.append(thread)
 
     def _read_request(self, conn: socket.socket) -> tuple[str, str] | None:
-        """The request's path and the key it carried ("" for none); None when the client went away. A Cookie
-        header it carried goes to ``cookies``."""
+        """The request's path and key ("" for none; a Cookie header goes to ``cookies``); None if it left."""
         deadline = time.monotonic() + 5
         data = self._receive(conn, b"", lambda got: b"\r\n\r\n" in got, deadline)
         if data is None:
@@ -231,8 +179,7 @@ class FaultServer:
     def _receive(
         self, conn: socket.socket, data: bytes, done: Callable[[bytes], bool], deadline: float
     ) -> bytes | None:
-        """``data`` and what comes after it until ``done`` (or the deadline, or a stop); None when the client
-        left."""
+        """``data`` and what follows until ``done`` (or the deadline, or a stop); None if the client left."""
         while not done(data) and time.monotonic() < deadline and not self._stop.is_set():
             try:
                 chunk = conn.recv(65536)

@@ -1,21 +1,15 @@
 """Known template-injection payloads, and the command lines that read a template: every pair must be refused.
 
-Shared by the test suite (``tests/prompt/test_template_sandbox.py``, in-process) and the reliability
-benchmark (``benchmarks/bench_reliability.py``, one real process per case). Each
-:class:`Payload` is Jinja that a downloaded template could hold: walks from a Jinja global or
-an object to Python's internals (through ``cycler``, ``joiner``, ``namespace``, ``lipsum``,
-``self``, the ``config`` / ``url_for`` of web frameworks, a string's class), ``|attr()`` and
-``|map`` tricks, format-string tricks, size and time bombs (``range(10**9)``, string
-multiplication and doubling, ``**``, nested loops), recursion (macros, recursive loops), other
-files (include, import, extends) and nesting too deep to parse. ``MARKER`` in a payload is
-replaced by the path of a file the payload tries to create, so a test can see whether it ran.
-Every payload sits in a template that would otherwise work (:func:`hostile_template`), so a
-refusal cannot come from something else; ``expect`` is a fragment the one error line must hold.
+Shared by the test suite (``tests/prompt/test_template_sandbox.py``, in-process) and the reliability benchmark
+(``benchmarks/bench_reliability.py``, one real process per case). Each :class:`Payload` is Jinja that a
+downloaded template could hold (the groups of :data:`PAYLOADS` say which tricks); ``MARKER`` in it is replaced
+by the path of a file the payload tries to create, so a test can see whether it ran. Every payload sits in a
+template that would otherwise work (:func:`hostile_template`), so a refusal cannot come from something else;
+``expect`` is a fragment the one error line must hold.
 
-:data:`TEMPLATE_COMMANDS` are the command lines of every command that reads a template, with
-``{prompt}`` (the template file), ``{d}`` (a folder from
-:func:`mitigate.testing._bad_inputs.make_fixtures`) and ``{url}`` (a stub server that must
-receive no request) to fill.
+:data:`TEMPLATE_COMMANDS` are the command lines of every command that reads a template, with ``{prompt}`` (the
+template file), ``{d}`` (a folder from :func:`mitigate.testing._bad_inputs.make_fixtures`) and ``{url}`` (a
+stub server that must receive no request) to fill.
 """
 
 from __future__ import annotations
@@ -152,27 +146,20 @@ def hostile_template(payload: Payload, marker: Path | str) -> str:
 
 
 _COMMON = (
-    "-b",
-    "jsonl:{d}/bench.jsonl",
-    "-c",
-    "fluency",
-    "--prompt",
-    "{prompt}",
-    "--backend",
-    "openai:stub-model",
-    "--base-url",
-    "{url}",
-    "--no-progress",
-    "--no-cache",
+    "-b jsonl:{d}/bench.jsonl -c fluency --prompt {prompt} --backend openai:stub-model --base-url {url} "
+    "--no-progress --no-cache"
 )
 TEMPLATE_COMMANDS: dict[str, tuple[str, ...]] = {
-    "prompts inspect": ("prompts", "inspect", "{prompt}"),
-    "prompts render": ("prompts", "render", "{prompt}", "-b", "jsonl:{d}/bench.jsonl", "-c", "fluency"),
-    "judge --dry-run": ("judge", *_COMMON, "--dry-run"),
-    "judge": ("judge", *_COMMON, "--run-dir", "{d}/hostile-judge"),
-    "compare": ("compare", *_COMMON, "-p", "baseline", "--out", "{d}/hostile-compare"),
-    "search": ("search", *_COMMON, "--out", "{d}/hostile-search/pipeline.json", "--budget", "2", "--no-plot"),
-    "probe": ("probe", *_COMMON, "--probes", "verbosity", "--out", "{d}/hostile-probe.jsonl"),
+    name: tuple(line.split())
+    for name, line in {
+        "prompts inspect": "prompts inspect {prompt}",
+        "prompts render": "prompts render {prompt} -b jsonl:{d}/bench.jsonl -c fluency",
+        "judge --dry-run": f"judge {_COMMON} --dry-run",
+        "judge": f"judge {_COMMON} --run-dir {{d}}/hostile-judge",
+        "compare": f"compare {_COMMON} -p baseline --out {{d}}/hostile-compare",
+        "search": f"search {_COMMON} --out {{d}}/hostile-search/pipeline.json --budget 2 --no-plot",
+        "probe": f"probe {_COMMON} --probes verbosity --out {{d}}/hostile-probe.jsonl",
+    }.items()
 }
 """Every command that reads a template, as a command line (see the module docstring)."""
 

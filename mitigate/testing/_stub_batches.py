@@ -1,36 +1,18 @@
 """The stub server's batch endpoints: OpenAI Files + Batches and Anthropic Message Batches.
 
-Written from the providers' published API references, to the level a client needs:
+Written from the providers' published API references, to the level a client needs: OpenAI's
+``/v1/files`` (multipart upload, metadata, content) and ``/v1/batches`` (create, retrieve, list newest
+first with ``limit``/``after``, cancel; ``validating`` -> ``in_progress`` -> ``finalizing`` ->
+``completed``, or ``failed``, ``expired``, ``cancelled``; results as an output and an error JSONL file
+matched by ``custom_id``; input limits of 50,000 lines and 200 MB), and Anthropic's
+``/v1/messages/batches`` (create, retrieve, list with ``limit``/``after_id``/``before_id``, results as
+JSONL of ``succeeded``/``errored``/``expired``/``canceled``, cancel; ``in_progress`` -> ``ended``;
+100,000 requests and 256 MB).
 
-OpenAI
-    ``POST /v1/files`` (multipart: ``purpose=batch`` and a JSONL ``file``), ``GET /v1/files/{id}``,
-    ``GET /v1/files/{id}/content``; ``POST /v1/batches`` (``input_file_id``, ``endpoint``,
-    ``completion_window``, ``metadata``), ``GET /v1/batches/{id}``, ``GET /v1/batches``
-    (newest first, ``limit`` and ``after`` cursors), ``POST /v1/batches/{id}/cancel``. A
-    batch goes ``validating`` -> ``in_progress`` -> ``finalizing`` -> ``completed`` (or
-    ``failed`` when its file does not validate, ``expired`` past its window, ``cancelled``).
-    Results are two JSONL files matched by ``custom_id``: the output file holds the
-    requests answered with ``response.status_code`` 200, the error file holds those that failed: an HTTP error
-    in ``response`` or, for requests never
-    run, ``error.code`` ``batch_expired`` / ``batch_cancelled``.
-    Input limits: ``max_requests`` lines and ``max_bytes`` bytes per file (50,000 and 200 MB
-    on the real API); an over-limit or malformed file fails validation.
-
-Anthropic
-    ``POST /v1/messages/batches`` (``requests`` of ``custom_id`` + ``params``),
-    ``GET /v1/messages/batches/{id}``, ``GET /v1/messages/batches`` (newest first,
-    ``limit``/``after_id``/``before_id``), ``GET /v1/messages/batches/{id}/results`` (JSONL of
-    ``{"custom_id", "result": {"type": "succeeded"|"errored"|"expired"|"canceled", ...}}``),
-    ``POST /v1/messages/batches/{id}/cancel``. ``processing_status`` goes ``in_progress`` ->
-    ``ended`` (``canceling`` on cancel), with ``request_counts`` of processing, succeeded,
-    errored, canceled and expired. Over 100,000 requests or 256 MB is refused with HTTP 400.
-
-Requests in a batch are answered by the same handlers as live calls (same replies, usage
-and prompt-cache emulation), one every ``latency`` seconds, batches running concurrently.
-Failure injection: ``fail(provider, custom_id, body)`` returning an HTTP status errors that
-request; ``expire_after`` seconds ends a batch with its unprocessed requests expired.
-Every created batch is logged in :attr:`BatchEmulator.created` (provider, id and custom ids),
-which is how tests check that no request was ever submitted twice.
+Batched requests are answered like live calls, one every ``latency`` seconds, batches running
+concurrently. ``fail(provider, custom_id, body)`` returning an HTTP status fails that request;
+``expire_after`` seconds ends a batch with its unprocessed requests expired. Every created batch is
+logged in :attr:`BatchEmulator.created`, which is how tests check that no request was submitted twice.
 """
 
 from __future__ import annotations
@@ -52,11 +34,7 @@ FailHook = Callable[[str, str, dict[str, Any]], int | None]
 
 OPENAI_TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-
-
-def _iso(t: float) -> str:
-    return dt.datetime.fromtimestamp(t, tz=dt.UTC).isoformat().replace("+00:00", "Z")
-
+_STAMPS = ("in_progress", "finalizing", "completed", "failed", "expired", "cancelling", "cancelled")
 
 ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error",
@@ -71,30 +49,29 @@ ANTHROPIC_ERROR_TYPES = {
 """The ``error.type`` Anthropic's API reference gives for each HTTP status."""
 
 
-def _anthropic_error_type(status: int) -> str:
-    return ANTHROPIC_ERROR_TYPES.get(status, "invalid_request_error" if status < 500 else "api_error")
+def _iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, tz=dt.UTC).isoformat().replace("+00:00", "Z")
 
 
-def _error(status: int, message: str, *, anthropic: bool = False) -> Reply:
-    if anthropic:
-        return (
-            status,
-            {"type": "error", "error": {"type": _anthropic_error_type(status), "message": message}},
-            {},
-        )
-    return status, {"error": {"message": message, "type": "invalid_request_error", "code": None}}, {}
+def _new_id(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:24]}"
 
 
 def _error_body(status: int, message: str, anthropic: bool) -> dict[str, Any]:
     if anthropic:
-        return {"type": "error", "error": {"type": _anthropic_error_type(status), "message": message}}
-    return {
-        "error": {
-            "message": message,
-            "type": "server_error" if status >= 500 else "invalid_request_error",
-            "code": None,
-        }
-    }
+        kind = ANTHROPIC_ERROR_TYPES.get(status, "invalid_request_error" if status < 500 else "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    kind = "server_error" if status >= 500 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "code": None}}
+
+
+def _error(status: int, message: str, *, anthropic: bool = False) -> Reply:
+    return status, _error_body(status, message, anthropic), {}
+
+
+def _line_error(code: str, line: int | None, param: str | None, message: str) -> dict[str, Any]:
+    """One entry of an OpenAI batch's ``errors``: why its input file failed validation."""
+    return {"code": code, "line": line, "param": param, "message": message}
 
 
 @dataclass
@@ -150,37 +127,28 @@ class StubBatch:
         return len(self.requests) - self.succeeded - self.errored - self.expired - self.canceled
 
 
+@dataclass(eq=False)
 class BatchEmulator:
     """Files and batches of the stub server (see the module docstring).
 
     ``answer(provider, body)`` produces one live-call answer (the chat.completion or message
-    JSON); ``latency`` is the time to process one batched request.
+    JSON); ``latency`` is the time to process one batched request; ``max_requests`` and
+    ``max_bytes`` (by provider) override the published size limits.
     """
 
-    def __init__(
-        self,
-        answer: Answer,
-        *,
-        latency: float = 0.0,
-        validation_delay: float = 0.0,
-        create_delay: float = 0.0,
-        expire_after: float | None = None,
-        fail: FailHook | None = None,
-        openai_max_requests: int = 50_000,
-        openai_max_bytes: int = 200 * 1024 * 1024,
-        anthropic_max_requests: int = 100_000,
-        anthropic_max_bytes: int = 256 * 1024 * 1024,
-    ) -> None:
-        self.answer = answer
-        self.latency = latency
-        self.validation_delay = validation_delay
-        self.create_delay = create_delay
-        self.expire_after = expire_after
-        self.fail = fail
-        self.openai_max_requests = openai_max_requests
-        self.openai_max_bytes = openai_max_bytes
-        self.anthropic_max_requests = anthropic_max_requests
-        self.anthropic_max_bytes = anthropic_max_bytes
+    answer: Answer
+    latency: float = 0.0
+    validation_delay: float = 0.0
+    create_delay: float = 0.0
+    expire_after: float | None = None
+    fail: FailHook | None = None
+    max_requests: dict[str, int] = field(default_factory=dict)
+    max_bytes: dict[str, int] = field(default_factory=dict)
+    url_root: str = ""
+
+    def __post_init__(self) -> None:
+        self.max_requests = {"openai": 50_000, "anthropic": 100_000} | self.max_requests
+        self.max_bytes = {"openai": 200 * 1024 * 1024, "anthropic": 256 * 1024 * 1024} | self.max_bytes
         self._lock = threading.Lock()
         self.files: dict[str, StubFile] = {}
         self.batches: dict[str, StubBatch] = {}
@@ -207,9 +175,7 @@ class BatchEmulator:
         """The current status (OpenAI) or processing_status (Anthropic) of a batch; None if unknown."""
         with self._lock:
             b = self.batches.get(batch_id)
-            if b is None:
-                return None
-            return b.status
+            return None if b is None else b.status
 
     # ------------------------------------------------------------------ routing
 
@@ -247,35 +213,28 @@ class BatchEmulator:
             if purpose != "batch":
                 return _error(400, f"this stub accepts purpose 'batch' only; got {purpose!r}")
             filename, content = fields["file"]
-            f = StubFile(
-                id=f"file-{uuid.uuid4().hex[:24]}",
-                filename=filename or "upload.jsonl",
-                purpose=purpose,
-                content=content,
-                created_at=int(time.time()),
-            )
+            f = StubFile(_new_id("file-"), filename or "upload.jsonl", purpose, content, int(time.time()))
             with self._lock:
                 self.files[f.id] = f
             return 200, f.describe(), {}
         with self._lock:
-            f2 = self.files.get(file_id)
-        if f2 is None:
+            found = self.files.get(file_id)
+        if found is None:
             return _error(404, f"No such File object: {file_id}")
         if sub == "content":
             with self._lock:
                 self._downloads.append(file_id)
-            return 200, f2.content, {"Content-Type": "application/octet-stream"}
+            return 200, found.content, {"Content-Type": "application/octet-stream"}
         if method == "DELETE":
             with self._lock:
                 self.files.pop(file_id, None)
             return 200, {"id": file_id, "object": "file", "deleted": True}, {}
-        return 200, f2.describe(), {}
+        return 200, found.describe(), {}
 
     # ------------------------------------------------------------------ OpenAI batches
 
     def _openai_view(self, b: StubBatch) -> dict[str, Any]:
-        failed = b.errored + b.expired + b.canceled
-        view: dict[str, Any] = {
+        return {
             "id": b.id,
             "object": "batch",
             "endpoint": b.endpoint,
@@ -291,20 +250,9 @@ class BatchEmulator:
             "request_counts": {
                 "total": len(b.requests) if b.status != "failed" else 0,
                 "completed": b.succeeded,
-                "failed": failed,
+                "failed": b.errored + b.expired + b.canceled,
             },
-        }
-        for stamp in (
-            "in_progress",
-            "finalizing",
-            "completed",
-            "failed",
-            "expired",
-            "cancelling",
-            "cancelled",
-        ):
-            view[f"{stamp}_at"] = int(b.stamps[stamp]) if stamp in b.stamps else None
-        return view
+        } | {f"{stamp}_at": int(b.stamps[stamp]) if stamp in b.stamps else None for stamp in _STAMPS}
 
     async def _openai_batches(
         self, method: str, batch_id: str | None, sub: str | None, query: dict[str, str], body: Any
@@ -322,112 +270,71 @@ class BatchEmulator:
             if body.get("completion_window") != "24h":
                 return _error(400, f"completion_window must be '24h'; got {body.get('completion_window')!r}")
             endpoint = str(body.get("endpoint") or "")
-            metadata = body.get("metadata")
             b = StubBatch(
-                provider="openai",
-                id=f"batch_{uuid.uuid4().hex[:24]}",
-                requests=[],
-                created_at=time.time(),
-                metadata=metadata,
+                "openai",
+                _new_id("batch_"),
+                [],
+                time.time(),
+                metadata=body.get("metadata"),
                 input_file_id=f.id,
                 endpoint=endpoint,
             )
             b.requests, b.errors = self._parse_openai_input(f.content, endpoint)
-            self._register(b)
-            await asyncio.sleep(self.create_delay)
-            with self._lock:
-                return 200, self._openai_view(b), {}
+            return await self._created_reply(b, self._openai_view)
         with self._lock:
-            b2 = self.batches.get(batch_id)
-        if b2 is None or b2.provider != "openai":
+            found = self.batches.get(batch_id)
+        if found is None or found.provider != "openai":
             return _error(404, f"No batch found with id '{batch_id}'")
-        if sub == "cancel":
-            with self._lock:
-                if b2.status not in OPENAI_TERMINAL:
-                    b2.cancel_requested = time.time()
-                    b2.status = "cancelling"
-                    b2.stamps["cancelling"] = time.time()
         with self._lock:
-            return 200, self._openai_view(b2), {}
+            if sub == "cancel" and found.status not in OPENAI_TERMINAL:
+                found.cancel_requested = time.time()
+                found.status = "cancelling"
+                found.stamps["cancelling"] = time.time()
+            return 200, self._openai_view(found), {}
 
     def _parse_openai_input(
         self, content: bytes, endpoint: str
     ) -> tuple[list[tuple[str, dict[str, Any]]], list[dict[str, Any]]]:
+        """The requests of an OpenAI batch input file, and why it fails validation (none: it passes)."""
+        limit, most = self.max_bytes["openai"], self.max_requests["openai"]
+        if len(content) > limit:
+            message = f"input file has {len(content)} bytes; the limit is {limit}"
+            return [], [_line_error("file_too_large", None, None, message)]
         errors: list[dict[str, Any]] = []
         requests: list[tuple[str, dict[str, Any]]] = []
-        if len(content) > self.openai_max_bytes:
-            return [], [
-                {
-                    "code": "file_too_large",
-                    "line": None,
-                    "param": None,
-                    "message": f"input file has {len(content)} bytes; the limit is {self.openai_max_bytes}",
-                }
-            ]
         seen: set[str] = set()
         for n, line in enumerate(content.decode("utf-8", "replace").splitlines(), start=1):
             try:
                 obj = json.loads(line)
                 cid, url, req = str(obj["custom_id"]), obj["url"], obj["body"]
             except (json.JSONDecodeError, KeyError, TypeError):
-                errors.append(
-                    {
-                        "code": "invalid_json_line",
-                        "line": n,
-                        "param": None,
-                        "message": "expected a JSON object with custom_id, method, url and body",
-                    }
-                )
+                message = "expected a JSON object with custom_id, method, url and body"
+                errors.append(_line_error("invalid_json_line", n, None, message))
                 continue
             if url != endpoint or obj.get("method") != "POST":
-                errors.append(
-                    {
-                        "code": "mismatched_endpoint",
-                        "line": n,
-                        "param": "url",
-                        "message": f"line url {url!r} does not match the batch endpoint {endpoint!r}",
-                    }
-                )
+                message = f"line url {url!r} does not match the batch endpoint {endpoint!r}"
+                errors.append(_line_error("mismatched_endpoint", n, "url", message))
             if cid in seen:
-                errors.append(
-                    {
-                        "code": "duplicate_custom_id",
-                        "line": n,
-                        "param": "custom_id",
-                        "message": f"custom_id {cid!r} appears more than once",
-                    }
-                )
+                message = f"custom_id {cid!r} appears more than once"
+                errors.append(_line_error("duplicate_custom_id", n, "custom_id", message))
             seen.add(cid)
             requests.append((cid, req))
-        if len(requests) > self.openai_max_requests:
-            errors.append(
-                {
-                    "code": "too_many_requests",
-                    "line": None,
-                    "param": None,
-                    "message": f"{len(requests)} requests; the limit is {self.openai_max_requests}",
-                }
-            )
+        if len(requests) > most:
+            message = f"{len(requests)} requests; the limit is {most}"
+            errors.append(_line_error("too_many_requests", None, None, message))
         if not requests and not errors:
-            errors.append(
-                {"code": "empty_file", "line": None, "param": None, "message": "the input file is empty"}
-            )
+            errors.append(_line_error("empty_file", None, None, "the input file is empty"))
         return requests, errors
 
     # ------------------------------------------------------------------ Anthropic batches
 
     def _anthropic_view(self, b: StubBatch) -> dict[str, Any]:
+        counts = ("processing", "succeeded", "errored", "canceled", "expired")
         return {
             "id": b.id,
             "type": "message_batch",
             "processing_status": b.status,
-            "request_counts": {
-                "processing": b.processing,
-                "succeeded": b.succeeded,
-                "errored": b.errored,
-                "canceled": b.canceled,
-                "expired": b.expired,
-            },
+            "request_counts": {count: getattr(b, count) for count in counts},
             "ended_at": _iso(b.ended_at) if b.ended_at else None,
             "created_at": _iso(b.created_at),
             "expires_at": _iso(b.created_at + 86400),
@@ -437,8 +344,6 @@ class BatchEmulator:
                 f"{self.url_root}/v1/messages/batches/{b.id}/results" if b.status == "ended" else None
             ),
         }
-
-    url_root = ""
 
     async def _anthropic(
         self, method: str, batch_id: str | None, sub: str | None, query: dict[str, str], body: Any
@@ -452,60 +357,44 @@ class BatchEmulator:
                 )
             reqs = body["requests"]
             size = len(json.dumps(body))
-            if not reqs or len(reqs) > self.anthropic_max_requests or size > self.anthropic_max_bytes:
-                return _error(
-                    400,
-                    f"a batch holds 1 to {self.anthropic_max_requests} requests and at most "
-                    f"{self.anthropic_max_bytes} bytes; got {len(reqs)} requests, "
-                    f"{size} bytes",
-                    anthropic=True,
-                )
+            most, limit = self.max_requests["anthropic"], self.max_bytes["anthropic"]
+            if not reqs or len(reqs) > most or size > limit:
+                message = f"a batch holds 1 to {most} requests and at most {limit} bytes; got {len(reqs)} "
+                message += f"requests, {size} bytes"
+                return _error(400, message, anthropic=True)
             seen: set[str] = set()
             parsed: list[tuple[str, dict[str, Any]]] = []
             for r in reqs:
                 cid = str(r.get("custom_id", "")) if isinstance(r, dict) else ""
                 if not ANTHROPIC_ID.match(cid) or cid in seen or not isinstance(r.get("params"), dict):
-                    return _error(
-                        400,
-                        f"requests need unique custom_id matching ^[a-zA-Z0-9_-]{{1,64}}$ and "
-                        f"params; got custom_id {cid!r}",
-                        anthropic=True,
+                    message = (
+                        "requests need unique custom_id matching ^[a-zA-Z0-9_-]{1,64}$ and params; got "
+                        f"custom_id {cid!r}"
                     )
+                    return _error(400, message, anthropic=True)
                 seen.add(cid)
                 parsed.append((cid, r["params"]))
-            b = StubBatch(
-                provider="anthropic",
-                id=f"msgbatch_{uuid.uuid4().hex[:24]}",
-                requests=parsed,
-                created_at=time.time(),
-                status="in_progress",
-            )
-            self._register(b)
-            await asyncio.sleep(self.create_delay)
-            with self._lock:
-                return 200, self._anthropic_view(b), {}
+            b = StubBatch("anthropic", _new_id("msgbatch_"), parsed, time.time(), status="in_progress")
+            return await self._created_reply(b, self._anthropic_view)
         with self._lock:
-            b2 = self.batches.get(batch_id)
-        if b2 is None or b2.provider != "anthropic":
+            found = self.batches.get(batch_id)
+        if found is None or found.provider != "anthropic":
             return _error(404, f"no message batch {batch_id!r}", anthropic=True)
-        if sub == "results":
-            with self._lock:
-                if b2.status != "ended":
+        with self._lock:
+            if sub == "results":
+                if found.status != "ended":
                     return _error(400, f"batch {batch_id} has not ended", anthropic=True)
                 self._downloads.append(batch_id)
                 lines = [
-                    json.dumps({"custom_id": cid, "result": b2.results[cid]})
-                    for cid, _ in b2.requests
-                    if cid in b2.results
+                    json.dumps({"custom_id": cid, "result": found.results[cid]})
+                    for cid, _ in found.requests
+                    if cid in found.results
                 ]
-            return 200, ("\n".join(lines) + "\n").encode(), {"Content-Type": "application/binary"}
-        if sub == "cancel":
-            with self._lock:
-                if b2.status == "in_progress":
-                    b2.status = "canceling"
-                    b2.cancel_requested = time.time()
-        with self._lock:
-            return 200, self._anthropic_view(b2), {}
+                return 200, ("\n".join(lines) + "\n").encode(), {"Content-Type": "application/binary"}
+            if sub == "cancel" and found.status == "in_progress":
+                found.status = "canceling"
+                found.cancel_requested = time.time()
+            return 200, self._anthropic_view(found), {}
 
     # ------------------------------------------------------------------ shared
 
@@ -537,7 +426,8 @@ class BatchEmulator:
             out["object"] = "list"
         return out
 
-    def _register(self, b: StubBatch) -> None:
+    async def _created_reply(self, b: StubBatch, view: Callable[[StubBatch], dict[str, Any]]) -> Reply:
+        """Register a new batch, start processing it, and answer its create call after ``create_delay``."""
         with self._lock:
             self.batches[b.id] = b
             self._order.append(b.id)
@@ -547,26 +437,26 @@ class BatchEmulator:
         task = asyncio.get_running_loop().create_task(self._process(b))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        await asyncio.sleep(self.create_delay)
+        with self._lock:
+            return 200, view(b), {}
 
     async def _process(self, b: StubBatch) -> None:
         anthropic = b.provider == "anthropic"
         if not anthropic:
             await asyncio.sleep(self.validation_delay)
             with self._lock:
+                b.status = "failed" if b.errors else "in_progress"
+                b.stamps[b.status] = time.time()
                 if b.errors:
-                    b.status = "failed"
-                    b.stamps["failed"] = time.time()
                     return
-                b.status = "in_progress"
-                b.stamps["in_progress"] = time.time()
         for cid, body in b.requests:
             if self.latency:
                 await asyncio.sleep(self.latency)
             now = time.time()
             with self._lock:
-                if b.cancel_requested is not None:
-                    break
-                if self.expire_after is not None and now - b.created_at > self.expire_after:
+                expired = self.expire_after is not None and now - b.created_at > self.expire_after
+                if b.cancel_requested is not None or expired:
                     break
             status = self.fail(b.provider, cid, body) if self.fail is not None else None
             if status is None:
@@ -579,18 +469,12 @@ class BatchEmulator:
             with self._lock:
                 if status is None:
                     b.succeeded += 1
-                    b.results[cid] = (
-                        {"type": "succeeded", "message": answer}
-                        if anthropic
-                        else {"status_code": 200, "body": answer}
-                    )
+                    ok = {"type": "succeeded", "message": answer}
+                    b.results[cid] = ok if anthropic else {"status_code": 200, "body": answer}
                 else:
                     b.errored += 1
-                    b.results[cid] = (
-                        {"type": "errored", "error": answer}
-                        if anthropic
-                        else {"status_code": status, "body": answer}
-                    )
+                    failed = {"type": "errored", "error": answer}
+                    b.results[cid] = failed if anthropic else {"status_code": status, "body": answer}
         with self._lock:
             cancelled = b.cancel_requested is not None
             for cid, _ in b.requests:
@@ -606,58 +490,39 @@ class BatchEmulator:
             if anthropic:
                 b.status = "ended"
                 b.ended_at = now
-                return
-            b.status = "finalizing"
-            b.stamps["finalizing"] = now
-            out_lines: list[str] = []
-            err_lines: list[str] = []
-            for cid, _ in b.requests:
-                r = b.results[cid]
-                rid = f"batch_req_{uuid.uuid4().hex[:16]}"
-                if "error_code" in r:
-                    msg = (
-                        "This request could not be executed before the completion window expired."
-                        if r["error_code"] == "batch_expired"
-                        else "This request was cancelled."
-                    )
-                    err_lines.append(
-                        json.dumps(
-                            {
-                                "id": rid,
-                                "custom_id": cid,
-                                "response": None,
-                                "error": {"code": r["error_code"], "message": msg},
-                            }
-                        )
-                    )
-                else:
-                    line = json.dumps(
-                        {
-                            "id": rid,
-                            "custom_id": cid,
-                            "response": {
-                                "status_code": r["status_code"],
-                                "request_id": rid,
-                                "body": r["body"],
-                            },
-                            "error": None,
-                        }
-                    )
-                    (out_lines if r["status_code"] == 200 else err_lines).append(line)
-            for lines, attr in ((out_lines, "output_file_id"), (err_lines, "error_file_id")):
-                if lines:
-                    f = StubFile(
-                        id=f"file-{uuid.uuid4().hex[:24]}",
-                        filename=f"{b.id}_{attr}.jsonl",
-                        purpose="batch_output",
-                        content=("\n".join(lines) + "\n").encode(),
-                        created_at=int(now),
-                    )
-                    self.files[f.id] = f
-                    setattr(b, attr, f.id)
-            final = "cancelled" if cancelled else "expired" if b.expired else "completed"
-            b.status = final
-            b.stamps[final] = now
+            else:
+                self._finish_openai(b, now, cancelled)
+
+    def _finish_openai(self, b: StubBatch, now: float, cancelled: bool) -> None:
+        """Write an OpenAI batch's output and error files and end it (call with the lock held)."""
+        b.status = "finalizing"
+        b.stamps["finalizing"] = now
+        out_lines: list[str] = []
+        err_lines: list[str] = []
+        for cid, _ in b.requests:
+            r = b.results[cid]
+            rid = f"batch_req_{uuid.uuid4().hex[:16]}"
+            if "error_code" in r:
+                msg = (
+                    "This request could not be executed before the completion window expired."
+                    if r["error_code"] == "batch_expired"
+                    else "This request was cancelled."
+                )
+                error = {"code": r["error_code"], "message": msg}
+                err_lines.append(json.dumps({"id": rid, "custom_id": cid, "response": None, "error": error}))
+            else:
+                response = {"status_code": r["status_code"], "request_id": rid, "body": r["body"]}
+                line = json.dumps({"id": rid, "custom_id": cid, "response": response, "error": None})
+                (out_lines if r["status_code"] == 200 else err_lines).append(line)
+        for lines, attr in ((out_lines, "output_file_id"), (err_lines, "error_file_id")):
+            if lines:
+                content = ("\n".join(lines) + "\n").encode()
+                f = StubFile(_new_id("file-"), f"{b.id}_{attr}.jsonl", "batch_output", content, int(now))
+                self.files[f.id] = f
+                setattr(b, attr, f.id)
+        final = "cancelled" if cancelled else "expired" if b.expired else "completed"
+        b.status = final
+        b.stamps[final] = now
 
 
 def parse_multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, bytes]]:

@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from mitigate.cli import app
 from mitigate.cli._commands import COMMANDS
-from mitigate.cli.options._names import fill_registered_names, registered_names
+from mitigate.cli.options._declare import fill_registered_names, registered_names
 from mitigate.registry import KIND_PACKAGES, registered
 from mitigate.testing import StubOpenAIServer
 

@@ -41,7 +41,7 @@ from mitigate.lm._registry import Backend
 from mitigate.prompt import JudgePrompt
 from mitigate.strategies import parse_pipeline
 from mitigate.testing import example_judge, example_train, registered_examples
-from mitigate.testing._checks import example_pairwise_judge, example_pairwise_train, fitting_lm
+from mitigate.testing._examples import example_pairwise_judge, example_pairwise_train, fitting_lm
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "mitigate" / "cli"

@@ -17,7 +17,7 @@ from mitigate.prompt import JudgePrompt
 from mitigate.registry import run_coroutine
 from mitigate.strategies import DistributionJudge, PairwiseDistribution, Sampling
 from mitigate.strategies._pairwise_distribution import pool_orders
-from mitigate.testing._checks import PAIRWISE
+from mitigate.testing._examples import PAIRWISE
 
 
 def _tokens(*parts: str | tuple[str, dict[str, float]]) -> tuple[TokenLogprob, ...]:
@@ -152,7 +152,7 @@ def test_logprobs_cannot_be_read_from_relation_verdicts_and_a_score_prompt_is_re
     with pytest.raises(ConfigError, match="relations"):
         PairwiseDistribution(source="logprobs").wrap(PromptJudge(arena, FakeLM(["x"], logprobs=True)))
     assert isinstance(PairwiseDistribution().wrap(PromptJudge(arena, FakeLM(["x"]))), DistributionJudge)
-    from mitigate.testing._checks import GUIDED
+    from mitigate.testing._examples import GUIDED
 
     with pytest.raises(ConfigError, match="pairwise judge"):
         PairwiseDistribution().wrap(PromptJudge(JudgePrompt.from_template(GUIDED), FakeLM(["x"])))

@@ -26,7 +26,7 @@ from mitigate.prompt import JudgePrompt
 from mitigate.registry import lookup
 from mitigate.scale import Scale
 from mitigate.strategies import DawidSkene, MinorityVeto, PanelJudge
-from mitigate.testing._checks import GUIDED, PAIRWISE
+from mitigate.testing._examples import GUIDED, PAIRWISE
 
 
 def _simulate(acc: dict[str, float], n: int, seed: int = 0) -> tuple[list[str], list[list[str | None]]]:

@@ -1,13 +1,10 @@
 """The judge's LM: ``--backend``, how its server is reached and bounded, and ``--batch``.
 
 Which option applies to which backend is read from the backend registry
-(:class:`mitigate.lm._registry.Backend`: ``network``, ``options``, ``batch``), so a plugin's backend
-is checked as the built-in ones are: ``--base-url`` and ``--timeout`` apply to network backends,
-``--transport`` and ``--guided`` to those that take them, ``--batch`` to those whose provider has a
-batch API.
+(:class:`mitigate.lm._registry.Backend`: ``network``, ``options``, ``batch``), so a plugin's backend is
+checked as the built-in ones are: ``--base-url`` and ``--timeout`` apply to network backends, ``--transport``
+and ``--guided`` to those that take them, ``--batch`` to those whose provider has a batch API.
 """
-
-# no ``from __future__ import annotations``: the field annotations are read by Typer and must be real objects
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +28,7 @@ Transport = Literal["auto", "direct", "sdk", "aiohttp", "httpx"]
 ServerGuided = Literal["vllm", "vllm-legacy", "sglang", "llamacpp"]
 """The guided decoding of an OpenAI-compatible server: they need ``--base-url``."""
 Guided = Literal["openai", ServerGuided]
-"""``--guided``: how an openai: backend sends an answer constraint
-(:data:`mitigate.lm._openai.GuidedServer`)."""
+"""``--guided``: how an openai: backend sends an answer constraint (``mitigate.lm._openai.GuidedServer``)."""
 
 BACKEND = option(
     "backend",
@@ -83,16 +79,14 @@ PATIENCE = option(
 )
 TRANSPORT = option(
     "transport",
-    help="HTTP client of an openai: backend: auto (direct when aiohttp is installed), "
-    "direct (plain aiohttp, the least CPU per call), sdk (the openai SDK), or the SDK over "
-    "aiohttp or httpx",
+    help="HTTP client of an openai: backend: auto (direct when aiohttp is installed), direct (plain "
+    "aiohttp, the least CPU per call), sdk (the openai SDK), or the SDK over aiohttp or httpx",
 )
 GUIDED = option(
     "guided",
-    help="how an openai: backend sends an answer constraint (--constrain): openai "
-    "(response_format JSON schema), or the guided decoding of the OpenAI-compatible server at "
-    "--base-url: vllm (structured_outputs), vllm-legacy (guided_regex), sglang (regex) or "
-    "llamacpp (grammar)",
+    help="how an openai: backend sends an answer constraint (--constrain): openai (response_format JSON "
+    "schema), or the guided decoding of the OpenAI-compatible server at --base-url: vllm "
+    "(structured_outputs), vllm-legacy (guided_regex), sglang (regex) or llamacpp (grammar)",
 )
 BATCH_HELP = (
     "send the LM calls through the provider's batch API (openai: or anthropic:, half the price, "
@@ -111,9 +105,8 @@ BaseUrl = Annotated[list[str] | None, BASE_URL]
 
 
 def base_urls_given(values: list[str] | str | None) -> list[str]:
-    """The ``--base-url`` values that count: those after the last empty one (an empty value drops the ones
-    before it, as a later single value replaced an earlier one); one string (options built in Python) is one
-    value."""
+    """The ``--base-url`` values that count: those after the last empty one (which drops the ones before it);
+    one string (options built in Python) is one value."""
     out: list[str] = []
     for value in [values] if isinstance(values, str) else values or ():
         out = [] if value == "" else [*out, value]
@@ -134,9 +127,7 @@ def backend_kind(spec: str) -> str:
 def registered_backend(spec: str) -> Any:
     """The registry's :class:`~mitigate.lm._registry.Backend` of the spec's kind; None for a kind not
     registered (refused with the accepted forms when the backend is built)."""
-    from mitigate.registry import (
-        registered,  # here: loading a command registers its options without the registry
-    )
+    from mitigate.registry import registered  # here: a command's options are declared without the registry
 
     return registered("backend").get(backend_kind(spec))
 
@@ -147,23 +138,7 @@ def _backends(has: str) -> list[tuple[str, Any]]:
     return [(name, b) for name, b in registered("backend").items() if getattr(b, has)]
 
 
-class BackendChoices(Protocol):
-    """The options :func:`check_backend` checks against the backend they go with."""
-
-    @property
-    def base_url(self) -> list[str] | None: ...
-
-    @property
-    def timeout(self) -> float | None: ...
-
-    @property
-    def transport(self) -> str | None: ...
-
-    @property
-    def guided(self) -> str | None: ...
-
-
-def check_backend(o: BackendChoices, backend: str) -> None:
+def check_backend(o: "ServerOptions", backend: str) -> None:
     """The options that apply to some backends only, against ``backend`` (what the registry says it takes)."""
     found = registered_backend(backend)
     for flag, value in (("--base-url", base_urls_given(o.base_url)), ("--timeout", o.timeout)):
@@ -199,8 +174,8 @@ def check_batch(
 ) -> None:
     """--batch and --batch-retries against the backend and the run folder they need.
 
-    ``folder_option`` names the option that gives the batch record its folder when the
-    command may run without one (judge's ``--run-dir``); None when the folder is always there.
+    ``folder_option`` names the option that gives the batch record its folder when the command may run without
+    one (judge's ``--run-dir``); None when the folder is always there.
     """
     if not batch:
         if retries:
@@ -240,8 +215,7 @@ class ServerOptions(CommandOptions):
     guided: Annotated[Guided | None, GUIDED] = None
 
     def check_group(self) -> None:
-        """More samples per item (``--samples``, where the command has it) than one request may ask for are
-        refused."""
+        """More ``--samples`` per item (where the command has it) than one request may ask for are refused."""
         samples = getattr(self, "samples", 1)
         if samples > self.max_samples:
             raise ConfigError(
@@ -251,8 +225,7 @@ class ServerOptions(CommandOptions):
 
 @dataclass(frozen=True)
 class BackendOptions(ServerOptions):
-    """The judge's one backend (``--backend``) and its server options, checked against what the backend
-    takes."""
+    """The judge's one backend (``--backend``) and its server options, checked against what it takes."""
 
     backend: Backend = DEFAULT_BACKEND
 
@@ -270,7 +243,7 @@ class BackendOptions(ServerOptions):
 
 @dataclass(frozen=True)
 class BatchOptions(CommandOptions):
-    """``--batch``: the LM calls through the provider's batch API (checked by the command: it knows the
+    """``--batch``: the LM calls through the provider's batch API (checked by the command, which knows the
     folder)."""
 
     batch: Annotated[bool, BATCH] = False
@@ -278,99 +251,48 @@ class BatchOptions(CommandOptions):
 
 
 class LMRunOptions(Protocol):
-    """What every command that calls a judge LM has: the fields ``build_judge`` and ``build_backend`` read.
-
-    Read-only (the options are frozen), so each is a property here; a command's options may narrow a type
-    (``constrain`` a Literal where this says ``str``).
-    """
-
-    @property
-    def COMMAND(self) -> str: ...
+    """What every command that calls a judge LM has: the fields ``build_judge`` and ``build_backend`` read
+    (read-only: a command's options may narrow a type, ``constrain`` a Literal where this says ``str``)."""
 
     @property
     def benchmark(self) -> str: ...
-
-    @property
-    def criterion(self) -> str | None: ...
-
-    @property
-    def limit(self) -> int: ...
-
     @property
     def backend(self) -> str: ...
-
     @property
     def base_url(self) -> list[str] | None: ...
-
     @property
     def timeout(self) -> float | None: ...
-
     @property
     def deadline(self) -> float: ...
-
     @property
     def max_response_bytes(self) -> int: ...
-
     @property
     def max_prompt_chars(self) -> int: ...
-
     @property
     def max_samples(self) -> int: ...
-
     @property
     def patience(self) -> float: ...
-
     @property
     def prompt(self) -> Path | None: ...
-
     @property
     def temperature(self) -> float: ...
-
     @property
     def scoring(self) -> str: ...
-
     @property
     def constrain(self) -> str: ...
-
     @property
     def max_tokens(self) -> int: ...
-
-    @property
-    def concurrency(self) -> int: ...
-
-    @property
-    def cache(self) -> bool: ...
-
-    @property
-    def progress(self) -> bool: ...
-
     @property
     def transport(self) -> str | None: ...
-
     @property
     def guided(self) -> str | None: ...
-
     @property
-    def samples_per_item(self) -> int:
-        """Samples per item of the judge (1 where the command has no --samples)."""
-        ...
-
+    def samples_per_item(self) -> int: ...  # 1 where the command has no --samples
     @property
-    def reducer_name(self) -> str:
-        """How samples reduce to one score ("mean" where the command has no --reducer)."""
-        ...
-
+    def reducer_name(self) -> str: ...  # "mean" where the command has no --reducer
     @property
-    def system_file(self) -> Path | None:
-        """The system message template file (None where the command has no --system)."""
-        ...
-
+    def system_file(self) -> Path | None: ...  # None where the command has no --system
     @property
-    def scale_range(self) -> tuple[float, float] | None:
-        """The answer scale (None: the prompt's own, and where the command has no --scale)."""
-        ...
-
+    def scale_range(self) -> tuple[float, float] | None: ...  # None: the prompt's own
     @property
-    def lm_cache(self) -> bool:
-        """Whether the judge LM caches its calls on disk."""
-        ...
+    def lm_cache(self) -> bool: ...  # whether the judge LM caches its calls on disk

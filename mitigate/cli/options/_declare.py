@@ -1,27 +1,20 @@
 """How a command-line option is declared once and used by every command that has it.
 
-An option is declared once, by :func:`option` (or :func:`argument`): its flags, its help text and
-the values it accepts. The declaration sits in the module of the group it belongs to (the task, the
-judge's backend, the template overrides, the run, the results: the other modules of this package),
-or, for an option only one command has, beside that command's options class. A field of an options
-class uses it in its annotation and gives the type and default the command holds::
+An option is declared once, by :func:`option` (or :func:`argument`): its flags, its help text and the
+values it accepts, in the module of the group it belongs to or, for an option only one command has,
+beside that command's options class. A field of an options class uses it in its annotation and gives
+the type and default the command holds::
 
     Limit = Annotated[int, option("limit", "--limit", "-n", help="...", accepts=(Interval(int, 0, None),))]
 
     limit: Limit = 0                                                         # a group's field
     limit: Annotated[Limit, Override(help="probe the first N items ...")] = 20  # one command's wording
 
-What a command shows differently is an :class:`Override` of the declaration (its help text, its
-short flag), never a second declaration: :data:`DECLARED` records every declaration by its flag,
-and tests/cli/test_cli_options_declared.py fails when a flag is declared twice.
-
-:func:`parameters` reads an options class into its :class:`Param` values, in the order ``--help``
-lists them (the class's own fields, then its groups' in the order it names them); the command
-group builds the command's parameters from them (:func:`mitigate.cli._app.command`), and
-:class:`CommandOptions` checks each value against what its declaration accepts when the options
-are built. A choice is typed as a ``Literal`` (``Scoring = Literal["auto", "parse", "expected"]``):
-its values are what the option accepts, and the command line reads it as text, so a refused value
-gets the same one-line error as any other.
+A command rewords an option with an :class:`Override`, never a second declaration (:data:`DECLARED`;
+tests/cli/test_cli_options_declared.py fails on a flag declared twice). :func:`parameters` reads an options
+class into its :class:`Param` values in the order ``--help`` lists them, and :class:`CommandOptions` checks
+each value when the options are built. A choice is typed as a ``Literal``: its values are what the option
+accepts, read as text, so a refused value gets the same one-line error as any other.
 """
 
 from __future__ import annotations
@@ -29,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import re
 import sys
 import types
 from collections.abc import Iterable
@@ -38,19 +32,16 @@ from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origi
 from mitigate.constraints import ConstraintLike, Options, check_param
 
 DECLARED: dict[str, list[Opt]] = {}
-"""Each flag (``--limit``) -> its declarations, in import order: one each. (Arguments are positional, named
-per command: two commands' NAME are not one thing.)"""
+"""Each flag (``--limit``) -> its declarations, in import order: one each (arguments are per command)."""
 
 
 @dataclass(frozen=True)
 class Opt:
     """One command-line option (or argument), declared once: its flags, help text and accepted values.
 
-    ``name`` is the field name every options class holds it under (and the key of a config file); ``flags``
-    the flags given to the command line, the long one among them (none: ``--name``, and ``--name/--no-name``
-    for a boolean); ``accepts`` the forms a value may take (each element of a list value is checked), refused
-    in one line naming the flag; a ``Literal`` field's values are accepted without being listed here.
-    ``settings`` go to ``typer.Option`` as they are (``is_eager``, ``callback`` ...).
+    ``name`` is the field name every options class holds it under (and a config file's key); ``flags`` the
+    command line's (none: ``--name``, ``--name/--no-name`` for a boolean); ``accepts`` the forms a value (each
+    element of a list) may take; ``settings`` go to ``typer.Option`` as they are (``is_eager`` ...).
     """
 
     name: str
@@ -59,8 +50,7 @@ class Opt:
     accepts: tuple[ConstraintLike, ...] = ()
     is_argument: bool = False
     settings: tuple[tuple[str, Any], ...] = ()
-    where: str = ""
-    """``module:line`` of the declaration."""
+    where: str = ""  # ``module:line`` of the declaration
 
     @property
     def flag(self) -> str:
@@ -83,11 +73,8 @@ class Opt:
 
 @dataclass(frozen=True)
 class Override:
-    """What one command shows differently from an option's declaration: its help text, or its flags.
-
-    ``flags`` may add or drop a short flag (``("--pipeline", "-p")``), never rename the option:
-    the long flag stays the declared one (:func:`parameters` refuses another).
-    """
+    """What one command shows differently from an option's declaration: its help text, or its flags (a short
+    flag added or dropped, never another long flag: :func:`parameters` refuses it)."""
 
     help: str | None = None
     flags: tuple[str, ...] | None = None
@@ -99,8 +86,7 @@ def _where() -> str:
 
 
 def option(name: str, *flags: str, help: str, accepts: Iterable[ConstraintLike] = (), **settings: Any) -> Opt:
-    """Declare the option ``name`` (its one declaration): ``flags`` (none: ``--name``), help text, accepted
-    values."""
+    """Declare the option ``name`` once: its ``flags`` (none: ``--name``), help text and accepted values."""
     if flags and not any(f.startswith("--") for f in flags):
         raise TypeError(
             f"option {name!r} is declared with {flags} and no long flag; expected one such as --x"
@@ -123,17 +109,14 @@ class Param:
     """One field of an options class as the command line takes it."""
 
     name: str
-    type: Any
-    """The field's type (``Annotated`` removed): what the options value holds."""
-    default: Any
-    """The field's default (:data:`dataclasses.MISSING` when it has none)."""
+    type: Any  # the field's type, ``Annotated`` removed
+    default: Any  # the field's default, :data:`dataclasses.MISSING` when it has none
     opt: Opt
     override: Override | None
 
     @property
     def accepts(self) -> tuple[ConstraintLike, ...]:
-        """What a value may be: the declared forms, or a ``Literal``'s values (and None where the type allows
-        it)."""
+        """What a value may be: its declared forms, or its ``Literal``'s values (and None where allowed)."""
         if self.opt.accepts:
             return self.opt.accepts
         values = choices(self.type)
@@ -199,8 +182,7 @@ def _is_classvar(annotation: Any) -> bool:
 
 
 def _display_order(cls: type) -> list[str]:
-    """The fields of ``cls`` in the order help lists them: its own, then each group's, in the order it names
-    them."""
+    """The fields of ``cls`` in the order help lists them: its own, then each group's, in order."""
     order = _own_fields(cls)
     for base in cls.__bases__:
         if dataclasses.is_dataclass(base):
@@ -222,8 +204,8 @@ def _groups(cls: type) -> list[type]:
 def parameters(cls: type) -> tuple[Param, ...]:
     """The fields of the options class ``cls`` with their declarations, in the order help lists them.
 
-    TypeError (when the command is registered) for a field without a declaration, one whose
-    name is not its declaration's, or an override that renames the option.
+    TypeError (when the command is registered) for a field without a declaration, one whose name is not its
+    declaration's, or an override that renames the option.
     """
     hints = get_type_hints(cls, include_extras=True)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
@@ -248,25 +230,15 @@ def parameters(cls: type) -> tuple[Param, ...]:
                 f"{cls.__name__}.{name} uses the declaration of {opt.name!r}; expected the field "
                 f"named {opt.name!r}"
             )
-        if (
-            override is not None
-            and override.flags is not None
-            and not opt.is_argument
-            and (Opt(name, override.flags, "").flag != opt.flag)
-        ):
+        flags = None if override is None or opt.is_argument else override.flags
+        if flags is not None and Opt(name, flags, "").flag != opt.flag:
             raise TypeError(
-                f"{cls.__name__}.{name}: an Override may change the short flag of {opt.flag}, "
-                f"not rename it; got {override.flags}"
+                f"{cls.__name__}.{name}: an Override may change the short flag of {opt.flag}, not rename it; "
+                f"got {flags}"
             )
-        default = (
-            field.default
-            if field.default is not dataclasses.MISSING
-            else (
-                field.default_factory()
-                if field.default_factory is not dataclasses.MISSING
-                else dataclasses.MISSING
-            )
-        )
+        default = field.default
+        if field.default_factory is not dataclasses.MISSING:
+            default = field.default_factory()
         out.append(Param(name, tp, default, opt, override))
     return tuple(out)
 
@@ -275,8 +247,7 @@ def parameters(cls: type) -> tuple[Param, ...]:
 
 
 def check(command: str, option: str, value: object, *constraints: ConstraintLike) -> object:
-    """``value`` when a constraint accepts it; ConfigError "The '--x' parameter of mitigate cmd must be ..."
-    otherwise."""
+    """``value`` when a constraint accepts it; else ConfigError "The '--x' parameter of mitigate cmd ..."."""
     return check_param(f"mitigate {command}", option, value, constraints)
 
 
@@ -284,15 +255,12 @@ def check(command: str, option: str, value: object, *constraints: ConstraintLike
 class CommandOptions:
     """Base of every command's options: a frozen value whose fields are declared options, checked when built.
 
-    Building a value checks each field against what its declaration accepts (in the order
-    help lists them; a None left at a None default is "not given"), then runs ``check_group``
-    of each group the class is made of (a group's combination checks: a backend that does not
-    take ``--base-url`` ...), then the command's own :meth:`check`. A bad value is one
-    :class:`~mitigate.errors.ConfigError` naming the option, before anything is loaded or called.
+    Building a value checks each field against what its declaration accepts (a None left at a None default is
+    "not given"), then each group's ``check_group`` (its combination checks), then the command's own
+    :meth:`check`: a bad value is one ConfigError naming the option, before any work.
     """
 
-    COMMAND: ClassVar[str] = ""
-    """The command's name, as error messages name it ("mitigate judge")."""
+    COMMAND: ClassVar[str] = ""  # the command's name, as error messages name it ("mitigate judge")
 
     def __post_init__(self) -> None:
         """Refuse a value out of range or a combination that cannot work (ConfigError naming the option)."""
@@ -311,3 +279,39 @@ class CommandOptions:
 
     def check(self) -> None:
         """The command's own checks of combinations of its options (none by default)."""
+
+
+# --------------------------------------------------------------------------- help naming what is registered
+# (a stand-in when the option is declared, filled when the help is printed: loading a command imports neither
+# the registry nor that kind's package)
+
+
+def registered_names(kind: str | None = None) -> str:
+    """A help text's stand-in for the names registered for ``kind`` ("engine" ...; None: the kinds)."""
+    return "{registered}" if kind is None else f"{{registered:{kind}}}"
+
+
+_REGISTERED = re.compile(r"\{registered(?::([a-z-]+))?\}")
+
+
+def fill_registered_names(text: str, *, shipped: bool = False) -> str:
+    """``text`` with each :func:`registered_names` stand-in replaced by the names registered now (benchmarks
+    with their ``<prefix>:<path>`` forms); ``shipped``: only mitigate's own, for docs/cli.md."""
+    if "{registered" not in text:
+        return text
+    from mitigate.registry import KIND_PACKAGES, registered  # imports the kind's package, for this help alone
+
+    def names(kind: str) -> list[str]:
+        table = registered(kind)
+        found = [
+            n
+            for n, obj in table.items()
+            if not shipped or str(getattr(obj, "__module__", "")).startswith("mitigate.")
+        ]
+        if kind == "benchmark":
+            from mitigate.data import PATH_LOADERS
+
+            found += [f"{prefix}:<path>" for prefix in PATH_LOADERS]
+        return found
+
+    return _REGISTERED.sub(lambda m: ", ".join(names(m.group(1)) if m.group(1) else KIND_PACKAGES), text)

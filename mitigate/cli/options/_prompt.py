@@ -1,8 +1,6 @@
 """The judge's template and how it answers: ``--prompt``, ``--system``, what corrects the template's reading,
 and the answer's sampling and scoring."""
 
-# no ``from __future__ import annotations``: the field annotations are read by Typer and must be real objects
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -29,17 +27,15 @@ SCALE = option("scale", help="answer scale MIN,MAX (default: from the prompt)")
 ANSWER_FORMAT = option(
     "answer_format",
     "--answer-format",
-    help="override the answer line read from the template: "
-    "the line with {value} where the answer goes, e.g. 'Rating: [[{value}]]' or '[RESULT] "
-    "{value}', or json:KEY for a JSON answer with the answer under KEY (see 'mitigate "
-    "prompts inspect')",
+    help="override the answer line read from the template: the line with {value} where the answer goes, "
+    "e.g. 'Rating: [[{value}]]' or '[RESULT] {value}', or json:KEY for a JSON answer with the answer "
+    "under KEY (see 'mitigate prompts inspect')",
 )
 REASONING = option(
     "reasoning",
     "--reasoning",
-    help="override whether the template asks for reasoning before its "
-    "answer line: before (the answer line comes last, after free text) or none (the "
-    "answer alone)",
+    help="override whether the template asks for reasoning before its answer line: before (the answer "
+    "line comes last, after free text) or none (the answer alone)",
 )
 OUTPUT_SLOT = option(
     "output_slot",
@@ -105,8 +101,7 @@ def parse_scale(text: str | None) -> tuple[float, float] | None:
 
 @dataclass(frozen=True)
 class TemplateOverrides(CommandOptions):
-    """The system message, and what corrects what mitigate reads from a template (its answer line, reasoning,
-    slots and constants)."""
+    """The system message, and what corrects what mitigate reads from a template."""
 
     system: System = None
     answer_format: Annotated[str | None, ANSWER_FORMAT] = None
@@ -117,12 +112,10 @@ class TemplateOverrides(CommandOptions):
 
     @property
     def system_file(self) -> Path | None:
-        """``--system``."""
         return self.system
 
     def check_group(self) -> None:
-        """--answer-format, --output-slot, --slot-field and --const, refused when malformed (one line naming
-        it)."""
+        """--answer-format, --output-slot, --slot-field and --const, refused when malformed."""
         fmt = self.answer_format
         if fmt is not None:
             key = fmt[len("json:") :].strip() if fmt.startswith("json:") else None
@@ -141,8 +134,7 @@ class TemplateOverrides(CommandOptions):
 
 @dataclass(frozen=True)
 class PromptOptions(TemplateOverrides):
-    """The judge's template file (``--prompt``; default: the built-in prompt for the criterion) and its
-    overrides."""
+    """The judge's template file (``--prompt``) and its overrides."""
 
     prompt: Prompt = None
 
@@ -180,7 +172,6 @@ class SampledAnswerOptions(AnswerOptions):
 
     @property
     def samples_per_item(self) -> int:
-        """``--samples``."""
         return self.samples
 
 
@@ -192,5 +183,4 @@ class ReducedAnswerOptions(SampledAnswerOptions):
 
     @property
     def reducer_name(self) -> str:
-        """``--reducer``."""
         return self.reducer

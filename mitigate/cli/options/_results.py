@@ -1,8 +1,6 @@
 """What a command measures and where it writes it: ``--out``, ``--json``, ``--plot``, the bootstrap and seed,
 the pass threshold, the bias probes it adds, and the likelihood model behind BiasScore."""
 
-# no ``from __future__ import annotations``: the field annotations are read by Typer and must be real objects
-
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -29,9 +27,8 @@ THRESHOLD = option(
 REQUIRE_PASS_RATE = option(
     "require_pass_rate",
     "--require-pass-rate",
-    help="with --threshold: the pass rate "
-    "required; the gate passes only when the 95% interval's lower end reaches it "
-    "(judge exits 1 otherwise)",
+    help="with --threshold: the pass rate required; the gate passes only when the 95% interval's lower "
+    "end reaches it (judge exits 1 otherwise)",
     accepts=(Interval(float, 0.0, 1.0, closed="right"),),
 )
 PROBES = option(
@@ -44,9 +41,8 @@ REWRITER = option("rewriter", help="LM spec writing the LM-assisted probes' rewr
 PROBE_TOLERANCE = option(
     "probe_tolerance",
     "--probe-tolerance",
-    help="with --probes: score changes up to this size "
-    "count as unchanged (0: CALM's robustness rate; set it for continuous scores such "
-    "as --scoring expected)",
+    help="with --probes: score changes up to this size count as unchanged (0: CALM's robustness rate; set "
+    "it for continuous scores such as --scoring expected)",
     accepts=(Interval(float, 0.0, None),),
 )
 JSON = option("json", "--json", help="print JSON instead of text")
@@ -92,8 +88,7 @@ class ProbeBattery(CommandOptions):
     probe_tolerance: Annotated[float, PROBE_TOLERANCE] = 0.0
 
     def check_group(self) -> None:
-        """``--rewriter`` and ``--probe-tolerance`` apply with ``--probes``: given without it, each is
-        refused."""
+        """``--rewriter`` and ``--probe-tolerance`` apply with ``--probes`` only."""
         for flag, value in (
             ("--rewriter", self.rewriter),
             ("--probe-tolerance", self.probe_tolerance or None),

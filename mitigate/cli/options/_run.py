@@ -1,8 +1,6 @@
 """How a command runs its judge: the mitigations wrapping it, how many judgments at once, the cache, progress,
 resuming, and the dry run that sends nothing."""
 
-# no ``from __future__ import annotations``: the field annotations are read by Typer and must be real objects
-
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -29,9 +27,8 @@ STOP_AFTER = option(
 DRY_RUN = option(
     "dry_run",
     "--dry-run",
-    help="print the exact requests (messages, constraint, temperature, n, "
-    "logprobs, diff against the unmitigated prompt) for the first item of each entry, and "
-    "make no LM call",
+    help="print the exact requests (messages, constraint, temperature, n, logprobs, diff against the "
+    "unmitigated prompt) for the first item of each entry, and make no LM call",
 )
 
 Cache = Annotated[bool, CACHE]

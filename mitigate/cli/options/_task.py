@@ -1,13 +1,10 @@
 """What a command works on: the benchmark, the criterion, the items, the training data, and the judges it
 replays."""
 
-# no ``from __future__ import annotations``: the field annotations are read by Typer and must be real objects
-
 from dataclasses import dataclass
 from typing import Annotated
 
-from mitigate.cli.options._declare import CommandOptions, option
-from mitigate.cli.options._names import registered_names
+from mitigate.cli.options._declare import CommandOptions, option, registered_names
 from mitigate.constraints import Interval
 
 DEFAULT_BENCHMARK = "summeval"
@@ -32,10 +29,9 @@ LIMIT = option(
 TRAIN = option(
     "train",
     "--train",
-    help="fit on train, compare on test: a fraction such as 0.5 (the benchmark split "
-    "by document with --seed) or a training benchmark sharing no document with -b; every pipeline "
-    "that learns from data (random, stratified, highest-RS, perturbed demos) is "
-    "fitted on it first",
+    help="fit on train, compare on test: a fraction such as 0.5 (the benchmark split by document with "
+    "--seed) or a training benchmark sharing no document with -b; every pipeline that learns from data "
+    "(random, stratified, highest-RS, perturbed demos) is fitted on it first",
 )
 RECORDED = option(
     "recorded",
@@ -47,10 +43,9 @@ RECORDED = option(
 RELEASED = option(
     "released",
     "--released",
-    help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts (summeval), "
-    "chatgpt-h2h (summeval-h2h), or every judge of a release on disk: llmbar:<path>, "
-    "judgebench:<path> (with -b llmbar:<path> / judgebench:<path>; '#GPT-4/*' after the path "
-    "picks judges); repeat for several; listed last",
+    help="a released judge to replay, e.g. chatgpt-rts, gpt4-rts (summeval), chatgpt-h2h (summeval-h2h), "
+    "or every judge of a release on disk: llmbar:<path>, judgebench:<path> (with -b llmbar:<path> / "
+    "judgebench:<path>; '#GPT-4/*' after the path picks judges); repeat for several; listed last",
 )
 JUDGE = option("judge", help="inspect: a name for the judge (one scorer)")
 LABELS = option(
