@@ -1,7 +1,7 @@
 """Bias probes: controlled rewrites of the judged text (or of the judge's prompt) that a fair judge should not
 react to, each a registered component of kind ``"probe"`` (rule-based, LM-assisted, or of the prompt), and
-the battery that measures them (:func:`run_probes`). The mitigation ``perturbed-guidelines`` is no probe: it is
-a judge wrapper named in ``--pipeline``.
+the battery that measures them (:func:`run_probes`). The mitigation ``perturbed-guidelines`` is no probe:
+it is a judge wrapper named in ``--pipeline``.
 """
 
 from typing import TYPE_CHECKING
