@@ -1,34 +1,20 @@
-"""Anthropic Message Batches for :mod:`mitigate.lm._batch`.
+"""Anthropic Message Batches for :mod:`mitigate.lm._batch` (at most 100,000 requests and 256 MB a batch).
 
-``POST /v1/messages/batches`` takes ``requests``, each a ``custom_id`` (``^[a-zA-Z0-9_-]{1,64}$``)
-and the ``params`` of a Messages API call; a batch holds at most 100,000 requests and 256 MB.
-``processing_status`` is ``in_progress``, ``canceling`` or ``ended``, with ``request_counts``
-(processing, succeeded, errored, canceled, expired). Once ended, the results are a JSONL
-stream of ``{"custom_id", "result": {"type": "succeeded", "message": ...}}`` or a result of
-type ``errored`` (with the error), ``expired`` (not run within 24 h) or ``canceled``,
-in any order.
-
-The Messages API has no ``n``: a request with ``n`` samples becomes ``n`` lines, and its
-answer joins their messages. Prompt-cache breakpoints are planned over the whole batch
-first (:meth:`~mitigate.lm._anthropic.AnthropicLM.observe_cache`), so the first request of
-a group is marked too; Anthropic serves cache hits inside a batch on a best-effort basis.
-
-A batch created by a run killed before it could record the id has no tag to find it by (the
-API takes no metadata): :meth:`AnthropicBatchAPI.find` adopts the oldest batch created after
-the intent was written, holding exactly the batch's request count, that no record claims,
-and the session checks the result ids against the record when they come.
+The Messages API has no ``n``: a request with ``n`` samples becomes ``n`` lines whose messages its answer
+joins. Prompt-cache breakpoints are planned over the whole batch first
+(:meth:`~mitigate.lm._anthropic.AnthropicLM.observe_cache`), so a group's first request is marked too. The
+API takes no tag: a batch created by a run killed before it recorded the id is found
+(:meth:`AnthropicBatchAPI.find`) as the oldest batch no record claims, created after the intent was written
+and holding exactly its request count; the session checks the result ids against the record.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-import anthropic
-
-from mitigate.errors import MitigateError
 from mitigate.lm._anthropic import AnthropicLM
 from mitigate.lm._base import LMRequest, LMResponse
 from mitigate.lm._batch import (
@@ -41,9 +27,7 @@ from mitigate.lm._batch import (
     custom_ids,
     pack,
 )
-from mitigate.lm._http import sdk_error
 
-T = TypeVar("T")
 CLOCK_SKEW = 120.0
 """Seconds a batch's ``created_at`` may precede the local time its intent was written."""
 _RETRYABLE_ERRORS = frozenset({"api_error", "overloaded_error", "rate_limit_error", "timeout_error"})
@@ -74,25 +58,6 @@ class AnthropicBatchAPI(BatchAPI):
         super().__init__(lm)
         self.backend = lm
 
-    async def _call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
-        try:
-            return await fn()
-        except anthropic.AnthropicError as exc:  # the boundary of the batch calls: no key leaves in an error
-            raise self.backend.scrubber.chained(self._error(what, exc), exc)  # noqa: B904 - chained there
-
-    def _error(self, what: str, exc: anthropic.AnthropicError) -> MitigateError:
-        return sdk_error(
-            exc,
-            where=f"{self.identity} ({what})",
-            detail=str(exc),
-            timeout=self.backend.read_timeout,
-            backend=self.backend.spec,
-            api_key_env=self.backend.api_key_env,
-            status_error=anthropic.APIStatusError,
-            timeout_error=anthropic.APITimeoutError,
-            connection_error=anthropic.APIConnectionError,
-        )
-
     def lines(self, requests: Sequence[tuple[str, LMRequest]]) -> list[Group]:
         """One line per sample; every request shown to the cache planner before any is planned."""
         for _, request in requests:
@@ -114,17 +79,16 @@ class AnthropicBatchAPI(BatchAPI):
 
     async def submit(self, local_id: str, lines: Sequence[Line]) -> str:
         """Create the batch (the API takes no tag; see :meth:`find`)."""
-        client = self._client()
+        client = self.backend.sdk_client()
         requests: list[Any] = [{"custom_id": cid, "params": body} for cid, body in lines]  # JSON bodies
-        batch = await self._call("batch create", lambda: client.messages.batches.create(requests=requests))
+        batch = await self.backend.sdk_call(
+            "batch create", lambda: client.messages.batches.create(requests=requests)
+        )
         return str(batch.id)
-
-    def _client(self) -> anthropic.AsyncAnthropic:
-        return self.backend.sdk_client()
 
     async def find(self, local_id: str, count: int, since: float, claimed: Iterable[str]) -> str | None:
         """The oldest unclaimed batch created after ``since`` with exactly ``count`` requests."""
-        client = self._client()
+        client = self.backend.sdk_client()
         taken = set(claimed)
 
         async def scan() -> str | None:
@@ -139,12 +103,14 @@ class AnthropicBatchAPI(BatchAPI):
                     found = str(batch.id)  # newest first: the last match is the oldest
             return found
 
-        return await self._call("batch list", scan)
+        return await self.backend.sdk_call("batch list", scan)
 
     async def poll(self, batch_id: str) -> BatchState:
         """Processing status and counts of one batch."""
-        client = self._client()
-        batch = await self._call("batch retrieve", lambda: client.messages.batches.retrieve(batch_id))
+        client = self.backend.sdk_client()
+        batch = await self.backend.sdk_call(
+            "batch retrieve", lambda: client.messages.batches.retrieve(batch_id)
+        )
         c = batch.request_counts
         return BatchState(
             batch_id=batch_id,
@@ -157,7 +123,7 @@ class AnthropicBatchAPI(BatchAPI):
 
     async def results(self, state: BatchState) -> dict[str, dict[str, Any] | BatchItemError]:
         """Every result of the ended batch by custom id."""
-        client = self._client()
+        client = self.backend.sdk_client()
 
         async def fetch() -> dict[str, dict[str, Any] | BatchItemError]:
             out: dict[str, dict[str, Any] | BatchItemError] = {}
@@ -168,7 +134,7 @@ class AnthropicBatchAPI(BatchAPI):
                 out[row.custom_id] = got
             return out
 
-        return await self._call("batch results", fetch)
+        return await self.backend.sdk_call("batch results", fetch)
 
     def response(self, request: LMRequest, answers: Sequence[dict[str, Any]]) -> LMResponse:
         """The request's samples (one message per line) as one response, priced as batch tokens."""

@@ -1,32 +1,22 @@
-"""The OpenAI Batch API (also OpenAI-compatible servers that offer it) for :mod:`mitigate.lm._batch`.
+"""The OpenAI Batch API (and OpenAI-compatible servers that offer it) for :mod:`mitigate.lm._batch`.
 
-A batch is a JSONL file uploaded with ``purpose="batch"``, one line per request
-(``custom_id``, ``method: POST``, ``url: /v1/chat/completions`` and the same ``body`` a live
-call sends), then ``POST /v1/batches`` with the file id, ``completion_window="24h"`` and
-``metadata={"mitigate_batch": <local id>}`` (the tag a resumed run looks for). Statuses:
-``validating``, ``in_progress``, ``finalizing``, then ``completed``, ``failed`` (the file did
-not validate), ``expired`` (not finished within 24 h) or ``cancelled``. Results are two JSONL
-files, the output file (``response.status_code`` 200) and the error file (HTTP errors, and
-``error.code`` ``batch_expired`` / ``batch_cancelled`` for requests never run), matched by
-``custom_id`` since their order is not the input's. Limits: 50,000 requests and 200 MB per file.
+A batch is a JSONL file (``purpose="batch"``) of one line per request, its ``body`` the live call's, then
+``POST /v1/batches`` tagged ``metadata={"mitigate_batch": <local id>}`` (what a resumed run looks for).
+Results come in an output file and an error file (``batch_expired`` / ``batch_cancelled`` for requests never
+run), matched by ``custom_id``. Limits: 50,000 requests and 200 MB per file.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-import openai
-
-from mitigate.errors import MitigateError
 from mitigate.lm._base import LMRequest, LMResponse
 from mitigate.lm._batch import BatchAPI, BatchItemError, BatchLimits, BatchState, Group, Line, pack
-from mitigate.lm._http import is_retryable_status, sdk_error
+from mitigate.lm._http import is_retryable_status
 from mitigate.lm._openai import OpenAILM
-
-T = TypeVar("T")
 
 ENDPOINT: Final = "/v1/chat/completions"
 TAG = "mitigate_batch"
@@ -43,25 +33,6 @@ class OpenAIBatchAPI(BatchAPI):
     def __init__(self, lm: OpenAILM) -> None:
         super().__init__(lm)
         self.backend = lm
-
-    async def _call(self, what: str, fn: Callable[[], Awaitable[T]]) -> T:
-        try:
-            return await fn()
-        except openai.OpenAIError as exc:  # the boundary of the batch calls: no key leaves in an error
-            raise self.backend.scrubber.chained(self._error(what, exc), exc)  # noqa: B904 - chained there
-
-    def _error(self, what: str, exc: openai.OpenAIError) -> MitigateError:
-        return sdk_error(
-            exc,
-            where=f"{self.identity} ({what})",
-            detail=str(exc),
-            timeout=self.backend.read_timeout,
-            backend=self.backend.spec,
-            api_key_env=self.backend.api_key_env,
-            status_error=openai.APIStatusError,
-            timeout_error=openai.APITimeoutError,
-            connection_error=openai.APIConnectionError,
-        )
 
     def lines(self, requests: Sequence[tuple[str, LMRequest]]) -> list[Group]:
         """One line per request (its custom id the key), its body the live call's body."""
@@ -82,11 +53,11 @@ class OpenAIBatchAPI(BatchAPI):
         """Upload the file and create the batch, tagged with ``local_id``."""
         client = self.backend.sdk_client()
         data = self._jsonl(lines)
-        upload = await self._call(
+        upload = await self.backend.sdk_call(
             "file upload",
             lambda: client.files.create(file=(f"mitigate-{local_id}.jsonl", data), purpose="batch"),
         )
-        batch = await self._call(
+        batch = await self.backend.sdk_call(
             "batch create",
             lambda: client.batches.create(
                 input_file_id=upload.id, endpoint=ENDPOINT, completion_window="24h", metadata={TAG: local_id}
@@ -106,12 +77,12 @@ class OpenAIBatchAPI(BatchAPI):
                     return None
             return None
 
-        return await self._call("batch list", scan)
+        return await self.backend.sdk_call("batch list", scan)
 
     async def poll(self, batch_id: str) -> BatchState:
         """Status and counts of one batch."""
         client = self.backend.sdk_client()
-        batch = await self._call("batch retrieve", lambda: client.batches.retrieve(batch_id))
+        batch = await self.backend.sdk_call("batch retrieve", lambda: client.batches.retrieve(batch_id))
         counts = batch.request_counts
         message = None
         if batch.status == "failed":
@@ -134,12 +105,12 @@ class OpenAIBatchAPI(BatchAPI):
     async def results(self, state: BatchState) -> dict[str, dict[str, Any] | BatchItemError]:
         """Every line of the output and error files by custom id (none for a batch that failed validation)."""
         client = self.backend.sdk_client()
-        batch = await self._call("batch retrieve", lambda: client.batches.retrieve(state.batch_id))
+        batch = await self.backend.sdk_call("batch retrieve", lambda: client.batches.retrieve(state.batch_id))
         out: dict[str, dict[str, Any] | BatchItemError] = {}
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue
-            content = await self._call("file content", partial(client.files.content, file_id))
+            content = await self.backend.sdk_call("file content", partial(client.files.content, file_id))
             for text in content.text.splitlines():
                 if not text.strip():
                     continue

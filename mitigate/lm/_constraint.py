@@ -1,21 +1,12 @@
 """What a judge's answer must look like, in the forms LM backends can enforce.
 
-An :class:`AnswerConstraint` travels on :class:`~mitigate.lm._base.LMRequest` (``constraint``).
-It is built by the prompt's answer format (:mod:`mitigate.prompt.answer`) and holds the same
-answer in three notations, so each backend takes the one it can enforce:
-
-- ``gbnf``: a llama.cpp grammar of the whole answer in the template's own format (the
-  embedded backend, llama.cpp server's ``grammar`` field);
-- ``regex``: the same answer as a regular expression (vLLM's ``structured_outputs.regex`` or
-  legacy ``guided_regex``, SGLang's ``regex``);
-- ``json_schema``: the answer as a JSON object (OpenAI ``response_format`` json_schema, the
-  same field on compatible servers, Anthropic's forced tool call).
-
-``mode`` says which shape the caller wants back: ``"format"`` (the template's own format:
-grammar or regex) or ``"json"`` (a JSON object following ``json_schema``). A backend that
-cannot enforce the requested mode raises :class:`~mitigate.errors.CapabilityError` from
-``LM.check``; it never drops the constraint silently. With reasoning allowed, the grammar
-and regex leave the text before the final answer line free and constrain that line only.
+An :class:`AnswerConstraint` (``LMRequest.constraint``, built by :mod:`mitigate.prompt.answer`) holds one
+answer in three notations, each backend taking the one it enforces: ``gbnf`` (a llama.cpp grammar of the
+answer in the template's own format), ``regex`` (the same, for vLLM and SGLang) and ``json_schema`` (the
+answer as a JSON object: OpenAI ``response_format``, Anthropic's forced tool call). ``mode`` is the shape
+wanted back: ``"format"`` (grammar or regex) or ``"json"``. A backend that cannot enforce the mode raises
+:class:`~mitigate.errors.CapabilityError` from ``LM.check``, never dropping the constraint. With reasoning
+allowed, grammar and regex constrain the final answer line only.
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
-"""Any DSPy / LiteLLM model as a mitigate backend (spec ``dspy:<model id>``).
+"""Any DSPy / LiteLLM model as a mitigate backend (spec ``dspy:<model id>``, whatever ``dspy.LM`` accepts:
+``openai/gpt-4o-mini``, ``ollama_chat/llama3.1`` with ``api_base=...``).
 
-``DSPyLM("openai/gpt-4o-mini")``, ``DSPyLM("anthropic/claude-3-5-haiku-latest")``,
-``DSPyLM("ollama_chat/llama3.1", api_base="http://localhost:11434")`` — the model id is whatever ``dspy.LM``
-accepts (LiteLLM ids contain ``/`` and sometimes ``:``).
-
-Calls go through ``dspy.LM(...).acall(messages=[...], ...)`` with:
-
-* ``cache=False`` — mitigate's own cache (:mod:`mitigate.lm._cache`) is the one cache;
-  DSPy's would otherwise answer silently from a second cache with other rules;
-* ``num_retries=0`` — :class:`~mitigate.lm._retry.RetryingLM` owns retries;
-* temperature, ``n``, ``max_tokens``, ``stop``, ``seed`` and ``logprobs`` /
-  ``top_logprobs`` passed per call. If the answer has fewer than ``n`` outputs, or no
-  logprobs although they were requested, :class:`~mitigate.errors.CapabilityError` is
-  raised instead of returning less than was asked.
-
-API keys are read by LiteLLM from the provider's usual variable (``OPENAI_API_KEY``,
-``ANTHROPIC_API_KEY``, ...) or given as ``api_key=``; they are never part of ``repr``,
-``spec`` or ``identity()``, and they are taken out of every answer and error (the given key
-and the value of every ``*_API_KEY`` variable of 8 characters or more; :mod:`mitigate.lm._scrub`).
-``timeout`` is handed to LiteLLM as its timeout (the silence an attempt may wait through;
-None: the deadline), and ``limits.deadline`` bounds the time on the server over all attempts
-(:mod:`mitigate.lm._deadline`). Usage and cost come from the call's DSPy history entry (cost
-as computed by LiteLLM, else :mod:`mitigate.lm._pricing`, else None).
-
-DSPy 3.4 deprecates ``messages=`` dictionaries (removal planned for 3.5); this backend
-silences that one warning. LiteLLM and DSPy fetch a model price map from the network
-when first used; set ``LITELLM_LOCAL_MODEL_COST_MAP=True`` to use the bundled copy.
+Calls go through ``dspy.LM(...).acall(messages=[...])`` with ``cache=False`` (mitigate's cache is the one
+cache), ``num_retries=0`` (:class:`~mitigate.lm._retry.RetryingLM` owns retries) and the request's
+sampling options; fewer outputs than ``n``, or no logprobs when asked for, is a
+:class:`~mitigate.errors.CapabilityError`. Keys (``api_key=`` or the provider's variable) are never part
+of ``repr``, ``spec`` or ``identity()``, and are taken out of every answer and error (the given key and
+every ``*_API_KEY`` variable of 8 characters or more). ``timeout`` is LiteLLM's (None: the deadline);
+``limits.deadline`` bounds the time on the server over all attempts. Usage and cost come from the call's
+DSPy history entry (cost as LiteLLM computed it, else :mod:`mitigate.lm._pricing`, else None). DSPy 3.4's
+deprecation of ``messages=`` dictionaries is silenced.
 """
 
 from __future__ import annotations
@@ -41,7 +25,6 @@ import dspy
 
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm import _pricing as pricing
-from mitigate.lm._answer_fields import AnswerFields
 from mitigate.lm._base import (
     LM,
     Choice,
@@ -52,7 +35,6 @@ from mitigate.lm._base import (
     openai_style_options,
     validate_spec_part,
 )
-from mitigate.lm._deadline import request_clock
 from mitigate.lm._http import (
     Limits,
     check_base_url,
@@ -64,19 +46,14 @@ from mitigate.lm._http import (
     malformed,
     parse_retry_after,
     public_url,
+    server_identity,
 )
+from mitigate.lm._provider import AnswerFields
+from mitigate.lm._retry import request_clock
 from mitigate.lm._scrub import Scrubber
 
 ENV_KEY_MIN_CHARS = 8
-"""A ``*_API_KEY`` variable's value is treated as a secret from this length on (shorter ones are no real
-keys)."""
-
-
-def environment_keys() -> tuple[str, ...]:
-    """The values of the ``*_API_KEY`` environment variables LiteLLM may send (8 characters or more)."""
-    return tuple(
-        v for k, v in os.environ.items() if k.upper().endswith("API_KEY") and len(v) >= ENV_KEY_MIN_CHARS
-    )
+"""A ``*_API_KEY`` variable's value is treated as a secret from this length on."""
 
 
 def _silence_messages_deprecation() -> None:
@@ -149,18 +126,9 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 class DSPyLM(LM):
-    """A model reached through ``dspy.LM`` (LiteLLM model ids).
-
-    Parameters:
-        model: the LiteLLM model id (``openai/gpt-4o-mini``, ``ollama_chat/llama3.1``, ...).
-        api_base: a server URL for self-hosted or proxied models (``base_url`` is accepted as
-            the same thing, the name the OpenAI and Anthropic backends and the CLI use).
-        api_key: the key (else LiteLLM reads the provider's environment variable).
-        timeout: LiteLLM's timeout, the silence an attempt may wait through (None: the deadline).
-        limits: the request bounds (:class:`~mitigate.lm._http.Limits`): the deadline of a whole call,
-            prompt size and samples checked before sending (the body size is LiteLLM's to read).
-        **lm_kwargs: further ``dspy.LM`` arguments (e.g. ``engine="litellm"`` on DSPy 3.4).
-    """
+    """A model reached through ``dspy.LM`` (a LiteLLM model id); ``api_base`` (or ``base_url``, the name the
+    other backends use) a server URL, ``limits`` the request bounds (the body size is LiteLLM's to read),
+    ``lm_kwargs`` further ``dspy.LM`` arguments."""
 
     provider = "dspy"
     supports_logprobs = True
@@ -194,27 +162,20 @@ class DSPyLM(LM):
             kwargs["api_base"] = self.api_base
         if api_key is not None:
             kwargs["api_key"] = api_key
-        self.scrubber = Scrubber((api_key, *environment_keys()))
+        keys = [
+            v for k, v in os.environ.items() if k.upper().endswith("API_KEY") and len(v) >= ENV_KEY_MIN_CHARS
+        ]
+        self.scrubber = Scrubber((api_key, *keys))
         """Takes the keys out of everything this backend returns or raises."""
         self._lm = dspy.LM(model, **kwargs)
         self._async = hasattr(self._lm, "acall") and inspect.iscoroutinefunction(self._lm.acall)
 
     def identity(self) -> str:
         """``dspy:<model>``, plus ``@<api_base>`` when a server URL is set (credentials stripped)."""
-        if self.api_base is None:
-            return self.spec
-        return f"{self.spec}@{public_url(self.api_base)}"
+        return server_identity(self.spec, self.api_base)
 
     def __repr__(self) -> str:
         return f"DSPyLM(model={self.model!r}, api_base={self.api_base!r})"
-
-    def _kwargs(self, request: LMRequest) -> dict[str, Any]:
-        """Per-call sampling arguments for ``dspy.LM``."""
-        return {
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-            **openai_style_options(request),
-        }
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run ``request`` through ``dspy.LM`` (see the module docstring)."""
@@ -222,7 +183,8 @@ class DSPyLM(LM):
         check_request_size(request, self.limits, backend=self.spec)
         lm = self._lm.copy()  # its own history, so usage is read from this call's entry
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        kwargs = self._kwargs(request)
+        kwargs = {"temperature": request.temperature, "max_tokens": request.max_tokens}
+        kwargs.update(openai_style_options(request))
         _silence_messages_deprecation()
         clock = request_clock()
         try:

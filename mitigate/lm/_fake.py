@@ -1,43 +1,20 @@
 """A scripted LM for tests, shipped with the package.
 
-``FakeLM(["Score: 4", "Score: 2"])`` answers each request with the next scripted
-response; ``FakeLM(lambda request: "Score: 3")`` computes each answer. Every request is
-recorded in ``.requests`` (in call order), so tests can assert on the prompts a judge
-sent. When a scripted sequence runs out, the next call raises
-:class:`~mitigate.errors.ScriptExhaustedError` saying how many responses were scripted and
-which request overran; it never answers with a filler text.
+``FakeLM(["Score: 4", "Score: 2"])`` answers each request with the next scripted response;
+``FakeLM(lambda request: "Score: 3")`` computes each answer. Every request is recorded in ``.requests``.
+A script that runs out raises :class:`~mitigate.errors.ScriptExhaustedError` (never a filler text).
 
-Samples (``n``)
-    Each scripted entry answers one sample: a request with ``n=3`` consumes three entries
-    (or calls the callable three times) and returns their answers as three choices. An
-    :class:`~mitigate.lm._base.LMResponse` entry that already holds exactly ``n`` choices
-    answers the whole request on its own, which lets a test script a full multi-sample
-    response (with usage and logprobs) in one entry.
+- Each entry answers one sample (``n=3`` takes three); an :class:`~mitigate.lm._base.LMResponse` entry
+  holding exactly ``n`` choices answers the whole request.
+- ``logprobs=True`` accepts logprob requests: an LMResponse entry returns its own (a choice without them is
+  a :class:`~mitigate.errors.CapabilityError`), a string gets one token per character at logprob 0.
+- ``constraint_modes={"format"}`` accepts constraints of those modes (the script's answers are returned as
+  written).
+- ``loglikelihood=lambda context, continuation: ...`` answers :meth:`~mitigate.lm._base.LM.loglikelihood`
+  (recorded in ``.likelihood_requests``).
 
-Logprobs
-    ``FakeLM(..., logprobs=True)`` accepts logprob requests. Scripted
-    :class:`~mitigate.lm._base.LMResponse` entries return their own logprobs (a choice
-    without them raises :class:`~mitigate.errors.CapabilityError`, as a real server
-    without logprobs would); a plain string answer gets one token per character, each
-    with probability 1 (logprob 0.0). Without ``logprobs=True`` such requests raise
-    :class:`~mitigate.errors.CapabilityError`.
-
-Answer constraints
-    ``FakeLM(..., constraint_modes={"format"})`` accepts requests carrying an answer
-    constraint of those modes (see :mod:`mitigate.lm._constraint`); the script's answers are
-    returned as written, so a test scripts what the constrained model would say. Without
-    it such requests raise :class:`~mitigate.errors.CapabilityError`, like a backend that
-    cannot constrain.
-
-Likelihood
-    ``FakeLM(..., loglikelihood=lambda context, continuation: -len(continuation))`` answers
-    :meth:`~mitigate.lm._base.LM.loglikelihood` with that function (recorded in
-    ``.likelihood_requests``); without it, as a backend that cannot, it raises
-    :class:`~mitigate.errors.CapabilityError`.
-
-Stop sequences are applied to plain string answers (the text is cut before the first
-stop sequence), like a real backend would. String answers cost 0.0; a scripted
-:class:`~mitigate.lm._base.LMResponse` keeps its own ``cost_usd`` (None stays unknown).
+Without them such requests raise CapabilityError, as a backend that cannot. Stop sequences cut string
+answers; string answers cost 0.0, an LMResponse keeps its own ``cost_usd``.
 """
 
 from __future__ import annotations
@@ -67,16 +44,9 @@ def _preview(request: LMRequest, limit: int = 80) -> str:
 
 
 class FakeLM(LM):
-    """A scripted backend for tests: a sequence of answers or a callable computing them.
-
-    Parameters:
-        responses: a sequence of ``str`` / :class:`LMResponse` entries consumed in order,
-            or a callable ``request -> str | LMResponse`` called once per sample.
-        logprobs: accept requests for token logprobs (see the module docstring).
-        model: the model name reported in responses and in ``spec`` (``fake`` or ``fake:<model>``).
-        loglikelihood: ``(context, continuation) -> float`` answering :meth:`loglikelihood`
-            (None: the backend cannot score a given text).
-    """
+    """A scripted backend for tests: ``responses`` a sequence of ``str`` / :class:`LMResponse` entries used in
+    order, or a callable ``request -> str | LMResponse`` called once per sample; ``model`` the model name
+    (spec ``fake:<model>``); the other options in the module docstring."""
 
     provider = "fake"
     supports_n = True

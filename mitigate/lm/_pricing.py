@@ -1,25 +1,12 @@
-"""USD list prices of well-known hosted models, and the cost of one call.
+"""USD list prices of well-known hosted models, the cost of one call, and a tally of usage and cost.
 
-Prices are USD per 1M tokens, taken from the providers' public price pages as of
-**2025-06**. They are list prices: what a call costs on paper, not what a bill says (bills
-add taxes, credits, negotiated discounts and price changes). Four kinds of token are priced
-separately:
-
-* regular input and output tokens (``input``, ``output``);
-* input tokens read from the provider's prompt cache (``cached_input``: OpenAI halves or
-  quarters the input price, Anthropic charges 0.1x);
-* input tokens written to the prompt cache (``cache_write``: Anthropic charges 1.25x the input
-  price for its default 5-minute cache; OpenAI does not charge writes);
-* every token of a request sent through a provider's batch API is charged at
-  ``batch_discount`` times the price above (0.5 on both OpenAI and Anthropic).
-
-The table is extensible: :func:`register` adds or overrides one model, :func:`load_prices`
-reads a JSON file ``{"model": {"input": 1.0, "output": 2.0, ...}}``, and the environment
-variable ``MITIGATE_PRICES`` names such a file to load on first use. A ``table=`` argument
-to :func:`cost` replaces the whole table for one call.
-
-:func:`cost` returns ``None`` for a model it does not know: an unknown cost is reported
-as unknown, never as 0. Local models (provider ``"local"``) cost ``0.0`` explicitly.
+Prices are USD per 1M tokens from the providers' price pages as of **2025-06**: list prices, not bills.
+Input, output, cache-read (``cached_input``) and cache-write (``cache_write``) tokens are priced apart; a
+request sent through a batch API costs ``batch_discount`` times that (0.5 on OpenAI and Anthropic).
+:func:`register_price` adds or overrides one model, :func:`load_prices` reads a JSON file ``{"model":
+{"input": 1.0, "output": 2.0, ...}}``, and ``$MITIGATE_PRICES`` names such a file loaded on first use;
+``table=`` replaces the whole table for one call. An unknown model's cost is None, never 0; local models
+cost ``0.0``.
 """
 
 from __future__ import annotations
@@ -34,18 +21,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mitigate.errors import ConfigError
-from mitigate.lm._base import Usage
+from mitigate.lm._base import LMResponse, Usage
 
 PRICES_ENV = "MITIGATE_PRICES"
 """Environment variable naming a JSON price file loaded (once) on the first lookup."""
 
 
 class Price(BaseModel):
-    """USD per 1M tokens for one model.
-
-    ``cached_input`` (cache reads) and ``cache_write`` default to the input price;
-    ``batch_discount`` multiplies every price for requests sent through a batch API.
-    """
+    """USD per 1M tokens for one model (``cached_input``, ``cache_write``: the input price by default;
+    ``batch_discount`` multiplies every price in a batch API)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     input: float = Field(ge=0.0)
@@ -103,10 +87,8 @@ _lock = threading.Lock()
 
 
 def register_price(model: str, price: Price | Mapping[str, float]) -> Price:
-    """Add or replace the price of ``model`` (a dict is validated as a :class:`Price`); returns it.
-
-    Registered prices win over the built-in table for every later :func:`lookup` without ``table=``.
-    """
+    """Add or replace the price of ``model`` (a dict is validated as a :class:`Price`; it wins over the
+    built-in table); returns it."""
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(f"expected a non-empty model name to price; got {model!r}")
     try:
@@ -161,10 +143,8 @@ def _normalise(model: str) -> str:
 
 
 def lookup(model: str, table: Mapping[str, Price] | None = None) -> Price | None:
-    """The price of ``model``, accepting dated names and ``openai/``/``anthropic/`` prefixes; None if unknown.
-
-    Without ``table``: registered prices first (including ``$MITIGATE_PRICES``), then the built-in table.
-    """
+    """The price of ``model`` (dated names and ``openai/``/``anthropic/`` prefixes too; registered prices
+    before the built-in table unless ``table`` is given); None if unknown."""
     name = _normalise(model)
     base = _VERSION_SUFFIX.sub("", name)
     if table is not None:
@@ -201,11 +181,8 @@ def cost(
     table: Mapping[str, Price] | None = None,
     batch: bool = False,
 ) -> float | None:
-    """USD list-price cost of one call with ``usage`` on ``model`` (``batch``: sent through a batch API).
-
-    Returns ``0.0`` for local providers (``provider`` in ``{"local", "llamacpp", "fake"}``),
-    ``None`` when the model's price is unknown.
-    """
+    """USD list-price cost of one call with ``usage`` on ``model`` (``batch``: through a batch API); 0.0 for
+    a local ``provider``, None when the price is unknown."""
     if provider is not None and provider in LOCAL_PROVIDERS:
         return 0.0
     price = lookup(model, table)
@@ -234,3 +211,82 @@ def why_unpriced(lm: object) -> str:
             f"file named by ${PRICES_ENV})"
         )
     return f"{spec} reports no price for its calls"
+
+
+class UsageSummary(BaseModel):
+    """A snapshot of a :class:`UsageTally`: ``usage`` and ``cost_usd`` of the live calls (None when one's cost
+    was unknown; ``known_cost_usd`` then sums the known ones)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    calls: int = 0
+    cached_hits: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    known_cost_usd: float = 0.0
+    unknown_cost_calls: int = 0
+
+
+class UsageTally:
+    """Sums usage and cost over many responses, thread-safe: a cached one is a hit (no tokens, no cost), an
+    unknown cost makes the total unknown rather than 0."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls = 0
+        self._hits = 0
+        self._usage = Usage()
+        self._known = 0.0
+        self._unknown = 0
+
+    def add(self, response: LMResponse) -> None:
+        """Count one response."""
+        with self._lock:
+            if response.cached:
+                self._hits += 1
+                return
+            self._calls += 1
+            self._usage = self._usage + response.usage
+            if response.cost_usd is None:
+                self._unknown += 1
+            else:
+                self._known += response.cost_usd
+
+    @property
+    def calls(self) -> int:
+        """Live (non-cached) calls counted."""
+        with self._lock:
+            return self._calls
+
+    @property
+    def cached_hits(self) -> int:
+        """Responses served from the cache."""
+        with self._lock:
+            return self._hits
+
+    @property
+    def usage(self) -> Usage:
+        """Summed token usage of live calls."""
+        with self._lock:
+            return self._usage
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Summed cost of live calls; None when any of them had an unknown cost."""
+        with self._lock:
+            return None if self._unknown else self._known
+
+    def summary(self) -> UsageSummary:
+        """A frozen snapshot of the tally."""
+        with self._lock:
+            return UsageSummary(
+                calls=self._calls,
+                cached_hits=self._hits,
+                usage=self._usage,
+                cost_usd=None if self._unknown else self._known,
+                known_cost_usd=self._known,
+                unknown_cost_calls=self._unknown,
+            )
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return f"UsageTally(calls={s.calls}, cached_hits={s.cached_hits}, cost_usd={s.cost_usd})"

@@ -1,26 +1,15 @@
 """Where to put provider prompt-cache breakpoints: the invariant prefix of a judge's requests.
 
-Anthropic caches a prompt prefix only up to a ``cache_control`` breakpoint the request
-marks, and only when that prefix holds at least a model-dependent number of tokens
-(:func:`anthropic_min_cache_tokens`). A mitigated judge's prompts share a long prefix: the
-instructions, the scoring guideline and the demonstrations come first (``JudgePrompt``'s
-``invariant_first`` layout), the item's own text after them. :class:`PrefixPlanner` finds
-that prefix without being told: it compares each request with the recent requests of the
-same backend, takes their longest common prefix, and moves its end back to a boundary that
-every item's request shares (the end of a message, or a blank line between paragraphs), so
-the breakpoint lands at the same place for every item. Prefixes learned this way are kept,
-and a request that starts with one is marked there at once.
-
-A request is a sequence of segments ``(role, text)`` (the system text, then each message).
-:meth:`PrefixPlanner.plan` returns breakpoints as ``(segment index, character offset)``;
-the backend splits that segment's text there and marks the piece before the cut. Nested
-prefixes (the instructions shared by every item, then a source document shared by the
-several outputs judged against it) get one breakpoint each, at most ``max_breakpoints``.
-
-Prefixes shorter than the model's minimum (estimated as characters / ``chars_per_token``)
-are not marked: the provider would not cache them, and a mark costs nothing only when it
-is used. A request's first occurrence teaches the planner; batch submissions call
-:meth:`PrefixPlanner.observe` on every request first, so even the first one is marked.
+Anthropic caches a prompt prefix only up to a ``cache_control`` breakpoint, and only when it holds at least
+a model-dependent number of tokens (:func:`anthropic_min_cache_tokens`). A mitigated judge's prompts share a
+long prefix (instructions, guideline, demonstrations first; the item's text after them).
+:class:`PrefixPlanner` finds it without being told: it compares each request with the backend's recent
+ones, takes their longest common prefix, and moves its end back to a boundary every item's request shares
+(a message's end, or a blank line), so the breakpoint lands at the same place for every item. Learned
+prefixes are kept; a request that starts with one is marked there at once (nested prefixes get one
+breakpoint each, at most ``max_breakpoints``). A request is a sequence of segments ``(role, text)``;
+breakpoints are ``(segment index, character offset)``. Prefixes shorter than the model's minimum (characters
+/ ``chars_per_token``) are not marked.
 """
 
 from __future__ import annotations
@@ -41,11 +30,8 @@ DEFAULT_MIN_TOKENS = 1024
 
 
 def anthropic_min_cache_tokens(model: str) -> int:
-    """The fewest prompt tokens Anthropic caches for ``model``, as published.
-
-    4,096 for Claude Opus 4.5/4.6 and Haiku 4.5; 2,048 for Sonnet 4.6 and Haiku 3/3.5;
-    1,024 for the others (and for names it does not recognise).
-    """
+    """The fewest prompt tokens Anthropic caches for ``model``, as published (1,024 for names it does not
+    know)."""
     for pattern, tokens in _ANTHROPIC_MIN_TOKENS:
         if pattern.search(model):
             return tokens
@@ -68,15 +54,8 @@ def common_prefix_length(a: str, b: str) -> int:
 
 
 class PrefixPlanner:
-    """Learns the invariant prefixes of the requests sent through one backend (see the module docstring).
-
-    Parameters:
-        min_tokens: the provider's minimum cacheable prefix for the model.
-        chars_per_token: characters per token used to estimate a prefix's length.
-        history: how many recent requests a new one is compared with.
-        max_breakpoints: the most breakpoints one request gets (Anthropic allows four).
-        max_prefixes: how many learned prefixes are kept (least recently used dropped).
-    """
+    """Learns the invariant prefixes of the requests sent through one backend: a new request is compared with
+    the last ``history``; ``max_prefixes`` learned ones are kept (least recently used dropped)."""
 
     def __init__(
         self,

@@ -1,31 +1,17 @@
 """Adaptive concurrency for provider rate limits: read the rate-limit headers, back off on 429.
 
-Providers limit requests per minute (RPM) and tokens per minute (TPM) and say where a
-client stands in every answer's headers:
+Providers say where a client stands in every answer's headers: OpenAI (and most compatible gateways)
+``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` (resets as durations such as ``"6m0s"``),
+Anthropic ``anthropic-ratelimit-{requests,tokens,input-tokens}-{limit,remaining,reset}`` (RFC 3339 times),
+both ``Retry-After`` with a 429.
 
-* OpenAI (and most OpenAI-compatible gateways): ``x-ratelimit-limit-requests``,
-  ``x-ratelimit-remaining-requests``, ``x-ratelimit-reset-requests`` (a duration such as
-  ``"1s"``, ``"6m0s"``, ``"12ms"``) and the same three for ``-tokens``;
-* Anthropic: ``anthropic-ratelimit-requests-limit`` / ``-remaining`` / ``-reset`` (an
-  RFC 3339 time) and the same for ``-tokens`` (or ``-input-tokens``);
-* both send ``Retry-After`` with a 429.
-
-:class:`AdaptiveLimiter` sits in front of a backend's HTTP calls. Before each call it waits
-while (a) the server asked for a pause (a 429's ``Retry-After``, or the reset time), (b) the
-last headers say no requests are left in this window, or (c) not enough tokens are left for
-this request's estimate (prompt characters / 4 plus ``max_tokens``); budgets are a token
-bucket set from each answer's headers, less what was sent since, and coming back at the
-rate the headers imply (the spent part of the limit over the time until it resets); and it keeps the calls in
-flight under an adaptive cap: a 429
-halves the cap (once per congestion episode: the other calls already in flight when it
-happened do not halve it again) and pauses every caller until the server's retry time, and
-each run of successful calls as long as the cap raises it by one (additive increase,
-multiplicative decrease). Until the first 429 there is no cap, so a run that never hits a
-limit pays only a counter per call. The result is that a large run neither stalls (the cap
-recovers) nor storms (callers do not all retry at the moment a pause ends). A wait longer than
-``max_wait`` (120 s) is not made silently: the call fails as retryable with that wait as its
-``retry_after``, and the retry policy's patience (``--patience``) decides whether to wait it.
-Header values that are not finite numbers are ignored.
+Before each call :class:`AdaptiveLimiter` waits while the server asked for a pause, or the requests or
+tokens left (a token bucket set from the last headers, less what was sent since, refilled at the rate they
+imply) do not cover this request's estimate. It keeps the calls in flight under an adaptive cap: a 429
+halves it (once per congestion episode) and pauses every caller until the server's retry time; each run of
+successes as long as the cap raises it by one. Until the first 429 there is no cap. A wait longer than
+``max_wait`` is not made silently: the call fails as retryable with that wait as its ``retry_after``, and
+the retry policy's patience decides. Header values that are not finite numbers are ignored.
 """
 
 from __future__ import annotations
@@ -157,18 +143,12 @@ def estimate_tokens(request: LMRequest) -> int:
 class AdaptiveLimiter:
     """Paces and caps the calls of one provider account (see the module docstring).
 
-    Parameters:
-        max_concurrency: an upper bound on calls in flight (None: only the adaptive cap).
-        min_concurrency: the cap never falls below this.
-        decrease: the factor a 429 multiplies the cap by.
-        default_pause: seconds every caller waits after a 429 that names no retry time.
-        max_wait: the longest wait :meth:`acquire` makes by itself on what the server said; a longer one is
-            a retryable error carrying the wait as ``retry_after`` (the retry policy's patience decides).
-        clock, sleep: injectable for tests.
-
-    ``acquire(tokens)`` before a call returns a ticket for ``release(ticket, ...)`` after it,
-    which is given the answer's HTTP status (None on success, 0 for no answer) and headers. Counters:
-    ``throttled`` (429s seen), ``waited`` (calls that had to wait), ``peak`` (most in flight).
+    ``max_concurrency`` bounds the calls in flight (None: only the adaptive cap), which never falls below
+    ``min_concurrency``; a 429 multiplies the cap by ``decrease`` and pauses every caller ``default_pause``
+    seconds when it names no retry time; ``max_wait`` is the longest wait :meth:`acquire` makes by itself.
+    ``acquire(tokens)`` before a call returns a ticket for ``release(ticket, ...)`` after it, given the
+    answer's HTTP status (None on success, 0 for no answer) and headers. Counters: ``throttled`` (429s),
+    ``waited`` (calls that had to wait), ``peak`` (most in flight).
     """
 
     def __init__(
@@ -264,12 +244,8 @@ class AdaptiveLimiter:
         return max(waits)
 
     async def acquire(self, tokens: int = 0, *, where: str = "the server") -> Ticket:
-        """Wait until this call may go; returns the ticket to pass to :meth:`release`.
-
-        A wait longer than ``max_wait`` is not waited: TransientLMError with ``retry_after`` set to
-        it, so the retry policy's patience decides (a server whose headers or Retry-After ask for
-        hours would otherwise stall a run without a word).
-        """
+        """Wait until this call may go; the ticket for :meth:`release`. A wait longer than ``max_wait`` is a
+        TransientLMError with that ``retry_after`` instead."""
         waited = False
         while True:
             delay = self._delay(tokens)

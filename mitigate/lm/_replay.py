@@ -1,40 +1,28 @@
-"""Replay recorded LM answers from a JSONL file, and record them.
+"""Replay recorded LM answers from a JSONL file (spec ``replay:<path>``), and record them.
 
-``ReplayLM(path)`` (spec ``replay:<path>``) answers requests from a file instead of a
-model: for reproducing a published run from its released outputs, or re-running an
-experiment offline. :class:`ReplayRecorder` wraps a real backend and writes its answers
-in the same format.
+:class:`ReplayLM` answers requests from a file instead of a model (a published run from its released
+outputs, an experiment re-run offline); :class:`ReplayRecorder` wraps a backend and writes its answers.
+One JSON object per line (blank lines allowed), of two kinds:
 
-File format — JSON Lines, one object per line, blank lines allowed. Two kinds of line:
-
-1. **Recorded** (what :class:`ReplayRecorder` writes) — exact replay of one request::
+1. **Recorded** (what :class:`ReplayRecorder` writes), an exact replay of one request::
 
        {"key": "<LMRequest.key()>", "request": {...LMRequest...}, "response": {...LMResponse...}}
 
-   ``key`` is the SHA-256 digest from :meth:`LMRequest.key` (it covers the messages and
-   every sampling option). ``request`` is optional and informative (kept so a human can
-   read the file); ``response`` is a full :class:`~mitigate.lm._base.LMResponse` in its
-   JSON form (``choices`` with texts and optional logprobs, ``usage``, ``model``).
+   (``request`` is optional, for a human reader).
 
-2. **Hand-written** — answers keyed by prompt, for outputs released without requests::
+2. **Hand-written**, answers keyed by prompt for outputs released without requests::
 
        {"item_id": "M11-3", "prompt": "<text>", "response": "Score: 4"}
        {"prompt": [{"role": "system", "content": "..."}, {"role": "user", "content": "..."}],
         "response": ["Score: 4", "Score: 5"]}
 
-   ``prompt`` is either a string (meaning one user message with that text) or a list of
-   chat messages; it must equal the request's messages exactly. ``response`` is a string
-   (one sample) or a list of strings (samples, used in order for ``n > 1``). Sampling
-   options (temperature, max tokens, ...) are not part of this key. ``item_id`` is
-   optional and only informative (it appears in error messages).
+   ``prompt`` is one user message's text or a list of messages, equal to the request's; ``response`` one
+   sample or a list (used in order for ``n > 1``); sampling options are not part of this key; ``item_id``
+   only appears in error messages.
 
-A request is looked up by exact key first, then by prompt. A request with no recorded
-answer raises :class:`~mitigate.errors.LMCallError` naming its key; a malformed line
-raises :class:`~mitigate.errors.ReplayFormatError` naming the file and line. Two lines
-with the same key and different answers are rejected the same way (identical duplicates
-are allowed).
-
-Nothing secret is written: requests and responses hold no API keys.
+A request is looked up by exact key first, then by prompt; one with no recorded answer raises
+:class:`~mitigate.errors.LMCallError` naming its key. A malformed line, or two lines giving one key
+different answers, raises :class:`~mitigate.errors.ReplayFormatError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -48,8 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, ReplayFormatError
-from mitigate.lm._base import LM, Choice, LMRequest, LMResponse, Message, Usage
-from mitigate.lm._wrapper import WrapperLM
+from mitigate.lm._base import LM, Choice, LMRequest, LMResponse, Message, Usage, WrapperLM
 from mitigate.paths import open_regular, path_kind, read_lines
 
 
@@ -97,11 +84,8 @@ def _parse_samples(value: Any, path: Path, line: int) -> tuple[str, ...]:
 
 
 class ReplayLM(LM):
-    """Answers requests from a replay file (format in the module docstring).
-
-    The whole file is read and validated when the object is built, so a malformed file
-    fails at once rather than in the middle of a run.
-    """
+    """Answers requests from a replay file, read and checked whole when it is built (a malformed file fails
+    at once, not in the middle of a run)."""
 
     provider = "replay"
     supports_logprobs = True
@@ -252,12 +236,8 @@ class ReplayLM(LM):
 
 
 class ReplayRecorder(WrapperLM):
-    """Wraps a backend and appends each of its answers to a replay file (recorded form).
-
-    Requests already present in the file are not written again; an existing file is
-    extended, not overwritten. The recorder is transparent: it returns the inner
-    backend's responses unchanged and has the inner backend's identity.
-    """
+    """Wraps a backend and appends each of its answers to a replay file (recorded form), a request already
+    in the file once; it returns the inner backend's responses unchanged."""
 
     def __init__(self, inner: LM, path: str | Path) -> None:
         super().__init__(inner)

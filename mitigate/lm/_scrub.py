@@ -1,13 +1,10 @@
 """The one place a backend's secrets are taken out of what a server sent.
 
-A server may echo the API key it was sent anywhere: in the answer's text, its ``model`` or
-``finish_reason``, a header, the status line's reason phrase, an error body, a body that is
-not JSON, or ``\\u``-escaped inside a JSON string. Every network backend holds a
-:class:`Scrubber` built from its secrets and passes through it, at its boundary, everything
-it hands on: each :class:`~mitigate.lm._base.LMResponse` it returns (:meth:`Scrubber.response`)
-and each error it raises (:meth:`Scrubber.error`, which also drops a chained client exception
-whose text holds a secret, so not even a ``--debug`` traceback shows it). Whatever is later
-stored (cache, journal, results, ``--out``) or printed comes from those two.
+A server may echo the API key anywhere (the answer's text, ``model``, a header, an error body, escaped in a
+JSON string). Every network backend passes everything it hands on through a :class:`Scrubber` of its
+secrets, at its boundary: each response (:meth:`Scrubber.response`) and each error (:meth:`Scrubber.error`,
+which also drops a chained exception whose text holds a secret, so not even a ``--debug`` traceback shows
+it). Whatever is later stored or printed comes from those two.
 """
 
 from __future__ import annotations

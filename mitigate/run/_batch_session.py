@@ -1,39 +1,20 @@
 """Batch execution for the runner: a run's LM calls go through the providers' batch APIs.
 
-``run(judge, items, batch=BatchConfig(...))`` (``mitigate judge --batch``, ``mitigate compare
---batch``) judges every item as usual, but each leaf LM of the judge is replaced by a
-:class:`~mitigate.lm.BatchingLM`. A request the LM cache can answer is answered at once; any other is
-*parked* in a :class:`BatchSession`. When the run goes quiet (every item is waiting on a
-parked request), the session writes the parked requests as batch files, splitting them at
-the provider's size limits, submits them, polls them with a growing interval, and when a
-batch ends maps its results back by ``custom_id``, stores every answer in the LM cache and
-wakes the waiting items, whose judgments then go to the journal as usual. Judges that call
-the LM in stages (the second call depends on the first answer) simply park again and the
-session submits a follow-up batch.
+``run(judge, items, batch=BatchConfig(...))`` (``--batch``) judges every item as usual, but each leaf LM of
+the judge is a :class:`~mitigate.lm.BatchingLM`: a request the LM cache can answer is answered at once, any
+other is parked in a :class:`BatchSession`. When the run goes quiet (every item waits on a parked request)
+the session writes the parked requests as batch files within the provider's limits, submits them, polls
+them with a growing interval, and when a batch ends stores every answer in the LM cache and wakes the
+waiting items. A judge that calls in stages parks again, and the session submits a follow-up batch.
 
-Persistence and resume
-    The session's :class:`~mitigate.lm._batch.BatchStore` lives in the run folder
-    (``<journal folder>/batches``, or ``<compare out>/batches``). A run killed at any point,
-    even with SIGKILL, and started again with the same command resumes: judgments already journalled are kept;
-    answers already collected come from the cache; requests in a batch that was submitted
-    (or maybe submitted: the kill came between the create call and its record) are attached
-    to that batch by id (:meth:`~mitigate.lm._batch.BatchAPI.find` recovers an id the kill
-    lost), and only requests in no batch are submitted. Nothing is submitted twice, and
-    nothing is lost.
+Its :class:`~mitigate.lm.BatchStore` lives in the run folder (``<journal folder>/batches``): a run killed at
+any point and started again with the same command resumes: collected answers come from the cache, requests
+in a batch that was (or maybe was) submitted are attached to it by id (:meth:`~mitigate.lm.BatchAPI.find`
+recovers an id the kill lost), and only requests in no batch are submitted. Nothing is submitted twice.
 
-Errors
-    A request that failed or expired in its batch is an error for its item (recorded in the
-    journal like any failed LM call, and retried by the next resume). With
-    ``retry_failed=k`` retryable failures (expired, server errors, missing results) are sent
-    again in up to ``k`` follow-up batches first. Failures of the polling itself (network,
-    5xx) are retried with backoff; if they persist, the run stops with the error, and the
-    batches stay recorded for the next resume.
-
-Progress
-    A progress bar counts the batched requests with a result, with the batches' states
-    (``validating``, ``in_progress``, ``ended``...) and failure counts beside it;
-    :attr:`BatchSession.states` holds each batch's last :class:`~mitigate.lm._batch.BatchState`
-    and :attr:`BatchSession.stats` the totals.
+A request that failed or expired in its batch is an error for its item (retried by the next resume; with
+``retry_failed=k`` retryable failures are first sent again in up to ``k`` follow-up batches). Polling that
+fails transiently is retried with backoff; if it persists, the run stops with the error.
 """
 
 from __future__ import annotations
@@ -76,19 +57,11 @@ T = TypeVar("T")
 
 
 class BatchConfig(BaseModel):
-    """How a run uses the providers' batch APIs.
-
-    - ``directory``: where the batch record lives (default: ``<journal folder>/batches``, or the
-      folder the caller names, e.g. ``<compare out>/batches``).
-    - ``poll_interval`` / ``max_poll_interval``: seconds between polls, growing 1.5x while
-      nothing changes, back to the start when something does.
-    - ``retry_failed``: follow-up batches for requests that failed retryably (0: none).
-    - ``max_requests`` / ``max_bytes``: per-batch limits below the provider's (tests, or
-      to keep batches small).
-    - ``settle``: seconds without a new request before the parked ones are submitted.
-    - ``transient_retries``: attempts of a polling/submission call that fails transiently.
-    - ``progress``: show the batch progress bar.
-    """
+    """How a run uses the providers' batch APIs: ``directory`` holds the batch record (default
+    ``<journal folder>/batches``); ``poll_interval`` grows 1.5x while nothing changes, up to
+    ``max_poll_interval``; ``retry_failed`` follow-up batches for retryable failures; ``max_requests`` /
+    ``max_bytes`` per-batch limits below the provider's; ``settle`` seconds without a new request before the
+    parked ones are submitted; ``transient_retries`` attempts of a call that fails transiently."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     directory: Path | None = None
@@ -138,13 +111,8 @@ class _Parked:
 
 
 class BatchSession:
-    """Collects parked requests from one or more runs and carries them through batches (see the module
-    docstring).
-
-    ``directory`` holds the :class:`~mitigate.lm._batch.BatchStore` (default:
-    ``options.directory``). Share one session between runs that go together (``compare``
-    runs its entries at once through one session, so their requests share batches).
-    """
+    """Carries the parked requests of one or more runs through batches (share one between runs that go
+    together, as ``compare``'s entries do); ``directory`` (default ``options.directory``) holds its store."""
 
     def __init__(self, options: BatchConfig | None = None, directory: str | Path | None = None) -> None:
         self.options = options or BatchConfig()
@@ -177,8 +145,6 @@ class BatchSession:
     def __repr__(self) -> str:
         return f"BatchSession({str(self.store.directory)!r}, waiting={len(self._waiting)})"
 
-    # ------------------------------------------------------------------ wiring
-
     def wrap(self, judge: Judge) -> Judge:
         """A copy of ``judge`` whose every prompt judge calls its LM through this session."""
 
@@ -192,7 +158,7 @@ class BatchSession:
         return judge.map_leaves(swap)
 
     def count_cache_hit(self) -> None:
-        """Count one request a :class:`~mitigate.lm._batching.BatchingLM` answered from the cache."""
+        """Count one request a :class:`~mitigate.lm.BatchingLM` answered from the cache."""
         self.stats.cache_hits += 1
 
     def batching(self, lm: LM) -> BatchingLM:
@@ -214,16 +180,9 @@ class BatchSession:
             self._own_cache = LMCache(self.store.directory / "results.sqlite")
         return self._own_cache
 
-    # ------------------------------------------------------------------ running
-
     async def gather(self, coros: Iterable[Awaitable[T]], *, return_exceptions: bool = False) -> list[Any]:
-        """Run the coroutines or tasks (items of a run) while the session carries their requests through
-        batches.
-
-        Raises the session's own failure (e.g. polling that kept failing) after the
-        coroutines finish; their parked requests fail with it. ``return_exceptions`` as in
-        :func:`asyncio.gather`.
-        """
+        """Run the coroutines (items of a run) while the session carries their requests through batches; then
+        raise the session's own failure, if any (their parked requests failed with it)."""
         loop = asyncio.get_running_loop()
         if self._wake is None or self._loop is not loop:  # an Event belongs to the loop that first used it
             self._wake, self._loop = asyncio.Event(), loop
@@ -325,8 +284,6 @@ class BatchSession:
         while self.busy > 0 or time.monotonic() - self._last_park < self.options.settle:
             await asyncio.sleep(step)
 
-    # ------------------------------------------------------------------ submit, resume
-
     async def _resume(self) -> None:
         """Reattach the batches a previous process left open; find or submit those it may not have created."""
         for record in self.store.open_records():
@@ -360,40 +317,41 @@ class BatchSession:
                 await self._create(api, record, lines)
 
     async def _create(self, api: BatchAPI, record: BatchRecord, lines: list[Any] | None) -> None:
-        """Get a provider batch for ``record``: find the one a killed run created, else submit it.
-
-        ``lines`` None: the record comes from the store (regenerate its lines; look first).
-        A submission that fails transiently may have created the batch: look before resending.
-        """
+        """Get a provider batch for ``record``: the one a killed run created (looked for when ``lines`` is
+        None, the record read back, or after a submission that failed transiently), else a new one."""
         look_first = lines is None
         if lines is None:
             requests = self.store.requests(record)
             lines = [line for _, ls in api.lines(list(requests.items())) for line in ls]
-        delay = self.options.poll_interval
-        for attempt in range(1, self.options.transient_retries + 1):
+        adopted = False
+
+        async def create() -> str:
+            nonlocal look_first, adopted
             try:
                 if look_first:
                     found = await api.find(record.local, record.lines, record.created, self.store.claimed())
                     if found is not None:
-                        self.store.submitted(record, found)
-                        self.stats.adopted_batches += 1
-                        return
-                batch_id = await api.submit(record.local, lines)
+                        adopted = True
+                        return found
+                return await api.submit(record.local, lines)
             except TransientLMError:
-                if attempt == self.options.transient_retries:
-                    raise
                 look_first = True
-                await asyncio.sleep(delay * (0.5 + random.random() / 2))
-                delay = min(self.options.max_poll_interval, delay * 2)
-                continue
-            except LMCallError as exc:  # the provider refused the batch: its requests fail
-                self._refused(record, exc)
-                return
-            self.store.submitted(record, batch_id)
-            self.stats.submitted_batches += 1
-            self.stats.submitted_requests += len(lines)
-            self._show()
+                raise
+
+        try:
+            batch_id = await self._retrying(create, self.options.poll_interval)
+        except TransientLMError:
+            raise
+        except LMCallError as exc:  # the provider refused the batch: its requests fail
+            self._refused(record, exc)
             return
+        self.store.submitted(record, batch_id)
+        if adopted:
+            self.stats.adopted_batches += 1
+            return
+        self.stats.submitted_batches += 1
+        self.stats.submitted_requests += len(lines)
+        self._show()
 
     def _refused(self, record: BatchRecord, exc: LMCallError) -> None:
         self.store.collected(record, "refused", {k: str(exc) for k in record.keys})
@@ -406,10 +364,8 @@ class BatchSession:
                 )
         self.stats.failed += len(record.keys)
 
-    # ------------------------------------------------------------------ poll, collect
-
-    async def _retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        delay = min(1.0, self.options.poll_interval)
+    async def _retrying(self, call: Callable[[], Awaitable[T]], delay: float) -> T:
+        """``call()``, tried again with backoff (from ``delay``) while it fails transiently."""
         for attempt in range(1, self.options.transient_retries + 1):
             try:
                 return await call()
@@ -418,7 +374,7 @@ class BatchSession:
                     raise
                 await asyncio.sleep(delay * (0.5 + random.random() / 2))
                 delay = min(self.options.max_poll_interval, delay * 2)
-        raise AssertionError(f"unreachable: {what}")
+        raise AssertionError("unreachable")
 
     async def _poll(self, records: list[BatchRecord]) -> bool:
         """Poll every open batch once and collect those that ended; True when anything changed."""
@@ -427,7 +383,7 @@ class BatchSession:
             api = self._apis[record.identity]
             assert record.batch_id is not None
             batch_id = record.batch_id
-            state = await self._retrying("poll", partial(api.poll, batch_id))
+            state = await self._retrying(partial(api.poll, batch_id), min(1.0, self.options.poll_interval))
             before = self.states.get(record.local)
             if before is None or (before.status, before.done) != (state.status, state.done):
                 changed = True
@@ -439,7 +395,7 @@ class BatchSession:
         return changed
 
     async def _collect(self, api: BatchAPI, record: BatchRecord, state: BatchState) -> None:
-        results = await self._retrying("results", lambda: api.results(state))
+        results = await self._retrying(lambda: api.results(state), min(1.0, self.options.poll_interval))
         requests = self.store.requests(record)
         expected = {
             cid for key, req in requests.items() for cid in custom_ids(key, req.n, per_sample=api.per_sample)
@@ -512,8 +468,6 @@ class BatchSession:
                 )
         self._last_park = time.monotonic()  # follow-ups: let the woken items park their next calls first
 
-    # ------------------------------------------------------------------ progress
-
     def _show(self) -> None:
         if not self.options.progress:
             return
@@ -552,10 +506,8 @@ def _store_all(cache: LMCache, payloads: list[tuple[str, str]], identity: str, m
 
 
 def batch_api_for(lm: LM) -> BatchAPI:
-    """The batch API of ``lm``'s backend: OpenAI (or an OpenAI-compatible server) or Anthropic.
-
-    Raises :class:`ConfigError` for a backend without one (local models, DSPy, replay, fake).
-    """
+    """The batch API of ``lm``'s backend: OpenAI (or a compatible server) or Anthropic; ConfigError for a
+    backend without one."""
     backend = innermost(lm)  # the implementations import the SDKs: only when batch mode is used
     if backend.provider in ("openai", "anthropic") and importlib.util.find_spec(backend.provider) is None:
         raise BackendSpecError(
@@ -587,12 +539,9 @@ def session_for(
     progress: bool = True,
     judge: Judge | None = None,
 ) -> tuple[BatchSession, bool]:
-    """The session a run uses for ``batch`` (options, a shared session, or True), and whether the run owns it.
-
-    A session made here keeps its record in ``options.directory``, else in ``folder`` (the
-    runner passes ``<journal folder>/batches``), and shows its bar only when ``progress``.
-    With ``judge``, a backend without a batch API is refused before anything is written.
-    """
+    """The session a run uses for ``batch`` (options, a shared session, or True) and whether the run owns it
+    (one made here keeps its record in ``options.directory``, else ``folder``); with ``judge``, a backend
+    without a batch API is refused before anything is written."""
     if judge is not None:
         for leaf in judge.leaves():
             batch_api_for(leaf.lm)

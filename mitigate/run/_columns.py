@@ -1,36 +1,18 @@
 """The judgments of a run as columns on disk: written in batches as the run goes, read back as arrays or a
 frame.
 
-``mitigate judge --run-dir`` writes ``results.sqlite`` beside its journal (and ``results.json``
-with the summary); in Python, :class:`ColumnWriter` appends ``(item, judgment)`` pairs as a
-streamed run yields them (:func:`~mitigate.run._runner.run_stream`) and :class:`Columns` reads
-the file back: :meth:`Columns.column` one column as a NumPy array, :meth:`Columns.to_pandas`
-the long-form table of :data:`~mitigate.run._runner.FRAME_COLUMNS` (plus any other column asked
-for), :meth:`Columns.rows` the same rows one at a time.
+``mitigate judge --run-dir`` writes ``results.sqlite`` beside its journal: :class:`ColumnWriter` appends
+``(item, judgment)`` pairs as a streamed run yields them, :data:`BATCH` rows per transaction (its memory
+does not grow with the run); :class:`Columns` reads the file back (:meth:`Columns.column` one column as a
+NumPy array, :meth:`Columns.rows` / :meth:`Columns.to_pandas` the long-form table of
+:data:`mitigate.judge.FRAME_COLUMNS`). SQLite ships with Python and reads one column without the others'
+text. The file is built under a temporary name and renamed into place when the run ends; the journal, not
+this file, is the crash-safe record.
 
-Why SQLite
-    It ships with Python, so every install can write and read the file (Parquet would need
-    pyarrow, some 100 MB, for a core feature); rows are appended in transactions of
-    :data:`BATCH` as they come, so the writer's memory does not grow with the run; one column
-    is read without the others' text (``SELECT score``), by any tool (``sqlite3``, pandas,
-    DuckDB). The file is built under a temporary name and renamed
-    into place when the run ends (:func:`mitigate.paths.output_path`): a reader never sees half
-    of one. The journal, not this file, is the crash-safe record: a killed run's next run
-    rewrites the columns from it.
-
-Layout
-    Table ``judgments``: one row per judgment, ``seq`` (0, 1, ... in the run's item order),
-    ``entry`` (the judge's name in a comparison; NULL for ``judge``), ``item``, ``document``,
-    ``system``, ``ok`` (0/1), ``error``, ``failure`` (the parse-failure reasons and the error,
-    joined by "; "), ``flags`` (joined by ","), ``needs_human`` (0/1), ``raw`` (every raw answer,
-    joined by blank lines), ``calls``, ``cached_calls``, ``prompt_tokens``, ``completion_tokens``,
-    ``cached_prompt_tokens``, ``cost_usd``. Table ``scores``: one row per criterion scored (or
-    per order a pairwise verdict was given in; :meth:`~mitigate.judge.Judgment.rows`), ``seq``
-    (its judgment's), ``criterion``, ``order``, ``score``, ``verdict``, ``human`` (the item's
-    human score on the criterion, or its gold preference for a pairwise item), ``samples`` (the
-    criterion's per-sample scores as a JSON list). Table ``about``:
-    ``key``/``value`` (JSON) pairs: the format version and what the writer was told
-    (benchmark, criterion, backend).
+Tables: ``judgments`` (one row per judgment, :data:`JUDGMENT_COLUMNS`; ``seq`` is the run's item order,
+``entry`` the judge's name in a comparison), ``scores`` (one row per criterion scored, or per order a
+pairwise verdict was given in, :data:`SCORE_COLUMNS`) and ``about`` (``key``/``value`` JSON: the version
+and what the writer was told).
 """
 
 from __future__ import annotations
@@ -88,20 +70,7 @@ SCORE_COLUMNS = (
 """The ``scores`` table: one row per criterion (or pairwise order) of a judgment; ``human`` is a number or a
 gold preference ("A", "B", "tie"); ``samples`` the criterion's per-sample scores as JSON (null for a failed
 sample)."""
-NUMERIC = frozenset(
-    {
-        "seq",
-        "ok",
-        "needs_human",
-        "calls",
-        "cached_calls",
-        "prompt_tokens",
-        "completion_tokens",
-        "cached_prompt_tokens",
-        "cost_usd",
-        "score",
-    }
-)
+NUMERIC = frozenset(n for n, t in JUDGMENT_COLUMNS + SCORE_COLUMNS if t.startswith(("INTEGER", "REAL")))
 """Columns :meth:`Columns.column` returns as float arrays (NULL as NaN)."""
 _TABLE_OF = {name: "judgments" for name, _ in JUDGMENT_COLUMNS} | {
     name: "scores" for name, _ in SCORE_COLUMNS[1:]
@@ -123,12 +92,9 @@ def _quoted(name: str) -> str:
 
 
 class ColumnWriter:
-    """Appends ``(item, judgment)`` pairs to a columns file, :data:`BATCH` rows per transaction.
-
-    Use as a context manager: the file appears at ``path`` (replacing an older one) when the block
-    ends without an error, and not at all otherwise. ``about`` is stored in the ``about`` table;
-    ``criterion`` is the criterion whose human score fills ``human`` (None: the judgment's own).
-    """
+    """Appends ``(item, judgment)`` pairs to a columns file; as a context manager, the file appears at
+    ``path`` when the block ends without an error, and not at all otherwise. ``criterion``: the one whose
+    human score fills ``human`` (None: the judgment's own)."""
 
     def __init__(
         self, path: Path | str, about: Mapping[str, Any] | None = None, *, criterion: str | None = None
@@ -305,11 +271,8 @@ class Columns:
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
 
     def column(self, name: str, *, entry: str | None = None, criterion: str | None = None) -> np.ndarray:
-        """One column in order, as a float array (NULL as NaN) for a numeric column, else an object array.
-
-        A column of the ``scores`` table has one value per score row (``criterion`` keeps one
-        criterion's); a column of ``judgments`` one per judgment.
-        """
+        """One column in order (a value per judgment, or per score row of ``scores``): a float array (NULL
+        as NaN) for a numeric column, else an object array."""
         table = _TABLE_OF.get(name)
         if table is None:
             raise ConfigError(f"expected a column of {sorted(_TABLE_OF)}; got {name!r}")
@@ -331,11 +294,8 @@ class Columns:
     def rows(
         self, columns: Sequence[str] | None = None, *, entry: str | None = None, criterion: str | None = None
     ) -> Iterator[dict[str, Any]]:
-        """The long-form rows (one per score row, with its judgment's columns), in order, one at a time.
-
-        ``columns`` default to :data:`mitigate.judge.FRAME_COLUMNS`; any column of either table
-        may be asked for.
-        """
+        """The long-form rows (one per score row, with its judgment's columns), in order, one at a time;
+        ``columns`` (any of either table) default to :data:`mitigate.judge.FRAME_COLUMNS`."""
         from mitigate.judge import FRAME_COLUMNS
 
         wanted = list(columns or FRAME_COLUMNS)

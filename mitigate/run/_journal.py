@@ -2,16 +2,13 @@
 lock.
 
 The first line names the judge's fingerprint; each later line is one finished
-:class:`~mitigate.judge.Judgment`, written to the OS as soon as it is known and fsync'd at
-most every ``fsync_every`` seconds and at the end. Damaged or blank lines at its end (a write
-cut short) are trimmed and their items redone; a line whose score lies outside the judge's
-scale (or is not a finite number) is damaged wherever it stands: its item is judged again, with
-one :class:`~mitigate.errors.JournalDamageWarning`. A lock file beside it (``<journal>.lock``,
-``flock``) keeps a second process off the same journal (:class:`~mitigate.errors.RunBusyError`).
-The journal and its lock are files mitigate reads back, so each must be a regular file (a symlink
-to one is followed); a FIFO, socket or device is refused by what it is before anything is read
-(:func:`mitigate.paths.open_regular`), and no line is read past :data:`mitigate.paths.MAX_LINE_BYTES`.
-See :mod:`mitigate.run._runner` for how a run uses it.
+:class:`~mitigate.judge.Judgment`, written to the OS as soon as it is known (a killed process loses nothing
+the kernel has) and fsync'd at most every ``fsync_every`` seconds and at the end. Damaged or blank lines at
+its end (a write cut short) are trimmed and their items redone; a line whose score lies off the judge's
+scale is damaged wherever it stands (its item judged again, with one
+:class:`~mitigate.errors.JournalDamageWarning`). A lock file beside it (``<journal>.lock``, ``flock``) keeps
+a second process off it (:class:`~mitigate.errors.RunBusyError`). The journal and its lock must be regular
+files (:func:`mitigate.paths.open_regular`).
 """
 
 from __future__ import annotations
@@ -45,8 +42,8 @@ JOURNAL_VERSION = 1
 
 
 def id_hash(item_id: str) -> int:
-    """The 64-bit key a journal's index keeps for an item id (Python's string hash: two ids may share one, and
-    the line read back tells them apart)."""
+    """The 64-bit key a journal's index keeps for an item id (two ids may share one: the line read back tells
+    them apart)."""
     return hash(item_id)
 
 
@@ -55,15 +52,9 @@ def _os_reason(exc: OSError) -> str:
 
 
 class RunLock:
-    """An exclusive lock on a file (``flock``), re-entrant within one process.
-
-    ``RunLock(path)`` as a context manager holds the lock; a second process asking for it gets
-    :class:`~mitigate.errors.RunBusyError` at once (never a wait). The file is created when
-    missing, holds the owner's pid (for the message) and is left in place (an unlocked leftover
-    file is harmless). Within one process the same path may be locked again (the CLI locks a run
-    folder, then the runner locks its journal): the lock is released when the last holder exits.
-    Where ``fcntl`` is missing (not POSIX) the lock is a no-op.
-    """
+    """An exclusive lock on a file (``flock``), re-entrant within one process (the CLI locks a run folder,
+    then the runner its journal); a second process gets :class:`~mitigate.errors.RunBusyError` at once. The
+    file holds the owner's pid and is left in place; without ``fcntl`` (not POSIX) the lock is a no-op."""
 
     _held: ClassVar[dict[str, list[Any]]] = {}  # resolved path -> [file, holders]
     _guard = threading.Lock()
@@ -153,17 +144,12 @@ class RunLock:
 
 
 class Journal:
-    """Append-only, fsync'd record of finished judgments for one judge configuration.
+    """Append-only, fsync'd record of finished judgments for one judge configuration, holding its
+    :class:`RunLock` until :meth:`close`.
 
-    Opening a journal takes its :class:`RunLock` (released by :meth:`close`). Damaged or blank
-    lines at the end (a write cut short) are trimmed and their items judged again; an unreadable
-    line followed by good ones is a :class:`~mitigate.errors.DataError` naming it (the file was
-    edited or damaged, not cut short).
-
-    What a resumed run needs is found without keeping the judgments in memory: loading reads the
-    file once and keeps, per item whose last line is a good judgment, a hash of its id and where
-    its line starts (16 bytes); :meth:`get` reads that line again. Two ids that share a hash are
-    told apart by the line read (the other is judged again, never given the wrong judgment).
+    An unreadable line followed by good ones is a :class:`~mitigate.errors.DataError` naming it (the file was
+    edited, not cut short). Loading keeps, per item whose last line is a good judgment, only a hash of its
+    id and where its line starts (16 bytes); :meth:`get` reads that line again.
     """
 
     def __init__(
@@ -218,9 +204,7 @@ class Journal:
         return len(self._keys)
 
     def _load(self) -> None:
-        # one pass, nothing kept per line but its id's hash, where it starts and how it ended; a SIGKILL can
-        # leave a
-        # partial last line (no newline)
+        # one pass, nothing kept per line but its id's hash, where it starts and how it ended
         hashes, starts, states = array("q"), array("q"), array("b")  # state: 0 good, 1 failed call, 2 damaged
         size = complete = keep_end = tail_bad = 0
         header: dict[str, Any] | None = None

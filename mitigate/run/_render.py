@@ -1,24 +1,84 @@
-"""The exact requests a judge sends for one item, as text a person reads: ``mitigate prompts render`` and
-``--dry-run``.
+"""What a judge sends for each item, rendered without calling an LM: checked for every item before a run
+(:func:`preflight`), and shown as text a person reads (``mitigate prompts render``, ``--dry-run``).
 
-:func:`render_requests` prints every :class:`~mitigate.judge.PlannedRequest` of
-``judge.requests(item)`` (every call of every fan-out) with its messages, its answer
-constraint in the fields the backend gets, its sampling (temperature, n, max tokens,
-logprobs), how its answer is read, the condition under which it is sent (a cascade's later
-stage depends on earlier answers), the backend's refusal when it cannot take it, and a
-unified diff of its messages against the unmitigated prompt's for the same item (the swapped
-copy for a swapped request). Nothing here calls an LM.
+:func:`render_requests` prints every :class:`~mitigate.judge.PlannedRequest` of ``judge.requests(item)``
+with its messages, its answer constraint in the fields the backend gets, its sampling, how its answer is
+read, the condition under which it is sent, the backend's refusal when it cannot take it, and a unified
+diff of its messages against the unmitigated prompt's for the same item.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from mitigate.data import Item
+from mitigate.errors import DataError, MitigateError
 from mitigate.judge import Judge, PlannedRequest, PromptJudge
 from mitigate.lm import Message
+
+
+def _max_prompt_chars(lm: Any) -> int | None:
+    """The prompt-size cap of a network backend under its wrappers (None for a backend without one)."""
+    for _ in range(8):
+        limits = getattr(lm, "limits", None)
+        if limits is not None and isinstance(getattr(limits, "max_prompt_chars", None), int):
+            return int(limits.max_prompt_chars)
+        lm = getattr(lm, "inner", None)
+        if lm is None:
+            return None
+    return None
+
+
+def clip(text: str, limit: int = 300) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def preflight(judge: Judge, items: Iterable[Item]) -> None:
+    """Render every item with every prompt of ``judge`` (``items`` read once); one DataError when some cannot
+    be rendered, or give a prompt longer than the backend's ``max_prompt_chars``
+    (:class:`~mitigate.lm.Limits`). A judge without prompts has nothing to check."""
+    try:
+        leaves = judge.leaves()
+    except MitigateError:  # a judge without prompts (a replayed released judge): nothing to render
+        return
+    caps = [_max_prompt_chars(leaf.lm) for leaf in leaves]
+    count = bad = too_long = 0
+    first_bad: tuple[Item, MitigateError] | None = None
+    first_long: tuple[Item, int, int] | None = None
+    for item in items:
+        count += 1
+        for leaf, cap in zip(leaves, caps, strict=True):
+            try:
+                messages = leaf.prompt.render(item)
+            except MitigateError as exc:
+                bad += 1
+                first_bad = first_bad or (item, exc)
+                break
+            if cap is not None:
+                chars = sum(len(m.content) for m in messages)
+                if chars > cap:
+                    too_long += 1
+                    first_long = first_long or (item, chars, cap)
+                    break
+    if first_long is not None:
+        item, chars, cap = first_long
+        raise DataError(
+            f"{too_long} of {count} items give a prompt longer than max_prompt_chars={cap:,} "
+            f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} "
+            f"characters (about {chars // 4:,} tokens)",
+            item_id=item.id,
+        )
+    if first_bad is not None:
+        item, cause = first_bad
+        raise DataError(
+            f"{bad} of {count} items cannot be put into the judge's prompt, so no LM call was made; "
+            f"the first, {item.id!r}: {clip(cause.message, 400)}",
+            item_id=item.id,
+        )
 
 
 def placeholder_item(judge: Judge, item_id: str = "example") -> Item:

@@ -1,0 +1,363 @@
+"""What the provider backends (OpenAI, Anthropic) share, and the typed reading of a server's answer fields.
+
+:class:`ProviderLM` holds a provider backend's key (a missing one is
+:class:`~mitigate.errors.MissingAPIKeyError` unless a ``base_url`` server is named, which gets a
+placeholder; the key is never part of ``repr``, ``spec``, ``identity()`` or an error), its server, request
+:class:`~mitigate.lm._http.Limits`, rate limiter, ``timeout`` (the silence an attempt may wait through;
+None: the deadline) and :class:`~mitigate.lm._scrub.Scrubber`; its SDK client (one per event loop, the
+SDK's own retries off: :class:`~mitigate.lm._retry.RetryingLM` owns retries); one exchange with the server
+within what is left of the request's deadline (:mod:`mitigate.lm._retry`), paced by the rate limiter;
+and the SDK's errors as typed ones (:func:`~mitigate.lm._http.sdk_error`). Everything a provider backend
+returns or raises has its key taken out first.
+
+:class:`AnswerFields` reads the fields of an HTTP 200 answer, each checked for what the API says it is: a
+field that is not (``"usage": "lots"``, a count of ``"ten"``, ``1e999`` or ``-5``) is a typed
+:class:`~mitigate.errors.LMCallError` with ``reason="malformed"`` naming the field, what was expected, what
+came and the server. Nothing is guessed: an unreadable count is never read as 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import SecretStr
+
+from mitigate.errors import LMCallError, MissingAPIKeyError, MitigateError
+from mitigate.lm import _pricing as pricing
+from mitigate.lm._base import LM, LMRequest, LMResponse, Usage
+from mitigate.lm._http import (
+    Exchange,
+    Limits,
+    Phase,
+    check_base_url,
+    check_request_size,
+    check_timeout,
+    counted,
+    deadline_error,
+    http_error,
+    is_client_failure,
+    parse_retry_after,
+    read_capped,
+    sdk_error,
+    server_identity,
+)
+from mitigate.lm._ratelimit import AdaptiveLimiter
+from mitigate.lm._retry import RequestClock, request_clock
+from mitigate.lm._scrub import PLACEHOLDER_KEY, Scrubber
+
+T = TypeVar("T")
+
+
+class ProviderLM(LM):
+    """The base of a provider backend (see the module docstring); a subclass builds its SDK client
+    (:meth:`_make_client`), names its SDK (:meth:`_sdk`, :attr:`_sdk_base`) and answers one request
+    (:meth:`_complete`)."""
+
+    _sdk_base: ClassVar[str]
+    """The name of the SDK's base exception class."""
+    limits: Limits
+    base_url: str | None
+
+    def _connect(
+        self,
+        base_url: str | None,
+        api_key: str | None,
+        api_key_env: str,
+        timeout: float | None,
+        rate_limit: bool | AdaptiveLimiter,
+        *,
+        hint: str = "",
+    ) -> str:
+        """Set up the rate limiter, server, timeout, key and scrubber (``limits`` set before); the key."""
+        self.limiter = (
+            rate_limit
+            if isinstance(rate_limit, AdaptiveLimiter)
+            else (AdaptiveLimiter() if rate_limit else None)
+        )
+        self.base_url = check_base_url(base_url, backend=self.spec) if base_url else None
+        self.api_key_env = api_key_env
+        self.timeout = None if timeout is None else check_timeout(timeout, backend=self.spec)
+        key = api_key or os.environ.get(api_key_env) or None
+        if key is None:
+            if self.base_url is None:
+                raise MissingAPIKeyError(
+                    f"{self.spec} needs an API key; expected the environment variable {api_key_env} to be "
+                    f"set (or api_key=... to be passed); it is not set.{hint}",
+                    env_var=api_key_env,
+                    backend=self.spec,
+                )
+            key = PLACEHOLDER_KEY
+        self._api_key = SecretStr(key)
+        self.scrubber = Scrubber((key,))
+        """Takes the key out of everything this backend returns or raises."""
+        self._client: Any = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        return key
+
+    def identity(self) -> str:
+        """The spec, plus ``@<server url>`` for a ``base_url`` server (credentials stripped)."""
+        if self.base_url is None:
+            return self.spec
+        known = self.__dict__.get("_identity")
+        if known is None or known[0] != self.base_url:  # worked out once per URL, not once per call
+            known = self._identity = (self.base_url, server_identity(self.spec, self.base_url))
+        return known[1]
+
+    @property
+    def read_timeout(self) -> float:
+        """Seconds an attempt may go without anything from the server (``timeout``, else the deadline)."""
+        return self.timeout if self.timeout is not None else self.limits.deadline
+
+    def cost_of(self, usage: Usage, *, batch: bool = False) -> float | None:
+        """The list-price cost of ``usage`` on this model (None on a ``base_url`` server or an unknown
+        model)."""
+        return pricing.cost(self.model, usage, batch=batch) if self.base_url is None else None
+
+    def check(self, request: LMRequest) -> None:
+        """The request's size (:class:`~mitigate.lm._http.Limits`), then the base checks."""
+        check_request_size(request, self.limits, backend=self.spec)
+        super().check(request)
+
+    def _sdk(self) -> Any:
+        """The SDK module."""
+        raise NotImplementedError
+
+    def _make_client(self) -> Any:
+        """A new SDK client (bound to the running event loop)."""
+        raise NotImplementedError
+
+    def sdk_client(self) -> Any:
+        """The SDK client for the running event loop (a client is bound to the loop that made it)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client, self._client_loop = self._make_client(), loop
+        return self._client
+
+    def error_of(
+        self, exc: BaseException, *, phase: Phase = "answer", what: str | None = None
+    ) -> MitigateError:
+        """An SDK error (or a client exception under it) as a typed error naming the server (and ``what``)."""
+        where = self.identity() if what is None else f"{self.identity()} ({what})"
+        return sdk_error(
+            exc,
+            where=where,
+            timeout=self.read_timeout,
+            backend=self.spec,
+            api_key_env=self.api_key_env,
+            sdk=self._sdk(),
+            phase=phase,
+        )
+
+    def _failed(self, exc: BaseException) -> bool:
+        """Whether ``exc`` comes from the SDK, its HTTP client or the network (not a bug)."""
+        return isinstance(exc, getattr(self._sdk(), self._sdk_base)) or is_client_failure(exc)
+
+    async def sdk_call(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        """``call()`` (a call of the batch API); an SDK error as a typed error naming ``what``, the key taken
+        out."""
+        try:
+            return await call()
+        except getattr(self._sdk(), self._sdk_base) as exc:
+            raise self.scrubber.chained(self.error_of(exc, what=what), exc)  # noqa: B904 - chained there
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        """Run one request within what is left of its deadline (see the backend's module docstring)."""
+        self.check(request)
+        clock, exchange = request_clock(), Exchange()
+        try:
+            try:
+                response = await self._complete(request, clock, exchange)
+            except TimeoutError:
+                raise deadline_error(
+                    self.identity(),
+                    self.limits.deadline,
+                    backend=self.spec,
+                    got=exchange.got,
+                    attempts=clock.attempts,
+                ) from None
+            return self.scrubber.response(response)
+        except MitigateError as exc:  # the boundary: no secret leaves in an error (nor in an answer, above)
+            raise self.scrubber.error(exc)  # noqa: B904 - the same error, its chain kept unless it shows a key
+
+    async def _complete(self, request: LMRequest, clock: RequestClock, exchange: Exchange) -> LMResponse:
+        """The answer to a checked request (TimeoutError past its deadline)."""
+        raise NotImplementedError
+
+    async def _exchange(
+        self, tokens: int, clock: RequestClock, exchange: Exchange, post: Callable[[Exchange], Awaitable[T]]
+    ) -> T:
+        """``post(exchange)`` within what is left of the request's deadline (else TimeoutError), paced by the
+        rate limiter (``tokens``: what it counts against a tokens budget); its bytes added to ``exchange``."""
+        limiter = self.limiter
+        ticket = await limiter.acquire(tokens, where=self.identity()) if limiter is not None else None
+        mine = Exchange()
+        try:
+            left = clock.begin(self.limits.deadline)
+            try:
+                async with asyncio.timeout(left):
+                    return await post(mine)
+            finally:
+                clock.end()
+        finally:
+            exchange.got += mine.got
+            if limiter is not None and ticket is not None:
+                limiter.release(
+                    ticket,
+                    status=mine.status,
+                    headers=mine.headers,
+                    retry_after=parse_retry_after(mine.headers) if mine.status == 429 else None,
+                )
+
+    async def _sdk_body(
+        self,
+        start: Callable[[], Awaitable[Any]],
+        exchange: Exchange,
+        chunks: Callable[[Any], AsyncIterator[bytes]],
+        close: Callable[[Any], Awaitable[Any]],
+    ) -> bytes:
+        """The body of the SDK's raw answer ``start()`` opens, read up to the size cap (a redirect refused);
+        the SDK's and the client's failures as typed errors."""
+        where = self.identity()
+        try:
+            resp = await start()
+        except Exception as exc:
+            if isinstance(exc, self._sdk().APIStatusError):
+                exchange.status, exchange.headers = exc.status_code, exc.response.headers
+            elif not self._failed(exc):
+                raise
+            raise self.error_of(exc) from exc
+        try:
+            exchange.status, exchange.headers = resp.status_code, resp.headers
+            history = getattr(getattr(resp, "http_response", resp), "history", None)
+            if history:  # an HTTP client of the caller's own that follows redirects
+                first = history[0]
+                raise http_error(
+                    where,
+                    first.status_code,
+                    first.headers,
+                    "",
+                    api_key_env=self.api_key_env,
+                    backend=self.spec,
+                )
+            return await read_capped(
+                counted(chunks(resp), exchange),
+                self.limits.max_response_bytes,
+                where=where,
+                backend=self.spec,
+            )
+        except MitigateError:
+            raise
+        except Exception as exc:  # the connection closed or timed out mid-body
+            if not self._failed(exc):
+                raise
+            raise self.error_of(exc, phase="body") from exc
+        finally:
+            with contextlib.suppress(Exception):
+                await close(resp)
+
+    async def aclose(self) -> None:
+        """Close the SDK client."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            with contextlib.suppress(RuntimeError):  # its event loop is gone
+                await client.close()
+
+
+_LARGEST_COUNT = 2**53
+"""Token counts at or above this are not counts (a float could not even hold them exactly)."""
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``value`` as a short repr for a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class AnswerFields:
+    """Typed readers of one server's answer fields; each raises a malformed LMCallError naming the field, what
+    was expected, what came and the server (``where``)."""
+
+    __slots__ = ("backend", "where")
+
+    def __init__(self, where: str, backend: str) -> None:
+        self.where = where
+        self.backend = backend
+
+    def error(self, field: str, expected: str, got: Any) -> LMCallError:
+        """The error of a field that is not ``expected``."""
+        return LMCallError(
+            f"{self.where} answered HTTP 200 with a malformed {field}; expected {expected}; got {shown(got)}",
+            backend=self.backend,
+            reason="malformed",
+            kind=f"a malformed {field}",
+            field=field,
+        )
+
+    def mapping(self, value: Any, field: str) -> Mapping[str, Any]:
+        """An object (a missing or null one is empty)."""
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.error(field, "an object", value)
+        return value
+
+    def count(self, value: Any, field: str) -> int:
+        """A token count: a whole number >= 0 (a missing or null one is 0: APIs leave out what is none)."""
+        if value is None:
+            return 0
+        if isinstance(value, int) and not isinstance(value, bool):
+            if 0 <= value < _LARGEST_COUNT:
+                return value
+        elif (
+            isinstance(value, float)
+            and math.isfinite(value)
+            and value.is_integer()
+            and 0 <= value < _LARGEST_COUNT
+        ):
+            return int(value)
+        raise self.error(field, f"a whole number from 0 to {_LARGEST_COUNT:,}", value)
+
+    def text(self, value: Any, field: str) -> str:
+        """A string."""
+        if not isinstance(value, str):
+            raise self.error(field, "a string", value)
+        return value
+
+    def optional_text(self, value: Any, field: str) -> str | None:
+        """A string or null."""
+        if value is not None and not isinstance(value, str):
+            raise self.error(field, "a string or null", value)
+        return value
+
+    def logprob(self, value: Any, field: str) -> float:
+        """A log-probability: a finite number <= 0 (a tiny positive rounding error is read as 0)."""
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value <= 1e-6
+        ):
+            return min(float(value), 0.0)
+        raise self.error(field, "a finite number <= 0", value)
+
+    def openai_usage(self, value: Any) -> Usage:
+        """An OpenAI ``usage`` object (``prompt_tokens_details.cached_tokens``: prompt tokens read from a
+        cache)."""
+        usage = self.mapping(value, "usage")
+        details = self.mapping(usage.get("prompt_tokens_details"), "usage.prompt_tokens_details")
+        prompt = self.count(usage.get("prompt_tokens"), "usage.prompt_tokens")
+        cached = self.count(details.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens")
+        if cached > prompt:
+            raise self.error(
+                "usage.prompt_tokens_details.cached_tokens", f"at most prompt_tokens ({prompt})", cached
+            )
+        return Usage(
+            prompt_tokens=prompt,
+            completion_tokens=self.count(usage.get("completion_tokens"), "usage.completion_tokens"),
+            cached_prompt_tokens=cached,
+        )
