@@ -1,10 +1,5 @@
-"""LM backends behind one interface (see :mod:`mitigate.lm._base`).
-
-``get(spec)`` builds a backend from a spec string (``openai:<model>``, ``anthropic:<model>``,
-``dspy:<litellm id>``, ``local``, ``local:<path.gguf>``, ``replay:<path>``, ``fake``);
-``wrap(lm, cache=..., retry=...)`` adds the on-disk cache and retries; ``declare(spec)`` gives the
-backend's declared facts only (requests rendered and checked, none sent; no SDK, key or model file).
-"""
+"""LM backends behind one interface: ``get(spec)`` builds one from a spec string, ``wrap(lm)`` adds the
+on-disk cache and retries, ``declare(spec)`` gives its declared facts only (no SDK, key or model file)."""
 
 from typing import TYPE_CHECKING
 
@@ -33,8 +28,7 @@ if TYPE_CHECKING:
         custom_ids,
         innermost,
     )
-    from mitigate.lm._batch_anthropic import AnthropicBatchAPI
-    from mitigate.lm._batch_openai import OpenAIBatchAPI
+    from mitigate.lm._batch_apis import AnthropicBatchAPI, OpenAIBatchAPI
     from mitigate.lm._cache import (
         BudgetedLM,
         BudgetExhaustedError,

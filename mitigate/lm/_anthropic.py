@@ -1,31 +1,10 @@
-"""Anthropic Messages API backend: ``AnthropicLM("claude-3-5-haiku-latest")`` through the official SDK.
+"""Anthropic Messages API backend (what it shares with the other network backends is
+:mod:`mitigate.lm._provider`'s).
 
-What it shares with the OpenAI backend (key, server, limits, rate limiter fed with the
-``anthropic-ratelimit-*`` headers, deadline, error mapping; 529 "overloaded" is retryable) is
-:mod:`mitigate.lm._provider`'s.
-
-Request mapping
-    System messages go to ``system=`` (joined by a blank line), the others to ``messages``; ``max_tokens``,
-    ``temperature`` (0..1; a higher one is a :class:`~mitigate.errors.CapabilityError`; sent in the body when
-    the installed SDK no longer declares it, so a model that refuses it fails loudly) and ``stop`` ->
-    ``stop_sequences``. The API has no ``n``: ``n > 1`` makes ``n`` concurrent calls (real sampling, ``n``
-    times the price; usage summed). It offers no token logprobs (a CapabilityError); ``seed`` is not sent.
-
-Prompt caching
-    With ``prompt_cache="auto"`` a :class:`~mitigate.lm._prompt_cache.PrefixPlanner` learns the prefix the
-    judge's requests share and the request marks it with a ``cache_control`` breakpoint (the system text or
-    the message split into text blocks there), when it is at least the model's minimum
-    (:func:`~mitigate.lm._prompt_cache.anthropic_min_cache_tokens`, or ``cache_min_tokens=``) long.
-    ``"off"`` sends no breakpoints.
-
-Answer constraints
-    Mode "json" is one tool whose ``input_schema`` is the answer's schema, forced with ``tool_choice``; its
-    input becomes the choice's text as JSON. Mode "format" cannot be enforced (a CapabilityError).
-
-Usage and cost
-    ``cache_read_input_tokens`` becomes ``Usage.cached_prompt_tokens`` and ``cache_creation_input_tokens``
-    ``Usage.cache_write_tokens``; ``prompt_tokens`` counts every input token. Cost at list prices
-    (:mod:`mitigate.lm._pricing`), each kind of token at its own price.
+The API has no ``n`` (``n > 1`` makes ``n`` concurrent calls, usage summed) and no logprobs; ``temperature``
+above 1 is a :class:`~mitigate.errors.CapabilityError`. With ``prompt_cache="auto"`` the prefix a judge's
+requests share is marked with a ``cache_control`` breakpoint (:mod:`mitigate.lm._prompt_cache`). Mode "json"
+is one forced tool whose input becomes the answer text; mode "format" cannot be enforced.
 """
 
 from __future__ import annotations
@@ -73,15 +52,14 @@ class AnthropicLM(ProviderLM):
     """An Anthropic Claude model through the Messages API.
 
     Parameters:
-        model: the model id (``claude-3-5-sonnet-latest``, ``claude-3-5-haiku-20241022``).
-        api_key, api_key_env: the key; default ``$<api_key_env>`` (``ANTHROPIC_API_KEY``).
-        base_url: a compatible endpoint (tests, proxies; it gets a placeholder key when none is set).
+        model: the model id (``claude-3-5-haiku-20241022``).
+        api_key, api_key_env: the key; default ``$ANTHROPIC_API_KEY`` (a ``base_url`` gets a placeholder).
+        base_url: a compatible endpoint (tests, proxies).
         timeout: seconds an attempt may go without anything from the server; None: the deadline.
-        prompt_cache: ``"auto"`` marks the invariant prompt prefix for the provider's prompt cache, ``"off"``
-            does not.
+        prompt_cache: ``"auto"`` marks the invariant prompt prefix for the prompt cache, ``"off"`` does not.
         cache_min_tokens: the shortest prefix worth marking (default: the model's published minimum).
-        rate_limit: True for an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` of its own, a limiter to
-            share, or False for none.
+        rate_limit: True for an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` of its own, one to share, or
+            False.
         limits: the request bounds (:class:`~mitigate.lm._http.Limits`).
     """
 
@@ -153,7 +131,6 @@ class AnthropicLM(ProviderLM):
         return anthropic.AsyncAnthropic(**kwargs)
 
     def _params(self, request: LMRequest) -> dict[str, Any]:
-        """The keyword arguments of ``messages.create`` for ``request``."""
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
         messages = [{"role": m.role, "content": m.content} for m in request.messages if m.role != "system"]
         if not messages:
@@ -184,9 +161,8 @@ class AnthropicLM(ProviderLM):
         return {**params, **extra}
 
     def mark_cache(self, params: dict[str, Any], *, learn: bool = True) -> dict[str, Any]:
-        """``params`` with the text split into blocks at the planner's breakpoints, the block ending at each
-        marked ``cache_control: ephemeral`` (unchanged without one); ``learn=False`` plans without learning (a
-        batch that showed the planner every request first, :meth:`observe_cache`)."""
+        """``params`` split into text blocks at the planner's breakpoints, each marked ``cache_control``;
+        ``learn=False`` plans without learning (a batch shows the planner every request first)."""
         if self.planner is None:
             return params
         system = params.get("system")
@@ -248,8 +224,7 @@ class AnthropicLM(ProviderLM):
         return self.response_from(await asyncio.gather(*(one() for _ in range(request.n))))
 
     def parse_message(self, raw: Mapping[str, Any]) -> Any:
-        """A Messages API JSON answer (a batch result's ``message``) as the SDK's ``Message``; a typed
-        ``malformed`` LMCallError naming the field when it is not one."""
+        """A Messages API JSON answer as the SDK's ``Message``; a malformed field is a typed LMCallError."""
         try:
             message = anthropic.types.Message.model_validate(dict(raw))
         except ValidationError as exc:
@@ -311,8 +286,7 @@ class AnthropicLM(ProviderLM):
 
 
 def _field_of(loc: Sequence[Any]) -> str:
-    """The answer field a validation error's location points at, as ``usage.input_tokens`` or
-    ``content.0.text`` (without the type tags pydantic adds, such as ``literal[...]`` or ``str``)."""
+    """The answer field a validation error points at (``usage.input_tokens``)."""
     tags = [part for part in loc if isinstance(part, str) and (not part.isidentifier() or part in _TYPE_TAGS)]
     return ".".join(str(part) for part in loc if part not in tags)
 
@@ -323,13 +297,11 @@ _TYPE_TAGS = frozenset(
 
 
 def _segments(system: str | None, messages: Sequence[Mapping[str, Any]]) -> list[tuple[str, str]]:
-    """A request as the planner's segments: the system text (when any), then each message's text."""
     head = [("system", system)] if system is not None else []
     return head + [(str(m["role"]), str(m["content"])) for m in messages]
 
 
 def _blocks(text: str, offsets: Sequence[int]) -> list[dict[str, Any]]:
-    """``text`` as text blocks cut at ``offsets``, each block ending at a cut marked for the prompt cache."""
     return [
         {"type": "text", "text": piece, **({"cache_control": {"type": "ephemeral"}} if cut else {})}
         for piece, cut in split_at(text, offsets)

@@ -1,7 +1,7 @@
 """The one LM interface every backend implements, the frozen values that cross it, and the base of wrappers.
 
-A backend that cannot honour part of a request (token logprobs, n > 1, stop sequences, a constraint)
-raises :class:`~mitigate.errors.CapabilityError`; it never silently drops the option.
+A backend that cannot honour part of a request raises :class:`~mitigate.errors.CapabilityError`; it never
+silently drops it.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ class Message(BaseModel):
 
 
 class LMRequest(BaseModel):
-    """Everything a backend needs for one call (``top_logprobs`` k > 0: also the k likeliest alternatives
-    per token; ``constraint``: the answer's shape, :mod:`mitigate.lm._constraint`)."""
+    """Everything a backend needs for one call (``top_logprobs``: the k likeliest tokens at each step too)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     messages: tuple[Message, ...]
@@ -82,8 +81,7 @@ class Choice(BaseModel):
 
 
 class Usage(BaseModel):
-    """Token counts for one call: of ``prompt_tokens``, ``cached_prompt_tokens`` were read from a prefix cache
-    and ``cache_write_tokens`` written to the provider's prompt cache."""
+    """Token counts for one call (of the prompt's, those read from and written to a prefix cache)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     prompt_tokens: int = Field(default=0, ge=0)
@@ -101,8 +99,7 @@ class Usage(BaseModel):
 
 
 class LMResponse(BaseModel):
-    """A backend's answer: one :class:`Choice` per sample, usage and cost (None: unknown, never a made-up 0);
-    ``cached`` when it came from mitigate's on-disk cache."""
+    """A backend's answer: a :class:`Choice` per sample, usage and cost (None: unknown, never a made-up 0)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     choices: tuple[Choice, ...]
@@ -118,8 +115,7 @@ class LMResponse(BaseModel):
 
 
 class LM(ABC):
-    """Base class of every backend: ``spec`` is what :func:`mitigate.lm.get` rebuilds it from; no secret is
-    ever part of ``spec``, ``provider``, ``model`` or ``identity()``."""
+    """Base class of every backend; no secret is part of its ``spec``, ``model`` or ``identity()``."""
 
     provider: str = "base"
     model: str = ""
@@ -141,8 +137,7 @@ class LM(ABC):
         return frozenset()
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
-        """The answer constraint of ``request`` as the request fields this backend sends (empty without one);
-        by default the notations of its mode."""
+        """The request fields this backend sends ``request``'s answer constraint in."""
         c = request.constraint
         if c is None:
             return {}
@@ -190,8 +185,7 @@ class LM(ABC):
 
 
 def openai_style_options(request: LMRequest) -> dict[str, Any]:
-    """The optional sampling fields (n, stop, seed, logprobs) of an OpenAI-style request (the OpenAI body, the
-    LiteLLM call), set only when used."""
+    """The sampling fields (n, stop, seed, logprobs) of an OpenAI-style request, set when used."""
     options: dict[str, Any] = {}
     if request.n > 1:
         options["n"] = request.n
@@ -207,8 +201,7 @@ def openai_style_options(request: LMRequest) -> dict[str, Any]:
 
 
 def validate_spec_part(name: str, value: str) -> str:
-    """``value``; ConfigError when it is empty, padded, or holds a control character (it would reach the
-    server, cache keys and log lines)."""
+    """``value``; ConfigError when it is empty, padded, or holds a control character."""
     if not isinstance(value, str):
         raise ConfigError(f"expected the {name} as a str; got {type(value).__name__}")
     if not value:
@@ -224,8 +217,7 @@ def validate_spec_part(name: str, value: str) -> str:
 
 
 class WrapperLM(LM):
-    """An LM that delegates everything to ``inner`` (retry, cache, budget, replay recording ...); subclasses
-    override what they change. Its facts and ``identity()`` are the inner LM's (it shares its cache keys)."""
+    """An LM that delegates everything to ``inner``; subclasses override what they change."""
 
     def __init__(self, inner: LM) -> None:
         if not isinstance(inner, LM):
@@ -239,35 +231,27 @@ class WrapperLM(LM):
 
     @property
     def spec(self) -> str:
-        """The inner backend's spec."""
         return self.inner.spec
 
     def identity(self) -> str:
-        """The inner backend's identity (wrappers do not change what the model answers)."""
         return self.inner.identity()
 
     def constraint_modes(self) -> frozenset[str]:
-        """The inner backend's."""
         return self.inner.constraint_modes()
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
-        """The inner backend's."""
         return self.inner.constraint_fields(request)
 
     def check(self, request: LMRequest) -> None:
-        """The inner backend's."""
         self.inner.check(request)
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """The inner backend's."""
         return await self.inner.complete(request)
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
-        """The inner backend's."""
         return await self.inner.loglikelihood(context, continuation)
 
     async def aclose(self) -> None:
-        """Close the inner backend."""
         await self.inner.aclose()
 
     def __repr__(self) -> str:

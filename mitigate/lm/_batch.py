@@ -1,21 +1,10 @@
 """Provider batch APIs behind one interface, the on-disk record that makes batches resumable, and the LM that
 parks its requests with a batch session.
 
-OpenAI's Batch API and Anthropic's Message Batches run many requests asynchronously at half the price,
-within 24 hours, results matched by a ``custom_id``. :class:`BatchAPI` submits, finds (after a crash), polls
-and collects one provider's batches (:mod:`mitigate.lm._batch_openai`, :mod:`mitigate.lm._batch_anthropic`);
-:class:`BatchStore` is an append-only, fsync'd event log (``batches.jsonl``) plus one file of requests per
-batch, from which a killed run learns which requests are in which batch; :class:`BatchingLM` answers from
-the LM cache or parks its request with a batch session (:class:`mitigate.run.BatchSession`).
-
-A request's ``custom_id`` is its cache key, so results go straight into the LM cache; on a provider without
-``n`` (Anthropic) a request with ``n`` samples becomes ``n`` lines whose ids are the key's first 60
-characters plus ``_000``, ``_001``, ...
-
-Crash safety: the requests file is written and fsync'd before an ``intent`` event names the batch; the
-``submitted`` event with the provider's batch id follows the create call; ``collected`` follows only once
-every result is in the cache. A run killed between the create call and the ``submitted`` event finds the
-batch it created on resume (:meth:`BatchAPI.find`) instead of submitting it again.
+A request's ``custom_id`` is its cache key (``_000``, ``_001`` ... per sample on a provider without ``n``), so
+results go straight into the LM cache. :class:`BatchStore` writes the requests before an ``intent`` event,
+``submitted`` after the create call and ``collected`` once every result is cached, so a killed run finds the
+batch it created (:meth:`BatchAPI.find`) instead of submitting it again.
 """
 
 from __future__ import annotations
@@ -51,8 +40,7 @@ class BatchLimits(BaseModel):
 
 
 class BatchState(BaseModel):
-    """A provider batch's status and request counts, as last polled (``message``: why it failed, if it
-    did)."""
+    """A provider batch's status and request counts, as last polled (``message``: why it failed)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     batch_id: str
@@ -99,9 +87,8 @@ def pack(
     size: Callable[[Line], int] | None = None,
     overhead: int = 0,
 ) -> list[list[Group]]:
-    """Requests split into chunks within ``limits`` (lines and bytes), a request's lines together;
-    ``size(line)`` gives a line's bytes (default: its JSON and a newline), ``overhead`` is added per chunk.
-    ConfigError for a request over the limits on its own."""
+    """Requests split into chunks within ``limits`` (lines and bytes; ``overhead`` per chunk), a request's
+    lines together; ConfigError for a request over them on its own."""
     measure = size or (lambda line: len(json.dumps({"custom_id": line[0], "body": line[1]})) + 1)
     chunks: list[list[Group]] = []
     current: list[Group] = []
@@ -160,8 +147,7 @@ class BatchAPI(ABC):
 
     @abstractmethod
     async def find(self, local_id: str, count: int, since: float, claimed: Iterable[str]) -> str | None:
-        """The id of the batch a killed run created for ``local_id`` (``count`` lines, created after
-        ``since``, not in ``claimed``), or None when the provider has none."""
+        """The id of the batch a killed run created for ``local_id``, or None."""
 
     @abstractmethod
     async def poll(self, batch_id: str) -> BatchState:
@@ -212,9 +198,7 @@ class BatchRecord(BaseModel):
 
 
 class BatchStore:
-    """The event log of a run's batches (``batches.jsonl``: ``intent``, ``submitted``, ``disowned``,
-    ``collected``, each fsync'd; a torn last line is dropped on load) and their requests
-    (``<local id>.requests.jsonl``), in ``directory``."""
+    """The event log of a run's batches (``batches.jsonl``) and their requests files, in ``directory``."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)

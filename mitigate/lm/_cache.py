@@ -1,17 +1,10 @@
 """An on-disk cache of LM calls (SQLite), the :class:`CachedLM` wrapper, and the call budget that spends it.
 
-The key is the SHA-256 of (backend ``identity()``, model, ``LMRequest.key()``): no secret can reach the
-cache. A request sampled at temperature > 0 is cached too, so a rerun makes no calls and gives the same
-numbers (the same request asked twice gives the same sample twice: draw samples with ``n`` or vary
-``seed``). One SQLite connection in WAL mode, under a lock, in a worker thread; concurrent identical
-requests are coalesced; processes may share a file (the first answer stored wins). Inside
-:func:`cache_only` a :class:`CachedLM` answers from the cache or raises :class:`CacheMiss`.
-
-A cache is never a reason for a run to fail: a file that is not a database, malformed pages or an entry
-that no longer reads as a response are misses (the damaged entry is overwritten), reported once as a
-:class:`~mitigate.errors.CacheDamageWarning` (the file is never deleted); a cache that cannot be written or
-read (a full disk, an I/O error, a lock held too long, a read-only file) is reported once per cause as a
-:class:`~mitigate.errors.CacheUnavailableWarning`, and the answers concerned are not cached.
+The key is the SHA-256 of (backend ``identity()``, model, ``LMRequest.key()``): no secret reaches the cache,
+and requests sampled at temperature > 0 are cached too (vary ``seed`` or use ``n`` for new samples). Identical
+requests in flight are coalesced. A cache never fails a run: damage is a miss, reported once as a
+:class:`~mitigate.errors.CacheDamageWarning`, and a cache that cannot be used once per cause as a
+:class:`~mitigate.errors.CacheUnavailableWarning`.
 """
 
 from __future__ import annotations
@@ -40,14 +33,12 @@ _CACHE_ONLY: ContextVar[bool] = ContextVar("mitigate_cache_only", default=False)
 
 
 class CacheMiss(BaseException):
-    """A request :func:`cache_only` asked for is not stored (a BaseException, so the ``except Exception`` of a
-    fan-out that records a member's failure lets it through: it is no failure, only news of a call needed)."""
+    """A request :func:`cache_only` asked for is not stored (a BaseException: no failure)."""
 
 
 @contextlib.contextmanager
 def cache_only() -> Iterator[None]:
-    """Within this block (and the tasks started in it) every :class:`CachedLM` answers from its cache or
-    raises :class:`CacheMiss`; no backend is called."""
+    """Within this block every :class:`CachedLM` answers from its cache or raises :class:`CacheMiss`."""
     token = _CACHE_ONLY.set(True)
     try:
         yield
@@ -67,9 +58,8 @@ CREATE TABLE IF NOT EXISTS calls (
 
 
 class LMCache:
-    """A SQLite file of LM responses keyed by backend identity, model and request; ``path`` a file, a
-    directory (``lm_cache.sqlite`` inside it; a path without a suffix that does not exist yet is one) or None
-    (that file in :func:`mitigate.paths.cache_dir`)."""
+    """A SQLite file of LM responses (``path``: a file or its folder; None:
+    :func:`mitigate.paths.cache_dir`)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
         target = Path(path) if path is not None else cache_dir()
@@ -124,7 +114,6 @@ class LMCache:
         return self._damaged is not None
 
     def _warn(self, exc: BaseException) -> None:
-        """Report each cause once per cache object (the run goes on)."""
         cause = _trouble(exc)
         if cause in self._warned:
             return
@@ -168,8 +157,7 @@ class LMCache:
         return self._guarded(None, op)
 
     def put_sync(self, key: str, identity: str, model: str, payload: str, *, replace: bool = False) -> None:
-        """Store ``payload`` under ``key`` unless an entry exists (the first answer wins; ``replace``: it does
-        not)."""
+        """Store ``payload`` under ``key`` unless an entry exists (then only with ``replace``)."""
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
 
         def op() -> None:
@@ -219,43 +207,24 @@ _TROUBLE = {
     "readonly": "the file or its folder is read-only",
 }
 """What a cause of :func:`_trouble` that is not damage means, in words."""
-_CODES = {
-    getattr(sqlite3, name): cause
-    for name, cause in (
-        ("SQLITE_FULL", "full"),
-        ("SQLITE_IOERR", "io"),
-        ("SQLITE_BUSY", "busy"),
-        ("SQLITE_LOCKED", "busy"),
-        ("SQLITE_READONLY", "readonly"),
-    )
-    if hasattr(sqlite3, name)
-}
+_CODES = {sqlite3.SQLITE_FULL: "full", sqlite3.SQLITE_IOERR: "io", sqlite3.SQLITE_READONLY: "readonly"}
+_CODES |= dict.fromkeys((sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED), "busy")
+_WORDS = {"disk is full": "full", "no space": "full", "disk i/o": "io", "locked": "busy"}
+_WORDS |= dict.fromkeys(("readonly", "read-only"), "readonly")  # read in the text of an error without a code
 
 
 def _trouble(exc: BaseException) -> str:
-    """Why SQLite failed, as a key of :data:`_TROUBLE` or ``"damaged"`` (malformed pages, not a database
-    ...)."""
+    """Why SQLite failed: a key of :data:`_TROUBLE`, or ``"damaged"``."""
     code = getattr(exc, "sqlite_errorcode", None)
     # an extended code keeps its primary code in the low byte
     if isinstance(code, int) and (code & 0xFF) in _CODES:
         return _CODES[code & 0xFF]
     text = str(exc).lower()
-    for words, cause in (
-        ("disk is full", "full"),
-        ("no space", "full"),
-        ("disk i/o", "io"),
-        ("locked", "busy"),
-        ("readonly", "readonly"),
-        ("read-only", "readonly"),
-    ):
-        if words in text:
-            return cause
-    return "damaged"
+    return next((cause for words, cause in _WORDS.items() if words in text), "damaged")
 
 
 class CachedLM(WrapperLM):
-    """Serves repeated requests (and log-likelihoods) from an :class:`LMCache` (or a path for one; None: the
-    default file); a hit returns ``cached=True`` without calling. ``hits`` and ``misses`` count them."""
+    """Serves repeated requests and log-likelihoods from an :class:`LMCache` (a hit: ``cached=True``)."""
 
     def __init__(self, inner: LM, cache: LMCache | str | Path | None = None) -> None:
         super().__init__(inner)
@@ -270,8 +239,8 @@ class CachedLM(WrapperLM):
     async def _cached(
         self, key: str, compute: Callable[[], Awaitable[str]], decode: Callable[[str], T]
     ) -> tuple[T, bool]:
-        """The decoded payload for ``key`` and whether it came with no call (stored, or a coalesced call),
-        counted in ``hits`` / ``misses``; a stored payload ``decode`` rejects is a miss (then replaced)."""
+        """The decoded payload for ``key`` and whether it came with no call (counted); a stored payload
+        ``decode`` rejects is a miss (then replaced)."""
         replace = False
         while True:
             stored = await self.cache.get(key)
@@ -341,7 +310,6 @@ class CachedLM(WrapperLM):
 
 
 def _decode_loglikelihood(payload: str) -> float:
-    """A stored log-likelihood; ValueError/TypeError/KeyError when the entry is not one."""
     value = json.loads(payload)["loglikelihood"]
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"expected a number; got {type(value).__name__}")
@@ -353,9 +321,8 @@ class BudgetExhaustedError(MitigateError):
 
 
 class CallBudget:
-    """A thread-safe counter of distinct LM requests with an optional limit (None: unlimited): ``used``
-    (distinct requests let through; a key seen before is free), ``refused`` (at the limit) and ``backend``
-    (counted requests the cache could not answer)."""
+    """A thread-safe counter of distinct LM requests (a key taken before is free) with an optional limit;
+    ``backend`` counts those the cache could not answer."""
 
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
@@ -394,12 +361,8 @@ class CallBudget:
 
 
 class BudgetedLM(WrapperLM):
-    """Counts every distinct completion request against a :class:`CallBudget` and refuses those beyond it.
-
-    Outside the cache (``BudgetedLM(CachedLM(lm))``) a request counts once whether the cache or the backend
-    answers it, so a search spends its budget alike on a cold and a warm cache; without one
-    (``dedupe=False``) every call counts. Log-likelihood calls are not counted.
-    """
+    """Counts every distinct completion request against a :class:`CallBudget` and refuses those beyond it
+    (outside the cache a request counts once, whoever answers it; ``dedupe=False``: every call counts)."""
 
     def __init__(self, inner: LM, budget: CallBudget, *, dedupe: bool = True) -> None:
         super().__init__(inner)

@@ -1,13 +1,6 @@
-"""What a judge's answer must look like, in the forms LM backends can enforce.
-
-An :class:`AnswerConstraint` (``LMRequest.constraint``, built by :mod:`mitigate.prompt.answer`) holds one
-answer in three notations, each backend taking the one it enforces: ``gbnf`` (a llama.cpp grammar of the
-answer in the template's own format), ``regex`` (the same, for vLLM and SGLang) and ``json_schema`` (the
-answer as a JSON object: OpenAI ``response_format``, Anthropic's forced tool call). ``mode`` is the shape
-wanted back: ``"format"`` (grammar or regex) or ``"json"``. A backend that cannot enforce the mode raises
-:class:`~mitigate.errors.CapabilityError` from ``LM.check``, never dropping the constraint. With reasoning
-allowed, grammar and regex constrain the final answer line only.
-"""
+"""What a judge's answer must look like, in the forms LM backends can enforce: one answer as a llama.cpp
+grammar (``gbnf``), a ``regex`` (vLLM, SGLang) and a ``json_schema`` (OpenAI, Anthropic's forced tool call); a
+backend that cannot enforce a constraint's ``mode`` refuses it, never dropping it."""
 
 from __future__ import annotations
 
@@ -36,8 +29,7 @@ class AnswerConstraint(BaseModel):
 
 
 def tool_answer_fields(c: AnswerConstraint | None) -> dict[str, Any]:
-    """The ``tools`` / ``tool_choice`` that make a model answer through the constraint's schema (Anthropic's
-    forced tool call; empty without a constraint)."""
+    """The ``tools`` / ``tool_choice`` that force an answer through the constraint's schema."""
     if c is None:
         return {}
     tool = {

@@ -1,20 +1,10 @@
 """A scripted LM for tests, shipped with the package.
 
-``FakeLM(["Score: 4", "Score: 2"])`` answers each request with the next scripted response;
-``FakeLM(lambda request: "Score: 3")`` computes each answer. Every request is recorded in ``.requests``.
-A script that runs out raises :class:`~mitigate.errors.ScriptExhaustedError` (never a filler text).
-
-- Each entry answers one sample (``n=3`` takes three); an :class:`~mitigate.lm._base.LMResponse` entry
-  holding exactly ``n`` choices answers the whole request.
-- ``logprobs=True`` accepts logprob requests: an LMResponse entry returns its own (a choice without them is
-  a :class:`~mitigate.errors.CapabilityError`), a string gets one token per character at logprob 0.
-- ``constraint_modes={"format"}`` accepts constraints of those modes (the script's answers are returned as
-  written).
-- ``loglikelihood=lambda context, continuation: ...`` answers :meth:`~mitigate.lm._base.LM.loglikelihood`
-  (recorded in ``.likelihood_requests``).
-
-Without them such requests raise CapabilityError, as a backend that cannot. Stop sequences cut string
-answers; string answers cost 0.0, an LMResponse keeps its own ``cost_usd``.
+``FakeLM(["Score: 4", "Score: 2"])`` answers each sample with the next entry (an :class:`LMResponse` of ``n``
+choices answers a whole request), ``FakeLM(lambda request: "Score: 3")`` computes each; requests are recorded
+in ``.requests``. A script that runs out raises :class:`~mitigate.errors.ScriptExhaustedError`.
+``logprobs=True`` (one token per character at logprob 0), ``constraint_modes`` and ``loglikelihood=`` accept
+what a backend without them refuses.
 """
 
 from __future__ import annotations
@@ -27,26 +17,18 @@ from mitigate.lm._base import LM, Choice, LMRequest, LMResponse, TokenLogprob, U
 Script = Sequence[str | LMResponse] | Callable[[LMRequest], str | LMResponse]
 
 
-def _cut(text: str, stop: tuple[str, ...]) -> tuple[str, bool]:
-    """``text`` up to the first stop sequence, and whether one matched."""
-    cut = len(text)
-    for s in stop:
-        i = text.find(s) if s else -1
-        if 0 <= i < cut:
-            cut = i
-    return text[:cut], cut < len(text)
+def _cut(text: str, stop: tuple[str, ...]) -> str:
+    """``text`` up to the first stop sequence."""
+    return text[: min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=len(text))]
 
 
 def _preview(request: LMRequest, limit: int = 80) -> str:
-    """The last message of ``request``, shortened, for error messages."""
     text = request.messages[-1].content.replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class FakeLM(LM):
-    """A scripted backend for tests: ``responses`` a sequence of ``str`` / :class:`LMResponse` entries used in
-    order, or a callable ``request -> str | LMResponse`` called once per sample; ``model`` the model name
-    (spec ``fake:<model>``); the other options in the module docstring."""
+    """A scripted backend: a sequence of ``str`` / :class:`LMResponse` entries, or a callable, per sample."""
 
     provider = "fake"
     supports_n = True
@@ -87,8 +69,7 @@ class FakeLM(LM):
         self.likelihood_requests: list[tuple[str, str]] = []
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
-        """The scripted log-likelihood of ``continuation`` after ``context``; CapabilityError when none was
-        given."""
+        """The scripted log-likelihood; CapabilityError when none was given."""
         if self._loglikelihood is None:
             return await super().loglikelihood(context, continuation)
         self.likelihood_requests.append((context, continuation))
@@ -113,7 +94,6 @@ class FakeLM(LM):
         return f"FakeLM({kind}, calls={self.calls})"
 
     def _take(self, request: LMRequest) -> str | LMResponse:
-        """The next entry for ``request`` (one sample)."""
         if self._fn is not None:
             return self._fn(request)
         if self._next >= len(self._script):
@@ -128,22 +108,19 @@ class FakeLM(LM):
         return entry
 
     def _choice(self, request: LMRequest, entry: str | LMResponse) -> tuple[tuple[Choice, ...], Usage]:
-        """The choices and usage one entry contributes."""
         if isinstance(entry, LMResponse):
-            if request.wants_logprobs():
-                for choice in entry.choices:
-                    if choice.logprobs is None:
-                        raise CapabilityError(
-                            "FakeLM was asked for token logprobs but the scripted LMResponse has a choice "
-                            "without logprobs; expected scripted choices with logprobs",
-                            backend=self.spec,
-                        )
+            if request.wants_logprobs() and any(choice.logprobs is None for choice in entry.choices):
+                raise CapabilityError(
+                    "FakeLM was asked for token logprobs but the scripted LMResponse has a choice without "
+                    "logprobs; expected scripted choices with logprobs",
+                    backend=self.spec,
+                )
             return entry.choices, entry.usage
         if not isinstance(entry, str):
             raise ConfigError(
                 f"expected the FakeLM script to give a str or LMResponse; got {type(entry).__name__}"
             )
-        text, stopped = _cut(entry, request.stop)
+        text = _cut(entry, request.stop)
         logprobs = None
         if request.wants_logprobs():
             logprobs = tuple(

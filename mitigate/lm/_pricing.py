@@ -1,12 +1,8 @@
 """USD list prices of well-known hosted models, the cost of one call, and a tally of usage and cost.
 
-Prices are USD per 1M tokens from the providers' price pages as of **2025-06**: list prices, not bills.
-Input, output, cache-read (``cached_input``) and cache-write (``cache_write``) tokens are priced apart; a
-request sent through a batch API costs ``batch_discount`` times that (0.5 on OpenAI and Anthropic).
-:func:`register_price` adds or overrides one model, :func:`load_prices` reads a JSON file ``{"model":
-{"input": 1.0, "output": 2.0, ...}}``, and ``$MITIGATE_PRICES`` names such a file loaded on first use;
-``table=`` replaces the whole table for one call. An unknown model's cost is None, never 0; local models
-cost ``0.0``.
+Prices are USD per 1M tokens as published in **2025-06** (list prices, not bills); cache reads and writes are
+priced apart, and a batch API request costs ``batch_discount`` times that. :func:`register_price`,
+:func:`load_prices` and ``$MITIGATE_PRICES`` add prices; an unknown model's cost is None, never 0.
 """
 
 from __future__ import annotations
@@ -28,8 +24,7 @@ PRICES_ENV = "MITIGATE_PRICES"
 
 
 class Price(BaseModel):
-    """USD per 1M tokens for one model (``cached_input``, ``cache_write``: the input price by default;
-    ``batch_discount`` multiplies every price in a batch API)."""
+    """USD per 1M tokens for one model (cache reads and writes at the input price unless given)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     input: float = Field(ge=0.0)
@@ -87,8 +82,7 @@ _lock = threading.Lock()
 
 
 def register_price(model: str, price: Price | Mapping[str, float]) -> Price:
-    """Add or replace the price of ``model`` (a dict is validated as a :class:`Price`; it wins over the
-    built-in table); returns it."""
+    """Add or replace the price of ``model`` (winning over the built-in table); returns it."""
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(f"expected a non-empty model name to price; got {model!r}")
     try:
@@ -143,8 +137,7 @@ def _normalise(model: str) -> str:
 
 
 def lookup(model: str, table: Mapping[str, Price] | None = None) -> Price | None:
-    """The price of ``model`` (dated names and ``openai/``/``anthropic/`` prefixes too; registered prices
-    before the built-in table unless ``table`` is given); None if unknown."""
+    """The price of ``model`` (dated or ``openai/``-prefixed names too); None if unknown."""
     name = _normalise(model)
     base = _VERSION_SUFFIX.sub("", name)
     if table is not None:
@@ -181,8 +174,7 @@ def cost(
     table: Mapping[str, Price] | None = None,
     batch: bool = False,
 ) -> float | None:
-    """USD list-price cost of one call with ``usage`` on ``model`` (``batch``: through a batch API); 0.0 for
-    a local ``provider``, None when the price is unknown."""
+    """USD list-price cost of one call's ``usage`` (0.0 for a local ``provider``, None when unpriced)."""
     if provider is not None and provider in LOCAL_PROVIDERS:
         return 0.0
     price = lookup(model, table)
@@ -214,8 +206,7 @@ def why_unpriced(lm: object) -> str:
 
 
 class UsageSummary(BaseModel):
-    """A snapshot of a :class:`UsageTally`: ``usage`` and ``cost_usd`` of the live calls (None when one's cost
-    was unknown; ``known_cost_usd`` then sums the known ones)."""
+    """A snapshot of a :class:`UsageTally` (``cost_usd`` None when a call's cost was unknown)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     calls: int = 0
@@ -227,8 +218,7 @@ class UsageSummary(BaseModel):
 
 
 class UsageTally:
-    """Sums usage and cost over many responses, thread-safe: a cached one is a hit (no tokens, no cost), an
-    unknown cost makes the total unknown rather than 0."""
+    """Sums usage and cost over responses, thread-safe (a cached one is a free hit; unknown stays unknown)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

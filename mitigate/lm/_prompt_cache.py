@@ -1,15 +1,10 @@
 """Where to put provider prompt-cache breakpoints: the invariant prefix of a judge's requests.
 
-Anthropic caches a prompt prefix only up to a ``cache_control`` breakpoint, and only when it holds at least
-a model-dependent number of tokens (:func:`anthropic_min_cache_tokens`). A mitigated judge's prompts share a
-long prefix (instructions, guideline, demonstrations first; the item's text after them).
-:class:`PrefixPlanner` finds it without being told: it compares each request with the backend's recent
-ones, takes their longest common prefix, and moves its end back to a boundary every item's request shares
-(a message's end, or a blank line), so the breakpoint lands at the same place for every item. Learned
-prefixes are kept; a request that starts with one is marked there at once (nested prefixes get one
-breakpoint each, at most ``max_breakpoints``). A request is a sequence of segments ``(role, text)``;
-breakpoints are ``(segment index, character offset)``. Prefixes shorter than the model's minimum (characters
-/ ``chars_per_token``) are not marked.
+Anthropic caches a prefix only up to a ``cache_control`` breakpoint and only when it is long enough
+(:func:`anthropic_min_cache_tokens`). :class:`PrefixPlanner` compares each request (segments ``(role, text)``)
+with the backend's recent ones, takes their longest common prefix and moves its end back to a boundary every
+item shares (a message's end, a blank line); learned prefixes are marked at once in later requests
+(``(segment, offset)`` breakpoints, at most ``max_breakpoints``).
 """
 
 from __future__ import annotations
@@ -30,8 +25,7 @@ DEFAULT_MIN_TOKENS = 1024
 
 
 def anthropic_min_cache_tokens(model: str) -> int:
-    """The fewest prompt tokens Anthropic caches for ``model``, as published (1,024 for names it does not
-    know)."""
+    """The fewest prompt tokens Anthropic caches for ``model`` (1,024 for a name it does not know)."""
     for pattern, tokens in _ANTHROPIC_MIN_TOKENS:
         if pattern.search(model):
             return tokens
@@ -54,8 +48,7 @@ def common_prefix_length(a: str, b: str) -> int:
 
 
 class PrefixPlanner:
-    """Learns the invariant prefixes of the requests sent through one backend: a new request is compared with
-    the last ``history``; ``max_prefixes`` learned ones are kept (least recently used dropped)."""
+    """Learns the invariant prefixes of the requests sent through one backend."""
 
     def __init__(
         self,
@@ -75,7 +68,6 @@ class PrefixPlanner:
 
     @staticmethod
     def _layout(segments: Sequence[Segment]) -> tuple[str, list[tuple[int, int]]]:
-        """The flattened request and each segment's (text start, text end) in it."""
         parts: list[str] = []
         spans: list[tuple[int, int]] = []
         pos = 0

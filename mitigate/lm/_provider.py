@@ -1,19 +1,12 @@
-"""What the provider backends (OpenAI, Anthropic) share, and the typed reading of a server's answer fields.
+"""What the network backends share: their base, secrets taken out of what a server sent, and the typed reading
+of an answer's fields.
 
-:class:`ProviderLM` holds a provider backend's key (a missing one is
-:class:`~mitigate.errors.MissingAPIKeyError` unless a ``base_url`` server is named, which gets a
-placeholder; the key is never part of ``repr``, ``spec``, ``identity()`` or an error), its server, request
-:class:`~mitigate.lm._http.Limits`, rate limiter, ``timeout`` (the silence an attempt may wait through;
-None: the deadline) and :class:`~mitigate.lm._scrub.Scrubber`; its SDK client (one per event loop, the
-SDK's own retries off: :class:`~mitigate.lm._retry.RetryingLM` owns retries); one exchange with the server
-within what is left of the request's deadline (:mod:`mitigate.lm._retry`), paced by the rate limiter;
-and the SDK's errors as typed ones (:func:`~mitigate.lm._http.sdk_error`). Everything a provider backend
-returns or raises has its key taken out first.
-
-:class:`AnswerFields` reads the fields of an HTTP 200 answer, each checked for what the API says it is: a
-field that is not (``"usage": "lots"``, a count of ``"ten"``, ``1e999`` or ``-5``) is a typed
-:class:`~mitigate.errors.LMCallError` with ``reason="malformed"`` naming the field, what was expected, what
-came and the server. Nothing is guessed: an unreadable count is never read as 0.
+:class:`ProviderLM` (OpenAI, Anthropic, DSPy) holds the server, request :class:`~mitigate.lm._http.Limits`,
+``timeout`` (the silence an attempt may wait through; None: the deadline), rate limiter, and for the SDK
+providers the key (missing: :class:`~mitigate.errors.MissingAPIKeyError`, unless a ``base_url`` server is
+named) and a client per event loop; it runs one exchange within what is left of the request's deadline.
+Everything it returns or raises passes through a :class:`Scrubber` of its secrets. :class:`AnswerFields` reads
+an HTTP 200 answer's fields: one that is not what the API says is a ``malformed`` error naming it.
 """
 
 from __future__ import annotations
@@ -22,46 +15,141 @@ import asyncio
 import contextlib
 import math
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import SecretStr
 
 from mitigate.errors import LMCallError, MissingAPIKeyError, MitigateError
+from mitigate.lm import _http as http
 from mitigate.lm import _pricing as pricing
 from mitigate.lm._base import LM, LMRequest, LMResponse, Usage
-from mitigate.lm._http import (
-    Exchange,
-    Limits,
-    Phase,
-    check_base_url,
-    check_request_size,
-    check_timeout,
-    counted,
-    deadline_error,
-    http_error,
-    is_client_failure,
-    parse_retry_after,
-    read_capped,
-    sdk_error,
-    server_identity,
-)
+from mitigate.lm._http import Exchange, Limits, Phase
 from mitigate.lm._ratelimit import AdaptiveLimiter
 from mitigate.lm._retry import RequestClock, request_clock
-from mitigate.lm._scrub import PLACEHOLDER_KEY, Scrubber
 
 T = TypeVar("T")
+_E = TypeVar("_E", bound=BaseException)
+
+MASK = "***"
+"""What a secret is replaced with."""
+PLACEHOLDER_KEY = "sk-no-key-required"
+"""The key sent to a server when none is configured (local servers need none); not a secret."""
+MIN_SECRET_CHARS = 4
+"""Shorter strings are not treated as secrets (replacing them would mangle ordinary text)."""
+
+
+class Scrubber:
+    """Replaces every secret in server-sent text by :data:`MASK`; empty (and free) when there is no secret."""
+
+    __slots__ = ("secrets",)
+
+    def __init__(self, secrets: Iterable[str | None]) -> None:
+        found = {
+            s
+            for s in secrets
+            if s and s != PLACEHOLDER_KEY and len(s) >= MIN_SECRET_CHARS and "\x00" not in s
+        }
+        self.secrets: tuple[str, ...] = tuple(sorted(found, key=len, reverse=True))  # a longer one first
+
+    def __bool__(self) -> bool:
+        return bool(self.secrets)
+
+    def __repr__(self) -> str:
+        return f"Scrubber({len(self.secrets)} secret{'s' if len(self.secrets) != 1 else ''})"
+
+    def holds(self, text: str) -> bool:
+        """True when ``text`` contains a secret."""
+        return any(s in text for s in self.secrets)
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret replaced."""
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """A JSON-like value (dicts, lists, strings) with every secret replaced in its strings and keys."""
+        if not self.secrets:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {self.value(k): self.value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self.value(v) for v in value)
+        return value
+
+    def response(self, response: LMResponse) -> LMResponse:
+        """``response`` with every secret replaced in what came from the server."""
+        if not self.secrets:
+            return response
+        shown = [response.model]
+        for c in response.choices:
+            shown.append(c.text)
+            if c.finish_reason is not None:
+                shown.append(c.finish_reason)
+            if c.logprobs is not None:
+                shown.extend(t.token for t in c.logprobs)
+                shown.extend(a for t in c.logprobs for a, _ in t.top)
+        if not self.holds("\x00".join(shown)):  # one search of everything (a secret holds no NUL)
+            return response
+        return LMResponse.model_validate(self.value(response.model_dump()))
+
+    def error(self, exc: BaseException) -> BaseException:
+        """``exc`` (changed in place) with every secret replaced, a chain showing one dropped."""
+        if not self.secrets:
+            return exc
+        exc.args = tuple(self.value(a) if isinstance(a, str | dict | list | tuple) else a for a in exc.args)
+        if hasattr(exc, "message") and isinstance(exc.message, str):
+            exc.message = self.text(exc.message)
+        context = getattr(exc, "context", None)
+        if isinstance(context, dict):
+            for key, item in list(context.items()):
+                if isinstance(item, BaseException):
+                    self.error(item)
+                else:
+                    item = self.value(item)
+                context[key] = item
+                if hasattr(exc, key):
+                    setattr(exc, key, item)
+        if self._chain_holds(exc):
+            exc.__cause__ = None
+            exc.__suppress_context__ = True
+        return exc
+
+    def chained(self, error: _E, cause: BaseException) -> _E:
+        """``error`` raised from ``cause``, scrubbed (the cause kept only when it shows no secret)."""
+        error.__cause__ = cause
+        self.error(error)
+        return error
+
+    def _chain_holds(self, exc: BaseException) -> bool:
+        """Whether an exception chained to ``exc`` (cause or context, a few levels deep) shows a secret."""
+        seen = exc.__cause__ or exc.__context__
+        for _ in range(8):
+            if seen is None:
+                return False
+            try:
+                shown = f"{seen!s} {seen!r} {seen.args!r}"
+            except Exception:  # an exception whose str() fails: drop it rather than risk it
+                return True
+            if self.holds(shown):
+                return True
+            seen = seen.__cause__ or seen.__context__
+        return False
 
 
 class ProviderLM(LM):
-    """The base of a provider backend (see the module docstring); a subclass builds its SDK client
-    (:meth:`_make_client`), names its SDK (:meth:`_sdk`, :attr:`_sdk_base`) and answers one request
-    (:meth:`_complete`)."""
+    """The base of a provider backend; a subclass builds its client, names its SDK and answers a request."""
 
     _sdk_base: ClassVar[str]
     """The name of the SDK's base exception class."""
     limits: Limits
     base_url: str | None
+    _client: Any = None
+    _client_loop: asyncio.AbstractEventLoop | None = None
 
     def _connect(
         self,
@@ -79,9 +167,9 @@ class ProviderLM(LM):
             if isinstance(rate_limit, AdaptiveLimiter)
             else (AdaptiveLimiter() if rate_limit else None)
         )
-        self.base_url = check_base_url(base_url, backend=self.spec) if base_url else None
+        self.base_url = http.check_base_url(base_url, backend=self.spec) if base_url else None
         self.api_key_env = api_key_env
-        self.timeout = None if timeout is None else check_timeout(timeout, backend=self.spec)
+        self.timeout = None if timeout is None else http.check_timeout(timeout, backend=self.spec)
         key = api_key or os.environ.get(api_key_env) or None
         if key is None:
             if self.base_url is None:
@@ -95,8 +183,6 @@ class ProviderLM(LM):
         self._api_key = SecretStr(key)
         self.scrubber = Scrubber((key,))
         """Takes the key out of everything this backend returns or raises."""
-        self._client: Any = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
         return key
 
     def identity(self) -> str:
@@ -105,7 +191,7 @@ class ProviderLM(LM):
             return self.spec
         known = self.__dict__.get("_identity")
         if known is None or known[0] != self.base_url:  # worked out once per URL, not once per call
-            known = self._identity = (self.base_url, server_identity(self.spec, self.base_url))
+            known = self._identity = (self.base_url, http.server_identity(self.spec, self.base_url))
         return known[1]
 
     @property
@@ -114,13 +200,12 @@ class ProviderLM(LM):
         return self.timeout if self.timeout is not None else self.limits.deadline
 
     def cost_of(self, usage: Usage, *, batch: bool = False) -> float | None:
-        """The list-price cost of ``usage`` on this model (None on a ``base_url`` server or an unknown
-        model)."""
+        """The list-price cost of ``usage`` (None on a ``base_url`` server or an unknown model)."""
         return pricing.cost(self.model, usage, batch=batch) if self.base_url is None else None
 
     def check(self, request: LMRequest) -> None:
         """The request's size (:class:`~mitigate.lm._http.Limits`), then the base checks."""
-        check_request_size(request, self.limits, backend=self.spec)
+        http.check_request_size(request, self.limits, backend=self.spec)
         super().check(request)
 
     def _sdk(self) -> Any:
@@ -143,7 +228,7 @@ class ProviderLM(LM):
     ) -> MitigateError:
         """An SDK error (or a client exception under it) as a typed error naming the server (and ``what``)."""
         where = self.identity() if what is None else f"{self.identity()} ({what})"
-        return sdk_error(
+        return http.sdk_error(
             exc,
             where=where,
             timeout=self.read_timeout,
@@ -155,11 +240,10 @@ class ProviderLM(LM):
 
     def _failed(self, exc: BaseException) -> bool:
         """Whether ``exc`` comes from the SDK, its HTTP client or the network (not a bug)."""
-        return isinstance(exc, getattr(self._sdk(), self._sdk_base)) or is_client_failure(exc)
+        return isinstance(exc, getattr(self._sdk(), self._sdk_base)) or http.is_client_failure(exc)
 
     async def sdk_call(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        """``call()`` (a call of the batch API); an SDK error as a typed error naming ``what``, the key taken
-        out."""
+        """``call()`` of the batch API; an SDK error as a typed error naming ``what``, key taken out."""
         try:
             return await call()
         except getattr(self._sdk(), self._sdk_base) as exc:
@@ -173,7 +257,7 @@ class ProviderLM(LM):
             try:
                 response = await self._complete(request, clock, exchange)
             except TimeoutError:
-                raise deadline_error(
+                raise http.deadline_error(
                     self.identity(),
                     self.limits.deadline,
                     backend=self.spec,
@@ -191,8 +275,8 @@ class ProviderLM(LM):
     async def _exchange(
         self, tokens: int, clock: RequestClock, exchange: Exchange, post: Callable[[Exchange], Awaitable[T]]
     ) -> T:
-        """``post(exchange)`` within what is left of the request's deadline (else TimeoutError), paced by the
-        rate limiter (``tokens``: what it counts against a tokens budget); its bytes added to ``exchange``."""
+        """``post(exchange)`` within what is left of the deadline (else TimeoutError), paced by the rate
+        limiter; its bytes added to ``exchange``."""
         limiter = self.limiter
         ticket = await limiter.acquire(tokens, where=self.identity()) if limiter is not None else None
         mine = Exchange()
@@ -210,7 +294,7 @@ class ProviderLM(LM):
                     ticket,
                     status=mine.status,
                     headers=mine.headers,
-                    retry_after=parse_retry_after(mine.headers) if mine.status == 429 else None,
+                    retry_after=http.parse_retry_after(mine.headers) if mine.status == 429 else None,
                 )
 
     async def _sdk_body(
@@ -220,8 +304,7 @@ class ProviderLM(LM):
         chunks: Callable[[Any], AsyncIterator[bytes]],
         close: Callable[[Any], Awaitable[Any]],
     ) -> bytes:
-        """The body of the SDK's raw answer ``start()`` opens, read up to the size cap (a redirect refused);
-        the SDK's and the client's failures as typed errors."""
+        """The body of the SDK's raw answer, read up to the size cap (a redirect refused), errors typed."""
         where = self.identity()
         try:
             resp = await start()
@@ -236,7 +319,7 @@ class ProviderLM(LM):
             history = getattr(getattr(resp, "http_response", resp), "history", None)
             if history:  # an HTTP client of the caller's own that follows redirects
                 first = history[0]
-                raise http_error(
+                raise http.http_error(
                     where,
                     first.status_code,
                     first.headers,
@@ -244,8 +327,8 @@ class ProviderLM(LM):
                     api_key_env=self.api_key_env,
                     backend=self.spec,
                 )
-            return await read_capped(
-                counted(chunks(resp), exchange),
+            return await http.read_capped(
+                http.counted(chunks(resp), exchange),
                 self.limits.max_response_bytes,
                 where=where,
                 backend=self.spec,
@@ -279,8 +362,7 @@ def shown(value: Any, limit: int = 80) -> str:
 
 
 class AnswerFields:
-    """Typed readers of one server's answer fields; each raises a malformed LMCallError naming the field, what
-    was expected, what came and the server (``where``)."""
+    """Typed readers of one server's answer fields, each raising a malformed LMCallError naming the field."""
 
     __slots__ = ("backend", "where")
 
@@ -346,8 +428,7 @@ class AnswerFields:
         raise self.error(field, "a finite number <= 0", value)
 
     def openai_usage(self, value: Any) -> Usage:
-        """An OpenAI ``usage`` object (``prompt_tokens_details.cached_tokens``: prompt tokens read from a
-        cache)."""
+        """An OpenAI ``usage`` object (``cached_tokens``: prompt tokens read from a cache)."""
         usage = self.mapping(value, "usage")
         details = self.mapping(usage.get("prompt_tokens_details"), "usage.prompt_tokens_details")
         prompt = self.count(usage.get("prompt_tokens"), "usage.prompt_tokens")

@@ -1,17 +1,9 @@
 """Adaptive concurrency for provider rate limits: read the rate-limit headers, back off on 429.
 
-Providers say where a client stands in every answer's headers: OpenAI (and most compatible gateways)
-``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` (resets as durations such as ``"6m0s"``),
-Anthropic ``anthropic-ratelimit-{requests,tokens,input-tokens}-{limit,remaining,reset}`` (RFC 3339 times),
-both ``Retry-After`` with a 429.
-
-Before each call :class:`AdaptiveLimiter` waits while the server asked for a pause, or the requests or
-tokens left (a token bucket set from the last headers, less what was sent since, refilled at the rate they
-imply) do not cover this request's estimate. It keeps the calls in flight under an adaptive cap: a 429
-halves it (once per congestion episode) and pauses every caller until the server's retry time; each run of
-successes as long as the cap raises it by one. Until the first 429 there is no cap. A wait longer than
-``max_wait`` is not made silently: the call fails as retryable with that wait as its ``retry_after``, and
-the retry policy's patience decides. Header values that are not finite numbers are ignored.
+:class:`AdaptiveLimiter` waits while the server asked for a pause or the requests or tokens left (a bucket set
+from OpenAI's or Anthropic's rate-limit headers) do not cover a request, and keeps the calls in flight under a
+cap that a 429 halves once per episode and successes raise again (none before the first 429). A wait longer
+than ``max_wait`` is a retryable failure with that ``retry_after``.
 """
 
 from __future__ import annotations
@@ -80,7 +72,6 @@ def parse_reset(text: str, now: float | None = None) -> float | None:
 
 
 def _int(value: str | None) -> int | None:
-    """A header's count; None when it is absent or no count (not a finite number >= 0)."""
     if value is None:
         return None
     try:
@@ -127,8 +118,7 @@ def parse_rate_limit_headers(headers: Mapping[str, str] | None) -> RateLimitSnap
 
 
 def _rate(limit: int | None, remaining: int, reset: float | None) -> float | None:
-    """Budget units per second coming back: the spent part over the time until it is all back (reset),
-    else the limit per minute; None when neither is known."""
+    """Budget units per second coming back (the spent part over the time to its reset), or None."""
     if limit is not None and reset and limit > remaining:
         return (limit - remaining) / reset
     return limit / _WINDOW_SECONDS if limit else None
@@ -141,14 +131,10 @@ def estimate_tokens(request: LMRequest) -> int:
 
 
 class AdaptiveLimiter:
-    """Paces and caps the calls of one provider account (see the module docstring).
+    """Paces and caps the calls of one provider account.
 
-    ``max_concurrency`` bounds the calls in flight (None: only the adaptive cap), which never falls below
-    ``min_concurrency``; a 429 multiplies the cap by ``decrease`` and pauses every caller ``default_pause``
-    seconds when it names no retry time; ``max_wait`` is the longest wait :meth:`acquire` makes by itself.
-    ``acquire(tokens)`` before a call returns a ticket for ``release(ticket, ...)`` after it, given the
-    answer's HTTP status (None on success, 0 for no answer) and headers. Counters: ``throttled`` (429s),
-    ``waited`` (calls that had to wait), ``peak`` (most in flight).
+    ``acquire(tokens)`` before a call gives a ticket for ``release(ticket, status=..., headers=...)`` after it
+    (status None on success, 0 for no answer). Counters: ``throttled`` (429s), ``waited``, ``peak``.
     """
 
     def __init__(
@@ -244,8 +230,7 @@ class AdaptiveLimiter:
         return max(waits)
 
     async def acquire(self, tokens: int = 0, *, where: str = "the server") -> Ticket:
-        """Wait until this call may go; the ticket for :meth:`release`. A wait longer than ``max_wait`` is a
-        TransientLMError with that ``retry_after`` instead."""
+        """Wait until this call may go; the ticket for :meth:`release`."""
         waited = False
         while True:
             delay = self._delay(tokens)
@@ -291,8 +276,7 @@ class AdaptiveLimiter:
         headers: Mapping[str, str] | None = None,
         retry_after: float | None = None,
     ) -> None:
-        """Record how a call ended: ``status`` None or 2xx/3xx is a success, 429 shrinks the cap and pauses,
-        anything else (0 for no answer at all) changes nothing but the count in flight."""
+        """Record how a call ended: a 429 shrinks the cap and pauses; a success may raise the cap."""
         epoch, tokens = ticket
         self.in_flight = max(0, self.in_flight - 1)
         self._tokens_in_flight = max(0, self._tokens_in_flight - tokens)

@@ -1,18 +1,10 @@
 """Backend spec strings turned into LMs, the retry and cache wrappers stacked, and backends as their declared
 facts.
 
-Specs (everything after the first ``:`` is the model, so LiteLLM ids with ``/`` and ``:`` pass intact):
-``openai:<model>`` (:class:`~mitigate.lm._openai.OpenAILM`; ``base_url=`` for compatible servers),
-``anthropic:<model>``, ``dspy:<litellm model id>``, ``local`` (the embedded model) or ``local:<path.gguf>``,
-``replay:<path>`` and ``fake`` / ``fake:<name>`` (needs ``responses=``). Keyword arguments of :func:`get` go
-to the backend's constructor (``timeout`` to the network backends only); a spec with a control character
-is refused. A backend module (and its SDK) is imported only when its spec is asked for.
-
-Commands that make no LM call (``mitigate prompts render``, ``--dry-run``) still need facts about the
-backend: whether it returns logprobs, takes ``n`` and stop sequences, which answer constraints it enforces
-in which request fields, and what it refuses. Each backend kind declares them as a :class:`BackendFacts`,
-and :func:`declare` turns a spec into a :class:`DeclaredLM`, which answers every question about requests as
-the backend would and never sends one: no SDK, key or model file needed.
+Specs: ``openai:<model>``, ``anthropic:<model>``, ``dspy:<litellm model id>``, ``local`` or
+``local:<path.gguf>``, ``replay:<path>``, ``fake``; a backend module (and its SDK) is imported only when asked
+for. Each kind declares its facts (:class:`BackendFacts`), so :func:`declare` can check and render requests as
+the backend would with no SDK, key or model file.
 """
 
 from __future__ import annotations
@@ -40,10 +32,8 @@ def _no_modes(model: str, options: Mapping[str, Any]) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class BackendFacts:
-    """What a backend kind declares about the requests it takes, known without building its client:
-    ``modes(model, options)`` the answer-constraint modes it enforces for those constructor options,
-    ``fields(request, options)`` the request fields a constraint is sent in (None: the default notation),
-    ``max_temperature`` the highest temperature the provider accepts."""
+    """What a backend kind declares about the requests it takes: ``modes(model, options)`` the constraint
+    modes it enforces, ``fields(request, options)`` the fields they are sent in (None: the default)."""
 
     supports_logprobs: bool
     supports_n: bool
@@ -58,8 +48,7 @@ class BackendFacts:
 
 
 class DeclaredLM(LM):
-    """A backend named by its spec and described by its :class:`BackendFacts`: it checks and renders requests
-    as the backend would, and never sends one (``limits``: a network backend's request-size checks)."""
+    """A backend described by its :class:`BackendFacts`: it checks and renders requests, never sends one."""
 
     def __init__(
         self,
@@ -97,8 +86,7 @@ class DeclaredLM(LM):
         return self.facts.fields(request, self.options)
 
     def check(self, request: LMRequest) -> None:
-        """The backend's refusals: an unsupported constraint, logprobs, stop or temperature, an oversized
-        request."""
+        """The backend's refusals (constraint, logprobs, stop, temperature, request size)."""
         if self.limits is not None:
             check_request_size(request, self.limits, backend=self.spec)
         super().check(request)
@@ -122,12 +110,9 @@ class DeclaredLM(LM):
 class Backend:
     """A backend kind of the registry: the spec forms it accepts and how it is built.
 
-    ``build(spec, rest, has_colon, kwargs)`` gets the spec, what follows its first ``:`` (stripped), whether
-    there was one, and the keyword arguments of :func:`get`. ``facts`` are read by :func:`declare` (a backend
-    without them is built instead). ``network`` backends talk to a server (``timeout=``, ``base_url=`` and
-    ``limits=`` apply); ``needs`` names what must follow the ``:``; ``options`` are the further constructor
-    options, ``batch`` whether the provider has a batch API and ``about`` what it talks to (read by the
-    command line to say which options apply to which backend).
+    ``build(spec, rest, has_colon, kwargs)`` gets what follows the first ``:`` and :func:`get`'s keyword
+    arguments. ``network`` backends take ``timeout=``, ``base_url=`` and ``limits=``; ``needs`` names what
+    must follow the ``:``; ``options``, ``batch`` and ``about`` tell the command line which options apply.
     """
 
     forms: tuple[str, ...]
@@ -149,7 +134,6 @@ def _accepted() -> str:
 
 
 def _module(name: str, spec: str) -> ModuleType:
-    """Import ``mitigate.lm._<name>``, turning a missing optional SDK into a BackendSpecError."""
     try:
         return importlib.import_module(f"mitigate.lm._{name}")
     except ModuleNotFoundError as exc:
@@ -164,9 +148,8 @@ def _module(name: str, spec: str) -> ModuleType:
 
 
 def get(spec: str, **kwargs: Any) -> LM:
-    """Build the backend named by ``spec`` (``kwargs`` go to its constructor); BackendSpecError listing the
-    accepted forms for an unknown or incomplete spec. A list of ``base_url`` (URLs or ``(url, weight)``)
-    builds one backend per URL under a :class:`~mitigate.lm._pool.PoolLM` (replicas of one server)."""
+    """Build the backend named by ``spec`` (``kwargs`` go to its constructor; a list of ``base_url`` makes a
+    :class:`~mitigate.lm._pool.PoolLM`); BackendSpecError listing the accepted forms for a bad spec."""
     urls = kwargs.get("base_url")
     if isinstance(urls, list | tuple):
         from mitigate.lm._pool import PoolLM
@@ -183,9 +166,8 @@ def get(spec: str, **kwargs: Any) -> LM:
 
 
 def declare(spec: str, **kwargs: Any) -> LM:
-    """The backend named by ``spec`` as its declared facts (a :class:`DeclaredLM`), unbuilt: it renders and
-    checks requests as the backend would and never sends one. Of ``kwargs`` (:func:`get`'s) those that shape
-    requests (``base_url``, ``guided``, ``limits``) are read; the spec is checked as :func:`get` checks it."""
+    """The backend named by ``spec`` as a :class:`DeclaredLM`, unbuilt; of ``kwargs`` those that shape
+    requests (``base_url``, ``guided``, ``limits``) are read."""
     urls = kwargs.get("base_url")
     if isinstance(urls, list | tuple) and urls:  # replicas of one server: the first's facts are every one's
         first = urls[0]
@@ -193,15 +175,11 @@ def declare(spec: str, **kwargs: Any) -> LM:
     backend, kind, rest, sep = _resolve(spec, kwargs)
     if backend.facts is None:  # nothing declared: only the built backend knows what it takes
         return get(spec, **kwargs)
-    if kind == "local" and sep and not rest:
-        raise BackendSpecError(
-            f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'", spec=spec
-        )
+    if kind == "local":
+        _local_path(spec, rest, sep)
     if kind == "fake":
         rest = rest or str(kwargs.get("model") or "")
-    limits = kwargs.get("limits") if backend.network else None
-    if backend.network and limits is None:
-        limits = Limits()
+    limits = (kwargs.get("limits") or Limits()) if backend.network else None
     return DeclaredLM(kind, rest, backend.facts, kwargs, limits=limits)
 
 
@@ -244,15 +222,18 @@ def _resolve(spec: str, kwargs: dict[str, Any]) -> tuple[Backend, str, str, bool
 
 
 def _built(name: str, cls: str) -> Callable[[str, str, bool, dict[str, Any]], LM]:
-    """A builder of ``mitigate.lm._<name>.<cls>(rest, **kwargs)``."""
     return lambda spec, rest, sep, kwargs: getattr(_module(name, spec), cls)(rest, **kwargs)
 
 
-def _local(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
+def _local_path(spec: str, rest: str, sep: bool) -> None:
     if sep and not rest:
         raise BackendSpecError(
             f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'", spec=spec
         )
+
+
+def _local(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
+    _local_path(spec, rest, sep)
     llamacpp = _module("llamacpp", spec)
     return llamacpp.LlamaCppLM(model_path=rest or None, **kwargs) if sep else llamacpp.LlamaCppLM(**kwargs)
 
@@ -270,8 +251,7 @@ def _fake(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
 
 
 def _server_identity(env: str | None = None) -> Callable[[str, Mapping[str, Any]], str]:
-    """``identity(spec, options)``: the spec, plus ``@<server url>`` when ``base_url`` or ``env`` names
-    one."""
+    """``identity(spec, options)``: the spec, plus ``@<url>`` when ``base_url`` or ``env`` names one."""
 
     def identity(spec: str, options: Mapping[str, Any]) -> str:
         url = options.get("base_url") or (os.environ.get(env) if env else None)
@@ -304,10 +284,8 @@ def _fake_modes(model: str, options: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(options.get("constraint_modes") or ())
 
 
-add(
-    "backend",
-    "openai",
-    Backend(
+for _name, _backend in {
+    "openai": Backend(
         ("openai:<model>",),
         _built("openai", "OpenAILM"),
         network=True,
@@ -324,11 +302,7 @@ add(
             options=("base_url", "guided"),
         ),
     ),
-)
-add(
-    "backend",
-    "anthropic",
-    Backend(
+    "anthropic": Backend(
         ("anthropic:<model>",),
         _built("anthropic", "AnthropicLM"),
         network=True,
@@ -345,11 +319,7 @@ add(
             options=("base_url",),
         ),
     ),
-)
-add(
-    "backend",
-    "dspy",
-    Backend(
+    "dspy": Backend(
         ("dspy:<litellm model id>",),
         _built("dspy", "DSPyLM"),
         network=True,
@@ -358,11 +328,7 @@ add(
             supports_logprobs=True, supports_n=True, identity=_server_identity(), options=("base_url",)
         ),
     ),
-)
-add(
-    "backend",
-    "local",
-    Backend(
+    "local": Backend(
         ("local", "local:<path.gguf>"),
         _local,
         facts=BackendFacts(
@@ -372,51 +338,35 @@ add(
             fields=_grammar_fields,
         ),
     ),
-)
-add(
-    "backend",
-    "replay",
-    Backend(
+    "replay": Backend(
         ("replay:<path.jsonl>",),
         _built("replay", "ReplayLM"),
         needs="path",
         facts=BackendFacts(supports_logprobs=True, supports_n=True),
     ),
-)
-add(
-    "backend",
-    "fake",
-    Backend(
+    "fake": Backend(
         ("fake",),
         _fake,
         facts=BackendFacts(
             supports_logprobs=False, supports_n=True, modes=_fake_modes, options=("constraint_modes",)
         ),
     ),
-)
+}.items():
+    add("backend", _name, _backend)
 
 
 def wrap(lm: LM, *, cache: bool | str | Path | LMCache = True, retry: RetryPolicy | bool | None = True) -> LM:
-    """Stack the standard wrappers: ``CachedLM(RetryingLM(lm))`` (a cache hit never waits on a retry).
-
-    ``cache``: True for the default file (:func:`mitigate.paths.cache_dir`), a path or an :class:`LMCache`,
-    False for none. ``retry``: True for the default :class:`RetryPolicy`, a policy, or False/None for none.
-    """
+    """Stack ``CachedLM(RetryingLM(lm))``: ``cache`` True (the default file), a path, an :class:`LMCache` or
+    False; ``retry`` True, a :class:`RetryPolicy`, or False/None."""
     out: LM = lm
-    if retry is True:
-        out = RetryingLM(out, RetryPolicy())
-    elif isinstance(retry, RetryPolicy):
-        out = RetryingLM(out, retry)
+    if retry is True or isinstance(retry, RetryPolicy):
+        out = RetryingLM(out, None if retry is True else retry)
     elif retry not in (False, None):
         raise ConfigError(
             f"expected retry to be True, False, None or a RetryPolicy; got {type(retry).__name__}"
         )
-    if cache is True:
-        out = CachedLM(out, LMCache())
-    elif isinstance(cache, LMCache):
-        out = CachedLM(out, cache)
-    elif isinstance(cache, str | Path):
-        out = CachedLM(out, LMCache(cache))
+    if cache is True or isinstance(cache, LMCache | str | Path):
+        out = CachedLM(out, None if cache is True else cache)
     elif cache is not False:
         raise ConfigError(
             f"expected cache to be True, False, a path or an LMCache; got {type(cache).__name__}"

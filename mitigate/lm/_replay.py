@@ -1,28 +1,16 @@
 """Replay recorded LM answers from a JSONL file (spec ``replay:<path>``), and record them.
 
-:class:`ReplayLM` answers requests from a file instead of a model (a published run from its released
-outputs, an experiment re-run offline); :class:`ReplayRecorder` wraps a backend and writes its answers.
-One JSON object per line (blank lines allowed), of two kinds:
+Each line is **recorded** (what :class:`ReplayRecorder` writes), an exact replay of one request::
 
-1. **Recorded** (what :class:`ReplayRecorder` writes), an exact replay of one request::
+    {"key": "<LMRequest.key()>", "request": {...}, "response": {...LMResponse...}}
 
-       {"key": "<LMRequest.key()>", "request": {...LMRequest...}, "response": {...LMResponse...}}
+or **hand-written**, keyed by the prompt alone (a user message's text or a list of messages)::
 
-   (``request`` is optional, for a human reader).
+    {"item_id": "M11-3", "prompt": "<text>", "response": "Score: 4"}
+    {"prompt": [{"role": "user", "content": "..."}], "response": ["Score: 4", "Score: 5"]}
 
-2. **Hand-written**, answers keyed by prompt for outputs released without requests::
-
-       {"item_id": "M11-3", "prompt": "<text>", "response": "Score: 4"}
-       {"prompt": [{"role": "system", "content": "..."}, {"role": "user", "content": "..."}],
-        "response": ["Score: 4", "Score: 5"]}
-
-   ``prompt`` is one user message's text or a list of messages, equal to the request's; ``response`` one
-   sample or a list (used in order for ``n > 1``); sampling options are not part of this key; ``item_id``
-   only appears in error messages.
-
-A request is looked up by exact key first, then by prompt; one with no recorded answer raises
-:class:`~mitigate.errors.LMCallError` naming its key. A malformed line, or two lines giving one key
-different answers, raises :class:`~mitigate.errors.ReplayFormatError` naming the file and line.
+A request is looked up by key, then by prompt; a malformed line raises
+:class:`~mitigate.errors.ReplayFormatError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -84,8 +72,7 @@ def _parse_samples(value: Any, path: Path, line: int) -> tuple[str, ...]:
 
 
 class ReplayLM(LM):
-    """Answers requests from a replay file, read and checked whole when it is built (a malformed file fails
-    at once, not in the middle of a run)."""
+    """Answers requests from a replay file, read and checked whole when it is built."""
 
     provider = "replay"
     supports_logprobs = True
@@ -103,6 +90,9 @@ class ReplayLM(LM):
         self._by_prompt: dict[str, tuple[tuple[str, ...], int, str | None]] = {}
         self._load()
 
+    def _bad(self, line: int, what: str) -> ReplayFormatError:
+        return _error(self.path, line, what)
+
     def __repr__(self) -> str:
         return f"ReplayLM({str(self.path)!r}, answers={len(self)})"
 
@@ -117,30 +107,25 @@ class ReplayLM(LM):
                 try:
                     raw = raw_bytes.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise _error(
-                        self.path,
-                        number,
-                        f"expected UTF-8 text; got a byte that is not UTF-8 at column {exc.start + 1}",
+                    raise self._bad(
+                        number, f"expected UTF-8 text; got a byte that is not UTF-8 at column {exc.start + 1}"
                     ) from None
                 if not raw.strip():
                     continue
                 try:
                     obj = json.loads(raw)
                 except json.JSONDecodeError as exc:
-                    raise _error(
-                        self.path, number, f"expected a JSON object; got invalid JSON ({exc.msg})"
-                    ) from exc
+                    raise self._bad(number, f"expected a JSON object; got invalid JSON ({exc.msg})") from exc
                 if not isinstance(obj, dict):
-                    raise _error(self.path, number, f"expected a JSON object; got {type(obj).__name__}")
+                    raise self._bad(number, f"expected a JSON object; got {type(obj).__name__}")
                 if "response" not in obj:
-                    raise _error(self.path, number, 'expected a "response" field; the line has none')
+                    raise self._bad(number, 'expected a "response" field; the line has none')
                 if "key" in obj and "prompt" not in obj:
                     self._add_recorded(obj, number)
                 elif "prompt" in obj and "key" not in obj:
                     self._add_prompt(obj, number)
                 else:
-                    raise _error(
-                        self.path,
+                    raise self._bad(
                         number,
                         'expected exactly one of "key" (recorded line) or "prompt" (hand-written line); '
                         f"got fields {sorted(obj)}",
@@ -149,25 +134,21 @@ class ReplayLM(LM):
     def _add_recorded(self, obj: dict[str, Any], number: int) -> None:
         key = obj["key"]
         if not isinstance(key, str) or not key:
-            raise _error(self.path, number, f'expected "key" to be a non-empty string; got {key!r:.60}')
+            raise self._bad(number, f'expected "key" to be a non-empty string; got {key!r:.60}')
         try:
             response = LMResponse.model_validate(obj["response"])
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
-            raise _error(
-                self.path,
-                number,
-                f'expected "response" to be an LMResponse object; {where or "value"}: {err["msg"]}',
+            raise self._bad(
+                number, f'expected "response" to be an LMResponse object; {where or "value"}: {err["msg"]}'
             ) from exc
         if not response.choices:
-            raise _error(self.path, number, 'expected "response" to hold at least one choice; got none')
+            raise self._bad(number, 'expected "response" to hold at least one choice; got none')
         previous = self._by_key.get(key)
         if previous is not None and previous[0] != response:
-            raise _error(
-                self.path,
-                number,
-                f"key {key} was already recorded with a different answer on line {previous[1]}",
+            raise self._bad(
+                number, f"key {key} was already recorded with a different answer on line {previous[1]}"
             )
         self._by_key[key] = (response, number)
 
@@ -178,8 +159,7 @@ class ReplayLM(LM):
         key = prompt_key(messages)
         previous = self._by_prompt.get(key)
         if previous is not None and previous[0] != samples:
-            raise _error(
-                self.path,
+            raise self._bad(
                 number,
                 f"this prompt (item_id={item_id!r}) was already given a different answer on line "
                 f"{previous[1]}",
@@ -236,8 +216,7 @@ class ReplayLM(LM):
 
 
 class ReplayRecorder(WrapperLM):
-    """Wraps a backend and appends each of its answers to a replay file (recorded form), a request already
-    in the file once; it returns the inner backend's responses unchanged."""
+    """Wraps a backend and appends each new answer to a replay file, returning it unchanged."""
 
     def __init__(self, inner: LM, path: str | Path) -> None:
         super().__init__(inner)

@@ -1,16 +1,9 @@
 """Retries with exponential backoff that honour the server's ``Retry-After``, and the one deadline over a
 request's attempts.
 
-:class:`RetryingLM` retries :class:`~mitigate.errors.TransientLMError` (HTTP 429/5xx, timeouts, dropped
-connections); backends are built with their SDK's retries off, so it is the only layer that retries.
-
-A request's attempts share one :class:`RequestClock` (what ``--deadline`` bounds): :class:`RetryingLM`
-opens one per request (:func:`start_request`), and each attempt of a network backend runs its exchange with
-the server between :meth:`RequestClock.begin` (what is left of the deadline, for ``asyncio.timeout``) and
-:meth:`RequestClock.end`. So a server that never answers, or trickles its answer, fails the request once the
-attempts together have waited that long, however many retries the read timeout (``--timeout``) would allow.
-The waits between attempts (backoff, ``Retry-After``, the rate limiter) are not counted. Without a
-:class:`RetryingLM` each call has a clock of its own. The worst case is :func:`hung_server_seconds`.
+:class:`RetryingLM` is the only layer that retries; its attempts at a request share a :class:`RequestClock`
+(what ``--deadline`` bounds), so a server that never answers fails the request once the attempts together have
+waited that long (the waits between them not counted).
 """
 
 from __future__ import annotations
@@ -36,8 +29,7 @@ _CLOCK: contextvars.ContextVar[RequestClock | None] = contextvars.ContextVar(
 
 
 class RequestClock:
-    """Seconds one request has spent on the server so far, over all its attempts (attempts that overlap, the
-    samples of an Anthropic request, count once: the clock runs while at least one is under way)."""
+    """Seconds one request has spent on the server over its attempts (overlapping ones count once)."""
 
     __slots__ = ("_active", "_since", "attempts", "spent")
 
@@ -52,9 +44,7 @@ class RequestClock:
         return self.spent + (time.monotonic() - self._since if self._active else 0.0)
 
     def begin(self, deadline: float) -> float:
-        """Start an exchange with the server: the seconds it may take, what is left of ``deadline`` (bound it
-        with ``asyncio.timeout``); TimeoutError when nothing is left. Pair with :meth:`end` (in a
-        ``finally``)."""
+        """Start an exchange: the seconds left of ``deadline`` (none: TimeoutError); pair with :meth:`end`."""
         now = time.monotonic()
         left = deadline - self.spent - (now - self._since if self._active else 0.0)
         if left <= 0:
@@ -79,8 +69,7 @@ def request_clock() -> RequestClock:
 
 
 def start_request() -> contextvars.Token[RequestClock | None]:
-    """Make every call of a backend from here on (in this task) share one fresh :class:`RequestClock`: one
-    request; pass what it returns to :func:`end_request` when the request is over."""
+    """Make every backend call from here on (in this task) share one fresh :class:`RequestClock`."""
     return _CLOCK.set(RequestClock())
 
 
@@ -92,11 +81,10 @@ def end_request(token: contextvars.Token[RequestClock | None]) -> None:
 class RetryPolicy(BaseModel):
     """How :class:`RetryingLM` retries transient failures.
 
-    The wait before retry ``k`` is ``min(max_delay, base_delay * 2**(k-1))``, scaled by a random factor in
-    [0.5, 1] with ``jitter``, and never shorter than the server's ``Retry-After``; a ``Retry-After`` longer
-    than ``max_delay`` ends the retries at once. A connection that cannot be made (or is closed) while the
-    backend has never answered gets at most ``connect_attempts`` attempts (a wrong URL fails in about a
-    second, not a minute); once the server has answered, a dropped connection gets every attempt.
+    The wait before retry ``k`` is ``min(max_delay, base_delay * 2**(k-1))`` (times a random factor in [0.5,
+    1] with ``jitter``), never shorter than the server's ``Retry-After``; one longer than ``max_delay`` ends
+    the retries. A connection that cannot be made before the backend ever answered gets at most
+    ``connect_attempts`` attempts (a wrong URL fails in a second).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -124,9 +112,8 @@ class RetryPolicy(BaseModel):
 
 
 class RetryingLM(WrapperLM):
-    """Retries the inner LM's :class:`TransientLMError` failures according to a :class:`RetryPolicy` (other
-    errors pass through at once); when the attempts run out, an :class:`LMCallError` with ``attempts`` and
-    ``last_error``. ``sleep`` and ``rng`` are injectable (tests record the waits; jitter reproducible)."""
+    """Retries the inner LM's :class:`TransientLMError` failures by a :class:`RetryPolicy`; when they run out,
+    an :class:`LMCallError` with ``attempts`` and ``last_error``."""
 
     def __init__(
         self,
@@ -200,12 +187,7 @@ class RetryingLM(WrapperLM):
 
 
 def hung_server_seconds(deadline: float, timeout: float | None, policy: RetryPolicy) -> float:
-    """The longest a request can take when the server accepts the connection and never answers (also how long
-    a run takes to stop on a hung server: its first requests fail so side by side).
-
-    Each attempt waits ``timeout`` (None: the whole deadline) or what is left of ``deadline``, whichever is
-    less; a retry follows after the policy's longest backoff, until the deadline or ``max_attempts``.
-    """
+    """The longest a request can take on a server that accepts the connection and never answers."""
     per_attempt = deadline if timeout is None else min(timeout, deadline)
     attempts = min(policy.max_attempts, max(1, math.ceil(deadline / per_attempt - 1e-9)))
     on_server = min(deadline, attempts * per_attempt)

@@ -1,9 +1,5 @@
-"""Running a judge over items: ``result = await run(judge, bench.items)`` (``run_sync`` from plain code).
-
-The runner (concurrency, progress, the circuit breaker), the journal a killed run resumes from, the
-judgments as columns on disk, the providers' batch APIs behind one session, and the exact requests a judge
-would send, rendered without calling the LM.
-"""
+"""Running a judge over items: ``result = await run(judge, bench.items)`` (``run_sync`` from plain code), its
+journal, columns on disk, batch sessions, and the requests a judge would send, rendered without an LM."""
 
 from typing import TYPE_CHECKING
 

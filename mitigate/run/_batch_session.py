@@ -1,20 +1,11 @@
 """Batch execution for the runner: a run's LM calls go through the providers' batch APIs.
 
-``run(judge, items, batch=BatchConfig(...))`` (``--batch``) judges every item as usual, but each leaf LM of
-the judge is a :class:`~mitigate.lm.BatchingLM`: a request the LM cache can answer is answered at once, any
-other is parked in a :class:`BatchSession`. When the run goes quiet (every item waits on a parked request)
-the session writes the parked requests as batch files within the provider's limits, submits them, polls
-them with a growing interval, and when a batch ends stores every answer in the LM cache and wakes the
-waiting items. A judge that calls in stages parks again, and the session submits a follow-up batch.
-
-Its :class:`~mitigate.lm.BatchStore` lives in the run folder (``<journal folder>/batches``): a run killed at
-any point and started again with the same command resumes: collected answers come from the cache, requests
-in a batch that was (or maybe was) submitted are attached to it by id (:meth:`~mitigate.lm.BatchAPI.find`
-recovers an id the kill lost), and only requests in no batch are submitted. Nothing is submitted twice.
-
-A request that failed or expired in its batch is an error for its item (retried by the next resume; with
-``retry_failed=k`` retryable failures are first sent again in up to ``k`` follow-up batches). Polling that
-fails transiently is retried with backoff; if it persists, the run stops with the error.
+With ``run(..., batch=...)`` each leaf LM is a :class:`~mitigate.lm.BatchingLM`: a request the cache cannot
+answer is parked in a :class:`BatchSession`, which submits the parked requests as batches when the run goes
+quiet, polls them, stores every answer in the LM cache and wakes the items (a judge that calls in stages parks
+again). Its record lives in the run folder, so a killed run resumes without submitting anything twice. A
+request that failed in its batch is an error for its item (``retry_failed=k``: first resent in up to ``k``
+follow-up batches).
 """
 
 from __future__ import annotations
@@ -57,11 +48,9 @@ T = TypeVar("T")
 
 
 class BatchConfig(BaseModel):
-    """How a run uses the providers' batch APIs: ``directory`` holds the batch record (default
-    ``<journal folder>/batches``); ``poll_interval`` grows 1.5x while nothing changes, up to
-    ``max_poll_interval``; ``retry_failed`` follow-up batches for retryable failures; ``max_requests`` /
-    ``max_bytes`` per-batch limits below the provider's; ``settle`` seconds without a new request before the
-    parked ones are submitted; ``transient_retries`` attempts of a call that fails transiently."""
+    """How a run uses the batch APIs: ``directory`` for the record (default ``<journal folder>/batches``),
+    poll intervals, follow-up batches, per-batch limits below the provider's, and ``settle`` seconds without a
+    new request before the parked ones are submitted."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     directory: Path | None = None
@@ -111,8 +100,7 @@ class _Parked:
 
 
 class BatchSession:
-    """Carries the parked requests of one or more runs through batches (share one between runs that go
-    together, as ``compare``'s entries do); ``directory`` (default ``options.directory``) holds its store."""
+    """Carries the parked requests of one or more runs (``compare``'s entries share one) through batches."""
 
     def __init__(self, options: BatchConfig | None = None, directory: str | Path | None = None) -> None:
         self.options = options or BatchConfig()
@@ -170,7 +158,7 @@ class BatchSession:
             self._apis[identity] = api
         cache = self._caches.get(identity)
         if cache is None:
-            found = _find_cache(lm)
+            found = find_cache(lm)
             cache = found if found is not None else self._default_cache()  # (an empty cache is falsy)
             self._caches[identity] = cache
         return BatchingLM(lm, self, api, cache)
@@ -181,8 +169,7 @@ class BatchSession:
         return self._own_cache
 
     async def gather(self, coros: Iterable[Awaitable[T]], *, return_exceptions: bool = False) -> list[Any]:
-        """Run the coroutines (items of a run) while the session carries their requests through batches; then
-        raise the session's own failure, if any (their parked requests failed with it)."""
+        """Run the coroutines while the session carries their requests; then raise its own failure, if any."""
         loop = asyncio.get_running_loop()
         if self._wake is None or self._loop is not loop:  # an Event belongs to the loop that first used it
             self._wake, self._loop = asyncio.Event(), loop
@@ -317,8 +304,8 @@ class BatchSession:
                 await self._create(api, record, lines)
 
     async def _create(self, api: BatchAPI, record: BatchRecord, lines: list[Any] | None) -> None:
-        """Get a provider batch for ``record``: the one a killed run created (looked for when ``lines`` is
-        None, the record read back, or after a submission that failed transiently), else a new one."""
+        """Get a provider batch for ``record``: the one a killed run created (looked for when the record was
+        read back, or a submission failed transiently), else a new one."""
         look_first = lines is None
         if lines is None:
             requests = self.store.requests(record)
@@ -364,8 +351,8 @@ class BatchSession:
                 )
         self.stats.failed += len(record.keys)
 
-    async def _retrying(self, call: Callable[[], Awaitable[T]], delay: float) -> T:
-        """``call()``, tried again with backoff (from ``delay``) while it fails transiently."""
+    async def _retrying(self, call: Callable[[], Awaitable[T]], delay: float | None = None) -> T:
+        delay = min(1.0, self.options.poll_interval) if delay is None else delay
         for attempt in range(1, self.options.transient_retries + 1):
             try:
                 return await call()
@@ -383,7 +370,7 @@ class BatchSession:
             api = self._apis[record.identity]
             assert record.batch_id is not None
             batch_id = record.batch_id
-            state = await self._retrying(partial(api.poll, batch_id), min(1.0, self.options.poll_interval))
+            state = await self._retrying(partial(api.poll, batch_id))
             before = self.states.get(record.local)
             if before is None or (before.status, before.done) != (state.status, state.done):
                 changed = True
@@ -395,7 +382,7 @@ class BatchSession:
         return changed
 
     async def _collect(self, api: BatchAPI, record: BatchRecord, state: BatchState) -> None:
-        results = await self._retrying(lambda: api.results(state), min(1.0, self.options.poll_interval))
+        results = await self._retrying(lambda: api.results(state))
         requests = self.store.requests(record)
         expected = {
             cid for key, req in requests.items() for cid in custom_ids(key, req.n, per_sample=api.per_sample)
@@ -489,7 +476,7 @@ class BatchSession:
         self._bar.refresh()
 
 
-def _find_cache(lm: LM) -> LMCache | None:
+def find_cache(lm: LM) -> LMCache | None:
     """The cache of the first :class:`CachedLM` in ``lm``'s wrapper stack, if any."""
     seen = 0
     while isinstance(lm, WrapperLM) and seen < 32:
@@ -506,8 +493,7 @@ def _store_all(cache: LMCache, payloads: list[tuple[str, str]], identity: str, m
 
 
 def batch_api_for(lm: LM) -> BatchAPI:
-    """The batch API of ``lm``'s backend: OpenAI (or a compatible server) or Anthropic; ConfigError for a
-    backend without one."""
+    """The batch API of ``lm``'s backend (OpenAI or Anthropic); ConfigError for a backend without one."""
     backend = innermost(lm)  # the implementations import the SDKs: only when batch mode is used
     if backend.provider in ("openai", "anthropic") and importlib.util.find_spec(backend.provider) is None:
         raise BackendSpecError(
@@ -539,9 +525,8 @@ def session_for(
     progress: bool = True,
     judge: Judge | None = None,
 ) -> tuple[BatchSession, bool]:
-    """The session a run uses for ``batch`` (options, a shared session, or True) and whether the run owns it
-    (one made here keeps its record in ``options.directory``, else ``folder``); with ``judge``, a backend
-    without a batch API is refused before anything is written."""
+    """The session a run uses for ``batch`` and whether the run owns it; with ``judge``, a backend without a
+    batch API is refused before anything is written."""
     if judge is not None:
         for leaf in judge.leaves():
             batch_api_for(leaf.lm)

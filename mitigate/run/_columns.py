@@ -1,18 +1,8 @@
-"""The judgments of a run as columns on disk: written in batches as the run goes, read back as arrays or a
-frame.
+"""The judgments of a run as columns on disk (``results.sqlite``): written in batches as the run goes, read
+back as arrays or a frame.
 
-``mitigate judge --run-dir`` writes ``results.sqlite`` beside its journal: :class:`ColumnWriter` appends
-``(item, judgment)`` pairs as a streamed run yields them, :data:`BATCH` rows per transaction (its memory
-does not grow with the run); :class:`Columns` reads the file back (:meth:`Columns.column` one column as a
-NumPy array, :meth:`Columns.rows` / :meth:`Columns.to_pandas` the long-form table of
-:data:`mitigate.judge.FRAME_COLUMNS`). SQLite ships with Python and reads one column without the others'
-text. The file is built under a temporary name and renamed into place when the run ends; the journal, not
-this file, is the crash-safe record.
-
-Tables: ``judgments`` (one row per judgment, :data:`JUDGMENT_COLUMNS`; ``seq`` is the run's item order,
-``entry`` the judge's name in a comparison), ``scores`` (one row per criterion scored, or per order a
-pairwise verdict was given in, :data:`SCORE_COLUMNS`) and ``about`` (``key``/``value`` JSON: the version
-and what the writer was told).
+Tables: ``judgments`` (a row per judgment, ``seq`` the item order), ``scores`` (a row per criterion, or per
+order of a pairwise verdict) and ``about`` (the version and what the writer was told, as JSON).
 """
 
 from __future__ import annotations
@@ -67,9 +57,7 @@ SCORE_COLUMNS = (
     ("human", ""),
     ("samples", "TEXT"),
 )
-"""The ``scores`` table: one row per criterion (or pairwise order) of a judgment; ``human`` is a number or a
-gold preference ("A", "B", "tie"); ``samples`` the criterion's per-sample scores as JSON (null for a failed
-sample)."""
+"""The ``scores`` table (``human``: a number or a gold preference; ``samples``: per-sample scores as JSON)."""
 NUMERIC = frozenset(n for n, t in JUDGMENT_COLUMNS + SCORE_COLUMNS if t.startswith(("INTEGER", "REAL")))
 """Columns :meth:`Columns.column` returns as float arrays (NULL as NaN)."""
 _TABLE_OF = {name: "judgments" for name, _ in JUDGMENT_COLUMNS} | {
@@ -92,9 +80,8 @@ def _quoted(name: str) -> str:
 
 
 class ColumnWriter:
-    """Appends ``(item, judgment)`` pairs to a columns file; as a context manager, the file appears at
-    ``path`` when the block ends without an error, and not at all otherwise. ``criterion``: the one whose
-    human score fills ``human`` (None: the judgment's own)."""
+    """Appends ``(item, judgment)`` pairs to a columns file that appears at ``path`` only when its block ends
+    without an error (``criterion``: the one whose human score fills ``human``)."""
 
     def __init__(
         self, path: Path | str, about: Mapping[str, Any] | None = None, *, criterion: str | None = None
@@ -107,6 +94,11 @@ class ColumnWriter:
         self._conn: sqlite3.Connection | None = None
         self._judgments: list[tuple[Any, ...]] = []
         self._scores: list[tuple[Any, ...]] = []
+
+    def _failed(self, exc: sqlite3.Error) -> ConfigError:
+        return ConfigError(
+            f"expected to write the results' columns {self.path}; got {exc}", path=str(self.path)
+        )
 
     def __enter__(self) -> ColumnWriter:
         tmp = self._stack.enter_context(output_path(self.path, "the results' columns"))
@@ -124,9 +116,7 @@ class ColumnWriter:
             )
         except sqlite3.Error as exc:
             self._stack.close()
-            raise ConfigError(
-                f"expected to write the results' columns {self.path}; got {exc}", path=str(self.path)
-            ) from None
+            raise self._failed(exc) from None
         except BaseException:
             self._stack.close()
             raise
@@ -197,9 +187,7 @@ class ColumnWriter:
             )
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise ConfigError(
-                f"expected to write the results' columns {self.path}; got {exc}", path=str(self.path)
-            ) from None
+            raise self._failed(exc) from None
         self._judgments.clear()
         self._scores.clear()
 
@@ -213,10 +201,7 @@ class ColumnWriter:
                     for statement in _INDEXES:
                         self._conn.execute(statement)
                 except sqlite3.Error as error:
-                    raise ConfigError(
-                        f"expected to write the results' columns {self.path}; got {error}",
-                        path=str(self.path),
-                    ) from None
+                    raise self._failed(error) from None
         except BaseException:
             self._conn = None
             self._stack.__exit__(*sys.exc_info())  # the temporary file is removed
@@ -271,8 +256,7 @@ class Columns:
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
 
     def column(self, name: str, *, entry: str | None = None, criterion: str | None = None) -> np.ndarray:
-        """One column in order (a value per judgment, or per score row of ``scores``): a float array (NULL
-        as NaN) for a numeric column, else an object array."""
+        """One column in order: a float array (NULL as NaN) for a numeric one, else an object array."""
         table = _TABLE_OF.get(name)
         if table is None:
             raise ConfigError(f"expected a column of {sorted(_TABLE_OF)}; got {name!r}")
@@ -294,8 +278,7 @@ class Columns:
     def rows(
         self, columns: Sequence[str] | None = None, *, entry: str | None = None, criterion: str | None = None
     ) -> Iterator[dict[str, Any]]:
-        """The long-form rows (one per score row, with its judgment's columns), in order, one at a time;
-        ``columns`` (any of either table) default to :data:`mitigate.judge.FRAME_COLUMNS`."""
+        """The long-form rows, one per score row, in order (``columns`` default to ``FRAME_COLUMNS``)."""
         from mitigate.judge import FRAME_COLUMNS
 
         wanted = list(columns or FRAME_COLUMNS)

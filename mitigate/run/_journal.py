@@ -1,14 +1,9 @@
 """The run journal: an append-only JSONL record of finished judgments that a killed run resumes from, and its
 lock.
 
-The first line names the judge's fingerprint; each later line is one finished
-:class:`~mitigate.judge.Judgment`, written to the OS as soon as it is known (a killed process loses nothing
-the kernel has) and fsync'd at most every ``fsync_every`` seconds and at the end. Damaged or blank lines at
-its end (a write cut short) are trimmed and their items redone; a line whose score lies off the judge's
-scale is damaged wherever it stands (its item judged again, with one
-:class:`~mitigate.errors.JournalDamageWarning`). A lock file beside it (``<journal>.lock``, ``flock``) keeps
-a second process off it (:class:`~mitigate.errors.RunBusyError`). The journal and its lock must be regular
-files (:func:`mitigate.paths.open_regular`).
+The first line names the judge's fingerprint, each later line one finished judgment, written at once and
+fsync'd at most every ``fsync_every`` seconds. Damaged lines at its end (a write cut short), or with a score
+off the judge's scale, are dropped and their items redone.
 """
 
 from __future__ import annotations
@@ -42,8 +37,7 @@ JOURNAL_VERSION = 1
 
 
 def id_hash(item_id: str) -> int:
-    """The 64-bit key a journal's index keeps for an item id (two ids may share one: the line read back tells
-    them apart)."""
+    """The 64-bit key a journal's index keeps for an item id (the line read back tells two ids apart)."""
     return hash(item_id)
 
 
@@ -52,9 +46,8 @@ def _os_reason(exc: OSError) -> str:
 
 
 class RunLock:
-    """An exclusive lock on a file (``flock``), re-entrant within one process (the CLI locks a run folder,
-    then the runner its journal); a second process gets :class:`~mitigate.errors.RunBusyError` at once. The
-    file holds the owner's pid and is left in place; without ``fcntl`` (not POSIX) the lock is a no-op."""
+    """An exclusive ``flock`` on a file holding the owner's pid, re-entrant within one process; another
+    process gets :class:`~mitigate.errors.RunBusyError` at once (a no-op off POSIX)."""
 
     _held: ClassVar[dict[str, list[Any]]] = {}  # resolved path -> [file, holders]
     _guard = threading.Lock()
@@ -70,8 +63,7 @@ class RunLock:
         return cls(journal.with_name(journal.name + ".lock"))
 
     def acquire(self) -> None:
-        """Take the lock; RunBusyError when another process holds it, ConfigError when it cannot be
-        written."""
+        """Take the lock; RunBusyError when another process holds it."""
         if fcntl is None or self._key is not None:  # pragma: no cover - no locking off POSIX
             return
         try:
@@ -147,9 +139,8 @@ class Journal:
     """Append-only, fsync'd record of finished judgments for one judge configuration, holding its
     :class:`RunLock` until :meth:`close`.
 
-    An unreadable line followed by good ones is a :class:`~mitigate.errors.DataError` naming it (the file was
-    edited, not cut short). Loading keeps, per item whose last line is a good judgment, only a hash of its
-    id and where its line starts (16 bytes); :meth:`get` reads that line again.
+    An unreadable line followed by good ones is a :class:`~mitigate.errors.DataError`. Loading keeps only, per
+    item whose last line is a good judgment, a hash of its id and where the line starts; :meth:`get` reads it.
     """
 
     def __init__(
@@ -283,7 +274,6 @@ class Journal:
                 self._offsets.append(starts[line])
 
     def _find(self, item_id: object) -> int | None:
-        """Where the line of ``item_id``'s key starts, or None."""
         if not self._keys or not isinstance(item_id, str):
             return None
         key = id_hash(item_id)
@@ -291,13 +281,11 @@ class Journal:
         return self._offsets[at] if at < len(self._keys) and self._keys[at] == key else None
 
     def __contains__(self, item_id: object) -> bool:
-        """Whether the journal may hold a good judgment for ``item_id`` (its key is known; :meth:`get` reads
-        the line and makes sure)."""
+        """Whether the journal may hold a good judgment for ``item_id`` (:meth:`get` makes sure)."""
         return self._find(item_id) is not None
 
     def get(self, item_id: str) -> Judgment | None:
-        """The good judgment the journal holds for ``item_id`` (its last line), or None (then it is to be
-        judged)."""
+        """The good judgment the journal holds for ``item_id``, or None (then it is to be judged)."""
         offset = self._find(item_id)
         if offset is None:
             return None
@@ -308,8 +296,7 @@ class Journal:
         return found if isinstance(found, Judgment) and found.item_id == item_id else None
 
     def _out_of_bounds(self, judgment: Judgment) -> str | None:
-        """Why a journalled judgment cannot be one this judge gave (a score off its scale, not finite); None
-        if none."""
+        """Why a journalled judgment cannot be this judge's (a score off its scale), or None."""
         values = [(name, v) for name, v in judgment.scores.items()]
         values += [(name, v) for name, samples in judgment.samples.items() for v in samples]
         for name, value in values:

@@ -1,11 +1,6 @@
 """What a judge sends for each item, rendered without calling an LM: checked for every item before a run
-(:func:`preflight`), and shown as text a person reads (``mitigate prompts render``, ``--dry-run``).
-
-:func:`render_requests` prints every :class:`~mitigate.judge.PlannedRequest` of ``judge.requests(item)``
-with its messages, its answer constraint in the fields the backend gets, its sampling, how its answer is
-read, the condition under which it is sent, the backend's refusal when it cannot take it, and a unified
-diff of its messages against the unmitigated prompt's for the same item.
-"""
+(:func:`preflight`), and shown as text (``mitigate prompts render``, ``--dry-run``): each planned request's
+messages, constraint fields, sampling, reading, condition, refusal and diff against the unmitigated prompt."""
 
 from __future__ import annotations
 
@@ -21,7 +16,6 @@ from mitigate.lm import Message
 
 
 def _max_prompt_chars(lm: Any) -> int | None:
-    """The prompt-size cap of a network backend under its wrappers (None for a backend without one)."""
     for _ in range(8):
         limits = getattr(lm, "limits", None)
         if limits is not None and isinstance(getattr(limits, "max_prompt_chars", None), int):
@@ -38,9 +32,8 @@ def clip(text: str, limit: int = 300) -> str:
 
 
 def preflight(judge: Judge, items: Iterable[Item]) -> None:
-    """Render every item with every prompt of ``judge`` (``items`` read once); one DataError when some cannot
-    be rendered, or give a prompt longer than the backend's ``max_prompt_chars``
-    (:class:`~mitigate.lm.Limits`). A judge without prompts has nothing to check."""
+    """Render every item with every prompt of ``judge``; one DataError when some cannot be rendered, or give a
+    prompt over the backend's ``max_prompt_chars``."""
     try:
         leaves = judge.leaves()
     except MitigateError:  # a judge without prompts (a replayed released judge): nothing to render
@@ -82,8 +75,7 @@ def preflight(judge: Judge, items: Iterable[Item]) -> None:
 
 
 def placeholder_item(judge: Judge, item_id: str = "example") -> Item:
-    """An item whose every slot the judge's prompts show holds ``<slot name>``: for rendering with no
-    benchmark."""
+    """An item whose every slot the judge's prompts show holds ``<slot name>``."""
     slots: set[str] = set()
     pairwise = False
     for leaf in judge.leaves():
@@ -127,8 +119,7 @@ def _constraint_lines(p: PlannedRequest) -> list[str]:
 
 
 def render_requests(planned: Sequence[PlannedRequest], baseline: PromptJudge | None, item: Item) -> str:
-    """Every planned request as text (see the module docstring); diffs against ``baseline``'s prompt when
-    given."""
+    """Every planned request as text, diffed against ``baseline``'s prompt when given."""
     if not planned:
         return f"no LM request for item {item.id!r} (this judge replays recorded answers)"
     out: list[str] = []

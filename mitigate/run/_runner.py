@@ -1,23 +1,10 @@
 """Run a judge over many items: bounded concurrency and memory, a crash-safe journal, progress and a usage
 tally.
 
-:func:`run` judges a collection of items and returns every judgment (a :class:`RunResult`);
-:func:`run_stream` judges items read one at a time (a list, or a lazily read benchmark file) and yields
-``(item, judgment)`` pairs in item order as they are ready, keeping at most ``window`` items in hand;
-nothing else grows with the number of items (the summary is counted as judgments come, the journal finds a
-resumed judgment by reading its line again). Every finished judgment goes to the journal
-(:class:`~mitigate.run.Journal`) at once, so a run killed at any point (even SIGKILL) resumes from it:
-journalled items are not judged again, and judgments whose LM call failed for good are retried.
-
-Failing fast
-    Before the first LM call every item is rendered with every prompt of the judge (:func:`preflight`), so
-    a slot no item can fill is one :class:`~mitigate.errors.DataError`, not one error per item. During the
-    run a circuit breaker stops the run (:class:`~mitigate.errors.RunStoppedError`) after ``stop_after``
-    failures in a row that will repeat for every item (:func:`~mitigate.run._tally.permanent_cause`); the
-    journal keeps everything finished before. Until the first item succeeds at most ``stop_after`` judgments
-    are in flight, so a run that cannot succeed costs ``stop_after`` requests, not ``concurrency``; a run
-    whose LM objects already answered in this process skips this warm-up, and so does batch mode.
-
+Every finished judgment goes to the journal at once, so a killed run resumes from it. Before the first call
+every item is rendered (:func:`preflight`); a circuit breaker stops the run after ``stop_after`` failures in a
+row that will repeat for every item, and until one item succeeds at most ``stop_after`` judgments are in
+flight (unless its LMs already answered in this process).
 """
 
 from __future__ import annotations
@@ -35,20 +22,20 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from tqdm.auto import tqdm
 
+from mitigate.constraints import Interval, check_param
 from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError, MitigateError, RunStoppedError
 from mitigate.judge import Judge, Judgment, frame
-from mitigate.lm import CachedLM, CacheMiss, WrapperLM, cache_only
+from mitigate.lm import CacheMiss, cache_only
 from mitigate.registry import run_coroutine
-from mitigate.run._batch_session import BatchConfig, BatchSession, session_for
+from mitigate.run._batch_session import BatchConfig, BatchSession, find_cache, session_for
 from mitigate.run._journal import Journal
 from mitigate.run._render import clip, preflight
 from mitigate.run._tally import STOP_AFTER, CircuitBreaker, RunSummary, Tally
 
 
 def window_for(concurrency: int) -> int:
-    """How many items a streamed run keeps in hand by default (a few kilobytes each): ``16 * concurrency``,
-    at least 1,024."""
+    """How many items a streamed run keeps in hand by default: ``16 * concurrency``, at least 1,024."""
     return max(1024, 16 * concurrency)
 
 
@@ -66,9 +53,7 @@ class RunResult(BaseModel):
     def rows(
         self, items: Sequence[Item] | None = None, criterion: str | None = None, entry: str | None = None
     ) -> list[dict[str, Any]]:
-        """Every judgment in long form (:meth:`Judgment.rows`); ``items`` (matched by id) fill ``document``,
-        ``system`` and ``human`` (the human score on ``criterion``, or a pairwise item's gold preference),
-        ``entry`` the ``entry`` column."""
+        """Every judgment in long form, with its item's document, system and human label."""
         by_id = {it.id: it for it in items or ()}
         out = []
         for j in self.judgments:
@@ -102,7 +87,6 @@ _ANSWERED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _judge_lms(judge: Judge) -> list[Any]:
-    """The LM object of every prompt judge inside ``judge`` (none for a judge without prompts)."""
     try:
         return [leaf.lm for leaf in judge.leaves()]
     except MitigateError:
@@ -117,21 +101,8 @@ def _cost_note(judge: Judge) -> str:
     return "; ".join(notes) or "some call reported no price"
 
 
-def _caches(lms: Sequence[Any]) -> bool:
-    """Whether some LM of the judge answers from an on-disk cache (a :class:`CachedLM` among its wrappers)."""
-    for lm in lms:
-        for _ in range(32):
-            if isinstance(lm, CachedLM):
-                return True
-            if not isinstance(lm, WrapperLM):
-                break
-            lm = lm.inner
-    return False
-
-
 def _skips_warm_up(lms: Sequence[Any]) -> bool:
-    """Whether every LM of a run has already answered a judgment in this process (an earlier run showed the
-    backend does not refuse every request, so this one skips the warm-up)."""
+    """Whether every LM of a run has already answered a judgment in this process."""
     try:
         return bool(lms) and all(lm in _ANSWERED for lm in lms)
     except TypeError:  # an LM that cannot be weakly referenced: warm up as usual
@@ -148,8 +119,7 @@ _END = object()
 
 
 class RunStream:
-    """A run that yields ``(item, judgment)`` pairs in item order as they are ready (:func:`run_stream`);
-    leaving its block early cancels the judgments in flight (those finished are in the journal)."""
+    """A run yielding ``(item, judgment)`` pairs in item order (:func:`run_stream`)."""
 
     def __init__(
         self,
@@ -166,14 +136,8 @@ class RunStream:
         check: bool = True,
         window: int | None = None,
     ) -> None:
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(
-                f"The 'concurrency' parameter of run must be an int >= 1. Got {concurrency!r} instead."
-            )
-        if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
-            raise ConfigError(
-                f"The 'window' parameter of run must be an int >= 1 or None. Got {window!r} instead."
-            )
+        check_param("run", "concurrency", concurrency, [Interval(int, 1)])
+        check_param("run", "window", window, [Interval(int, 1), None])
         self.breaker = CircuitBreaker(stop_after)
         self.judge = judge
         self.items = items
@@ -200,8 +164,7 @@ class RunStream:
 
     @property
     def summary(self) -> RunSummary:
-        """The run's totals: final once the pairs are exhausted (or the run stopped), the totals so far
-        before."""
+        """The run's totals (final once the pairs are exhausted)."""
         seconds = self._seconds if self._seconds is not None else time.perf_counter() - self._start
         note = _cost_note(self.judge) if self.tally.cost_usd is None else None
         return self.tally.summary(seconds, note)
@@ -213,7 +176,7 @@ class RunStream:
         self._start = time.perf_counter()
         items = self.items
         if isinstance(items, Sequence) and not isinstance(items, str):
-            _check_unique(items)
+            deque(_unique(items), maxlen=0)
         if self.batch:
             self._session, self._own_session = session_for(
                 self.batch,
@@ -239,7 +202,6 @@ class RunStream:
         return self
 
     def _todo(self, items: Iterable[Item]) -> Iterator[Item]:
-        """The items the journal holds no good judgment for (all of them without one)."""
         jr = self._jr
         for item in items:
             if jr is None or item.id not in jr:
@@ -277,16 +239,14 @@ class RunStream:
         return self._pairs()
 
     async def _pairs(self) -> AsyncIterator[tuple[Item, Judgment]]:
-        """Start items while fewer than ``window`` are in hand; yield the first in order once it is
-        finished."""
+        """Start items while fewer than ``window`` are in hand; yield the first once it is finished."""
         judge, jr, session = self.judge, self._jr, self._session
         if session is not None:  # every item starts at once and waits for its batch
             judge = session.wrap(judge)
         worker = _Worker(self, judge)
         checked = isinstance(self.items, Sequence) or getattr(self.items, "unique_ids", False)
-        seen: set[str] | None = None if checked else set()  # ids not checked before: checked as they are read
         in_hand: deque[tuple[Item, Judgment | asyncio.Future[Judgment | None]]] = deque()
-        source = iter(self.items)
+        source = iter(self.items) if checked else _unique(self.items)  # ids checked as they are read
         limit = self.window if session is None else None
         driver: asyncio.Future[Any] | None = None
         try:
@@ -296,13 +256,6 @@ class RunStream:
                     if item is _END:
                         break
                     assert isinstance(item, Item)
-                    if seen is not None:
-                        if item.id in seen:
-                            raise DataError(
-                                f"expected unique item ids; {item.id!r} appears more than once",
-                                item_id=item.id,
-                            )
-                        seen.add(item.id)
                     done = jr.get(item.id) if jr is not None else None
                     if done is not None:
                         self._bar.update(1)
@@ -383,23 +336,18 @@ class RunStream:
         return error
 
 
-def _check_unique(items: Sequence[Item]) -> None:
+def _unique(items: Iterable[Item]) -> Iterator[Item]:
     seen: set[str] = set()
     for it in items:
         if it.id in seen:
             raise DataError(f"expected unique item ids; {it.id!r} appears more than once", item_id=it.id)
         seen.add(it.id)
+        yield it
 
 
 class _Worker:
-    """Judges one item at a time under the run's concurrency, warm-up and circuit breaker.
-
-    Until one judgment succeeds at most ``stop_after`` are in flight (unless every LM of the judge already
-    answered, :func:`_skips_warm_up`); with a batch session every item starts at once. When the judge's LMs
-    cache their calls, every item is first tried from the cache alone (:func:`~mitigate.lm.cache_only`),
-    outside the concurrency limit, so a stored judgment is served at once; a cache hit proves nothing about
-    the backend, so it neither opens the warm-up nor resets the breaker.
-    """
+    """Judges one item at a time under the run's concurrency, warm-up and circuit breaker; an item whose whole
+    judgment is cached is served at once, outside the limit (proving nothing about the backend)."""
 
     def __init__(self, run: RunStream, judge: Judge) -> None:
         self.run = run
@@ -415,7 +363,7 @@ class _Worker:
             self.opened.set()
         self.stop = asyncio.Event()
         self.held = 0  # warm-up slots kept by permanent failures in a row (see below)
-        self.cached = not batch and _caches(self.lms)
+        self.cached = not batch and any(find_cache(lm) is not None for lm in self.lms)
 
     def _finished(self, judgment: Judgment) -> Judgment:
         jr = self.run._jr
@@ -503,16 +451,12 @@ class _Worker:
 
 def run_stream(judge: Judge, items: Iterable[Item], **options: Any) -> RunStream:
     """Judge ``items`` as :func:`run` does, yielding ``(item, judgment)`` pairs in item order as they are
-    ready: ``async with run_stream(...) as stream: async for item, judgment in stream``, then
-    ``stream.summary`` holds the totals.
+    ready: ``async with run_stream(...) as stream: async for item, judgment in stream``.
 
-    ``items`` is read one at a time, at most ``window`` (default :func:`window_for`) in hand: started, or
-    finished and waiting for a slower one before them (batch mode keeps every item in hand). Items that can
-    be iterated more than once are first rendered whole (``check``, :func:`preflight`) and their ids checked
-    unique; a one-pass iterator is checked item by item as it is read. A judgment the journal holds is read
-    back and yielded in its place. A run the circuit breaker stops yields every judgment finished before,
-    then raises :class:`~mitigate.errors.RunStoppedError` (its ``summary`` holds the totals). ``options``
-    are :func:`run`'s and ``window``.
+    At most ``window`` items (default :func:`window_for`) are in hand. Items that can be iterated twice are
+    rendered and their ids checked first, a one-pass iterator item by item. A journalled judgment is read back
+    in its place. A stopped run yields every judgment finished before, then raises
+    :class:`~mitigate.errors.RunStoppedError`; ``stream.summary`` holds the totals.
     """
     return RunStream(judge, items, **options)
 
@@ -532,13 +476,10 @@ async def run(
 ) -> RunResult:
     """Judge every item with at most ``concurrency`` in flight; resume from ``journal`` when given.
 
-    An LM call that fails for good is recorded as a judgment with ``error`` set (and retried on resume); a
-    parse failure in ``failures`` with its raw text. ``check`` renders every item before the first call
-    (:func:`preflight`). ``stop_after`` permanent failures in a row raise
-    :class:`~mitigate.errors.RunStoppedError` (0: never stop), the judgments finished before on its
-    ``result``. ``batch`` (True, a :class:`~mitigate.run.BatchConfig` or a shared
-    :class:`~mitigate.run.BatchSession`) sends the LM calls through the providers' batch APIs: every item
-    starts at once and waits for its batch. Every judgment is kept; :func:`run_stream` is what this collects.
+    An LM call that fails for good is a judgment with ``error`` set (retried on resume). ``stop_after``
+    permanent failures in a row raise :class:`~mitigate.errors.RunStoppedError` (0: never), with the judgments
+    made before on its ``result``. ``batch`` (True, a :class:`~mitigate.run.BatchConfig` or a shared
+    :class:`~mitigate.run.BatchSession`) sends the calls through the providers' batch APIs.
     """
     listed = items if isinstance(items, Sequence) else list(items)
     judgments: list[Judgment] = []

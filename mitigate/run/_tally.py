@@ -1,7 +1,5 @@
-"""What a run counts: its totals (:class:`Tally`, summed one judgment at a time in constant memory, and the
-:class:`RunSummary` it gives) and its circuit breaker (which failures will repeat for every item, and when
-they stop the run).
-"""
+"""What a run counts: its totals (:class:`Tally`, in constant memory, and the :class:`RunSummary` it gives)
+and its circuit breaker."""
 
 from __future__ import annotations
 
@@ -9,6 +7,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mitigate.constraints import Interval, check_param
 from mitigate.errors import CapabilityError, ConfigError, DataError, LMCallError, TransientLMError
 from mitigate.judge import Judgment, ParseFailure
 from mitigate.lm import Usage
@@ -54,14 +53,12 @@ class RunSummary(BaseModel):
 
 
 class Tally:
-    """Counts a run's judgments as they come (:meth:`add`; never keeping them) for its :meth:`summary`, with
-    ``first_error`` (the first LM error), ``first_failure`` (the first parse failure) and ``with_failures``
-    (judgments with a parse failure)."""
+    """Counts a run's judgments as they come (never keeping them), the first error and parse failure too."""
 
     def __init__(self) -> None:
         self.items = self.resumed = self.ok = self.parse_failures = self.errors = 0
         self.calls = self.cached_calls = self.with_failures = 0
-        self.prompt_tokens = self.completion_tokens = self.cached_prompt_tokens = self.cache_write_tokens = 0
+        self.usage = Usage()
         self.cost_usd: float | None = 0.0
         self.first_error: str | None = None
         self.first_failure: ParseFailure | None = None
@@ -82,11 +79,7 @@ class Tally:
                 self.first_error = judgment.error
         self.calls += judgment.calls
         self.cached_calls += judgment.cached_calls
-        usage = judgment.usage
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.cached_prompt_tokens += usage.cached_prompt_tokens
-        self.cache_write_tokens += usage.cache_write_tokens
+        self.usage = self.usage + judgment.usage
         if self.cost_usd is not None:
             self.cost_usd = None if judgment.cost_usd is None else self.cost_usd + judgment.cost_usd
 
@@ -101,12 +94,7 @@ class Tally:
             errors=self.errors,
             calls=self.calls,
             cached_calls=self.cached_calls,
-            usage=Usage(
-                prompt_tokens=self.prompt_tokens,
-                completion_tokens=self.completion_tokens,
-                cached_prompt_tokens=self.cached_prompt_tokens,
-                cache_write_tokens=self.cache_write_tokens,
-            ),
+            usage=self.usage,
             cost_usd=self.cost_usd,
             seconds=seconds,
             cost_note=cost_note if self.cost_usd is None else None,
@@ -129,10 +117,8 @@ PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 422})
 
 
 def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
-    """Whether a judgment's error will repeat for every item (the key or the model refused, a backend that
-    cannot do what is asked, a server unreachable on every attempt ...): ``(kind, what happened, trip at
-    once)``, else None. ``kind`` groups repeats; ``trip at once`` when one occurrence already sums several
-    failed attempts (no retry could connect, or the server asked to wait longer than the policy allows)."""
+    """Whether a judgment's error will repeat for every item: ``(kind, what happened, trip at once)``, else
+    None (``trip at once``: one occurrence already sums several failed attempts)."""
     if isinstance(exc, CapabilityError) or (isinstance(exc, ConfigError) and not isinstance(exc, DataError)):
         return (f"{type(exc).__name__}:{exc.message}", exc.message, False)  # data errors belong to one item
     if not isinstance(exc, LMCallError):
@@ -187,15 +173,11 @@ _EVERY = {
 
 
 class CircuitBreaker:
-    """Counts permanent failures of one kind in a row (:func:`permanent_cause`); trips after ``stop_after``
-    (0: never). A judgment without an error resets the count; one item's failure (its text too long, an
-    answer that does not parse) neither counts nor resets."""
+    """Counts permanent failures of one kind in a row; trips after ``stop_after`` (0: never). A success resets
+    the count; one item's own failure neither counts nor resets."""
 
     def __init__(self, stop_after: int = STOP_AFTER) -> None:
-        if isinstance(stop_after, bool) or not isinstance(stop_after, int) or stop_after < 0:
-            raise ConfigError(
-                f"The 'stop_after' parameter of run must be an int >= 0. Got {stop_after!r} instead."
-            )
+        check_param("run", "stop_after", stop_after, [Interval(int, 0)])
         self.stop_after = stop_after
         self.kind: str | None = None
         self.count = 0
