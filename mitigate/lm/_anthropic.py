@@ -49,19 +49,10 @@ def answer_text(content: Any) -> str:
 
 
 class AnthropicLM(ProviderLM):
-    """An Anthropic Claude model through the Messages API.
-
-    Parameters:
-        model: the model id (``claude-3-5-haiku-20241022``).
-        api_key, api_key_env: the key; default ``$ANTHROPIC_API_KEY`` (a ``base_url`` gets a placeholder).
-        base_url: a compatible endpoint (tests, proxies).
-        timeout: seconds an attempt may go without anything from the server; None: the deadline.
-        prompt_cache: ``"auto"`` marks the invariant prompt prefix for the prompt cache, ``"off"`` does not.
-        cache_min_tokens: the shortest prefix worth marking (default: the model's published minimum).
-        rate_limit: True for an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` of its own, one to share, or
-            False.
-        limits: the request bounds (:class:`~mitigate.lm._http.Limits`).
-    """
+    """An Anthropic Claude model through the Messages API: ``base_url`` a compatible endpoint (tests,
+    proxies), ``prompt_cache`` ``"auto"`` to mark the invariant prompt prefix for the prompt cache (at least
+    ``cache_min_tokens`` long, the model's published minimum by default) or ``"off"``, ``rate_limit`` as for
+    :class:`~mitigate.lm.OpenAILM`."""
 
     provider = "anthropic"
     supports_logprobs = False
@@ -102,7 +93,6 @@ class AnthropicLM(ProviderLM):
         return frozenset({"json"})
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
-        """The forced tool call carrying the answer's schema."""
         return tool_answer_fields(request.constraint)
 
     def check(self, request: LMRequest) -> None:

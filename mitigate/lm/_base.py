@@ -125,7 +125,6 @@ class LM(ABC):
 
     @property
     def spec(self) -> str:
-        """The spec string that rebuilds this backend."""
         return f"{self.provider}:{self.model}" if self.model else self.provider
 
     def identity(self) -> str:

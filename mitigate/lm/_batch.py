@@ -239,21 +239,19 @@ class BatchStore:
     def _apply(self, event: Mapping[str, Any]) -> None:
         kind = event.get("event")
         if kind == "intent":
-            rec = BatchRecord.model_validate({k: v for k, v in event.items() if k != "event"})
-            self.records[rec.local] = rec
+            new = BatchRecord.model_validate({k: v for k, v in event.items() if k != "event"})
+            self.records[new.local] = new
             return
-        rec2 = self.records.get(str(event.get("local")))
-        if rec2 is None:
+        rec = self.records.get(str(event.get("local")))
+        if rec is None:
             return
         if kind == "submitted":
-            rec2.batch_id = str(event["batch_id"])
+            rec.batch_id = str(event["batch_id"])
         elif kind == "disowned":
             self.disowned.add(str(event.get("batch_id")))
-            rec2.batch_id = None
+            rec.batch_id = None
         elif kind == "collected":
-            rec2.collected = True
-            rec2.status = event.get("status")
-            rec2.failed = dict(event.get("failed") or {})
+            rec.collected, rec.status, rec.failed = True, event.get("status"), dict(event.get("failed") or {})
 
     def _append(self, event: Mapping[str, Any]) -> None:
         with open_regular(self.path, "a", "the batch log") as fh:
@@ -266,7 +264,6 @@ class BatchStore:
         self._apply(event)
 
     def requests_path(self, local: str) -> Path:
-        """Where the requests of batch ``local`` are kept."""
         return self.directory / f"{local}.requests.jsonl"
 
     def begin(
@@ -311,7 +308,6 @@ class BatchStore:
     def requests(self, record: BatchRecord) -> dict[str, LMRequest]:
         """The requests of a batch, by key."""
         path = self.requests_path(record.local)
-        out: dict[str, LMRequest] = {}
         try:
             with open_regular(path, "rb", f"the requests of batch {record.local}") as fh:
                 lines = list(read_lines(fh, f"the batch requests file {path}", path=path))
@@ -319,15 +315,10 @@ class BatchStore:
             raise DataError(
                 f"expected the requests of batch {record.local} at {path}; got {exc}", path=str(path)
             ) from None
-        for line in lines:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            out[row["key"]] = LMRequest.model_validate(row["request"])
-        return out
+        rows = (json.loads(line) for line in lines if line.strip())
+        return {row["key"]: LMRequest.model_validate(row["request"]) for row in rows}
 
     def open_records(self) -> list[BatchRecord]:
-        """Batches not yet collected, oldest first."""
         return [r for r in self.records.values() if r.open]
 
     def claimed(self) -> set[str]:

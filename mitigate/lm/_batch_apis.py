@@ -90,7 +90,6 @@ class OpenAIBatchAPI(BatchAPI):
         return await self.lm.sdk_call("batch list", scan)
 
     async def poll(self, batch_id: str) -> BatchState:
-        """Status and counts of one batch."""
         client = self.lm.sdk_client()
         batch = await self.lm.sdk_call("batch retrieve", lambda: client.batches.retrieve(batch_id))
         counts = batch.request_counts
@@ -236,7 +235,6 @@ class AnthropicBatchAPI(BatchAPI):
         return await self.lm.sdk_call("batch list", scan)
 
     async def poll(self, batch_id: str) -> BatchState:
-        """Processing status and counts of one batch."""
         client = self.lm.sdk_client()
         batch = await self.lm.sdk_call("batch retrieve", lambda: client.messages.batches.retrieve(batch_id))
         c = batch.request_counts

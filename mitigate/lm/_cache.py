@@ -104,7 +104,6 @@ class LMCache:
 
     @staticmethod
     def make_key(identity: str, model: str, request_key: str) -> str:
-        """The cache key of one call."""
         blob = json.dumps([identity, model, request_key], ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -186,7 +185,6 @@ class LMCache:
         return self._guarded(0, op)
 
     def close(self) -> None:
-        """Close the database connection."""
         with self._lock:
             self._conn.close()
 
@@ -356,7 +354,6 @@ class CallBudget:
 
     @property
     def remaining(self) -> int | None:
-        """Calls left (None when unlimited)."""
         return None if self.limit is None else max(0, self.limit - self.used)
 
 

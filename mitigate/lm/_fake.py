@@ -18,7 +18,6 @@ Script = Sequence[str | LMResponse] | Callable[[LMRequest], str | LMResponse]
 
 
 def _cut(text: str, stop: tuple[str, ...]) -> str:
-    """``text`` up to the first stop sequence."""
     return text[: min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=len(text))]
 
 
@@ -76,7 +75,6 @@ class FakeLM(LM):
         return float(self._loglikelihood(context, continuation))
 
     def constraint_modes(self) -> frozenset[str]:
-        """The constraint modes this fake was told to accept."""
         return self._constraint_modes
 
     @property
@@ -86,7 +84,6 @@ class FakeLM(LM):
 
     @property
     def calls(self) -> int:
-        """How many requests were made."""
         return len(self.requests)
 
     def __repr__(self) -> str:

@@ -290,16 +290,17 @@ def transport_error(
     def kind(test: Any) -> str | None:
         return next((text for e, text in said if test(e)), None)
 
+    def transient(what: str, reason: str) -> TransientLMError:
+        return TransientLMError(f"{where} {what}", backend=backend, reason=reason)
+
     for keys, what, expected in _NOT_HTTP:
         got = first(keys)
         if got is not None:
             return not_http(where, what, expected, got, backend=backend)
     short = first(_SHORT_BODY)
     if short is not None:
-        return TransientLMError(
-            f"{where} connection closed mid-answer: the body was shorter than declared (retryable): {short}",
-            backend=backend,
-            reason="cut",
+        return transient(
+            f"connection closed mid-answer: the body was shorter than declared (retryable): {short}", "cut"
         )
     headers = first(_NOT_HTTP_HEADERS)
     if headers is not None:
@@ -324,9 +325,9 @@ def transport_error(
         return not_http(
             where, "an answer that is not HTTP", "an HTTP/1.1 response", protocol, backend=backend
         )
-    cut = f"{where} connection closed mid-answer, before the whole body came (retryable): "
+    cut = "connection closed mid-answer, before the whole body came (retryable): "
     if phase == "body" and closed is not None:
-        return TransientLMError(cut + closed, backend=backend, reason="cut")
+        return transient(cut + closed, "cut")
     refused = kind(
         lambda e: (
             isinstance(e, ConnectionRefusedError | socket.gaierror)
@@ -335,28 +336,18 @@ def transport_error(
         )
     )
     if refused is not None:
-        return TransientLMError(
-            f"{where} connection failed (retryable): {refused}", backend=backend, reason="connection"
-        )
+        return transient(f"connection failed (retryable): {refused}", "connection")
     if closed is not None:
-        return TransientLMError(
-            f"{where} connection closed by the server before a whole answer (retryable): {closed}",
-            backend=backend,
-            reason="closed",
+        return transient(
+            f"connection closed by the server before a whole answer (retryable): {closed}", "closed"
         )
     if timed is not None:  # after the causes an SDK may report as a timeout (a refused or closed connection)
-        return TransientLMError(
-            f"{where} sent nothing for {timeout:g} s (--timeout; retryable): {timed}",
-            backend=backend,
-            reason="timeout",
-        )
+        return transient(f"sent nothing for {timeout:g} s (--timeout; retryable): {timed}", "timeout")
     if phase == "body":
-        return TransientLMError(cut + said[0][1], backend=backend, reason="cut")
+        return transient(cut + said[0][1], "cut")
     os_error = kind(lambda e: isinstance(e, OSError))
     if os_error is not None:
-        return TransientLMError(
-            f"{where} connection failed (retryable): {os_error}", backend=backend, reason="connection"
-        )
+        return transient(f"connection failed (retryable): {os_error}", "connection")
     return LMCallError(f"{where} failed: {said[0][1]}", backend=backend)
 
 
@@ -391,29 +382,25 @@ def sdk_error(
     return LMCallError(f"{where} failed: {type(exc).__name__}: {detail}", backend=backend)
 
 
+def _seconds(value: str | None, unit: float) -> float | None:
+    try:
+        wait = float(value or "") / unit
+    except ValueError:
+        return None
+    return None if math.isnan(wait) else max(0.0, wait)
+
+
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``); None if absent."""
     if not headers:
         return None
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
-    ms = lowered.get("retry-after-ms")
-    if ms is not None:
-        try:
-            wait = float(ms) / 1000.0
-        except ValueError:
-            pass
-        else:
-            if not math.isnan(wait):
-                return max(0.0, wait)
     value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        wait = float(value)
-    except ValueError:
-        pass
-    else:
-        return None if math.isnan(wait) else max(0.0, wait)
+    wait = _seconds(lowered.get("retry-after-ms"), 1000.0)
+    if wait is None:
+        wait = _seconds(value, 1.0)
+    if wait is not None or value is None:
+        return wait
     try:
         when = email.utils.parsedate_to_datetime(value)
         return max(0.0, when.timestamp() - time.time())
@@ -448,7 +435,6 @@ class Exchange:
 
 
 async def counted(chunks: AsyncIterator[bytes], exchange: Exchange) -> AsyncIterator[bytes]:
-    """``chunks``, adding each one's size to ``exchange.got``."""
     async for chunk in chunks:
         exchange.got += len(chunk)
         yield chunk

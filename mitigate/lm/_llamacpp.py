@@ -104,6 +104,8 @@ class _Snapshot:
     size: int
 
 
+_PLAIN = {"top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0}
+"""Sampling over the whole vocabulary: no top-k, top-p, min-p, typical-p or repetition penalty."""
 _MIN_RESTORE_GAIN = 16
 """Restore a snapshot only when it shares at least this many more prompt tokens than the live history."""
 
@@ -324,7 +326,6 @@ class LlamaCppLM(LM):
         return frozenset({"format", "json"})
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
-        """The GBNF grammar (mode "format") or the JSON schema a grammar is compiled from (mode "json")."""
         return grammar_fields(request)
 
     def _loaded(self) -> _Loaded:
@@ -471,15 +472,7 @@ class LlamaCppLM(LM):
         finish = "length"
         grammar = _grammar(request)
         gen = llm.generate(
-            prompt[cached:],
-            reset=False,
-            temp=max(request.temperature, 0.0),
-            top_k=0,
-            top_p=1.0,
-            min_p=0.0,
-            typical_p=1.0,
-            repeat_penalty=1.0,
-            grammar=grammar,
+            prompt[cached:], reset=False, temp=max(request.temperature, 0.0), grammar=grammar, **_PLAIN
         )
         try:
             for token in gen:

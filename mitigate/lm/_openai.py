@@ -54,7 +54,6 @@ _NO_STRUCTURED = ("gpt-4o-2024-05-13", "o1-mini", "o1-preview")
 
 
 def _sdk() -> Any:
-    """The ``openai`` SDK, imported on first use (the direct transport never needs it: a faster start)."""
     import openai
 
     return openai
@@ -104,20 +103,11 @@ def _index(choice: dict[str, Any], fields: AnswerFields) -> int:
 
 
 class OpenAILM(ProviderLM):
-    """An OpenAI (or OpenAI-compatible server) chat model.
-
-    Parameters:
-        model: the model name sent to the server.
-        base_url: a compatible server's base URL; default ``$OPENAI_BASE_URL``, else the official API.
-        api_key, api_key_env: the key; default ``$OPENAI_API_KEY`` (a server gets a placeholder).
-        timeout: seconds an attempt may go without anything from the server; None: the deadline.
-        transport: see the module docstring; ``transport`` afterwards holds the one chosen.
-        http_client: an SDK HTTP client of your own (bound to one event loop), overriding ``transport``.
-        rate_limit: True for an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` of its own, one to share, or
-            False.
-        guided: the guided decoding a ``base_url`` server takes.
-        limits: the request bounds (:class:`~mitigate.lm._http.Limits`).
-    """
+    """An OpenAI (or OpenAI-compatible server) chat model: ``base_url`` a compatible server's (default
+    ``$OPENAI_BASE_URL``, else the official API), ``transport`` the client (see the module docstring; it then
+    holds the one chosen), ``http_client`` an SDK HTTP client of your own (bound to one event loop),
+    ``rate_limit`` an :class:`~mitigate.lm._ratelimit.AdaptiveLimiter` of its own (True), one to share or
+    none, ``guided`` the guided decoding a ``base_url`` server takes."""
 
     provider = "openai"
     supports_logprobs = True
@@ -144,21 +134,14 @@ class OpenAILM(ProviderLM):
         if guided is not None and guided not in _GUIDED:
             raise ConfigError(f"expected guided to be one of {list(_GUIDED)} or None; got {guided!r}")
         self.guided = guided
-        self._connect(
-            base_url or os.environ.get("OPENAI_BASE_URL") or None,
-            api_key,
-            api_key_env,
-            timeout,
-            rate_limit,
-            hint=" For a local OpenAI-compatible server pass base_url=... instead.",
-        )
+        hint = " For a local OpenAI-compatible server pass base_url=... instead."
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self._connect(base_url, api_key, api_key_env, timeout, rate_limit, hint=hint)
         if transport not in TRANSPORTS:
             raise ConfigError(
                 f"expected transport to be 'auto', 'direct', 'sdk', 'aiohttp' or 'httpx'; got {transport!r}"
             )
-        if (
-            transport == "auto"
-        ):  # the cheapest client that behaves the same; the SDK only for a client of yours
+        if transport == "auto":  # the cheapest client that behaves the same; the SDK for a client of yours
             transport = "direct" if http_client is None and importlib.util.find_spec("aiohttp") else "sdk"
         if transport == "direct" and importlib.util.find_spec("aiohttp") is None:
             raise ConfigError(
@@ -184,11 +167,9 @@ class OpenAILM(ProviderLM):
         self._session_keeper: asyncio.Task[None] | None = None
 
     def constraint_modes(self) -> frozenset[str]:
-        """The modes :func:`constraint_modes_for` gives this model and server."""
         return constraint_modes_for(self.model, self.base_url, self.guided)
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
-        """The body fields this client sends for the constraint (see :func:`constraint_fields`)."""
         return constraint_fields(request, self.guided)
 
     def check(self, request: LMRequest) -> None:

@@ -277,6 +277,5 @@ class PoolLM(WrapperLM):
         ]
 
     async def aclose(self) -> None:
-        """Close every replica's backend."""
         for e in self.endpoints:
             await e.lm.aclose()

@@ -46,7 +46,6 @@ class CostBreakdown(BaseModel):
 
     @property
     def total(self) -> float:
-        """The sum of the parts."""
         return self.input + self.cached_input + self.cache_write + self.output
 
 
@@ -229,7 +228,6 @@ class UsageTally:
         self._unknown = 0
 
     def add(self, response: LMResponse) -> None:
-        """Count one response."""
         with self._lock:
             if response.cached:
                 self._hits += 1
@@ -243,19 +241,16 @@ class UsageTally:
 
     @property
     def calls(self) -> int:
-        """Live (non-cached) calls counted."""
         with self._lock:
             return self._calls
 
     @property
     def cached_hits(self) -> int:
-        """Responses served from the cache."""
         with self._lock:
             return self._hits
 
     @property
     def usage(self) -> Usage:
-        """Summed token usage of live calls."""
         with self._lock:
             return self._usage
 
@@ -266,7 +261,6 @@ class UsageTally:
             return None if self._unknown else self._known
 
     def summary(self) -> UsageSummary:
-        """A frozen snapshot of the tally."""
         with self._lock:
             return UsageSummary(
                 calls=self._calls,

@@ -94,19 +94,11 @@ class PrefixPlanner:
             break
         return best
 
-    def _qualifies(self, flat: str, end: int) -> bool:
-        # control characters of the layout are a handful per segment: negligible in the estimate
-        return end / self.chars_per_token >= self.min_tokens
-
     def _learn(self, flat: str, spans: list[tuple[int, int]]) -> None:
-        best = 0
-        for previous in self._recent:
-            if previous is flat:
-                continue
-            best = max(best, common_prefix_length(flat, previous))
+        best = max((common_prefix_length(flat, p) for p in self._recent if p is not flat), default=0)
         if best:
             end = self._snap(flat, spans, best)
-            if end and self._qualifies(flat, end):
+            if end and end / self.chars_per_token >= self.min_tokens:  # the layout's few markers: negligible
                 prefix = flat[:end]
                 self._known[prefix] = None
                 self._known.move_to_end(prefix)
@@ -116,8 +108,7 @@ class PrefixPlanner:
 
     def observe(self, segments: Sequence[Segment]) -> None:
         """Learn from a request without planning it (a batch's first pass over its requests)."""
-        flat, spans = self._layout(segments)
-        self._learn(flat, spans)
+        self._learn(*self._layout(segments))
 
     def plan(self, segments: Sequence[Segment], *, learn: bool = True) -> list[Breakpoint]:
         """Breakpoints ``(segment, offset)`` for this request, shortest prefix first (possibly none)."""

@@ -59,11 +59,9 @@ class Scrubber:
         return f"Scrubber({len(self.secrets)} secret{'s' if len(self.secrets) != 1 else ''})"
 
     def holds(self, text: str) -> bool:
-        """True when ``text`` contains a secret."""
         return any(s in text for s in self.secrets)
 
     def text(self, text: str) -> str:
-        """``text`` with every secret replaced."""
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
@@ -209,11 +207,9 @@ class ProviderLM(LM):
         super().check(request)
 
     def _sdk(self) -> Any:
-        """The SDK module."""
         raise NotImplementedError
 
     def _make_client(self) -> Any:
-        """A new SDK client (bound to the running event loop)."""
         raise NotImplementedError
 
     def sdk_client(self) -> Any:
@@ -344,7 +340,6 @@ class ProviderLM(LM):
                 await close(resp)
 
     async def aclose(self) -> None:
-        """Close the SDK client."""
         if self._client is not None:
             client, self._client = self._client, None
             with contextlib.suppress(RuntimeError):  # its event loop is gone
@@ -356,7 +351,6 @@ _LARGEST_COUNT = 2**53
 
 
 def shown(value: Any, limit: int = 80) -> str:
-    """``value`` as a short repr for a message."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -371,7 +365,6 @@ class AnswerFields:
         self.backend = backend
 
     def error(self, field: str, expected: str, got: Any) -> LMCallError:
-        """The error of a field that is not ``expected``."""
         return LMCallError(
             f"{self.where} answered HTTP 200 with a malformed {field}; expected {expected}; got {shown(got)}",
             backend=self.backend,
@@ -392,38 +385,26 @@ class AnswerFields:
         """A token count: a whole number >= 0 (a missing or null one is 0: APIs leave out what is none)."""
         if value is None:
             return 0
-        if isinstance(value, int) and not isinstance(value, bool):
-            if 0 <= value < _LARGEST_COUNT:
-                return value
-        elif (
-            isinstance(value, float)
-            and math.isfinite(value)
-            and value.is_integer()
-            and 0 <= value < _LARGEST_COUNT
-        ):
-            return int(value)
+        whole = isinstance(value, float) and math.isfinite(value) and value.is_integer()
+        number = int(value) if whole else value
+        if isinstance(number, int) and not isinstance(number, bool) and 0 <= number < _LARGEST_COUNT:
+            return number
         raise self.error(field, f"a whole number from 0 to {_LARGEST_COUNT:,}", value)
 
     def text(self, value: Any, field: str) -> str:
-        """A string."""
         if not isinstance(value, str):
             raise self.error(field, "a string", value)
         return value
 
     def optional_text(self, value: Any, field: str) -> str | None:
-        """A string or null."""
         if value is not None and not isinstance(value, str):
             raise self.error(field, "a string or null", value)
         return value
 
     def logprob(self, value: Any, field: str) -> float:
         """A log-probability: a finite number <= 0 (a tiny positive rounding error is read as 0)."""
-        if (
-            isinstance(value, int | float)
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-            and value <= 1e-6
-        ):
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if number and math.isfinite(value) and value <= 1e-6:
             return min(float(value), 0.0)
         raise self.error(field, "a finite number <= 0", value)
 

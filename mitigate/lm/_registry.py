@@ -76,11 +76,9 @@ class DeclaredLM(LM):
         return self.facts.identity(self.spec, self.options) if self.facts.identity is not None else self.spec
 
     def constraint_modes(self) -> frozenset[str]:
-        """The modes the backend enforces for this model and these options."""
         return self.facts.modes(self.model, self.options)
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
-        """The fields the backend would send the request's constraint in."""
         if self.facts.fields is None:
             return super().constraint_fields(request)
         return self.facts.fields(request, self.options)

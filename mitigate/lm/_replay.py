@@ -238,7 +238,6 @@ class ReplayRecorder(WrapperLM):
         return f"ReplayRecorder({self.inner!r}, {str(self.path)!r})"
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Call the inner backend and record its answer."""
         response = await self.inner.complete(request)
         self._write(request, response)
         return response

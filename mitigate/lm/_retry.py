@@ -56,7 +56,6 @@ class RequestClock:
         return left
 
     def end(self) -> None:
-        """End an exchange :meth:`begin` started; its time is counted."""
         self._active -= 1
         if not self._active:
             self.spent += time.monotonic() - self._since
@@ -74,7 +73,6 @@ def start_request() -> contextvars.Token[RequestClock | None]:
 
 
 def end_request(token: contextvars.Token[RequestClock | None]) -> None:
-    """End the request :func:`start_request` began (its calls no longer share its clock)."""
     _CLOCK.reset(token)
 
 
@@ -175,11 +173,9 @@ class RetryingLM(WrapperLM):
                 await self._sleep(wait)
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Run the request, retrying transient failures."""
         return await self._run("LM call", lambda: self.inner.complete(request))
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
-        """Score the continuation, retrying transient failures."""
         return await self._run("loglikelihood", lambda: self.inner.loglikelihood(context, continuation))
 
     def __repr__(self) -> str:

@@ -233,7 +233,6 @@ class Columns:
             )
 
     def close(self) -> None:
-        """Close the file."""
         self._conn.close()
 
     def __enter__(self) -> Columns:

@@ -111,7 +111,6 @@ class RunLock:
             self._key = key
 
     def release(self) -> None:
-        """Give the lock back (the file stays)."""
         key, self._key = self._key, None
         if key is None:
             return
@@ -368,5 +367,4 @@ class Journal:
             self._lock.release()
 
     def record(self, judgment: Judgment) -> None:
-        """Append one judgment (durably)."""
         self._write_line(judgment.model_dump_json())

@@ -47,7 +47,6 @@ class RunResult(BaseModel):
     summary: RunSummary
 
     def by_id(self) -> dict[str, Judgment]:
-        """Judgments keyed by item id."""
         return {j.item_id: j for j in self.judgments}
 
     def rows(
@@ -192,20 +191,15 @@ class RunStream:
                     restart=self.restart,
                     bounds=self.judge.score_bounds(),
                 )
-            if self.check and not self._one_pass:
-                preflight(self.judge, self._todo(items))
+            if self.check and not self._one_pass:  # the items the journal holds no good judgment for
+                jr = self._jr
+                preflight(self.judge, (it for it in items if jr is None or it.id not in jr))
         except BaseException:
             await self._close()
             raise
         total = len(items) if isinstance(items, Sized) else None
         self._bar = tqdm(total=total, desc=self.desc, disable=not self.progress, unit="item", leave=False)
         return self
-
-    def _todo(self, items: Iterable[Item]) -> Iterator[Item]:
-        jr = self._jr
-        for item in items:
-            if jr is None or item.id not in jr:
-                yield item
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -393,13 +387,9 @@ class _Worker:
         try:
             with cache_only():
                 judgment = await self.judge.judge(item)
-        except CacheMiss:
+        except (CacheMiss, MitigateError):  # a failure is judged again below, recorded as any other
             return None
-        except MitigateError:  # judged again below, where its failure is recorded as any other
-            return None
-        if judgment.error is not None:
-            return None
-        return self._finished(judgment)
+        return None if judgment.error is not None else self._finished(judgment)
 
     async def one(self, item: Item) -> Judgment | None:
         if self.cached and not self.stop.is_set():
@@ -453,9 +443,8 @@ def run_stream(judge: Judge, items: Iterable[Item], **options: Any) -> RunStream
     """Judge ``items`` as :func:`run` does, yielding ``(item, judgment)`` pairs in item order as they are
     ready: ``async with run_stream(...) as stream: async for item, judgment in stream``.
 
-    At most ``window`` items (default :func:`window_for`) are in hand. Items that can be iterated twice are
-    rendered and their ids checked first, a one-pass iterator item by item. A journalled judgment is read back
-    in its place. A stopped run yields every judgment finished before, then raises
+    At most ``window`` items (default :func:`window_for`) are in hand; a one-pass iterator is checked item by
+    item as it is read. A stopped run yields every judgment finished before, then raises
     :class:`~mitigate.errors.RunStoppedError`; ``stream.summary`` holds the totals.
     """
     return RunStream(judge, items, **options)
@@ -477,8 +466,8 @@ async def run(
     """Judge every item with at most ``concurrency`` in flight; resume from ``journal`` when given.
 
     An LM call that fails for good is a judgment with ``error`` set (retried on resume). ``stop_after``
-    permanent failures in a row raise :class:`~mitigate.errors.RunStoppedError` (0: never), with the judgments
-    made before on its ``result``. ``batch`` (True, a :class:`~mitigate.run.BatchConfig` or a shared
+    permanent failures in a row raise :class:`~mitigate.errors.RunStoppedError` (0: never), the judgments made
+    before on its ``result``. ``batch`` (True, a :class:`~mitigate.run.BatchConfig` or a shared
     :class:`~mitigate.run.BatchSession`) sends the calls through the providers' batch APIs.
     """
     listed = items if isinstance(items, Sequence) else list(items)

@@ -184,7 +184,6 @@ class CircuitBreaker:
         self.cause: str | None = None
 
     def success(self) -> None:
-        """A judgment came back without an error."""
         self.kind, self.count = None, 0
 
     def failure(self, exc: BaseException) -> bool:
