@@ -9,7 +9,9 @@ if TYPE_CHECKING:
     from mitigate.lm._anthropic import AnthropicLM
     from mitigate.lm._base import (
         LM,
+        AnswerConstraint,
         Choice,
+        ConstraintMode,
         LMRequest,
         LMResponse,
         Message,
@@ -38,7 +40,6 @@ if TYPE_CHECKING:
         LMCache,
         cache_only,
     )
-    from mitigate.lm._constraint import AnswerConstraint, ConstraintMode
     from mitigate.lm._dspy import DSPyLM
     from mitigate.lm._fake import FakeLM
     from mitigate.lm._http import (

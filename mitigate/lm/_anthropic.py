@@ -19,8 +19,7 @@ import anthropic
 from pydantic import ValidationError
 
 from mitigate.errors import CapabilityError, ConfigError, MitigateError
-from mitigate.lm._base import Choice, LMRequest, LMResponse, Usage, validate_spec_part
-from mitigate.lm._constraint import tool_answer_fields
+from mitigate.lm._base import Choice, LMRequest, LMResponse, Usage, tool_answer_fields, validate_spec_part
 from mitigate.lm._http import Exchange, Limits, check_limits, decode_json_object, malformed, no_cookies
 from mitigate.lm._prompt_cache import PrefixPlanner, anthropic_min_cache_tokens, split_at
 from mitigate.lm._provider import AnswerFields, ProviderLM
@@ -224,25 +223,16 @@ class AnthropicLM(ProviderLM):
             )
             field = _field_of(loc) or "the message"
             kind = f"a message without {field}" if err_type == "missing" else f"a malformed {field}"
-            said = said[:120]
-            shown = self.scrubber.text(str(dict(raw)))[:160]
-            raise self.scrubber.error(
-                malformed(
-                    self.identity(),
-                    kind,
-                    f"a Messages API message ({said}); got {shown!r}",
-                    backend=self.spec,
-                )
-            ) from None
+            detail = (
+                f"a Messages API message ({said[:120]}); got {self.scrubber.text(str(dict(raw)))[:160]!r}"
+            )
+            raise self.scrubber.error(malformed(self.identity(), kind, detail, backend=self.spec)) from None
         fields = AnswerFields(self.identity(), self.spec)
         usage = message.usage
         try:
-            for name in (
-                "input_tokens",
-                "output_tokens",
-                "cache_read_input_tokens",
-                "cache_creation_input_tokens",
-            ):
+            for (
+                name
+            ) in "input_tokens output_tokens cache_read_input_tokens cache_creation_input_tokens".split():
                 fields.count(getattr(usage, name, None), f"usage.{name}")
         except MitigateError as exc:
             raise self.scrubber.error(exc) from None
@@ -254,10 +244,8 @@ class AnthropicLM(ProviderLM):
         usage = Usage()
         model = self.model
         for raw in raws:
-            text = answer_text(raw.content)
-            choices.append(
-                Choice(text=text, finish_reason=_FINISH.get(raw.stop_reason or "", raw.stop_reason))
-            )
+            finish = _FINISH.get(raw.stop_reason or "", raw.stop_reason)
+            choices.append(Choice(text=answer_text(raw.content), finish_reason=finish))
             u = raw.usage
             cache_read = getattr(u, "cache_read_input_tokens", None) or 0
             cache_write = getattr(u, "cache_creation_input_tokens", None) or 0
@@ -268,10 +256,9 @@ class AnthropicLM(ProviderLM):
                 cache_write_tokens=cache_write,
             )
             model = raw.model or model
+        cost = self.cost_of(usage, batch=batch)
         return self.scrubber.response(
-            LMResponse(
-                choices=tuple(choices), usage=usage, model=model, cost_usd=self.cost_of(usage, batch=batch)
-            )
+            LMResponse(choices=tuple(choices), usage=usage, model=model, cost_usd=cost)
         )
 
 

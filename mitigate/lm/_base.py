@@ -14,7 +14,40 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from mitigate.errors import CapabilityError, ConfigError
-from mitigate.lm._constraint import AnswerConstraint
+
+ConstraintMode = Literal["format", "json"]
+
+
+class AnswerConstraint(BaseModel):
+    """What a judge's answer must look like, in the notations backends enforce: a llama.cpp grammar
+    (``gbnf``), a ``regex`` (vLLM, SGLang) and a ``json_schema`` (OpenAI, Anthropic's forced tool call);
+    ``mode`` is the shape wanted back. A backend that cannot enforce it refuses it, never dropping it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    mode: ConstraintMode = "format"
+    gbnf: str
+    regex: str
+    json_schema: dict[str, Any] = Field(default_factory=dict)
+    name: str = "answer"
+    describe: str = ""
+
+    def summary(self) -> str:
+        """A short text naming the mode and the expected answer, for errors and logs."""
+        what = self.describe or self.name
+        return f"{self.mode} constraint ({what})"
+
+
+def tool_answer_fields(c: AnswerConstraint | None) -> dict[str, Any]:
+    """The ``tools`` / ``tool_choice`` that force an answer through the constraint's schema."""
+    if c is None:
+        return {}
+    tool = {
+        "name": c.name,
+        "description": f"Record the judge's answer: {c.describe}",
+        "input_schema": c.json_schema,
+    }
+    return {"tools": [tool], "tool_choice": {"type": "tool", "name": c.name}}
+
 
 Role = Literal["system", "user", "assistant"]
 
@@ -140,9 +173,7 @@ class LM(ABC):
         c = request.constraint
         if c is None:
             return {}
-        if c.mode == "json":
-            return {"json_schema": c.json_schema}
-        return {"grammar": c.gbnf, "regex": c.regex}
+        return {"json_schema": c.json_schema} if c.mode == "json" else {"grammar": c.gbnf, "regex": c.regex}
 
     def check(self, request: LMRequest) -> None:
         """CapabilityError when ``request`` asks for what this backend cannot do."""

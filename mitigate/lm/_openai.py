@@ -376,25 +376,21 @@ class OpenAILM(ProviderLM):
             )
         if not isinstance(content, list):
             raise fields.error("choices[].logprobs.content", "a list", content)
+
+        def entry(value: Any, at: str) -> tuple[str, float]:  # an entry's token and logprob
+            found = fields.mapping(value, at)
+            token = fields.text(found.get("token"), f"{at}.token")
+            return token, fields.logprob(found.get("logprob"), f"{at}.logprob")
+
         at = "choices[].logprobs.content[]"
         out = []
         for t in content:
-            t = fields.mapping(t, at)
-            top = t.get("top_logprobs") or []
+            top = fields.mapping(t, at).get("top_logprobs") or []
             if not isinstance(top, list):
                 raise fields.error(f"{at}.top_logprobs", "a list", top)
-            alternatives = []
-            for a in top:
-                a = fields.mapping(a, f"{at}.top_logprobs[]")
-                token = fields.text(a.get("token"), f"{at}.top_logprobs[].token")
-                alternatives.append((token, fields.logprob(a.get("logprob"), f"{at}.top_logprobs[].logprob")))
-            out.append(
-                TokenLogprob(
-                    token=fields.text(t.get("token"), f"{at}.token"),
-                    logprob=fields.logprob(t.get("logprob"), f"{at}.logprob"),
-                    top=tuple(alternatives),
-                )
-            )
+            alternatives = tuple(entry(a, f"{at}.top_logprobs[]") for a in top)
+            token, logprob = entry(t, at)
+            out.append(TokenLogprob(token=token, logprob=logprob, top=alternatives))
         return tuple(out)
 
     async def aclose(self) -> None:

@@ -69,17 +69,15 @@ def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float,
             raise ConfigError(
                 f"{source}:{number}: expected 'URL' or 'URL WEIGHT'; got {len(parts)} words: {text[:80]!r}"
             )
-        weight = 1.0
-        if len(parts) == 2:
-            try:
-                weight = float(parts[1])
-            except ValueError:
-                weight = math.nan
-            if not (math.isfinite(weight) and weight > 0):
-                raise ConfigError(
-                    f"{source}:{number}: expected a weight that is a positive number after the "
-                    f"URL; got {parts[1]!r}"
-                )
+        try:
+            weight = float(parts[1]) if len(parts) == 2 else 1.0
+        except ValueError:
+            weight = math.nan
+        if not (math.isfinite(weight) and weight > 0):
+            raise ConfigError(
+                f"{source}:{number}: expected a weight that is a positive number after the "
+                f"URL; got {parts[1]!r}"
+            )
         out.append((parts[0], weight, number))
     return out
 

@@ -49,10 +49,9 @@ class CostBreakdown(BaseModel):
         return self.input + self.cached_input + self.cache_write + self.output
 
 
-# USD per 1M tokens, list prices as published 2025-06. Anthropic: cache writes are the
-# 5-minute cache's 1.25x input, reads 0.1x input; both providers' batch APIs halve every price.
-PRICES: Mapping[str, Price] = {
-    # OpenAI
+PRICES: Mapping[
+    str, Price
+] = {  # list prices, 2025-06; Anthropic's cache writes at its 5-minute cache's price
     "gpt-4o": Price(input=2.50, output=10.00, cached_input=1.25),
     "gpt-4o-mini": Price(input=0.15, output=0.60, cached_input=0.075),
     "gpt-4.1": Price(input=2.00, output=8.00, cached_input=0.50),
@@ -60,7 +59,6 @@ PRICES: Mapping[str, Price] = {
     "gpt-4.1-nano": Price(input=0.10, output=0.40, cached_input=0.025),
     "gpt-4-turbo": Price(input=10.00, output=30.00),
     "gpt-3.5-turbo": Price(input=0.50, output=1.50),
-    # Anthropic (cached_input = cache-read price, cache_write = 5-minute cache write price)
     "claude-3-5-sonnet": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
     "claude-3-7-sonnet": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
     "claude-sonnet-4": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
@@ -72,7 +70,6 @@ PRICES: Mapping[str, Price] = {
 
 # A dated or aliased model name: "gpt-4o-2024-08-06", "claude-3-5-sonnet-20241022", "...-latest".
 _VERSION_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
-_PROVIDER_PREFIXES = ("openai/", "anthropic/")
 LOCAL_PROVIDERS = frozenset({"local", "llamacpp", "fake"})
 
 _user_prices: dict[str, Price] = {}
@@ -119,20 +116,14 @@ def load_prices(path: str | Path) -> dict[str, Price]:
 
 def _load_env() -> None:
     global _env_loaded
-    if _env_loaded:
-        return
-    _env_loaded = True
-    path = os.environ.get(PRICES_ENV)
-    if path:
-        load_prices(path)
+    if not _env_loaded:
+        _env_loaded = True
+        if path := os.environ.get(PRICES_ENV):
+            load_prices(path)
 
 
 def _normalise(model: str) -> str:
-    name = model.strip()
-    for prefix in _PROVIDER_PREFIXES:
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-    return name
+    return model.strip().removeprefix("openai/").removeprefix("anthropic/")
 
 
 def lookup(model: str, table: Mapping[str, Price] | None = None) -> Price | None:
@@ -177,9 +168,7 @@ def cost(
     if provider is not None and provider in LOCAL_PROVIDERS:
         return 0.0
     price = lookup(model, table)
-    if price is None:
-        return None
-    return breakdown(price, usage, batch=batch).total
+    return None if price is None else breakdown(price, usage, batch=batch).total
 
 
 def why_unpriced(lm: object) -> str:
@@ -197,9 +186,8 @@ def why_unpriced(lm: object) -> str:
         return f"{spec} runs on a server at a base URL, which has no list price"
     if getattr(inner, "provider", "") in ("openai", "anthropic", "dspy") and lookup(model) is None:
         return (
-            f"no list price for {model!r} in mitigate's price list (add one: mitigate.lm.register_price or "
-            "a JSON "
-            f"file named by ${PRICES_ENV})"
+            f"no list price for {model!r} in mitigate's price list (add one: mitigate.lm.register_price or a "
+            f"JSON file named by ${PRICES_ENV})"
         )
     return f"{spec} reports no price for its calls"
 
@@ -221,11 +209,9 @@ class UsageTally:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._calls = 0
-        self._hits = 0
+        self._calls = self._hits = self._unknown = 0
         self._usage = Usage()
         self._known = 0.0
-        self._unknown = 0
 
     def add(self, response: LMResponse) -> None:
         with self._lock:
@@ -241,24 +227,20 @@ class UsageTally:
 
     @property
     def calls(self) -> int:
-        with self._lock:
-            return self._calls
+        return self.summary().calls
 
     @property
     def cached_hits(self) -> int:
-        with self._lock:
-            return self._hits
+        return self.summary().cached_hits
 
     @property
     def usage(self) -> Usage:
-        with self._lock:
-            return self._usage
+        return self.summary().usage
 
     @property
     def cost_usd(self) -> float | None:
         """Summed cost of live calls; None when any of them had an unknown cost."""
-        with self._lock:
-            return None if self._unknown else self._known
+        return self.summary().cost_usd
 
     def summary(self) -> UsageSummary:
         with self._lock:

@@ -26,10 +26,9 @@ DEFAULT_MIN_TOKENS = 1024
 
 def anthropic_min_cache_tokens(model: str) -> int:
     """The fewest prompt tokens Anthropic caches for ``model`` (1,024 for a name it does not know)."""
-    for pattern, tokens in _ANTHROPIC_MIN_TOKENS:
-        if pattern.search(model):
-            return tokens
-    return DEFAULT_MIN_TOKENS
+    return next(
+        (tokens for pattern, tokens in _ANTHROPIC_MIN_TOKENS if pattern.search(model)), DEFAULT_MIN_TOKENS
+    )
 
 
 def common_prefix_length(a: str, b: str) -> int:

@@ -72,10 +72,8 @@ def parse_reset(text: str, now: float | None = None) -> float | None:
 
 
 def _int(value: str | None) -> int | None:
-    if value is None:
-        return None
     try:
-        number = float(value)
+        number = float(value or "")  # absent: no count
     except ValueError:
         return None
     return int(number) if math.isfinite(number) and number >= 0 else None
@@ -154,21 +152,14 @@ class AdaptiveLimiter:
         self.default_pause = default_pause
         self.max_wait = max_wait
         self.cap: float | None = float(max_concurrency) if max_concurrency else None
-        self.in_flight = 0
-        self._tokens_in_flight = 0
-        self.peak = 0
-        self.throttled = 0
-        self.waited = 0
+        self.in_flight = self._tokens_in_flight = self.peak = self.throttled = self.waited = 0
+        self._epoch = self._successes = 0
         self._clock = clock
         self._sleep = sleep
-        self._epoch = 0
-        self._successes = 0
-        self._paused_until = 0.0
+        self._paused_until = self._req_reset_at = self._tok_reset_at = 0.0
         self._snapshot: RateLimitSnapshot | None = None
         self._req_remaining: float | None = None
-        self._req_reset_at = 0.0
         self._tok_remaining: float | None = None
-        self._tok_reset_at = 0.0
         self._refilled_at = clock()
         self._req_rate: float | None = None
         self._tok_rate: float | None = None

@@ -18,16 +18,11 @@ from types import ModuleType
 from typing import Any
 
 from mitigate.errors import BackendSpecError, CapabilityError, ConfigError
-from mitigate.lm._base import LM, LMRequest, LMResponse
+from mitigate.lm._base import LM, LMRequest, LMResponse, tool_answer_fields
 from mitigate.lm._cache import CachedLM, LMCache
-from mitigate.lm._constraint import tool_answer_fields
 from mitigate.lm._http import Limits, check_request_size, check_timeout, server_identity
 from mitigate.lm._retry import RetryingLM, RetryPolicy
 from mitigate.registry import add, registered
-
-
-def _no_modes(model: str, options: Mapping[str, Any]) -> frozenset[str]:
-    return frozenset()
 
 
 @dataclass(frozen=True)
@@ -39,7 +34,7 @@ class BackendFacts:
     supports_n: bool
     supports_stop: bool = True
     max_temperature: float = 2.0
-    modes: Callable[[str, Mapping[str, Any]], frozenset[str]] = _no_modes
+    modes: Callable[[str, Mapping[str, Any]], frozenset[str]] = lambda model, options: frozenset()
     fields: Callable[[LMRequest, Mapping[str, Any]], dict[str, Any]] | None = None
     identity: Callable[[str, Mapping[str, Any]], str] | None = None
     """``identity(spec, options)``: the backend's identity (a server URL beside the spec); None: the spec."""
@@ -79,9 +74,8 @@ class DeclaredLM(LM):
         return self.facts.modes(self.model, self.options)
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
-        if self.facts.fields is None:
-            return super().constraint_fields(request)
-        return self.facts.fields(request, self.options)
+        fields = self.facts.fields
+        return super().constraint_fields(request) if fields is None else fields(request, self.options)
 
     def check(self, request: LMRequest) -> None:
         """The backend's refusals (constraint, logprobs, stop, temperature, request size)."""

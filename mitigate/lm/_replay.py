@@ -101,9 +101,8 @@ class ReplayLM(LM):
 
     def _load(self) -> None:
         with open_regular(self.path, "rb", "the replay file") as fh:  # a FIFO or a device is refused unread
-            for number, raw_bytes in enumerate(
-                read_lines(fh, f"the replay file {self.path}", path=self.path), 1
-            ):
+            lines = read_lines(fh, f"the replay file {self.path}", path=self.path)
+            for number, raw_bytes in enumerate(lines, 1):
                 try:
                     raw = raw_bytes.decode("utf-8")
                 except UnicodeDecodeError as exc:
@@ -185,9 +184,8 @@ class ReplayLM(LM):
         if by_prompt is None:
             last = request.messages[-1].content.replace("\n", " ")
             raise LMCallError(
-                f"no recorded answer in {self.path} for request key {key} (prompt key {pkey}); "
-                "expected a line "
-                f'with "key": "{key}" or a "prompt" equal to the request messages. Last message: '
+                f"no recorded answer in {self.path} for request key {key} (prompt key {pkey}); expected a "
+                f'line with "key": "{key}" or a "prompt" equal to the request messages. Last message: '
                 f"{last[:80]!r}",
                 key=key,
                 prompt_key=pkey,

@@ -34,10 +34,8 @@ class RequestClock:
     __slots__ = ("_active", "_since", "attempts", "spent")
 
     def __init__(self) -> None:
-        self.spent = 0.0
-        self.attempts = 0
-        self._active = 0
-        self._since = 0.0
+        self.spent = self._since = 0.0
+        self.attempts = self._active = 0
 
     def used(self) -> float:
         """Seconds spent on the server, the attempts under way included."""
@@ -63,8 +61,7 @@ class RequestClock:
 
 def request_clock() -> RequestClock:
     """The clock of the request under way (see :func:`start_request`), else a new one for this call alone."""
-    clock = _CLOCK.get()
-    return clock if clock is not None else RequestClock()
+    return _CLOCK.get() or RequestClock()
 
 
 def start_request() -> contextvars.Token[RequestClock | None]:

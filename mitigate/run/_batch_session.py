@@ -113,7 +113,8 @@ class BatchSession:
         self.store = BatchStore(folder)
         self.stats = BatchStats()
         self.states: dict[str, BatchState] = {}
-        self.busy = 0
+        self.busy = self._active = 0
+        self._resumed = False
         self._apis: dict[str, BatchAPI] = {}
         self._caches: dict[str, LMCache] = {}
         self._own_cache: LMCache | None = None
@@ -126,8 +127,6 @@ class BatchSession:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pump: asyncio.Task[None] | None = None
         self._pump_error: BaseException | None = None
-        self._active = 0
-        self._resumed = False
         self._bar: Any = None
 
     def __repr__(self) -> str:
@@ -289,17 +288,15 @@ class BatchSession:
         self._pending = {}
         for identity, items in by_api.items():
             api = self._apis[identity]
-            attempts = {p.key: p.attempt for p in items}
-            groups = api.lines([(p.key, p.request) for p in items])
-            requests = {p.key: p.request for p in items}
-            for chunk in api.chunks(groups):
+            by_key = {p.key: p for p in items}
+            for chunk in api.chunks(api.lines([(p.key, p.request) for p in items])):
                 keys = [k for k, _ in chunk]
                 lines = [line for _, ls in chunk for line in ls]
+                attempt = max(by_key[k].attempt for k in keys)
                 record = self.store.begin(
-                    api, [(k, requests[k]) for k in keys], len(lines), attempt=max(attempts[k] for k in keys)
+                    api, [(k, by_key[k].request) for k in keys], len(lines), attempt=attempt
                 )
-                for k in keys:
-                    self._in_batch[k] = record.local
+                self._in_batch.update(dict.fromkeys(keys, record.local))
                 self._lines[record.local] = len(lines)
                 await self._create(api, record, lines)
 
@@ -395,22 +392,15 @@ class BatchSession:
             return
         answers: dict[str, LMResponse] = {}
         failures: dict[str, BatchItemError] = {}
+        none = f"batch {state.batch_id} ({state.status}) returned no result for this request"
+        missing = BatchItemError(kind="failed", message=state.message) if state.message else None
         for key, request in requests.items():
             got = [results.get(cid) for cid in custom_ids(key, request.n, per_sample=api.per_sample)]
             errors = [g for g in got if isinstance(g, BatchItemError)]
             if errors:
                 failures[key] = errors[0]
             elif any(g is None for g in got):
-                failures[key] = (
-                    BatchItemError(kind="failed", message=state.message)
-                    if state.message
-                    else BatchItemError(
-                        kind="missing",
-                        retryable=True,
-                        message=f"batch {state.batch_id} ({state.status}) returned "
-                        "no result for this request",
-                    )
-                )
+                failures[key] = missing or BatchItemError(kind="missing", retryable=True, message=none)
             else:
                 try:
                     answers[key] = api.response(request, [g for g in got if isinstance(g, dict)])
@@ -497,9 +487,8 @@ def batch_api_for(lm: LM) -> BatchAPI:
     backend = innermost(lm)  # the implementations import the SDKs: only when batch mode is used
     if backend.provider in ("openai", "anthropic") and importlib.util.find_spec(backend.provider) is None:
         raise BackendSpecError(
-            f"batch mode on {lm.spec!r} goes through the {backend.provider!r} SDK, which "
-            "is not installed; expected it importable (pip install "
-            f"'mitigate[{backend.provider}]')",
+            f"batch mode on {lm.spec!r} goes through the {backend.provider!r} SDK, which is not installed; "
+            f"expected it importable (pip install 'mitigate[{backend.provider}]')",
             spec=lm.spec,
         )
     if backend.provider == "openai":

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError
-from mitigate.judge import Judgment
+from mitigate.judge import FRAME_COLUMNS, Judgment, frame
 from mitigate.paths import check_input_file, output_path
 
 if TYPE_CHECKING:
@@ -105,10 +105,8 @@ class ColumnWriter:
         try:
             conn = sqlite3.connect(str(tmp), isolation_level=None)
             self._stack.callback(conn.close)
-            # a file of its own under a temporary name: renamed when whole
-            conn.execute("PRAGMA journal_mode=OFF")
-            conn.execute("PRAGMA synchronous=OFF")
-            for statement in _SCHEMA:
+            # a file of its own under a temporary name, renamed when whole: no journal, no syncs
+            for statement in ("PRAGMA journal_mode=OFF", "PRAGMA synchronous=OFF", *_SCHEMA):
                 conn.execute(statement)
             conn.executemany(
                 "INSERT INTO about VALUES (?, ?)",
@@ -245,14 +243,10 @@ class Columns:
         return int(self._conn.execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
 
     def _where(self, entry: str | None, criterion: str | None, table: str) -> tuple[str, list[Any]]:
-        clauses, args = [], []
-        if entry is not None:
-            clauses.append("j.entry = ?")
-            args.append(entry)
-        if criterion is not None and table == "scores":
-            clauses.append("s.criterion = ?")
-            args.append(criterion)
-        return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+        pairs = [("j.entry = ?", entry), ("s.criterion = ?", criterion if table == "scores" else None)]
+        clauses = [(clause, arg) for clause, arg in pairs if arg is not None]
+        where = " WHERE " + " AND ".join(c for c, _ in clauses) if clauses else ""
+        return where, [arg for _, arg in clauses]
 
     def column(self, name: str, *, entry: str | None = None, criterion: str | None = None) -> np.ndarray:
         """One column in order: a float array (NULL as NaN) for a numeric one, else an object array."""
@@ -278,8 +272,6 @@ class Columns:
         self, columns: Sequence[str] | None = None, *, entry: str | None = None, criterion: str | None = None
     ) -> Iterator[dict[str, Any]]:
         """The long-form rows, one per score row, in order (``columns`` default to ``FRAME_COLUMNS``)."""
-        from mitigate.judge import FRAME_COLUMNS
-
         wanted = list(columns or FRAME_COLUMNS)
         selected = []
         for name in wanted:
@@ -299,6 +291,4 @@ class Columns:
         self, columns: Sequence[str] | None = None, *, entry: str | None = None, criterion: str | None = None
     ) -> Any:
         """:meth:`rows` as a pandas DataFrame (needs the ``pandas`` extra)."""
-        from mitigate.judge import FRAME_COLUMNS, frame
-
         return frame(self.rows(columns, entry=entry, criterion=criterion), list(columns or FRAME_COLUMNS))

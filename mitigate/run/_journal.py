@@ -71,9 +71,8 @@ class RunLock:
             key = str(self.path.resolve())
         except OSError as exc:
             blocker = next((p for p in self.path.parents if p.exists()), None)
-            reason = (
-                f"{blocker} is a file" if blocker is not None and not blocker.is_dir() else _os_reason(exc)
-            )
+            file = blocker is not None and not blocker.is_dir()
+            reason = f"{blocker} is a file" if file else _os_reason(exc)
             raise ConfigError(
                 f"expected a writable folder for {self.path}; {reason}", path=str(self.path)
             ) from None
@@ -83,8 +82,7 @@ class RunLock:
                 held[1] += 1
                 self._key = key
                 return
-            try:
-                # a FIFO or a device is refused, never opened
+            try:  # a FIFO or a device is refused, never opened
                 fh = open_regular(self.path, "a+", "the lock file")
             except OSError as exc:
                 raise ConfigError(
@@ -165,7 +163,6 @@ class Journal:
         if self.path.is_dir():
             raise ConfigError(f"expected a journal file at {self.path}; got a directory", path=str(self.path))
         kind = path_kind(self.path)
-        # unreadable: said below
         if kind not in (None, "a regular file") and not kind.startswith("unreadable"):
             raise ConfigError(
                 f"expected the journal {self.path} to be a regular file; it is {kind}", path=str(self.path)
@@ -198,7 +195,6 @@ class Journal:
         hashes, starts, states = array("q"), array("q"), array("b")  # state: 0 good, 1 failed call, 2 damaged
         size = complete = keep_end = tail_bad = 0
         header: dict[str, Any] | None = None
-        # (line, reason, was it the first line) of unreadable lines
         first_bad: tuple[int, str, bool] | None = None
         seen = 0
         with open_regular(self.path, "rb", "the journal") as fh:

@@ -16,13 +16,11 @@ from mitigate.lm import Message
 
 
 def _max_prompt_chars(lm: Any) -> int | None:
-    for _ in range(8):
-        limits = getattr(lm, "limits", None)
-        if limits is not None and isinstance(getattr(limits, "max_prompt_chars", None), int):
-            return int(limits.max_prompt_chars)
+    for _ in range(8):  # the backend under its wrappers
+        cap = getattr(getattr(lm, "limits", None), "max_prompt_chars", None)
+        if isinstance(cap, int):
+            return int(cap)
         lm = getattr(lm, "inner", None)
-        if lm is None:
-            return None
     return None
 
 
@@ -93,11 +91,7 @@ def placeholder_item(judge: Judge, item_id: str = "example") -> Item:
 
 def transcript(messages: Sequence[Message]) -> list[str]:
     """The messages as lines: a ``[role]`` line, then the content's lines, for each message."""
-    lines: list[str] = []
-    for m in messages:
-        lines.append(f"[{m.role}]")
-        lines.extend(m.content.split("\n"))
-    return lines
+    return [line for m in messages for line in (f"[{m.role}]", *m.content.split("\n"))]
 
 
 def _swapped(item: Item) -> Item:
@@ -126,11 +120,8 @@ def render_requests(planned: Sequence[PlannedRequest], baseline: PromptJudge | N
     total = len(planned)
     for i, p in enumerate(planned, 1):
         r = p.request
-        head = (
-            f"=== request {i} of {total}: {p.label} (item "
-            f"{p.item_id!r}{', outputs swapped' if p.swapped else ''})"
-        )
-        out.append(head)
+        swapped = ", outputs swapped" if p.swapped else ""
+        out.append(f"=== request {i} of {total}: {p.label} (item {p.item_id!r}{swapped})")
         out.append(
             f"backend: {p.backend}   temperature: {r.temperature:g}   n: {r.n}   max tokens: "
             f"{r.max_tokens}   logprobs: "

@@ -26,7 +26,7 @@ from mitigate.constraints import Interval, check_param
 from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError, MitigateError, RunStoppedError
 from mitigate.judge import Judge, Judgment, frame
-from mitigate.lm import CacheMiss, cache_only
+from mitigate.lm import CacheMiss, cache_only, why_unpriced
 from mitigate.registry import run_coroutine
 from mitigate.run._batch_session import BatchConfig, BatchSession, find_cache, session_for
 from mitigate.run._journal import Journal
@@ -94,8 +94,6 @@ def _judge_lms(judge: Judge) -> list[Any]:
 
 def _cost_note(judge: Judge) -> str:
     """Why a run's cost is unknown, from the judge's backends (each named once)."""
-    from mitigate.lm import why_unpriced
-
     notes = dict.fromkeys(why_unpriced(lm) for lm in _judge_lms(judge))
     return "; ".join(notes) or "some call reported no price"
 
@@ -142,24 +140,18 @@ class RunStream:
         self.items = items
         self.concurrency = concurrency
         self.journal_path = None if journal is None else Path(journal)
-        self.restart = restart
-        self.progress = progress
-        self.desc = desc
-        self.batch = batch
-        self.check = check
+        self.restart, self.progress, self.desc, self.batch, self.check = restart, progress, desc, batch, check
         self.window = window or window_for(concurrency)
         self.tally = Tally()
-        self.stopped = False
+        self.stopped = self._own_session = self._entered = False
         self._one_pass = iter(items) is items  # a generator: read once, so checked as it is read
         self._start = time.perf_counter()
         self._seconds: float | None = None
         self._jr: Journal | None = None
         self._session: BatchSession | None = None
-        self._own_session = False
         self._bar: Any = None
         self._live: set[asyncio.Future[Any]] = set()
         self._crashed: list[BaseException] = []
-        self._entered = False
 
     @property
     def summary(self) -> RunSummary:
@@ -417,7 +409,6 @@ class _Worker:
                         self.held += 1
                     else:
                         self.warm.release()
-                    # a success or another kind
                     while self.held > (0 if self.opened.is_set() else self.breaker.count):
                         self.held -= 1
                         self.warm.release()

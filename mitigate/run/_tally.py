@@ -124,30 +124,24 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
     if not isinstance(exc, LMCallError):
         return None
     reason = exc.context.get("reason")
-    if reason == "deadline":
-        return "deadline", exc.message, False
+    if reason in ("deadline", "redirect"):  # a hung server; one that sends every API call elsewhere
+        return reason, exc.message, False
     if reason == "malformed":  # an HTTP 200 whose body is no answer, the same way for each item
         return f"malformed-{exc.context.get('kind')}", exc.message, False
-    if reason == "redirect":  # the server sends every API call elsewhere
-        return "redirect", exc.message, False
     status = exc.context.get("status")
     if isinstance(status, int) and status in PERMANENT_STATUS:
         return f"http-{status}", exc.message, False
     retry_after, patience = exc.context.get("retry_after"), exc.context.get("patience")
+    last = exc.context.get("last_error")
     if isinstance(retry_after, int | float) and isinstance(patience, int | float) and retry_after > patience:
-        last = exc.context.get("last_error")
-        said = (
-            "its rate-limit headers"
-            if getattr(last, "context", {}).get("reason") == "rate-limit"
-            else "Retry-After"
-        )
+        headers = getattr(last, "context", {}).get("reason") == "rate-limit"
+        said = "its rate-limit headers" if headers else "Retry-After"
         return (
             "retry-after",
             f"the server asked to wait {retry_after:g} s before retrying ({said}), longer "
             f"than this run's patience of {patience:g} s; try again later or allow a longer wait",
             True,
         )
-    last = exc.context.get("last_error")
     attempts = exc.context.get("attempts")
     if isinstance(last, TransientLMError) and isinstance(attempts, int):
         cause = str(last.context.get("reason"))
