@@ -34,9 +34,7 @@ PACKAGE = ROOT / "mitigate"
 
 EXTRA_OF_MODULE = {
     "mitigate/lm/_openai.py": "openai",
-    "mitigate/lm/_batch_openai.py": "openai",
     "mitigate/lm/_anthropic.py": "anthropic",
-    "mitigate/lm/_batch_anthropic.py": "anthropic",
     "mitigate/lm/_dspy.py": "dspy",
     "mitigate/search/engines/_dspy_program.py": "dspy",
     "mitigate/lm/_llamacpp.py": "local",

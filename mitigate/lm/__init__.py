@@ -1,10 +1,5 @@
-"""LM backends behind one interface (see :mod:`mitigate.lm._base`).
-
-``get(spec)`` builds a backend from a spec string (``openai:<model>``, ``anthropic:<model>``,
-``dspy:<litellm id>``, ``local``, ``local:<path.gguf>``, ``replay:<path>``, ``fake``);
-``wrap(lm, cache=..., retry=...)`` adds the on-disk cache and retries; ``declare(spec)`` gives the
-backend's declared facts only (requests rendered and checked, none sent; no SDK, key or model file).
-"""
+"""LM backends behind one interface: ``get(spec)`` builds one from a spec string, ``wrap(lm)`` adds the
+on-disk cache and retries, ``declare(spec)`` gives its declared facts only (no SDK, key or model file)."""
 
 from typing import TYPE_CHECKING
 
@@ -12,9 +7,22 @@ from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mitigate.lm._anthropic import AnthropicLM
-    from mitigate.lm._base import LM, Choice, LMRequest, LMResponse, Message, Role, TokenLogprob, Usage
+    from mitigate.lm._base import (
+        LM,
+        AnswerConstraint,
+        Choice,
+        ConstraintMode,
+        LMRequest,
+        LMResponse,
+        Message,
+        Role,
+        TokenLogprob,
+        Usage,
+        WrapperLM,
+    )
     from mitigate.lm._batch import (
         BatchAPI,
+        BatchingLM,
         BatchItemError,
         BatchRecord,
         BatchState,
@@ -22,26 +30,29 @@ if TYPE_CHECKING:
         custom_ids,
         innermost,
     )
-    from mitigate.lm._batch_anthropic import AnthropicBatchAPI
-    from mitigate.lm._batch_openai import OpenAIBatchAPI
-    from mitigate.lm._batching import BatchingLM
-    from mitigate.lm._budget import BudgetedLM, BudgetExhaustedError, CallBudget
-    from mitigate.lm._cache import CachedLM, CacheMiss, LMCache, cache_only
-    from mitigate.lm._constraint import AnswerConstraint, ConstraintMode
-    from mitigate.lm._defaults import (
+    from mitigate.lm._batch_apis import AnthropicBatchAPI, OpenAIBatchAPI
+    from mitigate.lm._cache import (
+        BudgetedLM,
+        BudgetExhaustedError,
+        CachedLM,
+        CacheMiss,
+        CallBudget,
+        LMCache,
+        cache_only,
+    )
+    from mitigate.lm._dspy import DSPyLM
+    from mitigate.lm._fake import FakeLM
+    from mitigate.lm._http import (
         DEFAULT_DEADLINE,
         DEFAULT_MAX_PROMPT_CHARS,
         DEFAULT_MAX_RESPONSE_BYTES,
         DEFAULT_MAX_SAMPLES,
+        Limits,
     )
-    from mitigate.lm._dspy import DSPyLM
-    from mitigate.lm._fake import FakeLM
-    from mitigate.lm._http import Limits
     from mitigate.lm._openai import OpenAILM
     from mitigate.lm._pool import read_endpoints
     from mitigate.lm._pricing import Price, register_price, why_unpriced
     from mitigate.lm._registry import declare, get, wrap
     from mitigate.lm._retry import RetryPolicy
-    from mitigate.lm._wrapper import WrapperLM
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

@@ -1,10 +1,7 @@
-"""The one LM interface every backend implements, and the values that cross it.
+"""The one LM interface every backend implements, the frozen values that cross it, and the base of wrappers.
 
-A backend turns an :class:`LMRequest` into an :class:`LMResponse`. Requests and responses
-are frozen pydantic values so they can be hashed for the cache, written to the journal,
-and compared in tests. A backend that cannot honour part of a request (token logprobs,
-n > 1, stop sequences) raises :class:`~mitigate.errors.CapabilityError`; it never
-silently drops the option or switches to another scoring mode.
+A backend that cannot honour part of a request raises :class:`~mitigate.errors.CapabilityError`; it never
+silently drops it.
 """
 
 from __future__ import annotations
@@ -14,10 +11,43 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from mitigate.errors import CapabilityError, ConfigError
-from mitigate.lm._constraint import AnswerConstraint
+
+ConstraintMode = Literal["format", "json"]
+
+
+class AnswerConstraint(BaseModel):
+    """What a judge's answer must look like, in the notations backends enforce: a llama.cpp grammar
+    (``gbnf``), a ``regex`` (vLLM, SGLang) and a ``json_schema`` (OpenAI, Anthropic's forced tool call);
+    ``mode`` is the shape wanted back. A backend that cannot enforce it refuses it, never dropping it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    mode: ConstraintMode = "format"
+    gbnf: str
+    regex: str
+    json_schema: dict[str, Any] = Field(default_factory=dict)
+    name: str = "answer"
+    describe: str = ""
+
+    def summary(self) -> str:
+        """A short text naming the mode and the expected answer, for errors and logs."""
+        what = self.describe or self.name
+        return f"{self.mode} constraint ({what})"
+
+
+def tool_answer_fields(c: AnswerConstraint | None) -> dict[str, Any]:
+    """The ``tools`` / ``tool_choice`` that force an answer through the constraint's schema."""
+    if c is None:
+        return {}
+    tool = {
+        "name": c.name,
+        "description": f"Record the judge's answer: {c.describe}",
+        "input_schema": c.json_schema,
+    }
+    return {"tools": [tool], "tool_choice": {"type": "tool", "name": c.name}}
+
 
 Role = Literal["system", "user", "assistant"]
 
@@ -31,12 +61,7 @@ class Message(BaseModel):
 
 
 class LMRequest(BaseModel):
-    """Everything a backend needs for one call.
-
-    ``logprobs`` asks for the log-probability of each generated token; ``top_logprobs``
-    (k > 0) also asks for the k most likely alternatives at each position. ``constraint``
-    asks the backend to enforce the answer's shape (see :mod:`mitigate.lm._constraint`).
-    """
+    """Everything a backend needs for one call (``top_logprobs``: the k likeliest tokens at each step too)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     messages: tuple[Message, ...]
@@ -49,24 +74,14 @@ class LMRequest(BaseModel):
     seed: int | None = None
     constraint: AnswerConstraint | None = None
 
-    @field_validator("messages")
+    @field_validator("messages", "n", "max_tokens", "top_logprobs")
     @classmethod
-    def _non_empty(cls, v: tuple[Message, ...]) -> tuple[Message, ...]:
-        if not v:
+    def _bounded(cls, v: Any, info: ValidationInfo) -> Any:
+        if info.field_name == "messages" and not v:
             raise ValueError("an LMRequest needs at least one message; got none")
-        return v
-
-    @field_validator("n", "max_tokens")
-    @classmethod
-    def _positive(cls, v: int) -> int:
-        if v < 1:
+        if info.field_name in ("n", "max_tokens") and v < 1:
             raise ValueError(f"must be an int >= 1; got {v}")
-        return v
-
-    @field_validator("top_logprobs")
-    @classmethod
-    def _top_k(cls, v: int) -> int:
-        if v < 0 or v > 20:
+        if info.field_name == "top_logprobs" and not 0 <= v <= 20:
             raise ValueError(f"top_logprobs must be between 0 and 20; got {v}")
         return v
 
@@ -99,14 +114,7 @@ class Choice(BaseModel):
 
 
 class Usage(BaseModel):
-    """Token counts for one call.
-
-    ``prompt_tokens`` counts every prompt token. Of those, ``cached_prompt_tokens`` were read
-    from a prefix cache (the provider's prompt cache, or the embedded model's reused KV
-    prefix) and ``cache_write_tokens`` were written to the provider's prompt cache
-    (Anthropic reports and charges writes; OpenAI's automatic cache writes for free and
-    reports none). Every count is >= 0 (a backend refuses a server's negative count as malformed).
-    """
+    """Token counts for one call (of the prompt's, those read from and written to a prefix cache)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     prompt_tokens: int = Field(default=0, ge=0)
@@ -124,11 +132,7 @@ class Usage(BaseModel):
 
 
 class LMResponse(BaseModel):
-    """A backend's answer: one :class:`Choice` per requested sample, plus usage and cost.
-
-    ``cost_usd`` is None when the price of the model is unknown (never a made-up 0).
-    ``cached`` is True when the response came from mitigate's on-disk cache.
-    """
+    """A backend's answer: a :class:`Choice` per sample, usage and cost (None: unknown, never a made-up 0)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     choices: tuple[Choice, ...]
@@ -144,12 +148,7 @@ class LMResponse(BaseModel):
 
 
 class LM(ABC):
-    """Base class of every backend.
-
-    ``provider`` and ``model`` identify the backend in cache keys and reports; ``spec``
-    is the string that :func:`mitigate.lm.get` turns back into an equivalent backend.
-    Secrets (API keys) are never part of ``spec``, ``provider``, ``model`` or ``identity()``.
-    """
+    """Base class of every backend; no secret is part of its ``spec``, ``model`` or ``identity()``."""
 
     provider: str = "base"
     model: str = ""
@@ -159,11 +158,10 @@ class LM(ABC):
 
     @property
     def spec(self) -> str:
-        """The spec string that rebuilds this backend."""
         return f"{self.provider}:{self.model}" if self.model else self.provider
 
     def identity(self) -> str:
-        """What distinguishes this backend's answers, for cache keys. Never contains secrets."""
+        """What distinguishes this backend's answers, for cache keys."""
         return self.spec
 
     def constraint_modes(self) -> frozenset[str]:
@@ -171,22 +169,14 @@ class LM(ABC):
         return frozenset()
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
-        """The answer constraint of ``request`` as this backend sends it (request fields by name; empty
-        without one).
-
-        The default names the notation for the mode: ``grammar`` (GBNF) and ``regex`` for
-        "format" (a backend takes one of them), ``json_schema`` for "json". Backends override
-        it with the exact fields they send.
-        """
+        """The request fields this backend sends ``request``'s answer constraint in."""
         c = request.constraint
         if c is None:
             return {}
-        if c.mode == "json":
-            return {"json_schema": c.json_schema}
-        return {"grammar": c.gbnf, "regex": c.regex}
+        return {"json_schema": c.json_schema} if c.mode == "json" else {"grammar": c.gbnf, "regex": c.regex}
 
     def check(self, request: LMRequest) -> None:
-        """Raise :class:`CapabilityError` when ``request`` asks for what this backend cannot do."""
+        """CapabilityError when ``request`` asks for what this backend cannot do."""
         if request.constraint is not None and request.constraint.mode not in self.constraint_modes():
             modes = sorted(self.constraint_modes())
             raise CapabilityError(
@@ -210,13 +200,10 @@ class LM(ABC):
 
     @abstractmethod
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Run one request. Raises TransientLMError for retryable failures, LMCallError otherwise."""
+        """Run one request; TransientLMError for a retryable failure, LMCallError otherwise."""
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
-        """Sum of log P(continuation tokens | context) under the model.
-
-        Backends that cannot compute it raise :class:`CapabilityError`.
-        """
+        """Sum of log P(continuation tokens | context); CapabilityError for a backend that cannot."""
         raise CapabilityError(
             f"backend {self.spec!r} cannot score the likelihood of a given text; use a backend with "
             "prompt logprobs such as 'local' or 'local:<path.gguf>'",
@@ -228,11 +215,7 @@ class LM(ABC):
 
 
 def openai_style_options(request: LMRequest) -> dict[str, Any]:
-    """The optional sampling fields of an OpenAI-style chat request (n, stop, seed, logprobs), set only when
-    used.
-
-    Shared by the OpenAI body and the DSPy/LiteLLM call, which take the same names.
-    """
+    """The sampling fields (n, stop, seed, logprobs) of an OpenAI-style request, set when used."""
     options: dict[str, Any] = {}
     if request.n > 1:
         options["n"] = request.n
@@ -248,8 +231,7 @@ def openai_style_options(request: LMRequest) -> dict[str, Any]:
 
 
 def validate_spec_part(name: str, value: str) -> str:
-    """Reject empty spec components, and any with a line break or other control character
-    (it would be sent to the server, written into cache keys and journals, and split log lines)."""
+    """``value``; ConfigError when it is empty, padded, or holds a control character."""
     if not isinstance(value, str):
         raise ConfigError(f"expected the {name} as a str; got {type(value).__name__}")
     if not value:
@@ -262,3 +244,45 @@ def validate_spec_part(name: str, value: str) -> str:
     if value != value.strip():
         raise ConfigError(f"expected a {name} without leading or trailing spaces; got {value!r}")
     return value
+
+
+class WrapperLM(LM):
+    """An LM that delegates everything to ``inner``; subclasses override what they change."""
+
+    def __init__(self, inner: LM) -> None:
+        if not isinstance(inner, LM):
+            raise ConfigError(f"expected an LM to wrap; got {type(inner).__name__}")
+        self.inner = inner
+        self.provider = inner.provider
+        self.model = inner.model
+        self.supports_logprobs = inner.supports_logprobs
+        self.supports_n = inner.supports_n
+        self.supports_stop = inner.supports_stop
+
+    @property
+    def spec(self) -> str:
+        return self.inner.spec
+
+    def identity(self) -> str:
+        return self.inner.identity()
+
+    def constraint_modes(self) -> frozenset[str]:
+        return self.inner.constraint_modes()
+
+    def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
+        return self.inner.constraint_fields(request)
+
+    def check(self, request: LMRequest) -> None:
+        self.inner.check(request)
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        return await self.inner.complete(request)
+
+    async def loglikelihood(self, context: str, continuation: str) -> float:
+        return await self.inner.loglikelihood(context, continuation)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r})"

@@ -1,31 +1,10 @@
-"""Provider batch APIs behind one interface, and the on-disk record that makes batches resumable.
+"""Provider batch APIs behind one interface, the on-disk record that makes batches resumable, and the LM that
+parks its requests with a batch session.
 
-OpenAI's Batch API and Anthropic's Message Batches run many requests asynchronously at half
-the price, within 24 hours, and return the results matched by a ``custom_id``. This module
-holds what does not depend on the provider:
-
-* :class:`BatchAPI` — submit, find (after a crash), poll and collect one provider's batches;
-  :mod:`mitigate.lm._batch_openai` and :mod:`mitigate.lm._batch_anthropic` implement it, and
-  :func:`mitigate.run._batch_session.batch_api_for` picks the one for a backend;
-* :class:`BatchState` and :class:`BatchItemError` — a batch's status and counts, and why one
-  request of it has no answer (errored, expired, canceled, failed, missing);
-* :class:`BatchStore` — an append-only, fsync'd event log (``batches.jsonl``) plus one file
-  of requests per batch, from which a killed run learns which requests are in which batch.
-
-Custom ids
-    A request's ``custom_id`` is its cache key (the SHA-256 hex digest of backend identity,
-    model and request), so results go straight into the LM cache and a rerun finds them
-    there. A request with ``n`` samples on a provider without ``n`` (Anthropic) becomes ``n``
-    lines whose ids are the key's first 60 characters plus ``_000``, ``_001``, ...
-
-Crash safety
-    The requests file is written and fsync'd before an ``intent`` event names the batch; the
-    ``submitted`` event with the provider's batch id follows the create call; ``collected``
-    follows only after every result is in the cache. A run killed between the create call
-    and the ``submitted`` event finds the batch it created on resume (:meth:`BatchAPI.find`:
-    OpenAI by the ``metadata`` tag carrying the local id, Anthropic by creation time and
-    request count among batches no record claims, checked against the result ids when they
-    come) instead of submitting it again.
+A request's ``custom_id`` is its cache key (``_000``, ``_001`` ... per sample on a provider without ``n``), so
+results go straight into the LM cache. :class:`BatchStore` writes the requests before an ``intent`` event,
+``submitted`` after the create call and ``collected`` once every result is cached, so a killed run finds the
+batch it created (:meth:`BatchAPI.find`) instead of submitting it again.
 """
 
 from __future__ import annotations
@@ -37,13 +16,13 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.errors import ConfigError, DataError
-from mitigate.lm._base import LM, LMRequest, LMResponse
-from mitigate.lm._wrapper import WrapperLM
+from mitigate.lm._base import LM, LMRequest, LMResponse, WrapperLM
+from mitigate.lm._cache import LMCache
 from mitigate.paths import open_regular, read_lines, write_output
 
 ErrorKind = Literal["errored", "expired", "canceled", "failed", "missing"]
@@ -61,8 +40,7 @@ class BatchLimits(BaseModel):
 
 
 class BatchState(BaseModel):
-    """A provider batch's status and request counts, as last polled (``message``: why it failed, if it
-    did)."""
+    """A provider batch's status and request counts, as last polled (``message``: why it failed)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     batch_id: str
@@ -109,12 +87,8 @@ def pack(
     size: Callable[[Line], int] | None = None,
     overhead: int = 0,
 ) -> list[list[Group]]:
-    """Split requests into chunks that each respect ``limits`` (lines and bytes); a request's lines stay
-    together.
-
-    ``size(line)`` gives a line's bytes (default: its JSON length plus a newline); ``overhead``
-    is added once per chunk. A request over the byte limit on its own raises :class:`ConfigError`.
-    """
+    """Requests split into chunks within ``limits`` (lines and bytes; ``overhead`` per chunk), a request's
+    lines together; ConfigError for a request over them on its own."""
     measure = size or (lambda line: len(json.dumps({"custom_id": line[0], "body": line[1]})) + 1)
     chunks: list[list[Group]] = []
     current: list[Group] = []
@@ -123,10 +97,9 @@ def pack(
         n_bytes = sum(measure(line) for line in lines)
         if n_bytes + overhead > limits.max_bytes or len(lines) > limits.max_requests:
             raise ConfigError(
-                f"one batch request ({key[:16]}...) takes {len(lines)} lines and {n_bytes} "
-                f"bytes; expected at most {limits.max_requests} lines and "
-                f"{limits.max_bytes - overhead} "
-                "bytes (the provider's batch size limit)"
+                f"one batch request ({key[:16]}...) takes {len(lines)} lines and {n_bytes} bytes; expected "
+                f"at most {limits.max_requests} lines and {limits.max_bytes - overhead} bytes (the "
+                "provider's batch size limit)"
             )
         if current and (count + len(lines) > limits.max_requests or used + n_bytes > limits.max_bytes):
             chunks.append(current)
@@ -140,11 +113,7 @@ def pack(
 
 
 class BatchAPI(ABC):
-    """One provider's batch API for one backend (see the module docstring).
-
-    ``identity`` is the backend's identity (cache keys and records use it); ``per_sample``
-    says whether a request with ``n`` samples becomes ``n`` lines.
-    """
+    """One provider's batch API for one backend (``per_sample``: ``n`` samples make ``n`` lines)."""
 
     provider: str = "base"
     per_sample: bool = False
@@ -177,8 +146,7 @@ class BatchAPI(ABC):
 
     @abstractmethod
     async def find(self, local_id: str, count: int, since: float, claimed: Iterable[str]) -> str | None:
-        """The id of the batch a killed run created for ``local_id`` (``count`` lines, created after
-        ``since``, not in ``claimed``), or None when the provider has none."""
+        """The id of the batch a killed run created for ``local_id``, or None."""
 
     @abstractmethod
     async def poll(self, batch_id: str) -> BatchState:
@@ -229,12 +197,7 @@ class BatchRecord(BaseModel):
 
 
 class BatchStore:
-    """The event log of a run's batches and their request files, in ``directory``.
-
-    ``batches.jsonl`` holds one JSON event per line (``intent``, ``submitted``, ``disowned``,
-    ``collected``), each fsync'd; a torn last line (a kill mid-write) is dropped on load.
-    ``<local id>.requests.jsonl`` holds the batch's ``{"key", "request"}`` lines.
-    """
+    """The event log of a run's batches (``batches.jsonl``) and their requests files, in ``directory``."""
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
@@ -254,7 +217,6 @@ class BatchStore:
         return f"BatchStore({str(self.directory)!r}, batches={len(self.records)})"
 
     def _load(self) -> None:
-        # a file mitigate reads back: regular only (a FIFO or a device is refused unread), lines bounded
         with open_regular(self.path, "rb", "the batch log") as fh:
             lines = list(read_lines(fh, f"the batch log {self.path}", path=self.path))
         good = sum(len(line) for line in lines if line.endswith(b"\n"))
@@ -276,21 +238,19 @@ class BatchStore:
     def _apply(self, event: Mapping[str, Any]) -> None:
         kind = event.get("event")
         if kind == "intent":
-            rec = BatchRecord.model_validate({k: v for k, v in event.items() if k != "event"})
-            self.records[rec.local] = rec
+            new = BatchRecord.model_validate({k: v for k, v in event.items() if k != "event"})
+            self.records[new.local] = new
             return
-        rec2 = self.records.get(str(event.get("local")))
-        if rec2 is None:
+        rec = self.records.get(str(event.get("local")))
+        if rec is None:
             return
         if kind == "submitted":
-            rec2.batch_id = str(event["batch_id"])
+            rec.batch_id = str(event["batch_id"])
         elif kind == "disowned":
             self.disowned.add(str(event.get("batch_id")))
-            rec2.batch_id = None
+            rec.batch_id = None
         elif kind == "collected":
-            rec2.collected = True
-            rec2.status = event.get("status")
-            rec2.failed = dict(event.get("failed") or {})
+            rec.collected, rec.status, rec.failed = True, event.get("status"), dict(event.get("failed") or {})
 
     def _append(self, event: Mapping[str, Any]) -> None:
         with open_regular(self.path, "a", "the batch log") as fh:
@@ -303,7 +263,6 @@ class BatchStore:
         self._apply(event)
 
     def requests_path(self, local: str) -> Path:
-        """Where the requests of batch ``local`` are kept."""
         return self.directory / f"{local}.requests.jsonl"
 
     def begin(
@@ -348,7 +307,6 @@ class BatchStore:
     def requests(self, record: BatchRecord) -> dict[str, LMRequest]:
         """The requests of a batch, by key."""
         path = self.requests_path(record.local)
-        out: dict[str, LMRequest] = {}
         try:
             with open_regular(path, "rb", f"the requests of batch {record.local}") as fh:
                 lines = list(read_lines(fh, f"the batch requests file {path}", path=path))
@@ -356,17 +314,50 @@ class BatchStore:
             raise DataError(
                 f"expected the requests of batch {record.local} at {path}; got {exc}", path=str(path)
             ) from None
-        for line in lines:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            out[row["key"]] = LMRequest.model_validate(row["request"])
-        return out
+        rows = (json.loads(line) for line in lines if line.strip())
+        return {row["key"]: LMRequest.model_validate(row["request"]) for row in rows}
 
     def open_records(self) -> list[BatchRecord]:
-        """Batches not yet collected, oldest first."""
         return [r for r in self.records.values() if r.open]
 
     def claimed(self) -> set[str]:
         """Every provider batch id a record holds or has disowned (not to be adopted again)."""
         return {r.batch_id for r in self.records.values() if r.batch_id} | self.disowned
+
+
+class BatchParking(Protocol):
+    """Where a :class:`BatchingLM` parks what the cache cannot answer (a batch session)."""
+
+    busy: int
+    """How many cache look-ups are under way (the session waits for them before it submits)."""
+
+    def count_cache_hit(self) -> None:
+        """Count one request answered from the cache."""
+
+    async def park(self, key: str, request: LMRequest, api: BatchAPI) -> LMResponse:
+        """The answer to ``request`` (cache key ``key``) once its batch on ``api`` has ended."""
+        ...
+
+
+class BatchingLM(WrapperLM):
+    """Answers from the LM cache, or parks the request with its :class:`BatchParking` and awaits its batch."""
+
+    def __init__(self, inner: LM, session: BatchParking, api: BatchAPI, cache: LMCache) -> None:
+        super().__init__(inner)
+        self.session = session
+        self.api = api
+        self.cache = cache
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        """The cached answer, or the batch's (waiting for the batch to end)."""
+        self.check(request)
+        key = LMCache.make_key(self.identity(), self.model, request.key())
+        self.session.busy += 1
+        try:
+            stored = await self.cache.get(key)
+        finally:
+            self.session.busy -= 1
+        if stored is not None:
+            self.session.count_cache_hit()
+            return LMResponse.model_validate_json(stored).model_copy(update={"cached": True})
+        return await self.session.park(key, request, self.api)

@@ -1,43 +1,10 @@
-"""An on-disk cache of LM calls (SQLite, stdlib) and the :class:`CachedLM` wrapper.
+"""An on-disk cache of LM calls (SQLite), the :class:`CachedLM` wrapper, and the call budget that spends it.
 
-Key
-    SHA-256 of (backend ``identity()``, model, ``LMRequest.key()``). ``identity()`` never
-    contains API keys, and the request holds only messages and sampling options, so no
-    secret can reach the cache. Only the response JSON is stored (plus the identity and
-    model in clear, so entries can be inspected and pruned per backend).
-
-Temperature > 0 is cached too
-    An identical request returns the stored answer even when it was sampled at
-    temperature > 0, so re-running an experiment makes no calls and gives the same numbers.
-    The flip side: asking the *same* request twice gives the same sample twice. To draw
-    several samples use ``n`` in one request, or vary ``seed`` between requests (the seed
-    is part of the key).
-
-Concurrency
-    One SQLite connection in WAL mode, guarded by a lock; every operation runs in a
-    worker thread (``asyncio.to_thread``) so the event loop never waits on the disk.
-    Concurrent identical requests are coalesced: the second awaits the first's call
-    instead of calling the backend again. Several processes may share one cache file
-    (WAL + busy timeout); the first answer stored for a key wins.
-
-Serving from the cache alone
-    Inside :func:`cache_only` a :class:`CachedLM` answers from the cache or raises
-    :class:`CacheMiss` instead of calling its backend. The runner uses it to serve every item
-    whose whole judgment is stored at once, before the items that need calls take their turn
-    (so a rerun's progress counts its stored items as they are served).
-
-Damage and other trouble
-    A cache is a convenience, never a reason for a run to fail. A file that is not an SQLite
-    database, pages SQLite reports as malformed, or a stored entry that no longer reads as a
-    response are all misses: the call is made again (and a damaged entry is overwritten with
-    the new answer). The first such event per cache file is reported once as a
-    :class:`~mitigate.errors.CacheDamageWarning` naming the file; the file itself is never
-    deleted (remove it to start a fresh cache). A cache that is not damaged but cannot be
-    written or read (a full disk, an I/O error, another process holding its lock too long, a
-    read-only file) is reported once per cause as a
-    :class:`~mitigate.errors.CacheUnavailableWarning` that says which (a full disk: "no space
-    left on the device (ENOSPC)", with no advice to delete anything); the answers concerned
-    are not cached and the run goes on.
+The key is the SHA-256 of (backend ``identity()``, model, ``LMRequest.key()``): no secret reaches the cache,
+and requests sampled at temperature > 0 are cached too (vary ``seed`` or use ``n`` for new samples). Identical
+requests in flight are coalesced. A cache never fails a run: damage is a miss, reported once as a
+:class:`~mitigate.errors.CacheDamageWarning`, and a cache that cannot be used once per cause as a
+:class:`~mitigate.errors.CacheUnavailableWarning`.
 """
 
 from __future__ import annotations
@@ -55,9 +22,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import TypeVar
 
-from mitigate.errors import CacheDamageWarning, CacheUnavailableWarning, ConfigError
-from mitigate.lm._base import LM, LMRequest, LMResponse
-from mitigate.lm._wrapper import WrapperLM
+from mitigate.errors import CacheDamageWarning, CacheUnavailableWarning, ConfigError, MitigateError
+from mitigate.lm._base import LM, LMRequest, LMResponse, WrapperLM
 from mitigate.paths import cache_dir, path_kind
 
 DEFAULT_FILENAME = "lm_cache.sqlite"
@@ -67,18 +33,12 @@ _CACHE_ONLY: ContextVar[bool] = ContextVar("mitigate_cache_only", default=False)
 
 
 class CacheMiss(BaseException):
-    """A request :func:`cache_only` asked for is not stored.
-
-    It derives from BaseException, like :class:`asyncio.CancelledError`, so the ``except
-    Exception`` of a fan-out that records a member's failure (a panel) lets it through: it is
-    not a failure of the judge, only the news that the item needs a call.
-    """
+    """A request :func:`cache_only` asked for is not stored (a BaseException: no failure)."""
 
 
 @contextlib.contextmanager
 def cache_only() -> Iterator[None]:
-    """Within this block (and the tasks started in it) every :class:`CachedLM` answers from its cache or
-    raises :class:`CacheMiss`; no backend is called."""
+    """Within this block every :class:`CachedLM` answers from its cache or raises :class:`CacheMiss`."""
     token = _CACHE_ONLY.set(True)
     try:
         yield
@@ -98,12 +58,8 @@ CREATE TABLE IF NOT EXISTS calls (
 
 
 class LMCache:
-    """A SQLite file of LM responses keyed by backend identity, model and request.
-
-    ``path`` may be a file, a directory (the file ``lm_cache.sqlite`` inside it; a path
-    without a suffix that does not exist yet is taken as a directory) or None (that file
-    in :func:`mitigate.paths.cache_dir`).
-    """
+    """A SQLite file of LM responses (``path``: a file or its folder; None:
+    :func:`mitigate.paths.cache_dir`)."""
 
     def __init__(self, path: str | Path | None = None) -> None:
         target = Path(path) if path is not None else cache_dir()
@@ -148,11 +104,8 @@ class LMCache:
 
     @staticmethod
     def make_key(identity: str, model: str, request_key: str) -> str:
-        """The cache key of one call."""
         blob = json.dumps([identity, model, request_key], ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
-
-    # -- synchronous core (run in a worker thread by the async methods) --
 
     @property
     def damaged(self) -> bool:
@@ -160,8 +113,6 @@ class LMCache:
         return self._damaged is not None
 
     def _warn(self, exc: BaseException) -> None:
-        """Report each cause once per cache object (the run goes on): damage (damaged parts are misses), or a
-        cause that is not damage (a full disk ...: the answers concerned are not cached)."""
         cause = _trouble(exc)
         if cause in self._warned:
             return
@@ -182,8 +133,7 @@ class LMCache:
             )
 
     def _guarded(self, default: T, op: Callable[[], T]) -> T:
-        """``op()`` under the lock; ``default`` (with one warning per cause) when SQLite reports damage, a
-        full disk, an I/O error, or stays locked."""
+        """``op()`` under the lock; ``default`` (with one warning per cause) when SQLite fails."""
         if self._damaged is not None:
             return default
         try:
@@ -198,18 +148,13 @@ class LMCache:
 
         def op() -> str | None:
             row = self._conn.execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
-            if row is None:
-                return None
             # a non-text entry fails to decode: a miss
-            return row[0] if isinstance(row[0], str) else repr(row[0])
+            return None if row is None else row[0] if isinstance(row[0], str) else repr(row[0])
 
         return self._guarded(None, op)
 
     def put_sync(self, key: str, identity: str, model: str, payload: str, *, replace: bool = False) -> None:
-        """Store ``payload`` under ``key`` unless an entry exists (the first answer wins).
-
-        ``replace`` overwrites an existing entry (used for one that no longer reads as a response).
-        """
+        """Store ``payload`` under ``key`` unless an entry exists (then only with ``replace``)."""
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
 
         def op() -> None:
@@ -238,11 +183,8 @@ class LMCache:
         return self._guarded(0, op)
 
     def close(self) -> None:
-        """Close the database connection."""
         with self._lock:
             self._conn.close()
-
-    # -- async API --
 
     async def get(self, key: str) -> str | None:
         """The stored JSON for ``key``, or None (runs in a worker thread)."""
@@ -261,52 +203,29 @@ _TROUBLE = {
     "readonly": "the file or its folder is read-only",
 }
 """What a cause of :func:`_trouble` that is not damage means, in words."""
-_CODES = {
-    getattr(sqlite3, name): cause
-    for name, cause in (
-        ("SQLITE_FULL", "full"),
-        ("SQLITE_IOERR", "io"),
-        ("SQLITE_BUSY", "busy"),
-        ("SQLITE_LOCKED", "busy"),
-        ("SQLITE_READONLY", "readonly"),
-    )
-    if hasattr(sqlite3, name)
-}
+_CODES = {sqlite3.SQLITE_FULL: "full", sqlite3.SQLITE_IOERR: "io", sqlite3.SQLITE_READONLY: "readonly"}
+_CODES |= dict.fromkeys((sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED), "busy")
+_WORDS = {"disk is full": "full", "no space": "full", "disk i/o": "io", "locked": "busy"}
+_WORDS |= dict.fromkeys(("readonly", "read-only"), "readonly")  # read in the text of an error without a code
 
 
 def _trouble(exc: BaseException) -> str:
-    """Why SQLite failed, as a key of :data:`_TROUBLE` or ``"damaged"`` (malformed pages, not a database
-    ...)."""
+    """Why SQLite failed: a key of :data:`_TROUBLE`, or ``"damaged"``."""
     code = getattr(exc, "sqlite_errorcode", None)
     # an extended code keeps its primary code in the low byte
     if isinstance(code, int) and (code & 0xFF) in _CODES:
         return _CODES[code & 0xFF]
     text = str(exc).lower()
-    for words, cause in (
-        ("disk is full", "full"),
-        ("no space", "full"),
-        ("disk i/o", "io"),
-        ("locked", "busy"),
-        ("readonly", "readonly"),
-        ("read-only", "readonly"),
-    ):
-        if words in text:
-            return cause
-    return "damaged"
+    return next((cause for words, cause in _WORDS.items() if words in text), "damaged")
 
 
 class CachedLM(WrapperLM):
-    """Serves repeated requests from an :class:`LMCache`; a hit returns ``cached=True`` without calling.
-
-    ``cache`` is an :class:`LMCache` or a path for one (None: the default cache file).
-    Also caches :meth:`loglikelihood`. Counters ``hits`` and ``misses`` say what happened.
-    """
+    """Serves repeated requests and log-likelihoods from an :class:`LMCache` (a hit: ``cached=True``)."""
 
     def __init__(self, inner: LM, cache: LMCache | str | Path | None = None) -> None:
         super().__init__(inner)
         self.cache = cache if isinstance(cache, LMCache) else LMCache(cache)
-        self.hits = 0
-        self.misses = 0
+        self.hits = self.misses = 0
         self._inflight: dict[str, asyncio.Future[str]] = {}
 
     def __repr__(self) -> str:
@@ -315,17 +234,14 @@ class CachedLM(WrapperLM):
     async def _cached(
         self, key: str, compute: Callable[[], Awaitable[str]], decode: Callable[[str], T]
     ) -> tuple[T, bool]:
-        """The decoded payload for ``key`` and whether it came without a call (stored, or a coalesced call).
-
-        A stored payload that ``decode`` rejects is a miss: the call is made and its answer replaces the
-        entry.
-        """
+        """The decoded payload for ``key`` and whether it came with no call (counted); a stored payload
+        ``decode`` rejects is a miss (then replaced)."""
         replace = False
         while True:
             stored = await self.cache.get(key)
             if stored is not None:
                 try:
-                    return decode(stored), True
+                    return self._hit(decode(stored))
                 except (ValueError, TypeError, KeyError) as exc:  # pydantic's ValidationError is a ValueError
                     self.cache.note_damaged_entry(key, exc)
                     replace = True
@@ -335,7 +251,7 @@ class CachedLM(WrapperLM):
             if pending is None:
                 break
             try:
-                return decode(await asyncio.shield(pending)), True
+                return self._hit(decode(await asyncio.shield(pending)))
             except asyncio.CancelledError:
                 task = asyncio.current_task()
                 if pending.cancelled() and (task is None or not task.cancelling()):
@@ -356,7 +272,13 @@ class CachedLM(WrapperLM):
         finally:
             self._inflight.pop(key, None)
         future.set_result(payload)
-        return decode(payload), False
+        value = decode(payload)
+        self.misses += 1
+        return value, False
+
+    def _hit(self, value: T) -> tuple[T, bool]:
+        self.hits += 1
+        return value, True
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """The cached answer for ``request``, or the inner backend's (then stored)."""
@@ -368,10 +290,6 @@ class CachedLM(WrapperLM):
             return response.model_copy(update={"cached": False}).model_dump_json()
 
         response, hit = await self._cached(key, compute, LMResponse.model_validate_json)
-        if hit:
-            self.hits += 1
-        else:
-            self.misses += 1
         return response.model_copy(update={"cached": True}) if hit else response
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
@@ -383,17 +301,71 @@ class CachedLM(WrapperLM):
         async def compute() -> str:
             return json.dumps({"loglikelihood": await self.inner.loglikelihood(context, continuation)})
 
-        value, hit = await self._cached(key, compute, _decode_loglikelihood)
-        if hit:
-            self.hits += 1
-        else:
-            self.misses += 1
-        return value
+        return (await self._cached(key, compute, _decode_loglikelihood))[0]
 
 
 def _decode_loglikelihood(payload: str) -> float:
-    """A stored log-likelihood; ValueError/TypeError/KeyError when the entry is not one."""
     value = json.loads(payload)["loglikelihood"]
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"expected a number; got {type(value).__name__}")
     return float(value)
+
+
+class BudgetExhaustedError(MitigateError):
+    """The search's LM-call budget is spent; the call was refused before reaching the backend."""
+
+
+class CallBudget:
+    """A thread-safe counter of distinct LM requests (a key taken before is free) with an optional limit;
+    ``backend`` counts those the cache could not answer."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.used = self.refused = self.backend = 0
+        self.exhausted = False
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
+
+    def take(self, key: str | None = None) -> None:
+        """Count one request (free when ``key`` was taken before); BudgetExhaustedError at the limit."""
+        with self._lock:
+            if key is not None and key in self._seen:
+                return
+            if self.limit is not None and self.used >= self.limit:
+                self.exhausted = True
+                self.refused += 1
+                raise BudgetExhaustedError(
+                    f"the search budget of {self.limit} LM calls is spent; expected no further calls",
+                    limit=self.limit,
+                )
+            self.used += 1
+            if key is not None:
+                self._seen.add(key)
+
+    def reached_backend(self) -> None:
+        """Record that a counted request was answered by the backend rather than the cache."""
+        with self._lock:
+            self.backend += 1
+
+    @property
+    def remaining(self) -> int | None:
+        return None if self.limit is None else max(0, self.limit - self.used)
+
+
+class BudgetedLM(WrapperLM):
+    """Counts every distinct completion request against a :class:`CallBudget` and refuses those beyond it
+    (outside the cache a request counts once, whoever answers it; ``dedupe=False``: every call counts)."""
+
+    def __init__(self, inner: LM, budget: CallBudget, *, dedupe: bool = True) -> None:
+        super().__init__(inner)
+        self.budget = budget
+        self.dedupe = dedupe
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        """Take the request from the budget (free if made before and ``dedupe``), then delegate."""
+        key = LMCache.make_key(self.identity(), self.model, request.key()) if self.dedupe else None
+        self.budget.take(key)
+        response = await self.inner.complete(request)
+        if not response.cached:
+            self.budget.reached_backend()
+        return response

@@ -1,31 +1,8 @@
-"""Any DSPy / LiteLLM model as a mitigate backend (spec ``dspy:<model id>``).
+"""Any DSPy / LiteLLM model as a mitigate backend (spec ``dspy:<model id>``, whatever ``dspy.LM`` accepts).
 
-``DSPyLM("openai/gpt-4o-mini")``, ``DSPyLM("anthropic/claude-3-5-haiku-latest")``,
-``DSPyLM("ollama_chat/llama3.1", api_base="http://localhost:11434")`` — the model id is whatever ``dspy.LM``
-accepts (LiteLLM ids contain ``/`` and sometimes ``:``).
-
-Calls go through ``dspy.LM(...).acall(messages=[...], ...)`` with:
-
-* ``cache=False`` — mitigate's own cache (:mod:`mitigate.lm._cache`) is the one cache;
-  DSPy's would otherwise answer silently from a second cache with other rules;
-* ``num_retries=0`` — :class:`~mitigate.lm._retry.RetryingLM` owns retries;
-* temperature, ``n``, ``max_tokens``, ``stop``, ``seed`` and ``logprobs`` /
-  ``top_logprobs`` passed per call. If the answer has fewer than ``n`` outputs, or no
-  logprobs although they were requested, :class:`~mitigate.errors.CapabilityError` is
-  raised instead of returning less than was asked.
-
-API keys are read by LiteLLM from the provider's usual variable (``OPENAI_API_KEY``,
-``ANTHROPIC_API_KEY``, ...) or given as ``api_key=``; they are never part of ``repr``,
-``spec`` or ``identity()``, and they are taken out of every answer and error (the given key
-and the value of every ``*_API_KEY`` variable of 8 characters or more; :mod:`mitigate.lm._scrub`).
-``timeout`` is handed to LiteLLM as its timeout (the silence an attempt may wait through;
-None: the deadline), and ``limits.deadline`` bounds the time on the server over all attempts
-(:mod:`mitigate.lm._deadline`). Usage and cost come from the call's DSPy history entry (cost
-as computed by LiteLLM, else :mod:`mitigate.lm._pricing`, else None).
-
-DSPy 3.4 deprecates ``messages=`` dictionaries (removal planned for 3.5); this backend
-silences that one warning. LiteLLM and DSPy fetch a model price map from the network
-when first used; set ``LITELLM_LOCAL_MODEL_COST_MAP=True`` to use the bundled copy.
+DSPy's cache and retries are off (mitigate's own are the ones). The given key and every ``*_API_KEY`` variable
+of 8 characters or more are taken out of every answer and error. Usage and cost come from the call's DSPy
+history entry (cost as LiteLLM computed it, else list prices, else None).
 """
 
 from __future__ import annotations
@@ -40,8 +17,7 @@ from typing import Any
 import dspy
 
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, MitigateError, TransientLMError
-from mitigate.lm import _pricing as pricing
-from mitigate.lm._answer_fields import AnswerFields
+from mitigate.lm import _http as http
 from mitigate.lm._base import (
     LM,
     Choice,
@@ -52,69 +28,27 @@ from mitigate.lm._base import (
     openai_style_options,
     validate_spec_part,
 )
-from mitigate.lm._deadline import request_clock
-from mitigate.lm._http import (
-    Limits,
-    check_base_url,
-    check_limits,
-    check_request_size,
-    check_timeout,
-    deadline_error,
-    is_retryable_status,
-    malformed,
-    parse_retry_after,
-    public_url,
-)
-from mitigate.lm._scrub import Scrubber
+from mitigate.lm._http import Exchange, Limits
+from mitigate.lm._provider import AnswerFields, ProviderLM, Scrubber
+from mitigate.lm._retry import RequestClock
 
 ENV_KEY_MIN_CHARS = 8
-"""A ``*_API_KEY`` variable's value is treated as a secret from this length on (shorter ones are no real
-keys)."""
-
-
-def environment_keys() -> tuple[str, ...]:
-    """The values of the ``*_API_KEY`` environment variables LiteLLM may send (8 characters or more)."""
-    return tuple(
-        v for k, v in os.environ.items() if k.upper().endswith("API_KEY") and len(v) >= ENV_KEY_MIN_CHARS
-    )
-
-
-def _silence_messages_deprecation() -> None:
-    """Ignore DSPy 3.4's deprecation of ``messages=`` (re-applied per call: test runners reset filters)."""
-    warnings.filterwarnings(
-        "ignore", message=r"Passing OpenAI-style message dictionaries", category=DeprecationWarning
-    )
+"""A ``*_API_KEY`` variable's value is treated as a secret from this length on."""
 
 
 _TRANSIENT_NAMES = frozenset(
-    {
-        "RateLimitError",
-        "Timeout",
-        "APITimeoutError",
-        "APIConnectionError",
-        "ServiceUnavailableError",
-        "InternalServerError",
-        "LMRateLimitError",
-        "LMTimeoutError",
-        "LMServerError",
-        "LMTransportError",
-        "LMLockTimeoutError",
-    }
+    "RateLimitError Timeout APITimeoutError APIConnectionError ServiceUnavailableError InternalServerError "
+    "LMRateLimitError LMTimeoutError LMServerError LMTransportError LMLockTimeoutError".split()
 )
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
-    """``obj[name]`` for mappings, ``obj.name`` otherwise."""
-    if isinstance(obj, Mapping):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
+    return obj.get(name, default) if isinstance(obj, Mapping) else getattr(obj, name, default)
 
 
 def _token_logprobs(raw: Any) -> tuple[TokenLogprob, ...] | None:
     """Normalise an OpenAI-shaped ``logprobs`` value (dict or SDK object) to TokenLogprob tuples."""
-    if raw is None:
-        return None
-    content = _get(raw, "content")
+    content = _get(raw, "content")  # None for no logprobs at all
     if content is None:
         return None
     return tuple(
@@ -141,26 +75,16 @@ def _retry_after(exc: BaseException) -> float | None:
         response = getattr(seen, "response", None)
         headers = getattr(response, "headers", None)
         if headers is not None:
-            parsed = parse_retry_after(headers)
+            parsed = http.parse_retry_after(headers)
             if parsed is not None:
                 return parsed
         seen = seen.__cause__ or seen.__context__
     return None
 
 
-class DSPyLM(LM):
-    """A model reached through ``dspy.LM`` (LiteLLM model ids).
-
-    Parameters:
-        model: the LiteLLM model id (``openai/gpt-4o-mini``, ``ollama_chat/llama3.1``, ...).
-        api_base: a server URL for self-hosted or proxied models (``base_url`` is accepted as
-            the same thing, the name the OpenAI and Anthropic backends and the CLI use).
-        api_key: the key (else LiteLLM reads the provider's environment variable).
-        timeout: LiteLLM's timeout, the silence an attempt may wait through (None: the deadline).
-        limits: the request bounds (:class:`~mitigate.lm._http.Limits`): the deadline of a whole call,
-            prompt size and samples checked before sending (the body size is LiteLLM's to read).
-        **lm_kwargs: further ``dspy.LM`` arguments (e.g. ``engine="litellm"`` on DSPy 3.4).
-    """
+class DSPyLM(ProviderLM):
+    """A model reached through ``dspy.LM``: ``api_base`` (or ``base_url``) a server URL, ``lm_kwargs`` further
+    ``dspy.LM`` arguments."""
 
     provider = "dspy"
     supports_logprobs = True
@@ -179,79 +103,63 @@ class DSPyLM(LM):
         **lm_kwargs: Any,
     ) -> None:
         self.model = validate_spec_part("DSPy/LiteLLM model id", model)
-        self.limits = check_limits(limits, backend=f"dspy:{model}")
+        self.limits = http.check_limits(limits, backend=self.spec)
         if base_url and api_base and base_url.rstrip("/") != api_base.rstrip("/"):
             raise ConfigError(
-                f"DSPyLM takes one server URL; got api_base={public_url(api_base)!r} and "
-                f"base_url={public_url(base_url)!r} (expected one of them, or both equal)"
+                f"DSPyLM takes one server URL; got api_base={http.public_url(api_base)!r} and "
+                f"base_url={http.public_url(base_url)!r} (expected one of them, or both equal)"
             )
         api_base = api_base or base_url
-        self.api_base = check_base_url(api_base, backend=f"dspy:{model}") if api_base else None
-        kwargs: dict[str, Any] = {**lm_kwargs, "cache": False, "num_retries": 0}
-        self.timeout = None if timeout is None else check_timeout(timeout, backend=f"dspy:{model}")
-        kwargs["timeout"] = self.timeout if self.timeout is not None else self.limits.deadline
+        self.api_base = self.base_url = http.check_base_url(api_base, backend=self.spec) if api_base else None
+        self.timeout = None if timeout is None else http.check_timeout(timeout, backend=self.spec)
+        self.limiter = None
+        kwargs: dict[str, Any] = {**lm_kwargs, "cache": False, "num_retries": 0, "timeout": self.read_timeout}
         if self.api_base is not None:
             kwargs["api_base"] = self.api_base
         if api_key is not None:
             kwargs["api_key"] = api_key
-        self.scrubber = Scrubber((api_key, *environment_keys()))
+        keys = [
+            v for k, v in os.environ.items() if k.upper().endswith("API_KEY") and len(v) >= ENV_KEY_MIN_CHARS
+        ]
+        self.scrubber = Scrubber((api_key, *keys))
         """Takes the keys out of everything this backend returns or raises."""
         self._lm = dspy.LM(model, **kwargs)
         self._async = hasattr(self._lm, "acall") and inspect.iscoroutinefunction(self._lm.acall)
 
-    def identity(self) -> str:
-        """``dspy:<model>``, plus ``@<api_base>`` when a server URL is set (credentials stripped)."""
-        if self.api_base is None:
-            return self.spec
-        return f"{self.spec}@{public_url(self.api_base)}"
-
     def __repr__(self) -> str:
         return f"DSPyLM(model={self.model!r}, api_base={self.api_base!r})"
 
-    def _kwargs(self, request: LMRequest) -> dict[str, Any]:
-        """Per-call sampling arguments for ``dspy.LM``."""
-        return {
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-            **openai_style_options(request),
-        }
+    def check(self, request: LMRequest) -> None:
+        """The base checks, then the request's size."""
+        LM.check(self, request)
+        http.check_request_size(request, self.limits, backend=self.spec)
 
-    async def complete(self, request: LMRequest) -> LMResponse:
-        """Run ``request`` through ``dspy.LM`` (see the module docstring)."""
-        self.check(request)
-        check_request_size(request, self.limits, backend=self.spec)
+    async def _complete(self, request: LMRequest, clock: RequestClock, exchange: Exchange) -> LMResponse:
         lm = self._lm.copy()  # its own history, so usage is read from this call's entry
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
-        kwargs = self._kwargs(request)
-        _silence_messages_deprecation()
-        clock = request_clock()
-        try:
+        kwargs = {"temperature": request.temperature, "max_tokens": request.max_tokens}
+        kwargs.update(openai_style_options(request))
+        # DSPy 3.4 deprecates messages= dictionaries (re-applied per call: test runners reset the filters)
+        warnings.filterwarnings(
+            "ignore", message=r"Passing OpenAI-style message dictionaries", category=DeprecationWarning
+        )
+
+        async def call(_: Exchange) -> Any:
             try:
-                left = clock.begin(self.limits.deadline)
-                try:
-                    async with asyncio.timeout(left):
-                        if self._async:
-                            outputs = await lm.acall(messages=messages, **kwargs)
-                        else:
-                            outputs = await asyncio.to_thread(lambda: lm(messages=messages, **kwargs))
-                finally:
-                    clock.end()
-            except TimeoutError:
-                raise deadline_error(
-                    self.identity(), self.limits.deadline, backend=self.spec, attempts=clock.attempts
-                ) from None
-            except (MitigateError, TypeError, AttributeError):
+                if self._async:
+                    return await lm.acall(messages=messages, **kwargs)
+                return await asyncio.to_thread(lambda: lm(messages=messages, **kwargs))
+            except (MitigateError, TypeError, AttributeError, TimeoutError):
                 raise
             except Exception as exc:
                 raise self._translate(exc) from exc
-            return self.scrubber.response(self._response(request, list(outputs or []), lm))
-        except MitigateError as exc:  # the boundary: no secret leaves in an error (nor in an answer, above)
-            # the same error, scrubbed; its chain is kept unless it shows a key
-            raise self.scrubber.error(exc)  # noqa: B904
+
+        outputs = await self._exchange(0, clock, exchange, call)
+        return self._response(request, list(outputs or []), lm)
 
     def _response(self, request: LMRequest, outputs: list[Any], lm: Any) -> LMResponse:
         if not outputs:
-            raise malformed(self.identity(), "no choices", "at least one output", backend=self.spec)
+            raise http.malformed(self.identity(), "no choices", "at least one output", backend=self.spec)
         if len(outputs) != request.n:
             raise CapabilityError(
                 f"{self.identity()} was asked for n={request.n} samples and returned {len(outputs)}; "
@@ -271,7 +179,9 @@ class DSPyLM(LM):
                         backend=self.spec,
                     )
             if not isinstance(text, str):
-                raise malformed(self.identity(), "content: null", "each output's text", backend=self.spec)
+                raise http.malformed(
+                    self.identity(), "content: null", "each output's text", backend=self.spec
+                )
             choices.append(Choice(text=text, logprobs=logprobs))
         entry = lm.history[-1] if getattr(lm, "history", None) else {}
         fields = AnswerFields(self.identity(), self.spec)
@@ -291,11 +201,9 @@ class DSPyLM(LM):
             ),
         )
         cost = entry.get("cost")
-        if cost is None and self.api_base is None:
-            cost = pricing.cost(self.model, usage)
-        elif cost is not None and (
-            isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 <= cost < 1e9
-        ):
+        if cost is None:
+            cost = self.cost_of(usage)
+        elif isinstance(cost, bool) or not isinstance(cost, int | float) or not 0 <= cost < 1e9:
             raise fields.error("cost", "a number of dollars >= 0", cost)
         model = fields.optional_text(entry.get("response_model"), "model") or self.model
         return LMResponse(
@@ -303,12 +211,13 @@ class DSPyLM(LM):
         )
 
     def _translate(self, exc: Exception) -> MitigateError:
-        """Map DSPy/LiteLLM errors to TransientLMError (retryable) or LMCallError, without the key."""
         detail = self.scrubber.text(str(exc))
         status = getattr(exc, "status", None) or getattr(exc, "status_code", None)
         status = status if isinstance(status, int) else None
         names = {cls.__name__ for cls in type(exc).__mro__}
-        transient = bool(names & _TRANSIENT_NAMES) or (status is not None and is_retryable_status(status))
+        transient = bool(names & _TRANSIENT_NAMES) or (
+            status is not None and http.is_retryable_status(status)
+        )
         where = self.identity()
         if transient:
             return TransientLMError(

@@ -1,43 +1,10 @@
 """A scripted LM for tests, shipped with the package.
 
-``FakeLM(["Score: 4", "Score: 2"])`` answers each request with the next scripted
-response; ``FakeLM(lambda request: "Score: 3")`` computes each answer. Every request is
-recorded in ``.requests`` (in call order), so tests can assert on the prompts a judge
-sent. When a scripted sequence runs out, the next call raises
-:class:`~mitigate.errors.ScriptExhaustedError` saying how many responses were scripted and
-which request overran; it never answers with a filler text.
-
-Samples (``n``)
-    Each scripted entry answers one sample: a request with ``n=3`` consumes three entries
-    (or calls the callable three times) and returns their answers as three choices. An
-    :class:`~mitigate.lm._base.LMResponse` entry that already holds exactly ``n`` choices
-    answers the whole request on its own, which lets a test script a full multi-sample
-    response (with usage and logprobs) in one entry.
-
-Logprobs
-    ``FakeLM(..., logprobs=True)`` accepts logprob requests. Scripted
-    :class:`~mitigate.lm._base.LMResponse` entries return their own logprobs (a choice
-    without them raises :class:`~mitigate.errors.CapabilityError`, as a real server
-    without logprobs would); a plain string answer gets one token per character, each
-    with probability 1 (logprob 0.0). Without ``logprobs=True`` such requests raise
-    :class:`~mitigate.errors.CapabilityError`.
-
-Answer constraints
-    ``FakeLM(..., constraint_modes={"format"})`` accepts requests carrying an answer
-    constraint of those modes (see :mod:`mitigate.lm._constraint`); the script's answers are
-    returned as written, so a test scripts what the constrained model would say. Without
-    it such requests raise :class:`~mitigate.errors.CapabilityError`, like a backend that
-    cannot constrain.
-
-Likelihood
-    ``FakeLM(..., loglikelihood=lambda context, continuation: -len(continuation))`` answers
-    :meth:`~mitigate.lm._base.LM.loglikelihood` with that function (recorded in
-    ``.likelihood_requests``); without it, as a backend that cannot, it raises
-    :class:`~mitigate.errors.CapabilityError`.
-
-Stop sequences are applied to plain string answers (the text is cut before the first
-stop sequence), like a real backend would. String answers cost 0.0; a scripted
-:class:`~mitigate.lm._base.LMResponse` keeps its own ``cost_usd`` (None stays unknown).
+``FakeLM(["Score: 4", "Score: 2"])`` answers each sample with the next entry (an :class:`LMResponse` of ``n``
+choices answers a whole request), ``FakeLM(lambda request: "Score: 3")`` computes each; requests are recorded
+in ``.requests``. A script that runs out raises :class:`~mitigate.errors.ScriptExhaustedError`.
+``logprobs=True`` (one token per character at logprob 0), ``constraint_modes`` and ``loglikelihood=`` accept
+what a backend without them refuses.
 """
 
 from __future__ import annotations
@@ -50,33 +17,17 @@ from mitigate.lm._base import LM, Choice, LMRequest, LMResponse, TokenLogprob, U
 Script = Sequence[str | LMResponse] | Callable[[LMRequest], str | LMResponse]
 
 
-def _cut(text: str, stop: tuple[str, ...]) -> tuple[str, bool]:
-    """``text`` up to the first stop sequence, and whether one matched."""
-    cut = len(text)
-    for s in stop:
-        i = text.find(s) if s else -1
-        if 0 <= i < cut:
-            cut = i
-    return text[:cut], cut < len(text)
+def _cut(text: str, stop: tuple[str, ...]) -> str:
+    return text[: min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=len(text))]
 
 
 def _preview(request: LMRequest, limit: int = 80) -> str:
-    """The last message of ``request``, shortened, for error messages."""
     text = request.messages[-1].content.replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class FakeLM(LM):
-    """A scripted backend for tests: a sequence of answers or a callable computing them.
-
-    Parameters:
-        responses: a sequence of ``str`` / :class:`LMResponse` entries consumed in order,
-            or a callable ``request -> str | LMResponse`` called once per sample.
-        logprobs: accept requests for token logprobs (see the module docstring).
-        model: the model name reported in responses and in ``spec`` (``fake`` or ``fake:<model>``).
-        loglikelihood: ``(context, continuation) -> float`` answering :meth:`loglikelihood`
-            (None: the backend cannot score a given text).
-    """
+    """A scripted backend: a sequence of ``str`` / :class:`LMResponse` entries, or a callable, per sample."""
 
     provider = "fake"
     supports_n = True
@@ -117,15 +68,13 @@ class FakeLM(LM):
         self.likelihood_requests: list[tuple[str, str]] = []
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
-        """The scripted log-likelihood of ``continuation`` after ``context``; CapabilityError when none was
-        given."""
+        """The scripted log-likelihood; CapabilityError when none was given."""
         if self._loglikelihood is None:
             return await super().loglikelihood(context, continuation)
         self.likelihood_requests.append((context, continuation))
         return float(self._loglikelihood(context, continuation))
 
     def constraint_modes(self) -> frozenset[str]:
-        """The constraint modes this fake was told to accept."""
         return self._constraint_modes
 
     @property
@@ -135,7 +84,6 @@ class FakeLM(LM):
 
     @property
     def calls(self) -> int:
-        """How many requests were made."""
         return len(self.requests)
 
     def __repr__(self) -> str:
@@ -143,7 +91,6 @@ class FakeLM(LM):
         return f"FakeLM({kind}, calls={self.calls})"
 
     def _take(self, request: LMRequest) -> str | LMResponse:
-        """The next entry for ``request`` (one sample)."""
         if self._fn is not None:
             return self._fn(request)
         if self._next >= len(self._script):
@@ -158,22 +105,19 @@ class FakeLM(LM):
         return entry
 
     def _choice(self, request: LMRequest, entry: str | LMResponse) -> tuple[tuple[Choice, ...], Usage]:
-        """The choices and usage one entry contributes."""
         if isinstance(entry, LMResponse):
-            if request.wants_logprobs():
-                for choice in entry.choices:
-                    if choice.logprobs is None:
-                        raise CapabilityError(
-                            "FakeLM was asked for token logprobs but the scripted LMResponse has a choice "
-                            "without logprobs; expected scripted choices with logprobs",
-                            backend=self.spec,
-                        )
+            if request.wants_logprobs() and any(choice.logprobs is None for choice in entry.choices):
+                raise CapabilityError(
+                    "FakeLM was asked for token logprobs but the scripted LMResponse has a choice without "
+                    "logprobs; expected scripted choices with logprobs",
+                    backend=self.spec,
+                )
             return entry.choices, entry.usage
         if not isinstance(entry, str):
             raise ConfigError(
                 f"expected the FakeLM script to give a str or LMResponse; got {type(entry).__name__}"
             )
-        text, stopped = _cut(entry, request.stop)
+        text = _cut(entry, request.stop)
         logprobs = None
         if request.wants_logprobs():
             logprobs = tuple(

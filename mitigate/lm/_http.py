@@ -1,7 +1,8 @@
-"""HTTP failure handling shared by the provider backends: statuses worth retrying, ``Retry-After``,
-client exceptions (aiohttp, httpx, the SDKs) mapped onto :class:`~mitigate.errors.TransientLMError` /
-:class:`~mitigate.errors.LMCallError` by what happened (see :func:`transport_error`), redirects refused,
-and URLs stripped of credentials before they appear in a message.
+"""The request budget and HTTP failures shared by the network backends.
+
+The bounds on one request (:class:`Limits`), server URLs checked and stripped of credentials, HTTP statuses,
+``Retry-After`` and client exceptions (aiohttp, httpx, the SDKs) mapped onto typed errors by what happened
+(:func:`transport_error`; redirects refused), and an answer's body read within its size cap.
 """
 
 from __future__ import annotations
@@ -20,15 +21,72 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.errors import ConfigError, DataError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm._base import LMRequest
-from mitigate.lm._defaults import (  # the defaults live apart so the command line shows them cheaply
-    DEFAULT_DEADLINE,
-    DEFAULT_MAX_PROMPT_CHARS,
-    DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_MAX_SAMPLES,
-)
-from mitigate.lm._scrub import PLACEHOLDER_KEY as PLACEHOLDER_KEY  # re-exported: the backends send it
 
+DEFAULT_DEADLINE = 100.0
+"""Seconds one request may spend on the server over all its attempts (see :class:`Limits`)."""
+DEFAULT_MAX_RESPONSE_BYTES = 10_000_000
+"""The largest answer body read (10 MB); reading stops past it."""
+DEFAULT_MAX_PROMPT_CHARS = 400_000
+"""The longest prompt sent, in characters (about 100,000 tokens); checked before sending."""
+DEFAULT_MAX_SAMPLES = 128
+"""The most samples (``n``) asked for in one request."""
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+class Limits(BaseModel):
+    """Bounds on every request of a network backend, each refused or cut in one line.
+
+    ``deadline``: seconds the request may spend on the server over all its attempts (waits between them not
+    counted), apart from the backend's ``timeout`` (the silence one attempt may wait through); past it the
+    request fails with ``reason="deadline"``, not retried. ``max_response_bytes``: reading an answer stops
+    past it. ``max_prompt_chars``: a longer prompt is refused before it is sent (a
+    :class:`~mitigate.errors.DataError`, that item alone). ``max_samples``: a larger ``n`` is refused.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    deadline: float = Field(default=DEFAULT_DEADLINE, gt=0, allow_inf_nan=False)
+    max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, ge=1)
+    max_prompt_chars: int = Field(default=DEFAULT_MAX_PROMPT_CHARS, ge=1)
+    max_samples: int = Field(default=DEFAULT_MAX_SAMPLES, ge=1)
+
+
+def check_limits(limits: Limits | None, *, backend: str) -> Limits:
+    """``limits`` (the defaults for None); ConfigError when it is not a :class:`Limits`."""
+    if limits is None:
+        return Limits()
+    if not isinstance(limits, Limits):
+        raise ConfigError(
+            f"expected limits= of {backend} as a mitigate.lm._http.Limits; got {type(limits).__name__}",
+            backend=backend,
+        )
+    return limits
+
+
+def check_request_size(request: LMRequest, limits: Limits, *, backend: str) -> None:
+    """Refuse, before sending, a request asking for more samples or a longer prompt than ``limits`` allow."""
+    if request.n > limits.max_samples:
+        raise ConfigError(
+            f"{backend} was asked for n={request.n} samples in one request; expected at most "
+            f"max_samples={limits.max_samples} (--max-samples)",
+            backend=backend,
+        )
+    chars = sum(len(m.content) for m in request.messages)
+    if chars > limits.max_prompt_chars:
+        raise DataError(
+            f"the prompt for {backend} is {chars:,} characters (about {chars // 4:,} tokens); expected at "
+            f"most max_prompt_chars={limits.max_prompt_chars:,} (--max-prompt-chars); it was not sent",
+            backend=backend,
+        )
+
+
+def check_timeout(timeout: float, *, backend: str) -> float:
+    """``timeout`` as a float when it is a finite number of seconds > 0; ConfigError otherwise."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
+        raise ConfigError(
+            f"The 'timeout' parameter of {backend} must be a float > 0 (seconds). Got {timeout!r} instead.",
+            backend=backend,
+        )
+    return float(timeout)
 
 
 def public_url(url: str) -> str:
@@ -40,12 +98,13 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
-def check_base_url(url: str, *, backend: str) -> str:
-    """``url`` without a trailing slash when it is an http(s) URL with a host; ConfigError otherwise.
+def server_identity(spec: str, url: str | None) -> str:
+    """A backend's identity: its spec, plus ``@<url>`` (credentials stripped) for a server of its own."""
+    return f"{spec}@{public_url(url)}" if url else spec
 
-    A malformed URL can never start working, so it is refused when the backend is built instead
-    of being retried as a connection failure on every call.
-    """
+
+def check_base_url(url: str, *, backend: str) -> str:
+    """``url`` without a trailing slash when it is an http(s) URL with a host; ConfigError otherwise."""
     if not isinstance(url, str):
         raise ConfigError(
             f"expected the base URL of {backend} as a str; got {type(url).__name__}", backend=backend
@@ -84,23 +143,10 @@ def check_base_url(url: str, *, backend: str) -> str:
 
 
 def no_cookies() -> Any:
-    """A cookie jar (``http.cookiejar.CookieJar``) that keeps nothing, for the SDKs' HTTP clients: an API call
-    needs no cookie, and one kept from a hostile answer (a value the client cannot encode) would break every
-    later request of the backend."""
-    # here: it loads urllib.request, which the direct transport never needs (a faster start)
-    import http.cookiejar
+    """A cookie jar that keeps nothing (a cookie kept from a hostile answer could break later requests)."""
+    import http.cookiejar  # here: it loads urllib.request, which the direct transport never needs
 
     return http.cookiejar.CookieJar(policy=http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
-
-
-def check_timeout(timeout: float, *, backend: str) -> float:
-    """``timeout`` as a float when it is a finite number of seconds > 0; ConfigError otherwise."""
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout < float("inf"):
-        raise ConfigError(
-            f"The 'timeout' parameter of {backend} must be a float > 0 (seconds). Got {timeout!r} instead.",
-            backend=backend,
-        )
-    return float(timeout)
 
 
 def is_retryable_status(status: int) -> bool:
@@ -118,8 +164,6 @@ def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
 
 
 def _host_of(url: str) -> str:
-    """The scheme, host and port of ``url`` (credentials, path and query dropped); the text itself, cut, if it
-    is not a URL."""
     try:
         parts = urlsplit(url)
         if parts.hostname:
@@ -130,19 +174,11 @@ def _host_of(url: str) -> str:
     return repr(url[:80])
 
 
-def _origin(where: str) -> str:
-    """The server of a backend identity (``openai:m@http://host:port/v1``): ``http://host:port``."""
-    url = where.partition("@")[2]
-    return _host_of(url) if url else "the provider's own API"
-
-
 def http_error(
     where: str, status: int, headers: Mapping[str, str] | None, detail: str, *, api_key_env: str, backend: str
 ) -> LMCallError:
-    """The error for an HTTP status other than 2xx: retryable statuses give TransientLMError (with the
-    server's Retry-After), a redirect LMCallError naming both servers (API calls are never redirected),
-    a status outside 100-599 a malformed answer, others LMCallError (with a hint to check the key on
-    401/403)."""
+    """The error of a status other than 2xx: TransientLMError when retryable, LMCallError naming both servers
+    for a redirect, a malformed answer outside 100-599, else LMCallError."""
     if not 100 <= status <= 599:
         return not_http(
             where,
@@ -154,11 +190,12 @@ def http_error(
     if 300 <= status <= 399:
         location = _header(headers, "location")
         to = f"to {_host_of(location)}" if location else "without a Location"
+        url = where.partition("@")[2]
+        origin = _host_of(url) if url else "the provider's own API"
         return LMCallError(
             f"{where} answered HTTP {status}, a redirect {to}; API calls are not redirected (an answer from "
-            "another server would be stored under this one's name): expected an answer from "
-            f"{_origin(where)}; point --base-url "
-            "at the server that answers",
+            f"another server would be stored under this one's name): expected an answer from {origin}; "
+            "point --base-url at the server that answers",
             status=status,
             backend=backend,
             reason="redirect",
@@ -175,52 +212,38 @@ def http_error(
 
 
 Phase = Literal["answer", "body"]
-"""Where an exchange was when a client exception came: waiting for the ``answer`` (connecting, sending,
-reading the status line and headers) or reading its ``body``."""
+"""Where an exchange was when a client exception came: waiting for the ``answer`` or reading its ``body``."""
 
-_CLIENT_MODULES = (
-    "aiohttp",
-    "httpx",
-    "httpcore",
-    "h11",
-    "h2",
-    "openai",
-    "anthropic",
-    "litellm",
-    "ssl",
-    "asyncio",
-    "socket",
+_CLIENT_MODULES = frozenset(
+    "aiohttp httpx httpcore h11 h2 openai anthropic litellm ssl asyncio socket".split()
 )
-_TIMEOUT_NAMES = ("Timeout",)
-_NOT_HTTP_STATUS = ("status line", "expected http/", "invalid status", "bad status", "status code")
-_NOT_DECODABLE = ("decompress", "decodingerror", "content-encoding", "content encoding", "can not decode")
-_NOT_HTTP_FRAMING = (
-    "chunk size",
-    "chunk header",
-    "chunk extension",
-    "bad content-length",
-    "in content-length",
-    "transfer-encoding can't",
-    "invalid chunk",
-    "illegal chunk",
-    "content-length can't",
+_NOT_HTTP = (  # words in a client's message -> (what came, what was expected); tried in this order
+    (
+        "status line|expected http/|invalid status|bad status|status code",
+        "a status line that is not HTTP",
+        "'HTTP/1.1 <status> <reason>'",
+    ),
+    (
+        "decompress|decodingerror|content-encoding|content encoding|can not decode",
+        "a body that does not decode as its Content-Encoding says",
+        "a body in the encoding its headers name",
+    ),
+    (
+        "chunk size|chunk header|chunk extension|bad content-length|in content-length|transfer-encoding can't"
+        "|invalid chunk|illegal chunk|content-length can't",
+        "a body framing (Content-Length or chunked encoding) that is not HTTP",
+        "a valid Content-Length or chunked body",
+    ),
 )
 _NOT_HTTP_HEADERS = (
-    "receive buffer too long",
-    "got more than",
-    "too many headers",
-    "header",
-    "line too long",
-    "malformed data",
-    "illegal request line",
-    "bad http message",
+    "receive buffer too long|got more than|too many headers|header|line too long|malformed data"
+    "|illegal request line|bad http message"
 )
 _SHORT_BODY = (
-    "not enough data",
-    "complete message body",
-    "payload is not completed",
-    "incomplete chunked",
-    "incompleteread",
+    "not enough data|complete message body|payload is not completed|incomplete chunked|incompleteread"
+)
+_CLOSED = (
+    ConnectionResetError | ConnectionAbortedError | BrokenPipeError | EOFError | asyncio.IncompleteReadError
 )
 
 
@@ -243,8 +266,7 @@ def _said(exc: BaseException) -> str:
 
 
 def is_client_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an error it was raised from) comes from the HTTP client or the network, not from a
-    bug."""
+    """Whether ``exc`` (or its cause) comes from the HTTP client or the network, not a bug."""
     for e in _chain(exc):
         if isinstance(e, OSError | TimeoutError | EOFError | asyncio.IncompleteReadError):
             return True
@@ -258,58 +280,29 @@ def is_client_failure(exc: BaseException) -> bool:
 def transport_error(
     exc: BaseException, *, where: str, backend: str, timeout: float, phase: Phase
 ) -> MitigateError:
-    """What a client exception says happened, as one typed error naming the server.
+    """What a client exception says happened, as one typed error naming the server: ``reason`` "timeout",
+    "malformed" (not HTTP: not retried), "cut" (the body broken off), "closed" or "connection"."""
+    said = [(e, _said(e)) for e in _chain(exc)]
 
-    * nothing came for ``timeout`` seconds: TransientLMError, ``reason="timeout"``;
-    * a status line or headers that are not HTTP (garbage, a header over the client's limit, too many
-      headers): LMCallError, ``reason="malformed"`` (the same server answers the same way again);
-    * a body shorter than its Content-Length, or the connection closed or reset while the body was read:
-      TransientLMError, ``reason="cut"`` (the server answered, then broke off: retried like a 5xx);
-    * the connection closed or reset before any answer: TransientLMError, ``reason="closed"``;
-    * a connection that could not be made: TransientLMError, ``reason="connection"``;
-    * anything else from the client: LMCallError.
-    """
-    chain = _chain(exc)
-    said = [(e, _said(e)) for e in chain]
+    def first(keys: str) -> str | None:
+        return next((text for _, text in said if any(k in text.lower() for k in keys.split("|"))), None)
 
-    def first(*keys: str) -> str | None:
-        return next((text for _, text in said if any(k in text.lower() for k in keys)), None)
+    def kind(test: Any) -> str | None:
+        return next((text for e, text in said if test(e)), None)
 
-    status_line = first(*_NOT_HTTP_STATUS)
-    if status_line is not None:
-        return not_http(
-            where,
-            "a status line that is not HTTP",
-            "'HTTP/1.1 <status> <reason>'",
-            status_line,
-            backend=backend,
-        )
-    undecodable = first(*_NOT_DECODABLE)
-    if undecodable is not None:
-        return not_http(
-            where,
-            "a body that does not decode as its Content-Encoding says",
-            "a body in the encoding its headers name",
-            undecodable,
-            backend=backend,
-        )
-    framing = first(*_NOT_HTTP_FRAMING)
-    if framing is not None:
-        return not_http(
-            where,
-            "a body framing (Content-Length or chunked encoding) that is not HTTP",
-            "a valid Content-Length or chunked body",
-            framing,
-            backend=backend,
-        )
-    short = first(*_SHORT_BODY)
+    def transient(what: str, reason: str) -> TransientLMError:
+        return TransientLMError(f"{where} {what}", backend=backend, reason=reason)
+
+    for keys, what, expected in _NOT_HTTP:
+        got = first(keys)
+        if got is not None:
+            return not_http(where, what, expected, got, backend=backend)
+    short = first(_SHORT_BODY)
     if short is not None:
-        return TransientLMError(
-            f"{where} connection closed mid-answer: the body was shorter than declared (retryable): {short}",
-            backend=backend,
-            reason="cut",
+        return transient(
+            f"connection closed mid-answer: the body was shorter than declared (retryable): {short}", "cut"
         )
-    headers = first(*_NOT_HTTP_HEADERS)
+    headers = first(_NOT_HTTP_HEADERS)
     if headers is not None:
         return not_http(
             where,
@@ -318,87 +311,48 @@ def transport_error(
             headers,
             backend=backend,
         )
-    protocol = next(
-        (
-            text
-            for e, text in said
-            if "ProtocolError" in type(e).__name__
+    protocol = kind(
+        lambda e: (
+            "ProtocolError" in type(e).__name__
             or type(e).__name__ in ("ClientResponseError", "BadHttpMessage", "HttpProcessingError")
-        ),
-        None,
+        )
     )
-    closed = first("disconnected", "closed", "reset", "broken pipe", "eof") or next(
-        (
-            text
-            for e, text in said
-            if isinstance(
-                e,
-                ConnectionResetError
-                | ConnectionAbortedError
-                | BrokenPipeError
-                | EOFError
-                | asyncio.IncompleteReadError,
-            )
-            or type(e).__name__ == "ReadError"
-        ),
-        None,
+    closed = first("disconnected|closed|reset|broken pipe|eof") or kind(
+        lambda e: isinstance(e, _CLOSED) or type(e).__name__ == "ReadError"
     )
-    timed = next(
-        (text for e, text in said if isinstance(e, TimeoutError) or "Timeout" in type(e).__name__), None
-    )
+    timed = kind(lambda e: isinstance(e, TimeoutError) or "Timeout" in type(e).__name__)
     if protocol is not None and closed is None and timed is None:
         return not_http(
             where, "an answer that is not HTTP", "an HTTP/1.1 response", protocol, backend=backend
         )
+    cut = "connection closed mid-answer, before the whole body came (retryable): "
     if phase == "body" and closed is not None:
-        return TransientLMError(
-            f"{where} connection closed mid-answer, before the whole body came (retryable): {closed}",
-            backend=backend,
-            reason="cut",
-        )
-    refused = next(
-        (
-            text
-            for e, text in said
-            if isinstance(e, ConnectionRefusedError | socket.gaierror)
+        return transient(cut + closed, "cut")
+    refused = kind(
+        lambda e: (
+            isinstance(e, ConnectionRefusedError | socket.gaierror)
             or "Connector" in type(e).__name__
             or type(e).__name__ == "ConnectError"
-        ),
-        None,
+        )
     )
     if refused is not None:
-        return TransientLMError(
-            f"{where} connection failed (retryable): {refused}", backend=backend, reason="connection"
-        )
+        return transient(f"connection failed (retryable): {refused}", "connection")
     if closed is not None:
-        return TransientLMError(
-            f"{where} connection closed by the server before a whole answer (retryable): {closed}",
-            backend=backend,
-            reason="closed",
+        return transient(
+            f"connection closed by the server before a whole answer (retryable): {closed}", "closed"
         )
     if timed is not None:  # after the causes an SDK may report as a timeout (a refused or closed connection)
-        return TransientLMError(
-            f"{where} sent nothing for {timeout:g} s (--timeout; retryable): {timed}",
-            backend=backend,
-            reason="timeout",
-        )
+        return transient(f"sent nothing for {timeout:g} s (--timeout; retryable): {timed}", "timeout")
     if phase == "body":
-        return TransientLMError(
-            f"{where} connection closed mid-answer, before the whole body came (retryable): {said[0][1]}",
-            backend=backend,
-            reason="cut",
-        )
-    os_error = next((text for e, text in said if isinstance(e, OSError)), None)
+        return transient(cut + said[0][1], "cut")
+    os_error = kind(lambda e: isinstance(e, OSError))
     if os_error is not None:
-        return TransientLMError(
-            f"{where} connection failed (retryable): {os_error}", backend=backend, reason="connection"
-        )
+        return transient(f"connection failed (retryable): {os_error}", "connection")
     return LMCallError(f"{where} failed: {said[0][1]}", backend=backend)
 
 
 def not_http(where: str, what: str, expected: str, got: str, *, backend: str) -> LMCallError:
-    """The error of an answer whose status line or headers are not HTTP (not retried: the server answers so
-    again)."""
+    """The error of an answer whose status line or headers are not HTTP (not retried: it comes again)."""
     return LMCallError(
         f"{where} answered with {what}; expected {expected}; got {got}",
         backend=backend,
@@ -411,62 +365,42 @@ def sdk_error(
     exc: BaseException,
     *,
     where: str,
-    detail: str,
     timeout: float,
     backend: str,
     api_key_env: str,
-    status_error: type[BaseException],
-    timeout_error: type[BaseException],
-    connection_error: type[BaseException],
+    sdk: Any,
     phase: Phase = "answer",
 ) -> MitigateError:
-    """Map a provider SDK's exception (or a client exception under it) to a typed error.
-
-    The SDK's own classes are passed in, so the OpenAI and Anthropic backends share one
-    mapping: HTTP status errors go through :func:`http_error`, everything the client or the
-    network raised through :func:`transport_error`; anything else is an LMCallError.
-    """
-    if isinstance(exc, status_error):
-        response = getattr(exc, "response", None)
-        return http_error(
-            where,
-            exc.status_code,  # type: ignore[attr-defined]
-            getattr(response, "headers", None),
-            detail,
-            api_key_env=api_key_env,
-            backend=backend,
-        )
-    if isinstance(exc, timeout_error | connection_error) or is_client_failure(exc):
+    """An SDK's exception (``sdk``: the ``openai`` or ``anthropic`` module) as a typed error, through
+    :func:`http_error` or :func:`transport_error`."""
+    detail = str(exc)
+    if isinstance(exc, sdk.APIStatusError):
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        return http_error(where, exc.status_code, headers, detail, api_key_env=api_key_env, backend=backend)
+    if isinstance(exc, sdk.APITimeoutError | sdk.APIConnectionError) or is_client_failure(exc):
         return transport_error(exc, where=where, backend=backend, timeout=timeout, phase=phase)
     return LMCallError(f"{where} failed: {type(exc).__name__}: {detail}", backend=backend)
 
 
-def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
-    """Seconds the server asked us to wait, from ``retry-after-ms`` or ``Retry-After``; None if absent.
+def _seconds(value: str | None, unit: float) -> float | None:
+    try:
+        wait = float(value or "") / unit
+    except ValueError:
+        return None
+    return None if math.isnan(wait) else max(0.0, wait)
 
-    ``Retry-After`` may be a number of seconds or an HTTP date.
-    """
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds the server asked us to wait (``retry-after-ms`` or ``Retry-After``); None if absent."""
     if not headers:
         return None
     lowered = {str(k).lower(): str(v) for k, v in headers.items()}
-    ms = lowered.get("retry-after-ms")
-    if ms is not None:
-        try:
-            wait = float(ms) / 1000.0
-        except ValueError:
-            pass
-        else:
-            if not math.isnan(wait):
-                return max(0.0, wait)
     value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        wait = float(value)
-    except ValueError:
-        pass
-    else:
-        return None if math.isnan(wait) else max(0.0, wait)
+    wait = _seconds(lowered.get("retry-after-ms"), 1000.0)
+    if wait is None:
+        wait = _seconds(value, 1.0)
+    if wait is not None or value is None:
+        return wait
     try:
         when = email.utils.parsedate_to_datetime(value)
         return max(0.0, when.timestamp() - time.time())
@@ -474,64 +408,10 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
         return None
 
 
-# --------------------------------------------------------------------------- bounds on one request
-
-
-class Limits(BaseModel):
-    """Bounds on every request of a network backend, each refused or cut in one line.
-
-    ``deadline``: seconds the request may spend on the server over all its attempts (connect to
-    last byte of each; the waits between retries and for the rate limiter not counted; see
-    :mod:`mitigate.lm._deadline`), apart from the backend's ``timeout`` (the silence one attempt
-    may wait through); a server that never answers or trickles its answer fails the request with
-    ``reason="deadline"`` once that is spent, not retried (a retry would hang just the same).
-    ``max_response_bytes``: reading an answer stops past this many bytes. ``max_prompt_chars``:
-    a longer prompt is refused before it is sent (:class:`~mitigate.errors.DataError`, that
-    item alone). ``max_samples``: a larger ``n`` is refused before it is sent.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    deadline: float = Field(default=DEFAULT_DEADLINE, gt=0, allow_inf_nan=False)
-    max_response_bytes: int = Field(default=DEFAULT_MAX_RESPONSE_BYTES, ge=1)
-    max_prompt_chars: int = Field(default=DEFAULT_MAX_PROMPT_CHARS, ge=1)
-    max_samples: int = Field(default=DEFAULT_MAX_SAMPLES, ge=1)
-
-
-def check_limits(limits: Limits | None, *, backend: str) -> Limits:
-    """``limits`` (the defaults for None); ConfigError when it is not a :class:`Limits`."""
-    if limits is None:
-        return Limits()
-    if not isinstance(limits, Limits):
-        raise ConfigError(
-            f"expected limits= of {backend} as a mitigate.lm._http.Limits; got {type(limits).__name__}",
-            backend=backend,
-        )
-    return limits
-
-
-def check_request_size(request: LMRequest, limits: Limits, *, backend: str) -> None:
-    """Refuse, before sending, a request asking for more samples or holding a longer prompt than ``limits``
-    allow."""
-    if request.n > limits.max_samples:
-        raise ConfigError(
-            f"{backend} was asked for n={request.n} samples in one request; expected at most "
-            f"max_samples={limits.max_samples} (--max-samples)",
-            backend=backend,
-        )
-    chars = sum(len(m.content) for m in request.messages)
-    if chars > limits.max_prompt_chars:
-        raise DataError(
-            f"the prompt for {backend} is {chars:,} characters (about {chars // 4:,} tokens); expected at "
-            f"most max_prompt_chars={limits.max_prompt_chars:,} (--max-prompt-chars); it was not sent",
-            backend=backend,
-        )
-
-
 def deadline_error(
     where: str, deadline: float, *, backend: str, got: int = 0, attempts: int = 1
 ) -> LMCallError:
-    """The error of a request whose attempts together did not finish within its deadline (not retried: a hung
-    server stays hung); see :mod:`mitigate.lm._deadline`."""
+    """The error of a request whose attempts together passed its deadline (not retried)."""
     so_far = f"; {got:,} bytes of the answer had come" if got else "; no answer had come"
     over = f" over {attempts} attempts" if attempts > 1 else ""
     return LMCallError(
@@ -544,30 +424,23 @@ def deadline_error(
 
 
 class Exchange:
-    """What one exchange with a server showed so far: its HTTP ``status`` (0 before one came), ``headers`` and
-    the bytes of the body read (``got``); the rate limiter and the deadline's message read it."""
+    """What one exchange with a server showed so far: ``status``, ``headers``, body bytes ``got``."""
 
     __slots__ = ("got", "headers", "status")
 
     def __init__(self) -> None:
-        self.status = 0
+        self.status = self.got = 0
         self.headers: Mapping[str, str] | None = None
-        self.got = 0
 
 
 async def counted(chunks: AsyncIterator[bytes], exchange: Exchange) -> AsyncIterator[bytes]:
-    """``chunks``, adding each one's size to ``exchange.got``."""
     async for chunk in chunks:
         exchange.got += len(chunk)
         yield chunk
 
 
-ERROR_BODY_BYTES = 4096
-"""How much of an error answer's body is read to quote it."""
-
-
-async def read_head(chunks: AsyncIterator[bytes], limit: int = ERROR_BODY_BYTES) -> str:
-    """The first ``limit`` bytes of a body as text (undecodable bytes replaced); the rest is not read."""
+async def read_head(chunks: AsyncIterator[bytes], limit: int = 4096) -> str:
+    """The first ``limit`` bytes of a body (an error answer's, to quote it) as text; the rest is not read."""
     parts: list[bytes] = []
     size = 0
     async for chunk in chunks:
@@ -579,8 +452,7 @@ async def read_head(chunks: AsyncIterator[bytes], limit: int = ERROR_BODY_BYTES)
 
 
 def malformed(where: str, kind: str, detail: str, *, backend: str) -> LMCallError:
-    """The error of an HTTP 200 whose body is not a usable answer; ``kind`` groups repeats for the circuit
-    breaker."""
+    """The error of an HTTP 200 whose body is no answer; ``kind`` groups repeats for the circuit breaker."""
     return LMCallError(
         f"{where} answered HTTP 200 with {kind}; expected {detail}",
         backend=backend,
@@ -595,8 +467,7 @@ def _looks(data: bytes) -> str:
 
 
 async def read_capped(chunks: AsyncIterator[bytes], cap: int, *, where: str, backend: str) -> bytes:
-    """The body from ``chunks``; reading stops, with a non-retryable LMCallError, once it passes ``cap``
-    bytes."""
+    """The body from ``chunks``; reading stops past ``cap`` bytes with a non-retryable LMCallError."""
     parts: list[bytes] = []
     size = 0
     async for chunk in chunks:

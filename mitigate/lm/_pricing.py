@@ -1,25 +1,8 @@
-"""USD list prices of well-known hosted models, and the cost of one call.
+"""USD list prices of well-known hosted models, the cost of one call, and a tally of usage and cost.
 
-Prices are USD per 1M tokens, taken from the providers' public price pages as of
-**2025-06**. They are list prices: what a call costs on paper, not what a bill says (bills
-add taxes, credits, negotiated discounts and price changes). Four kinds of token are priced
-separately:
-
-* regular input and output tokens (``input``, ``output``);
-* input tokens read from the provider's prompt cache (``cached_input``: OpenAI halves or
-  quarters the input price, Anthropic charges 0.1x);
-* input tokens written to the prompt cache (``cache_write``: Anthropic charges 1.25x the input
-  price for its default 5-minute cache; OpenAI does not charge writes);
-* every token of a request sent through a provider's batch API is charged at
-  ``batch_discount`` times the price above (0.5 on both OpenAI and Anthropic).
-
-The table is extensible: :func:`register` adds or overrides one model, :func:`load_prices`
-reads a JSON file ``{"model": {"input": 1.0, "output": 2.0, ...}}``, and the environment
-variable ``MITIGATE_PRICES`` names such a file to load on first use. A ``table=`` argument
-to :func:`cost` replaces the whole table for one call.
-
-:func:`cost` returns ``None`` for a model it does not know: an unknown cost is reported
-as unknown, never as 0. Local models (provider ``"local"``) cost ``0.0`` explicitly.
+Prices are USD per 1M tokens as published in **2025-06** (list prices, not bills); cache reads and writes are
+priced apart, and a batch API request costs ``batch_discount`` times that. :func:`register_price`,
+:func:`load_prices` and ``$MITIGATE_PRICES`` add prices; an unknown model's cost is None, never 0.
 """
 
 from __future__ import annotations
@@ -34,18 +17,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mitigate.errors import ConfigError
-from mitigate.lm._base import Usage
+from mitigate.lm._base import LMResponse, Usage
 
 PRICES_ENV = "MITIGATE_PRICES"
 """Environment variable naming a JSON price file loaded (once) on the first lookup."""
 
 
 class Price(BaseModel):
-    """USD per 1M tokens for one model.
-
-    ``cached_input`` (cache reads) and ``cache_write`` default to the input price;
-    ``batch_discount`` multiplies every price for requests sent through a batch API.
-    """
+    """USD per 1M tokens for one model (cache reads and writes at the input price unless given)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     input: float = Field(ge=0.0)
@@ -67,14 +46,12 @@ class CostBreakdown(BaseModel):
 
     @property
     def total(self) -> float:
-        """The sum of the parts."""
         return self.input + self.cached_input + self.cache_write + self.output
 
 
-# USD per 1M tokens, list prices as published 2025-06. Anthropic: cache writes are the
-# 5-minute cache's 1.25x input, reads 0.1x input; both providers' batch APIs halve every price.
-PRICES: Mapping[str, Price] = {
-    # OpenAI
+PRICES: Mapping[
+    str, Price
+] = {  # list prices, 2025-06; Anthropic's cache writes at its 5-minute cache's price
     "gpt-4o": Price(input=2.50, output=10.00, cached_input=1.25),
     "gpt-4o-mini": Price(input=0.15, output=0.60, cached_input=0.075),
     "gpt-4.1": Price(input=2.00, output=8.00, cached_input=0.50),
@@ -82,7 +59,6 @@ PRICES: Mapping[str, Price] = {
     "gpt-4.1-nano": Price(input=0.10, output=0.40, cached_input=0.025),
     "gpt-4-turbo": Price(input=10.00, output=30.00),
     "gpt-3.5-turbo": Price(input=0.50, output=1.50),
-    # Anthropic (cached_input = cache-read price, cache_write = 5-minute cache write price)
     "claude-3-5-sonnet": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
     "claude-3-7-sonnet": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
     "claude-sonnet-4": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
@@ -94,7 +70,6 @@ PRICES: Mapping[str, Price] = {
 
 # A dated or aliased model name: "gpt-4o-2024-08-06", "claude-3-5-sonnet-20241022", "...-latest".
 _VERSION_SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
-_PROVIDER_PREFIXES = ("openai/", "anthropic/")
 LOCAL_PROVIDERS = frozenset({"local", "llamacpp", "fake"})
 
 _user_prices: dict[str, Price] = {}
@@ -103,10 +78,7 @@ _lock = threading.Lock()
 
 
 def register_price(model: str, price: Price | Mapping[str, float]) -> Price:
-    """Add or replace the price of ``model`` (a dict is validated as a :class:`Price`); returns it.
-
-    Registered prices win over the built-in table for every later :func:`lookup` without ``table=``.
-    """
+    """Add or replace the price of ``model`` (winning over the built-in table); returns it."""
     if not isinstance(model, str) or not model.strip():
         raise ConfigError(f"expected a non-empty model name to price; got {model!r}")
     try:
@@ -144,27 +116,18 @@ def load_prices(path: str | Path) -> dict[str, Price]:
 
 def _load_env() -> None:
     global _env_loaded
-    if _env_loaded:
-        return
-    _env_loaded = True
-    path = os.environ.get(PRICES_ENV)
-    if path:
-        load_prices(path)
+    if not _env_loaded:
+        _env_loaded = True
+        if path := os.environ.get(PRICES_ENV):
+            load_prices(path)
 
 
 def _normalise(model: str) -> str:
-    name = model.strip()
-    for prefix in _PROVIDER_PREFIXES:
-        if name.startswith(prefix):
-            name = name[len(prefix) :]
-    return name
+    return model.strip().removeprefix("openai/").removeprefix("anthropic/")
 
 
 def lookup(model: str, table: Mapping[str, Price] | None = None) -> Price | None:
-    """The price of ``model``, accepting dated names and ``openai/``/``anthropic/`` prefixes; None if unknown.
-
-    Without ``table``: registered prices first (including ``$MITIGATE_PRICES``), then the built-in table.
-    """
+    """The price of ``model`` (dated or ``openai/``-prefixed names too); None if unknown."""
     name = _normalise(model)
     base = _VERSION_SUFFIX.sub("", name)
     if table is not None:
@@ -201,17 +164,11 @@ def cost(
     table: Mapping[str, Price] | None = None,
     batch: bool = False,
 ) -> float | None:
-    """USD list-price cost of one call with ``usage`` on ``model`` (``batch``: sent through a batch API).
-
-    Returns ``0.0`` for local providers (``provider`` in ``{"local", "llamacpp", "fake"}``),
-    ``None`` when the model's price is unknown.
-    """
+    """USD list-price cost of one call's ``usage`` (0.0 for a local ``provider``, None when unpriced)."""
     if provider is not None and provider in LOCAL_PROVIDERS:
         return 0.0
     price = lookup(model, table)
-    if price is None:
-        return None
-    return breakdown(price, usage, batch=batch).total
+    return None if price is None else breakdown(price, usage, batch=batch).total
 
 
 def why_unpriced(lm: object) -> str:
@@ -229,8 +186,73 @@ def why_unpriced(lm: object) -> str:
         return f"{spec} runs on a server at a base URL, which has no list price"
     if getattr(inner, "provider", "") in ("openai", "anthropic", "dspy") and lookup(model) is None:
         return (
-            f"no list price for {model!r} in mitigate's price list (add one: mitigate.lm.register_price or "
-            "a JSON "
-            f"file named by ${PRICES_ENV})"
+            f"no list price for {model!r} in mitigate's price list (add one: mitigate.lm.register_price or a "
+            f"JSON file named by ${PRICES_ENV})"
         )
     return f"{spec} reports no price for its calls"
+
+
+class UsageSummary(BaseModel):
+    """A snapshot of a :class:`UsageTally` (``cost_usd`` None when a call's cost was unknown)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    calls: int = 0
+    cached_hits: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+    known_cost_usd: float = 0.0
+    unknown_cost_calls: int = 0
+
+
+class UsageTally:
+    """Sums usage and cost over responses, thread-safe (a cached one is a free hit; unknown stays unknown)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls = self._hits = self._unknown = 0
+        self._usage = Usage()
+        self._known = 0.0
+
+    def add(self, response: LMResponse) -> None:
+        with self._lock:
+            if response.cached:
+                self._hits += 1
+                return
+            self._calls += 1
+            self._usage = self._usage + response.usage
+            if response.cost_usd is None:
+                self._unknown += 1
+            else:
+                self._known += response.cost_usd
+
+    @property
+    def calls(self) -> int:
+        return self.summary().calls
+
+    @property
+    def cached_hits(self) -> int:
+        return self.summary().cached_hits
+
+    @property
+    def usage(self) -> Usage:
+        return self.summary().usage
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Summed cost of live calls; None when any of them had an unknown cost."""
+        return self.summary().cost_usd
+
+    def summary(self) -> UsageSummary:
+        with self._lock:
+            return UsageSummary(
+                calls=self._calls,
+                cached_hits=self._hits,
+                usage=self._usage,
+                cost_usd=None if self._unknown else self._known,
+                known_cost_usd=self._known,
+                unknown_cost_calls=self._unknown,
+            )
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return f"UsageTally(calls={s.calls}, cached_hits={s.cached_hits}, cost_usd={s.cost_usd})"

@@ -1,26 +1,10 @@
 """Where to put provider prompt-cache breakpoints: the invariant prefix of a judge's requests.
 
-Anthropic caches a prompt prefix only up to a ``cache_control`` breakpoint the request
-marks, and only when that prefix holds at least a model-dependent number of tokens
-(:func:`anthropic_min_cache_tokens`). A mitigated judge's prompts share a long prefix: the
-instructions, the scoring guideline and the demonstrations come first (``JudgePrompt``'s
-``invariant_first`` layout), the item's own text after them. :class:`PrefixPlanner` finds
-that prefix without being told: it compares each request with the recent requests of the
-same backend, takes their longest common prefix, and moves its end back to a boundary that
-every item's request shares (the end of a message, or a blank line between paragraphs), so
-the breakpoint lands at the same place for every item. Prefixes learned this way are kept,
-and a request that starts with one is marked there at once.
-
-A request is a sequence of segments ``(role, text)`` (the system text, then each message).
-:meth:`PrefixPlanner.plan` returns breakpoints as ``(segment index, character offset)``;
-the backend splits that segment's text there and marks the piece before the cut. Nested
-prefixes (the instructions shared by every item, then a source document shared by the
-several outputs judged against it) get one breakpoint each, at most ``max_breakpoints``.
-
-Prefixes shorter than the model's minimum (estimated as characters / ``chars_per_token``)
-are not marked: the provider would not cache them, and a mark costs nothing only when it
-is used. A request's first occurrence teaches the planner; batch submissions call
-:meth:`PrefixPlanner.observe` on every request first, so even the first one is marked.
+Anthropic caches a prefix only up to a ``cache_control`` breakpoint and only when it is long enough
+(:func:`anthropic_min_cache_tokens`). :class:`PrefixPlanner` compares each request (segments ``(role, text)``)
+with the backend's recent ones, takes their longest common prefix and moves its end back to a boundary every
+item shares (a message's end, a blank line); learned prefixes are marked at once in later requests
+(``(segment, offset)`` breakpoints, at most ``max_breakpoints``).
 """
 
 from __future__ import annotations
@@ -41,15 +25,10 @@ DEFAULT_MIN_TOKENS = 1024
 
 
 def anthropic_min_cache_tokens(model: str) -> int:
-    """The fewest prompt tokens Anthropic caches for ``model``, as published.
-
-    4,096 for Claude Opus 4.5/4.6 and Haiku 4.5; 2,048 for Sonnet 4.6 and Haiku 3/3.5;
-    1,024 for the others (and for names it does not recognise).
-    """
-    for pattern, tokens in _ANTHROPIC_MIN_TOKENS:
-        if pattern.search(model):
-            return tokens
-    return DEFAULT_MIN_TOKENS
+    """The fewest prompt tokens Anthropic caches for ``model`` (1,024 for a name it does not know)."""
+    return next(
+        (tokens for pattern, tokens in _ANTHROPIC_MIN_TOKENS if pattern.search(model)), DEFAULT_MIN_TOKENS
+    )
 
 
 def common_prefix_length(a: str, b: str) -> int:
@@ -68,15 +47,7 @@ def common_prefix_length(a: str, b: str) -> int:
 
 
 class PrefixPlanner:
-    """Learns the invariant prefixes of the requests sent through one backend (see the module docstring).
-
-    Parameters:
-        min_tokens: the provider's minimum cacheable prefix for the model.
-        chars_per_token: characters per token used to estimate a prefix's length.
-        history: how many recent requests a new one is compared with.
-        max_breakpoints: the most breakpoints one request gets (Anthropic allows four).
-        max_prefixes: how many learned prefixes are kept (least recently used dropped).
-    """
+    """Learns the invariant prefixes of the requests sent through one backend."""
 
     def __init__(
         self,
@@ -96,7 +67,6 @@ class PrefixPlanner:
 
     @staticmethod
     def _layout(segments: Sequence[Segment]) -> tuple[str, list[tuple[int, int]]]:
-        """The flattened request and each segment's (text start, text end) in it."""
         parts: list[str] = []
         spans: list[tuple[int, int]] = []
         pos = 0
@@ -123,19 +93,11 @@ class PrefixPlanner:
             break
         return best
 
-    def _qualifies(self, flat: str, end: int) -> bool:
-        # control characters of the layout are a handful per segment: negligible in the estimate
-        return end / self.chars_per_token >= self.min_tokens
-
     def _learn(self, flat: str, spans: list[tuple[int, int]]) -> None:
-        best = 0
-        for previous in self._recent:
-            if previous is flat:
-                continue
-            best = max(best, common_prefix_length(flat, previous))
+        best = max((common_prefix_length(flat, p) for p in self._recent if p is not flat), default=0)
         if best:
             end = self._snap(flat, spans, best)
-            if end and self._qualifies(flat, end):
+            if end and end / self.chars_per_token >= self.min_tokens:  # the layout's few markers: negligible
                 prefix = flat[:end]
                 self._known[prefix] = None
                 self._known.move_to_end(prefix)
@@ -145,8 +107,7 @@ class PrefixPlanner:
 
     def observe(self, segments: Sequence[Segment]) -> None:
         """Learn from a request without planning it (a batch's first pass over its requests)."""
-        flat, spans = self._layout(segments)
-        self._learn(flat, spans)
+        self._learn(*self._layout(segments))
 
     def plan(self, segments: Sequence[Segment], *, learn: bool = True) -> list[Breakpoint]:
         """Breakpoints ``(segment, offset)`` for this request, shortest prefix first (possibly none)."""

@@ -1,31 +1,9 @@
 """Adaptive concurrency for provider rate limits: read the rate-limit headers, back off on 429.
 
-Providers limit requests per minute (RPM) and tokens per minute (TPM) and say where a
-client stands in every answer's headers:
-
-* OpenAI (and most OpenAI-compatible gateways): ``x-ratelimit-limit-requests``,
-  ``x-ratelimit-remaining-requests``, ``x-ratelimit-reset-requests`` (a duration such as
-  ``"1s"``, ``"6m0s"``, ``"12ms"``) and the same three for ``-tokens``;
-* Anthropic: ``anthropic-ratelimit-requests-limit`` / ``-remaining`` / ``-reset`` (an
-  RFC 3339 time) and the same for ``-tokens`` (or ``-input-tokens``);
-* both send ``Retry-After`` with a 429.
-
-:class:`AdaptiveLimiter` sits in front of a backend's HTTP calls. Before each call it waits
-while (a) the server asked for a pause (a 429's ``Retry-After``, or the reset time), (b) the
-last headers say no requests are left in this window, or (c) not enough tokens are left for
-this request's estimate (prompt characters / 4 plus ``max_tokens``); budgets are a token
-bucket set from each answer's headers, less what was sent since, and coming back at the
-rate the headers imply (the spent part of the limit over the time until it resets); and it keeps the calls in
-flight under an adaptive cap: a 429
-halves the cap (once per congestion episode: the other calls already in flight when it
-happened do not halve it again) and pauses every caller until the server's retry time, and
-each run of successful calls as long as the cap raises it by one (additive increase,
-multiplicative decrease). Until the first 429 there is no cap, so a run that never hits a
-limit pays only a counter per call. The result is that a large run neither stalls (the cap
-recovers) nor storms (callers do not all retry at the moment a pause ends). A wait longer than
-``max_wait`` (120 s) is not made silently: the call fails as retryable with that wait as its
-``retry_after``, and the retry policy's patience (``--patience``) decides whether to wait it.
-Header values that are not finite numbers are ignored.
+:class:`AdaptiveLimiter` waits while the server asked for a pause or the requests or tokens left (a bucket set
+from OpenAI's or Anthropic's rate-limit headers) do not cover a request, and keeps the calls in flight under a
+cap that a 429 halves once per episode and successes raise again (none before the first 429). A wait longer
+than ``max_wait`` is a retryable failure with that ``retry_after``.
 """
 
 from __future__ import annotations
@@ -94,11 +72,8 @@ def parse_reset(text: str, now: float | None = None) -> float | None:
 
 
 def _int(value: str | None) -> int | None:
-    """A header's count; None when it is absent or no count (not a finite number >= 0)."""
-    if value is None:
-        return None
     try:
-        number = float(value)
+        number = float(value or "")  # absent: no count
     except ValueError:
         return None
     return int(number) if math.isfinite(number) and number >= 0 else None
@@ -141,8 +116,7 @@ def parse_rate_limit_headers(headers: Mapping[str, str] | None) -> RateLimitSnap
 
 
 def _rate(limit: int | None, remaining: int, reset: float | None) -> float | None:
-    """Budget units per second coming back: the spent part over the time until it is all back (reset),
-    else the limit per minute; None when neither is known."""
+    """Budget units per second coming back (the spent part over the time to its reset), or None."""
     if limit is not None and reset and limit > remaining:
         return (limit - remaining) / reset
     return limit / _WINDOW_SECONDS if limit else None
@@ -155,20 +129,10 @@ def estimate_tokens(request: LMRequest) -> int:
 
 
 class AdaptiveLimiter:
-    """Paces and caps the calls of one provider account (see the module docstring).
+    """Paces and caps the calls of one provider account.
 
-    Parameters:
-        max_concurrency: an upper bound on calls in flight (None: only the adaptive cap).
-        min_concurrency: the cap never falls below this.
-        decrease: the factor a 429 multiplies the cap by.
-        default_pause: seconds every caller waits after a 429 that names no retry time.
-        max_wait: the longest wait :meth:`acquire` makes by itself on what the server said; a longer one is
-            a retryable error carrying the wait as ``retry_after`` (the retry policy's patience decides).
-        clock, sleep: injectable for tests.
-
-    ``acquire(tokens)`` before a call returns a ticket for ``release(ticket, ...)`` after it,
-    which is given the answer's HTTP status (None on success, 0 for no answer) and headers. Counters:
-    ``throttled`` (429s seen), ``waited`` (calls that had to wait), ``peak`` (most in flight).
+    ``acquire(tokens)`` before a call gives a ticket for ``release(ticket, status=..., headers=...)`` after it
+    (status None on success, 0 for no answer). Counters: ``throttled`` (429s), ``waited``, ``peak``.
     """
 
     def __init__(
@@ -188,21 +152,14 @@ class AdaptiveLimiter:
         self.default_pause = default_pause
         self.max_wait = max_wait
         self.cap: float | None = float(max_concurrency) if max_concurrency else None
-        self.in_flight = 0
-        self._tokens_in_flight = 0
-        self.peak = 0
-        self.throttled = 0
-        self.waited = 0
+        self.in_flight = self._tokens_in_flight = self.peak = self.throttled = self.waited = 0
+        self._epoch = self._successes = 0
         self._clock = clock
         self._sleep = sleep
-        self._epoch = 0
-        self._successes = 0
-        self._paused_until = 0.0
+        self._paused_until = self._req_reset_at = self._tok_reset_at = 0.0
         self._snapshot: RateLimitSnapshot | None = None
         self._req_remaining: float | None = None
-        self._req_reset_at = 0.0
         self._tok_remaining: float | None = None
-        self._tok_reset_at = 0.0
         self._refilled_at = clock()
         self._req_rate: float | None = None
         self._tok_rate: float | None = None
@@ -264,12 +221,7 @@ class AdaptiveLimiter:
         return max(waits)
 
     async def acquire(self, tokens: int = 0, *, where: str = "the server") -> Ticket:
-        """Wait until this call may go; returns the ticket to pass to :meth:`release`.
-
-        A wait longer than ``max_wait`` is not waited: TransientLMError with ``retry_after`` set to
-        it, so the retry policy's patience decides (a server whose headers or Retry-After ask for
-        hours would otherwise stall a run without a word).
-        """
+        """Wait until this call may go; the ticket for :meth:`release`."""
         waited = False
         while True:
             delay = self._delay(tokens)
@@ -315,8 +267,7 @@ class AdaptiveLimiter:
         headers: Mapping[str, str] | None = None,
         retry_after: float | None = None,
     ) -> None:
-        """Record how a call ended: ``status`` None or 2xx/3xx is a success, 429 shrinks the cap and pauses,
-        anything else (0 for no answer at all) changes nothing but the count in flight."""
+        """Record how a call ended: a 429 shrinks the cap and pauses; a success may raise the cap."""
         epoch, tokens = ticket
         self.in_flight = max(0, self.in_flight - 1)
         self._tokens_in_flight = max(0, self._tokens_in_flight - tokens)

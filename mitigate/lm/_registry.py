@@ -1,27 +1,10 @@
-"""Turn a backend spec string into an LM, and stack the retry and cache wrappers.
+"""Backend spec strings turned into LMs, the retry and cache wrappers stacked, and backends as their declared
+facts.
 
-Accepted specs (everything after the first ``:`` is the model, so LiteLLM ids with ``/``
-and ``:`` pass through intact):
-
-* ``openai:<model>`` — :class:`~mitigate.lm._openai.OpenAILM` (``base_url=`` for compatible servers)
-* ``anthropic:<model>`` — :class:`~mitigate.lm._anthropic.AnthropicLM`
-* ``dspy:<model id>`` — :class:`~mitigate.lm._dspy.DSPyLM` (a LiteLLM model id)
-* ``local`` — :class:`~mitigate.lm._llamacpp.LlamaCppLM` with the embedded model
-* ``local:<path.gguf>`` — :class:`~mitigate.lm._llamacpp.LlamaCppLM` with that GGUF file
-* ``replay:<path>`` — :class:`~mitigate.lm._replay.ReplayLM`
-* ``fake`` / ``fake:<name>`` — :class:`~mitigate.lm._fake.FakeLM` (needs ``responses=``)
-
-:func:`declare` turns the same specs into a :class:`~mitigate.lm._declared.DeclaredLM` from the
-facts each backend kind declares (:class:`~mitigate.lm._declared.BackendFacts`): the requests it
-would send, rendered and checked, with no SDK, key or model file needed.
-
-Keyword arguments of :func:`get` go to the backend's constructor
-(``get("openai:my-model", base_url="http://localhost:8000/v1", timeout=30)``). ``timeout``
-(the silence one attempt may wait through) applies to the network backends only; a spec with a line break or
-another control character is refused (it would reach the server and every log line).
-
-Backend modules are imported only when their spec is asked for, so an SDK that is not
-installed only matters to the spec that needs it.
+Specs: ``openai:<model>``, ``anthropic:<model>``, ``dspy:<litellm model id>``, ``local`` or
+``local:<path.gguf>``, ``replay:<path>``, ``fake``; a backend module (and its SDK) is imported only when asked
+for. Each kind declares its facts (:class:`BackendFacts`), so :func:`declare` can check and render requests as
+the backend would with no SDK, key or model file.
 """
 
 from __future__ import annotations
@@ -34,30 +17,94 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from mitigate.errors import BackendSpecError, ConfigError
-from mitigate.lm._base import LM, LMRequest
+from mitigate.errors import BackendSpecError, CapabilityError, ConfigError
+from mitigate.lm._base import LM, LMRequest, LMResponse, tool_answer_fields
 from mitigate.lm._cache import CachedLM, LMCache
-from mitigate.lm._constraint import tool_answer_fields
-from mitigate.lm._declared import BackendFacts, DeclaredLM
-from mitigate.lm._http import check_timeout
+from mitigate.lm._http import Limits, check_request_size, check_timeout, server_identity
 from mitigate.lm._retry import RetryingLM, RetryPolicy
 from mitigate.registry import add, registered
+
+
+@dataclass(frozen=True)
+class BackendFacts:
+    """What a backend kind declares about the requests it takes: ``modes(model, options)`` the constraint
+    modes it enforces, ``fields(request, options)`` the fields they are sent in (None: the default)."""
+
+    supports_logprobs: bool
+    supports_n: bool
+    supports_stop: bool = True
+    max_temperature: float = 2.0
+    modes: Callable[[str, Mapping[str, Any]], frozenset[str]] = lambda model, options: frozenset()
+    fields: Callable[[LMRequest, Mapping[str, Any]], dict[str, Any]] | None = None
+    identity: Callable[[str, Mapping[str, Any]], str] | None = None
+    """``identity(spec, options)``: the backend's identity (a server URL beside the spec); None: the spec."""
+    options: tuple[str, ...] = ()
+    """The constructor options the facts read (the others are ignored here: keys, timeouts, clients)."""
+
+
+class DeclaredLM(LM):
+    """A backend described by its :class:`BackendFacts`: it checks and renders requests, never sends one."""
+
+    def __init__(
+        self,
+        provider: str,
+        model: str,
+        facts: BackendFacts,
+        options: Mapping[str, Any] | None = None,
+        *,
+        limits: Any | None = None,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.facts = facts
+        self.options = {k: v for k, v in (options or {}).items() if k in facts.options}
+        self.limits = limits
+        self.supports_logprobs = facts.supports_logprobs
+        self.supports_n = facts.supports_n
+        self.supports_stop = facts.supports_stop
+
+    def __repr__(self) -> str:
+        return f"DeclaredLM({self.spec!r})"
+
+    def identity(self) -> str:
+        """What the built backend's ``identity()`` would be (the spec, and a server URL where it has one)."""
+        return self.facts.identity(self.spec, self.options) if self.facts.identity is not None else self.spec
+
+    def constraint_modes(self) -> frozenset[str]:
+        return self.facts.modes(self.model, self.options)
+
+    def constraint_fields(self, request: LMRequest) -> dict[str, Any]:
+        fields = self.facts.fields
+        return super().constraint_fields(request) if fields is None else fields(request, self.options)
+
+    def check(self, request: LMRequest) -> None:
+        """The backend's refusals (constraint, logprobs, stop, temperature, request size)."""
+        if self.limits is not None:
+            check_request_size(request, self.limits, backend=self.spec)
+        super().check(request)
+        if request.temperature > self.facts.max_temperature:
+            raise CapabilityError(
+                f"{self.spec!r} accepts temperature between 0 and {self.facts.max_temperature:g}; got "
+                f"temperature={request.temperature}",
+                backend=self.spec,
+            )
+
+    async def complete(self, request: LMRequest) -> LMResponse:
+        """Never sends: a declared backend only renders and checks requests."""
+        raise CapabilityError(
+            f"backend {self.spec!r} was declared for rendering requests only (no client was built); expected "
+            "a backend from mitigate.lm.get() to send a request",
+            backend=self.spec,
+        )
 
 
 @dataclass(frozen=True)
 class Backend:
     """A backend kind of the registry: the spec forms it accepts and how it is built.
 
-    ``build(spec, rest, has_colon, kwargs)`` gets the whole spec, what follows its first ``:``
-    (stripped), whether there was a ``:`` at all, and the keyword arguments of :func:`get`.
-    ``facts`` is what the backend declares about the requests it takes (logprobs, ``n``, stop,
-    answer constraints), read by :func:`declare` without building it; a backend that declares none
-    (a plugin written before facts existed) is built by :func:`declare` instead. ``network`` backends talk
-    to a server (so ``timeout=``, ``base_url=`` and the request ``limits=`` apply); ``needs`` names what
-    must follow the ``:`` ("model", "path") when something must. ``options`` are the constructor
-    options it takes beyond those (``transport``, ``guided`` ...), ``batch`` whether its provider has a
-    batch API, and ``about`` what it talks to, in a few words: the command line reads these to say
-    which options apply to which backend.
+    ``build(spec, rest, has_colon, kwargs)`` gets what follows the first ``:`` and :func:`get`'s keyword
+    arguments. ``network`` backends take ``timeout=``, ``base_url=`` and ``limits=``; ``needs`` names what
+    must follow the ``:``; ``options``, ``batch`` and ``about`` tell the command line which options apply.
     """
 
     forms: tuple[str, ...]
@@ -79,7 +126,6 @@ def _accepted() -> str:
 
 
 def _module(name: str, spec: str) -> ModuleType:
-    """Import ``mitigate.lm._<name>``, turning a missing optional SDK into a BackendSpecError."""
     try:
         return importlib.import_module(f"mitigate.lm._{name}")
     except ModuleNotFoundError as exc:
@@ -94,13 +140,8 @@ def _module(name: str, spec: str) -> ModuleType:
 
 
 def get(spec: str, **kwargs: Any) -> LM:
-    """Build the backend named by ``spec``; ``kwargs`` go to the backend's constructor.
-
-    ``base_url`` may be a list of URLs (or of ``(url, weight)`` pairs) for a network backend: one
-    backend is built per URL and a :class:`~mitigate.lm._pool.PoolLM` spreads requests over them
-    (replicas of one server). Raises :class:`~mitigate.errors.BackendSpecError` for an unknown or
-    incomplete spec, listing the accepted forms.
-    """
+    """Build the backend named by ``spec`` (``kwargs`` go to its constructor; a list of ``base_url`` makes a
+    :class:`~mitigate.lm._pool.PoolLM`); BackendSpecError listing the accepted forms for a bad spec."""
     urls = kwargs.get("base_url")
     if isinstance(urls, list | tuple):
         from mitigate.lm._pool import PoolLM
@@ -117,15 +158,8 @@ def get(spec: str, **kwargs: Any) -> LM:
 
 
 def declare(spec: str, **kwargs: Any) -> LM:
-    """The backend named by ``spec`` as its declared facts (:class:`~mitigate.lm._declared.DeclaredLM`),
-    unbuilt.
-
-    It renders and checks requests as the backend would (logprobs, ``n``, answer constraints
-    and their fields, request-size limits) and never sends one, so commands that make no LM
-    call need neither the backend's SDK, nor its API key, nor its model file. ``kwargs`` are the
-    constructor options of :func:`get`; those that shape requests (``base_url``, ``guided``,
-    ``limits``) are read, the others ignored. The spec is checked as :func:`get` checks it.
-    """
+    """The backend named by ``spec`` as a :class:`DeclaredLM`, unbuilt; of ``kwargs`` those that shape
+    requests (``base_url``, ``guided``, ``limits``) are read."""
     urls = kwargs.get("base_url")
     if isinstance(urls, list | tuple) and urls:  # replicas of one server: the first's facts are every one's
         first = urls[0]
@@ -133,17 +167,11 @@ def declare(spec: str, **kwargs: Any) -> LM:
     backend, kind, rest, sep = _resolve(spec, kwargs)
     if backend.facts is None:  # nothing declared: only the built backend knows what it takes
         return get(spec, **kwargs)
-    if kind == "local" and sep and not rest:
-        raise BackendSpecError(
-            f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'", spec=spec
-        )
+    if kind == "local":
+        _local_path(spec, rest, sep)
     if kind == "fake":
         rest = rest or str(kwargs.get("model") or "")
-    limits = kwargs.get("limits") if backend.network else None
-    if backend.network and limits is None:
-        from mitigate.lm._http import Limits
-
-        limits = Limits()
+    limits = (kwargs.get("limits") or Limits()) if backend.network else None
     return DeclaredLM(kind, rest, backend.facts, kwargs, limits=limits)
 
 
@@ -185,29 +213,21 @@ def _resolve(spec: str, kwargs: dict[str, Any]) -> tuple[Backend, str, str, bool
     return backend, kind, rest.strip(), bool(sep)
 
 
-def _openai(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
-    return _module("openai", spec).OpenAILM(rest, **kwargs)
+def _built(name: str, cls: str) -> Callable[[str, str, bool, dict[str, Any]], LM]:
+    return lambda spec, rest, sep, kwargs: getattr(_module(name, spec), cls)(rest, **kwargs)
 
 
-def _anthropic(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
-    return _module("anthropic", spec).AnthropicLM(rest, **kwargs)
-
-
-def _dspy(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
-    return _module("dspy", spec).DSPyLM(rest, **kwargs)
-
-
-def _local(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
+def _local_path(spec: str, rest: str, sep: bool) -> None:
     if sep and not rest:
         raise BackendSpecError(
             f"backend spec {spec!r} has an empty path; expected 'local' or 'local:<path.gguf>'", spec=spec
         )
+
+
+def _local(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
+    _local_path(spec, rest, sep)
     llamacpp = _module("llamacpp", spec)
     return llamacpp.LlamaCppLM(model_path=rest or None, **kwargs) if sep else llamacpp.LlamaCppLM(**kwargs)
-
-
-def _replay(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
-    return _module("replay", spec).ReplayLM(rest, **kwargs)
 
 
 def _fake(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
@@ -222,17 +242,12 @@ def _fake(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
     return _module("fake", spec).FakeLM(**kwargs)
 
 
-def _server_identity(url_option: str, env: str | None = None) -> Callable[[str, Mapping[str, Any]], str]:
-    """``identity(spec, options)``: the spec, plus ``@<server url>`` when the options (or ``env``) name a
-    server."""
+def _server_identity(env: str | None = None) -> Callable[[str, Mapping[str, Any]], str]:
+    """``identity(spec, options)``: the spec, plus ``@<url>`` when ``base_url`` or ``env`` names one."""
 
     def identity(spec: str, options: Mapping[str, Any]) -> str:
-        url = options.get(url_option) or (os.environ.get(env) if env else None)
-        if not url:
-            return spec
-        from mitigate.lm._http import public_url
-
-        return f"{spec}@{public_url(str(url))}"
+        url = options.get("base_url") or (os.environ.get(env) if env else None)
+        return server_identity(spec, str(url) if url else None)
 
     return identity
 
@@ -252,9 +267,7 @@ def _openai_fields(request: LMRequest, options: Mapping[str, Any]) -> dict[str, 
 
 
 def _grammar_fields(request: LMRequest, options: Mapping[str, Any]) -> dict[str, Any]:
-    from mitigate.lm._llamacpp import (
-        grammar_fields,  # no llama-cpp-python: the module imports it only to load
-    )
+    from mitigate.lm._llamacpp import grammar_fields  # no llama-cpp-python: the module imports it to load
 
     return grammar_fields(request)
 
@@ -263,12 +276,10 @@ def _fake_modes(model: str, options: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(options.get("constraint_modes") or ())
 
 
-add(
-    "backend",
-    "openai",
-    Backend(
+for _name, _backend in {
+    "openai": Backend(
         ("openai:<model>",),
-        _openai,
+        _built("openai", "OpenAILM"),
         network=True,
         needs="model",
         options=("transport", "guided"),
@@ -279,17 +290,13 @@ add(
             supports_n=True,
             modes=_openai_modes,
             fields=_openai_fields,
-            identity=_server_identity("base_url", "OPENAI_BASE_URL"),
+            identity=_server_identity("OPENAI_BASE_URL"),
             options=("base_url", "guided"),
         ),
     ),
-)
-add(
-    "backend",
-    "anthropic",
-    Backend(
+    "anthropic": Backend(
         ("anthropic:<model>",),
-        _anthropic,
+        _built("anthropic", "AnthropicLM"),
         network=True,
         needs="model",
         batch=True,
@@ -300,31 +307,20 @@ add(
             max_temperature=1.0,
             modes=lambda model, options: frozenset({"json"}),
             fields=lambda request, options: tool_answer_fields(request.constraint),
-            identity=_server_identity("base_url"),
+            identity=_server_identity(),
             options=("base_url",),
         ),
     ),
-)
-add(
-    "backend",
-    "dspy",
-    Backend(
+    "dspy": Backend(
         ("dspy:<litellm model id>",),
-        _dspy,
+        _built("dspy", "DSPyLM"),
         network=True,
         needs="model",
         facts=BackendFacts(
-            supports_logprobs=True,
-            supports_n=True,
-            identity=_server_identity("base_url"),
-            options=("base_url",),
+            supports_logprobs=True, supports_n=True, identity=_server_identity(), options=("base_url",)
         ),
     ),
-)
-add(
-    "backend",
-    "local",
-    Backend(
+    "local": Backend(
         ("local", "local:<path.gguf>"),
         _local,
         facts=BackendFacts(
@@ -334,54 +330,35 @@ add(
             fields=_grammar_fields,
         ),
     ),
-)
-add(
-    "backend",
-    "replay",
-    Backend(
+    "replay": Backend(
         ("replay:<path.jsonl>",),
-        _replay,
+        _built("replay", "ReplayLM"),
         needs="path",
         facts=BackendFacts(supports_logprobs=True, supports_n=True),
     ),
-)
-add(
-    "backend",
-    "fake",
-    Backend(
+    "fake": Backend(
         ("fake",),
         _fake,
         facts=BackendFacts(
             supports_logprobs=False, supports_n=True, modes=_fake_modes, options=("constraint_modes",)
         ),
     ),
-)
+}.items():
+    add("backend", _name, _backend)
 
 
 def wrap(lm: LM, *, cache: bool | str | Path | LMCache = True, retry: RetryPolicy | bool | None = True) -> LM:
-    """Stack the standard wrappers: ``CachedLM(RetryingLM(lm))``.
-
-    ``cache``: True for the default cache file (:func:`mitigate.paths.cache_dir`), a path
-    or an :class:`LMCache` for another, False for none. ``retry``: True for the default
-    :class:`RetryPolicy`, a policy, or False/None for no retries. The retry layer sits
-    inside the cache, so a cache hit never waits on a retry and only final answers are
-    stored.
-    """
+    """Stack ``CachedLM(RetryingLM(lm))``: ``cache`` True (the default file), a path, an :class:`LMCache` or
+    False; ``retry`` True, a :class:`RetryPolicy`, or False/None."""
     out: LM = lm
-    if retry is True:
-        out = RetryingLM(out, RetryPolicy())
-    elif isinstance(retry, RetryPolicy):
-        out = RetryingLM(out, retry)
+    if retry is True or isinstance(retry, RetryPolicy):
+        out = RetryingLM(out, None if retry is True else retry)
     elif retry not in (False, None):
         raise ConfigError(
             f"expected retry to be True, False, None or a RetryPolicy; got {type(retry).__name__}"
         )
-    if cache is True:
-        out = CachedLM(out, LMCache())
-    elif isinstance(cache, LMCache):
-        out = CachedLM(out, cache)
-    elif isinstance(cache, str | Path):
-        out = CachedLM(out, LMCache(cache))
+    if cache is True or isinstance(cache, LMCache | str | Path):
+        out = CachedLM(out, None if cache is True else cache)
     elif cache is not False:
         raise ConfigError(
             f"expected cache to be True, False, a path or an LMCache; got {type(cache).__name__}"

@@ -1,40 +1,16 @@
-"""Replay recorded LM answers from a JSONL file, and record them.
+"""Replay recorded LM answers from a JSONL file (spec ``replay:<path>``), and record them.
 
-``ReplayLM(path)`` (spec ``replay:<path>``) answers requests from a file instead of a
-model: for reproducing a published run from its released outputs, or re-running an
-experiment offline. :class:`ReplayRecorder` wraps a real backend and writes its answers
-in the same format.
+Each line is **recorded** (what :class:`ReplayRecorder` writes), an exact replay of one request::
 
-File format — JSON Lines, one object per line, blank lines allowed. Two kinds of line:
+    {"key": "<LMRequest.key()>", "request": {...}, "response": {...LMResponse...}}
 
-1. **Recorded** (what :class:`ReplayRecorder` writes) — exact replay of one request::
+or **hand-written**, keyed by the prompt alone (a user message's text or a list of messages)::
 
-       {"key": "<LMRequest.key()>", "request": {...LMRequest...}, "response": {...LMResponse...}}
+    {"item_id": "M11-3", "prompt": "<text>", "response": "Score: 4"}
+    {"prompt": [{"role": "user", "content": "..."}], "response": ["Score: 4", "Score: 5"]}
 
-   ``key`` is the SHA-256 digest from :meth:`LMRequest.key` (it covers the messages and
-   every sampling option). ``request`` is optional and informative (kept so a human can
-   read the file); ``response`` is a full :class:`~mitigate.lm._base.LMResponse` in its
-   JSON form (``choices`` with texts and optional logprobs, ``usage``, ``model``).
-
-2. **Hand-written** — answers keyed by prompt, for outputs released without requests::
-
-       {"item_id": "M11-3", "prompt": "<text>", "response": "Score: 4"}
-       {"prompt": [{"role": "system", "content": "..."}, {"role": "user", "content": "..."}],
-        "response": ["Score: 4", "Score: 5"]}
-
-   ``prompt`` is either a string (meaning one user message with that text) or a list of
-   chat messages; it must equal the request's messages exactly. ``response`` is a string
-   (one sample) or a list of strings (samples, used in order for ``n > 1``). Sampling
-   options (temperature, max tokens, ...) are not part of this key. ``item_id`` is
-   optional and only informative (it appears in error messages).
-
-A request is looked up by exact key first, then by prompt. A request with no recorded
-answer raises :class:`~mitigate.errors.LMCallError` naming its key; a malformed line
-raises :class:`~mitigate.errors.ReplayFormatError` naming the file and line. Two lines
-with the same key and different answers are rejected the same way (identical duplicates
-are allowed).
-
-Nothing secret is written: requests and responses hold no API keys.
+A request is looked up by key, then by prompt; a malformed line raises
+:class:`~mitigate.errors.ReplayFormatError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -48,8 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, ReplayFormatError
-from mitigate.lm._base import LM, Choice, LMRequest, LMResponse, Message, Usage
-from mitigate.lm._wrapper import WrapperLM
+from mitigate.lm._base import LM, Choice, LMRequest, LMResponse, Message, Usage, WrapperLM
 from mitigate.paths import open_regular, path_kind, read_lines
 
 
@@ -97,11 +72,7 @@ def _parse_samples(value: Any, path: Path, line: int) -> tuple[str, ...]:
 
 
 class ReplayLM(LM):
-    """Answers requests from a replay file (format in the module docstring).
-
-    The whole file is read and validated when the object is built, so a malformed file
-    fails at once rather than in the middle of a run.
-    """
+    """Answers requests from a replay file, read and checked whole when it is built."""
 
     provider = "replay"
     supports_logprobs = True
@@ -119,6 +90,9 @@ class ReplayLM(LM):
         self._by_prompt: dict[str, tuple[tuple[str, ...], int, str | None]] = {}
         self._load()
 
+    def _bad(self, line: int, what: str) -> ReplayFormatError:
+        return _error(self.path, line, what)
+
     def __repr__(self) -> str:
         return f"ReplayLM({str(self.path)!r}, answers={len(self)})"
 
@@ -127,36 +101,30 @@ class ReplayLM(LM):
 
     def _load(self) -> None:
         with open_regular(self.path, "rb", "the replay file") as fh:  # a FIFO or a device is refused unread
-            for number, raw_bytes in enumerate(
-                read_lines(fh, f"the replay file {self.path}", path=self.path), 1
-            ):
+            lines = read_lines(fh, f"the replay file {self.path}", path=self.path)
+            for number, raw_bytes in enumerate(lines, 1):
                 try:
                     raw = raw_bytes.decode("utf-8")
                 except UnicodeDecodeError as exc:
-                    raise _error(
-                        self.path,
-                        number,
-                        f"expected UTF-8 text; got a byte that is not UTF-8 at column {exc.start + 1}",
+                    raise self._bad(
+                        number, f"expected UTF-8 text; got a byte that is not UTF-8 at column {exc.start + 1}"
                     ) from None
                 if not raw.strip():
                     continue
                 try:
                     obj = json.loads(raw)
                 except json.JSONDecodeError as exc:
-                    raise _error(
-                        self.path, number, f"expected a JSON object; got invalid JSON ({exc.msg})"
-                    ) from exc
+                    raise self._bad(number, f"expected a JSON object; got invalid JSON ({exc.msg})") from exc
                 if not isinstance(obj, dict):
-                    raise _error(self.path, number, f"expected a JSON object; got {type(obj).__name__}")
+                    raise self._bad(number, f"expected a JSON object; got {type(obj).__name__}")
                 if "response" not in obj:
-                    raise _error(self.path, number, 'expected a "response" field; the line has none')
+                    raise self._bad(number, 'expected a "response" field; the line has none')
                 if "key" in obj and "prompt" not in obj:
                     self._add_recorded(obj, number)
                 elif "prompt" in obj and "key" not in obj:
                     self._add_prompt(obj, number)
                 else:
-                    raise _error(
-                        self.path,
+                    raise self._bad(
                         number,
                         'expected exactly one of "key" (recorded line) or "prompt" (hand-written line); '
                         f"got fields {sorted(obj)}",
@@ -165,25 +133,21 @@ class ReplayLM(LM):
     def _add_recorded(self, obj: dict[str, Any], number: int) -> None:
         key = obj["key"]
         if not isinstance(key, str) or not key:
-            raise _error(self.path, number, f'expected "key" to be a non-empty string; got {key!r:.60}')
+            raise self._bad(number, f'expected "key" to be a non-empty string; got {key!r:.60}')
         try:
             response = LMResponse.model_validate(obj["response"])
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
-            raise _error(
-                self.path,
-                number,
-                f'expected "response" to be an LMResponse object; {where or "value"}: {err["msg"]}',
+            raise self._bad(
+                number, f'expected "response" to be an LMResponse object; {where or "value"}: {err["msg"]}'
             ) from exc
         if not response.choices:
-            raise _error(self.path, number, 'expected "response" to hold at least one choice; got none')
+            raise self._bad(number, 'expected "response" to hold at least one choice; got none')
         previous = self._by_key.get(key)
         if previous is not None and previous[0] != response:
-            raise _error(
-                self.path,
-                number,
-                f"key {key} was already recorded with a different answer on line {previous[1]}",
+            raise self._bad(
+                number, f"key {key} was already recorded with a different answer on line {previous[1]}"
             )
         self._by_key[key] = (response, number)
 
@@ -194,8 +158,7 @@ class ReplayLM(LM):
         key = prompt_key(messages)
         previous = self._by_prompt.get(key)
         if previous is not None and previous[0] != samples:
-            raise _error(
-                self.path,
+            raise self._bad(
                 number,
                 f"this prompt (item_id={item_id!r}) was already given a different answer on line "
                 f"{previous[1]}",
@@ -221,9 +184,8 @@ class ReplayLM(LM):
         if by_prompt is None:
             last = request.messages[-1].content.replace("\n", " ")
             raise LMCallError(
-                f"no recorded answer in {self.path} for request key {key} (prompt key {pkey}); "
-                "expected a line "
-                f'with "key": "{key}" or a "prompt" equal to the request messages. Last message: '
+                f"no recorded answer in {self.path} for request key {key} (prompt key {pkey}); expected a "
+                f'line with "key": "{key}" or a "prompt" equal to the request messages. Last message: '
                 f"{last[:80]!r}",
                 key=key,
                 prompt_key=pkey,
@@ -252,12 +214,7 @@ class ReplayLM(LM):
 
 
 class ReplayRecorder(WrapperLM):
-    """Wraps a backend and appends each of its answers to a replay file (recorded form).
-
-    Requests already present in the file are not written again; an existing file is
-    extended, not overwritten. The recorder is transparent: it returns the inner
-    backend's responses unchanged and has the inner backend's identity.
-    """
+    """Wraps a backend and appends each new answer to a replay file, returning it unchanged."""
 
     def __init__(self, inner: LM, path: str | Path) -> None:
         super().__init__(inner)
@@ -279,7 +236,6 @@ class ReplayRecorder(WrapperLM):
         return f"ReplayRecorder({self.inner!r}, {str(self.path)!r})"
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Call the inner backend and record its answer."""
         response = await self.inner.complete(request)
         self._write(request, response)
         return response

@@ -1,42 +1,85 @@
-"""Retries with exponential backoff that honour the server's ``Retry-After``.
+"""Retries with exponential backoff that honour the server's ``Retry-After``, and the one deadline over a
+request's attempts.
 
-* :class:`RetryPolicy` — how many attempts and how long to wait between them.
-* :class:`RetryingLM` — retries :class:`~mitigate.errors.TransientLMError` (HTTP 429/5xx,
-  timeouts, dropped connections). Backends are built with their SDK's own retries off, so
-  this layer is the only one that retries. Each request's attempts share one deadline
-  (:func:`mitigate.lm._deadline.start_request`): a request past it is not retried.
+:class:`RetryingLM` is the only layer that retries; its attempts at a request share a :class:`RequestClock`
+(what ``--deadline`` bounds), so a server that never answers fails the request once the attempts together have
+waited that long (the waits between them not counted).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 import random
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from mitigate.errors import LMCallError, TransientLMError
-from mitigate.lm._base import LM, LMRequest, LMResponse
-from mitigate.lm._deadline import end_request, start_request
-from mitigate.lm._wrapper import WrapperLM
+from mitigate.lm._base import LM, LMRequest, LMResponse, WrapperLM
 
 Sleep = Callable[[float], Awaitable[None]]
 T = TypeVar("T")
+_CLOCK: contextvars.ContextVar[RequestClock | None] = contextvars.ContextVar(
+    "mitigate_request_clock", default=None
+)
+
+
+class RequestClock:
+    """Seconds one request has spent on the server over its attempts (overlapping ones count once)."""
+
+    __slots__ = ("_active", "_since", "attempts", "spent")
+
+    def __init__(self) -> None:
+        self.spent = self._since = 0.0
+        self.attempts = self._active = 0
+
+    def used(self) -> float:
+        """Seconds spent on the server, the attempts under way included."""
+        return self.spent + (time.monotonic() - self._since if self._active else 0.0)
+
+    def begin(self, deadline: float) -> float:
+        """Start an exchange: the seconds left of ``deadline`` (none: TimeoutError); pair with :meth:`end`."""
+        now = time.monotonic()
+        left = deadline - self.spent - (now - self._since if self._active else 0.0)
+        if left <= 0:
+            raise TimeoutError
+        if not self._active:
+            self._since = now
+        self._active += 1
+        self.attempts += 1
+        return left
+
+    def end(self) -> None:
+        self._active -= 1
+        if not self._active:
+            self.spent += time.monotonic() - self._since
+
+
+def request_clock() -> RequestClock:
+    """The clock of the request under way (see :func:`start_request`), else a new one for this call alone."""
+    return _CLOCK.get() or RequestClock()
+
+
+def start_request() -> contextvars.Token[RequestClock | None]:
+    """Make every backend call from here on (in this task) share one fresh :class:`RequestClock`."""
+    return _CLOCK.set(RequestClock())
+
+
+def end_request(token: contextvars.Token[RequestClock | None]) -> None:
+    _CLOCK.reset(token)
 
 
 class RetryPolicy(BaseModel):
     """How :class:`RetryingLM` retries transient failures.
 
-    The wait before retry ``k`` (k = 1, 2, ...) is ``min(max_delay, base_delay * 2**(k-1))``,
-    scaled by a random factor in [0.5, 1] when ``jitter`` is on, and never shorter than the
-    server's ``Retry-After``. A ``Retry-After`` longer than ``max_delay`` ends the retries
-    at once (the server asked for a longer pause than this policy allows). A connection that
-    cannot be made while the backend has never answered (a wrong URL or port, a server that is
-    not running, or one that closes every connection) gets at most ``connect_attempts`` attempts: it fails in
-    about a second instead
-    of a minute; once the server has answered, a dropped connection gets every attempt.
+    The wait before retry ``k`` is ``min(max_delay, base_delay * 2**(k-1))`` (times a random factor in [0.5,
+    1] with ``jitter``), never shorter than the server's ``Retry-After``; one longer than ``max_delay`` ends
+    the retries. A connection that cannot be made before the backend ever answered gets at most
+    ``connect_attempts`` attempts (a wrong URL fails in a second).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -64,13 +107,8 @@ class RetryPolicy(BaseModel):
 
 
 class RetryingLM(WrapperLM):
-    """Retries the inner LM's :class:`TransientLMError` failures according to a :class:`RetryPolicy`.
-
-    Non-transient errors (``LMCallError``, ``CapabilityError``, ...) pass through at once.
-    When the attempts run out it raises :class:`LMCallError` with ``attempts`` and
-    ``last_error`` in its context. ``sleep`` is injectable so tests can record the waits
-    instead of sleeping; ``rng`` makes jitter reproducible.
-    """
+    """Retries the inner LM's :class:`TransientLMError` failures by a :class:`RetryPolicy`; when they run out,
+    an :class:`LMCallError` with ``attempts`` and ``last_error``."""
 
     def __init__(
         self,
@@ -132,11 +170,9 @@ class RetryingLM(WrapperLM):
                 await self._sleep(wait)
 
     async def complete(self, request: LMRequest) -> LMResponse:
-        """Run the request, retrying transient failures."""
         return await self._run("LM call", lambda: self.inner.complete(request))
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
-        """Score the continuation, retrying transient failures."""
         return await self._run("loglikelihood", lambda: self.inner.loglikelihood(context, continuation))
 
     def __repr__(self) -> str:
@@ -144,14 +180,7 @@ class RetryingLM(WrapperLM):
 
 
 def hung_server_seconds(deadline: float, timeout: float | None, policy: RetryPolicy) -> float:
-    """The longest a request can take when the server accepts the connection and never answers.
-
-    Each attempt waits ``timeout`` (None: the whole deadline) or what is left of ``deadline``,
-    whichever is less, and fails; a retry follows after the policy's longest backoff, until
-    the deadline or ``policy.max_attempts`` ends the request. The circuit breaker stops a run
-    when the first requests, sent side by side, have failed so, so this is also how long a
-    run with these settings takes to stop on a hung server.
-    """
+    """The longest a request can take on a server that accepts the connection and never answers."""
     per_attempt = deadline if timeout is None else min(timeout, deadline)
     attempts = min(policy.max_attempts, max(1, math.ceil(deadline / per_attempt - 1e-9)))
     on_server = min(deadline, attempts * per_attempt)

@@ -1,39 +1,11 @@
 """Batch execution for the runner: a run's LM calls go through the providers' batch APIs.
 
-``run(judge, items, batch=BatchConfig(...))`` (``mitigate judge --batch``, ``mitigate compare
---batch``) judges every item as usual, but each leaf LM of the judge is replaced by a
-:class:`~mitigate.lm.BatchingLM`. A request the LM cache can answer is answered at once; any other is
-*parked* in a :class:`BatchSession`. When the run goes quiet (every item is waiting on a
-parked request), the session writes the parked requests as batch files, splitting them at
-the provider's size limits, submits them, polls them with a growing interval, and when a
-batch ends maps its results back by ``custom_id``, stores every answer in the LM cache and
-wakes the waiting items, whose judgments then go to the journal as usual. Judges that call
-the LM in stages (the second call depends on the first answer) simply park again and the
-session submits a follow-up batch.
-
-Persistence and resume
-    The session's :class:`~mitigate.lm._batch.BatchStore` lives in the run folder
-    (``<journal folder>/batches``, or ``<compare out>/batches``). A run killed at any point,
-    even with SIGKILL, and started again with the same command resumes: judgments already journalled are kept;
-    answers already collected come from the cache; requests in a batch that was submitted
-    (or maybe submitted: the kill came between the create call and its record) are attached
-    to that batch by id (:meth:`~mitigate.lm._batch.BatchAPI.find` recovers an id the kill
-    lost), and only requests in no batch are submitted. Nothing is submitted twice, and
-    nothing is lost.
-
-Errors
-    A request that failed or expired in its batch is an error for its item (recorded in the
-    journal like any failed LM call, and retried by the next resume). With
-    ``retry_failed=k`` retryable failures (expired, server errors, missing results) are sent
-    again in up to ``k`` follow-up batches first. Failures of the polling itself (network,
-    5xx) are retried with backoff; if they persist, the run stops with the error, and the
-    batches stay recorded for the next resume.
-
-Progress
-    A progress bar counts the batched requests with a result, with the batches' states
-    (``validating``, ``in_progress``, ``ended``...) and failure counts beside it;
-    :attr:`BatchSession.states` holds each batch's last :class:`~mitigate.lm._batch.BatchState`
-    and :attr:`BatchSession.stats` the totals.
+With ``run(..., batch=...)`` each leaf LM is a :class:`~mitigate.lm.BatchingLM`: a request the cache cannot
+answer is parked in a :class:`BatchSession`, which submits the parked requests as batches when the run goes
+quiet, polls them, stores every answer in the LM cache and wakes the items (a judge that calls in stages parks
+again). Its record lives in the run folder, so a killed run resumes without submitting anything twice. A
+request that failed in its batch is an error for its item (``retry_failed=k``: first resent in up to ``k``
+follow-up batches).
 """
 
 from __future__ import annotations
@@ -76,19 +48,9 @@ T = TypeVar("T")
 
 
 class BatchConfig(BaseModel):
-    """How a run uses the providers' batch APIs.
-
-    - ``directory``: where the batch record lives (default: ``<journal folder>/batches``, or the
-      folder the caller names, e.g. ``<compare out>/batches``).
-    - ``poll_interval`` / ``max_poll_interval``: seconds between polls, growing 1.5x while
-      nothing changes, back to the start when something does.
-    - ``retry_failed``: follow-up batches for requests that failed retryably (0: none).
-    - ``max_requests`` / ``max_bytes``: per-batch limits below the provider's (tests, or
-      to keep batches small).
-    - ``settle``: seconds without a new request before the parked ones are submitted.
-    - ``transient_retries``: attempts of a polling/submission call that fails transiently.
-    - ``progress``: show the batch progress bar.
-    """
+    """How a run uses the batch APIs: ``directory`` for the record (default ``<journal folder>/batches``),
+    poll intervals, follow-up batches, per-batch limits below the provider's, and ``settle`` seconds without a
+    new request before the parked ones are submitted."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     directory: Path | None = None
@@ -138,13 +100,7 @@ class _Parked:
 
 
 class BatchSession:
-    """Collects parked requests from one or more runs and carries them through batches (see the module
-    docstring).
-
-    ``directory`` holds the :class:`~mitigate.lm._batch.BatchStore` (default:
-    ``options.directory``). Share one session between runs that go together (``compare``
-    runs its entries at once through one session, so their requests share batches).
-    """
+    """Carries the parked requests of one or more runs (``compare``'s entries share one) through batches."""
 
     def __init__(self, options: BatchConfig | None = None, directory: str | Path | None = None) -> None:
         self.options = options or BatchConfig()
@@ -157,7 +113,8 @@ class BatchSession:
         self.store = BatchStore(folder)
         self.stats = BatchStats()
         self.states: dict[str, BatchState] = {}
-        self.busy = 0
+        self.busy = self._active = 0
+        self._resumed = False
         self._apis: dict[str, BatchAPI] = {}
         self._caches: dict[str, LMCache] = {}
         self._own_cache: LMCache | None = None
@@ -170,14 +127,10 @@ class BatchSession:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pump: asyncio.Task[None] | None = None
         self._pump_error: BaseException | None = None
-        self._active = 0
-        self._resumed = False
         self._bar: Any = None
 
     def __repr__(self) -> str:
         return f"BatchSession({str(self.store.directory)!r}, waiting={len(self._waiting)})"
-
-    # ------------------------------------------------------------------ wiring
 
     def wrap(self, judge: Judge) -> Judge:
         """A copy of ``judge`` whose every prompt judge calls its LM through this session."""
@@ -192,7 +145,7 @@ class BatchSession:
         return judge.map_leaves(swap)
 
     def count_cache_hit(self) -> None:
-        """Count one request a :class:`~mitigate.lm._batching.BatchingLM` answered from the cache."""
+        """Count one request a :class:`~mitigate.lm.BatchingLM` answered from the cache."""
         self.stats.cache_hits += 1
 
     def batching(self, lm: LM) -> BatchingLM:
@@ -204,7 +157,7 @@ class BatchSession:
             self._apis[identity] = api
         cache = self._caches.get(identity)
         if cache is None:
-            found = _find_cache(lm)
+            found = find_cache(lm)
             cache = found if found is not None else self._default_cache()  # (an empty cache is falsy)
             self._caches[identity] = cache
         return BatchingLM(lm, self, api, cache)
@@ -214,16 +167,8 @@ class BatchSession:
             self._own_cache = LMCache(self.store.directory / "results.sqlite")
         return self._own_cache
 
-    # ------------------------------------------------------------------ running
-
     async def gather(self, coros: Iterable[Awaitable[T]], *, return_exceptions: bool = False) -> list[Any]:
-        """Run the coroutines or tasks (items of a run) while the session carries their requests through
-        batches.
-
-        Raises the session's own failure (e.g. polling that kept failing) after the
-        coroutines finish; their parked requests fail with it. ``return_exceptions`` as in
-        :func:`asyncio.gather`.
-        """
+        """Run the coroutines while the session carries their requests; then raise its own failure, if any."""
         loop = asyncio.get_running_loop()
         if self._wake is None or self._loop is not loop:  # an Event belongs to the loop that first used it
             self._wake, self._loop = asyncio.Event(), loop
@@ -325,8 +270,6 @@ class BatchSession:
         while self.busy > 0 or time.monotonic() - self._last_park < self.options.settle:
             await asyncio.sleep(step)
 
-    # ------------------------------------------------------------------ submit, resume
-
     async def _resume(self) -> None:
         """Reattach the batches a previous process left open; find or submit those it may not have created."""
         for record in self.store.open_records():
@@ -345,55 +288,54 @@ class BatchSession:
         self._pending = {}
         for identity, items in by_api.items():
             api = self._apis[identity]
-            attempts = {p.key: p.attempt for p in items}
-            groups = api.lines([(p.key, p.request) for p in items])
-            requests = {p.key: p.request for p in items}
-            for chunk in api.chunks(groups):
+            by_key = {p.key: p for p in items}
+            for chunk in api.chunks(api.lines([(p.key, p.request) for p in items])):
                 keys = [k for k, _ in chunk]
                 lines = [line for _, ls in chunk for line in ls]
+                attempt = max(by_key[k].attempt for k in keys)
                 record = self.store.begin(
-                    api, [(k, requests[k]) for k in keys], len(lines), attempt=max(attempts[k] for k in keys)
+                    api, [(k, by_key[k].request) for k in keys], len(lines), attempt=attempt
                 )
-                for k in keys:
-                    self._in_batch[k] = record.local
+                self._in_batch.update(dict.fromkeys(keys, record.local))
                 self._lines[record.local] = len(lines)
                 await self._create(api, record, lines)
 
     async def _create(self, api: BatchAPI, record: BatchRecord, lines: list[Any] | None) -> None:
-        """Get a provider batch for ``record``: find the one a killed run created, else submit it.
-
-        ``lines`` None: the record comes from the store (regenerate its lines; look first).
-        A submission that fails transiently may have created the batch: look before resending.
-        """
+        """Get a provider batch for ``record``: the one a killed run created (looked for when the record was
+        read back, or a submission failed transiently), else a new one."""
         look_first = lines is None
         if lines is None:
             requests = self.store.requests(record)
             lines = [line for _, ls in api.lines(list(requests.items())) for line in ls]
-        delay = self.options.poll_interval
-        for attempt in range(1, self.options.transient_retries + 1):
+        adopted = False
+
+        async def create() -> str:
+            nonlocal look_first, adopted
             try:
                 if look_first:
                     found = await api.find(record.local, record.lines, record.created, self.store.claimed())
                     if found is not None:
-                        self.store.submitted(record, found)
-                        self.stats.adopted_batches += 1
-                        return
-                batch_id = await api.submit(record.local, lines)
+                        adopted = True
+                        return found
+                return await api.submit(record.local, lines)
             except TransientLMError:
-                if attempt == self.options.transient_retries:
-                    raise
                 look_first = True
-                await asyncio.sleep(delay * (0.5 + random.random() / 2))
-                delay = min(self.options.max_poll_interval, delay * 2)
-                continue
-            except LMCallError as exc:  # the provider refused the batch: its requests fail
-                self._refused(record, exc)
-                return
-            self.store.submitted(record, batch_id)
-            self.stats.submitted_batches += 1
-            self.stats.submitted_requests += len(lines)
-            self._show()
+                raise
+
+        try:
+            batch_id = await self._retrying(create, self.options.poll_interval)
+        except TransientLMError:
+            raise
+        except LMCallError as exc:  # the provider refused the batch: its requests fail
+            self._refused(record, exc)
             return
+        self.store.submitted(record, batch_id)
+        if adopted:
+            self.stats.adopted_batches += 1
+            return
+        self.stats.submitted_batches += 1
+        self.stats.submitted_requests += len(lines)
+        self._show()
 
     def _refused(self, record: BatchRecord, exc: LMCallError) -> None:
         self.store.collected(record, "refused", {k: str(exc) for k in record.keys})
@@ -406,10 +348,8 @@ class BatchSession:
                 )
         self.stats.failed += len(record.keys)
 
-    # ------------------------------------------------------------------ poll, collect
-
-    async def _retrying(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        delay = min(1.0, self.options.poll_interval)
+    async def _retrying(self, call: Callable[[], Awaitable[T]], delay: float | None = None) -> T:
+        delay = min(1.0, self.options.poll_interval) if delay is None else delay
         for attempt in range(1, self.options.transient_retries + 1):
             try:
                 return await call()
@@ -418,7 +358,7 @@ class BatchSession:
                     raise
                 await asyncio.sleep(delay * (0.5 + random.random() / 2))
                 delay = min(self.options.max_poll_interval, delay * 2)
-        raise AssertionError(f"unreachable: {what}")
+        raise AssertionError("unreachable")
 
     async def _poll(self, records: list[BatchRecord]) -> bool:
         """Poll every open batch once and collect those that ended; True when anything changed."""
@@ -427,7 +367,7 @@ class BatchSession:
             api = self._apis[record.identity]
             assert record.batch_id is not None
             batch_id = record.batch_id
-            state = await self._retrying("poll", partial(api.poll, batch_id))
+            state = await self._retrying(partial(api.poll, batch_id))
             before = self.states.get(record.local)
             if before is None or (before.status, before.done) != (state.status, state.done):
                 changed = True
@@ -439,7 +379,7 @@ class BatchSession:
         return changed
 
     async def _collect(self, api: BatchAPI, record: BatchRecord, state: BatchState) -> None:
-        results = await self._retrying("results", lambda: api.results(state))
+        results = await self._retrying(lambda: api.results(state))
         requests = self.store.requests(record)
         expected = {
             cid for key, req in requests.items() for cid in custom_ids(key, req.n, per_sample=api.per_sample)
@@ -452,22 +392,15 @@ class BatchSession:
             return
         answers: dict[str, LMResponse] = {}
         failures: dict[str, BatchItemError] = {}
+        none = f"batch {state.batch_id} ({state.status}) returned no result for this request"
+        missing = BatchItemError(kind="failed", message=state.message) if state.message else None
         for key, request in requests.items():
             got = [results.get(cid) for cid in custom_ids(key, request.n, per_sample=api.per_sample)]
             errors = [g for g in got if isinstance(g, BatchItemError)]
             if errors:
                 failures[key] = errors[0]
             elif any(g is None for g in got):
-                failures[key] = (
-                    BatchItemError(kind="failed", message=state.message)
-                    if state.message
-                    else BatchItemError(
-                        kind="missing",
-                        retryable=True,
-                        message=f"batch {state.batch_id} ({state.status}) returned "
-                        "no result for this request",
-                    )
-                )
+                failures[key] = missing or BatchItemError(kind="missing", retryable=True, message=none)
             else:
                 try:
                     answers[key] = api.response(request, [g for g in got if isinstance(g, dict)])
@@ -512,8 +445,6 @@ class BatchSession:
                 )
         self._last_park = time.monotonic()  # follow-ups: let the woken items park their next calls first
 
-    # ------------------------------------------------------------------ progress
-
     def _show(self) -> None:
         if not self.options.progress:
             return
@@ -535,7 +466,7 @@ class BatchSession:
         self._bar.refresh()
 
 
-def _find_cache(lm: LM) -> LMCache | None:
+def find_cache(lm: LM) -> LMCache | None:
     """The cache of the first :class:`CachedLM` in ``lm``'s wrapper stack, if any."""
     seen = 0
     while isinstance(lm, WrapperLM) and seen < 32:
@@ -552,16 +483,12 @@ def _store_all(cache: LMCache, payloads: list[tuple[str, str]], identity: str, m
 
 
 def batch_api_for(lm: LM) -> BatchAPI:
-    """The batch API of ``lm``'s backend: OpenAI (or an OpenAI-compatible server) or Anthropic.
-
-    Raises :class:`ConfigError` for a backend without one (local models, DSPy, replay, fake).
-    """
+    """The batch API of ``lm``'s backend (OpenAI or Anthropic); ConfigError for a backend without one."""
     backend = innermost(lm)  # the implementations import the SDKs: only when batch mode is used
     if backend.provider in ("openai", "anthropic") and importlib.util.find_spec(backend.provider) is None:
         raise BackendSpecError(
-            f"batch mode on {lm.spec!r} goes through the {backend.provider!r} SDK, which "
-            "is not installed; expected it importable (pip install "
-            f"'mitigate[{backend.provider}]')",
+            f"batch mode on {lm.spec!r} goes through the {backend.provider!r} SDK, which is not installed; "
+            f"expected it importable (pip install 'mitigate[{backend.provider}]')",
             spec=lm.spec,
         )
     if backend.provider == "openai":
@@ -587,12 +514,8 @@ def session_for(
     progress: bool = True,
     judge: Judge | None = None,
 ) -> tuple[BatchSession, bool]:
-    """The session a run uses for ``batch`` (options, a shared session, or True), and whether the run owns it.
-
-    A session made here keeps its record in ``options.directory``, else in ``folder`` (the
-    runner passes ``<journal folder>/batches``), and shows its bar only when ``progress``.
-    With ``judge``, a backend without a batch API is refused before anything is written.
-    """
+    """The session a run uses for ``batch`` and whether the run owns it; with ``judge``, a backend without a
+    batch API is refused before anything is written."""
     if judge is not None:
         for leaf in judge.leaves():
             batch_api_for(leaf.lm)

@@ -1,36 +1,8 @@
-"""The judgments of a run as columns on disk: written in batches as the run goes, read back as arrays or a
-frame.
+"""The judgments of a run as columns on disk (``results.sqlite``): written in batches as the run goes, read
+back as arrays or a frame.
 
-``mitigate judge --run-dir`` writes ``results.sqlite`` beside its journal (and ``results.json``
-with the summary); in Python, :class:`ColumnWriter` appends ``(item, judgment)`` pairs as a
-streamed run yields them (:func:`~mitigate.run._runner.run_stream`) and :class:`Columns` reads
-the file back: :meth:`Columns.column` one column as a NumPy array, :meth:`Columns.to_pandas`
-the long-form table of :data:`~mitigate.run._runner.FRAME_COLUMNS` (plus any other column asked
-for), :meth:`Columns.rows` the same rows one at a time.
-
-Why SQLite
-    It ships with Python, so every install can write and read the file (Parquet would need
-    pyarrow, some 100 MB, for a core feature); rows are appended in transactions of
-    :data:`BATCH` as they come, so the writer's memory does not grow with the run; one column
-    is read without the others' text (``SELECT score``), by any tool (``sqlite3``, pandas,
-    DuckDB). The file is built under a temporary name and renamed
-    into place when the run ends (:func:`mitigate.paths.output_path`): a reader never sees half
-    of one. The journal, not this file, is the crash-safe record: a killed run's next run
-    rewrites the columns from it.
-
-Layout
-    Table ``judgments``: one row per judgment, ``seq`` (0, 1, ... in the run's item order),
-    ``entry`` (the judge's name in a comparison; NULL for ``judge``), ``item``, ``document``,
-    ``system``, ``ok`` (0/1), ``error``, ``failure`` (the parse-failure reasons and the error,
-    joined by "; "), ``flags`` (joined by ","), ``needs_human`` (0/1), ``raw`` (every raw answer,
-    joined by blank lines), ``calls``, ``cached_calls``, ``prompt_tokens``, ``completion_tokens``,
-    ``cached_prompt_tokens``, ``cost_usd``. Table ``scores``: one row per criterion scored (or
-    per order a pairwise verdict was given in; :meth:`~mitigate.judge.Judgment.rows`), ``seq``
-    (its judgment's), ``criterion``, ``order``, ``score``, ``verdict``, ``human`` (the item's
-    human score on the criterion, or its gold preference for a pairwise item), ``samples`` (the
-    criterion's per-sample scores as a JSON list). Table ``about``:
-    ``key``/``value`` (JSON) pairs: the format version and what the writer was told
-    (benchmark, criterion, backend).
+Tables: ``judgments`` (a row per judgment, ``seq`` the item order), ``scores`` (a row per criterion, or per
+order of a pairwise verdict) and ``about`` (the version and what the writer was told, as JSON).
 """
 
 from __future__ import annotations
@@ -46,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError
-from mitigate.judge import Judgment
+from mitigate.judge import FRAME_COLUMNS, Judgment, frame
 from mitigate.paths import check_input_file, output_path
 
 if TYPE_CHECKING:
@@ -85,23 +57,8 @@ SCORE_COLUMNS = (
     ("human", ""),
     ("samples", "TEXT"),
 )
-"""The ``scores`` table: one row per criterion (or pairwise order) of a judgment; ``human`` is a number or a
-gold preference ("A", "B", "tie"); ``samples`` the criterion's per-sample scores as JSON (null for a failed
-sample)."""
-NUMERIC = frozenset(
-    {
-        "seq",
-        "ok",
-        "needs_human",
-        "calls",
-        "cached_calls",
-        "prompt_tokens",
-        "completion_tokens",
-        "cached_prompt_tokens",
-        "cost_usd",
-        "score",
-    }
-)
+"""The ``scores`` table (``human``: a number or a gold preference; ``samples``: per-sample scores as JSON)."""
+NUMERIC = frozenset(n for n, t in JUDGMENT_COLUMNS + SCORE_COLUMNS if t.startswith(("INTEGER", "REAL")))
 """Columns :meth:`Columns.column` returns as float arrays (NULL as NaN)."""
 _TABLE_OF = {name: "judgments" for name, _ in JUDGMENT_COLUMNS} | {
     name: "scores" for name, _ in SCORE_COLUMNS[1:]
@@ -123,12 +80,8 @@ def _quoted(name: str) -> str:
 
 
 class ColumnWriter:
-    """Appends ``(item, judgment)`` pairs to a columns file, :data:`BATCH` rows per transaction.
-
-    Use as a context manager: the file appears at ``path`` (replacing an older one) when the block
-    ends without an error, and not at all otherwise. ``about`` is stored in the ``about`` table;
-    ``criterion`` is the criterion whose human score fills ``human`` (None: the judgment's own).
-    """
+    """Appends ``(item, judgment)`` pairs to a columns file that appears at ``path`` only when its block ends
+    without an error (``criterion``: the one whose human score fills ``human``)."""
 
     def __init__(
         self, path: Path | str, about: Mapping[str, Any] | None = None, *, criterion: str | None = None
@@ -142,15 +95,18 @@ class ColumnWriter:
         self._judgments: list[tuple[Any, ...]] = []
         self._scores: list[tuple[Any, ...]] = []
 
+    def _failed(self, exc: sqlite3.Error) -> ConfigError:
+        return ConfigError(
+            f"expected to write the results' columns {self.path}; got {exc}", path=str(self.path)
+        )
+
     def __enter__(self) -> ColumnWriter:
         tmp = self._stack.enter_context(output_path(self.path, "the results' columns"))
         try:
             conn = sqlite3.connect(str(tmp), isolation_level=None)
             self._stack.callback(conn.close)
-            # a file of its own under a temporary name: renamed when whole
-            conn.execute("PRAGMA journal_mode=OFF")
-            conn.execute("PRAGMA synchronous=OFF")
-            for statement in _SCHEMA:
+            # a file of its own under a temporary name, renamed when whole: no journal, no syncs
+            for statement in ("PRAGMA journal_mode=OFF", "PRAGMA synchronous=OFF", *_SCHEMA):
                 conn.execute(statement)
             conn.executemany(
                 "INSERT INTO about VALUES (?, ?)",
@@ -158,9 +114,7 @@ class ColumnWriter:
             )
         except sqlite3.Error as exc:
             self._stack.close()
-            raise ConfigError(
-                f"expected to write the results' columns {self.path}; got {exc}", path=str(self.path)
-            ) from None
+            raise self._failed(exc) from None
         except BaseException:
             self._stack.close()
             raise
@@ -231,9 +185,7 @@ class ColumnWriter:
             )
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise ConfigError(
-                f"expected to write the results' columns {self.path}; got {exc}", path=str(self.path)
-            ) from None
+            raise self._failed(exc) from None
         self._judgments.clear()
         self._scores.clear()
 
@@ -247,10 +199,7 @@ class ColumnWriter:
                     for statement in _INDEXES:
                         self._conn.execute(statement)
                 except sqlite3.Error as error:
-                    raise ConfigError(
-                        f"expected to write the results' columns {self.path}; got {error}",
-                        path=str(self.path),
-                    ) from None
+                    raise self._failed(error) from None
         except BaseException:
             self._conn = None
             self._stack.__exit__(*sys.exc_info())  # the temporary file is removed
@@ -282,7 +231,6 @@ class Columns:
             )
 
     def close(self) -> None:
-        """Close the file."""
         self._conn.close()
 
     def __enter__(self) -> Columns:
@@ -295,21 +243,13 @@ class Columns:
         return int(self._conn.execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
 
     def _where(self, entry: str | None, criterion: str | None, table: str) -> tuple[str, list[Any]]:
-        clauses, args = [], []
-        if entry is not None:
-            clauses.append("j.entry = ?")
-            args.append(entry)
-        if criterion is not None and table == "scores":
-            clauses.append("s.criterion = ?")
-            args.append(criterion)
-        return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+        pairs = [("j.entry = ?", entry), ("s.criterion = ?", criterion if table == "scores" else None)]
+        clauses = [(clause, arg) for clause, arg in pairs if arg is not None]
+        where = " WHERE " + " AND ".join(c for c, _ in clauses) if clauses else ""
+        return where, [arg for _, arg in clauses]
 
     def column(self, name: str, *, entry: str | None = None, criterion: str | None = None) -> np.ndarray:
-        """One column in order, as a float array (NULL as NaN) for a numeric column, else an object array.
-
-        A column of the ``scores`` table has one value per score row (``criterion`` keeps one
-        criterion's); a column of ``judgments`` one per judgment.
-        """
+        """One column in order: a float array (NULL as NaN) for a numeric one, else an object array."""
         table = _TABLE_OF.get(name)
         if table is None:
             raise ConfigError(f"expected a column of {sorted(_TABLE_OF)}; got {name!r}")
@@ -331,13 +271,7 @@ class Columns:
     def rows(
         self, columns: Sequence[str] | None = None, *, entry: str | None = None, criterion: str | None = None
     ) -> Iterator[dict[str, Any]]:
-        """The long-form rows (one per score row, with its judgment's columns), in order, one at a time.
-
-        ``columns`` default to :data:`mitigate.judge.FRAME_COLUMNS`; any column of either table
-        may be asked for.
-        """
-        from mitigate.judge import FRAME_COLUMNS
-
+        """The long-form rows, one per score row, in order (``columns`` default to ``FRAME_COLUMNS``)."""
         wanted = list(columns or FRAME_COLUMNS)
         selected = []
         for name in wanted:
@@ -357,6 +291,4 @@ class Columns:
         self, columns: Sequence[str] | None = None, *, entry: str | None = None, criterion: str | None = None
     ) -> Any:
         """:meth:`rows` as a pandas DataFrame (needs the ``pandas`` extra)."""
-        from mitigate.judge import FRAME_COLUMNS, frame
-
         return frame(self.rows(columns, entry=entry, criterion=criterion), list(columns or FRAME_COLUMNS))

@@ -1,17 +1,9 @@
 """The run journal: an append-only JSONL record of finished judgments that a killed run resumes from, and its
 lock.
 
-The first line names the judge's fingerprint; each later line is one finished
-:class:`~mitigate.judge.Judgment`, written to the OS as soon as it is known and fsync'd at
-most every ``fsync_every`` seconds and at the end. Damaged or blank lines at its end (a write
-cut short) are trimmed and their items redone; a line whose score lies outside the judge's
-scale (or is not a finite number) is damaged wherever it stands: its item is judged again, with
-one :class:`~mitigate.errors.JournalDamageWarning`. A lock file beside it (``<journal>.lock``,
-``flock``) keeps a second process off the same journal (:class:`~mitigate.errors.RunBusyError`).
-The journal and its lock are files mitigate reads back, so each must be a regular file (a symlink
-to one is followed); a FIFO, socket or device is refused by what it is before anything is read
-(:func:`mitigate.paths.open_regular`), and no line is read past :data:`mitigate.paths.MAX_LINE_BYTES`.
-See :mod:`mitigate.run._runner` for how a run uses it.
+The first line names the judge's fingerprint, each later line one finished judgment, written at once and
+fsync'd at most every ``fsync_every`` seconds. Damaged lines at its end (a write cut short), or with a score
+off the judge's scale, are dropped and their items redone.
 """
 
 from __future__ import annotations
@@ -45,8 +37,7 @@ JOURNAL_VERSION = 1
 
 
 def id_hash(item_id: str) -> int:
-    """The 64-bit key a journal's index keeps for an item id (Python's string hash: two ids may share one, and
-    the line read back tells them apart)."""
+    """The 64-bit key a journal's index keeps for an item id (the line read back tells two ids apart)."""
     return hash(item_id)
 
 
@@ -55,15 +46,8 @@ def _os_reason(exc: OSError) -> str:
 
 
 class RunLock:
-    """An exclusive lock on a file (``flock``), re-entrant within one process.
-
-    ``RunLock(path)`` as a context manager holds the lock; a second process asking for it gets
-    :class:`~mitigate.errors.RunBusyError` at once (never a wait). The file is created when
-    missing, holds the owner's pid (for the message) and is left in place (an unlocked leftover
-    file is harmless). Within one process the same path may be locked again (the CLI locks a run
-    folder, then the runner locks its journal): the lock is released when the last holder exits.
-    Where ``fcntl`` is missing (not POSIX) the lock is a no-op.
-    """
+    """An exclusive ``flock`` on a file holding the owner's pid, re-entrant within one process; another
+    process gets :class:`~mitigate.errors.RunBusyError` at once (a no-op off POSIX)."""
 
     _held: ClassVar[dict[str, list[Any]]] = {}  # resolved path -> [file, holders]
     _guard = threading.Lock()
@@ -79,8 +63,7 @@ class RunLock:
         return cls(journal.with_name(journal.name + ".lock"))
 
     def acquire(self) -> None:
-        """Take the lock; RunBusyError when another process holds it, ConfigError when it cannot be
-        written."""
+        """Take the lock; RunBusyError when another process holds it."""
         if fcntl is None or self._key is not None:  # pragma: no cover - no locking off POSIX
             return
         try:
@@ -88,9 +71,8 @@ class RunLock:
             key = str(self.path.resolve())
         except OSError as exc:
             blocker = next((p for p in self.path.parents if p.exists()), None)
-            reason = (
-                f"{blocker} is a file" if blocker is not None and not blocker.is_dir() else _os_reason(exc)
-            )
+            file = blocker is not None and not blocker.is_dir()
+            reason = f"{blocker} is a file" if file else _os_reason(exc)
             raise ConfigError(
                 f"expected a writable folder for {self.path}; {reason}", path=str(self.path)
             ) from None
@@ -100,8 +82,7 @@ class RunLock:
                 held[1] += 1
                 self._key = key
                 return
-            try:
-                # a FIFO or a device is refused, never opened
+            try:  # a FIFO or a device is refused, never opened
                 fh = open_regular(self.path, "a+", "the lock file")
             except OSError as exc:
                 raise ConfigError(
@@ -128,7 +109,6 @@ class RunLock:
             self._key = key
 
     def release(self) -> None:
-        """Give the lock back (the file stays)."""
         key, self._key = self._key, None
         if key is None:
             return
@@ -153,17 +133,11 @@ class RunLock:
 
 
 class Journal:
-    """Append-only, fsync'd record of finished judgments for one judge configuration.
+    """Append-only, fsync'd record of finished judgments for one judge configuration, holding its
+    :class:`RunLock` until :meth:`close`.
 
-    Opening a journal takes its :class:`RunLock` (released by :meth:`close`). Damaged or blank
-    lines at the end (a write cut short) are trimmed and their items judged again; an unreadable
-    line followed by good ones is a :class:`~mitigate.errors.DataError` naming it (the file was
-    edited or damaged, not cut short).
-
-    What a resumed run needs is found without keeping the judgments in memory: loading reads the
-    file once and keeps, per item whose last line is a good judgment, a hash of its id and where
-    its line starts (16 bytes); :meth:`get` reads that line again. Two ids that share a hash are
-    told apart by the line read (the other is judged again, never given the wrong judgment).
+    An unreadable line followed by good ones is a :class:`~mitigate.errors.DataError`. Loading keeps only, per
+    item whose last line is a good judgment, a hash of its id and where the line starts; :meth:`get` reads it.
     """
 
     def __init__(
@@ -189,7 +163,6 @@ class Journal:
         if self.path.is_dir():
             raise ConfigError(f"expected a journal file at {self.path}; got a directory", path=str(self.path))
         kind = path_kind(self.path)
-        # unreadable: said below
         if kind not in (None, "a regular file") and not kind.startswith("unreadable"):
             raise ConfigError(
                 f"expected the journal {self.path} to be a regular file; it is {kind}", path=str(self.path)
@@ -218,13 +191,10 @@ class Journal:
         return len(self._keys)
 
     def _load(self) -> None:
-        # one pass, nothing kept per line but its id's hash, where it starts and how it ended; a SIGKILL can
-        # leave a
-        # partial last line (no newline)
+        # one pass, nothing kept per line but its id's hash, where it starts and how it ended
         hashes, starts, states = array("q"), array("q"), array("b")  # state: 0 good, 1 failed call, 2 damaged
         size = complete = keep_end = tail_bad = 0
         header: dict[str, Any] | None = None
-        # (line, reason, was it the first line) of unreadable lines
         first_bad: tuple[int, str, bool] | None = None
         seen = 0
         with open_regular(self.path, "rb", "the journal") as fh:
@@ -299,7 +269,6 @@ class Journal:
                 self._offsets.append(starts[line])
 
     def _find(self, item_id: object) -> int | None:
-        """Where the line of ``item_id``'s key starts, or None."""
         if not self._keys or not isinstance(item_id, str):
             return None
         key = id_hash(item_id)
@@ -307,13 +276,11 @@ class Journal:
         return self._offsets[at] if at < len(self._keys) and self._keys[at] == key else None
 
     def __contains__(self, item_id: object) -> bool:
-        """Whether the journal may hold a good judgment for ``item_id`` (its key is known; :meth:`get` reads
-        the line and makes sure)."""
+        """Whether the journal may hold a good judgment for ``item_id`` (:meth:`get` makes sure)."""
         return self._find(item_id) is not None
 
     def get(self, item_id: str) -> Judgment | None:
-        """The good judgment the journal holds for ``item_id`` (its last line), or None (then it is to be
-        judged)."""
+        """The good judgment the journal holds for ``item_id``, or None (then it is to be judged)."""
         offset = self._find(item_id)
         if offset is None:
             return None
@@ -324,8 +291,7 @@ class Journal:
         return found if isinstance(found, Judgment) and found.item_id == item_id else None
 
     def _out_of_bounds(self, judgment: Judgment) -> str | None:
-        """Why a journalled judgment cannot be one this judge gave (a score off its scale, not finite); None
-        if none."""
+        """Why a journalled judgment cannot be this judge's (a score off its scale), or None."""
         values = [(name, v) for name, v in judgment.scores.items()]
         values += [(name, v) for name, samples in judgment.samples.items() for v in samples]
         for name, value in values:
@@ -397,5 +363,4 @@ class Journal:
             self._lock.release()
 
     def record(self, judgment: Judgment) -> None:
-        """Append one judgment (durably)."""
         self._write_line(judgment.model_dump_json())

@@ -1,29 +1,79 @@
-"""The exact requests a judge sends for one item, as text a person reads: ``mitigate prompts render`` and
-``--dry-run``.
-
-:func:`render_requests` prints every :class:`~mitigate.judge.PlannedRequest` of
-``judge.requests(item)`` (every call of every fan-out) with its messages, its answer
-constraint in the fields the backend gets, its sampling (temperature, n, max tokens,
-logprobs), how its answer is read, the condition under which it is sent (a cascade's later
-stage depends on earlier answers), the backend's refusal when it cannot take it, and a
-unified diff of its messages against the unmitigated prompt's for the same item (the swapped
-copy for a swapped request). Nothing here calls an LM.
-"""
+"""What a judge sends for each item, rendered without calling an LM: checked for every item before a run
+(:func:`preflight`), and shown as text (``mitigate prompts render``, ``--dry-run``): each planned request's
+messages, constraint fields, sampling, reading, condition, refusal and diff against the unmitigated prompt."""
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from mitigate.data import Item
+from mitigate.errors import DataError, MitigateError
 from mitigate.judge import Judge, PlannedRequest, PromptJudge
 from mitigate.lm import Message
 
 
+def _max_prompt_chars(lm: Any) -> int | None:
+    for _ in range(8):  # the backend under its wrappers
+        cap = getattr(getattr(lm, "limits", None), "max_prompt_chars", None)
+        if isinstance(cap, int):
+            return int(cap)
+        lm = getattr(lm, "inner", None)
+    return None
+
+
+def clip(text: str, limit: int = 300) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def preflight(judge: Judge, items: Iterable[Item]) -> None:
+    """Render every item with every prompt of ``judge``; one DataError when some cannot be rendered, or give a
+    prompt over the backend's ``max_prompt_chars``."""
+    try:
+        leaves = judge.leaves()
+    except MitigateError:  # a judge without prompts (a replayed released judge): nothing to render
+        return
+    caps = [_max_prompt_chars(leaf.lm) for leaf in leaves]
+    count = bad = too_long = 0
+    first_bad: tuple[Item, MitigateError] | None = None
+    first_long: tuple[Item, int, int] | None = None
+    for item in items:
+        count += 1
+        for leaf, cap in zip(leaves, caps, strict=True):
+            try:
+                messages = leaf.prompt.render(item)
+            except MitigateError as exc:
+                bad += 1
+                first_bad = first_bad or (item, exc)
+                break
+            if cap is not None:
+                chars = sum(len(m.content) for m in messages)
+                if chars > cap:
+                    too_long += 1
+                    first_long = first_long or (item, chars, cap)
+                    break
+    if first_long is not None:
+        item, chars, cap = first_long
+        raise DataError(
+            f"{too_long} of {count} items give a prompt longer than max_prompt_chars={cap:,} "
+            f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} "
+            f"characters (about {chars // 4:,} tokens)",
+            item_id=item.id,
+        )
+    if first_bad is not None:
+        item, cause = first_bad
+        raise DataError(
+            f"{bad} of {count} items cannot be put into the judge's prompt, so no LM call was made; "
+            f"the first, {item.id!r}: {clip(cause.message, 400)}",
+            item_id=item.id,
+        )
+
+
 def placeholder_item(judge: Judge, item_id: str = "example") -> Item:
-    """An item whose every slot the judge's prompts show holds ``<slot name>``: for rendering with no
-    benchmark."""
+    """An item whose every slot the judge's prompts show holds ``<slot name>``."""
     slots: set[str] = set()
     pairwise = False
     for leaf in judge.leaves():
@@ -41,11 +91,7 @@ def placeholder_item(judge: Judge, item_id: str = "example") -> Item:
 
 def transcript(messages: Sequence[Message]) -> list[str]:
     """The messages as lines: a ``[role]`` line, then the content's lines, for each message."""
-    lines: list[str] = []
-    for m in messages:
-        lines.append(f"[{m.role}]")
-        lines.extend(m.content.split("\n"))
-    return lines
+    return [line for m in messages for line in (f"[{m.role}]", *m.content.split("\n"))]
 
 
 def _swapped(item: Item) -> Item:
@@ -67,19 +113,15 @@ def _constraint_lines(p: PlannedRequest) -> list[str]:
 
 
 def render_requests(planned: Sequence[PlannedRequest], baseline: PromptJudge | None, item: Item) -> str:
-    """Every planned request as text (see the module docstring); diffs against ``baseline``'s prompt when
-    given."""
+    """Every planned request as text, diffed against ``baseline``'s prompt when given."""
     if not planned:
         return f"no LM request for item {item.id!r} (this judge replays recorded answers)"
     out: list[str] = []
     total = len(planned)
     for i, p in enumerate(planned, 1):
         r = p.request
-        head = (
-            f"=== request {i} of {total}: {p.label} (item "
-            f"{p.item_id!r}{', outputs swapped' if p.swapped else ''})"
-        )
-        out.append(head)
+        swapped = ", outputs swapped" if p.swapped else ""
+        out.append(f"=== request {i} of {total}: {p.label} (item {p.item_id!r}{swapped})")
         out.append(
             f"backend: {p.backend}   temperature: {r.temperature:g}   n: {r.n}   max tokens: "
             f"{r.max_tokens}   logprobs: "

@@ -1,52 +1,10 @@
 """Run a judge over many items: bounded concurrency and memory, a crash-safe journal, progress and a usage
 tally.
 
-Two entry points. :func:`run` judges a collection of items and returns every judgment (a
-:class:`RunResult`): what a mitigation's fit, a search or a small comparison needs.
-:func:`run_stream` judges items read one at a time (a list, or a lazily read benchmark file,
-:mod:`mitigate.data._stream`) and yields ``(item, judgment)`` pairs in item order as they are
-ready, keeping at most ``window`` items in hand (started, or finished and waiting for an item
-before them); nothing else grows with the number of items: the summary is counted as judgments
-come (:class:`~mitigate.run._tally.Tally`), the journal finds a resumed judgment by reading its
-line again, and the caller writes each pair where it belongs (``mitigate judge`` streams them
-into ``--out`` and the results' columns, :mod:`mitigate.run._columns`).
-
-The journal is an append-only JSONL file. Its first line names the judge's fingerprint; each
-later line is one finished :class:`~mitigate.judge.Judgment`, written to the OS as soon as
-it is known (a killed process loses nothing the kernel has), and fsync'd at most every
-``fsync_every`` seconds and at the end (so a power cut loses at most that window, and the
-event loop is not stalled by a disk flush per judgment). A run killed at any point (even
-SIGKILL) resumes from the journal: items already journalled are not judged again, damaged or
-blank lines at its end (a write cut short) are trimmed and their items redone, and judgments
-whose LM call failed for good are retried. Nothing in the journal holds an API key:
-judgments carry only item ids, raw answers, scores and usage.
-
-A journal is held by one process at a time: a lock file beside it (``<journal>.lock``,
-``flock``) makes a second process on the same journal stop at once with
-:class:`~mitigate.errors.RunBusyError` instead of judging (and paying for) every item again.
-
-Failing fast
-    Before the first LM call, every item is rendered with every prompt of the judge, so a slot
-    no item can fill is one :class:`~mitigate.errors.DataError`, not one error per item (items
-    given as a one-pass iterator are rendered as they are read instead). During
-    the run a circuit breaker watches for failures that will repeat for every item: the server
-    refusing the key or the model (HTTP 400/401/403/404/422), a backend that cannot do what is
-    asked, a server unreachable on every attempt, every attempt failing with the same 5xx, a server
-    closing every connection or breaking off every answer, a request past its deadline (a hung or
-    trickling server), a redirect (API calls are not redirected), the same kind of malformed
-    answer (truncated JSON, HTML, an empty body, ``content: null``, no choices, a body over the
-    size cap, a field that is not what the API says, a status line or headers that are not
-    HTTP), or a ``Retry-After`` longer than the retry policy's patience. ``stop_after`` such failures in a
-    row (one for an unreachable server or a too-long ``Retry-After``, whose every attempt already
-    failed) stop the run with :class:`~mitigate.errors.RunStoppedError`; the journal keeps
-    everything finished before. Until the first item succeeds at most ``stop_after`` judgments are
-    in flight, so a run that cannot succeed costs ``stop_after`` requests, not ``concurrency``
-    (about one LM latency of a healthy run). A run whose LM objects already answered a judgment
-    in this process (the second pipeline of a compare, a search's next candidate) skips this
-    warm-up; batch mode has none either (every request goes in the first batch).
-
-Size: over 600 lines because the run loop keeps what it decides on a failure beside it (preflight,
-the circuit breaker, resuming from the journal).
+Every finished judgment goes to the journal at once, so a killed run resumes from it. Before the first call
+every item is rendered (:func:`preflight`); a circuit breaker stops the run after ``stop_after`` failures in a
+row that will repeat for every item, and until one item succeeds at most ``stop_after`` judgments are in
+flight (unless its LMs already answered in this process).
 """
 
 from __future__ import annotations
@@ -64,23 +22,20 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from tqdm.auto import tqdm
 
+from mitigate.constraints import Interval, check_param
 from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError, MitigateError, RunStoppedError
 from mitigate.judge import Judge, Judgment, frame
-from mitigate.lm import CachedLM, CacheMiss, WrapperLM, cache_only
+from mitigate.lm import CacheMiss, cache_only, why_unpriced
 from mitigate.registry import run_coroutine
-from mitigate.run._batch_session import BatchConfig, BatchSession, session_for
-from mitigate.run._breaker import STOP_AFTER, CircuitBreaker
+from mitigate.run._batch_session import BatchConfig, BatchSession, find_cache, session_for
 from mitigate.run._journal import Journal
-from mitigate.run._tally import RunSummary, Tally
+from mitigate.run._render import clip, preflight
+from mitigate.run._tally import STOP_AFTER, CircuitBreaker, RunSummary, Tally
 
 
 def window_for(concurrency: int) -> int:
-    """How many items a streamed run keeps in hand by default: ``16 * concurrency``, at least 1,024.
-
-    The items after a slow one go on being judged (and journalled) until this many wait for it;
-    each costs a few kilobytes (the item and its judgment), so the default holds a few megabytes.
-    """
+    """How many items a streamed run keeps in hand by default: ``16 * concurrency``, at least 1,024."""
     return max(1024, 16 * concurrency)
 
 
@@ -92,19 +47,12 @@ class RunResult(BaseModel):
     summary: RunSummary
 
     def by_id(self) -> dict[str, Judgment]:
-        """Judgments keyed by item id."""
         return {j.item_id: j for j in self.judgments}
 
     def rows(
         self, items: Sequence[Item] | None = None, criterion: str | None = None, entry: str | None = None
     ) -> list[dict[str, Any]]:
-        """Every judgment in long form (:meth:`Judgment.rows`), with the item's document, system and human
-        label.
-
-        ``items`` (the judged items, matched by id) fills ``document``, ``system`` and
-        ``human`` (the human score on ``criterion``, or the gold preference of a pairwise
-        item); ``entry`` names the judge in the ``entry`` column.
-        """
+        """Every judgment in long form, with its item's document, system and human label."""
         by_id = {it.id: it for it in items or ()}
         out = []
         for j in self.judgments:
@@ -138,7 +86,6 @@ _ANSWERED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _judge_lms(judge: Judge) -> list[Any]:
-    """The LM object of every prompt judge inside ``judge`` (none for a judge without prompts)."""
     try:
         return [leaf.lm for leaf in judge.leaves()]
     except MitigateError:
@@ -147,32 +94,12 @@ def _judge_lms(judge: Judge) -> list[Any]:
 
 def _cost_note(judge: Judge) -> str:
     """Why a run's cost is unknown, from the judge's backends (each named once)."""
-    from mitigate.lm import why_unpriced
-
     notes = dict.fromkeys(why_unpriced(lm) for lm in _judge_lms(judge))
     return "; ".join(notes) or "some call reported no price"
 
 
-def _caches(lms: Sequence[Any]) -> bool:
-    """Whether some LM of the judge answers from an on-disk cache (a :class:`CachedLM` among its wrappers)."""
-    for lm in lms:
-        for _ in range(32):
-            if isinstance(lm, CachedLM):
-                return True
-            if not isinstance(lm, WrapperLM):
-                break
-            lm = lm.inner
-    return False
-
-
 def _skips_warm_up(lms: Sequence[Any]) -> bool:
-    """Whether every LM of a run has already answered a judgment in this process.
-
-    The warm-up guards against sending ``concurrency`` requests to a backend that refuses them
-    all; an LM object that answered an earlier run (compare's pipelines, a search's candidates,
-    a benchmark's warm-up run) has shown it does not, so its later runs start at full
-    concurrency. The circuit breaker still stops them on ``stop_after`` permanent failures.
-    """
+    """Whether every LM of a run has already answered a judgment in this process."""
     try:
         return bool(lms) and all(lm in _ANSWERED for lm in lms)
     except TypeError:  # an LM that cannot be weakly referenced: warm up as usual
@@ -185,83 +112,11 @@ def _remember_answered(lms: Sequence[Any]) -> None:
             _ANSWERED.add(lm)
 
 
-def _max_prompt_chars(lm: Any) -> int | None:
-    """The prompt-size cap of a network backend under its wrappers (None for a backend without one)."""
-    for _ in range(8):
-        limits = getattr(lm, "limits", None)
-        if limits is not None and isinstance(getattr(limits, "max_prompt_chars", None), int):
-            return int(limits.max_prompt_chars)
-        lm = getattr(lm, "inner", None)
-        if lm is None:
-            return None
-    return None
-
-
-def _clip(text: str, limit: int = 300) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def preflight(judge: Judge, items: Iterable[Item]) -> None:
-    """Render every item with every prompt of ``judge``; one DataError when some cannot be rendered, or give a
-    prompt longer than the backend's ``max_prompt_chars`` (:class:`~mitigate.lm._http.Limits`).
-
-    A slot that no field of an item fills fails for that item on every attempt, so it is found
-    here, before the first LM call, instead of as one error per judgment. A judge without
-    prompts (a replayed released judge) has nothing to check. ``items`` is read once, one item at
-    a time (a lazily read benchmark file is never held whole).
-    """
-    try:
-        leaves = judge.leaves()
-    except MitigateError:  # a judge without prompts (a replayed released judge): nothing to render
-        return
-    caps = [_max_prompt_chars(leaf.lm) for leaf in leaves]
-    count = bad = too_long = 0
-    first_bad: tuple[Item, MitigateError] | None = None
-    first_long: tuple[Item, int, int] | None = None
-    for item in items:
-        count += 1
-        for leaf, cap in zip(leaves, caps, strict=True):
-            try:
-                messages = leaf.prompt.render(item)
-            except MitigateError as exc:
-                bad += 1
-                first_bad = first_bad or (item, exc)
-                break
-            if cap is not None:
-                chars = sum(len(m.content) for m in messages)
-                if chars > cap:
-                    too_long += 1
-                    first_long = first_long or (item, chars, cap)
-                    break
-    if first_long is not None:
-        item, chars, cap = first_long
-        raise DataError(
-            f"{too_long} of {count} items give a prompt longer than max_prompt_chars={cap:,} "
-            f"(--max-prompt-chars), so no LM call was made; the first, {item.id!r}, gives {chars:,} "
-            f"characters (about {chars // 4:,} tokens)",
-            item_id=item.id,
-        )
-    if first_bad is not None:
-        item, cause = first_bad
-        raise DataError(
-            f"{bad} of {count} items cannot be put into the judge's prompt, so no LM call was made; "
-            f"the first, {item.id!r}: {_clip(cause.message, 400)}",
-            item_id=item.id,
-        )
-
-
 _END = object()
 
 
 class RunStream:
-    """A run that yields ``(item, judgment)`` pairs in item order as they are ready; see :func:`run_stream`.
-
-    Use it as ``async with run_stream(judge, items, ...) as stream: async for item, judgment in
-    stream: ...``; :attr:`summary` is the run's summary (complete once the pairs are exhausted,
-    the totals so far before). Leaving the block early cancels the judgments in flight (those
-    finished are in the journal).
-    """
+    """A run yielding ``(item, judgment)`` pairs in item order (:func:`run_stream`)."""
 
     def __init__(
         self,
@@ -278,47 +133,32 @@ class RunStream:
         check: bool = True,
         window: int | None = None,
     ) -> None:
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-            raise ConfigError(
-                f"The 'concurrency' parameter of run must be an int >= 1. Got {concurrency!r} instead."
-            )
-        if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
-            raise ConfigError(
-                f"The 'window' parameter of run must be an int >= 1 or None. Got {window!r} instead."
-            )
+        check_param("run", "concurrency", concurrency, [Interval(int, 1)])
+        check_param("run", "window", window, [Interval(int, 1), None])
         self.breaker = CircuitBreaker(stop_after)
         self.judge = judge
         self.items = items
         self.concurrency = concurrency
         self.journal_path = None if journal is None else Path(journal)
-        self.restart = restart
-        self.progress = progress
-        self.desc = desc
-        self.batch = batch
-        self.check = check
+        self.restart, self.progress, self.desc, self.batch, self.check = restart, progress, desc, batch, check
         self.window = window or window_for(concurrency)
         self.tally = Tally()
-        self.stopped = False
+        self.stopped = self._own_session = self._entered = False
         self._one_pass = iter(items) is items  # a generator: read once, so checked as it is read
         self._start = time.perf_counter()
         self._seconds: float | None = None
         self._jr: Journal | None = None
         self._session: BatchSession | None = None
-        self._own_session = False
         self._bar: Any = None
         self._live: set[asyncio.Future[Any]] = set()
         self._crashed: list[BaseException] = []
-        self._entered = False
 
     @property
     def summary(self) -> RunSummary:
-        """The run's totals: final once the pairs are exhausted (or the run stopped), the totals so far
-        before."""
+        """The run's totals (final once the pairs are exhausted)."""
         seconds = self._seconds if self._seconds is not None else time.perf_counter() - self._start
         note = _cost_note(self.judge) if self.tally.cost_usd is None else None
         return self.tally.summary(seconds, note)
-
-    # -- setting up and closing
 
     async def __aenter__(self) -> RunStream:
         if self._entered:
@@ -327,7 +167,7 @@ class RunStream:
         self._start = time.perf_counter()
         items = self.items
         if isinstance(items, Sequence) and not isinstance(items, str):
-            _check_unique(items)
+            deque(_unique(items), maxlen=0)
         if self.batch:
             self._session, self._own_session = session_for(
                 self.batch,
@@ -343,21 +183,15 @@ class RunStream:
                     restart=self.restart,
                     bounds=self.judge.score_bounds(),
                 )
-            if self.check and not self._one_pass:
-                preflight(self.judge, self._todo(items))
+            if self.check and not self._one_pass:  # the items the journal holds no good judgment for
+                jr = self._jr
+                preflight(self.judge, (it for it in items if jr is None or it.id not in jr))
         except BaseException:
             await self._close()
             raise
         total = len(items) if isinstance(items, Sized) else None
         self._bar = tqdm(total=total, desc=self.desc, disable=not self.progress, unit="item", leave=False)
         return self
-
-    def _todo(self, items: Iterable[Item]) -> Iterator[Item]:
-        """The items the journal holds no good judgment for (all of them without one)."""
-        jr = self._jr
-        for item in items:
-            if jr is None or item.id not in jr:
-                yield item
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -383,8 +217,6 @@ class RunStream:
                 session, self._session = self._session, None
                 await session.aclose()
 
-    # -- judging
-
     def __aiter__(self) -> AsyncIterator[tuple[Item, Judgment]]:
         if not self._entered:
             raise ConfigError(
@@ -393,16 +225,14 @@ class RunStream:
         return self._pairs()
 
     async def _pairs(self) -> AsyncIterator[tuple[Item, Judgment]]:
-        """Start items while fewer than ``window`` are in hand; yield the first in order once it is
-        finished."""
+        """Start items while fewer than ``window`` are in hand; yield the first once it is finished."""
         judge, jr, session = self.judge, self._jr, self._session
         if session is not None:  # every item starts at once and waits for its batch
             judge = session.wrap(judge)
         worker = _Worker(self, judge)
         checked = isinstance(self.items, Sequence) or getattr(self.items, "unique_ids", False)
-        seen: set[str] | None = None if checked else set()  # ids not checked before: checked as they are read
         in_hand: deque[tuple[Item, Judgment | asyncio.Future[Judgment | None]]] = deque()
-        source = iter(self.items)
+        source = iter(self.items) if checked else _unique(self.items)  # ids checked as they are read
         limit = self.window if session is None else None
         driver: asyncio.Future[Any] | None = None
         try:
@@ -412,13 +242,6 @@ class RunStream:
                     if item is _END:
                         break
                     assert isinstance(item, Item)
-                    if seen is not None:
-                        if item.id in seen:
-                            raise DataError(
-                                f"expected unique item ids; {item.id!r} appears more than once",
-                                item_id=item.id,
-                            )
-                        seen.add(item.id)
                     done = jr.get(item.id) if jr is not None else None
                     if done is not None:
                         self._bar.update(1)
@@ -492,37 +315,25 @@ class RunStream:
             kept = f"; {done}: fix the cause and rerun to resume"
         error = RunStoppedError(
             f"run stopped after {breaker.count} failed judgment{'s' if breaker.count != 1 else ''} in a row, "
-            f"with a failure that would repeat for every item: {_clip(breaker.cause or '', 400)}{kept}",
+            f"with a failure that would repeat for every item: {clip(breaker.cause or '', 400)}{kept}",
             cause=breaker.cause,
         )
         error.summary = summary  # type: ignore[attr-defined]
         return error
 
 
-def _check_unique(items: Sequence[Item]) -> None:
+def _unique(items: Iterable[Item]) -> Iterator[Item]:
     seen: set[str] = set()
     for it in items:
         if it.id in seen:
             raise DataError(f"expected unique item ids; {it.id!r} appears more than once", item_id=it.id)
         seen.add(it.id)
+        yield it
 
 
 class _Worker:
-    """Judges one item at a time under the run's concurrency, warm-up and circuit breaker (see
-    :func:`run_stream`).
-
-    Until one judgment succeeds, at most ``stop_after`` are in flight (a run that cannot succeed
-    stops after its first ``stop_after`` requests, not after ``concurrency`` of them), unless
-    every LM of the judge already answered in this process (:func:`_skips_warm_up`). With a
-    batch session every item starts at once (a warm-up would put the first items alone in a
-    batch and make the rest wait for it) and the session carries their requests.
-
-    When the judge's LMs cache their calls, every item in hand is first tried from the cache alone
-    (:func:`~mitigate.lm._cache.cache_only`), outside the concurrency limit: an item whose whole
-    judgment is stored is served and counted at once, however many items ahead of it wait for
-    calls; an item that needs a call takes its turn as usual. A cache hit proves nothing about
-    the backend, so it neither opens the warm-up nor resets the circuit breaker.
-    """
+    """Judges one item at a time under the run's concurrency, warm-up and circuit breaker; an item whose whole
+    judgment is cached is served at once, outside the limit (proving nothing about the backend)."""
 
     def __init__(self, run: RunStream, judge: Judge) -> None:
         self.run = run
@@ -538,7 +349,7 @@ class _Worker:
             self.opened.set()
         self.stop = asyncio.Event()
         self.held = 0  # warm-up slots kept by permanent failures in a row (see below)
-        self.cached = not batch and _caches(self.lms)
+        self.cached = not batch and any(find_cache(lm) is not None for lm in self.lms)
 
     def _finished(self, judgment: Judgment) -> Judgment:
         jr = self.run._jr
@@ -568,13 +379,9 @@ class _Worker:
         try:
             with cache_only():
                 judgment = await self.judge.judge(item)
-        except CacheMiss:
+        except (CacheMiss, MitigateError):  # a failure is judged again below, recorded as any other
             return None
-        except MitigateError:  # judged again below, where its failure is recorded as any other
-            return None
-        if judgment.error is not None:
-            return None
-        return self._finished(judgment)
+        return None if judgment.error is not None else self._finished(judgment)
 
     async def one(self, item: Item) -> Judgment | None:
         if self.cached and not self.stop.is_set():
@@ -602,7 +409,6 @@ class _Worker:
                         self.held += 1
                     else:
                         self.warm.release()
-                    # a success or another kind
                     while self.held > (0 if self.opened.is_set() else self.breaker.count):
                         self.held -= 1
                         self.warm.release()
@@ -626,23 +432,11 @@ class _Worker:
 
 def run_stream(judge: Judge, items: Iterable[Item], **options: Any) -> RunStream:
     """Judge ``items`` as :func:`run` does, yielding ``(item, judgment)`` pairs in item order as they are
-    ready.
+    ready: ``async with run_stream(...) as stream: async for item, judgment in stream``.
 
-    ``items`` is read one at a time, and at most ``window`` items (default :func:`window_for`)
-    are in hand at once: started, or finished and waiting for a slower one before them. A
-    judgment is journalled as soon as it is finished, whatever its place. ``items`` that can
-    be iterated more than once (a list, an :class:`~mitigate.data._stream.ItemStream`) are
-    first rendered whole (``check``, :func:`preflight`) and their ids checked to be unique
-    (a list's here, a stream's when it was scanned); a one-pass iterator is checked item by item
-    as it is read, so a bad item stops the run there (what was judged before is journalled).
-    A judgment the journal holds is read back from it and yielded in its place.
-
-    A run the circuit breaker stops yields every judgment finished before, then raises
-    :class:`~mitigate.errors.RunStoppedError` (its ``summary`` attribute holds the totals).
-    Batch mode starts every item at once (the batch waits for them all), so it keeps every item
-    in hand. Use as ``async with run_stream(...) as stream: async for item, judgment in stream``;
-    ``stream.summary`` holds the totals. ``options`` are :func:`run`'s (``concurrency``, ``journal``,
-    ``restart``, ``progress``, ``desc``, ``batch``, ``stop_after``, ``check``) and ``window``.
+    At most ``window`` items (default :func:`window_for`) are in hand; a one-pass iterator is checked item by
+    item as it is read. A stopped run yields every judgment finished before, then raises
+    :class:`~mitigate.errors.RunStoppedError`; ``stream.summary`` holds the totals.
     """
     return RunStream(judge, items, **options)
 
@@ -662,20 +456,10 @@ async def run(
 ) -> RunResult:
     """Judge every item with at most ``concurrency`` in flight; resume from ``journal`` when given.
 
-    An LM call that fails for good is recorded as a judgment with ``error`` set (and retried
-    on resume); a parse failure is recorded in ``failures`` with its raw text. ``check``
-    renders every item before the first call (:func:`preflight`). ``stop_after`` permanent
-    failures in a row raise :class:`~mitigate.errors.RunStoppedError` (0: never stop); the
-    judgments finished before are in the journal and on the error's ``result``.
-
-    ``batch`` (True, :class:`~mitigate.run._batch_session.BatchConfig` or a shared
-    :class:`~mitigate.run._batch_session.BatchSession`) sends the run's LM calls through the
-    providers' batch APIs instead (see :mod:`mitigate.run._batch_session`); every item is started at
-    once (``concurrency`` and the warm-up do not apply) and waits for its batch; the circuit
-    breaker still stops the run on ``stop_after`` permanent failures in a row.
-
-    Every judgment is kept in the result; for more items than fit in memory use
-    :func:`run_stream`, which this collects.
+    An LM call that fails for good is a judgment with ``error`` set (retried on resume). ``stop_after``
+    permanent failures in a row raise :class:`~mitigate.errors.RunStoppedError` (0: never), the judgments made
+    before on its ``result``. ``batch`` (True, a :class:`~mitigate.run.BatchConfig` or a shared
+    :class:`~mitigate.run.BatchSession`) sends the calls through the providers' batch APIs.
     """
     listed = items if isinstance(items, Sequence) else list(items)
     judgments: list[Judgment] = []
@@ -705,6 +489,5 @@ async def run(
 
 
 def run_sync(judge: Judge, items: Sequence[Item], **kwargs: Any) -> RunResult:
-    """:func:`run` from synchronous code (a ConfigError inside a running event loop: await :func:`run`
-    there)."""
+    """:func:`run` from synchronous code (ConfigError inside a running event loop: await :func:`run`)."""
     return run_coroutine(run(judge, items, **kwargs), what="run_sync()", instead="run(judge, items)")

@@ -1,10 +1,5 @@
-"""A run's totals: the summary of a run (:class:`RunSummary`) and the tally that counts it one judgment at a
-time.
-
-:class:`Tally` adds each judgment as it comes and keeps only counts, token sums, the cost and
-the first error and parse failure (what the end-of-run line and the "every item failed" check
-say), so a run of any length is summed in constant memory.
-"""
+"""What a run counts: its totals (:class:`Tally`, in constant memory, and the :class:`RunSummary` it gives)
+and its circuit breaker."""
 
 from __future__ import annotations
 
@@ -12,6 +7,8 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mitigate.constraints import Interval, check_param
+from mitigate.errors import CapabilityError, ConfigError, DataError, LMCallError, TransientLMError
 from mitigate.judge import Judgment, ParseFailure
 from mitigate.lm import Usage
 
@@ -56,17 +53,12 @@ class RunSummary(BaseModel):
 
 
 class Tally:
-    """Counts a run's judgments as they come (:meth:`add`); :meth:`summary` is the run's :class:`RunSummary`.
-
-    Besides the counts it keeps ``first_error`` (the first judgment's LM error), ``first_failure``
-    (the first parse failure) and ``with_failures`` (judgments with a parse failure), never the
-    judgments themselves.
-    """
+    """Counts a run's judgments as they come (never keeping them), the first error and parse failure too."""
 
     def __init__(self) -> None:
         self.items = self.resumed = self.ok = self.parse_failures = self.errors = 0
         self.calls = self.cached_calls = self.with_failures = 0
-        self.prompt_tokens = self.completion_tokens = self.cached_prompt_tokens = self.cache_write_tokens = 0
+        self.usage = Usage()
         self.cost_usd: float | None = 0.0
         self.first_error: str | None = None
         self.first_failure: ParseFailure | None = None
@@ -87,11 +79,7 @@ class Tally:
                 self.first_error = judgment.error
         self.calls += judgment.calls
         self.cached_calls += judgment.cached_calls
-        usage = judgment.usage
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        self.cached_prompt_tokens += usage.cached_prompt_tokens
-        self.cache_write_tokens += usage.cache_write_tokens
+        self.usage = self.usage + judgment.usage
         if self.cost_usd is not None:
             self.cost_usd = None if judgment.cost_usd is None else self.cost_usd + judgment.cost_usd
 
@@ -106,12 +94,7 @@ class Tally:
             errors=self.errors,
             calls=self.calls,
             cached_calls=self.cached_calls,
-            usage=Usage(
-                prompt_tokens=self.prompt_tokens,
-                completion_tokens=self.completion_tokens,
-                cached_prompt_tokens=self.cached_prompt_tokens,
-                cache_write_tokens=self.cache_write_tokens,
-            ),
+            usage=self.usage,
             cost_usd=self.cost_usd,
             seconds=seconds,
             cost_note=cost_note if self.cost_usd is None else None,
@@ -119,10 +102,95 @@ class Tally:
 
 
 def summarise(judgments: Iterable[Judgment], *, resumed: int = 0, seconds: float = 0.0) -> RunSummary:
-    """Totals over judgments (usage and cost are counted for resumed ones too); ``resumed`` of them were read
-    back."""
+    """Totals over judgments, ``resumed`` of them read back (their usage and cost counted too)."""
     tally = Tally()
     for j in judgments:
         tally.add(j)
     tally.resumed = resumed
     return tally.summary(seconds)
+
+
+STOP_AFTER = 3
+"""Default of ``run(stop_after=...)``: repeated permanent failures in a row that stop a run."""
+PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 422})
+"""HTTP statuses that will be answered to every request of a run (key, model or request body refused)."""
+
+
+def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
+    """Whether a judgment's error will repeat for every item: ``(kind, what happened, trip at once)``, else
+    None (``trip at once``: one occurrence already sums several failed attempts)."""
+    if isinstance(exc, CapabilityError) or (isinstance(exc, ConfigError) and not isinstance(exc, DataError)):
+        return (f"{type(exc).__name__}:{exc.message}", exc.message, False)  # data errors belong to one item
+    if not isinstance(exc, LMCallError):
+        return None
+    reason = exc.context.get("reason")
+    if reason in ("deadline", "redirect"):  # a hung server; one that sends every API call elsewhere
+        return reason, exc.message, False
+    if reason == "malformed":  # an HTTP 200 whose body is no answer, the same way for each item
+        return f"malformed-{exc.context.get('kind')}", exc.message, False
+    status = exc.context.get("status")
+    if isinstance(status, int) and status in PERMANENT_STATUS:
+        return f"http-{status}", exc.message, False
+    retry_after, patience = exc.context.get("retry_after"), exc.context.get("patience")
+    last = exc.context.get("last_error")
+    if isinstance(retry_after, int | float) and isinstance(patience, int | float) and retry_after > patience:
+        headers = getattr(last, "context", {}).get("reason") == "rate-limit"
+        said = "its rate-limit headers" if headers else "Retry-After"
+        return (
+            "retry-after",
+            f"the server asked to wait {retry_after:g} s before retrying ({said}), longer "
+            f"than this run's patience of {patience:g} s; try again later or allow a longer wait",
+            True,
+        )
+    attempts = exc.context.get("attempts")
+    if isinstance(last, TransientLMError) and isinstance(attempts, int):
+        cause = str(last.context.get("reason"))
+        if cause == "connection":
+            return ("unreachable", f"could not connect on any of {attempts} attempts: {last.message}", True)
+        if cause in _EVERY:  # "unavailable": every replica of a pool out, for different causes
+            return cause, f"{_EVERY[cause].format(attempts)}: {last.message}", False
+        if last.status is not None:
+            return (
+                f"exhausted-{last.status}",
+                f"every one of {attempts} attempts failed: {last.message}",
+                False,
+            )
+    return None
+
+
+_EVERY = {
+    "closed": "the server closed the connection on every one of {} attempts",
+    "cut": "the server broke off its answer on every one of {} attempts",
+    "timeout": "every one of {} attempts timed out",
+    "unavailable": "every one of {} attempts found no replica to send to",
+}
+
+
+class CircuitBreaker:
+    """Counts permanent failures of one kind in a row; trips after ``stop_after`` (0: never). A success resets
+    the count; one item's own failure neither counts nor resets."""
+
+    def __init__(self, stop_after: int = STOP_AFTER) -> None:
+        check_param("run", "stop_after", stop_after, [Interval(int, 0)])
+        self.stop_after = stop_after
+        self.kind: str | None = None
+        self.count = 0
+        self.cause: str | None = None
+
+    def success(self) -> None:
+        self.kind, self.count = None, 0
+
+    def failure(self, exc: BaseException) -> bool:
+        """Record a failed judgment; True when the run must stop (``cause`` then says why)."""
+        if self.stop_after == 0:
+            return False
+        found = permanent_cause(exc)
+        if found is None:
+            return False
+        kind, what, at_once = found
+        self.count = self.count + 1 if kind == self.kind else 1
+        self.kind = kind
+        if at_once or self.count >= self.stop_after:
+            self.cause = what
+            return True
+        return False

@@ -581,7 +581,7 @@ def test_rate_limit_headers_asking_for_hours_stop_a_run_instead_of_stalling_it(c
 def test_exchanges_of_one_request_that_overlap_count_once_against_its_deadline():
     # an Anthropic request of n samples sends them side by side: together they may take the deadline, not n
     # times it
-    from mitigate.lm._deadline import RequestClock
+    from mitigate.lm._retry import RequestClock
 
     clock = RequestClock()
     left = [clock.begin(1.0), clock.begin(1.0)]

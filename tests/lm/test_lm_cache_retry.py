@@ -25,9 +25,8 @@ from mitigate.lm import (
     wrap,
 )
 from mitigate.lm._http import parse_retry_after
-from mitigate.lm._pricing import cost
+from mitigate.lm._pricing import UsageTally, cost
 from mitigate.lm._retry import RetryingLM
-from mitigate.lm._usage import UsageTally
 from mitigate.testing import StubOpenAIServer
 
 SECRET = "sk-test-SECRET-123"

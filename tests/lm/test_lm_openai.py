@@ -11,7 +11,7 @@ import pytest
 
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, MissingAPIKeyError, TransientLMError
 from mitigate.lm import LMRequest, Message, OpenAILM
-from mitigate.lm._scrub import PLACEHOLDER_KEY
+from mitigate.lm._provider import PLACEHOLDER_KEY
 from mitigate.testing import StubOpenAIServer
 
 SECRET = "sk-test-SECRET-123"

@@ -28,7 +28,7 @@ from mitigate.lm import LM, Choice, LMRequest, LMResponse, RetryPolicy, Usage
 from mitigate.lm._retry import RetryingLM
 from mitigate.paths import write_output
 from mitigate.run import RunLock, run
-from mitigate.run._breaker import permanent_cause
+from mitigate.run._tally import permanent_cause
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
