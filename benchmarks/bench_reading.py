@@ -12,7 +12,7 @@ a value the answer quotes back from them is never the verdict. Sets:
   in our own words and the format's answer line, judged on SummEval articles and summaries (the
   data folder's copy; generated sentences when absent);
 - ``quoted``: the same, with the format's answer line planted in the judged text and quoted back
-  in the answer (every quotation style of :data:`mitigate.testing._planted.QUOTES`);
+  in the answer (every quotation style of :data:`tests.support.planted.QUOTES`);
 - ``llmbar``: ``parse_release`` over every released LLMBar answer (88,912) when a copy is present
   (``$MITIGATE_LLMBAR_DIR``, the data folder, or ``/work/ext/LLMBar``).
 
@@ -205,7 +205,7 @@ def _cases(
 
 
 def _planted() -> Any:
-    """This checkout's :mod:`mitigate.testing._planted` (a baseline checkout may predate it), loaded by
+    """This checkout's :mod:`tests.support.planted` (a baseline checkout may predate it), loaded by
     path."""
     import importlib.util
 

@@ -27,7 +27,7 @@ from mitigate.lm._retry import RetryingLM
 from mitigate.paths import one_line, path_kind, write_output
 from mitigate.run import run
 from mitigate.testing import StubOpenAIServer
-from tests.fault_server import KEY, FaultServer
+from tests.support.fault_server import KEY, FaultServer
 
 REPO = Path(__file__).resolve().parent.parent
 DEADLINE = 0.5

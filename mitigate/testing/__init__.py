@@ -1,12 +1,7 @@
-"""Test support that ships with mitigate.
-
-- :mod:`.checks` — the contract battery every registered component passes, public so you can
-  run it on your own mitigations, selectors and engines (:func:`parametrize_with_checks`,
-  :func:`checks_for`, :func:`check_component`, :func:`registered_examples`).
-- :mod:`.stub_server` — a stub OpenAI/Anthropic server for offline tests;
-  ``python -m mitigate.testing --latency 0.05`` runs one in the foreground.
-- :mod:`.bad_inputs` and :mod:`.hostile_templates` — command lines that must be refused in one line
-  (bad options and files; template-injection payloads through every command that reads a template).
+"""Test support that ships with mitigate: the contract battery every registered component passes, public so
+you can run it on your own mitigations, selectors and engines (:func:`parametrize_with_checks`,
+:func:`checks_for`, :func:`check_component`, :func:`registered_examples`), and a stub OpenAI/Anthropic server
+for offline runs (:class:`StubOpenAIServer`; ``python -m mitigate.testing`` runs one in the foreground).
 """
 
 from typing import TYPE_CHECKING
@@ -22,8 +17,8 @@ if TYPE_CHECKING:
         registered_examples,
     )
     from mitigate.testing._examples import example_judge, example_train
-    from mitigate.testing._planted import QUOTES
     from mitigate.testing._stub_answers import synthetic_logprobs, tokenize
     from mitigate.testing._stub_server import StubOpenAIServer
+    from tests.support.planted import QUOTES
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

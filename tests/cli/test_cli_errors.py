@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from mitigate.cli import EXIT_FAILED, EXIT_REFUSED, app
 from mitigate.errors import ConfigError
 from mitigate.testing import StubOpenAIServer
-from mitigate.testing._bad_inputs import BAD_INPUTS, BadInput, expand, make_fixtures
+from tests.support.bad_inputs import BAD_INPUTS, BadInput, expand, make_fixtures
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -38,7 +38,7 @@ from mitigate.paths import open_regular, write_output
 from mitigate.report import write_judgments
 from mitigate.run import Journal, RunLock, run
 from mitigate.testing import StubOpenAIServer
-from mitigate.testing._bad_inputs import make_fixtures
+from tests.support.bad_inputs import make_fixtures
 
 REPO = Path(__file__).resolve().parents[2]
 MITIGATE = Path(__file__).resolve().parents[2] / "mitigate"
@@ -380,7 +380,7 @@ def test_write_output_is_the_only_writer_of_output_files() -> None:
     found = [
         f"{path.relative_to(MITIGATE)}:{node.lineno}"
         for path in sorted(MITIGATE.rglob("*.py"))
-        if path.relative_to(MITIGATE).as_posix() not in ("paths.py", "testing/_bad_inputs.py")
+        if path.relative_to(MITIGATE).as_posix() not in ("paths.py", "tests/support/bad_inputs.py")
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.Call) and _writes_a_file(node)
     ]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st  # noqa: E402
 from mitigate.errors import MitigateError  # noqa: E402
 from mitigate.lm import AnthropicLM, Limits, LMRequest, LMResponse, Message, OpenAILM  # noqa: E402
 from mitigate.lm._ratelimit import AdaptiveLimiter  # noqa: E402
-from tests.fault_server import KEY, FaultServer, chat_answer, message_answer  # noqa: E402
+from tests.support.fault_server import KEY, FaultServer, chat_answer, message_answer  # noqa: E402
 
 CLIENTS = ["direct", "sdk", "httpx", "anthropic"]
 EXAMPLES = int(os.environ.get("MITIGATE_FUZZ_EXAMPLES", "40"))

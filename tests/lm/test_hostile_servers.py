@@ -43,7 +43,7 @@ from mitigate.lm import (
 )
 from mitigate.lm._retry import RetryingLM
 from mitigate.run import run
-from tests.fault_server import ECHO_MODES, KEY, FaultServer, chat_answer, http_reply, message_answer
+from tests.support.fault_server import ECHO_MODES, KEY, FaultServer, chat_answer, http_reply, message_answer
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # dspy/litellm: no price-map download
 HAS_DSPY = importlib.util.find_spec("dspy") is not None

@@ -286,7 +286,7 @@ def test_a_bad_endpoints_file_and_batch_over_replicas_are_refused_in_one_line(tm
 
 async def test_with_a_silence_timeout_a_request_leaves_a_hung_replica_for_another_in_its_deadline() -> None:
     from mitigate.lm import Limits
-    from mitigate.testing._fault_server import FaultServer
+    from tests.support.fault_server import FaultServer
 
     with FaultServer("hang", hold=5.0) as hung, StubOpenAIServer(latency=0.0) as good:
         lm = wrap(

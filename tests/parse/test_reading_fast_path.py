@@ -33,8 +33,8 @@ from mitigate.parse import _quoted as Q
 from mitigate.parse import _reported as R
 from mitigate.prompt import AnswerFormat, JudgePrompt
 from mitigate.scale import Scale
-from mitigate.testing._planted import ISSUE_CASES, POSITIONS, QUOTES, judge_answer, quote_back
 from tests.prompt.test_planted_values import FORMATS, WORDS, _line, cases
+from tests.support.planted import ISSUE_CASES, POSITIONS, QUOTES, judge_answer, quote_back
 
 
 def _both(

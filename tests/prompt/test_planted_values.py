@@ -27,7 +27,7 @@ from mitigate.lm import FakeLM
 from mitigate.parse import parse_criteria
 from mitigate.prompt import AnswerFormat
 from mitigate.scale import Scale
-from mitigate.testing._planted import ISSUE_CASES, POSITIONS, QUOTES, Quote, judge_answer, quote_back
+from tests.support.planted import ISSUE_CASES, POSITIONS, QUOTES, Quote, judge_answer, quote_back
 
 S5 = Scale(min=1, max=5)
 S10 = Scale(min=1, max=10)

@@ -1,7 +1,7 @@
 """Templates render in a sandbox: no template-injection payload runs, through any command, and valid templates
 render byte for byte as Jinja renders them.
 
-The payloads (:mod:`mitigate.testing._hostile_templates`) each try to create a marker file, leave
+The payloads (:mod:`tests.support.hostile_templates`) each try to create a marker file, leave
 the sandbox, or exhaust memory or time; every one must be refused by every command that reads a
 template with one error line naming the template and what was refused (exit 2, no traceback, no
 request to the server, no marker). Published Jinja templates (DeepEval's shipped prompt files
@@ -28,8 +28,8 @@ from mitigate.prompt import JudgePrompt
 from mitigate.prompt.read._sandbox import CALLS, FILTERS, MAX_OUTPUT_CHARS, TESTS, SandboxedTemplate
 from mitigate.prompt.read._syntax import DOUBLE_SLOT_RE, _used_beyond_output
 from mitigate.testing import StubOpenAIServer
-from mitigate.testing._bad_inputs import make_fixtures
-from mitigate.testing._hostile_templates import (
+from tests.support.bad_inputs import make_fixtures
+from tests.support.hostile_templates import (
     PAYLOADS,
     TEMPLATE_COMMANDS,
     Payload,

@@ -8,7 +8,7 @@ template that would otherwise work (:func:`hostile_template`), so a refusal cann
 ``expect`` is a fragment the one error line must hold.
 
 :data:`TEMPLATE_COMMANDS` are the command lines of every command that reads a template, with ``{prompt}`` (the
-template file), ``{d}`` (a folder from :func:`mitigate.testing._bad_inputs.make_fixtures`) and ``{url}`` (a
+template file), ``{d}`` (a folder from :func:`tests.support.bad_inputs.make_fixtures`) and ``{url}`` (a
 stub server that must receive no request) to fill.
 """
 
