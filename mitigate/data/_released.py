@@ -446,7 +446,6 @@ def load_head_to_head(*, root: str | Path | None = None) -> list[H2HRecord]:
     return list(_load_h2h(str(resolve_root(root))))
 
 
-# ---------------------------------------------------------------------------------------------
 # the releases as recorded judgments, and the head-to-head as a pairwise benchmark
 
 H2H_JUDGE = "chatgpt-h2h"
@@ -554,7 +553,7 @@ def load_head_to_head_benchmark(*, root: str | Path | None = None) -> Benchmark:
                 "meta": {"human_a": {}, "human_b": {}},
             },
         )
-        entry["preference"][r.criterion] = _gold(r)
+        entry["preference"][r.criterion] = {r.system_1: "A", r.system_2: "B"}.get(r.human_preferred, "tie")
         entry["meta"]["human_a"][r.criterion] = r.human_score_1
         entry["meta"]["human_b"][r.criterion] = r.human_score_2
     return Benchmark(
@@ -564,10 +563,3 @@ def load_head_to_head_benchmark(*, root: str | Path | None = None) -> Benchmark:
         description="SummEval head-to-head pairs of Shen et al. 2023; gold = the higher mean expert score, "
         "equal means a tie",
     )
-
-
-def _gold(record: H2HRecord) -> Literal["A", "B", "tie"]:
-    preferred = record.human_preferred
-    if preferred == "tie":
-        return "tie"
-    return "A" if preferred == record.system_1 else "B"

@@ -134,10 +134,6 @@ class _Pairing:
         )
 
 
-def _abs_spearman(x: np.ndarray, w: np.ndarray) -> float:
-    return abs(spearman(x, w))
-
-
 def _lean(x: np.ndarray, _: np.ndarray) -> float:
     x = x[np.isfinite(x)]
     return abs(float(x.mean()) - 0.5) if len(x) else math.nan
@@ -274,7 +270,7 @@ def _scores(
             sa,
             sb,
             words,
-            _abs_spearman,
+            lambda x, w: abs(spearman(x, w)),
             better="lower",
             how="|Spearman(score, output length in words)| on the items both judges scored",
         ),

@@ -54,7 +54,6 @@ from mitigate.estimators._selection import (
 from mitigate.paths import write_output
 from mitigate.scale import Scale
 
-# ---------------------------------------------------------------------------------------------
 # estimating
 
 
@@ -252,7 +251,6 @@ def estimate(
     return estimate_columns(cols, method=method, confidence=confidence, target=target, **settings)
 
 
-# ---------------------------------------------------------------------------------------------
 # label budget
 
 
@@ -304,7 +302,6 @@ def plan_labels(
     return LabelPlan(half_width=float(half_width), confidence=confidence, target=target, groups=tuple(groups))
 
 
-# ---------------------------------------------------------------------------------------------
 # active selection
 
 

@@ -120,7 +120,6 @@ def t_quantile(confidence: float, df: float | np.ndarray) -> np.ndarray:
     return np.where(df_arr > 0, out, np.nan)
 
 
-# ---------------------------------------------------------------------------------------------
 # the vectorised cores (a batch of draws along the leading axes; the labelled items along the last)
 
 
@@ -190,7 +189,6 @@ def human_srs(y: np.ndarray, N: int, *, population: bool = False) -> RegressionF
     return regression_fit(y, X, np.ones((*y.shape[:-1], 1)), N, population=population)
 
 
-# ---------------------------------------------------------------------------------------------
 # one group
 
 

@@ -92,7 +92,8 @@ class Entry(BaseModel):
             raise ConfigError(
                 f"expected a Pipeline, a Mitigation or pipeline text; got {type(pipeline).__name__}"
             )
-        label = name or (text.strip() if text and text.strip() else None) or _pipeline_label(pipe)
+        steps = " | ".join(s.label for s in pipe.steps) if pipe.steps else "baseline"
+        label = name or (text.strip() if text and text.strip() else None) or steps
         judge = None if pipe.tags.needs_fitting and not pipe.is_fitted else pipe.wrap(base)
         return cls(name=label, judge=judge, kind="pipeline", spec=pipe.spec(), pipeline=pipe, base=base)
 
@@ -144,12 +145,6 @@ class Entry(BaseModel):
                 f"expected judgments on {criterion!r} in {path}; its judges answered other criteria"
             )
         return [cls.from_recorded(run, criterion) for run in runs]
-
-
-def _pipeline_label(pipe: Pipeline) -> str:
-    if not pipe.steps:
-        return "baseline"
-    return " | ".join(s.label for s in pipe.steps)
 
 
 def as_entries(entries: Sequence[Entry] | Mapping[str, Judge]) -> tuple[Entry, ...]:

@@ -72,10 +72,6 @@ class Judge(ABC):
             "requests(item) (every judge mitigate builds does)"
         )
 
-    async def arequests(self, item: Item) -> list[PlannedRequest]:
-        """:meth:`requests` for async code (listing the requests makes no call)."""
-        return self.requests(item)
-
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """A JSON-able description (prompts, backend spec, config) identifying this judge."""

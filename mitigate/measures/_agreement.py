@@ -385,7 +385,6 @@ def correct_preferences(
     return finish(name, float(correct), used, failed, interval=interval, extra=extra)
 
 
-# ---------------------------------------------------------------------------------------
 # reported per entry by compare
 
 

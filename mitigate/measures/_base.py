@@ -70,7 +70,6 @@ class Measure(BaseModel):
         return self.n + self.n_failed
 
 
-# ---------------------------------------------------------------------------------------
 # building results
 
 
@@ -150,7 +149,6 @@ def batched_nanmean(values: np.ndarray) -> np.ndarray:
         return np.nanmean(values, axis=-1)
 
 
-# ---------------------------------------------------------------------------------------
 # labels
 
 
@@ -186,7 +184,6 @@ def labels_equal(a: Any, b: Any) -> bool:
     return label_key(a) == label_key(b)
 
 
-# ---------------------------------------------------------------------------------------
 # columns from items
 
 
@@ -221,7 +218,6 @@ def nearest_points(values: np.ndarray, scale: Scale) -> np.ndarray:
     return np.round(scale.min + k * scale.step, 6)
 
 
-# ---------------------------------------------------------------------------------------
 # the comparison table: measures reported per entry, each declaring how it is shown
 
 Direction = Literal["higher", "lower", "zero"]

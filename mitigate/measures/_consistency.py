@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -59,13 +60,8 @@ def perturbation_consistency(
     (:func:`consistency_kappa`).
     """
     names, ids, table = _perturbation_frame(outputs)
-    same = []
-    complete: list[list[Any]] = []
-    for row in table:
-        if any(is_missing(v) for v in row):
-            continue
-        complete.append(list(row))
-        same.append(float(all(labels_equal(row[0], v) for v in row[1:])))
+    complete = [row for row in table if not any(is_missing(v) for v in row)]
+    same = [float(all(labels_equal(row[0], v) for v in row[1:])) for row in complete]
     failed = len(ids) - len(same)
     name = "perturbation-consistency"
     if not same:
@@ -95,13 +91,9 @@ def chance_consistency(rows: Sequence[Sequence[Any]]) -> float:
     summed (answers binned by :func:`~mitigate.measures._base.label_key`); NaN for no rows."""
     if not rows:
         return math.nan
-    n_cols = len(rows[0])
     shares: list[dict[Any, float]] = []
-    for c in range(n_cols):
-        counts: dict[Any, float] = {}
-        for row in rows:
-            key = label_key(row[c])
-            counts[key] = counts.get(key, 0.0) + 1.0
+    for c in range(len(rows[0])):
+        counts = Counter(label_key(row[c]) for row in rows)
         shares.append({k: v / len(rows) for k, v in counts.items()})
     return float(sum(math.prod(col.get(key, 0.0) for col in shares) for key in shares[0]))
 
@@ -152,7 +144,6 @@ def accuracy_under_perturbation(
     return finish(name, value, used, failed, interval=interval, extra={"per_perturbation": per})
 
 
-# ---------------------------------------------------------------------------------------
 # reported per entry by compare
 
 

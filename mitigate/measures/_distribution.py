@@ -349,7 +349,6 @@ def correlation_by_position(
     return finish(name, value, used, failed, interval=interval, extra=extra)
 
 
-# ---------------------------------------------------------------------------------------
 # reported per entry by compare
 
 

@@ -170,7 +170,6 @@ def familiarity(
     return finish(name, sj - sh, len(pc), failed, interval=interval, extra=extra)
 
 
-# ---------------------------------------------------------------------------------------
 # reported per entry by compare
 
 

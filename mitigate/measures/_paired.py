@@ -101,7 +101,6 @@ def swap_refusal(
     return None
 
 
-# ---------------------------------------------------------------------------------------
 # resampling whole clusters
 
 
@@ -144,7 +143,6 @@ def _mean_difference(b: np.ndarray, a: np.ndarray) -> float:
     return float(d.mean()) if len(d) else math.nan
 
 
-# ---------------------------------------------------------------------------------------
 # a mean (or share) of B minus that of A
 
 
@@ -200,7 +198,6 @@ def paired_mean_difference(
     )
 
 
-# ---------------------------------------------------------------------------------------
 # a statistic against a reference, of B minus A
 
 

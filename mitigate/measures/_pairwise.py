@@ -477,7 +477,6 @@ def accuracy_both_orders(
     return share(name, arr, failed, interval=interval, extra=extra)
 
 
-# ---------------------------------------------------------------------------------------
 # reported in the comparison table of pairwise runs
 
 

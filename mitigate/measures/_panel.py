@@ -82,7 +82,6 @@ def _score_label(v: Any) -> str | None:
     return score_class(float(v))
 
 
-# ---------------------------------------------------------------------------------------
 # the model
 
 
@@ -298,7 +297,6 @@ def observed_confusion(votes: Sequence[str | None], gold: Sequence[str | None]) 
     return out
 
 
-# ---------------------------------------------------------------------------------------
 # effective votes
 
 
@@ -391,7 +389,6 @@ def verdict_errors(votes: Sequence[Sequence[str | None]], gold: Sequence[Hashabl
     return np.array(rows, dtype=float).reshape(len(votes), -1)
 
 
-# ---------------------------------------------------------------------------------------
 # member confusion
 
 
@@ -429,7 +426,6 @@ def member_confusion(
     return finish("member-confusion", value, len(answered), len(votes) - len(answered), extra=extra)
 
 
-# ---------------------------------------------------------------------------------------
 # reported measures
 
 

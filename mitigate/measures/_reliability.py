@@ -190,7 +190,6 @@ def _inferred_top(scores: Scores) -> int | None:
     return next((t for t in (5, 10, 100) if top <= t), None)
 
 
-# ---------------------------------------------------------------------------------------
 # reported per entry by compare
 
 

@@ -190,7 +190,6 @@ def source_sensitivity(
     return finish(name, float(absdiff.mean()), len(x), failed, interval=interval, extra=extra)
 
 
-# ---------------------------------------------------------------------------------------
 # reported per entry by compare
 
 

@@ -30,7 +30,6 @@ MIN_DOCUMENTS = 5
 little."""
 
 
-# ---------------------------------------------------------------------------------------
 # conversion helpers
 
 
@@ -69,7 +68,6 @@ def complete_pairs(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.nda
     return tuple(a[mask] for a in arrs)
 
 
-# ---------------------------------------------------------------------------------------
 # single correlations
 
 
@@ -130,7 +128,6 @@ def correlation_function(method: str) -> Callable[[Any, Any], float]:
         ) from None
 
 
-# ---------------------------------------------------------------------------------------
 # batched (row-wise) correlations
 
 
@@ -282,7 +279,6 @@ def _kendall_on_codes(kx: int, ky: int) -> Callable[[np.ndarray, np.ndarray], np
     return batched(stat)
 
 
-# ---------------------------------------------------------------------------------------
 # bootstrap
 
 
@@ -386,7 +382,6 @@ def resampled(fn: Callable[..., Any], *arrays: np.ndarray, n_boot: int, seed: in
     return np.concatenate(parts)
 
 
-# ---------------------------------------------------------------------------------------
 # permutation tests
 
 

@@ -87,10 +87,6 @@ def rerun_judge(judge: Judge) -> Judge:
     return judge.map_leaves(reseed)
 
 
-def _temperatures(judge: Judge) -> tuple[float, ...]:
-    return tuple(sorted({leaf.config.temperature for leaf in judge.leaves()}))
-
-
 def _value(j: Judgment | None, criterion: str, task: str, side: Literal["a", "b"]) -> float | None:
     if j is None:
         return None
@@ -161,7 +157,7 @@ async def run_probes(
         check=False,
         desc=f"{label}: rerun",
     )
-    temps = _temperatures(judge)
+    temps = tuple(sorted({leaf.config.temperature for leaf in judge.leaves()}))
     rows: list[ProbeRow] = []
     records: list[ProbeRecord] = []
     calls = {"original": sum(j.calls for j in original), "rerun": sum(j.calls for j in again.judgments)}

@@ -65,18 +65,11 @@ def _normalised(guideline: Guideline) -> tuple[ScoreOption, ...]:
     )
 
 
-def _by_position(guideline: Guideline) -> dict[int, ScoreOption]:
-    """Options keyed by original position."""
-    return {o.position: o for o in _normalised(guideline)}
-
-
-def _options_in_original_order(guideline: Guideline) -> list[ScoreOption]:
-    return sorted(_normalised(guideline), key=lambda o: o.position)
-
-
 def original_order(guideline: Guideline) -> Guideline:
     """A copy of ``guideline`` with its options back in their original order (descriptions kept)."""
-    return guideline.model_copy(update={"options": tuple(_options_in_original_order(guideline))})
+    return guideline.model_copy(
+        update={"options": tuple(sorted(_normalised(guideline), key=lambda o: o.position))}
+    )
 
 
 class Perturbation(BaseModel):
@@ -123,7 +116,7 @@ class OrderPerturbation(Perturbation):
 
     def apply(self, guideline: Guideline) -> Guideline:
         """Options in ``order`` (by original position); separators unchanged."""
-        by_pos = _by_position(guideline)
+        by_pos = {o.position: o for o in _normalised(guideline)}
         if len(self.order) != len(by_pos):
             raise TemplateError(
                 f"{self.name} reorders {len(self.order)} options; the guideline has {len(by_pos)}"
@@ -244,7 +237,7 @@ def lengthen_perturbations(
             "(write them, or produce them once with mitigate.prompt._perturb.lengthen_guideline(guideline, "
             "lm) and store them)"
         )
-    options = _options_in_original_order(gl)
+    options = original_order(gl).options
     labels = [o.label for o in options]
     unknown = [k for k in lengthened if k not in labels]
     if unknown:
@@ -383,7 +376,7 @@ async def lengthen_guideline(
     criterion = "the text"
     if isinstance(guideline, JudgePrompt) and guideline.criteria:
         criterion = guideline.criteria[0].name
-    options = _options_in_original_order(gl)
+    options = original_order(gl).options
     available = [o.label for o in options]
     wanted = list(labels) if labels is not None else available
     unknown = [x for x in wanted if x not in available]

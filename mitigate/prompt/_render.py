@@ -185,7 +185,8 @@ def _demo_item_text(prompt: Renderable, demo: Demo, nl: str) -> tuple[str, str]:
         for slot in [prompt.output_slot, *prompt._input_slots()]:
             value = field_text(demo.item, prompt._field_for(slot))
             if value is not None:
-                shown.append((_slot_position(prompt, slot), f"{_heading(slot)}: {value}"))
+                heading = answer_label(slot.replace("_", " ").strip())  # keeps its case: "Response B"
+                shown.append((_slot_position(prompt, slot), f"{heading}: {value}"))
         return nl.join(text for _, text in sorted(shown)), nl
 
     def repl(match: re.Match[str]) -> str:
@@ -341,11 +342,6 @@ def answer_label(name: str) -> str:
 
 def _title(name: str) -> str:
     return name.replace("_", " ").strip().capitalize()
-
-
-def _heading(name: str) -> str:
-    """A slot name as a heading that keeps its case ("response_B" -> "Response B")."""
-    return answer_label(name.replace("_", " ").strip())
 
 
 def check_demo_fits(demo: Demo, prompt: Renderable) -> None:

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
         demo_item,
         demo_of,
         example_pool,
-        registered_selectors,
         resolve_criterion,
         selector_from_spec,
     )

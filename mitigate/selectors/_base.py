@@ -23,13 +23,7 @@ from mitigate.judge import FitContext, Fittable, Judge
 from mitigate.parse import Verdict
 from mitigate.prompt import Demo
 from mitigate.registry import Component, Tags, build, register
-from mitigate.registry import registered as registered_components
 from mitigate.scale import Scale
-
-
-def registered_selectors() -> dict[str, type[Selector]]:
-    """Registered selector names -> classes (``mitigate.registry.registered("selector")``)."""
-    return registered_components("selector")
 
 
 def selector_from_spec(spec: dict[str, Any] | Selector) -> Selector:

@@ -294,15 +294,10 @@ def _inputs(prompt: JudgePrompt, item: Item) -> list[tuple[str, str]]:
     return out
 
 
-def _text_slot(prompt: JudgePrompt, field: str) -> str | None:
-    return next(
-        (s for m in prompt.messages for s in slot_names(m.template) if _field(prompt, s) == field), None
-    )
-
-
 def _text_heading(prompt: JudgePrompt, field: str, fallback: str) -> str:
     """The heading the template shows above the judged text ``field``, else ``fallback``."""
-    slot = _text_slot(prompt, field)
+    slots = (s for m in prompt.messages for s in slot_names(m.template) if _field(prompt, s) == field)
+    slot = next(slots, None)
     return (_find_heading(prompt, slot) if slot is not None else None) or fallback
 
 

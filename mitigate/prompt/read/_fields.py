@@ -134,11 +134,6 @@ _NO_OPTION_HEADERS = re.compile(
 )
 
 
-def _first_paragraph(text: str) -> str:
-    para = re.split(r"\n\s*\n", text.strip(), maxsplit=1)[0].strip()
-    return "" if SLOT_RE.search(para) else para
-
-
 def _option_from_line(line: str, pattern: re.Pattern[str]) -> ScoreOption | None:
     m = pattern.match(line)
     if m is None:
@@ -463,12 +458,12 @@ def read_fields(
         fmt = answer_format
         evidence.append(f"answer: {kind}, format {fmt.describe()} (given)")
 
-    task = _first_paragraph(read.messages[0][1])
+    task = re.split(r"\n\s*\n", read.messages[0][1].strip(), maxsplit=1)[0].strip()
     return {
         "messages": tuple(
             PromptMessage(role=r, template=t) for (r, _), t in zip(read.messages, templates, strict=True)
         ),
-        "task": task,
+        "task": "" if SLOT_RE.search(task) else task,
         "criteria": crits,
         "scale": final_scale,
         "answer_format": fmt,
