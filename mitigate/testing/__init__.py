@@ -19,6 +19,5 @@ if TYPE_CHECKING:
     from mitigate.testing._examples import example_judge, example_train
     from mitigate.testing._stub_answers import synthetic_logprobs, tokenize
     from mitigate.testing._stub_server import StubOpenAIServer
-    from tests.support.planted import QUOTES
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)
