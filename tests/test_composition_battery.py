@@ -165,6 +165,9 @@ Reason it through step by step first, so that your conclusion is right. Then pri
 }
 
 
+pytestmark = pytest.mark.slow  # renders every template with every mitigation and pair (~40 s)
+
+
 def _tight(text: str) -> str:
     """``text`` without its blank lines: the same layout written compactly."""
     return "\n".join(line for line in text.split("\n") if line.strip())

@@ -56,6 +56,9 @@ _IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.MULTILINE)
 _INLINE_IMPORT = re.compile(r"(?:from|import)\s+([A-Za-z_]\w*)[\w.]*\s+import\b")
 
 
+pytestmark = pytest.mark.slow  # every example runs a command or a script (5-15 s each)
+
+
 @dataclass(frozen=True)
 class Block:
     """One fenced block of a page: its language, title (a file it shows) and text, and a skip directive."""

@@ -6,7 +6,7 @@ Two checks of one promise (`mitigate --help` must not die on an undeclared depen
   distribution declared in ``pyproject.toml``, in the core dependencies or in the extra of
   the backend module that imports it (so the README's ``local`` extra and the others are
   covered without installing them);
-- a live one, marked ``install`` (CI runs it as its own step, see ``.ci/run``): a fresh venv
+- a live one, marked ``install`` and ``slow`` (the full suite runs it; the quick tier leaves it out): a fresh venv
   (no system site-packages) gets the package with no extra, runs ``mitigate --help`` and
   ``pip check``, refuses the ``openai:`` backend in one line naming the extra, then gets the
   ``openai`` extra and judges a small benchmark against the stub server.
@@ -162,6 +162,7 @@ def _run(args: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, timeout=900, env=env, **kw)  # type: ignore[call-overload]
 
 
+@pytest.mark.slow
 @pytest.mark.install
 def test_a_clean_venv_with_no_extra_runs_help_and_a_judge_against_the_stub_server(tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pytest
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -164,6 +165,7 @@ def test_the_package_has_no_import_cycle() -> None:
     )
 
 
+@pytest.mark.slow
 def test_no_module_imports_another_modules_private_name() -> None:
     found = []
     for name in MODULES:

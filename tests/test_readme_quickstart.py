@@ -18,6 +18,9 @@ from mitigate.paths import data_dir
 ROOT = Path(__file__).resolve().parents[1]
 
 
+pytestmark = pytest.mark.slow  # starts the stub server and runs the README's commands
+
+
 def _stub_block() -> list[str]:
     """The README's bash block that starts the stub server, one command per line (comments dropped)."""
     blocks = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.DOTALL)

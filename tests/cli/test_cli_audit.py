@@ -69,6 +69,7 @@ def test_compare_without_any_entry_and_with_a_bad_recorded_file_exits_2(tmp_path
     assert result.exit_code == 2 and f"{bad}:1: expected a number for 'score'" in result.stderr
 
 
+@pytest.mark.slow
 def test_compare_the_released_head_to_head_on_the_pairwise_benchmark(tmp_path: Path) -> None:
     root = data_dir()
     if root is None or not (root / "summeval_llm_summeval" / "comp_res").is_dir():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from mitigate.cli import app
@@ -48,6 +49,7 @@ def _judge(tmp_path: Path, backend: str, url: str, *extra: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_judge_batch_runs_through_the_batch_api_and_a_rerun_resumes(tmp_path, monkeypatch):
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     _bench(tmp_path)
@@ -142,6 +144,7 @@ def test_transport_on_a_non_openai_backend_is_refused(tmp_path):
     assert "--transport applies to openai:<model> backends" in result.stderr
 
 
+@pytest.mark.slow
 def test_compare_batch_puts_every_pipeline_in_one_batch(tmp_path, monkeypatch):
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     _bench(tmp_path)

@@ -294,6 +294,7 @@ def real_root() -> Path:
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.data
 @pytest.mark.parametrize("judge", released_judges())
 def test_real_released_run_aligns_with_every_summeval_item(judge):

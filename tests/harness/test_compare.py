@@ -246,6 +246,7 @@ def _summeval_or_skip() -> None:
         pytest.skip("shared SummEval data (summeval_llm_summeval) is not available")
 
 
+@pytest.mark.slow
 async def test_released_judges_are_measured_without_calls_on_a_summeval_slice(tmp_path: Path) -> None:
     _summeval_or_skip()
     entries = [Entry.from_released("chatgpt-rts", "coherence"), Entry.from_released("gpt4-rts", "coherence")]

@@ -79,6 +79,7 @@ async def _compared(tmp_path: Path) -> tuple[dict, np.ndarray, np.ndarray, np.nd
     return {e.name: e.comparison for e in result.entries}, a, b5, human, result
 
 
+@pytest.mark.slow
 async def test_delta_spearman_p_does_not_depend_on_the_scale_an_entry_answers_on(tmp_path: Path) -> None:
     by, *_ = await _compared(tmp_path)
     ten, hundred = by["B on 1-10"], by["B on 0-100"]
@@ -89,6 +90,7 @@ async def test_delta_spearman_p_does_not_depend_on_the_scale_an_entry_answers_on
     assert "different scales (1 to 5 by 1 and 1 to 10 by 1)" in ten.test_reason
 
 
+@pytest.mark.slow
 async def test_entries_on_one_scale_keep_the_permutation_p_and_a_continuous_entry_gets_the_bootstrap(
     tmp_path: Path,
 ) -> None:
@@ -108,6 +110,7 @@ async def test_entries_on_one_scale_keep_the_permutation_p_and_a_continuous_entr
     assert cont.test == "paired bootstrap" and "between the scale's points" in cont.test_reason
 
 
+@pytest.mark.slow
 async def test_the_report_the_summary_and_the_comparisons_frame_name_the_test(tmp_path: Path) -> None:
     pytest.importorskip("pandas")
     *_, result = await _compared(tmp_path)

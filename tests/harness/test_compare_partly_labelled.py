@@ -224,6 +224,7 @@ async def test_no_label_at_all_says_agreement_cannot_be_measured(tmp_path: Path)
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (data_dir() / "summeval_llm_summeval").is_dir(), reason="released SummEval judges absent"
 )

@@ -92,6 +92,7 @@ def _pool_sizes(spec: dict) -> list[int]:
     return [step["params"]["selector_"]["params"]["n_pool_"] for step in spec.get("steps", [])]
 
 
+@pytest.mark.slow
 async def test_compare_fits_demo_pipelines_on_train_and_judges_only_test(tmp_path: Path) -> None:
     bench = _bench(n_docs=12)
     base = PromptJudge(JudgePrompt.from_template(GUIDED, criterion="q"), FakeLM(_scored))

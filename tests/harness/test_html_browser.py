@@ -314,6 +314,7 @@ def _large_result(n: int, entries: int = 2) -> CompareResult:
     )
 
 
+@pytest.mark.slow
 def test_a_large_report_opens_on_its_summary_and_pages_through_its_items(tmp_path: Path) -> None:
     from mitigate.report._html import PAGE_ITEMS, render_html
 

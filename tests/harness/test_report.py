@@ -224,6 +224,7 @@ def test_cli_compare_rejects_bad_input_with_exit_2(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "no-such-step" in bad.output
 
 
+@pytest.mark.slow
 def test_cli_compare_runs_a_pipeline_and_a_released_judge_end_to_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -35,6 +35,7 @@ def test_the_embedded_default_reads_its_answer_from_logprobs_and_others_parse() 
     }
 
 
+@pytest.mark.slow
 @pytest.mark.local_model
 @pytest.mark.data
 @pytest.mark.skipif(

@@ -121,6 +121,7 @@ async def test_loglikelihood_is_the_sum_of_token_logprobs(lm):
     assert await lm.token_logprobs(context, "") == []
 
 
+@pytest.mark.slow
 async def test_shared_prefix_is_reused_on_the_next_call(lm):
     def judge(summary: str) -> LMRequest:
         return LMRequest(
@@ -142,6 +143,7 @@ async def test_shared_prefix_is_reused_on_the_next_call(lm):
     assert again.text == second.text
 
 
+@pytest.mark.slow
 async def test_alternating_prompt_variants_each_reuse_their_own_prefix_from_a_snapshot():
     """Three variants judged in turn: with snapshots each call reuses its variant's prefix; outputs
     unchanged."""

@@ -93,6 +93,7 @@ def test_kendall_of_a_constant_resample_is_nan_as_scipy_says() -> None:
     assert np.isnan(out[0]) and out[1] == 1.0
 
 
+@pytest.mark.slow
 def test_compare_reports_the_numbers_the_implementation_before_reported(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

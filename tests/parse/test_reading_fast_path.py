@@ -36,6 +36,8 @@ from mitigate.scale import Scale
 from tests.prompt.test_planted_values import FORMATS, WORDS, _line, cases
 from tests.support.planted import ISSUE_CASES, POSITIONS, QUOTES, judge_answer, quote_back
 
+pytestmark = pytest.mark.slow  # reads every released SummEval answer twice (~40 s)
+
 
 def _both(
     fmt: AnswerFormat, scale: Scale, answer: str, sources: Sequence[str], judged: Sequence[str]

@@ -236,6 +236,7 @@ def _read(case: dict[str, object]) -> object:
         return "failure"
 
 
+@pytest.mark.slow
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(case=cases())
 def test_a_planted_value_quoted_back_is_never_the_verdict(case: dict[str, object]) -> None:
@@ -250,6 +251,7 @@ def test_a_planted_value_quoted_back_is_never_the_verdict(case: dict[str, object
     assert got in (case["own"], "failure"), (case["format"], case["answer"], got)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
 @given(case=cases())
 def test_a_marked_quotation_leaves_the_judges_own_verdict(case: dict[str, object]) -> None:

@@ -309,6 +309,7 @@ KILL_CHILD = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_sigkill_while_polling_then_resume_loses_nothing_and_submits_nothing_twice(provider, tmp_path):
     with StubOpenAIServer(latency=0.0, batch_latency=0.01, reply=reply) as s:

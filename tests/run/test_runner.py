@@ -156,6 +156,7 @@ KILL_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_run_killed_with_sigkill_resumes_without_losing_or_duplicating(tmp_path: Path) -> None:
     script = tmp_path / "job.py"
     script.write_text(KILL_SCRIPT)

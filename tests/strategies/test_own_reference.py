@@ -264,6 +264,7 @@ OWN = [SolveFirst(), ReferenceRevision()]
 OTHERS = sorted(m for m in MITIGATIONS if m not in ("solve-first", "reference-revision"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("own", OWN, ids=lambda m: m.registry_name)
 def test_every_template_and_every_mitigation_before_or_after_keeps_the_prompt_coherent_or_is_refused(
     own: Any,

@@ -63,6 +63,7 @@ def test_nothing_is_trusted_when_even_the_most_confident_items_miss_the_target()
     assert g.threshold is None and g.n_accepted == 0
 
 
+@pytest.mark.slow
 def test_the_guarantee_holds_on_fresh_data_at_least_one_minus_delta_of_the_time() -> None:
     rng = np.random.default_rng(0)
     target, delta, fails, runs = 0.8, 0.1, 0, 200
