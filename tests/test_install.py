@@ -6,8 +6,8 @@ Two checks of one promise (`mitigate --help` must not die on an undeclared depen
   distribution declared in ``pyproject.toml``, in the core dependencies or in the extra of
   the backend module that imports it (so the README's ``local`` extra and the others are
   covered without installing them);
-- a live one, marked ``install`` and ``slow`` (the full suite runs it; the quick tier leaves it out): a fresh venv
-  (no system site-packages) gets the package with no extra, runs ``mitigate --help`` and
+- a live one, marked ``install`` and ``slow`` (the full suite runs it; the quick tier leaves it out):
+  a fresh venv (no system site-packages) gets the package with no extra, runs ``mitigate --help`` and
   ``pip check``, refuses the ``openai:`` backend in one line naming the extra, then gets the
   ``openai`` extra and judges a small benchmark against the stub server.
 """
