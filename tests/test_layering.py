@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     ("diff",),
     ("harness",),
+    ("label",),
     ("adapters",),
     ("testing",),
     ("cli", "__main__"),
