@@ -58,7 +58,10 @@ def agreement_rows(labels: np.ndarray, judge: np.ndarray, categories: list[float
     rho = spearman(x, y) if len(x) > 2 else math.nan
     low, high = bootstrap_ci("spearman", x, y, seed=0) if len(x) > 2 else (math.nan, math.nan)
     out["spearman"] = {"value": _finite(rho), "low": _finite(low), "high": _finite(high)}
-    on_grid = bool(len(y)) and all(any(abs(v - c) < 1e-9 for c in categories) for v in y)
+    if len(x) < 3:
+        out["note"] = "fewer than 3 labelled items with a judge value"
+        return out
+    on_grid = all(any(abs(v - c) < 1e-9 for c in categories) for v in y)
     if not on_grid:
         out["note"] = "the judge's values are not on the label scale: κ and the matrix need them there"
         return out
@@ -69,7 +72,7 @@ def agreement_rows(labels: np.ndarray, judge: np.ndarray, categories: list[float
         return kappa(a, b, categories, weighted=weighted)
 
     value = stat(x, y)
-    klow, khigh = bootstrap_ci(stat, x, y, seed=0, n_boot=500) if len(x) > 2 else (math.nan, math.nan)
+    klow, khigh = bootstrap_ci(stat, x, y, seed=0, n_boot=500)
     name = "kappa" if pairwise else "kappa_quadratic"
     out[name] = {"value": _finite(value), "low": _finite(klow), "high": _finite(khigh)}
     index = {c: i for i, c in enumerate(categories)}

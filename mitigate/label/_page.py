@@ -79,6 +79,7 @@ function show(data,keep){
   if(p.left===0){const a=el('a','All labelled: open the agreement view');a.href='/agreement?t='+
     encodeURIComponent(TOKEN);m.append(el('h3','Done'),a)}
   document.body.dataset.position=String(item.position);document.body.dataset.left=String(p.left);
+  document.body.dataset.shownAt=String(performance.now());
 }
 async function load(pos){
   try{show(await api('/api/item'+(pos==null?'':'?position='+pos)));$('msg').textContent=''}
