@@ -117,3 +117,38 @@ def test_a_dozen_items_labelled_by_keyboard_survive_a_killed_server_and_estimate
     groups = json.loads(ran.stdout.splitlines()[0])["groups"]
     assert {g["group"]: g["n_labelled"] for g in groups} == dict.fromkeys(SYSTEMS, 4)
     assert all(g["n_weighted"] == 4 for g in groups)
+
+
+async def label_pairs(url: str, keys: list[tuple[str, str]]) -> None:
+    """Per item: the first key labels the first criterion, the second the next one, then the page moves on."""
+    async with chromium() as page:
+        await page.goto(url)
+        await page.wait_for("document.body.dataset.position !== undefined")
+        for first, second in keys:
+            position = await page.evaluate("document.body.dataset.position")
+            await page.press(first)
+            await page.wait_for("document.querySelectorAll('.crit')[1].classList.contains('active')")
+            await page.press(second)
+            await page.wait_for(f"document.body.dataset.position !== '{position}'")
+
+
+def test_pairs_on_two_criteria_are_labelled_by_letter_and_stored_on_the_benchmarks_order(tmp_path):
+    bench, _ = write_toy(tmp_path, pairwise=True)
+    labels = tmp_path / "labels.jsonl"
+    args = ["-b", f"jsonl:{bench}", "-c", "quality", "-c", "fluency", "--per-system", "2", "-o", str(labels)]
+    keys = [("a", "t"), ("b", "a"), ("t", "b"), ("a", "a")]
+    proc, url = start_server(*args)
+    try:
+        asyncio.run(label_pairs(url, keys))
+    finally:
+        proc.terminate()
+        proc.wait()
+    rows = [json.loads(line) for line in labels.read_text().splitlines()]
+    swap = {"A": "B", "B": "A", "tie": "tie"}
+    shown = {"a": "A", "b": "B", "t": "tie"}
+    for row, (first, second) in zip(rows, keys, strict=False):
+        expected = {"quality": shown[first], "fluency": shown[second]}
+        if row["swap"]:
+            expected = {c: swap[v] for c, v in expected.items()}
+        assert row["labels"] == expected
+    assert {r["swap"] for r in rows[: len(keys)]} == {True, False}  # both shown orders were labelled
