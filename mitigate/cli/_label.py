@@ -153,7 +153,10 @@ def label_cmd(options: LabelOptions) -> None:
 
     names = options.criterion or []
     bench, first = load_benchmark(options.benchmark, names[0] if names else None)
-    criteria = list(dict.fromkeys([first, *(load_benchmark(options.benchmark, c)[1] for c in names[1:])]))
+    unknown = [c for c in names[1:] if c not in bench.criteria]
+    if unknown:
+        raise ConfigError(f"expected a criterion of {bench.name} {list(bench.criteria)}; got {unknown[0]!r}")
+    criteria = list(dict.fromkeys([first, *names[1:]]))
     with one_server(options.out):
         session = LabelSession.open(
             options.out, bench, criteria, _plan(options, bench, criteria), seed=options.seed

@@ -150,8 +150,9 @@ class LabelServer:
                 f"the agreement view shows the judge and the systems; it opens when every item is labelled "
                 f"({left} left), or start with --unblind"
             )
-        with self.session.lock:
-            return summary(self.session, self.judge, plan=self.plan)
+        return summary(
+            self.session, self.judge, plan=self.plan
+        )  # reads the rows; a label replaces a row's values
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
