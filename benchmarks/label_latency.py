@@ -120,9 +120,14 @@ async def label_all(url: str, keys: list[str]) -> dict:
 
 
 def shrink(path: Path) -> None:
-    from PIL import Image
+    """Crop the empty page below the content, and save the PNG in 64 colours."""
+    from PIL import Image, ImageChops
 
     image = Image.open(path).convert("RGB")
+    background = Image.new("RGB", image.size, image.getpixel((image.width - 1, image.height - 1)))
+    box = ImageChops.difference(image, background).getbbox()
+    if box:
+        image = image.crop((0, 0, image.width, min(image.height, box[3] + 24)))
     image.quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
         path, optimize=True
     )
