@@ -102,10 +102,16 @@ def test_unblind_shows_the_id_systems_and_judge_value(tmp_path):
     session, judge, *_ = _session(tmp_path)
     server = LabelServer(session, judge=judge, blind=False, log=lambda line: None)
     server.start()
+    get = Client(server)
     try:
-        _, text, _ = Client(server)("/api/item?position=0")
+        _, text, _ = get("/api/item?position=0")
+        for position in range(3):
+            session.label(position, {"quality": 2 + position})
+        status, live, _ = get("/api/summary")  # open while labelling, the estimate waiting for its prefixes
     finally:
         server.stop()
+    assert status == 200
+    assert json.loads(live)["criteria"]["quality"]["agreement"]["all"]["n"] == 3
     shown = json.loads(text)["shown"]
     assert shown["id"] == session.rows[0]["id"] and shown["systems"][0] in SYSTEMS
     assert shown["judge"]["quality"] == server.judge_of(session.rows[0]["id"])["quality"]
@@ -364,3 +370,20 @@ def test_the_command_exports_csv_estimate_reads_and_the_benchmark_jsonl_loads(tm
     assert len(labelled.items) == 12 and all("quality" in it.human for it in labelled.items)
     refused = CliRunner().invoke(app, [*base, "--export", "csv"])
     assert refused.exit_code != 0 and "--to" in refused.output
+
+
+def test_a_csv_of_several_criteria_has_a_label_column_each_that_estimate_reads(tmp_path):
+    session, _, bench_path, recorded = _session(tmp_path, criteria=("quality", "fluency"))
+    for position in range(len(session.rows)):
+        session.label(position, {"quality": 1 + position % 5, "fluency": 5 - position % 3})
+    out = export_labels(session, "csv", tmp_path / "labels.csv")[0]
+    header = out.read_text().splitlines()[0]
+    assert header.startswith("id,label.quality,label.fluency,weight")
+    ran = CliRunner().invoke(
+        app,
+        ["estimate", "-b", f"jsonl:{bench_path}", "-c", "quality", "--recorded", str(recorded)]
+        + ["--labels", str(out), "--json"],
+    )
+    assert ran.exit_code == 0, ran.output
+    groups = json.loads(ran.stdout.splitlines()[0])["groups"]
+    assert sum(g["n_labelled"] for g in groups) == 12
