@@ -47,6 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     ("diff",),
     ("harness",),
+    ("label",),
     ("adapters",),
     ("testing",),
     ("cli", "__main__"),

@@ -63,6 +63,7 @@ TOPICS: list[tuple[str, str, str, tuple[str, ...]]] = [
             "Batch APIs",
             "Prompt-prefix reuse",
             "A million judgments",
+            "Labelling page",
         ),
     ),
     (

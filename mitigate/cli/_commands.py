@@ -35,6 +35,10 @@ COMMANDS: dict[str, Command] = {
         "mitigate.cli._estimate",
         "Estimate each system's mean human label from a judge on every item and human labels on a few.",
     ),
+    "label": Command(
+        "mitigate.cli._label",
+        "Serve a blind labelling page on 127.0.0.1 and write each label to the labels file as it is given.",
+    ),
     "judge": Command(
         "mitigate.cli._judge",
         "Judge the first items of a benchmark and print each judgment beside the human score.",

@@ -14,7 +14,7 @@ from mitigate.cli._files import run_dir, writable_file
 from mitigate.cli.options._backend import DEFAULT_BACKEND, Backend, BackendOptions
 from mitigate.cli.options._declare import Override, option
 from mitigate.cli.options._prompt import Prompt, PromptOptions, SampledAnswerOptions, Samples
-from mitigate.cli.options._results import JSON, OUT, PLOT, Seed
+from mitigate.cli.options._results import JSON, OUT, PLAN, PLOT, Seed
 from mitigate.cli.options._run import PIPELINE, RUN_DIR, RunOptions
 from mitigate.cli.options._task import JUDGE, LABELS, RECORDED, RELEASED, Criterion, Limit, TaskOptions
 from mitigate.constraints import Interval
@@ -74,12 +74,6 @@ TUNE = option(
 CALIBRATION = option("calibration", help="with --method calibrated: isotonic or linear")
 FOLDS = option(
     "folds", help="with --method calibrated: cross-fitting folds", accepts=(Interval(int, 2, None),)
-)
-PLAN = option(
-    "plan",
-    "--plan",
-    help="also say how many labels each group needs for intervals of ±HALF_WIDTH, per method",
-    accepts=(Interval(float, 0.0, None, closed="neither"),),
 )
 SELECT = option(
     "select",

@@ -1,7 +1,9 @@
 """Human labels for a few items: read from a labels file, added to a benchmark, or hidden for an experiment.
 
 A labels file (CSV with a header, or JSON lines) has the columns ``id``, ``label`` and optionally ``weight``
-(other columns ignored: a filled ``estimate --select`` file is one). A label is a number on the criterion's
+(other columns ignored: a filled ``estimate --select`` file is one); a file labelled on several criteria
+holds a column ``label.CRITERION`` each, or in JSON a ``labels`` object criterion -> label (``mitigate label``
+writes one). A label is a number on the criterion's
 scale, or for a pairwise benchmark ``A``, ``B`` or ``tie`` (1, 0, 0.5); a file with weights (inverse inclusion
 probabilities) must label every row. :func:`label_value` codes a preference as A's share of the win.
 """
@@ -68,7 +70,8 @@ def _rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
         reader = csv.DictReader(text.splitlines(keepends=True))
         out = []
         try:
-            if reader.fieldnames is None or "id" not in reader.fieldnames or "label" not in reader.fieldnames:
+            names = reader.fieldnames or []
+            if "id" not in names or not any(n == "label" or n.startswith("label.") for n in names):
                 raise row_error(
                     file,
                     1,
@@ -158,7 +161,13 @@ def read_labels(path: str | Path, criterion: str, scale: Scale, *, pairwise: boo
                 file, line, f"expected each item once; got {item_id!r} again (first on line {seen[item_id]})"
             )
         seen[item_id] = line
-        label = _label(row.get("label"), scale, pairwise, file, line, criterion)
+        given = row.get("labels")
+        raw = (
+            given.get(criterion)
+            if isinstance(given, dict)
+            else row.get(f"label.{criterion}", row.get("label"))
+        )
+        label = _label(raw, scale, pairwise, file, line, criterion)
         weight = _weight(row.get("weight"), file, line)
         if weight is not None:
             weights[item_id] = weight

@@ -46,6 +46,12 @@ PROBE_TOLERANCE = option(
     accepts=(Interval(float, 0.0, None),),
 )
 JSON = option("json", "--json", help="print JSON instead of text")
+PLAN = option(
+    "plan",
+    "--plan",
+    help="also say how many labels each group needs for intervals of ±HALF_WIDTH, per method",
+    accepts=(Interval(float, 0.0, None, closed="neither"),),
+)
 PLOT = option("plot", help="also write a PNG of the search beside --out")
 LIKELIHOOD = option("likelihood", help="compute LS with the embedded model and report BiasScore")
 
