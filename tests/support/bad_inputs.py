@@ -79,6 +79,10 @@ def make_fixtures(folder: Path) -> Path:
         b'{"item_id": "caf\xe9", "judge": "j", "criterion": "fluency"}\n'
     )
     (d / "deep.jsonl").write_text(good + "\n" + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    (d / "slot_loop.txt").write_text(
+        _PROMPT.replace("Summary:", "Summary:{% for i in range(10000) %} {{ summary }}{% endfor %}"),
+        encoding="utf-8",
+    )
     (d / "long.jsonl").write_text(json.dumps({**_ROWS[0], "output": "word " * 3000}) + "\n", encoding="utf-8")
     fifo = d / "fifo"
     if hasattr(os, "mkfifo") and not fifo.exists():
@@ -310,6 +314,16 @@ BAD_INPUTS: tuple[BadInput, ...] = (
         "judge prompt over the size cap",
         "max_prompt_chars",
         "-b jsonl:{d}/long.jsonl --max-prompt-chars 5000",
+    ),
+    _j(
+        "judge prompt repeating a slot in a loop",
+        "would fill the prompt",
+        "-b jsonl:{d}/long.jsonl --prompt {d}/slot_loop.txt",
+    ),
+    _j(
+        "judge dry run of a prompt repeating a slot in a loop",
+        "would fill the prompt",
+        "-b jsonl:{d}/long.jsonl --prompt {d}/slot_loop.txt --dry-run",
     ),
     _j("judge zero deadline", "'--deadline' parameter", "--deadline 0"),
     _j("judge zero response cap", "'--max-response-bytes' parameter", "--max-response-bytes 0"),
