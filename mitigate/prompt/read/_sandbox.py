@@ -186,7 +186,7 @@ class _Generator(CodeGenerator):
         self.write("))")
 
     def _literal(self, visit: Callable[[Any, Frame], None], node: nodes.Expr, frame: Frame) -> None:
-        self.write("environment.mitigate_value(")
+        self.write("environment.check_value(")
         visit(node, frame)
         self.write(", 'a literal')")
 
@@ -289,15 +289,14 @@ class _Sandbox(SandboxedEnvironment):
             )
 
     def check_value(self, value: Any, what: str) -> Any:
-        """``value`` (just built) when it is within the sandbox's size limits, charged to the budget."""
+        """``value`` (just built: a filter's or operator's result, a literal list, tuple or mapping) when it
+        is within the sandbox's size limits, charged to the budget."""
         if isinstance(value, int) and not isinstance(value, bool):
             self.check_bits(value.bit_length(), what)
         size = self.weigh(value)
         self.check_size(size, what)
         self.charge(size, what)
         return value
-
-    mitigate_value = check_value  # every literal list, tuple and mapping
 
     def mitigate_concat(self, parts: tuple[Any, ...]) -> str:
         """``a ~ b``: every part as text, joined once the total is known to fit."""
