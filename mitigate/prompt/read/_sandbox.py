@@ -445,7 +445,8 @@ class _Sandbox(SandboxedEnvironment):
         what = f"a value with |{name}"
         width: Any = 0
         if name in ("indent", "tojson"):
-            width = args[1] if len(args) > 1 else kwargs.get("width" if name == "indent" else "indent", 0)
+            default = ("width", 4) if name == "indent" else ("indent", None)
+            width = args[1] if len(args) > 1 else kwargs.get(*default)
             width = len(width) if isinstance(width, str) else width or 0
             if isinstance(width, bool) or not isinstance(width, int) or width > MAX_INDENT:
                 raise TemplateSandboxError(
