@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
+import re
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -141,6 +144,52 @@ def read_lines(
                 path=None if path is None else str(path),
             )
         yield line
+
+
+MAX_FILE_BYTES = 256 * 2**20
+"""Largest file :func:`read_file` reads whole (a config, a pipeline spec, a harness's results file ...)."""
+
+
+def read_file(
+    path: Path | str, what: str, *, error: type[ConfigError] = ConfigError, max_bytes: int = MAX_FILE_BYTES
+) -> bytes:
+    """The bytes of ``what`` at ``path`` when it is a regular file of at most ``max_bytes`` (a FIFO or device
+    is refused by what it is, never opened; a longer file is refused, never read whole); one-line ``error``
+    otherwise."""
+    path = check_input_file(path, what, error=error)
+    try:
+        with open_regular(path, "rb", what) as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise error(
+            f"expected {what} to name a readable file; {path}: {exc.strerror or type(exc).__name__}",
+            path=str(path),
+        ) from None
+    if len(data) > max_bytes:
+        raise error(f"expected {what} {path} of at most {max_bytes:,} bytes; it is longer", path=str(path))
+    return data
+
+
+def loads_json(text: str) -> Any:
+    """``json.loads(text)`` (a leading byte-order mark skipped), every way the text fails read as a
+    :class:`json.JSONDecodeError` naming what was expected: also an integer longer than Python converts
+    (``sys.get_int_max_str_digits()``, 4,300 digits) and nesting deeper than Python recurses, which ``json``
+    raises as other errors."""
+    text = text.removeprefix("\ufeff")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError(
+            "nested too deep to read (at most a few hundred levels)", text, 0
+        ) from None
+    except ValueError:  # an integer past the digit limit (the one ValueError json.loads raises besides)
+        limit = sys.get_int_max_str_digits()
+        found = re.search(rf"\d{{{limit + 1},}}", text)
+        digits = f"{len(found.group()):,}" if found else "more"
+        message = f"expected numbers of at most {limit:,} digits; got an integer of {digits} digits"
+        raise json.JSONDecodeError(message, text, found.start() if found else 0) from None
 
 
 def output_target(path: Path | str, what: str) -> tuple[Path, bool]:

@@ -22,6 +22,8 @@ from mitigate.strategies import Pipeline
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 SCRIPT = "<script>alert('x')</script>"
+SYSTEM_HTML = "S2 <img src=x onerror=alert(1)>"
+"""The third system's name: HTML, which the reports show as text."""
 NAMES = ("base | plain", "consistency-hint | x", "replayed")
 
 
@@ -34,7 +36,7 @@ def bench() -> Benchmark:
             items.append(
                 Item(
                     id=f"S{s}/d{d}",
-                    system=f"S{s}",
+                    system=f"S{s}" if s < 2 else SYSTEM_HTML,
                     doc_id=f"d{d}",
                     output=text,
                     human={"quality": q + 0.2 * s},

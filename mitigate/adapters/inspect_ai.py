@@ -17,8 +17,9 @@ from typing import Any
 
 from mitigate.adapters._common import make_item, outcome, shown_scale
 from mitigate.data import RecordedRow, RecordedRun, runs_from_rows, save_recorded
-from mitigate.errors import DataError
+from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge
+from mitigate.paths import MAX_FILE_BYTES, check_input_file
 from mitigate.scale import Scale
 
 GRADES = {"C": 1.0, "P": 0.5, "I": 0.0}
@@ -102,9 +103,19 @@ def read_inspect_log(
     the one scorer read (``scorer=`` picks it). Grades C / P / I are 1 / 0.5 / 0; an unscored sample, NOANSWER
     or any other value is a recorded failure, never a score. DataError naming the file for anything else.
     """
-    from inspect_ai.log import read_eval_log
-
-    file = Path(path)
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise ConfigError(
+            "reading an inspect eval log needs the inspect-ai package, which is not installed; expected it "
+            "to be importable (pip install 'mitigate[inspect]')"
+        ) from None
+    file = check_input_file(path, "an inspect eval log", error=DataError)  # never a FIFO or device
+    if file.stat().st_size > MAX_FILE_BYTES:
+        raise DataError(
+            f"expected an inspect eval log of at most {MAX_FILE_BYTES:,} bytes; {file} is longer",
+            path=str(file),
+        )
     try:
         log = read_eval_log(str(file))
     except Exception as exc:  # inspect raises several kinds for an unreadable log

@@ -26,6 +26,7 @@ from mitigate.adapters._common import make_item, outcome, shown_scale
 from mitigate.data import RecordedRow, RecordedRun, runs_from_rows, save_recorded
 from mitigate.errors import ConfigError, DataError, ParseError
 from mitigate.judge import Judge
+from mitigate.paths import loads_json, read_file
 from mitigate.registry import run_coroutine
 from mitigate.scale import Scale
 
@@ -232,9 +233,10 @@ def read_promptfoo_results(
     recorded failure, never a score. DataError naming the file for anything else.
     """
     file = Path(path)
+    data = read_file(file, "a promptfoo results JSON file", error=DataError)  # never a FIFO, never unbounded
     try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        doc = loads_json(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(
             f"expected a promptfoo results JSON file at {file}; could not read it: {exc}", path=str(file)
         ) from exc

@@ -33,7 +33,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from mitigate.cli._files import read_text_file
 from mitigate.cli.options._declare import option, parameters, typer_annotation
 from mitigate.errors import ConfigError
-from mitigate.paths import write_output
+from mitigate.paths import loads_json, write_output
 
 CONFIG = option(
     "config_file",
@@ -147,7 +147,7 @@ def read_config(path: Path, options: type, command: str) -> ConfigFile:
 def _parse(path: Path, text: str) -> dict[str, Any]:
     if path.suffix.lower() == ".json":
         try:
-            data = json.loads(text)
+            data = loads_json(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}:{exc.lineno}: expected valid JSON; {exc.msg}") from None
         if not isinstance(data, dict):

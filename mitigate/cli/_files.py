@@ -8,19 +8,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from mitigate.errors import ConfigError, MitigateError, RunStoppedError
-from mitigate.paths import check_input_file, open_regular, output_target, path_kind
+from mitigate.paths import output_target, path_kind, read_file
 
 
 def read_text_file(path: Path, option: str) -> str:
     """The UTF-8 text of the file given to ``option``; one-line ConfigError when it cannot be read."""
-    check_input_file(path, option)  # a folder, FIFO or device is refused by what it is, never opened
-    try:
-        with open_regular(path, "rb", option) as handle:  # and checked again on the open file (never blocks)
-            data = handle.read()
-    except OSError as exc:
-        raise ConfigError(
-            f"expected {option} to name a readable file; {path}: {exc.strerror}", path=str(path)
-        ) from None
+    data = read_file(path, option)  # a folder, FIFO or device is refused by what it is, never opened
     try:
         return data.decode("utf-8").removeprefix("\ufeff")  # a BOM is an encoding mark, not prompt text
     except UnicodeDecodeError as exc:

@@ -13,7 +13,15 @@ from typing import IO, Any, TypeGuard
 
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import DataError, ScaleError
-from mitigate.paths import check_input_file, data_dir, open_regular, read_lines, write_output
+from mitigate.paths import (
+    check_input_file,
+    data_dir,
+    loads_json,
+    open_regular,
+    read_file,
+    read_lines,
+    write_output,
+)
 from mitigate.scale import Scale
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -78,15 +86,7 @@ def read_json_lines_at(path: Path, *, error: type[DataError] = DataError) -> Ite
 def json_value(line: str, path: Path, number: int, *, error: type[DataError] = DataError) -> Any:
     """The JSON value of one line of ``path``; ``error`` naming the file and line when it is not one."""
     try:
-        value = json.loads(line)
-    except RecursionError:
-        raise row_error(
-            path,
-            number,
-            "expected one JSON value per line nested at most a few hundred levels deep; got one nested too "
-            "deep to read",
-            error=error,
-        ) from None
+        value = loads_json(line)
     except json.JSONDecodeError as exc:
         message = f"expected one JSON value per line; got invalid JSON ({exc.msg} at column {exc.colno})"
         raise row_error(path, number, f"{message}: {clip(line)}", error=error) from exc
@@ -117,9 +117,10 @@ def read_text_lines_at(path: Path, *, error: type[DataError] = DataError) -> Ite
 
 
 def utf8_line(raw: bytes, path: Path, number: int, *, error: type[DataError] = DataError) -> str:
-    """One line of ``path`` as text; ``error`` naming the file, line and byte when it is not UTF-8."""
+    """One line of ``path`` as text (a byte-order mark opening the file skipped); ``error`` naming the file,
+    line and byte when it is not UTF-8."""
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig" if number == 1 else "utf-8")
     except UnicodeDecodeError as exc:
         got = f"the byte {raw[exc.start]:#04x} at column {exc.start + 1}"
         raise row_error(
@@ -134,14 +135,9 @@ def read_text(path: Path, *, error: type[DataError] = DataError, translate_newli
     """The whole of a UTF-8 text file with newlines normalised to ``\\n`` (as ``Path.read_text`` does;
     ``translate_newlines=False`` keeps them, as ``newline=""`` does for the csv module); ``error``
     naming the file and line when it cannot be read or is not UTF-8."""
-    check_input_file(path, "a data file", error=error)
+    data = read_file(path, "a data file", error=error)  # a FIFO or device refused, never opened
     try:
-        with open_regular(path, "rb", "a data file") as handle:  # checked again on the open file
-            data = handle.read()
-    except OSError as exc:
-        raise error(f"cannot read {path}: {exc.strerror or exc}", path=str(path)) from exc
-    try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         got = f"the byte {data[exc.start]:#04x}, which is not UTF-8 (re-save the file as UTF-8)"
         raise row_error(

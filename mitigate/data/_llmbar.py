@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from mitigate.data._jsonl import file_error
+from mitigate.data._jsonl import file_error, read_text
 from mitigate.data._released_pairwise import (
     RELEASE_CRITERION,
     PairwiseRelease,
@@ -27,6 +27,7 @@ from mitigate.data._released_pairwise import (
 )
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import DataError
+from mitigate.paths import loads_json
 
 LLMBAR_SETS = (
     "LLMBar/Natural",
@@ -88,11 +89,9 @@ def _choose_sets(found: list[str], sets: str | Sequence[str] | None) -> list[str
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return loads_json(read_text(path))
     except json.JSONDecodeError as exc:
         raise file_error(path, f"expected JSON; got a syntax error at line {exc.lineno}: {exc.msg}") from None
-    except OSError as exc:
-        raise file_error(path, f"expected a readable file; got {exc.strerror}") from None
 
 
 def _instance(row: Any, path: Path, index: int) -> tuple[str, str, str, Literal["A", "B"]]:

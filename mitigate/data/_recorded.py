@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mitigate.data._csv_cells import csv_cell, csv_value
 from mitigate.data._jsonl import clip, file_error, number, read_json_lines, row_error
 from mitigate.errors import DataError, ParseError, ScaleError
-from mitigate.paths import open_regular, read_lines, write_output
+from mitigate.paths import loads_json, open_regular, read_lines, write_output
 from mitigate.scale import Scale
 
 RECORD_KEYS = tuple("item_id judge criterion score verdict raw sample order variant error meta".split())
@@ -313,7 +313,7 @@ def parse_row(
     meta = row.get("meta") or {}
     if from_csv and isinstance(meta, str):
         try:
-            meta = json.loads(meta)
+            meta = loads_json(meta)
         except json.JSONDecodeError:
             raise bad(f"expected 'meta' to hold a JSON object; got {clip(meta, 60)}") from None
     if not isinstance(meta, dict):

@@ -29,6 +29,7 @@ from mitigate.data._jsonl import (
     row_error,
 )
 from mitigate.data._schema import Benchmark, Item
+from mitigate.paths import loads_json
 from mitigate.scale import Scale
 
 WEBNLG_DIR = "webnlg2020_human_eval"
@@ -72,7 +73,7 @@ def triples_text(table_html: str) -> str:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(read_text(path))
+        return loads_json(read_text(path))
     except json.JSONDecodeError as exc:
         raise row_error(path, exc.lineno, f"expected a JSON document; got invalid JSON ({exc.msg})") from exc
 

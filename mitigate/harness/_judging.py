@@ -23,7 +23,7 @@ from mitigate.errors import ConfigError, DataError, MitigateError
 from mitigate.harness._entry import Entry
 from mitigate.harness._planning import NEEDS_TRAIN, ComparePlan
 from mitigate.judge import FitContext, LikelihoodScorer
-from mitigate.paths import open_regular, read_lines
+from mitigate.paths import loads_json, open_regular, read_lines
 from mitigate.probes import probe_entry
 from mitigate.report import with_first_prompt
 from mitigate.run import RunResult, preflight, run, session_for
@@ -206,7 +206,7 @@ async def likelihood_scores(
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = loads_json(line)
             except json.JSONDecodeError:
                 if n == len(lines):
                     continue  # a half-written last line from a killed run

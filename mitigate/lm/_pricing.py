@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mitigate.errors import ConfigError
 from mitigate.lm._base import LMResponse, Usage
+from mitigate.paths import loads_json, read_file
 
 PRICES_ENV = "MITIGATE_PRICES"
 """Environment variable naming a JSON price file loaded (once) on the first lookup."""
@@ -97,9 +98,9 @@ def load_prices(path: str | Path) -> dict[str, Price]:
     """Register every price in a JSON file ``{"model": {"input": ..., "output": ..., ...}}``; returns them."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"expected a readable JSON price file at {p}; got {exc}") from None
+        data = loads_json(read_file(p, "a readable JSON price file").decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"expected a UTF-8 JSON price file at {p}; got {exc.reason}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"expected a JSON price file at {p}; it is not valid JSON ({exc})") from None
     if not isinstance(data, dict):

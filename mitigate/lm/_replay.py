@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, ReplayFormatError
 from mitigate.lm._base import LM, Choice, LMRequest, LMResponse, Message, Usage, WrapperLM
-from mitigate.paths import open_regular, path_kind, read_lines
+from mitigate.paths import loads_json, open_regular, path_kind, read_lines
 
 
 def prompt_key(messages: tuple[Message, ...] | list[Message]) -> str:
@@ -112,7 +112,7 @@ class ReplayLM(LM):
                 if not raw.strip():
                     continue
                 try:
-                    obj = json.loads(raw)
+                    obj = loads_json(raw)
                 except json.JSONDecodeError as exc:
                     raise self._bad(number, f"expected a JSON object; got invalid JSON ({exc.msg})") from exc
                 if not isinstance(obj, dict):

@@ -294,10 +294,17 @@ def _slot_position(prompt: Renderable, slot: str) -> tuple[int, int]:
     return len(prompt.messages), 0
 
 
-def fill(prompt: Renderable, template: str, item: Item) -> str:
-    """``template`` with every slot filled from ``item`` (DataError naming a field the item lacks)."""
+MAX_FILLED_CHARS = 20_000_000
+"""The longest message a prompt is built into, in characters (more than any model reads): a template that
+shows a slot many times (a Jinja loop over it) is refused before the message is built, not after."""
 
-    def repl(match: re.Match[str]) -> str:
+
+def fill(prompt: Renderable, template: str, item: Item) -> str:
+    """``template`` with every slot filled from ``item`` (DataError naming a field the item lacks, or when the
+    filled text would pass :data:`MAX_FILLED_CHARS`)."""
+    found = list(SLOT_RE.finditer(template))
+    values: list[str] = []
+    for match in found:
         name = match.group(1).strip()
         field = prompt._field_for(name)
         value = field_text(item, field)
@@ -307,9 +314,17 @@ def fill(prompt: Renderable, template: str, item: Item) -> str:
                 f"{['output', *item.inputs]} (map it with slot_fields={{{name!r}: '<field>'}})",
                 item_id=item.id,
             )
-        return value
-
-    return SLOT_RE.sub(repl, template)
+        values.append(value)
+    size = len(template) + sum(len(v) - len(m.group(0)) for v, m in zip(values, found, strict=True))
+    if size > MAX_FILLED_CHARS:
+        raise DataError(
+            f"item {item.id!r} would fill the prompt to {size:,} characters ({len(found):,} slots filled); "
+            f"expected at most {MAX_FILLED_CHARS:,} (a template that shows a text many times, such as a "
+            "Jinja loop over a slot, is refused before it is built)",
+            item_id=item.id,
+        )
+    parts = iter(values)
+    return SLOT_RE.sub(lambda _: next(parts), template)
 
 
 _FIELD_ALIASES: dict[str, tuple[str, ...]] = {

@@ -13,11 +13,12 @@ from typing import IO, Any
 from pydantic import BaseModel
 
 from mitigate.errors import DataError
-from mitigate.paths import open_regular, write_output
+from mitigate.paths import loads_json, open_regular, write_output
 from mitigate.report._html import HTML_FILE, render_html
 from mitigate.report._markdown import render_markdown
 from mitigate.report._plots import render_plots
 from mitigate.report._results import CompareResult, EntryResult
+from mitigate.report._tables import md_escape
 
 RESULTS_FILE = "results.json"
 COLUMNS_FILE = "results.sqlite"
@@ -102,7 +103,7 @@ def load_results(path: str | Path) -> CompareResult:
         )
     try:
         with open_regular(p, "r", f"the {RESULTS_FILE}") as fh:  # a FIFO or a device is refused, never read
-            data = json.load(fh)
+            data = loads_json(fh.read())
     except OSError as exc:
         raise DataError(
             f"expected a readable {RESULTS_FILE} at {p}; got {exc.strerror or type(exc).__name__}",
@@ -178,7 +179,7 @@ def render_report(
     plots = render_plots(result, out)
     md = out / REPORT_FILE
     text = render_markdown(result, plots=[p.name for p in plots])
-    write_output(md, text + (f"\n{appendix}\n" if appendix else ""), "the report")
+    write_output(md, text + (f"\n{md_escape(appendix)}\n" if appendix else ""), "the report")
     written = [md, *plots]
     if html:
         page = out / HTML_FILE

@@ -54,6 +54,7 @@ def _inline(text: str, images: dict[str, str]) -> str:
     """Escape ``text`` and render the inline markdown render_markdown emits: bold, italics, code, images."""
     out: list[str] = []
     for k, part in enumerate(re.split(r"(`[^`]*`)", text)):
+        part = html.unescape(part)  # the markdown's entities (md_escape), escaped again below
         if k % 2:
             out.append(f"<code>{_e(part[1:-1])}</code>")
             continue

@@ -25,7 +25,7 @@ from mitigate.report._sections import (
     per_pair_section,
     per_system_section,
 )
-from mitigate.report._tables import best_indices, fmt, md_table
+from mitigate.report._tables import best_indices, fmt, md_escape, md_table
 
 _ARROWS = {"higher": "↑ higher", "lower": "↓ lower", "zero": "→ 0"}
 
@@ -81,7 +81,7 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
     lines += demos_section(result)
     lines += ["", *probe_section([(e.name, e.probes) for e in result.entries if e.probes])]
     lines += _plots_section(result, plots)
-    return "\n".join(lines) + "\n"
+    return md_escape("\n".join(lines) + "\n")  # names and texts from the user never become markup
 
 
 def render_summary(result: CompareResult) -> str:

@@ -10,6 +10,13 @@ from collections.abc import Sequence
 _DIRECTIONS = ("higher", "lower", "zero")
 
 
+def md_escape(text: str) -> str:
+    """``text`` with the characters that start HTML (``&`` and ``<``) written as entities, so a name such as
+    ``<img src=x onerror=...>`` shows as text in a markdown viewer, never as markup (the HTML report reads the
+    entities back)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;")
+
+
 def md_cell(text: object) -> str:
     """``text`` as one markdown table cell: ``|`` escaped, line breaks as spaces, no outer blanks."""
     s = str(text).replace("\r\n", "\n").replace("\r", "\n").replace("\n", " ")

@@ -4,10 +4,16 @@ lock.
 The first line names the judge's fingerprint, each later line one finished judgment, written at once and
 fsync'd at most every ``fsync_every`` seconds. Damaged lines at its end (a write cut short), or with a score
 off the judge's scale, are dropped and their items redone.
+
+Each judgment line opens with the item's content (:func:`content_key`, a hash of the texts a prompt can show),
+so a judgment is read back only for the text it judged: an item rewritten under the same id is judged again
+(:attr:`Journal.changed` counts them), and a line of an older journal, written without the hash, is never
+taken for the item's present text (judged again, with a warning).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -23,6 +29,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError, JournalDamageWarning, RunBusyError, RunStoppedError
 from mitigate.judge import Judgment
 from mitigate.paths import open_regular, path_kind, read_lines
@@ -39,6 +46,23 @@ JOURNAL_VERSION = 1
 def id_hash(item_id: str) -> int:
     """The 64-bit key a journal's index keeps for an item id (the line read back tells two ids apart)."""
     return hash(item_id)
+
+
+def content_key(item: Item) -> str:
+    """A hash of every text of ``item`` a prompt can show (output, output_b, reference, inputs): 32 hex
+    digits; another text under the same id gives another key."""
+    texts = [item.output, item.output_b, item.reference, sorted(item.inputs.items())]
+    return hashlib.blake2b(json.dumps(texts).encode("utf-8"), digest_size=16).hexdigest()
+
+
+_CONTENT = b'{"content": "'
+"""How a judgment line opens: its item's content key (32 hex digits), then the judgment's own fields."""
+_JUDGMENT_AT = len(_CONTENT) + 32 + 3  # past the key and '", '
+
+
+def _short(content: str | None) -> int:
+    """The 64 bits of a content key the index keeps (0: a line without one)."""
+    return 0 if content is None else int(content[:15], 16) + 1
 
 
 def _os_reason(exc: OSError) -> str:
@@ -157,6 +181,9 @@ class Journal:
         self.rejected: dict[str, str] = {}  # item id -> why its last line was damaged (judged again)
         self._keys = array("q")  # sorted keys (id_hash) of the ids whose last line is a good judgment
         self._offsets = array("q")  # where each of those lines starts
+        self._contents = array("q")  # the content key each of those lines holds (see _short)
+        self.changed = 0  # items read back whose text changed since their line was written (judged again)
+        self.unkeyed = 0  # good lines written without a content key (an older journal): judged again
         self._fh: Any = None
         self._reader: Any = None
         self._last_sync = time.monotonic()
@@ -193,6 +220,7 @@ class Journal:
     def _load(self) -> None:
         # one pass, nothing kept per line but its id's hash, where it starts and how it ended
         hashes, starts, states = array("q"), array("q"), array("b")  # state: 0 good, 1 failed call, 2 damaged
+        contents = array("q")
         size = complete = keep_end = tail_bad = 0
         header: dict[str, Any] | None = None
         first_bad: tuple[int, str, bool] | None = None
@@ -206,7 +234,7 @@ class Journal:
                 complete = size
                 if not raw.strip():
                     continue
-                value = self._parse(raw[:-1], first=seen == 0)
+                content, value = self._parse(raw[:-1], first=seen == 0)
                 seen += 1
                 if isinstance(value, str):
                     tail_bad += 1
@@ -233,6 +261,7 @@ class Journal:
                 hashes.append(id_hash(value.item_id))
                 starts.append(start)
                 states.append(2 if damage is not None else 1 if value.error is not None else 0)
+                contents.append(_short(content))
         if keep_end < size:  # damaged, blank or partial lines at the end: a write cut short
             self.trimmed = tail_bad + (complete < size)
             with open_regular(self.path, "r+b", "the journal") as fh:
@@ -247,7 +276,16 @@ class Journal:
                 "folder or restart.",
                 path=str(self.path),
             )
-        self._index(hashes, starts, states)
+        self._index(hashes, starts, states, contents)
+        self.unkeyed = self._contents.count(0)
+        if self.unkeyed:
+            warnings.warn(
+                f"journal {self.path} holds {self.unkeyed} judgment(s) written without the content of the "
+                "item they judged (by an older mitigate): a text may have changed under its id since, so "
+                "these items are judged again",
+                JournalDamageWarning,
+                stacklevel=3,
+            )
         if self.rejected:
             first = next(iter(self.rejected.values()))
             warnings.warn(
@@ -257,7 +295,7 @@ class Journal:
                 stacklevel=3,
             )
 
-    def _index(self, hashes: array, starts: array, states: array) -> None:
+    def _index(self, hashes: array, starts: array, states: array, contents: array) -> None:
         """Keep, per id key, where its last line starts when that line is a good judgment (sorted by key)."""
         lines = sorted(range(len(hashes)), key=hashes.__getitem__)  # stable: a key's lines stay in file order
         for at, line in enumerate(lines):
@@ -267,28 +305,40 @@ class Journal:
             if states[line] == 0:
                 self._keys.append(key)
                 self._offsets.append(starts[line])
+                self._contents.append(contents[line])
 
-    def _find(self, item_id: object) -> int | None:
-        if not self._keys or not isinstance(item_id, str):
+    def _find(self, item: Item) -> int | None:
+        """Where ``item``'s id is in the index, or None."""
+        if not self._keys:
             return None
-        key = id_hash(item_id)
+        key = id_hash(item.id)
         at = bisect_left(self._keys, key)
-        return self._offsets[at] if at < len(self._keys) and self._keys[at] == key else None
+        return at if at < len(self._keys) and self._keys[at] == key else None
 
-    def __contains__(self, item_id: object) -> bool:
-        """Whether the journal may hold a good judgment for ``item_id`` (:meth:`get` makes sure)."""
-        return self._find(item_id) is not None
+    def __contains__(self, item: object) -> bool:
+        """Whether the journal may hold a good judgment of ``item``'s present texts (:meth:`get` reads it)."""
+        if not isinstance(item, Item):
+            return False
+        at = self._find(item)
+        return at is not None and self._contents[at] == _short(content_key(item))
 
-    def get(self, item_id: str) -> Judgment | None:
-        """The good judgment the journal holds for ``item_id``, or None (then it is to be judged)."""
-        offset = self._find(item_id)
-        if offset is None:
+    def get(self, item: Item) -> Judgment | None:
+        """The good judgment the journal holds for ``item`` as it is now, or None (then it is to be judged:
+        never judged, its judgment failed, or its texts changed since, which :attr:`changed` counts)."""
+        at = self._find(item)
+        if at is None or self._contents[at] == 0:
+            return None
+        content = content_key(item)
+        if self._contents[at] != _short(content):
+            self.changed += 1
             return None
         if self._reader is None:
             self._reader = open_regular(self.path, "rb", "the journal")
-        self._reader.seek(offset)
-        found = self._parse(self._reader.readline()[:-1], first=False)
-        return found if isinstance(found, Judgment) and found.item_id == item_id else None
+        self._reader.seek(self._offsets[at])
+        stored, found = self._parse(self._reader.readline()[:-1], first=False)
+        return (
+            found if isinstance(found, Judgment) and found.item_id == item.id and stored == content else None
+        )
 
     def _out_of_bounds(self, judgment: Judgment) -> str | None:
         """Why a journalled judgment cannot be this judge's (a score off its scale), or None."""
@@ -305,24 +355,32 @@ class Journal:
         return None
 
     @staticmethod
-    def _parse(raw: bytes, *, first: bool) -> dict[str, Any] | Judgment | str:
-        """The header (first line) or a judgment; a short reason string when the line is unreadable."""
+    def _parse(raw: bytes, *, first: bool) -> tuple[str | None, dict[str, Any] | Judgment | str]:
+        """The content key a judgment line opens with (None when it has none) and the header (first line)
+        or the judgment; a short reason string when the line is unreadable."""
+        content = None
+        if not first and raw.startswith(_CONTENT) and raw[_JUDGMENT_AT - 3 : _JUDGMENT_AT] == b'", ':
+            key = raw[len(_CONTENT) : _JUDGMENT_AT - 3]
+            if key.strip(b"0123456789abcdef"):
+                return None, "a content key that is not 32 hexadecimal digits"
+            content, raw = key.decode("ascii"), b"{" + raw[_JUDGMENT_AT:]
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            return "not UTF-8"
+            return content, "not UTF-8"
         if first:
             try:
                 header = json.loads(text)
             except json.JSONDecodeError as exc:
-                return f"invalid JSON: {exc.msg}"
+                return content, f"invalid JSON: {exc.msg}"
             if not isinstance(header, dict) or "judge" not in header:
-                return "not a journal header"
-            return header
+                return content, "not a journal header"
+            return content, header
         try:
-            return Judgment.model_validate_json(text)
+            return content, Judgment.model_validate_json(text)
         except ValidationError as exc:
-            return f"not a judgment: {exc.errors()[0].get('msg', 'invalid') if exc.errors() else 'invalid'}"
+            why = exc.errors()[0].get("msg", "invalid") if exc.errors() else "invalid"
+            return content, f"not a judgment: {why}"
 
     def _write_line(self, obj: dict[str, Any] | str) -> None:
         text = obj if isinstance(obj, str) else json.dumps(obj)
@@ -362,5 +420,6 @@ class Journal:
         finally:
             self._lock.release()
 
-    def record(self, judgment: Judgment) -> None:
-        self._write_line(judgment.model_dump_json())
+    def record(self, item: Item, judgment: Judgment) -> None:
+        """Append ``judgment`` of ``item``, keyed by the item's content."""
+        self._write_line(_CONTENT.decode() + content_key(item) + '", ' + judgment.model_dump_json()[1:])

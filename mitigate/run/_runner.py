@@ -185,7 +185,7 @@ class RunStream:
                 )
             if self.check and not self._one_pass:  # the items the journal holds no good judgment for
                 jr = self._jr
-                preflight(self.judge, (it for it in items if jr is None or it.id not in jr))
+                preflight(self.judge, (it for it in items if jr is None or it not in jr))
         except BaseException:
             await self._close()
             raise
@@ -242,7 +242,9 @@ class RunStream:
                     if item is _END:
                         break
                     assert isinstance(item, Item)
-                    done = jr.get(item.id) if jr is not None else None
+                    done = jr.get(item) if jr is not None else None
+                    if jr is not None:
+                        self.tally.rejudged = jr.changed
                     if done is not None:
                         self._bar.update(1)
                         in_hand.append((item, done))
@@ -351,10 +353,10 @@ class _Worker:
         self.held = 0  # warm-up slots kept by permanent failures in a row (see below)
         self.cached = not batch and any(find_cache(lm) is not None for lm in self.lms)
 
-    def _finished(self, judgment: Judgment) -> Judgment:
+    def _finished(self, item: Item, judgment: Judgment) -> Judgment:
         jr = self.run._jr
         if jr is not None:
-            jr.record(judgment)
+            jr.record(item, judgment)
         self.run._bar.update(1)
         return judgment
 
@@ -372,7 +374,7 @@ class _Worker:
             if not self.opened.is_set():
                 self.opened.set()
                 _remember_answered(self.lms)
-        return self._finished(judgment)
+        return self._finished(item, judgment)
 
     async def from_cache(self, item: Item) -> Judgment | None:
         """Judge ``item`` from the cache alone; None when some call it needs is not stored."""
@@ -381,7 +383,7 @@ class _Worker:
                 judgment = await self.judge.judge(item)
         except (CacheMiss, MitigateError):  # a failure is judged again below, recorded as any other
             return None
-        return None if judgment.error is not None else self._finished(judgment)
+        return None if judgment.error is not None else self._finished(item, judgment)
 
     async def one(self, item: Item) -> Judgment | None:
         if self.cached and not self.stop.is_set():

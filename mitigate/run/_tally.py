@@ -20,6 +20,9 @@ class RunSummary(BaseModel):
     items: int
     judged_now: int
     resumed: int
+    rejudged: int = 0
+    """Of the items judged now, those the journal held a judgment of another text for (rewritten under the
+    same id since)."""
     ok: int
     parse_failures: int
     errors: int
@@ -43,7 +46,9 @@ class RunSummary(BaseModel):
         """One human-readable line."""
         cost = self.cost_text()
         return (
-            f"{self.items} items ({self.resumed} resumed, {self.judged_now} judged now): {self.ok} ok, "
+            f"{self.items} items ({self.resumed} resumed, {self.judged_now} judged now"
+            + (f", {self.rejudged} of them again as their texts changed" if self.rejudged else "")
+            + f"): {self.ok} ok, "
             f"{self.parse_failures} parse failures, {self.errors} errors; {self.calls} LM calls "
             f"({self.cached_calls} from cache); tokens in/out {self.usage.prompt_tokens}/"
             f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens read from a "
@@ -56,7 +61,7 @@ class Tally:
     """Counts a run's judgments as they come (never keeping them), the first error and parse failure too."""
 
     def __init__(self) -> None:
-        self.items = self.resumed = self.ok = self.parse_failures = self.errors = 0
+        self.items = self.resumed = self.rejudged = self.ok = self.parse_failures = self.errors = 0
         self.calls = self.cached_calls = self.with_failures = 0
         self.usage = Usage()
         self.cost_usd: float | None = 0.0
@@ -89,6 +94,7 @@ class Tally:
             items=self.items,
             judged_now=self.items - self.resumed,
             resumed=self.resumed,
+            rejudged=self.rejudged,
             ok=self.ok,
             parse_failures=self.parse_failures,
             errors=self.errors,

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, SerializeAsAny
 from mitigate.data import Benchmark
 from mitigate.errors import ConfigError, NotRecommendedWarning
 from mitigate.judge import FitContext, Fittable, Judge, Judgment, run_fit
+from mitigate.paths import loads_json, read_file
 from mitigate.prompt import JudgePrompt
 from mitigate.registry import Component, Tags, build
 from mitigate.registry import registered as registered_components
@@ -166,10 +167,10 @@ def load_pipeline(path: str | Path) -> Mitigation:
     file whose dev winner did not beat the baseline on test loads with a
     :class:`~mitigate.errors.NotRecommendedWarning`."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"expected a pipeline spec file; {p} does not exist")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = loads_json(read_file(p, "a pipeline spec file").decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"expected UTF-8 in pipeline spec file {p}; got {exc.reason}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"expected JSON in pipeline spec file {p}; got invalid JSON ({exc})") from None
     if isinstance(data, dict) and "pipeline" in data and "name" not in data:
@@ -211,7 +212,7 @@ def parse_pipeline(text: str) -> Pipeline:
                 if not eq:
                     raise ConfigError(f"expected k=v in pipeline step {name!r}; got {kv!r}")
                 try:
-                    params[key.strip()] = json.loads(value)
+                    params[key.strip()] = loads_json(value)
                 except json.JSONDecodeError:
                     params[key.strip()] = value.strip()
         steps.append(from_spec({"name": name, "params": params}))

@@ -57,6 +57,40 @@ def test_bad_input_is_one_error_line_and_a_non_zero_exit(case: BadInput, fixture
     assert never_called.request_count == before  # refused before any LM call
 
 
+def test_converting_an_inspect_log_without_inspect_ai_names_the_extra_to_install(fixtures, monkeypatch):
+    monkeypatch.setitem(sys.modules, "inspect_ai", None)  # as if not installed: importing it fails
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    log = fixtures / "bench.jsonl"
+    result = CliRunner().invoke(app, ["data", "convert", str(log), "--from", "inspect", "--out", "x.jsonl"])
+    lines = result.stderr.splitlines()
+    assert result.exit_code == EXIT_REFUSED and len(lines) == 1
+    assert "needs the inspect-ai package" in lines[0] and "pip install 'mitigate[inspect]'" in lines[0]
+
+
+def test_a_jsonl_file_opening_with_a_byte_order_mark_is_read(fixtures, tmp_path):
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + (fixtures / "bench.jsonl").read_bytes())
+    result = CliRunner().invoke(
+        app,
+        [
+            "judge",
+            "-b",
+            f"jsonl:{bom}",
+            "-c",
+            "fluency",
+            "--prompt",
+            str(fixtures / "prompt.txt"),
+            "--backend",
+            "openai:m",
+            "--dry-run",
+            "-n",
+            "0",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "for item 'x0'" in result.output and "Summary 0." in result.output
+
+
 def test_debug_shows_the_exception_instead_of_one_line(fixtures, never_called):
     case = next(c for c in BAD_INPUTS if c.name == "unknown reducer")
     for args in (

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from mitigate.data import Benchmark, Item, benchmark_names, load, load_jsonl, load_summeval, save_jsonl
+from mitigate.data import (
+    Benchmark,
+    Item,
+    benchmark_names,
+    load,
+    load_jsonl,
+    load_summeval,
+    open_benchmark,
+    save_jsonl,
+)
 from mitigate.data._summeval import LLM_SUMMEVAL_SYSTEMS, annotation_files
 from mitigate.data._tmu_gfm import load_tmu_gfm
 from mitigate.data._uss import load_uss, majority_label
@@ -148,6 +157,14 @@ def test_jsonl_lone_surrogate_escape_is_a_file_line_error_at_load(tmp_path):
 def test_jsonl_keeps_escaped_surrogate_pairs_and_other_escapes(tmp_path):
     path = write_lines(tmp_path / "ok.jsonl", ['{"id": "z", "output": "\\ud83d\\ude00 caf\\u00e9"}'])
     assert load_jsonl(path).items[0].output == "\U0001f600 caf\u00e9"
+
+
+def test_jsonl_opening_with_a_byte_order_mark_is_read_loaded_and_streamed(tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(good_row(i)) + "\n" for i in range(3)).encode())
+    assert [it.id for it in load_jsonl(path).items] == [good_row(i)["id"] for i in range(3)]
+    streamed = open_benchmark(f"jsonl:{path}")
+    assert [it.id for it in streamed.items] == [good_row(i)["id"] for i in range(3)]
 
 
 def test_jsonl_line_that_is_not_utf8_names_file_line_and_byte(tmp_path):

@@ -29,7 +29,7 @@ from mitigate.report._reading import bottom_lines, plain_reason, warnings
 from mitigate.report._tables import best_indices, md_cell, split_row
 from mitigate.run import RunResult
 from mitigate.scale import Scale
-from tests.report_fixture import NAMES, SCRIPT, bench, entries, run_compare
+from tests.report_fixture import NAMES, SCRIPT, SYSTEM_HTML, bench, entries, run_compare
 
 
 @pytest.fixture(scope="module")
@@ -338,6 +338,14 @@ def test_report_command_rebuilds_the_html_report_only_with_html(written, tmp_pat
 
 
 # ----------------------------------------------------------------------------- the HTML report as text
+
+
+def test_report_md_shows_a_system_name_holding_html_as_text(written) -> None:
+    folder, _ = written
+    md = (folder / "report.md").read_text()
+    assert "<img" not in md and SYSTEM_HTML.replace("<", "&lt;") in md
+    page = (folder / "report.html").read_text()
+    assert "<img src=x" not in page and "S2 &lt;img src=x onerror=alert(1)&gt;" in page  # escaped once
 
 
 def test_html_report_is_self_contained_and_escapes_everything_the_user_wrote(written) -> None:

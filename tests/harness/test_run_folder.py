@@ -476,3 +476,25 @@ def test_an_lm_cache_file_that_is_a_fifo_or_device_is_refused_by_what_it_is(tmp_
     (tmp_path / "b" / "lm_cache.sqlite").symlink_to("/dev/zero")
     with pytest.raises(ConfigError, match="LM cache file .* is a character device"):
         LMCache(tmp_path / "b")
+
+
+def test_a_rerun_after_rewriting_the_outputs_under_the_same_ids_judges_them_again(server, tmp_path) -> None:
+    bench, run_dir = tmp_path / "bench.jsonl", tmp_path / "run"
+    rows = [{"id": f"x{i}", "output": f"Summary {i}.", "inputs": {"source": "A."}} for i in range(30)]
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Rate the fluency 1 to 5.\nArticle: {{source}}\nSummary: {{summary}}\nScore:")
+    args = ["judge", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", str(prompt), "--no-cache"]
+    args += ["--backend", "openai:stub-model", "--base-url", server.base_url, "--no-progress"]
+    args += ["--run-dir", str(run_dir), "-n", "0"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    for r in rows:
+        r["output"] = f"A rewritten summary {r['id']}."
+    bench.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    before = server.request_count
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0 and server.request_count - before == 30
+    assert "30 judged now, 30 of them again as their texts changed" in result.output
+    before = server.request_count
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0 and server.request_count == before and "30 resumed" in result.output

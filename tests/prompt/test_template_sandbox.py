@@ -25,12 +25,21 @@ from typer.testing import CliRunner
 from mitigate.cli import EXIT_REFUSED, app
 from mitigate.errors import TemplateError, TemplateSandboxError
 from mitigate.prompt import JudgePrompt
-from mitigate.prompt.read._sandbox import CALLS, FILTERS, MAX_OUTPUT_CHARS, TESTS, SandboxedTemplate
+from mitigate.prompt.read._sandbox import (
+    CALLS,
+    FILTERS,
+    MAX_BUILT_CHARS,
+    MAX_OUTPUT_CHARS,
+    TESTS,
+    SandboxedTemplate,
+    weigh,
+)
 from mitigate.prompt.read._syntax import DOUBLE_SLOT_RE, _used_beyond_output
 from mitigate.testing import StubOpenAIServer
 from tests.support.bad_inputs import make_fixtures
 from tests.support.hostile_templates import (
     PAYLOADS,
+    SIZE_PAYLOADS,
     TEMPLATE_COMMANDS,
     Payload,
     hostile_template,
@@ -171,6 +180,33 @@ def test_a_render_longer_than_the_bound_is_refused() -> None:
     SandboxedTemplate(text).render({"chunk": "x" * (MAX_OUTPUT_CHARS // 3)})
     with pytest.raises(TemplateSandboxError, match="renders more than"):
         SandboxedTemplate(text).render({"chunk": "x" * (MAX_OUTPUT_CHARS // 3 + 1)})
+
+
+@pytest.mark.parametrize("payload", SIZE_PAYLOADS, ids=[p.name for p in SIZE_PAYLOADS])
+def test_every_generated_size_bomb_is_refused_while_it_is_built(payload: Payload) -> None:
+    with pytest.raises(TemplateSandboxError) as refused:
+        JudgePrompt.from_template(hostile_template(payload, "unused"))
+    assert payload.expect in str(refused.value)
+
+
+def test_text_kept_by_a_set_block_counts_toward_the_render_budget() -> None:
+    text = "{% set s %}{% for i in range(100) %}{{ chunk }}{% endfor %}{% endset %}{{ s|length }}"
+    assert SandboxedTemplate(text).render({"chunk": "x" * 1000}) == "100000"
+    with pytest.raises(TemplateSandboxError, match=f"more than {MAX_BUILT_CHARS:,} characters in all"):
+        SandboxedTemplate(text).render({"chunk": "x" * (MAX_BUILT_CHARS // 100)})
+
+
+def test_weigh_reads_a_list_shared_many_times_without_building_its_text() -> None:
+    shared: list[Any] = ["x" * 10]
+    for _ in range(60):  # 2**60 copies of the string as text; a few dozen lists in memory
+        shared = [shared, shared]
+    assert weigh(shared, 10**6) > 10**6
+    small = [["ab", 1], {"k": None}]
+    assert len(str(small)) <= weigh(small, 10**6) <= 2 * len(str(small))
+    assert weigh(small, 10**6, indent=4) >= len(__import__("json").dumps(small, indent=4))
+    looped: list[Any] = [1]
+    looped.append(looped)
+    assert weigh(looped, 100) < 100  # a cycle is read once, as Python writes it ([...])
 
 
 def test_a_render_over_the_time_bound_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -125,20 +125,55 @@ async def test_ids_that_share_a_journal_key_are_judged_again_never_given_another
 
 def test_journal_index_keeps_the_last_line_of_each_item(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
+    a, b, c = (Item(id=i, output=f"text {i}") for i in "abc")
     good = Judgment(item_id="a", scores={"score": 2.0})
-    lines = [
-        {"journal": 1, "judge": "fp"},
-        good.model_dump(mode="json"),
-        Judgment(item_id="b", scores={"score": 3.0}).model_dump(mode="json"),
-        Judgment(item_id="b", error="LMCallError: no").model_dump(mode="json"),
-    ]
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    jr = Journal(path, "fp")
+    jr.record(a, good)
+    jr.record(b, Judgment(item_id="b", scores={"score": 3.0}))
+    jr.record(b, Judgment(item_id="b", error="LMCallError: no"))
+    jr.close()
     jr = Journal(path, "fp")
     try:
-        assert len(jr) == 1 and "a" in jr and "b" not in jr
-        assert jr.get("a") == good and jr.get("b") is None and jr.get("c") is None
+        assert len(jr) == 1 and a in jr and b not in jr
+        assert jr.get(a) == good and jr.get(b) is None and jr.get(c) is None
+        assert jr.get(a.model_copy(update={"output": "text a, rewritten"})) is None and jr.changed == 1
     finally:
         jr.close()
+
+
+async def test_a_rerun_judges_again_the_items_whose_texts_changed_under_the_same_ids(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    items = _items(30)
+    await run(_judge(ScoreLM()), items, journal=journal, progress=False)
+    rewritten = [
+        it.model_copy(update={"output": f"t{100 + i}"}) if i % 3 == 0 else it for i, it in enumerate(items)
+    ]
+    lm = ScoreLM()
+    again = await run(_judge(lm), rewritten, journal=journal, progress=False)
+    assert lm.calls == 10 and again.summary.rejudged == 10 and again.summary.resumed == 20
+    assert "10 of them again as their texts changed" in again.summary.line()
+    expected = [1.0 + int(it.output[1:]) % 5 for it in rewritten]  # every verdict is of the text judged
+    assert [j.scores["score"] for j in again.judgments] == expected
+    lm = ScoreLM()
+    unchanged = await run(_judge(lm), rewritten, journal=journal, progress=False)
+    assert lm.calls == 0 and unchanged.summary.resumed == 30 and unchanged.summary.rejudged == 0
+
+
+async def test_a_journal_written_without_content_keys_is_said_and_judged_again(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    judge = _judge(ScoreLM())
+    old = [Judgment(item_id=f"it{i}", scores={"score": 5.0}) for i in range(4)]  # verdicts of other texts
+    header = {"journal": 1, "judge": judge.fingerprint()}
+    journal.write_text(
+        "".join(json.dumps(x) + "\n" for x in [header, *(j.model_dump(mode="json") for j in old)])
+    )
+    lm = ScoreLM()
+    with pytest.warns(Warning, match="4 judgment.*without the content of the item.*judged again"):
+        result = await run(_judge(lm), _items(4), journal=journal, progress=False)
+    assert lm.calls == 4 and [j.scores["score"] for j in result.judgments] == [1.0, 2.0, 3.0, 4.0]
+    lm = ScoreLM()
+    again = await run(_judge(lm), _items(4), journal=journal, progress=False)  # keyed now: resumed
+    assert lm.calls == 0 and again.summary.resumed == 4
 
 
 def test_tally_counts_what_a_summary_of_the_judgments_says() -> None:

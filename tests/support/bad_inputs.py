@@ -79,7 +79,17 @@ def make_fixtures(folder: Path) -> Path:
         b'{"item_id": "caf\xe9", "judge": "j", "criterion": "fluency"}\n'
     )
     (d / "deep.jsonl").write_text(good + "\n" + "[" * 100_000 + "]" * 100_000 + "\n", encoding="utf-8")
+    (d / "slot_loop.txt").write_text(
+        _PROMPT.replace("Summary:", "Summary:{% for i in range(10000) %} {{ summary }}{% endfor %}"),
+        encoding="utf-8",
+    )
     (d / "long.jsonl").write_text(json.dumps({**_ROWS[0], "output": "word " * 3000}) + "\n", encoding="utf-8")
+    huge = "1" * 5000  # past the 4,300 digits Python converts to an integer
+    label = good.replace('"x0"', '"y"').replace('"fluency": 1.0', f'"fluency": {huge}')
+    (d / "huge_label.jsonl").write_text(good + "\n" + label + "\n", encoding="utf-8")
+    (d / "config_huge.json").write_text(f'{{"limit": {huge}}}', encoding="utf-8")
+    (d / "pipeline_huge.json").write_text(f'{{"name": "granularity", "params": {{"scale": {huge}}}}}')
+    (d / "promptfoo_huge.json").write_text(f'{{"results": {{"results": [{{"score": {huge}}}]}}}}')
     fifo = d / "fifo"
     if hasattr(os, "mkfifo") and not fifo.exists():
         os.mkfifo(fifo)
@@ -311,10 +321,54 @@ BAD_INPUTS: tuple[BadInput, ...] = (
         "max_prompt_chars",
         "-b jsonl:{d}/long.jsonl --max-prompt-chars 5000",
     ),
+    _j(
+        "judge prompt repeating a slot in a loop",
+        "would fill the prompt",
+        "-b jsonl:{d}/long.jsonl --prompt {d}/slot_loop.txt",
+    ),
+    _j(
+        "judge dry run of a prompt repeating a slot in a loop",
+        "would fill the prompt",
+        "-b jsonl:{d}/long.jsonl --prompt {d}/slot_loop.txt --dry-run",
+    ),
     _j("judge zero deadline", "'--deadline' parameter", "--deadline 0"),
     _j("judge zero response cap", "'--max-response-bytes' parameter", "--max-response-bytes 0"),
     _j("judge out is a FIFO", "is a FIFO", "--out {d}/fifo"),
     _c("compare a billion samples", "--max-samples", "--samples 1000000000"),
+    # numbers longer than Python converts, and files that are no files (issue 45)
+    _j(
+        "judge data with a 5000-digit integer",
+        "huge_label.jsonl:2: expected",
+        "-b jsonl:{d}/huge_label.jsonl",
+    ),
+    _c(
+        "compare json config with a 5000-digit integer",
+        "config_huge.json:1: expected valid JSON; expected numbers of at most",
+        "-p baseline -f {d}/config_huge.json",
+    ),
+    _j("judge pipeline spec with a 5000-digit integer", "digits", "--pipeline @{d}/pipeline_huge.json"),
+    _j("judge pipeline spec that is a FIFO", "is a FIFO", "--pipeline @{d}/fifo"),
+    _case(
+        "convert a promptfoo file with a 5000-digit integer",
+        "data convert {d}/promptfoo_huge.json --from promptfoo --out {d}/converted.jsonl",
+        "expected numbers of at most",
+    ),
+    _case("convert a FIFO", "data convert {d}/fifo --from promptfoo --out {d}/converted.jsonl", "is a FIFO"),
+    _case(
+        "convert /dev/zero",
+        "data convert /dev/zero --from promptfoo --out {d}/converted.jsonl",
+        "is a character device",
+    ),
+    _case(
+        "convert an inspect log that is a FIFO",
+        "data convert {d}/fifo --from inspect --out {d}/converted.jsonl",
+        "is a FIFO",
+    ),
+    _case(
+        "convert an inspect log at /dev/zero",
+        "data convert /dev/zero --from inspect --out {d}/converted.jsonl",
+        "is a character device",
+    ),
 )
 
 

@@ -118,7 +118,7 @@ PAYLOADS: tuple[Payload, ...] = (
         "{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}",
         "steps",
     ),
-    Payload("join amplification", '{{ (["x" * 100000] * 10000) | join }}', "|join"),
+    Payload("join amplification", '{{ (["x"] * 10000) | join("y" * 100000) }}', "|join"),
     Payload("indent amplification", '{{ ("a\\n" * 100000) | indent(1000000) }}', "indents"),
     Payload("round to a billion digits", "{{ 5 | round(-1000000000) }}", "rounds"),
     # recursion and other files
@@ -131,8 +131,54 @@ PAYLOADS: tuple[Payload, ...] = (
     ),
     Payload("extends", '{% extends "base.html" %}', "another template"),
     Payload("nesting too deep to parse", "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "nested too deep"),
+    # sizes reached while building (issue 45): blocks, filters writing text, indentation
+    Payload(
+        "set block of a loop",
+        '{% set s %}{% for i in range(10000) %}{{ "x" * 40000 }}{% endfor %}{% endset %}',
+        "characters in all",
+    ),
+    Payload(
+        "filter block of a loop",
+        '{% filter upper %}{% for i in range(10000) %}{{ "x" * 40000 }}{% endfor %}{% endfilter %}',
+        "characters in all",
+    ),
+    Payload("string of a shared list", '{% set l = ["x" * 100000] * 9 %}{{ ([l] * 1000)|string }}', "'*'"),
+    Payload("tojson indented a billion", '{{ [[1, 2], {"a": [3]}]|tojson(indent=10**9) }}', "indents by"),
+    Payload("join of doubled lists", '{% set a = ["x" * 1000] %}' + "{% set a = [a, a] %}" * 30, "literal"),
 )
 """Each payload is refused by every command that reads a template (see the module docstring)."""
+
+_VALUE = '{% set m = "x" * 300000 %}{% set v = [m, m, m] %}'
+"""A list just under the sandbox's bound on one value (900,000 characters as text)."""
+_BUILDERS = {
+    **{f"|{f}": f"v|{f}" for f in "string tojson join upper lower title capitalize trim list sort".split()},
+    "|indent": "v|indent(2)",
+    "|truncate": "v|truncate(5)",
+    "|wordcount": "v|wordcount",
+    "~": 'v ~ ""',
+    "+": "m + m",
+    "literal": "[v, 1]",
+    "slice": "v[1:]",
+}
+_REPEATS = {
+    "in a loop": "{{% for i in range(100) %}}{{% set t = {e} %}}{{% endfor %}}",
+    "in a set block": "{{% set s %}}{{% for i in range(100) %}}{{{{ {e} }}}}{{% endfor %}}{{% endset %}}",
+    "in a filter block": "{{% filter lower %}}{{% for i in range(100) %}}{{{{ {e} }}}}{{% endfor %}}"
+    "{{% endfilter %}}",
+    "written in a set block": "{{% set s %}}{{{{ {e} }}}}{{% endset %}}{{% set t %}}"
+    + "{{{{ s }}}}" * 6
+    + "{{% endset %}}",
+    "statement after statement": "{{% set t = {e} %}}" * 20,
+}
+SIZE_PAYLOADS: tuple[Payload, ...] = tuple(
+    Payload(f"{name} {where}", _VALUE + repeat.format(e=expr), "characters")
+    for name, expr in _BUILDERS.items()
+    for where, repeat in _REPEATS.items()
+    if not (where.startswith("written") and name in ("|wordcount", "|truncate"))  # a short text
+)
+"""Generated size bombs: every way a template builds a value (a filter writing text, ``~``, ``+``, a literal,
+a slice), repeated every way (a loop, a ``{% set %}`` or ``{% filter %}`` block, statement after statement);
+each builds gigabytes unless the sandbox bounds it while building (refused naming the characters)."""
 
 _TEMPLATE = (
     "Rate the fluency of the summary from 1 to 5.\n\n{payload}\n\nArticle: {{{{source}}}}\n"

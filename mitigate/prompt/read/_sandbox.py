@@ -6,9 +6,15 @@ is given, index strings, lists and mappings, read a mapping's keys as attributes
 test, loop, assign, compare and compute; call only :data:`CALLS`; use only :data:`FILTERS` and
 :data:`TESTS`. It may not read an attribute starting with ``_`` (Python's internals) nor any attribute of
 a string, number, list or function, call anything else, define macros, include, import or extend another
-template, or format strings with ``%``. Its size is bounded (:data:`MAX_OUTPUT_CHARS`,
-:data:`MAX_VALUE_CHARS`, :data:`MAX_INT_BITS`, :data:`MAX_LOOP_STEPS` within :data:`MAX_SECONDS`), and a
-size is predicted from the operands before anything is built, never measured after.
+template, or format strings with ``%``. Its size is bounded while it is built: every value a filter,
+operator, literal, slice or block makes, and every piece of text written (kept by a ``{% set %}`` or
+``{% filter %}`` block or not), is weighed as the text it would become (:func:`weigh`, which reads a list
+shared a thousand times a thousand times without building anything) and charged to the render's budget
+(:data:`MAX_VALUE_CHARS` a value, :data:`MAX_OUTPUT_CHARS` the output, :data:`MAX_BUILT_CHARS` everything,
+:data:`MAX_INT_BITS` a number); a filter that writes its input as text (``|string``, ``|tojson``, ``|join``
+...) is weighed before it runs, so nothing past a bound is built. Loops take at most :data:`MAX_LOOP_STEPS`
+steps, and a render at most :data:`MAX_SECONDS` of CPU time, checked at every step, filter, operator,
+lookup and write (no one of which can run long, since none builds past the budget).
 
 A construct forbidden anywhere in the template (even in a branch that would not run) is refused before
 anything renders; a limit reached while rendering stops it. Either way the error is a
@@ -18,9 +24,10 @@ anything renders; a limit reached while rendering stops it. Either way the error
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from typing import Any
 
 import jinja2
@@ -33,11 +40,12 @@ from jinja2.utils import pass_context
 from mitigate.errors import TemplateError, TemplateSandboxError
 
 MAX_OUTPUT_CHARS = 1_000_000  # longest rendered template, in characters
-MAX_VALUE_CHARS = 1_000_000  # longest string, list or mapping a template may build
+MAX_VALUE_CHARS = 1_000_000  # longest string, list or mapping a template may build (as text)
+MAX_BUILT_CHARS = 5_000_000  # most characters one render may build and write in all
 MAX_INT_BITS = 4_096  # largest integer a template may build, in bits
 MAX_RANGE = 10_000  # most numbers one range(...) may give
 MAX_LOOP_STEPS = 100_000  # most steps all loops of one render may take together
-MAX_SECONDS = 10.0  # longest a render may take (a backstop)
+MAX_SECONDS = 10.0  # most CPU time a render may take
 MAX_INDENT = 100  # widest indent a template may ask for
 
 FILTERS = tuple(
@@ -68,6 +76,10 @@ _LOOP_FIELDS = frozenset(
 _LOOP_METHODS = frozenset({"cycle", "changed"})
 # wraps every loop's iterable (added after the checks; not usable by templates)
 _STEP_FILTER = "mitigate_loop_step"
+# the filters that write their input as text: weighed before they run
+_WRITES_TEXT = frozenset(
+    "string tojson join lower upper title capitalize trim indent truncate wordcount".split()
+)
 _READS_OTHER_FILES = (nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport)
 
 
@@ -84,8 +96,87 @@ def _kind(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+def _scalar(value: Any) -> int | None:
+    """The characters of a value that holds no other (as an item of a list), None for a container."""
+    if isinstance(value, str | bytes | bytearray):
+        return len(value) + 2
+    if isinstance(value, bool) or value is None:
+        return 5
+    if isinstance(value, int):
+        return value.bit_length() * 3 // 10 + 2
+    if isinstance(value, Undefined):  # before the containers: an undefined value iterates (or refuses to)
+        return 0
+    if isinstance(value, range):
+        return len(repr(value))
+    if isinstance(value, Mapping) or (
+        isinstance(value, Iterable) and isinstance(value, Sized) and not isinstance(value, Iterator)
+    ):
+        return None
+    return 24  # a float, a function, an iterator (never consumed here) ...
+
+
+def _items(value: Any) -> Iterator[Any]:
+    if isinstance(value, Mapping):
+        return itertools.chain.from_iterable(value.items())
+    return iter(value)
+
+
+def weigh(value: Any, limit: int, indent: int = 0, tick: Callable[[], None] | None = None) -> int:
+    """About how many characters ``value`` takes as text (``str``, ``repr`` or JSON), without building it.
+
+    A string is its length; a list, tuple, set or mapping the weights of its items and a separator each (an
+    item shared by many places counts at each, but is read once); with ``indent``, the line breaks and
+    indentation of JSON indented by that many spaces a level. Counting stops once past ``limit`` (the
+    weight returned is then over the limit, not exact); ``tick`` is called every few thousand items.
+    """
+    top = _scalar(value)
+    if top is not None:
+        return top - 2 if isinstance(value, str | bytes | bytearray) else top
+    done: dict[int, tuple[int, int, int]] = {}  # id -> (characters, items below, sum of their depths)
+    stack: list[list[Any]] = [[value, _items(value), 2, 0, 0]]
+    open_ids = {id(value)}
+    steps = 0
+    while True:
+        frame = stack[-1]
+        for child in frame[1]:
+            steps += 1
+            if tick is not None and steps % 4096 == 0:
+                tick()
+            chars = _scalar(child)
+            if chars is None:
+                if id(child) in done:
+                    chars, below, depths = done[id(child)]
+                elif id(child) in open_ids:  # a cycle: written as [...]
+                    chars, below, depths = 5, 0, 0
+                else:
+                    stack.append([child, _items(child), 2, 0, 0])
+                    open_ids.add(id(child))
+                    break
+            else:
+                below = depths = 0
+            frame[2] += chars + 2
+            frame[3] += 1 + below
+            frame[4] += 1 + depths + below
+            if frame[2] + frame[3] + indent * frame[4] > limit:
+                return frame[2] + frame[3] + indent * frame[4]
+        else:
+            stack.pop()
+            open_ids.discard(id(frame[0]))
+            done[id(frame[0])] = (frame[2], frame[3], frame[4])
+            if not stack:
+                total: int = frame[2] + (frame[3] + indent * frame[4] if indent else 0)
+                return total
+            parent = stack[-1]
+            parent[2] += frame[2] + 2
+            parent[3] += 1 + frame[3]
+            parent[4] += 1 + frame[4] + frame[3]
+            if parent[2] + parent[3] + indent * parent[4] > limit:
+                return parent[2] + parent[3] + indent * parent[4]
+
+
 class _Generator(CodeGenerator):
-    """Jinja's code generator with ``~`` (string concatenation) routed through the size check."""
+    """Jinja's code generator with ``~``, every literal list, tuple and mapping, and every piece of text
+    written routed through the sandbox's budget."""
 
     def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
         self.write("environment.mitigate_concat((")
@@ -93,6 +184,41 @@ class _Generator(CodeGenerator):
             self.visit(arg, frame)
             self.write(", ")
         self.write("))")
+
+    def _literal(self, visit: Callable[[Any, Frame], None], node: nodes.Expr, frame: Frame) -> None:
+        self.write("environment.check_value(")
+        visit(node, frame)
+        self.write(", 'a literal')")
+
+    def visit_List(self, node: nodes.List, frame: Frame) -> None:
+        self._literal(super().visit_List, node, frame)
+
+    def visit_Dict(self, node: nodes.Dict, frame: Frame) -> None:
+        self._literal(super().visit_Dict, node, frame)
+
+    def visit_Tuple(self, node: nodes.Tuple, frame: Frame) -> None:
+        if node.ctx == "load":
+            self._literal(super().visit_Tuple, node, frame)
+        else:  # a loop's or an assignment's targets
+            super().visit_Tuple(node, frame)
+
+    def visit_Getitem(self, node: nodes.Getitem, frame: Frame) -> None:
+        if not isinstance(node.arg, nodes.Slice):  # Jinja writes a slice as Python's, past the sandbox
+            super().visit_Getitem(node, frame)
+            return
+        self.write("environment.mitigate_slice(")
+        self.visit(node.node, frame)
+        self.write(", slice(")
+        for k, part in enumerate((node.arg.start, node.arg.stop, node.arg.step)):
+            self.write(", " if k else "")
+            if part is None:
+                self.write("None")
+            else:
+                self.visit(part, frame)
+        self.write("))")
+
+    def _output_const_repr(self, group: Iterable[Any]) -> str:
+        return f"environment.mitigate_write({super()._output_const_repr(group)})"
 
 
 class _Sandbox(SandboxedEnvironment):
@@ -109,31 +235,50 @@ class _Sandbox(SandboxedEnvironment):
         self.filters = {name: self._checked_filter(name, builtin_filters[name]) for name in FILTERS}
         self.filters[_STEP_FILTER] = self._loop_step
         self.tests = {name: builtin_tests[name] for name in TESTS}
-        self.steps = 0
-        self.started = time.monotonic()
+        self.finalize = self._written  # every {{ expression }} before it becomes text
+        self.steps = self.built = 0
+        self.started = time.thread_time()
 
     # ----------------------------------------------------------------------------- limits
 
     def tick(self, steps: int = 1) -> None:
-        """Count loop steps and check the clock."""
+        """Count loop steps and check the render's CPU time."""
         self.steps += steps
         if self.steps > MAX_LOOP_STEPS:
             raise TemplateSandboxError(
                 f"the template's loops ran more than {MAX_LOOP_STEPS:,} steps (the "
                 "sandbox's bound on a render)"
             )
-        if time.monotonic() - self.started > MAX_SECONDS:
+        if time.thread_time() - self.started > MAX_SECONDS:
             raise TemplateSandboxError(
-                f"the template took more than {MAX_SECONDS:g} s to render (the sandbox's bound on a render)"
+                f"the template took more than {MAX_SECONDS:g} s of CPU time to render (the sandbox's bound "
+                "on a render)"
             )
+
+    def weigh(self, value: Any, indent: int = 0) -> int:
+        """:func:`weigh` up to the value bound, checking the clock as it reads."""
+        return weigh(value, MAX_VALUE_CHARS, indent, self.tick_clock)
+
+    def tick_clock(self) -> None:
+        self.tick(0)
 
     @staticmethod
     def check_size(size: int, what: str) -> None:
         if size > MAX_VALUE_CHARS:
             raise TemplateSandboxError(
-                f"the template builds {what} of {size:,} characters or items; the "
+                f"the template builds {what} of {size:,} characters or items or more; the "
                 f"sandbox allows at most {MAX_VALUE_CHARS:,}"
             )
+
+    def charge(self, size: int, what: str) -> None:
+        """Count ``size`` characters built toward the render's budget (refused past it)."""
+        self.built += size
+        if self.built > MAX_BUILT_CHARS:
+            raise TemplateSandboxError(
+                f"the template builds more than {MAX_BUILT_CHARS:,} characters in all (the sandbox's bound "
+                f"on a render; reached at {what})"
+            )
+        self.tick(0)
 
     @staticmethod
     def check_bits(bits: int, what: str) -> None:
@@ -144,21 +289,38 @@ class _Sandbox(SandboxedEnvironment):
             )
 
     def check_value(self, value: Any, what: str) -> Any:
-        """``value`` when it is within the sandbox's size limits."""
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int):
+        """``value`` (just built: a filter's or operator's result, a literal list, tuple or mapping) when it
+        is within the sandbox's size limits, charged to the budget."""
+        if isinstance(value, int) and not isinstance(value, bool):
             self.check_bits(value.bit_length(), what)
-        elif isinstance(value, str | bytes | list | tuple | dict | set | frozenset):
-            self.check_size(len(value), what)
+        size = self.weigh(value)
+        self.check_size(size, what)
+        self.charge(size, what)
         return value
 
     def mitigate_concat(self, parts: tuple[Any, ...]) -> str:
         """``a ~ b``: every part as text, joined once the total is known to fit."""
-        texts = [str(p) for p in parts]
-        self.check_size(sum(map(len, texts)), "a string with '~'")
+        self.check_size(sum(self.weigh(p) for p in parts), "a string with '~'")
+        text = "".join(str(p) for p in parts)
+        self.charge(len(text), "a string with '~'")
+        return text
+
+    def mitigate_write(self, text: str) -> str:
+        """A piece of the template's own text written (kept by a block or not), charged to the budget."""
+        self.charge(len(text), "the template's text written in a loop")
+        return text
+
+    def mitigate_slice(self, obj: Any, part: slice) -> Any:
+        """``obj[a:b:c]``, charged to the budget (a slice copies)."""
         self.tick(0)
-        return "".join(texts)
+        return self.check_value(obj[part], "a slice")
+
+    def _written(self, value: Any) -> Any:
+        """An ``{{ expression }}``'s value, weighed and charged before it is written as text."""
+        size = self.weigh(value)
+        self.check_size(size, "a value to write")
+        self.charge(size, "a value written")
+        return value
 
     def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
         self.tick(0)
@@ -171,20 +333,21 @@ class _Sandbox(SandboxedEnvironment):
         sized = (str, bytes, list, tuple)
         if operator == "*":
             if isinstance(left, sized) and isinstance(right, int):
-                self.check_size(len(left) * max(right, 0), what)
+                self.check_size(self.weigh(left) * max(right, 0), what)
             elif isinstance(right, sized) and isinstance(left, int):
-                self.check_size(len(right) * max(left, 0), what)
+                self.check_size(self.weigh(right) * max(left, 0), what)
             elif isinstance(left, int) and isinstance(right, int):
                 self.check_bits(left.bit_length() + right.bit_length(), what)
         elif operator == "+" and isinstance(left, sized) and isinstance(right, sized):
-            self.check_size(len(left) + len(right), what)
+            self.check_size(self.weigh(left) + self.weigh(right), what)
         elif operator == "**" and isinstance(left, int) and isinstance(right, int) and right > 0:
             if abs(left) > 1:
                 self.check_bits(math.ceil(right * math.log2(abs(left))), what)
         try:
-            return self.binop_table[operator](left, right)
+            result = self.binop_table[operator](left, right)
         except OverflowError:
             raise TemplateSandboxError(f"the template builds a number too large for {operator!r}") from None
+        return self.check_value(result, what)
 
     # ----------------------------------------------------------------------------- what may be read, called
 
@@ -192,6 +355,7 @@ class _Sandbox(SandboxedEnvironment):
         return not attr.startswith("_")
 
     def getattr(self, obj: Any, attribute: str) -> Any:
+        self.tick(0)
         if attribute.startswith("_"):
             raise TemplateSandboxError(
                 f"the template reads the attribute {attribute!r}; the sandbox refuses "
@@ -214,6 +378,7 @@ class _Sandbox(SandboxedEnvironment):
         )
 
     def getitem(self, obj: Any, argument: Any) -> Any:
+        self.tick(0)
         if isinstance(obj, Undefined):
             return obj[argument]
         if isinstance(argument, str) and not isinstance(obj, Mapping):
@@ -277,14 +442,13 @@ class _Sandbox(SandboxedEnvironment):
 
     def _check_filter_args(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
         """Refuse arguments whose result would break a limit, before the filter builds it."""
-        if name == "join" and args and isinstance(args[0], list):
-            sep = args[1] if len(args) > 1 else kwargs.get("d", "")
-            total = sum(len(str(x)) for x in args[0]) + len(str(sep)) * max(len(args[0]) - 1, 0)
-            self.check_size(total, "a string with |join")
-        elif name == "indent":
-            width = args[1] if len(args) > 1 else kwargs.get("width", 4)
-            fits = isinstance(width, int) and 0 <= width <= MAX_INDENT
-            if isinstance(width, bool) or not (fits or (isinstance(width, str) and len(width) <= MAX_INDENT)):
+        what = f"a value with |{name}"
+        width: Any = 0
+        if name in ("indent", "tojson"):
+            default = ("width", 4) if name == "indent" else ("indent", None)
+            width = args[1] if len(args) > 1 else kwargs.get(*default)
+            width = len(width) if isinstance(width, str) else width or 0
+            if isinstance(width, bool) or not isinstance(width, int) or width > MAX_INDENT:
                 raise TemplateSandboxError(
                     f"the template indents by {width!r}; the sandbox allows at most {MAX_INDENT} characters"
                 )
@@ -294,6 +458,21 @@ class _Sandbox(SandboxedEnvironment):
                 raise TemplateSandboxError(
                     f"the template rounds to {precision!r} digits; the sandbox allows -100 to 100"
                 )
+        if name not in _WRITES_TEXT or not args:
+            return
+        for extra in (*args[1:], *kwargs.values()):  # a separator, an ending ...
+            self.check_size(self.weigh(extra), what)
+        text, width = args[0], max(width, 0)
+        if name == "join" and isinstance(text, list):
+            sep = args[1] if len(args) > 1 else kwargs.get("d", "")
+            size = self.weigh(text) + self.weigh(str(sep)) * max(len(text) - 1, 0)
+        elif name == "indent":
+            lines = text.count("\n") + 1 if isinstance(text, str) else self.weigh(text)
+            size = self.weigh(text) + lines * width
+        else:  # tojson's indentation counted, each other filter's text about as long as its input
+            size = self.weigh(text, width if name == "tojson" else 0)
+        self.check_size(size, what)
+        self.charge(size, what)
 
 
 def refusals(tree: nodes.Template, text: str) -> None:
@@ -372,7 +551,7 @@ class SandboxedTemplate:
 
     def render(self, context: Mapping[str, Any]) -> str:
         """The rendered text; TemplateSandboxError when it breaks a limit, TemplateError when it fails."""
-        self.env.steps, self.env.started = 0, time.monotonic()
+        self.env.steps, self.env.built, self.env.started = 0, 0, time.thread_time()
         try:
             code = self.env.compile(self.tree)
             template = self.env.template_class.from_code(self.env, code, self.env.make_globals(None))
