@@ -12,6 +12,11 @@ calibrated by fixed-sequence testing on the items its earlier stages escalated, 
 T distinct prefixes, every test runs at δ/T; by the union bound, with probability ≥ 1 − δ every tested stage
 of every candidate holds at once, so whichever candidate the costs then pick, its stages hold: the choice made
 by looking at the calibration split costs nothing more. Humans only (nothing tested) is always a candidate.
+
+The price of that union is a smaller δ per test as candidates grow; ``selection="split"`` avoids it: the
+cascade is chosen on a random part of the calibration items (half by default) and its stages calibrated
+on the rest (δ/K over its K stages, as :func:`fit_cascade`), which is valid because the choice is independent
+of the items that certify it, at the price of fewer items for the thresholds.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -93,14 +99,16 @@ class CheapestCascade(BaseModel):
 
     ``stages`` in order (none: humans label everything) with ``fitted`` their calibrated selective stages;
     ``calibration`` what it did on the calibration items; ``alone_per_1000`` each candidate judge run on every
-    item (no guarantee), ``humans_per_1000`` humans only; ``tests`` the distinct stage tests the candidates
-    took (each at δ/tests); ``certified`` the lowest agreement the chosen stages' bounds certify.
+    item (no guarantee), ``humans_per_1000`` humans only; ``tests`` the stage tests the guarantee is split
+    over (each at δ/tests: every distinct one of every candidate under "bonferroni", the chosen cascade's
+    under "split"); ``certified`` the lowest agreement the chosen stages' bounds certify.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     target: float
     delta: float
     human_cost: float
+    selection: Literal["bonferroni", "split"] = "bonferroni"
     stages: tuple[CascadeStage, ...]
     fitted: tuple[SelectiveEvaluation, ...]
     candidates: int
@@ -143,11 +151,13 @@ class CheapestCascade(BaseModel):
         lines = [
             f"cascade: {chain}",
             f"guarantee: settled items agree with humans >= {self.target:g} with probability >= "
-            f"{1 - self.delta:g} ({self.candidates} candidates, {self.tests} stage tests at "
-            f"delta/{self.tests}); certified {_fmt(self.certified)}",
+            f"{1 - self.delta:g} ({self.candidates} candidates, {self.selection}: {self.tests} stage tests "
+            f"at delta/{self.tests}); certified {_fmt(self.certified)}"
+            if self.stages
+            else f"humans label every item ({self.candidates} candidates, {self.selection})",
             "settled (calibration): "
-            + ", ".join(f"{s.name} {v:.1%}" for s, v in zip(self.stages, cal.settled, strict=True))
-            + f", human {cal.escalated:.1%}; agreement {_fmt(cal.agreement)}",
+            + "".join(f"{s.name} {v:.1%}, " for s, v in zip(self.stages, cal.settled, strict=True))
+            + f"human {cal.escalated:.1%}; agreement {_fmt(cal.agreement)}",
             f"USD per 1,000 items: cascade {cal.cost_per_1000:.2f}; humans only {self.humans_per_1000:.2f}; "
             + "; ".join(f"{k} alone {v:.2f}" for k, v in self.alone_per_1000.items()),
         ]
@@ -196,23 +206,34 @@ def fit_cheapest_cascade(
     delta: float = 0.1,
     max_stages: int = 2,
     candidates: Sequence[Sequence[str]] | None = None,
+    selection: Literal["bonferroni", "split"] = "bonferroni",
+    select_share: float = 0.5,
+    seed: int = 0,
     tolerance: float = 0.5,
     criterion: str | None = None,
     grid: int = 1000,
     min_accepted: int = 30,
 ) -> CheapestCascade:
     """The cascade with the smallest expected cost per item on the calibration ``items`` among the
-    candidates, each stage calibrated as a :class:`SelectiveEvaluation` at δ/T (T distinct stage tests;
-    the module docstring says why the choice keeps 1 − δ).
+    candidates, whose stages keep the target with probability 1 − δ (the module docstring says why).
 
     ``judgments`` holds each stage's judgments of ``items`` (by stage name, in the order of ``items``);
     ``stages`` the priced stages; ``candidates`` the orders of stage names to consider (default: every
     ordered choice of 1 to ``max_stages`` distinct stages), fixed before the labels are read. Expected cost
     per item: each stage's price times the share of items reaching it, plus ``human_cost`` times the share
     no stage settles. Ties go to fewer stages, then to fewer items left to humans.
+
+    ``selection`` "bonferroni" calibrates every distinct stage test of every candidate at δ/T on all items
+    and takes the cheapest; "split" chooses on a random ``select_share`` of the items (``seed``; each
+    candidate's stages at δ/K as if alone) and calibrates the chosen one on the rest at δ/K: no price for
+    many candidates, fewer items for the thresholds.
     """
     if not math.isfinite(human_cost) or human_cost < 0:
         raise ConfigError(f"expected human_cost >= 0 USD per label; got {human_cost}")
+    if selection not in ("bonferroni", "split"):
+        raise ConfigError(f"expected selection 'bonferroni' or 'split'; got {selection!r}")
+    if not 0 < select_share < 1:
+        raise ConfigError(f"expected select_share in (0, 1); got {select_share}")
     by_name = {s.name: s for s in stages}
     if not stages or len(by_name) != len(stages):
         names = [s.name for s in stages]
@@ -229,10 +250,9 @@ def fit_cheapest_cascade(
             raise ConfigError(
                 f"expected candidates naming distinct stages among {sorted(by_name)}; got {bad[:3]}"
             )
-    prefixes = {c[:k] for c in orders for k in range(1, len(c) + 1)}
     unfit = SelectiveEvaluation(
         target=target,
-        delta=delta / len(prefixes),
+        delta=delta,
         tolerance=tolerance,
         criterion=criterion,
         grid=grid,
@@ -245,44 +265,82 @@ def fit_cheapest_cascade(
             "fit_cheapest_cascade found no calibration item with a human label; expected human scores for "
             "the criterion, or gold preferences for pairwise items"
         )
-    fits: dict[tuple[str, ...], tuple[SelectiveEvaluation, np.ndarray, tuple[int, int, int, int]]] = {}
-
-    def fit(prefix: tuple[str, ...]) -> tuple[SelectiveEvaluation, np.ndarray, tuple[int, int, int, int]]:
-        """The last stage of ``prefix`` calibrated on what the stages before it left, and what it leaves."""
-        if prefix not in fits:
-            left = fit(prefix[:-1])[1] if len(prefix) > 1 else np.ones(len(items), dtype=bool)
-            conf, agreed, labelled = evidence[prefix[-1]]
-            s, after = _calibrate(stage_fit[prefix[-1]], conf, agreed, labelled, left)
-            take = left & ~after
-            fits[prefix] = (s, after, _counts(left, take, agreed, labelled))
-        return fits[prefix]
-
-    chosen: tuple[str, ...] = ()
-    out = _outcome(len(items), [], (), human_cost)
-    best = (round(out.cost_per_1000, 9), 0, out.escalated)
-    for order in orders:
-        counts = [fit(order[:k])[2] for k in range(1, len(order) + 1)]
-        o = _outcome(len(items), counts, [by_name[n] for n in order], human_cost)
-        key = (round(o.cost_per_1000, 9), len(order), o.escalated)
-        if key < best:
-            best, chosen, out = key, order, o
-    fitted = tuple(fit(chosen[:k])[0] for k in range(1, len(chosen) + 1))
+    everything = np.arange(len(items))
+    if selection == "bonferroni":
+        tests = len({c[:k] for c in orders for k in range(1, len(c) + 1)})
+        chosen, fitted = _cheapest(
+            evidence, stage_fit, by_name, orders, everything, human_cost, delta / tests
+        )
+    else:
+        order = np.random.default_rng(seed).permutation(len(items))
+        cut = round(len(items) * select_share)
+        choose, certify = np.sort(order[:cut]), np.sort(order[cut:])
+        chosen, _ = _cheapest(evidence, stage_fit, by_name, orders, choose, human_cost, None, delta)
+        tests = len(chosen)  # humans only when the chosen stages, certified, cost more than humans
+        chosen, fitted = (
+            _cheapest(evidence, stage_fit, by_name, [chosen], certify, human_cost, delta / tests)
+            if chosen
+            else ((), ())
+        )
     bounds = [
         1 - s.guarantee_.upper_risk for s in fitted if s.guarantee_ and s.guarantee_.threshold is not None
     ]
-    return CheapestCascade(
+    out = CheapestCascade(
         target=target,
         delta=delta,
         human_cost=human_cost,
+        selection=selection,
         stages=tuple(by_name[n] for n in chosen),
         fitted=fitted,
         candidates=len(orders) + 1,
-        tests=len(prefixes),
-        calibration=out,
+        tests=tests,
+        calibration=CascadeOutcome(n=0, settled=(), escalated=1.0, agreement=None, cost_per_1000=0.0),
         alone_per_1000={s.name: 1000 * s.cost for s in stages},
         humans_per_1000=1000 * human_cost,
         certified=min(bounds) if bounds else None,
     )
+    return out.model_copy(update={"calibration": out.outcome(judgments, items)})
+
+
+def _cheapest(
+    evidence: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    stage_fit: Mapping[str, SelectiveEvaluation],
+    by_name: Mapping[str, CascadeStage],
+    orders: Sequence[tuple[str, ...]],
+    idx: np.ndarray,
+    human_cost: float,
+    per_test: float | None,
+    delta: float = 1.0,
+) -> tuple[tuple[str, ...], tuple[SelectiveEvaluation, ...]]:
+    """The cheapest of ``orders`` on the items ``idx`` (humans only when none is cheaper), each stage at
+    ``per_test`` (None: δ/K for a candidate of K stages), and its fitted stages."""
+    fits: dict[
+        tuple[tuple[str, ...], float], tuple[SelectiveEvaluation, np.ndarray, tuple[int, int, int, int]]
+    ] = {}
+
+    def fit(
+        prefix: tuple[str, ...], d: float
+    ) -> tuple[SelectiveEvaluation, np.ndarray, tuple[int, int, int, int]]:
+        """The last stage of ``prefix`` calibrated on what the stages before it left, and what it leaves."""
+        if (prefix, d) not in fits:
+            left = fit(prefix[:-1], d)[1] if len(prefix) > 1 else np.ones(len(idx), dtype=bool)
+            conf, agreed, labelled = (x[idx] for x in evidence[prefix[-1]])
+            unfit = stage_fit[prefix[-1]].model_copy(update={"delta": d})
+            s, after = _calibrate(unfit, conf, agreed, labelled, left)
+            fits[(prefix, d)] = (s, after, _counts(left, left & ~after, agreed, labelled))
+        return fits[(prefix, d)]
+
+    chosen: tuple[str, ...] = ()
+    best = (round(1000 * human_cost, 9), 0, 1.0)
+    for order in orders:
+        d = per_test if per_test is not None else delta / len(order)
+        counts = [fit(order[:k], d)[2] for k in range(1, len(order) + 1)]
+        o = _outcome(len(idx), counts, [by_name[n] for n in order], human_cost)
+        key = (round(o.cost_per_1000, 9), len(order), o.escalated)
+        if key < best:
+            best, chosen = key, order
+    d = per_test if per_test is not None else delta / max(len(chosen), 1)
+    return chosen, tuple(fit(chosen[:k], d)[0] for k in range(1, len(chosen) + 1))
 
 
 def _evidence(

@@ -75,6 +75,21 @@ def test_the_fit_finds_the_cheapest_valid_cascade_known_by_construction() -> Non
     # the fitted cascade does on the same items what the fit measured
     assert best.outcome(judgments, ITEMS) == best.calibration
     assert "cascade: cheap (meta) -> mid (meta) -> strong (meta) -> human" in best.summary()
+    # chosen on one half and calibrated on the other: the same cascade, its 3 stages at delta / 3
+    split = fit_cheapest_cascade(
+        judgments,
+        ITEMS,
+        stages,
+        human_cost=1.0,
+        target=0.8,
+        max_stages=3,
+        selection="split",
+        select_share=0.5,
+    )
+    assert [s.name for s in split.stages] == ["cheap", "mid", "strong"] and split.tests == 3
+    assert all(f.guarantee_.delta == pytest.approx(0.1 / 3) for f in split.fitted)
+    assert split.fitted[0].guarantee_.n_calibration == N // 2
+    assert split.calibration.cost_per_1000 == pytest.approx(26.0)
 
 
 def test_humans_only_wins_when_no_judge_keeps_the_target_or_humans_are_cheaper() -> None:
@@ -127,7 +142,10 @@ def test_bad_input_is_one_clear_line() -> None:
 
 
 @pytest.mark.slow
-def test_the_chosen_cascade_keeps_its_guarantee_on_fresh_draws_at_least_one_minus_delta_of_the_time() -> None:
+@pytest.mark.parametrize("selection", ["bonferroni", "split"])
+def test_the_chosen_cascade_keeps_its_guarantee_on_fresh_draws_at_least_one_minus_delta_of_the_time(
+    selection: str,
+) -> None:
     rng = np.random.default_rng(5)
     target, delta, runs, fails = 0.8, 0.1, 40, 0
     accuracy = {"cheap": 0.55, "mid": 0.65, "strong": 0.75}  # at confidence 0; rising to 1.0 at confidence 1
