@@ -10,10 +10,12 @@ import math
 import numpy as np
 import pytest
 
-from mitigate.data import Item
+from mitigate.data import Item, read_llmbar
+from mitigate.data._released_pairwise import release_copy
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judgment
 from mitigate.lm import Price, Usage, register_price
+from mitigate.replay._released_pairwise import parse_release, recorded_runs
 from mitigate.strategies import CascadeJudge, CascadeStage, fit_cascade, fit_cheapest_cascade
 
 N = 1000
@@ -189,3 +191,42 @@ def test_the_ordered_cascade_fit_is_the_one_candidate_case() -> None:
     # one candidate of three stages: three tests at delta / 3, as fit_cascade's union bound
     assert one.tests == 3
     assert [s.guarantee_ for s in ordered] == [s.guarantee_ for s in one.fitted]
+
+
+LLMBAR = release_copy("llmbar")
+
+
+@functools.cache
+def llmbar_gpt4() -> tuple[list[Item], dict[str, list[Judgment]]]:
+    """GPT-4's released Vanilla verdicts on LLMBar proper: the first order alone, and both orders."""
+    parse = parse_release(read_llmbar(LLMBAR, judges="GPT-4/Vanilla"))  # type: ignore[arg-type]
+    run = recorded_runs(parse)["GPT-4/Vanilla"]
+    position = {"A": "first", "B": "second", "tie": "tie", None: None}
+    items = list(parse.release.benchmark.items)
+    one, both = [], []
+    for it in items:
+        rows = {r.order: r.verdict for r in run.get(it.id, "overall").rows}  # type: ignore[union-attr]
+        first, second = rows.get("original"), rows.get("swapped")
+        verdict = position[first]
+        one.append(
+            Judgment(item_id=it.id, verdict=verdict, meta={"confidence": 1.0 if verdict else math.nan})
+        )
+        agree = None if first is None or second is None else first == second
+        both.append(Judgment(item_id=it.id, verdict=verdict, meta={"position_consistent": agree}))
+    return items, {"one order": one, "both orders": both}
+
+
+@pytest.mark.skipif(LLMBAR is None, reason="no copy of princeton-nlp/LLMBar (set MITIGATE_LLMBAR_DIR)")
+def test_on_llmbar_gpt4_asked_once_is_enough_where_it_keeps_the_target_and_humans_where_none_does() -> None:
+    items, judgments = llmbar_gpt4()
+    stages = [
+        CascadeStage(name="one order", confidence="meta", cost=0.02),
+        CascadeStage(name="both orders", confidence="both-orders", cost=0.04),
+    ]
+    # GPT-4 agrees with LLMBar's gold on about 83% of the 419 pairs: trusted wholesale, asked once, at 0.7
+    low = fit_cheapest_cascade(judgments, items, stages, human_cost=1.0, target=0.7, max_stages=1)
+    assert [s.name for s in low.stages] == ["one order"] and low.calibration.escalated == 0.0
+    assert low.calibration.cost_per_1000 == pytest.approx(20.0)
+    # even the pairs it judges the same in both orders agree on under 90%: nothing keeps 0.95
+    high = fit_cheapest_cascade(judgments, items, stages, human_cost=1.0, target=0.95)
+    assert high.stages == () and high.calibration.cost_per_1000 == pytest.approx(1000.0)
