@@ -16,7 +16,7 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judgment
 from mitigate.lm import Price, Usage, register_price
 from mitigate.replay._released_pairwise import parse_release, recorded_runs
-from mitigate.strategies import CascadeJudge, CascadeStage, fit_cascade, fit_cheapest_cascade
+from mitigate.strategies import CascadeJudge, CascadeStage, CheapestCascade, fit_cascade, fit_cheapest_cascade
 
 N = 1000
 
@@ -77,6 +77,7 @@ def test_the_fit_finds_the_cheapest_valid_cascade_known_by_construction() -> Non
     # the fitted cascade does on the same items what the fit measured
     assert best.outcome(judgments, ITEMS) == best.calibration
     assert "cascade: cheap (meta) -> mid (meta) -> strong (meta) -> human" in best.summary()
+    assert CheapestCascade.model_validate_json(best.model_dump_json()) == best  # a value: JSON and back
     # chosen on one half and calibrated on the other: the same cascade, its 3 stages at delta / 3
     split = fit_cheapest_cascade(
         judgments,
