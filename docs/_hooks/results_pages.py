@@ -26,7 +26,7 @@ TOPICS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "mitigations",
         "Mitigations on real judges",
         "each mitigation run on a local judge or replayed outputs",
-        ("Mitigation evidence", "Beyond the five papers", "Fitted values"),
+        ("Mitigation evidence", "Beyond the five papers", "Fitted values", "The cheapest cascade"),
     ),
     (
         "strong-judges",

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     )
     from mitigate.lm._openai import OpenAILM
     from mitigate.lm._pool import read_endpoints
-    from mitigate.lm._pricing import Price, register_price, why_unpriced
+    from mitigate.lm._pricing import Price, cost, register_price, why_unpriced
     from mitigate.lm._registry import declare, get, wrap
     from mitigate.lm._retry import RetryPolicy
 

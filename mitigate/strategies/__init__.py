@@ -28,6 +28,13 @@ if TYPE_CHECKING:
     )
     from mitigate.strategies._baselines import ConsistencyHint, SelfConsistency
     from mitigate.strategies._calibration import BatchCalibration, CalibratedJudge, ContextualCalibration
+    from mitigate.strategies._cascade_fit import (
+        CascadeOutcome,
+        CascadeStage,
+        CheapestCascade,
+        fit_cascade,
+        fit_cheapest_cascade,
+    )
     from mitigate.strategies._demos import (
         Demos,
         FixedDemosPreset,
@@ -58,7 +65,7 @@ if TYPE_CHECKING:
     from mitigate.strategies._position_swap import PositionSwap, PositionSwapJudge
     from mitigate.strategies._reference_revision import ReferenceRevision
     from mitigate.strategies._sampling import ExpectedScore, Granularity, Sampling
-    from mitigate.strategies._selective import CascadeJudge, SelectiveEvaluation, SelectiveJudge, fit_cascade
+    from mitigate.strategies._selective import CascadeJudge, SelectiveEvaluation, SelectiveJudge
     from mitigate.strategies._single_attribute import MultiAttribute, SingleAttribute
     from mitigate.strategies._solve_first import SolveFirst
     from mitigate.strategies._style_control import StyleControl, StyleControlledJudge

@@ -7,7 +7,6 @@ rest are escalated. :class:`CascadeJudge` chains judges from cheap to strong.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -99,17 +98,21 @@ def fixed_sequence_threshold(
     order = np.argsort(-np.where(ok, c, -np.inf), kind="stable")
     sorted_conf = np.where(ok, c, -np.inf)[order]
     errors_upto = np.cumsum(~a[order])  # disagreements among the i+1 most confident
-    # the same accepted set is the same test
-    bound = functools.cache(lambda n: binomial_upper_bound(int(errors_upto[n - 1]), n, delta))
-    for lam in np.linspace(1.0, 0.0, grid + 1):
-        n = int(np.searchsorted(-sorted_conf, -(lam - 1e-12), side="right"))  # items with conf >= lam
+    lams = np.linspace(1.0, 0.0, grid + 1)
+    counts = np.searchsorted(-sorted_conf, -(lams - 1e-12), side="right")  # items with conf >= lam
+    # consecutive thresholds accepting the same items are the same test: one bound per run of equal counts
+    starts = np.flatnonzero(np.r_[True, counts[1:] != counts[:-1]])
+    for start, stop in zip(starts, np.r_[starts[1:], len(lams)], strict=True):
+        n = int(counts[start])
         if n == 0 or n < min_accepted:
             continue
-        tested += 1
-        upper = bound(n)
+        upper = binomial_upper_bound(int(errors_upto[n - 1]), n, delta)
         if upper > alpha:
+            tested += 1
             break
+        tested += int(stop - start)
         agreed_n = n - int(errors_upto[n - 1])
+        lam = lams[stop - 1]  # the lowest threshold of the run
         best = {"threshold": round(float(lam), 9), "n_accepted": n, "n_agreed": agreed_n, "upper_risk": upper}
     return Guarantee(target=target, delta=delta, n_calibration=len(c), tested=tested, **best)
 
@@ -414,45 +417,6 @@ class CascadeJudge(CompositeJudge):
         assert out is not None
         calls = sum(c.calls for c in costs)
         return out.model_copy(update={"calls": calls, "cached_calls": sum(c.cached_calls for c in costs)})
-
-
-def fit_cascade(
-    judgments: Sequence[Sequence[Judgment]],
-    items: Sequence[Item],
-    stage: SelectiveEvaluation | Sequence[SelectiveEvaluation],
-    *,
-    union_bound: bool = True,
-) -> list[SelectiveEvaluation]:
-    """One fitted stage per cascade stage, from every stage's judgments (in the order of ``items``) on the
-    calibration items. Stage k is calibrated on the items stages 1..k-1 escalated; ``stage`` is one
-    unfitted ``SelectiveEvaluation`` for all or one per stage. With ``union_bound`` each of the K stages is
-    calibrated at δ/K, so the whole cascade keeps the 1 − δ guarantee."""
-    stages = [stage] * len(judgments) if isinstance(stage, SelectiveEvaluation) else list(stage)
-    if len(stages) != len(judgments):
-        raise ConfigError(
-            f"expected one SelectiveEvaluation per cascade stage ({len(judgments)}); got {len(stages)}"
-        )
-    if union_bound:
-        stages = [s.model_copy(update={"delta": s.delta / len(stages)}) for s in stages]
-    remaining = list(range(len(items)))
-    fitted: list[SelectiveEvaluation] = []
-    for js, unfit in zip(judgments, stages, strict=True):
-        if len(js) != len(items):
-            raise DataError(
-                f"expected one judgment per calibration item for every stage; got {len(js)} for "
-                f"{len(items)} items"
-            )
-        if remaining:
-            s = unfit.calibrate([js[i] for i in remaining], [items[i] for i in remaining])
-        else:  # nothing left to calibrate on: this stage trusts nothing
-            s = unfit.model_copy(update={"guarantee_": Guarantee(target=unfit.target, delta=unfit.delta)})
-        fitted.append(s)
-        g = s.guarantee_
-        assert g is not None
-        remaining = [
-            i for i in remaining if not _accepts(confidence(js[i], s.confidence, s.criterion), g.threshold)
-        ]
-    return fitted
 
 
 def _accepts(conf: float, threshold: float | None) -> bool:
