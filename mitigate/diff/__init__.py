@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         gate,
         junit_xml,
         parse_fail_on,
+        parse_margin,
         render_diff,
     )
     from mitigate.diff._threshold import ThresholdReport, threshold_report, threshold_section, threshold_text

@@ -6,6 +6,7 @@ the items that changed (:class:`ItemChange`), the slices (:class:`SliceRow`) and
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -21,8 +22,13 @@ AGREEMENT = {"score": "spearman", "pairwise": "accuracy"}
 """What ``agreement`` in ``--fail-on`` names, by task."""
 
 
+Outcome = Literal["pass", "fail", "inconclusive"]
+"""A gated measure's decision: B shown no worse (beyond the margin), shown worse, or neither."""
+
+
 class GateCheck(BaseModel):
-    """One gated measure's decision: its level, raw and adjusted p, and whether B is significantly worse."""
+    """One gated measure's decision: its level, raw and adjusted p, whether B is significantly worse, and the
+    outcome (with a ``margin``: non-inferiority, its p and, when inconclusive, the items to decide it)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     measure: str
@@ -32,16 +38,22 @@ class GateCheck(BaseModel):
     p_adjusted: float | None
     worse: bool
     line: str
+    outcome: Outcome = "pass"
+    margin: float | None = None
+    p_margin: float | None = None
+    items_needed: int | None = None
 
 
 class GateResult(BaseModel):
-    """The gate: every check, the correction used, and the one-line reason when B is worse."""
+    """The gate: every check, the correction used, the outcome (fail when any check fails, else inconclusive
+    when any is, else pass) and the one-line reason when it does not pass."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     checks: tuple[GateCheck, ...]
     correction: Literal["holm", "bonferroni", "none"] = "holm"
     failed: bool
     reason: str = ""
+    outcome: Outcome = "pass"
 
 
 Better = Literal["higher", "lower", "none"]
@@ -74,6 +86,12 @@ class DiffMeasure(BaseModel):
     test: str = ""
     """The test that gave ``p`` (``paired bootstrap`` or ``paired sign-flip permutation``); "" without one."""
     reason: str | None = None
+    missing: Literal["a", "b", "both"] | None = None
+    """Whose value is undefined because its scores are constant (a judge that cannot rank), when one is."""
+    margin: float | None = None
+    """The non-inferiority margin this measure was gated with (``--margin``), if any."""
+    p_margin: float | None = None
+    """The bootstrap p that B - A lies at the margin's worse end or beyond (two-sided convention)."""
 
     @property
     def ok(self) -> bool:
@@ -191,7 +209,14 @@ def as_json(report: DiffReport) -> dict[str, Any]:
         row = m.model_dump(exclude={"test"})
         check = gate_checks.get((m.name, m.criterion))
         if check is not None:
-            row |= {"gated": True, "level": check.level, "p_adjusted": check.p_adjusted, "worse": check.worse}
+            row |= {
+                "gated": True,
+                "level": check.level,
+                "p_adjusted": check.p_adjusted,
+                "worse": check.worse,
+                "outcome": check.outcome,
+                "items_needed": check.items_needed,
+            }
         measures.append(row)
     return {
         "a": report.a,
@@ -210,7 +235,14 @@ def as_json(report: DiffReport) -> dict[str, Any]:
 
 
 MEASURE_NAMES: dict[Task, tuple[str, ...]] = {
-    "score": ("spearman", "spearman-document", "length-bias", "failure-rate", "mean-score"),
+    "score": (
+        "spearman",
+        "spearman-common",
+        "spearman-document",
+        "length-bias",
+        "failure-rate",
+        "mean-score",
+    ),
     "pairwise": ("accuracy", "position-consistency", "length-lean", "failure-rate"),
 }
 """The measures :func:`diff_judgments` computes, by task (the names ``--fail-on`` takes)."""
@@ -257,6 +289,32 @@ def parse_fail_on(text: str, task: Task) -> list[tuple[str, float]]:
     return out
 
 
+def parse_margin(text: str | None, task: Task, gated: Sequence[str]) -> dict[str, float]:
+    """``--margin`` text (``"spearman:0.05,failure-rate:0.02"``; ``agreement`` as in ``--fail-on``) as measure
+    -> margin (> 0, in the measure's units); ConfigError for a bad one or a measure not gated."""
+    out: dict[str, float] = {}
+    for part in [p.strip() for p in (text or "").split(",") if p.strip()]:
+        name, sep, value = part.partition(":")
+        name = AGREEMENT[task] if name.strip() == "agreement" else name.strip()
+        try:
+            margin = float(value) if sep else math.nan
+        except ValueError:
+            margin = math.nan
+        if not (math.isfinite(margin) and margin > 0):
+            raise ConfigError(
+                f"expected --margin as MEASURE:SIZE with a size > 0, e.g. spearman:0.05; got {part!r}"
+            )
+        if name not in gated:
+            raise ConfigError(
+                f"expected --margin measures among the gated ones ({', '.join(gated)}; add it to --fail-on); "
+                f"got {name!r}"
+            )
+        if name in out:
+            raise ConfigError(f"expected each --margin measure once; got {name!r} twice")
+        out[name] = margin
+    return out
+
+
 def _adjust(ps: Sequence[float], correction: str) -> list[float]:
     m = len(ps)
     if correction == "none" or m == 0:
@@ -281,53 +339,162 @@ def gate(
     fail_on: Sequence[tuple[str, float]],
     correction: Literal["holm", "bonferroni", "none"] = "holm",
 ) -> GateResult:
-    """Decide whether B is significantly worse than A on the gated measures (every criterion of the report):
-    B − A points the worse way and the two-sided p, adjusted for the number of gated measures (Holm's
-    step-down by default), is below the measure's level. ConfigError when a gated measure has no value."""
-    chosen = []
+    """Decide, for each gated measure (every criterion of the report), whether B is worse than A:
+
+    - **fail** when B − A points the worse way and the two-sided p, adjusted for the number of gated measures
+      (Holm's step-down by default), is below the measure's level; also when B's scores are constant where
+      a higher-is-better measure needs them to rank (B cannot rank: the worst regression);
+    - with a margin ``M`` (the measure's ``margin``, :func:`diff_judgments`' ``margins``): **pass** when B − A
+      is shown above ``-M`` (below ``+M`` for lower-is-better) at the level, **inconclusive** otherwise, with
+      the items that would decide it; the pass needs every measure to pass, so no adjustment is needed for it
+      (an intersection-union test);
+    - without a margin: pass unless worse (today's gate), saying when the interval cannot rule out a drop.
+
+    ConfigError when a gated measure has no value for another reason (and nothing fails)."""
+    chosen: list[tuple[DiffMeasure, float]] = []
+    unsupported: list[tuple[DiffMeasure, float]] = []
     for name, level in fail_on:
-        found = [m for m in report.measures if m.name == name]
-        for m in found:
-            if not m.ok:
-                raise ConfigError(
-                    f"cannot gate on {name} ({m.criterion}): {m.reason or 'no p-value'}; "
-                    "expected a measure both judges' answers support (choose others "
-                    "with --fail-on)"
-                )
-            chosen.append((m, level))
-    if not chosen:
+        for m in (m for m in report.measures if m.name == name):
+            (chosen if m.ok else unsupported).append((m, level))
+    if not chosen and not unsupported:
         raise ConfigError(f"expected --fail-on measures the report holds; got {[n for n, _ in fail_on]}")
-    adjusted = _adjust([float(m.p) for m, _ in chosen], correction)  # type: ignore[arg-type]
-    checks = []
-    for (m, level), p_adj in zip(chosen, adjusted, strict=True):
-        worse = m.worse_direction() and p_adj < level
-        line = (
-            f"{report.b} is {'worse' if worse else 'not significantly worse'} than {report.a} on "
-            f"{m.name} ({m.criterion}): {_fmt(m.a)} -> {_fmt(m.b)}, delta {_fmt(m.delta)} "
-            f"[{_fmt(m.low)}, {_fmt(m.high)}], p={_fmt(m.p, 4)}"
-            + (f" ({correction}-adjusted {_fmt(p_adj, 4)})" if correction != "none" else "")
-            + f" {'<' if p_adj < level else '>='} {level:g}"
-        )
-        checks.append(
-            GateCheck(
-                measure=m.name,
-                criterion=m.criterion,
-                level=level,
-                p=m.p,
-                p_adjusted=p_adj,
-                worse=worse,
-                line=line,
+    adjusted = _adjust([float(m.p or 0.0) for m, _ in chosen], correction)
+    checks = [
+        _decide(report, m, level, p_adj, correction)
+        for (m, level), p_adj in zip(chosen, adjusted, strict=True)
+    ]
+    refused = []
+    for m, level in unsupported:
+        if m.better == "higher" and m.missing in ("a", "b"):
+            worse = m.missing == "b"
+            whose, other = (report.b, report.a) if worse else (report.a, report.b)
+            line = (
+                f"{report.b} is {'worse than' if worse else 'not worse than'} {report.a} on {m.name} "
+                f"({m.criterion}): {whose}'s scores are constant, so it cannot rank the items "
+                f"({other}: {_fmt(m.a if worse else m.b)})"
             )
-        )
-    failing = [c.line for c in checks if c.worse]
+            checks.append(
+                GateCheck(
+                    measure=m.name,
+                    criterion=m.criterion,
+                    level=level,
+                    p=None,
+                    p_adjusted=None,
+                    worse=worse,
+                    line=line,
+                    outcome="fail" if worse else "pass",
+                    margin=m.margin,
+                )
+            )
+        else:
+            refused.append(
+                f"cannot gate on {m.name} ({m.criterion}): {m.reason or 'no p-value'}; expected a measure "
+                "both judges' answers support (choose others with --fail-on)"
+            )
+    failing = [c.line for c in checks if c.outcome == "fail"]
+    if refused and not failing:
+        raise ConfigError(refused[0])
+    unsure = [c.line for c in checks if c.outcome == "inconclusive"]
+    outcome: Outcome = "fail" if failing else "inconclusive" if unsure else "pass"
     return GateResult(
-        checks=tuple(checks), correction=correction, failed=bool(failing), reason="; ".join(failing)
+        checks=tuple(checks),
+        correction=correction,
+        failed=bool(failing),
+        reason="; ".join(failing or unsure),
+        outcome=outcome,
     )
+
+
+def _decide(report: DiffReport, m: DiffMeasure, level: float, p_adj: float, correction: str) -> GateCheck:
+    """One measure's outcome (see :func:`gate`)."""
+    worse = m.worse_direction() and p_adj < level
+    shown = (
+        f"{m.name} ({m.criterion}): {_fmt(m.a)} -> {_fmt(m.b)}, delta {_fmt(m.delta)} "
+        f"[{_fmt(m.low)}, {_fmt(m.high)}]"
+    )
+    test = (
+        f"p={_fmt(m.p, 4)}"
+        + (f" ({correction}-adjusted {_fmt(p_adj, 4)})" if correction != "none" else "")
+        + f" {'<' if p_adj < level else '>='} {level:g}"
+    )
+    sign = 1.0 if m.better == "higher" else -1.0
+    needed = None
+    outcome: Outcome = "pass"
+    if worse:
+        outcome = "fail"
+        line = f"{report.b} is worse than {report.a} on {shown}, {test}"
+    elif m.margin is not None:
+        bound = -sign * m.margin
+        beyond = f"{'below' if sign > 0 else 'above'} {bound:+g}"
+        shown_no_worse = (
+            sign * float(m.delta or 0.0) > -m.margin and m.p_margin is not None and m.p_margin < level
+        )
+        if shown_no_worse:
+            line = (
+                f"{report.b} is no worse than {report.a} beyond the margin {m.margin:g} on {shown}: "
+                f"a difference {beyond} is ruled out (p={_fmt(m.p_margin, 4)} < {level:g}); worse: {test}"
+            )
+        else:
+            outcome = "inconclusive"
+            needed = items_to_decide(m, report.n_items)
+            line = (
+                f"{report.b} vs {report.a} is inconclusive on {shown}: not shown worse ({test}), but a "
+                f"difference {beyond} (the margin) is not ruled out (p={_fmt(m.p_margin, 4)} >= {level:g})"
+                + (
+                    f"; about {needed} items (now {report.n_items}) would decide it if the difference and "
+                    "its spread per item stay as measured"
+                    if needed is not None
+                    else ""
+                )
+            )
+    else:
+        line = f"{report.b} is not significantly worse than {report.a} on {shown}, {test}"
+        worst_end = m.low if sign > 0 else m.high
+        if worst_end is not None and sign * worst_end < 0:
+            line += (
+                f"; the interval does not rule out a {'drop' if sign > 0 else 'rise'} of "
+                f"{abs(worst_end):.3f} "
+                "(gate non-inferiority with --margin)"
+            )
+    return GateCheck(
+        measure=m.name,
+        criterion=m.criterion,
+        level=level,
+        p=m.p,
+        p_adjusted=p_adj,
+        worse=worse,
+        line=line,
+        outcome=outcome,
+        margin=m.margin,
+        p_margin=m.p_margin,
+        items_needed=needed,
+    )
+
+
+def items_to_decide(m: DiffMeasure, n_items: int) -> int | None:
+    """About how many items would make an inconclusive margin check pass or fail, if B − A and its spread per
+    item stayed as measured (an interval's half-width shrinks as 1/sqrt(items)); None when neither can be
+    reached (the difference sits at the margin or at 0)."""
+    if m.margin is None or m.delta is None or m.low is None or m.high is None:
+        return None
+    sign = 1.0 if m.better == "higher" else -1.0
+    d = sign * m.delta  # > 0: B better
+    worse_half, better_half = (
+        (m.delta - m.low, m.high - m.delta) if sign > 0 else (m.high - m.delta, m.delta - m.low)
+    )
+    routes = []
+    if d + m.margin > 0 and worse_half > 0:
+        routes.append((worse_half / (d + m.margin)) ** 2)
+    if d < 0 and better_half > 0:
+        routes.append((better_half / -d) ** 2)
+    if not routes:
+        return None
+    return max(n_items + 1, math.ceil(n_items * min(routes)))
 
 
 def junit_xml(report: DiffReport) -> str:
     """The gate as JUnit XML: one testsuite, one testcase per gated measure, a ``failure`` where B is
-    worse."""
+    worse, ``skipped`` (type ``inconclusive``, with the reason) where the margin check could not decide."""
     if report.gate is None:
         raise ConfigError("expected a diff report with a gate decision (gate(report, ...)) for JUnit output")
     checks = report.gate.checks
@@ -335,9 +502,9 @@ def junit_xml(report: DiffReport) -> str:
         "testsuite",
         name=f"mitigate diff: {report.a} -> {report.b}",
         tests=str(len(checks)),
-        failures=str(sum(c.worse for c in checks)),
+        failures=str(sum(c.outcome == "fail" for c in checks)),
         errors="0",
-        skipped="0",
+        skipped=str(sum(c.outcome == "inconclusive" for c in checks)),
     )
     props = ET.SubElement(suite, "properties")
     for key, value in (
@@ -346,14 +513,17 @@ def junit_xml(report: DiffReport) -> str:
         ("items", report.n_items),
         ("resampled", f"{report.n_units} {report.unit}"),
         ("correction", report.gate.correction),
+        ("outcome", report.gate.outcome),
     ):
         ET.SubElement(props, "property", name=key, value=str(value))
     for c in checks:
         case = ET.SubElement(
             suite, "testcase", classname=f"mitigate.diff.{c.criterion}", name=c.measure, time="0"
         )
-        if c.worse:
+        if c.outcome == "fail":
             ET.SubElement(case, "failure", message=c.line, type="regression").text = c.line
+        elif c.outcome == "inconclusive":
+            ET.SubElement(case, "skipped", message=c.line, type="inconclusive").text = c.line
         else:
             ET.SubElement(case, "system-out").text = c.line
     ET.indent(suite)
@@ -386,7 +556,15 @@ def _gate_mark(report: DiffReport, m: DiffMeasure) -> str:
         return ""
     for c in report.gate.checks:
         if c.measure == m.name and c.criterion == m.criterion:
-            return f"WORSE (adj. p {_p(c.p_adjusted)})" if c.worse else f"ok (adj. p {_p(c.p_adjusted)})"
+            if c.p_adjusted is None:
+                return "WORSE (constant)" if c.outcome == "fail" else "ok"
+            adj = f"adj. p {_p(c.p_adjusted)}"
+            if c.outcome == "fail":
+                return f"WORSE ({adj})"
+            if c.margin is None:
+                return f"ok ({adj})"
+            word = "no worse" if c.outcome == "pass" else "INCONCLUSIVE"
+            return f"{word} (margin {c.margin:g}, p {_p(c.p_margin)}; {adj})"
     return ""
 
 
@@ -444,12 +622,14 @@ def render_diff(report: DiffReport, *, show: int = 10) -> str:
         lines += [
             "",
             f"Gate ({len(g.checks)} gated measures, {how} over them): "
-            + (
-                "FAIL: " + g.reason
-                if g.failed
-                else f"pass: {report.b} is not significantly worse than {report.a} on any gated measure"
-            ),
+            + {
+                "fail": "FAIL: " + g.reason,
+                "inconclusive": "INCONCLUSIVE: " + g.reason,
+                "pass": f"pass: {report.b} is not significantly worse than {report.a} on any gated measure"
+                + (" and no worse beyond the margins" if any(c.margin is not None for c in g.checks) else ""),
+            }[g.outcome],
         ]
+        lines += [f"- {c.line}" for c in g.checks if c.outcome == "pass" and "does not rule out" in c.line]
     counts = Counter(c.change for c in report.changes)
     if report.changes or report.n_items:
         summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
