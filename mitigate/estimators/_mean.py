@@ -50,7 +50,7 @@ class Remedies(BaseModel):
     """After "label some of its items": another grouping."""
     fewer_coefficients: str = "use --method human"
     """For a group with fewer labels than the method fits."""
-    more_labels: str = "label more of its items (mitigate estimate --select) or group differently"
+    more_labels: str = "label more of its items, drawn at random, or group differently"
     """For a group whose labels show no spread."""
     per_group_slope: str = "--tune group: one slope per group"
     """Beside the note that ``ppi`` tuned one slope over every group."""
@@ -85,6 +85,12 @@ class MeanEstimate(BaseModel):
     bias_corrected: bool
     lam: float | None = None
     notes: tuple[str, ...] = ()
+    slope_gap: float = 0.0
+    """How much an error in a slope shared over groups moves this estimate (its coefficient): two groups'
+    estimates covary by ``gap_a * gap_b * Var(slope)``."""
+    constant_labels: tuple[float, float, float] | None = None
+    """When every label of the group was equal: (that value, the scale's min, max); the interval then bounds
+    the share of its items labelled otherwise (:func:`constant_interval`), and ``se``/``df`` are NaN."""
 
     @property
     def half_width(self) -> float:
@@ -93,8 +99,34 @@ class MeanEstimate(BaseModel):
 
     def interval(self, confidence: float) -> tuple[float, float]:
         """The interval at another ``confidence`` (e.g. a Bonferroni-adjusted one), same point, se and df."""
+        if self.constant_labels is not None:
+            value, lo, hi = self.constant_labels
+            return constant_interval(value, self.n_labelled, self.n, (lo, hi), confidence, self.target)
         half = float(t_quantile(confidence, self.df)) * self.se
         return self.estimate - half, self.estimate + half
+
+
+def constant_interval(
+    value: float, n: int, N: int, bounds: tuple[float, float], confidence: float, target: str
+) -> tuple[float, float]:
+    """An interval for a group's mean when its ``n`` labels, drawn at random from its ``N`` items, all equal
+    ``value`` on a scale ``bounds``: the exact (Clopper-Pearson, two-sided convention) upper bound ``K`` on
+    how many items are labelled otherwise, each put at the scale's far end. Had more than ``K`` items another
+    label, ``n`` labels drawn at random would all be ``value`` with probability below (1 - confidence) / 2
+    (hypergeometric for ``items``; binomial for ``population``). Valid whatever the judge; wide with few
+    labels."""
+    alpha = (1 - confidence) / 2
+    if target == "population":
+        share = 1 - alpha ** (1 / n)
+    else:
+        k = 0  # the largest K with P(n draws all avoid K of N items) > alpha
+        while k < N - n:
+            p = math.prod((N - (k + 1) - i) / (N - i) for i in range(n))
+            if p <= alpha:
+                break
+            k += 1
+        share = k / N
+    return value - share * (value - bounds[0]), value + share * (bounds[1] - value)
 
 
 class RegressionFit(NamedTuple):
@@ -270,9 +302,13 @@ def estimate_mean(
         kept = "they stay in the estimate, predicted from the labels of such items (or the intercept)"
         kept = "the judge-only mean leaves them out" if method == "judge" else kept
         notes.append(f"{N - n_judged} of {N} items have no judge value (parse failure or error): {kept}")
+    values = y[labelled]
+    unweighted = w is None or not np.isfinite(w).any()
+    if method != "judge" and bounds is not None and unweighted and _constant(values, n, N, target):
+        return _constant_estimate(values, N, method, confidence, target, bounds, n_judged, where, notes)
     if method == "judge":
         estimate, se, df = _judge_only(f[judged], where, notes)
-        lam = None
+        lam, gap = None, 0.0
     else:
         _check_labels(y, n, N, method, target, where, fix, slope)
         rnd = _round_of(rounds, w, labelled, where)
@@ -286,11 +322,14 @@ def estimate_mean(
             raw = raw._replace(variance=raw.variance + _label_spread(y, w, rnd) / N)
         _check_spread(raw, n, N, method, where)
         estimate, se, df, lam = float(raw.estimate), math.sqrt(max(raw.variance, 0.0)), float(raw.df), raw.lam
+        gap = raw.gap
     half = float(t_quantile(float(confidence), df)) * se
     low, high = float(estimate - half), float(estimate + half)
     if method != "judge" and bounds is not None and (low < bounds[0] or high > bounds[1]):
         low, high = max(low, float(bounds[0])), min(high, float(bounds[1]))
         notes.append(f"interval cut to the labels' scale [{bounds[0]:g}, {bounds[1]:g}]")
+    if group is not None:
+        notes = [n if n.startswith(where) else f"{where}: {n}" for n in notes]
     return MeanEstimate(
         method=method,
         estimate=estimate,
@@ -306,6 +345,51 @@ def estimate_mean(
         bias_corrected=method != "judge",
         lam=lam,
         notes=tuple(notes),
+        slope_gap=gap if method == "ppi" else 0.0,
+    )
+
+
+def _constant(values: np.ndarray, n: int, N: int, target: str) -> bool:
+    """True when the labels (at least two, not every item's for the items target) are all equal."""
+    exact = n == N and target == "items"
+    return n >= 2 and not exact and np.ptp(values) <= _FLAT * (1.0 + abs(float(values.mean())))
+
+
+def _constant_estimate(
+    values: np.ndarray,
+    N: int,
+    method: Method,
+    confidence: float,
+    target: Target,
+    bounds: tuple[float, float],
+    n_judged: int,
+    where: str,
+    notes: list[str],
+) -> MeanEstimate:
+    """The estimate of a group whose labels are all equal (see :func:`constant_interval`)."""
+    value, n = float(values[0]), len(values)
+    low, high = constant_interval(value, n, N, (float(bounds[0]), float(bounds[1])), confidence, target)
+    notes = [n if n.startswith(where) else f"{where}: {n}" for n in notes]
+    notes.append(
+        f"{where}: the {n} labels are all {value:g}, so no spread to correct the judge with; the interval "
+        f"bounds the share of its items labelled otherwise (exact for {n} labels drawn at random, each such "
+        "item put at the scale's far end), whatever the judge: valid, and wide"
+    )
+    return MeanEstimate(
+        method=method,
+        estimate=value,
+        low=float(low),
+        high=float(high),
+        se=math.nan,
+        df=math.nan,
+        confidence=float(confidence),
+        target=target,
+        n=N,
+        n_labelled=n,
+        n_judged=n_judged,
+        bias_corrected=True,
+        notes=tuple(notes),
+        constant_labels=(value, float(bounds[0]), float(bounds[1])),
     )
 
 
@@ -317,6 +401,7 @@ class _Raw(NamedTuple):
     df: float
     lam: float | None = None
     fitted: bool = False
+    gap: float = 0.0
 
 
 def _check_labels(
@@ -525,6 +610,7 @@ def _shared_slope(y: np.ndarray, f: np.ndarray, slope: Slope) -> _Raw:
         float(fit.df),
         slope.value * n_u / N,
         slope.value != 0,
+        float(gap),
     )
 
 
