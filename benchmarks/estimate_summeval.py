@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a c
 from mitigate.data import CRITERIA, load_summeval, released_recorded
 from mitigate.errors import DataError
 from mitigate.estimators import estimate_mean, judge_values, kendall_tau
-from mitigate.estimators._mean import shared_slope
+from mitigate.estimators._regression import shared_slope
 
 JUDGES = ("chatgpt-rts", "chatgpt-mcq", "gpt4-rts", "llama2-13b-rts")
 LABEL_COUNTS = (5, 10, 20)
@@ -143,6 +143,7 @@ def main() -> None:
     ap.add_argument("--confidence", type=float, default=0.95)
     ap.add_argument("--judges", default=",".join(JUDGES))
     ap.add_argument("--criteria", default=",".join(CRITERIA))
+    ap.add_argument("--label-counts", default=",".join(str(n) for n in LABEL_COUNTS))
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     start = time.perf_counter()
@@ -166,7 +167,7 @@ def main() -> None:
                 scores.setdefault(str(it.system), []).append(math.nan if v is None else v)
             lab = {s: np.array(v) for s, v in labels.items()}
             jud = {s: np.array(v) for s, v in scores.items()}
-            for n in LABEL_COUNTS:
+            for n in [int(k) for k in args.label_counts.split(",")]:
                 scale = bench.scale_for(crit)
                 bounds = (float(scale.min), float(scale.max))
                 row = one_setting(lab, jud, n, args.draws, args.seed + n, args.confidence, bounds)
@@ -194,7 +195,7 @@ def main() -> None:
                 "draws": args.draws,
                 "seed": args.seed,
                 "confidence": args.confidence,
-                "label_counts": list(LABEL_COUNTS),
+                "label_counts": [int(k) for k in args.label_counts.split(",")],
                 "seconds": round(seconds, 1),
                 "truth": "mean expert rating over each system's 100 summaries",
                 "results": results,

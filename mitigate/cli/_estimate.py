@@ -90,7 +90,8 @@ SELECT = option(
     "select",
     "--select",
     help="also choose N unlabelled items to label next and write them to "
-    "--select-out, with the weights that keep the estimate unbiased",
+    "--select-out, with the weights that keep the estimate unbiased (not recommended for now: on released "
+    "judges it has not beaten labels drawn at random; see docs/estimate.md)",
     accepts=(Interval(int, 1, None),),
 )
 SELECT_OUT = option(

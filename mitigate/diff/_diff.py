@@ -16,14 +16,15 @@ how many items were left out.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from mitigate.data import Item
-from mitigate.diff._report import Better, Change, DiffMeasure, DiffReport, ItemChange, SliceKind, SliceRow
+from mitigate.diff._report import Better, Change, DiffMeasure, DiffReport, ItemChange
+from mitigate.diff._slices import finite, slices_pairwise, slices_scores
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
 from mitigate.measures import (
@@ -36,10 +37,6 @@ from mitigate.measures import (
     word_count,
 )
 from mitigate.scale import Scale
-
-
-def _f(v: float) -> float | None:
-    return float(v) if v is not None and math.isfinite(v) else None
 
 
 def clusters_of(items: Sequence[Item]) -> tuple[list[str], str]:
@@ -99,7 +96,7 @@ class _Pairing:
         return DiffMeasure(
             a=d.a,
             b=d.b,
-            delta=_f(d.observed),
+            delta=finite(d.observed),
             low=d.low,
             high=d.high,
             p=d.p_value,
@@ -143,7 +140,7 @@ class _Pairing:
             criterion=self.criterion,
             a=d.a,
             b=d.b,
-            delta=_f(d.observed) if d.ok else None,
+            delta=finite(d.observed) if d.ok else None,
             low=d.low,
             high=d.high,
             p=d.p_value,
@@ -261,7 +258,7 @@ def diff_judgments(
         )
     if task == "pairwise":
         measures, changes = _pairwise(items, ja, jb, pairing)
-        slices = _slices_pairwise(items, ja, jb, criterion)
+        slices = slices_pairwise(items, ja, jb, criterion)
     else:
         sa = np.array([_score_of(j, criterion) for j in ja])
         sb = np.array([_score_of(j, criterion) for j in jb])
@@ -282,7 +279,7 @@ def diff_judgments(
             )
         ends = scales[0] if scales is not None else None
         measures, changes = _scores(items, sa, sb, pairing, ends)
-        slices = _slices_scores(items, sa, sb, criterion)
+        slices = slices_scores(items, sa, sb, criterion)
     return DiffReport(
         a=names[0],
         b=names[1],
@@ -391,10 +388,10 @@ def _scores(
                 criterion=criterion,
                 system=it.system,
                 doc_id=it.doc_id,
-                a=_f(x),
-                b=_f(y),
-                move=_f(y - x) if fx and fy else None,
-                human=_f(h),
+                a=finite(x),
+                b=finite(y),
+                move=finite(y - x) if fx and fy else None,
+                human=finite(h),
                 change=change,
             )
         )
@@ -442,8 +439,8 @@ def _document_measure(
     if missing is not None:  # one judge's scores are constant in every document: its side of the measure
         m = m.model_copy(
             update={
-                "a": _f(float(np.nanmean(x))) if fa else None,
-                "b": _f(float(np.nanmean(y))) if fb else None,
+                "a": finite(float(np.nanmean(x))) if fa else None,
+                "b": finite(float(np.nanmean(y))) if fb else None,
                 "missing": missing,
                 "reason": f"{'both judges' if missing == 'both' else 'judge ' + missing.upper()}: scores "
                 "constant within every document",
@@ -567,128 +564,3 @@ def _consistency(ja: Sequence[Judgment], jb: Sequence[Judgment], p: _Pairing) ->
         )
 
     return p.share("position-consistency", consistent(oa, ja), consistent(ob, jb), better="higher", how=how)
-
-
-def _length_buckets(items: Sequence[Item]) -> list[str]:
-    words = np.array([word_count(it.output) for it in items], dtype=float)
-    if len(words) < 8:
-        return ["all lengths"] * len(items)
-    edges = np.unique(np.percentile(words, [25, 50, 75]))
-    bins = np.digitize(words, edges, right=True)
-    return [f"{words[bins == b].min():g}-{words[bins == b].max():g} words" for b in bins]
-
-
-def _slice_order(kind: str, labels: Sequence[Hashable | None]) -> list[Hashable | None]:
-    """The slice keys in the order a reader expects: length buckets shortest first, others as first met."""
-    keys = list(dict.fromkeys(labels))
-    if kind == "length":
-        keys.sort(key=lambda k: float(str(k).split("-", 1)[0]) if str(k)[:1].isdigit() else -1.0)
-    return keys
-
-
-def _slice_groups(items: Sequence[Item], pairwise: bool) -> Iterator[tuple[SliceKind, str, list[int]]]:
-    """(kind, key, item positions) of every slice by system (pair), document and length bucket, where every
-    item has a key and there are two keys or more."""
-    keys: dict[SliceKind, Sequence[Hashable | None]] = {
-        "system": [f"{it.system} vs {it.system_b}" if it.system else None for it in items]
-        if pairwise
-        else [it.system for it in items],
-        "document": [it.doc_id for it in items],
-        "length": _length_buckets(items),
-    }
-    for kind, labels in keys.items():
-        if any(v is None for v in labels) or len(set(labels)) < 2:
-            continue
-        for key in _slice_order(kind, labels):
-            yield kind, str(key), [k for k, v in enumerate(labels) if v == key]
-
-
-def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criterion: str) -> list[SliceRow]:
-    human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
-    rows: list[SliceRow] = []
-    for kind, key, idx in _slice_groups(items, pairwise=False):
-        x, y, h = sa[idx], sb[idx], human[idx]
-        ra, rb = _f(spearman(x, h)), _f(spearman(y, h))
-        both = np.isfinite(x) & np.isfinite(y)
-        moved = int((both & (np.abs(y - x) > 1e-9)).sum() + (np.isfinite(x) != np.isfinite(y)).sum())
-        rows.append(
-            SliceRow(
-                kind=kind,
-                key=key,
-                criterion=criterion,
-                measure="spearman",
-                n=len(idx),
-                a=ra,
-                b=rb,
-                delta=None if ra is None or rb is None else rb - ra,
-                changed=moved,
-                mean_move=_f(float((y - x)[both].mean())) if both.any() else None,
-            )
-        )
-    return rows
-
-
-def _slices_pairwise(
-    items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment], criterion: str
-) -> list[SliceRow]:
-    va, vb = verdicts_as_text(ja), verdicts_as_text(jb)
-    gold = [it.preference.get(criterion) for it in items]
-    rows: list[SliceRow] = []
-    for kind, key, group in _slice_groups(items, pairwise=True):
-        idx = [k for k in group if gold[k] is not None]
-        if not idx:
-            continue
-        acc_a = sum(va[k] == gold[k] for k in idx) / len(idx)
-        acc_b = sum(vb[k] == gold[k] for k in idx) / len(idx)
-        rows.append(
-            SliceRow(
-                kind=kind,
-                key=key,
-                criterion=criterion,
-                measure="accuracy",
-                n=len(idx),
-                a=acc_a,
-                b=acc_b,
-                delta=acc_b - acc_a,
-                changed=sum(va[k] != vb[k] for k in idx),
-            )
-        )
-    return rows
-
-
-def probe_slices(criterion: str, reports: tuple[Any, Any]) -> list[SliceRow]:
-    """Probe slices from the two judges' bias-battery reports (:class:`~mitigate.probes.ProbeReport`):
-    each probe's robustness rate for A and B (and the noise floor as the row ``rerun``)."""
-    ra, rb = reports
-    by_b = {row.probe: row for row in rb.rows}
-    out = [
-        SliceRow(
-            kind="probe",
-            key="rerun (noise floor)",
-            criterion=criterion,
-            measure="flip rate",
-            n=ra.noise.n,
-            a=_f(ra.noise.value),
-            b=_f(rb.noise.value),
-            delta=_f(rb.noise.value - ra.noise.value),
-        )
-    ]
-    for row in ra.rows:
-        other = by_b.get(row.probe)
-        if other is None:
-            continue
-        x, y = row.effect.robustness, other.effect.robustness
-        out.append(
-            SliceRow(
-                kind="probe",
-                key=row.probe,
-                criterion=criterion,
-                measure="robustness rate",
-                n=min(x.n, y.n),
-                a=_f(x.value),
-                b=_f(y.value),
-                delta=_f(y.value - x.value),
-                changed=int(round((1 - y.value) * y.n)) if y.ok else 0,
-            )
-        )
-    return out

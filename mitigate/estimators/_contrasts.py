@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from mitigate.errors import ConfigError
-from mitigate.estimators._mean import MeanEstimate, t_quantile
+from mitigate.estimators._mean import MeanEstimate
 from mitigate.estimators._ranking import GroupRank, Ranking, kendall_tau
+from mitigate.estimators._regression import t_quantile
 
 
 class Contrast(BaseModel):

@@ -28,14 +28,13 @@ from mitigate.estimators._mean import (
     MeanEstimate,
     Method,
     Remedies,
-    Slope,
     Target,
     check_settings,
     estimate_mean,
     pilot_spread,
-    shared_slope,
 )
 from mitigate.estimators._ranking import rank_estimates
+from mitigate.estimators._regression import Slope, shared_slope
 from mitigate.estimators._results import (
     EstimateResult,
     GroupResult,

@@ -14,7 +14,7 @@ import pytest
 from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.estimators import MeanEstimate, estimate, estimate_mean, rank_by_contrasts, rank_estimates
-from mitigate.estimators._mean import constant_interval
+from mitigate.estimators._regression import constant_interval
 
 
 def _bench(

@@ -454,7 +454,7 @@ def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_p
 
 
 def test_length_slices_are_listed_shortest_first():
-    from mitigate.diff._diff import _slice_order
+    from mitigate.diff._slices import _slice_order
 
     labels = ["57-69 words", "5-46 words", "70-107 words", "47-56 words", "5-46 words"]
     assert _slice_order("length", labels) == ["5-46 words", "47-56 words", "57-69 words", "70-107 words"]
