@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a c
 
 from mitigate.errors import DataError
 from mitigate.estimators import estimate_mean
-from mitigate.estimators._mean import human_srs, ppi_srs, t_quantile
+from mitigate.estimators._regression import human_srs, ppi_srs, t_quantile
 
 JUDGES = ("good", "noisy", "biased", "uncorrelated", "adversarial", "heteroscedastic")
 LABEL_COUNTS = (5, 10, 20, 100)

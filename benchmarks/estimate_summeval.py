@@ -14,9 +14,10 @@ judge slope tuned over the 12 systems as ``mitigate estimate`` does by default),
 (one slope per system), ``calibrated`` (cross-fitted isotonic calibration) and ``human`` (the
 labels alone):
 
-- coverage: the share of (system, draw) intervals holding the truth, over the ones the
-  estimator gave (a system whose n labels are all equal is refused, as ``mitigate estimate``
-  refuses it: ``refused`` is that share);
+- coverage: the share of (system, draw) intervals holding the truth, over every (system, draw): a
+  system whose n labels are all equal gets, as in ``mitigate estimate``, the exact interval that bounds
+  the share of its items labelled otherwise (``all_equal`` is that share of the (system, draw) pairs;
+  ``refused`` what the estimator still refused);
 - mean half-width of the 95% intervals;
 - Kendall tau-b between the method's ranking of the 12 systems and the truth's, averaged over draws
   (over the draws where no system was refused);
@@ -45,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a c
 from mitigate.data import CRITERIA, load_summeval, released_recorded
 from mitigate.errors import DataError
 from mitigate.estimators import estimate_mean, judge_values, kendall_tau
-from mitigate.estimators._mean import shared_slope
+from mitigate.estimators._regression import shared_slope
 
 JUDGES = ("chatgpt-rts", "chatgpt-mcq", "gpt4-rts", "llama2-13b-rts")
 LABEL_COUNTS = (5, 10, 20)
@@ -67,6 +68,7 @@ def one_setting(
     draws: int,
     seed: int,
     confidence: float,
+    bounds: tuple[float, float] = (1.0, 5.0),
 ) -> dict[str, Any]:
     """Every method over ``draws`` draws of ``n`` labels per system; the judge alone once."""
     systems = list(labels)
@@ -76,6 +78,7 @@ def one_setting(
     hits = {m: [] for m in METHODS}
     widths = {m: [] for m in METHODS}
     refused = dict.fromkeys(METHODS, 0)
+    all_equal = dict.fromkeys(METHODS, 0)
     taus: dict[str, list[float]] = {m: [] for m in METHODS}
     for d in range(draws):
         points: dict[str, dict[str, float]] = {m: {} for m in METHODS}
@@ -95,10 +98,12 @@ def one_setting(
                         confidence=confidence,  # type: ignore[arg-type]
                         seed=d,
                         slope=slope if m == "ppi" else None,
+                        bounds=bounds,
                     )
                 except DataError:
                     refused[m] += 1
                     continue
+                all_equal[m] += e.constant_labels is not None
                 hits[m].append(e.low <= truth[s] <= e.high)
                 widths[m].append(e.half_width)
                 points[m][s] = e.estimate
@@ -113,6 +118,7 @@ def one_setting(
             "coverage": _r(float(np.mean(hits[m])) if hits[m] else math.nan),
             "half_width": _r(float(np.mean(widths[m])) if widths[m] else math.nan),
             "refused": _r(refused[m] / total),
+            "all_equal": _r(all_equal[m] / total),
             "tau": _r(float(np.mean(taus[m])) if taus[m] else math.nan),
             "tau_draws": len(taus[m]),
         }
@@ -137,6 +143,7 @@ def main() -> None:
     ap.add_argument("--confidence", type=float, default=0.95)
     ap.add_argument("--judges", default=",".join(JUDGES))
     ap.add_argument("--criteria", default=",".join(CRITERIA))
+    ap.add_argument("--label-counts", default=",".join(str(n) for n in LABEL_COUNTS))
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     start = time.perf_counter()
@@ -145,7 +152,7 @@ def main() -> None:
     header = (
         f"{'judge':15s} {'criterion':12s} {'n':>3s} | {'ppi cov':>7s} {'±':>5s} {'tau':>5s} | "
         f"{'ppi-grp':>7s} {'±':>5s} | {'cal cov':>7s} {'±':>5s} | {'human cov':>9s} {'±':>5s} "
-        f"{'tau':>5s} {'refused':>7s} | {'judge cov':>9s} {'±':>5s} {'tau':>5s}"
+        f"{'tau':>5s} {'equal':>7s} | {'judge cov':>9s} {'±':>5s} {'tau':>5s}"
     )
     print(header)
     print("-" * len(header))
@@ -160,8 +167,10 @@ def main() -> None:
                 scores.setdefault(str(it.system), []).append(math.nan if v is None else v)
             lab = {s: np.array(v) for s, v in labels.items()}
             jud = {s: np.array(v) for s, v in scores.items()}
-            for n in LABEL_COUNTS:
-                row = one_setting(lab, jud, n, args.draws, args.seed + n, args.confidence)
+            for n in [int(k) for k in args.label_counts.split(",")]:
+                scale = bench.scale_for(crit)
+                bounds = (float(scale.min), float(scale.max))
+                row = one_setting(lab, jud, n, args.draws, args.seed + n, args.confidence, bounds)
                 row.update(judge_name=judge_name, criterion=crit, n=n, judge_missing=missing)
                 results.append(row)
                 p, g, c, h, j = row["ppi"], row["ppi-group"], row["calibrated"], row["human"], row["judge"]
@@ -173,7 +182,7 @@ def main() -> None:
                     f"{judge_name:15s} {crit:12s} {n:3d} | {f(p['coverage'], 7)} {f(p['half_width'])} "
                     f"{f(p['tau'], 5, 2)} | {f(g['coverage'], 7)} {f(g['half_width'])} | "
                     f"{f(c['coverage'], 7)} {f(c['half_width'])} | {f(h['coverage'], 9)} "
-                    f"{f(h['half_width'])} {f(h['tau'], 5, 2)} {f(h['refused'], 7)} | "
+                    f"{f(h['half_width'])} {f(h['tau'], 5, 2)} {f(h['all_equal'], 7)} | "
                     f"{f(j['coverage'], 9)} {f(j['half_width'])} {f(j['tau'], 5, 2)}",
                     flush=True,
                 )
@@ -186,7 +195,7 @@ def main() -> None:
                 "draws": args.draws,
                 "seed": args.seed,
                 "confidence": args.confidence,
-                "label_counts": list(LABEL_COUNTS),
+                "label_counts": [int(k) for k in args.label_counts.split(",")],
                 "seconds": round(seconds, 1),
                 "truth": "mean expert rating over each system's 100 summaries",
                 "results": results,

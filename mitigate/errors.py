@@ -110,6 +110,11 @@ class PromptConflictWarning(UserWarning):
     """A mitigation added an instruction that the user's own prompt text contradicts."""
 
 
+class UnverifiedFitWarning(UserWarning):
+    """A model fitted without gold labels (an unsupervised Dawid-Skene panel): unverified, or contradicting
+    what the data show."""
+
+
 class NotRecommendedWarning(UserWarning):
     """A pipeline file was loaded whose search found no demo set better than the baseline on held-out test."""
 

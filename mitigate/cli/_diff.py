@@ -1,4 +1,5 @@
-"""``mitigate diff``: judge B against judge A on the same items; exit 1 when B is significantly worse.
+"""``mitigate diff``: judge B against judge A on the same items; exit 1 when B is significantly worse, 3
+when a margin check cannot decide.
 
 The two judges differ in one thing: two recorded files, two released judges, or two live judges that share
 everything but their ``--prompt``, ``--pipeline`` or ``--backend`` (that option given twice).
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 import typer
 
 from mitigate.cli._app import command
-from mitigate.cli._errors import EXIT_FAILED
+from mitigate.cli._errors import EXIT_FAILED, EXIT_INCONCLUSIVE
 from mitigate.cli._files import writable_dir, writable_file
 from mitigate.cli.options._backend import BACKEND, DEFAULT_BACKEND, BaseUrl, ServerOptions, check_backend
 from mitigate.cli.options._declare import Override, option
@@ -35,6 +36,12 @@ FAIL_ON = option(
     "optional level: 'agreement' (Spearman with humans, or accuracy for verdicts), spearman, "
     "spearman-document, length-bias, failure-rate; accuracy, position-consistency, length-lean "
     "for pairwise judges; e.g. spearman:0.01,failure-rate (level 0.05 by default)",
+)
+MARGIN = option(
+    "margin",
+    help="non-inferiority margins of gated measures, e.g. spearman:0.05,failure-rate:0.02: pass (exit 0) "
+    "only when B − A is shown above -M (below +M for lower-is-better), fail (1) when B is shown worse, "
+    "inconclusive (3) otherwise; a gated measure without one passes unless shown worse",
 )
 CORRECTION = option(
     "correction",
@@ -62,7 +69,7 @@ class DiffOptions(
     HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
         "What to compare": ("benchmark", "criterion", "limit", "recorded", "released", "pipeline", "prompt"),
         "The judges": ("backend", "base_url"),
-        "The gate": ("fail_on", "correction"),
+        "The gate": ("fail_on", "margin", "correction"),
         "Results": ("json", "junit", "out", "show"),
     }
 
@@ -116,6 +123,7 @@ class DiffOptions(
     ] = None
     samples: Annotated[Samples, Override(help="samples per item of each live judge")] = 1
     fail_on: Annotated[str, FAIL_ON] = "agreement,failure-rate"
+    margin: Annotated[str | None, MARGIN] = None
     correction: Annotated[Literal["holm", "bonferroni", "none"], CORRECTION] = "holm"
     scale_map: Annotated[Literal["none", "linear"], SCALE_MAP] = "none"
     n_perm: Annotated[int, N_PERM] = 2000
@@ -297,6 +305,25 @@ def _check_covered(judges: list[Any], names: list[str], items: Any, criterion: s
             )
 
 
+def _not_in_benchmark(
+    judges: list[Any], names: list[str], ids: set[str], criterion: str, bench: str
+) -> list[str]:
+    """A note per replayed judge that answers items the benchmark does not hold (they are left out)."""
+    out = []
+    for name, judge in zip(names, judges, strict=True):
+        run = getattr(judge, "recorded", None)
+        answered = getattr(run, "judgments", None)
+        if not isinstance(answered, dict):
+            continue
+        extra = sorted(i for i, per in answered.items() if criterion in per and i not in ids)
+        if extra:
+            out.append(
+                f"judge {name!r} answers {len(extra)} items on {criterion!r} that benchmark {bench!r} "
+                f"does not hold, e.g. {extra[:3]}; they are left out of the comparison (check the item ids)"
+            )
+    return out
+
+
 def _kind(judgments: "list[Judgment]") -> str | None:
     if any(j.verdict is not None for j in judgments):
         return "pairwise"
@@ -307,7 +334,7 @@ def _kind(judgments: "list[Judgment]") -> str | None:
 
 async def _diff(o: DiffOptions) -> None:
     from mitigate.cli._build import load_workload
-    from mitigate.diff import DiffReport, diff_judgments, gate, parse_fail_on
+    from mitigate.diff import DiffReport, diff_judgments, gate, parse_fail_on, parse_margin
     from mitigate.judge import judge_scale
     from mitigate.replay import RecordedJudge, ReleasedJudge
 
@@ -320,7 +347,9 @@ async def _diff(o: DiffOptions) -> None:
         )
     first = load_workload(o.benchmark, None, o.limit)
     bench = first.benchmark
-    fail_on = parse_fail_on(o.fail_on, "pairwise" if bench.pairwise else "score")
+    kind: Literal["score", "pairwise"] = "pairwise" if bench.pairwise else "score"
+    fail_on = parse_fail_on(o.fail_on, kind)
+    margins = parse_margin(o.margin, kind, [n for n, _ in fail_on])
     reports = []
     for crit in _criteria(o, bench):
         task = load_workload(o.benchmark, crit, o.limit)
@@ -364,7 +393,11 @@ async def _diff(o: DiffOptions) -> None:
             n_boot=o.n_boot,
             n_perm=o.n_perm,
             seed=o.seed,
+            margins=margins,
         )
+        strays = _not_in_benchmark(judges, names, {it.id for it in bench.items}, crit, bench.name)
+        if strays:
+            rep = rep.model_copy(update={"notes": rep.notes + tuple(strays)})
         if probed is not None:
             from mitigate.diff import probe_slices
 
@@ -436,6 +469,12 @@ def _emit(o: DiffOptions, report: "DiffReport") -> None:
         write_output(o.junit, junit_xml(report), "--junit")
     typer.echo(json.dumps(data, indent=1, allow_nan=False) if o.json else render_diff(report, show=o.show))
     assert report.gate is not None
-    if report.gate.failed:
+    for note in report.notes:
+        if "does not hold" in note:
+            typer.echo(f"warning: {note}", err=True)
+    if report.gate.outcome == "fail":
         typer.echo(f"regression: {report.gate.reason}", err=True)
         raise typer.Exit(code=EXIT_FAILED)
+    if report.gate.outcome == "inconclusive":
+        typer.echo(f"inconclusive: {report.gate.reason}", err=True)
+        raise typer.Exit(code=EXIT_INCONCLUSIVE)

@@ -16,6 +16,9 @@ EXIT_REFUSED = 2
 """Exit code when the input was refused (bad option, file, data or spec) before any work."""
 EXIT_FAILED = 1
 """Exit code when a run could not finish (circuit breaker, every item failed, unexpected failure)."""
+EXIT_INCONCLUSIVE = 3
+"""Exit code of a gate that could not decide (``mitigate diff --margin``: B neither shown worse nor shown no
+worse than the margin)."""
 EXIT_INTERRUPTED = 130
 """Exit code after Ctrl-C (the shell's convention for SIGINT)."""
 

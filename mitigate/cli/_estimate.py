@@ -75,11 +75,17 @@ CALIBRATION = option("calibration", help="with --method calibrated: isotonic or 
 FOLDS = option(
     "folds", help="with --method calibrated: cross-fitting folds", accepts=(Interval(int, 2, None),)
 )
+CONTRASTS = option(
+    "contrasts",
+    help="also the differences between groups: 'all' (every pair) or pairs A:B separated by commas, with "
+    "intervals that hold jointly (Bonferroni over the pairs)",
+)
 SELECT = option(
     "select",
     "--select",
     help="also choose N unlabelled items to label next and write them to "
-    "--select-out, with the weights that keep the estimate unbiased",
+    "--select-out, with the weights that keep the estimate unbiased (not recommended for now: on released "
+    "judges it has not beaten labels drawn at random; see docs/estimate.md)",
     accepts=(Interval(int, 1, None),),
 )
 SELECT_OUT = option(
@@ -103,7 +109,7 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
     COMMAND: ClassVar[str] = "estimate"
     HELP_FIRST: ClassVar[dict[str, tuple[str, ...]]] = {
         "What to estimate": ("benchmark", "criterion", "recorded", "released", "labels", "labels_per_group"),
-        "How": ("method", "by", "confidence"),
+        "How": ("method", "by", "confidence", "contrasts"),
         "Label budget": ("plan", "select", "select_out"),
         "Results": ("json", "out", "plot"),
     }
@@ -141,6 +147,7 @@ class EstimateOptions(TaskOptions, BackendOptions, PromptOptions, SampledAnswerO
     by: Annotated[By, BY] = "auto"
     confidence: Annotated[float, CONFIDENCE] = 0.95
     target: Annotated[Target, TARGET] = "items"
+    contrasts: Annotated[str | None, CONTRASTS] = None
     labels: Annotated[list[Path] | None, LABELS] = None
     labels_per_group: Annotated[int | None, LABELS_PER_GROUP] = None
     labelled_fraction: Annotated[float | None, LABELLED_FRACTION] = None
@@ -346,7 +353,7 @@ def _estimate(o: EstimateOptions) -> None:
         "seed": o.seed,
         "tune": o.tune,
     }
-    result = estimate_columns(cols, method=o.method, **kw)
+    result = estimate_columns(cols, method=o.method, contrasts=o.contrasts, **kw)
     result = result.model_copy(update={"notes": (*notes, *result.notes)})
     payload = result.to_json()
     payload["command"] = " ".join(["mitigate", *sys.argv[1:]])

@@ -10,16 +10,10 @@ from typing import TYPE_CHECKING
 from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mitigate.diff._diff import diff_judgments, probe_slices
-    from mitigate.diff._report import (
-        DiffReport,
-        GateResult,
-        as_json,
-        gate,
-        junit_xml,
-        parse_fail_on,
-        render_diff,
-    )
+    from mitigate.diff._diff import diff_judgments
+    from mitigate.diff._gate import gate, parse_fail_on, parse_margin
+    from mitigate.diff._report import DiffReport, GateResult, as_json, junit_xml, render_diff
+    from mitigate.diff._slices import probe_slices
     from mitigate.diff._threshold import ThresholdReport, threshold_report, threshold_section, threshold_text
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

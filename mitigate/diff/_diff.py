@@ -16,14 +16,15 @@ how many items were left out.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
 from mitigate.data import Item
-from mitigate.diff._report import Better, Change, DiffMeasure, DiffReport, ItemChange, SliceKind, SliceRow
+from mitigate.diff._report import Better, Change, DiffMeasure, DiffReport, ItemChange
+from mitigate.diff._slices import finite, slices_pairwise, slices_scores
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
 from mitigate.measures import (
@@ -36,10 +37,6 @@ from mitigate.measures import (
     word_count,
 )
 from mitigate.scale import Scale
-
-
-def _f(v: float) -> float | None:
-    return float(v) if v is not None and math.isfinite(v) else None
 
 
 def clusters_of(items: Sequence[Item]) -> tuple[list[str], str]:
@@ -62,6 +59,12 @@ class _Pairing:
     n_boot: int
     n_perm: int
     seed: int
+    margins: Mapping[str, float] = field(default_factory=dict)
+
+    def threshold(self, name: str, better: Better) -> float | None:
+        """B − A at the measure's margin (``-M`` for higher-is-better, ``+M`` for lower), if it has one."""
+        margin = self.margins.get(name)
+        return None if margin is None or better == "none" else (-margin if better == "higher" else margin)
 
     def share(
         self, name: str, a: np.ndarray, b: np.ndarray, *, better: Better, how: str, reason: str | None = None
@@ -82,10 +85,25 @@ class _Pairing:
                 a=None, b=None, delta=None, reason=reason or "no item has a value for both judges", **common
             )
         d = paired_mean_difference(
-            b, a, clusters=self.clusters, n_boot=self.n_boot, n_perm=self.n_perm, seed=self.seed
+            b,
+            a,
+            clusters=self.clusters,
+            n_boot=self.n_boot,
+            n_perm=self.n_perm,
+            seed=self.seed,
+            threshold=self.threshold(name, better),
         )
         return DiffMeasure(
-            a=d.a, b=d.b, delta=_f(d.observed), low=d.low, high=d.high, p=d.p_value, test=d.test, **common
+            a=d.a,
+            b=d.b,
+            delta=finite(d.observed),
+            low=d.low,
+            high=d.high,
+            p=d.p_value,
+            test=d.test,
+            margin=self.margins.get(name),
+            p_margin=d.p_threshold,
+            **common,
         )
 
     def stat(
@@ -114,13 +132,15 @@ class _Pairing:
             n_boot=self.n_boot,
             n_perm=self.n_perm,
             seed=self.seed,
+            threshold=self.threshold(name, better),
         )
+        missing = _undefined(d.a, d.b) if not d.ok and d.n >= 3 else None
         return DiffMeasure(
             name=name,
             criterion=self.criterion,
             a=d.a,
             b=d.b,
-            delta=_f(d.observed) if d.ok else None,
+            delta=finite(d.observed) if d.ok else None,
             low=d.low,
             high=d.high,
             p=d.p_value,
@@ -131,7 +151,17 @@ class _Pairing:
             how=how,
             test=d.test,
             reason=d.reason,
+            missing=missing,
+            margin=self.margins.get(name),
+            p_margin=d.p_threshold,
         )
+
+
+def _undefined(a: float | None, b: float | None) -> Literal["a", "b", "both"] | None:
+    """Whose value is undefined (None), when one is."""
+    if a is None and b is None:
+        return "both"
+    return "a" if a is None else "b" if b is None else None
 
 
 def _lean(x: np.ndarray, _: np.ndarray) -> float:
@@ -169,6 +199,20 @@ def _check_same_items(
     return out[0], out[1]
 
 
+def _check_on_scale(name: str, values: np.ndarray, scale: Scale, items: Sequence[Item]) -> None:
+    """ConfigError naming the judge, its scale and the first off-scale scores when any score lies off it."""
+    off = [
+        k for k, v in enumerate(values) if math.isfinite(v) and not scale.min - 1e-9 <= v <= scale.max + 1e-9
+    ]
+    if off:
+        shown = ", ".join(f"{items[k].id}: {values[k]:g}" for k in off[:3])
+        raise ConfigError(
+            f"expected judge {name!r} to score on {scale.describe()} (its declared scale, or the benchmark's "
+            f"when it declares none); got {len(off)} of {len(values)} scores off it ({shown}); declare its "
+            "scale (and --scale-map linear), or check the file"
+        )
+
+
 def map_scores(values: np.ndarray, source: Scale, target: Scale) -> np.ndarray:
     """Scores moved linearly from ``source``'s range onto ``target``'s (no rounding; NaN stays NaN)."""
     if source.max == source.min:
@@ -189,13 +233,15 @@ def diff_judgments(
     n_boot: int = 1000,
     n_perm: int = 2000,
     seed: int = 0,
+    margins: Mapping[str, float] | None = None,
 ) -> DiffReport:
     """Compare judge B with judge A on ``items`` (each judged once by both) on ``criterion``.
 
     ``task`` is ``score`` or ``pairwise`` (default: pairwise when every item has a second text). ``scales``
     are the judges' answer scales: on different ranges the diff is refused unless ``scale_map="linear"`` maps
-    B's scores linearly onto A's range. ``n_boot`` bootstrap resamples (0: no intervals), ``n_perm``
-    permutations.
+    B's scores linearly onto A's range, and a score off its judge's scale is refused. ``n_boot`` bootstrap
+    resamples (0: no intervals), ``n_perm`` permutations. ``margins``: measure -> non-inferiority margin (the
+    measure then carries the bootstrap p of a difference at the margin, for :func:`gate`).
     """
     items = list(items)
     if not items:
@@ -203,7 +249,7 @@ def diff_judgments(
     ja, jb = _check_same_items(items, a, b, names)
     task = task or ("pairwise" if all(it.pairwise for it in items) else "score")
     clusters, unit = clusters_of(items)
-    pairing = _Pairing(criterion, clusters, unit, n_boot, n_perm, seed)
+    pairing = _Pairing(criterion, clusters, unit, n_boot, n_perm, seed, dict(margins or {}))
     notes: list[str] = []
     if unit == "documents":
         notes.append(
@@ -212,10 +258,12 @@ def diff_judgments(
         )
     if task == "pairwise":
         measures, changes = _pairwise(items, ja, jb, pairing)
-        slices = _slices_pairwise(items, ja, jb, criterion)
+        slices = slices_pairwise(items, ja, jb, criterion)
     else:
         sa = np.array([_score_of(j, criterion) for j in ja])
         sb = np.array([_score_of(j, criterion) for j in jb])
+        for name, values, scale in zip(names, (sa, sb), scales or (), strict=False):
+            _check_on_scale(name, values, scale, items)
         if scales is not None and (scales[0].min, scales[0].max) != (scales[1].min, scales[1].max):
             if scale_map != "linear":
                 raise ConfigError(
@@ -229,8 +277,9 @@ def diff_judgments(
                 f"{names[1]}'s scores were mapped linearly from {scales[1].describe()} onto "
                 f"{scales[0].describe()}"
             )
-        measures, changes = _scores(items, sa, sb, pairing)
-        slices = _slices_scores(items, sa, sb, criterion)
+        ends = scales[0] if scales is not None else None
+        measures, changes = _scores(items, sa, sb, pairing, ends)
+        slices = slices_scores(items, sa, sb, criterion)
     return DiffReport(
         a=names[0],
         b=names[1],
@@ -246,23 +295,56 @@ def diff_judgments(
     )
 
 
+def worst_case(values: np.ndarray, human: np.ndarray, ends: tuple[float, float]) -> np.ndarray:
+    """``values`` with each failed (NaN) item, where humans labelled it, given the scale end farthest from its
+    human score: the lowest score for a human score at or above the humans' median, the highest below it. A
+    judge's correlation with the humans then counts each failure against it (abstaining cannot raise it)."""
+    out = values.copy()
+    labelled = np.isfinite(human)
+    if not labelled.any():
+        return out
+    median = float(np.median(human[labelled]))
+    fill = np.where(human >= median, ends[0], ends[1])
+    gap = ~np.isfinite(values) & labelled
+    out[gap] = fill[gap]
+    return out
+
+
 def _scores(
-    items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, p: _Pairing
+    items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, p: _Pairing, scale: Scale | None = None
 ) -> tuple[list[DiffMeasure], list[ItemChange]]:
     criterion = p.criterion
     human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
     words = np.array([word_count(it.output) for it in items], dtype=float)
+    seen = np.concatenate([sa[np.isfinite(sa)], sb[np.isfinite(sb)]])
+    ends = (
+        (scale.min, scale.max)
+        if scale is not None
+        else (float(seen.min()), float(seen.max()))
+        if len(seen)
+        else (0.0, 1.0)
+    )
     out = [
         p.stat(
             "spearman",
+            worst_case(sa, human, ends),
+            worst_case(sb, human, ends),
+            human,
+            spearman,
+            better="higher",
+            how="item-level Spearman with the human scores on every item humans labelled, each judge's "
+            f"failed items counted against it (given the scale end, {ends[0]:g} or {ends[1]:g}, farthest "
+            "from the human score)",
+        ),
+        p.stat(
+            "spearman-common",
             sa,
             sb,
             human,
             spearman,
             better="higher",
-            how="item-level Spearman with the human scores, on the items both judges "
-            "scored and humans labelled (a failed item is left out here and counted in "
-            "failure-rate)",
+            how="item-level Spearman with the human scores on the items both judges scored (failures left "
+            "out of both: a judge that skips hard items can gain here)",
         ),
         _document_measure(items, sa, sb, human, p),
         p.stat(
@@ -306,10 +388,10 @@ def _scores(
                 criterion=criterion,
                 system=it.system,
                 doc_id=it.doc_id,
-                a=_f(x),
-                b=_f(y),
-                move=_f(y - x) if fx and fy else None,
-                human=_f(h),
+                a=finite(x),
+                b=finite(y),
+                move=finite(y - x) if fx and fy else None,
+                human=finite(h),
                 change=change,
             )
         )
@@ -348,6 +430,22 @@ def _document_measure(
 
     x, y = per_document(sa), per_document(sb)
     m = replace(p, clusters=keys, unit="documents").share("spearman-document", x, y, better="higher", how=how)
+    fa, fb = bool(np.isfinite(x).any()), bool(np.isfinite(y).any())
+    missing = (
+        None
+        if m.ok or (fa and fb) or not keys
+        else _undefined(None if not fa else 0.0, None if not fb else 0.0)
+    )
+    if missing is not None:  # one judge's scores are constant in every document: its side of the measure
+        m = m.model_copy(
+            update={
+                "a": finite(float(np.nanmean(x))) if fa else None,
+                "b": finite(float(np.nanmean(y))) if fb else None,
+                "missing": missing,
+                "reason": f"{'both judges' if missing == 'both' else 'judge ' + missing.upper()}: scores "
+                "constant within every document",
+            }
+        )
     return m.model_copy(update={"dropped": int((~(np.isfinite(x) & np.isfinite(y))).sum())})
 
 
@@ -466,128 +564,3 @@ def _consistency(ja: Sequence[Judgment], jb: Sequence[Judgment], p: _Pairing) ->
         )
 
     return p.share("position-consistency", consistent(oa, ja), consistent(ob, jb), better="higher", how=how)
-
-
-def _length_buckets(items: Sequence[Item]) -> list[str]:
-    words = np.array([word_count(it.output) for it in items], dtype=float)
-    if len(words) < 8:
-        return ["all lengths"] * len(items)
-    edges = np.unique(np.percentile(words, [25, 50, 75]))
-    bins = np.digitize(words, edges, right=True)
-    return [f"{words[bins == b].min():g}-{words[bins == b].max():g} words" for b in bins]
-
-
-def _slice_order(kind: str, labels: Sequence[Hashable | None]) -> list[Hashable | None]:
-    """The slice keys in the order a reader expects: length buckets shortest first, others as first met."""
-    keys = list(dict.fromkeys(labels))
-    if kind == "length":
-        keys.sort(key=lambda k: float(str(k).split("-", 1)[0]) if str(k)[:1].isdigit() else -1.0)
-    return keys
-
-
-def _slice_groups(items: Sequence[Item], pairwise: bool) -> Iterator[tuple[SliceKind, str, list[int]]]:
-    """(kind, key, item positions) of every slice by system (pair), document and length bucket, where every
-    item has a key and there are two keys or more."""
-    keys: dict[SliceKind, Sequence[Hashable | None]] = {
-        "system": [f"{it.system} vs {it.system_b}" if it.system else None for it in items]
-        if pairwise
-        else [it.system for it in items],
-        "document": [it.doc_id for it in items],
-        "length": _length_buckets(items),
-    }
-    for kind, labels in keys.items():
-        if any(v is None for v in labels) or len(set(labels)) < 2:
-            continue
-        for key in _slice_order(kind, labels):
-            yield kind, str(key), [k for k, v in enumerate(labels) if v == key]
-
-
-def _slices_scores(items: Sequence[Item], sa: np.ndarray, sb: np.ndarray, criterion: str) -> list[SliceRow]:
-    human = np.array([it.human.get(criterion, math.nan) for it in items], dtype=float)
-    rows: list[SliceRow] = []
-    for kind, key, idx in _slice_groups(items, pairwise=False):
-        x, y, h = sa[idx], sb[idx], human[idx]
-        ra, rb = _f(spearman(x, h)), _f(spearman(y, h))
-        both = np.isfinite(x) & np.isfinite(y)
-        moved = int((both & (np.abs(y - x) > 1e-9)).sum() + (np.isfinite(x) != np.isfinite(y)).sum())
-        rows.append(
-            SliceRow(
-                kind=kind,
-                key=key,
-                criterion=criterion,
-                measure="spearman",
-                n=len(idx),
-                a=ra,
-                b=rb,
-                delta=None if ra is None or rb is None else rb - ra,
-                changed=moved,
-                mean_move=_f(float((y - x)[both].mean())) if both.any() else None,
-            )
-        )
-    return rows
-
-
-def _slices_pairwise(
-    items: Sequence[Item], ja: Sequence[Judgment], jb: Sequence[Judgment], criterion: str
-) -> list[SliceRow]:
-    va, vb = verdicts_as_text(ja), verdicts_as_text(jb)
-    gold = [it.preference.get(criterion) for it in items]
-    rows: list[SliceRow] = []
-    for kind, key, group in _slice_groups(items, pairwise=True):
-        idx = [k for k in group if gold[k] is not None]
-        if not idx:
-            continue
-        acc_a = sum(va[k] == gold[k] for k in idx) / len(idx)
-        acc_b = sum(vb[k] == gold[k] for k in idx) / len(idx)
-        rows.append(
-            SliceRow(
-                kind=kind,
-                key=key,
-                criterion=criterion,
-                measure="accuracy",
-                n=len(idx),
-                a=acc_a,
-                b=acc_b,
-                delta=acc_b - acc_a,
-                changed=sum(va[k] != vb[k] for k in idx),
-            )
-        )
-    return rows
-
-
-def probe_slices(criterion: str, reports: tuple[Any, Any]) -> list[SliceRow]:
-    """Probe slices from the two judges' bias-battery reports (:class:`~mitigate.probes.ProbeReport`):
-    each probe's robustness rate for A and B (and the noise floor as the row ``rerun``)."""
-    ra, rb = reports
-    by_b = {row.probe: row for row in rb.rows}
-    out = [
-        SliceRow(
-            kind="probe",
-            key="rerun (noise floor)",
-            criterion=criterion,
-            measure="flip rate",
-            n=ra.noise.n,
-            a=_f(ra.noise.value),
-            b=_f(rb.noise.value),
-            delta=_f(rb.noise.value - ra.noise.value),
-        )
-    ]
-    for row in ra.rows:
-        other = by_b.get(row.probe)
-        if other is None:
-            continue
-        x, y = row.effect.robustness, other.effect.robustness
-        out.append(
-            SliceRow(
-                kind="probe",
-                key=row.probe,
-                criterion=criterion,
-                measure="robustness rate",
-                n=min(x.n, y.n),
-                a=_f(x.value),
-                b=_f(y.value),
-                delta=_f(y.value - x.value),
-                changed=int(round((1 - y.value) * y.n)) if y.ok else 0,
-            )
-        )
-    return out

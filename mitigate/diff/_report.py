@@ -21,8 +21,13 @@ AGREEMENT = {"score": "spearman", "pairwise": "accuracy"}
 """What ``agreement`` in ``--fail-on`` names, by task."""
 
 
+Outcome = Literal["pass", "fail", "inconclusive"]
+"""A gated measure's decision: B shown no worse (beyond the margin), shown worse, or neither."""
+
+
 class GateCheck(BaseModel):
-    """One gated measure's decision: its level, raw and adjusted p, and whether B is significantly worse."""
+    """One gated measure's decision: its level, raw and adjusted p, whether B is significantly worse, and the
+    outcome (with a ``margin``: non-inferiority, its p and, when inconclusive, the items to decide it)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     measure: str
@@ -32,16 +37,22 @@ class GateCheck(BaseModel):
     p_adjusted: float | None
     worse: bool
     line: str
+    outcome: Outcome = "pass"
+    margin: float | None = None
+    p_margin: float | None = None
+    items_needed: int | None = None
 
 
 class GateResult(BaseModel):
-    """The gate: every check, the correction used, and the one-line reason when B is worse."""
+    """The gate: every check, the correction used, the outcome (fail when any check fails, else inconclusive
+    when any is, else pass) and the one-line reason when it does not pass."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     checks: tuple[GateCheck, ...]
     correction: Literal["holm", "bonferroni", "none"] = "holm"
     failed: bool
     reason: str = ""
+    outcome: Outcome = "pass"
 
 
 Better = Literal["higher", "lower", "none"]
@@ -74,6 +85,12 @@ class DiffMeasure(BaseModel):
     test: str = ""
     """The test that gave ``p`` (``paired bootstrap`` or ``paired sign-flip permutation``); "" without one."""
     reason: str | None = None
+    missing: Literal["a", "b", "both"] | None = None
+    """Whose value is undefined because its scores are constant (a judge that cannot rank), when one is."""
+    margin: float | None = None
+    """The non-inferiority margin this measure was gated with (``--margin``), if any."""
+    p_margin: float | None = None
+    """The bootstrap p that B - A lies at the margin's worse end or beyond (two-sided convention)."""
 
     @property
     def ok(self) -> bool:
@@ -191,7 +208,14 @@ def as_json(report: DiffReport) -> dict[str, Any]:
         row = m.model_dump(exclude={"test"})
         check = gate_checks.get((m.name, m.criterion))
         if check is not None:
-            row |= {"gated": True, "level": check.level, "p_adjusted": check.p_adjusted, "worse": check.worse}
+            row |= {
+                "gated": True,
+                "level": check.level,
+                "p_adjusted": check.p_adjusted,
+                "worse": check.worse,
+                "outcome": check.outcome,
+                "items_needed": check.items_needed,
+            }
         measures.append(row)
     return {
         "a": report.a,
@@ -209,125 +233,9 @@ def as_json(report: DiffReport) -> dict[str, Any]:
     }
 
 
-MEASURE_NAMES: dict[Task, tuple[str, ...]] = {
-    "score": ("spearman", "spearman-document", "length-bias", "failure-rate", "mean-score"),
-    "pairwise": ("accuracy", "position-consistency", "length-lean", "failure-rate"),
-}
-"""The measures :func:`diff_judgments` computes, by task (the names ``--fail-on`` takes)."""
-
-DEFAULT_FAIL_ON = "agreement,failure-rate"
-"""What the gate checks by default: agreement with humans (Spearman, or accuracy for verdicts) and the failure
-rate."""
-
-
-def parse_fail_on(text: str, task: Task) -> list[tuple[str, float]]:
-    """``--fail-on`` text (``"spearman:0.05,failure-rate"``; ``agreement`` names Spearman or accuracy; a level
-    defaults to 0.05) as (measure, level) pairs; ConfigError for a bad one."""
-    known = MEASURE_NAMES[task]
-    out: list[tuple[str, float]] = []
-    for part in [p.strip() for p in text.split(",") if p.strip()]:
-        name, sep, level_text = part.partition(":")
-        name = AGREEMENT[task] if name.strip() == "agreement" else name.strip()
-        if name not in known:
-            other: Task = "pairwise" if task == "score" else "score"
-            hint = f" ({name!r} applies to {other} judges)" if name in MEASURE_NAMES[other] else ""
-            raise ConfigError(
-                f"expected --fail-on measures among {['agreement', *known]}; got {name!r}{hint}"
-            )
-        if name == "mean-score":
-            raise ConfigError(
-                "expected --fail-on measures with a worse direction; 'mean-score' is a shift, "
-                "neither better nor worse"
-            )
-        level = 0.05
-        if sep:
-            try:
-                level = float(level_text)
-            except ValueError:
-                raise ConfigError(
-                    f"expected --fail-on levels as numbers, e.g. spearman:0.05; got {part!r}"
-                ) from None
-            if not 0 < level < 1:
-                raise ConfigError(f"expected a --fail-on level strictly between 0 and 1; got {part!r}")
-        if any(n == name for n, _ in out):
-            raise ConfigError(f"expected each --fail-on measure once; got {name!r} twice")
-        out.append((name, level))
-    if not out:
-        raise ConfigError(f"expected at least one --fail-on measure, e.g. {DEFAULT_FAIL_ON}; got {text!r}")
-    return out
-
-
-def _adjust(ps: Sequence[float], correction: str) -> list[float]:
-    m = len(ps)
-    if correction == "none" or m == 0:
-        return list(ps)
-    if correction == "bonferroni":
-        return [min(1.0, p * m) for p in ps]
-    order = sorted(range(m), key=lambda i: ps[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * ps[i]))
-        adjusted[i] = running
-    return adjusted
-
-
-def _fmt(v: float | None, digits: int = 3) -> str:
-    return "-" if v is None else f"{v:.{digits}f}"
-
-
-def gate(
-    report: DiffReport,
-    fail_on: Sequence[tuple[str, float]],
-    correction: Literal["holm", "bonferroni", "none"] = "holm",
-) -> GateResult:
-    """Decide whether B is significantly worse than A on the gated measures (every criterion of the report):
-    B − A points the worse way and the two-sided p, adjusted for the number of gated measures (Holm's
-    step-down by default), is below the measure's level. ConfigError when a gated measure has no value."""
-    chosen = []
-    for name, level in fail_on:
-        found = [m for m in report.measures if m.name == name]
-        for m in found:
-            if not m.ok:
-                raise ConfigError(
-                    f"cannot gate on {name} ({m.criterion}): {m.reason or 'no p-value'}; "
-                    "expected a measure both judges' answers support (choose others "
-                    "with --fail-on)"
-                )
-            chosen.append((m, level))
-    if not chosen:
-        raise ConfigError(f"expected --fail-on measures the report holds; got {[n for n, _ in fail_on]}")
-    adjusted = _adjust([float(m.p) for m, _ in chosen], correction)  # type: ignore[arg-type]
-    checks = []
-    for (m, level), p_adj in zip(chosen, adjusted, strict=True):
-        worse = m.worse_direction() and p_adj < level
-        line = (
-            f"{report.b} is {'worse' if worse else 'not significantly worse'} than {report.a} on "
-            f"{m.name} ({m.criterion}): {_fmt(m.a)} -> {_fmt(m.b)}, delta {_fmt(m.delta)} "
-            f"[{_fmt(m.low)}, {_fmt(m.high)}], p={_fmt(m.p, 4)}"
-            + (f" ({correction}-adjusted {_fmt(p_adj, 4)})" if correction != "none" else "")
-            + f" {'<' if p_adj < level else '>='} {level:g}"
-        )
-        checks.append(
-            GateCheck(
-                measure=m.name,
-                criterion=m.criterion,
-                level=level,
-                p=m.p,
-                p_adjusted=p_adj,
-                worse=worse,
-                line=line,
-            )
-        )
-    failing = [c.line for c in checks if c.worse]
-    return GateResult(
-        checks=tuple(checks), correction=correction, failed=bool(failing), reason="; ".join(failing)
-    )
-
-
 def junit_xml(report: DiffReport) -> str:
     """The gate as JUnit XML: one testsuite, one testcase per gated measure, a ``failure`` where B is
-    worse."""
+    worse, ``skipped`` (type ``inconclusive``, with the reason) where the margin check could not decide."""
     if report.gate is None:
         raise ConfigError("expected a diff report with a gate decision (gate(report, ...)) for JUnit output")
     checks = report.gate.checks
@@ -335,9 +243,9 @@ def junit_xml(report: DiffReport) -> str:
         "testsuite",
         name=f"mitigate diff: {report.a} -> {report.b}",
         tests=str(len(checks)),
-        failures=str(sum(c.worse for c in checks)),
+        failures=str(sum(c.outcome == "fail" for c in checks)),
         errors="0",
-        skipped="0",
+        skipped=str(sum(c.outcome == "inconclusive" for c in checks)),
     )
     props = ET.SubElement(suite, "properties")
     for key, value in (
@@ -346,14 +254,17 @@ def junit_xml(report: DiffReport) -> str:
         ("items", report.n_items),
         ("resampled", f"{report.n_units} {report.unit}"),
         ("correction", report.gate.correction),
+        ("outcome", report.gate.outcome),
     ):
         ET.SubElement(props, "property", name=key, value=str(value))
     for c in checks:
         case = ET.SubElement(
             suite, "testcase", classname=f"mitigate.diff.{c.criterion}", name=c.measure, time="0"
         )
-        if c.worse:
+        if c.outcome == "fail":
             ET.SubElement(case, "failure", message=c.line, type="regression").text = c.line
+        elif c.outcome == "inconclusive":
+            ET.SubElement(case, "skipped", message=c.line, type="inconclusive").text = c.line
         else:
             ET.SubElement(case, "system-out").text = c.line
     ET.indent(suite)
@@ -386,7 +297,15 @@ def _gate_mark(report: DiffReport, m: DiffMeasure) -> str:
         return ""
     for c in report.gate.checks:
         if c.measure == m.name and c.criterion == m.criterion:
-            return f"WORSE (adj. p {_p(c.p_adjusted)})" if c.worse else f"ok (adj. p {_p(c.p_adjusted)})"
+            if c.p_adjusted is None:
+                return "WORSE (constant)" if c.outcome == "fail" else "ok"
+            adj = f"adj. p {_p(c.p_adjusted)}"
+            if c.outcome == "fail":
+                return f"WORSE ({adj})"
+            if c.margin is None:
+                return f"ok ({adj})"
+            word = "no worse" if c.outcome == "pass" else "INCONCLUSIVE"
+            return f"{word} (margin {c.margin:g}, p {_p(c.p_margin)}; {adj})"
     return ""
 
 
@@ -444,12 +363,14 @@ def render_diff(report: DiffReport, *, show: int = 10) -> str:
         lines += [
             "",
             f"Gate ({len(g.checks)} gated measures, {how} over them): "
-            + (
-                "FAIL: " + g.reason
-                if g.failed
-                else f"pass: {report.b} is not significantly worse than {report.a} on any gated measure"
-            ),
+            + {
+                "fail": "FAIL: " + g.reason,
+                "inconclusive": "INCONCLUSIVE: " + g.reason,
+                "pass": f"pass: {report.b} is not significantly worse than {report.a} on any gated measure"
+                + (" and no worse beyond the margins" if any(c.margin is not None for c in g.checks) else ""),
+            }[g.outcome],
         ]
+        lines += [f"- {c.line}" for c in g.checks if c.outcome == "pass" and "does not rule out" in c.line]
     counts = Counter(c.change for c in report.changes)
     if report.changes or report.n_items:
         summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"

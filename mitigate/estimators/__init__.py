@@ -13,6 +13,7 @@ from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mitigate.estimators._columns import columns, columns_from_items, judge_values, resolve_by
+    from mitigate.estimators._contrasts import Contrast, contrasts, rank_by_contrasts
     from mitigate.estimators._estimate import (
         estimate,
         estimate_columns,

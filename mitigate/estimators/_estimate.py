@@ -20,20 +20,21 @@ import numpy as np
 from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.estimators._columns import EstimateColumns, GroupArrays, columns
+from mitigate.estimators._contrasts import contrasts as paired_contrasts
+from mitigate.estimators._contrasts import parse_contrasts, rank_by_contrasts
 from mitigate.estimators._mean import (
     MIN_LABELS,
     Calibration,
     MeanEstimate,
     Method,
     Remedies,
-    Slope,
     Target,
     check_settings,
     estimate_mean,
     pilot_spread,
-    shared_slope,
 )
 from mitigate.estimators._ranking import rank_estimates
+from mitigate.estimators._regression import Slope, shared_slope
 from mitigate.estimators._results import (
     EstimateResult,
     GroupResult,
@@ -121,6 +122,7 @@ def estimate_columns(
     seed: int = 0,
     tune: str = "overall",
     remedies: Remedies | None = None,
+    contrasts: str | Sequence[tuple[str, str]] | None = None,
 ) -> EstimateResult:
     """Every group's estimate by ``method``, the labels-alone and judge-alone ones beside it, and the ranking.
 
@@ -129,6 +131,9 @@ def estimate_columns(
     ``group`` fits one per group. DataError (one line, naming the group) when a group cannot be
     estimated by ``method``; the values beside are left out with the reason instead.
     ``remedies``: what the refusals and notes suggest (default: ``mitigate estimate``'s options).
+    ``contrasts``: ``"all"``, ``"A:B,C:D"`` or (a, b) pairs: the differences ``a - b`` with intervals that
+    hold jointly (:mod:`mitigate.estimators._contrasts`). The rank intervals come from every pairwise contrast
+    when the groups hold different items (per-group Bonferroni intervals otherwise).
     """
     check_settings(method, confidence, target, calibration, folds)
     slope = tuned_slope(cols, method, tune)
@@ -164,6 +169,10 @@ def estimate_columns(
             )
         )
     ranking = None
+    estimates = {g.group: g.estimate for g in groups}
+    disjoint = not (cols.pairwise and cols.by == "system")  # pairwise by system: an item is in two groups
+    slope_var = slope.variance if slope is not None else 0.0
+    span = cols.label_scale.max - cols.label_scale.min
     if len(groups) >= 2:
         others: dict[str, dict[str, float]] = {}
         for key in ("judge", "human"):
@@ -171,7 +180,20 @@ def estimate_columns(
                 others[f"{key}_only"] = {g.group: getattr(g, key).estimate for g in groups}
         if all(g.truth is not None for g in groups):
             others["all_labels"] = {g.group: float(g.truth) for g in groups}  # type: ignore[arg-type]
-        ranking = rank_estimates({g.group: g.estimate for g in groups}, confidence, others)
+        ranking = (
+            rank_by_contrasts(estimates, confidence, slope_var, others, span)
+            if disjoint
+            else rank_estimates(estimates, confidence, others)
+        )
+    found: tuple[Any, ...] = ()
+    if contrasts is not None:
+        if not disjoint:
+            raise ConfigError(
+                "contrasts compare groups of different items; with pairwise items --by system puts each "
+                "item in two groups (use --by pair)"
+            )
+        pairs = parse_contrasts(contrasts, list(estimates)) if isinstance(contrasts, str) else list(contrasts)
+        found = paired_contrasts(estimates, pairs, confidence, slope_var, span)
     return EstimateResult(
         benchmark=cols.benchmark,
         criterion=cols.criterion,
@@ -185,6 +207,7 @@ def estimate_columns(
         judge_scale=cols.judge_scale,
         groups=tuple(groups),
         ranking=ranking,
+        contrasts=found,
         notes=tuple(_notes(cols, method, fix, slope)),
     )
 
@@ -235,20 +258,24 @@ def estimate(
     seed: int = 0,
     truth: Mapping[str, float] | None = None,
     tune: str = "overall",
+    contrasts: str | Sequence[tuple[str, str]] | None = None,
 ) -> EstimateResult:
     """Each group's mean label on ``criterion`` from the judge's values and the benchmark's labels (see the
     module docstring).
 
     ``judge``: a RecordedRun, judgments, or item id -> value; ``by``: ``auto``, ``system``, ``pair`` or
     ``none``; ``weights``/``rounds``: item id -> selection weight / round of labels drawn by
-    :func:`select_for_labelling`. The rest as :func:`~mitigate.estimators._mean.estimate_mean`.
+    :func:`select_for_labelling`; ``contrasts`` as :func:`estimate_columns`. The rest as
+    :func:`~mitigate.estimators._mean.estimate_mean`.
 
     >>> result = estimate(bench, "coherence", load_recorded("judgments.jsonl"))   # doctest: +SKIP
     >>> result.to_pandas()                                                        # doctest: +SKIP
     """
     cols = columns(benchmark, criterion, judge, by=by, weights=weights, rounds=rounds, truth=truth)
     settings: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed, "tune": tune}
-    return estimate_columns(cols, method=method, confidence=confidence, target=target, **settings)
+    return estimate_columns(
+        cols, method=method, confidence=confidence, target=target, contrasts=contrasts, **settings
+    )
 
 
 # label budget

@@ -10,8 +10,11 @@ be shared over groups, :func:`shared_slope`); ``calibrated`` a cross-fitted :fun
 inverse of their inclusion probability (Horvitz-Thompson, Hájek's variance, each round averaged with
 the estimate before it by label counts). What cannot be estimated is a DataError naming the group.
 
+The vectorised cores, the shared slope and the all-equal interval live in
+:mod:`mitigate.estimators._regression`.
+
 Size: over 600 lines because the four methods share the interval, the checks and the selection-round
-weighting, and the vectorised cores the simulations run.
+weighting.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mitigate.errors import ConfigError, DataError
 from mitigate.estimators._calibration import CALIBRATIONS, Calibration, fit_calibration
+from mitigate.estimators._regression import FLAT, Slope, constant_interval, regression_fit, t_quantile
 
 Method = Literal["ppi", "calibrated", "human", "judge"]
 """How a group's mean is estimated (see the module docstring)."""
@@ -37,9 +41,6 @@ TARGETS: tuple[str, ...] = ("items", "population")
 MIN_LABELS = {"human": 2, "ppi": 3, "calibrated": 3, "judge": 0}
 """Fewest labels per group each method needs: one more than the coefficients it fits."""
 
-_FLAT = 1e-12
-"""Relative size below which a spread counts as none."""
-
 
 class Remedies(BaseModel):
     """What a refusal or a note suggests doing instead, in the words of the interface the user called ("":
@@ -50,7 +51,7 @@ class Remedies(BaseModel):
     """After "label some of its items": another grouping."""
     fewer_coefficients: str = "use --method human"
     """For a group with fewer labels than the method fits."""
-    more_labels: str = "label more of its items (mitigate estimate --select) or group differently"
+    more_labels: str = "label more of its items, drawn at random, or group differently"
     """For a group whose labels show no spread."""
     per_group_slope: str = "--tune group: one slope per group"
     """Beside the note that ``ppi`` tuned one slope over every group."""
@@ -85,6 +86,12 @@ class MeanEstimate(BaseModel):
     bias_corrected: bool
     lam: float | None = None
     notes: tuple[str, ...] = ()
+    slope_gap: float = 0.0
+    """How much an error in a slope shared over groups moves this estimate (its coefficient): two groups'
+    estimates covary by ``gap_a * gap_b * Var(slope)``."""
+    constant_labels: tuple[float, float, float] | None = None
+    """When every label of the group was equal: (that value, the scale's min, max); the interval then bounds
+    the share of its items labelled otherwise (:func:`constant_interval`), and ``se``/``df`` are NaN."""
 
     @property
     def half_width(self) -> float:
@@ -93,100 +100,11 @@ class MeanEstimate(BaseModel):
 
     def interval(self, confidence: float) -> tuple[float, float]:
         """The interval at another ``confidence`` (e.g. a Bonferroni-adjusted one), same point, se and df."""
+        if self.constant_labels is not None:
+            value, lo, hi = self.constant_labels
+            return constant_interval(value, self.n_labelled, self.n, (lo, hi), confidence, self.target)
         half = float(t_quantile(confidence, self.df)) * self.se
         return self.estimate - half, self.estimate + half
-
-
-class RegressionFit(NamedTuple):
-    """What :func:`regression_fit` returns, each with the batch's leading shape."""
-
-    estimate: np.ndarray
-    variance: np.ndarray
-    df: np.ndarray
-    beta: np.ndarray
-    s2: np.ndarray
-    resid: np.ndarray
-
-
-def t_quantile(confidence: float, df: float | np.ndarray) -> np.ndarray:
-    """The two-sided Student-t quantile for ``confidence`` at ``df`` degrees of freedom (normal when
-    infinite)."""
-    from scipy import stats  # lazy: scipy is slow to import
-
-    df_arr = np.asarray(df, dtype=float)
-    q = (1 + confidence) / 2
-    safe = np.where(np.isfinite(df_arr) & (df_arr > 0), df_arr, 1.0)
-    out = np.where(np.isfinite(df_arr), stats.t.ppf(q, safe), stats.norm.ppf(q))
-    return np.where(df_arr > 0, out, np.nan)
-
-
-# the vectorised cores (a batch of draws along the leading axes; the labelled items along the last)
-
-
-def regression_fit(
-    y: np.ndarray, X: np.ndarray, x_mean_all: np.ndarray, N: int, *, population: bool = False
-) -> RegressionFit:
-    """The regression (difference) estimate of a group's mean from ``n`` labels drawn at random.
-
-    ``y``: labels, shape (..., n); ``X``: the prediction's columns on the labelled items,
-    (..., n, p); ``x_mean_all``: the columns' mean over all ``N`` items, (..., p). A column that
-    is zero on every labelled item gets coefficient 0 (least squares by pseudo-inverse), and
-    ``df`` is ``n`` minus the rank of ``X``. ``population`` adds the items' spread (see the
-    module docstring).
-    """
-    n = y.shape[-1]
-    xtx = np.swapaxes(X, -1, -2) @ X
-    inv = np.linalg.pinv(xtx, hermitian=True)
-    beta = (inv @ (np.swapaxes(X, -1, -2) @ y[..., None]))[..., 0]
-    resid = y - (X @ beta[..., None])[..., 0]
-    rank = np.linalg.matrix_rank(xtx, hermitian=True)
-    df = (n - rank).astype(float)
-    s2 = np.where(df > 0, (resid**2).sum(-1) / np.where(df > 0, df, 1.0), np.nan)
-    n_u = N - n
-    x_lab = X.sum(-2)
-    unlabelled_sum = N * x_mean_all - x_lab
-    estimate = (y.sum(-1) + (unlabelled_sum * beta).sum(-1)) / N
-    if n_u > 0:
-        x_u = unlabelled_sum / n_u
-        quad = (x_u[..., None, :] @ inv @ x_u[..., :, None])[..., 0, 0]
-        variance = s2 * ((n_u / N) ** 2 * quad + n_u / N**2)
-    else:
-        variance = np.zeros_like(estimate)
-    if population:
-        variance = variance + y.var(-1, ddof=1) / N
-    return RegressionFit(estimate, variance, df, beta, s2, resid)
-
-
-def _slope_column(
-    f_lab: np.ndarray, f_all_mean: np.ndarray, ref: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The centred judge column on the labelled items and its mean over all items; zeroed where it is flat."""
-    col = f_lab - ref[..., None]
-    spread = col.max(-1) - col.min(-1)
-    flat = spread <= _FLAT * (1.0 + np.abs(ref))
-    col = np.where(flat[..., None], 0.0, col)
-    return col, f_all_mean - ref
-
-
-def ppi_srs(
-    y: np.ndarray, f: np.ndarray, f_mean_all: float | np.ndarray, N: int, *, population: bool = False
-) -> RegressionFit:
-    """``ppi`` on labels drawn at random, vectorised: ``y`` and ``f`` (..., n) labels and judge values of the
-    labelled items (all judged), ``f_mean_all`` the judge's mean over all ``N`` items."""
-    y = np.asarray(y, dtype=float)
-    f = np.asarray(f, dtype=float)
-    ref = f.mean(-1)
-    col, col_mean = _slope_column(f, np.broadcast_to(np.asarray(f_mean_all, dtype=float), ref.shape), ref)
-    X = np.stack([np.ones_like(col), col], -1)
-    x_all = np.stack([np.ones_like(col_mean), col_mean], -1)
-    return regression_fit(y, X, x_all, N, population=population)
-
-
-def human_srs(y: np.ndarray, N: int, *, population: bool = False) -> RegressionFit:
-    """``human`` on labels drawn at random, vectorised: ``y`` (..., n) the labels."""
-    y = np.asarray(y, dtype=float)
-    X = np.ones((*y.shape, 1))
-    return regression_fit(y, X, np.ones((*y.shape[:-1], 1)), N, population=population)
 
 
 # one group
@@ -270,9 +188,13 @@ def estimate_mean(
         kept = "they stay in the estimate, predicted from the labels of such items (or the intercept)"
         kept = "the judge-only mean leaves them out" if method == "judge" else kept
         notes.append(f"{N - n_judged} of {N} items have no judge value (parse failure or error): {kept}")
+    values = y[labelled]
+    unweighted = w is None or not np.isfinite(w).any()
+    if method != "judge" and bounds is not None and unweighted and _constant(values, n, N, target):
+        return _constant_estimate(values, N, method, confidence, target, bounds, n_judged, where, notes)
     if method == "judge":
         estimate, se, df = _judge_only(f[judged], where, notes)
-        lam = None
+        lam, gap = None, 0.0
     else:
         _check_labels(y, n, N, method, target, where, fix, slope)
         rnd = _round_of(rounds, w, labelled, where)
@@ -286,11 +208,14 @@ def estimate_mean(
             raw = raw._replace(variance=raw.variance + _label_spread(y, w, rnd) / N)
         _check_spread(raw, n, N, method, where)
         estimate, se, df, lam = float(raw.estimate), math.sqrt(max(raw.variance, 0.0)), float(raw.df), raw.lam
+        gap = raw.gap
     half = float(t_quantile(float(confidence), df)) * se
     low, high = float(estimate - half), float(estimate + half)
     if method != "judge" and bounds is not None and (low < bounds[0] or high > bounds[1]):
         low, high = max(low, float(bounds[0])), min(high, float(bounds[1]))
         notes.append(f"interval cut to the labels' scale [{bounds[0]:g}, {bounds[1]:g}]")
+    if group is not None:
+        notes = [n if n.startswith(where) else f"{where}: {n}" for n in notes]
     return MeanEstimate(
         method=method,
         estimate=estimate,
@@ -306,6 +231,51 @@ def estimate_mean(
         bias_corrected=method != "judge",
         lam=lam,
         notes=tuple(notes),
+        slope_gap=gap if method == "ppi" else 0.0,
+    )
+
+
+def _constant(values: np.ndarray, n: int, N: int, target: str) -> bool:
+    """True when the labels (at least two, not every item's for the items target) are all equal."""
+    exact = n == N and target == "items"
+    return n >= 2 and not exact and np.ptp(values) <= FLAT * (1.0 + abs(float(values.mean())))
+
+
+def _constant_estimate(
+    values: np.ndarray,
+    N: int,
+    method: Method,
+    confidence: float,
+    target: Target,
+    bounds: tuple[float, float],
+    n_judged: int,
+    where: str,
+    notes: list[str],
+) -> MeanEstimate:
+    """The estimate of a group whose labels are all equal (see :func:`constant_interval`)."""
+    value, n = float(values[0]), len(values)
+    low, high = constant_interval(value, n, N, (float(bounds[0]), float(bounds[1])), confidence, target)
+    notes = [n if n.startswith(where) else f"{where}: {n}" for n in notes]
+    notes.append(
+        f"{where}: the {n} labels are all {value:g}, so no spread to correct the judge with; the interval "
+        f"bounds the share of its items labelled otherwise (exact for {n} labels drawn at random, each such "
+        "item put at the scale's far end), whatever the judge: valid, and wide"
+    )
+    return MeanEstimate(
+        method=method,
+        estimate=value,
+        low=float(low),
+        high=float(high),
+        se=math.nan,
+        df=math.nan,
+        confidence=float(confidence),
+        target=target,
+        n=N,
+        n_labelled=n,
+        n_judged=n_judged,
+        bias_corrected=True,
+        notes=tuple(notes),
+        constant_labels=(value, float(bounds[0]), float(bounds[1])),
     )
 
 
@@ -317,6 +287,7 @@ class _Raw(NamedTuple):
     df: float
     lam: float | None = None
     fitted: bool = False
+    gap: float = 0.0
 
 
 def _check_labels(
@@ -345,7 +316,7 @@ def _check_labels(
         )
     labels = y[np.isfinite(y)]
     exact = n == N and target == "items"
-    if not exact and np.ptp(labels) <= _FLAT * (1.0 + abs(float(np.nanmean(y)))):
+    if not exact and np.ptp(labels) <= FLAT * (1.0 + abs(float(np.nanmean(y)))):
         raise DataError(
             Remedies.after(
                 f"{where}: its {n} labels are all {float(labels[0]):g}, which shows no spread to build an "
@@ -435,7 +406,7 @@ def _ppi_design(f: np.ndarray, fit_rows: np.ndarray, ref: float) -> tuple[np.nda
     judged = np.isfinite(f)
     slope = np.where(judged, f - ref, 0.0)
     fit_judged = judged & fit_rows
-    keep = fit_judged.sum() >= 2 and np.ptp(slope[fit_judged]) > _FLAT * (1.0 + abs(ref))
+    keep = fit_judged.sum() >= 2 and np.ptp(slope[fit_judged]) > FLAT * (1.0 + abs(ref))
     cols = [np.ones(len(f)), slope if keep else np.zeros(len(f))]
     if not judged.all():
         cols.append((~judged).astype(float))
@@ -474,39 +445,6 @@ def _regression(
     return _Raw(float(fit.estimate), float(fit.variance), float(fit.df), lam, keep)
 
 
-class Slope(NamedTuple):
-    """A judge slope tuned once over several groups (``ppi`` with ``tune="overall"``) and its variance."""
-
-    value: float
-    variance: float
-
-
-def shared_slope(groups: Sequence[tuple[np.ndarray, np.ndarray]]) -> Slope | None:
-    """The slope of the labels on the judge values within groups, pooled over ``groups`` ((labels, judge)
-    arrays): least squares with one intercept per group (PPI++'s "overall" tuning), and its variance.
-
-    None when the judge values do not vary within any group or too few labels are left for the
-    residual variance.
-    """
-    sxy = sxx = 0.0
-    parts: list[tuple[np.ndarray, np.ndarray]] = []
-    for y, f in groups:
-        use = np.isfinite(y) & np.isfinite(f)
-        if use.sum() < 2:
-            continue
-        yc, fc = y[use] - y[use].mean(), f[use] - f[use].mean()
-        sxy += float((yc * fc).sum())
-        sxx += float((fc * fc).sum())
-        parts.append((yc, fc))
-    count = sum(len(yc) for yc, _ in parts)
-    df = count - len(parts) - 1
-    if not parts or sxx <= _FLAT * count or df < 1:
-        return None
-    value = sxy / sxx
-    ss = sum(float(((yc - value * fc) ** 2).sum()) for yc, fc in parts)
-    return Slope(value, ss / df / sxx)
-
-
 def _shared_slope(y: np.ndarray, f: np.ndarray, slope: Slope) -> _Raw:
     """``ppi`` with the slope given: intercepts fitted on the group's labels, the slope's uncertainty
     added."""
@@ -525,6 +463,7 @@ def _shared_slope(y: np.ndarray, f: np.ndarray, slope: Slope) -> _Raw:
         float(fit.df),
         slope.value * n_u / N,
         slope.value != 0,
+        float(gap),
     )
 
 

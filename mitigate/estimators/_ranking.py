@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,6 +41,9 @@ class Ranking(BaseModel):
     ranks: tuple[GroupRank, ...]
     separable: tuple[tuple[str, str], ...] = ()
     kendall: dict[str, float | None] = Field(default_factory=dict)
+    by: Literal["groups", "contrasts"] = "groups"
+    """How the rank intervals were found: per-group intervals widened by Bonferroni over the groups, or every
+    pairwise contrast (narrower; :func:`mitigate.estimators._contrasts.rank_by_contrasts`)."""
 
     def rank_of(self, group: str) -> GroupRank:
         """The rank of ``group``; ConfigError listing the groups otherwise."""

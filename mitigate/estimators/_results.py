@@ -4,11 +4,13 @@ label plans (``--plan``) and selections (``--select``), with their JSON and text
 from __future__ import annotations
 
 import math
-from typing import Any
+import re
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.errors import ConfigError
+from mitigate.estimators._contrasts import Contrast
 from mitigate.estimators._mean import MeanEstimate
 from mitigate.estimators._ranking import Ranking
 from mitigate.estimators._selection import MethodPlan
@@ -93,7 +95,28 @@ class EstimateResult(BaseModel):
     judge_scale: Scale | None = None
     groups: tuple[GroupResult, ...]
     ranking: Ranking | None = None
+    contrasts: tuple[Contrast, ...] = ()
     notes: tuple[str, ...] = ()
+
+    @property
+    def assumption(self) -> str:
+        """What every corrected interval assumes, in one sentence."""
+        if self.method == "judge":
+            return (
+                "not bias-corrected: the intervals are of the judge's own means and say nothing about the "
+                "humans' means"
+            )
+        weighted = any(g.n_weighted for g in self.groups)
+        return (
+            "assumes each group's labelled items are a random draw from its items (every item equally "
+            "likely, independently of its label and the judge's value)"
+            + (
+                "; labels from a selection round were drawn with the probabilities their file states"
+                if weighted
+                else ""
+            )
+            + "; a hand-picked or convenience sample voids the intervals"
+        )
 
     def group(self, name: str) -> GroupResult:
         """The group named ``name``; ConfigError listing the groups otherwise."""
@@ -148,8 +171,29 @@ class EstimateResult(BaseModel):
                 "separable": [list(p) for p in self.ranking.separable],
                 "kendall_tau": {k: _round(v) for k, v in self.ranking.kendall.items()},
             }
+        if self.contrasts:
+            out["contrasts"] = self.contrast_rows()
+        out["assumption"] = self.assumption
         out["notes"] = list(self.notes)
         return out
+
+    def contrast_rows(self) -> list[dict[str, Any]]:
+        """One row per contrast ``a - b``: the difference, its interval (joint over the family), se and df."""
+        return [
+            {
+                "a": c.a,
+                "b": c.b,
+                "difference": _round(c.estimate),
+                "low": _round(c.low),
+                "high": _round(c.high),
+                "se": _round(c.se),
+                "df": _round(c.df, 2),
+                "separated": c.separated,
+                "joint_confidence": c.confidence,
+                "family": c.family,
+            }
+            for c in self.contrasts
+        ]
 
     def rows(self) -> list[dict[str, Any]]:
         """One flat row per group: the estimate and interval, the labels-alone and judge-alone ones, the
@@ -180,11 +224,14 @@ class EstimateResult(BaseModel):
             out.append(row)
         return out
 
-    def to_pandas(self) -> Any:
-        """:meth:`rows` as a pandas DataFrame; needs the ``pandas`` extra."""
+    def to_pandas(self, table: Literal["groups", "contrasts"] = "groups") -> Any:
+        """:meth:`rows` (or, with ``table="contrasts"``, :meth:`contrast_rows`) as a pandas DataFrame; needs
+        the ``pandas`` extra."""
         from mitigate.judge import frame  # the one place pandas is imported, with its one-line error
 
-        rows = self.rows()
+        if table not in ("groups", "contrasts"):
+            raise ConfigError(f"expected table 'groups' or 'contrasts'; got {table!r}")
+        rows = self.rows() if table == "groups" else self.contrast_rows()
         return frame(rows, list(rows[0]) if rows else [])
 
     def table(self) -> str:
@@ -228,18 +275,63 @@ class EstimateResult(BaseModel):
         if self.ranking is not None:
             rk = self.ranking
             pairs = ", ".join(f"{a} > {b}" for a, b in rk.separable) or "none"
+            k = len(rk.order)
+            how = (
+                f"from all {k * (k - 1) // 2} pairwise contrasts, Bonferroni"
+                if rk.by == "contrasts"
+                else f"Bonferroni over {k} groups"
+            )
+            whose = " of the judge's own means, not the humans'" if self.method == "judge" else ""
             lines.append(
-                f"ranks: intervals hold jointly at {rk.confidence:.0%} (Bonferroni over "
-                f"{len(rk.order)} groups); separable pairs: {pairs}"
+                f"ranks{whose}: intervals hold jointly at {rk.confidence:.0%} ({how}); "
+                f"separable pairs: {pairs}"
             )
             taus = ", ".join(
                 f"{k.replace('_', ' ')} {'-' if v is None else f'{v:.2f}'}" for k, v in rk.kendall.items()
             )
             if taus:
                 lines.append(f"Kendall tau between this ranking and: {taus}")
-        notes = list(dict.fromkeys([*self.notes, *(n for g in self.groups for n in g.estimate.notes)]))
-        lines += [f"note: {n}" for n in notes]
+        if self.contrasts:
+            c0 = self.contrasts[0]
+            lines.append(
+                f"contrasts (a - b; {pct} intervals holding jointly, Bonferroni over {c0.family}; shared "
+                "judge error cancels within each group's correction):"
+            )
+            lines += aligned(
+                [
+                    ["a - b", "difference", f"{pct} joint interval", "separated"],
+                    *(
+                        [
+                            f"{c.a} - {c.b}",
+                            f"{c.estimate:+.3f}",
+                            f"[{c.low:+.3f}, {c.high:+.3f}]",
+                            "yes" if c.separated else "no",
+                        ]
+                        for c in self.contrasts
+                    ),
+                ]
+            )
+        lines.append(f"assumption: {self.assumption}")
+        lines += [
+            f"note: {n}"
+            for n in _grouped_notes([*self.notes, *(n for g in self.groups for n in g.estimate.notes)])
+        ]
         return "\n".join(lines)
+
+
+_NAMED = re.compile(r"^group (?P<group>'[^']*'|\"[^\"]*\"): (?P<text>.*)$", re.S)
+
+
+def _grouped_notes(notes: list[str]) -> list[str]:
+    """Notes once each; a note several groups share ("group 'X': text") names them all: "(X, Y) text"."""
+    out: dict[str, list[str]] = {}
+    for note in notes:
+        m = _NAMED.match(note)
+        text, who = (m.group("text"), m.group("group")[1:-1]) if m else (note, None)
+        names = out.setdefault(text, [])
+        if who is not None and who not in names:
+            names.append(who)
+    return [f"{'group' if len(g) == 1 else 'groups'} {', '.join(g)}: {t}" if g else t for t, g in out.items()]
 
 
 class PlanGroup(BaseModel):

@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from mitigate.errors import ConfigError
-from mitigate.estimators._mean import t_quantile
+from mitigate.estimators._regression import t_quantile
 
 
 class MethodPlan(BaseModel):

@@ -112,6 +112,7 @@ if TYPE_CHECKING:
         dawid_skene_posterior,
         effective_votes,
         fit_dawid_skene,
+        gold_check,
         member_confusion,
         panel_votes,
         score_class,

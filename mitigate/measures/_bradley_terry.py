@@ -150,7 +150,7 @@ def fit_bradley_terry(
     comparisons: Sequence[Comparison],
     *,
     confidence: float = 0.95,
-    method: Literal["fisher", "bootstrap"] = "fisher",
+    method: Literal["auto", "fisher", "bootstrap"] = "auto",
     n_boot: int = 1000,
     seed: int = 0,
     clusters: Sequence[Hashable] | None = None,
@@ -159,8 +159,10 @@ def fit_bradley_terry(
 ) -> BradleyTerryFit:
     """Bradley-Terry abilities of the systems in ``comparisons`` (see the module docstring).
 
-    ``clusters``: one label per comparison (e.g. its document), resampled together by the
-    bootstrap. ``others``: named scorings of the systems to compare the ranking with (Kendall's tau).
+    ``clusters``: one label per comparison (e.g. its prompt or document), resampled together by the
+    bootstrap. ``method``: ``auto`` (default) resamples by cluster when comparisons share one (their
+    outcomes are then not independent, and Fisher's intervals, which assume they are, come out too narrow),
+    else Fisher's. ``others``: named scorings of the systems to compare the ranking with (Kendall's tau).
     DataError when the comparisons cannot place the systems on one finite scale (and ``prior`` is 0).
     """
     if not comparisons:
@@ -171,6 +173,9 @@ def fit_bradley_terry(
         )
     if prior < 0:
         raise ConfigError(f"The 'prior' parameter must be a float >= 0. Got {prior!r} instead.")
+    if method == "auto":
+        shared = clusters is not None and len(set(clusters)) < len(list(clusters))
+        method = "bootstrap" if shared else "fisher"
     systems, table = _pair_table(comparisons)
     if len(systems) < 2:
         raise DataError(f"expected comparisons between at least two systems; got {systems}")
@@ -221,24 +226,34 @@ def _bootstrap(
     n_boot: int,
     seed: int,
 ) -> np.ndarray:
+    """Abilities fitted on ``n_boot`` resamples of whole clusters (each comparison its own without
+    ``clusters``); a resample that cannot be fitted (a system lost every drawn comparison) is left out."""
     rng = np.random.default_rng(seed)
     labels = list(clusters) if clusters is not None else list(range(len(comparisons)))
     if len(labels) != len(comparisons):
         raise DataError(f"expected one cluster label per comparison ({len(comparisons)}); got {len(labels)}")
-    groups: dict[Hashable, list[int]] = defaultdict(list)
-    for i, c in enumerate(labels):
-        groups[c].append(i)
-    keys = list(groups)
+    k = len(systems)
+    index = {name: i for i, name in enumerate(systems)}
+    first = np.array([min(index[str(x)], index[str(y)]) for x, y, _ in comparisons])
+    second = np.array([max(index[str(x)], index[str(y)]) for x, y, _ in comparisons])
+    score = np.array([o if index[str(x)] < index[str(y)] else 1.0 - o for x, y, o in comparisons])
+    pair = first * k + second
+    keys = {c: i for i, c in enumerate(dict.fromkeys(labels))}
+    cluster = np.array([keys[c] for c in labels])
     out = []
     for _ in range(n_boot):
-        picked = [comparisons[i] for g in rng.integers(0, len(keys), len(keys)) for i in groups[keys[g]]]
-        sub_systems, table = _pair_table(picked)
+        drawn = np.bincount(rng.integers(0, len(keys), len(keys)), minlength=len(keys))[cluster]
+        n = np.bincount(pair, weights=drawn, minlength=k * k)
+        won = np.bincount(pair, weights=drawn * score, minlength=k * k)
+        table = {(int(p) // k, int(p) % k): [float(n[p]), float(won[p])] for p in np.flatnonzero(n)}
+        present = {i for ij in table for i in ij}
+        if len(present) < k:
+            continue
         try:
-            _check_estimable(sub_systems, table, prior)
+            _check_estimable(systems, table, prior)
         except DataError:
-            continue  # a resample that cannot be fitted (a system lost every drawn comparison) is left out
-        if len(sub_systems) == len(systems):  # then the same systems, in the same (sorted) order
-            out.append(_newton(len(sub_systems), table, prior)[0])
+            continue
+        out.append(_newton(k, table, prior)[0])
     if len(out) < n_boot / 2:
         raise DataError(
             f"only {len(out)} of {n_boot} bootstrap resamples could be fitted; expected more "
@@ -334,20 +349,26 @@ def _bradley_terry_ranking(entry: EntryData) -> Measure:
 
     Kendall tau-b between the systems ranked by Bradley-Terry on the judge's verdicts and on the gold
     preferences; the details hold both rankings with rank intervals and the judge's majority cycles. Needs
-    items naming both systems (system, system_b).
+    items naming both systems (system, system_b). Comparisons that share a prompt (doc_id) are resampled
+    together for the intervals.
     """
     a = [i.system for i in entry.items]
     b = [i.system_b for i in entry.items]
-    judged, _ = comparisons_from_verdicts(a, b, entry.verdicts)
-    gold, _ = comparisons_from_verdicts(a, b, list(entry.gold))
+    judged, rows = comparisons_from_verdicts(a, b, entry.verdicts)
+    gold, gold_rows = comparisons_from_verdicts(a, b, list(entry.gold))
+    prompts = [str(i.doc_id) if i.doc_id is not None else i.id for i in entry.items]
     name, n, failed = "bradley-terry", len(judged), len(entry.items) - len(judged)
     if len({s for c in judged for s in c[:2]}) < 3:
         return undefined(
             name, n, failed, "fewer than three systems are compared (items need system and system_b)"
         )
     try:
-        gold_fit = fit_bradley_terry(gold) if gold else None
-        fit = fit_bradley_terry(judged, others={"gold": gold_fit.abilities} if gold_fit else None)
+        gold_fit = fit_bradley_terry(gold, clusters=[prompts[r] for r in gold_rows]) if gold else None
+        fit = fit_bradley_terry(
+            judged,
+            clusters=[prompts[r] for r in rows],
+            others={"gold": gold_fit.abilities} if gold_fit else None,
+        )
     except DataError as exc:
         return undefined(name, n, failed, exc.message)
     extra = {

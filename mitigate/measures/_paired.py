@@ -56,6 +56,10 @@ class PairedDifference(BaseModel):
     n: int = 0
     test: str = ""
     reason: str | None = None
+    p_threshold: float | None = None
+    """With a ``threshold`` t: the bootstrap p that B - A lies on the far side of t from the observed
+    difference (two-sided convention, as ``p_value`` is for 0: p < alpha exactly when t lies outside the
+    1 - alpha interval); None without one."""
 
     @field_validator("observed", mode="before")
     @classmethod
@@ -137,6 +141,16 @@ def cluster_interval(
     return _finite(low), _finite(high)
 
 
+def threshold_p(values: np.ndarray, observed: float, threshold: float | None) -> float | None:
+    """Twice the share (+1 corrected) of resampled differences ``values`` on the far side of ``threshold``
+    from ``observed``: the bootstrap p of "the difference is ``threshold``" (None without a threshold)."""
+    values = values[np.isfinite(values)]
+    if threshold is None or not len(values) or not math.isfinite(observed):
+        return None
+    tail = int((values <= threshold).sum()) if observed > threshold else int((values >= threshold).sum())
+    return min(1.0, 2 * (1 + tail) / (1 + len(values)))
+
+
 def _mean_difference(b: np.ndarray, a: np.ndarray) -> float:
     d = b - a
     d = d[np.isfinite(d)]
@@ -155,11 +169,13 @@ def paired_mean_difference(
     n_perm: int = 5000,
     seed: int = 0,
     min_n: int = 1,
+    threshold: float | None = None,
 ) -> PairedDifference:
     """Mean of ``b`` minus mean of ``a`` over the items where both are finite, with interval and sign-flip p.
 
     ``clusters``: one label per item; the sign flips and the bootstrap then take whole clusters.
-    ``n_boot`` 0: no interval. Fewer than ``min_n`` complete pairs: NaN with the reason.
+    ``n_boot`` 0: no interval. Fewer than ``min_n`` complete pairs: NaN with the reason. ``threshold``: also
+    the bootstrap p of a difference of that size (``p_threshold``, e.g. a non-inferiority margin).
     """
     x_all = as_float_array(a, "a")
     y_all = as_float_array(b, "b")
@@ -186,6 +202,11 @@ def paired_mean_difference(
         lo, hi = bootstrap_ci(batched_nanmean, y - x, n_boot=n_boot, seed=seed)
         if math.isfinite(lo) and math.isfinite(hi):
             low, high = lo, hi
+    p_threshold = None
+    if threshold is not None and n_boot > 0:
+        mats = _padded([y, x], groups if groups is not None else list(range(len(x))))
+        draws = resampled(_flat(_mean_difference), *mats, n_boot=n_boot, seed=seed)
+        p_threshold = threshold_p(draws, float(test.observed), threshold)
     return PairedDifference(
         observed=test.observed,
         a=float(x.mean()),
@@ -195,6 +216,7 @@ def paired_mean_difference(
         p_value=_finite(test.p_value),
         n=len(x),
         test="paired sign-flip permutation",
+        p_threshold=p_threshold,
     )
 
 
@@ -243,13 +265,15 @@ def paired_statistic_difference(
     n_perm: int = 5000,
     seed: int = 0,
     min_n: int = 3,
+    threshold: float | None = None,
 ) -> PairedDifference:
     """``stat(b, reference) - stat(a, reference)`` on the items where all three are finite, with interval and
     p.
 
     ``stat``: a correlation name or a function ``f(judge, reference) -> float``. ``test``:
     ``"permutation"`` or ``"bootstrap"`` (p from ``max(n_boot, n_perm)`` resamples); see the module
-    docstring for when each holds.
+    docstring for when each holds. ``threshold`` (bootstrap test): also the bootstrap p of a difference of
+    that size (``p_threshold``).
     """
     if test not in ("permutation", "bootstrap"):
         raise ConfigError(
@@ -269,7 +293,9 @@ def paired_statistic_difference(
         return fn(b_, h_) - fn(a_, h_)
 
     if test == "bootstrap":
-        return _bootstrap_test(x, y, h, fn, difference, groups, n_boot, max(n_boot, n_perm, 1), seed, min_n)
+        return _bootstrap_test(
+            x, y, h, fn, difference, groups, n_boot, max(n_boot, n_perm, 1), seed, min_n, threshold
+        )
     name = "paired permutation"
     if len(x) < min_n:
         why = f"needs at least {min_n} items with a value from both and the reference; got {len(x)}"
@@ -312,6 +338,7 @@ def _bootstrap_test(
     n_resamples: int,
     seed: int,
     min_n: int,
+    threshold: float | None = None,
 ) -> PairedDifference:
     """The ``"bootstrap"`` test of :func:`paired_statistic_difference` (A's values ``x``, B's ``y``)."""
     name = "paired bootstrap"
@@ -334,4 +361,14 @@ def _bootstrap_test(
         low, high = (float(lo), float(hi)) if n_boot > 0 else (None, None)
         tail = min(int((values <= 0).sum()), int((values >= 0).sum()))
         p = min(1.0, 2 * (1 + tail) / (1 + len(values)))
-    return PairedDifference(observed=sb - sa, a=sa, b=sb, low=low, high=high, p_value=p, n=len(x), test=name)
+    return PairedDifference(
+        observed=sb - sa,
+        a=sa,
+        b=sb,
+        low=low,
+        high=high,
+        p_value=p,
+        n=len(x),
+        test=name,
+        p_threshold=threshold_p(values, sb - sa, threshold),
+    )

@@ -104,6 +104,9 @@ class DawidSkeneModel(BaseModel):
     iterations: int = 0
     converged: bool = True
     log_likelihood: float | None = None
+    checks: tuple[str, ...] = ()
+    """What a reader must know of an unsupervised fit: that it is unverified without gold, and where it
+    contradicts what the votes show (:func:`unsupervised_checks`)."""
 
     def member_matrix(self, member: str) -> dict[str, dict[str, float]]:
         """``member``'s confusion matrix as {class: {response: probability}}."""
@@ -223,6 +226,7 @@ def fit_dawid_skene(
                 break
             last = ll
         priors, theta = _m_step(t, onehot, smoothing)
+    checks = () if supervised else unsupervised_checks(cls, responses, members, onehot, t, priors, theta)
     return DawidSkeneModel(
         kind=kind,
         classes=tuple(cls),
@@ -234,6 +238,89 @@ def fit_dawid_skene(
         iterations=it,
         converged=converged,
         log_likelihood=ll if math.isfinite(ll) else None,
+        checks=checks,
+    )
+
+
+AGREEMENT_GAP = 0.2
+"""How far a member's fitted accuracy may sit from its agreement with the other members' majority before an
+unsupervised fit is flagged."""
+UNANIMOUS_CONTRADICTED = 0.1
+"""The share of unanimous items an unsupervised fit may overrule before it is flagged."""
+
+
+def unsupervised_checks(
+    classes: Sequence[str],
+    responses: Sequence[str],
+    members: Sequence[str],
+    onehot: np.ndarray,
+    posterior: np.ndarray,
+    priors: np.ndarray,
+    theta: np.ndarray,
+) -> tuple[str, ...]:
+    """The warnings of an EM fit without gold: always that it is unverified; a member whose fitted accuracy
+    (the prior-weighted chance it answers the class) is more than :data:`AGREEMENT_GAP` from its agreement
+    with the other members' majority; and a fit that overrules more than :data:`UNANIMOUS_CONTRADICTED` of the
+    items where every member voted alike (EM that settled on swapped classes does both)."""
+    out = [
+        "fitted without gold labels: the members' accuracies and the reduced answers are unverified (EM can "
+        "settle on a solution with the classes swapped); check the fit on a few labelled items"
+    ]
+    match = [responses.index(k) if k in responses else -1 for k in classes]
+    voted = onehot.sum(axis=2) > 0
+    said = onehot.argmax(axis=2)
+    for m, name in enumerate(members):
+        if len(members) < 3:
+            break
+        others = np.delete(onehot, m, axis=1).sum(axis=1)  # (items, responses)
+        ordered = np.sort(others, axis=1)
+        clear = (ordered[:, -1] > ordered[:, -2]) & voted[:, m]
+        if clear.sum() < 10:
+            continue
+        agree = float(np.mean(said[clear, m] == others[clear].argmax(axis=1)))
+        fitted = float(sum(priors[k] * theta[m, k, r] for k, r in enumerate(match) if r >= 0))
+        if abs(fitted - agree) > AGREEMENT_GAP:
+            out.append(
+                f"member {name!r}: the fit puts its accuracy at {fitted:.2f}, but it agrees with the other "
+                f"members' majority on {agree:.2f} of {int(clear.sum())} items; the fit contradicts the votes"
+            )
+    counts = onehot.sum(axis=1)
+    unanimous = (voted.sum(axis=1) >= 2) & (counts.max(axis=1) == voted.sum(axis=1))
+    in_class = np.array([responses[r] in classes for r in counts.argmax(axis=1)], dtype=bool)
+    rows = np.flatnonzero(unanimous & in_class)
+    if len(rows) >= 10:
+        fit = [classes[k] for k in posterior[rows].argmax(axis=1)]
+        vote = [responses[r] for r in counts[rows].argmax(axis=1)]
+        overruled = float(np.mean([f != v for f, v in zip(fit, vote, strict=True)]))
+        if overruled > UNANIMOUS_CONTRADICTED:
+            out.append(
+                f"the fit overrules the members on {overruled:.0%} of the {len(rows)} items where they all "
+                "voted alike: worse than their majority there"
+            )
+    return tuple(out)
+
+
+def gold_check(
+    model: DawidSkeneModel, votes: Sequence[Sequence[str | None]], gold: Sequence[str | None]
+) -> str:
+    """How an unsupervised fit does on the items that have gold (it was not fitted on them), beside the
+    members' majority: one line for :attr:`DawidSkeneModel.checks`."""
+    fit_right = majority_right = n = 0
+    for row, g in zip(votes, gold, strict=True):
+        post = dawid_skene_posterior(model, row) if g is not None else None
+        if post is None:
+            continue
+        n += 1
+        fit_right += max(post, key=post.__getitem__) == g
+        cast = [v for v in row if v is not None]
+        top = max(set(cast), key=cast.count)
+        majority_right += top == g and cast.count(top) > len(cast) / 2
+    if not n:
+        return "no item with a gold label to check the fit on"
+    verdict = ": the fit is WORSE than the majority" if fit_right < majority_right else ""
+    return (
+        f"on the {n} items with a gold label (not used in the fit), the fit's answer is right on "
+        f"{fit_right / n:.2f} and the members' strict majority on {majority_right / n:.2f}{verdict}"
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import statistics
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from functools import partial
@@ -17,7 +18,7 @@ from typing import Any, ClassVar, Literal, Self
 
 from mitigate.constraints import Interval, IsInstance, Options, Satisfies
 from mitigate.data import Benchmark, Item
-from mitigate.errors import ConfigError, DataError
+from mitigate.errors import ConfigError, DataError, UnverifiedFitWarning
 from mitigate.judge import CompositeJudge, FitContext, Judge, Judgment, PromptJudge, merge_judgments
 from mitigate.lm import LM, get, wrap
 from mitigate.measures import (
@@ -25,6 +26,7 @@ from mitigate.measures import (
     Kind,
     dawid_skene_posterior,
     fit_dawid_skene,
+    gold_check,
     panel_votes,
     score_class,
 )
@@ -363,6 +365,11 @@ class DawidSkene(Mitigation):
         model = fit_dawid_skene(
             votes, members, kind=kind, gold=gold_used, smoothing=self.smoothing, max_iter=self.max_iter
         )
+        if not supervised:
+            if has_gold:
+                model = model.model_copy(update={"checks": (*model.checks, gold_check(model, votes, gold))})
+            for check in model.checks:
+                warnings.warn(f"Dawid-Skene: {check}", UnverifiedFitWarning, stacklevel=2)
         fitted_criterion = self.criterion if kind == "verdict" else crit
         return self.model_copy(update={"model_": model, "criterion": fitted_criterion})
 

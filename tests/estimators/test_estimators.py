@@ -20,7 +20,8 @@ from pydantic import ValidationError
 from mitigate.errors import ConfigError, DataError
 from mitigate.estimators import MeanEstimate, estimate_mean, kendall_tau, labels_needed, rank_estimates
 from mitigate.estimators._calibration import fit_calibration, pool_adjacent_violators
-from mitigate.estimators._mean import human_srs, pilot_spread, ppi_srs, shared_slope, t_quantile
+from mitigate.estimators._mean import pilot_spread
+from mitigate.estimators._regression import human_srs, ppi_srs, shared_slope, t_quantile
 from mitigate.estimators._selection import (
     allocate,
     half_width_at,

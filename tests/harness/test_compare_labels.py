@@ -233,7 +233,7 @@ CASES = {  # labels per system, the method, and what the estimate then says
     "one slope over the systems": ({"S0": SPREAD, "S1": SPREAD[::-1]}, "ppi", "ppi: one judge slope"),
     "a system without labels": ({"S0": SPREAD, "S1": []}, "ppi", "has no labelled item"),
     "fewer labels than the method fits": ({"S0": SPREAD, "S1": [2.0, 4.0]}, "calibrated", "needs at least 3"),
-    "labels all of one value": ({"S0": SPREAD, "S1": [3.0, 3.0, 3.0, 3.0]}, "ppi", "shows no spread"),
+    "labels all of one value": ({"S0": SPREAD, "S1": [3.0, 3.0, 3.0, 3.0]}, "ppi", "are all 3, so no spread"),
 }
 
 

@@ -124,7 +124,14 @@ def test_json_prints_every_measure_with_a_b_delta_interval_and_p(tmp_path):
     result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--json")
     data = json.loads(result.stdout)
     names = [m["name"] for m in data["measures"]]
-    assert names == ["spearman", "spearman-document", "length-bias", "failure-rate", "mean-score"]
+    assert names == [
+        "spearman",
+        "spearman-common",
+        "spearman-document",
+        "length-bias",
+        "failure-rate",
+        "mean-score",
+    ]
     for m in data["measures"]:
         assert {"a", "b", "delta", "low", "high", "p"} <= set(m)
     sp = data["measures"][0]
@@ -168,7 +175,10 @@ def test_failures_are_counted_never_dropped_silently(tmp_path):
     by = {m["name"]: m for m in data["measures"]}
     assert by["failure-rate"]["a"] == 0 and by["failure-rate"]["b"] == pytest.approx(0.5)
     assert by["failure-rate"]["worse"] is True
-    assert by["spearman"]["n"] == 24 and by["spearman"]["dropped"] == 24  # compared on the items both scored
+    assert by["spearman"]["n"] == 48  # each judge's own value on every item, failures counted against it
+    assert (
+        by["spearman-common"]["n"] == 24 and by["spearman-common"]["dropped"] == 24
+    )  # the items both scored
     assert sum(c["change"] == "failed in B" for c in data["changes"]) == 24
 
 
@@ -245,11 +255,24 @@ def test_two_judges_that_differ_in_two_things_are_refused(tmp_path):
     assert mixed.exit_code == 2 and "from one source" in mixed.stderr
 
 
-def test_a_gated_measure_that_cannot_be_computed_is_refused_not_passed(tmp_path):
-    a = _recorded(tmp_path, "a.jsonl", "good", _good)
-    b = _recorded(tmp_path, "b.jsonl", "constant", lambda it: 3.0)
+def test_a_gated_measure_that_cannot_be_computed_for_either_judge_is_refused_not_passed(tmp_path):
+    a = _recorded(tmp_path, "a.jsonl", "constant", lambda it: 2.0)
+    b = _recorded(tmp_path, "b.jsonl", "constant-too", lambda it: 3.0)
     result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b))
     assert result.exit_code == 2 and "cannot gate on spearman (coherence)" in result.stderr
+
+
+def test_a_constant_b_is_gated_as_the_regression_it_is_with_exit_1_and_junit(tmp_path):
+    a = _recorded(tmp_path, "a.jsonl", "good", _good)
+    b = _recorded(tmp_path, "b.jsonl", "constant", lambda it: 3.0)
+    xml = tmp_path / "gate.xml"
+    result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--junit", str(xml))
+    assert result.exit_code == 1, result.output
+    assert (
+        "constant is worse than good on spearman (coherence): constant's scores are constant" in result.stderr
+    )
+    suite = ET.parse(xml).getroot()
+    assert suite.get("failures") == "1" and suite.find("testcase/failure") is not None
 
 
 # --------------------------------------------------------------------------- live judges on the stub server
@@ -431,8 +454,140 @@ def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_p
 
 
 def test_length_slices_are_listed_shortest_first():
-    from mitigate.diff._diff import _slice_order
+    from mitigate.diff._slices import _slice_order
 
     labels = ["57-69 words", "5-46 words", "70-107 words", "47-56 words", "5-46 words"]
     assert _slice_order("length", labels) == ["5-46 words", "47-56 words", "57-69 words", "70-107 words"]
     assert _slice_order("system", ["M2", "M1", "M2"]) == ["M2", "M1"]
+
+
+# ------------------------------------------------------------------ --margin: pass, fail, inconclusive
+
+
+def _fuzzy(seed: str) -> Any:
+    """A judge off by one point on about a third of the items (which ones set by ``seed``)."""
+
+    def score(it: dict[str, Any]) -> float:
+        move = random.Random(seed + it["id"]).choice([-1, 0, 0, 1])
+        return float(min(5, max(1, it["human"]["coherence"] + move)))
+
+    return score
+
+
+def test_margin_passes_when_the_interval_excludes_a_drop_of_the_margin(tmp_path):
+    a = _recorded(tmp_path, "a.jsonl", "good", _good)
+    b = _recorded(tmp_path, "b.jsonl", "same", _good)
+    xml = tmp_path / "gate.xml"
+    args = ("--recorded", str(a), "--recorded", str(b), "--margin", "spearman:0.1", "--junit", str(xml))
+    result = _run(*_bench_arg(tmp_path), *args, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["gate"]["outcome"] == "pass"
+    spearman = next(m for m in data["measures"] if m["name"] == "spearman")
+    assert spearman["outcome"] == "pass" and spearman["margin"] == 0.1 and spearman["p_margin"] < 0.05
+    assert ET.parse(xml).getroot().get("skipped") == "0"
+
+
+def test_margin_is_inconclusive_with_exit_3_when_the_data_allow_a_larger_drop(tmp_path):
+    a = _recorded(tmp_path, "a.jsonl", "fuzzy", _fuzzy("a"))
+    b = _recorded(tmp_path, "b.jsonl", "fuzzy-too", _fuzzy("b"))
+    xml = tmp_path / "gate.xml"
+    args = ("--recorded", str(a), "--recorded", str(b), "--margin", "spearman:0.02", "--junit", str(xml))
+    result = _run(*_bench_arg(tmp_path), *args)
+    assert result.exit_code == 3, result.output
+    line = next(ln for ln in result.stderr.splitlines() if ln.startswith("inconclusive:"))
+    assert "inconclusive on spearman (coherence)" in line and "the margin) is not ruled out" in line
+    needed = int(re.search(r"about (\d+) items \(now 48\)", line).group(1))
+    assert needed > 48
+    assert "INCONCLUSIVE" in result.stdout
+    suite = ET.parse(xml).getroot()
+    skipped = suite.find("testcase/skipped")
+    assert suite.get("skipped") == "1" and skipped is not None and skipped.get("type") == "inconclusive"
+    text = _run(
+        *_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--margin", "spearman:0.02"
+    )
+    json_out = _run(
+        *_bench_arg(tmp_path),
+        "--recorded",
+        str(a),
+        "--recorded",
+        str(b),
+        "--margin",
+        "spearman:0.02",
+        "--json",
+    )
+    assert text.exit_code == json_out.exit_code == 3
+    assert json.loads(json_out.stdout)["gate"]["outcome"] == "inconclusive"
+
+
+def test_margin_still_fails_a_judge_shown_worse(tmp_path):
+    a = _recorded(tmp_path, "a.jsonl", "good", _good)
+    b = _recorded(tmp_path, "b.jsonl", "noisy", _noisy)
+    result = _run(
+        *_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--margin", "spearman:0.5"
+    )
+    assert result.exit_code == 1 and "regression:" in result.stderr
+
+
+def test_without_a_margin_the_output_says_when_the_interval_cannot_rule_out_a_drop(tmp_path):
+    a = _recorded(tmp_path, "a.jsonl", "fuzzy", _fuzzy("a"))
+    b = _recorded(tmp_path, "b.jsonl", "fuzzy-too", _fuzzy("b"))
+    result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b))
+    assert result.exit_code == 0, result.output
+    assert re.search(
+        r"the interval does not rule out a drop of 0\.\d{3} \(gate non-inferiority", result.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    "margin, message",
+    [
+        ("spearman", "MEASURE:SIZE with a size > 0"),
+        ("length-bias:0.1", "among the gated ones"),
+        ("spearman:-1", "size > 0"),
+    ],
+)
+def test_a_bad_margin_is_refused(tmp_path, margin, message):
+    a = _recorded(tmp_path, "a.jsonl", "good", _good)
+    result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(a), "--margin", margin)
+    assert result.exit_code == 2 and message in result.stderr
+
+
+# --------------------------------------------------------------------------- the edges
+
+
+def test_an_undeclared_file_scoring_off_the_benchmarks_scale_is_refused_naming_the_scale(tmp_path):
+    a = _recorded(tmp_path, "a.jsonl", "good", _good)
+    b = _recorded(
+        tmp_path, "b.jsonl", "tens", lambda it: 2 * _good(it)
+    )  # 2..10 on a 1-5 benchmark, no header
+    result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b))
+    assert result.exit_code == 2
+    assert "expected judge 'tens' to score on 1 to 5" in result.stderr and "off it" in result.stderr
+
+
+def test_a_judge_skipping_the_items_a_ranks_worst_pays_for_it_in_its_own_column(tmp_path):
+    rows = _items()
+    worst = {r["id"] for r in rows if r["human"]["coherence"] == 1}  # the hard items, where A is right
+    a = _recorded(tmp_path, "a.jsonl", "good", _good)
+    b = _recorded(tmp_path, "b.jsonl", "skips", lambda it: None if it["id"] in worst else _good(it))
+    result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b), "--json")
+    by = {m["name"]: m for m in json.loads(result.stdout)["measures"]}
+    assert by["spearman"]["a"] == pytest.approx(1.0)  # A's own value on all its items
+    assert by["spearman"]["b"] < 0.9 and by["spearman"]["delta"] < 0  # B's abstentions count against it
+    assert by["spearman-common"]["delta"] == pytest.approx(0.0)  # the common items hide the skipping
+    assert result.exit_code == 1
+
+
+def test_answers_for_items_not_in_the_benchmark_are_named(tmp_path):
+    a = _recorded(tmp_path, "a.jsonl", "good", _good)
+    b = _recorded(tmp_path, "b.jsonl", "extra", _good)
+    b.write_text(
+        b.read_text()
+        + json.dumps({"item_id": "ghost/1", "judge": "extra", "criterion": "coherence", "score": 3})
+        + "\n"
+    )
+    result = _run(*_bench_arg(tmp_path), "--recorded", str(a), "--recorded", str(b))
+    assert result.exit_code == 0, result.output
+    assert "judge 'extra' answers 1 items on 'coherence' that benchmark" in result.stdout
+    assert "['ghost/1']" in result.stderr

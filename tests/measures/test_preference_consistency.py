@@ -154,3 +154,21 @@ def test_the_registered_measures_read_round_robin_items() -> None:
         scores=entry.scores, items=bare, criterion="overall", scale=Scale(), verdicts=gold, task="pairwise"
     )
     assert "doc_id" in str(lookup("measure", "preference-cycle-rate")().compute(no_doc).reason)
+
+
+def test_bradley_terry_resamples_by_prompt_when_comparisons_share_one():
+    rng = random.Random(4)
+    systems = ["a", "b", "c", "d"]
+    comps, prompts = [], []
+    for p in range(60):  # each prompt compares one pair six times, all six with the same outcome
+        x, y = rng.sample(systems, 2)
+        won = 1.0 if rng.random() < 0.5 + 0.1 * (systems.index(y) - systems.index(x)) else 0.0
+        comps += [(x, y, won)] * 6
+        prompts += [f"p{p}"] * 6
+    by_prompt = fit_bradley_terry(comps, clusters=prompts, n_boot=300)
+    fisher = fit_bradley_terry(comps)
+    assert by_prompt.method == "bootstrap" and fisher.method == "fisher"
+    ratio = np.mean([by_prompt.se[s] / fisher.se[s] for s in systems])
+    assert ratio > 1.8  # six copies per prompt: about sqrt(6) wider, which Fisher's intervals ignore
+    alone = fit_bradley_terry(comps, clusters=list(range(len(comps))))
+    assert alone.method == "fisher"  # every comparison its own prompt: nothing shared

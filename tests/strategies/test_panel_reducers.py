@@ -180,7 +180,10 @@ def test_unsupervised_dawid_skene_needs_no_labels_and_supervised_true_refuses_a_
     bare = _pairwise_items().model_copy(
         update={"items": tuple(i.model_copy(update={"preference": {}}) for i in _pairwise_items().items)}
     )
-    fitted = DawidSkene().fit(bare, _panel(), progress=False)
+    from mitigate.errors import UnverifiedFitWarning
+
+    with pytest.warns(UnverifiedFitWarning, match="fitted without gold labels"):
+        fitted = DawidSkene().fit(bare, _panel(), progress=False)
     assert not fitted.model_.supervised
     with pytest.raises(ConfigError, match="needs gold labels"):
         DawidSkene(supervised=True).fit(bare, _panel(), progress=False)
@@ -296,3 +299,64 @@ async def test_a_panel_in_compare_reports_its_effective_votes_and_each_members_c
     section = text.split("## Panel members", 1)[1].split("\n## ", 1)[0]
     assert "| panel | good |" in section and "| panel | bad1 |" in section and "one judge" not in section
     assert "true A: A " in section
+
+
+# ------------------------------------------------------------------ juries without gold say so
+
+
+def _correlated_panel(n: int = 300, seed: int = 0) -> tuple[list[str], list[list[str | None]]]:
+    """Three members sharing one wrong signal 60% of the time, two honest ones at 0.8: EM trusts the trio."""
+    rng = np.random.default_rng(seed)
+    gold, votes = [], []
+    for _ in range(n):
+        g = str(rng.choice(["A", "B"]))
+        other = "B" if g == "A" else "A"
+        common = other if rng.random() < 0.6 else g
+        flip = {"A": "B", "B": "A"}
+        row = [common if rng.random() < 0.9 else flip[common] for _ in range(3)]
+        row += [g if rng.random() < 0.8 else other for _ in range(2)]
+        gold.append(g)
+        votes.append(row)
+    return gold, votes
+
+
+def test_an_unsupervised_fit_says_it_is_unverified_and_its_gold_check_shows_it_worse_than_the_majority():
+    from mitigate.measures import gold_check
+
+    gold, votes = _correlated_panel()
+    model = fit_dawid_skene(votes, ["c1", "c2", "c3", "h1", "h2"])
+    assert model.converged and model.checks and "fitted without gold labels" in model.checks[0]
+    assert _accuracy(model, votes, gold) < 0.45  # below chance, though converged
+    line = gold_check(model, votes, gold)
+    assert "the fit is WORSE than the majority" in line and f"on the {len(gold)} items" in line
+
+
+def test_an_unsupervised_fit_that_overrules_the_votes_is_flagged_member_by_member():
+    from mitigate.measures._panel import _encode, unsupervised_checks
+
+    rng = np.random.default_rng(1)
+    truth = rng.choice(["A", "B"], 60)
+    votes = [[t if rng.random() < 0.85 else ("B" if t == "A" else "A") for _ in range(4)] for t in truth]
+    onehot = _encode(votes, ["A", "B"])
+    swapped = np.array(
+        [[0.0, 1.0] if t == "A" else [1.0, 0.0] for t in truth]
+    )  # a fit with the classes swapped
+    theta = np.tile(np.array([[[0.15, 0.85], [0.85, 0.15]]]), (4, 1, 1))  # each member read as backwards
+    checks = unsupervised_checks(
+        ("A", "B"), ("A", "B"), ["m1", "m2", "m3", "m4"], onehot, swapped, np.array([0.5, 0.5]), theta
+    )
+    assert sum("the fit puts its accuracy at 0.15" in c for c in checks) == 4
+    assert any(
+        "the fit overrules the members on" in c and "worse than their majority there" in c for c in checks
+    )
+
+
+def test_an_unsupervised_panel_fit_warns_and_reports_its_accuracy_on_the_gold_the_split_has():
+    from mitigate.errors import UnverifiedFitWarning
+
+    with pytest.warns(UnverifiedFitWarning) as caught:
+        fitted = DawidSkene(supervised=False).fit(_pairwise_items(), _panel(), progress=False)
+    said = [str(w.message) for w in caught]
+    assert not fitted.model_.supervised
+    assert any(m.startswith("Dawid-Skene: fitted without gold labels") for m in said)
+    assert any("items with a gold label (not used in the fit)" in m for m in said)
