@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import json
 import math
 import socket
@@ -18,6 +19,11 @@ from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
+
+try:  # imported before it is needed: with no descriptor free, even an import fails
+    import resource
+except ImportError:  # pragma: no cover - Windows
+    resource = None  # type: ignore[assignment]
 
 from mitigate.errors import ConfigError, DataError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm._base import LMRequest
@@ -251,6 +257,7 @@ _NOT_HTTP_HEADERS = (
 _SHORT_BODY = (
     "not enough data|complete message body|payload is not completed|incomplete chunked|incompleteread"
 )
+_NO_DESCRIPTOR = frozenset({errno.EMFILE, errno.ENFILE})
 _CLOSED = (
     ConnectionResetError | ConnectionAbortedError | BrokenPipeError | EOFError | asyncio.IncompleteReadError
 )
@@ -272,6 +279,23 @@ def _said(exc: BaseException, scrubber: Scrubber) -> str:
         text = ""
     text = scrubber.clip(" ".join(text.split()), 300)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _descriptors(code: int) -> str:
+    """Why no descriptor was free, naming the limit: the process's (EMFILE) or the system's (ENFILE)."""
+    if code == errno.ENFILE:
+        return (
+            "the system's table of open files is full (ENFILE); close other programs or lower --concurrency"
+        )
+    try:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        limit = "no limit" if soft == resource.RLIM_INFINITY else f"at most {soft:,}"
+    except (AttributeError, OSError, ValueError):  # a platform without resource limits
+        limit = "no more"
+    return (
+        f"this process has every file descriptor it may open in use (EMFILE: its descriptor limit, "
+        f"RLIMIT_NOFILE, allows {limit} open files); raise the limit (ulimit -n 4096) or lower --concurrency"
+    )
 
 
 def is_client_failure(exc: BaseException) -> bool:
@@ -296,9 +320,16 @@ def transport_error(
     scrubber: Scrubber = NO_SECRETS,
 ) -> MitigateError:
     """What a client exception says happened, as one typed error naming the server: ``reason`` "timeout",
-    "malformed" (not HTTP: not retried), "cut" (the body broken off), "closed" or "connection"; what the
-    client said quoted scrubbed, then cut."""
-    said = [(e, _said(e, scrubber)) for e in _chain(exc)]
+    "malformed" (not HTTP: not retried), "cut" (the body broken off), "closed", "connection", or
+    "descriptors" (this process had no file descriptor free: its limit named); what the client said quoted
+    scrubbed, then cut."""
+    chain = _chain(exc)
+    full = next((e.errno for e in chain if isinstance(e, OSError) and e.errno in _NO_DESCRIPTOR), None)
+    if full is not None:  # the client's own limit, not the server's doing
+        return TransientLMError(
+            f"{where} got no connection: {_descriptors(full)}", backend=backend, reason="descriptors"
+        )
+    said = [(e, _said(e, scrubber)) for e in chain]
 
     def first(keys: str) -> str | None:
         return next((text for _, text in said if any(k in text.lower() for k in keys.split("|"))), None)

@@ -122,6 +122,8 @@ def _cause(exc: MitigateError) -> str | None:
     if isinstance(status, int):
         return None if status in REQUEST_FAULTS else f"http-{status}"
     reason = exc.context.get("reason")
+    if reason == "descriptors":  # this process's own limit: no replica's fault
+        return None
     if reason in ("connection", "closed", "cut", "timeout", "deadline", "malformed", "redirect"):
         return str(reason)
     return "transient" if isinstance(exc, TransientLMError) else None

@@ -595,3 +595,59 @@ def test_exchanges_of_one_request_that_overlap_count_once_against_its_deadline()
     clock.spent = 1.0
     with pytest.raises(TimeoutError):
         clock.begin(1.0)
+
+
+_NO_DESCRIPTOR_LEFT = """
+import asyncio, os, resource, sys, warnings
+from mitigate import Item, JudgePrompt, PromptJudge
+from mitigate.errors import RunStoppedError
+from mitigate.lm import OpenAILM, RetryPolicy, wrap
+from mitigate.run import run
+
+import aiohttp  # every import made before the limit: importing opens files too
+if sys.argv[2] == "sdk":
+    import httpx, openai
+
+async def main() -> None:
+    lm = wrap(
+        OpenAILM("m", base_url=sys.argv[1], api_key="sk-x", transport=sys.argv[2]),
+        cache=False,
+        retry=RetryPolicy(base_delay=0.01, max_delay=0.02, jitter=False),
+    )
+    judge = PromptJudge(JudgePrompt.from_template("Rate 1 to 5.\\n{{output}}\\nScore:"), lm)
+    items = [Item(id=f"x{i}", output=f"t{i}") for i in range(40)]
+    limit = len(os.listdir("/proc/self/fd")) + 1  # the event loop's own descriptors take what is left
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    try:
+        await run(judge, items, concurrency=16, progress=False)
+    except RunStoppedError as exc:
+        print(limit, exc)
+    await lm.aclose()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open descriptors in /proc")
+@pytest.mark.parametrize("transport", ["direct", pytest.param("sdk", marks=pytest.mark.slow)])
+def test_no_descriptor_left_is_reported_in_one_line_naming_the_limit_not_as_a_server_that_cannot_be_reached(
+    transport,
+):
+    import subprocess
+    import sys
+
+    from mitigate.testing import StubOpenAIServer
+
+    with StubOpenAIServer(latency=0.05) as server:
+        done = subprocess.run(
+            [sys.executable, "-c", _NO_DESCRIPTOR_LEFT, server.base_url, transport],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": os.getcwd()},
+        )
+    assert done.returncode == 0, done.stderr
+    limit, _, said = done.stdout.strip().partition(" ")
+    assert "\n" not in said and "could not connect" not in said.lower(), said
+    assert f"RLIMIT_NOFILE, allows at most {limit} open files" in said and "EMFILE" in said, said
+    assert "raise the limit (ulimit -n" in said and "--concurrency" in said, said
