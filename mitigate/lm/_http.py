@@ -171,11 +171,11 @@ def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
 
 
 def _host_of(url: str, scrubber: Scrubber) -> str:
+    """The scheme and host of ``url`` (as written: a key in it is scrubbed in its own case)."""
     try:
         parts = urlsplit(url)
         if parts.hostname:
-            port = f":{parts.port}" if parts.port is not None else ""
-            return scrubber.text(f"{parts.scheme}://{parts.hostname}{port}")
+            return scrubber.clip(f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}", 200)
     except ValueError:
         pass
     return repr(scrubber.clip(url, 80))
@@ -203,8 +203,8 @@ def http_error(
             backend=backend,
         )
     if 300 <= status <= 399:
-        location = _header(headers, "location")
-        to = f"to {_host_of(location, scrubber)}" if location else "without a Location"
+        location = _header(headers, "location")  # scrubbed before it is parsed: a key may hold a '/'
+        to = f"to {_host_of(scrubber.text(location), scrubber)}" if location else "without a Location"
         url = where.partition("@")[2]
         origin = _host_of(url, scrubber) if url else "the provider's own API"
         return LMCallError(

@@ -26,8 +26,10 @@ MIN_SECRET_CHARS = 4
 """Shorter strings are not treated as secrets (replacing them would mangle ordinary text)."""
 _MIN_BASE64_CHARS = 12
 """Base64 forms shorter than this are not searched (a short key's base64 is too short to be told apart)."""
-_LONGEST_UNIT = 12
-"""The most characters one written character of a secret takes (``&#x0002f;``, four ``%XX``)."""
+_BACKSLASHES = 16
+"""The most backslashes an escape is looked for behind (each ``repr`` of an escape doubles them)."""
+_LONGEST_UNIT = _BACKSLASHES + 5
+"""The most characters one written character of a secret takes (``\\u002f`` behind its backslashes)."""
 _MARKS = ("\\", "%", "&#")
 """Every written form of a secret but the plain one and base64 holds one of these."""
 _ESCAPE = re.compile(
@@ -53,15 +55,15 @@ def _hex(number: int, width: int) -> str:
 
 
 def _unit(ch: str) -> str:
-    """A regex for one character of a secret written any way: itself or ``\\uXXXX`` (behind up to four
-    backslashes), ``\\xXX``, ``%XX`` per UTF-8 byte, or an HTML character reference."""
+    """A regex for one character of a secret written any way: itself or ``\\uXXXX`` or ``\\xXX`` (behind
+    any backslashes), ``%XX`` per UTF-8 byte, or an HTML character reference."""
     code = ord(ch)
     escaped = [re.escape(ch)]
     if code < 0x10000:
         escaped.append("u" + _hex(code, 4))
     if code < 0x100:
         escaped.append("x" + _hex(code, 2))
-    forms = [r"\\{0,4}(?:" + "|".join(escaped) + ")"]
+    forms = [rf"\\{{0,{_BACKSLASHES}}}(?:" + "|".join(escaped) + ")"]
     forms.append("".join("%" + _hex(b, 2) for b in ch.encode("utf-8")))
     forms.append(f"&#0{{0,3}}{code};|&#[xX]0{{0,3}}{_hex(code, 1)};")
     return "(?:" + "|".join(forms) + ")"
