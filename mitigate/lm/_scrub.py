@@ -30,8 +30,10 @@ _BACKSLASHES = 16
 """The most backslashes an escape is looked for behind (each ``repr`` of an escape doubles them)."""
 _LONGEST_UNIT = _BACKSLASHES + 5
 """The most characters one written character of a secret takes (``\\u002f`` behind its backslashes)."""
-_MARKS = ("\\", "%", "&#")
-"""Every written form of a secret but the plain one and base64 holds one of these."""
+_MARKS = ("\\u", "\\x", "\\/", "&#")
+"""Every written form of a secret but the plain one, base64 and %-encoding holds one of these (a backslash
+alone too, for a secret holding a quote or a backslash)."""
+_PERCENT = re.compile("%[0-9a-fA-F]{2}")
 _ESCAPE = re.compile(
     r"\\+(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2}))?|%([0-9a-fA-F]{2})|&#([xX]?)([0-9a-fA-F]{1,6});"
 )
@@ -86,7 +88,7 @@ class Scrubber:
     """Replaces every secret in server-sent text, in any of its written forms, by :data:`MASK`; empty (and
     free) when there is no secret."""
 
-    __slots__ = ("_ascii", "_pattern", "plain", "reach", "secrets")
+    __slots__ = ("_ascii", "_marks", "_pattern", "plain", "reach", "secrets")
 
     def __init__(self, secrets: Iterable[str | None]) -> None:
         found = {
@@ -98,6 +100,7 @@ class Scrubber:
         forms = sorted(found.union(*(_base64_forms(s) for s in found)), key=len, reverse=True)
         self.plain: tuple[str, ...] = tuple(forms)
         """The forms searched as they are (the secrets and their base64); any other holds one of _MARKS."""
+        self._marks = ("\\", "&#") if any('"' in s or "\\" in s for s in found) else _MARKS
         self.reach = _LONGEST_UNIT * len(forms[0]) if forms else 0
         """The most characters one written secret can take: a cut this far past a point keeps any secret
         starting before it whole."""
@@ -115,7 +118,7 @@ class Scrubber:
         character once; a secret beyond ASCII, whose UTF-8 bytes the quick look does not join, always)."""
         if any(f in text for f in self.plain):
             return True
-        if not any(m in text for m in _MARKS):
+        if not any(m in text for m in self._marks) and not ("%" in text and _PERCENT.search(text)):
             return False
         if not self._ascii:
             return True

@@ -138,7 +138,6 @@ def echoes(places: dict[str, Callable[[str], bytes]] = PLACES, thin: int = 1) ->
 
 _ESCAPES = re.compile(r"\\+u([0-9a-fA-F]{4})|\\+x([0-9a-fA-F]{2})|\\+(/)")
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}")
-_WINDOWS = frozenset(KEY[i : i + FRAGMENT] for i in range(len(KEY) - FRAGMENT + 1))
 
 
 def _decodings(text: str) -> Iterator[str]:
@@ -161,10 +160,11 @@ def _decodings(text: str) -> Iterator[str]:
                 continue
 
 
-def leaks(data: str | bytes) -> list[str]:
-    """Every fragment of :data:`KEY` of :data:`FRAGMENT` or more characters in ``data``, however written."""
+def leaks(data: str | bytes, key: str = KEY) -> list[str]:
+    """Every fragment of ``key`` of :data:`FRAGMENT` or more characters in ``data``, however written."""
     text = data.decode("latin-1") if isinstance(data, bytes) else data
+    windows = {key[i : i + FRAGMENT] for i in range(len(key) - FRAGMENT + 1)}
     found: set[str] = set()
     for seen in _decodings(text):
-        found.update(w for w in _WINDOWS if w in seen)
+        found.update(w for w in windows if w in seen)
     return sorted(found)
