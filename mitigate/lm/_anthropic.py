@@ -205,7 +205,9 @@ class AnthropicLM(ProviderLM):
             data = await self._exchange(tokens, clock, exchange, post)
             expected = "a JSON Messages API message"
             return self.parse_message(
-                decode_json_object(data, where=self.identity(), backend=self.spec, expected=expected)
+                decode_json_object(
+                    data, where=self.identity(), backend=self.spec, expected=expected, scrubber=self.scrubber
+                )
             )
 
         if request.n == 1:
@@ -223,11 +225,10 @@ class AnthropicLM(ProviderLM):
             )
             field = _field_of(loc) or "the message"
             kind = f"a message without {field}" if err_type == "missing" else f"a malformed {field}"
-            detail = (
-                f"a Messages API message ({said[:120]}); got {self.scrubber.text(str(dict(raw)))[:160]!r}"
-            )
+            got = self.scrubber.clip(str(dict(raw)), 160)
+            detail = f"a Messages API message ({self.scrubber.clip(said, 120)}); got {got!r}"
             raise self.scrubber.error(malformed(self.identity(), kind, detail, backend=self.spec)) from None
-        fields = AnswerFields(self.identity(), self.spec)
+        fields = AnswerFields(self.identity(), self.spec, self.scrubber)
         usage = message.usage
         try:
             for (

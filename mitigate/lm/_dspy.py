@@ -29,8 +29,9 @@ from mitigate.lm._base import (
     validate_spec_part,
 )
 from mitigate.lm._http import Exchange, Limits
-from mitigate.lm._provider import AnswerFields, ProviderLM, Scrubber
+from mitigate.lm._provider import AnswerFields, ProviderLM
 from mitigate.lm._retry import RequestClock
+from mitigate.lm._scrub import Scrubber
 
 ENV_KEY_MIN_CHARS = 8
 """A ``*_API_KEY`` variable's value is treated as a secret from this length on."""
@@ -184,7 +185,7 @@ class DSPyLM(ProviderLM):
                 )
             choices.append(Choice(text=text, logprobs=logprobs))
         entry = lm.history[-1] if getattr(lm, "history", None) else {}
-        fields = AnswerFields(self.identity(), self.spec)
+        fields = AnswerFields(self.identity(), self.spec, self.scrubber)
         raw_usage = entry.get("usage") or {}
         details = _get(raw_usage, "prompt_tokens_details") or {}
         # LiteLLM reports OpenAI's cached_tokens, and Anthropic's cache reads and writes as well

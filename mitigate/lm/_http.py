@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import json
 import math
 import socket
@@ -19,8 +20,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+try:  # imported before it is needed: with no descriptor free, even an import fails
+    import resource
+except ImportError:  # pragma: no cover - Windows
+    resource = None  # type: ignore[assignment]
+
 from mitigate.errors import ConfigError, DataError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm._base import LMRequest
+from mitigate.lm._scrub import NO_SECRETS, Scrubber
 
 DEFAULT_DEADLINE = 100.0
 """Seconds one request may spend on the server over all its attempts (see :class:`Limits`)."""
@@ -163,22 +170,30 @@ def _header(headers: Mapping[str, str] | None, name: str) -> str | None:
         return None
 
 
-def _host_of(url: str) -> str:
+def _host_of(url: str, scrubber: Scrubber) -> str:
+    """The scheme and host of ``url`` (as written: a key in it is scrubbed in its own case)."""
     try:
         parts = urlsplit(url)
         if parts.hostname:
-            port = f":{parts.port}" if parts.port is not None else ""
-            return f"{parts.scheme}://{parts.hostname}{port}"
+            return scrubber.clip(f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}", 200)
     except ValueError:
         pass
-    return repr(url[:80])
+    return repr(scrubber.clip(url, 80))
 
 
 def http_error(
-    where: str, status: int, headers: Mapping[str, str] | None, detail: str, *, api_key_env: str, backend: str
+    where: str,
+    status: int,
+    headers: Mapping[str, str] | None,
+    detail: str,
+    *,
+    api_key_env: str,
+    backend: str,
+    scrubber: Scrubber = NO_SECRETS,
 ) -> LMCallError:
     """The error of a status other than 2xx: TransientLMError when retryable, LMCallError naming both servers
-    for a redirect, a malformed answer outside 100-599, else LMCallError."""
+    for a redirect, a malformed answer outside 100-599, else LMCallError (``detail`` scrubbed by the caller,
+    the Location header here)."""
     if not 100 <= status <= 599:
         return not_http(
             where,
@@ -188,10 +203,10 @@ def http_error(
             backend=backend,
         )
     if 300 <= status <= 399:
-        location = _header(headers, "location")
-        to = f"to {_host_of(location)}" if location else "without a Location"
+        location = _header(headers, "location")  # scrubbed before it is parsed: a key may hold a '/'
+        to = f"to {_host_of(scrubber.text(location), scrubber)}" if location else "without a Location"
         url = where.partition("@")[2]
-        origin = _host_of(url) if url else "the provider's own API"
+        origin = _host_of(url, scrubber) if url else "the provider's own API"
         return LMCallError(
             f"{where} answered HTTP {status}, a redirect {to}; API calls are not redirected (an answer from "
             f"another server would be stored under this one's name): expected an answer from {origin}; "
@@ -242,6 +257,7 @@ _NOT_HTTP_HEADERS = (
 _SHORT_BODY = (
     "not enough data|complete message body|payload is not completed|incomplete chunked|incompleteread"
 )
+_NO_DESCRIPTOR = frozenset({errno.EMFILE, errno.ENFILE})
 _CLOSED = (
     ConnectionResetError | ConnectionAbortedError | BrokenPipeError | EOFError | asyncio.IncompleteReadError
 )
@@ -256,13 +272,30 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return out
 
 
-def _said(exc: BaseException) -> str:
+def _said(exc: BaseException, scrubber: Scrubber) -> str:
     try:
         text = str(exc)
     except Exception:  # an exception whose str() fails still has a type
         text = ""
-    text = " ".join(text.split())
-    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+    text = scrubber.clip(" ".join(text.split()), 300)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _descriptors(code: int) -> str:
+    """Why no descriptor was free, naming the limit: the process's (EMFILE) or the system's (ENFILE)."""
+    if code == errno.ENFILE:
+        return (
+            "the system's table of open files is full (ENFILE); close other programs or lower --concurrency"
+        )
+    try:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        limit = "no limit" if soft == resource.RLIM_INFINITY else f"at most {soft:,}"
+    except (AttributeError, OSError, ValueError):  # a platform without resource limits
+        limit = "no more"
+    return (
+        f"this process has every file descriptor it may open in use (EMFILE: its descriptor limit, "
+        f"RLIMIT_NOFILE, allows {limit} open files); raise the limit (ulimit -n 4096) or lower --concurrency"
+    )
 
 
 def is_client_failure(exc: BaseException) -> bool:
@@ -278,11 +311,25 @@ def is_client_failure(exc: BaseException) -> bool:
 
 
 def transport_error(
-    exc: BaseException, *, where: str, backend: str, timeout: float, phase: Phase
+    exc: BaseException,
+    *,
+    where: str,
+    backend: str,
+    timeout: float,
+    phase: Phase,
+    scrubber: Scrubber = NO_SECRETS,
 ) -> MitigateError:
     """What a client exception says happened, as one typed error naming the server: ``reason`` "timeout",
-    "malformed" (not HTTP: not retried), "cut" (the body broken off), "closed" or "connection"."""
-    said = [(e, _said(e)) for e in _chain(exc)]
+    "malformed" (not HTTP: not retried), "cut" (the body broken off), "closed", "connection", or
+    "descriptors" (this process had no file descriptor free: its limit named); what the client said quoted
+    scrubbed, then cut."""
+    chain = _chain(exc)
+    full = next((e.errno for e in chain if isinstance(e, OSError) and e.errno in _NO_DESCRIPTOR), None)
+    if full is not None:  # the client's own limit, not the server's doing
+        return TransientLMError(
+            f"{where} got no connection: {_descriptors(full)}", backend=backend, reason="descriptors"
+        )
+    said = [(e, _said(e, scrubber)) for e in chain]
 
     def first(keys: str) -> str | None:
         return next((text for _, text in said if any(k in text.lower() for k in keys.split("|"))), None)
@@ -370,15 +417,26 @@ def sdk_error(
     api_key_env: str,
     sdk: Any,
     phase: Phase = "answer",
+    scrubber: Scrubber = NO_SECRETS,
 ) -> MitigateError:
     """An SDK's exception (``sdk``: the ``openai`` or ``anthropic`` module) as a typed error, through
     :func:`http_error` or :func:`transport_error`."""
-    detail = str(exc)
+    detail = scrubber.text(str(exc))
     if isinstance(exc, sdk.APIStatusError):
         headers = getattr(getattr(exc, "response", None), "headers", None)
-        return http_error(where, exc.status_code, headers, detail, api_key_env=api_key_env, backend=backend)
+        return http_error(
+            where,
+            exc.status_code,
+            headers,
+            detail,
+            api_key_env=api_key_env,
+            backend=backend,
+            scrubber=scrubber,
+        )
     if isinstance(exc, sdk.APITimeoutError | sdk.APIConnectionError) or is_client_failure(exc):
-        return transport_error(exc, where=where, backend=backend, timeout=timeout, phase=phase)
+        return transport_error(
+            exc, where=where, backend=backend, timeout=timeout, phase=phase, scrubber=scrubber
+        )
     return LMCallError(f"{where} failed: {type(exc).__name__}: {detail}", backend=backend)
 
 
@@ -439,16 +497,19 @@ async def counted(chunks: AsyncIterator[bytes], exchange: Exchange) -> AsyncIter
         yield chunk
 
 
-async def read_head(chunks: AsyncIterator[bytes], limit: int = 4096) -> str:
-    """The first ``limit`` bytes of a body (an error answer's, to quote it) as text; the rest is not read."""
+async def read_head(chunks: AsyncIterator[bytes], scrubber: Scrubber, limit: int = 4096) -> str:
+    """The first ``limit`` characters of a body (an error answer's, to quote it) as text, scrubbed before it
+    is cut; the rest is not read."""
     parts: list[bytes] = []
     size = 0
+    wanted = limit + scrubber.reach
     async for chunk in chunks:
         parts.append(chunk)
         size += len(chunk)
-        if size >= limit:
+        if size > wanted:
             break
-    return b"".join(parts)[:limit].decode("utf-8", "replace")
+    text = b"".join(parts)[:wanted].decode("utf-8", "replace")
+    return scrubber.clip(text, limit, cut=size > wanted)
 
 
 def malformed(where: str, kind: str, detail: str, *, backend: str) -> LMCallError:
@@ -461,9 +522,11 @@ def malformed(where: str, kind: str, detail: str, *, backend: str) -> LMCallErro
     )
 
 
-def _looks(data: bytes) -> str:
-    text = data[:120].decode("utf-8", "replace")
-    return repr(" ".join(text.split()))
+def _looks(data: bytes, scrubber: Scrubber) -> str:
+    """The first characters of a body, scrubbed then cut, on one line."""
+    wanted = 4 * (120 + scrubber.reach)  # bytes enough for that many characters
+    text = data[:wanted].decode("utf-8", "replace")
+    return repr(" ".join(scrubber.clip(text, 120, cut=len(data) > wanted).split()))
 
 
 async def read_capped(chunks: AsyncIterator[bytes], cap: int, *, where: str, backend: str) -> bytes:
@@ -484,23 +547,33 @@ async def read_capped(chunks: AsyncIterator[bytes], cap: int, *, where: str, bac
     return b"".join(parts)
 
 
-def decode_json_object(data: bytes, *, where: str, backend: str, expected: str) -> dict[str, Any]:
+def decode_json_object(
+    data: bytes, *, where: str, backend: str, expected: str, scrubber: Scrubber = NO_SECRETS
+) -> dict[str, Any]:
     """A 200 body as a JSON object; a typed ``malformed`` LMCallError naming what came instead."""
     stripped = data.strip()
     if not stripped:
         raise malformed(where, "an empty body", expected, backend=backend)
     if stripped[:1] == b"<":
-        raise malformed(where, "HTML or XML", f"{expected}; got {_looks(stripped)}", backend=backend)
+        raise malformed(
+            where, "HTML or XML", f"{expected}; got {_looks(stripped, scrubber)}", backend=backend
+        )
     try:
         value = json.loads(stripped)
     except RecursionError:
         raise malformed(where, "JSON nested too deep", expected, backend=backend) from None
     except (ValueError, UnicodeDecodeError):
         raise malformed(
-            where, "truncated or invalid JSON", f"{expected}; got {_looks(stripped)}", backend=backend
+            where,
+            "truncated or invalid JSON",
+            f"{expected}; got {_looks(stripped, scrubber)}",
+            backend=backend,
         ) from None
     if not isinstance(value, dict):
         raise malformed(
-            where, f"a JSON {type(value).__name__}", f"{expected}; got {_looks(stripped)}", backend=backend
+            where,
+            f"a JSON {type(value).__name__}",
+            f"{expected}; got {_looks(stripped, scrubber)}",
+            backend=backend,
         )
     return value

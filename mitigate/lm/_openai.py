@@ -249,7 +249,11 @@ class OpenAILM(ProviderLM):
         body = self._body(request)
         data = await self._exchange(tokens, clock, exchange, lambda mine: post(body, mine))
         raw = http.decode_json_object(
-            data, where=self.identity(), backend=self.spec, expected="a JSON chat.completion object"
+            data,
+            where=self.identity(),
+            backend=self.spec,
+            expected="a JSON chat.completion object",
+            scrubber=self.scrubber,
         )
         return self._response(request, raw)
 
@@ -289,7 +293,7 @@ class OpenAILM(ProviderLM):
                 exchange.status, exchange.headers = resp.status, resp.headers
                 phase = "body"
                 if resp.status >= 300 or resp.status < 200:
-                    detail = await http.read_head(resp.content.iter_any())
+                    detail = await http.read_head(resp.content.iter_any(), self.scrubber)
                     raise http.http_error(
                         where,
                         resp.status,
@@ -297,6 +301,7 @@ class OpenAILM(ProviderLM):
                         detail,
                         api_key_env=self.api_key_env,
                         backend=self.spec,
+                        scrubber=self.scrubber,
                     )
                 return await http.read_capped(
                     http.counted(resp.content.iter_any(), exchange),
@@ -310,7 +315,12 @@ class OpenAILM(ProviderLM):
             if not http.is_client_failure(exc):
                 raise
             raise http.transport_error(
-                exc, where=where, backend=self.spec, timeout=self.read_timeout, phase=phase
+                exc,
+                where=where,
+                backend=self.spec,
+                timeout=self.read_timeout,
+                phase=phase,
+                scrubber=self.scrubber,
             ) from exc
 
     def parse_chat_completion(
@@ -328,12 +338,13 @@ class OpenAILM(ProviderLM):
     def _response(self, request: LMRequest, raw: dict[str, Any]) -> LMResponse:
         """A chat.completion object as an :class:`LMResponse`; a malformed field is a typed LMCallError."""
         where = self.identity()
-        fields = AnswerFields(where, self.spec)
+        fields = AnswerFields(where, self.spec, self.scrubber)
         expected = "a chat.completion object with choices[].message.content"
         found = raw.get("choices")
         if not isinstance(found, list) or not found:
             kind = "no choices" if found in (None, []) else "choices that are not a list"
-            raise http.malformed(where, kind, f"{expected}; got {str(raw)[:160]!r}", backend=self.spec)
+            got = self.scrubber.clip(str(raw), 160)
+            raise http.malformed(where, kind, f"{expected}; got {got!r}", backend=self.spec)
         if not all(isinstance(c, dict) for c in found):
             raise http.malformed(where, "choices that are not objects", expected, backend=self.spec)
         if len(found) != request.n:
@@ -348,12 +359,11 @@ class OpenAILM(ProviderLM):
         for rc in raw_choices:
             logprobs = self._logprobs(request, rc, fields) if request.wants_logprobs() else None
             message = rc.get("message")
-            content = message.get("content") if isinstance(message, dict) else None
-            if not isinstance(content, str):
-                kind = "content: null" if isinstance(message, dict) else "a choice without a message"
-                raise http.malformed(
-                    where, kind, f"{expected} as text; got {str(rc)[:160]!r}", backend=self.spec
-                )
+            content = _content_text(message.get("content")) if isinstance(message, dict) else None
+            if content is None:
+                kind = _no_text(message)
+                got = self.scrubber.clip(str(rc), 160)
+                raise http.malformed(where, kind, f"{expected} as text; got {got!r}", backend=self.spec)
             finish = fields.optional_text(rc.get("finish_reason"), "choices[].finish_reason")
             choices.append(Choice(text=content, logprobs=logprobs, finish_reason=finish))
         usage = fields.openai_usage(raw.get("usage"))
@@ -402,6 +412,39 @@ class OpenAILM(ProviderLM):
                 await session.close()
             except RuntimeError:  # its event loop is gone
                 pass
+
+
+_TEXT_PARTS = frozenset({"text", "output_text"})
+"""The types of a content part that hold answer text (others, an image or audio, hold none)."""
+
+
+def _content_text(content: Any) -> str | None:
+    """A message's content as text: a string, or a list of parts (``{"type": "text", "text": ...}`` or bare
+    strings) with their text parts joined; None when it is neither or holds no text part."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts = [
+        part if isinstance(part, str) else part.get("text")
+        for part in content
+        if isinstance(part, str) or (isinstance(part, dict) and part.get("type") in _TEXT_PARTS)
+    ]
+    if not texts or not all(isinstance(t, str) for t in texts):
+        return None
+    return "".join(t for t in texts if isinstance(t, str))
+
+
+def _no_text(message: Any) -> str:
+    """What a choice whose message holds no answer text came with (the malformed answer's kind)."""
+    if not isinstance(message, dict):
+        return "a choice without a message"
+    content = message.get("content")
+    if content is None:
+        return "content: null"
+    if isinstance(content, list):
+        return "content parts without a text part"
+    return f"content that is a JSON {type(content).__name__}, not text"
 
 
 def _raw_response_class() -> Any:

@@ -1,9 +1,10 @@
 """Several replicas of one OpenAI-compatible server as one backend (``base_url`` a list, ``--base-url`` given
 more than once or ``@endpoints.txt``): each request goes to the replica with the fewest requests in flight for
-its weight. A failure of the replica itself counts (``trip_after`` in a row, or one unreachable, take it out
-until a probe after a doubling backoff brings it back); a failure of the request (HTTP 400, 413, 422, 429, a
-missing capability) does not. With every replica out a request fails at once with their common reason.
-``identity()`` is the spec and the sorted set of the replicas' URLs."""
+its weight. A failure of the replica itself counts (``trip_after`` in a row, or one unreachable or hung past
+the request's deadline, take it out until a probe after a doubling backoff brings it back) and the request
+goes on to another replica in the pool (each tried once, with a deadline of its own); a failure of the request
+(HTTP 400, 413, 422, 429, a missing capability) does not. With every replica out a request fails at once with
+their common reason. ``identity()`` is the spec and the sorted set of the replicas' URLs."""
 
 from __future__ import annotations
 
@@ -19,9 +20,13 @@ from mitigate.constraints import Interval, check_param
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm._base import LM, LMRequest, LMResponse, WrapperLM
 from mitigate.lm._http import public_url
+from mitigate.lm._retry import end_request, start_request
 
 TRIP_AFTER = 3
-"""Failures of a replica in a row that take it out of the pool (one when it cannot be reached)."""
+"""Failures of a replica in a row that take it out of the pool (one when it cannot be reached or is hung)."""
+AT_ONCE = frozenset({"connection", "deadline"})
+"""Causes one failure of which takes a replica out: it cannot be reached, or it held a request its whole
+deadline (hung)."""
 FIRST_BACKOFF = 1.0
 MAX_BACKOFF = 30.0
 """Longest wait before a replica taken out is probed again (below the retry layer's default patience)."""
@@ -117,6 +122,8 @@ def _cause(exc: MitigateError) -> str | None:
     if isinstance(status, int):
         return None if status in REQUEST_FAULTS else f"http-{status}"
     reason = exc.context.get("reason")
+    if reason == "descriptors":  # this process's own limit: no replica's fault
+        return None
     if reason in ("connection", "closed", "cut", "timeout", "deadline", "malformed", "redirect"):
         return str(reason)
     return "transient" if isinstance(exc, TransientLMError) else None
@@ -161,14 +168,16 @@ class PoolLM(WrapperLM):
     def __repr__(self) -> str:
         return f"PoolLM({[e.shown for e in self.endpoints]!r}, {self.inner!r})"
 
-    def _pick(self) -> Endpoint:
+    def _pick(self, tried: Sequence[Endpoint]) -> Endpoint | None:
+        """The replica for a request (not one of ``tried``), None when none is in; one whose backoff has
+        passed is probed by this request alone (``probing`` set)."""
         now = self._clock()
         best: Endpoint | None = None
         best_load = math.inf
         n = len(self.endpoints)
         for k in range(n):
             e = self.endpoints[(self._turn + k) % n]
-            if e.down_until > now or e.probing:
+            if e.down_until > now or e.probing or e in tried:
                 continue
             if e.down_until:  # out, and its backoff has passed: this request probes it, alone
                 e.probing = True
@@ -177,9 +186,8 @@ class PoolLM(WrapperLM):
             load = (e.outstanding + 1) / e.weight
             if load < best_load:
                 best, best_load = e, load
-        if best is None:
-            raise self._all_out(now)
-        self._turn = (self.endpoints.index(best) + 1) % n
+        if best is not None:
+            self._turn = (self.endpoints.index(best) + 1) % n
         return best
 
     def _all_out(self, now: float) -> TransientLMError:
@@ -208,17 +216,23 @@ class PoolLM(WrapperLM):
                 stacklevel=4,
             )
 
-    def _failed(self, e: Endpoint, exc: MitigateError) -> None:
+    def _failed(self, e: Endpoint, exc: MitigateError, probe: bool) -> bool:
+        """Count a failure of a request sent to ``e`` (``probe``: the one probing it); whether it was the
+        replica's (then the request may go to another)."""
         cause = _cause(exc)
         if cause is None:  # the request's fault, not the replica's: it answered, so it is alive
             self._alive(e)
-            return
+            return False
         e.failed += 1
         e.causes[cause] = e.causes.get(cause, 0) + 1
-        e.failures += 1
         e.last_reason = cause
-        was_probe, e.probing = e.probing or bool(e.down_until), False
-        if was_probe or e.failures >= self.trip_after or cause == "connection":
+        if probe:
+            e.probing = False
+        elif e.down_until:  # sent before it was taken out: it is out already
+            return True
+        e.failures += 1
+        was_probe = probe
+        if was_probe or e.failures >= self.trip_after or cause in AT_ONCE:
             e.backoff = (
                 FIRST_BACKOFF if not was_probe else min(self.max_backoff, max(FIRST_BACKOFF, 2 * e.backoff))
             )
@@ -231,24 +245,41 @@ class PoolLM(WrapperLM):
                     EndpointWarning,
                     stacklevel=5,
                 )
+        return True
 
     async def _on_one(self, call: Callable[[LM], Awaitable[T]]) -> T:
-        """``call`` on the replica with the fewest requests in flight for its weight, keeping its score."""
-        e = self._pick()
-        e.outstanding += 1
-        try:
-            result = await call(e.lm)
-        except MitigateError as exc:
-            self._failed(e, exc)
-            raise
-        except BaseException:  # cancelled: says nothing about the replica
-            e.probing = False
-            raise
-        finally:
+        """``call`` on the replica with the fewest requests in flight for its weight, keeping its score; after
+        a failure of the replica's own, on the next replica in (each tried once)."""
+        tried: list[Endpoint] = []
+        failure: MitigateError | None = None
+        while True:
+            e = self._pick(tried)
+            if e is None:
+                raise failure if failure is not None else self._all_out(self._clock())
+            probe = e.probing
+            e.outstanding += 1
+            clock = start_request() if tried else None  # another server: a deadline of its own
+            try:
+                result = await call(e.lm)
+            except MitigateError as exc:
+                e.outstanding -= 1
+                if not self._failed(e, exc, probe):
+                    raise
+                tried.append(e)
+                failure = exc
+                continue
+            except BaseException:  # cancelled: says nothing about the replica
+                e.outstanding -= 1
+                if probe:
+                    e.probing = False
+                raise
+            finally:
+                if clock is not None:
+                    end_request(clock)
             e.outstanding -= 1
-        e.served += 1
-        self._alive(e)
-        return result
+            e.served += 1
+            self._alive(e)
+            return result
 
     async def complete(self, request: LMRequest) -> LMResponse:
         """The answer of one replica (see the module docstring)."""

@@ -5,8 +5,9 @@ of an answer's fields.
 ``timeout`` (the silence an attempt may wait through; None: the deadline), rate limiter, and for the SDK
 providers the key (missing: :class:`~mitigate.errors.MissingAPIKeyError`, unless a ``base_url`` server is
 named) and a client per event loop; it runs one exchange within what is left of the request's deadline.
-Everything it returns or raises passes through a :class:`Scrubber` of its secrets. :class:`AnswerFields` reads
-an HTTP 200 answer's fields: one that is not what the API says is a ``malformed`` error naming it.
+Everything it returns or raises passes through a :class:`~mitigate.lm._scrub.Scrubber` of its secrets.
+:class:`AnswerFields` reads an HTTP 200 answer's fields: one that is not what the API says is a ``malformed``
+error naming it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import asyncio
 import contextlib
 import math
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import SecretStr
@@ -27,116 +28,9 @@ from mitigate.lm._base import LM, LMRequest, LMResponse, Usage
 from mitigate.lm._http import Exchange, Limits, Phase
 from mitigate.lm._ratelimit import AdaptiveLimiter
 from mitigate.lm._retry import RequestClock, request_clock
+from mitigate.lm._scrub import PLACEHOLDER_KEY, Scrubber
 
 T = TypeVar("T")
-_E = TypeVar("_E", bound=BaseException)
-
-MASK = "***"
-"""What a secret is replaced with."""
-PLACEHOLDER_KEY = "sk-no-key-required"
-"""The key sent to a server when none is configured (local servers need none); not a secret."""
-MIN_SECRET_CHARS = 4
-"""Shorter strings are not treated as secrets (replacing them would mangle ordinary text)."""
-
-
-class Scrubber:
-    """Replaces every secret in server-sent text by :data:`MASK`; empty (and free) when there is no secret."""
-
-    __slots__ = ("secrets",)
-
-    def __init__(self, secrets: Iterable[str | None]) -> None:
-        found = {
-            s
-            for s in secrets
-            if s and s != PLACEHOLDER_KEY and len(s) >= MIN_SECRET_CHARS and "\x00" not in s
-        }
-        self.secrets: tuple[str, ...] = tuple(sorted(found, key=len, reverse=True))  # a longer one first
-
-    def __bool__(self) -> bool:
-        return bool(self.secrets)
-
-    def __repr__(self) -> str:
-        return f"Scrubber({len(self.secrets)} secret{'s' if len(self.secrets) != 1 else ''})"
-
-    def holds(self, text: str) -> bool:
-        return any(s in text for s in self.secrets)
-
-    def text(self, text: str) -> str:
-        for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, MASK)
-        return text
-
-    def value(self, value: Any) -> Any:
-        """A JSON-like value (dicts, lists, strings) with every secret replaced in its strings and keys."""
-        if not self.secrets:
-            return value
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, dict):
-            return {self.value(k): self.value(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return type(value)(self.value(v) for v in value)
-        return value
-
-    def response(self, response: LMResponse) -> LMResponse:
-        """``response`` with every secret replaced in what came from the server."""
-        if not self.secrets:
-            return response
-        shown = [response.model]
-        for c in response.choices:
-            shown.append(c.text)
-            if c.finish_reason is not None:
-                shown.append(c.finish_reason)
-            if c.logprobs is not None:
-                shown.extend(t.token for t in c.logprobs)
-                shown.extend(a for t in c.logprobs for a, _ in t.top)
-        if not self.holds("\x00".join(shown)):  # one search of everything (a secret holds no NUL)
-            return response
-        return LMResponse.model_validate(self.value(response.model_dump()))
-
-    def error(self, exc: BaseException) -> BaseException:
-        """``exc`` (changed in place) with every secret replaced, a chain showing one dropped."""
-        if not self.secrets:
-            return exc
-        exc.args = tuple(self.value(a) if isinstance(a, str | dict | list | tuple) else a for a in exc.args)
-        if hasattr(exc, "message") and isinstance(exc.message, str):
-            exc.message = self.text(exc.message)
-        context = getattr(exc, "context", None)
-        if isinstance(context, dict):
-            for key, item in list(context.items()):
-                if isinstance(item, BaseException):
-                    self.error(item)
-                else:
-                    item = self.value(item)
-                context[key] = item
-                if hasattr(exc, key):
-                    setattr(exc, key, item)
-        if self._chain_holds(exc):
-            exc.__cause__ = None
-            exc.__suppress_context__ = True
-        return exc
-
-    def chained(self, error: _E, cause: BaseException) -> _E:
-        """``error`` raised from ``cause``, scrubbed (the cause kept only when it shows no secret)."""
-        error.__cause__ = cause
-        self.error(error)
-        return error
-
-    def _chain_holds(self, exc: BaseException) -> bool:
-        """Whether an exception chained to ``exc`` (cause or context, a few levels deep) shows a secret."""
-        seen = exc.__cause__ or exc.__context__
-        for _ in range(8):
-            if seen is None:
-                return False
-            try:
-                shown = f"{seen!s} {seen!r} {seen.args!r}"
-            except Exception:  # an exception whose str() fails: drop it rather than risk it
-                return True
-            if self.holds(shown):
-                return True
-            seen = seen.__cause__ or seen.__context__
-        return False
 
 
 class ProviderLM(LM):
@@ -232,6 +126,7 @@ class ProviderLM(LM):
             api_key_env=self.api_key_env,
             sdk=self._sdk(),
             phase=phase,
+            scrubber=self.scrubber,
         )
 
     def _failed(self, exc: BaseException) -> bool:
@@ -322,6 +217,7 @@ class ProviderLM(LM):
                     "",
                     api_key_env=self.api_key_env,
                     backend=self.spec,
+                    scrubber=self.scrubber,
                 )
             return await http.read_capped(
                 http.counted(chunks(resp), exchange),
@@ -350,23 +246,25 @@ _LARGEST_COUNT = 2**53
 """Token counts at or above this are not counts (a float could not even hold them exactly)."""
 
 
-def shown(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 class AnswerFields:
-    """Typed readers of one server's answer fields, each raising a malformed LMCallError naming the field."""
+    """Typed readers of one server's answer fields, each raising a malformed LMCallError naming the field
+    (and quoting what came, scrubbed of the ``scrubber``'s secrets before it is cut)."""
 
-    __slots__ = ("backend", "where")
+    __slots__ = ("backend", "scrubber", "where")
 
-    def __init__(self, where: str, backend: str) -> None:
+    def __init__(self, where: str, backend: str, scrubber: Scrubber) -> None:
         self.where = where
         self.backend = backend
+        self.scrubber = scrubber
+
+    def shown(self, value: Any, limit: int = 80) -> str:
+        text = self.scrubber.clip(repr(value), limit + 1)
+        return text if len(text) <= limit else text[: limit - 3] + "..."
 
     def error(self, field: str, expected: str, got: Any) -> LMCallError:
         return LMCallError(
-            f"{self.where} answered HTTP 200 with a malformed {field}; expected {expected}; got {shown(got)}",
+            f"{self.where} answered HTTP 200 with a malformed {field}; expected {expected}; "
+            f"got {self.shown(got)}",
             backend=self.backend,
             reason="malformed",
             kind=f"a malformed {field}",

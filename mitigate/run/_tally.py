@@ -153,6 +153,12 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
         cause = str(last.context.get("reason"))
         if cause == "connection":
             return ("unreachable", f"could not connect on any of {attempts} attempts: {last.message}", True)
+        if cause == "descriptors":  # the limit is this process's: every item would meet it
+            return (
+                "descriptors",
+                f"no file descriptor was free on any of {attempts} attempts: {last.message}",
+                True,
+            )
         if cause in _EVERY:  # "unavailable": every replica of a pool out, for different causes
             return cause, f"{_EVERY[cause].format(attempts)}: {last.message}", False
         if last.status is not None:

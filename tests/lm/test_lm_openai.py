@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 from pathlib import Path
@@ -11,8 +12,9 @@ import pytest
 
 from mitigate.errors import CapabilityError, ConfigError, LMCallError, MissingAPIKeyError, TransientLMError
 from mitigate.lm import LMRequest, Message, OpenAILM
-from mitigate.lm._provider import PLACEHOLDER_KEY
+from mitigate.lm._scrub import PLACEHOLDER_KEY
 from mitigate.testing import StubOpenAIServer
+from tests.support.fault_server import FaultServer, chat_answer, http_reply
 
 SECRET = "sk-test-SECRET-123"
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # dspy/litellm: no price-map download
@@ -304,3 +306,38 @@ def test_a_direct_session_is_closed_when_asyncio_run_ends(tmp_path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.count("{'score': 4.0}") == 2
     assert "Unclosed" not in done.stderr and "unclosed" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "read"),
+    [
+        ([{"type": "text", "text": "Score: "}, {"type": "text", "text": "4"}], "Score: 4"),
+        ([{"type": "output_text", "text": "Score: 4", "annotations": []}], "Score: 4"),
+        (["Score: ", "4"], "Score: 4"),
+        (
+            [{"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": "Score: 4"}],
+            "Score: 4",
+        ),
+        ([], "content parts without a text part"),
+        ([{"type": "image_url", "image_url": {"url": "x"}}], "content parts without a text part"),
+        ([{"type": "text", "text": None}], "content parts without a text part"),
+        (None, "content: null"),
+        ({"text": "Score: 4"}, "content that is a JSON dict, not text"),
+        (4, "content that is a JSON int, not text"),
+    ],
+)
+@pytest.mark.parametrize("transport", ["direct", "sdk"])
+async def test_content_sent_as_a_list_of_parts_is_read_as_its_text_parts_joined(content, read, transport):
+    body = chat_answer("")
+    body["choices"][0]["message"]["content"] = content
+    with FaultServer("raw", reply=http_reply(json.dumps(body).encode())) as server:
+        lm = OpenAILM("m", base_url=server.url + "/v1", api_key=SECRET, transport=transport)
+        try:
+            if read.startswith("Score"):
+                assert (await lm.complete(req())).text == read
+            else:
+                with pytest.raises(LMCallError, match=f"answered HTTP 200 with {read}; expected") as info:
+                    await lm.complete(req())
+                assert info.value.context["reason"] == "malformed"
+        finally:
+            await lm.aclose()

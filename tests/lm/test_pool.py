@@ -75,15 +75,13 @@ async def test_a_replica_that_cannot_be_reached_is_taken_out_then_probed_after_i
     with pytest.warns(
         EndpointWarning, match=r"replica http://dead/v1 of openai:m taken out .* probed again in 1 s"
     ):
-        with pytest.raises(TransientLMError):
-            await pool.complete(REQUEST)
+        await pool.complete(REQUEST)  # the dead one failed it: the good one answered it
     for _ in range(5):
         await pool.complete(REQUEST)
-    assert dead.calls == 1 and good.calls == 5
+    assert dead.calls == 1 and good.calls == 6
     now[0] = 1.5  # the backoff passed: the next request probes it, and it fails again: out for 2 s
-    with pytest.raises(TransientLMError):
-        await pool.complete(REQUEST)
-    assert dead.calls == 2 and pool.endpoints[0].down_until == 3.5
+    await pool.complete(REQUEST)
+    assert dead.calls == 2 and good.calls == 7 and pool.endpoints[0].down_until == 3.5
     now[0] = 4.0  # probed again: it answers, and is back
     with pytest.warns(EndpointWarning, match="answered again: back in the pool"):
         await pool.complete(REQUEST)
@@ -317,3 +315,64 @@ def test_an_empty_base_url_drops_the_ones_given_before_it() -> None:
     assert base_urls_given(["http://a/v1", "", "http://b/v1", "@e.txt"]) == ["http://b/v1", "@e.txt"]
     assert base_urls_given(["http://a/v1", ""]) == [] and base_urls_given(None) == []
     assert base_urls_given("http://a/v1") == ["http://a/v1"]
+
+
+def _hung() -> LMCallError:
+    return LMCallError("did not finish answering within the deadline", reason="deadline")
+
+
+async def test_a_replica_hung_past_a_requests_deadline_is_taken_out_at_once_and_the_request_goes_on() -> None:
+    hung, good = Scripted([_hung()]), Scripted()
+    pool = PoolLM([("http://hung/v1", 1.0, hung), ("http://good/v1", 1.0, good)])
+    with pytest.warns(EndpointWarning, match=r"http://hung/v1 .* taken out .* after 1 failure .*\(deadline"):
+        response = await pool.complete(REQUEST)
+    assert response.text == "Score: 4" and (hung.calls, good.calls) == (1, 1)
+    assert [s["in"] for s in pool.stats()] == [False, True]
+    assert pool.stats()[0]["causes"] == {"deadline": 1}
+
+
+async def test_requests_sent_before_a_replica_was_taken_out_fail_over_without_lengthening_its_backoff() -> (
+    None
+):
+    hung, good = Scripted([_hung()] * 4, delay=0.02), Scripted()
+    pool = PoolLM([("http://hung/v1", 1.0, hung), ("http://good/v1", 1.0, good)], trip_after=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EndpointWarning)
+        answers = await asyncio.gather(*(pool.complete(REQUEST) for _ in range(8)))
+    assert all(a.text == "Score: 4" for a in answers) and good.calls == 8
+    assert hung.calls == 4 and pool.endpoints[0].backoff == 1.0  # one taking-out, not four doublings
+
+
+async def test_a_run_over_two_healthy_one_hung_one_closing_and_three_dead_replicas_judges_every_item() -> (
+    None
+):
+    from mitigate.lm import Limits
+    from tests.support.fault_server import FaultServer
+
+    with (
+        StubOpenAIServer(latency=0.005) as a,
+        StubOpenAIServer(latency=0.005) as b,
+        FaultServer("hang", hold=5.0) as hung,
+        FaultServer("close") as closing,
+    ):
+        urls = [a.base_url, b.base_url, f"{hung.url}/v1", f"{closing.url}/v1"]
+        urls += [_closed_port() for _ in range(3)]
+        lm = wrap(  # no --timeout: only the deadline tells a hung replica
+            get("openai:stub-model", base_url=urls, limits=Limits(deadline=0.5)),
+            cache=False,
+            retry=RetryPolicy(base_delay=0.01, max_delay=0.1),
+        )
+        judge = PromptJudge(JudgePrompt.from_template(TEMPLATE), lm)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", EndpointWarning)
+            result = await run(judge, _items(120), concurrency=16, progress=False)
+        await lm.aclose()
+        pool = lm.inner
+        assert isinstance(pool, PoolLM)
+        served = a.request_count + b.request_count
+    assert result.summary.ok == 120 and result.summary.errors == 0
+    assert served == 120 and hung.requests >= 1 and closing.requests >= 1
+    stats = {s["url"]: s for s in pool.stats()}
+    assert set(stats[urls[2]]["causes"]) == {"deadline"} and set(stats[urls[3]]["causes"]) == {"closed"}
+    taken_out = [str(w.message) for w in caught if "taken out" in str(w.message)]
+    assert sum("(deadline" in m for m in taken_out) == 1 and sum("(connection" in m for m in taken_out) == 3

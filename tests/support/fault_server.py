@@ -95,6 +95,7 @@ class FaultServer:
     * ``huge``: a 200 whose body never ends (within a 200 MB budget);
     * ``redirect``: HTTP 307 to ``location`` (set it; a path on another server);
     * ``raw``: the bytes of ``reply`` as they are (set it; may be changed between requests), then close;
+    * ``respond``: the bytes ``respond(path, body, key)`` gives for each request (set it), then close;
     * the :data:`ECHO_MODES`: the client's own key in every place (see there);
     * ``ok``: a valid answer, ``Score: 4`` (OpenAI's shape, or Anthropic's on ``/messages``).
 
@@ -109,6 +110,7 @@ class FaultServer:
         interval: float = 0.1,
         reply: bytes = b"",
         location: str = "",
+        respond: Callable[[str, str, str], bytes] | None = None,
         host: str = "127.0.0.1",
         faults: int | None = None,
         hold: float = 30.0,
@@ -119,6 +121,7 @@ class FaultServer:
         self.interval = interval
         self.reply = reply
         self.location = location
+        self.respond = respond
         self.requests = 0
         self.keys: list[str] = []
         self.cookies: list[str] = []
@@ -158,8 +161,9 @@ class FaultServer:
             thread.start()
             self._threads.append(thread)
 
-    def _read_request(self, conn: socket.socket) -> tuple[str, str] | None:
-        """The request's path and key ("" for none; a Cookie header goes to ``cookies``); None if it left."""
+    def _read_request(self, conn: socket.socket) -> tuple[str, str, str] | None:
+        """The request's path, key ("" for none; a Cookie header goes to ``cookies``) and body; None if it
+        left."""
         deadline = time.monotonic() + 5
         data = self._receive(conn, b"", lambda got: b"\r\n\r\n" in got, deadline)
         if data is None:
@@ -168,13 +172,14 @@ class FaultServer:
         lines = head.decode("latin-1").split("\r\n")
         fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
         length = int(fields.get("content-length") or 0)
-        if self._receive(conn, body, lambda got: len(got) >= length, deadline) is None or not head:
+        whole = self._receive(conn, body, lambda got: len(got) >= length, deadline)
+        if whole is None or not head:
             return None
         key = fields.get("x-api-key") or fields.get("authorization", "").removeprefix("Bearer ").strip()
         if "cookie" in fields:
             self.cookies.append(fields["cookie"])
         parts = lines[0].split(" ")
-        return (parts[1] if len(parts) > 1 else "/"), key
+        return (parts[1] if len(parts) > 1 else "/"), key, whole.decode("utf-8", "replace")
 
     def _receive(
         self, conn: socket.socket, data: bytes, done: Callable[[bytes], bool], deadline: float
@@ -208,7 +213,7 @@ class FaultServer:
         finally:
             conn.close()
 
-    def _answer(self, conn: socket.socket, path: str, key: str, *, mode: str) -> bool:
+    def _answer(self, conn: socket.socket, path: str, key: str, body: str, *, mode: str) -> bool:
         """Send the answer of ``mode``; False when the connection is finished with."""
         if mode == "ok":
             conn.sendall(http_reply(json.dumps(self._valid(path, "Score: 4")).encode()))
@@ -253,11 +258,16 @@ class FaultServer:
         if mode == "raw":
             conn.sendall(self.reply)
             return False
+        if mode == "respond":
+            assert self.respond is not None, "FaultServer('respond') needs respond="
+            conn.sendall(self.respond(path, body, key))
+            return False
         if mode in ECHO_MODES:
             conn.sendall(self._echo(mode, path, key or KEY))
             return mode in ("echo", "echo_escaped", "echo_error")
-        body = BODIES[mode]
-        conn.sendall(http_reply(body, content_type="text/html" if mode == "html" else "application/json"))
+        conn.sendall(
+            http_reply(BODIES[mode], content_type="text/html" if mode == "html" else "application/json")
+        )
         return True
 
     @staticmethod

@@ -39,8 +39,9 @@ BASE_URL = option(
     "base_url",
     help="server URL for the openai, anthropic or dspy backend; given again (or @FILE: "
     "one URL a line, with an optional weight after it), requests are spread over those "
-    "replicas of one server by least outstanding requests, a replica that keeps failing taken "
-    "out and probed again; an empty value drops those given before it",
+    "replicas of one server by least outstanding requests, a replica that keeps failing or is "
+    "hung taken out and probed again, its requests sent to another; an empty value drops those "
+    "given before it",
 )
 TIMEOUT = option(
     "timeout",
