@@ -3,20 +3,23 @@ memory of the driver and of each worker, LM calls, and a run whose worker is kil
 
 One stub judge (:class:`mitigate.testing.StubOpenAIServer`, latency 0, answering ``Score: 4``, keeping no
 request bodies) listens on 127.0.0.1 in this process and counts the requests. The benchmark is the generic
-JSONL one of ``bench_scale.py`` (``--n`` items). Every run is one ``mitigate judge`` process as a user runs it:
+JSONL one of ``bench_scale.py`` (``--n`` items). Every run is one ``mitigate judge`` process as a user runs
+it:
 ``-n 0``, ``--concurrency 64``, ``--no-cache`` (so only the journals can spare a call), ``--run-dir`` and
 ``--out judgments.jsonl``, stdout to /dev/null. In order:
 
 1. **single**: the command in one process;
-2. **ray**: the same with ``--engine ray --workers W`` (a local cluster the command starts);
+2. **ray**: the same with ``--engine ray --workers W --ray-address A``, A a local Ray cluster this script
+   starts once (``ray.init(num_cpus=W + 1)``), as a user starts one with ``ray start --head`` (a cluster
+   started by each command timed out during startup at a load average of 18 here: Ray waits 30 s at most);
 3. **ray, killed**: the ray run in a fresh folder, one worker SIGKILLed when the stub has answered half the
    items (Ray restarts it and runs its batch again, which reads the batch's journal);
 4. **ray, rerun**: the command of 3 again in its folder (what a rerun after a killed driver does).
 
 Wall and the driver's peak RSS come from ``wait4``; a worker's peak is the ``VmHWM`` of each
-``ray::MapWorker(MapBatches(JudgeBatches))`` process under the driver, read from /proc every 0.2 s (the
-largest seen; a killed worker's last reading). Calls: the stub's request count over the run. Each run's
-``--out`` must hold ``n`` rows of score 4, and runs 1 and 2 must write the same bytes; else it is an error.
+``ray::MapWorker(MapBatches(JudgeBatches))`` process (under this script's cluster), read from /proc every
+0.2 s (the largest seen; a killed worker's last reading). Calls: the stub's request count over the run.
+Each run's ``--out`` must hold ``n`` rows of score 4, runs 1 and 2 the same bytes: else an error.
 
     flock /work/bench.lock nice -n 10 python benchmarks/bench_ray.py [--n 100000] [--workers 2]
 """
@@ -88,16 +91,13 @@ class Watch(threading.Thread):
     def __init__(self, server: StubOpenAIServer, start_count: int, kill_at: int | None) -> None:
         super().__init__(daemon=True)
         self.server, self.start_count, self.kill_at = server, start_count, kill_at
-        self.pid: int | None = None
         self.peaks: dict[int, int] = {}
         self.killed: int | None = None
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.wait(0.2):
-            if self.pid is None:
-                continue
-            for pid, peak in workers_of(self.pid).items():
+            for pid, peak in workers_of(os.getpid()).items():
                 self.peaks[pid] = max(peak, self.peaks.get(pid, 0))
             answered = self.server.request_count - self.start_count
             if self.kill_at is not None and self.killed is None and answered >= self.kill_at and self.peaks:
@@ -130,17 +130,23 @@ def judge_run(
     with open(os.devnull, "wb") as devnull, stderr.open("wb") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, cwd=code, stdout=devnull, stderr=err)
-        watch.pid = proc.pid
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
     watch.done.set()
     watch.join()
     if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{' '.join(extra) or 'single'} exited: {stderr.read_text(errors='replace')[-800:]}")
+        raise RuntimeError(
+            f"{' '.join(extra) or 'single'} exited: {stderr.read_text(errors='replace')[-800:]}"
+        )
     with out.open(encoding="utf-8") as fh:
         fours = sum(json.loads(line)["score"] == 4 for line in fh)
     summary = next(
-        (ln for ln in stderr.read_text(errors="replace").splitlines() if " items (" in ln and "resumed" in ln), ""
+        (
+            ln
+            for ln in stderr.read_text(errors="replace").splitlines()
+            if " items (" in ln and "resumed" in ln
+        ),
+        "",
     )
     return {
         "wall": wall,
@@ -162,7 +168,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT, help="where the JSON goes")
     args = ap.parse_args()
     n, code = args.n, args.code.resolve()
-    ray_args = ["--engine", "ray", "--workers", str(args.workers)]
+    os.environ["PYTHONPATH"] = str(code)  # the cluster's workers import this checkout
+    os.environ["OPENAI_API_KEY"] = "sk-bench"
+    import ray
+
+    ray.init(num_cpus=args.workers + 1, include_dashboard=False, log_to_driver=False)  # the local cluster
+    address = ray.get_runtime_context().gcs_address
+    ray_args = ["--engine", "ray", "--workers", str(args.workers), "--ray-address", address]
     rows: dict[str, dict[str, Any]] = {}
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -171,29 +183,37 @@ def main() -> None:
         work = Path(tmp)
         items = write_inputs(work, n)
         url = server.base_url
-        rows["single"] = judge_run(code, items, url, work / "single", server, [])
-        rows["ray"] = judge_run(code, items, url, work / "ray", server, ray_args)
-        rows["ray, killed half way"] = judge_run(code, items, url, work / "kill", server, ray_args, n // 2)
-        rows["ray, rerun"] = judge_run(code, items, url, work / "kill", server, ray_args)
+        runs = {
+            "single": ("single", [], None),
+            "ray": ("ray", ray_args, None),
+            "ray, killed half way": ("kill", ray_args, n // 2),
+            "ray, rerun": ("kill", ray_args, None),
+        }
+        for name, (folder, extra, kill_at) in runs.items():
+            rows[name] = row = judge_run(code, items, url, work / folder, server, extra, kill_at)
+            print(name, {k: v for k, v in row.items() if k != "out"}, flush=True)
         same = rows["single"]["out"].read_bytes() == rows["ray"]["out"].read_bytes()
         for row in rows.values():
             row["out"] = str(row["out"])
     base = rows["single"]["wall"]
     print(
-        f"{n:,} items against the stub, {args.workers} Ray workers, --concurrency 64, {os.cpu_count()} CPUs\n\n"
+        f"{n:,} items against the stub, {args.workers} Ray workers, --concurrency 64, "
+        f"{os.cpu_count()} CPUs\n\n"
         "| run | wall s | / single | driver peak RSS MB | worker peak RSS MB | LM calls | rows of score 4 |\n"
         "|---|---|---|---|---|---|---|"
     )
     for name, row in rows.items():
         peaks = ", ".join(f"{v:.0f}" for v in row["worker_peak_mb"]) or "-"
         print(
-            f"| {name} | {row['wall']:.1f} | {row['wall'] / base:.2f} | {row['driver_rss_mb']:.0f} | {peaks} | "
+            f"| {name} | {row['wall']:.1f} | {row['wall'] / base:.2f} | {row['driver_rss_mb']:.0f} | "
+            f"{peaks} | "
             f"{row['calls']:,} | {row['score_4_rows']:,} |"
         )
     killed = rows["ray, killed half way"]
     print(
-        f"\n--out of single and ray byte-identical: {same}; killed worker pid {killed['killed_worker']}; "
-        f"calls repeated: {killed['calls'] + rows['ray, rerun']['calls'] - n}"
+        f"\n--out of single and ray byte-identical: {same}; killed worker pid {killed['killed_worker']}; the "
+        f"killed run made {killed['calls'] - n:,} calls more than its {n:,} items (in flight in the killed "
+        f"worker: sent, never answered to it); the rerun made {rows['ray, rerun']['calls']:,}"
     )
     bad = [k for k, r in rows.items() if r["score_4_rows"] != n]
     if bad or not same or killed["killed_worker"] is None:

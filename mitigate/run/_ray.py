@@ -160,7 +160,23 @@ def start_ray(address: str | None = None, *, progress: bool = True) -> Any:
             "expected Ray Data for --engine ray; it is not installed: pip install 'mitigate[ray]'"
         ) from None
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        settings: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
+        try:
+            if address is None:
+                ray.init(include_dashboard=False, **settings)
+            else:
+                ray.init(address=address, **settings)
+        except Exception as exc:  # Ray raises bare Exceptions (a node that timed out, no cluster there)
+            where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+            raise ConfigError(
+                f"expected to start or join {where}; got {type(exc).__name__}: {' '.join(str(exc).split())}"
+                + (
+                    ""
+                    if address
+                    else " (on a busy machine, start one with `ray start --head` and pass its "
+                    "address with --ray-address)"
+                )
+            ) from None
     logging.getLogger("ray.data").setLevel(logging.INFO if progress else logging.WARNING)
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True
