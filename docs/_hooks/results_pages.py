@@ -56,13 +56,14 @@ TOPICS: list[tuple[str, str, str, tuple[str, ...]]] = [
     (
         "speed",
         "Speed and cost",
-        "throughput, runner overhead, batching, prompt caching and prefix reuse",
+        "throughput, runner overhead, batching, prompt caching, prefix reuse and Ray Data",
         (
             "The same 1,000 judgments",
             "Runner overhead",
             "Batch APIs",
             "Prompt-prefix reuse",
             "A million judgments",
+            "Judging on Ray Data",
         ),
     ),
     (
