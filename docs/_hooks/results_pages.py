@@ -56,7 +56,7 @@ TOPICS: list[tuple[str, str, str, tuple[str, ...]]] = [
     (
         "speed",
         "Speed and cost",
-        "throughput, runner overhead, batching, prompt caching and prefix reuse",
+        "throughput, runner overhead, batching, prompt caching, prefix reuse and Ray Data",
         (
             "The same 1,000 judgments",
             "Runner overhead",
@@ -64,6 +64,7 @@ TOPICS: list[tuple[str, str, str, tuple[str, ...]]] = [
             "Prompt-prefix reuse",
             "A million judgments",
             "Labelling page",
+            "Judging on Ray Data",
         ),
     ),
     (

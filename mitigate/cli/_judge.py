@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import typer
 
@@ -29,10 +29,13 @@ from mitigate.cli.options._declare import Override
 from mitigate.cli.options._prompt import Prompt, PromptOptions, ReducedAnswerOptions, Scale, parse_scale
 from mitigate.cli.options._results import OUT, ThresholdOptions
 from mitigate.cli.options._run import (
+    ENGINE,
     PIPELINE,
+    RAY_ADDRESS,
     RESTART,
     RUN_DIR,
     STOP_AFTER,
+    WORKERS,
     Cache,
     DryRun,
     Progress,
@@ -43,9 +46,10 @@ from mitigate.data import Item
 from mitigate.errors import MitigateError
 from mitigate.judge import Judgment
 from mitigate.paths import one_line, open_output, write_output
-from mitigate.run import preflight, run_stream
+from mitigate.run import Tally, preflight, run_stream
 
 if TYPE_CHECKING:
+    from mitigate.judge import Judge
     from mitigate.run import RunSummary
 
 RESULTS_COLUMNS = "results.sqlite"  # the judgments of ``--run-dir`` as columns (results.json: the summary)
@@ -77,6 +81,9 @@ class JudgeOptions(
     restart: Annotated[bool, RESTART] = False
     out: Annotated[Path | None, OUT] = None
     dry_run: DryRun = False
+    engine: Annotated[Literal["local", "ray"], ENGINE] = "local"
+    ray_address: Annotated[str | None, RAY_ADDRESS] = None
+    workers: Annotated[int, WORKERS] = 2
 
     limit: Limit = 5
     prompt: Annotated[Prompt, Override(help="judge prompt template file with {{slots}}")] = None
@@ -90,6 +97,8 @@ class JudgeOptions(
             self.backend, self.batch, self.batch_retries, folder=self.run_dir, folder_option="--run-dir"
         )
         parse_scale(self.scale)
+        if self.engine == "ray" and self.batch:
+            raise MitigateError("expected --batch or --engine ray; got both (a batch API needs one process)")
 
     @property
     def scale_range(self) -> tuple[float, float] | None:
@@ -135,26 +144,30 @@ async def _judge(o: JudgeOptions) -> None:
         )
         journal = o.run_dir / "journal.jsonl" if o.run_dir else None
         with outputs:
-            async with run_stream(
-                judge_obj,
-                task.items,
-                concurrency=o.concurrency,
-                journal=journal,
-                check=False,
-                restart=o.restart,
-                progress=o.progress,
-                stop_after=o.stop_after,
-                batch=session,
-            ) as stream:
-                async for item, judgment in stream:
-                    outputs.add(item, judgment)
+            if o.engine == "ray":
+                stream: Any = on_ray(o, judge_obj, task, outputs)
+            else:
+                async with run_stream(
+                    judge_obj,
+                    task.items,
+                    concurrency=o.concurrency,
+                    journal=journal,
+                    check=False,
+                    restart=o.restart,
+                    progress=o.progress,
+                    stop_after=o.stop_after,
+                    batch=session,
+                ) as stream:
+                    async for item, judgment in stream:
+                        outputs.add(item, judgment)
     finally:
         if session is not None:
             await session.aclose()
             typer.echo(session.stats.line(), err=True)
         await lm.aclose()
     summary = stream.summary
-    kept = f"the journal {o.run_dir / 'journal.jsonl'}" if o.run_dir else "the LM cache" if o.cache else None
+    journals = o.run_dir / ("ray/journals" if o.engine == "ray" else "journal.jsonl") if o.run_dir else None
+    kept = f"the journal {journals}" if journals else "the LM cache" if o.cache else None
     try:
         outputs.print_table()
         typer.echo(summary.line(), err=True)
@@ -165,6 +178,62 @@ async def _judge(o: JudgeOptions) -> None:
     fail_when_all_failed(stream)
     if o.threshold is not None:
         threshold_gate(outputs.kept, task.criterion, o.threshold, o.require_pass_rate)
+
+
+@dataclass
+class RayRun:
+    """What ``--engine ray`` counted: the tally of the judgments it read back and the run's summary."""
+
+    tally: Tally
+    summary: "RunSummary"
+
+
+def on_ray(o: JudgeOptions, judge_obj: "Judge", task: Workload, outputs: "Outputs") -> RayRun:
+    """Judge ``task`` on Ray Data (:func:`mitigate.run.judge_dataset`): the items written once as JSON lines
+    (``--run-dir``/ray/items.jsonl, else a temporary folder), read as a Ray Dataset, judged by ``--workers``
+    actors with a journal per batch under ``--run-dir``/ray/journals, and read back in item order into the
+    same outputs a local run writes, plus ``--run-dir``/results.parquet (a row per item id)."""
+    import shutil
+    import time
+
+    from mitigate.lm import why_unpriced
+    from mitigate.run import items_file, judge_dataset, results_table, start_ray
+
+    ray = start_ray(o.ray_address, progress=o.progress)
+    start = time.perf_counter()
+    tally = Tally()
+    with ExitStack() as stack:
+        temporary = Path(stack.enter_context(tempfile.TemporaryDirectory())) if o.run_dir is None else None
+        folder = (temporary or o.run_dir / "ray").absolute()  # type: ignore[operator]
+        if o.restart and (folder / "journals").exists():
+            shutil.rmtree(folder / "journals")
+        items_file(iter(task.items), folder / "items.jsonl")
+        dataset = judge_dataset(
+            ray.data.read_text(str(folder / "items.jsonl")),
+            judge_obj,
+            folder if o.run_dir else None,
+            workers=o.workers,
+            criterion=task.criterion,
+            item_column="text",
+            concurrency=o.concurrency,
+            stop_after=o.stop_after,
+        )
+        parquet = None
+        if o.run_dir is not None:
+            import pyarrow.parquet as pq
+
+            parquet = stack.enter_context(pq.ParquetWriter(o.run_dir / "results.parquet", results_table()))
+        for batch in dataset.iter_batches(batch_size=None, batch_format="numpy"):
+            judgments = []
+            for text, judged, resumed in zip(batch["text"], batch["judgment"], batch["resumed"], strict=True):
+                judgment = Judgment.model_validate_json(judged)
+                tally.add(judgment, resumed=bool(resumed))
+                outputs.add(Item.model_validate_json(text), judgment)
+                judgments.append(judgment)
+            if parquet is not None:
+                parquet.write_table(results_table(judgments, task.criterion))
+    note = "; ".join(dict.fromkeys(why_unpriced(leaf.lm) for leaf in judge_obj.leaves()))
+    return RayRun(tally, tally.summary(time.perf_counter() - start, note or None))
 
 
 class Outputs:

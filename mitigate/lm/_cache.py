@@ -102,6 +102,10 @@ class LMCache:
     def __repr__(self) -> str:
         return f"LMCache({str(self.path)!r})"
 
+    def __reduce__(self) -> tuple[type[LMCache], tuple[str]]:
+        """Pickled as its file: a worker process (Ray, Spark) opens the same cache."""
+        return (LMCache, (str(self.path.absolute()),))
+
     @staticmethod
     def make_key(identity: str, model: str, request_key: str) -> str:
         blob = json.dumps([identity, model, request_key], ensure_ascii=False)

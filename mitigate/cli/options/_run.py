@@ -24,6 +24,17 @@ STOP_AFTER = option(
     "item (refused key or model, unreachable server ...); 0 never stops",
     accepts=(Interval(int, 0, None),),
 )
+ENGINE = option(
+    "engine",
+    help="where the judgments run: 'local' (this process) or 'ray' (Ray Data actors on a local cluster, or "
+    "the one at --ray-address; needs the ray extra)",
+)
+RAY_ADDRESS = option("ray_address", help="the Ray cluster --engine ray joins (default: start a local one)")
+WORKERS = option(
+    "workers",
+    help="with --engine ray: actors judging at once (each with --concurrency judgments in flight)",
+    accepts=(Interval(int, 1, None),),
+)
 DRY_RUN = option(
     "dry_run",
     "--dry-run",
