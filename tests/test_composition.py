@@ -646,10 +646,13 @@ def test_parse_pipeline_reads_the_cli_syntax_with_parameters() -> None:
     ("text", "message"),
     [
         ("single-attribute | nope", r"unknown mitigation 'nope'; expected one of \['agreement-gate'"),
-        ("sampling(n=0)", r"The 'n' parameter of Sampling must be an int >= 1\. Got 0 instead\."),
+        (
+            "sampling(n=0)",
+            r"The 'n' parameter of mitigation 'sampling' must be an int >= 1\. Got 0 instead\.",
+        ),
         ("sampling(n=2", r"expected 'name\(k=v, \.\.\.\)' in pipeline step"),
         ("granularity(1-10)", r"expected k=v in pipeline step 'granularity'"),
-        ("perturbed-demos(m=0)", r"The 'm' parameter of PerturbedDemosPreset must be an int >= 1"),
+        ("perturbed-demos(m=0)", r"The 'm' parameter of mitigation 'perturbed-demos' must be an int >= 1"),
     ],
 )
 def test_parse_pipeline_errors_say_what_was_expected(text: str, message: str) -> None:

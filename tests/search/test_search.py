@@ -570,12 +570,12 @@ def test_engines_come_from_the_registry_and_take_their_own_options():
     assert engine_from("greedy", {"n_candidates": 3}) == GreedyEngine(n_candidates=3)
     with pytest.raises(
         ConfigError,
-        match=r"RandomEngine has no parameter 'n_candidates'; expected some of "
+        match=r"engine 'random' has no parameter 'n_candidates'; expected some of "
         r"\['max_trials'\]",
     ):
         engine_from("random", {"n_candidates": 3})
     with pytest.raises(
-        ConfigError, match="The 'max_trials' parameter of RandomEngine must be an int >= 1 or None"
+        ConfigError, match="The 'max_trials' parameter of engine 'random' must be an int >= 1 or None"
     ):
         engine_from("random", {"max_trials": 0})
     split = _split()

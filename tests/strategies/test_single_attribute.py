@@ -191,7 +191,7 @@ def test_spec_round_trips() -> None:
         "name": "single-attribute",
         "params": {"concurrent": True, "on_free_form": "append"},
     }
-    with pytest.raises(ConfigError, match="'on_free_form' parameter of SingleAttribute"):
+    with pytest.raises(ConfigError, match="'on_free_form' parameter of mitigation 'single-attribute'"):
         SingleAttribute(on_free_form="drop")  # type: ignore[arg-type]
 
 
