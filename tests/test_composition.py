@@ -523,7 +523,7 @@ def _judge_p1_with(*extra: S.Mitigation) -> Judge:
                     p1_base(FakeLM([])).prompt.with_criteria([Criterion(name="coherence")])
                 )
             ),
-            "ExpectedScore reads the first scale number",
+            "mitigation 'expected-score' reads the first scale number",
             id="expected-score-after-rts",
         ),
         pytest.param(
@@ -549,7 +549,7 @@ def _judge_p1_with(*extra: S.Mitigation) -> Judge:
         ),
         pytest.param(
             lambda: (S.SelfConsistency() | S.ExpectedScore()).wrap(p2_base(FakeLM([]))),
-            "ExpectedScore reads the first scale number",
+            "mitigation 'expected-score' reads the first scale number",
             id="expected-score-after-self-consistency",
         ),
         pytest.param(

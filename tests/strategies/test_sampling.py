@@ -474,3 +474,17 @@ def test_granularity_refuses_a_guideline_option_that_states_no_score() -> None:
     unscored = prompt.with_guideline(Guideline(options=tuple(options)))
     with pytest.raises(ConfigError, match=f"option {options[0].label!r} states none"):
         Granularity(scale="1-10").apply(unscored)
+
+
+def test_expected_score_refuses_a_published_pairwise_prompt_rather_than_forcing_its_verdict_alone() -> None:
+    """Prometheus' relative-grading prompt asks for feedback, then "[RESULT] (A or B)": expected-score has no
+    scale to weigh there, and its answer constraint would cut the feedback the prompt asks for."""
+    if importlib.util.find_spec("prometheus_eval") is None:
+        pytest.skip("prometheus-eval is not installed (the dev extra)")
+    from prometheus_eval.prompts import RELATIVE_PROMPT_WO_REF
+
+    prompt = JudgePrompt.from_template(RELATIVE_PROMPT_WO_REF, constants={"rubric": "Which is more helpful?"})
+    assert prompt.answer == "pairwise"
+    judge = PromptJudge(prompt, FakeLM(responses=["[RESULT] A"], logprobs=True))
+    with pytest.raises(ConfigError, match=r"expected-score.*got a pairwise prompt.*pairwise-distribution"):
+        ExpectedScore().wrap(judge)
