@@ -24,15 +24,15 @@ _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def data_dir() -> Path | None:
     """The shared data folder: ``$MITIGATE_DATA_DIR``, else ``../shared/data`` beside the repo, else
-    :func:`user_data_dir`, when present; None when none exists."""
+    :func:`user_data_dir`, the first that holds a file; None when none does (an empty folder, such as an
+    offline ``mitigate data fetch`` once left, is no data folder)."""
     env = os.environ.get("MITIGATE_DATA_DIR")
     if env:
         return Path(env)
-    candidate = _REPO_ROOT.parent / "shared" / "data"
-    if candidate.is_dir():
-        return candidate
-    fetched = user_data_dir()
-    return fetched if fetched.is_dir() else None
+    for candidate in (_REPO_ROOT.parent / "shared" / "data", user_data_dir()):
+        if candidate.is_dir() and any(p.is_file() for p in candidate.rglob("*")):
+            return candidate
+    return None
 
 
 def user_data_dir() -> Path:

@@ -295,6 +295,12 @@ class Component(BaseModel):
         """What this component declares about itself: ``declared_tags``, or what its parameters imply."""
         return self.declared_tags
 
+    @classmethod
+    def owner(cls) -> str:
+        """How errors name it: its kind and registered name, as a pipeline or config writes it ("mitigation
+        'per-item-demos'"); the class name when it is not registered."""
+        return f"{cls.registry_kind} {cls.registry_name!r}" if cls.registry_name else cls.__name__
+
     @model_validator(mode="wrap")
     @classmethod
     def _validate(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
@@ -303,11 +309,11 @@ class Component(BaseModel):
         try:
             return handler(data)
         except ValidationError as exc:  # what the declared constraints do not cover: still one line
-            raise _one_line_error(cls.__name__, exc) from None
+            raise _one_line_error(cls.owner(), exc) from None
 
     @classmethod
     def _check_parameters(cls, data: Mapping[str, Any]) -> None:
-        owner = cls.__name__
+        owner = cls.owner()
         unknown = sorted(k for k in data if isinstance(k, str) and k not in cls.model_fields)
         if unknown and cls.model_config.get("extra") == "forbid":
             known = sorted(k for k in cls.model_fields if not k.endswith("_"))

@@ -523,7 +523,7 @@ def _judge_p1_with(*extra: S.Mitigation) -> Judge:
                     p1_base(FakeLM([])).prompt.with_criteria([Criterion(name="coherence")])
                 )
             ),
-            "ExpectedScore reads the first scale number",
+            "mitigation 'expected-score' reads the first scale number",
             id="expected-score-after-rts",
         ),
         pytest.param(
@@ -549,7 +549,7 @@ def _judge_p1_with(*extra: S.Mitigation) -> Judge:
         ),
         pytest.param(
             lambda: (S.SelfConsistency() | S.ExpectedScore()).wrap(p2_base(FakeLM([]))),
-            "ExpectedScore reads the first scale number",
+            "mitigation 'expected-score' reads the first scale number",
             id="expected-score-after-self-consistency",
         ),
         pytest.param(
@@ -646,10 +646,13 @@ def test_parse_pipeline_reads_the_cli_syntax_with_parameters() -> None:
     ("text", "message"),
     [
         ("single-attribute | nope", r"unknown mitigation 'nope'; expected one of \['agreement-gate'"),
-        ("sampling(n=0)", r"The 'n' parameter of Sampling must be an int >= 1\. Got 0 instead\."),
+        (
+            "sampling(n=0)",
+            r"The 'n' parameter of mitigation 'sampling' must be an int >= 1\. Got 0 instead\.",
+        ),
         ("sampling(n=2", r"expected 'name\(k=v, \.\.\.\)' in pipeline step"),
         ("granularity(1-10)", r"expected k=v in pipeline step 'granularity'"),
-        ("perturbed-demos(m=0)", r"The 'm' parameter of PerturbedDemosPreset must be an int >= 1"),
+        ("perturbed-demos(m=0)", r"The 'm' parameter of mitigation 'perturbed-demos' must be an int >= 1"),
     ],
 )
 def test_parse_pipeline_errors_say_what_was_expected(text: str, message: str) -> None:

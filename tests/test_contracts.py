@@ -113,10 +113,10 @@ PRESETS = sorted(
 @pytest.mark.parametrize("name", PRESETS)
 def test_a_preset_refuses_bad_parameters_and_builds_what_its_built_spec_rebuilds(name: str) -> None:
     cls = registered("mitigation")[name]
-    with pytest.raises(ConfigError, match=f"{cls.__name__} has no parameter 'nope'"):
+    with pytest.raises(ConfigError, match=f"{cls.owner()} has no parameter 'nope'"):
         from_spec({"name": name, "params": {"nope": 1}})
     for field, _ in cls.parameter_constraints.items():
-        with pytest.raises(ConfigError, match=f"The '{field}' parameter of {cls.__name__} must be"):
+        with pytest.raises(ConfigError, match=f"The '{field}' parameter of {cls.owner()} must be"):
             from_spec({"name": name, "params": {field: object()}})
     for built in cls.examples():
         assert type(built).registry_name == "demos" and from_spec(built.spec()) == built

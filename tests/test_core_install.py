@@ -1,5 +1,5 @@
-"""What a core install (no extra) can do: the commands that make no LM call run, openai: is refused in one
-line.
+"""What a core install (no extra) can do: the commands that make no LM call run, openai: sends with httpx,
+anthropic: is refused in one line.
 
 Each check runs ``mitigate`` in a fresh interpreter in which the optional SDKs cannot be
 imported (``sys.modules[name] = None``: ``import`` raises ModuleNotFoundError and
@@ -72,36 +72,36 @@ def bench(tmp_path: Path) -> Path:
     return path
 
 
-def test_openai_backend_in_a_core_install_is_refused_in_one_line_naming_the_extra_before_any_work(
+def _judge_args(tmp_path: Path, bench: Path, backend: str, url: str) -> list[str]:
+    prompt = str(tmp_path / "prompt.txt")
+    return [
+        *("judge", "-b", f"jsonl:{bench}", "-c", "fluency", "--prompt", prompt, "--backend", backend),
+        *("--base-url", url, "--no-progress"),
+    ]
+
+
+def test_openai_backend_in_a_core_install_judges_against_a_server_with_httpx(tmp_path, bench):
+    with StubOpenAIServer(latency=0.0, reply="Score: 2") as server:
+        done = core(_judge_args(tmp_path, bench, "openai:stub", server.base_url), tmp_path)
+        assert server.request_count == 3
+    assert done.returncode == 0, done.stderr
+    assert [ln.split("\t")[1] for ln in done.stdout.splitlines() if ln.startswith("x")] == ["judge=2"] * 3
+
+
+def test_anthropic_backend_in_a_core_install_is_refused_in_one_line_naming_the_extra_before_any_work(
     tmp_path, bench
 ):
     with StubOpenAIServer(latency=0.0, reply="Score: 2") as server:
-        done = core(
-            [
-                "judge",
-                "-b",
-                f"jsonl:{bench}",
-                "-c",
-                "fluency",
-                "--prompt",
-                str(tmp_path / "prompt.txt"),
-                "--backend",
-                "openai:stub",
-                "--base-url",
-                server.base_url,
-                "--no-progress",
-            ],
-            tmp_path,
-        )
+        done = core(_judge_args(tmp_path, bench, "anthropic:stub", server.base_url), tmp_path)
         assert server.request_count == 0
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
-    assert "pip install 'mitigate[openai]'" in lines[0] and "a bug in mitigate" not in lines[0]
+    assert "pip install 'mitigate[anthropic]'" in lines[0] and "a bug in mitigate" not in lines[0]
     assert "judging" not in done.stderr
 
 
-def test_openai_backend_without_the_sdk_but_with_aiohttp_uses_the_direct_client(monkeypatch):
+def test_openai_backend_without_the_sdk_uses_the_direct_client(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "openai" else real(name, *a)
@@ -109,7 +109,8 @@ def test_openai_backend_without_the_sdk_but_with_aiohttp_uses_the_direct_client(
     lm = get("openai:stub", base_url="http://127.0.0.1:9/v1")
     assert lm.transport == "direct"
     with pytest.raises(
-        BackendSpecError, match=r"needs the 'openai' package .*pip install 'mitigate\[openai\]'"
+        BackendSpecError,
+        match=r"transport='sdk' .*needs the 'openai' package.*pip install 'mitigate\[openai\]'",
     ):
         get("openai:stub", base_url="http://127.0.0.1:9/v1", transport="sdk")
 

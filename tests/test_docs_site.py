@@ -24,6 +24,7 @@ def _hook(name: str) -> ModuleType:
 
 results_pages = _hook("results_pages")
 unlisted_pages = _hook("unlisted_pages")
+rest_roles = _hook("rest_roles")
 
 
 def test_every_results_section_lands_on_one_page_with_its_text_unchanged() -> None:
@@ -99,3 +100,16 @@ def test_a_page_the_nav_leaves_out_is_added_under_more(tmp_path: Path) -> None:
     config = {"nav": [{"Home": "index.md"}]}
     unlisted_pages.on_files(Files(), config)
     assert config["nav"][-1] == {"More": [{"Title of juries.md": "juries.md"}]}
+
+
+def test_a_docstrings_rest_roles_become_code_linked_by_autorefs_and_no_role_text_is_left() -> None:
+    rendered = (
+        "<p>A :class:<code>~mitigate.errors.CapabilityError</code>, :func:<code>get</code> and "
+        ":meth:<code>mitigate.judge.Judge.judge</code>; a plain <code>:class:</code> stays.</p>"
+    )
+    out = rest_roles.convert(rendered)
+    assert (
+        '<autoref identifier="mitigate.errors.CapabilityError" optional><code>CapabilityError</code>' in out
+    )
+    assert "<code>get</code>" in out and "<code>mitigate.judge.Judge.judge</code></autoref>" in out
+    assert ":class:<code>" not in out and ":func:" not in out and ":meth:" not in out

@@ -169,7 +169,8 @@ def test_a_plugin_parameter_refused_on_the_command_line_names_the_accepted_value
     )
     assert result.exit_code == 2
     assert (
-        "The 'tone' parameter of Terse must be one of 'plain', 'strict'. Got 'loud' instead."
+        "The 'tone' parameter of mitigation 'test-plugin-terse' must be one of 'plain', 'strict'. "
+        "Got 'loud' instead."
     ) in result.stderr
 
 

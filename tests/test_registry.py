@@ -29,9 +29,13 @@ class Widget(Component):
 def test_constraint_error_is_written_from_the_declaration():
     with pytest.raises(ConfigError) as err:
         Widget(k=0)
-    assert str(err.value) == "The 'k' parameter of Widget must be an int >= 1. Got 0 instead."
+    assert (
+        str(err.value)
+        == "The 'k' parameter of selector 'test-registry-widget' must be an int >= 1. Got 0 instead."
+    )
     with pytest.raises(
-        ConfigError, match=r"'by' parameter of Widget must be one of 'label', 'range'. Got 'x'"
+        ConfigError,
+        match=r"'by' parameter of selector 'test-registry-widget' must be one of 'label', 'range'. Got 'x'",
     ):
         Widget(by="x")
     with pytest.raises(ConfigError, match=r"must be a float in \(0, 1\] or None. Got 0 instead"):
@@ -47,7 +51,9 @@ def test_constraints_run_before_pydantic_so_wrong_types_are_one_line_errors():
 
 def test_unknown_parameter_names_the_known_ones():
     with pytest.raises(
-        ConfigError, match=r"Widget has no parameter 'kk'; expected some of \['by', 'k', 'rate'\]"
+        ConfigError,
+        match=r"selector 'test-registry-widget' has no parameter 'kk'; expected some of "
+        r"\['by', 'k', 'rate'\]",
     ):
         Widget(kk=3)
 

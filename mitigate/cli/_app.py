@@ -96,6 +96,8 @@ class LazyCommands(TyperGroup):
                     **extra,
                 )
                 code = rv if isinstance(rv, int) else 0
+                if code == EXIT_INTERRUPTED:  # typer turns Ctrl-C into exit code 130 without a word
+                    _say_interrupted()
             except _NO_ARGS as exc:
                 ctx = getattr(exc, "ctx", None)
                 typer.echo(ctx.get_help() if ctx is not None else "")
@@ -109,7 +111,7 @@ class LazyCommands(TyperGroup):
                 say_error("aborted")
                 code = EXIT_FAILED
             except KeyboardInterrupt:
-                say_error("interrupted; a run with --run-dir (or --out) resumes where it stopped")
+                _say_interrupted()
                 code = EXIT_INTERRUPTED
             except Exception as exc:
                 if debug:
@@ -384,6 +386,17 @@ def command(
         return fn
 
     return register
+
+
+def _say_interrupted() -> None:
+    """The one line after Ctrl-C, unless the run folder already said what it kept."""
+    from mitigate.cli._files import INTERRUPTED
+
+    if not INTERRUPTED["said"]:
+        say_error(
+            "interrupted: no run folder keeps the judgments made (the LM cache keeps the answers received, "
+            "so the same command again reuses them); pass --run-dir DIR (or --out) to resume a run exactly"
+        )
 
 
 def main() -> None:  # pragma: no cover - console entry

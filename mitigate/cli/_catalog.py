@@ -5,9 +5,12 @@ type, default and accepted values); ``--json`` prints the same as JSON."""
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import json
 import re
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -69,6 +72,20 @@ def _summary(obj: Any) -> str:
 
 
 def _type_name(annotation: Any) -> str:
+    """A parameter's type as a reader writes it: ``Demo | None``, ``tuple[Demo, ...]`` (no module path, no
+    validator attached to it)."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _type_name(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in args)
+    if origin is typing.Literal:
+        return json.dumps(list(args))[1:-1].replace(", ", " | ")
+    if annotation is type(None):
+        return "None"
+    if origin is not None:
+        inner = ", ".join("..." if a is Ellipsis else _type_name(a) for a in args)
+        return f"{getattr(origin, '__name__', str(origin))}[{inner}]" if args else _type_name(origin)
     if isinstance(annotation, type):
         return annotation.__name__
     return str(annotation).replace("typing.", "").replace("pathlib.", "")
@@ -112,6 +129,16 @@ def _parameters(cls: type[Component]) -> list[dict[str, Any]]:
     return out
 
 
+def _public_path(kind: str, cls: type) -> str:
+    """Where Python code imports ``cls`` from: its kind's package when that exports it (``mitigate.strategies.
+    Demos``), else a plugin's own module; "" for a built-in class no package exports (a private address)."""
+    package = KIND_PACKAGES.get(kind, "")
+    if package and not package.rpartition(".")[2].startswith("_"):
+        if getattr(importlib.import_module(package), cls.__name__, None) is cls:
+            return f"{package}.{cls.__name__}"
+    return "" if cls.__module__.startswith("mitigate.") else f"{cls.__module__}.{cls.__qualname__}"
+
+
 def describe(kind: str, name: str, obj: Any) -> dict[str, Any]:
     """What the registry knows about the ``kind`` entry ``name``: a JSON-ready dict."""
     row: dict[str, Any] = {
@@ -124,7 +151,7 @@ def describe(kind: str, name: str, obj: Any) -> dict[str, Any]:
     if isinstance(obj, type) and issubclass(obj, Component):
         row.update(
             paper=obj.paper,
-            cls=f"{obj.__module__}.{obj.__qualname__}",
+            cls=_public_path(kind, obj),
             tags=[t for t, on in obj.declared_tags.model_dump().items() if on],
             parameters=_parameters(obj),
         )
@@ -150,7 +177,7 @@ def describe(kind: str, name: str, obj: Any) -> dict[str, Any]:
 
 def _text_detail(row: dict[str, Any]) -> str:
     lines = [f"{row['name']} ({row['kind']}{', preset' if row.get('preset') else ''}): {row['summary']}"]
-    for key, label in (("cls", "class"), ("paper", "paper"), ("plugin", "plugin")):
+    for key, label in (("cls", "in Python"), ("paper", "paper"), ("plugin", "plugin")):
         if row.get(key):
             lines.append(f"  {label}: {row[key]}")
     if "tags" in row:

@@ -22,7 +22,7 @@ from mitigate.cli._build import (
 )
 from mitigate.cli._config import split_label
 from mitigate.cli._errors import EXIT_FAILED, say_error
-from mitigate.cli._files import check_run_folder, writable_dir, writing_after_run
+from mitigate.cli._files import check_run_folder, say_interrupted, writable_dir, writing_after_run
 from mitigate.cli.options._backend import (
     BATCH,
     BATCH_HELP,
@@ -156,7 +156,11 @@ def compare_cmd(options: CompareOptions) -> None:
     """Compare pipelines, recorded and released judges on a benchmark: accuracy and bias side by side."""
     writable_dir(options.out, "--out")
     check_run_folder(options.out)
-    asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))
+    try:
+        asyncio.run(_compare(options, command_line=" ".join(["mitigate", *sys.argv[1:]])))
+    except KeyboardInterrupt:
+        say_interrupted(options.out, "--out")
+        raise
 
 
 async def _compare(o: CompareOptions, command_line: str) -> None:

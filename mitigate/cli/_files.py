@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from mitigate.cli._errors import say_error
 from mitigate.errors import ConfigError, MitigateError, RunStoppedError
 from mitigate.paths import output_target, path_kind, read_file
 
@@ -64,7 +67,34 @@ def run_dir(path: Path | None, option: str = "--run-dir") -> Iterator[Path | Non
     writable_dir(path, option)
     check_run_folder(path)
     with RunLock.for_journal(path / "journal.jsonl"):
-        yield path
+        try:
+            yield path
+        except KeyboardInterrupt:
+            say_interrupted(path, option)
+            raise
+
+
+INTERRUPTED = {"said": False}
+"""Whether the one line after Ctrl-C was printed (the command line's main prints a generic one otherwise)."""
+
+
+def say_interrupted(path: Path, option: str) -> None:
+    """The one line after Ctrl-C in a run with a folder: the judgments and LM calls its journals keep, and
+    how to resume."""
+    items = calls = 0
+    for journal in [path / "journal.jsonl", *sorted(path.glob("journals/*.jsonl"))]:
+        with contextlib.suppress(OSError), journal.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                with contextlib.suppress(ValueError):
+                    row = json.loads(line)
+                    if isinstance(row, dict) and "item_id" in row:
+                        items += 1
+                        calls += int(row.get("calls") or 0)
+    say_error(
+        f"interrupted: {items} judgments ({calls} LM calls) are kept in {path}; run the same command again "
+        f"(with {option} {path}) to resume from there"
+    )
+    INTERRUPTED["said"] = True
 
 
 READ_BACK = (

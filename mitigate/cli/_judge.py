@@ -81,7 +81,7 @@ class JudgeOptions(
     restart: Annotated[bool, RESTART] = False
     out: Annotated[Path | None, OUT] = None
     dry_run: DryRun = False
-    engine: Annotated[Literal["local", "ray"], ENGINE] = "local"
+    engine: Annotated[Literal["process", "ray"], ENGINE] = "process"
     ray_address: Annotated[str | None, RAY_ADDRESS] = None
     workers: Annotated[int, WORKERS] = 2
 

@@ -8,6 +8,7 @@ place: nothing unverified is ever left under its real name. Errors are :class:`D
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -224,20 +225,30 @@ def fetch(
     source = name if isinstance(name, Source) else source_for(name)
     folder = target_dir(root)
     todo = [f for f in source.files if _state(source.dest(folder, f), f) != "present"]
-    with httpx.Client(
-        follow_redirects=True, max_redirects=10, timeout=httpx.Timeout(timeout, connect=min(timeout, 20.0))
-    ) as client:
-        for index, file in enumerate(todo):
-            if on_file is not None:
-                on_file(file.path)
-            _download(
-                client,
-                source.url(file, base_url),
-                source.dest(folder, file),
-                file,
-                remaining=len(todo) - index - 1,
-                source=source,
-            )
+    made = [p for f in todo for p in (source.dest(folder, f).parent, *source.dest(folder, f).parents)]
+    made = sorted({p for p in made if not p.exists()}, key=lambda p: len(p.parts), reverse=True)
+    try:
+        with httpx.Client(
+            follow_redirects=True,
+            max_redirects=10,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, 20.0)),
+        ) as client:
+            for index, file in enumerate(todo):
+                if on_file is not None:
+                    on_file(file.path)
+                _download(
+                    client,
+                    source.url(file, base_url),
+                    source.dest(folder, file),
+                    file,
+                    remaining=len(todo) - index - 1,
+                    source=source,
+                )
+    except BaseException:  # the folders made for files that never came go too: an empty one is no data
+        for path in made:
+            with contextlib.suppress(OSError):
+                path.rmdir()  # only when empty
+        raise
     for derived in source.derived:
         dest = source.dest(folder, derived)
         if _state(dest, derived) != "present":

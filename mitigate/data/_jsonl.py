@@ -20,6 +20,7 @@ from mitigate.paths import (
     open_regular,
     read_file,
     read_lines,
+    user_data_dir,
     write_output,
 )
 from mitigate.scale import Scale
@@ -41,15 +42,17 @@ ScaleSpec = Scale | tuple[float, float] | list[float]
 """A label scale as :class:`~mitigate.scale.Scale` or ``(min, max)``."""
 
 
-def resolve_root(root: str | Path | None) -> Path:
-    """``root``, else :func:`mitigate.paths.data_dir`; DataError saying how to set it when neither is."""
+def resolve_root(root: str | Path | None, benchmark: str = "<benchmark>") -> Path:
+    """``root``, else :func:`mitigate.paths.data_dir`; DataError saying how to get one when neither is
+    (``benchmark``: the name ``mitigate data fetch`` takes for what is being loaded)."""
     if root is not None:
         return Path(root)
     found = data_dir()
     if found is None:
         raise DataError(
-            "expected a data folder; got none: set MITIGATE_DATA_DIR to the folder holding the "
-            "datasets (e.g. /work/shared/data) or place it at ../shared/data beside the repository"
+            f"expected a data folder holding the benchmarks; found none: download this one with "
+            f"'mitigate data fetch {benchmark}' (into {user_data_dir()}), or set MITIGATE_DATA_DIR to a "
+            "folder that holds them"
         )
     return found
 

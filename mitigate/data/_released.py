@@ -304,7 +304,7 @@ def load_released(
 ) -> ReleasedRun:
     """Load one released judge (a name from :func:`released_judges`) as a :class:`ReleasedRun`, restricted
     to the items of ``benchmark`` when given (DataError naming the items it has no judgment for)."""
-    run = _load_all(str(resolve_root(root)), judge)
+    run = _load_all(str(resolve_root(root, "summeval")), judge)
     if benchmark is None:
         return run
     wanted = [c for c in run.criteria if c in benchmark.criteria] or list(run.criteria)
@@ -443,7 +443,7 @@ def load_head_to_head(*, root: str | Path | None = None) -> list[H2HRecord]:
     """The 8,800 released ChatGPT head-to-head verdicts (11 pairs x 4 dimensions x 100 docs x 2 orders), read
     with :func:`mitigate.parse.parse_pairwise` (labels A/B, tie C; a failure keeps its message in
     ``error``)."""
-    return list(_load_h2h(str(resolve_root(root))))
+    return list(_load_h2h(str(resolve_root(root, "summeval-h2h"))))
 
 
 # the releases as recorded judgments, and the head-to-head as a pairwise benchmark

@@ -49,7 +49,7 @@ def load_summeval(
     ``annotators="turker"`` the 5 crowd ones), both sets in ``meta``; ``"bartscore"``: 1,600 items, expert
     means only. ``reference`` is the first reference summary; DataError names each missing file.
     """
-    base = resolve_root(root)
+    base = resolve_root(root, "summeval")
     if annotators not in ("expert", "turker"):
         raise ConfigError(
             "The 'annotators' parameter of load_summeval must be 'expert' or 'turker'. Got "

@@ -30,7 +30,7 @@ SCALE = Scale(min=0, max=4)
 
 def load_tmu_gfm(*, zero_as_missing: bool = True, root: str | Path | None = None) -> Benchmark:
     """Load TMU-GFM (4,221 items, criteria grammar/fluency/meaning, scale 0-4); see the module docstring."""
-    return _load(str(resolve_root(root)), zero_as_missing)
+    return _load(str(resolve_root(root, "tmu-gfm")), zero_as_missing)
 
 
 def _ratings(raw: str, column: str, path: Path, line: int) -> tuple[int, ...]:

@@ -133,7 +133,7 @@ def load_uss(
         raise ConfigError(
             f"The 'level' parameter of load_uss must be 'dialogue' or 'turn'. Got {level!r} instead."
         )
-    return _load(str(resolve_root(root)), key, level)
+    return _load(str(resolve_root(root, f"uss-{key}")), key, level)
 
 
 @functools.lru_cache(maxsize=8)

@@ -54,7 +54,7 @@ SCALE = Scale(min=0, max=100)
 
 def load_webnlg(*, include_reference: bool = False, root: str | Path | None = None) -> Benchmark:
     """Load the English WebNLG+ 2020 human evaluation (see the module docstring for the item layout)."""
-    return _load(str(resolve_root(root)), include_reference)
+    return _load(str(resolve_root(root, "webnlg")), include_reference)
 
 
 _CELL = re.compile(r"<td[^>]*>(.*?)</td>", re.S)

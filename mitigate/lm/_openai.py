@@ -1,19 +1,22 @@
 """OpenAI chat-completions backend, also for OpenAI-compatible servers (vLLM, llama.cpp server, Ollama ...).
 
-The body is built and the answer read here. ``transport="direct"`` (the default when aiohttp is installed)
-posts it with a plain aiohttp session without importing the SDK; ``"sdk"``, ``"aiohttp"`` and ``"httpx"`` go
-through the SDK (as the batch API always does). A server that returns fewer choices than ``n``, or no logprobs
-when asked, is a :class:`~mitigate.errors.CapabilityError`. Mode "json" is ``response_format`` json_schema;
-mode "format" needs the server's guided decoding named (``guided=``: ``"vllm"``, ``"vllm-legacy"``,
-``"sglang"``, ``"llamacpp"``; ``"openai"`` for ``response_format`` only). Cost at list prices on the official
-API; None on a server.
+The body is built and the answer read here. ``transport="direct"`` (the default) posts it without importing
+the SDK, with a plain aiohttp session when aiohttp is installed (the ``openai`` extra) and with httpx (a core
+dependency) otherwise, so ``openai:<model>`` against a server needs no extra; ``"sdk"``, ``"aiohttp"`` and
+``"httpx"`` go through the SDK (as the batch API always does). A server that returns fewer choices than
+``n``, or no logprobs when asked, is a :class:`~mitigate.errors.CapabilityError`. Mode "json" is
+``response_format`` json_schema; mode "format" needs the server's guided decoding named (``guided=``:
+``"vllm"``, ``"vllm-legacy"``, ``"sglang"``, ``"llamacpp"``; ``"openai"`` for ``response_format`` only).
+Cost at list prices on the official API; None on a server.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import os
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from mitigate.errors import BackendSpecError, CapabilityError, ConfigError, MitigateError
@@ -142,17 +145,12 @@ class OpenAILM(ProviderLM):
                 f"expected transport to be 'auto', 'direct', 'sdk', 'aiohttp' or 'httpx'; got {transport!r}"
             )
         if transport == "auto":  # the cheapest client that behaves the same; the SDK for a client of yours
-            transport = "direct" if http_client is None and importlib.util.find_spec("aiohttp") else "sdk"
-        if transport == "direct" and importlib.util.find_spec("aiohttp") is None:
-            raise ConfigError(
-                "transport='direct' needs aiohttp; expected it installed (pip install "
-                "'mitigate[openai]' or pip install aiohttp)"
-            )
+            transport = "direct" if http_client is None else "sdk"
         if transport != "direct" and importlib.util.find_spec("openai") is None:
             raise BackendSpecError(
-                f"backend spec 'openai:{model}' needs the 'openai' package (or aiohttp for its direct "
-                "client), and neither is installed; expected them importable (pip install "
-                "'mitigate[openai]')",
+                f"transport={transport!r} of backend spec 'openai:{model}' needs the 'openai' package, which "
+                "is not installed; expected it importable (pip install 'mitigate[openai]'), or the default "
+                "transport, which needs no extra",
                 spec=f"openai:{model}",
             )
         if transport == "aiohttp" and not _aiohttp_available():
@@ -272,39 +270,31 @@ class OpenAILM(ProviderLM):
         return await self._sdk_body(start, exchange, lambda r: r.aiter_bytes(), lambda r: r.aclose())
 
     async def _post_direct(self, body: dict[str, Any], exchange: Exchange) -> bytes:
-        import aiohttp
-
         loop = asyncio.get_running_loop()
         if self._session is None or self._session_loop is not loop:
-            wait = self.timeout  # None: nothing but the deadline (no timer per read: the cheapest hot path)
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=None, connect=None, sock_connect=wait, sock_read=wait),
-                connector=aiohttp.TCPConnector(limit=0),
-                cookie_jar=aiohttp.DummyCookieJar(),  # an API call needs no cookie (see http.no_cookies)
-                headers={"Authorization": f"Bearer {self._api_key.get_secret_value()}"},
-            )
+            self._session = _direct_session(self.timeout, self._api_key.get_secret_value())
             self._session_loop = loop
             self._session_keeper = loop.create_task(_close_when_its_loop_ends(self._session))
         url = f"{self.base_url or 'https://api.openai.com/v1'}/chat/completions"
         where = self.identity()
         phase: Literal["answer", "body"] = "answer"
         try:
-            async with self._session.post(url, json=body, allow_redirects=False) as resp:
-                exchange.status, exchange.headers = resp.status, resp.headers
+            async with _post(self._session, url, body) as (status, headers, chunks):
+                exchange.status, exchange.headers = status, headers
                 phase = "body"
-                if resp.status >= 300 or resp.status < 200:
-                    detail = await http.read_head(resp.content.iter_any(), self.scrubber)
+                if status >= 300 or status < 200:
+                    detail = await http.read_head(chunks, self.scrubber)
                     raise http.http_error(
                         where,
-                        resp.status,
-                        resp.headers,
+                        status,
+                        headers,
                         detail,
                         api_key_env=self.api_key_env,
                         backend=self.spec,
                         scrubber=self.scrubber,
                     )
                 return await http.read_capped(
-                    http.counted(resp.content.iter_any(), exchange),
+                    http.counted(chunks, exchange),
                     self.limits.max_response_bytes,
                     where=where,
                     backend=self.spec,
@@ -409,7 +399,7 @@ class OpenAILM(ProviderLM):
         if self._session is not None:
             session, self._session = self._session, None
             try:
-                await session.close()
+                await _close(session)
             except RuntimeError:  # its event loop is gone
                 pass
 
@@ -456,9 +446,51 @@ def _raw_response_class() -> Any:
     return httpx.Response
 
 
+def _direct_session(wait: float | None, key: str) -> Any:
+    """The direct transport's client: an aiohttp session when aiohttp is installed, else an httpx one.
+
+    ``wait`` bounds connecting and each read (None: nothing but the deadline, the cheapest hot path); no
+    cookie is kept (see :func:`mitigate.lm._http.no_cookies`), no redirect followed, no connection limit.
+    """
+    headers = {"Authorization": f"Bearer {key}"}
+    if importlib.util.find_spec("aiohttp") is not None:
+        import aiohttp
+
+        return aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=None, connect=None, sock_connect=wait, sock_read=wait),
+            connector=aiohttp.TCPConnector(limit=0),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            headers=headers,
+        )
+    import httpx
+
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(None, connect=wait, read=wait),
+        limits=httpx.Limits(max_connections=None, max_keepalive_connections=None),
+        cookies=http.no_cookies(),
+        follow_redirects=False,
+        headers=headers,
+    )
+
+
+@contextlib.asynccontextmanager
+async def _post(session: Any, url: str, body: dict[str, Any]) -> AsyncIterator[tuple[int, Any, Any]]:
+    """POST ``body`` with a direct-transport session: its status, headers and body chunks."""
+    if hasattr(session, "stream"):  # httpx
+        async with session.stream("POST", url, json=body) as resp:
+            yield resp.status_code, resp.headers, resp.aiter_bytes()
+    else:
+        async with session.post(url, json=body, allow_redirects=False) as resp:
+            yield resp.status, resp.headers, resp.content.iter_any()
+
+
 async def _close_when_its_loop_ends(session: Any) -> None:
     """Close a direct-transport session when ``asyncio.run`` ends its loop."""
     try:
         await asyncio.Event().wait()
     finally:
-        await session.close()
+        await _close(session)
+
+
+async def _close(session: Any) -> None:
+    await (session.aclose() if hasattr(session, "aclose") else session.close())

@@ -233,8 +233,10 @@ def _local(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
 def _fake(spec: str, rest: str, sep: bool, kwargs: dict[str, Any]) -> LM:
     if "responses" not in kwargs:
         raise BackendSpecError(
-            "backend spec 'fake' needs scripted answers; expected get('fake', responses=[...] or a "
-            "callable request -> str)",
+            "backend 'fake' answers from a script given in Python (responses=[...] or a function of the "
+            "request), which the command line cannot take; to try a command without a key or a model, run "
+            "the stub server (python -m mitigate.testing --port 8765) and pass --backend openai:stub "
+            "--base-url http://127.0.0.1:8765/v1",
             spec=spec,
         )
     if rest:

@@ -33,21 +33,23 @@ _POSITIVE = [Interval(int, 1), None]
 _PERMUTATION_ENUM_LIMIT = 8  # up to this many options, all permutations are listed before sampling
 
 
-def guideline_of(source: Guideline | JudgePrompt | None) -> Guideline:
-    """The guideline to perturb: ``source``, or a prompt's parsed guideline (TemplateError when none)."""
+def guideline_of(
+    source: Guideline | JudgePrompt | None, use: str = "guideline perturbations", instead: str = ""
+) -> Guideline:
+    """The guideline to perturb or show: ``source``, or a prompt's parsed guideline (TemplateError when none,
+    naming the ``use`` that needs it and what to do ``instead``)."""
     if isinstance(source, Guideline):
         return source
     if isinstance(source, JudgePrompt):
         if source.guideline is None:
             raise TemplateError(
-                "guideline perturbations need a guideline recovered by JudgePrompt.from_template "
-                "(score options on separate lines such as 'Score 1 means ...'); this prompt has none "
-                f"(criteria={[c.name for c in source.criteria]})"
+                f"{use} need the prompt's score options written one per line (such as '1: ...' or 'Score 1 "
+                f"means ...'); this prompt has none (criteria={[c.name for c in source.criteria]})"
+                + (f"; {instead}" if instead else "")
             )
         return source.guideline
     raise TemplateError(
-        "guideline perturbations need a guideline recovered by JudgePrompt.from_template; "
-        f"got {type(source).__name__}"
+        f"{use} need a prompt with score options written one per line; got {type(source).__name__}"
     )
 
 

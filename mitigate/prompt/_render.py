@@ -311,7 +311,8 @@ def fill(prompt: Renderable, template: str, item: Item) -> str:
         if value is None:
             raise DataError(
                 f"slot {{{{{name}}}}} needs item field {field!r}; item {item.id!r} has "
-                f"{['output', *item.inputs]} (map it with slot_fields={{{name!r}: '<field>'}})",
+                f"{['output', *item.inputs]} (map it with --slot-field {name}=<field>; slot_fields= in "
+                "Python)",
                 item_id=item.id,
             )
         values.append(value)

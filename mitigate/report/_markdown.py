@@ -15,6 +15,7 @@ from typing import Any
 
 from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
 from mitigate.probes import probe_section
+from mitigate.report._glossary import glossary_section
 from mitigate.report._plots import PLOT_CAPTIONS, planned_plots
 from mitigate.report._reading import bottom_lines, plain_reason, warnings
 from mitigate.report._results import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
@@ -81,6 +82,7 @@ def render_markdown(result: CompareResult, plots: Sequence[str] | None = None) -
     lines += demos_section(result)
     lines += ["", *probe_section([(e.name, e.probes) for e in result.entries if e.probes])]
     lines += _plots_section(result, plots)
+    lines += glossary_section(result)
     return md_escape("\n".join(lines) + "\n")  # names and texts from the user never become markup
 
 

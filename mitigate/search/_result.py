@@ -87,7 +87,14 @@ class SearchResult(BaseModel):
         if self.beats_baseline:
             return f"the winner ({self.best.label}) beat the baseline on test"
         g = self.test_gain
-        if self.best_index == 0:
+        if len(self.trials) == 1 and self.stopped == "budget":
+            dev = len(self.split.get("dev", ()))
+            why = (
+                f"no demo set was tried: the budget of {self.budget} LM calls ran out on the baseline; each "
+                f"set judges the {dev} dev items, so a budget of {self.calls_search + dev} or more tries one "
+                "(--budget)"
+            )
+        elif self.best_index == 0:
             why = "the baseline itself won on dev"
         elif not math.isfinite(g.value):
             why = f"the test gain is undefined{f': {g.reason}' if g.reason else ''}"

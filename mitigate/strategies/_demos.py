@@ -71,8 +71,8 @@ def require_lengthened(owner: str, kind: str, lengthened: dict[str, str] | None)
     if kind in ("length", "both") and not lengthened:
         raise ConfigError(
             f"The 'lengthened' parameter of {owner} must map option labels to lengthened descriptions when "
-            f"kind={kind!r}. Got {lengthened!r} instead. Write them, or produce them once with "
-            "mitigate.prompt._perturb.lengthen_guideline(prompt, lm) and pass the returned dict."
+            f"kind={kind!r}. Got {lengthened!r} instead. Write them in the params of a config file "
+            "(--config) or in Python, or use kind=order, which needs none."
         )
 
 
@@ -149,25 +149,25 @@ class Demos(Mitigation):
     def _check(self) -> Self:
         if (self.selector is None) == (not self.demos):
             raise ConfigError(
-                "Demos expected either selector=... (demos chosen at fit) or demos=(...) "
-                f"(given demos); got {'both' if self.demos else 'neither'}"
+                f"{self.owner()} expected either a selector (demos chosen at fit: selector=random, knn ...) "
+                f"or the demos to show (demos=...); got {'both' if self.demos else 'neither'}"
             )
         if self.demos and len(self.demos) != self.k:
             raise ConfigError(
-                f"The 'demos' parameter of Demos must hold exactly k={self.k} demos. Got "
+                f"The 'demos' parameter of {self.owner()} must hold exactly k={self.k} demos. Got "
                 f"{len(self.demos)} instead (pass k={len(self.demos)})."
             )
         if self.display == "perturbed":
-            require_lengthened("Demos", self.kind, self.lengthened)
+            require_lengthened(self.owner(), self.kind, self.lengthened)
         if self.ablation and self.display != "perturbed":
             raise ConfigError(
-                "The 'ablation' parameter of Demos needs display='perturbed'. Got "
+                f"The 'ablation' parameter of {self.owner()} needs display=perturbed. Got "
                 f"ablation=True with display={self.display!r} instead."
             )
         if self.chooses_per_item and self.display != "plain":
-            why = f" with {type(self.selector).__name__}" if self.selector is not None else ""
+            why = f" with {self.selector.owner()}" if self.selector is not None else ""
             raise ConfigError(
-                f"Demos chooses per item{why}; expected display='plain' for per-item demos, got "
+                f"{self.owner()} chooses per item{why}; expected display=plain for per-item demos, got "
                 f"display={self.display!r}"
             )
         return self
@@ -297,9 +297,15 @@ class Demos(Mitigation):
                 f"demos shown under the prompt's scoring guideline (display {self.display!r}, e.g. "
                 "perturbed-demos) show one output and its gold score under each guideline version; expected "
                 "a prompt that scores one output, got a pairwise prompt (show pairwise demos plainly: "
-                "Demos(demos=(Demo(item=..., verdict='first'), ...), k=...))"
+                "display=plain)"
             )
-        base = original_order(guideline_of(prompt))
+        use = (
+            f"demos shown under the prompt's scoring guideline (display={self.display}, as perturbed-demos "
+            "shows them)"
+        )
+        base = original_order(
+            guideline_of(prompt, use, "show them plainly instead (display=plain, or random-demos)")
+        )
         if self.display == "guideline":
             per_demo = [[base] for _ in scored]
         else:
@@ -407,7 +413,7 @@ class PerItemDemosPreset(Preset):
     @model_validator(mode="after")
     def _check(self) -> Self:
         fitted = Satisfies(_fitted_selector, "a fitted selector (call .fit(pool, criterion=...) first)")
-        check_param("PerItemDemosPreset", "selector", self.selector, [fitted])
+        check_param(self.owner(), "selector", self.selector, [fitted])
         return self
 
     @classmethod
@@ -506,7 +512,7 @@ class HighestRSDemosPreset(Preset):
     @model_validator(mode="after")
     def _check_pool_size(self) -> Self:
         if self.pool_size is not None:  # the pool must hold the k demos
-            check_param("HighestRSDemosPreset", "pool_size", self.pool_size, [Interval(int, self.k), None])
+            check_param(self.owner(), "pool_size", self.pool_size, [Interval(int, self.k), None])
         return self
 
     @classmethod

@@ -154,7 +154,7 @@ class PerturbedGuidelines(Mitigation):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        require_lengthened("PerturbedGuidelines", self.kind, self.lengthened)
+        require_lengthened(self.owner(), self.kind, self.lengthened)
         return self
 
     def perturbations_for(self, judge: Judge) -> list[Perturbation]:
@@ -162,20 +162,19 @@ class PerturbedGuidelines(Mitigation):
         leaves = judge.leaves()
         if not leaves:
             raise ConfigError(
-                "PerturbedGuidelines needs a judge with at least one prompt; got "
-                f"{type(judge).__name__} with none"
+                f"{self.owner()} needs a judge with at least one prompt; got {type(judge).__name__} with none"
             )
         pairs = [(leaf, guideline_of(leaf.prompt)) for leaf in leaves]
         first = pairs[0][1]
         for leaf, gl in pairs[1:]:
             if len(gl.options) != len(first.options):
                 raise ConfigError(
-                    "PerturbedGuidelines needs every inner prompt's guideline to have the same number of "
+                    f"{self.owner()} needs every inner prompt's guideline to have the same number of "
                     f"options; got {len(first.options)} and {len(gl.options)} ({leaf!r})"
                 )
             if self.kind != "order" and original_order(gl).render() != original_order(first).render():
                 raise ConfigError(
-                    f"PerturbedGuidelines(kind={self.kind!r}) needs every inner prompt to share one "
+                    f"{self.owner()} with kind={self.kind} needs every inner prompt to share one "
                     "guideline text, since lengthened descriptions belong to one guideline; measure each "
                     "criterion's judge separately"
                 )
@@ -187,7 +186,7 @@ class PerturbedGuidelines(Mitigation):
             raise ConfigError(f"expected unique perturbation names other than {ORIGINAL!r}; got {names}")
         if not perts:
             raise ConfigError(
-                "PerturbedGuidelines found no perturbation that changes the guideline; nothing to measure"
+                f"{self.owner()} found no perturbation that changes the guideline; nothing to measure"
             )
         return perts
 
@@ -236,7 +235,7 @@ class PerturbedDemosPreset(Preset):
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        owner = "PerturbedDemosPreset"
+        owner = self.owner()
         if self.perturbed:
             require_lengthened(owner, self.kind, self.lengthened)
         if self.ablation and not self.perturbed:

@@ -127,11 +127,17 @@ class ExpectedScore(Mitigation):
         return judge.map_leaves(self._leaf)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
+        if leaf.prompt.answer == "pairwise":
+            raise ConfigError(
+                f"{self.owner()} weighs the scale's numbers by their probabilities; expected a prompt that "
+                "scores one output, got a pairwise prompt, which answers with a verdict (for the "
+                "probabilities of a pairwise verdict use pairwise-distribution)"
+            )
         why = asks_for_reasoning(leaf.prompt)
         if why is not None:
             raise ConfigError(
-                "ExpectedScore reads the first scale number the judge generates, so it needs a direct "
-                f"answer; got a prompt that asks for {why} (place ExpectedScore in a pipeline without chain "
+                f"{self.owner()} reads the first scale number the judge generates, so it needs a direct "
+                f"answer; got a prompt that asks for {why} (place expected-score in a pipeline without chain "
                 "of thought or the RTS form)"
             )
         changes: dict[str, Any] = {"scoring": "expected", "top_logprobs": self.top_logprobs}

@@ -7,6 +7,7 @@ paragraph), :class:`MultiAttribute` scores them together in a set order, recordi
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from functools import partial
 from typing import Any, ClassVar, Literal
@@ -81,7 +82,20 @@ class SingleAttribute(Mitigation):
         return [cls(), cls(concurrent=False, on_free_form="error")]
 
     def wrap(self, judge: Judge) -> Judge:
-        """A new judge with every multi-criterion leaf split into one call per criterion."""
+        """A new judge with every multi-criterion leaf split into one call per criterion (a warning when no
+        leaf scores several criteria: then it changes nothing)."""
+        leaves = judge.leaves()
+        if leaves and all(len(lf.prompt.criteria) < 2 or lf.prompt.answer == "pairwise" for lf in leaves):
+            scored = sorted(
+                {c.name for lf in leaves if lf.prompt.answer != "pairwise" for c in lf.prompt.criteria}
+            )
+            what = f"scores only {scored}" if scored else "gives a pairwise verdict"
+            warnings.warn(
+                f"{self.owner()} changes nothing here: it splits a prompt scoring several criteria into one "
+                f"call per criterion, and this judge's prompt {what}",
+                UserWarning,
+                stacklevel=2,
+            )
         return judge.map_leaves(self._split)
 
     def _split(self, leaf: PromptJudge) -> Judge:

@@ -135,7 +135,7 @@ def check_constraints_refuse_bad_values(component: Any) -> None:
         try:
             component.with_params(**{name: _Unacceptable()})
         except ConfigError as exc:
-            expected = f"The {name!r} parameter of {cls.__name__} must be "
+            expected = f"The {name!r} parameter of {cls.owner()} must be "
             assert str(exc).startswith(expected), f"expected {expected!r}...; got {exc}"
             continue
         raise AssertionError(f"{cls.__name__} accepted {_Unacceptable()!r} for {name!r}")

@@ -40,18 +40,26 @@ def test_a_mitigation_in_detail_shows_its_parameters_accepted_values_and_paper()
     assert result.exit_code == 0, result.output
     row = json.loads(result.stdout)
     assert row["paper"] == "Stureborg et al. 2024"
-    assert row["cls"] == "mitigate.strategies._sampling.Granularity"
+    assert row["cls"] == "mitigate.strategies.Granularity"
     assert row["parameters"] == [
         {
             "name": "scale",
-            "type": "Literal['1-5', '1-10', '1-100', 'modifiers']",
+            "type": '"1-5" | "1-10" | "1-100" | "modifiers"',
             "default": "1-10",
             "accepts": "one of '1-5', '1-10', '1-100', 'modifiers'",
         }
     ]
     text = CliRunner().invoke(app, ["list", "mitigations", "granularity"]).stdout
     assert "paper: Stureborg et al. 2024" in text
-    assert "scale: Literal['1-5', '1-10', '1-100', 'modifiers'] (default \"1-10\"); accepts one of" in text
+    assert 'scale: "1-5" | "1-10" | "1-100" | "modifiers" (default "1-10"); accepts one of' in text
+
+
+@pytest.mark.parametrize("kind", ["mitigation", "selector", "measure", "engine", "probe"])
+def test_no_listing_shows_a_validator_a_function_address_or_a_private_module(kind: str) -> None:
+    for name in registered(kind):
+        text = CliRunner().invoke(app, ["list", kind, name]).stdout
+        for python_speak in ("Annotated", "<function", " at 0x", "PydanticUndefined", "._"):
+            assert python_speak not in text, f"{kind} {name}: {python_speak!r} in\n{text}"
 
 
 def test_the_list_of_mitigations_names_each_paper_and_purpose() -> None:
@@ -108,7 +116,7 @@ def test_a_refused_option_names_the_accepted_values_and_the_one_it_plainly_meant
         parse_pipeline(text)
     value = text.split("=")[1].rstrip(")")
     assert str(exc.value) == (
-        f"The 'scale' parameter of Granularity must be one of '1-5', '1-10', '1-100', "
+        f"The 'scale' parameter of mitigation 'granularity' must be one of '1-5', '1-10', '1-100', "
         f"'modifiers'. Got {value} instead{hint}."
     )
 

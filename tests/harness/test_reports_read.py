@@ -548,3 +548,32 @@ def test_compare_writes_its_judgments_as_columns_and_to_pandas_reads_them(writte
             want = [math.nan if s is None else s for s in e.scores("quality")]
             assert repr(scores.tolist()) == repr(want)
         assert cols.column("human", entry=NAMES[0]).tolist() == [it.human for it in result.items]
+
+
+# ----------------------------------------------------------------------------- glossary
+
+
+def test_every_reported_measure_has_a_glossary_line() -> None:
+    from mitigate.measures import measure_table
+    from mitigate.report._glossary import MEASURE_LINES
+
+    registered = {
+        k
+        for task in ("score", "pairwise")
+        for k, cls in measure_table(task).items()
+        if cls.__module__.startswith("mitigate.")
+    }
+    assert registered - MEASURE_LINES.keys() == set()
+    assert all(line.strip() and "\n" not in line for line in MEASURE_LINES.values())
+
+
+def test_the_report_explains_each_measure_it_shows_in_its_glossary(written) -> None:
+    from mitigate.measures import measure_table
+
+    out, result = written
+    glossary = (out / "report.md").read_text().split("\n## Glossary\n", 1)[1]
+    table = measure_table(result.task)
+    labels = {table[key].info.label for e in result.entries for key in e.measures}
+    assert labels and all(f"- **{label}**: " in glossary for label in labels), glossary
+    assert "P_i and Q_i" in glossary and "95% CI" in glossary
+    assert re.search(r"<h2[^>]*>Glossary</h2>", (out / "report.html").read_text())

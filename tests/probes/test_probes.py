@@ -324,7 +324,7 @@ def test_a_probe_parameter_can_set_the_direction_its_hypothesis_predicts() -> No
     assert identity.direction() == "up" and identity.with_params(hypothesis="down").direction() == "down"
     assert sentiment.direction() == "up" and sentiment.with_params(tone="gloomy").direction() == "down"
     with pytest.raises(
-        ConfigError, match="The 'author' parameter of Identity must be a non-empty one-line str"
+        ConfigError, match="The 'author' parameter of probe 'identity' must be a non-empty one-line str"
     ):
         identity.with_params(author="  ")
 

@@ -347,7 +347,7 @@ def test_expected_score_constrains_the_first_generated_token_to_the_value() -> N
     )
     con = judge.constraint()  # type: ignore[attr-defined]
     assert con is not None and con.gbnf.startswith('root ::= " "? (') and "Fluency" not in con.gbnf
-    with pytest.raises(ConfigError, match="ExpectedScore reads the first scale number"):
+    with pytest.raises(ConfigError, match="mitigation 'expected-score' reads the first scale number"):
         (Sampling(temperature=0.5, cot=True) | ExpectedScore()).wrap(PromptJudge(_fluency(), FakeLM([])))
 
 

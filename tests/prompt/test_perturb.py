@@ -137,9 +137,9 @@ def test_unknown_lengthened_labels_name_the_labels_available() -> None:
 
 def test_a_prompt_without_a_parsed_guideline_is_refused() -> None:
     bare = JudgePrompt.from_template("Rate this summary from 1 to 5.\n\n{{summary}}")
-    with pytest.raises(TemplateError, match="need a guideline recovered by JudgePrompt.from_template"):
+    with pytest.raises(TemplateError, match="need the prompt.s score options written one per line"):
         perturbation_set(bare)
-    with pytest.raises(TemplateError, match="from_template"):
+    with pytest.raises(TemplateError, match="score options written one per line"):
         order_perturbations(bare)
 
 

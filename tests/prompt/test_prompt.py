@@ -168,7 +168,7 @@ def test_template_without_a_slot_for_the_judged_text_is_refused_with_the_slots_f
 
 
 def test_named_output_slot_must_exist() -> None:
-    with pytest.raises(TemplateError, match="output_slot='answer'"):
+    with pytest.raises(TemplateError, match="judged-text slot given: 'answer'.*--output-slot"):
         JudgePrompt.from_template("Rate: {{reply}}", output_slot="answer")
 
 

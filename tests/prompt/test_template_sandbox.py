@@ -272,7 +272,7 @@ def _published_jinja() -> list[tuple[str, str, dict[str, Any]]]:
 def test_published_jinja_templates_render_byte_for_byte_as_unsandboxed_jinja_renders_them() -> None:
     from mitigate.prompt.read._syntax import _render_jinja
 
-    rendered = 0
+    rendered = from_deepeval = 0
     for name, text, constants in _published_jinja():
         try:
             with warnings.catch_warnings():
@@ -284,7 +284,10 @@ def test_published_jinja_templates_render_byte_for_byte_as_unsandboxed_jinja_ren
             continue
         assert ours == _plain_jinja(text, constants), name
         rendered += 1
-    assert rendered >= 2  # the mirrors at least; DeepEval's shipped prompts when it is installed
+        from_deepeval += name.startswith("deepeval/")
+    assert rendered >= 1  # the mirrors at least (the README's test command installs no DeepEval)
+    if importlib.util.find_spec("deepeval") is not None:
+        assert from_deepeval >= 1  # DeepEval's shipped prompts when it is installed
 
 
 def test_deepevals_shipped_g_eval_template_reads_with_its_optional_names_left_out() -> None:

@@ -89,6 +89,13 @@ def test_search_stops_at_the_budget_counted_in_lm_calls():
     assert fake.calls == result.calls_search + result.calls_test
 
 
+def test_a_budget_spent_on_the_baseline_alone_says_no_demo_set_was_tried_and_the_budget_that_tries_one():
+    split = _split()
+    result = search(_judge(scripted(split)), split, k=2, budget=15, n_boot=0, progress=False)
+    assert len(result.trials) == 1 and result.stopped == "budget"
+    assert "no demo set was tried" in result.verdict() and "a budget of 20 or more" in result.verdict()
+
+
 def test_budget_smaller_than_the_baseline_is_a_config_error():
     split = _split()
     with pytest.raises(ConfigError, match="cannot cover even the baseline"):
@@ -563,12 +570,12 @@ def test_engines_come_from_the_registry_and_take_their_own_options():
     assert engine_from("greedy", {"n_candidates": 3}) == GreedyEngine(n_candidates=3)
     with pytest.raises(
         ConfigError,
-        match=r"RandomEngine has no parameter 'n_candidates'; expected some of "
+        match=r"engine 'random' has no parameter 'n_candidates'; expected some of "
         r"\['max_trials'\]",
     ):
         engine_from("random", {"n_candidates": 3})
     with pytest.raises(
-        ConfigError, match="The 'max_trials' parameter of RandomEngine must be an int >= 1 or None"
+        ConfigError, match="The 'max_trials' parameter of engine 'random' must be an int >= 1 or None"
     ):
         engine_from("random", {"max_trials": 0})
     split = _split()

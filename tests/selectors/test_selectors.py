@@ -135,7 +135,7 @@ def test_knn_refuses_a_missing_local_embedding_model(tmp_path):
     sel = KNN(embedding=f"sentence-transformers:{tmp_path / 'nothing'}").fit(bench())
     with pytest.raises(ModelPathError, match="local model folder"):
         sel.select(1, query=bench().items[0])
-    with pytest.raises(ConfigError, match="'embedding' parameter of KNN"):
+    with pytest.raises(ConfigError, match="'embedding' parameter of selector 'knn'"):
         KNN(embedding="openai")
 
 

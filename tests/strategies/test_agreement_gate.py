@@ -256,9 +256,13 @@ def test_parameters_validate_and_spec_round_trips() -> None:
         "params": {"tolerance": 0.3, "method": "kendall", "min_items": 8},
     }
     assert from_spec(spec) == gate
-    with pytest.raises(ConfigError, match=r"The 'min_items' parameter of AgreementGate must be an int >= 3"):
+    with pytest.raises(
+        ConfigError, match=r"The 'min_items' parameter of mitigation 'agreement-gate' must be an int >= 3"
+    ):
         AgreementGate(min_items=2)
-    with pytest.raises(ConfigError, match="The 'method' parameter of AgreementGate must be one of"):
+    with pytest.raises(
+        ConfigError, match="The 'method' parameter of mitigation 'agreement-gate' must be one of"
+    ):
         AgreementGate(method="cosine")
     with pytest.raises(ConfigError, match=re.escape("must be a float in [-1, 1]. Got 2 instead.")):
         AgreementGate(tolerance=2)

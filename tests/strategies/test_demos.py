@@ -152,7 +152,7 @@ def test_fitting_for_several_criteria_gives_each_prompt_its_own_score() -> None:
 
 def test_demos_parameters_are_refused_in_one_sentence() -> None:
     given = (Demo(item=Item(id="a", output="A."), score=1.0),)
-    with pytest.raises(ConfigError, match="either selector=... .* or demos=.*; got neither"):
+    with pytest.raises(ConfigError, match="either a selector .* or the demos to show .*; got neither"):
         Demos()
     with pytest.raises(ConfigError, match="got both"):
         Demos(selector="random", demos=given, k=1)
@@ -160,13 +160,15 @@ def test_demos_parameters_are_refused_in_one_sentence() -> None:
         Demos(demos=given)
     with pytest.raises(
         ConfigError,
-        match="The 'display' parameter of Demos must be one of 'plain', 'guideline', "
+        match="The 'display' parameter of mitigation 'demos' must be one of 'plain', 'guideline', "
         "'perturbed'. Got 'fancy' instead.",
     ):
         Demos(selector="random", display="fancy")
-    with pytest.raises(ConfigError, match="'ablation' parameter of Demos needs display='perturbed'"):
+    with pytest.raises(
+        ConfigError, match="'ablation' parameter of mitigation 'demos' needs display=perturbed"
+    ):
         Demos(selector="random", ablation=True)
-    with pytest.raises(ConfigError, match="expected display='plain' for per-item demos"):
+    with pytest.raises(ConfigError, match="expected display=plain for per-item demos"):
         Demos(selector=KNN(), display="perturbed")
     with pytest.raises(ConfigError, match="unknown selector 'nope'"):
         Demos(selector="nope")

@@ -234,19 +234,20 @@ def test_pool_size_draws_a_seeded_subset_and_only_judges_it() -> None:
 def test_parameters_are_validated_sklearn_style() -> None:
     with pytest.raises(
         ConfigError,
-        match=r"^The 'k' parameter of HighestRSDemosPreset must be an int >= 1\. Got "
+        match=r"^The 'k' parameter of mitigation 'highest-rs-demos' must be an int >= 1\. Got "
         r"0 instead\.$",
     ):
         HighestRSDemosPreset(k=0).build()
     with pytest.raises(
         ConfigError,
-        match=r"^The 'pool_size' parameter of HighestRSDemosPreset must be an int >= "
+        match=r"^The 'pool_size' parameter of mitigation 'highest-rs-demos' must be an int >= "
         r"8 or None\. "
         r"Got 4 instead\.$",
     ):
         HighestRSDemosPreset(pool_size=4).build()
     with pytest.raises(
-        ConfigError, match="The 'k' parameter of RandomDemosPreset must be an int >= 1. Got -1 instead."
+        ConfigError,
+        match="The 'k' parameter of mitigation 'random-demos' must be an int >= 1. Got -1 instead.",
     ):
         RandomDemosPreset(k=-1).build()
 

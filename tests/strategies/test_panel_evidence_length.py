@@ -96,7 +96,7 @@ def test_the_panel_mitigation_sends_the_same_prompt_to_every_backend() -> None:
     leaves = panel.leaves()
     assert leaves[0].prompt == leaves[1].prompt and leaves[1].lm.spec.startswith("local")
     assert parse_pipeline('panel(backends=["local"], reducer=majority)').steps[0].reducer == "majority"
-    with pytest.raises(ConfigError, match="Panel needs the 'backends' parameter"):
+    with pytest.raises(ConfigError, match="mitigation 'panel' needs the 'backends' parameter"):
         Panel()
 
 

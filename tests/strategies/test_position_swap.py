@@ -127,5 +127,5 @@ def test_wrap_never_mutates_and_spec_round_trips() -> None:
     assert wrapped.describe()["params"] == {"on_flip": "abstain"}
     for m in PositionSwap.examples():
         assert from_spec(m.spec()) == m
-    with pytest.raises(ConfigError, match="'on_flip' parameter of PositionSwap must be one of"):
+    with pytest.raises(ConfigError, match="'on_flip' parameter of mitigation 'position-swap' must be one of"):
         PositionSwap(on_flip="coin")  # type: ignore[arg-type]

@@ -149,16 +149,17 @@ def test_cot_instruction_for_a_multi_criterion_prompt_asks_for_one_line_per_crit
 
 def test_sampling_validates_its_parameters() -> None:
     with pytest.raises(
-        ConfigError, match="The 'n' parameter of Sampling must be an int >= 1. Got 0 instead."
+        ConfigError, match="The 'n' parameter of mitigation 'sampling' must be an int >= 1. Got 0 instead."
     ):
         Sampling(n=0)
     with pytest.raises(
-        ConfigError, match="'temperature' parameter of Sampling must be a float in \\[0, 2\\]. Got 2.5"
+        ConfigError,
+        match="'temperature' parameter of mitigation 'sampling' must be a float in \\[0, 2\\]. Got 2.5",
     ):
         Sampling(temperature=2.5)
     with pytest.raises(ConfigError, match="n=5 and temperature=0.0 would draw 5 identical samples"):
         Sampling(n=5, temperature=0.0, cot=True)
-    with pytest.raises(ConfigError, match="'reducer' parameter of Sampling must be one of"):
+    with pytest.raises(ConfigError, match="'reducer' parameter of mitigation 'sampling' must be one of"):
         Sampling(reducer="mode")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="'max_tokens' parameter"):
         Sampling(max_tokens=0)
@@ -221,7 +222,8 @@ async def test_expected_score_parse_failure_is_recorded() -> None:
 
 def test_expected_score_validates_and_round_trips() -> None:
     with pytest.raises(
-        ConfigError, match="'top_logprobs' parameter of ExpectedScore must be an int in \\[1, 20\\]"
+        ConfigError,
+        match="'top_logprobs' parameter of mitigation 'expected-score' must be an int in \\[1, 20\\]",
     ):
         ExpectedScore(top_logprobs=0)
     assert from_spec(ExpectedScore(top_logprobs=20).spec()) == ExpectedScore(top_logprobs=20)
@@ -302,7 +304,7 @@ def test_granularity_refuses_letter_and_pairwise_prompts_and_bad_names() -> None
     pairwise = JudgePrompt.from_template("{{output}} or {{output_b}}?", answer="pairwise")
     with pytest.raises(ConfigError, match="answer='pairwise'"):
         Granularity().apply(pairwise)
-    with pytest.raises(ConfigError, match="The 'scale' parameter of Granularity must be one of"):
+    with pytest.raises(ConfigError, match="The 'scale' parameter of mitigation 'granularity' must be one of"):
         Granularity(scale="0-7")  # type: ignore[arg-type]
     for m in Granularity.examples():
         assert from_spec(m.spec()) == m
@@ -472,3 +474,17 @@ def test_granularity_refuses_a_guideline_option_that_states_no_score() -> None:
     unscored = prompt.with_guideline(Guideline(options=tuple(options)))
     with pytest.raises(ConfigError, match=f"option {options[0].label!r} states none"):
         Granularity(scale="1-10").apply(unscored)
+
+
+def test_expected_score_refuses_a_published_pairwise_prompt_rather_than_forcing_its_verdict_alone() -> None:
+    """Prometheus' relative-grading prompt asks for feedback, then "[RESULT] (A or B)": expected-score has no
+    scale to weigh there, and its answer constraint would cut the feedback the prompt asks for."""
+    if importlib.util.find_spec("prometheus_eval") is None:
+        pytest.skip("prometheus-eval is not installed (the dev extra)")
+    from prometheus_eval.prompts import RELATIVE_PROMPT_WO_REF
+
+    prompt = JudgePrompt.from_template(RELATIVE_PROMPT_WO_REF, constants={"rubric": "Which is more helpful?"})
+    assert prompt.answer == "pairwise"
+    judge = PromptJudge(prompt, FakeLM(responses=["[RESULT] A"], logprobs=True))
+    with pytest.raises(ConfigError, match=r"expected-score.*got a pairwise prompt.*pairwise-distribution"):
+        ExpectedScore().wrap(judge)

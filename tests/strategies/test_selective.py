@@ -247,7 +247,9 @@ def test_selective_composes_with_other_mitigations_and_round_trips() -> None:
     pipe = Pipeline([Sampling(temperature=0.7, n=3), SelectiveEvaluation(target=0.85, confidence="samples")])
     again = parse_pipeline("sampling(temperature=0.7, n=3) | selective(target=0.85)")
     assert again == pipe
-    with pytest.raises(ConfigError, match="The 'target' parameter of SelectiveEvaluation must be a float in"):
+    with pytest.raises(
+        ConfigError, match="The 'target' parameter of mitigation 'selective' must be a float in"
+    ):
         SelectiveEvaluation(target=1.0)
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="coherence"), FakeLM([]), JudgeConfig())
     with pytest.raises(ConfigError, match="is not fitted"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 
 import pytest
 
@@ -143,12 +144,14 @@ async def test_per_criterion_calls_run_concurrently_unless_told_not_to(concurren
     assert lm.peak == peak
 
 
-def test_single_criterion_and_pairwise_leaves_are_left_as_they_are() -> None:
+def test_single_criterion_and_pairwise_leaves_are_left_as_they_are_with_a_warning() -> None:
     single = PromptJudge(base_prompt(), FakeLM([]))
-    out = SingleAttribute().wrap(single)
+    with pytest.warns(UserWarning, match=r"changes nothing here.*scores only \['score'\]"):
+        out = SingleAttribute().wrap(single)
     assert isinstance(out, PromptJudge) and out is not single and out.prompt == single.prompt
     pairwise = JudgePrompt.from_template("A: {{output}}\nB: {{output_b}}", answer="pairwise", criteria=CRITS)
-    assert isinstance(SingleAttribute().wrap(PromptJudge(pairwise, FakeLM([]))), PromptJudge)
+    with pytest.warns(UserWarning, match="changes nothing here.*gives a pairwise verdict"):
+        assert isinstance(SingleAttribute().wrap(PromptJudge(pairwise, FakeLM([]))), PromptJudge)
 
 
 def test_wrap_never_mutates_its_input() -> None:
@@ -191,7 +194,7 @@ def test_spec_round_trips() -> None:
         "name": "single-attribute",
         "params": {"concurrent": True, "on_free_form": "append"},
     }
-    with pytest.raises(ConfigError, match="'on_free_form' parameter of SingleAttribute"):
+    with pytest.raises(ConfigError, match="'on_free_form' parameter of mitigation 'single-attribute'"):
         SingleAttribute(on_free_form="drop")  # type: ignore[arg-type]
 
 
@@ -315,3 +318,19 @@ def test_multi_criterion_demos_answer_one_line_per_criterion_in_the_asked_order(
     assert block.endswith("Fluency: 2\nCoherence: 4")
     text = prompt.render(ITEM)[-1].content
     assert "Fluency: <score>\nCoherence: <score>" in text  # the demo answers the way the judge is asked to
+
+
+def test_single_attribute_on_a_published_one_criterion_prompt_warns_that_it_changes_nothing() -> None:
+    if importlib.util.find_spec("prometheus_eval") is None:
+        pytest.skip("prometheus-eval is not installed (the dev extra)")
+    from prometheus_eval.prompts import ABSOLUTE_PROMPT_WO_REF, SCORE_RUBRIC_TEMPLATE
+
+    rubric = SCORE_RUBRIC_TEMPLATE.format(
+        criteria="Is the answer helpful?",
+        **{f"score{i}_description": f"Level {i} of helpfulness." for i in range(1, 6)},
+    )
+    prompt = JudgePrompt.from_template(ABSOLUTE_PROMPT_WO_REF, constants={"rubric": rubric})
+    judge = PromptJudge(prompt, FakeLM(["Good. [RESULT] 4"]))
+    with pytest.warns(UserWarning, match="single-attribute' changes nothing here"):
+        wrapped = SingleAttribute().wrap(judge)
+    assert wrapped.leaves()[0].prompt == prompt

@@ -67,5 +67,7 @@ def test_unknown_mitigation_and_bad_params_are_refused() -> None:
         parse_pipeline("nope(k=1)")
     with pytest.raises(ConfigError, match="expected k=v"):
         parse_pipeline("test-append(oops)")
-    with pytest.raises(ConfigError, match=r"Append has no parameter 'wrong'; expected some of \['text'\]"):
+    with pytest.raises(
+        ConfigError, match=r"mitigation 'test-append' has no parameter 'wrong'; expected some of \['text'\]"
+    ):
         from_spec({"name": "test-append", "params": {"wrong": 1}})

@@ -33,7 +33,7 @@ Guided = Literal["openai", ServerGuided]
 BACKEND = option(
     "backend",
     "--backend",
-    help="openai:<model>, anthropic:<model>, dspy:<model>, local, local:<path.gguf>, replay:<path>, fake",
+    help="openai:<model>, anthropic:<model>, dspy:<model>, local, local:<path.gguf>, replay:<path>",
 )
 BASE_URL = option(
     "base_url",

@@ -26,7 +26,7 @@ STOP_AFTER = option(
 )
 ENGINE = option(
     "engine",
-    help="where the judgments run: 'local' (this process) or 'ray' (Ray Data actors on a local cluster, or "
+    help="where the judgments run: 'process' (this process) or 'ray' (Ray Data actors on a local cluster, or "
     "the one at --ray-address; needs the ray extra)",
 )
 RAY_ADDRESS = option("ray_address", help="the Ray cluster --engine ray joins (default: start a local one)")

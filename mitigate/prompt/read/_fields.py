@@ -305,9 +305,10 @@ def read_fields(
         seen = sorted(set(all_slots))
         raise TemplateError(
             "expected a slot for the judged text, e.g. {{output}}, {{summary}} or {response}"
-            + (f" (output_slot={output_slot!r})" if output_slot else "")
+            + (f" (the judged-text slot given: {output_slot!r})" if output_slot else "")
             + (
-                f"; found slots {seen}, none of them a known judged-text name (pass output_slot=...)"
+                f"; found slots {seen}, none of them a known judged-text name (name it with --output-slot "
+                "NAME; output_slot= in Python)"
                 if seen
                 else f"; found no {{{{slot}}}} or {{slot}} placeholder (placeholder-like text seen: "
                 f"{placeholder_hint(text)})"
