@@ -200,36 +200,39 @@ def _cases(
                     answer = f"{_line(fmt, own)}\n{reason}"
                 else:
                     answer = f"{reason}\n{_line(fmt, own)}"
-                out.append((fmt, scale, answer, prompt.echo_lines(), shown, judged))
+                out.append((name, fmt, scale, answer, prompt.echo_lines(), shown, judged))
     return out
 
 
 def _planted() -> Any:
-    """This checkout's :mod:`tests.support.planted` (a baseline checkout may predate it), loaded by
-    path."""
+    """This checkout's ``tests/support/planted.py`` (a baseline checkout may lack it), loaded by path."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("planted", ROOT / "mitigate" / "testing" / "planted.py")
+    path = ROOT / "tests" / "support" / "planted.py"
+    spec = importlib.util.spec_from_file_location("planted", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def _read_all(cases: list[Any]) -> tuple[int, int]:
-    """Read every case once: (values read, failures)."""
+def _read_all(cases: list[Any]) -> tuple[int, int, dict[str, float]]:
+    """Read every case once: (values read, failures, CPU seconds per answer format)."""
     from mitigate.errors import ParseError
 
-    takes_judged = "judged" in inspect.signature(cases[0][0].read).parameters
+    takes_judged = "judged" in inspect.signature(cases[0][1].read).parameters
     read, failed = 0, 0
-    for fmt, scale, answer, echoes, shown, judged in cases:
+    cpu: dict[str, float] = {}
+    for name, fmt, scale, answer, echoes, shown, judged in cases:
         extra = {"judged": judged} if takes_judged else {}
+        t0 = time.process_time()
         try:
             fmt.read(answer, scale, echoes=echoes, quoted=shown, **extra)
             read += 1
         except ParseError:
             failed += 1
-    return read, failed
+        cpu[name] = cpu.get(name, 0.0) + time.process_time() - t0
+    return read, failed, cpu
 
 
 def worker(n: int, skip: list[str]) -> dict[str, Any]:
@@ -244,13 +247,15 @@ def worker(n: int, skip: list[str]) -> dict[str, Any]:
         # with the case of every letter swapped, which no timed answer judges)
         _read_all(_cases(n, quoted=name == "quoted", change=str.swapcase))
         t0 = time.process_time()
-        read, failed = _read_all(cases)
+        read, failed, by_format = _read_all(cases)
         cpu = time.process_time() - t0
+        per = len(cases) // len(TEMPLATES)
         out[name] = {
             "answers": len(cases),
             "read": read,
             "failed": failed,
             "ms_per_answer": round(1000 * cpu / len(cases), 4),
+            "ms_per_answer_by_format": {k: round(1000 * v / per, 4) for k, v in by_format.items()},
         }
     if "llmbar" not in skip:
         out["llmbar"] = _llmbar()
@@ -309,6 +314,11 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 **min(done, key=lambda r: r["ms_per_answer"]),
                 "repetitions_ms_per_answer": [r["ms_per_answer"] for r in done],
             }
+            if "ms_per_answer_by_format" in done[0]:  # each format's least CPU over the repetitions
+                out[name]["ms_per_answer_by_format"] = {
+                    k: min(r["ms_per_answer_by_format"][k] for r in done)
+                    for k in done[0]["ms_per_answer_by_format"]
+                }
     return out
 
 
@@ -351,6 +361,17 @@ def main() -> None:
                 + ")"
             )
         print(row)
+    for name in ("clean", "quoted"):
+        this = arms["this"].get(name)
+        if not this:
+            continue
+        base = arms.get("baseline", {}).get(name, {}).get("ms_per_answer_by_format", {})
+        print(f"\n{name}, by answer format: ms/answer this" + (" / baseline (ratio)" if base else ""))
+        for fmt, ms in this["ms_per_answer_by_format"].items():
+            row = f"  {fmt:20s} {ms:8.4f}"
+            if fmt in base:
+                row += f" / {base[fmt]:8.4f} ({ms / base[fmt]:4.2f})"
+            print(row)
     payload = {
         "script": "bench_reading.py",
         "command": "python benchmarks/" + " ".join(["bench_reading.py", *sys.argv[1:]]),

@@ -324,10 +324,28 @@ _TRAIL_END = re.compile(r"(?<=\S)[.!?]+(?=\s|$)")
 _NO_ALNUM = re.compile(r"(?<!\S)[^\w\s]+(?=\s|$)")
 
 
+def _without_lone_brackets(token: str) -> str:
+    """``token`` without a closing bracket at its end (before a sentence end or separator) while it holds
+    more of that bracket than of its opening one, then the same for an opening bracket at its start."""
+    body = re.sub(r"[.!?,;:]+$", "", token)
+    tail = token[len(body) :]
+    pairs = {")": "(", "]": "[", "}": "{"}
+    while body[-1:] in pairs and body.count(body[-1]) > body.count(pairs[body[-1]]):
+        body = body[:-1]
+    while body[:1] in pairs.values():
+        closer = next(c for c, o in pairs.items() if o == body[0])
+        if body.count(body[0]) <= body.count(closer):
+            break
+        body = body[1:]
+    return body + tail
+
+
 def _flat_lines_by_regex(text: str, fold: bool) -> str:
-    """The normalisation as it was written before (three regular expressions per line)."""
+    """The normalisation as it was written before (three regular expressions per line), with a judge's lone
+    bracket around a copy dropped from each word (issue 45)."""
     out = []
     for line in (text.lower() if fold else text).translate(_DROP).splitlines():
+        line = " ".join(map(_without_lone_brackets, line.split()))
         flat = _NO_ALNUM.sub(" ", _TRAIL_END.sub(".", _TRAIL_SEP.sub("", line)))
         if flat.strip():
             out.append(" " + " ".join(flat.split()) + " ")
