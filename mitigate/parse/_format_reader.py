@@ -15,6 +15,7 @@ from mitigate.errors import MitigateError, ParseError
 from mitigate.parse._answer_line import VALUE, AnswerLine
 from mitigate.parse._common import Verdict, comparable, normalise_answer, refuse, with_raw
 from mitigate.parse._quoted import unquote
+from mitigate.parse._reported import reported_spans
 from mitigate.parse._score import parse_mcq, parse_score
 from mitigate.parse._stub import StubCompletion
 from mitigate.parse._verdict import parse_pairwise
@@ -116,6 +117,10 @@ class FormatReader:
         def plain(part: str) -> float | Verdict:
             return self.read_plain(part, text, scale, cues)
 
+        if len(work) <= _SHORT and self._bare_alone(comparable(work)):
+            # the answer is one value in the format's own words, nothing quoted or reported: whatever a text
+            # shown holds, it is the judge's statement (what unquote would find: a bare copy, read alone)
+            return plain(comparable(work))
         own, strict = unquote(
             work,
             statement=lambda span: self.states(span, scale, cues),
@@ -201,6 +206,17 @@ class FormatReader:
             return False
         return self.answer_line.holds(span)
 
+    def _bare_alone(self, text: str) -> bool:
+        """Whether ``text`` (normalised) is one value in this format's own words, with no quotation mark,
+        backtick, blockquote or reported speech: :func:`.unquote` can blank nothing in it that would change
+        its reading."""
+        if _MARK_CHARS.search(text) is not None or not self.bare(text):
+            return False
+        ends = [(m.start(), m.end()) for m in self.hint.finditer(text)]
+        if not ends or any(ends[k][1] != ends[k + 1][0] for k in range(len(ends) - 1)):
+            return False  # no value, or two ("Score: 2 Score: 5"; "4.5" takes the full path too)
+        return not reported_spans(text)
+
     def bare(self, span: str) -> bool:
         """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]")."""
         own, mcq = self._own_words, self.fmt.kind == "mcq"
@@ -213,6 +229,8 @@ class FormatReader:
             return self._verdict(value.strip(), text)
         if self.fmt.kind == "mcq":
             return parse_mcq(f"Answer: {value.strip()}", scale, raw=text)
+        if _PLAIN_NUMBER.fullmatch(value.strip()) and scale.on_grid(number := float(value)):
+            return number  # what parse_score reads from "Score: 4", without its search
         return parse_score(f"Score: {value.strip()}", scale, raw=text)
 
     def _final_letter(self, text: str, scale: Scale) -> str | None:
@@ -298,6 +316,10 @@ class FormatReader:
             raise with_raw(exc, text) from None
 
 
+_SHORT = 200
+"""Answers up to this long are checked for being one bare value before the quotation search."""
+_MARK_CHARS = re.compile(r"[\"'`>]")
+_PLAIN_NUMBER = re.compile(r"\d{1,6}(?:\.\d{1,6})?")
 _BARE_WORDS = re.compile(r"[A-Za-z]+|\d+(?:\.\d+)?")
 _LETTER_MARKUP = re.compile(r"[*_`\"'()\[\].]")
 _RELATION = re.compile(r"(\S{1,3}?)\s*(>>|>|=|<<|<)\s*(\S{1,3})")

@@ -20,9 +20,10 @@ reading contradicts that decision, the contradiction must be one the release's o
 
 Any other contradiction fails the test; failures (answers mitigate records as unread) stay under
 a bound (152 of 30,450 when last counted: empty answers, answers cut off before their verdict, "neither
-is better" where the template offers no tie, two verdicts with no final one, and since issue 45 the 14
-answers that state both "Output (a) is better." and "Output (b) is better." with neither quoted nor one of
-them the template's whole "Therefore, ..." line: nothing tells which is the judge's own).
+is better" where the template offers no tie, two verdicts with no final one; 137 before issue 45, whose
+rule added 15 answers that state both "Output (a) is better." and "Output (b) is better.", neither quoted
+and neither the only one that is the template's whole "Therefore, ..." line: nothing tells which is the
+judge's own).
 """
 
 from __future__ import annotations

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import pytest
 
 from mitigate.errors import ParseError
-from mitigate.parse._common import comparable
 from mitigate.prompt import AnswerFormat
 from mitigate.scale import Scale
 
@@ -195,6 +194,24 @@ def _read(case: Case) -> object:
         return "failure"
 
 
+def tally(kinds: Sequence[str] = tuple(KINDS)) -> dict[str, dict[str, int]]:
+    """Per answer kind, how the whole battery reads: the planted value, the judge's own, or a failure (with
+    how many copies were marked); what benchmarks/RESULTS.md reports, before and after a change."""
+    out: dict[str, dict[str, int]] = {}
+    for kind in kinds:
+        spec = KINDS[kind]
+        counts = {"answers": 0, "marked": 0, "planted": 0, "own": 0, "failure": 0, "other": 0}
+        for norm in NORMALISATIONS:
+            for _, case in _cases(kind, norm):
+                got = _read(case)
+                counts["answers"] += 1
+                counts["marked"] += case.marked
+                outcome = {spec.planted_read: "planted", spec.own_read: "own", "failure": "failure"}
+                counts[outcome.get(got, "other")] += 1  # type: ignore[call-overload]
+        out[kind] = counts
+    return out
+
+
 def _cases(kind: str, norm: str) -> list[tuple[str, Case]]:
     out = []
     for side, quote, position in itertools.product(SIDES, QUOTES, POSITIONS):
@@ -275,6 +292,8 @@ def test_the_judges_own_label_then_an_echoed_prompt_line_never_reads_the_echo() 
 
 
 def test_the_judged_texts_and_the_answer_are_compared_after_one_normalisation() -> None:
+    from mitigate.parse._common import comparable
+
     assert comparable("Sco\u200bre: \uff15 &#53; \u0665") == "Score: 5 5 5"
     assert (
         comparable("\u00ab[[B]]\u00bb \u201eX\u201c \u300cY\u300d \u2039Z\u203a") == '"[[B]]" "X" "Y" \'Z\''
