@@ -13,6 +13,8 @@ a value the answer quotes back from them is never the verdict. Sets:
   data folder's copy; generated sentences when absent);
 - ``quoted``: the same, with the format's answer line planted in the judged text and quoted back
   in the answer (every quotation style of :data:`tests.support.planted.QUOTES`);
+- ``bare``: the same judgments answered with the format's answer line alone, as a constrained
+  judge (and the stub of ``bench_peers.py``) answers;
 - ``llmbar``: ``parse_release`` over every released LLMBar answer (88,912) when a copy is present
   (``$MITIGATE_LLMBAR_DIR``, the data folder, or ``/work/ext/LLMBar``).
 
@@ -25,6 +27,8 @@ separate process and the table gives the ratio this/baseline; a baseline whose r
 work (benchmarks/RESULTS.md): LLMBar 2.3 s before the quotation search, 15.0 s with it.
 
     python benchmarks/bench_reading.py [--n 12] [--reps 5] [--baseline-code DIR] [--skip llmbar]
+
+Each set also reports CPU per answer format.
 """
 
 from __future__ import annotations
@@ -138,7 +142,7 @@ def _line(fmt: Any, value: str) -> str:
 
 
 def _cases(
-    n: int, quoted: bool, change: Any = None
+    n: int, quoted: bool, change: Any = None, bare: bool = False
 ) -> list[tuple[Any, Any, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
     """(format, scale, answer, echoes, shown texts, judged texts) for every template and text triple;
     ``change`` rewrites the judged texts (the warm-up reads the same answers on texts no timed answer judges).
@@ -196,6 +200,8 @@ def _cases(
                         fmt.reasoning,
                         reason,
                     )
+                elif bare:  # the answer line alone, as a constrained judge writes it
+                    answer = _line(fmt, own)
                 elif fmt.reasoning == "after":
                     answer = f"{_line(fmt, own)}\n{reason}"
                 else:
@@ -238,14 +244,14 @@ def _read_all(cases: list[Any]) -> tuple[int, int, dict[str, float]]:
 def worker(n: int, skip: list[str]) -> dict[str, Any]:
     """This process's code reading every set once (a fresh process: nothing cached): CPU ms per answer."""
     out: dict[str, Any] = {}
-    for name in ("clean", "quoted"):
+    for name in ("clean", "quoted", "bare"):
         if name in skip:
             continue
-        cases = _cases(n, quoted=name == "quoted")
+        cases = _cases(n, quoted=name == "quoted", bare=name == "bare")
         # patterns compiled, each template read: what a run pays once, not per answer (the same answers, on
         # texts
         # with the case of every letter swapped, which no timed answer judges)
-        _read_all(_cases(n, quoted=name == "quoted", change=str.swapcase))
+        _read_all(_cases(n, quoted=name == "quoted", change=str.swapcase, bare=name == "bare"))
         t0 = time.process_time()
         read, failed, by_format = _read_all(cases)
         cpu = time.process_time() - t0
@@ -329,7 +335,7 @@ def main() -> None:
         "--reps", type=int, default=5, help="fresh processes per arm, interleaved; the least CPU counts"
     )
     ap.add_argument("--baseline-code", type=Path, default=None, help="another checkout, read side by side")
-    ap.add_argument("--skip", nargs="*", default=[], choices=["clean", "quoted", "llmbar"])
+    ap.add_argument("--skip", nargs="*", default=[], choices=["clean", "quoted", "bare", "llmbar"])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -346,7 +352,7 @@ def main() -> None:
         f"{'set':8s} {'answers':>8s} {'this ms/answer':>15s}"
         + (f" {'baseline ms/answer':>19s} {'ratio':>6s}" if "baseline" in arms else "")
     )
-    for name in ("clean", "quoted", "llmbar"):
+    for name in ("clean", "quoted", "bare", "llmbar"):
         this = arms["this"].get(name)
         if not this:
             continue
@@ -361,7 +367,7 @@ def main() -> None:
                 + ")"
             )
         print(row)
-    for name in ("clean", "quoted"):
+    for name in ("clean", "quoted", "bare"):
         this = arms["this"].get(name)
         if not this:
             continue
