@@ -101,6 +101,12 @@ class _Folding(dict[int, "str | None"]):
 
 
 _FOLDING = _Folding()
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _folded(match: re.Match[str]) -> str:
+    """One character past ASCII as :func:`comparable` writes it (only these are looked up)."""
+    return _FOLDING[ord(match.group())] or ""
 
 
 @functools.lru_cache(maxsize=1024)  # the prompt and the judged texts of one judgment are folded once
@@ -114,7 +120,7 @@ def comparable(text: str) -> str:
     if "&" in text:
         text = html.unescape(text)
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", text).translate(_FOLDING)
+        text = _NON_ASCII.sub(_folded, unicodedata.normalize("NFKC", text))
     if "(" in text:
         text = _LABEL_BRACKET.sub(" ", text)
     return text
