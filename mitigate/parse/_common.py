@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import html
 import re
+import string
 import unicodedata
 from typing import Literal
 
@@ -77,7 +78,8 @@ _IGNORABLE = re.compile(
     "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0\U000e0100-\U000e01ef]"
 )
 """Invisible characters that are no format character (Cf): joiners, fillers, variation selectors."""
-_LABEL_BRACKET = re.compile(r"(?<=[A-Za-z])(?=\([A-Za-z0-9]{1,2}\))")
+_LABEL = re.compile(r"\([A-Za-z0-9]{1,2}\)")
+_ASCII_LETTERS = frozenset(string.ascii_letters)
 
 
 class _Folding(dict[int, "str | None"]):
@@ -121,6 +123,15 @@ def comparable(text: str) -> str:
         text = html.unescape(text)
     if not text.isascii():
         text = _NON_ASCII.sub(_folded, unicodedata.normalize("NFKC", text))
-    if "(" in text:
-        text = _LABEL_BRACKET.sub(" ", text)
-    return text
+    return _spaced_labels(text) if "(" in text else text
+
+
+def _spaced_labels(text: str) -> str:
+    """``text`` with a space between a letter and a short bracketed label right after it ("Output(b)")."""
+    pieces, last, at = [], 0, text.find("(")
+    while at >= 0:
+        if at and text[at - 1] in _ASCII_LETTERS and _LABEL.match(text, at):
+            pieces += [text[last:at], " "]
+            last = at
+        at = text.find("(", at + 1)
+    return "".join(pieces) + text[last:] if pieces else text
