@@ -13,6 +13,8 @@ a value the answer quotes back from them is never the verdict. Sets:
   data folder's copy; generated sentences when absent);
 - ``quoted``: the same, with the format's answer line planted in the judged text and quoted back
   in the answer (every quotation style of :data:`tests.support.planted.QUOTES`);
+- ``bare``: the same judgments answered with the format's answer line alone, as a constrained
+  judge (and the stub of ``bench_peers.py``) answers;
 - ``llmbar``: ``parse_release`` over every released LLMBar answer (88,912) when a copy is present
   (``$MITIGATE_LLMBAR_DIR``, the data folder, or ``/work/ext/LLMBar``).
 
@@ -25,6 +27,8 @@ separate process and the table gives the ratio this/baseline; a baseline whose r
 work (benchmarks/RESULTS.md): LLMBar 2.3 s before the quotation search, 15.0 s with it.
 
     python benchmarks/bench_reading.py [--n 12] [--reps 5] [--baseline-code DIR] [--skip llmbar]
+
+Each set also reports CPU per answer format.
 """
 
 from __future__ import annotations
@@ -138,7 +142,7 @@ def _line(fmt: Any, value: str) -> str:
 
 
 def _cases(
-    n: int, quoted: bool, change: Any = None
+    n: int, quoted: bool, change: Any = None, bare: bool = False
 ) -> list[tuple[Any, Any, str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
     """(format, scale, answer, echoes, shown texts, judged texts) for every template and text triple;
     ``change`` rewrites the judged texts (the warm-up reads the same answers on texts no timed answer judges).
@@ -196,61 +200,68 @@ def _cases(
                         fmt.reasoning,
                         reason,
                     )
+                elif bare:  # the answer line alone, as a constrained judge writes it
+                    answer = _line(fmt, own)
                 elif fmt.reasoning == "after":
                     answer = f"{_line(fmt, own)}\n{reason}"
                 else:
                     answer = f"{reason}\n{_line(fmt, own)}"
-                out.append((fmt, scale, answer, prompt.echo_lines(), shown, judged))
+                out.append((name, fmt, scale, answer, prompt.echo_lines(), shown, judged))
     return out
 
 
 def _planted() -> Any:
-    """This checkout's :mod:`tests.support.planted` (a baseline checkout may predate it), loaded by
-    path."""
+    """This checkout's ``tests/support/planted.py`` (a baseline checkout may lack it), loaded by path."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("planted", ROOT / "mitigate" / "testing" / "planted.py")
+    path = ROOT / "tests" / "support" / "planted.py"
+    spec = importlib.util.spec_from_file_location("planted", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def _read_all(cases: list[Any]) -> tuple[int, int]:
-    """Read every case once: (values read, failures)."""
+def _read_all(cases: list[Any]) -> tuple[int, int, dict[str, float]]:
+    """Read every case once: (values read, failures, CPU seconds per answer format)."""
     from mitigate.errors import ParseError
 
-    takes_judged = "judged" in inspect.signature(cases[0][0].read).parameters
+    takes_judged = "judged" in inspect.signature(cases[0][1].read).parameters
     read, failed = 0, 0
-    for fmt, scale, answer, echoes, shown, judged in cases:
+    cpu: dict[str, float] = {}
+    for name, fmt, scale, answer, echoes, shown, judged in cases:
         extra = {"judged": judged} if takes_judged else {}
+        t0 = time.process_time()
         try:
             fmt.read(answer, scale, echoes=echoes, quoted=shown, **extra)
             read += 1
         except ParseError:
             failed += 1
-    return read, failed
+        cpu[name] = cpu.get(name, 0.0) + time.process_time() - t0
+    return read, failed, cpu
 
 
 def worker(n: int, skip: list[str]) -> dict[str, Any]:
     """This process's code reading every set once (a fresh process: nothing cached): CPU ms per answer."""
     out: dict[str, Any] = {}
-    for name in ("clean", "quoted"):
+    for name in ("clean", "quoted", "bare"):
         if name in skip:
             continue
-        cases = _cases(n, quoted=name == "quoted")
+        cases = _cases(n, quoted=name == "quoted", bare=name == "bare")
         # patterns compiled, each template read: what a run pays once, not per answer (the same answers, on
         # texts
         # with the case of every letter swapped, which no timed answer judges)
-        _read_all(_cases(n, quoted=name == "quoted", change=str.swapcase))
+        _read_all(_cases(n, quoted=name == "quoted", change=str.swapcase, bare=name == "bare"))
         t0 = time.process_time()
-        read, failed = _read_all(cases)
+        read, failed, by_format = _read_all(cases)
         cpu = time.process_time() - t0
+        per = len(cases) // len(TEMPLATES)
         out[name] = {
             "answers": len(cases),
             "read": read,
             "failed": failed,
             "ms_per_answer": round(1000 * cpu / len(cases), 4),
+            "ms_per_answer_by_format": {k: round(1000 * v / per, 4) for k, v in by_format.items()},
         }
     if "llmbar" not in skip:
         out["llmbar"] = _llmbar()
@@ -309,6 +320,11 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 **min(done, key=lambda r: r["ms_per_answer"]),
                 "repetitions_ms_per_answer": [r["ms_per_answer"] for r in done],
             }
+            if "ms_per_answer_by_format" in done[0]:  # each format's least CPU over the repetitions
+                out[name]["ms_per_answer_by_format"] = {
+                    k: min(r["ms_per_answer_by_format"][k] for r in done)
+                    for k in done[0]["ms_per_answer_by_format"]
+                }
     return out
 
 
@@ -319,7 +335,7 @@ def main() -> None:
         "--reps", type=int, default=5, help="fresh processes per arm, interleaved; the least CPU counts"
     )
     ap.add_argument("--baseline-code", type=Path, default=None, help="another checkout, read side by side")
-    ap.add_argument("--skip", nargs="*", default=[], choices=["clean", "quoted", "llmbar"])
+    ap.add_argument("--skip", nargs="*", default=[], choices=["clean", "quoted", "bare", "llmbar"])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -336,7 +352,7 @@ def main() -> None:
         f"{'set':8s} {'answers':>8s} {'this ms/answer':>15s}"
         + (f" {'baseline ms/answer':>19s} {'ratio':>6s}" if "baseline" in arms else "")
     )
-    for name in ("clean", "quoted", "llmbar"):
+    for name in ("clean", "quoted", "bare", "llmbar"):
         this = arms["this"].get(name)
         if not this:
             continue
@@ -351,6 +367,17 @@ def main() -> None:
                 + ")"
             )
         print(row)
+    for name in ("clean", "quoted", "bare"):
+        this = arms["this"].get(name)
+        if not this:
+            continue
+        base = arms.get("baseline", {}).get(name, {}).get("ms_per_answer_by_format", {})
+        print(f"\n{name}, by answer format: ms/answer this" + (" / baseline (ratio)" if base else ""))
+        for fmt, ms in this["ms_per_answer_by_format"].items():
+            row = f"  {fmt:20s} {ms:8.4f}"
+            if fmt in base:
+                row += f" / {base[fmt]:8.4f} ({ms / base[fmt]:4.2f})"
+            print(row)
     payload = {
         "script": "bench_reading.py",
         "command": "python benchmarks/" + " ".join(["bench_reading.py", *sys.argv[1:]]),

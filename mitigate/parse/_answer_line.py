@@ -81,7 +81,31 @@ class AnswerLine:
             )
         chosen = hits[0] if self.first else hits[-1]
         self._one_in_sentence(work, chosen, hits, text)
+        if self.kind != "score":
+            self._one_value(hits, text)
         return chosen.group("v")
+
+    def _one_value(self, hits: Sequence[re.Match[str]], text: str) -> None:
+        """Raise when the answer states two different verdicts in the format's own line, neither marked as a
+        quotation ("[[A]]" and "[[B]]" on two lines): nothing tells which is the judge's own, so the answer
+        is a recorded failure, never the last or the first of the two (docs/answer_reading.md)."""
+        shown = dict.fromkeys(h.group("v").strip() for h in hits)
+        if len({self._same_value(v) for v in shown}) >= 2:
+            got = " and ".join(repr(v) for v in shown)
+            raise refuse(
+                f"one answer {self.shown}", f"{got} on different lines or sentences, neither quoted", text
+            )
+
+    def _full(self, work: str, hit: re.Match[str]) -> bool:
+        """Whether the sentence of ``hit`` (a verdict line found in ``work``) opens with the connective the
+        template's line opens with ("Therefore, Output (a) is better.", "Therefore, based on ..., Output (a)
+        is better."); False for a line without one."""
+        connective = _CONNECTIVE.match(self.line.strip())
+        if connective is None:
+            return False
+        word = connective.group(0).split()[0].rstrip(",")
+        start, _ = sentence_bounds(work, hit.start(), hit.end())
+        return re.match(rf"[\W_]*{re.escape(word)}\b", work[start : hit.end()], re.IGNORECASE) is not None
 
     def _same_value(self, value: str) -> str:
         return value.strip() if self.case_sensitive else value.strip().lower()
@@ -110,8 +134,11 @@ class AnswerLine:
         hits = list(self._verdict_alone.finditer(work))
         if not hits:
             return None
-        hit = hits[0] if self.first else hits[-1]
+        # the line written in full (with the template's "Therefore,") decides over a bare mention of it
+        full = [h for h in hits if self._full(work, h)] or hits
+        hit = full[0] if self.first else full[-1]
         self._one_in_sentence(work, hit, hits, text)
+        self._one_value(full, text)
         start, end = sentence_bounds(work, hit.start(), hit.end())
         clause = own_clause(work[start : hit.start()])
         rest = _REASON_AFTER.sub(" ", _NOT_ONLY.sub(" ", work[hit.end() : end]))

@@ -24,10 +24,29 @@ def _norm_cased(token: str) -> str:
 
 
 def _normalised(low: str) -> str:
-    low = low.rstrip(",;:")
+    low = _unbracketed(low).rstrip(",;:")
     core = low.rstrip(".!?")
     norm = core + "." if core != low and core else core
     return norm if has_alnum(norm) else ""
+
+
+_OPENER_OF = {")": "(", "]": "[", "}": "{"}
+_CLOSER_OF = {v: k for k, v in _OPENER_OF.items()}
+
+
+def _unbracketed(word: str) -> str:
+    """``word`` without the brackets it closes or opens but not both ("5)" is "5", "(the" is "the", "(a)"
+    and "[[b]]" stay): a judge's own bracket around a copy is not part of it. A closing sentence end or
+    separator stays at the end ("5)." is "5.")."""
+    core = word.rstrip(".!?,;:")
+    if not core or (core[0] not in _CLOSER_OF and core[-1] not in _OPENER_OF):
+        return word
+    tail = word[len(core) :]
+    while core and core[-1] in _OPENER_OF and core.count(core[-1]) > core.count(_OPENER_OF[core[-1]]):
+        core = core[:-1]
+    while core and core[0] in _CLOSER_OF and core.count(core[0]) > core.count(_CLOSER_OF[core[0]]):
+        core = core[1:]
+    return core + tail
 
 
 _WORD = re.compile(r"\S+")
@@ -57,7 +76,7 @@ def _flat_line(line: str) -> str:
 @functools.lru_cache(maxsize=1 << 16)  # bounded: words recur in every text
 def _flat_word(word: str) -> str:
     """A word of :func:`lowered` text normalised as :func:`_norm_folded` does a token."""
-    word = word.rstrip(",;:")
+    word = _unbracketed(word).rstrip(",;:")
     if not _WORD_CHAR(word):
         return ""
     core = word.rstrip(".!?")

@@ -13,8 +13,9 @@ from typing import Any, Literal
 
 from mitigate.errors import MitigateError, ParseError
 from mitigate.parse._answer_line import VALUE, AnswerLine
-from mitigate.parse._common import Verdict, normalise_answer, refuse, with_raw
+from mitigate.parse._common import Verdict, comparable, normalise_answer, refuse, with_raw
 from mitigate.parse._quoted import unquote
+from mitigate.parse._reported import reported_spans
 from mitigate.parse._score import parse_mcq, parse_score
 from mitigate.parse._stub import StubCompletion
 from mitigate.parse._verdict import parse_pairwise
@@ -116,6 +117,10 @@ class FormatReader:
         def plain(part: str) -> float | Verdict:
             return self.read_plain(part, text, scale, cues)
 
+        if len(work) <= _SHORT and self._bare_alone(comparable(work)):
+            # the answer is one value in the format's own words, nothing quoted or reported: whatever a text
+            # shown holds, it is the judge's statement (what unquote would find: a bare copy, read alone)
+            return plain(comparable(work))
         own, strict = unquote(
             work,
             statement=lambda span: self.states(span, scale, cues),
@@ -125,6 +130,10 @@ class FormatReader:
             fold=not self.fmt.case_sensitive,
             hint=self.hint,
         )
+        if self.fmt.json_key is not None and "{" in own:
+            # what was blanked inside the strings of an object the judge wrote whole is not read anyway
+            whole = comparable(work)
+            own, strict = _objects_restored(whole, own), _objects_restored(whole, strict)
         value = plain(own)
         if strict != own:
             try:
@@ -144,6 +153,12 @@ class FormatReader:
             found = json_value(work, self.fmt.json_key)
             if found is not None:
                 return self.accept(str(found), text, scale)
+            if "{" in work and f'"{self.fmt.json_key}"' in work:  # the field, but in no object read whole
+                raise refuse(
+                    f"a JSON object with a top-level {self.fmt.json_key!r} field",
+                    "the field only in text that is not such an object (invalid JSON, or nested)",
+                    text,
+                )
         elif self.fmt.two_scores:
             return self._two_scores(work, text, scale)
         else:
@@ -191,6 +206,17 @@ class FormatReader:
             return False
         return self.answer_line.holds(span)
 
+    def _bare_alone(self, text: str) -> bool:
+        """Whether ``text`` (normalised) is one value in this format's own words, with no quotation mark,
+        backtick, blockquote or reported speech: :func:`.unquote` can blank nothing in it that would change
+        its reading."""
+        if _MARK_CHARS.search(text) is not None or not self.bare(text):
+            return False
+        ends = [(m.start(), m.end()) for m in self.hint.finditer(text)]
+        if not ends or any(ends[k][1] != ends[k + 1][0] for k in range(len(ends) - 1)):
+            return False  # no value, or two ("Score: 2 Score: 5"; "4.5" takes the full path too)
+        return not reported_spans(text)
+
     def bare(self, span: str) -> bool:
         """Whether ``span`` is nothing but an answer in this format's own words ("Score: 5", "[[B]]")."""
         own, mcq = self._own_words, self.fmt.kind == "mcq"
@@ -203,6 +229,8 @@ class FormatReader:
             return self._verdict(value.strip(), text)
         if self.fmt.kind == "mcq":
             return parse_mcq(f"Answer: {value.strip()}", scale, raw=text)
+        if _PLAIN_NUMBER.fullmatch(value.strip()) and scale.on_grid(number := float(value)):
+            return number  # what parse_score reads from "Score: 4", without its search
         return parse_score(f"Score: {value.strip()}", scale, raw=text)
 
     def _final_letter(self, text: str, scale: Scale) -> str | None:
@@ -288,6 +316,10 @@ class FormatReader:
             raise with_raw(exc, text) from None
 
 
+_SHORT = 200
+"""Answers up to this long are checked for being one bare value before the quotation search."""
+_MARK_CHARS = re.compile(r"[\"'`>]")
+_PLAIN_NUMBER = re.compile(r"\d{1,6}(?:\.\d{1,6})?")
 _BARE_WORDS = re.compile(r"[A-Za-z]+|\d+(?:\.\d+)?")
 _LETTER_MARKUP = re.compile(r"[*_`\"'()\[\].]")
 _RELATION = re.compile(r"(\S{1,3}?)\s*(>>|>|=|<<|<)\s*(\S{1,3})")
@@ -349,29 +381,67 @@ def _flat(text: str) -> str:
     return " ".join(_MARKUP.sub("", text).lower().split())
 
 
-_OPEN = re.compile(r"\{")
+_DECODER = json.JSONDecoder()
 
 
 def json_value(text: str, key: str) -> Any:
-    """The value under ``key`` in the last JSON object of ``text`` that has it; None if none."""
+    """The value under ``key`` at the top level of the last JSON object in ``text`` that has it; None if none.
+
+    Read by structure: an object nested in another, or written inside one of its strings (``{"score": 2,
+    "quote": {"score": 5}}``, ``"reason": "it says {\\"score\\": 5}"``), is part of that object and never
+    read on its own, even when the object around it is not valid JSON."""
     found = None
-    for m in _OPEN.finditer(text):
-        depth = 0
-        for j in range(m.start(), len(text)):
-            ch = text[j]
-            if ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    try:
-                        obj = json.loads(text[m.start() : j + 1])
-                    except json.JSONDecodeError:
-                        break
-                    if isinstance(obj, dict) and key in obj:
-                        found = obj[key]
-                    break
+    at = text.find("{")
+    while at >= 0:
+        try:
+            obj, end = _DECODER.raw_decode(text, at)
+        except json.JSONDecodeError:
+            end = _object_end(text, at)
+        else:
+            if isinstance(obj, dict) and key in obj:
+                found = obj[key]
+        at = text.find("{", end)
     return found
+
+
+def _objects_restored(whole: str, blanked: str) -> str:
+    """``blanked`` (``whole`` with spans blanked) with each JSON object of ``whole`` whose opening brace was
+    not blanked written back whole: a blank inside its strings or nested objects (a quotation in its
+    "reason") would break the structure that says what is read, and nothing there is read."""
+    at = whole.find("{")
+    while at >= 0:
+        try:
+            _, end = _DECODER.raw_decode(whole, at)
+        except json.JSONDecodeError:
+            end = _object_end(whole, at)
+        else:
+            if blanked[at] == "{" and blanked[at:end] != whole[at:end]:
+                blanked = blanked[:at] + whole[at:end] + blanked[end:]
+        at = whole.find("{", end)
+    return blanked
+
+
+def _object_end(text: str, at: int) -> int:
+    """Where the braces opened at ``text[at]`` close (strings skipped), or the end of ``text``."""
+    depth, inside, escaped = 0, False, False
+    for j in range(at, len(text)):
+        ch = text[j]
+        if inside:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                inside = False
+        elif ch == '"':
+            inside = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return len(text)
 
 
 def json_object(text: str, expected: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 
+from mitigate.parse._common import comparable
 from mitigate.parse._copies import (
     copied_runs,
     flat_lines,
@@ -108,7 +109,10 @@ def unquote(
     fast: bool = True,
 ) -> tuple[str, str]:
     """``(own, strict)``: ``text`` with what is not the judge's own statement blanked (see the module
-    docstring), and ``strict`` also blanking bare, unmarked copies of an answer a judged text holds.
+    docstring), and ``strict`` also blanking bare, unmarked copies of an answer a judged text holds and copies
+    of the template's wording that hold more than an answer (an echoed prompt line). Both are ``text`` as
+    :func:`~mitigate.parse._common.comparable` writes it, compared with ``sources`` and ``judged`` written
+    alike.
 
     ``sources`` are the texts the judge was shown, ``judged`` the texts under judgment; with ``judged``, a
     copy of the template's own wording holding an answer is the judge's own statement. ``statement`` says
@@ -117,6 +121,11 @@ def unquote(
     where no answer can be; ``fast=False`` searches every stretch, with the same result
     (``tests/parse/test_reading_fast_path.py``).
     """
+    text, sources, judged = (
+        comparable(text),
+        [comparable(x) for x in sources],
+        [comparable(x) for x in judged],
+    )
     seen: dict[str, bool] = {}
 
     def states(span: str) -> bool:
@@ -162,13 +171,15 @@ def unquote(
                 if _DIGIT.search(piece) or states(piece):
                     own.append((start, end))
             elif states(piece):
-                if bare(piece) or (
-                    template_index and stands_in(norm, template_index) and not stands_in(norm, judged_index)
-                ):
-                    # the answer in the format's own words, or in the template's (a verdict copied from the
-                    # template's list of verdicts): the judge's own statement
+                if bare(piece):
+                    # the answer in the format's own words: the judge's own statement, unless a judged text
+                    # holds it as written
                     if stands_in(norm, judged_index):
                         strict.append((start, end))
+                elif template_index and stands_in(norm, template_index) and not stands_in(norm, judged_index):
+                    # a line of the template holding an answer (a verdict from its list of verdicts, or an
+                    # echoed instruction): the judge's own only when nothing else it says reads otherwise
+                    strict.append((start, end))
                 else:
                     own.append((start, end))
     own_text = blank(text, own)

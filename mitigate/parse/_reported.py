@@ -29,7 +29,9 @@ def marked_spans(text: str) -> list[Span]:
 _QUOTE_NEXT = r"(?=[ \t]*(?:that\b|[:\"“'‘`]))"
 _SAYS = "says states claims writes wrote argues asserts insists declares quotes".split()
 _SAYS_BEFORE_QUOTE = "reads goes ends finishes closes begins starts opens mentions contains includes".split()
-_SAID_BEFORE_QUOTE = "said stated claimed argued asserted insisted declared quoted mentioned written".split()
+_SAID_BEFORE_QUOTE = (
+    "said stated claimed argued asserted insisted declared quoted mentioned written contained included"
+).split()
 _ENDS_WITH = (
     "ends ended concludes concluded closes closed finishes finished opens opened begins began starts started"
 ).split()

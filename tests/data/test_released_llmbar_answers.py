@@ -19,8 +19,11 @@ reading contradicts that decision, the contradiction must be one the release's o
   party's argument ("Assistant (a) argues that Output (a) is better ...") that follows it.
 
 Any other contradiction fails the test; failures (answers mitigate records as unread) stay under
-a bound (138 of 30,450 when written: empty answers, answers cut off before their verdict, "neither
-is better" where the template offers no tie, two verdicts with no final one).
+a bound (152 of 30,450 when last counted: empty answers, answers cut off before their verdict, "neither
+is better" where the template offers no tie, two verdicts with no final one; 137 before issue 45, whose
+rule added 15 answers that state both "Output (a) is better." and "Output (b) is better.", neither quoted
+and neither the only one that is the template's whole "Therefore, ..." line: nothing tells which is the
+judge's own).
 """
 
 from __future__ import annotations
@@ -128,5 +131,5 @@ def test_llmbar_cot_answers_are_read_with_few_failures(readings) -> None:
     failed = [(a, g) for a, g in readings if g.verdict is None]
     read_by_release = sum(a.release_verdict is not None for a, g in failed)
     print(f"\nfailures: {len(failed)} of {len(readings)} ({read_by_release} the release read)")
-    assert len(failed) <= 150
+    assert len(failed) <= 160
     assert all(g.error for _, g in failed)  # every failure is recorded with the reader's reason

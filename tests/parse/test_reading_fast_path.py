@@ -326,10 +326,28 @@ _TRAIL_END = re.compile(r"(?<=\S)[.!?]+(?=\s|$)")
 _NO_ALNUM = re.compile(r"(?<!\S)[^\w\s]+(?=\s|$)")
 
 
+def _without_lone_brackets(token: str) -> str:
+    """``token`` without a closing bracket at its end (before a sentence end or separator) while it holds
+    more of that bracket than of its opening one, then the same for an opening bracket at its start."""
+    body = re.sub(r"[.!?,;:]+$", "", token)
+    tail = token[len(body) :]
+    pairs = {")": "(", "]": "[", "}": "{"}
+    while body[-1:] in pairs and body.count(body[-1]) > body.count(pairs[body[-1]]):
+        body = body[:-1]
+    while body[:1] in pairs.values():
+        closer = next(c for c, o in pairs.items() if o == body[0])
+        if body.count(body[0]) <= body.count(closer):
+            break
+        body = body[1:]
+    return body + tail
+
+
 def _flat_lines_by_regex(text: str, fold: bool) -> str:
-    """The normalisation as it was written before (three regular expressions per line)."""
+    """The normalisation as it was written before (three regular expressions per line), with a judge's lone
+    bracket around a copy dropped from each word (issue 45)."""
     out = []
     for line in (text.lower() if fold else text).translate(_DROP).splitlines():
+        line = " ".join(map(_without_lone_brackets, line.split()))
         flat = _NO_ALNUM.sub(" ", _TRAIL_END.sub(".", _TRAIL_SEP.sub("", line)))
         if flat.strip():
             out.append(" " + " ".join(flat.split()) + " ")
@@ -419,3 +437,35 @@ def test_whether_judged_texts_are_given_is_read_without_building_their_index(jud
     assert (len(given) > 1 or any(C.has_alnum(C.lowered(x, True)) for x in given)) == bool(
         C.source_index(judged, True)
     )
+
+
+@st.composite
+def bare_answers(draw: st.DrawFn) -> dict[str, object]:
+    """A short answer in a format's own words (its answer line, its values, bold, a second line), judged on
+    texts that hold the format's lines and values too: the answers the bare-value shortcut may take."""
+    name = draw(st.sampled_from(sorted(FORMATS)))
+    fmt, scale = FORMATS[name]
+    values = fmt.values(scale)
+    lines = [fmt.line.replace("{value}", v) if fmt.json_key is None else v for v in values]
+    parts = draw(
+        st.lists(st.sampled_from([*lines, *values, "**" + lines[0] + "**", "\n"]), min_size=1, max_size=3)
+    )
+    judged_text = " ".join(draw(st.lists(st.sampled_from(WORDS + lines + values), min_size=1, max_size=12)))
+    judged = (judged_text,) if fmt.kind != "pairwise" else (judged_text, draw(st.sampled_from(lines)))
+    prompt = "Judge the text.\n\n" + "\n\n".join(judged) + "\n\n" + fmt.instruction(scale)
+    return {"fmt": fmt, "scale": scale, "answer": " ".join(parts), "judged": judged, "prompt": prompt}
+
+
+@settings(max_examples=600, deadline=None)
+@given(case=bare_answers())
+def test_a_bare_value_read_without_the_quotation_search_reads_as_with_it(case: dict[str, object]) -> None:
+    """:class:`FormatReader` skips the quotation search for a short answer that is one value in the format's
+    own words; the reading (value or failure message) is the one the search gives."""
+    fmt, scale = case["fmt"], case["scale"]
+    args = (case["answer"], scale)
+    kwargs = {"quoted": (case["prompt"],), "judged": case["judged"]}
+    short = _outcome(fmt.read, *args, **kwargs)  # type: ignore[union-attr]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(format_reader, "_SHORT", -1)  # every answer through the quotation search
+        full = _outcome(fmt.read, *args, **kwargs)  # type: ignore[union-attr]
+    assert short == full, (case["answer"], case["judged"])
