@@ -40,6 +40,7 @@ EXTRA_OF_MODULE = {
     "mitigate/lm/_llamacpp.py": "local",
     "mitigate/adapters/inspect_ai.py": "inspect",
     "mitigate/adapters/deepeval.py": "deepeval",
+    "mitigate/run/_ray.py": "ray",
 }
 """Backend and adapter modules whose SDK comes with an extra (imported only when asked for)."""
 
@@ -47,6 +48,8 @@ OPTIONAL_BY_DESIGN = {
     ("mitigate/selectors/_knn.py", "sentence_transformers"): "imported inside a try that raises a one-line "
     "ConfigError asking for the package; embedding='tfidf' needs nothing",
     ("mitigate/testing/_checks.py", "pytest"): "the contract battery's pytest helper, used only from tests",
+    ("mitigate/run/_ray.py", "pyarrow"): "comes with the 'ray' extra (ray[data]); only under --engine ray",
+    ("mitigate/cli/_judge.py", "pyarrow"): "results.parquet of --engine ray (the 'ray' extra), only there",
     (
         "mitigate/judge/_judgment.py",
         "pandas",

@@ -29,7 +29,7 @@ from typing import Any
 
 from mitigate.data import Benchmark, Item, label_value
 from mitigate.errors import DataError
-from mitigate.paths import write_output
+from mitigate.paths import open_regular, write_output
 from mitigate.scale import Scale
 
 PAIR_CHOICES = ("A", "B", "tie")
@@ -127,7 +127,7 @@ def one_server(path: Path) -> Iterator[None]:
     label`` holds it, so two servers never write one labels file."""
     lock = path.with_name(path.name + ".lock")
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a+", encoding="utf-8") as handle:
+    with open_regular(lock, "a+", "the labels file's lock") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from mitigate.data import Item
 from mitigate.errors import ConfigError
 from mitigate.judge import Judge, Judgment
+from mitigate.paths import open_output
 from mitigate.run._runner import run_stream
 from mitigate.run._tally import STOP_AFTER
 
@@ -207,11 +207,9 @@ def items_file(items: Iterator[Item] | Sequence[Item], path: Path) -> int:
     """Write ``items`` to ``path`` as JSON lines (what :func:`judge_dataset` reads through
     ``ray.data.read_text``), replacing it whole; how many were written."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_name(path.name + f".{os.getpid()}.part")
     count = 0
-    with part.open("w", encoding="utf-8") as fh:
+    with open_output(path, "the items file of --engine ray", durable=False) as fh:
         for item in items:
             fh.write(item.model_dump_json() + "\n")
             count += 1
-    part.replace(path)
     return count

@@ -105,6 +105,7 @@ def test_the_json_object_holds_the_keys_the_command_documents():
         "ranking",
         "notes",
         "bias_corrected",
+        "assumption",
     } == set(out)
     assert (out["criterion"], out["method"], out["confidence"], out["bias_corrected"]) == (
         "quality",
