@@ -406,7 +406,7 @@ def render_diff(report: DiffReport, *, show: int = 10) -> str:
             part = sorted(part, key=lambda s: (s.delta is None, s.delta if s.delta is not None else 0.0))[
                 :show
             ]
-        cut = f" (the {len(part)} largest drops of {total})" if len(part) < total else ""
+        cut = f" ({len(part)} of {total}, the largest drop first)" if len(part) < total else ""
         lines += [
             "",
             f"By {kind}{cut}:",
