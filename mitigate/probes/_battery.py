@@ -392,7 +392,11 @@ def render_probe_table(report: ProbeReport | dict[str, Any]) -> str:
         e = row.effect
         n = f"{e.robustness.n}" + (f" (+{e.robustness.n_failed} failed)" if e.robustness.n_failed else "")
         flip = e.test.extra.get("flip_probe")
-        directional = "-" if not e.directional.ok else f"{_f(e.directional.value)} of {e.directional.n}"
+        directional = (  # of the items the probe changed, how many moved the predicted way
+            "-"
+            if not e.directional.ok
+            else f"{round(e.directional.value * e.directional.n)} of {e.directional.n} changed"
+        )
         lines.append(
             f"| {row.probe} | {e.direction} | {n} | {_ci(e.robustness)} | {_f(flip)} | {_ci(e.shift)} | "
             f"{directional} | {_p(e.test.extra.get('p_value'))} | {e.reading} |"
