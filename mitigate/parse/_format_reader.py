@@ -215,6 +215,10 @@ class FormatReader:
         ends = [(m.start(), m.end()) for m in self.hint.finditer(text)]
         if not ends or any(ends[k][1] != ends[k + 1][0] for k in range(len(ends) - 1)):
             return False  # no value, or two ("Score: 2 Score: 5"; "4.5" takes the full path too)
+        rest = text[: ends[0][0]] + " " + text[ends[-1][1] :]
+        labels = {x.lower() for x in self._labels}
+        if any(w[0].isdigit() or w.lower() in labels for w in _BARE_WORDS.findall(rest)):
+            return False  # another value beside the line's ("Output (a) is better. b"): the full path decides
         return not reported_spans(text)
 
     def bare(self, span: str) -> bool:

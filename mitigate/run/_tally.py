@@ -82,16 +82,14 @@ class Tally:
             self.errors += 1
             if self.first_error is None:
                 self.first_error = judgment.error
-        if not resumed:  # the calls this run made; a resumed judgment's were made by an earlier run
-            self.calls += judgment.calls
-            self.cached_calls += judgment.cached_calls
+        self.calls += judgment.calls
+        self.cached_calls += judgment.cached_calls
         self.usage = self.usage + judgment.usage
         if self.cost_usd is not None:
             self.cost_usd = None if judgment.cost_usd is None else self.cost_usd + judgment.cost_usd
 
     def summary(self, seconds: float = 0.0, cost_note: str | None = None) -> RunSummary:
-        """The totals so far as a :class:`RunSummary` (calls are this run's; usage and cost count resumed
-        judgments too)."""
+        """The totals so far as a :class:`RunSummary` (usage and cost count resumed judgments too)."""
         return RunSummary(
             items=self.items,
             judged_now=self.items - self.resumed,
