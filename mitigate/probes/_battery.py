@@ -393,9 +393,7 @@ def render_probe_table(report: ProbeReport | dict[str, Any]) -> str:
         n = f"{e.robustness.n}" + (f" (+{e.robustness.n_failed} failed)" if e.robustness.n_failed else "")
         flip = e.test.extra.get("flip_probe")
         directional = (  # of the items the probe changed, how many moved the predicted way
-            "-"
-            if not e.directional.ok
-            else f"{round(e.directional.value * e.directional.n)} of {e.directional.n} changed"
+            "-" if not e.directional.ok else f"{e.directional.count} of {e.directional.n} changed"
         )
         lines.append(
             f"| {row.probe} | {e.direction} | {n} | {_ci(e.robustness)} | {_f(flip)} | {_ci(e.shift)} | "
