@@ -42,6 +42,11 @@ class FormatReader:
         return (*self.fmt.labels, *([self.fmt.tie] if self.fmt.tie else []))
 
     @functools.cached_property
+    def _label_words(self) -> frozenset[str]:
+        """The labels in lower case, as :meth:`_bare_alone` looks for a second value beside the line's."""
+        return frozenset(x.lower() for x in self._labels)
+
+    @functools.cached_property
     def answer_line(self) -> AnswerLine:
         """The format's own answer line, as :mod:`.answer_line` looks for it."""
         return AnswerLine(
@@ -216,8 +221,7 @@ class FormatReader:
         if not ends or any(ends[k][1] != ends[k + 1][0] for k in range(len(ends) - 1)):
             return False  # no value, or two ("Score: 2 Score: 5"; "4.5" takes the full path too)
         rest = text[: ends[0][0]] + " " + text[ends[-1][1] :]
-        labels = {x.lower() for x in self._labels}
-        if any(w[0].isdigit() or w.lower() in labels for w in _BARE_WORDS.findall(rest)):
+        if any(w[0].isdigit() or w.lower() in self._label_words for w in _BARE_WORDS.findall(rest)):
             return False  # another value beside the line's ("Output (a) is better. b"): the full path decides
         return not reported_spans(text)
 
