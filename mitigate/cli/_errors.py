@@ -27,8 +27,20 @@ DEBUG_ENV = "MITIGATE_DEBUG"
 
 
 def flat_message(text: str) -> str:
-    """A message on one line: its lines joined by " ; " and its runs of spaces collapsed."""
-    return " ".join(str(text).replace("\n", " ; ").split()).replace(" ; ;", " ;")
+    """A message on one line: its lines joined by " ; ", its runs of spaces collapsed, and a word over
+    :data:`LONGEST_WORD` characters (a value the user pasted, echoed back) cut to its ends and its length."""
+    words = str(text).replace("\n", " ; ").split()
+    return " ".join(_cut(word) for word in words).replace(" ; ;", " ;")
+
+
+LONGEST_WORD = 200
+"""The longest word an error line shows whole."""
+
+
+def _cut(word: str) -> str:
+    if len(word) <= LONGEST_WORD:
+        return word
+    return f"{word[:60]}...({len(word):,} characters)...{word[-20:]}"
 
 
 def say_error(message: str) -> None:

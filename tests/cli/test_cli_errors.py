@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -291,3 +292,19 @@ def test_compare_whose_pipeline_failed_on_every_item_exits_non_zero(tmp_path, mo
         "error: every item of 'baseline' failed; the first: LMCallError"
     )
     assert (tmp_path / "cmp" / "report.md").is_file()  # the report of what happened is still written
+
+
+def test_a_pasted_value_thousands_of_characters_long_is_echoed_by_its_ends_and_its_length(
+    tmp_path: Path,
+) -> None:
+    template = tmp_path / "judge.txt"
+    template.write_text('Rate the reply from 1 to 5.\n\n{{output}}\n\nAnswer "Score: N".\n')
+    digits = "7" * 5000
+    result = CliRunner().invoke(
+        app, ["prompts", "render", str(template), "--pipeline", f"granularity(scale={digits})"]
+    )
+    assert result.exit_code == EXIT_REFUSED
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert digits not in lines[0] and len(lines[0]) < 400
+    assert re.search(r"7{20}\.\.\.\(5,00\d characters\)\.\.\.7{19}", lines[0])  # quotes count
