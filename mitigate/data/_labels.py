@@ -86,7 +86,7 @@ def _rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
             ) from None
         return out
     rows = []
-    for line, row in read_json_lines(file):
+    for line, _, row in read_json_lines(file):
         if not isinstance(row, dict):
             raise row_error(
                 file, line, f"expected a JSON object with 'id' and 'label'; got {type(row).__name__}"
