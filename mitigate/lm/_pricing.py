@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mitigate.errors import ConfigError
-from mitigate.lm._base import Usage
+from mitigate.lm._base import LM, Usage, innermost
 from mitigate.paths import loads_json, read_file
 
 PRICES_ENV = "MITIGATE_PRICES"
@@ -172,14 +172,9 @@ def cost(
     return None if price is None else breakdown(price, usage, batch=batch).total
 
 
-def why_unpriced(lm: object) -> str:
+def why_unpriced(lm: LM) -> str:
     """In words, why the calls of ``lm`` (under its cache and retry wrappers) have no known cost."""
-    inner = lm
-    for _ in range(32):
-        nxt = getattr(inner, "inner", None)
-        if nxt is None:
-            break
-        inner = nxt
+    inner = innermost(lm)
     spec = str(getattr(inner, "spec", type(inner).__name__))
     model = str(getattr(inner, "model", "") or "")
     server = getattr(inner, "base_url", None) or getattr(inner, "api_base", None)
