@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mitigate.constraints import Interval, check_param
 from mitigate.data._jsonl import file_error, read_json_lines, read_text, row_error
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
@@ -296,12 +297,10 @@ def hide_labels(
             "expected exactly one of per_group (labels kept per group) and fraction (share "
             f"kept); got per_group={per_group!r}, fraction={fraction!r}"
         )
-    if per_group is not None and (
-        isinstance(per_group, bool) or not isinstance(per_group, int) or per_group < 0
-    ):
-        raise ConfigError(f"The 'per_group' parameter must be an int >= 0. Got {per_group!r} instead.")
-    if fraction is not None and not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
-        raise ConfigError(f"The 'fraction' parameter must be a float in (0, 1]. Got {fraction!r} instead.")
+    if per_group is not None:
+        check_param("hide_labels", "per_group", per_group, [Interval(int, 0)])
+    if fraction is not None:
+        check_param("hide_labels", "fraction", fraction, [Interval(float, 0, 1, closed="right")])
     key = group or (lambda it: "all")
     truth: dict[str, float] = {}
     groups: dict[str, list[str]] = {}
