@@ -383,10 +383,8 @@ class OpenAILM(ProviderLM):
         await super().aclose()
         if self._session is not None:
             session, self._session = self._session, None
-            try:
+            with contextlib.suppress(RuntimeError):  # its event loop is gone
                 await _close(session)
-            except RuntimeError:  # its event loop is gone
-                pass
 
 
 _TEXT_PARTS = frozenset({"text", "output_text"})
