@@ -69,7 +69,6 @@ def _rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
     if file.suffix.lower() == ".csv":
         text = read_text(file, translate_newlines=False)
         reader = csv.DictReader(text.splitlines(keepends=True))
-        out = []
         try:
             names = reader.fieldnames or []
             if "id" not in names or not any(n == "label" or n.startswith("label.") for n in names):
@@ -79,13 +78,11 @@ def _rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
                     "expected a header with the columns 'id' and 'label' (and optionally "
                     f"'weight'); got {str(reader.fieldnames)[:200]}",
                 )
-            for row in reader:
-                out.append((reader.line_num, {k: v for k, v in row.items() if k is not None}))
+            return [(reader.line_num, {k: v for k, v in row.items() if k is not None}) for row in reader]
         except csv.Error as exc:
             raise row_error(
                 file, reader.line_num + 1, f"expected CSV rows; got a row the csv reader refuses ({exc})"
             ) from None
-        return out
     rows = []
     for line, _, row in read_json_lines(file):
         if not isinstance(row, dict):
