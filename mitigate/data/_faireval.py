@@ -19,7 +19,7 @@ _HINT = "FairEval comes from github.com/i-Eval/FairEval (question.jsonl, answer/
 
 def _by_question(path: Path) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
-    for line, row in read_json_lines(path):
+    for line, _, row in read_json_lines(path):
         qid = row.get("question_id") if isinstance(row, dict) else None
         if not isinstance(qid, int) or not isinstance(row.get("text"), str):
             raise file_error(
@@ -45,7 +45,7 @@ def load_faireval(path: str | Path) -> Benchmark:
         raise DataError(f"expected the FairEval files {missing} under {repo}; they are missing. {_HINT}")
     questions = _by_question(files["question"])
     answers_a, answers_b = _by_question(files["a"]), _by_question(files["b"])
-    verdicts = [(line, text.strip()) for line, text in read_text_lines(files["human"]) if text.strip()]
+    verdicts = [(line, text.strip()) for line, _, text in read_text_lines(files["human"]) if text.strip()]
     order = list(questions)
     if len(verdicts) != len(order):
         raise DataError(

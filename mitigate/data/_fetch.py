@@ -176,11 +176,8 @@ def target_dir(root: str | Path | None = None) -> Path:
 
 def sha256_of(path: Path) -> str:
     """The hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _state(path: Path, file: SourceFile) -> FileState:

@@ -73,15 +73,10 @@ def require_files(root: Path, relpaths: Sequence[str], *, dataset: str, hint: st
     return paths
 
 
-def read_json_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, Any]]:
-    """``(line_number, value)`` for every non-blank line of a JSON-lines file; ``error`` for a bad one."""
-    for number, _, value in read_json_lines_at(path, error=error):
-        yield number, value
-
-
-def read_json_lines_at(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, Any]]:
-    """:func:`read_json_lines` with each line's byte offset: ``(line_number, offset, value)``."""
-    for number, offset, line in read_text_lines_at(path, error=error):
+def read_json_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, Any]]:
+    """``(line_number, byte_offset, value)`` for every non-blank line of a JSON-lines file; ``error`` for a
+    bad one."""
+    for number, offset, line in read_text_lines(path, error=error):
         if line.strip():
             yield number, offset, json_value(line, path, number, error=error)
 
@@ -99,14 +94,9 @@ def json_value(line: str, path: Path, number: int, *, error: type[DataError] = D
     return value
 
 
-def read_text_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, str]]:
-    """``(line_number, text)`` for every line of a UTF-8 text file; ``error`` naming a line not UTF-8."""
-    for number, _, text in read_text_lines_at(path, error=error):
-        yield number, text
-
-
-def read_text_lines_at(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, str]]:
-    """:func:`read_text_lines` with each line's byte offset: ``(line_number, offset, text)``."""
+def read_text_lines(path: Path, *, error: type[DataError] = DataError) -> Iterator[tuple[int, int, str]]:
+    """``(line_number, byte_offset, text)`` for every line of a UTF-8 text file; ``error`` naming a line
+    not UTF-8."""
     check_input_file(path, "a data file", error=error)
     try:
         handle = open_regular(path, "rb", "a data file")  # checked again on the open file: never a FIFO
@@ -259,7 +249,7 @@ class JsonlRows:
 
     def __iter__(self) -> Iterator[tuple[int, int, Item]]:
         common: Scale | None = None
-        for line, offset, row in read_json_lines_at(self.path):
+        for line, offset, row in read_json_lines(self.path):
             if common is None:
                 is_header = isinstance(row, dict) and set(row) == {"benchmark"}
                 self.header = _header(row["benchmark"], self.path, line) if is_header else {}

@@ -131,7 +131,7 @@ def load_judgebench(path: str | Path, *, response_model: str | None = None) -> B
         raise DataError(f"expected JudgeBench data files under {repo / 'data'}; found none. {_HINT}")
     items: dict[str, Item] = {}
     for file in files:
-        for line, row in read_json_lines(file):
+        for line, _, row in read_json_lines(file):
             item = _item(row, file, line)
             if item.id in items:
                 raise file_error(file, f"pair_id {item.id!r} appears twice", f"{file}:{line}")
@@ -238,7 +238,7 @@ def read_judgebench(path: str | Path, *, judges: str | None = None) -> PairwiseR
             missing[judge] = src
             src = TemplateSource(key=f"missing:{m.group('jn')}", answer="pairwise")
         templates.setdefault(src.key, src)
-        for line, row in read_json_lines(file):
+        for line, _, row in read_json_lines(file):
             if not isinstance(row, dict) or row.get("pair_id") not in known:
                 raise file_error(
                     file,

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mitigate.constraints import Interval, check_param
 from mitigate.data._jsonl import file_error, read_json_lines, read_text, row_error
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
@@ -68,7 +69,6 @@ def _rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
     if file.suffix.lower() == ".csv":
         text = read_text(file, translate_newlines=False)
         reader = csv.DictReader(text.splitlines(keepends=True))
-        out = []
         try:
             names = reader.fieldnames or []
             if "id" not in names or not any(n == "label" or n.startswith("label.") for n in names):
@@ -78,15 +78,13 @@ def _rows(file: Path) -> list[tuple[int, dict[str, Any]]]:
                     "expected a header with the columns 'id' and 'label' (and optionally "
                     f"'weight'); got {str(reader.fieldnames)[:200]}",
                 )
-            for row in reader:
-                out.append((reader.line_num, {k: v for k, v in row.items() if k is not None}))
+            return [(reader.line_num, {k: v for k, v in row.items() if k is not None}) for row in reader]
         except csv.Error as exc:
             raise row_error(
                 file, reader.line_num + 1, f"expected CSV rows; got a row the csv reader refuses ({exc})"
             ) from None
-        return out
     rows = []
-    for line, row in read_json_lines(file):
+    for line, _, row in read_json_lines(file):
         if not isinstance(row, dict):
             raise row_error(
                 file, line, f"expected a JSON object with 'id' and 'label'; got {type(row).__name__}"
@@ -296,12 +294,10 @@ def hide_labels(
             "expected exactly one of per_group (labels kept per group) and fraction (share "
             f"kept); got per_group={per_group!r}, fraction={fraction!r}"
         )
-    if per_group is not None and (
-        isinstance(per_group, bool) or not isinstance(per_group, int) or per_group < 0
-    ):
-        raise ConfigError(f"The 'per_group' parameter must be an int >= 0. Got {per_group!r} instead.")
-    if fraction is not None and not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
-        raise ConfigError(f"The 'fraction' parameter must be a float in (0, 1]. Got {fraction!r} instead.")
+    if per_group is not None:
+        check_param("hide_labels", "per_group", per_group, [Interval(int, 0)])
+    if fraction is not None:
+        check_param("hide_labels", "fraction", fraction, [Interval(float, 0, 1, closed="right")])
     key = group or (lambda it: "all")
     truth: dict[str, float] = {}
     groups: dict[str, list[str]] = {}

@@ -70,11 +70,6 @@ def _layout(path: str | Path) -> tuple[Path, Path | None, list[str]]:
     return dataset, repo, found
 
 
-def llmbar_sets(path: str | Path) -> list[str]:
-    """Every set (folder holding a ``dataset.json``) of the LLMBar copy at ``path``."""
-    return _layout(path)[2]
-
-
 def _choose_sets(found: list[str], sets: str | Sequence[str] | None) -> list[str]:
     if sets is None:
         return [s for s in LLMBAR_SETS if s in found] or found

@@ -427,7 +427,7 @@ class RecordedRows:
             for line, row in _csv_rows(file):
                 yield parse_row(row, file, line, self.per, self.common, from_csv=True, read=read)
             return
-        for k, (line, row) in enumerate(read_json_lines(file)):
+        for k, (line, _, row) in enumerate(read_json_lines(file)):
             if k == 0 and isinstance(row, dict) and set(row) == {"recorded"}:
                 self.common, self.per = _header(row["recorded"], file, line)
             else:

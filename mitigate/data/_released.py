@@ -245,7 +245,7 @@ def _bad(path: Path, line: int, message: str) -> DataError:
 
 def _read_judge_file(path: Path, system: str, criterion: str, method: str) -> list[ReleasedJudgment]:
     per_doc: dict[str, list[ReleasedSample]] = {}
-    for line, row in read_json_lines(path, error=ReplayFormatError):
+    for line, _, row in read_json_lines(path, error=ReplayFormatError):
         if not isinstance(row, dict):
             raise _bad(path, line, f"expected a JSON object {{id, resp, ...}}; got {type(row).__name__}")
         doc_id, resp = row.get("id"), row.get("resp")
@@ -435,7 +435,7 @@ def _load_h2h(root: str) -> tuple[H2HRecord, ...]:
     return tuple(
         _h2h_record(row, path, line, pair, dim, order)
         for (pair, dim, order), path in files
-        for line, row in read_json_lines(path, error=ReplayFormatError)
+        for line, _, row in read_json_lines(path, error=ReplayFormatError)
     )
 
 

@@ -85,7 +85,7 @@ def _load_llm_summeval(root: str, annotators: str) -> Benchmark:
     )
     items: list[Item] = []
     for system, path in zip(LLM_SUMMEVAL_SYSTEMS, paths, strict=True):
-        for line, row in read_json_lines(path):
+        for line, _, row in read_json_lines(path):
             items.append(_llm_summeval_item(row, system, path, line, annotators))
     return Benchmark(
         name="summeval" if annotators == "expert" else "summeval-turker",
@@ -165,7 +165,7 @@ def _load_bartscore(root: str) -> Benchmark:
     )
     items: list[Item] = []
     seen: dict[str, int] = {}
-    for line, row in read_json_lines(path):
+    for line, _, row in read_json_lines(path):
         bad = functools.partial(row_error, path, line)
         if not isinstance(row, dict):
             raise bad(f"expected a JSON object; got {type(row).__name__}")

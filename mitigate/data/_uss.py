@@ -62,7 +62,7 @@ def parse_uss_file(path: Path) -> list[list[_Turn]]:
     """Split a USS file into dialogues of turns, checking each line (DataError with file and line)."""
     dialogues: list[list[_Turn]] = []
     current: list[_Turn] = []
-    for number, raw_line in read_text_lines(path):
+    for number, _, raw_line in read_text_lines(path):
         text = raw_line.rstrip("\r\n")
         if not text.strip():
             if current:

@@ -26,13 +26,10 @@ def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float,
     """Wilson's score interval for a binomial share ``successes / n`` at level ``1 - alpha``."""
     if n <= 0:
         return (math.nan, math.nan)
-    from statistics import NormalDist
+    from scipy.stats import binomtest  # lazy: scipy is slow to import
 
-    z = NormalDist().inv_cdf(1 - alpha / 2)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    ci = binomtest(successes, n).proportion_ci(1 - alpha, method="wilson")
+    return (float(ci.low), float(ci.high))
 
 
 class ItemPass(BaseModel):

@@ -17,6 +17,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from mitigate.constraints import Interval, check_param
 from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.estimators._columns import EstimateColumns, GroupArrays, columns
@@ -298,8 +299,7 @@ def plan_labels(
 ) -> LabelPlan:
     """How many labels each group needs, per method, for an interval of ±``half_width`` (predicted from its
     labels)."""
-    if isinstance(half_width, bool) or not isinstance(half_width, (int, float)) or not half_width > 0:
-        raise ConfigError(f"The 'half_width' parameter must be a number > 0. Got {half_width!r} instead.")
+    check_param("plan_labels", "half_width", half_width, [Interval(float, 0, closed="neither")])
     check_settings("ppi", confidence, target, calibration, folds)
     slope = tuned_slope(cols, "ppi", tune)
     fit: dict[str, Any] = {"calibration": calibration, "folds": folds, "seed": seed}
@@ -351,10 +351,7 @@ def select_for_labelling(
             "--select chooses labels for a bias-corrected method; expected --method ppi, "
             "calibrated or human; got judge"
         )
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(
-            f"The 'n' parameter of select_for_labelling must be an int >= 1. Got {n!r} instead."
-        )
+    check_param("select_for_labelling", "n", n, [Interval(int, 1)])
     if cols.pairwise and cols.by == "system":
         raise ConfigError(
             "--select draws each item from one group; with pairwise items --by system counts "

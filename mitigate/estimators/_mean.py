@@ -26,7 +26,8 @@ from typing import Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from mitigate.errors import ConfigError, DataError
+from mitigate.constraints import Interval, Options, check_param
+from mitigate.errors import DataError
 from mitigate.estimators._calibration import CALIBRATIONS, Calibration, fit_calibration
 from mitigate.estimators._regression import FLAT, Slope, constant_interval, regression_fit, t_quantile
 
@@ -126,20 +127,14 @@ def _as_array(values: Sequence[float | None] | np.ndarray, name: str) -> np.ndar
 
 def check_settings(method: str, confidence: float, target: str, calibration: str, folds: int) -> None:
     """Refuse an unknown method, target or calibration, a confidence outside (0, 1) or fewer than 2 folds."""
-    if method not in METHODS:
-        raise ConfigError(f"The 'method' parameter must be one of {list(METHODS)}. Got {method!r} instead.")
-    if target not in TARGETS:
-        raise ConfigError(f"The 'target' parameter must be one of {list(TARGETS)}. Got {target!r} instead.")
-    if calibration not in CALIBRATIONS:
-        raise ConfigError(
-            f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got {calibration!r} instead."
-        )
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0 < confidence < 1:
-        raise ConfigError(
-            f"The 'confidence' parameter must be a float in (0, 1), e.g. 0.95. Got {confidence!r} instead."
-        )
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise ConfigError(f"The 'folds' parameter must be an int >= 2. Got {folds!r} instead.")
+    for name, value, allowed in (
+        ("method", method, Options(*METHODS)),
+        ("target", target, Options(*TARGETS)),
+        ("calibration", calibration, Options(*CALIBRATIONS)),
+        ("confidence", confidence, Interval(float, 0, 1, closed="neither")),
+        ("folds", folds, Interval(int, 2)),
+    ):
+        check_param("the estimate", name, value, [allowed])
 
 
 def estimate_mean(

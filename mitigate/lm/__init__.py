@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         TokenLogprob,
         Usage,
         WrapperLM,
+        innermost,
     )
     from mitigate.lm._batch import (
         BatchAPI,
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
         BatchState,
         BatchStore,
         custom_ids,
-        innermost,
     )
     from mitigate.lm._batch_apis import AnthropicBatchAPI, OpenAIBatchAPI
     from mitigate.lm._cache import (

@@ -286,3 +286,12 @@ class WrapperLM(LM):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r})"
+
+
+def innermost(lm: LM) -> LM:
+    """The backend at the bottom of a stack of wrappers (cache, retry, ...)."""
+    seen = 0
+    while isinstance(lm, WrapperLM) and seen < 32:
+        lm = lm.inner
+        seen += 1
+    return lm

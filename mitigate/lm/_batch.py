@@ -164,15 +164,6 @@ class BatchAPI(ABC):
         """Release clients (the backend owns them; nothing by default)."""
 
 
-def innermost(lm: LM) -> LM:
-    """The backend at the bottom of a stack of wrappers (cache, retry, ...)."""
-    seen = 0
-    while isinstance(lm, WrapperLM) and seen < 32:
-        lm = lm.inner
-        seen += 1
-    return lm
-
-
 class BatchRecord(BaseModel):
     """What the store knows about one batch (rebuilt from its events)."""
 

@@ -296,13 +296,6 @@ class LlamaCppLM(LM):
         self.n_ctx, self.seed, self.verbose = n_ctx, seed, verbose
         self.prefix_reuse, self.prefix_slots = prefix_reuse, prefix_slots
 
-    @classmethod
-    def from_spec(cls, spec: str, **kwargs: Any) -> LlamaCppLM:
-        """Build the backend from ``local`` or ``local:<path.gguf>``."""
-        if spec == "local" or (spec.startswith("local:") and len(spec) > len("local:")):
-            return cls(spec[len("local:") :] or None, **kwargs)
-        raise ConfigError(f"expected the spec 'local' or 'local:<path.gguf>'; got {spec!r}")
-
     def __repr__(self) -> str:
         return f"LlamaCppLM({self.spec!r}, n_ctx={self.n_ctx}, prefix_reuse={self.prefix_reuse})"
 

@@ -276,29 +276,14 @@ class OpenAILM(ProviderLM):
             self._session_loop = loop
             self._session_keeper = loop.create_task(_close_when_its_loop_ends(self._session))
         url = f"{self.base_url or 'https://api.openai.com/v1'}/chat/completions"
-        where = self.identity()
         phase: Literal["answer", "body"] = "answer"
         try:
             async with _post(self._session, url, body) as (status, headers, chunks):
                 exchange.status, exchange.headers = status, headers
                 phase = "body"
                 if status >= 300 or status < 200:
-                    detail = await http.read_head(chunks, self.scrubber)
-                    raise http.http_error(
-                        where,
-                        status,
-                        headers,
-                        detail,
-                        api_key_env=self.api_key_env,
-                        backend=self.spec,
-                        scrubber=self.scrubber,
-                    )
-                return await http.read_capped(
-                    http.counted(chunks, exchange),
-                    self.limits.max_response_bytes,
-                    where=where,
-                    backend=self.spec,
-                )
+                    raise self.status_error(status, headers, await http.read_head(chunks, self.scrubber))
+                return await self.read_body(chunks, exchange)
         except MitigateError:
             raise
         except Exception as exc:
@@ -306,7 +291,7 @@ class OpenAILM(ProviderLM):
                 raise
             raise http.transport_error(
                 exc,
-                where=where,
+                where=self.identity(),
                 backend=self.spec,
                 timeout=self.read_timeout,
                 phase=phase,
@@ -398,10 +383,8 @@ class OpenAILM(ProviderLM):
         await super().aclose()
         if self._session is not None:
             session, self._session = self._session, None
-            try:
+            with contextlib.suppress(RuntimeError):  # its event loop is gone
                 await _close(session)
-            except RuntimeError:  # its event loop is gone
-                pass
 
 
 _TEXT_PARTS = frozenset({"text", "output_text"})

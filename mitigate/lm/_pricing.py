@@ -1,4 +1,4 @@
-"""USD list prices of well-known hosted models, the cost of one call, and a tally of usage and cost.
+"""USD list prices of well-known hosted models and the cost of one call.
 
 Prices are USD per 1M tokens as published in **2025-06** (list prices, not bills); cache reads and writes are
 priced apart, and a batch API request costs ``batch_discount`` times that. :func:`register_price`,
@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mitigate.errors import ConfigError
-from mitigate.lm._base import LMResponse, Usage
+from mitigate.lm._base import LM, Usage, innermost
 from mitigate.paths import loads_json, read_file
 
 PRICES_ENV = "MITIGATE_PRICES"
@@ -172,14 +172,9 @@ def cost(
     return None if price is None else breakdown(price, usage, batch=batch).total
 
 
-def why_unpriced(lm: object) -> str:
+def why_unpriced(lm: LM) -> str:
     """In words, why the calls of ``lm`` (under its cache and retry wrappers) have no known cost."""
-    inner = lm
-    for _ in range(32):
-        nxt = getattr(inner, "inner", None)
-        if nxt is None:
-            break
-        inner = nxt
+    inner = innermost(lm)
     spec = str(getattr(inner, "spec", type(inner).__name__))
     model = str(getattr(inner, "model", "") or "")
     server = getattr(inner, "base_url", None) or getattr(inner, "api_base", None)
@@ -191,69 +186,3 @@ def why_unpriced(lm: object) -> str:
             f"JSON file named by ${PRICES_ENV})"
         )
     return f"{spec} reports no price for its calls"
-
-
-class UsageSummary(BaseModel):
-    """A snapshot of a :class:`UsageTally` (``cost_usd`` None when a call's cost was unknown)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    calls: int = 0
-    cached_hits: int = 0
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = 0.0
-    known_cost_usd: float = 0.0
-    unknown_cost_calls: int = 0
-
-
-class UsageTally:
-    """Sums usage and cost over responses, thread-safe (a cached one is a free hit; unknown stays unknown)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._calls = self._hits = self._unknown = 0
-        self._usage = Usage()
-        self._known = 0.0
-
-    def add(self, response: LMResponse) -> None:
-        with self._lock:
-            if response.cached:
-                self._hits += 1
-                return
-            self._calls += 1
-            self._usage = self._usage + response.usage
-            if response.cost_usd is None:
-                self._unknown += 1
-            else:
-                self._known += response.cost_usd
-
-    @property
-    def calls(self) -> int:
-        return self.summary().calls
-
-    @property
-    def cached_hits(self) -> int:
-        return self.summary().cached_hits
-
-    @property
-    def usage(self) -> Usage:
-        return self.summary().usage
-
-    @property
-    def cost_usd(self) -> float | None:
-        """Summed cost of live calls; None when any of them had an unknown cost."""
-        return self.summary().cost_usd
-
-    def summary(self) -> UsageSummary:
-        with self._lock:
-            return UsageSummary(
-                calls=self._calls,
-                cached_hits=self._hits,
-                usage=self._usage,
-                cost_usd=None if self._unknown else self._known,
-                known_cost_usd=self._known,
-                unknown_cost_calls=self._unknown,
-            )
-
-    def __repr__(self) -> str:
-        s = self.summary()
-        return f"UsageTally(calls={s.calls}, cached_hits={s.cached_hits}, cost_usd={s.cost_usd})"

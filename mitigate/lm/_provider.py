@@ -188,6 +188,27 @@ class ProviderLM(LM):
                     retry_after=http.parse_retry_after(mine.headers) if mine.status == 429 else None,
                 )
 
+    def status_error(self, status: int, headers: Mapping[str, str] | None, detail: str) -> LMCallError:
+        """The error of an HTTP status other than 2xx (``detail`` scrubbed), see :func:`http.http_error`."""
+        return http.http_error(
+            self.identity(),
+            status,
+            headers,
+            detail,
+            api_key_env=self.api_key_env,
+            backend=self.spec,
+            scrubber=self.scrubber,
+        )
+
+    async def read_body(self, chunks: AsyncIterator[bytes], exchange: Exchange) -> bytes:
+        """An answer's body up to the size cap, its bytes counted in ``exchange``."""
+        return await http.read_capped(
+            http.counted(chunks, exchange),
+            self.limits.max_response_bytes,
+            where=self.identity(),
+            backend=self.spec,
+        )
+
     async def _sdk_body(
         self,
         start: Callable[[], Awaitable[Any]],
@@ -196,7 +217,6 @@ class ProviderLM(LM):
         close: Callable[[Any], Awaitable[Any]],
     ) -> bytes:
         """The body of the SDK's raw answer, read up to the size cap (a redirect refused), errors typed."""
-        where = self.identity()
         try:
             resp = await start()
         except Exception as exc:
@@ -209,22 +229,8 @@ class ProviderLM(LM):
             exchange.status, exchange.headers = resp.status_code, resp.headers
             history = getattr(getattr(resp, "http_response", resp), "history", None)
             if history:  # an HTTP client of the caller's own that follows redirects
-                first = history[0]
-                raise http.http_error(
-                    where,
-                    first.status_code,
-                    first.headers,
-                    "",
-                    api_key_env=self.api_key_env,
-                    backend=self.spec,
-                    scrubber=self.scrubber,
-                )
-            return await http.read_capped(
-                http.counted(chunks(resp), exchange),
-                self.limits.max_response_bytes,
-                where=where,
-                backend=self.spec,
-            )
+                raise self.status_error(history[0].status_code, history[0].headers, "")
+            return await self.read_body(chunks(resp), exchange)
         except MitigateError:
             raise
         except Exception as exc:  # the connection closed or timed out mid-body

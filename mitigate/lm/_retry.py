@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import math
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -177,12 +176,3 @@ class RetryingLM(WrapperLM):
 
     def __repr__(self) -> str:
         return f"RetryingLM({self.inner!r}, {self.policy!r})"
-
-
-def hung_server_seconds(deadline: float, timeout: float | None, policy: RetryPolicy) -> float:
-    """The longest a request can take on a server that accepts the connection and never answers."""
-    per_attempt = deadline if timeout is None else min(timeout, deadline)
-    attempts = min(policy.max_attempts, max(1, math.ceil(deadline / per_attempt - 1e-9)))
-    on_server = min(deadline, attempts * per_attempt)
-    waits = sum(min(policy.max_delay, policy.base_delay * 2 ** (k - 1)) for k in range(1, attempts))
-    return on_server + waits

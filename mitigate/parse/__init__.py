@@ -11,12 +11,7 @@ if TYPE_CHECKING:
     from mitigate.parse._common import Verdict, normalise_answer
     from mitigate.parse._criteria import parse_criteria
     from mitigate.parse._format_reader import FormatReader, strip_echoed_lines
-    from mitigate.parse._logprobs import (
-        expected_score,
-        score_distribution,
-        score_tokens,
-        verdict_probabilities,
-    )
+    from mitigate.parse._logprobs import expected_score, score_distribution, verdict_probabilities
     from mitigate.parse._quoted import unquote
     from mitigate.parse._score import parse_mcq, parse_score
     from mitigate.parse._stub import LIST_MARKER, RANGE

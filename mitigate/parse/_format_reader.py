@@ -273,8 +273,7 @@ class FormatReader:
                 if None not in sides and sides[0] != sides[1]:
                     if op == "=":
                         return "tie"
-                    winner = sides[0] if op.startswith(">") else sides[1]
-                    return winner  # type: ignore[return-value]
+                    return sides[0] if op.startswith(">") else sides[1]  # type: ignore[return-value]
             raise refuse(expected, repr(value), text)
         same = (lambda x, y: x == y) if self.fmt.case_sensitive else (lambda x, y: x.lower() == y.lower())
         named: tuple[tuple[Verdict, str | None], ...] = (("first", a), ("second", b), ("tie", self.fmt.tie))

@@ -10,14 +10,8 @@ from typing import NamedTuple
 
 from mitigate.errors import ParseError, ScaleError
 from mitigate.lm import TokenLogprob
-from mitigate.parse._common import format_number as _fmt
 from mitigate.parse._common import snippet as _snippet
 from mitigate.scale import Scale
-
-
-def score_tokens(scale: Scale) -> list[str]:
-    """The surface strings of the scale's plain answers, e.g. ["1", "2", ..., "10"]."""
-    return [_fmt(p) for p in scale.points()]
 
 
 def _token_text(token: str) -> str:

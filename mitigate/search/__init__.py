@@ -13,7 +13,7 @@ from mitigate._lazy import lazy_exports
 if TYPE_CHECKING:
     from mitigate.search._objective import Gain, Objective, ObjectiveValue, judgment_score
     from mitigate.search._result import SearchResult, Trial
-    from mitigate.search._run import asearch, dspy_search, engine_from, search
+    from mitigate.search._run import asearch, engine_from, search
     from mitigate.search._session import Engine, Outcome, SearchSpace, Session, instrument
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

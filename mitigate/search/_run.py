@@ -26,7 +26,6 @@ from mitigate.search._session import (
     likelihoods,
     search_criterion,
 )
-from mitigate.search.engines._dspy import OPTIMIZERS
 from mitigate.selectors import Random, Selector, Stratified
 from mitigate.strategies import Demos, PerturbedGuidelines
 
@@ -147,11 +146,3 @@ async def asearch(
 def search(judge: Judge, data: Benchmark | Split | Sequence[Item], **kwargs: Any) -> SearchResult:
     """:func:`asearch` from synchronous code (inside an event loop, ``await asearch(...)``)."""
     return run_coroutine(asearch(judge, data, **kwargs), what="search()", instead="asearch(...)")
-
-
-def dspy_search(
-    judge: Judge, data: Benchmark | Split | Sequence[Item], *, optimizer: str = "labeled", **kwargs: Any
-) -> SearchResult:
-    """``search(judge, data, engine="dspy-<optimizer>", **kwargs)``."""
-    check_param("dspy_search", "optimizer", optimizer, [Options(*OPTIMIZERS)])
-    return search(judge, data, engine=f"dspy-{optimizer}", **kwargs)

@@ -24,7 +24,7 @@ from mitigate.data import (
 )
 from mitigate.data._faireval import load_faireval
 from mitigate.data._judgebench import category, load_judgebench
-from mitigate.data._llmbar import LLMBAR_SETS, llmbar_sets, load_llmbar
+from mitigate.data._llmbar import LLMBAR_SETS, load_llmbar
 from mitigate.errors import ConfigError, DataError
 from mitigate.harness import Entry, compare
 from mitigate.measures import position_consistency
@@ -54,8 +54,9 @@ def test_llmbar_benchmark_holds_pairs_with_gold_from_the_label():
 
 
 def test_llmbar_sets_default_to_llmbar_proper_and_a_set_folder_reads_that_set_alone():
-    assert llmbar_sets(LLMBAR) == ["LLMBar/Adversarial/Manual", NATURAL]
-    assert set(llmbar_sets(LLMBAR)) <= set(LLMBAR_SETS)
+    sets = sorted({item.id.rsplit("/", 1)[0] for item in load_llmbar(LLMBAR).items})
+    assert sets == ["LLMBar/Adversarial/Manual", NATURAL]
+    assert set(sets) <= set(LLMBAR_SETS)
     only = load_llmbar(LLMBAR / "Dataset" / "LLMBar" / "Natural")
     assert len(only) == 3 and only.items[0].id == f"{NATURAL}/0"
     assert len(load_llmbar(LLMBAR, sets=["LLMBar/Adversarial/Manual"])) == 1

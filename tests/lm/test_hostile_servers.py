@@ -277,10 +277,18 @@ def test_the_waits_between_attempts_are_not_time_on_the_server():
     assert seconds > 0.8
 
 
+def hung_server_seconds(deadline: float, timeout: float | None, policy: RetryPolicy) -> float:
+    """The longest a request can take on a server that accepts the connection and never answers."""
+    per_attempt = deadline if timeout is None else min(timeout, deadline)
+    attempts = min(policy.max_attempts, max(1, math.ceil(deadline / per_attempt - 1e-9)))
+    on_server = min(deadline, attempts * per_attempt)
+    waits = sum(min(policy.max_delay, policy.base_delay * 2 ** (k - 1)) for k in range(1, attempts))
+    return on_server + waits
+
+
 def test_the_default_settings_stop_a_run_on_a_hung_server_within_two_minutes():
     from mitigate.cli._build import build_backend
     from mitigate.cli._judge import JudgeOptions
-    from mitigate.lm._retry import hung_server_seconds
 
     lm = build_backend(
         dataclasses.replace(JudgeOptions(), backend="openai:m", base_url="http://127.0.0.1:9/v1", cache=False)

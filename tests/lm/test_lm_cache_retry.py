@@ -1,9 +1,8 @@
-"""Retries (RetryingLM), the on-disk cache (CachedLM), the usage tally and pricing."""
+"""Retries (RetryingLM), the on-disk cache (CachedLM) and pricing."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -25,7 +24,7 @@ from mitigate.lm import (
     wrap,
 )
 from mitigate.lm._http import parse_retry_after
-from mitigate.lm._pricing import UsageTally, cost
+from mitigate.lm._pricing import cost
 from mitigate.lm._retry import RetryingLM
 from mitigate.testing import StubOpenAIServer
 
@@ -300,39 +299,7 @@ def test_wrap_puts_retries_inside_the_cache(tmp_path):
     assert lm.spec == fake.spec and lm.identity() == fake.identity()
 
 
-# ---------------------------------------------------------------- usage tally and pricing
-
-
-def test_unknown_cost_stays_unknown_and_cache_hits_cost_nothing():
-    tally = UsageTally()
-    tally.add(LMResponse(choices=(Choice(text="a"),), usage=Usage(prompt_tokens=10), cost_usd=0.5))
-    tally.add(
-        LMResponse(choices=(Choice(text="b"),), usage=Usage(prompt_tokens=99), cost_usd=1.0, cached=True)
-    )
-    assert tally.cost_usd == 0.5 and tally.calls == 1 and tally.cached_hits == 1
-    assert tally.usage.prompt_tokens == 10
-    tally.add(LMResponse(choices=(Choice(text="c"),), usage=Usage(prompt_tokens=1), cost_usd=None))
-    summary = tally.summary()
-    assert summary.cost_usd is None and summary.known_cost_usd == 0.5 and summary.unknown_cost_calls == 1
-
-
-def test_tally_is_thread_safe():
-    tally = UsageTally()
-    resp = LMResponse(
-        choices=(Choice(text="a"),), usage=Usage(prompt_tokens=1, completion_tokens=2), cost_usd=0.001
-    )
-
-    def work() -> None:
-        for _ in range(2000):
-            tally.add(resp)
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert tally.calls == 8000 and tally.usage.completion_tokens == 16000
-    assert tally.cost_usd == pytest.approx(8.0)
+# ---------------------------------------------------------------- pricing
 
 
 def test_pricing_knows_dated_names_discounts_cache_and_admits_unknowns():

@@ -8,7 +8,7 @@ import importlib.util
 import pytest
 
 from mitigate.errors import ConfigError, ModelPathError
-from mitigate.lm import LMRequest, Message
+from mitigate.lm import LMRequest, Message, get
 
 pytestmark = pytest.mark.local_model
 
@@ -204,7 +204,7 @@ def test_text_file_renamed_gguf_names_the_path_and_the_magic(tmp_path):
 def test_explicit_path_gives_a_local_path_spec():
     path = str(default_model_path())
     assert LlamaCppLM(path).spec == f"local:{path}"
-    assert LlamaCppLM.from_spec(f"local:{path}").path == LlamaCppLM().path
+    assert get(f"local:{path}").path == LlamaCppLM().path
 
 
 def test_a_process_that_imports_llama_cpp_ends_without_an_unclosed_dev_null() -> None:

@@ -12,14 +12,7 @@ import pytest
 
 from mitigate.errors import ConfigError, ParseError, ScaleError
 from mitigate.lm import TokenLogprob
-from mitigate.parse import (
-    expected_score,
-    parse_criteria,
-    parse_mcq,
-    parse_pairwise,
-    parse_score,
-    score_tokens,
-)
+from mitigate.parse import expected_score, parse_criteria, parse_mcq, parse_pairwise, parse_score
 from mitigate.paths import data_dir
 from mitigate.scale import MODIFIER_STEP, Scale
 
@@ -360,11 +353,6 @@ def test_expected_score_raises_when_no_position_has_scale_mass() -> None:
     assert info.value.raw == "Good!"
     with pytest.raises(ParseError):
         expected_score([], S5)
-
-
-def test_score_tokens_lists_the_scale_points_as_text() -> None:
-    assert score_tokens(S10) == [str(i) for i in range(1, 11)]
-    assert score_tokens(Scale(min=1, max=2, step=0.5)) == ["1", "1.5", "2"]
 
 
 # --------------------------------------------------------------------------- released SummEval outputs

@@ -21,7 +21,7 @@ from mitigate import JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError
 from mitigate.lm import DSPyLM, FakeLM
 from mitigate.prompt import Demo
-from mitigate.search import dspy_search, search
+from mitigate.search import search
 from mitigate.search.engines._dspy_program import JudgeProgram, ProgramContext
 from mitigate.strategies import Demos
 from mitigate.testing import StubOpenAIServer
@@ -67,8 +67,8 @@ def _judge(server: StubOpenAIServer) -> PromptJudge:
 
 def test_labeled_few_shot_demos_map_back_to_demo_objects_with_human_scores(server):
     split = _split()
-    result = dspy_search(
-        _judge(server), split, optimizer="labeled", k=2, budget=100, seed=5, n_boot=0, progress=False
+    result = search(
+        _judge(server), split, engine="dspy-labeled", k=2, budget=100, seed=5, n_boot=0, progress=False
     )
     # LabeledFewShot samples with its own fixed Random(0) from the train split we shuffled with the seed
     shuffled = list(split.train)
@@ -88,8 +88,8 @@ def test_labeled_few_shot_demos_map_back_to_demo_objects_with_human_scores(serve
 
 def test_bootstrap_random_search_runs_and_ranks_candidates_from_the_cache(server):
     split = _split()
-    result = dspy_search(
-        _judge(server), split, optimizer="bootstrap-rs", k=2, budget=120, n_boot=0, progress=False
+    result = search(
+        _judge(server), split, engine="dspy-bootstrap-rs", k=2, budget=120, n_boot=0, progress=False
     )
     assert result.engine == "dspy-bootstrap-rs" and result.meta["num_candidate_programs"] >= 1
     assert result.calls_search <= 120
@@ -103,8 +103,8 @@ def test_bootstrap_random_search_runs_and_ranks_candidates_from_the_cache(server
 
 
 def test_bootstrap_random_search_stops_at_the_budget(server):
-    result = dspy_search(
-        _judge(server), _split(), optimizer="bootstrap-rs", k=2, budget=40, n_boot=0, progress=False
+    result = search(
+        _judge(server), _split(), engine="dspy-bootstrap-rs", k=2, budget=40, n_boot=0, progress=False
     )
     assert result.stopped == "budget" and result.calls_search <= 40
     assert result.meta["calls_refused_in_dspy"] > 0
@@ -114,10 +114,10 @@ def test_mipro_runs_offline_with_a_prompt_model_on_the_stub(server):
     prompt_model = dspy.LM(
         "openai/stub", api_base=server.base_url, api_key="sk-test", cache=False, num_retries=0
     )
-    result = dspy_search(
+    result = search(
         _judge(server),
         _split(),
-        optimizer="mipro",
+        engine="dspy-mipro",
         k=2,
         budget=80,
         prompt_model=prompt_model,
@@ -133,10 +133,10 @@ def test_mipro_runs_offline_with_a_prompt_model_on_the_stub(server):
 
 
 def test_mipro_borrows_the_dspy_lm_of_the_judge_backend(server):
-    result = dspy_search(
+    result = search(
         _judge(server),
         _split(),
-        optimizer="mipro",
+        engine="dspy-mipro",
         k=1,
         budget=60,
         num_candidates=2,
@@ -156,12 +156,12 @@ def test_search_entry_point_dispatches_to_dspy(server):
 
 def test_configuration_errors_are_typed():
     judge = PromptJudge(JudgePrompt.from_template(PROMPT, criterion="coherence"), FakeLM([]))
-    with pytest.raises(ConfigError, match="'optimizer' parameter of dspy_search"):
-        dspy_search(judge, _split(), optimizer="copro", progress=False)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="'engine' parameter of search"):
+        search(judge, _split(), engine="dspy-copro", progress=False)
     with pytest.raises(ConfigError, match="needs prompt_model"):
-        dspy_search(judge, _split(), optimizer="mipro", progress=False)
+        search(judge, _split(), engine="dspy-mipro", progress=False)
     with pytest.raises(ConfigError, match="'k' parameter of search asks for 7 demos"):
-        dspy_search(judge, _split(), k=7, progress=False)
+        search(judge, _split(), engine="dspy-labeled", k=7, progress=False)
 
 
 def test_program_copies_share_the_backend_and_keep_their_own_demos():

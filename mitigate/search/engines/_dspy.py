@@ -18,9 +18,6 @@ from mitigate.judge import Judge
 from mitigate.registry import Tags, register
 from mitigate.search._session import Engine, Outcome, SearchSpace, Session
 
-OPTIMIZERS: tuple[str, ...] = ("labeled", "bootstrap-rs", "mipro")
-"""The DSPy optimizers, each the engine ``"dspy-<optimizer>"``."""
-
 
 def _require(package: str, why: str) -> None:
     if importlib.util.find_spec(package) is None:
