@@ -50,13 +50,14 @@ from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import Judge
 from mitigate.lm import LM, FakeLM, LMRequest, LMResponse
 from mitigate.prompt import Criterion
+from mitigate.prompt._render import DEMOS_END
 from mitigate.registry import Preset
 from mitigate.scale import Scale
-from mitigate.strategies._edits import DEFAULT_COT, DEFAULT_HINT
+from mitigate.strategies._edits import DEFAULT_COT, DEFAULT_HINT, STUB_REASONING
 from mitigate.strategies._forms import mcq_instruction, rts_instruction
 from mitigate.testing import StubOpenAIServer
 
-MCQ_CUE = 'a single line "Answer: " followed by'
+MCQ_CUE = '"Answer: " followed by'
 """A phrase only the MCQ form's answer instruction contains."""
 
 # --------------------------------------------------------------------------- P1: guideline judge with
@@ -161,7 +162,7 @@ def demo_block(criterion: str, mcq: bool) -> str:
     # the chain of thought asks for reasoning first; the demos show only their answers and say so
     return (
         "Examples (each shows only its final answer; in your own answer, write the reasoning the "
-        "instructions ask for first):\n\n" + "\n\n".join(parts)
+        "instructions ask for first):\n\n" + "\n\n".join(parts) + "\n\n" + DEMOS_END
     )
 
 
@@ -178,8 +179,8 @@ def p1_expected_text(item: Item, criterion: str, mcq: bool, order: tuple[int, ..
         + demo_block(criterion, mcq)
         + "\n\n"
         f"Article:\n{item.inputs['document']}\n\nSummary:\n{item.output}\n\n"
-        + (MCQ_ASK if mcq else RTS_ASK)
-        + "\n\n"
+        # the chain of thought rewords the MCQ form's "a single line", which would forbid it
+         + (MCQ_ASK.replace("a single line", STUB_REASONING) if mcq else RTS_ASK) + "\n\n"
         f"For this request, rate only {criterion}; ignore the other criteria mentioned above.\n\n"
         + DEFAULT_COT
         + " Compare the text with each option of the guideline. "
@@ -328,7 +329,7 @@ def p2_expected_text(criterion: str, definition: str, demos: list[tuple[int, int
         "Evaluate the summary below on one criterion:\n\n"
         f"- {criterion.capitalize()}: {definition}\n\n"
         "Score it on a scale from 1 to 10, where 1 is the worst and 10 the best.\n\n"
-        f"Examples:\n\n{shown}\n\n"
+        f"Examples:\n\n{shown}\n\n{DEMOS_END}\n\n"
         "Document:\nThe article.\n\nSummary:\nThe summary.\n\n"
         'End your answer with a final line "Score: N", with N a score from 1 to 10.'
     )
@@ -564,6 +565,15 @@ def _judge_p1_with(*extra: S.Mitigation) -> Judge:
         ),
         pytest.param(
             lambda: _judge_p1_with(S.MultiAttribute()),
+            "multi-attribute after single-attribute would undo the split",
+            id="multi-attribute-after-the-split",
+        ),
+        pytest.param(
+            lambda: (S.AgreementGate() | S.MultiAttribute()).wrap(
+                p1_base(FakeLM([])).with_prompt(
+                    p1_base(FakeLM([])).prompt.with_criteria([Criterion(name="coherence")])
+                )
+            ),
             "expected a prompt answering with a score",
             id="multi-attribute-after-the-mcq-form",
         ),

@@ -59,7 +59,7 @@ from mitigate.lm import LM, FakeLM, LMRequest, LMResponse
 from mitigate.parse import VALUE
 from mitigate.prompt import SLOT_RE, Demo, JudgePrompt, closing_stub, field_text, reasoning_ban
 from mitigate.prompt._parts import DEFAULT_DEMO_TEMPLATE
-from mitigate.prompt._render import fill
+from mitigate.prompt._render import DEMOS_END, fill
 from mitigate.prompt.answer._infer import stated_reasoning
 from mitigate.prompt.read._clues import find_scales
 from mitigate.registry import registered
@@ -1106,7 +1106,7 @@ def test_geval_coherence_demos_repeat_source_text_and_summary_in_its_spacing_and
     heading = bare.index("Source Text:")
     block = (
         "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\n- "
-        "Coherence: 2\r\n\r\n"
+        f"Coherence: 2\r\n\r\n{DEMOS_END}\r\n\r\n"
     )
     assert lead_in < heading and shown == bare[:lead_in] + block + bare[lead_in:]
     assert bare[heading:].startswith("Source Text:\r\n\r\nITEM ARTICLE\r\n\r\nSummary:\r\n\r\nITEM SUMMARY")
@@ -1124,7 +1124,7 @@ def test_a_guideline_between_two_slots_stays_out_of_the_demos_and_added_text_goe
     demo = Demo(item=Item(id="d", output="DEMO ANSWER", inputs={"question": "DEMO QUESTION"}), score=2.0)
     bare, shown = prompt.render(item)[0].content, prompt.with_demos([demo]).render(item)[0].content
     heading = bare.index("Question:")
-    block = "Examples:\n\nQuestion:\nDEMO QUESTION\n\nAnswer:\nDEMO ANSWER\n\nScore: 2\n\n"
+    block = f"Examples:\n\nQuestion:\nDEMO QUESTION\n\nAnswer:\nDEMO ANSWER\n\nScore: 2\n\n{DEMOS_END}\n\n"
     assert shown == bare[:heading] + block + bare[heading:]
 
 
@@ -1142,7 +1142,9 @@ def test_demos_right_after_a_guideline_that_follows_the_item_are_refused_naming_
     ):
         prompt.with_demos([demo])
     shown = prompt.with_layout("invariant_first").with_demos([demo]).render(_item(prompt))[0].content
-    assert shown.startswith("Examples:\n\nQuestion:\nq\n\nAnswer:\no\n\nScore: 2\n\nQuestion:\n")
+    assert shown.startswith(
+        f"Examples:\n\nQuestion:\nq\n\nAnswer:\no\n\nScore: 2\n\n{DEMOS_END}\n\nQuestion:\n"
+    )
 
 
 def test_demos_in_a_crlf_template_keep_its_line_breaks() -> None:
@@ -1153,7 +1155,7 @@ def test_demos_in_a_crlf_template_keep_its_line_breaks() -> None:
     lead_in = bare.index("Example:")
     block = (
         "Examples:\r\n\r\nSource Text:\r\n\r\nDEMO ARTICLE\r\n\r\nSummary:\r\n\r\nDEMO SUMMARY\r\n\r\n- "
-        "Clarity: 3\r\n\r\n"
+        f"Clarity: 3\r\n\r\n{DEMOS_END}\r\n\r\n"
     )
     assert shown == bare[:lead_in] + block + bare[lead_in:]
     check_demo_layout(prompt.with_demos([demo]), item)

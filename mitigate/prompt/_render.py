@@ -52,6 +52,10 @@ class Renderable(Protocol):
     def _input_slots(self) -> list[str]: ...
 
 
+DEMOS_END = "End of examples. Now evaluate the following."
+"""The line between the last demo and the judged item (after the demos, before the item's first heading)."""
+
+
 def render(prompt: Renderable, item: Item) -> tuple[Message, ...]:
     """Chat messages for judging ``item`` (see :meth:`~mitigate.prompt.JudgePrompt.render`)."""
     for name in prompt.source.unset if prompt.source is not None else ():
@@ -75,13 +79,16 @@ def render(prompt: Renderable, item: Item) -> tuple[Message, ...]:
             mark = nl * 2 + DEMOS_MARK if after_guideline else DEMOS_MARK + nl * 2
             template = template[:at] + mark + template[at:]
             demos_text = render_demos(prompt, newline=nl)
+            if not after_guideline:  # the judged item follows: a line parts it from the last demo
+                demos_text += prompt.demo_separator.replace("\n", nl) + DEMOS_END
         template = template.replace(GUIDELINE_MARK, guideline_text)
         # demos are texts like the judged one: inserted verbatim after the slots are filled
         content = demos_text.join(fill(prompt, part, item) for part in template.split(DEMOS_MARK))
         out.append(Message(role=m.role, content=content))
     if prompt.demos and place is None:  # no slot anywhere: demos go before the last message's text
         last = out[-1]
-        out[-1] = Message(role=last.role, content=render_demos(prompt) + prompt.demo_separator + last.content)
+        demos = render_demos(prompt) + prompt.demo_separator + DEMOS_END
+        out[-1] = Message(role=last.role, content=demos + prompt.demo_separator + last.content)
     return tuple(out)
 
 

@@ -116,8 +116,9 @@ def allow_reasoning(
     """``prompt`` made fit for an added request to reason before the answer, or a one-line ConfigError.
 
     Words forbidding reasoning (:func:`~mitigate.prompt.reasoning_ban`) are rewritten to
-    :data:`STUB_REASONING` in the answer stub; anywhere else, or with a format that answers first, ``who``'s
-    request is refused.
+    :data:`STUB_REASONING` in the answer stub (words confining the answer to one line: anywhere after the
+    last slot, "Answer with one line" becoming "Answer with reasoning first, then the answer"); anywhere
+    else, or with a format that answers first, ``who``'s request is refused.
     """
     if prompt.format.reasoning == "before" and not added:
         return prompt
@@ -131,12 +132,14 @@ def allow_reasoning(
     if found is None:
         return prompt
     idx = _target_index(prompt)
-    stub = prompt.answer_stub(idx)
-    if found in stub:
-        template = prompt.messages[idx].template
-        out = with_message(
-            prompt, idx, template[: len(template) - len(stub)] + stub.replace(found, STUB_REASONING)
-        )
+    template = prompt.messages[idx].template
+    slots = list(SLOT_RE.finditer(template))
+    # an answer confined to one line may be asked anywhere after the last slot; other words only in the stub
+    tail = template[slots[-1].end() if slots else 0 :] if "line" in found.lower() else prompt.answer_stub(idx)
+    if tail and found in tail:
+        words = ("with " if re.match(r"(?:with|in|on|as)\s", found, re.I) else "") + STUB_REASONING
+        words = words[0].upper() + words[1:] if found[0].isupper() else words
+        out = with_message(prompt, idx, template[: len(template) - len(tail)] + tail.replace(found, words))
         again = _ban(out, added)
         if again is None:
             return out

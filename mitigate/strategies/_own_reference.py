@@ -21,6 +21,7 @@ from mitigate.prompt import SLOT_RE, JudgePrompt, field_text, item_layout, slot_
 from mitigate.strategies._edits import append_instruction, with_message
 
 Mode = Literal["solve", "revise"]
+Work = tuple[str, str]
 Policy = Literal["fill", "refuse"]
 
 _REFERENCE_NAME = re.compile(
@@ -193,7 +194,10 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
     return layout.end, (nl * 2 if spaced else nl) + body
 
 
-def _note(mode: Mode, pairwise: bool, heading: str | None) -> str:
+def _note(mode: Mode, pairwise: bool, heading: str | None, work: Work | None = None) -> str:
+    wrote = (
+        f"the {work[0]} you wrote yourself from the {work[1]}" if work else "the answer you wrote to the task"
+    )
     where = f"The section \u201c{heading}\u201d" if heading else "The reference answer in this prompt"
     texts, them, only = (
         ("the two texts to compare", "them", "those two texts")
@@ -202,7 +206,7 @@ def _note(mode: Mode, pairwise: bool, heading: str | None) -> str:
     )
     if mode == "solve":
         return (
-            f"{where} is the answer you wrote to the task yourself, before reading {texts}: use it as a "
+            f"{where} is {wrote}{'' if work else ' yourself'}, before reading {texts}: use it as a "
             f"reference when you check {them}, but judge only {only}, as instructed."
         )
     if pairwise:
@@ -217,8 +221,11 @@ def _note(mode: Mode, pairwise: bool, heading: str | None) -> str:
     )
 
 
-def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> tuple[JudgePrompt, list[str]]:
-    """``prompt`` carrying the judge's reference, and the slots the reference fills."""
+def with_reference(
+    prompt: JudgePrompt, mode: Mode, policy: Policy = "fill", work: Work | None = None
+) -> tuple[JudgePrompt, list[str]]:
+    """``prompt`` carrying the judge's reference, and the slots the reference fills; ``work`` is what
+    solve-first asked for when the template shows no task (:func:`solved_work`)."""
     pairwise = prompt.answer == "pairwise"
     own = reference_slots(prompt)
     if own:
@@ -228,17 +235,17 @@ def with_reference(prompt: JudgePrompt, mode: Mode, policy: Policy = "fill") -> 
                 "on_reference_slot='refuse' adds no second reference: expected on_reference_slot='fill' "
                 "(the judge's reference fills that slot) or a template without one"
             )
-        return append_instruction(prompt, _note(mode, pairwise, None)), own
+        return append_instruction(prompt, _note(mode, pairwise, None, work)), own
     taken = prompt.slots()
     slot = "own_reference"
     while slot in taken:
         slot += "_"
-    label = _LABELS[mode]
+    label = f"Your own {work[0]}" if work else _LABELS[mode]
     holder = next(i for i, m in enumerate(prompt.messages) if prompt.output_slot in slot_names(m.template))
     template = prompt.messages[holder].template
     at, block = reference_block(template, slot, label)
     edited = with_message(prompt, holder, template[:at] + block + template[at:])
-    return append_instruction(edited, _note(mode, pairwise, label)), [slot]
+    return append_instruction(edited, _note(mode, pairwise, label, work)), [slot]
 
 
 # --------------------------------------------------------------------------- the first call
@@ -280,6 +287,28 @@ def _find_heading(prompt: JudgePrompt, slot: str) -> str | None:
     return None
 
 
+_TASK = re.compile(r"(?i)question|instruction|task|prompt|query|request|problem|conversation|dialog|input")
+
+
+def solved_work(prompt: JudgePrompt) -> Work | None:
+    """What solve-first asks for when the template's inputs show no task or question: the judged text's
+    name and the inputs' ("summary", "article"); None when they show a task. A judged text with no plain
+    name is refused."""
+    slots = task_slots(prompt)
+    heads = [slot_heading(prompt, s) for s in slots]
+    if any(_TASK.search(x) for x in (*slots, *heads)):
+        return None
+    heading = _text_heading(prompt, "output", _title(prompt.output_slot))
+    noun = re.sub(r"\s*(?:\(\s*\w\s*\)|\b[A-Za-z0-9]\b)$", "", heading).lower()  # "Summary 1" -> "summary"
+    if not re.fullmatch(r"[a-z]+(?: [a-z]+)?", noun):
+        raise ConfigError(
+            f"solve-first asks the judge to answer the task first, but the template shows no task or "
+            f"question (only {', '.join(heads)}) and no plain name for the judged text; expected a slot "
+            "such as {{question}}, or solve-first(task='...') saying what to write"
+        )
+    return noun, " and ".join(h.lower() for h in heads)
+
+
 def _inputs(prompt: JudgePrompt, item: Item) -> list[tuple[str, str]]:
     out = []
     for s in task_slots(prompt):
@@ -302,9 +331,9 @@ def _text_heading(prompt: JudgePrompt, field: str, fallback: str) -> str:
 
 
 def first_request(
-    leaf: PromptJudge, item: Item, mode: Mode, *, task: str | None, max_tokens: int
+    leaf: PromptJudge, item: Item, mode: Mode, *, task: str | None, max_tokens: int, work: Work | None = None
 ) -> LMRequest:
-    """The request that writes the reference for ``item``."""
+    """The request that writes the reference for ``item`` (``work``: see :func:`solved_work`)."""
     prompt = leaf.prompt
     pairwise = prompt.answer == "pairwise"
     shown = _inputs(prompt, item)
@@ -324,6 +353,13 @@ def first_request(
         if task:
             intro += f"\n\nThe task: {task}"
         closing = "Write only your answer."
+        if work:
+            others = "two others are compared" if pairwise else "another one is evaluated"
+            intro = (
+                f"Write your own {work[0]} of the {work[1]} below, as well as you can. It will serve as a "
+                f"reference when {others}, so make it correct and complete."
+            )
+            closing = f"Write only your {work[0]}."
     elif pairwise:
         if item.output_b is None:
             raise DataError(
@@ -384,7 +420,8 @@ class OwnReferenceJudge(Judge):
                 "cannot show (each would need a reference of its own); expected a prompt without demos"
             )
         self.leaf, self.mode, self.task, self.max_tokens, self.policy = leaf, mode, task, max_tokens, policy
-        self.prompt, self.slots = with_reference(leaf.prompt, mode, policy)
+        self.work = solved_work(leaf.prompt) if mode == "solve" and not task else None
+        self.prompt, self.slots = with_reference(leaf.prompt, mode, policy, self.work)
 
     @property
     def name(self) -> str:
@@ -438,7 +475,9 @@ class OwnReferenceJudge(Judge):
         return item.model_copy(update={**update, "inputs": inputs})
 
     def _first(self, item: Item) -> LMRequest:
-        return first_request(self.leaf, item, self.mode, task=self.task, max_tokens=self.max_tokens)
+        return first_request(
+            self.leaf, item, self.mode, task=self.task, max_tokens=self.max_tokens, work=self.work
+        )
 
     def requests(self, item: Item) -> list[PlannedRequest]:
         what = (

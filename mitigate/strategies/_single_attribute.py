@@ -145,6 +145,13 @@ class MultiAttributeJudge(CompositeJudge):
         return part.model_copy(update={"meta": meta})
 
 
+def _split(judge: Judge) -> bool:
+    """Whether single-attribute split ``judge`` (or a judge inside it) into one call per criterion."""
+    if isinstance(judge, SingleAttributeJudge):
+        return True
+    return isinstance(judge, CompositeJudge) and any(_split(c) for c in judge.children.values())
+
+
 def _distinct_names(values: Any) -> bool:
     names = [v if isinstance(v, str) else (v.name if isinstance(v, Criterion) else v["name"]) for v in values]
     return len(set(names)) == len(names)
@@ -205,7 +212,13 @@ class MultiAttribute(Mitigation):
         return [cls(), cls(criteria=crits, order=("fluency", "coherence"))]
 
     def wrap(self, judge: Judge) -> Judge:
-        """A new judge whose every leaf scores all criteria in one call."""
+        """A new judge whose every leaf scores all criteria in one call; refused after single-attribute."""
+        if _split(judge):
+            raise ConfigError(
+                "multi-attribute after single-attribute would undo the split: each one-criterion call would "
+                "be rebuilt to score the criteria together; expected one of them, or multi-attribute first "
+                "(single-attribute then splits its template into one call per criterion)"
+            )
         return judge.map_leaves(self._leaf)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:

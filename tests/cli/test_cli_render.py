@@ -406,3 +406,14 @@ def test_render_of_a_published_template_read_from_its_package(tmp_path: Path) ->
     assert '"[RESULT] N" after reasoning' in out and 'answer ::= "[RESULT] "' in out
     # the MCQ form ends with "Answer: ": the judge completes it with the letter alone, never "Answer:" again
     assert 'root ::= " "? ("A" | "B" | "C" | "D" | "E")' in out and 'Complete the last line "Answer:"' in out
+
+
+def test_render_warns_in_one_line_about_a_single_brace_field_beside_double_brace_slots(
+    tmp_path: Path,
+) -> None:
+    text = 'Rate the summary.\n\nDocument:\n{Document}\n\nSummary:\n{{Summary}}\n\nAnswer with "Score: N".'
+    result = _invoke(["prompts", "render", str(_template(tmp_path, text))])
+    assert result.exit_code == 0, result.output
+    (line,) = [ln for ln in result.output.splitlines() if ln.startswith("warning:")]
+    assert "{Document}" in line and "literally" in line and "{{Document}}" in line
+    assert "Document:\n{Document}" in result.output  # sent as written

@@ -279,6 +279,15 @@ def test_two_scores_after_a_chain_of_thought_are_read_from_the_last_line() -> No
         ("Rate it from 1 to 5. Do NOT provide any explanation.", "Do NOT provide any explanation"),
         ("Reply with the score and nothing else.", "nothing else"),
         ("Output the rating only, no other text.", "no other text"),
+        # an answer confined to one line leaves no room for reasoning before it
+        ('Answer with one line "Rating: [[N]]".', "with one line"),
+        ('Reply in a single line: "Score: N".', "in a single line"),
+        ('Give a one-line answer in the form "Score: N".', "a one-line answer"),
+        # a final line after reasoning, a new line, one line per criterion: no ban
+        ('Explain your reasoning, then give the score on a new line as "Score: N".', None),
+        ('Write a short analysis, then a final line "Score: N".', None),
+        ("Answer with one line per criterion, in this order.", None),
+        ('Give the score on a new line as "Score: N".', None),
         # reasoning is asked for
         ("Explain your reasoning first, then give only the score on the last line.", None),
         ("Rate it from 1 to 5.", None),
@@ -418,3 +427,21 @@ def test_neither_nor_is_a_tie_where_the_template_offers_one() -> None:
         reasoning="before",
     )
     assert fmt.read("Therefore, neither Output (a) nor Output (b) is better.", Scale(min=1, max=5)) == "tie"
+
+
+def test_no_published_template_reads_as_confining_its_answer_to_one_line() -> None:
+    """Read at test time from the installed packages: those that ask for reasoning first and then "a final
+    line" (or a new line) keep their reasoning; none is caught by the one-line words."""
+    from tests.prompt.test_template_corpus import REAL
+
+    read = 0
+    for name, (load, _, _) in REAL.items():
+        try:
+            text = load()
+        except pytest.skip.Exception:  # its package is not installed
+            continue
+        read += 1
+        found = reasoning_ban([text])
+        assert found is None or "line" not in found.lower(), (name, found)
+    if not read:
+        pytest.skip("no package shipping published templates is installed (the dev extra)")

@@ -373,3 +373,29 @@ def test_geval_published_fluency_prompt_is_completed_never_repeated() -> None:
     assert "DEMO SUMMARY\r\n\r\n- Fluency (1-3): 2\r\n" in shown and "Score: 2" not in shown
     assert shown.endswith("- Fluency (1-3):")
     assert prompt.format.constraint(prompt.scale).regex == "[ ]?(?:1|2|3)"
+
+
+@pytest.mark.parametrize(
+    ("closing", "reworded"),
+    [
+        (
+            'Answer with one line "Rating: [[N]]".',
+            'Answer with reasoning first, then the answer "Rating: [[N]]".',
+        ),
+        ('In one line, write "Score: N".', 'With reasoning first, then the answer, write "Score: N".'),
+        ('Give a one-line answer: "Score: N".', 'Give reasoning first, then the answer: "Score: N".'),
+    ],
+)
+def test_chain_of_thought_rewords_a_one_line_answer_instruction_after_the_item(
+    closing: str, reworded: str
+) -> None:
+    body = "Rate the summary from 1 to 5.\n\nArticle:\n{{document}}\n\nSummary:\n{{summary}}\n\n"
+    leaf = Sampling(temperature=0.7, n=5, cot=True).wrap(
+        PromptJudge(JudgePrompt.from_template(body + closing), FakeLM([]))
+    )
+    text = leaf.prompt.render(_item(leaf.prompt))[0].content  # type: ignore[attr-defined]
+    assert closing not in text and reworded + "\n\n" + COT_LEAD in text
+    # the same words in a system message, away from the answer instruction: refused in one line
+    told = JudgePrompt.from_template(body + 'Answer "Score: N".', system="Always answer in one line.")
+    with pytest.raises(ConfigError, match=r"^Sampling\(cot=True\) asks for reasoning .* says 'in one line'"):
+        Sampling(temperature=0.7, n=5, cot=True).wrap(PromptJudge(told, FakeLM([])))

@@ -6,6 +6,8 @@ Each test pins one reproduction from the "bring your own judge" issue.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from mitigate import Demo, Item
@@ -286,7 +288,10 @@ def test_demos_go_before_the_heading_line_of_a_slot_in_the_first_paragraph_and_r
         [Demo(item=Item(id="d", output="A demo."), score=2)]
     )
     body = prompt.render(Item(id="i", output="X"))[0].content
-    assert body == "Examples:\n\nRate this summary:\nA demo.\nScore: 2\n\nRate this summary:\nX\nScore: "
+    assert body == (
+        "Examples:\n\nRate this summary:\nA demo.\nScore: 2\n\n"
+        "End of examples. Now evaluate the following.\n\nRate this summary:\nX\nScore: "
+    )
 
 
 def test_demos_answer_in_the_templates_own_format() -> None:
@@ -330,3 +335,37 @@ def test_scale_mentions_finds_every_statement_of_the_scales_ends() -> None:
         ("1", "lo", 1.0),
         ("10", "hi", 10.0),
     ]  # "Item 5" is not a statement of the scale
+
+
+def test_a_single_brace_field_beside_double_brace_slots_is_warned_about_json_and_quoted_fields_are_not() -> (
+    None
+):
+    text = (
+        "Rate the summary.\n\nDocument:\n{Document}\n\nSummary:\n{{Summary}}\n\n"
+        'Reply in JSON such as {"score": 4}, or as "Score: {score}".'
+    )
+    with pytest.warns(TemplateReadWarning) as caught:
+        prompt = JudgePrompt.from_template(text)
+    (message,) = [str(w.message) for w in caught]
+    assert "{Document}" in message and "{{Document}}" in message and "score" not in message.lower()
+    assert "\n" not in message and "{Document}" in prompt.render(Item(id="i", output="S"))[0].content
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TemplateReadWarning)
+        JudgePrompt.from_template(text.replace("{Document}", "{{Document}}"))
+        JudgePrompt.from_template("Document: {Document}\nSummary: {Summary}\nScore:")  # single braces only
+
+
+def test_no_published_template_is_warned_about_single_brace_fields() -> None:
+    from tests.prompt.test_template_corpus import REAL, _corpus
+
+    read = 0
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", ".*in single braces", TemplateReadWarning)
+        for name in REAL:
+            try:
+                _corpus(name)
+            except pytest.skip.Exception:  # its package is not installed
+                continue
+            read += 1
+    if not read:
+        pytest.skip("no package shipping published templates is installed (the dev extra)")

@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from mitigate import Benchmark, Criterion, Demo, Item, JudgePrompt, PromptJudge
-from mitigate.errors import ConfigError, TemplateError
+from mitigate.errors import ConfigError, MitigateError, TemplateError
 from mitigate.judge import FitContext, Judge
 from mitigate.lm import FakeLM
 from mitigate.registry import Tags, register
@@ -34,6 +34,8 @@ from mitigate.strategies import (
     load_pipeline,
     parse_pipeline,
 )
+from tests.prompt.test_template_corpus import REAL, _corpus, _demo
+from tests.prompt.test_template_corpus import _item as _corpus_item
 from tests.strategies.test_strategies_base import Append
 
 TEMPLATE = """Rate the summary.
@@ -295,7 +297,9 @@ PAIR_DEMO = Demo(
 def test_a_pairwise_demo_shows_the_outputs_under_the_template_headings_and_its_verdict_its_way() -> None:
     prompt = JudgePrompt.from_template(MT_BENCH_PAIR_LIKE).with_demos([PAIR_DEMO])
     (message,) = prompt.render(Item(id="x", output="X A", output_b="X B", inputs={"question": "Real?"}))
-    demo = message.content.split("Examples:\n\n", 1)[1].split("\n\n[Question]\nReal?", 1)[0]
+    # one line parts the last demo from the judged pair
+    end = "\n\nEnd of examples. Now evaluate the following.\n\n[Question]\nReal?"
+    demo = message.content.split("Examples:\n\n", 1)[1].split(end, 1)[0]
     # the template asks for the verdict alone: the demo's reason is not shown as reasoning it forbids
     assert demo == (
         "[Question]\nQ?\n\n[The Start of Assistant B's Answer]\nDEMO B\n[The End of Assistant "
@@ -334,3 +338,45 @@ def test_a_demo_that_cannot_answer_like_the_prompt_is_refused() -> None:
         Demo(item=PAIR_DEMO.item, score=1.0, verdict="first")
     with pytest.raises((TemplateError, ValidationError), match="expected item 's' to have output_b"):
         Demo(item=scored.item, verdict="first")
+
+
+def test_one_line_parts_the_last_demo_from_the_judged_item_in_every_message_layout() -> None:
+    """Own wording: a system + user chat, and a pairwise template; the line closes the shared demo prefix."""
+    end = "End of examples. Now evaluate the following."
+    user = 'Article:\n{{article}}\n\nSummary:\n{{summary}}\n\nAnswer with "Score: N".'
+    demos = [
+        Demo(item=Item(id=f"d{i}", output=f"DEMO SUM {i}", inputs={"article": f"DEMO ART {i}"}), score=i)
+        for i in (2, 5)
+    ]
+    chat = JudgePrompt.from_template(user, system="You rate summaries from 1 to 5.").with_demos(demos)
+    system, message = chat.render(Item(id="i", output="ITEM SUM", inputs={"article": "ITEM ART"}))
+    assert end not in system.content and message.content.count(end) == 1
+    assert f"Score: 5\n\n{end}\n\nArticle:\nITEM ART\n\nSummary:\nITEM SUM" in message.content
+    other = chat.render(Item(id="j", output="OTHER SUM", inputs={"article": "OTHER ART"}))[1].content
+    prefix = message.content[: message.content.index(end) + len(end)]
+    assert other.startswith(prefix)  # demos and the line stay a prefix every item shares
+    pair = JudgePrompt.from_template(
+        "Which is better?\n\n### Question\n{{question}}\n\n### Response A\n{{output}}\n\n### Response B\n"
+        '{{output_b}}\n\nAnswer "A" or "B".',
+        answer="pairwise",
+    ).with_demos(
+        [Demo(item=Item(id="d", output="DA", output_b="DB", inputs={"question": "DQ"}), verdict="second")]
+    )
+    (text,) = pair.render(Item(id="i", output="IA", output_b="IB", inputs={"question": "IQ"}))
+    assert text.content.index("DB") < text.content.index(end) < text.content.index("### Question\nIQ")
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_a_published_template_with_demos_parts_the_last_demo_from_the_judged_item(name: str) -> None:
+    prompt = _corpus(name)
+    if prompt.answer == "mcq" or prompt.format.two_scores:
+        pytest.skip("no demo answers this template's format")
+    try:
+        shown = FixedDemosPreset(demos=(_demo(prompt),)).build().apply(prompt)
+    except MitigateError as exc:  # a template with no heading to put demos before refuses them
+        assert "\n" not in str(exc)
+        return
+    item = _corpus_item(prompt)
+    text = "\n".join(m.content for m in shown.render(item))
+    end = "End of examples. Now evaluate the following."
+    assert text.count(end) == 1 and text.index("DEMO FIRST") < text.index(end) < text.index(item.output)

@@ -161,7 +161,7 @@ async def test_wrapped_judge_shows_the_demos_with_human_scores() -> None:
     # under the template's own headings, answering in its own answer line
     assert (
         "Examples:\n\nArticle: DOC-e\nSummary: OUT-e\nScore: 5\n\nArticle: DOC-c\nSummary: OUT-c\n"
-        "Score: 3\n\nArticle: DOC-new" in text
+        "Score: 3\n\nEnd of examples. Now evaluate the following.\n\nArticle: DOC-new" in text
     )
 
 

@@ -62,7 +62,8 @@ def _bare_item(prompt: JudgePrompt) -> Item:
 @pytest.mark.parametrize(
     ("name", "heading"),
     [
-        ("geval-summeval", "\n\nSummary:\n\nTHE FIRST OUTPUT\n\nYour own answer to the task:\n\n<the answer"),
+        # a summarisation template shows no task: the judge writes its own summary
+        ("geval-summeval", "\n\nSummary:\n\nTHE FIRST OUTPUT\n\nYour own summary:\n\n<the answer"),
         ("llmbar", "# Output (b):\nTHE SECOND OUTPUT\n\n# Your own answer to the task:\n<the answer"),
         (
             "mtbench-pair",
@@ -71,19 +72,12 @@ def _bare_item(prompt: JudgePrompt) -> Item:
         ),
         (
             "layout-xml",
-            "</summary>\n\n<your_own_answer_to_the_task>\n\n<the answer to the first request>\n\n"
-            "</your_own_answer_to_the_task>",
+            "</summary>\n\n<your_own_summary>\n\n<the answer to the first request>\n\n</your_own_summary>",
         ),
-        (
-            "layout-xml-inline",
-            "<your_own_answer_to_the_task><the answer to the first request></your_own_answer_to_the",
-        ),
-        (
-            "layout-numbered-inline-tight",
-            "2. Summary: THE FIRST OUTPUT\n3. Your own answer to the task: <the answer",
-        ),
+        ("layout-xml-inline", "<your_own_summary><the answer to the first request></your_own_summary>"),
+        ("layout-numbered-inline-tight", "2. Summary: THE FIRST OUTPUT\n3. Your own summary: <the answer"),
         # "3." is the template's own next heading
-        ("layout-numbered", "\n\nYour own answer to the task:\n\n<the answer"),
+        ("layout-numbered", "\n\nYour own summary:\n\n<the answer"),
         ("flowjudge-with-inputs", "</output>\n\n<your_own_answer_to_the_task>\n<the answer"),
     ],
 )
@@ -93,7 +87,7 @@ def test_the_reference_stands_after_the_item_under_a_heading_in_the_templates_ow
     _, text, _ = _judge_text(name, SolveFirst())
     assert heading in text
     assert text.count("<the answer to the first request>") == 1
-    assert text.count("is the answer you wrote to the task yourself") == 1
+    assert len(re.findall(r"is the (?:answer|summary) you wrote (?:to the task )?yourself", text)) == 1
 
 
 def test_solve_first_shows_the_task_under_its_headings_and_never_the_judged_texts() -> None:
@@ -151,6 +145,42 @@ def test_an_empty_first_answer_is_a_recorded_failure_and_no_judge_call_is_made()
     assert j.verdict is None and "returned no text" in str(j.error) and len(lm.requests) == 1
 
 
+def test_solve_first_on_a_template_with_no_task_asks_for_the_judged_kind_of_text_not_an_answer() -> None:
+    first, text, _ = _judge_text("geval-summeval", SolveFirst())
+    assert first.startswith("Write your own summary of the source text below") and "the task" not in first
+    assert first.endswith("Write only your summary.") and "Your own summary:" in text
+    pair = JudgePrompt.from_template(
+        "Which summary is better?\n\nArticle:\n{{article}}\n\nSummary A:\n{{output}}\n\n"
+        "Summary B:\n{{output_b}}\n\nAnswer with A or B.",
+        answer="pairwise",
+    )
+    item = Item(id="i", output="A", output_b="B", inputs={"article": "ART"})
+    first = SolveFirst().wrap(PromptJudge(pair, FakeLM([]))).requests(item)[0].request.messages[-1].content
+    assert (
+        first.startswith("Write your own summary of the article below") and "two others are compared" in first
+    )
+    # a question is a task: the judge answers it
+    qa = JudgePrompt.from_template(
+        "Rate the answer.\n\nQuestion:\n{{question}}\n\nAnswer:\n{{answer}}\n\nScore:"
+    )
+    item = Item(id="i", output="A", inputs={"question": "Q?"})
+    first = SolveFirst().wrap(PromptJudge(qa, FakeLM([]))).requests(item)[0].request.messages[-1].content
+    assert first.startswith("Write your own answer to the task below") and "Question:\nQ?" in first
+    # neither a task nor a plain name for the judged text: refused, or told what to write
+    odd = (
+        "Rate it.\n\nArticle:\n{{article}}\n\n[The Start of Assistant's Answer]\n{{answer}}\n[End]\n\nScore:"
+    )
+    with pytest.raises(ConfigError, match=r"no task or question \(only Article\).*solve-first\(task="):
+        SolveFirst().wrap(PromptJudge(JudgePrompt.from_template(odd), FakeLM([])))
+    told = SolveFirst(task="Summarise the article.").wrap(
+        PromptJudge(JudgePrompt.from_template(odd), FakeLM([]))
+    )
+    assert (
+        "The task: Summarise the article."
+        in told.requests(Item(id="i", output="A", inputs={"article": "x"}))[0].request.messages[-1].content
+    )
+
+
 def test_one_reference_per_item_and_a_template_without_a_task_input_cannot_be_solved() -> None:
     prompt = _prompt("llmbar")
     with pytest.raises(ConfigError, match="one reference per judged item"):
@@ -194,6 +224,7 @@ OWN_REFUSALS = (
     "one reference per judged item",
     "cannot be combined with",
     "no task input",
+    "no task or question",
     "a later mitigation turned",
 )
 """Why a combination with an own reference may be refused: nothing else (the other step must refuse on its

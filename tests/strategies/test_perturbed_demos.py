@@ -86,6 +86,7 @@ async def test_prompt_shows_each_demo_under_each_perturbed_guideline_then_the_go
         "Score 2 means okay.\nScore 1 means bad.\nScore 3 means good.\nScore: 3\n\n"
         "Summary:\nDemo B.\nScoring guideline:\n"
         "Score 1 means bad.\nScore 3 means good.\nScore 2 means okay.\nScore: 3\n\n"
+        "End of examples. Now evaluate the following.\n\n"
         "Summary:\nThe test summary.\n\n"
         'Answer with "Score: N".'
     )

@@ -334,3 +334,20 @@ def test_single_attribute_on_a_published_one_criterion_prompt_warns_that_it_chan
     with pytest.warns(UserWarning, match="single-attribute' changes nothing here"):
         wrapped = SingleAttribute().wrap(judge)
     assert wrapped.leaves()[0].prompt == prompt
+
+
+def test_multi_attribute_after_single_attribute_is_refused_naming_both() -> None:
+    from mitigate.strategies import parse_pipeline
+
+    judge = PromptJudge(multi_prompt(), FakeLM([]))
+    with pytest.raises(
+        ConfigError, match=r"^multi-attribute after single-attribute would undo the split"
+    ) as err:
+        parse_pipeline("single-attribute | multi-attribute").wrap(judge)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ConfigError, match="multi-attribute after single-attribute"):
+        (SingleAttribute() | Sampling(temperature=0.5, n=2) | MultiAttribute(criteria=tuple(CRITS))).wrap(
+            judge
+        )
+    # the other order is P2's: multi-attribute builds the template, single-attribute splits it
+    assert isinstance((MultiAttribute() | SingleAttribute()).wrap(judge), MultiAttributeJudge)

@@ -246,15 +246,22 @@ def stated_reasoning(texts: Sequence[str]) -> Reasoning:
 
 
 _NO_OTHER_TEXT = re.compile(r"\bno\s+other\s+text\b|\b(?:number|rating|digit)\s+only\b", re.IGNORECASE)
+_ONE_LINE = re.compile(  # an answer confined to one line ("Answer with one line", "a one-line answer")
+    r"\b(?:(?:with|in|on|as)\s+)?(?:a\s+)?(?:single|one)[- ]line\b(?:\s+(?:answer|response|reply)\b)?"
+    r"(?!\s+(?:per|for|each|of)\b)",
+    re.IGNORECASE,
+)
 
 
 def reasoning_ban(texts: Sequence[str]) -> str | None:
-    """The words of a template that ask for the answer alone ("Do NOT provide any explanation"), which a
-    chain-of-thought request contradicts; None when there are none or reasoning is asked for first."""
+    """The words of a template that ask for the answer alone ("Do NOT provide any explanation", "Answer with
+    one line"), which a chain-of-thought request contradicts; None when there are none or reasoning is asked
+    for first."""
     text = _SLOT_VALUES.sub(" ", "\n".join(texts))
-    if _reasoning(text) == "before":
+    reasoning = _reasoning(text)
+    if reasoning == "before":
         return None
-    for pattern in (_NO_REASON, _ONLY, _NO_OTHER_TEXT):
+    for pattern in (_NO_REASON, _ONLY, _NO_OTHER_TEXT) + ((_ONE_LINE,) if reasoning == "none" else ()):
         found = pattern.search(text)
         if found is not None:
             return found.group(0)

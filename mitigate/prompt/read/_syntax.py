@@ -3,9 +3,10 @@
 :func:`read_template` turns a template into canonical messages (slots as ``{{name}}``) and remembers how to
 write it back exactly (:meth:`TemplateSource.restore`). Chat markup (ChatML, Llama-3, ``Human:`` turns)
 becomes messages; ``{{name}}``, ``{{{name}}}`` and ``{name}`` are slots (a template using ``{{name}}``
-keeps its single braces literal); Jinja is rendered once in the sandbox with the ``constants`` given, a
-plain ``{{ name }}`` staying a slot and a name nobody gave being false where tested (with a
-:class:`~mitigate.errors.TemplateReadWarning`) and refused elsewhere; constants fill slots once.
+keeps its single braces literal, warning about an unquoted ``{Name}``); Jinja is rendered once in the
+sandbox with the ``constants`` given, a plain ``{{ name }}`` staying a slot and a name nobody gave being
+false where tested (with a :class:`~mitigate.errors.TemplateReadWarning`) and refused elsewhere; constants
+fill slots once.
 """
 
 from __future__ import annotations
@@ -311,6 +312,7 @@ def read_template(
         out.append((role, t))
     if syntax == "double":  # "{{ x }}" spellings stay in the canonical text; only "{{{x}}}" needs restoring
         spellings = {k: v for k, v in spellings.items() if v.startswith("{{{")}
+        _warn_single_braces([t for _, t in out])
     source = TemplateSource(
         layout=layout,
         syntax=syntax,
@@ -321,6 +323,25 @@ def read_template(
         unset=tuple(unset),
     )
     return ReadTemplate(messages=out, source=source)
+
+
+def _warn_single_braces(texts: list[str]) -> None:
+    """Warn about ``{Name}`` fields in a ``{{slot}}`` template (sent literally), quoted ones aside."""
+    names: list[str] = []
+    for text in texts:
+        for m in _SINGLE_RE.finditer(text):
+            before = text[text.rfind("\n", 0, m.start()) + 1 : m.start()]
+            if not any(before.count(q) % 2 for q in '"`“') and m.group(1) not in names:
+                names.append(m.group(1))
+    if names:
+        shown = ", ".join("{" + n + "}" for n in names)
+        fix = ", ".join("{{" + n + "}}" for n in names)
+        warnings.warn(
+            f"the template fills {{{{slot}}}} fields but also has {shown} in single braces, which is sent to "
+            f"the judge literally; write {fix} to fill it from the item",
+            TemplateReadWarning,
+            stacklevel=4,
+        )
 
 
 def _format_to_double(text: str) -> str:
