@@ -68,7 +68,7 @@ class FakeLM(LM):
         self.likelihood_requests: list[tuple[str, str]] = []
 
     def scores_text(self) -> bool:
-        return self._loglikelihood is not None
+        return self._loglikelihood is not None or type(self).loglikelihood is not FakeLM.loglikelihood
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
         """The scripted log-likelihood; CapabilityError when none was given."""
