@@ -62,12 +62,9 @@ def show_warning(
 
 def report_error(exc: BaseException) -> int:
     """Print one line for ``exc``; its exit code."""
-    if isinstance(exc, RunStoppedError):
-        say_error(str(exc))
-        return EXIT_FAILED
-    if isinstance(exc, MitigateError):
-        say_error(str(exc))
-        return EXIT_REFUSED
+    if isinstance(exc, MitigateError):  # with the notes a caller added (add_note), never left unsaid
+        say_error("; ".join([str(exc), *getattr(exc, "__notes__", ())]))
+        return EXIT_FAILED if isinstance(exc, RunStoppedError) else EXIT_REFUSED
     # imported here: a command that fails before loading pydantic need not load it for this check
     from pydantic import ValidationError
 

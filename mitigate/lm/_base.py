@@ -202,6 +202,11 @@ class LM(ABC):
     async def complete(self, request: LMRequest) -> LMResponse:
         """Run one request; TransientLMError for a retryable failure, LMCallError otherwise."""
 
+    def scores_text(self) -> bool:
+        """True when :meth:`loglikelihood` can score a given text (the backend overrides it): a probe that
+        calls nothing, for refusing a run that needs it before any LM call."""
+        return type(self).loglikelihood is not LM.loglikelihood
+
     async def loglikelihood(self, context: str, continuation: str) -> float:
         """Sum of log P(continuation tokens | context); CapabilityError for a backend that cannot."""
         raise CapabilityError(
@@ -277,6 +282,9 @@ class WrapperLM(LM):
 
     async def complete(self, request: LMRequest) -> LMResponse:
         return await self.inner.complete(request)
+
+    def scores_text(self) -> bool:
+        return self.inner.scores_text()
 
     async def loglikelihood(self, context: str, continuation: str) -> float:
         return await self.inner.loglikelihood(context, continuation)

@@ -67,6 +67,9 @@ class FakeLM(LM):
         self._loglikelihood = loglikelihood
         self.likelihood_requests: list[tuple[str, str]] = []
 
+    def scores_text(self) -> bool:
+        return self._loglikelihood is not None or type(self).loglikelihood is not FakeLM.loglikelihood
+
     async def loglikelihood(self, context: str, continuation: str) -> float:
         """The scripted log-likelihood; CapabilityError when none was given."""
         if self._loglikelihood is None:

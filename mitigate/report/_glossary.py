@@ -67,17 +67,27 @@ MEASURE_LINES: dict[str, str] = {
 }
 """One line per reported measure, by its ``results.json`` name."""
 
-TERMS: tuple[str, ...] = (
-    "95% CI: the middle 95% of the values over bootstrap resamples of the items; n: the items the "
-    "measure used; failed: the items it dropped for a missing score; of all: the value with those counted "
-    "as failures.",
-    "Δ ... vs first: an entry's value minus the first entry's on the items both scored, with a paired "
-    "interval and p, the chance of a difference at least this large if the two judges were alike.",
-    "P_i and Q_i: P_i is the judge's Spearman with the humans on system i alone; Q_i is the mean human "
-    "score of system i.",
-    "↑ higher, ↓ lower, → 0: the better direction of each measure.",
-)
-"""The report's other terms, one line each."""
+TERMS: dict[str, str] = {
+    "entry": "one judge compared: the plain judge, a pipeline of mitigations on it, or released judgments.",
+    "n ok": "items the entry scored: a score was read from its answer and no LM call failed.",
+    "parse failures": "answers no score could be read from (each kept with its raw text in the per-item "
+    "view).",
+    "errors": "items whose LM call failed for good, after its retries.",
+    "95% CI": "the middle 95% of the values over bootstrap resamples of the items.",
+    "n": "the items a measure or a difference used.",
+    "failed": "the items a measure dropped for a missing score.",
+    "of all": "the value with the dropped items counted as failures.",
+    "Δ": "Δ ... (vs first): an entry's value minus the first entry's, on the items both scored, with a "
+    "paired interval.",
+    "p": "the chance of a difference at least this large if the two judges were alike (two-sided).",
+    "test": "how p was computed: a permutation test, or the interval's own paired resamples.",
+    "system": "the model or method that wrote the judged outputs.",
+    "P_i": "the judge's Spearman with the humans on system i alone.",
+    "Q_i": "the mean human score of system i.",
+    "measure, direction, value, note": "in Every measure: a measure, its better direction (↑ higher, ↓ "
+    "lower, → 0 closer to 0), its value, and why it is missing or how to read it.",
+}
+"""The report's other terms and column names, one line each (by the name the report shows)."""
 
 
 def _line(name: str, cls: type) -> str:
@@ -92,4 +102,4 @@ def glossary_section(result: CompareResult) -> list[str]:
     shown = {k for e in result.entries for k in e.measures}
     table = measure_table(result.task)
     lines = [f"- **{cls.info.label}**: {_line(k, cls)}" for k, cls in table.items() if k in shown]
-    return ["", "## Glossary", "", *lines, *(f"- {t}" for t in TERMS)]
+    return ["", "## Glossary", "", *lines, *(f"- **{term}**: {line}" for term, line in TERMS.items())]

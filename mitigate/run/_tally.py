@@ -28,6 +28,9 @@ class RunSummary(BaseModel):
     errors: int
     calls: int
     cached_calls: int
+    resumed_calls: int = 0
+    """Of ``calls`` (and ``cached_calls``), those the resumed judgments made in an earlier run."""
+    resumed_cached_calls: int = 0
     usage: Usage = Field(default_factory=Usage)
     cost_usd: float | None = 0.0
     seconds: float = 0.0
@@ -42,6 +45,17 @@ class RunSummary(BaseModel):
             return "$0 (cached)"
         return f"${self.cost_usd:.4f}"
 
+    def calls_text(self) -> str:
+        """``"6 LM calls this run (0 from cache; 8 in all, 2 resumed from the journal)"``, or without a
+        resumed call ``"8 LM calls (0 from cache)"``."""
+        if not self.resumed_calls and not self.resumed_cached_calls:
+            return f"{self.calls} LM calls ({self.cached_calls} from cache)"
+        return (
+            f"{self.calls - self.resumed_calls} LM calls this run "
+            f"({self.cached_calls - self.resumed_cached_calls} from cache; {self.calls} in all, "
+            f"{self.resumed_calls} resumed from the journal)"
+        )
+
     def line(self) -> str:
         """One human-readable line."""
         cost = self.cost_text()
@@ -49,8 +63,8 @@ class RunSummary(BaseModel):
             f"{self.items} items ({self.resumed} resumed, {self.judged_now} judged now"
             + (f", {self.rejudged} of them again as their texts changed" if self.rejudged else "")
             + f"): {self.ok} ok, "
-            f"{self.parse_failures} parse failures, {self.errors} errors; {self.calls} LM calls "
-            f"({self.cached_calls} from cache); tokens in/out {self.usage.prompt_tokens}/"
+            f"{self.parse_failures} parse failures, {self.errors} errors; {self.calls_text()}; tokens in/out "
+            f"{self.usage.prompt_tokens}/"
             f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens read from a "
             f"cache, {self.usage.cache_write_tokens} written to one); "
             f"cost {cost}; {self.seconds:.1f}s"
@@ -62,7 +76,7 @@ class Tally:
 
     def __init__(self) -> None:
         self.items = self.resumed = self.rejudged = self.ok = self.parse_failures = self.errors = 0
-        self.calls = self.cached_calls = self.with_failures = 0
+        self.calls = self.cached_calls = self.with_failures = self.resumed_calls = self.resumed_cached = 0
         self.usage = Usage()
         self.cost_usd: float | None = 0.0
         self.first_error: str | None = None
@@ -84,6 +98,9 @@ class Tally:
                 self.first_error = judgment.error
         self.calls += judgment.calls
         self.cached_calls += judgment.cached_calls
+        if resumed:
+            self.resumed_calls += judgment.calls
+            self.resumed_cached += judgment.cached_calls
         self.usage = self.usage + judgment.usage
         if self.cost_usd is not None:
             self.cost_usd = None if judgment.cost_usd is None else self.cost_usd + judgment.cost_usd
@@ -100,6 +117,8 @@ class Tally:
             errors=self.errors,
             calls=self.calls,
             cached_calls=self.cached_calls,
+            resumed_calls=self.resumed_calls,
+            resumed_cached_calls=self.resumed_cached,
             usage=self.usage,
             cost_usd=self.cost_usd,
             seconds=seconds,

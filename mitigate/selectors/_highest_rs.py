@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, Self
 
 from mitigate import measures
 from mitigate.constraints import Interval, Options
 from mitigate.data import Benchmark, Item
-from mitigate.errors import ConfigError, DataError
+from mitigate.errors import CapabilityError, ConfigError, DataError
 from mitigate.judge import FitContext, Judge, Judgment, LikelihoodScorer
 from mitigate.registry import Tags, register
 from mitigate.run import run
@@ -45,6 +46,23 @@ def judge_score(judgment: Judgment, criterion: str) -> float | None:
         f"{criterion!r} (name the criterion the judge scores with criterion=...)",
         item_id=judgment.item_id,
     )
+
+
+def _no_us(scores: Sequence[float], humans: Iterable[float]) -> str:
+    """Why no item has a US: too few items scored by both, or one side's scores all equal."""
+    both = [(j, h) for j, h in zip(scores, humans, strict=True) if math.isfinite(j) and math.isfinite(h)]
+    if len(both) < 2:
+        return f"{len(both)} item{'' if len(both) == 1 else 's'} scored by both"
+    if len({j for j, _ in both}) == 1:
+        return f"the judge gave every one of the {len(both)} judged items the same score, {both[0][0]:g}"
+    return f"the humans gave every one of the {len(both)} judged items the same score, {both[0][1]:g}"
+
+
+def _counted(excluded: Mapping[str, str]) -> str:
+    """``"; excluded: 3 the judge's answer failed to parse, ..."``: the reasons items were left out, counted
+    (what comes before a reason's first colon), or "" for none."""
+    counts = Counter(why.split(":")[0] for why in excluded.values())
+    return "".join(f"; {n} excluded: {why}" for why, n in counts.most_common())
 
 
 @register("selector", "highest-rs")
@@ -104,13 +122,19 @@ class HighestRS(Selector):
         crit: str = state["criterion_"]
         task = self.task if self.task is not None else next((lf.prompt.task for lf in judge.leaves()), "")
         scorer = LikelihoodScorer(ctx.lm) if ctx.lm is not None else LikelihoodScorer(self.likelihood)
-        ls_values = await scorer.score_many(items, task, progress=ctx.progress)
+        if not scorer.backend.scores_text():  # refused before any LM call
+            raise CapabilityError(
+                "highest-rs-demos scores each training output's likelihood from the token log-probabilities "
+                "of a given text; expected a likelihood backend that returns them (local or "
+                f"local:<path.gguf>), got likelihood={scorer.lm}, which cannot",
+                backend=scorer.lm,
+            )
         desc = "highest-rs: judging the pool"
         result = await run(judge, items, concurrency=ctx.concurrency, progress=ctx.progress, desc=desc)
         scores: list[float] = []
         excluded: dict[str, str] = {}
         n_parse = 0
-        for item, j, lsv in zip(items, result.judgments, ls_values, strict=True):
+        for item, j in zip(items, result.judgments, strict=True):
             value: float | None = None
             if j.error is not None:
                 excluded[item.id] = f"the judge's LM call failed: {j.error}"
@@ -120,15 +144,24 @@ class HighestRS(Selector):
                     n_parse += 1
                     why = "; ".join(f.reason for f in j.failures) or "no score"
                     excluded[item.id] = f"the judge's answer failed to parse: {why}"
+            scores.append(math.nan if value is None else value)
+        humans = measures.human_scores(items, crit)
+        if not any(map(math.isfinite, measures.unfairness_scores(scores, humans, scaling=self.scaling))):
+            raise ConfigError(  # before the likelihoods are computed: no item could get an RS
+                f"highest-rs-demos ranks the training items by how far the judge is from the humans (US), "
+                f"which needs at least 2 items scored by both and varied scores on each side; got "
+                f"{_no_us(scores, humans)} (of the {len(items)} pool items{_counted(excluded)})",
+                excluded=excluded,
+            )
+        ls_values = await scorer.score_many(items, task, progress=ctx.progress)
+        for item, lsv in zip(items, ls_values, strict=True):
             if not math.isfinite(lsv) and item.id not in excluded:
                 excluded[item.id] = "no likelihood score (LS is NaN)"
-            scores.append(math.nan if value is None else value)
         fitted = self._ranked(state, items, [float(v) for v in ls_values], scores)
         for item in items:
             if item.id not in (fitted.rs_ or {}) and item.id not in excluded:
                 excluded[item.id] = (
-                    "no RS: US is undefined (fewer than 2 judged items, or the judge or the humans gave "
-                    "every judged item the same score)"
+                    "no RS: LS* is undefined (fewer than 2 items have an LS, or all are equal)"
                 )
         update: dict[str, Any] = {
             "n_parse_failures_": n_parse,
@@ -208,7 +241,7 @@ class HighestRS(Selector):
             raise ConfigError(
                 f"The 'k' parameter of HighestRS asks for {k} demos, but only {len(ranked)} of the pool's "
                 f"{n_pool} items have an RS ({failures}LS and a judge score are needed, and US needs varied "
-                "scores; reasons per item in the error's 'excluded' context).",
+                f"scores{_counted(self.excluded_ or {})}).",
                 excluded=dict(self.excluded_ or {}),
             )
         return ranked[:k]

@@ -17,6 +17,10 @@ from mitigate.testing import StubOpenAIServer
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "MITIGATE_CACHE_DIR": str(tmp_path / "cache")}
+
+
 def _interrupted(tmp_path: Path, extra: list[str], url: str) -> subprocess.CompletedProcess[str]:
     bench = tmp_path / "bench.jsonl"
     rows = [{"id": f"x{i}", "output": f"Summary {i}.", "human": {"fluency": 3.0}} for i in range(40)]
@@ -27,13 +31,12 @@ def _interrupted(tmp_path: Path, extra: list[str], url: str) -> subprocess.Compl
         *("--prompt", str(tmp_path / "prompt.txt"), "--backend", "openai:stub", "--base-url", url),
         *("-n", "40", "--no-progress", "--concurrency", "1", *extra),
     ]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MITIGATE_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.Popen(
         args,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env=_env(tmp_path),
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal's Ctrl-C
     )
     time.sleep(4.0)
@@ -64,3 +67,22 @@ def test_ctrl_c_without_a_run_folder_says_nothing_is_kept_but_the_cache(tmp_path
     assert done.returncode == 130, done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error: ")]
     assert len(lines) == 1 and "no run folder keeps the judgments" in lines[0] and "--run-dir" in lines[0]
+
+
+@pytest.mark.slow
+def test_a_resumed_rerun_counts_the_calls_it_made_apart_from_those_of_the_judgments_it_resumed(
+    tmp_path: Path,
+) -> None:
+    run_dir = tmp_path / "run"
+    with StubOpenAIServer(latency=0.2, reply="Score: 3") as server:
+        done = _interrupted(tmp_path, ["--run-dir", str(run_dir), "--no-cache"], server.base_url)
+        kept = [ln for ln in (run_dir / "journal.jsonl").read_text().splitlines() if '"item_id"' in ln]
+        before = server.request_count
+        again = subprocess.run(done.args, capture_output=True, text=True, env=_env(tmp_path), timeout=120)
+        made = server.request_count - before
+    assert again.returncode == 0, again.stderr
+    assert 0 < len(kept) < 40 and made == 40 - len(kept)
+    assert (
+        f"; {made} LM calls this run (0 from cache; 40 in all, {len(kept)} resumed from the journal); "
+        in again.stderr
+    )

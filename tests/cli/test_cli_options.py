@@ -253,3 +253,19 @@ def test_importing_the_cli_does_not_load_the_harness_or_plotting() -> None:
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_refusals_notes_are_said_on_its_one_line_and_a_stopped_run_exits_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mitigate.cli._errors import report_error
+    from mitigate.errors import RunStoppedError
+
+    refused = ConfigError("expected a pool with varied scores; got one score")
+    refused.add_note("8 items excluded: the judge's answer failed to parse")
+    assert report_error(refused) == 2 and report_error(RunStoppedError("circuit breaker")) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "error: expected a pool with varied scores; got one score; 8 items excluded: the judge's answer "
+        "failed to parse",
+        "error: circuit breaker",
+    ]

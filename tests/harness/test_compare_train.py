@@ -263,10 +263,11 @@ async def test_an_entry_that_cannot_fit_is_left_out_with_its_reason(tmp_path: Pa
         train=0.5,
     )
     assert [e.name for e in result.entries] == ["baseline", "random-demos(k=2)"]
-    # the judge answers 3 to everything, so US (and RS) is undefined on every pool item (LS: the embedded
-    # model)
+    # the judge answers 3 to everything, so US (and RS) is undefined on every pool item: refused before LS
     why = result.settings["not_fitted"][entries[2].name]
-    assert why.startswith("ConfigError") and "only 0 of the pool's 6 items have an RS" in why
+    assert why.endswith(
+        "got the judge gave every one of the 6 judged items the same score, 3 (of the 6 pool items)"
+    )
     write_report(result, tmp_path)
     report = (tmp_path / "report.md").read_text()
     assert "Not compared, because fitting on the training items failed:" in report

@@ -575,5 +575,23 @@ def test_the_report_explains_each_measure_it_shows_in_its_glossary(written) -> N
     table = measure_table(result.task)
     labels = {table[key].info.label for e in result.entries for key in e.measures}
     assert labels and all(f"- **{label}**: " in glossary for label in labels), glossary
-    assert "P_i and Q_i" in glossary and "95% CI" in glossary
+    assert "- **P_i**: " in glossary and "- **95% CI**: " in glossary
     assert re.search(r"<h2[^>]*>Glossary</h2>", (out / "report.html").read_text())
+
+
+def test_every_column_the_report_shows_has_a_glossary_line(written) -> None:
+    from mitigate.report._glossary import TERMS
+
+    out, result = written
+    md = (out / "report.md").read_text()
+    explained = set(re.findall(r"^- \*\*(.+?)\*\*: \S", md.split("\n## Glossary\n", 1)[1], re.M))
+    explained |= {name for term in TERMS for name in term.split(", ")}
+    named = {e.name for e in result.entries} | {it.system for it in result.items if it.system}
+    headers = {cell for table in _tables(md) for cell in split_row(table[0])}
+    assert {"#CP (↑ higher)", "n ok", "Q_i", "test", "Δ Spearman"} <= headers  # the report shows them
+    unexplained = set()
+    for header in headers - named:
+        name = re.sub(r" \((↑ higher|↓ lower|→ 0)\)$", "", header)
+        if name not in explained and not (name.startswith("Δ ") and "Δ" in explained):
+            unexplained.add(header)
+    assert unexplained == set()

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from mitigate.data import Benchmark, Item
-from mitigate.errors import ConfigError, DataError
+from mitigate.errors import CapabilityError, ConfigError, DataError
 from mitigate.judge import PromptJudge
 from mitigate.lm import LM, FakeLM, LMRequest, LMResponse
 from mitigate.prompt import JudgePrompt
@@ -187,12 +187,27 @@ def test_too_few_rankable_items_after_failures_is_a_config_error() -> None:
     lm = judge_lm({f"OUT-{n}": "no score here" for n in "abc"})
     with pytest.raises(ConfigError, match="asks for 4 demos, but only 3 of the pool's 6 items have an RS"):
         HighestRSDemosPreset(k=4).build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
-    # e and f left: the judge gave both 3, so US (and RS) is undefined for them
-    lm = judge_lm({f"OUT-{n}": "no score here" for n in "abcd"})
-    with pytest.raises(ConfigError, match="only 0 of the pool's 6 items") as info:
-        HighestRSDemosPreset(k=1).build().fit(bench(), base_judge(lm), lm=ls_lm(), progress=False)
-    assert info.value.excluded["id-e"].startswith("no RS: US is undefined")
-    assert info.value.excluded["id-a"].startswith("the judge's answer failed to parse")
+    # e and f left: the judge gave both 3, so US (and RS) is undefined for every item: refused before LS
+    lm, likelihood = judge_lm({f"OUT-{n}": "no score here" for n in "abcd"}), ls_lm()
+    with pytest.raises(ConfigError) as info:
+        HighestRSDemosPreset(k=1).build().fit(bench(), base_judge(lm), lm=likelihood, progress=False)
+    assert str(info.value).endswith(
+        "got the judge gave every one of the 2 judged items the same score, 3 (of the 6 pool items; 4 "
+        "excluded: the judge's answer failed to parse)"
+    )
+    assert likelihood.asked == [] and info.value.excluded["id-a"].startswith("the judge's answer failed")
+
+
+def test_a_likelihood_backend_that_cannot_score_a_text_is_refused_before_any_lm_call() -> None:
+    lm = judge_lm()
+    with pytest.raises(CapabilityError) as info:
+        HighestRSDemosPreset(k=1).build().fit(bench(), base_judge(lm), lm=FakeLM([]), progress=False)
+    assert str(info.value) == (
+        "highest-rs-demos scores each training output's likelihood from the token log-probabilities of a "
+        "given text; expected a likelihood backend that returns them (local or local:<path.gguf>), got "
+        "likelihood=fake, which cannot"
+    )
+    assert lm.requests == []
 
 
 def test_k_larger_than_the_pool_names_both_numbers() -> None:
