@@ -64,10 +64,13 @@ class RunSummary(BaseModel):
             + (f", {self.rejudged} of them again as their texts changed" if self.rejudged else "")
             + f"): {self.ok} ok, "
             f"{self.parse_failures} parse failures, {self.errors} errors; {self.calls_text()}; tokens in/out "
-            f"{self.usage.prompt_tokens}/"
+            + ("in all " if self.resumed_calls or self.resumed_cached_calls else "")
+            + f"{self.usage.prompt_tokens}/"
             f"{self.usage.completion_tokens} ({self.usage.cached_prompt_tokens} prompt tokens read from a "
             f"cache, {self.usage.cache_write_tokens} written to one); "
-            f"cost {cost}; {self.seconds:.1f}s"
+            f"cost {cost}"
+            + (" in all" if self.resumed_calls or self.resumed_cached_calls else "")
+            + f"; {self.seconds:.1f}s"
         )
 
 
