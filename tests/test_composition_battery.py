@@ -43,6 +43,7 @@ pairwise) is also fitted and checked on every layout.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import warnings
@@ -408,6 +409,7 @@ PAIR_TEMPLATES = [
 ]
 
 
+@functools.cache  # a frozen value, read once per template (the battery reads each thousands of times)
 def _template(name: str) -> JudgePrompt:
     if name in OWN or name in GEVAL_REPO_TEXTS:
         with warnings.catch_warnings():

@@ -9,15 +9,6 @@ from typing import Any
 
 import pytest
 
-os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")  # before deepeval is imported: no telemetry
-pytest.importorskip("deepeval", reason="deepeval not installed (pip install 'mitigate[deepeval]')")
-
-from deepeval import evaluate
-from deepeval.evaluate.configs import DisplayConfig, ErrorConfig
-from deepeval.metrics import BaseMetric
-from deepeval.test_case import LLMTestCase
-
-from mitigate.adapters.deepeval import mitigated_metric
 from mitigate.errors import ConfigError, ParseError
 from mitigate.judge import PromptJudge
 from mitigate.lm import FakeLM
@@ -43,10 +34,18 @@ def _judge() -> tuple[PromptJudge, FakeLM]:
 
 @pytest.fixture(autouse=True)
 def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """deepeval (3 s to import) is imported by these tests only: a worker running none never pays for it."""
+    os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")  # before deepeval is imported: no telemetry
+    pytest.importorskip("deepeval", reason="deepeval not installed (pip install 'mitigate[deepeval]')")
     monkeypatch.chdir(tmp_path)  # deepeval writes a .deepeval folder into the working directory
 
 
 def test_measure_gives_the_normalised_score_the_raw_answer_as_reason_and_success_by_threshold() -> None:
+    from deepeval.metrics import BaseMetric
+    from deepeval.test_case import LLMTestCase
+
+    from mitigate.adapters.deepeval import mitigated_metric
+
     judge, lm = _judge()
     metric = mitigated_metric(judge, threshold=0.7)
     assert isinstance(metric, BaseMetric)
@@ -60,6 +59,10 @@ def test_measure_gives_the_normalised_score_the_raw_answer_as_reason_and_success
 
 
 async def test_a_measure_is_the_async_twin() -> None:
+    from deepeval.test_case import LLMTestCase
+
+    from mitigate.adapters.deepeval import mitigated_metric
+
     judge, _ = _judge()
     metric = mitigated_metric(judge, threshold=0.2)
     assert (
@@ -72,6 +75,10 @@ async def test_a_measure_is_the_async_twin() -> None:
 
 
 def test_an_answer_without_a_score_is_a_metric_error_not_a_score() -> None:
+    from deepeval.test_case import LLMTestCase
+
+    from mitigate.adapters.deepeval import mitigated_metric
+
     judge, _ = _judge()
     metric = mitigated_metric(judge)
     with pytest.raises(ParseError, match="held no score"):
@@ -83,6 +90,12 @@ def test_an_answer_without_a_score_is_a_metric_error_not_a_score() -> None:
 
 
 def test_deepeval_evaluate_runs_the_metric_and_records_the_parse_failure_as_an_error() -> None:
+    from deepeval import evaluate
+    from deepeval.evaluate.configs import DisplayConfig, ErrorConfig
+    from deepeval.test_case import LLMTestCase
+
+    from mitigate.adapters.deepeval import mitigated_metric
+
     judge, _ = _judge()
     cases = [
         LLMTestCase(input="Capital of France?", actual_output="Paris", expected_output="Paris", name="q0"),
@@ -103,6 +116,8 @@ def test_deepeval_evaluate_runs_the_metric_and_records_the_parse_failure_as_an_e
 
 
 def test_a_threshold_outside_0_1_is_refused() -> None:
+    from mitigate.adapters.deepeval import mitigated_metric
+
     judge, _ = _judge()
     with pytest.raises(ConfigError, match="threshold between 0 and 1"):
         mitigated_metric(judge, threshold=4)

@@ -9,19 +9,10 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from typer.testing import CliRunner
-
-pytest.importorskip("inspect_ai", reason="inspect-ai not installed (pip install 'mitigate[inspect]')")
-
-from inspect_ai import Task
-from inspect_ai import eval as inspect_eval
-from inspect_ai.dataset import Sample
-from inspect_ai.model import ChatMessage, ModelOutput, ModelUsage, get_model
-from inspect_ai.scorer import Score, Target, mean, model_graded_qa, scorer
-from inspect_ai.solver import generate
 
 from mitigate.adapters.inspect_ai import inspect_log_to_recorded, mitigated_scorer, read_inspect_log
 from mitigate.cli import app
@@ -32,6 +23,12 @@ from mitigate.lm import FakeLM
 from mitigate.prompt import JudgePrompt
 from mitigate.scale import Scale
 
+if TYPE_CHECKING:
+    from inspect_ai import Task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ChatMessage, ModelOutput
+    from inspect_ai.scorer import Score, Target
+
 TEMPLATE = (
     "Rate how well the answer fits the question, from 1 to 5.\nQuestion: {{source}}\nAnswer: "
     "{{output}}\nScore:"
@@ -39,13 +36,23 @@ TEMPLATE = (
 ANSWERS = {"Capital of France?": "Paris.", "Two plus two?": "Four.", "Colour of the sky?": "It depends."}
 
 
+@pytest.fixture(autouse=True)
+def _inspect_ai() -> None:
+    """inspect-ai (2 s to import) is imported by these tests only: a worker running none never pays for it."""
+    pytest.importorskip("inspect_ai", reason="inspect-ai not installed (pip install 'mitigate[inspect]')")
+
+
 def _output(text: str) -> ModelOutput:
+    from inspect_ai.model import ModelOutput, ModelUsage
+
     out = ModelOutput.from_content(model="mockllm", content=text)
     out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
     return out
 
 
 def _solver_model() -> Any:
+    from inspect_ai.model import get_model
+
     def answer(messages: list[ChatMessage], *_: Any) -> ModelOutput:
         return _output(ANSWERS[messages[-1].text])
 
@@ -64,10 +71,14 @@ def _judge() -> tuple[PromptJudge, FakeLM]:
 
 
 def _dataset() -> list[Sample]:
+    from inspect_ai.dataset import Sample
+
     return [Sample(input=q, target="", id=f"q{i}") for i, q in enumerate(ANSWERS)]
 
 
 def _run(tmp_path: Path, task: Task, **kwargs: Any) -> Any:
+    from inspect_ai import eval as inspect_eval
+
     (log,) = inspect_eval(
         task, model=_solver_model(), log_dir=str(tmp_path / "logs"), display="none", **kwargs
     )
@@ -76,6 +87,9 @@ def _run(tmp_path: Path, task: Task, **kwargs: Any) -> Any:
 
 
 def test_the_scorer_judges_the_solver_output_and_leaves_a_parse_failure_unscored(tmp_path: Path) -> None:
+    from inspect_ai import Task
+    from inspect_ai.solver import generate
+
     judge, lm = _judge()
     log = _run(tmp_path, Task(dataset=_dataset(), solver=generate(), scorer=mitigated_scorer(judge)))
     scores = {s.id: s.scores["mitigated_judge"] for s in log.samples}
@@ -90,6 +104,9 @@ def test_the_scorer_judges_the_solver_output_and_leaves_a_parse_failure_unscored
 
 
 def test_a_log_of_the_scorer_reads_back_as_recorded_judgments_with_epochs_as_samples(tmp_path: Path) -> None:
+    from inspect_ai import Task
+    from inspect_ai.solver import generate
+
     judge, _ = _judge()
     log = _run(
         tmp_path, Task(dataset=_dataset(), solver=generate(), scorer=mitigated_scorer(judge)), epochs=2
@@ -127,6 +144,11 @@ def test_a_log_of_the_scorer_reads_back_as_recorded_judgments_with_epochs_as_sam
 
 
 def test_a_json_log_of_inspects_own_model_graded_scorer_reads_grades_as_scores(tmp_path: Path) -> None:
+    from inspect_ai import Task
+    from inspect_ai.model import get_model
+    from inspect_ai.scorer import model_graded_qa
+    from inspect_ai.solver import generate
+
     def grade(messages: list[ChatMessage], *_: Any) -> ModelOutput:
         text = messages[-1].text
         return _output("The answer is right.\nGRADE: C" if "Paris." in text else "Wrong.\nGRADE: I")
@@ -146,6 +168,9 @@ def test_a_json_log_of_inspects_own_model_graded_scorer_reads_grades_as_scores(t
 
 
 def test_an_inspect_log_feeds_compare_recorded(tmp_path: Path) -> None:
+    from inspect_ai import Task
+    from inspect_ai.solver import generate
+
     judge, _ = _judge()
     log = _run(tmp_path, Task(dataset=_dataset(), solver=generate(), scorer=mitigated_scorer(judge)))
     recorded = inspect_log_to_recorded(log.location, tmp_path / "recorded.jsonl", criterion="fit")
@@ -179,17 +204,20 @@ def test_an_inspect_log_feeds_compare_recorded(tmp_path: Path) -> None:
     assert (tmp_path / "report").is_dir()
 
 
-@scorer(metrics=[mean()])
-def _two_criteria() -> Any:
-    async def score(state: Any, target: Target) -> Score:
-        if state.output.completion == "It depends.":
-            return Score(value="N", explanation="no answer given")
-        return Score(value={"fluency": 4, "correct": 1}, explanation="graded by hand")
-
-    return score
-
-
 def test_dict_values_give_one_criterion_each_and_noanswer_is_a_failure_not_a_zero(tmp_path: Path) -> None:
+    from inspect_ai import Task
+    from inspect_ai.scorer import Score, mean, scorer
+    from inspect_ai.solver import generate
+
+    @scorer(metrics=[mean()])
+    def _two_criteria() -> Any:
+        async def score(state: Any, target: Target) -> Score:
+            if state.output.completion == "It depends.":
+                return Score(value="N", explanation="no answer given")
+            return Score(value={"fluency": 4, "correct": 1}, explanation="graded by hand")
+
+        return score
+
     log = _run(tmp_path, Task(dataset=_dataset(), solver=generate(), scorer=_two_criteria()))
     run = read_inspect_log(log.location)["_two_criteria"]
     assert set(run.criteria) == {"fluency", "correct", "overall"}

@@ -215,6 +215,7 @@ def test_unknown_benchmark_lists_the_names():
     assert result.exit_code == 2 and "summeval" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.local_model
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is not installed")
 def test_judge_runs_on_the_embedded_model(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 PROMPT = "Rate the fluency of the summary from 1 to 5.\n\nArticle: {{source}}\nSummary: {{summary}}\n\nScore:"
 
 
+@pytest.mark.slow
 def test_compare_recorded_judgments_writes_a_report_without_a_backend(tmp_path: Path) -> None:
     out = tmp_path / "audit"
     result = CliRunner().invoke(

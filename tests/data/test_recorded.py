@@ -355,6 +355,7 @@ def _h2h_or_skip() -> None:
         pytest.skip("shared SummEval data (summeval_llm_summeval/comp_res) is not available")
 
 
+@pytest.mark.slow
 async def test_released_head_to_head_through_the_recorded_path_matches_the_records(tmp_path: Path) -> None:
     _h2h_or_skip()
     from mitigate.data._released import load_head_to_head

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -111,22 +113,36 @@ class TopShare(ReportedMeasure):
         )
 
 
-@pytest.fixture
-async def written(tmp_path: Path) -> tuple[Path, CompareResult]:
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, CompareResult]:
+    """One compare and its report for the module (2-3 s); each test reads or alters its own copy."""
+    out = tmp_path_factory.mktemp("report")
     base = PromptJudge(JudgePrompt.from_template(TEMPLATE, criterion="quality"), FakeLM(_answer))
     entries = [Entry.from_pipeline("baseline", base, Pipeline()), Entry(name="truth", judge=TrueJudge())]
-    result = await compare(
-        benchmark=_bench(),
-        criterion="quality",
-        entries=entries,
-        out_dir=tmp_path,
-        likelihood=LikelihoodScorer(LengthLM()),
-        progress=False,
-        n_boot=100,
-        n_perm=200,
-        command="pytest",
-    )
-    write_report(result, tmp_path)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MITIGATE_CACHE_DIR", str(tmp_path_factory.mktemp("lm-cache")))
+        result = asyncio.run(
+            compare(
+                benchmark=_bench(),
+                criterion="quality",
+                entries=entries,
+                out_dir=out,
+                likelihood=LikelihoodScorer(LengthLM()),
+                progress=False,
+                n_boot=100,
+                n_perm=200,
+                command="pytest",
+            )
+        )
+    write_report(result, out)
+    return out, result
+
+
+@pytest.fixture
+def written(compared: tuple[Path, CompareResult], tmp_path: Path) -> tuple[Path, CompareResult]:
+    """The module's report folder, copied for one test (some tests delete or move files in it)."""
+    folder, result = compared
+    shutil.copytree(folder, tmp_path, dirs_exist_ok=True)
     return tmp_path, result
 
 

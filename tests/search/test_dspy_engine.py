@@ -14,15 +14,13 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import dspy
 import pytest
 
 from mitigate import JudgePrompt, PromptJudge
 from mitigate.errors import ConfigError
-from mitigate.lm import DSPyLM, FakeLM
+from mitigate.lm import FakeLM
 from mitigate.prompt import Demo
 from mitigate.search import search
-from mitigate.search.engines._dspy_program import JudgeProgram, ProgramContext
 from mitigate.strategies import Demos
 from mitigate.testing import StubOpenAIServer
 from tests.search_task import GOOD, ID_RE, PROMPT, _human, _split
@@ -61,6 +59,8 @@ def server() -> Iterator[StubOpenAIServer]:
 
 
 def _judge(server: StubOpenAIServer) -> PromptJudge:
+    from mitigate.lm import DSPyLM  # dspy (1 s to import) only on the worker that runs these tests
+
     lm = DSPyLM("openai/stub", api_base=server.base_url, api_key="sk-test")
     return PromptJudge(JudgePrompt.from_template(PROMPT, criterion="coherence"), lm)
 
@@ -111,6 +111,8 @@ def test_bootstrap_random_search_stops_at_the_budget(server):
 
 
 def test_mipro_runs_offline_with_a_prompt_model_on_the_stub(server):
+    import dspy
+
     prompt_model = dspy.LM(
         "openai/stub", api_base=server.base_url, api_key="sk-test", cache=False, num_retries=0
     )
@@ -165,6 +167,10 @@ def test_configuration_errors_are_typed():
 
 
 def test_program_copies_share_the_backend_and_keep_their_own_demos():
+    import dspy
+
+    from mitigate.search.engines._dspy_program import JudgeProgram, ProgramContext
+
     ctx = ProgramContext.__new__(ProgramContext)
     program = JudgeProgram(ctx, "Rate it.")
     clone = program.deepcopy()
@@ -220,7 +226,7 @@ def test_cli_search_runs_the_dspy_engine(server, tmp_path, monkeypatch):
 
 
 def test_dspy_backend_takes_base_url_like_the_other_backends():
-    from mitigate.lm import LMRequest, Message, get
+    from mitigate.lm import DSPyLM, LMRequest, Message, get
 
     with StubOpenAIServer(latency=0.0, reply="Score: 3") as server:
         lm = get("dspy:openai/stub", base_url=server.base_url, api_key="sk-test")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import TYPE_CHECKING
 
-import anthropic
-import openai
 import pytest
 
 from mitigate.testing import StubOpenAIServer
+
+if TYPE_CHECKING:  # the SDKs (2 s to import) are imported by the tests that drive them
+    import anthropic
+    import openai
 
 LONG = "word " * 1100
 
@@ -44,6 +47,8 @@ async def _wait_anthropic(client: anthropic.AsyncAnthropic, batch_id: str) -> ob
 
 
 async def test_openai_batch_runs_through_files_and_batches_with_results_by_custom_id():
+    import openai
+
     failing = {"k1"}
     with StubOpenAIServer(latency=0.0, batch_fail=lambda p, cid, b: 500 if cid in failing else None) as s:
         client = openai.AsyncOpenAI(base_url=s.base_url, api_key="x", max_retries=0)
@@ -77,6 +82,8 @@ async def test_openai_batch_runs_through_files_and_batches_with_results_by_custo
 
 
 async def test_openai_batch_over_the_request_limit_fails_validation():
+    import openai
+
     with StubOpenAIServer(latency=0.0, batch_max_requests={"openai": 2}) as s:
         client = openai.AsyncOpenAI(base_url=s.base_url, api_key="x", max_retries=0)
         upload = await client.files.create(
@@ -92,6 +99,8 @@ async def test_openai_batch_over_the_request_limit_fails_validation():
 
 
 async def test_openai_batch_expires_and_lists_unrun_requests_as_batch_expired():
+    import openai
+
     with StubOpenAIServer(latency=0.0, batch_latency=0.05, batch_expire_after=0.08) as s:
         client = openai.AsyncOpenAI(base_url=s.base_url, api_key="x", max_retries=0)
         upload = await client.files.create(
@@ -109,6 +118,8 @@ async def test_openai_batch_expires_and_lists_unrun_requests_as_batch_expired():
 
 
 async def test_anthropic_message_batch_reports_counts_and_results_of_every_kind():
+    import anthropic
+
     with StubOpenAIServer(
         latency=0.0, batch_latency=0.01, batch_fail=lambda p, cid, b: 400 if cid == "c1" else None
     ) as s:
@@ -137,6 +148,8 @@ async def test_anthropic_message_batch_reports_counts_and_results_of_every_kind(
 
 
 async def test_anthropic_batch_refuses_bad_custom_ids_and_oversize_batches():
+    import anthropic
+
     with StubOpenAIServer(latency=0.0, batch_max_requests={"anthropic": 1}) as s:
         client = anthropic.AsyncAnthropic(base_url=s.url, api_key="x", max_retries=0)
         params = {"model": "claude-x", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
@@ -151,6 +164,8 @@ async def test_anthropic_batch_refuses_bad_custom_ids_and_oversize_batches():
 
 
 async def test_openai_prompt_cache_reuses_prefixes_of_1024_tokens_in_steps_of_128():
+    import openai
+
     with StubOpenAIServer(latency=0.0) as s:
         client = openai.AsyncOpenAI(base_url=s.base_url, api_key="x", max_retries=0)
 
@@ -166,6 +181,8 @@ async def test_openai_prompt_cache_reuses_prefixes_of_1024_tokens_in_steps_of_12
 
 
 async def test_anthropic_prompt_cache_reads_and_writes_at_breakpoints_only():
+    import anthropic
+
     with StubOpenAIServer(latency=0.0) as s:
         client = anthropic.AsyncAnthropic(base_url=s.url, api_key="x", max_retries=0)
 
@@ -188,6 +205,9 @@ async def test_anthropic_prompt_cache_reads_and_writes_at_breakpoints_only():
 
 
 async def test_rate_limit_headers_and_429_follow_the_provider_formats():
+    import anthropic
+    import openai
+
     with StubOpenAIServer(latency=0.0, rate_limit_requests=2, rate_limit_window=30) as s:
         client = openai.AsyncOpenAI(base_url=s.base_url, api_key="x", max_retries=0)
         raw = await client.chat.completions.with_raw_response.create(
