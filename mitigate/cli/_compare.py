@@ -42,6 +42,7 @@ from mitigate.errors import ConfigError
 from mitigate.harness import CompareConfig, ComparePlan, Entry, check_compare, compare
 from mitigate.judge import Judge, PromptJudge
 from mitigate.report import render_summary, write_report
+from mitigate.run import COLUMNS_FILE
 from mitigate.strategies import parse_pipeline
 
 # Imported where used: the bias probes (--probes), the threshold section (--threshold), the split of a dry
@@ -248,6 +249,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
     typer.echo(render_summary(result))
     if section:
         typer.echo(section)
+    paths.insert(1, o.out / COLUMNS_FILE)  # written by the judge stage
     typer.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
     failed = [e for e in result.entries if e.summary.items and e.summary.errors == e.summary.items]
     if failed:

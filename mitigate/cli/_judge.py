@@ -46,13 +46,11 @@ from mitigate.data import Item
 from mitigate.errors import MitigateError
 from mitigate.judge import Judgment
 from mitigate.paths import one_line, open_output, write_output
-from mitigate.run import Tally, preflight, run_stream
+from mitigate.run import COLUMNS_FILE, Tally, preflight, run_stream
 
 if TYPE_CHECKING:
     from mitigate.judge import Judge
     from mitigate.run import RunSummary
-
-RESULTS_COLUMNS = "results.sqlite"  # the judgments of ``--run-dir`` as columns (results.json: the summary)
 
 
 @dataclass(frozen=True)
@@ -272,7 +270,7 @@ class Outputs:
             stack = ExitStack()
             try:
                 writer = stack.enter_context(
-                    ColumnWriter(o.run_dir / RESULTS_COLUMNS, self.about, criterion=self.task.criterion)
+                    ColumnWriter(o.run_dir / COLUMNS_FILE, self.about, criterion=self.task.criterion)
                 )
             except BaseException:
                 self._close_all(*sys.exc_info())
@@ -335,13 +333,13 @@ class Outputs:
             except (MitigateError, OSError) as error:
                 self.errors.append(error)
             else:
-                shown = o.out if name == "out" else o.run_dir / RESULTS_COLUMNS if o.run_dir else name
+                shown = o.out if name == "out" else o.run_dir / COLUMNS_FILE if o.run_dir else name
                 typer.echo(
                     f"wrote {shown} ({self.rows} {'rows' if name == 'out' else 'judgments as columns'})",
                     err=True,
                 )
         if o.run_dir:
-            results = {**self.about, "summary": summary.model_dump(mode="json"), "columns": RESULTS_COLUMNS}
+            results = {**self.about, "summary": summary.model_dump(mode="json"), "columns": COLUMNS_FILE}
             out = write_output(o.run_dir / "results.json", json.dumps(results, indent=1), "the results file")
             typer.echo(f"wrote {out}", err=True)
         if self.errors:

@@ -1,8 +1,9 @@
 """The fit stage (:func:`fit` -> :class:`FittedPlan`) and the judge stage (:func:`judge` -> :class:`Judged`):
 every LM call of a comparison. Each entry's prompts are rendered for every item before the first call; each
 entry runs with its own resumable journal (``journals/<name>.jsonl``), one after the other or all at once
-through one batch session; LS is cached per item (``likelihood.jsonl``); the probes reuse each entry's
-judgments as the originals.
+through one batch session, its judgments written to ``results.sqlite`` as they come and read back from
+it; LS is cached per item (``likelihood.jsonl``); the probes reuse each entry's judgments as the
+originals.
 """
 
 from __future__ import annotations
@@ -22,11 +23,20 @@ from mitigate.data import Item, save_jsonl
 from mitigate.errors import ConfigError, DataError, MitigateError
 from mitigate.harness._entry import Entry
 from mitigate.harness._planning import NEEDS_TRAIN, ComparePlan
-from mitigate.judge import FitContext, LikelihoodScorer
+from mitigate.judge import FitContext, Judge, LikelihoodScorer
 from mitigate.paths import loads_json, open_regular, read_lines
 from mitigate.probes import probe_entry
 from mitigate.report import with_first_prompt
-from mitigate.run import RunResult, preflight, run, session_for
+from mitigate.run import (
+    COLUMNS_FILE,
+    Columns,
+    ColumnWriter,
+    RunResult,
+    RunSummary,
+    preflight,
+    run_stream,
+    session_for,
+)
 
 TRAIN_FILE = "train.jsonl"
 """The training items of a train split, written beside the reports (for ``mitigate search -b jsonl:...``)."""
@@ -123,24 +133,36 @@ async def judge(fitted: FittedPlan) -> Judged:
     judges = [with_first_prompt(e.ready_judge) for e in fitted.entries]
     for j in judges:  # every entry's prompts take every item, checked before the first call
         preflight(j, items)
-    each: list[dict[str, Any]] = [
-        {"journal": out / "journals" / f"{plan.journals[e.name]}.jsonl", "desc": e.name}
-        for e in fitted.entries
-    ]
+    names = [e.name for e in fitted.entries]
     kw: dict[str, Any] = {"restart": config.restart, "progress": config.progress, "check": False}
-    runs: list[RunResult] = []
-    if config.batch:  # every entry at once through one session, so their requests share batches
-        session, owned = session_for(config.batch, out / "batches", progress=config.progress)
-        try:
-            runs += await asyncio.gather(
-                *(run(j, items, batch=session, **own, **kw) for j, own in zip(judges, each, strict=True))
-            )
-        finally:
-            if owned:
-                await session.aclose()
-    else:
-        for j, own in zip(judges, each, strict=True):
-            runs.append(await run(j, items, concurrency=config.concurrency, **own, **kw))
+
+    async def one(j: Judge, name: str, **options: Any) -> RunSummary:
+        journal = out / "journals" / f"{plan.journals[name]}.jsonl"
+        async with run_stream(j, items, journal=journal, desc=name, **options, **kw) as stream:
+            async for item, judgment in stream:
+                columns.append(item, judgment, entry=name)
+        return stream.summary
+
+    about = {"benchmark": plan.judged.name, "criterion": plan.criterion, "task": plan.task, "entries": names}
+    # every judgment goes to the columns as it comes; the entries read them back from there
+    with ColumnWriter(out / COLUMNS_FILE, about, criterion=plan.criterion) as columns:
+        if config.batch:  # every entry at once through one session, so their requests share batches
+            session, owned = session_for(config.batch, out / "batches", progress=config.progress)
+            try:
+                summaries = await asyncio.gather(
+                    *(one(j, n, batch=session) for j, n in zip(judges, names, strict=True))
+                )
+            finally:
+                if owned:
+                    await session.aclose()
+        else:
+            summaries = [
+                await one(j, n, concurrency=config.concurrency) for j, n in zip(judges, names, strict=True)
+            ]
+    stored = Columns(out / COLUMNS_FILE)
+    runs = [
+        RunResult(judgments=stored.judgments(n), summary=s) for n, s in zip(names, summaries, strict=True)
+    ]
     ls: list[float] | None = None
     ls_info: dict[str, Any] | None = None
     if config.likelihood is not False:

@@ -47,9 +47,8 @@ from mitigate.measures import (
     score_histogram,
     swap_refusal,
     verdicts_as_text,
-    word_count,
 )
-from mitigate.report import CompareResult, Comparison, EntryResult, ItemRecord, score_of
+from mitigate.report import CompareResult, Comparison, EntryResult, ItemRecords, score_of
 from mitigate.scale import Scale
 
 ABSTAINED = "abstain"
@@ -346,28 +345,12 @@ def measure(judged: Judged) -> CompareResult:
                 estimate_note=why,
             )
         )
-    records = tuple(
-        ItemRecord(
-            id=it.id,
-            system=it.system,
-            doc_id=it.doc_id,
-            human=None if not math.isfinite(h) else float(h),
-            words=word_count(it.output),
-            ls=None if ls is None or not math.isfinite(ls[i]) else float(ls[i]),
-            system_b=it.system_b,
-            words_b=None if it.output_b is None else word_count(it.output_b),
-            gold=gold[i],
-            output=it.output,
-            output_b=it.output_b,
-        )
-        for i, (it, h) in enumerate(zip(items, human, strict=True))
-    )
     return CompareResult(
         benchmark=plan.judged.name,
         criterion=criterion,
         human_scale=human_scale,
         task=task,
-        items=records,
+        items=ItemRecords(items, criterion, ls),
         entries=tuple(results),
         human=_human_reference(items, criterion, human_scale, n_boot=n_boot, seed=seed, task=task),
         human_histogram=_counts(gold) if task == "pairwise" else _histogram(list(human), human_scale),

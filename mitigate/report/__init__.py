@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         Comparison,
         EntryResult,
         ItemRecord,
+        ItemRecords,
         score_of,
     )
     from mitigate.report._tables import md_table

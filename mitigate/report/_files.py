@@ -1,6 +1,5 @@
 """A comparison on disk: the report stage (:func:`write_report`), ``results.json`` (strict JSON, written an
-item at a time) and ``results.sqlite`` (every entry's judgments as columns), and reading ``results.json``
-back."""
+item at a time), and reading ``results.json`` back."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ from mitigate.report._results import CompareResult, EntryResult
 from mitigate.report._tables import md_escape
 
 RESULTS_FILE = "results.json"
-COLUMNS_FILE = "results.sqlite"
 REPORT_FILE = "report.md"
 
 
@@ -57,7 +55,7 @@ def _dumps(value: Any, depth: int) -> str:
 
 def _write_model(write: Callable[[str], Any], model: BaseModel, depth: int) -> None:
     names = list(type(model).model_fields)
-    long = [n for n in names if n in _STREAMED and isinstance(getattr(model, n), tuple)]
+    long = [n for n in names if n in _STREAMED]
     rest = model.model_dump(mode="json", exclude=set(long))
     pad = " " * (depth + 1)
     write("{")
@@ -121,51 +119,17 @@ def load_results(path: str | Path) -> CompareResult:
         ) from None
 
 
-def write_columns(result: CompareResult, path: str | Path) -> Path:
-    """Every entry's judgments as columns (``results.sqlite``, :class:`mitigate.run.Columns`): one row per
-    entry and item, ``entry`` naming the entry, written as they are read (the long-form table of
-    :meth:`CompareResult.rows`)."""
-    from mitigate.data import Item
-    from mitigate.run import ColumnWriter
-
-    crit = result.criterion
-    pairwise = result.task == "pairwise"
-    # what the columns read of an item: its names and its label on the criterion
-    items = [
-        Item.model_construct(
-            id=r.id,
-            output=r.output or "",
-            output_b=(r.output_b or "") if pairwise else None,
-            system=r.system,
-            doc_id=r.doc_id,
-            human={} if r.human is None else {crit: r.human},
-            preference={} if r.gold is None else {crit: r.gold},
-        )
-        for r in result.items
-    ]
-    about = {
-        "benchmark": result.benchmark,
-        "criterion": crit,
-        "task": result.task,
-        "entries": [e.name for e in result.entries],
-    }
-    with ColumnWriter(path, about, criterion=crit) as columns:
-        for e in result.entries:
-            for item, judgment in zip(items, e.judgments, strict=True):
-                columns.append(item, judgment, entry=e.name)
-    return Path(path)
-
-
 def write_report(result: CompareResult, folder: str | Path, *, appendix: str = "") -> list[Path]:
-    """The report stage: ``results.json``, ``results.sqlite`` (the judgments as columns), ``report.md``,
-    ``report.html`` and the plots written into ``folder``, each once; the paths written. ``appendix``:
+    """The report stage: ``results.json``, ``report.md``, ``report.html`` and the plots written into
+    ``folder``, each once; the paths written (``results.sqlite``, the judgments as columns, is the judge
+    stage's). ``appendix``:
     markdown added at the end of report.md (``compare --threshold``'s section)."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
     write_output(path, lambda fh: write_results(result, fh), "the results file")
     written = render_report(out, html=True, result=result, appendix=appendix)
-    return [path, write_columns(result, out / COLUMNS_FILE), *written]
+    return [path, *written]
 
 
 def render_report(

@@ -178,7 +178,8 @@ def _normalised(v: float | None, e: EntryResult) -> float | None:
 
 
 def item_view(result: CompareResult) -> list[dict[str, Any]]:
-    """One dict per item: its record, each entry's judgment, and the keys the view sorts and filters by.
+    """One dict per item: its ``index`` and the keys the view sorts and filters by (its record and
+    judgments are read by index as each item is written, never held together).
 
     ``disagreement``: the spread of the entries' scores, each scaled to [0, 1] by its own scale (one entry:
     its distance from the human label), or the number of distinct verdicts minus 1 (one entry: 1 when it
@@ -213,8 +214,6 @@ def item_view(result: CompareResult) -> list[dict[str, Any]]:
         rows.append(
             {
                 "index": i,
-                "record": rec,
-                "judgments": judgments,
                 "disagreement": disagreement,
                 "flip": any(_flipped(j) for j in judgments),
                 "failure": any(_failed(j) for j in judgments),
@@ -337,16 +336,12 @@ PAGE_ITEMS = 100
 def _item_body(result: CompareResult, r: dict[str, Any], ncols: int) -> str:
     """One item's ``<tbody>``: its row (labels, each entry's answer, disagreement) and its hidden detail
     row."""
-    rec: ItemRecord = r["record"]
+    rec, judged = result.items[r["index"]], [(e, e.judgments[r["index"]]) for e in result.entries]
     pairwise = result.task == "pairwise"
     system = _system(rec, pairwise)
     human_key = (rec.human if rec.human is not None else -math.inf) if not pairwise else 0
-    cells = "".join(
-        f"<td>{_answer_cell(result, e, j)}</td>" for e, j in zip(result.entries, r["judgments"], strict=True)
-    )
-    details = "".join(
-        _details_html(result, e, j) for e, j in zip(result.entries, r["judgments"], strict=True)
-    )
+    cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e, j in judged)
+    details = "".join(_details_html(result, e, j) for e, j in judged)
     return (
         f'<tbody class="item" data-index="{r["index"]}" data-disagreement="{r["disagreement"]:.6f}" '
         f'data-human="{human_key if math.isfinite(human_key) else -1e9}" data-flip="{int(r["flip"])}" '
@@ -372,7 +367,7 @@ def _search(rec: ItemRecord, system: str) -> str:
 
 def _keys(result: CompareResult, r: dict[str, Any]) -> list[Any]:
     """What the view sorts, filters and searches an item by, without its HTML (a large report's index)."""
-    rec: ItemRecord = r["record"]
+    rec = result.items[r["index"]]
     # as data-human says
     human = 0 if result.task == "pairwise" else rec.human if rec.human is not None else -1e9
     return [

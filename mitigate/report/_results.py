@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from mitigate.data import Item
 from mitigate.errors import ConfigError
 from mitigate.estimators import EstimateResult
 from mitigate.judge import Judgment, frame
-from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text
-from mitigate.run import RunSummary
+from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text, word_count
+from mitigate.run import RunSummary, StoredJudgments
 from mitigate.scale import Scale
 
 _ESTIMATE_FIELDS = {
@@ -89,6 +91,45 @@ class ItemRecord(BaseModel):
     output_b: str | None = None
 
 
+class ItemRecords(Sequence[ItemRecord]):
+    """The :class:`ItemRecord` of each judged item on ``criterion`` (``ls``: LS per item), made as it is read:
+    a comparison holds its items once, not a record beside each."""
+
+    def __init__(self, items: Sequence[Item], criterion: str, ls: Sequence[float] | None = None) -> None:
+        self.items, self.criterion, self.ls = items, criterion, ls
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[k] for k in range(len(self))[index]]
+        k = range(len(self))[index]
+        it, human, ls = self.items[k], self.items[k].human.get(self.criterion), self.ls
+        return ItemRecord(
+            id=it.id,
+            system=it.system,
+            doc_id=it.doc_id,
+            human=None if human is None or not math.isfinite(human) else float(human),
+            words=word_count(it.output),
+            ls=None if ls is None or not math.isfinite(ls[k]) else float(ls[k]),
+            system_b=it.system_b,
+            words_b=None if it.output_b is None else word_count(it.output_b),
+            gold=it.preference.get(self.criterion),
+            output=it.output,
+            output_b=it.output_b,
+        )
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """Held as it is by a model (never copied into a tuple), written as the list of its records."""
+        from pydantic_core import core_schema
+
+        return core_schema.is_instance_schema(
+            cls, serialization=core_schema.plain_serializer_function_ser_schema(list)
+        )
+
+
 class Comparison(BaseModel):
     """An entry's item-level Spearman (pairwise: accuracy) minus the first entry's, on the items both scored.
 
@@ -122,7 +163,8 @@ class Comparison(BaseModel):
 
 
 class EntryResult(BaseModel):
-    """One entry's run and measures: judgments in item order, run summary, every measure."""
+    """One entry's run and measures: judgments in item order (read back from ``results.sqlite`` after a
+    comparison, held when read from ``results.json``), run summary, every measure."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     name: str
@@ -131,7 +173,7 @@ class EntryResult(BaseModel):
     describe: dict[str, Any] = Field(default_factory=dict)
     scale: Scale
     summary: RunSummary
-    judgments: tuple[Judgment, ...]
+    judgments: StoredJudgments | tuple[Judgment, ...] = Field(union_mode="left_to_right")  # never copied
     measures: dict[str, Measure]
     per_system: dict[str, Measure] = Field(default_factory=dict)
     histogram: dict[str, int] = Field(default_factory=dict)
@@ -168,7 +210,7 @@ class CompareResult(BaseModel):
     criterion: str
     human_scale: Scale
     task: Task = "score"
-    items: tuple[ItemRecord, ...]
+    items: ItemRecords | tuple[ItemRecord, ...] = Field(union_mode="left_to_right")  # never copied
     entries: tuple[EntryResult, ...]
     human: dict[str, Measure] = Field(default_factory=dict)
     human_histogram: dict[str, int] = Field(default_factory=dict)
@@ -234,9 +276,9 @@ class CompareResult(BaseModel):
         if table != "judgments":
             raise ConfigError(f"expected table='judgments', 'estimates' or 'comparisons'; got {table!r}")
         if folder is not None:
-            from mitigate.run import Columns
+            from mitigate.run import COLUMNS_FILE, Columns
 
-            with Columns(Path(folder) / "results.sqlite") as columns:
+            with Columns(Path(folder) / COLUMNS_FILE) as columns:
                 return columns.to_pandas()
         return frame(self.rows())
 

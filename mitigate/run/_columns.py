@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 COLUMNS_VERSION = 1
+COLUMNS_FILE = "results.sqlite"
+"""The columns file's name in a run folder (``mitigate judge --run-dir``, ``mitigate compare --out``)."""
 BATCH = 1000
 """Rows written per transaction."""
 
@@ -46,8 +48,10 @@ JUDGMENT_COLUMNS = (
     ("completion_tokens", "INTEGER"),
     ("cached_prompt_tokens", "INTEGER"),
     ("cost_usd", "REAL"),
+    ("judgment", "TEXT"),
 )
-"""The ``judgments`` table: one row per judgment (name, SQLite type)."""
+"""The ``judgments`` table: one row per judgment (name, SQLite type; ``judgment``: the whole judgment as
+JSON, what :meth:`Columns.judgments` reads back)."""
 SCORE_COLUMNS = (
     ("seq", "INTEGER NOT NULL"),
     ("criterion", "TEXT"),
@@ -149,6 +153,7 @@ class ColumnWriter:
                 usage.completion_tokens,
                 usage.cached_prompt_tokens,
                 judgment.cost_usd,
+                judgment.model_dump_json(exclude_defaults=True),
             )
         )
         for row in rows:
@@ -268,6 +273,15 @@ class Columns:
             return np.fromiter((np.nan if v is None else v for (v,) in cursor), dtype=float)
         return np.array([v for (v,) in cursor], dtype=object)
 
+    def judgments(self, entry: str | None = None) -> StoredJudgments:
+        """Every judgment (of ``entry``) in order, read back a block at a time as it is indexed or
+        iterated."""
+        where, args = self._where(entry, None, "judgments")
+        import numpy as np
+
+        cursor = self._conn.execute(f"SELECT j.seq FROM judgments j{where} ORDER BY j.seq", args)
+        return StoredJudgments(self, np.fromiter((s for (s,) in cursor), dtype=np.int64))
+
     def rows(
         self, columns: Sequence[str] | None = None, *, entry: str | None = None, criterion: str | None = None
     ) -> Iterator[dict[str, Any]]:
@@ -292,3 +306,44 @@ class Columns:
     ) -> Any:
         """:meth:`rows` as a pandas DataFrame (needs the ``pandas`` extra)."""
         return frame(self.rows(columns, entry=entry, criterion=criterion), list(columns or FRAME_COLUMNS))
+
+
+class StoredJudgments(Sequence[Judgment]):
+    """The judgments of a columns file at ``seqs`` (their ``seq`` in order), as a sequence holding one block
+    of :data:`BATCH` in memory: what a comparison's entries hold instead of every judgment."""
+
+    def __init__(self, columns: Columns, seqs: np.ndarray) -> None:
+        self.columns, self.seqs = columns, seqs
+        self._block: tuple[int, list[Judgment]] = (-1, [])
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+    def _load(self, block: int) -> list[Judgment]:
+        if self._block[0] != block:
+            seqs = self.seqs[block * BATCH : (block + 1) * BATCH]
+            cursor = self.columns._conn.execute(
+                "SELECT seq, judgment FROM judgments WHERE seq BETWEEN ? AND ?", (int(seqs[0]), int(seqs[-1]))
+            )
+            text = dict(cursor.fetchall())
+            self._block = (block, [Judgment.model_validate_json(text[int(s)]) for s in seqs])
+        return self._block[1]
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[k] for k in range(len(self))[index]]
+        k = range(len(self))[index]  # IndexError past the end, negative from the end
+        return self._load(k // BATCH)[k % BATCH]
+
+    def __iter__(self) -> Iterator[Judgment]:
+        for block in range(0, -(-len(self) // BATCH)):
+            yield from self._load(block)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """Held as it is by a model (never copied into a tuple), written as the list of its judgments."""
+        from pydantic_core import core_schema
+
+        return core_schema.is_instance_schema(
+            cls, serialization=core_schema.plain_serializer_function_ser_schema(list)
+        )

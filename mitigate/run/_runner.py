@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
 from mitigate.constraints import Interval, check_param
@@ -29,6 +29,7 @@ from mitigate.judge import Judge, Judgment, frame
 from mitigate.lm import CacheMiss, cache_only, why_unpriced
 from mitigate.registry import run_coroutine
 from mitigate.run._batch_session import BatchConfig, BatchSession, find_cache, session_for
+from mitigate.run._columns import StoredJudgments
 from mitigate.run._journal import Journal
 from mitigate.run._render import clip, preflight
 from mitigate.run._tally import STOP_AFTER, CircuitBreaker, RunSummary, Tally
@@ -40,10 +41,10 @@ def window_for(concurrency: int) -> int:
 
 
 class RunResult(BaseModel):
-    """Judgments in item order plus the run's summary."""
+    """Judgments in item order (held, or read back from a columns file) plus the run's summary."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    judgments: tuple[Judgment, ...]
+    judgments: StoredJudgments | tuple[Judgment, ...] = Field(union_mode="left_to_right")  # never copied
     summary: RunSummary
 
     def by_id(self) -> dict[str, Judgment]:

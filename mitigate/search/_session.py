@@ -155,7 +155,7 @@ class Session:
         """Judge ``items``; returns judgments, calls made, and whether the budget refused a call."""
         before, refused_before = self.budget.used, self.budget.refused
         result = await run(judge, items, concurrency=self.concurrency, progress=False)
-        return result.judgments, self.budget.used - before, self.budget.refused > refused_before
+        return tuple(result.judgments), self.budget.used - before, self.budget.refused > refused_before
 
     async def evaluate(self, cand: Candidate, *, precheck: bool = True) -> Trial | None:
         """Score ``cand`` on dev and record it; None when the budget cannot cover it (nothing recorded). A

@@ -535,7 +535,7 @@ def test_a_measure_no_entry_could_compute_gives_each_entrys_own_reason(tmp_path:
 
 def test_compare_writes_its_judgments_as_columns_and_to_pandas_reads_them(written) -> None:
     pd = pytest.importorskip("pandas")
-    from mitigate.run import Columns
+    from mitigate.run import Columns, StoredJudgments
 
     folder, result = written
     from_columns = result.to_pandas(folder=folder)
@@ -548,6 +548,10 @@ def test_compare_writes_its_judgments_as_columns_and_to_pandas_reads_them(writte
             want = [math.nan if s is None else s for s in e.scores("quality")]
             assert repr(scores.tolist()) == repr(want)
         assert cols.column("human", entry=NAMES[0]).tolist() == [it.human for it in result.items]
+    loaded = load_results(folder)
+    for e in result.entries:  # read back from the columns as used, the same judgments results.json holds
+        assert isinstance(e.judgments, StoredJudgments)
+        assert list(e.judgments) == list(loaded.entry(e.name).judgments)
 
 
 # ----------------------------------------------------------------------------- glossary

@@ -16,7 +16,7 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judgment, ParseFailure
 from mitigate.lm import LM, Choice, LMRequest, LMResponse, Usage
 from mitigate.paths import open_output
-from mitigate.run import Columns, ColumnWriter, Journal, Tally, run, run_stream
+from mitigate.run import Columns, ColumnWriter, Journal, RunResult, Tally, run, run_stream
 from mitigate.run import _journal as journal_module
 from mitigate.run._tally import summarise
 
@@ -292,6 +292,42 @@ async def test_the_columns_read_back_as_the_frame_of_the_run_result(tmp_path: Pa
             columns.column("nope")
     finally:
         columns.close()
+
+
+def test_stored_judgments_read_each_entry_back_whole_across_blocks_when_entries_interleave(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mitigate.run import _columns as columns_module
+
+    monkeypatch.setattr(columns_module, "BATCH", 3)  # blocks of 3: every read crosses blocks
+    made = {
+        e: [
+            Judgment(
+                item_id=f"it{k}",
+                scores={"s": float(k)},
+                samples={"s": (float(k), None)},
+                raw=(f"Score: {k}",),
+                meta={"entry": e, "k": k},
+                cost_usd=None,
+            )
+            for k in range(8)
+        ]
+        for e in ("a", "b")
+    }
+    with ColumnWriter(tmp_path / "r.sqlite") as writer:
+        for k in range(8):  # the two entries' rows alternate, as entries judged through one batch do
+            for e in ("a", "b"):
+                writer.append(None, made[e][k], entry=e)
+    with Columns(tmp_path / "r.sqlite") as columns:
+        for e in ("a", "b"):
+            stored = columns.judgments(e)
+            assert len(stored) == 8 and list(stored) == made[e]
+            assert [stored[k] for k in (7, 0, 4, -1)] == [made[e][k] for k in (7, 0, 4, -1)]
+            assert stored[2:5] == made[e][2:5]
+            with pytest.raises(IndexError):
+                stored[8]
+            assert RunResult(judgments=stored, summary=Tally().summary()).judgments is stored  # never copied
+        assert len(columns.judgments()) == 16
 
 
 def test_a_column_writer_whose_block_fails_leaves_the_older_file(tmp_path: Path) -> None:
