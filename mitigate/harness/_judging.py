@@ -99,12 +99,7 @@ async def fit(plan: ComparePlan) -> FittedPlan:
         try:
             fitted = await e.pipeline.afit(train, e.base, ctx)
         except MitigateError as exc:  # one entry that cannot learn from this data does not stop the others
-            info[e.name] = {
-                "fitted": False,
-                "train": train.name,
-                "n_items": len(train),
-                "error": f"{type(exc).__name__}: {exc}",
-            }
+            info[e.name] = {"fitted": False, "train": train.name, "n_items": len(train), "error": str(exc)}
             continue
         out.append(e.fitted(fitted))
         info[e.name] = {

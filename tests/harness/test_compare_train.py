@@ -268,6 +268,7 @@ async def test_an_entry_that_cannot_fit_is_left_out_with_its_reason(tmp_path: Pa
     assert why.endswith(
         "got the judge gave every one of the 6 judged items the same score, 3 (of the 6 pool items)"
     )
+    assert why.startswith("highest-rs-demos")  # the pipeline's name, never an exception class
     write_report(result, tmp_path)
     report = (tmp_path / "report.md").read_text()
     assert "Not compared, because fitting on the training items failed:" in report
