@@ -362,12 +362,20 @@ def _bradley_terry_ranking(entry: EntryData) -> Measure:
         return undefined(
             name, n, failed, "fewer than three systems are compared (items need system and system_b)"
         )
+    # the rank intervals resample as the entry's other intervals do (with 0, "no intervals": 1,000)
+    n_boot, seed = (entry.n_boot if entry.n_boot > 0 else 1000), entry.seed
     try:
-        gold_fit = fit_bradley_terry(gold, clusters=[prompts[r] for r in gold_rows]) if gold else None
+        gold_fit = (
+            fit_bradley_terry(gold, clusters=[prompts[r] for r in gold_rows], n_boot=n_boot, seed=seed)
+            if gold
+            else None
+        )
         fit = fit_bradley_terry(
             judged,
             clusters=[prompts[r] for r in rows],
             others={"gold": gold_fit.abilities} if gold_fit else None,
+            n_boot=n_boot,
+            seed=seed,
         )
     except DataError as exc:
         return undefined(name, n, failed, exc.message)

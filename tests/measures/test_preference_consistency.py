@@ -172,3 +172,24 @@ def test_bradley_terry_resamples_by_prompt_when_comparisons_share_one():
     assert ratio > 1.8  # six copies per prompt: about sqrt(6) wider, which Fisher's intervals ignore
     alone = fit_bradley_terry(comps, clusters=list(range(len(comps))))
     assert alone.method == "fisher"  # every comparison its own prompt: nothing shared
+
+
+def test_the_bradley_terry_measures_rank_intervals_resample_as_many_times_as_the_entry_asks() -> None:
+    items = _round_robin({"s1": 1.0, "s2": 0.0, "s3": -1.0}, 30)
+    gold = [i.preference["overall"] for i in items]
+    comps, rows = comparisons_from_verdicts([i.system for i in items], [i.system_b for i in items], gold)
+    clusters = [str(items[r].doc_id) for r in rows]
+    for n_boot, seed in ((40, 3), (90, 5)):
+        entry = EntryData(
+            scores=np.full(len(items), np.nan),
+            items=items,
+            criterion="overall",
+            scale=Scale(),
+            verdicts=gold,
+            task="pairwise",
+            n_boot=n_boot,
+            seed=seed,
+        )
+        judged = lookup("measure", "bradley-terry")().compute(entry).extra["judge"]
+        alone = fit_bradley_terry(comps, clusters=clusters, n_boot=n_boot, seed=seed).model_dump(mode="json")
+        assert judged["low"] == alone["low"] and judged["high"] == alone["high"]
