@@ -142,8 +142,10 @@ def render_report(
     result = load_results(out) if result is None else result
     plots = render_plots(result, out)
     md = out / REPORT_FILE
-    text = render_markdown(result, plots=[p.name for p in plots])
-    write_output(md, text + (f"\n{md_escape(appendix)}\n" if appendix else ""), "the report")
+    text = render_markdown(result, plots=[p.name for p in plots]) + (
+        f"\n{md_escape(appendix)}\n" if appendix else ""
+    )
+    write_output(md, text, "the report")
     written = [md, *plots]
     if html:
         page = out / HTML_FILE

@@ -4,6 +4,7 @@ from an interval (Wilson for one sample per item, a bootstrap over items otherwi
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -96,3 +97,32 @@ def test_judge_passes_the_gate_only_when_enough_items_show_the_rate(tmp_path, mo
 def test_require_pass_rate_without_a_threshold_is_refused(tmp_path):
     result = CliRunner().invoke(app, [*_bench(tmp_path, 3), "--require-pass-rate", "0.9"])
     assert result.exit_code == 2 and "--require-pass-rate applies with --threshold" in result.stderr
+
+
+def test_compares_threshold_section_is_in_report_html_as_in_report_md(tmp_path, monkeypatch):
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    args = _bench(tmp_path, 6)
+    args[0] = "compare"
+    with StubOpenAIServer(latency=0.0, reply="Score: 4") as server:
+        out = tmp_path / "out"
+        result = CliRunner().invoke(
+            app,
+            [
+                *args,
+                "-p",
+                "baseline",
+                "--base-url",
+                server.base_url,
+                "--threshold",
+                "4",
+                "--out",
+                str(out),
+                "--n-boot",
+                "20",
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    md, page = (out / "report.md").read_text(), (out / "report.html").read_text()
+    section = md[md.index("## Pass threshold") :].splitlines()
+    said = [line for line in section if line.startswith("Pass threshold:")]
+    assert said and all(line in html.unescape(page) for line in said)  # each entry's line, on the page too
