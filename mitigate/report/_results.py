@@ -15,7 +15,7 @@ from mitigate.errors import ConfigError
 from mitigate.estimators import EstimateResult
 from mitigate.judge import Judgment, frame
 from mitigate.measures import Measure, MeasureInfo, Task, verdicts_as_text, word_count
-from mitigate.run import RunSummary, StoredJudgments
+from mitigate.run import ReadSequence, RunSummary, StoredJudgments
 from mitigate.scale import Scale
 
 _ESTIMATE_FIELDS = {
@@ -91,7 +91,7 @@ class ItemRecord(BaseModel):
     output_b: str | None = None
 
 
-class ItemRecords(Sequence[ItemRecord]):
+class ItemRecords(ReadSequence[ItemRecord]):
     """The :class:`ItemRecord` of each judged item on ``criterion`` (``ls``: LS per item), made as it is read:
     a comparison holds its items once, not a record beside each."""
 
@@ -101,10 +101,7 @@ class ItemRecords(Sequence[ItemRecord]):
     def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[k] for k in range(len(self))[index]]
-        k = range(len(self))[index]
+    def at(self, k: int) -> ItemRecord:
         it, human, ls = self.items[k], self.items[k].human.get(self.criterion), self.ls
         return ItemRecord(
             id=it.id,
@@ -118,15 +115,6 @@ class ItemRecords(Sequence[ItemRecord]):
             gold=it.preference.get(self.criterion),
             output=it.output,
             output_b=it.output_b,
-        )
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
-        """Held as it is by a model (never copied into a tuple), written as the list of its records."""
-        from pydantic_core import core_schema
-
-        return core_schema.is_instance_schema(
-            cls, serialization=core_schema.plain_serializer_function_ser_schema(list)
         )
 
 

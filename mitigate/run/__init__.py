@@ -8,7 +8,7 @@ from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from mitigate.run._batch_session import BatchConfig, BatchSession, session_for
-    from mitigate.run._columns import COLUMNS_FILE, Columns, ColumnWriter, StoredJudgments
+    from mitigate.run._columns import COLUMNS_FILE, Columns, ColumnWriter, ReadSequence, StoredJudgments
     from mitigate.run._journal import Journal, RunLock
     from mitigate.run._ray import JudgeBatches, batch_key, items_file, judge_dataset, results_table, start_ray
     from mitigate.run._render import placeholder_item, preflight, render_judge, render_requests

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
+from abc import abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError
@@ -308,7 +309,32 @@ class Columns:
         return frame(self.rows(columns, entry=entry, criterion=criterion), list(columns or FRAME_COLUMNS))
 
 
-class StoredJudgments(Sequence[Judgment]):
+_T = TypeVar("_T")
+
+
+class ReadSequence(Sequence[_T]):
+    """A sequence whose values are made as they are read (:meth:`at`), not held: a model field holds it as it
+    is (never copied into a tuple) and writes it as the list of its values."""
+
+    @abstractmethod
+    def at(self, k: int) -> _T:
+        """The value at index ``k`` (0 <= k < len)."""
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[k] for k in range(len(self))[index]]
+        return self.at(range(len(self))[index])  # IndexError past the end, negative from the end
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return core_schema.is_instance_schema(
+            cls, serialization=core_schema.plain_serializer_function_ser_schema(list)
+        )
+
+
+class StoredJudgments(ReadSequence[Judgment]):
     """The judgments of a columns file at ``seqs`` (their ``seq`` in order), as a sequence holding one block
     of :data:`BATCH` in memory: what a comparison's entries hold instead of every judgment."""
 
@@ -329,21 +355,9 @@ class StoredJudgments(Sequence[Judgment]):
             self._block = (block, [Judgment.model_validate_json(text[int(s)]) for s in seqs])
         return self._block[1]
 
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[k] for k in range(len(self))[index]]
-        k = range(len(self))[index]  # IndexError past the end, negative from the end
+    def at(self, k: int) -> Judgment:
         return self._load(k // BATCH)[k % BATCH]
 
     def __iter__(self) -> Iterator[Judgment]:
         for block in range(0, -(-len(self) // BATCH)):
             yield from self._load(block)
-
-    @classmethod
-    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
-        """Held as it is by a model (never copied into a tuple), written as the list of its judgments."""
-        from pydantic_core import core_schema
-
-        return core_schema.is_instance_schema(
-            cls, serialization=core_schema.plain_serializer_function_ser_schema(list)
-        )
