@@ -123,29 +123,26 @@ def test_the_majority_tournament_reports_its_cycles() -> None:
     assert cyc["cyclic_triples"] == 1 and cyc["complete_triples"] == 4
 
 
-def test_the_registered_measures_read_round_robin_items() -> None:
-    items = _round_robin({"s1": 2.0, "s2": 0.0, "s3": -2.0}, 60)
-    gold = [i.preference["overall"] for i in items]
-    entry = EntryData(
+def _pairwise_entry(items: list[Item], verdicts: list[str], **resampling: int) -> EntryData:
+    """A pairwise entry over ``items`` whose judge gave ``verdicts``."""
+    return EntryData(
         scores=np.full(len(items), np.nan),
         items=items,
         criterion="overall",
         scale=Scale(),
-        verdicts=gold,
+        verdicts=verdicts,
         task="pairwise",
-        n_boot=0,
+        **resampling,
     )
+
+
+def test_the_registered_measures_read_round_robin_items() -> None:
+    items = _round_robin({"s1": 2.0, "s2": 0.0, "s3": -2.0}, 60)
+    gold = [i.preference["overall"] for i in items]
+    entry = _pairwise_entry(items, gold, n_boot=0)
     bt = lookup("measure", "bradley-terry")().compute(entry)
     assert bt.value == pytest.approx(1.0) and bt.extra["judge"]["ranking"]["order"][0] == "s1"
-    flipped = EntryData(
-        scores=entry.scores,
-        items=items,
-        criterion="overall",
-        scale=Scale(),
-        task="pairwise",
-        verdicts=[{"A": "B", "B": "A"}[v] for v in gold],
-        n_boot=0,
-    )
+    flipped = _pairwise_entry(items, [{"A": "B", "B": "A"}[v] for v in gold], n_boot=0)
     assert lookup("measure", "bradley-terry")().compute(flipped).value == pytest.approx(-1.0)
     cycles = lookup("measure", "preference-cycle-rate")().compute(entry)
     assert cycles.name == "preference-cycle-rate" and 0 <= cycles.value <= 1 and cycles.n == 60
@@ -180,16 +177,7 @@ def test_the_bradley_terry_measures_rank_intervals_resample_as_many_times_as_the
     comps, rows = comparisons_from_verdicts([i.system for i in items], [i.system_b for i in items], gold)
     clusters = [str(items[r].doc_id) for r in rows]
     for n_boot, seed in ((40, 3), (90, 5)):
-        entry = EntryData(
-            scores=np.full(len(items), np.nan),
-            items=items,
-            criterion="overall",
-            scale=Scale(),
-            verdicts=gold,
-            task="pairwise",
-            n_boot=n_boot,
-            seed=seed,
-        )
+        entry = _pairwise_entry(items, gold, n_boot=n_boot, seed=seed)
         judged = lookup("measure", "bradley-terry")().compute(entry).extra["judge"]
         alone = fit_bradley_terry(comps, clusters=clusters, n_boot=n_boot, seed=seed).model_dump(mode="json")
         assert judged["low"] == alone["low"] and judged["high"] == alone["high"]
