@@ -273,7 +273,8 @@ class JsonlRows:
         return chosen + tuple(extra for extra in self.per if extra not in chosen)
 
 
-def _scale_value(value: Any, where: str) -> Scale:
+def scale_value(value: Any, where: str) -> Scale:
+    """A scale given as ``[min, max]``, ``{"min": .., "max": ..}`` or a Scale; DataError naming ``where``."""
     try:
         if isinstance(value, dict):
             return Scale.model_validate(value)
@@ -310,14 +311,14 @@ def _header(value: Any, path: Path, line: int) -> dict[str, Any]:
                 raise DataError(f"expected header 'criteria' to be a list of names; got {clip(repr(crits))}")
             out["criteria"] = crits
         if "scale" in value:
-            out["scale"] = _scale_value(value["scale"], "the header 'scale'")
+            out["scale"] = scale_value(value["scale"], "the header 'scale'")
         if "scales" in value:
             if not isinstance(value["scales"], dict):
                 raise DataError(
                     f"expected header 'scales' to be an object criterion -> scale; got "
                     f"{type(value['scales']).__name__}"
                 )
-            out["scales"] = {c: _scale_value(v, f"criterion {c!r}") for c, v in value["scales"].items()}
+            out["scales"] = {c: scale_value(v, f"criterion {c!r}") for c, v in value["scales"].items()}
     except DataError as exc:
         raise row_error(path, line, exc.message) from None
     return out
@@ -329,7 +330,7 @@ def _scales(header: dict[str, Any], scale: Any, path: Path) -> tuple[Scale, dict
     per: dict[str, Scale] = dict(header.get("scales", {}))
     try:
         if isinstance(scale, Mapping):
-            per.update({c: _scale_value(v, f"criterion {c!r}") for c, v in scale.items()})
+            per.update({c: scale_value(v, f"criterion {c!r}") for c, v in scale.items()})
         elif scale is not None:
             common = Scale.of(scale)
     except ScaleError as exc:

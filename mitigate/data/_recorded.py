@@ -18,8 +18,8 @@ from typing import IO, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.data._csv_cells import csv_cell, csv_value
-from mitigate.data._jsonl import clip, file_error, number, read_json_lines, row_error
-from mitigate.errors import DataError, ParseError, ScaleError
+from mitigate.data._jsonl import clip, file_error, number, read_json_lines, row_error, scale_value
+from mitigate.errors import DataError, ParseError
 from mitigate.paths import loads_json, open_regular, read_lines, write_output
 from mitigate.scale import Scale
 
@@ -186,17 +186,6 @@ def runs_from_rows(
     return out
 
 
-def _scale(value: Any, where: str) -> Scale:
-    try:
-        if isinstance(value, dict):
-            return Scale.model_validate(value)
-        if isinstance(value, list) and len(value) == 2:
-            return Scale(min=value[0], max=value[1])
-    except (ValueError, ScaleError) as exc:
-        raise DataError(f"expected a valid scale for {where}; got {clip(repr(value), 60)}: {exc}") from None
-    raise DataError(f"expected a scale [min, max] for {where}; got {clip(repr(value), 60)}")
-
-
 def _header(value: Any, path: Path, line: int) -> tuple[Scale | None, dict[str, Scale]]:
     if not isinstance(value, dict) or set(value) - {"scale", "scales"}:
         raise row_error(
@@ -206,13 +195,13 @@ def _header(value: Any, path: Path, line: int) -> tuple[Scale | None, dict[str, 
             f"{{criterion: [min, max]}}}}; got {clip(json.dumps(value), 60)}",
         )
     try:
-        common = _scale(value["scale"], "the header 'scale'") if "scale" in value else None
+        common = scale_value(value["scale"], "the header 'scale'") if "scale" in value else None
         scales = value.get("scales", {})
         if not isinstance(scales, dict):
             raise DataError(
                 f"expected header 'scales' to be an object criterion -> scale; got {type(scales).__name__}"
             )
-        return common, {c: _scale(v, f"criterion {c!r}") for c, v in scales.items()}
+        return common, {c: scale_value(v, f"criterion {c!r}") for c, v in scales.items()}
     except DataError as exc:
         raise row_error(path, line, exc.message) from None
 

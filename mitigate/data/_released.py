@@ -103,12 +103,6 @@ class ReleasedSample(BaseModel):
     prompt_len: int | None = None
     total_len: int | None = None
 
-    def outcome(self) -> float | ParseError:
-        """The parsed score, or the ParseError the parser raised (rebuilt with the raw text)."""
-        if self.score is not None:
-            return self.score
-        return ParseError(self.error or "no score", raw=self.raw)
-
 
 class ReleasedJudgment(BaseModel):
     """All released responses of one judge for one item and dimension; ``primary`` is the headline's."""
@@ -367,12 +361,6 @@ class H2HRecord(BaseModel):
         if abs(self.human_score_1 - self.human_score_2) < 1e-9:
             return "tie"
         return self.system_1 if self.human_score_1 > self.human_score_2 else self.system_2
-
-    def outcome(self) -> Literal["first", "second", "tie"] | ParseError:
-        """The parsed verdict, or the ParseError the parser raised (rebuilt with the raw text)."""
-        if self.verdict is not None:
-            return self.verdict
-        return ParseError(self.error or "no verdict", raw=self.raw)
 
 
 def h2h_files() -> list[str]:

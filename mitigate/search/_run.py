@@ -22,6 +22,7 @@ from mitigate.search._session import (
     Session,
     as_split,
     demo_counts,
+    fit_judged_selectors,
     fit_selectors,
     likelihoods,
     search_criterion,
@@ -136,6 +137,8 @@ async def asearch(
                 f"the budget of {budget} LM calls cannot cover even the baseline on dev (up to "
                 f"{s.cost(None, split.dev)} calls); raise the budget or use a smaller dev split"
             )
+        if eng.tags.uses_selectors:  # those that judge the pool, within the budget, after the baseline
+            fitted = await fit_judged_selectors(s, fitted, likelihood)
         outcome = await eng.run(s, SearchSpace(fitted, ks, templates, likelihood))
         meta = {"selectors": [sel.describe() for sel in fitted], "k": ks} if eng.tags.uses_selectors else {}
         return await s.finish(outcome.stopped, {**meta, **outcome.meta})

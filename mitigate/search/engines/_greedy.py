@@ -21,7 +21,6 @@ from mitigate.search._session import (
     Outcome,
     SearchSpace,
     Session,
-    fit_judged_selectors,
     reseeded,
     with_demos,
 )
@@ -63,12 +62,8 @@ class GreedyEngine(Engine):
     n_candidates: int = 8
     parameter_constraints: ClassVar = {"n_candidates": [Interval(int, 1)]}
 
-    async def run(self, session: Session, space: SearchSpace) -> Outcome:
+    async def run(self, s: Session, space: SearchSpace) -> Outcome:
         """Add the most helpful demo at each step; then try the final set under the other templates."""
-        selectors = await fit_judged_selectors(session, space.selectors, space.likelihood)
-        return Outcome(await self._grow(session, space._replace(selectors=selectors)), {})
-
-    async def _grow(self, s: Session, space: SearchSpace) -> str:
         kmax = max(space.ks)
         pool = candidate_demos(space.selectors, kmax, self.n_candidates, s.seed, s.prompt_scale)
         template = space.templates[0]
@@ -85,7 +80,7 @@ class GreedyEngine(Engine):
                 cand = Candidate(label, with_demos(template, demos), "greedy", [d.item.id for d in demos])
                 trial = await s.evaluate(cand)
                 if trial is None:
-                    return "budget"
+                    return Outcome("budget", {})
                 if best is None or rank_key(trial.dev.value) > rank_key(best[0]):
                     best = (trial.dev.value, demos)
             if best is None or not rank_key(best[0]) > rank_key(current_value):
@@ -97,5 +92,5 @@ class GreedyEngine(Engine):
                 label = "greedy: final set" + (" perturbed" if other is not None else "")
                 cand = Candidate(label, with_demos(other, current), "greedy", [d.item.id for d in current])
                 if await s.evaluate(cand) is None:
-                    return "budget"
-        return stopped
+                    return Outcome("budget", {})
+        return Outcome(stopped, {})

@@ -16,7 +16,6 @@ from mitigate.search._session import (
     Outcome,
     SearchSpace,
     Session,
-    fit_judged_selectors,
     reseeded,
     with_demos,
 )
@@ -34,18 +33,14 @@ class RandomEngine(Engine):
     max_trials: int | None = None
     parameter_constraints: ClassVar = {"max_trials": [Interval(int, 1), None]}
 
-    async def run(self, session: Session, space: SearchSpace) -> Outcome:
+    async def run(self, s: Session, space: SearchSpace) -> Outcome:
         """Draw and evaluate demo sets until the budget, ``max_trials`` or the draws run out."""
-        selectors = await fit_judged_selectors(session, space.selectors, space.likelihood)
-        return Outcome(await self._draw(session, space._replace(selectors=selectors)), {})
-
-    async def _draw(self, s: Session, space: SearchSpace) -> str:
         rng = _random.Random(s.seed)
         misses = 0
         draw = 0
         while True:
             if self.max_trials is not None and len(s.trials) >= self.max_trials:
-                return "max-trials"
+                return Outcome("max-trials", {})
             sel = space.selectors[draw % len(space.selectors)]
             draw += 1
             k = rng.choice(space.ks)
@@ -62,8 +57,8 @@ class RandomEngine(Engine):
             if cand.key in s.seen:
                 misses += 1
                 if misses >= MAX_MISSES:
-                    return "exhausted"
+                    return Outcome("exhausted", {})
                 continue
             misses = 0
             if await s.evaluate(cand) is None:
-                return "budget"
+                return Outcome("budget", {})
