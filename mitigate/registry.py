@@ -69,14 +69,19 @@ _loading_plugins: list[str] = []
 _entry_points_loaded = False
 
 
+def _table(kind: str) -> dict[str, Any]:
+    """The registry's table of ``kind``; ConfigError naming the kinds for an unknown one."""
+    if kind not in KIND_PACKAGES:
+        raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
+    return _REGISTRY.setdefault(kind, {})
+
+
 def _discover(kind: str) -> None:
     if kind in _discovered:
         return
-    package = KIND_PACKAGES.get(kind)
-    if package is None:
-        raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
+    _table(kind)
     _discovered.add(kind)
-    module = importlib.import_module(package)
+    module = importlib.import_module(KIND_PACKAGES[kind])
     for name in getattr(module, "__all__", ()):  # a lazy package imports its modules, in declared order
         getattr(module, name)
     load_entry_point_plugins()
@@ -154,11 +159,9 @@ def load_entry_point_plugins(*, again: bool = False) -> list[str]:
 def register(kind: str, name: str) -> Callable[[T], T]:
     """Decorator: register a class (or any object) as the ``kind`` component ``name``, setting its
     ``registry_name`` and ``registry_kind`` (another object under a taken name is a ConfigError)."""
-    if kind not in KIND_PACKAGES:
-        raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
+    table = _table(kind)
 
     def deco(obj: T) -> T:
-        table = _REGISTRY.setdefault(kind, {})
         old = table.get(name)
         if old is not None and old is not obj and _qualname(old) != _qualname(obj):
             raise ConfigError(f"{kind} name {name!r} is already registered by {_qualname(old)}")
@@ -173,9 +176,7 @@ def register(kind: str, name: str) -> Callable[[T], T]:
 
 def add(kind: str, name: str, value: Any) -> None:
     """Register a plain value as the ``kind`` entry ``name`` (ConfigError when another value has it)."""
-    if kind not in KIND_PACKAGES:
-        raise ConfigError(f"unknown component kind {kind!r}; expected one of {sorted(KIND_PACKAGES)}")
-    table = _REGISTRY.setdefault(kind, {})
+    table = _table(kind)
     if name in table and table[name] is not value and table[name] != value:
         raise ConfigError(f"{kind} name {name!r} is already registered")
     table[name] = value

@@ -177,6 +177,15 @@ def is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def int_ratings(raw: str, low: int, high: int, where: str, path: Path, line: int) -> tuple[int, ...]:
+    """Comma-separated integer ratings from ``low`` to ``high`` (``where``: which, as the error names them)."""
+    parts = [part.strip() for part in raw.split(",")]
+    if not all(part.isdigit() and low <= int(part) <= high for part in parts):
+        message = f"expected comma-separated integer ratings {low}-{high} {where}; got {raw!r}"
+        raise row_error(path, line, message)
+    return tuple(map(int, parts))
+
+
 def mean(values: Sequence[float]) -> float:
     """The arithmetic mean of a non-empty sequence (callers check emptiness and report it)."""
     return sum(values) / len(values)

@@ -97,10 +97,8 @@ def _instance(row: Any, path: Path, index: int) -> tuple[str, str, str, Literal[
             f"{type(row).__name__}",
         )
     texts = [row.get(k) for k in ("input", "output_1", "output_2")]
-    if not all(isinstance(t, str) for t in texts):
-        bad = [
-            k for k, t in zip(("input", "output_1", "output_2"), texts, strict=True) if not isinstance(t, str)
-        ]
+    bad = [k for k in ("input", "output_1", "output_2") if not isinstance(row.get(k), str)]
+    if bad:
         raise file_error(
             path, f"instance {index}: expected strings 'input', 'output_1' and 'output_2'; {bad} are not"
         )

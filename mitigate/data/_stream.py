@@ -31,22 +31,15 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 class ItemStream:
     """The chosen items of a benchmark file, read from it each time they are iterated, in the order
-    :func:`scan_jsonl` chose; ``unique_ids``: the ids were checked (the runner need not check again)."""
+    :func:`scan_jsonl` chose (``reorder``: the row indices in that order, their byte offsets and line numbers;
+    None: the file's own order); ``unique_ids``: the ids were checked (the runner need not check again)."""
 
     unique_ids = True
 
     def __init__(
-        self,
-        rows: JsonlRows,
-        count: int,
-        stamp: tuple[int, int],
-        *,
-        order: array | None = None,
-        offsets: array | None = None,
-        lines: array | None = None,
+        self, rows: JsonlRows, count: int, stamp: tuple[int, int], reorder: tuple[array, array, array] | None
     ) -> None:
-        self._rows, self._count, self._stamp = rows, count, stamp
-        self._order, self._offsets, self._lines = order, offsets, lines
+        self._rows, self._count, self._stamp, self._reorder = rows, count, stamp, reorder
 
     def __len__(self) -> int:
         return self._count
@@ -66,17 +59,11 @@ class ItemStream:
         self._check_unchanged()
         if self._count == 0:
             return
-        if self._order is None:  # the file's own order: one sequential read
+        if self._reorder is None:  # the file's own order: one sequential read
             yield from (item for _, _, item in itertools.islice(self._rows, self._count))
-        else:
-            yield from self._reordered()
-
-    def _reordered(self) -> Iterator[Item]:
-        """The items at the chosen offsets (documents grouped), one line read at each."""
-        path, rows = self._rows.path, self._rows
-        order, offsets, lines = self._order, self._offsets, self._lines
-        if order is None or offsets is None or lines is None:
             return
+        path, rows = self._rows.path, self._rows
+        order, offsets, lines = self._reorder  # documents grouped: one line read at each offset
         with open_regular(path, "rb", "a data file") as fh:
             for index in order[: self._count]:
                 fh.seek(offsets[index])
@@ -196,12 +183,7 @@ def scan_jsonl(
         systems=len(systems),
         documents=documents,
         pairwise=pairwise,
-        items=ItemStream(
-            rows,
-            chosen,
-            stamp,
-            **({"order": order, "offsets": offsets, "lines": lines} if order is not None else {}),
-        ),
+        items=ItemStream(rows, chosen, stamp, None if order is None else (order, offsets, lines)),
     )
 
 

@@ -15,7 +15,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from mitigate.data._jsonl import mean, read_text, require_files, resolve_root, row_error
+from mitigate.data._jsonl import int_ratings, mean, read_text, require_files, resolve_root, row_error
 from mitigate.data._schema import Benchmark, Item
 from mitigate.scale import Scale
 
@@ -31,15 +31,6 @@ SCALE = Scale(min=0, max=4)
 def load_tmu_gfm(*, zero_as_missing: bool = True, root: str | Path | None = None) -> Benchmark:
     """Load TMU-GFM (4,221 items, criteria grammar/fluency/meaning, scale 0-4); see the module docstring."""
     return _load(str(resolve_root(root, "tmu-gfm")), zero_as_missing)
-
-
-def _ratings(raw: str, column: str, path: Path, line: int) -> tuple[int, ...]:
-    parts = [p.strip() for p in raw.split(",")]
-    if not parts or not all(p.isdigit() and 0 <= int(p) <= 4 for p in parts):
-        raise row_error(
-            path, line, f"expected comma-separated integer ratings 0-4 in column {column!r}; got {raw!r}"
-        )
-    return tuple(int(p) for p in parts)
 
 
 @functools.lru_cache(maxsize=2)
@@ -73,7 +64,7 @@ def _load(root: str, zero_as_missing: bool) -> Benchmark:
             human: dict[str, float] = {}
             annotators: dict[str, tuple[float | None, ...]] = {}
             for criterion, (column, _average) in COLUMNS.items():
-                ratings = _ratings(row[column], column, path, line)
+                ratings = int_ratings(row[column], 0, 4, f"in column {column!r}", path, line)
                 kept = [float(r) for r in ratings if r != 0 or not zero_as_missing]
                 if not kept:
                     raise row_error(

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Literal
 
-from mitigate.data._jsonl import mean, read_text_lines, require_files, resolve_root, row_error
+from mitigate.data._jsonl import int_ratings, mean, read_text_lines, require_files, resolve_root, row_error
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import ConfigError
 from mitigate.scale import Scale
@@ -49,15 +49,6 @@ class _Turn:
         self.role, self.text, self.action, self.ratings, self.line = role, text, action, ratings, line
 
 
-def _parse_ratings(raw: str, path: Path, line: int) -> tuple[float, ...]:
-    parts = [part.strip() for part in raw.split(",")]
-    if not all(part.isdigit() and 1 <= int(part) <= 5 for part in parts):
-        raise row_error(
-            path, line, f"expected comma-separated integer ratings 1-5 on a USER line; got {raw!r}"
-        )
-    return tuple(float(part) for part in parts)
-
-
 def parse_uss_file(path: Path) -> list[list[_Turn]]:
     """Split a USS file into dialogues of turns, checking each line (DataError with file and line)."""
     dialogues: list[list[_Turn]] = []
@@ -85,7 +76,7 @@ def parse_uss_file(path: Path) -> list[list[_Turn]]:
             )
         ratings: tuple[float, ...] = ()
         if role == "USER":
-            ratings = _parse_ratings(ratings_text, path, number)
+            ratings = tuple(map(float, int_ratings(ratings_text, 1, 5, "on a USER line", path, number)))
         current.append(_Turn(role, utterance, action, ratings, number))
     if current:
         dialogues.append(current)

@@ -88,6 +88,12 @@ class ObjectiveValue(BaseModel):
         return f"{f(self.value)}{ci}: {', '.join(terms)}; n={self.n}, coverage {self.coverage:.0%}{why}"
 
 
+_COLLAPSED = (
+    "kappa is undefined: every perturbation gave one same answer to every item (a collapsed judge; chance "
+    "agreement is 1)"
+)
+
+
 class Gain(BaseModel):
     """A paired difference of the objective between two judges on the same items, with an interval."""
 
@@ -283,20 +289,10 @@ class Objective(Component):
                 consistency = measures.perturbation_consistency(outputs)
                 if self.consistency == "kappa" and consistency.ok:
                     kappa = float(consistency.extra["kappa"])
-                    why = None
-                    if not math.isfinite(kappa):
-                        why = (
-                            "kappa is undefined: every perturbation gave one same answer to every item (a "
-                            "collapsed judge; chance agreement is 1)"
-                        )
+                    why = None if math.isfinite(kappa) else _COLLAPSED
                     extra = {**consistency.extra, "raw": consistency.value}
-                    update = {
-                        "name": "perturbation_consistency_kappa",
-                        "value": kappa,
-                        "reason": why,
-                        "extra": extra,
-                    }
-                    consistency = consistency.model_copy(update=update)
+                    update = {"name": "perturbation_consistency_kappa", "value": kappa, "reason": why}
+                    consistency = consistency.model_copy(update={**update, "extra": extra})
             value += self.consistency_weight * consistency.value
             if not consistency.ok:
                 reasons.append(f"consistency: {consistency.reason}")
