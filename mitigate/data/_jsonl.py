@@ -139,6 +139,14 @@ def read_text(path: Path, *, error: type[DataError] = DataError, translate_newli
     return text.replace("\r\n", "\n").replace("\r", "\n") if translate_newlines else text
 
 
+def read_json(path: Path) -> Any:
+    """The JSON document in a UTF-8 file; DataError naming the file and line where it is not valid JSON."""
+    try:
+        return loads_json(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise row_error(path, exc.lineno, f"expected a JSON document; got invalid JSON ({exc.msg})") from None
+
+
 def _lone_surrogate(value: Any) -> str | None:
     """The first lone surrogate character in a parsed JSON value (keys included), or None."""
     if isinstance(value, str):
@@ -178,7 +186,7 @@ def is_number(value: Any) -> TypeGuard[int | float]:
 
 
 def int_ratings(raw: str, low: int, high: int, where: str, path: Path, line: int) -> tuple[int, ...]:
-    """Comma-separated integer ratings from ``low`` to ``high`` (``where``: which, as the error names them)."""
+    """Comma-separated integer ratings from ``low`` to ``high`` (``where``: which, as errors name them)."""
     parts = [part.strip() for part in raw.split(",")]
     if not all(part.isdigit() and low <= int(part) <= high for part in parts):
         message = f"expected comma-separated integer ratings {low}-{high} {where}; got {raw!r}"
@@ -380,33 +388,23 @@ def _row_to_item(row: Any, path: Path, line: int, common: Scale, per: Mapping[st
     def score(value: Any, criterion: str, what: str) -> float:
         return _in_scale(number(value, path, line, what), per.get(criterion, common), path, line, criterion)
 
-    human = row.get("human", {})
-    if not isinstance(human, dict):
-        raise bad(
-            f"expected 'human' to be an object criterion -> score in row {item_id!r}; got "
-            f"{type(human).__name__}"
-        )
+    def mapping(key: str, what: str) -> dict[str, Any]:
+        value = row.get(key, {})
+        if not isinstance(value, dict):
+            raise bad(f"expected '{key}' to be {what} in row {item_id!r}; got {type(value).__name__}")
+        return value
+
+    human = mapping("human", "an object criterion -> score")
     fields["human"] = {c: score(v, c, f"human score {c!r}") for c, v in human.items()}
-    annotators = row.get("annotators", {})
-    if not isinstance(annotators, dict):
-        raise bad(
-            "expected 'annotators' to be an object criterion -> list of scores in row "
-            f"{item_id!r}; got {type(annotators).__name__}"
-        )
     parsed: dict[str, tuple[float | None, ...]] = {}
-    for criterion, scores in annotators.items():
+    for criterion, scores in mapping("annotators", "an object criterion -> list of scores").items():
         if not isinstance(scores, list):
             raise bad(f"expected a list of scores for annotators {criterion!r}; got {type(scores).__name__}")
         parsed[criterion] = tuple(
             None if s is None else score(s, criterion, f"annotator score {criterion!r}") for s in scores
         )
     fields["annotators"] = parsed
-    preference = row.get("preference", {})
-    if not isinstance(preference, dict):
-        raise bad(
-            f'expected \'preference\' to be an object criterion -> "A", "B" or "tie" in row '
-            f"{item_id!r}; got {type(preference).__name__}"
-        )
+    preference = mapping("preference", 'an object criterion -> "A", "B" or "tie"')
     if preference and "output_b" not in fields:
         raise bad(
             f"expected an 'output_b' in row {item_id!r}, which has a gold 'preference' "
@@ -421,10 +419,7 @@ def _row_to_item(row: Any, path: Path, line: int, common: Scale, per: Mapping[st
             )
         prefs[criterion] = gold
     fields["preference"] = prefs
-    meta = row.get("meta", {})
-    if not isinstance(meta, dict):
-        raise bad(f"expected 'meta' to be an object; got {type(meta).__name__}")
-    fields["meta"] = meta
+    fields["meta"] = mapping("meta", "an object")
     return Item(**fields)
 
 

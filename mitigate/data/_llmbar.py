@@ -13,12 +13,11 @@ criterion ``overall``. Nothing is parsed here.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from mitigate.data._jsonl import file_error, read_text
+from mitigate.data._jsonl import file_error, read_json
 from mitigate.data._released_pairwise import (
     RELEASE_CRITERION,
     PairwiseRelease,
@@ -27,7 +26,6 @@ from mitigate.data._released_pairwise import (
 )
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import DataError
-from mitigate.paths import loads_json
 
 LLMBAR_SETS = (
     "LLMBar/Natural",
@@ -82,13 +80,6 @@ def _choose_sets(found: list[str], sets: str | Sequence[str] | None) -> list[str
     return wanted
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return loads_json(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise file_error(path, f"expected JSON; got a syntax error at line {exc.lineno}: {exc.msg}") from None
-
-
 def _instance(row: Any, path: Path, index: int) -> tuple[str, str, str, Literal["A", "B"]]:
     if not isinstance(row, dict):
         raise file_error(
@@ -111,7 +102,7 @@ def _instance(row: Any, path: Path, index: int) -> tuple[str, str, str, Literal[
 
 def _set_items(dataset: Path, name: str) -> list[Item]:
     path = dataset / name / "dataset.json"
-    rows = _read_json(path)
+    rows = read_json(path)
     if not isinstance(rows, list) or not rows:
         raise file_error(path, f"expected a non-empty JSON list of instances; got {type(rows).__name__}")
     items = []
@@ -161,7 +152,7 @@ def _templates(repo: Path | None, model: str, strategy: str) -> list[TemplateSou
                 key=key, answer="score" if rating else "pairwise", labels=None if rating else ("a", "b")
             )
         ]
-    modules = _read_json(config)
+    modules = read_json(config)
     if not isinstance(modules, list) or not all(
         isinstance(m, dict) and isinstance(m.get("prompt"), str) for m in modules
     ):
@@ -256,7 +247,7 @@ def _strategy_answers(
 def _stats(path: Path) -> dict[str, str | float]:
     if not path.is_file():
         return {}
-    raw = _read_json(path)
+    raw = read_json(path)
     return {k: v for k, v in raw.items() if isinstance(v, str | float | int)} if isinstance(raw, dict) else {}
 
 
@@ -281,7 +272,7 @@ def read_llmbar(
             srcs = _templates(repo, model, strategy)
             for s in srcs:
                 templates.setdefault(s.key, s)
-            rows = _read_json(result)
+            rows = read_json(result)
             if not isinstance(rows, list):
                 raise file_error(result, f"expected a JSON list of instances; got {type(rows).__name__}")
             answers += _strategy_answers(rows, set_name, judge, strategy, srcs, result)

@@ -237,18 +237,22 @@ def _bad(path: Path, line: int, message: str) -> DataError:
     return row_error(path, line, message, error=ReplayFormatError)
 
 
+def _id_and_resp(row: Any, path: Path, line: int) -> tuple[str, str]:
+    """The ``id`` (a SummEval doc id) and ``resp`` (the judge's response) of a released line."""
+    if not isinstance(row, dict):
+        raise _bad(path, line, f"expected a JSON object {{id, resp, ...}}; got {type(row).__name__}")
+    doc_id, resp = row.get("id"), row.get("resp")
+    if not isinstance(doc_id, str) or not doc_id:
+        raise _bad(path, line, f"expected a non-empty string 'id' (a SummEval doc id); got {doc_id!r}")
+    if not isinstance(resp, str):
+        raise _bad(path, line, f"expected a string 'resp' (the judge's response); got {type(resp).__name__}")
+    return doc_id, resp
+
+
 def _read_judge_file(path: Path, system: str, criterion: str, method: str) -> list[ReleasedJudgment]:
     per_doc: dict[str, list[ReleasedSample]] = {}
     for line, _, row in read_json_lines(path, error=ReplayFormatError):
-        if not isinstance(row, dict):
-            raise _bad(path, line, f"expected a JSON object {{id, resp, ...}}; got {type(row).__name__}")
-        doc_id, resp = row.get("id"), row.get("resp")
-        if not isinstance(doc_id, str) or not doc_id:
-            raise _bad(path, line, f"expected a non-empty string 'id' (a SummEval doc id); got {doc_id!r}")
-        if not isinstance(resp, str):
-            raise _bad(
-                path, line, f"expected a string 'resp' (the judge's response); got {type(resp).__name__}"
-            )
+        doc_id, resp = _id_and_resp(row, path, line)
         score, error = _parse(resp, method)
         samples = per_doc.setdefault(doc_id, [])
         samples.append(
@@ -374,15 +378,7 @@ def h2h_files() -> list[str]:
 
 
 def _h2h_record(row: Any, path: Path, line: int, pair: tuple[str, str], dim: str, order: str) -> H2HRecord:
-    if not isinstance(row, dict):
-        raise _bad(path, line, f"expected a JSON object; got {type(row).__name__}")
-    doc_id, resp = row.get("id"), row.get("resp")
-    if not isinstance(doc_id, str) or not doc_id or not isinstance(resp, str):
-        raise _bad(
-            path,
-            line,
-            f"expected a string 'id' and 'resp'; got id={doc_id!r}, resp of type {type(resp).__name__}",
-        )
+    doc_id, resp = _id_and_resp(row, path, line)
     humans = []
     for key in ("human_score_1", "human_score_2"):
         value = row.get(key)

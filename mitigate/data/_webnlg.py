@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import html
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,13 @@ from mitigate.data._jsonl import (
     file_error,
     is_number,
     mean,
+    read_json,
     read_text,
     require_files,
     resolve_root,
     row_error,
 )
 from mitigate.data._schema import Benchmark, Item
-from mitigate.paths import loads_json
 from mitigate.scale import Scale
 
 WEBNLG_DIR = "webnlg2020_human_eval"
@@ -71,13 +70,6 @@ def triples_text(table_html: str) -> str:
     return "\n".join(lines)
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return loads_json(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise row_error(path, exc.lineno, f"expected a JSON document; got invalid JSON ({exc.msg})") from exc
-
-
 @functools.lru_cache(maxsize=4)
 def _load(root: str, include_reference: bool) -> Benchmark:
     base = Path(root) / WEBNLG_DIR
@@ -88,10 +80,10 @@ def _load(root: str, include_reference: bool) -> Benchmark:
         dataset="WebNLG 2020 human evaluation",
         hint=hint,
     )
-    rows = _read_json(aggregate_path)
+    rows = read_json(aggregate_path)
     if not isinstance(rows, list):
         raise file_error(aggregate_path, f"expected a JSON list of rated outputs; got {type(rows).__name__}")
-    tables = _read_json(tables_path)
+    tables = read_json(tables_path)
     if not isinstance(tables, dict):
         raise file_error(
             tables_path, f"expected a JSON object sample id -> HTML table; got {type(tables).__name__}"
@@ -104,7 +96,7 @@ def _load(root: str, include_reference: bool) -> Benchmark:
         if s != REFERENCE_SUBMISSION
     ]
     require_files(Path(root), needed, dataset="WebNLG 2020 human evaluation", hint=hint)
-    ratings = {s: _read_json(base / RESULTS / s / "primary.json") for s in submissions}
+    ratings = {s: read_json(base / RESULTS / s / "primary.json") for s in submissions}
     outputs = {
         s: read_text(base / "submissions/rdf2text/en" / s / "primary.en").split("\n")
         for s in submissions
