@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
 from mitigate.errors import MitigateError, ParseError
@@ -398,16 +398,9 @@ def json_value(text: str, key: str) -> Any:
     "quote": {"score": 5}}``, ``"reason": "it says {\\"score\\": 5}"``), is part of that object and never
     read on its own, even when the object around it is not valid JSON."""
     found = None
-    at = text.find("{")
-    while at >= 0:
-        try:
-            obj, end = _DECODER.raw_decode(text, at)
-        except json.JSONDecodeError:
-            end = _object_end(text, at)
-        else:
-            if isinstance(obj, dict) and key in obj:
-                found = obj[key]
-        at = text.find("{", end)
+    for _, _, obj in _objects(text):
+        if isinstance(obj, dict) and key in obj:
+            found = obj[key]
     return found
 
 
@@ -415,17 +408,23 @@ def _objects_restored(whole: str, blanked: str) -> str:
     """``blanked`` (``whole`` with spans blanked) with each JSON object of ``whole`` whose opening brace was
     not blanked written back whole: a blank inside its strings or nested objects (a quotation in its
     "reason") would break the structure that says what is read, and nothing there is read."""
-    at = whole.find("{")
+    for at, end, obj in _objects(whole):
+        if obj is not None and blanked[at] == "{" and blanked[at:end] != whole[at:end]:
+            blanked = blanked[:at] + whole[at:end] + blanked[end:]
+    return blanked
+
+
+def _objects(text: str) -> Iterator[tuple[int, int, dict[str, Any] | None]]:
+    """Each outermost ``{...}`` of ``text``, left to right: where it starts and ends, and its value (None when
+    it is not valid JSON; it then ends where its braces close)."""
+    at = text.find("{")
     while at >= 0:
         try:
-            _, end = _DECODER.raw_decode(whole, at)
+            obj, end = _DECODER.raw_decode(text, at)
         except json.JSONDecodeError:
-            end = _object_end(whole, at)
-        else:
-            if blanked[at] == "{" and blanked[at:end] != whole[at:end]:
-                blanked = blanked[:at] + whole[at:end] + blanked[end:]
-        at = whole.find("{", end)
-    return blanked
+            obj, end = None, _object_end(text, at)
+        yield at, end, obj
+        at = text.find("{", end)
 
 
 def _object_end(text: str, at: int) -> int:

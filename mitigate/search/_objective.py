@@ -289,10 +289,10 @@ class Objective(Component):
                 consistency = measures.perturbation_consistency(outputs)
                 if self.consistency == "kappa" and consistency.ok:
                     kappa = float(consistency.extra["kappa"])
-                    why = None if math.isfinite(kappa) else _COLLAPSED
                     extra = {**consistency.extra, "raw": consistency.value}
-                    update = {"name": "perturbation_consistency_kappa", "value": kappa, "reason": why}
-                    consistency = consistency.model_copy(update={**update, "extra": extra})
+                    update = {"name": "perturbation_consistency_kappa", "value": kappa}
+                    reason = None if math.isfinite(kappa) else _COLLAPSED
+                    consistency = consistency.model_copy(update={**update, "reason": reason, "extra": extra})
             value += self.consistency_weight * consistency.value
             if not consistency.ok:
                 reasons.append(f"consistency: {consistency.reason}")

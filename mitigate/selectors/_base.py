@@ -130,19 +130,17 @@ class Selector(Component, Fittable):
         """The base fitted fields for ``pool``; subclasses add theirs."""
         name = type(self).__name__
         if isinstance(pool, Benchmark):
-            items, scale = list(pool.items), pool.scale
+            items, scale, what = list(pool.items), pool.scale, f"benchmark {pool.name!r}"
             if criterion is None and len(pool.criteria) == 1:
                 criterion = pool.criteria[0]
-            elif criterion is None:
-                criterion = _criterion_of_judge(name, items, judge, f"benchmark {pool.name!r}")
         else:
-            items, scale = list(pool), None
+            items, scale, what = list(pool), None, "a list of items"
             if not all(isinstance(it, Item) for it in items):
                 raise ConfigError(
                     f"{name}.fit expected a Benchmark or a sequence of Items; got {type(pool).__name__}"
                 )
-            if criterion is None:
-                criterion = _criterion_of_judge(name, items, judge, "a list of items")
+        if criterion is None:
+            criterion = _criterion_of_judge(name, items, judge, what)
         kept = labelled_items(items, criterion)
         if not kept:
             found = sorted({c for it in items for c in (*it.human, *it.preference)})
