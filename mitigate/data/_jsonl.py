@@ -269,7 +269,7 @@ class JsonlRows:
         for line, offset, row in read_json_lines(self.path):
             if common is None:
                 is_header = isinstance(row, dict) and set(row) == {"benchmark"}
-                self.header = _header(row["benchmark"], self.path, line) if is_header else {}
+                self.header = header_fields(row["benchmark"], self.path, line) if is_header else {}
                 common, self.per = _scales(self.header, self.scale, self.path)
                 self.common = common
                 if is_header:
@@ -290,7 +290,7 @@ class JsonlRows:
         return chosen + tuple(extra for extra in self.per if extra not in chosen)
 
 
-def scale_value(value: Any, where: str) -> Scale:
+def _scale_value(value: Any, where: str) -> Scale:
     """A scale given as ``[min, max]``, ``{"min": .., "max": ..}`` or a Scale; DataError naming ``where``."""
     try:
         if isinstance(value, dict):
@@ -306,7 +306,7 @@ def scale_value(value: Any, where: str) -> Scale:
     )
 
 
-def _header(value: Any, path: Path, line: int) -> dict[str, Any]:
+def header_fields(value: Any, path: Path, line: int) -> dict[str, Any]:
     """The checked header ``{"benchmark": {...}}``: name, criteria, scale, scales, description."""
     out: dict[str, Any] = {}
     try:
@@ -328,14 +328,14 @@ def _header(value: Any, path: Path, line: int) -> dict[str, Any]:
                 raise DataError(f"expected header 'criteria' to be a list of names; got {clip(repr(crits))}")
             out["criteria"] = crits
         if "scale" in value:
-            out["scale"] = scale_value(value["scale"], "the header 'scale'")
+            out["scale"] = _scale_value(value["scale"], "the header 'scale'")
         if "scales" in value:
             if not isinstance(value["scales"], dict):
                 raise DataError(
                     f"expected header 'scales' to be an object criterion -> scale; got "
                     f"{type(value['scales']).__name__}"
                 )
-            out["scales"] = {c: scale_value(v, f"criterion {c!r}") for c, v in value["scales"].items()}
+            out["scales"] = {c: _scale_value(v, f"criterion {c!r}") for c, v in value["scales"].items()}
     except DataError as exc:
         raise row_error(path, line, exc.message) from None
     return out
@@ -347,7 +347,7 @@ def _scales(header: dict[str, Any], scale: Any, path: Path) -> tuple[Scale, dict
     per: dict[str, Scale] = dict(header.get("scales", {}))
     try:
         if isinstance(scale, Mapping):
-            per.update({c: scale_value(v, f"criterion {c!r}") for c, v in scale.items()})
+            per.update({c: _scale_value(v, f"criterion {c!r}") for c, v in scale.items()})
         elif scale is not None:
             common = Scale.of(scale)
     except ScaleError as exc:

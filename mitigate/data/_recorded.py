@@ -18,7 +18,7 @@ from typing import IO, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.data._csv_cells import csv_cell, csv_value
-from mitigate.data._jsonl import clip, file_error, number, read_json_lines, row_error, scale_value
+from mitigate.data._jsonl import clip, file_error, header_fields, number, read_json_lines, row_error
 from mitigate.errors import DataError, ParseError
 from mitigate.paths import loads_json, open_regular, read_lines, write_output
 from mitigate.scale import Scale
@@ -194,16 +194,8 @@ def _header(value: Any, path: Path, line: int) -> tuple[Scale | None, dict[str, 
             'expected the header line {"recorded": {"scale": [min, max], "scales": '
             f"{{criterion: [min, max]}}}}; got {clip(json.dumps(value), 60)}",
         )
-    try:
-        common = scale_value(value["scale"], "the header 'scale'") if "scale" in value else None
-        scales = value.get("scales", {})
-        if not isinstance(scales, dict):
-            raise DataError(
-                f"expected header 'scales' to be an object criterion -> scale; got {type(scales).__name__}"
-            )
-        return common, {c: scale_value(v, f"criterion {c!r}") for c, v in scales.items()}
-    except DataError as exc:
-        raise row_error(path, line, exc.message) from None
+    header = header_fields(value, path, line)
+    return header.get("scale"), header.get("scales", {})
 
 
 def _text(row: Mapping[str, Any], key: str, path: Path, line: int, *, required: bool) -> str | None:
