@@ -127,19 +127,11 @@ def _load(root: str, include_reference: bool) -> Benchmark:
                     rating_path, f"expected an object of scores for rater {worker!r} on sample {sample!r}"
                 )
             for source_name, criterion in CRITERIA_MAP.items():
-                if source_name not in scores:
-                    raise file_error(
-                        rating_path,
-                        f"expected a {source_name!r} score from rater {worker!r} on sample {sample!r}; "
-                        f"got keys {sorted(scores)}",
-                    )
-                value = scores[source_name]
+                value = scores.get(source_name)
                 if not is_number(value) or not SCALE.contains(value):
-                    raise file_error(
-                        rating_path,
-                        f"expected a number 0-100 for {source_name} from {worker!r} on sample {sample!r}; "
-                        f"got {value!r}",
-                    )
+                    got = f"{value!r}" if source_name in scores else f"no such key (keys {sorted(scores)})"
+                    rated = f"{source_name} from {worker!r} on sample {sample!r}"
+                    raise file_error(rating_path, f"expected a number 0-100 for {rated}; got {got}")
                 per_criterion[criterion].append(float(value))
         human = {c: mean(v) for c, v in per_criterion.items()}
         for source_name, criterion in CRITERIA_MAP.items():

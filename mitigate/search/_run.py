@@ -111,10 +111,8 @@ async def asearch(
                 f"The 'k' parameter of search asks for up to {max(ks)} demos, but the train "
                 f"split has only {n_train} labelled items"
             )
-    if objective.needs_perturbations:
-        probe = probe or PerturbedGuidelines(kind="order", n=2, seed=seed)
-    else:
-        probe = None
+    needed = objective.needs_perturbations
+    probe = (probe or PerturbedGuidelines(kind="order", n=2, seed=seed)) if needed else None
     ls = await likelihoods(objective, ls, likelihood, split, judge)
     s = Session(
         judge,
