@@ -222,8 +222,8 @@ def fetch(
     source = name if isinstance(name, Source) else source_for(name)
     folder = target_dir(root)
     todo = [f for f in source.files if _state(source.dest(folder, f), f) != "present"]
-    made = [p for f in todo for p in (source.dest(folder, f).parent, *source.dest(folder, f).parents)]
-    made = sorted({p for p in made if not p.exists()}, key=lambda p: len(p.parts), reverse=True)
+    made = {p for f in todo for p in source.dest(folder, f).parents if not p.exists()}
+    made_deepest_first = sorted(made, key=lambda p: len(p.parts), reverse=True)
     try:
         with httpx.Client(
             follow_redirects=True,
@@ -242,7 +242,7 @@ def fetch(
                     source=source,
                 )
     except BaseException:  # the folders made for files that never came go too: an empty one is no data
-        for path in made:
+        for path in made_deepest_first:
             with contextlib.suppress(OSError):
                 path.rmdir()  # only when empty
         raise

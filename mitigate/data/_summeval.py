@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from mitigate.constraints import Options, check_param
 from mitigate.data._jsonl import mean, number, read_json_lines, require_files, resolve_root, row_error
 from mitigate.data._schema import Benchmark, Item
 from mitigate.errors import ConfigError
@@ -49,25 +50,17 @@ def load_summeval(
     ``annotators="turker"`` the 5 crowd ones), both sets in ``meta``; ``"bartscore"``: 1,600 items, expert
     means only. ``reference`` is the first reference summary; DataError names each missing file.
     """
-    base = resolve_root(root, "summeval")
-    if annotators not in ("expert", "turker"):
-        raise ConfigError(
-            "The 'annotators' parameter of load_summeval must be 'expert' or 'turker'. Got "
-            f"{annotators!r} instead."
-        )
+    check_param("load_summeval", "source", source, [Options("llm_summeval"), Options("bartscore")])
+    check_param("load_summeval", "annotators", annotators, [Options("expert"), Options("turker")])
+    base = str(resolve_root(root, "summeval"))
     if source == "llm_summeval":
-        return _load_llm_summeval(str(base), annotators)
-    if source == "bartscore":
-        if annotators != "expert":
-            raise ConfigError(
-                "The summeval_bartscore copy holds expert means only; expected annotators='expert'. "
-                f"Got {annotators!r} instead (use source='llm_summeval' for crowd ratings)."
-            )
-        return _load_bartscore(str(base))
-    raise ConfigError(
-        "The 'source' parameter of load_summeval must be 'llm_summeval' or 'bartscore'. Got "
-        f"{source!r} instead."
-    )
+        return _load_llm_summeval(base, annotators)
+    if annotators != "expert":
+        raise ConfigError(
+            "The summeval_bartscore copy holds expert means only; expected annotators='expert'. "
+            f"Got {annotators!r} instead (use source='llm_summeval' for crowd ratings)."
+        )
+    return _load_bartscore(base)
 
 
 def _system_key(system: str) -> tuple[int, str]:

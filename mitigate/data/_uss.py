@@ -16,9 +16,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Literal
 
+from mitigate.constraints import Options, check_param
 from mitigate.data._jsonl import int_ratings, mean, read_text_lines, require_files, resolve_root, row_error
 from mitigate.data._schema import Benchmark, Item
-from mitigate.errors import ConfigError
 from mitigate.scale import Scale
 
 CORPORA = {"sgd": "SGD", "multiwoz": "MWOZ", "redial": "ReDial", "ccpe": "CCPE"}
@@ -116,14 +116,8 @@ def load_uss(
 ) -> Benchmark:
     """Load one USS corpus (sgd, multiwoz, redial, ccpe) at dialogue or turn level (module docstring)."""
     key = ALIASES.get(corpus.lower(), corpus.lower())
-    if key not in CORPORA:
-        raise ConfigError(
-            f"The 'corpus' parameter of load_uss must be one of {sorted(CORPORA)}. Got {corpus!r} instead."
-        )
-    if level not in ("dialogue", "turn"):
-        raise ConfigError(
-            f"The 'level' parameter of load_uss must be 'dialogue' or 'turn'. Got {level!r} instead."
-        )
+    check_param("load_uss", "corpus", key, [Options(*sorted(CORPORA))])
+    check_param("load_uss", "level", level, [Options("dialogue"), Options("turn")])
     return _load(str(resolve_root(root, f"uss-{key}")), key, level)
 
 
