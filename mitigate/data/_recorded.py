@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mitigate.data._csv_cells import csv_cell, csv_value
 from mitigate.data._jsonl import clip, file_error, header_fields, number, read_json_lines, row_error
 from mitigate.errors import DataError, ParseError
-from mitigate.paths import loads_json, open_regular, read_lines, write_output
+from mitigate.paths import check_input_file, loads_json, open_regular, read_lines, write_output
 from mitigate.scale import Scale
 
 RECORD_KEYS = tuple("item_id judge criterion score verdict raw sample order variant error meta".split())
@@ -391,12 +391,7 @@ class RecordedRows:
     again); a JSON-lines header's answer scales go to ``common`` and ``per``."""
 
     def __init__(self, path: str | Path, read: AnswerReader | None = None) -> None:
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise DataError(
-                f"expected a recorded-judgments file (JSON lines or .csv) at {self.path}; no such file",
-                path=str(self.path),
-            )
+        self.path = check_input_file(path, "a recorded-judgments file (JSON lines or .csv)", error=DataError)
         self.read = read
         self.common: Scale | None = None
         self.per: dict[str, Scale] = {}
