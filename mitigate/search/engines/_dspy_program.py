@@ -104,17 +104,11 @@ class JudgeProgram(dspy.Module):
         judgment = self.context.judge(item, self.demo_objects(exclude=item_id))
         score = None if judgment is None else judgment_score(judgment, self.context.session.criterion)
         same = math.nan if judgment is None else consistent(judgment)
-        pred = dspy.Prediction(score=score, consistent=same)
         trace = dspy.settings.trace
         if trace is not None:
-            trace.append(
-                (
-                    self.predict,
-                    {"item_id": item_id, "text": text if text is not None else item.output},
-                    dspy.Prediction(score=score),
-                )
-            )
-        return pred
+            inputs = {"item_id": item_id, "text": text if text is not None else item.output}
+            trace.append((self.predict, inputs, dspy.Prediction(score=score)))
+        return dspy.Prediction(score=score, consistent=same)
 
 
 def dspy_lm_of(judge: Judge) -> Any | None:
@@ -241,14 +235,12 @@ def _compile(
             num_threads=concurrency,
         )
         return opt.compile(program, trainset=trainset, valset=devset), {"num_candidate_programs": n}
-    prompt_model = engine.prompt_model
-    num_trials: int | None = engine.num_trials
     cands = num_candidates if num_candidates is not None else 3
-    trials = num_trials if num_trials is not None else max(1, left // per_eval - 2)
+    trials = engine.num_trials if engine.num_trials is not None else max(1, left // per_eval - 2)
     opt = MIPROv2(
         metric=metric,
-        prompt_model=prompt_model,
-        task_model=prompt_model,
+        prompt_model=engine.prompt_model,
+        task_model=engine.prompt_model,
         max_bootstrapped_demos=k,
         max_labeled_demos=k,
         auto=None,
