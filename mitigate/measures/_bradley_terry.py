@@ -11,7 +11,6 @@ circle: the strongly connected groups of the majority tournament.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Literal
@@ -50,10 +49,6 @@ class BradleyTerryFit(BaseModel):
     n_ties: int
     ranking: Ranking
     cycles: dict[str, Any] = Field(default_factory=dict)
-
-    def win_probability(self, x: str, y: str) -> float:
-        """The fitted P(x beats y)."""
-        return 1.0 / (1.0 + math.exp(-(self.abilities[x] - self.abilities[y])))
 
 
 def _pair_table(comparisons: Sequence[Comparison]) -> tuple[list[str], dict[tuple[int, int], list[float]]]:
