@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mitigate.data import Item
 from mitigate.errors import DataError
@@ -58,6 +58,12 @@ class Measure(BaseModel):
     count: int | None = None
     of_all: float | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _nan(cls, v: Any) -> Any:
+        """Strict JSON (results.json, a probe report) stores NaN as null: read null back as NaN."""
+        return math.nan if v is None else v
 
     @property
     def ok(self) -> bool:

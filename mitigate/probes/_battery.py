@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.constraints import Interval, check_param
 from mitigate.data import Item
@@ -68,13 +68,6 @@ class ProbeReport(BaseModel):
     rows: tuple[ProbeRow, ...]
     records: tuple[ProbeRecord, ...] = ()
     calls: dict[str, int] = Field(default_factory=dict)
-
-    @field_validator("noise", mode="before")
-    @classmethod
-    def _revive(cls, v: Any) -> Any:
-        if isinstance(v, dict) and v.get("value") is None:
-            return {**v, "value": math.nan}
-        return v
 
 
 def rerun_judge(judge: Judge) -> Judge:
@@ -355,24 +348,12 @@ def _p(v: Any) -> str:
     return f"{v:.3f}" if v >= 0.001 else "<0.001"
 
 
-def _revive(obj: Any) -> Any:
-    """A report read back from strict JSON: an undefined measure's ``null`` value becomes NaN again."""
-    if isinstance(obj, dict):
-        out = {k: _revive(v) for k, v in obj.items()}
-        if {"name", "value", "n"} <= set(out) and out["value"] is None:
-            out["value"] = math.nan
-        return out
-    if isinstance(obj, list):
-        return [_revive(v) for v in obj]
-    return obj
-
-
 def render_probe_table(report: ProbeReport | dict[str, Any]) -> str:
     """The battery as a markdown table: one row per probe, with the noise floor above it."""
     rep = (
         report
         if isinstance(report, ProbeReport)
-        else ProbeReport.model_validate(_revive({k: v for k, v in report.items() if k != "records_file"}))
+        else ProbeReport.model_validate({k: v for k, v in report.items() if k != "records_file"})
     )
     unit = "preference for the probed text, -1..1" if rep.task == "pairwise" else "score"
     lines = [
