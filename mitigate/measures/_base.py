@@ -169,6 +169,16 @@ def check_labels(labels: Sequence[Any], length: int, what: str) -> list[Any]:
     return out
 
 
+def confusion_counts(answers: Sequence[Any], gold: Sequence[Any]) -> dict[str, dict[str, int]]:
+    """Counts of each (gold, answer) pair over the items where both are present: {gold: {answer: count}}."""
+    out: dict[str, dict[str, int]] = {}
+    for a, g in zip(answers, gold, strict=True):
+        if a is not None and g is not None:
+            out.setdefault(str(g), {})
+            out[str(g)][str(a)] = out[str(g)].get(str(a), 0) + 1
+    return out
+
+
 def is_missing(label: Any) -> bool:
     """True for a missing output or label: None or a float NaN."""
     return label is None or (isinstance(label, float | np.floating) and math.isnan(label))
