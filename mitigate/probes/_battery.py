@@ -90,13 +90,6 @@ def _value(j: Judgment | None, criterion: str, task: str, side: Literal["a", "b"
     return j.scores.get("score") if len(j.scores) == 1 else None
 
 
-def _values(
-    judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, task: str, side: Literal["a", "b"]
-) -> list[float | None]:
-    by_id = {j.item_id: j for j in judgments}
-    return [_value(by_id.get(it.id), criterion, task, side) for it in items]
-
-
 async def run_probes(
     judge: Judge,
     items: Sequence[Item],
@@ -131,6 +124,11 @@ async def run_probes(
     if len(kinds) > 1:
         raise ConfigError("expected items that are all pairwise or all single texts; got a mix")
     task: Literal["score", "pairwise"] = "pairwise" if kinds == {True} else "score"
+
+    def values(judgments: Sequence[Judgment], side: Literal["a", "b"]) -> list[float | None]:
+        by_id = {j.item_id: j for j in judgments}
+        return [_value(by_id.get(it.id), criterion, task, side) for it in items]
+
     check_rewriter(probes, rewriter)
     for p in probes:  # a side-b probe on single items, or a prompt probe the prompt cannot take, fails here
         p.field_for(items[0])
@@ -160,7 +158,7 @@ async def run_probes(
                 p,
                 judge,
                 items,
-                _values(original, items, criterion, task, "a"),
+                values(original, "a"),
                 task,
                 concurrency=concurrency,
                 progress=progress,
@@ -179,11 +177,10 @@ async def run_probes(
                 )
                 judged = list(done.judgments)
             failed = len(items) - len(todo)
-        side = p.side
         effect = probe_effect(
-            _values(original, items, criterion, task, side),
-            _values(judged, items, criterion, task, side),
-            _values(again.judgments, items, criterion, task, side),
+            values(original, p.side),
+            values(judged, p.side),
+            values(again.judgments, p.side),
             probe=p.name,
             direction=p.direction(),
             ideal=p.ideal,
@@ -203,11 +200,10 @@ async def run_probes(
                 calls=calls[p.name],
             )
         )
-    side0 = probes[0].side
-    first = _values(original, items, criterion, task, side0)
+    first = values(original, probes[0].side)
     floor = noise_floor(
         first,
-        _values(again.judgments, items, criterion, task, side0),
+        values(again.judgments, probes[0].side),
         tolerance=tolerance,
         ci=n_boot > 0,
         n_boot=max(n_boot, 1),
