@@ -18,7 +18,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from mitigate.errors import ConfigError, DataError
+from mitigate.constraints import Interval, check_param
+from mitigate.errors import DataError
 from mitigate.estimators import Ranking, kendall_tau, rank_intervals
 from mitigate.measures._base import EntryData, Measure, finish, reported_measure, undefined
 
@@ -162,12 +163,8 @@ def fit_bradley_terry(
     """
     if not comparisons:
         raise DataError("expected pairwise comparisons to fit Bradley-Terry abilities on; got none")
-    if not 0 < confidence < 1:
-        raise ConfigError(
-            f"The 'confidence' parameter must be a float in (0, 1). Got {confidence!r} instead."
-        )
-    if prior < 0:
-        raise ConfigError(f"The 'prior' parameter must be a float >= 0. Got {prior!r} instead.")
+    check_param("fit_bradley_terry", "confidence", confidence, [Interval(float, 0, 1, closed="neither")])
+    check_param("fit_bradley_terry", "prior", prior, [Interval(float, 0)])
     if method == "auto":
         shared = clusters is not None and len(set(clusters)) < len(list(clusters))
         method = "bootstrap" if shared else "fisher"

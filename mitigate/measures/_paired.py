@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from mitigate.constraints import Options, check_param
 from mitigate.errors import ConfigError
 from mitigate.measures._base import batched_nanmean
 from mitigate.measures._stats import (
@@ -275,11 +276,7 @@ def paired_statistic_difference(
     docstring for when each holds. ``threshold`` (bootstrap test): also the bootstrap p of a difference of
     that size (``p_threshold``).
     """
-    if test not in ("permutation", "bootstrap"):
-        raise ConfigError(
-            f"The 'test' parameter of paired_statistic_difference must be 'permutation' or "
-            f"'bootstrap'. Got {test!r} instead."
-        )
+    check_param("paired_statistic_difference", "test", test, [Options("permutation", "bootstrap")])
     fn = correlation_function(stat) if isinstance(stat, str) else stat
     x, y, h = complete_pairs(a, b, reference)
     keep = (

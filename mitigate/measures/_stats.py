@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from mitigate.constraints import Interval, check_param
 from mitigate.errors import ConfigError, DataError
 
 MIN_PAIRS = 3
@@ -298,12 +299,8 @@ def bootstrap_ci(
     :func:`batched` gets every resample at once. Resamples where the statistic is NaN are left
     out; when more than ``1 - min_valid_share`` of them are, the interval is ``(nan, nan)``.
     """
-    if n_boot < 1:
-        raise ConfigError(
-            f"The 'n_boot' parameter of bootstrap_ci must be an int >= 1. Got {n_boot} instead."
-        )
-    if not 0 < alpha < 1:
-        raise ConfigError(f"The 'alpha' parameter of bootstrap_ci must be in (0, 1). Got {alpha} instead.")
+    check_param("bootstrap_ci", "n_boot", n_boot, [Interval(int, 1)])
+    check_param("bootstrap_ci", "alpha", alpha, [Interval(float, 0, 1, closed="neither")])
     if not arrays:
         raise ConfigError("bootstrap_ci needs at least one array to resample; got none")
     if isinstance(fn, str):
@@ -421,10 +418,7 @@ def paired_permutation_test(
     A's and B's scores on each item with probability 1/2 (whole ``groups`` at once, e.g. the
     documents, when given); items missing any of the three scores are dropped first.
     """
-    if n_perm < 1:
-        raise ConfigError(
-            f"The 'n_perm' parameter of paired_permutation_test must be an int >= 1. Got {n_perm} instead."
-        )
+    check_param("paired_permutation_test", "n_perm", n_perm, [Interval(int, 1)])
     keep, arrs = _complete_mask(a_scores, b_scores, human)
     a, b, h = (v[keep] for v in arrs)
     stat_fn = correlation_function(stat) if isinstance(stat, str) else stat
@@ -481,10 +475,7 @@ def permutation_test_mean_diff(
     pooled values. Paired: incomplete pairs are dropped and the sign of each item's difference
     flipped at random (for whole ``groups`` at once, when given).
     """
-    if n_perm < 1:
-        raise ConfigError(
-            f"The 'n_perm' parameter of permutation_test_mean_diff must be an int >= 1. Got {n_perm} instead."
-        )
+    check_param("permutation_test_mean_diff", "n_perm", n_perm, [Interval(int, 1)])
     rng = np.random.default_rng(seed)
     if groups is not None and not paired:
         raise ConfigError("groups apply to a paired test (paired=True); got groups with paired=False")
