@@ -56,7 +56,7 @@ def _same_length(arrays: Sequence[np.ndarray], names: Sequence[str]) -> None:
         raise DataError(f"expected sequences of equal length (one value per item); got {got}")
 
 
-def _complete_mask(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+def complete_mask(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """Where every array holds a finite value, and the arrays as floats."""
     arrs = [as_float_array(a, f"argument {i}") for i, a in enumerate(arrays)]
     _same_length(arrs, [f"argument {i}" for i in range(len(arrs))])
@@ -65,7 +65,7 @@ def _complete_mask(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.nda
 
 def complete_pairs(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.ndarray, ...]:
     """The arrays restricted to positions where every one of them is finite."""
-    mask, arrs = _complete_mask(*arrays)
+    mask, arrs = complete_mask(*arrays)
     return tuple(a[mask] for a in arrs)
 
 
@@ -419,7 +419,7 @@ def paired_permutation_test(
     documents, when given); items missing any of the three scores are dropped first.
     """
     check_param("paired_permutation_test", "n_perm", n_perm, [Interval(int, 1)])
-    keep, arrs = _complete_mask(a_scores, b_scores, human)
+    keep, arrs = complete_mask(a_scores, b_scores, human)
     a, b, h = (v[keep] for v in arrs)
     stat_fn = correlation_function(stat) if isinstance(stat, str) else stat
     with warnings.catch_warnings():
@@ -480,7 +480,7 @@ def permutation_test_mean_diff(
     if groups is not None and not paired:
         raise ConfigError("groups apply to a paired test (paired=True); got groups with paired=False")
     if paired:
-        keep, arrs = _complete_mask(x, y)
+        keep, arrs = complete_mask(x, y)
         a, b = (v[keep] for v in arrs)
         if len(a) == 0:
             return PermutationResult(
