@@ -278,8 +278,8 @@ def paired_statistic_difference(
     """
     check_param("paired_statistic_difference", "test", test, [Options("permutation", "bootstrap")])
     fn = correlation_function(stat) if isinstance(stat, str) else stat
-    keep, arrays = complete_mask(a, b, reference)
-    x, y, h = (v[keep] for v in arrays)
+    keep, finite = complete_mask(a, b, reference)
+    x, y, h = (v[keep] for v in finite)
     groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
 
     def difference(a_: np.ndarray, b_: np.ndarray, h_: np.ndarray) -> float:
