@@ -134,9 +134,7 @@ def correlation_function(method: str) -> Callable[[Any, Any], float]:
 
 def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson's r of each row of ``x`` with the matching row of ``y`` (broadcast); NaN for constant rows."""
-    a = np.asarray(x, dtype=float)
-    b = np.asarray(y, dtype=float)
-    a, b = np.broadcast_arrays(a, b)
+    a, b = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
     ac = a - a.mean(axis=-1, keepdims=True)
     bc = b - b.mean(axis=-1, keepdims=True)
     num = (ac * bc).sum(axis=-1)
@@ -157,10 +155,8 @@ def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Kendall's tau-b of each row pair (a loop over scipy; there is no cheap batched tau-b)."""
     a, b = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
-    a2 = a.reshape(-1, a.shape[-1])
-    b2 = b.reshape(-1, b.shape[-1])
-    out = np.array([kendall(r, s) for r, s in zip(a2, b2, strict=True)])
-    return out.reshape(a.shape[:-1])
+    pairs = zip(a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1]), strict=True)
+    return np.array([kendall(r, s) for r, s in pairs]).reshape(a.shape[:-1])
 
 
 def _pair_signs(m: np.ndarray) -> np.ndarray:
