@@ -389,12 +389,12 @@ def select_for_labelling(
         lab = np.isfinite(y)
         proxy = uncertainty(f[pool], f[lab], spreads[g].residuals) if g in spreads else np.ones(len(pool))
         pi = inclusion_probabilities(proxy, m, floor)
-        for k in systematic_draw(pi, rng):
-            rows.append(
-                SelectionRow(
-                    id=cols.ids[idx[pool[k]]], group=g, probability=float(pi[k]), weight=float(1.0 / pi[k])
-                )
+        rows += [
+            SelectionRow(
+                id=cols.ids[idx[pool[k]]], group=g, probability=float(pi[k]), weight=float(1.0 / pi[k])
             )
+            for k in systematic_draw(pi, rng)
+        ]
     return Selection(
         method=method, floor=floor, seed=seed, rows=tuple(rows), per_group={g: given[g] for g in names}
     )

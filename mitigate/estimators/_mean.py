@@ -310,8 +310,7 @@ def _check_labels(
             )
         )
     labels = y[np.isfinite(y)]
-    exact = n == N and target == "items"
-    if not exact and np.ptp(labels) <= FLAT * (1.0 + abs(float(np.nanmean(y)))):
+    if _constant(labels, n, N, target):
         raise DataError(
             Remedies.after(
                 f"{where}: its {n} labels are all {float(labels[0]):g}, which shows no spread to build an "
