@@ -7,6 +7,7 @@ from typing import Literal
 
 import numpy as np
 
+from mitigate.constraints import Options, check_param
 from mitigate.errors import ConfigError
 
 Calibration = Literal["isotonic", "linear"]
@@ -46,6 +47,7 @@ def fit_calibration(judge: np.ndarray, labels: np.ndarray, kind: str = "isotonic
     and constant beyond; a judge running against the labels gets a flat map. ``linear``: least
     squares ``a + b * judge`` (the mean alone when the judge values do not vary).
     """
+    check_param("fit_calibration", "calibration", kind, [Options(*CALIBRATIONS)])
     x = np.asarray(judge, dtype=float)
     y = np.asarray(labels, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or not len(x):
@@ -60,13 +62,9 @@ def fit_calibration(judge: np.ndarray, labels: np.ndarray, kind: str = "isotonic
         if len(levels) == 1:
             return lambda q: np.full(np.shape(q), float(fitted[0]))
         return lambda q: np.interp(q, levels, fitted)
-    if kind == "linear":
-        xm, ym = float(x.mean()), float(y.mean())
-        sxx = float(((x - xm) ** 2).sum())
-        if sxx <= 1e-12 * max(1.0, xm * xm) * len(x):
-            return lambda q: np.full(np.shape(q), ym)
-        slope = float(((x - xm) * (y - ym)).sum()) / sxx
-        return lambda q: ym + slope * (np.asarray(q, dtype=float) - xm)
-    raise ConfigError(
-        f"The 'calibration' parameter must be one of {list(CALIBRATIONS)}. Got {kind!r} instead."
-    )
+    xm, ym = float(x.mean()), float(y.mean())
+    sxx = float(((x - xm) ** 2).sum())
+    if sxx <= 1e-12 * max(1.0, xm * xm) * len(x):
+        return lambda q: np.full(np.shape(q), ym)
+    slope = float(((x - xm) * (y - ym)).sum()) / sxx
+    return lambda q: ym + slope * (np.asarray(q, dtype=float) - xm)

@@ -17,6 +17,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from mitigate.constraints import Options, check_param
 from mitigate.data import Benchmark, Item, RecordedRun, label_value
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judgment
@@ -161,8 +162,7 @@ def judge_values(
 def resolve_by(items: Sequence[Item], by: str) -> str:
     """``by`` with ``auto`` made concrete; ConfigError for an unknown grouping or one the items cannot
     take."""
-    if by not in BY:
-        raise ConfigError(f"The 'by' parameter must be one of {list(BY)}. Got {by!r} instead.")
+    check_param("the estimate", "by", by, [Options(*BY)])
     pairwise = bool(items) and all(it.pairwise for it in items)
     named = bool(items) and all(
         it.system is not None and (not pairwise or it.system_b is not None) for it in items

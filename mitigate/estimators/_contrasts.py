@@ -15,6 +15,7 @@ union bound).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -105,16 +106,11 @@ def contrasts(
     return tuple(out)
 
 
-def all_pairs(groups: Sequence[str]) -> list[tuple[str, str]]:
-    """Every pair of ``groups`` once, in their order."""
-    return [(g, h) for i, g in enumerate(groups) for h in groups[i + 1 :]]
-
-
 def parse_contrasts(text: str, groups: Sequence[str]) -> list[tuple[str, str]]:
     """``--contrasts`` text: ``all`` (every pair) or pairs ``A:B`` separated by commas; ConfigError naming the
     groups for a bad one."""
     if text.strip() == "all":
-        return all_pairs(groups)
+        return list(itertools.combinations(groups, 2))
     pairs = []
     for part in [p.strip() for p in text.split(",") if p.strip()]:
         a, sep, b = part.partition(":")
@@ -141,7 +137,11 @@ def rank_by_contrasts(
     points = {g: e.estimate for g, e in estimates.items()}
     groups = sorted(points, key=lambda g: (-points[g], g))
     k = len(groups)
-    found = contrasts(estimates, all_pairs(groups), confidence, slope_var, span) if k > 1 else ()
+    found = (
+        contrasts(estimates, list(itertools.combinations(groups, 2)), confidence, slope_var, span)
+        if k > 1
+        else ()
+    )
     above = {(c.a, c.b) for c in found if c.low > 0} | {(c.b, c.a) for c in found if c.high < 0}
     ranks = [
         GroupRank(
@@ -152,7 +152,7 @@ def rank_by_contrasts(
         )
         for i, g in enumerate(groups)
     ]
-    separable = tuple((g, h) for i, g in enumerate(groups) for h in groups[i + 1 :] if (g, h) in above)
+    separable = tuple(pair for pair in itertools.combinations(groups, 2) if pair in above)
     kendall = {name: kendall_tau(points, other) for name, other in (others or {}).items()}
     return Ranking(
         confidence=confidence,

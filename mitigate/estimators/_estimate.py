@@ -17,7 +17,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from mitigate.constraints import Interval, check_param
+from mitigate.constraints import Interval, Options, check_param
 from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.estimators._columns import EstimateColumns, GroupArrays, columns
@@ -104,8 +104,7 @@ group."""
 def tuned_slope(cols: EstimateColumns, method: str, tune: str) -> Slope | None:
     """The judge slope ``ppi`` shares over the groups (``tune="overall"``, two groups or more); None
     otherwise."""
-    if tune not in TUNE:
-        raise ConfigError(f"The 'tune' parameter must be one of {list(TUNE)}. Got {tune!r} instead.")
+    check_param("the estimate", "tune", tune, [Options(*TUNE)])
     names = cols.group_names()
     if method != "ppi" or tune != "overall" or len(names) < 2:
         return None
@@ -390,12 +389,12 @@ def select_for_labelling(
         lab = np.isfinite(y)
         proxy = uncertainty(f[pool], f[lab], spreads[g].residuals) if g in spreads else np.ones(len(pool))
         pi = inclusion_probabilities(proxy, m, floor)
-        for k in systematic_draw(pi, rng):
-            rows.append(
-                SelectionRow(
-                    id=cols.ids[idx[pool[k]]], group=g, probability=float(pi[k]), weight=float(1.0 / pi[k])
-                )
+        rows += [
+            SelectionRow(
+                id=cols.ids[idx[pool[k]]], group=g, probability=float(pi[k]), weight=float(1.0 / pi[k])
             )
+            for k in systematic_draw(pi, rng)
+        ]
     return Selection(
         method=method, floor=floor, seed=seed, rows=tuple(rows), per_group={g: given[g] for g in names}
     )

@@ -310,8 +310,7 @@ def _check_labels(
             )
         )
     labels = y[np.isfinite(y)]
-    exact = n == N and target == "items"
-    if not exact and np.ptp(labels) <= FLAT * (1.0 + abs(float(np.nanmean(y)))):
+    if _constant(labels, n, N, target):
         raise DataError(
             Remedies.after(
                 f"{where}: its {n} labels are all {float(labels[0]):g}, which shows no spread to build an "
@@ -414,52 +413,49 @@ def _intercepts(judged: np.ndarray) -> np.ndarray:
     return np.ones((N, 1)) if judged.all() else np.stack([np.ones(N), (~judged).astype(float)], -1)
 
 
+def _design(
+    y: np.ndarray, f: np.ndarray, method: str, slope: Slope | None
+) -> tuple[np.ndarray, np.ndarray, bool, np.ndarray]:
+    """``human`` or ``ppi`` on the labelled items of ``y``: the labels to fit (less a shared ``slope``'s
+    part), the prediction's columns for every item, whether the judge's column was kept, and the judge values
+    centred on their labelled mean (0 where there is none)."""
+    labelled, judged = np.isfinite(y), np.isfinite(f)
+    ref = float(f[labelled & judged].mean()) if (labelled & judged).any() else 0.0
+    centred = np.where(judged, f - ref, 0.0)
+    if method == "human":
+        return y[labelled], np.ones((len(y), 1)), False, centred
+    if slope is not None:
+        return y[labelled] - slope.value * centred[labelled], _intercepts(judged), slope.value != 0, centred
+    X, keep = _ppi_design(f, labelled, ref)
+    return y[labelled], X, keep, centred
+
+
 def _regression(
     y: np.ndarray, f: np.ndarray, method: str, notes: list[str], slope: Slope | None = None
 ) -> _Raw:
     """``human`` or ``ppi`` on the labelled items of ``y`` (labels drawn at random); ``slope``: a shared
-    one."""
+    one, fitting only the intercepts and adding the slope's uncertainty."""
     labelled = np.isfinite(y)
-    N = len(y)
+    N, n_u = len(y), int((~labelled).sum())
+    y_l, X, keep, centred = _design(y, f, method, slope)
+    fit = regression_fit(y_l, X[labelled], X.mean(0), N)
     if method == "ppi" and slope is not None:
-        return _shared_slope(y, f, slope)
-    if method == "human":
-        X = np.ones((N, 1))
-        keep = False
-    else:
-        lab_judged = labelled & np.isfinite(f)
-        ref = float(f[lab_judged].mean()) if lab_judged.any() else 0.0
-        X, keep = _ppi_design(f, labelled, ref)
-        if not keep:
-            notes.append(
-                "the judge's values do not vary on the labelled items (or too few are judged): its "
-                "slope is set to 0, so the estimate is the labels-alone one"
-            )
-    fit = regression_fit(y[labelled], X[labelled], X.mean(0), N)
-    lam = float(fit.beta[1]) * (N - int(labelled.sum())) / N if method == "ppi" else None
+        gap = (centred[~labelled].mean() - centred[labelled].mean()) * n_u / N if n_u else 0.0
+        return _Raw(
+            float(fit.estimate) + slope.value * float(centred.mean()),
+            float(fit.variance) + gap**2 * slope.variance,
+            float(fit.df),
+            slope.value * n_u / N,
+            keep,
+            float(gap),
+        )
+    if method == "ppi" and not keep:
+        notes.append(
+            "the judge's values do not vary on the labelled items (or too few are judged): its "
+            "slope is set to 0, so the estimate is the labels-alone one"
+        )
+    lam = float(fit.beta[1]) * n_u / N if method == "ppi" else None
     return _Raw(float(fit.estimate), float(fit.variance), float(fit.df), lam, keep)
-
-
-def _shared_slope(y: np.ndarray, f: np.ndarray, slope: Slope) -> _Raw:
-    """``ppi`` with the slope given: intercepts fitted on the group's labels, the slope's uncertainty
-    added."""
-    labelled = np.isfinite(y)
-    judged = np.isfinite(f)
-    N, n = len(y), int(labelled.sum())
-    ref = float(f[labelled & judged].mean()) if (labelled & judged).any() else 0.0
-    centred = np.where(judged, f - ref, 0.0)
-    X = _intercepts(judged)
-    fit = regression_fit(y[labelled] - slope.value * centred[labelled], X[labelled], X.mean(0), N)
-    n_u = N - n
-    gap = (centred[~labelled].mean() - centred[labelled].mean()) * n_u / N if n_u else 0.0
-    return _Raw(
-        float(fit.estimate) + slope.value * float(centred.mean()),
-        float(fit.variance) + gap**2 * slope.variance,
-        float(fit.df),
-        slope.value * n_u / N,
-        slope.value != 0,
-        float(gap),
-    )
 
 
 def _predictor(
@@ -633,14 +629,6 @@ def pilot_spread(
     if method == "calibrated":
         resid, _, _ = crossfit(y_l, f[labelled], f[~labelled], calibration, folds, seed)
         return Spread(resid, float(resid.var(ddof=1)), 1, s2_labels)
-    judged = np.isfinite(f)
-    ref = float(f[labelled & judged].mean()) if (labelled & judged).any() else 0.0
-    if method == "human":
-        X = np.ones((len(y), 1))
-    elif slope is not None:
-        y_l = y_l - slope.value * np.where(judged, f - ref, 0.0)[labelled]
-        X = _intercepts(judged)
-    else:
-        X, _ = _ppi_design(f, labelled, ref)
-    fit = regression_fit(y_l, X[labelled], X.mean(0), len(y))
+    y_fit, X, _, _ = _design(y, f, method, slope)
+    fit = regression_fit(y_fit, X[labelled], X.mean(0), len(y))
     return Spread(fit.resid, float(fit.s2), int(n - fit.df), s2_labels)

@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mitigate.constraints import Interval, check_param
 from mitigate.errors import ConfigError
 from mitigate.estimators._mean import MeanEstimate
 
@@ -91,10 +92,7 @@ def rank_intervals(
 ) -> Ranking:
     """The ranking of ``points`` (group -> point estimate) with rank intervals jointly at ``confidence``;
     ``bounds_at(level)`` gives each group's interval at the (Bonferroni) ``level``."""
-    if not 0 < confidence < 1:
-        raise ConfigError(
-            f"The 'confidence' parameter must be a float in (0, 1). Got {confidence!r} instead."
-        )
+    check_param("rank_intervals", "confidence", confidence, [Interval(float, 0, 1, closed="neither")])
     groups = sorted(points, key=lambda g: (-points[g], g))
     k = len(groups)
     level = 1 - (1 - confidence) / max(k, 1)

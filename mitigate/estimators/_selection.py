@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from mitigate.constraints import Interval, check_param
 from mitigate.errors import ConfigError
 from mitigate.estimators._regression import t_quantile
 
@@ -153,8 +154,7 @@ def inclusion_probabilities(proxy: np.ndarray, m: int, floor: float = DEFAULT_FL
         raise ConfigError(
             f"expected a number of items to select between 0 and the {size} unlabelled; got {m!r}"
         )
-    if not 0 < floor <= 1:
-        raise ConfigError(f"The 'floor' parameter must be a float in (0, 1]. Got {floor!r} instead.")
+    check_param("inclusion_probabilities", "floor", floor, [Interval(float, 0, 1, closed="right")])
     if (u < 0).any() or not np.isfinite(u).all():
         raise ConfigError("expected an uncertainty proxy of finite values >= 0")
     if m == 0:

@@ -141,15 +141,10 @@ def accuracy_comparison(
     d = paired_mean_difference(
         _correct(b, gold), _correct(a, gold), n_boot=n_boot, n_perm=n_perm, seed=seed, min_n=3
     )
+    common: dict[str, Any] = {"against": first, "measure": "preference-accuracy", "n": d.n, "test": d.test}
     if d.n < 3:
-        return Comparison(
-            against=first,
-            measure="preference-accuracy",
-            observed=math.nan,
-            n=d.n,
-            test=d.test,
-            reason=f"needs at least 3 items with a verdict from both entries and gold; got {d.n}",
-        )
+        reason = f"needs at least 3 items with a verdict from both entries and gold; got {d.n}"
+        return Comparison(observed=math.nan, reason=reason, **common)
     decided: dict[str, Any] = {}
     if ABSTAINED in a or ABSTAINED in b:
         keep = [i for i, (va, vb) in enumerate(zip(a, b, strict=True)) if ABSTAINED not in (va, vb)]
@@ -159,15 +154,12 @@ def accuracy_comparison(
         )
         decided = {"decided_observed": float(np.mean(dy - dx)) if len(dx) else None, "decided_n": len(dx)}
     return Comparison(
-        against=first,
-        measure="preference-accuracy",
         observed=d.observed,
         ci_low=d.low,
         ci_high=d.high,
         p_value=d.p_value,
-        n=d.n,
         n_perm=n_perm,
-        test=d.test,
+        **common,
         **decided,
     )
 

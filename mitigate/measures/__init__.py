@@ -60,7 +60,6 @@ if TYPE_CHECKING:
         chance_consistency,
         consistency_kappa,
         perturbation_consistency,
-        perturbation_outputs,
     )
     from mitigate.measures._distribution import (
         anchoring,
@@ -81,7 +80,6 @@ if TYPE_CHECKING:
     )
     from mitigate.measures._paired import paired_mean_difference, paired_statistic_difference, swap_refusal
     from mitigate.measures._pairwise import (
-        POSITION_VERDICTS,
         PREFERENCES,
         abstained,
         accuracy_both_orders,
@@ -122,7 +120,6 @@ if TYPE_CHECKING:
         alpha_across_settings,
         bin_to_scale,
         krippendorff_alpha,
-        sample_rows,
     )
     from mitigate.measures._robustness import (
         ProbeEffect,
@@ -147,7 +144,6 @@ if TYPE_CHECKING:
     )
     from mitigate.measures._style import (
         STYLE_FEATURES,
-        fit_length_glm,
         length_controlled_win_rate,
         pairs_against,
         score_style_regression,

@@ -402,58 +402,31 @@ def _correlation(entry: EntryData, level: str, method: str) -> Measure:
     return system_correlation(entry.scores, entry.human, entry.systems, method, doc_ids=docs, **entry.ci)
 
 
-@reported_measure("spearman-item", "Spearman item", "higher", "accuracy", headline=True)
-def _spearman_item(entry: EntryData) -> Measure:
-    """Spearman between judge and human scores, pooled over every item (:func:`item_correlation`)."""
-    return _correlation(entry, "item", "spearman")
+def _reported_correlation(method: str, level: str, label: str, headline: bool, doc: str) -> None:
+    """Register the correlation ``method`` at ``level`` as the reported measure ``{method}-{level}``."""
+
+    def fn(entry: EntryData) -> Measure:
+        return _correlation(entry, level, method)
+
+    fn.__name__, fn.__doc__ = f"_{method}_{level}", doc
+    reported_measure(f"{method}-{level}", label, "higher", "accuracy", headline=headline)(fn)
 
 
-@reported_measure("kendall-item", "Kendall item", "higher", "accuracy", headline=True)
-def _kendall_item(entry: EntryData) -> Measure:
-    """Kendall tau-b between judge and human scores, pooled over every item."""
-    return _correlation(entry, "item", "kendall")
-
-
-@reported_measure("pearson-item", "Pearson item", "higher", "accuracy")
-def _pearson_item(entry: EntryData) -> Measure:
-    """Pearson between judge and human scores, pooled over every item."""
-    return _correlation(entry, "item", "pearson")
-
-
-@reported_measure("spearman-document", "Spearman per-doc", "higher", "accuracy", headline=True)
-def _spearman_document(entry: EntryData) -> Measure:
-    """Spearman across each document's outputs, averaged over documents (:func:`document_correlation`)."""
-    return _correlation(entry, "document", "spearman")
-
-
-@reported_measure("kendall-document", "Kendall per-doc", "higher", "accuracy")
-def _kendall_document(entry: EntryData) -> Measure:
-    """Kendall tau-b across each document's outputs, averaged over documents."""
-    return _correlation(entry, "document", "kendall")
-
-
-@reported_measure("pearson-document", "Pearson per-doc", "higher", "accuracy")
-def _pearson_document(entry: EntryData) -> Measure:
-    """Pearson across each document's outputs, averaged over documents."""
-    return _correlation(entry, "document", "pearson")
-
-
-@reported_measure("spearman-system", "Spearman system", "higher", "accuracy")
-def _spearman_system(entry: EntryData) -> Measure:
-    """Spearman between the systems' mean judge and human scores (:func:`system_correlation`)."""
-    return _correlation(entry, "system", "spearman")
-
-
-@reported_measure("kendall-system", "Kendall system", "higher", "accuracy", headline=True)
-def _kendall_system(entry: EntryData) -> Measure:
-    """Kendall tau-b between the systems' mean judge and human scores."""
-    return _correlation(entry, "system", "kendall")
-
-
-@reported_measure("pearson-system", "Pearson system", "higher", "accuracy")
-def _pearson_system(entry: EntryData) -> Measure:
-    """Pearson between the systems' mean judge and human scores."""
-    return _correlation(entry, "system", "pearson")
+_PAIRS = "between judge and human scores, pooled over every item"
+_DOCS = "across each document's outputs, averaged over documents"
+_SYSTEMS = "between the systems' mean judge and human scores"
+for _args in (
+    ("spearman", "item", "Spearman item", True, f"Spearman {_PAIRS} (:func:`item_correlation`)."),
+    ("kendall", "item", "Kendall item", True, f"Kendall tau-b {_PAIRS}."),
+    ("pearson", "item", "Pearson item", False, f"Pearson {_PAIRS}."),
+    ("spearman", "document", "Spearman per-doc", True, f"Spearman {_DOCS} (:func:`document_correlation`)."),
+    ("kendall", "document", "Kendall per-doc", False, f"Kendall tau-b {_DOCS}."),
+    ("pearson", "document", "Pearson per-doc", False, f"Pearson {_DOCS}."),
+    ("spearman", "system", "Spearman system", False, f"Spearman {_SYSTEMS} (:func:`system_correlation`)."),
+    ("kendall", "system", "Kendall system", True, f"Kendall tau-b {_SYSTEMS}."),
+    ("pearson", "system", "Pearson system", False, f"Pearson {_SYSTEMS}."),
+):
+    _reported_correlation(*_args)
 
 
 @reported_measure("correct-preferences", "#CP", "higher", "accuracy", headline=True, paper="Shen et al. 2023")

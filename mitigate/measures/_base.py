@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from mitigate.data import Item
 from mitigate.errors import DataError
@@ -58,6 +58,12 @@ class Measure(BaseModel):
     count: int | None = None
     of_all: float | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _nan(cls, v: Any) -> Any:
+        """Strict JSON (results.json, a probe report) stores NaN as null: read null back as NaN."""
+        return math.nan if v is None else v
 
     @property
     def ok(self) -> bool:
@@ -160,6 +166,16 @@ def check_labels(labels: Sequence[Any], length: int, what: str) -> list[Any]:
     for i, label in enumerate(out):
         if label is None:
             raise DataError(f"expected a {what} for every item; item at position {i} has None")
+    return out
+
+
+def confusion_counts(answers: Sequence[Any], gold: Sequence[Any]) -> dict[str, dict[str, int]]:
+    """Counts of each (gold, answer) pair over the items where both are present: {gold: {answer: count}}."""
+    out: dict[str, dict[str, int]] = {}
+    for a, g in zip(answers, gold, strict=True):
+        if a is not None and g is not None:
+            out.setdefault(str(g), {})
+            out[str(g)][str(a)] = out[str(g)].get(str(a), 0) + 1
     return out
 
 

@@ -11,7 +11,6 @@ circle: the strongly connected groups of the majority tournament.
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Literal
@@ -19,7 +18,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from mitigate.errors import ConfigError, DataError
+from mitigate.constraints import Interval, check_param
+from mitigate.errors import DataError
 from mitigate.estimators import Ranking, kendall_tau, rank_intervals
 from mitigate.measures._base import EntryData, Measure, finish, reported_measure, undefined
 
@@ -50,10 +50,6 @@ class BradleyTerryFit(BaseModel):
     n_ties: int
     ranking: Ranking
     cycles: dict[str, Any] = Field(default_factory=dict)
-
-    def win_probability(self, x: str, y: str) -> float:
-        """The fitted P(x beats y)."""
-        return 1.0 / (1.0 + math.exp(-(self.abilities[x] - self.abilities[y])))
 
 
 def _pair_table(comparisons: Sequence[Comparison]) -> tuple[list[str], dict[tuple[int, int], list[float]]]:
@@ -167,12 +163,8 @@ def fit_bradley_terry(
     """
     if not comparisons:
         raise DataError("expected pairwise comparisons to fit Bradley-Terry abilities on; got none")
-    if not 0 < confidence < 1:
-        raise ConfigError(
-            f"The 'confidence' parameter must be a float in (0, 1). Got {confidence!r} instead."
-        )
-    if prior < 0:
-        raise ConfigError(f"The 'prior' parameter must be a float >= 0. Got {prior!r} instead.")
+    check_param("fit_bradley_terry", "confidence", confidence, [Interval(float, 0, 1, closed="neither")])
+    check_param("fit_bradley_terry", "prior", prior, [Interval(float, 0)])
     if method == "auto":
         shared = clusters is not None and len(set(clusters)) < len(list(clusters))
         method = "bootstrap" if shared else "fisher"

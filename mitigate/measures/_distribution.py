@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from mitigate.constraints import Interval, check_param
 from mitigate.errors import ConfigError, DataError
 from mitigate.measures._base import (
     EntryData,
@@ -104,10 +105,7 @@ def round_number_excess(
     ``multiple`` minus that share under a uniform spread over the scale's integer points (1-100 with
     multiple 5: 0.2). ``extra`` has both shares and their ratio.
     """
-    if multiple < 1:
-        raise ConfigError(
-            f"The 'multiple' parameter of round_number_excess must be an int >= 1. Got {multiple} instead."
-        )
+    check_param("round_number_excess", "multiple", multiple, [Interval(int, 1)])
     s = Scale.of(scale)
     ints = np.array(s.integer_points(), dtype=float)
     if len(ints) == 0:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from mitigate.constraints import Options, check_param
 from mitigate.errors import ConfigError
 from mitigate.measures._base import batched_nanmean
 from mitigate.measures._stats import (
@@ -25,7 +26,7 @@ from mitigate.measures._stats import (
     as_float_array,
     batched,
     bootstrap_ci,
-    complete_pairs,
+    complete_mask,
     correlation_function,
     paired_permutation_test,
     pearson_rows,
@@ -275,28 +276,47 @@ def paired_statistic_difference(
     docstring for when each holds. ``threshold`` (bootstrap test): also the bootstrap p of a difference of
     that size (``p_threshold``).
     """
-    if test not in ("permutation", "bootstrap"):
-        raise ConfigError(
-            f"The 'test' parameter of paired_statistic_difference must be 'permutation' or "
-            f"'bootstrap'. Got {test!r} instead."
-        )
+    check_param("paired_statistic_difference", "test", test, [Options("permutation", "bootstrap")])
     fn = correlation_function(stat) if isinstance(stat, str) else stat
-    x, y, h = complete_pairs(a, b, reference)
-    keep = (
-        np.isfinite(as_float_array(a, "a"))
-        & np.isfinite(as_float_array(b, "b"))
-        & np.isfinite(as_float_array(reference, "reference"))
-    )
+    keep, finite = complete_mask(a, b, reference)
+    x, y, h = (v[keep] for v in finite)
     groups = None if clusters is None else [c for c, k in zip(clusters, keep, strict=True) if k]
 
     def difference(a_: np.ndarray, b_: np.ndarray, h_: np.ndarray) -> float:
         return fn(b_, h_) - fn(a_, h_)
 
+    name = f"paired {test}"
     if test == "bootstrap":
-        return _bootstrap_test(
-            x, y, h, fn, difference, groups, n_boot, max(n_boot, n_perm, 1), seed, min_n, threshold
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sa, sb = _finite(fn(x, h)), _finite(fn(y, h))
+        if sa is None or sb is None:
+            why = (
+                f"needs at least {min_n} items with a value from both judges and the reference; got {len(x)}"
+                if len(x) < min_n
+                else "the statistic is undefined for at least one judge (constant scores?)"
+            )
+            return PairedDifference(observed=math.nan, a=sa, b=sb, n=len(x), test=name, reason=why)
+        mats = _padded([x, y, h], groups if groups is not None else list(range(len(x))))
+        values = resampled(_flat(difference), *mats, n_boot=max(n_boot, n_perm, 1), seed=seed)
+        values = values[np.isfinite(values)]
+        low = high = p = None
+        if len(values):
+            lo, hi = np.percentile(values, [2.5, 97.5])
+            low, high = (float(lo), float(hi)) if n_boot > 0 else (None, None)
+            tail = min(int((values <= 0).sum()), int((values >= 0).sum()))
+            p = min(1.0, 2 * (1 + tail) / (1 + len(values)))
+        return PairedDifference(
+            observed=sb - sa,
+            a=sa,
+            b=sb,
+            low=low,
+            high=high,
+            p_value=p,
+            n=len(x),
+            test=name,
+            p_threshold=threshold_p(values, sb - sa, threshold),
         )
-    name = "paired permutation"
     if len(x) < min_n:
         why = f"needs at least {min_n} items with a value from both and the reference; got {len(x)}"
         return PairedDifference(observed=math.nan, n=len(x), test=name, reason=why)
@@ -324,51 +344,4 @@ def paired_statistic_difference(
         p_value=_finite(perm.p_value),
         n=len(x),
         test=name,
-    )
-
-
-def _bootstrap_test(
-    x: np.ndarray,
-    y: np.ndarray,
-    h: np.ndarray,
-    fn: Callable[..., float],
-    difference: Callable[..., float],
-    groups: list[Any] | None,
-    n_boot: int,
-    n_resamples: int,
-    seed: int,
-    min_n: int,
-    threshold: float | None = None,
-) -> PairedDifference:
-    """The ``"bootstrap"`` test of :func:`paired_statistic_difference` (A's values ``x``, B's ``y``)."""
-    name = "paired bootstrap"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sa, sb = _finite(fn(x, h)), _finite(fn(y, h))
-    if sa is None or sb is None:
-        why = "the statistic is undefined for at least one judge (constant scores?)"
-        if len(x) < min_n:
-            why = (
-                f"needs at least {min_n} items with a value from both judges and the reference; got {len(x)}"
-            )
-        return PairedDifference(observed=math.nan, a=sa, b=sb, n=len(x), test=name, reason=why)
-    mats = _padded([x, y, h], groups if groups is not None else list(range(len(x))))
-    values = resampled(_flat(difference), *mats, n_boot=n_resamples, seed=seed)
-    values = values[np.isfinite(values)]
-    low = high = p = None
-    if len(values):
-        lo, hi = np.percentile(values, [2.5, 97.5])
-        low, high = (float(lo), float(hi)) if n_boot > 0 else (None, None)
-        tail = min(int((values <= 0).sum()), int((values >= 0).sum()))
-        p = min(1.0, 2 * (1 + tail) / (1 + len(values)))
-    return PairedDifference(
-        observed=sb - sa,
-        a=sa,
-        b=sb,
-        low=low,
-        high=high,
-        p_value=p,
-        n=len(x),
-        test=name,
-        p_threshold=threshold_p(values, sb - sa, threshold),
     )

@@ -24,6 +24,7 @@ from mitigate.judge import Judgment
 from mitigate.measures._base import (
     EntryData,
     Measure,
+    confusion_counts,
     finish,
     mean_interval,
     reported_measure,
@@ -316,14 +317,10 @@ def preference_accuracy(
         return undefined(name, 0, failed, "no item has both a verdict and a gold preference")
     hits = np.array([float(a == b) for a, b in used])
     decisive = [float(a == b) for a, b in used if b != "tie"]
-    confusion: dict[str, dict[str, int]] = {}
-    for a, b in used:
-        confusion.setdefault(str(b), {}).setdefault(str(a), 0)
-        confusion[str(b)][str(a)] += 1
     extra = {
         "accuracy_decisive": float(np.mean(decisive)) if decisive else None,
         "n_gold_ties": sum(1 for _, b in used if b == "tie"),
-        "confusion": confusion,
+        "confusion": confusion_counts(*zip(*used, strict=True)),
     }
     return share(name, hits, failed, interval=mean_interval(hits, ci, n_boot, alpha, seed), extra=extra)
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from mitigate.errors import DataError
 from mitigate.judge import Judgment
-from mitigate.measures._base import EntryData, Measure, finish, reported_measure, undefined
+from mitigate.measures._base import EntryData, Measure, confusion_counts, finish, reported_measure, undefined
 
 SINGLE_MEMBER = "judge"
 """The member name of a judgment that is not a panel's (one judge is a panel of one)."""
@@ -113,15 +113,11 @@ class DawidSkeneModel(BaseModel):
         rows = self.confusion[self.members.index(member)]
         return {k: dict(zip(self.responses, rows[i], strict=True)) for i, k in enumerate(self.classes)}
 
-    def accuracy(self, member: str) -> dict[str, float]:
-        """Per class, the probability ``member`` answers that class (a verdict class's own label; a score
-        exactly)."""
-        matrix = self.member_matrix(member)
-        return {k: matrix[k].get(k, 0.0) for k in self.classes}
-
     def balanced_accuracy(self, member: str) -> float:
-        """The mean over classes of :meth:`accuracy` (TPR and TNR averaged, for two classes)."""
-        return float(np.mean(list(self.accuracy(member).values())))
+        """The mean over classes of the probability ``member`` answers that class (TPR and TNR averaged, for
+        two classes)."""
+        matrix = self.member_matrix(member)
+        return float(np.mean([matrix[k].get(k, 0.0) for k in self.classes]))
 
 
 def _classes_for(
@@ -373,17 +369,6 @@ def dawid_skene_posterior(
     return {k: float(x) for k, x in zip(model.classes, p[0], strict=True)}
 
 
-def observed_confusion(votes: Sequence[str | None], gold: Sequence[str | None]) -> dict[str, dict[str, int]]:
-    """Counts of each (gold, vote) pair over the items where both are present: {gold: {vote: count}}."""
-    out: dict[str, dict[str, int]] = {}
-    for v, g in zip(votes, gold, strict=True):
-        if v is None or g is None:
-            continue
-        out.setdefault(str(g), {})
-        out[str(g)][str(v)] = out[str(g)].get(str(v), 0) + 1
-    return out
-
-
 # effective votes
 
 
@@ -505,7 +490,7 @@ def member_confusion(
     if gold is not None:
         observed: dict[str, Any] = {}
         for j, m in enumerate(members):
-            counts = observed_confusion([row[j] for row in votes], gold)
+            counts = confusion_counts([row[j] for row in votes], gold)
             rates = [c.get(k, 0) / sum(c.values()) for k, c in counts.items() if sum(c.values())]
             observed[m] = {"counts": counts, "balanced_accuracy": float(np.mean(rates)) if rates else None}
         extra["observed"] = observed

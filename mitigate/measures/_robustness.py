@@ -16,6 +16,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from mitigate.constraints import Interval, check_param
 from mitigate.errors import ConfigError, DataError
 from mitigate.measures._base import Measure, Scores, finish, share, undefined
 from mitigate.measures._stats import as_float_array, bootstrap_ci, permutation_test_mean_diff
@@ -45,8 +46,7 @@ def _pair(original: Scores, probed: Scores) -> tuple[np.ndarray, np.ndarray, int
 
 
 def _check_tolerance(tolerance: float) -> None:
-    if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and tolerance >= 0):
-        raise ConfigError(f"The 'tolerance' parameter must be a float >= 0. Got {tolerance!r} instead.")
+    check_param("the probe measures", "tolerance", tolerance, [Interval(float, 0)])
 
 
 def _changed(y: np.ndarray, p: np.ndarray, tolerance: float) -> np.ndarray:
@@ -211,8 +211,7 @@ def probe_effect(
     n_perm: int = 5000,
 ) -> ProbeEffect:
     """The :class:`ProbeEffect` of one probe from the three runs (``n_boot=0``: no intervals)."""
-    if not 0 < alpha < 1:
-        raise ConfigError(f"The 'alpha' parameter of probe_effect must be in (0, 1). Got {alpha!r} instead.")
+    check_param("probe_effect", "alpha", alpha, [Interval(float, 0, 1, closed="neither")])
     ci = n_boot > 0
     boot = max(n_boot, 1)
     rr = robustness_rate(original, probed, tolerance=tolerance, ci=ci, n_boot=boot, alpha=alpha, seed=seed)

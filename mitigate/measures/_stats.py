@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from mitigate.constraints import Interval, check_param
 from mitigate.errors import ConfigError, DataError
 
 MIN_PAIRS = 3
@@ -55,7 +56,7 @@ def _same_length(arrays: Sequence[np.ndarray], names: Sequence[str]) -> None:
         raise DataError(f"expected sequences of equal length (one value per item); got {got}")
 
 
-def _complete_mask(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+def complete_mask(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
     """Where every array holds a finite value, and the arrays as floats."""
     arrs = [as_float_array(a, f"argument {i}") for i, a in enumerate(arrays)]
     _same_length(arrs, [f"argument {i}" for i in range(len(arrs))])
@@ -64,7 +65,7 @@ def _complete_mask(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.nda
 
 def complete_pairs(*arrays: Sequence[float | None] | np.ndarray) -> tuple[np.ndarray, ...]:
     """The arrays restricted to positions where every one of them is finite."""
-    mask, arrs = _complete_mask(*arrays)
+    mask, arrs = complete_mask(*arrays)
     return tuple(a[mask] for a in arrs)
 
 
@@ -131,34 +132,9 @@ def correlation_function(method: str) -> Callable[[Any, Any], float]:
 # batched (row-wise) correlations
 
 
-def rank_rows(x: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based, ties share the mean rank) along the last axis of a finite array, exactly
-    ``scipy.stats.rankdata(x, axis=-1)``."""
-    arr = np.asarray(x, dtype=float)
-    n = arr.shape[-1]
-    flat = arr.reshape(-1, n)
-    m = flat.shape[0]
-    if n == 0:
-        return arr.copy()
-    order = np.argsort(flat, axis=1, kind="stable")
-    ordered = np.take_along_axis(flat, order, axis=1)
-    starts_group = np.ones_like(ordered, dtype=bool)
-    starts_group[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    group = np.cumsum(starts_group.ravel()) - 1  # every row opens a new group, so groups never span rows
-    counts = np.bincount(group)
-    ends = np.cumsum(counts)
-    mean_position = (ends - counts + 1 + ends) / 2.0  # mean of the 1-based global positions in the group
-    ranks_sorted = mean_position[group].reshape(m, n) - (np.arange(m) * n)[:, None]
-    ranks = np.empty_like(ranks_sorted)
-    np.put_along_axis(ranks, order, ranks_sorted, axis=1)
-    return ranks.reshape(arr.shape)
-
-
 def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson's r of each row of ``x`` with the matching row of ``y`` (broadcast); NaN for constant rows."""
-    a = np.asarray(x, dtype=float)
-    b = np.asarray(y, dtype=float)
-    a, b = np.broadcast_arrays(a, b)
+    a, b = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
     ac = a - a.mean(axis=-1, keepdims=True)
     bc = b - b.mean(axis=-1, keepdims=True)
     num = (ac * bc).sum(axis=-1)
@@ -171,17 +147,16 @@ def pearson_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Spearman's rho of each row of ``x`` with the matching row of ``y``, ranking within each row."""
-    a, b = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
-    return pearson_rows(rank_rows(a), rank_rows(b))
+    from scipy.stats import rankdata  # imported here: scipy costs about a second to import
+
+    return pearson_rows(rankdata(x, axis=-1), rankdata(y, axis=-1))
 
 
 def kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Kendall's tau-b of each row pair (a loop over scipy; there is no cheap batched tau-b)."""
     a, b = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
-    a2 = a.reshape(-1, a.shape[-1])
-    b2 = b.reshape(-1, b.shape[-1])
-    out = np.array([kendall(r, s) for r, s in zip(a2, b2, strict=True)])
-    return out.reshape(a.shape[:-1])
+    pairs = zip(a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1]), strict=True)
+    return np.array([kendall(r, s) for r, s in pairs]).reshape(a.shape[:-1])
 
 
 def _pair_signs(m: np.ndarray) -> np.ndarray:
@@ -320,12 +295,8 @@ def bootstrap_ci(
     :func:`batched` gets every resample at once. Resamples where the statistic is NaN are left
     out; when more than ``1 - min_valid_share`` of them are, the interval is ``(nan, nan)``.
     """
-    if n_boot < 1:
-        raise ConfigError(
-            f"The 'n_boot' parameter of bootstrap_ci must be an int >= 1. Got {n_boot} instead."
-        )
-    if not 0 < alpha < 1:
-        raise ConfigError(f"The 'alpha' parameter of bootstrap_ci must be in (0, 1). Got {alpha} instead.")
+    check_param("bootstrap_ci", "n_boot", n_boot, [Interval(int, 1)])
+    check_param("bootstrap_ci", "alpha", alpha, [Interval(float, 0, 1, closed="neither")])
     if not arrays:
         raise ConfigError("bootstrap_ci needs at least one array to resample; got none")
     if isinstance(fn, str):
@@ -443,11 +414,8 @@ def paired_permutation_test(
     A's and B's scores on each item with probability 1/2 (whole ``groups`` at once, e.g. the
     documents, when given); items missing any of the three scores are dropped first.
     """
-    if n_perm < 1:
-        raise ConfigError(
-            f"The 'n_perm' parameter of paired_permutation_test must be an int >= 1. Got {n_perm} instead."
-        )
-    keep, arrs = _complete_mask(a_scores, b_scores, human)
+    check_param("paired_permutation_test", "n_perm", n_perm, [Interval(int, 1)])
+    keep, arrs = complete_mask(a_scores, b_scores, human)
     a, b, h = (v[keep] for v in arrs)
     stat_fn = correlation_function(stat) if isinstance(stat, str) else stat
     with warnings.catch_warnings():
@@ -471,7 +439,9 @@ def paired_permutation_test(
     if stat == "spearman":
         values, codes = np.unique(np.concatenate([a, b]), return_inverse=True)
         ca, cb = codes[: len(a)], codes[len(a) :]
-        hr = rank_rows(h)
+        from scipy.stats import rankdata
+
+        hr = rankdata(h)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         for swap in _swaps(rng, n_perm, len(a), None if groups is None else _group_codes(groups, keep)):
@@ -501,15 +471,12 @@ def permutation_test_mean_diff(
     pooled values. Paired: incomplete pairs are dropped and the sign of each item's difference
     flipped at random (for whole ``groups`` at once, when given).
     """
-    if n_perm < 1:
-        raise ConfigError(
-            f"The 'n_perm' parameter of permutation_test_mean_diff must be an int >= 1. Got {n_perm} instead."
-        )
+    check_param("permutation_test_mean_diff", "n_perm", n_perm, [Interval(int, 1)])
     rng = np.random.default_rng(seed)
     if groups is not None and not paired:
         raise ConfigError("groups apply to a paired test (paired=True); got groups with paired=False")
     if paired:
-        keep, arrs = _complete_mask(x, y)
+        keep, arrs = complete_mask(x, y)
         a, b = (v[keep] for v in arrs)
         if len(a) == 0:
             return PermutationResult(

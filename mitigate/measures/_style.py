@@ -257,11 +257,11 @@ def style_controlled_win_rate(
     if ci:
 
         def controlled(p: np.ndarray, xx: np.ndarray) -> float:
-            return float(1.0 / (1.0 + np.exp(-fit_logit(p, xx)[0])))
+            return float(_sigmoid(fit_logit(p, xx)[0]))
 
         interval = bootstrap_ci(controlled, pref, x, n_boot=n_boot, alpha=alpha, seed=seed, paired=True)
     reason = None if used else "no style feature differs between the texts; nothing is controlled"
-    value = float(1.0 / (1.0 + np.exp(-w[0])))
+    value = float(_sigmoid(w[0]))
     return finish(name, value, len(pref), failed, interval=interval, extra=extra, reason=reason)
 
 

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
         ProbeRecord,
         PromptProbe,
         RuleProbe,
-        Side,
         check_rewriter,
         probe_names,
         resolve_probes,

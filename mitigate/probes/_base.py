@@ -117,10 +117,6 @@ class Probe(Component):
         """The random source of one item's rewrite: a function of the probe name, ``seed`` and the item id."""
         return random.Random(f"{self.registry_name}|{self.seed}|{item.id}")
 
-    def with_text(self, item: Item, field: str, text: str) -> Item:
-        """A copy of ``item`` with ``field`` replaced by ``text`` (every other field unchanged)."""
-        return item.model_copy(update={field: text})
-
     async def aprobe(self, item: Item, rewriter: LM | None = None) -> ProbedItem:
         """The probed item and its record (LM-assisted probes call ``rewriter``)."""
         raise NotImplementedError
@@ -141,7 +137,7 @@ class RuleProbe(Probe):
         record = ProbeRecord(
             probe=self.name, item_id=item.id, field=field, original=original, probed=probed, added=added
         )
-        return ProbedItem(self.with_text(item, field, probed), record)
+        return ProbedItem(item.model_copy(update={field: probed}), record)
 
     async def aprobe(self, item: Item, rewriter: LM | None = None) -> ProbedItem:
         """:meth:`apply` (a rule-based probe ignores ``rewriter``)."""
@@ -281,7 +277,7 @@ class LMProbe(Probe):
             raw=raw,
             error=error,
         )
-        return ProbedItem(None if error else self.with_text(item, field, text), record)
+        return ProbedItem(None if error else item.model_copy(update={field: text}), record)
 
 
 NO_TARGET = "<no original value>"

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.constraints import Interval, check_param
 from mitigate.data import Item
@@ -69,13 +69,6 @@ class ProbeReport(BaseModel):
     records: tuple[ProbeRecord, ...] = ()
     calls: dict[str, int] = Field(default_factory=dict)
 
-    @field_validator("noise", mode="before")
-    @classmethod
-    def _revive(cls, v: Any) -> Any:
-        if isinstance(v, dict) and v.get("value") is None:
-            return {**v, "value": math.nan}
-        return v
-
 
 def rerun_judge(judge: Judge) -> Judge:
     """``judge`` with every prompt judge's request seed shifted by :data:`RERUN_SEED_OFFSET` (settings
@@ -95,13 +88,6 @@ def _value(j: Judgment | None, criterion: str, task: str, side: Literal["a", "b"
     if criterion in j.scores:
         return j.scores[criterion]
     return j.scores.get("score") if len(j.scores) == 1 else None
-
-
-def _values(
-    judgments: Sequence[Judgment], items: Sequence[Item], criterion: str, task: str, side: Literal["a", "b"]
-) -> list[float | None]:
-    by_id = {j.item_id: j for j in judgments}
-    return [_value(by_id.get(it.id), criterion, task, side) for it in items]
 
 
 async def run_probes(
@@ -138,6 +124,11 @@ async def run_probes(
     if len(kinds) > 1:
         raise ConfigError("expected items that are all pairwise or all single texts; got a mix")
     task: Literal["score", "pairwise"] = "pairwise" if kinds == {True} else "score"
+
+    def values(judgments: Sequence[Judgment], side: Literal["a", "b"]) -> list[float | None]:
+        by_id = {j.item_id: j for j in judgments}
+        return [_value(by_id.get(it.id), criterion, task, side) for it in items]
+
     check_rewriter(probes, rewriter)
     for p in probes:  # a side-b probe on single items, or a prompt probe the prompt cannot take, fails here
         p.field_for(items[0])
@@ -167,7 +158,7 @@ async def run_probes(
                 p,
                 judge,
                 items,
-                _values(original, items, criterion, task, "a"),
+                values(original, "a"),
                 task,
                 concurrency=concurrency,
                 progress=progress,
@@ -186,11 +177,10 @@ async def run_probes(
                 )
                 judged = list(done.judgments)
             failed = len(items) - len(todo)
-        side = p.side
         effect = probe_effect(
-            _values(original, items, criterion, task, side),
-            _values(judged, items, criterion, task, side),
-            _values(again.judgments, items, criterion, task, side),
+            values(original, p.side),
+            values(judged, p.side),
+            values(again.judgments, p.side),
             probe=p.name,
             direction=p.direction(),
             ideal=p.ideal,
@@ -210,11 +200,10 @@ async def run_probes(
                 calls=calls[p.name],
             )
         )
-    side0 = probes[0].side
-    first = _values(original, items, criterion, task, side0)
+    first = values(original, probes[0].side)
     floor = noise_floor(
         first,
-        _values(again.judgments, items, criterion, task, side0),
+        values(again.judgments, probes[0].side),
         tolerance=tolerance,
         ci=n_boot > 0,
         n_boot=max(n_boot, 1),
@@ -355,24 +344,12 @@ def _p(v: Any) -> str:
     return f"{v:.3f}" if v >= 0.001 else "<0.001"
 
 
-def _revive(obj: Any) -> Any:
-    """A report read back from strict JSON: an undefined measure's ``null`` value becomes NaN again."""
-    if isinstance(obj, dict):
-        out = {k: _revive(v) for k, v in obj.items()}
-        if {"name", "value", "n"} <= set(out) and out["value"] is None:
-            out["value"] = math.nan
-        return out
-    if isinstance(obj, list):
-        return [_revive(v) for v in obj]
-    return obj
-
-
 def render_probe_table(report: ProbeReport | dict[str, Any]) -> str:
     """The battery as a markdown table: one row per probe, with the noise floor above it."""
     rep = (
         report
         if isinstance(report, ProbeReport)
-        else ProbeReport.model_validate(_revive({k: v for k, v in report.items() if k != "records_file"}))
+        else ProbeReport.model_validate({k: v for k, v in report.items() if k != "records_file"})
     )
     unit = "preference for the probed text, -1..1" if rep.task == "pairwise" else "score"
     lines = [
