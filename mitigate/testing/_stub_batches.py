@@ -57,16 +57,18 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:24]}"
 
 
-def _error_body(status: int, message: str, anthropic: bool) -> dict[str, Any]:
+def error_body(status: int, message: str, anthropic: bool) -> dict[str, Any]:
+    """An error body in the provider's shape (OpenAI's 429 typed and coded as its rate limit's)."""
     if anthropic:
         kind = ANTHROPIC_ERROR_TYPES.get(status, "invalid_request_error" if status < 500 else "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
-    kind = "server_error" if status >= 500 else "invalid_request_error"
-    return {"error": {"message": message, "type": kind, "code": None}}
+    limited = status == 429
+    kind = "server_error" if status >= 500 else "requests" if limited else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "code": "rate_limit_exceeded" if limited else None}}
 
 
 def _error(status: int, message: str, *, anthropic: bool = False) -> Reply:
-    return status, _error_body(status, message, anthropic), {}
+    return status, error_body(status, message, anthropic), {}
 
 
 def _line_error(code: str, line: int | None, param: str | None, message: str) -> dict[str, Any]:
@@ -463,9 +465,9 @@ class BatchEmulator:
                 try:
                     answer = await self.answer(b.provider, body)
                 except Exception as exc:  # a malformed request body: an HTTP 400 for that request only
-                    answer, status = _error_body(400, f"malformed request: {exc}", anthropic), 400
+                    answer, status = error_body(400, f"malformed request: {exc}", anthropic), 400
             else:
-                answer = _error_body(status, f"stub failure for {cid}", anthropic)
+                answer = error_body(status, f"stub failure for {cid}", anthropic)
             with self._lock:
                 if status is None:
                     b.succeeded += 1

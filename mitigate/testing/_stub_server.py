@@ -50,23 +50,12 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from mitigate.testing._stub_answers import StubAnswers, count_words
-from mitigate.testing._stub_batches import BatchEmulator, FailHook
-
-Reply = tuple[int, dict[str, Any] | bytes, dict[str, str]]
+from mitigate.testing._stub_batches import BatchEmulator, FailHook, Reply, error_body
 
 _REASONS = {s: HTTPStatus(s).phrase for s in (200, 400, 401, 404, 405, 429, 500, 502, 503)} | {
     529: "Overloaded"
 }
 _RECORDS = ("bodies", "auth", "api_keys", "agents", "paths")
-
-
-def _error(
-    anthropic: bool, message: str, kind: str, openai_type: str, code: str | None = None
-) -> dict[str, Any]:
-    """An error body: Anthropic's (``kind`` its type) or OpenAI's (``openai_type`` and ``code``)."""
-    if anthropic:
-        return {"type": "error", "error": {"type": kind, "message": message}}
-    return {"error": {"message": message, "type": openai_type, "code": code}}
 
 
 def _duration(seconds: float) -> str:
@@ -403,9 +392,8 @@ class StubOpenAIServer(StubAnswers):
         anthropic_route = path.endswith("/messages")
         if number <= self.fail_first:
             extra = {"Retry-After": _fmt_seconds(self.retry_after)} if self.retry_after is not None else {}
-            kind = "rate_limit_error" if self.fail_status == 429 else "api_error"
             message = f"stub failure {number} of {self.fail_first}"
-            return self.fail_status, _error(anthropic_route, message, kind, "stub_error"), extra
+            return self.fail_status, error_body(self.fail_status, message, anthropic_route), extra
         if method == "GET" and path.endswith("/models"):
             model = {"id": self.model, "object": "model", "owned_by": "stub"}
             return 200, {"object": "list", "data": [model]}, {}
@@ -465,8 +453,7 @@ class StubOpenAIServer(StubAnswers):
         if not over:
             return 200, {}, headers
         headers["Retry-After"] = _fmt_seconds(math.ceil(max(waits) * 1000) / 1000)
-        message = "stub rate limit reached"
-        return 429, _error(anthropic, message, "rate_limit_error", "requests", "rate_limit_exceeded"), headers
+        return 429, error_body(429, "stub rate limit reached", anthropic), headers
 
     def _limit_headers(self, anthropic: bool) -> dict[str, str]:
         """The provider's rate-limit headers for the current buckets (call with the lock held)."""
