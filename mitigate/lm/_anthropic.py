@@ -27,6 +27,7 @@ from mitigate.lm._ratelimit import AdaptiveLimiter, estimate_tokens
 from mitigate.lm._retry import RequestClock
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+_USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 def _sdk_takes_temperature() -> bool:
@@ -231,9 +232,7 @@ class AnthropicLM(ProviderLM):
         fields = AnswerFields(self.identity(), self.spec, self.scrubber)
         usage = message.usage
         try:
-            for (
-                name
-            ) in "input_tokens output_tokens cache_read_input_tokens cache_creation_input_tokens".split():
+            for name in _USAGE_COUNTS:
                 fields.count(getattr(usage, name, None), f"usage.{name}")
         except MitigateError as exc:
             raise self.scrubber.error(exc) from None

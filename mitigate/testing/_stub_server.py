@@ -510,15 +510,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-first", type=int, default=0)
     parser.add_argument("--fail-status", type=int, default=429)
     parser.add_argument("--retry-after", type=float, default=None)
-    args = parser.parse_args(argv)
-    with StubOpenAIServer(
-        latency=args.latency,
-        reply=args.reply,
-        fail_first=args.fail_first,
-        fail_status=args.fail_status,
-        retry_after=args.retry_after,
-        port=args.port,
-    ) as server:
+    with StubOpenAIServer(**vars(parser.parse_args(argv))) as server:  # each option names a field
         print(server.base_url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
