@@ -3,8 +3,6 @@ and its circuit breaker."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.constraints import Interval, check_param
@@ -127,15 +125,6 @@ class Tally:
             seconds=seconds,
             cost_note=cost_note if self.cost_usd is None else None,
         )
-
-
-def summarise(judgments: Iterable[Judgment], *, resumed: int = 0, seconds: float = 0.0) -> RunSummary:
-    """Totals over judgments, ``resumed`` of them read back (their usage and cost counted too)."""
-    tally = Tally()
-    for j in judgments:
-        tally.add(j)
-    tally.resumed = resumed
-    return tally.summary(seconds)
 
 
 STOP_AFTER = 3
