@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from mitigate.errors import CapabilityError, ConfigError, MitigateError
 from mitigate.lm._base import Choice, LMRequest, LMResponse, Usage, tool_answer_fields, validate_spec_part
-from mitigate.lm._http import Exchange, Limits, check_limits, decode_json_object, malformed, no_cookies
+from mitigate.lm._http import Exchange, Limits, check_limits, decode_json_object, malformed
 from mitigate.lm._prompt_cache import PrefixPlanner, anthropic_min_cache_tokens, split_at
 from mitigate.lm._provider import AnswerFields, ProviderLM
 from mitigate.lm._ratelimit import AdaptiveLimiter, estimate_tokens
@@ -108,17 +108,10 @@ class AnthropicLM(ProviderLM):
         return anthropic
 
     def _make_client(self) -> anthropic.AsyncAnthropic:
-        kwargs: dict[str, Any] = {
-            "api_key": self._api_key.get_secret_value(),
-            "max_retries": 0,
-            "timeout": self.read_timeout,
-            "http_client": anthropic.DefaultAsyncHttpxClient(
-                timeout=self.read_timeout, follow_redirects=False, cookies=no_cookies()
-            ),
-        }
-        if self.base_url is not None:
-            kwargs["base_url"] = self.base_url
-        return anthropic.AsyncAnthropic(**kwargs)
+        kwargs, client_kwargs = self.client_options()
+        return anthropic.AsyncAnthropic(
+            **kwargs, http_client=anthropic.DefaultAsyncHttpxClient(**client_kwargs)
+        )
 
     def _params(self, request: LMRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")

@@ -112,12 +112,7 @@ class Usage(BaseModel):
     cache_write_tokens: int = Field(default=0, ge=0)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-        )
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
 
 
 class LMResponse(BaseModel):

@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - Windows
 
 from mitigate.errors import ConfigError, DataError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm._base import LMRequest
-from mitigate.lm._scrub import NO_SECRETS, Scrubber
+from mitigate.lm._scrub import NO_SECRETS, Scrubber, chain
 
 DEFAULT_DEADLINE = 100.0
 """Seconds one request may spend on the server over all its attempts (see :class:`Limits`)."""
@@ -254,15 +254,6 @@ _CLOSED = (
 )
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    seen: BaseException | None = exc
-    while seen is not None and len(out) < 8 and seen not in out:
-        out.append(seen)
-        seen = seen.__cause__ or seen.__context__
-    return out
-
-
 def _said(exc: BaseException, scrubber: Scrubber) -> str:
     try:
         text = str(exc)
@@ -291,7 +282,7 @@ def _descriptors(code: int) -> str:
 
 def is_client_failure(exc: BaseException) -> bool:
     """Whether ``exc`` (or its cause) comes from the HTTP client or the network, not a bug."""
-    for e in _chain(exc):
+    for e in chain(exc):
         if isinstance(e, OSError | TimeoutError | EOFError | asyncio.IncompleteReadError):
             return True
         module = type(e).__module__.split(".")[0].rstrip("0123456789")  # httpx2, httpcore2: the same clients
@@ -314,13 +305,13 @@ def transport_error(
     "malformed" (not HTTP: not retried), "cut" (the body broken off), "closed", "connection", or
     "descriptors" (this process had no file descriptor free: its limit named); what the client said quoted
     scrubbed, then cut."""
-    chain = _chain(exc)
-    full = next((e.errno for e in chain if isinstance(e, OSError) and e.errno in _NO_DESCRIPTOR), None)
+    chained = chain(exc)
+    full = next((e.errno for e in chained if isinstance(e, OSError) and e.errno in _NO_DESCRIPTOR), None)
     if full is not None:  # the client's own limit, not the server's doing
         return TransientLMError(
             f"{where} got no connection: {_descriptors(full)}", backend=backend, reason="descriptors"
         )
-    said = [(e, _said(e, scrubber)) for e in chain]
+    said = [(e, _said(e, scrubber)) for e in chained]
 
     def first(keys: str) -> str | None:
         return next((text for _, text in said if any(k in text.lower() for k in keys.split("|"))), None)

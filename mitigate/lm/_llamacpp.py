@@ -101,9 +101,7 @@ class _Snapshot:
 
 
 _PLAIN = {"top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0}  # whole vocabulary
-_MIN_RESTORE_GAIN = (
-    16  # restore a snapshot sharing at least this many more prompt tokens than the live history
-)
+_MIN_RESTORE_GAIN = 16  # restore a snapshot sharing at least this many more prompt tokens than live history
 
 
 @dataclass

@@ -122,13 +122,9 @@ def _load_env() -> None:
             load_prices(path)
 
 
-def _normalise(model: str) -> str:
-    return model.strip().removeprefix("openai/").removeprefix("anthropic/")
-
-
 def lookup(model: str, table: Mapping[str, Price] | None = None) -> Price | None:
     """The price of ``model`` (dated or ``openai/``-prefixed names too); None if unknown."""
-    name = _normalise(model)
+    name = model.strip().removeprefix("openai/").removeprefix("anthropic/")
     base = _VERSION_SUFFIX.sub("", name)
     if table is not None:
         return table.get(name) or table.get(base)

@@ -512,16 +512,8 @@ PROBE = (check_probe_rewrites_and_records,)
 
 def checks_for(component: Any) -> Iterator[Check]:
     """The checks that apply to ``component``: the common ones, then its kind's."""
-    fns: list[Callable[[Any], None]] = list(COMMON)
-    if isinstance(component, Mitigation):
-        fns += MITIGATION
-    if isinstance(component, Selector):
-        fns += SELECTOR
-    if isinstance(component, Engine):
-        fns += ENGINE
-    if isinstance(component, Probe):
-        fns += PROBE
-    for fn in fns:
+    kinds = ((Mitigation, MITIGATION), (Selector, SELECTOR), (Engine, ENGINE), (Probe, PROBE))
+    for fn in [*COMMON, *(fn for cls, checks in kinds if isinstance(component, cls) for fn in checks)]:
         yield Check(fn.__name__.removeprefix("check_"), fn)
 
 

@@ -221,16 +221,14 @@ class BatchEmulator:
             return 200, f.describe(), {}
         with self._lock:
             found = self.files.get(file_id)
-        if found is None:
-            return _error(404, f"No such File object: {file_id}")
-        if sub == "content":
-            with self._lock:
+            if found is None:
+                return _error(404, f"No such File object: {file_id}")
+            if sub == "content":
                 self._downloads.append(file_id)
-            return 200, found.content, {"Content-Type": "application/octet-stream"}
-        if method == "DELETE":
-            with self._lock:
+                return 200, found.content, {"Content-Type": "application/octet-stream"}
+            if method == "DELETE":
                 self.files.pop(file_id, None)
-            return 200, {"id": file_id, "object": "file", "deleted": True}, {}
+                return 200, {"id": file_id, "object": "file", "deleted": True}, {}
         return 200, found.describe(), {}
 
     # ------------------------------------------------------------------ OpenAI batches
@@ -285,9 +283,8 @@ class BatchEmulator:
             return await self._created_reply(b, self._openai_view)
         with self._lock:
             found = self.batches.get(batch_id)
-        if found is None or found.provider != "openai":
-            return _error(404, f"No batch found with id '{batch_id}'")
-        with self._lock:
+            if found is None or found.provider != "openai":
+                return _error(404, f"No batch found with id '{batch_id}'")
             if sub == "cancel" and found.status not in OPENAI_TERMINAL:
                 found.cancel_requested = time.time()
                 found.status = "cancelling"
@@ -380,9 +377,8 @@ class BatchEmulator:
             return await self._created_reply(b, self._anthropic_view)
         with self._lock:
             found = self.batches.get(batch_id)
-        if found is None or found.provider != "anthropic":
-            return _error(404, f"no message batch {batch_id!r}", anthropic=True)
-        with self._lock:
+            if found is None or found.provider != "anthropic":
+                return _error(404, f"no message batch {batch_id!r}", anthropic=True)
             if sub == "results":
                 if found.status != "ended":
                     return _error(400, f"batch {batch_id} has not ended", anthropic=True)

@@ -43,7 +43,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from http import HTTPStatus
 from types import TracebackType
 from typing import Any
@@ -140,16 +140,9 @@ class StubOpenAIServer(StubAnswers):
         self._cache: dict[str, float] = {}
         self._window_start = time.monotonic()
         self._buckets: dict[str, float] = {}
-        self.batch = BatchEmulator(
-            self._answer,
-            latency=self.batch_latency,
-            validation_delay=self.batch_validation_delay,
-            create_delay=self.batch_create_delay,
-            expire_after=self.batch_expire_after,
-            fail=self.batch_fail,
-            max_requests=self.batch_max_requests or {},
-            max_bytes=self.batch_max_bytes or {},
-        )
+        given = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        batch = {k.removeprefix("batch_"): v for k, v in given.items() if k.startswith("batch_")}
+        self.batch = BatchEmulator(self._answer, **batch)  # the batch_* fields, by their names there
         self._lock = threading.Lock()
         self._count = self._in_flight = self._max_in_flight = self._connections = self._rate_limited = 0
         self._records: dict[str, list[Any]] = {name: [] for name in _RECORDS}
