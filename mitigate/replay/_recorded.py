@@ -241,12 +241,11 @@ class ReleasedJudge(RecordedJudge):
         if self.run is None:
             return judgment
         released = self.run.get(item.id, self.criterion)
-        sample = released.sample
         info = {
             "judge": self.judge_name,
             "model": self.run.model,
             "method": self.run.method,
-            "line": sample.line,
+            "line": released.sample.line,
             "primary": released.primary,
             "runs": list(released.scores),
         }

@@ -114,9 +114,8 @@ class JudgeBatches:
             stop_after=self.stop_after,
         )
         async with stream:
-            async for _, judgment in stream:
-                before = sum(r for _, r in pairs)
-                pairs.append((judgment, stream.tally.resumed > before))
+            async for _, judgment in stream:  # resumed: the tally's count of them went up
+                pairs.append((judgment, stream.tally.resumed > sum(r for _, r in pairs)))
         return pairs
 
 
