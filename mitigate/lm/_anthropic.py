@@ -20,13 +20,14 @@ from pydantic import ValidationError
 
 from mitigate.errors import CapabilityError, ConfigError, MitigateError
 from mitigate.lm._base import Choice, LMRequest, LMResponse, Usage, tool_answer_fields, validate_spec_part
-from mitigate.lm._http import Exchange, Limits, check_limits, decode_json_object, malformed, no_cookies
+from mitigate.lm._http import Exchange, Limits, check_limits, decode_json_object, malformed
 from mitigate.lm._prompt_cache import PrefixPlanner, anthropic_min_cache_tokens, split_at
 from mitigate.lm._provider import AnswerFields, ProviderLM
 from mitigate.lm._ratelimit import AdaptiveLimiter, estimate_tokens
 from mitigate.lm._retry import RequestClock
 
 _FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+_USAGE_COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
 def _sdk_takes_temperature() -> bool:
@@ -107,17 +108,10 @@ class AnthropicLM(ProviderLM):
         return anthropic
 
     def _make_client(self) -> anthropic.AsyncAnthropic:
-        kwargs: dict[str, Any] = {
-            "api_key": self._api_key.get_secret_value(),
-            "max_retries": 0,
-            "timeout": self.read_timeout,
-            "http_client": anthropic.DefaultAsyncHttpxClient(
-                timeout=self.read_timeout, follow_redirects=False, cookies=no_cookies()
-            ),
-        }
-        if self.base_url is not None:
-            kwargs["base_url"] = self.base_url
-        return anthropic.AsyncAnthropic(**kwargs)
+        kwargs, client_kwargs = self.client_options()
+        return anthropic.AsyncAnthropic(
+            **kwargs, http_client=anthropic.DefaultAsyncHttpxClient(**client_kwargs)
+        )
 
     def _params(self, request: LMRequest) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
@@ -231,9 +225,7 @@ class AnthropicLM(ProviderLM):
         fields = AnswerFields(self.identity(), self.spec, self.scrubber)
         usage = message.usage
         try:
-            for (
-                name
-            ) in "input_tokens output_tokens cache_read_input_tokens cache_creation_input_tokens".split():
+            for name in _USAGE_COUNTS:
                 fields.count(getattr(usage, name, None), f"usage.{name}")
         except MitigateError as exc:
             raise self.scrubber.error(exc) from None

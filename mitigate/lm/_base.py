@@ -11,7 +11,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.errors import CapabilityError, ConfigError
 
@@ -64,26 +64,15 @@ class LMRequest(BaseModel):
     """Everything a backend needs for one call (``top_logprobs``: the k likeliest tokens at each step too)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    messages: tuple[Message, ...]
+    messages: tuple[Message, ...] = Field(min_length=1)
     temperature: float = 0.0
-    n: int = 1
-    max_tokens: int = 256
+    n: int = Field(default=1, ge=1)
+    max_tokens: int = Field(default=256, ge=1)
     stop: tuple[str, ...] = ()
     logprobs: bool = False
-    top_logprobs: int = 0
+    top_logprobs: int = Field(default=0, ge=0, le=20)
     seed: int | None = None
     constraint: AnswerConstraint | None = None
-
-    @field_validator("messages", "n", "max_tokens", "top_logprobs")
-    @classmethod
-    def _bounded(cls, v: Any, info: ValidationInfo) -> Any:
-        if info.field_name == "messages" and not v:
-            raise ValueError("an LMRequest needs at least one message; got none")
-        if info.field_name in ("n", "max_tokens") and v < 1:
-            raise ValueError(f"must be an int >= 1; got {v}")
-        if info.field_name == "top_logprobs" and not 0 <= v <= 20:
-            raise ValueError(f"top_logprobs must be between 0 and 20; got {v}")
-        return v
 
     def wants_logprobs(self) -> bool:
         """True when the caller asked for token logprobs or top-k alternatives."""
@@ -123,12 +112,7 @@ class Usage(BaseModel):
     cache_write_tokens: int = Field(default=0, ge=0)
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            cached_prompt_tokens=self.cached_prompt_tokens + other.cached_prompt_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-        )
+        return Usage(**{name: getattr(self, name) + getattr(other, name) for name in Usage.model_fields})
 
 
 class LMResponse(BaseModel):

@@ -181,11 +181,6 @@ class BatchRecord(BaseModel):
     status: str | None = None
     failed: dict[str, str] = Field(default_factory=dict)
 
-    @property
-    def open(self) -> bool:
-        """Submitted (or maybe submitted) and not yet collected."""
-        return not self.collected
-
 
 class BatchStore:
     """The event log of a run's batches (``batches.jsonl``) and their requests files, in ``directory``."""
@@ -309,7 +304,8 @@ class BatchStore:
         return {row["key"]: LMRequest.model_validate(row["request"]) for row in rows}
 
     def open_records(self) -> list[BatchRecord]:
-        return [r for r in self.records.values() if r.open]
+        """The batches submitted (or maybe submitted) and not yet collected."""
+        return [r for r in self.records.values() if not r.collected]
 
     def claimed(self) -> set[str]:
         """Every provider batch id a record holds or has disowned (not to be adopted again)."""

@@ -39,9 +39,7 @@ TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
 class OpenAIBatchAPI(BatchAPI):
     """Batches of chat completions for one :class:`~mitigate.lm._openai.OpenAILM`."""
 
-    provider = "openai"
-    per_sample = False
-    limits = BatchLimits(max_requests=50_000, max_bytes=200 * 1024 * 1024)
+    provider = "openai"  # the base's limits: 50,000 lines, 200 MB
     lm: OpenAILM
 
     def lines(self, requests: Sequence[tuple[str, LMRequest]]) -> list[Group]:
@@ -183,7 +181,6 @@ class AnthropicBatchAPI(BatchAPI):
     provider = "anthropic"
     per_sample = True
     limits = BatchLimits(max_requests=100_000, max_bytes=256 * 1024 * 1024)
-
     lm: AnthropicLM
 
     def lines(self, requests: Sequence[tuple[str, LMRequest]]) -> list[Group]:

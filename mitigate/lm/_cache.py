@@ -122,19 +122,13 @@ class LMCache:
             return
         self._warned.add(cause)
         if cause == "damaged":
-            warnings.warn(
-                f"the LM cache {self.path} is damaged ({exc}); damaged entries are treated as misses and "
-                "called again (delete the file to start a fresh cache)",
-                CacheDamageWarning,
-                stacklevel=3,
-            )
+            said = f"is damaged ({exc}); damaged entries are treated as misses and called again (delete the "
+            said += "file to start a fresh cache)"
         else:
-            warnings.warn(
-                f"the LM cache {self.path} could not be used: {_TROUBLE[cause]} ({exc}); the "
-                "answers concerned are not cached, the run goes on and the file is left as it is",
-                CacheUnavailableWarning,
-                stacklevel=3,
-            )
+            said = f"could not be used: {_TROUBLE[cause]} ({exc}); the answers concerned are not cached, the "
+            said += "run goes on and the file is left as it is"
+        kind = CacheDamageWarning if cause == "damaged" else CacheUnavailableWarning
+        warnings.warn(f"the LM cache {self.path} {said}", kind, stacklevel=3)
 
     def _guarded(self, default: T, op: Callable[[], T]) -> T:
         """``op()`` under the lock; ``default`` (with one warning per cause) when SQLite fails."""

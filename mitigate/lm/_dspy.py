@@ -31,7 +31,7 @@ from mitigate.lm._base import (
 from mitigate.lm._http import Exchange, Limits
 from mitigate.lm._provider import AnswerFields, ProviderLM
 from mitigate.lm._retry import RequestClock
-from mitigate.lm._scrub import Scrubber
+from mitigate.lm._scrub import Scrubber, chain
 
 ENV_KEY_MIN_CHARS = 8
 """A ``*_API_KEY`` variable's value is treated as a secret from this length on."""
@@ -66,20 +66,13 @@ def _token_logprobs(raw: Any) -> tuple[TokenLogprob, ...] | None:
 
 def _retry_after(exc: BaseException) -> float | None:
     """A Retry-After hint from the error or its causes (DSPy's ``retry_after`` or response headers)."""
-    seen: BaseException | None = exc
-    for _ in range(5):
-        if seen is None:
-            return None
+    for seen in chain(exc, 5):
         value = getattr(seen, "retry_after", None)
         if isinstance(value, int | float):
             return float(value)
-        response = getattr(seen, "response", None)
-        headers = getattr(response, "headers", None)
-        if headers is not None:
-            parsed = http.parse_retry_after(headers)
-            if parsed is not None:
-                return parsed
-        seen = seen.__cause__ or seen.__context__
+        parsed = http.parse_retry_after(getattr(getattr(seen, "response", None), "headers", None))
+        if parsed is not None:
+            return parsed
     return None
 
 

@@ -27,7 +27,7 @@ except ImportError:  # pragma: no cover - Windows
 
 from mitigate.errors import ConfigError, DataError, LMCallError, MitigateError, TransientLMError
 from mitigate.lm._base import LMRequest
-from mitigate.lm._scrub import NO_SECRETS, Scrubber
+from mitigate.lm._scrub import NO_SECRETS, Scrubber, chain
 
 DEFAULT_DEADLINE = 100.0
 """Seconds one request may spend on the server over all its attempts (see :class:`Limits`)."""
@@ -112,40 +112,31 @@ def server_identity(spec: str, url: str | None) -> str:
 
 def check_base_url(url: str, *, backend: str) -> str:
     """``url`` without a trailing slash when it is an http(s) URL with a host; ConfigError otherwise."""
+
+    def bad(expected: str, got: str) -> ConfigError:
+        return ConfigError(f"expected the base URL of {backend} {expected}; got {got}", backend=backend)
+
     if not isinstance(url, str):
-        raise ConfigError(
-            f"expected the base URL of {backend} as a str; got {type(url).__name__}", backend=backend
-        )
+        raise bad("as a str", type(url).__name__)
     try:
         shown = public_url(url)
     except ValueError:  # a port that is not a number: the URL as given, minus anything before an '@'
         shown = url.rpartition("@")[2]
+    form = "as http(s)://host[:port][/path]"
     if any(ord(ch) <= 32 or ord(ch) == 127 for ch in url):
-        raise ConfigError(
-            f"expected the base URL of {backend} as http(s)://host[:port][/path] without spaces or control "
-            f"characters; got {shown!r}",
-            backend=backend,
-        )
+        raise bad(f"{form} without spaces or control characters", repr(shown))
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0-65535
     except ValueError as exc:
-        raise ConfigError(
-            f"expected the base URL of {backend} as http(s)://host[:port][/path]; got {shown!r} ({exc})",
-            backend=backend,
-        ) from None
+        raise bad(form, f"{shown!r} ({exc})") from None
     if parts.username is not None or parts.password is not None:
-        raise ConfigError(
-            f"expected the base URL of {backend} without credentials (user:password@); got {shown!r} with "
-            "them: they are not sent; pass the key through the API key variable instead",
-            backend=backend,
+        raise bad(
+            "without credentials (user:password@)",
+            f"{shown!r} with them: they are not sent; pass the key through the API key variable instead",
         )
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise ConfigError(
-            f"expected the base URL of {backend} as http(s)://host[:port][/path], e.g. "
-            f"http://localhost:8000/v1; got {shown!r}",
-            backend=backend,
-        )
+        raise bad(f"{form}, e.g. http://localhost:8000/v1", repr(shown))
     return url.rstrip("/")
 
 
@@ -263,15 +254,6 @@ _CLOSED = (
 )
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    seen: BaseException | None = exc
-    while seen is not None and len(out) < 8 and seen not in out:
-        out.append(seen)
-        seen = seen.__cause__ or seen.__context__
-    return out
-
-
 def _said(exc: BaseException, scrubber: Scrubber) -> str:
     try:
         text = str(exc)
@@ -300,7 +282,7 @@ def _descriptors(code: int) -> str:
 
 def is_client_failure(exc: BaseException) -> bool:
     """Whether ``exc`` (or its cause) comes from the HTTP client or the network, not a bug."""
-    for e in _chain(exc):
+    for e in chain(exc):
         if isinstance(e, OSError | TimeoutError | EOFError | asyncio.IncompleteReadError):
             return True
         module = type(e).__module__.split(".")[0].rstrip("0123456789")  # httpx2, httpcore2: the same clients
@@ -323,13 +305,13 @@ def transport_error(
     "malformed" (not HTTP: not retried), "cut" (the body broken off), "closed", "connection", or
     "descriptors" (this process had no file descriptor free: its limit named); what the client said quoted
     scrubbed, then cut."""
-    chain = _chain(exc)
-    full = next((e.errno for e in chain if isinstance(e, OSError) and e.errno in _NO_DESCRIPTOR), None)
+    chained = chain(exc)
+    full = next((e.errno for e in chained if isinstance(e, OSError) and e.errno in _NO_DESCRIPTOR), None)
     if full is not None:  # the client's own limit, not the server's doing
         return TransientLMError(
             f"{where} got no connection: {_descriptors(full)}", backend=backend, reason="descriptors"
         )
-    said = [(e, _said(e, scrubber)) for e in chain]
+    said = [(e, _said(e, scrubber)) for e in chained]
 
     def first(keys: str) -> str | None:
         return next((text for _, text in said if any(k in text.lower() for k in keys.split("|"))), None)
@@ -554,26 +536,18 @@ def decode_json_object(
     stripped = data.strip()
     if not stripped:
         raise malformed(where, "an empty body", expected, backend=backend)
+
+    def refused(kind: str) -> LMCallError:
+        return malformed(where, kind, f"{expected}; got {_looks(stripped, scrubber)}", backend=backend)
+
     if stripped[:1] == b"<":
-        raise malformed(
-            where, "HTML or XML", f"{expected}; got {_looks(stripped, scrubber)}", backend=backend
-        )
+        raise refused("HTML or XML")
     try:
         value = json.loads(stripped)
     except RecursionError:
         raise malformed(where, "JSON nested too deep", expected, backend=backend) from None
     except (ValueError, UnicodeDecodeError):
-        raise malformed(
-            where,
-            "truncated or invalid JSON",
-            f"{expected}; got {_looks(stripped, scrubber)}",
-            backend=backend,
-        ) from None
+        raise refused("truncated or invalid JSON") from None
     if not isinstance(value, dict):
-        raise malformed(
-            where,
-            f"a JSON {type(value).__name__}",
-            f"{expected}; got {_looks(stripped, scrubber)}",
-            backend=backend,
-        )
+        raise refused(f"a JSON {type(value).__name__}")
     return value

@@ -71,10 +71,9 @@ def default_model_path() -> Path:
 def check_gguf(path: str | os.PathLike[str]) -> Path:
     """Return ``path`` resolved when it is a readable GGUF file, else raise :class:`ModelPathError`."""
     p = Path(path).expanduser()
-    if not p.exists():
-        raise ModelPathError(f"expected a GGUF model file at {str(p)!r}; no such file", path=str(p))
     if not p.is_file():
-        raise ModelPathError(f"expected a GGUF model file at {str(p)!r}; got a directory", path=str(p))
+        got = "got a directory" if p.exists() else "no such file"
+        raise ModelPathError(f"expected a GGUF model file at {str(p)!r}; {got}", path=str(p))
     try:
         with p.open("rb") as fh:
             magic = fh.read(4)
@@ -101,9 +100,7 @@ class _Snapshot:
 
 
 _PLAIN = {"top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0}  # whole vocabulary
-_MIN_RESTORE_GAIN = (
-    16  # restore a snapshot sharing at least this many more prompt tokens than the live history
-)
+_MIN_RESTORE_GAIN = 16  # restore a snapshot sharing at least this many more prompt tokens than live history
 
 
 @dataclass

@@ -192,18 +192,7 @@ class OpenAILM(ProviderLM):
 
     def _make_client(self) -> openai.AsyncOpenAI:
         openai = _sdk()
-        kwargs: dict[str, Any] = {
-            "api_key": self._api_key.get_secret_value(),
-            "max_retries": 0,
-            "timeout": self.read_timeout,
-        }
-        if self.base_url is not None:
-            kwargs["base_url"] = self.base_url
-        client_kwargs = {
-            "timeout": self.read_timeout,
-            "follow_redirects": False,
-            "cookies": http.no_cookies(),
-        }
+        kwargs, client_kwargs = self.client_options()
         if self._http_client is not None:
             kwargs["http_client"] = self._http_client
         elif self.transport == "aiohttp" or (self.transport == "sdk" and _aiohttp_available()):
@@ -256,14 +245,15 @@ class OpenAILM(ProviderLM):
         return self._response(request, raw)
 
     async def _post_sdk(self, body: dict[str, Any], exchange: Exchange) -> bytes:
+        import httpx  # a core dependency: for its Response the SDK returns the raw answer (with rate limits)
+
         client = self.sdk_client()
-        raw = _raw_response_class()
 
         def start() -> Any:
             return client.post(
                 "/chat/completions",
                 body=body,
-                cast_to=raw,
+                cast_to=httpx.Response,
                 options={"headers": {"X-Stainless-Raw-Response": "stream"}, "follow_redirects": False},
             )
 
@@ -418,15 +408,6 @@ def _no_text(message: Any) -> str:
     if isinstance(content, list):
         return "content parts without a text part"
     return f"content that is a JSON {type(content).__name__}, not text"
-
-
-def _raw_response_class() -> Any:
-    """``httpx.Response``: for it the SDK returns its raw HTTP response (with the rate-limit headers)."""
-    try:
-        import httpx
-    except ImportError:  # pragma: no cover - httpx is installed with the SDKs
-        return None
-    return httpx.Response
 
 
 def _direct_session(wait: float | None, key: str) -> Any:

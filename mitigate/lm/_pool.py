@@ -94,12 +94,8 @@ def read_endpoints(values: Sequence[str], read_file: Callable[[Path, str], str])
     for value in values:
         if value.startswith("@"):
             path = Path(value[1:])
-            found = [
-                (url, weight, f"{path}:{line}")
-                for url, weight, line in parse_endpoints(
-                    read_file(path, "--base-url").splitlines(), str(path)
-                )
-            ]
+            listed = parse_endpoints(read_file(path, "--base-url").splitlines(), str(path))
+            found = [(url, weight, f"{path}:{line}") for url, weight, line in listed]
             if not found:
                 raise ConfigError(f"expected --base-url {value} to list at least one URL; it lists none")
         else:
@@ -231,13 +227,10 @@ class PoolLM(WrapperLM):
         elif e.down_until:  # sent before it was taken out: it is out already
             return True
         e.failures += 1
-        was_probe = probe
-        if was_probe or e.failures >= self.trip_after or cause in AT_ONCE:
-            e.backoff = (
-                FIRST_BACKOFF if not was_probe else min(self.max_backoff, max(FIRST_BACKOFF, 2 * e.backoff))
-            )
+        if probe or e.failures >= self.trip_after or cause in AT_ONCE:
+            e.backoff = min(self.max_backoff, max(FIRST_BACKOFF, 2 * e.backoff)) if probe else FIRST_BACKOFF
             e.down_until = self._clock() + e.backoff
-            if not was_probe:
+            if not probe:
                 warnings.warn(
                     f"replica {e.shown} of {self.inner.spec} taken out of the pool after "
                     f"{e.failures} failure{'s' if e.failures != 1 else ''} in a row ({cause}: "

@@ -50,9 +50,8 @@ class CostBreakdown(BaseModel):
         return self.input + self.cached_input + self.cache_write + self.output
 
 
-PRICES: Mapping[
-    str, Price
-] = {  # list prices, 2025-06; Anthropic's cache writes at its 5-minute cache's price
+# list prices, 2025-06; Anthropic's cache writes at its 5-minute cache's price
+PRICES: Mapping[str, Price] = {
     "gpt-4o": Price(input=2.50, output=10.00, cached_input=1.25),
     "gpt-4o-mini": Price(input=0.15, output=0.60, cached_input=0.075),
     "gpt-4.1": Price(input=2.00, output=8.00, cached_input=0.50),
@@ -123,13 +122,9 @@ def _load_env() -> None:
             load_prices(path)
 
 
-def _normalise(model: str) -> str:
-    return model.strip().removeprefix("openai/").removeprefix("anthropic/")
-
-
 def lookup(model: str, table: Mapping[str, Price] | None = None) -> Price | None:
     """The price of ``model`` (dated or ``openai/``-prefixed names too); None if unknown."""
-    name = _normalise(model)
+    name = model.strip().removeprefix("openai/").removeprefix("anthropic/")
     base = _VERSION_SUFFIX.sub("", name)
     if table is not None:
         return table.get(name) or table.get(base)

@@ -72,8 +72,7 @@ class PrefixPlanner:
         pos = 0
         for role, text in segments:
             head = f"\x02{role}\x01"
-            parts.append(head)
-            parts.append(text)
+            parts += (head, text)
             pos += len(head)
             spans.append((pos, pos + len(text)))
             pos += len(text)

@@ -100,6 +100,14 @@ class ProviderLM(LM):
         http.check_request_size(request, self.limits, backend=self.spec)
         super().check(request)
 
+    def client_options(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The SDK client's arguments (the key, no retries of the SDK's own, the read timeout, the server when
+        set) and its HTTP client's (the read timeout, no redirect followed, no cookie kept)."""
+        sdk = {"api_key": self._api_key.get_secret_value(), "max_retries": 0, "timeout": self.read_timeout}
+        if self.base_url is not None:
+            sdk["base_url"] = self.base_url
+        return sdk, {"timeout": self.read_timeout, "follow_redirects": False, "cookies": http.no_cookies()}
+
     def _sdk(self) -> Any:
         raise NotImplementedError
 

@@ -101,18 +101,11 @@ def parse_rate_limit_headers(headers: Mapping[str, str] | None) -> RateLimitSnap
         reset_text = get(prefix + names[2].format(kind))
         return limit, remaining, parse_reset(reset_text) if reset_text is not None else None
 
-    rl, rr, rs = family("requests")
-    tl, tr, ts = family("tokens")
-    if tr is None and prefix.startswith("anthropic"):
-        tl, tr, ts = family("input-tokens")
-    return RateLimitSnapshot(
-        requests_limit=rl,
-        requests_remaining=rr,
-        requests_reset=rs,
-        tokens_limit=tl,
-        tokens_remaining=tr,
-        tokens_reset=ts,
-    )
+    tokens = family("tokens")
+    if tokens[1] is None and prefix.startswith("anthropic"):
+        tokens = family("input-tokens")
+    values = (*family("requests"), *tokens)  # the snapshot's fields in their order
+    return RateLimitSnapshot.model_validate(dict(zip(RateLimitSnapshot.model_fields, values, strict=True)))
 
 
 def _rate(limit: int | None, remaining: int, reset: float | None) -> float | None:
@@ -294,14 +287,11 @@ class AdaptiveLimiter:
                 self._successes = 0
             pause = retry_after
             if pause is None and snap is not None:
-                resets = [
-                    r
-                    for r, left in (
-                        (snap.requests_reset, snap.requests_remaining),
-                        (snap.tokens_reset, snap.tokens_remaining),
-                    )
-                    if r is not None and left is not None and left <= 0
-                ]
+                spent = (
+                    (snap.requests_reset, snap.requests_remaining),
+                    (snap.tokens_reset, snap.tokens_remaining),
+                )
+                resets = [r for r, left in spent if r is not None and left is not None and left <= 0]
                 pause = max(resets) if resets else None
             self._paused_until = max(
                 self._paused_until, now + (self.default_pause if pause is None else pause)

@@ -274,10 +274,6 @@ def _grammar_fields(request: LMRequest, options: Mapping[str, Any]) -> dict[str,
     return grammar_fields(request)
 
 
-def _fake_modes(model: str, options: Mapping[str, Any]) -> frozenset[str]:
-    return frozenset(options.get("constraint_modes") or ())
-
-
 for _name, _backend in {
     "openai": Backend(
         ("openai:<model>",),
@@ -342,7 +338,10 @@ for _name, _backend in {
         ("fake",),
         _fake,
         facts=BackendFacts(
-            supports_logprobs=False, supports_n=True, modes=_fake_modes, options=("constraint_modes",)
+            supports_logprobs=False,
+            supports_n=True,
+            modes=lambda model, options: frozenset(options.get("constraint_modes") or ()),
+            options=("constraint_modes",),
         ),
     ),
 }.items():

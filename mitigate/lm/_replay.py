@@ -34,43 +34,6 @@ def prompt_key(messages: tuple[Message, ...] | list[Message]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _error(path: Path, line: int, what: str) -> ReplayFormatError:
-    return ReplayFormatError(f"{path}:{line}: {what}", path=str(path), line=line)
-
-
-def _parse_prompt(value: Any, path: Path, line: int) -> tuple[Message, ...]:
-    if isinstance(value, str):
-        return (Message(role="user", content=value),)
-    if isinstance(value, list) and value:
-        try:
-            return tuple(Message.model_validate(m) for m in value)
-        except ValidationError as exc:
-            raise _error(
-                path,
-                line,
-                'expected "prompt" to be a string or a list of {"role", "content"} messages; '
-                f"got an invalid message ({exc.errors()[0]['msg']})",
-            ) from exc
-    raise _error(
-        path,
-        line,
-        f'expected "prompt" to be a string or a non-empty list of messages; got {type(value).__name__}',
-    )
-
-
-def _parse_samples(value: Any, path: Path, line: int) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise _error(
-        path,
-        line,
-        'expected "response" of a prompt line to be a string or a non-empty list of strings; got '
-        f"{value!r:.60}",
-    )
-
-
 class ReplayLM(LM):
     """Answers requests from a replay file, read and checked whole when it is built."""
 
@@ -91,7 +54,35 @@ class ReplayLM(LM):
         self._load()
 
     def _bad(self, line: int, what: str) -> ReplayFormatError:
-        return _error(self.path, line, what)
+        return ReplayFormatError(f"{self.path}:{line}: {what}", path=str(self.path), line=line)
+
+    def _parse_prompt(self, value: Any, line: int) -> tuple[Message, ...]:
+        if isinstance(value, str):
+            return (Message(role="user", content=value),)
+        if isinstance(value, list) and value:
+            try:
+                return tuple(Message.model_validate(m) for m in value)
+            except ValidationError as exc:
+                raise self._bad(
+                    line,
+                    'expected "prompt" to be a string or a list of {"role", "content"} messages; '
+                    f"got an invalid message ({exc.errors()[0]['msg']})",
+                ) from exc
+        raise self._bad(
+            line,
+            f'expected "prompt" to be a string or a non-empty list of messages; got {type(value).__name__}',
+        )
+
+    def _parse_samples(self, value: Any, line: int) -> tuple[str, ...]:
+        if isinstance(value, str):
+            return (value,)
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise self._bad(
+            line,
+            'expected "response" of a prompt line to be a string or a non-empty list of strings; got '
+            f"{value!r:.60}",
+        )
 
     def __repr__(self) -> str:
         return f"ReplayLM({str(self.path)!r}, answers={len(self)})"
@@ -152,8 +143,8 @@ class ReplayLM(LM):
         self._by_key[key] = (response, number)
 
     def _add_prompt(self, obj: dict[str, Any], number: int) -> None:
-        messages = _parse_prompt(obj["prompt"], self.path, number)
-        samples = _parse_samples(obj["response"], self.path, number)
+        messages = self._parse_prompt(obj["prompt"], number)
+        samples = self._parse_samples(obj["response"], number)
         item_id = obj.get("item_id")
         key = prompt_key(messages)
         previous = self._by_prompt.get(key)

@@ -207,18 +207,24 @@ class Scrubber:
 
     def _chain_holds(self, exc: BaseException) -> bool:
         """Whether an exception chained to ``exc`` (cause or context, a few levels deep) shows a secret."""
-        seen = exc.__cause__ or exc.__context__
-        for _ in range(8):
-            if seen is None:
-                return False
+        for seen in chain(exc, 9)[1:]:
             try:
                 shown = f"{seen!s} {seen!r} {seen.args!r}"
             except Exception:  # an exception whose str() fails: drop it rather than risk it
                 return True
             if self.holds(shown):
                 return True
-            seen = seen.__cause__ or seen.__context__
         return False
+
+
+def chain(exc: BaseException, most: int = 8) -> list[BaseException]:
+    """``exc`` and the exceptions chained to it (each one's cause, else its context): at most ``most``."""
+    out: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(out) < most and seen not in out:
+        out.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return out
 
 
 NO_SECRETS = Scrubber(())

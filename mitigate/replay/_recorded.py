@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from mitigate.data import (
     H2H_JUDGE,
@@ -101,13 +101,11 @@ class RecordedJudge(Judge):
         return self.to_judgment(recorded)
 
     def _primary(self, recorded: RecordedJudgment) -> tuple[list[RecordedRow], Order]:
-        variant = self.recorded.primary_variant
-        rows = recorded.select(variant, "original")
-        if rows:
-            return rows, "original"
-        swapped = recorded.select(variant, "swapped")
-        if swapped:
-            return swapped, "swapped"
+        order: Order
+        for order in get_args(Order):
+            rows = recorded.select(self.recorded.primary_variant, order)
+            if rows:
+                return rows, order
         first = recorded.variants[0]
         return recorded.select(first, recorded.orders[0]) or list(recorded.rows), recorded.orders[0]
 
@@ -243,12 +241,11 @@ class ReleasedJudge(RecordedJudge):
         if self.run is None:
             return judgment
         released = self.run.get(item.id, self.criterion)
-        sample = released.sample
         info = {
             "judge": self.judge_name,
             "model": self.run.model,
             "method": self.run.method,
-            "line": sample.line,
+            "line": released.sample.line,
             "primary": released.primary,
             "runs": list(released.scores),
         }

@@ -268,20 +268,14 @@ def parse_report(parse: ReleaseParse, *, examples: int = 3) -> dict[str, dict[st
         if answer.part != "verdict":
             continue
         mine, theirs = got.verdict, answer.release_verdict
-        kind = (
-            "both_none"
-            if mine is None and theirs is None
-            else "only_release"
-            if mine is None
-            else "only_mitigate"
-            if theirs is None
-            else "agree"
-            if mine == theirs
-            else "differ"
-        )
-        row[kind] += 1
-        if mine is not None and theirs is not None:
+        if mine is None or theirs is None:
+            kind = (
+                "only_mitigate" if mine is not None else "only_release" if theirs is not None else "both_none"
+            )
+        else:
+            kind = "agree" if mine == theirs else "differ"
             row["compared"] += 1
+        row[kind] += 1
         if kind != "agree":
             bucket = row["examples"].setdefault(kind, [])
             if len(bucket) < examples:

@@ -151,16 +151,14 @@ class BatchSession:
     def batching(self, lm: LM) -> BatchingLM:
         """``lm`` answering through this session (its batch API and cache registered by identity)."""
         identity = lm.identity()
-        api = self._apis.get(identity)
-        if api is None:
-            api = batch_api_for(lm).with_limits(self.options.max_requests, self.options.max_bytes)
-            self._apis[identity] = api
-        cache = self._caches.get(identity)
-        if cache is None:
+        if identity not in self._apis:
+            self._apis[identity] = batch_api_for(lm).with_limits(
+                self.options.max_requests, self.options.max_bytes
+            )
+        if identity not in self._caches:
             found = find_cache(lm)
-            cache = found if found is not None else self._default_cache()  # (an empty cache is falsy)
-            self._caches[identity] = cache
-        return BatchingLM(lm, self, api, cache)
+            self._caches[identity] = found if found is not None else self._default_cache()  # (empty is falsy)
+        return BatchingLM(lm, self, self._apis[identity], self._caches[identity])
 
     def _default_cache(self) -> LMCache:
         if self._own_cache is None:
@@ -366,8 +364,7 @@ class BatchSession:
         for record in records:
             api = self._apis[record.identity]
             assert record.batch_id is not None
-            batch_id = record.batch_id
-            state = await self._retrying(partial(api.poll, batch_id))
+            state = await self._retrying(partial(api.poll, record.batch_id))
             before = self.states.get(record.local)
             if before is None or (before.status, before.done) != (state.status, state.done):
                 changed = True
@@ -406,9 +403,7 @@ class BatchSession:
                     answers[key] = api.response(request, [g for g in got if isinstance(g, dict)])
                 except MitigateError as exc:
                     failures[key] = BatchItemError(kind="errored", message=str(exc))
-        cache = self._caches.get(record.identity)
-        if cache is None:
-            cache = self._default_cache()
+        cache = self._caches[record.identity] if record.identity in self._caches else self._default_cache()
         payloads = [
             (key, resp.model_copy(update={"cached": False}).model_dump_json())
             for key, resp in answers.items()

@@ -80,10 +80,6 @@ _INDEXES = [
 ]
 
 
-def _quoted(name: str) -> str:
-    return f'"{name}"'
-
-
 class ColumnWriter:
     """Appends ``(item, judgment)`` pairs to a columns file that appears at ``path`` only when its block ends
     without an error (``criterion``: the one whose human score fills ``human``)."""
@@ -261,10 +257,10 @@ class Columns:
             raise ConfigError(f"expected a column of {sorted(_TABLE_OF)}; got {name!r}")
         where, args = self._where(entry, criterion, table)
         if table == "judgments":
-            sql = f"SELECT j.{_quoted(name)} FROM judgments j{where} ORDER BY j.seq"
+            sql = f'SELECT j."{name}" FROM judgments j{where} ORDER BY j.seq'
         else:
             sql = (
-                f"SELECT s.{_quoted(name)} FROM scores s JOIN judgments j ON j.seq = s.seq{where} "
+                f'SELECT s."{name}" FROM scores s JOIN judgments j ON j.seq = s.seq{where} '
                 "ORDER BY s.seq, s.rowid"
             )
         import numpy as np  # the reader's: a run that only writes columns does not load it
@@ -293,7 +289,7 @@ class Columns:
             table = _TABLE_OF.get(name)
             if table is None:
                 raise ConfigError(f"expected columns among {sorted(_TABLE_OF)}; got {name!r}")
-            selected.append(f"{'j' if table == 'judgments' else 's'}.{_quoted(name)}")
+            selected.append(f'{"j" if table == "judgments" else "s"}."{name}"')
         where, args = self._where(entry, criterion, "scores")
         sql = (
             f"SELECT {', '.join(selected)} FROM judgments j JOIN scores s ON s.seq = j.seq{where} "

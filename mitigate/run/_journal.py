@@ -177,7 +177,6 @@ class Journal:
         self.fingerprint = fingerprint
         self.fsync_every = fsync_every
         self.bounds = dict(bounds or {})
-        self.trimmed = 0  # damaged or blank trailing lines removed on load
         self.rejected: dict[str, str] = {}  # item id -> why its last line was damaged (judged again)
         self._keys = array("q")  # sorted keys (id_hash) of the ids whose last line is a good judgment
         self._offsets = array("q")  # where each of those lines starts
@@ -221,7 +220,7 @@ class Journal:
         # one pass, nothing kept per line but its id's hash, where it starts and how it ended
         hashes, starts, states = array("q"), array("q"), array("b")  # state: 0 good, 1 failed call, 2 damaged
         contents = array("q")
-        size = complete = keep_end = tail_bad = 0
+        size = keep_end = 0
         header: dict[str, Any] | None = None
         first_bad: tuple[int, str, bool] | None = None
         seen = 0
@@ -231,13 +230,11 @@ class Journal:
                 size += len(raw)
                 if not raw.endswith(b"\n"):
                     break
-                complete = size
                 if not raw.strip():
                     continue
                 content, value = self._parse(raw[:-1], first=seen == 0)
                 seen += 1
                 if isinstance(value, str):
-                    tail_bad += 1
                     first_bad = first_bad or (number, value, seen == 1)
                     continue
                 if first_bad is not None:
@@ -249,7 +246,7 @@ class Journal:
                         path=str(self.path),
                         line=line,
                     )
-                keep_end, tail_bad = size, 0
+                keep_end = size
                 if isinstance(value, dict):
                     header = value
                     continue
@@ -263,7 +260,6 @@ class Journal:
                 states.append(2 if damage is not None else 1 if value.error is not None else 0)
                 contents.append(_short(content))
         if keep_end < size:  # damaged, blank or partial lines at the end: a write cut short
-            self.trimmed = tail_bad + (complete < size)
             with open_regular(self.path, "r+b", "the journal") as fh:
                 fh.truncate(keep_end)
         if header is None:

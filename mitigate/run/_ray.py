@@ -114,9 +114,8 @@ class JudgeBatches:
             stop_after=self.stop_after,
         )
         async with stream:
-            async for _, judgment in stream:
-                before = sum(r for _, r in pairs)
-                pairs.append((judgment, stream.tally.resumed > before))
+            async for _, judgment in stream:  # resumed: the tally's count of them went up
+                pairs.append((judgment, stream.tally.resumed > sum(r for _, r in pairs)))
         return pairs
 
 
@@ -168,14 +167,10 @@ def start_ray(address: str | None = None, *, progress: bool = True) -> Any:
                 ray.init(address=address, **settings)
         except Exception as exc:  # Ray raises bare Exceptions (a node that timed out, no cluster there)
             where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+            hint = "start one with `ray start --head` and pass its address with --ray-address"
             raise ConfigError(
                 f"expected to start or join {where}; got {type(exc).__name__}: {' '.join(str(exc).split())}"
-                + (
-                    ""
-                    if address
-                    else " (on a busy machine, start one with `ray start --head` and pass its "
-                    "address with --ray-address)"
-                )
+                + ("" if address else f" (on a busy machine, {hint})")
             ) from None
     logging.getLogger("ray.data").setLevel(logging.INFO if progress else logging.WARNING)
     context = ray.data.DataContext.get_current()

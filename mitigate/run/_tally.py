@@ -3,8 +3,6 @@ and its circuit breaker."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from mitigate.constraints import Interval, check_param
@@ -129,15 +127,6 @@ class Tally:
         )
 
 
-def summarise(judgments: Iterable[Judgment], *, resumed: int = 0, seconds: float = 0.0) -> RunSummary:
-    """Totals over judgments, ``resumed`` of them read back (their usage and cost counted too)."""
-    tally = Tally()
-    for j in judgments:
-        tally.add(j)
-    tally.resumed = resumed
-    return tally.summary(seconds)
-
-
 STOP_AFTER = 3
 """Default of ``run(stop_after=...)``: repeated permanent failures in a row that stop a run."""
 PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 422})
@@ -173,16 +162,9 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
     attempts = exc.context.get("attempts")
     if isinstance(last, TransientLMError) and isinstance(attempts, int):
         cause = str(last.context.get("reason"))
-        if cause == "connection":
-            return ("unreachable", f"could not connect on any of {attempts} attempts: {last.message}", True)
-        if cause == "descriptors":  # the limit is this process's: every item would meet it
-            return (
-                "descriptors",
-                f"no file descriptor was free on any of {attempts} attempts: {last.message}",
-                True,
-            )
-        if cause in _EVERY:  # "unavailable": every replica of a pool out, for different causes
-            return cause, f"{_EVERY[cause].format(attempts)}: {last.message}", False
+        if cause in _EVERY:
+            kind, said, at_once = _EVERY[cause]
+            return kind, f"{said.format(attempts)}: {last.message}", at_once
         if last.status is not None:
             return (
                 f"exhausted-{last.status}",
@@ -192,11 +174,15 @@ def permanent_cause(exc: BaseException) -> tuple[str, str, bool] | None:
     return None
 
 
-_EVERY = {
-    "closed": "the server closed the connection on every one of {} attempts",
-    "cut": "the server broke off its answer on every one of {} attempts",
-    "timeout": "every one of {} attempts timed out",
-    "unavailable": "every one of {} attempts found no replica to send to",
+_EVERY = {  # a transient cause every attempt met -> (kind, what happened, trip at once)
+    "connection": ("unreachable", "could not connect on any of {} attempts", True),
+    # the limit is this process's: every item would meet it
+    "descriptors": ("descriptors", "no file descriptor was free on any of {} attempts", True),
+    "closed": ("closed", "the server closed the connection on every one of {} attempts", False),
+    "cut": ("cut", "the server broke off its answer on every one of {} attempts", False),
+    "timeout": ("timeout", "every one of {} attempts timed out", False),
+    # every replica of a pool out, for different causes
+    "unavailable": ("unavailable", "every one of {} attempts found no replica to send to", False),
 }
 
 

@@ -23,6 +23,7 @@ import asyncio
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel
@@ -58,6 +59,15 @@ class Check(NamedTuple):
 
     def __call__(self, component: Any) -> None:
         self.run(component)
+
+
+def _refusal(call: Callable[[], Any], accepted: str) -> ConfigError:
+    """The ConfigError ``call()`` raises; AssertionError with the message ``accepted`` when it raises none."""
+    try:
+        call()
+    except ConfigError as exc:
+        return exc
+    raise AssertionError(accepted)
 
 
 def _kind(component: Any) -> str:
@@ -109,12 +119,9 @@ def check_spec_round_trips(component: Any) -> None:
 def check_unknown_parameter_is_refused(component: Any) -> None:
     """A parameter the class does not have is one ConfigError naming the known ones."""
     cls = type(component)
-    try:
-        cls.model_validate({**component.model_dump(), "no_such_parameter": 1})
-    except ConfigError as exc:
-        assert "no_such_parameter" in str(exc), f"the error does not name the unknown parameter: {exc}"
-        return
-    raise AssertionError(f"{cls.__name__} accepted an unknown parameter")
+    values = {**component.model_dump(), "no_such_parameter": 1}
+    exc = _refusal(partial(cls.model_validate, values), f"{cls.__name__} accepted an unknown parameter")
+    assert "no_such_parameter" in str(exc), f"the error does not name the unknown parameter: {exc}"
 
 
 class _Unacceptable:
@@ -132,13 +139,10 @@ def check_constraints_refuse_bad_values(component: Any) -> None:
         assert name in cls.model_fields, (
             f"{cls.__name__} declares constraints for {name!r}, which is not a field"
         )
-        try:
-            component.with_params(**{name: _Unacceptable()})
-        except ConfigError as exc:
-            expected = f"The {name!r} parameter of {cls.owner()} must be "
-            assert str(exc).startswith(expected), f"expected {expected!r}...; got {exc}"
-            continue
-        raise AssertionError(f"{cls.__name__} accepted {_Unacceptable()!r} for {name!r}")
+        bad = partial(component.with_params, **{name: _Unacceptable()})
+        exc = _refusal(bad, f"{cls.__name__} accepted {_Unacceptable()!r} for {name!r}")
+        expected = f"The {name!r} parameter of {cls.owner()} must be "
+        assert str(exc).startswith(expected), f"expected {expected!r}...; got {exc}"
 
 
 # --------------------------------------------------------------------------- mitigations
@@ -173,12 +177,9 @@ def check_unfitted_use_is_refused(mitigation: Mitigation) -> None:
     """An unfitted mitigation refuses to wrap with "<Name> is not fitted; expected ..."."""
     if mitigation.is_fitted:
         return
-    try:
-        mitigation.wrap(example_judge())
-    except ConfigError as exc:
-        assert f"{type(mitigation).__name__} is not fitted; expected" in str(exc), f"unclear error: {exc}"
-        return
-    raise AssertionError(f"the unfitted {type(mitigation).__name__} wrapped a judge")
+    name = type(mitigation).__name__
+    exc = _refusal(partial(mitigation.wrap, example_judge()), f"the unfitted {name} wrapped a judge")
+    assert f"{name} is not fitted; expected" in str(exc), f"unclear error: {exc}"
 
 
 def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
@@ -190,7 +191,7 @@ def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
     tags = mitigation.tags
     fitted = mitigation.fit(train, judge, fit_context(lm))
     name = type(mitigation).__name__
-    calls = lm.calls + len(lm.likelihood_requests)
+    _calls_agree_with_tags(name, tags, lm)
     assert mitigation.model_dump() == before, f"{name}.fit changed the original"
     assert train.model_dump() == train_before, f"{name}.fit changed the training data"
     if not tags.needs_fitting:
@@ -201,6 +202,11 @@ def check_fit_returns_a_fitted_copy(mitigation: Mitigation) -> None:
         assert type(fitted) is type(mitigation), f"fit returned a {type(fitted).__name__}"
         assert fitted.is_fitted, f"{name}.fit returned an unfitted value"
         check_spec_round_trips(fitted)
+
+
+def _calls_agree_with_tags(name: str, tags: Tags, lm: FakeLM) -> None:
+    """The fit called the LM exactly when the tags say it calls the judge while fitting."""
+    calls = lm.calls + len(lm.likelihood_requests)
     if tags.calls_judge_while_fitting:
         assert calls > 0, f"{name}'s tags say it calls the judge while fitting, but fit made no LM call"
     else:
@@ -326,39 +332,23 @@ def check_select_is_deterministic_and_hides_the_query(selector: Selector) -> Non
 
 def check_k_is_validated(selector: Selector) -> None:
     """``select(0)`` is refused in scikit-learn's wording."""
-    try:
-        selector.select(0, query=_query(selector))
-    except ConfigError as exc:
-        assert str(exc).startswith(f"The 'k' parameter of {type(selector).__name__} must be an int >= 1"), (
-            str(exc)
-        )
-        return
-    raise AssertionError(f"{type(selector).__name__}.select(0) was accepted")
+    name = type(selector).__name__
+    exc = _refusal(partial(selector.select, 0, query=_query(selector)), f"{name}.select(0) was accepted")
+    assert str(exc).startswith(f"The 'k' parameter of {name} must be an int >= 1"), str(exc)
 
 
 def check_selector_fit_returns_a_copy(selector: Selector) -> None:
     """``fit`` on the parameters alone returns a new fitted value (or says what more it needs); unfitted
     select is refused."""
     unfitted = selector.unfitted()
-    try:
-        unfitted.select(1, query=_query(selector))
-    except ConfigError as exc:
-        assert "not fitted" in str(exc), str(exc)
-    else:
-        raise AssertionError(f"the unfitted {type(selector).__name__} selected demos")
+    select = partial(unfitted.select, 1, query=_query(selector))
+    exc = _refusal(select, f"the unfitted {type(selector).__name__} selected demos")
+    assert "not fitted" in str(exc), str(exc)
     lm = fitting_lm()
     ctx = fit_context(lm, criterion=selector.criterion_)
     fitted = unfitted.fit(list(selector.pool_ or ()), example_judge(lm=lm), ctx)
     assert fitted is not unfitted and fitted.is_fitted and not unfitted.is_fitted
-    calls = lm.calls + len(lm.likelihood_requests)
-    if unfitted.tags.calls_judge_while_fitting:
-        assert calls > 0, (
-            f"{type(selector).__name__}'s tags say it calls the judge while fitting; it made no LM call"
-        )
-    else:
-        assert calls == 0, (
-            f"{type(selector).__name__}'s tags say it calls no judge while fitting; it made {calls}"
-        )
+    _calls_agree_with_tags(type(selector).__name__, unfitted.tags, lm)
 
 
 def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
@@ -378,11 +368,10 @@ def check_choice_keeps_only_the_chosen(selector: Selector) -> None:
     assert shown == chosen, f"{name}.with_choice(2) shows other demos"
     check_spec_round_trips(kept)
     assert [(d.item.id, d.score) for d in _rebuild(kept, kept.spec()).select(2)] == chosen
-    try:
-        kept.select(1)
-    except ConfigError:
-        return
-    raise AssertionError(f"{name} kept 2 chosen demos but answered select(1), which only its pool can answer")
+    _refusal(
+        partial(kept.select, 1),
+        f"{name} kept 2 chosen demos but answered select(1), which only its pool can answer",
+    )
 
 
 # --------------------------------------------------------------------------- engines
@@ -465,12 +454,9 @@ def check_probe_rewrites_and_records(probe: Probe) -> None:
     before = PROBE_ITEM.model_dump()
     rewriter = None
     if probe.needs_rewriter:
-        try:
-            asyncio.run(probe.aprobe(PROBE_ITEM, None))
-        except ConfigError as exc:
-            assert "rewriter" in str(exc), f"unclear error without a rewriter: {exc}"
-        else:
-            raise AssertionError(f"{type(probe).__name__} probed without a rewriter")
+        unaided = f"{type(probe).__name__} probed without a rewriter"
+        exc = _refusal(lambda: asyncio.run(probe.aprobe(PROBE_ITEM, None)), unaided)
+        assert "rewriter" in str(exc), f"unclear error without a rewriter: {exc}"
         rewriter = FakeLM(lambda request: "The mayor opened the bridge, and shops reopened because of it.")
     first = asyncio.run(probe.aprobe(PROBE_ITEM, rewriter))
     again = asyncio.run(_rebuild(probe, probe.spec()).aprobe(PROBE_ITEM, rewriter))
@@ -526,16 +512,8 @@ PROBE = (check_probe_rewrites_and_records,)
 
 def checks_for(component: Any) -> Iterator[Check]:
     """The checks that apply to ``component``: the common ones, then its kind's."""
-    fns: list[Callable[[Any], None]] = list(COMMON)
-    if isinstance(component, Mitigation):
-        fns += MITIGATION
-    if isinstance(component, Selector):
-        fns += SELECTOR
-    if isinstance(component, Engine):
-        fns += ENGINE
-    if isinstance(component, Probe):
-        fns += PROBE
-    for fn in fns:
+    kinds = ((Mitigation, MITIGATION), (Selector, SELECTOR), (Engine, ENGINE), (Probe, PROBE))
+    for fn in [*COMMON, *(fn for cls, checks in kinds if isinstance(component, cls) for fn in checks)]:
         yield Check(fn.__name__.removeprefix("check_"), fn)
 
 

@@ -37,17 +37,14 @@ def _alternatives(token: str) -> list[str]:
 
 def synthetic_logprobs(text: str, top_k: int) -> list[dict[str, Any]]:
     """The OpenAI ``logprobs.content`` list the stub returns for ``text`` with ``top_k`` alternatives."""
+
+    def entry(token: str, p: float) -> dict[str, Any]:
+        return {"token": token, "logprob": math.log(p), "bytes": list(token.encode())}
+
     content: list[dict[str, Any]] = []
     for token in tokenize(text):
-        chosen = math.log(_CHOSEN_P)
-        top = [{"token": token, "logprob": chosen, "bytes": list(token.encode())}]
-        for alt, p in zip(_alternatives(token), _ALT_PS, strict=False):
-            if len(top) >= top_k:
-                break
-            top.append({"token": alt, "logprob": math.log(p), "bytes": list(alt.encode())})
-        content.append(
-            {"token": token, "logprob": chosen, "bytes": list(token.encode()), "top_logprobs": top[:top_k]}
-        )
+        top = [(token, _CHOSEN_P), *zip(_alternatives(token), _ALT_PS, strict=False)][:top_k]
+        content.append({**entry(token, _CHOSEN_P), "top_logprobs": [entry(t, p) for t, p in top]})
     return content
 
 

@@ -57,16 +57,18 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}{uuid.uuid4().hex[:24]}"
 
 
-def _error_body(status: int, message: str, anthropic: bool) -> dict[str, Any]:
+def error_body(status: int, message: str, anthropic: bool) -> dict[str, Any]:
+    """An error body in the provider's shape (OpenAI's 429 typed and coded as its rate limit's)."""
     if anthropic:
         kind = ANTHROPIC_ERROR_TYPES.get(status, "invalid_request_error" if status < 500 else "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
-    kind = "server_error" if status >= 500 else "invalid_request_error"
-    return {"error": {"message": message, "type": kind, "code": None}}
+    limited = status == 429
+    kind = "server_error" if status >= 500 else "requests" if limited else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "code": "rate_limit_exceeded" if limited else None}}
 
 
 def _error(status: int, message: str, *, anthropic: bool = False) -> Reply:
-    return status, _error_body(status, message, anthropic), {}
+    return status, error_body(status, message, anthropic), {}
 
 
 def _line_error(code: str, line: int | None, param: str | None, message: str) -> dict[str, Any]:
@@ -219,16 +221,14 @@ class BatchEmulator:
             return 200, f.describe(), {}
         with self._lock:
             found = self.files.get(file_id)
-        if found is None:
-            return _error(404, f"No such File object: {file_id}")
-        if sub == "content":
-            with self._lock:
+            if found is None:
+                return _error(404, f"No such File object: {file_id}")
+            if sub == "content":
                 self._downloads.append(file_id)
-            return 200, found.content, {"Content-Type": "application/octet-stream"}
-        if method == "DELETE":
-            with self._lock:
+                return 200, found.content, {"Content-Type": "application/octet-stream"}
+            if method == "DELETE":
                 self.files.pop(file_id, None)
-            return 200, {"id": file_id, "object": "file", "deleted": True}, {}
+                return 200, {"id": file_id, "object": "file", "deleted": True}, {}
         return 200, found.describe(), {}
 
     # ------------------------------------------------------------------ OpenAI batches
@@ -283,9 +283,8 @@ class BatchEmulator:
             return await self._created_reply(b, self._openai_view)
         with self._lock:
             found = self.batches.get(batch_id)
-        if found is None or found.provider != "openai":
-            return _error(404, f"No batch found with id '{batch_id}'")
-        with self._lock:
+            if found is None or found.provider != "openai":
+                return _error(404, f"No batch found with id '{batch_id}'")
             if sub == "cancel" and found.status not in OPENAI_TERMINAL:
                 found.cancel_requested = time.time()
                 found.status = "cancelling"
@@ -378,9 +377,8 @@ class BatchEmulator:
             return await self._created_reply(b, self._anthropic_view)
         with self._lock:
             found = self.batches.get(batch_id)
-        if found is None or found.provider != "anthropic":
-            return _error(404, f"no message batch {batch_id!r}", anthropic=True)
-        with self._lock:
+            if found is None or found.provider != "anthropic":
+                return _error(404, f"no message batch {batch_id!r}", anthropic=True)
             if sub == "results":
                 if found.status != "ended":
                     return _error(400, f"batch {batch_id} has not ended", anthropic=True)
@@ -463,9 +461,9 @@ class BatchEmulator:
                 try:
                     answer = await self.answer(b.provider, body)
                 except Exception as exc:  # a malformed request body: an HTTP 400 for that request only
-                    answer, status = _error_body(400, f"malformed request: {exc}", anthropic), 400
+                    answer, status = error_body(400, f"malformed request: {exc}", anthropic), 400
             else:
-                answer = _error_body(status, f"stub failure for {cid}", anthropic)
+                answer = error_body(status, f"stub failure for {cid}", anthropic)
             with self._lock:
                 if status is None:
                     b.succeeded += 1

@@ -43,30 +43,19 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from http import HTTPStatus
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl
 
 from mitigate.testing._stub_answers import StubAnswers, count_words
-from mitigate.testing._stub_batches import BatchEmulator, FailHook
-
-Reply = tuple[int, dict[str, Any] | bytes, dict[str, str]]
+from mitigate.testing._stub_batches import BatchEmulator, FailHook, Reply, error_body
 
 _REASONS = {s: HTTPStatus(s).phrase for s in (200, 400, 401, 404, 405, 429, 500, 502, 503)} | {
     529: "Overloaded"
 }
 _RECORDS = ("bodies", "auth", "api_keys", "agents", "paths")
-
-
-def _error(
-    anthropic: bool, message: str, kind: str, openai_type: str, code: str | None = None
-) -> dict[str, Any]:
-    """An error body: Anthropic's (``kind`` its type) or OpenAI's (``openai_type`` and ``code``)."""
-    if anthropic:
-        return {"type": "error", "error": {"type": kind, "message": message}}
-    return {"error": {"message": message, "type": openai_type, "code": code}}
 
 
 def _duration(seconds: float) -> str:
@@ -151,16 +140,9 @@ class StubOpenAIServer(StubAnswers):
         self._cache: dict[str, float] = {}
         self._window_start = time.monotonic()
         self._buckets: dict[str, float] = {}
-        self.batch = BatchEmulator(
-            self._answer,
-            latency=self.batch_latency,
-            validation_delay=self.batch_validation_delay,
-            create_delay=self.batch_create_delay,
-            expire_after=self.batch_expire_after,
-            fail=self.batch_fail,
-            max_requests=self.batch_max_requests or {},
-            max_bytes=self.batch_max_bytes or {},
-        )
+        given = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        batch = {k.removeprefix("batch_"): v for k, v in given.items() if k.startswith("batch_")}
+        self.batch = BatchEmulator(self._answer, **batch)  # the batch_* fields, by their names there
         self._lock = threading.Lock()
         self._count = self._in_flight = self._max_in_flight = self._connections = self._rate_limited = 0
         self._records: dict[str, list[Any]] = {name: [] for name in _RECORDS}
@@ -403,9 +385,8 @@ class StubOpenAIServer(StubAnswers):
         anthropic_route = path.endswith("/messages")
         if number <= self.fail_first:
             extra = {"Retry-After": _fmt_seconds(self.retry_after)} if self.retry_after is not None else {}
-            kind = "rate_limit_error" if self.fail_status == 429 else "api_error"
             message = f"stub failure {number} of {self.fail_first}"
-            return self.fail_status, _error(anthropic_route, message, kind, "stub_error"), extra
+            return self.fail_status, error_body(self.fail_status, message, anthropic_route), extra
         if method == "GET" and path.endswith("/models"):
             model = {"id": self.model, "object": "model", "owned_by": "stub"}
             return 200, {"object": "list", "data": [model]}, {}
@@ -465,8 +446,7 @@ class StubOpenAIServer(StubAnswers):
         if not over:
             return 200, {}, headers
         headers["Retry-After"] = _fmt_seconds(math.ceil(max(waits) * 1000) / 1000)
-        message = "stub rate limit reached"
-        return 429, _error(anthropic, message, "rate_limit_error", "requests", "rate_limit_exceeded"), headers
+        return 429, error_body(429, "stub rate limit reached", anthropic), headers
 
     def _limit_headers(self, anthropic: bool) -> dict[str, str]:
         """The provider's rate-limit headers for the current buckets (call with the lock held)."""
@@ -523,15 +503,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fail-first", type=int, default=0)
     parser.add_argument("--fail-status", type=int, default=429)
     parser.add_argument("--retry-after", type=float, default=None)
-    args = parser.parse_args(argv)
-    with StubOpenAIServer(
-        latency=args.latency,
-        reply=args.reply,
-        fail_first=args.fail_first,
-        fail_status=args.fail_status,
-        retry_after=args.retry_after,
-        port=args.port,
-    ) as server:
+    with StubOpenAIServer(**vars(parser.parse_args(argv))) as server:  # each option names a field
         print(server.base_url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()

@@ -18,7 +18,6 @@ from mitigate.lm import LM, Choice, LMRequest, LMResponse, Usage
 from mitigate.paths import open_output
 from mitigate.run import Columns, ColumnWriter, Journal, RunResult, Tally, run, run_stream
 from mitigate.run import _journal as journal_module
-from mitigate.run._tally import summarise
 
 TEMPLATE = "Rate the text from 1 to 5.\nText: {{output}}\nScore:"
 
@@ -176,7 +175,7 @@ async def test_a_journal_written_without_content_keys_is_said_and_judged_again(t
     assert lm.calls == 0 and again.summary.resumed == 4
 
 
-def test_tally_counts_what_a_summary_of_the_judgments_says() -> None:
+def test_tally_counts_judgments_errors_parse_failures_and_an_unknown_cost() -> None:
     judgments = [
         Judgment(item_id="a", scores={"s": 3.0}, calls=1, usage=Usage(prompt_tokens=5), cost_usd=0.5),
         Judgment(item_id="b", error="LMCallError: refused"),
@@ -192,7 +191,6 @@ def test_tally_counts_what_a_summary_of_the_judgments_says() -> None:
     for j in judgments:
         tally.add(j)
     summary = tally.summary()
-    assert summary == summarise(judgments)
     assert (summary.items, summary.ok, summary.errors, summary.parse_failures) == (3, 1, 1, 1)
     assert summary.cost_usd is None and summary.usage.prompt_tokens == 5
     assert tally.first_error == "LMCallError: refused" and tally.first_failure.reason == "no score"
