@@ -214,8 +214,9 @@ def rescale_score(value: float, old: Scale, new: Scale) -> float:
 
 
 def format_number(v: float) -> str:
-    """A score as prompts write it: "3" for 3.0, "2.5" for 2.5."""
-    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+    """A number as prompts write it: at most six decimals, no trailing zeros ("3" for 3.0, "2.5")."""
+    r = round(float(v), 6)
+    return str(int(r)) if r.is_integer() else f"{r:g}"
 
 
 def slot_names(text: str) -> list[str]:

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from mitigate.strategies._forms import mcq_form, rts_form
     from mitigate.strategies._length_control import LengthControl, LengthControlledJudge
     from mitigate.strategies._multiple_evidence import MultipleEvidence, MultipleEvidenceJudge
-    from mitigate.strategies._own_reference import OwnReferenceJudge
+    from mitigate.strategies._own_reference import OwnReferenceJudge, ReferenceRevision, SolveFirst
     from mitigate.strategies._pairwise_distribution import DistributionJudge, PairwiseDistribution
     from mitigate.strategies._panel import (
         DawidSkene,
@@ -63,11 +63,9 @@ if TYPE_CHECKING:
         PerturbedGuidelinesJudge,
     )
     from mitigate.strategies._position_swap import PositionSwap, PositionSwapJudge
-    from mitigate.strategies._reference_revision import ReferenceRevision
     from mitigate.strategies._sampling import ExpectedScore, Granularity, Sampling
     from mitigate.strategies._selective import CascadeJudge, SelectiveEvaluation, SelectiveJudge
     from mitigate.strategies._single_attribute import MultiAttribute, SingleAttribute
-    from mitigate.strategies._solve_first import SolveFirst
     from mitigate.strategies._style_control import StyleControl, StyleControlledJudge
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

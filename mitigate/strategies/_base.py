@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SerializeAsAny
 
-from mitigate.data import Benchmark
+from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError, NotRecommendedWarning
-from mitigate.judge import FitContext, Fittable, Judge, Judgment, run_fit
+from mitigate.judge import CompositeJudge, FitContext, Fittable, Judge, Judgment, run_fit
 from mitigate.paths import loads_json, read_file
 from mitigate.prompt import JudgePrompt
 from mitigate.registry import Component, Tags, build
@@ -258,3 +258,25 @@ async def gather_children(calls: Sequence[Callable[[], Any]], *, concurrent: boo
         if isinstance(r, BaseException):
             raise r
     return results
+
+
+class AdjustingJudge(CompositeJudge):
+    """One child judge, ``"inner"``, whose every judgment :meth:`adjust` changes; the keywords it is built
+    with are its parameters (attributes, and :meth:`params`)."""
+
+    requests_are_children = True
+
+    def __init__(self, inner: Judge, **params: Any) -> None:
+        super().__init__({"inner": inner})
+        self.__dict__.update(params)
+        self._params = params
+
+    def params(self) -> dict[str, Any]:
+        return dict(self._params)
+
+    def adjust(self, judgment: Judgment, item: Item) -> Judgment:
+        """The inner judge's ``judgment`` of ``item`` as this judge reports it."""
+        raise NotImplementedError(f"{type(self).__name__} must implement adjust()")
+
+    async def judge(self, item: Item) -> Judgment:
+        return self.adjust(await self.children["inner"].judge(item), item)

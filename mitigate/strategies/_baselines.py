@@ -7,19 +7,12 @@ from __future__ import annotations
 from typing import ClassVar
 
 from mitigate.constraints import Interval, Satisfies
-from mitigate.errors import ConfigError
 from mitigate.judge import Judge, PromptJudge
 from mitigate.prompt import GUIDELINE_MARK, SLOT_RE, JudgePrompt
 from mitigate.registry import Tags, register
 from mitigate.strategies._base import Mitigation, PromptMitigation
-from mitigate.strategies._edits import (
-    DEFAULT_COT,
-    DEFAULT_HINT,
-    allow_reasoning,
-    consistency_hint,
-    insert_after_guideline,
-    set_cot,
-)
+from mitigate.strategies._edits import DEFAULT_COT, DEFAULT_HINT, consistency_hint, insert_after_guideline
+from mitigate.strategies._sampling import resampled
 
 
 def _instruction(text: object) -> bool:
@@ -94,20 +87,9 @@ class SelfConsistency(Mitigation):
         return Tags(adds_reasoning=self.cot)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
-        if self.cot and leaf.config.scoring == "expected":
-            raise ConfigError(
-                "SelfConsistency(cot=True) asks for reasoning before the score, but this judge scores by "
-                "expected value over the first scale number it generates (ExpectedScore); expected cot=False "
-                "with ExpectedScore"
-            )
-        judge = leaf
-        if self.cot:
-            prompt = allow_reasoning(leaf.prompt, "SelfConsistency(cot=True)")
-            judge = leaf.with_prompt(set_cot(prompt, True, lead=DEFAULT_COT))
-        changes: dict[str, object] = {"n": self.n, "temperature": self.temperature, "reducer": "majority"}
-        if self.max_tokens is not None:
-            changes["max_tokens"] = self.max_tokens
-        return judge.with_config(**changes)
+        changes = {"n": self.n, "temperature": self.temperature, "reducer": "majority"}
+        lead = DEFAULT_COT if self.cot else None
+        return resampled(leaf, "SelfConsistency", lead, self.max_tokens, **changes)
 
     def wrap(self, judge: Judge) -> Judge:
         """A new judge whose every leaf samples ``n`` answers and takes the majority."""

@@ -130,15 +130,7 @@ class CalibratedJudge(Judge):
         return CalibratedJudge(new, self.prior, **self._settings)
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "kind": "calibrated",
-            "method": self.method,
-            "prior": self.prior,
-            "labels": list(self.labels),
-            "tie": self.tie,
-            "top_logprobs": self.top_logprobs,
-            "leaf": self.leaf.describe(),
-        }
+        return {"kind": "calibrated", "prior": self.prior, **self._settings, "leaf": self.leaf.describe()}
 
     async def aclose(self) -> None:
         await self.leaf.aclose()

@@ -20,6 +20,7 @@ from mitigate.prompt import (
     Criterion,
     JudgePrompt,
     PromptMessage,
+    format_number,
     infer_answer_format,
     item_layout,
     reasoning_ban,
@@ -334,15 +335,10 @@ def refresh_addenda(prompt: JudgePrompt) -> JudgePrompt:
     return prompt
 
 
-def num(x: float) -> str:
-    """``x`` as the prompts write a number (up to 6 decimals, no trailing zeros)."""
-    return f"{round(x, 6):g}"
-
-
 def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
     """The answer-scale paragraph Granularity adds to free-form templates."""
     fmt = fmt or AnswerFormat.default()
-    lo, hi = num(scale.min), num(scale.max)
+    lo, hi = format_number(scale.min), format_number(scale.max)
     text = f"{SCALE_LEAD} give a whole number from {lo} to {hi}, where {lo} is the worst and {hi} the best"
     if fmt.stub and fmt.reasoning != "before" and not fmt.is_default_score_line:
         text += f', completing the last line "{fmt.stub}"'
@@ -350,7 +346,7 @@ def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
         text += f', written as "{fmt.shape()}"'
     text += "."
     if scale.modifiers:
-        mid = num(round((scale.min + scale.max) / 2))
+        mid = format_number(round((scale.min + scale.max) / 2))
         weak, strong = (fmt.render(f"{word} {mid}", scale) for word in ("weak", "strong"))
         text += (
             f' You may put "weak" or "strong" in front of it (for example "{weak}" or "{strong}") when '
@@ -365,14 +361,14 @@ def _title(slot: str) -> str:
 
 def scale_sentence(scale: Scale, *, each: bool) -> str:
     """How the built-in template states the scale (range, step, optional word modifiers)."""
-    lo, hi = num(scale.min), num(scale.max)
+    lo, hi = format_number(scale.min), format_number(scale.max)
     what = "each criterion" if each else "it"
     text = f"Score {what} on a scale from {lo} to {hi}, where {lo} is the worst and {hi} the best"
     if scale.step != 1:
-        text += f", in steps of {num(scale.step)}"
+        text += f", in steps of {format_number(scale.step)}"
     text += "."
     if scale.modifiers:
-        mid = num(round((scale.min + scale.max) / 2))
+        mid = format_number(round((scale.min + scale.max) / 2))
         text += (
             f' You may put "weak" or "strong" in front of a score to mean a little below or a little '
             f'above that point (for example "weak {mid}" or "strong {mid}").'
@@ -436,7 +432,7 @@ def multi_criterion_prompt(
         # a placeholder in angle brackets: a 0.5B judge copied a bare "N" literally ("N N N N")
         answer = (
             "Answer with one line per criterion, in this order, replacing each <score> with your score "
-            f"from {num(base.scale.min)} to {num(base.scale.max)}:\n"
+            f"from {format_number(base.scale.min)} to {format_number(base.scale.max)}:\n"
             + "\n".join(f"{_label(c.name)}: <score>" for c in crits)
         )
         fmt = AnswerFormat.default("score")

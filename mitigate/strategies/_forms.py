@@ -19,6 +19,7 @@ from mitigate.prompt import (
     JudgePrompt,
     ScoreOption,
     closing_stub,
+    format_number,
 )
 from mitigate.scale import Scale
 from mitigate.strategies._edits import (
@@ -43,10 +44,6 @@ _ANSWER_VERB = re.compile(
 _ANSWER_NOUN = re.compile(r"(?i)\b(score|rating|number|letter|grade|digit|option)\b")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _MAX_LISTED_POINTS = 10
-
-
-def _fmt(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _or_list(words: list[str]) -> str:
@@ -129,9 +126,9 @@ def _points_text(scale: Scale) -> str:
     points = scale.points()
     listed = len(points) <= _MAX_LISTED_POINTS
     return (
-        _or_list([_fmt(p) for p in points])
+        _or_list([format_number(p) for p in points])
         if listed
-        else f"a number from {_fmt(scale.min)} to {_fmt(scale.max)}"
+        else f"a number from {format_number(scale.min)} to {format_number(scale.max)}"
     )
 
 
@@ -159,15 +156,12 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
     if guideline is not None and prompt.answer == "mcq":
         # an MCQ prompt's lettered options become plain score lines again
         scores = [_option_score(o, prompt.scale) for o in guideline.options]
-        guideline = Guideline(
-            options=tuple(
-                o.model_copy(
-                    update={"label": _fmt(v), "score": v, "head": f"Score {_fmt(v)} means ", "tail": ""}
-                )
-                for o, v in zip(guideline.options, scores, strict=True)
-            ),
-            separators=guideline.separators,
+        options = tuple(
+            o.model_copy(update={"label": t, "score": v, "head": f"Score {t} means ", "tail": ""})
+            for o, v in zip(guideline.options, scores, strict=True)
+            for t in [format_number(v)]
         )
+        guideline = Guideline(options=options, separators=guideline.separators)
     fmt = prompt.format if prompt.answer == "score" else AnswerFormat.default("score")
     fmt = fmt.with_reasoning("before")
     form = prompt.model_copy(update={"scale": scale, "guideline": guideline}).with_answer_format(fmt)
@@ -229,7 +223,7 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
                 score=score,
                 description=description,
                 head=f"{letter}: ",
-                tail=f". Score: {_fmt(score)}",
+                tail=f". Score: {format_number(score)}",
                 position=opt.position,
             )
         )

@@ -4,44 +4,36 @@ judge's score regressed on ``z = tanh((words − mean) / std)`` and reported as 
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Literal, Self
+from typing import ClassVar, Literal, Self
 
 import numpy as np
 
 from mitigate.constraints import Options, Satisfies
 from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError
-from mitigate.judge import CompositeJudge, FitContext, Judge, Judgment
+from mitigate.judge import FitContext, Judge, Judgment
 from mitigate.measures import word_count
 from mitigate.registry import Tags, register
 from mitigate.run import run
-from mitigate.strategies._base import Mitigation
+from mitigate.strategies._base import AdjustingJudge, Mitigation
 
 
-class LengthControlledJudge(CompositeJudge):
+class LengthControlledJudge(AdjustingJudge):
     """Its child's judgment with each score moved to what the regression predicts at the mean length."""
 
     kind = "length-control"
-    requests_are_children = True
+    slopes: dict[str, float]
+    mean: float
+    std: float
 
     def score_bounds(self) -> None:
         return None
-
-    def __init__(
-        self, children: dict[str, Judge], *, slopes: dict[str, float], mean: float, std: float
-    ) -> None:
-        super().__init__(children)
-        self.slopes, self.mean, self.std = slopes, mean, std
-
-    def params(self) -> dict[str, Any]:
-        return {"slopes": self.slopes, "mean": self.mean, "std": self.std}
 
     def z(self, item: Item) -> float:
         """The squashed, standardised length of the item's output."""
         return math.tanh((word_count(item.output) - self.mean) / self.std) if self.std > 0 else 0.0
 
-    async def judge(self, item: Item) -> Judgment:
-        j = await self.children["inner"].judge(item)
+    def adjust(self, j: Judgment, item: Item) -> Judgment:
         z = self.z(item)
         scores = {c: (None if v is None else v - self.slopes.get(c, 0.0) * z) for c, v in j.scores.items()}
         meta = {**j.meta, "length_control": {"raw": dict(j.scores), "z": z}}
@@ -124,9 +116,7 @@ class LengthControl(Mitigation):
         """A judge reporting length-controlled scores."""
         if self.slopes_ is None:
             raise ConfigError("LengthControl is not fitted; expected `m = m.fit(train, judge)` first")
-        return LengthControlledJudge(
-            {"inner": judge}, slopes=dict(self.slopes_), mean=self.mean_, std=self.std_
-        )
+        return LengthControlledJudge(judge, slopes=dict(self.slopes_), mean=self.mean_, std=self.std_)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: the score (or excess over humans) regressed on squashed length over ``train``."""

@@ -1,5 +1,6 @@
-"""The judge writes its own reference first, then judges against it: what solve-first and reference-revision
-share.
+"""The judge writes its own reference first, then judges against it: solve-first (Krumdick et al. 2025: the
+judge answers the task itself) and reference-revision (RevisEval, Zhang et al. 2025: the judge revises the
+judged text into a reference).
 
 :class:`OwnReferenceJudge` makes two calls per item: the first writes the reference (the judge's own answer,
 or a revision of the judged text), the second is the judge's own request with it, in the template's reference
@@ -11,13 +12,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+from mitigate.constraints import Interval, IsInstance, Options
 from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, PlannedRequest, PromptJudge, combine_costs
 from mitigate.lm import LMRequest, Message
 from mitigate.prompt import SLOT_RE, JudgePrompt, field_text, item_layout, slot_names
+from mitigate.registry import register
+from mitigate.strategies._base import Mitigation
 from mitigate.strategies._edits import append_instruction, with_message
 
 Mode = Literal["solve", "revise"]
@@ -38,24 +42,20 @@ PLACEHOLDER = "<the answer to the first request>"
 """What stands in the reference slot when the requests are listed ahead."""
 
 
-def _field(prompt: JudgePrompt, slot: str) -> str:
-    return "output" if slot == prompt.output_slot else prompt.slot_fields.get(slot, slot)
-
-
 def reference_slots(prompt: JudgePrompt) -> list[str]:
     """The template's own reference slots: named like one, or mapped to the item's ``reference``."""
-    texts = {s for s in _slots(prompt) if _field(prompt, s) in ("output", "output_b")}
+    texts = {s for s in _slots(prompt) if prompt._field_for(s) in ("output", "output_b")}
     return [
         s
         for s in _slots(prompt)
-        if s not in texts and (_field(prompt, s) == "reference" or _REFERENCE_NAME.search(s))
+        if s not in texts and (prompt._field_for(s) == "reference" or _REFERENCE_NAME.search(s))
     ]
 
 
 def task_slots(prompt: JudgePrompt) -> list[str]:
     """The template's slots showing the task (neither a judged text nor a reference)."""
     refs = set(reference_slots(prompt))
-    return [s for s in _slots(prompt) if s not in refs and _field(prompt, s) not in ("output", "output_b")]
+    return [s for s in _slots(prompt) if s not in refs and prompt._field_for(s) not in ("output", "output_b")]
 
 
 def _slots(prompt: JudgePrompt) -> list[str]:
@@ -312,10 +312,10 @@ def solved_work(prompt: JudgePrompt) -> Work | None:
 def _inputs(prompt: JudgePrompt, item: Item) -> list[tuple[str, str]]:
     out = []
     for s in task_slots(prompt):
-        value = field_text(item, _field(prompt, s))
+        value = field_text(item, prompt._field_for(s))
         if value is None:
             raise DataError(
-                f"slot {{{{{s}}}}} needs item field {_field(prompt, s)!r}; item {item.id!r} has "
+                f"slot {{{{{s}}}}} needs item field {prompt._field_for(s)!r}; item {item.id!r} has "
                 f"{['output', *item.inputs]}",
                 item_id=item.id,
             )
@@ -325,7 +325,7 @@ def _inputs(prompt: JudgePrompt, item: Item) -> list[tuple[str, str]]:
 
 def _text_heading(prompt: JudgePrompt, field: str, fallback: str) -> str:
     """The heading the template shows above the judged text ``field``, else ``fallback``."""
-    slots = (s for m in prompt.messages for s in slot_names(m.template) if _field(prompt, s) == field)
+    slots = (s for m in prompt.messages for s in slot_names(m.template) if prompt._field_for(s) == field)
     slot = next(slots, None)
     return (_find_heading(prompt, slot) if slot is not None else None) or fallback
 
@@ -460,7 +460,7 @@ class OwnReferenceJudge(Judge):
         inputs = dict(item.inputs)
         update: dict[str, Any] = {}
         for s in self.slots:
-            field = _field(self.prompt, s)
+            field = self.prompt._field_for(s)
             if check and s in reference_slots(self.leaf.prompt) and field_text(item, field) is not None:
                 raise DataError(
                     f"item {item.id!r} brings its own reference for the template's {{{{{s}}}}}; "
@@ -532,3 +532,66 @@ def own_reference(judge: Judge, mode: Mode, task: str | None, max_tokens: int, p
     return judge.map_leaves(
         lambda leaf: OwnReferenceJudge(leaf, mode=mode, task=task, max_tokens=max_tokens, policy=policy)
     )
+
+
+@register("mitigation", "solve-first")
+class SolveFirst(Mitigation):
+    """The judge answers the task first, then judges with its own answer as the reference (Krumdick et al.
+    2025).
+
+    Parameters:
+        task: one sentence saying what the task is, shown above the task inputs in the first call.
+        max_tokens: the budget of the judge's own answer.
+        on_reference_slot: for a template with its own reference slot, "fill" it or "refuse" the template.
+
+    Two calls per judged item; a template showing no task input besides the judged text(s) is refused.
+    """
+
+    paper = "Krumdick et al. 2025; Zheng et al. 2023"
+
+    task: str | None = None
+    max_tokens: int = 512
+    on_reference_slot: Literal["fill", "refuse"] = "fill"
+    parameter_constraints: ClassVar = {
+        "task": [IsInstance(str), None],
+        "max_tokens": [Interval(int, 1)],
+        "on_reference_slot": [Options("fill", "refuse")],
+    }
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        return [cls(), cls(task="Summarise the article.", max_tokens=200, on_reference_slot="refuse")]
+
+    def wrap(self, judge: Judge) -> Judge:
+        """Every prompt judge of ``judge`` writing its own reference first."""
+        return own_reference(judge, "solve", self.task, self.max_tokens, self.on_reference_slot)
+
+
+@register("mitigation", "reference-revision")
+class ReferenceRevision(Mitigation):
+    """The judge revises the judged text into a reference, then judges against it (Zhang et al. 2025,
+    RevisEval).
+
+    Parameters:
+        max_tokens: the budget of the revision.
+        on_reference_slot: for a template with its own reference slot, "fill" it or "refuse" the template.
+
+    Two calls per judged item; for a pairwise prompt the reviser sees both texts, in the judge's order.
+    """
+
+    paper = "Zhang et al. 2025 (RevisEval)"
+
+    max_tokens: int = 512
+    on_reference_slot: Literal["fill", "refuse"] = "fill"
+    parameter_constraints: ClassVar = {
+        "max_tokens": [Interval(int, 1)],
+        "on_reference_slot": [Options("fill", "refuse")],
+    }
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        return [cls(), cls(max_tokens=200, on_reference_slot="refuse")]
+
+    def wrap(self, judge: Judge) -> Judge:
+        """Every prompt judge of ``judge`` writing its own reference first."""
+        return own_reference(judge, "revise", None, self.max_tokens, self.on_reference_slot)

@@ -11,35 +11,23 @@ import numpy as np
 from mitigate.constraints import Options, Satisfies
 from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError
-from mitigate.judge import CompositeJudge, FitContext, Judge, Judgment
+from mitigate.judge import FitContext, Judge, Judgment
 from mitigate.measures import STYLE_FEATURES, score_style_regression, style_features
 from mitigate.registry import Tags, register
-from mitigate.strategies._base import Mitigation
+from mitigate.strategies._base import AdjustingJudge, Mitigation
 from mitigate.strategies._length_control import fitting_scores
 
 
-class StyleControlledJudge(CompositeJudge):
+class StyleControlledJudge(AdjustingJudge):
     """Its child's judgment with each score moved to what the regression predicts at the mean style."""
 
     kind = "style-control"
-    requests_are_children = True
+    coefficients: dict[str, dict[str, float]]
+    mean: dict[str, float]
+    sd: dict[str, float]
 
     def score_bounds(self) -> None:
         return None
-
-    def __init__(
-        self,
-        children: dict[str, Judge],
-        *,
-        coefficients: dict[str, dict[str, float]],
-        mean: dict[str, float],
-        sd: dict[str, float],
-    ) -> None:
-        super().__init__(children)
-        self.coefficients, self.mean, self.sd = coefficients, mean, sd
-
-    def params(self) -> dict[str, Any]:
-        return {"coefficients": self.coefficients, "mean": self.mean, "sd": self.sd}
 
     def z(self, item: Item) -> dict[str, float]:
         """The squashed, standardised style features of the item's output."""
@@ -49,8 +37,7 @@ class StyleControlledJudge(CompositeJudge):
             for k in self.mean
         }
 
-    async def judge(self, item: Item) -> Judgment:
-        j = await self.children["inner"].judge(item)
+    def adjust(self, j: Judgment, item: Item) -> Judgment:
         z = self.z(item)
         scores = {
             c: (
@@ -141,7 +128,7 @@ class StyleControl(Mitigation):
         if self.coefficients_ is None:
             raise ConfigError("StyleControl is not fitted; expected `m = m.fit(train, judge)` first")
         return StyleControlledJudge(
-            {"inner": judge},
+            judge,
             coefficients={c: dict(r) for c, r in self.coefficients_.items()},
             mean=dict(self.mean_),
             sd=dict(self.sd_),
