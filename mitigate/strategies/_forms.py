@@ -124,12 +124,9 @@ def _option_score(option: ScoreOption, scale: Scale) -> float:
 
 def _points_text(scale: Scale) -> str:
     points = scale.points()
-    listed = len(points) <= _MAX_LISTED_POINTS
-    return (
-        _or_list([format_number(p) for p in points])
-        if listed
-        else f"a number from {format_number(scale.min)} to {format_number(scale.max)}"
-    )
+    if len(points) <= _MAX_LISTED_POINTS:
+        return _or_list([format_number(p) for p in points])
+    return f"a number from {format_number(scale.min)} to {format_number(scale.max)}"
 
 
 def rts_instruction(scale: Scale, answer_format: AnswerFormat | None = None) -> str:
@@ -162,8 +159,9 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
             for t in [format_number(v)]
         )
         guideline = Guideline(options=options, separators=guideline.separators)
-    fmt = prompt.format if prompt.answer == "score" else AnswerFormat.default("score")
-    fmt = fmt.with_reasoning("before")
+    fmt = (prompt.format if prompt.answer == "score" else AnswerFormat.default("score")).with_reasoning(
+        "before"
+    )
     form = prompt.model_copy(update={"scale": scale, "guideline": guideline}).with_answer_format(fmt)
     instruction = rts_instruction(scale, fmt)
     out = _with_instruction(prompt, form, instruction)
@@ -172,15 +170,9 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
 
 def mcq_instruction(letters: list[str], stub: str = "") -> str:
     """The MCQ form's answer instruction (our wording), for option ``letters``."""
-    if stub:
-        return (
-            f'Choose the option whose description fits best. Complete the last line "{stub}" with only '
-            f"the option's letter ({_or_list(letters)})."
-        )
-    return (
-        'Choose the option whose description fits best. Reply with a single line "Answer: " followed by '
-        f"the option's letter ({_or_list(letters)})."
-    )
+    ask = 'Reply with a single line "Answer: " followed by'
+    ask = f'Complete the last line "{stub}" with only' if stub else ask
+    return f"Choose the option whose description fits best. {ask} the option's letter ({_or_list(letters)})."
 
 
 def mcq_form(prompt: JudgePrompt) -> JudgePrompt:

@@ -19,7 +19,7 @@ from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, PlannedRequest, PromptJudge, combine_costs
 from mitigate.lm import LMRequest, Message
-from mitigate.prompt import SLOT_RE, JudgePrompt, field_text, item_layout, slot_names
+from mitigate.prompt import SLOT_RE, JudgePrompt, answer_label, field_text, item_layout, slot_names
 from mitigate.registry import register
 from mitigate.strategies._base import Mitigation
 from mitigate.strategies._edits import append_instruction, with_message
@@ -60,11 +60,6 @@ def task_slots(prompt: JudgePrompt) -> list[str]:
 
 def _slots(prompt: JudgePrompt) -> list[str]:
     return list(dict.fromkeys(s for m in prompt.messages for s in slot_names(m.template)))
-
-
-def _title(slot: str) -> str:
-    text = slot.replace("_", " ").strip()
-    return text[:1].upper() + text[1:]
 
 
 # --------------------------------------------------------------------------- the reference section
@@ -268,7 +263,7 @@ def _words(heading: str) -> str | None:
 
 def slot_heading(prompt: JudgePrompt, slot: str) -> str:
     """The words the template shows above (or before) ``slot``: its heading, else the slot name as a title."""
-    return _find_heading(prompt, slot) or _title(slot)
+    return _find_heading(prompt, slot) or answer_label(slot.replace("_", " ").strip())
 
 
 def _find_heading(prompt: JudgePrompt, slot: str) -> str | None:
@@ -298,7 +293,7 @@ def solved_work(prompt: JudgePrompt) -> Work | None:
     heads = [slot_heading(prompt, s) for s in slots]
     if any(_TASK.search(x) for x in (*slots, *heads)):
         return None
-    heading = _text_heading(prompt, "output", _title(prompt.output_slot))
+    heading = _text_heading(prompt, "output", slot_heading(prompt, prompt.output_slot))
     noun = re.sub(r"\s*(?:\(\s*\w\s*\)|\b[A-Za-z0-9]\b)$", "", heading).lower()  # "Summary 1" -> "summary"
     if not re.fullmatch(r"[a-z]+(?: [a-z]+)?", noun):
         raise ConfigError(
