@@ -72,11 +72,7 @@ class Judgment(BaseModel):
             or (not self.scores and not self.samples and bool(self.failures))  # a failed pairwise answer
         )
         if pairwise:
-            crit = (
-                criterion
-                if criterion is not None
-                else (self.failures[0].criterion if self.failures else None)
-            )
+            crit = criterion if criterion is not None else next((f.criterion for f in self.failures), None)
             given = orders if isinstance(orders, dict) else {"original": self.verdict}
             return [
                 {"criterion": crit, "order": o, "score": None, "verdict": _as_text(given.get(o), o), **common}

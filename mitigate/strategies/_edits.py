@@ -80,8 +80,7 @@ RTS_LEAD = "First give a brief reason for your rating"
 
 def append_instruction(prompt: JudgePrompt, text: str) -> JudgePrompt:
     """A copy of ``prompt`` with ``text`` as a new paragraph where added paragraphs go."""
-    idx = _target_index(prompt)
-    body, end = _split_end(prompt, idx)
+    idx, body, end = message_end(prompt)
     core, found = _split_tail(body)
     return with_message(prompt, idx, core + "\n\n" + text + _joined(found) + end)
 
@@ -183,10 +182,7 @@ def _target_index(prompt: JudgePrompt) -> int:
 def _split_tail(template: str) -> tuple[str, dict[str, str]]:
     """The template without its trailing managed paragraphs, and those paragraphs by lead."""
     found: dict[str, str] = {}
-    while True:
-        m = _TAIL_RE.search(template)
-        if m is None:
-            break
+    while (m := _TAIL_RE.search(template)) is not None:
         line = m.group(1)
         lead = next((lead for lead in MANAGED_LEADS if line.startswith(lead)), None)
         if lead is None or lead in found:
@@ -196,18 +192,13 @@ def _split_tail(template: str) -> tuple[str, dict[str, str]]:
     return template, found
 
 
-def _split_end(prompt: JudgePrompt, idx: int) -> tuple[str, str]:
-    """Message ``idx``'s template cut where added paragraphs go: the text before, and the rest."""
-    template = prompt.messages[idx].template
-    stub = prompt.answer_stub(idx)
-    body = template[: len(template) - len(stub)].rstrip()
-    return body, template[len(body) :]
-
-
 def message_end(prompt: JudgePrompt) -> tuple[int, str, str]:
-    """Where added paragraphs go: the last user message's index, its text before that point, and the rest."""
+    """Where added paragraphs go: the last user message's index, its text before that point (its answer stub
+    and the blank space before that left out), and the rest."""
     idx = _target_index(prompt)
-    return (idx, *_split_end(prompt, idx))
+    template = prompt.messages[idx].template
+    body = template[: len(template) - len(prompt.answer_stub(idx))].rstrip()
+    return idx, body, template[len(body) :]
 
 
 def _joined(found: dict[str, str]) -> str:
@@ -224,8 +215,7 @@ def with_message(prompt: JudgePrompt, idx: int, template: str) -> JudgePrompt:
 
 def addenda(prompt: JudgePrompt) -> dict[str, str]:
     """The managed paragraphs at the end of ``prompt``'s last user message (before its stub), by lead."""
-    idx = _target_index(prompt)
-    return _split_tail(_split_end(prompt, idx)[0])[1]
+    return _split_tail(message_end(prompt)[1])[1]
 
 
 def set_addendum(prompt: JudgePrompt, lead: str, text: str | None) -> JudgePrompt:
@@ -234,8 +224,7 @@ def set_addendum(prompt: JudgePrompt, lead: str, text: str | None) -> JudgePromp
         raise ConfigError(f"expected one of the managed paragraph leads {list(MANAGED_LEADS)}; got {lead!r}")
     if text is not None and (not text.startswith(lead) or "\n" in text):
         raise ConfigError(f"expected a single-line paragraph starting with {lead!r}; got {text!r}")
-    idx = _target_index(prompt)
-    body, end = _split_end(prompt, idx)
+    idx, body, end = message_end(prompt)
     core, found = _split_tail(body)
     if text is None:
         found.pop(lead, None)

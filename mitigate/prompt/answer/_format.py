@@ -388,9 +388,7 @@ class AnswerFormat(BaseModel):
             cls_g = "[^\\n" + "".join("\\" + ch if ch in "[]" else ch for ch in banned) + "]"
             cls_r = "[^\\n" + "".join(re.escape(ch) for ch in banned) + "]"
             per_line = max(1, budget // 2)
-            least = min(
-                _REASON_MIN - 1, per_line
-            )  # the asked-for reasoning is written, not a bare "Rating: 9"
+            least = min(_REASON_MIN - 1, per_line)  # the reasoning asked for is written: no bare "Rating: 9"
             gbnf = (
                 f"root ::= reason {_gbnf_lit(sep)} answer\n"
                 f'reason ::= [A-Za-z] {cls_g}{{{least},{per_line}}} ("\\n" {cls_g}{{0,{per_line}}})?\n'
