@@ -222,3 +222,31 @@ def format_number(v: float) -> str:
 def slot_names(text: str) -> list[str]:
     """The names of the ``{{slot}}`` placeholders in ``text``, in order."""
     return [m.group(1).strip() for m in SLOT_RE.finditer(text)]
+
+
+_FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+    "document": ("source", "article", "text"),
+    "source": ("document", "article", "context"),
+    "article": ("source", "document"),
+    "context": ("dialogue", "source", "history"),
+    "dialogue": ("context", "history"),
+    "input": ("source", "document", "context", "triples"),
+    "triples": ("input", "source", "data"),
+    "data": ("triples", "input", "source"),
+}
+
+
+def field_text(item: Item, field: str) -> str | None:
+    """The item's text for ``field`` as prompts read it (aliases such as document/source tried); None if
+    absent."""
+    for name in (field, *_FIELD_ALIASES.get(field.lower(), ())):
+        try:
+            return item.field(name)
+        except DataError:
+            continue
+    return None
+
+
+def answer_label(name: str) -> str:
+    """A criterion name as written in answer lines ("coherence" -> "Coherence")."""
+    return name[:1].upper() + name[1:]

@@ -19,7 +19,16 @@ from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, PlannedRequest, PromptJudge, combine_costs
 from mitigate.lm import LMRequest, Message
-from mitigate.prompt import SLOT_RE, JudgePrompt, answer_label, field_text, item_layout, slot_names
+from mitigate.prompt import (
+    SLOT_RE,
+    JudgePrompt,
+    answer_label,
+    field_text,
+    inline_label,
+    item_layout,
+    markup_only,
+    slot_names,
+)
 from mitigate.registry import register
 from mitigate.strategies._base import Mitigation
 from mitigate.strategies._edits import append_instruction, with_message
@@ -73,7 +82,6 @@ _HEADING = re.compile(
     r"^(?P<lead>\s*(?:#{1,6}\s*|\*\*\s*|__\s*|\[\s*|>\s*|[-*]\s+|(?P<num>\d+)[.)]\s*)*)"
     r"(?P<words>.*?)(?P<trail>\s*(?:\]|\*\*|__)?\s*[:：]?\s*(?:\*\*|__)?\s*)$"
 )
-_LABEL_END = (":", "：", ">", "]", "|", "=", "-", "–", "—")
 
 
 def _snake(label: str) -> str:
@@ -123,15 +131,6 @@ def _reclose(closer: str, label: str) -> str:
     return closer[: end.start(3)] + _title_words(label) + closer[end.end(3) :] if end is not None else closer
 
 
-def _markup_only(text: str) -> bool:
-    s = text.strip()
-    return (
-        bool(s)
-        and not SLOT_RE.search(s)
-        and not re.search(r"[^\W_]", re.sub(r"<\|[^|\n]*\|>|</?[A-Za-z_][^<>\n]*>|\[[^\[\]\n]*\]", "", s))
-    )
-
-
 _NUMBERED = re.compile(r"(?m)^\s*(?:#{1,6}\s*|\*\*)?(\d+)[.)]")
 
 
@@ -165,9 +164,8 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
     spaced = re.search(r"\n[ \t]*\r?\n", section) is not None
     plain = f"{label}:{nl}{slot_text}"
     # words or markup before the slot on its line: inline label
-    if re.search(r"[^\W_]", prefix) or prefix.strip():
-        core = prefix.rstrip().rstrip("\"'`“«(*_ ").rstrip()
-        head = _relabel(prefix, label, number) if core.endswith(_LABEL_END) else None
+    if prefix.strip():
+        head = _relabel(prefix, label, number) if inline_label(prefix) else None
         closes = not re.search(r"[^\W_]", _CLOSE_TAG.sub("", suffix)) or _END_OF.search(suffix)
         tail = _reclose(suffix, label) if closes else None
         body = head + slot_text + tail if head is not None and tail is not None else plain
@@ -184,7 +182,7 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
             body = plain
         else:
             body = head + gap + prefix + slot_text + suffix
-            if closer and _markup_only(closer):
+            if closer and markup_only(closer):
                 body += close_gap.rstrip(" \t") + _reclose(closer.rstrip("\r"), label)
     return layout.end, (nl * 2 if spaced else nl) + body
 
@@ -276,7 +274,7 @@ def _find_heading(prompt: JudgePrompt, slot: str) -> str | None:
         if re.search(r"[^\W_]", prefix):
             return _words(prefix)
         for line in reversed(m.template[:start].splitlines()[-4:]):
-            blank = not line.strip() or (_markup_only(line) and not re.search(r"[^\W_]", line))
+            blank = not line.strip() or (markup_only(line) and not re.search(r"[^\W_]", line))
             if not blank and not _TAG.match(line):
                 return _words(line)
     return None
