@@ -15,8 +15,7 @@ from typing import Any
 
 from mitigate.data import Item
 from mitigate.errors import CapabilityError, ConfigError, MitigateError, ParseError
-from mitigate.judge._config import JudgeConfig, PlannedRequest
-from mitigate.judge._judgment import Judgment, ParseFailure, reduce_samples
+from mitigate.judge._judgment import JudgeConfig, Judgment, ParseFailure, PlannedRequest, reduce_samples
 from mitigate.lm import LM, AnswerConstraint, Choice, LMRequest
 from mitigate.parse import Verdict, expected_score, parse_criteria
 from mitigate.prompt import JudgePrompt

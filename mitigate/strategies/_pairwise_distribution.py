@@ -24,7 +24,7 @@ from mitigate.prompt import AnswerFormat
 from mitigate.registry import Tags, register
 from mitigate.selectors import GOLD_VERDICT
 from mitigate.strategies._base import Mitigation
-from mitigate.strategies._position_swap import FLIP, swap_item
+from mitigate.strategies._multiple_evidence import FLIP, swap_item
 
 Source = Literal["logprobs", "samples"]
 
