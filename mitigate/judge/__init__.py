@@ -9,7 +9,6 @@ if TYPE_CHECKING:
     from mitigate.judge._fitting import FitContext, Fittable, fit_context, require_judge, run_fit
     from mitigate.judge._judge import CompositeJudge, Judge, PromptJudge, judge_scale, recording_requests
     from mitigate.judge._judgment import (
-        EMBEDDED_DEFAULT_SPEC,
         FRAME_COLUMNS,
         JudgeConfig,
         Judgment,

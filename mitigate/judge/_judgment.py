@@ -240,17 +240,12 @@ class PlannedRequest(BaseModel):
         return self.model_copy(update=update)
 
 
-EMBEDDED_DEFAULT_SPEC = "local"
-"""The spec of the embedded default model, whose answers default to a logprob read."""
-
-
 def answer_mode(lm: LM, scoring: str = "auto", constrain: str = "auto") -> dict[str, str]:
     """``JudgeConfig`` fields for how ``lm``'s answers become scores; "auto" picks what measured best: the
     embedded default model's answer is read from its logprobs at the score position (see RESULTS.md), any
     other backend's parsed from its text. Explicit values are kept."""
-    embedded = lm.spec == EMBEDDED_DEFAULT_SPEC
     if scoring == "auto":
-        scoring = "expected" if embedded else "parse"
+        scoring = "expected" if lm.spec == "local" else "parse"  # "local": the embedded default model
     if constrain == "auto" and scoring == "expected" and "format" in lm.constraint_modes():
         constrain = "answer"
     return {"scoring": scoring, "constrain": constrain}

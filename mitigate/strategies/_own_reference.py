@@ -11,7 +11,6 @@ answer fails the item; one reference per item.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from mitigate.constraints import Interval, IsInstance, Options
@@ -30,7 +29,7 @@ from mitigate.prompt import (
     slot_names,
 )
 from mitigate.registry import register
-from mitigate.strategies._base import Mitigation
+from mitigate.strategies._base import LeafJudge, Mitigation
 from mitigate.strategies._edits import append_instruction, with_message
 
 Mode = Literal["solve", "revise"]
@@ -387,7 +386,7 @@ def first_request(
     return LMRequest(messages=(message,), temperature=0.0, n=1, max_tokens=max_tokens, seed=leaf.config.seed)
 
 
-class OwnReferenceJudge(Judge):
+class OwnReferenceJudge(LeafJudge):
     """One prompt judge that first writes its own reference, then judges with it."""
 
     def __init__(
@@ -413,31 +412,20 @@ class OwnReferenceJudge(Judge):
                 "cannot show (each would need a reference of its own); expected a prompt without demos"
             )
         self.leaf, self.mode, self.task, self.max_tokens, self.policy = leaf, mode, task, max_tokens, policy
+        self.name = _NAMES[mode]
         self.work = solved_work(leaf.prompt) if mode == "solve" and not task else None
         self.prompt, self.slots = with_reference(leaf.prompt, mode, policy, self.work)
 
-    @property
-    def name(self) -> str:
-        """The registered name of the mitigation this judge implements."""
-        return _NAMES[self.mode]
+    def around(self, leaf: PromptJudge) -> Judge:
+        return own_reference(leaf, self.mode, self.task, self.max_tokens, self.policy)
 
-    def __repr__(self) -> str:
-        return f"OwnReferenceJudge({self.mode}, {self.leaf!r})"
-
-    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
-        """The leaf changed by ``fn``, giving its own reference again (``fn`` must return a prompt judge)."""
-        new = fn(self.leaf)
+    def refusal(self, new: Judge) -> str:
         if isinstance(new, OwnReferenceJudge):
-            raise ConfigError(
+            return (
                 f"{self.name} and {new.name} would each show the judge a reference of its own; "
                 "expected one of them (one reference per judged item)"
             )
-        if not isinstance(new, PromptJudge):
-            raise ConfigError(
-                f"{self.name} shows one prompt judge its own reference; a later mitigation turned that judge "
-                f"into a {type(new).__name__}, which {self.name} cannot be combined with"
-            )
-        return own_reference(new, self.mode, self.task, self.max_tokens, self.policy)
+        return super().refusal(new)
 
     def describe(self) -> dict[str, Any]:
         settings = {"task": self.task, "max_tokens": self.max_tokens, "policy": self.policy}
@@ -445,9 +433,6 @@ class OwnReferenceJudge(Judge):
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
         return self.leaf.score_bounds()
-
-    async def aclose(self) -> None:
-        await self.leaf.aclose()
 
     def _with_answer(self, item: Item, answer: str, *, check: bool = True) -> Item:
         inputs = dict(item.inputs)
