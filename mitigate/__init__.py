@@ -21,9 +21,8 @@ if TYPE_CHECKING:
     from mitigate.errors import MitigateError
     from mitigate.estimators._estimate import estimate
     from mitigate.harness._compare import compare
-    from mitigate.judge._config import JudgeConfig, PlannedRequest
     from mitigate.judge._judge import Judge, PromptJudge
-    from mitigate.judge._judgment import Judgment
+    from mitigate.judge._judgment import JudgeConfig, Judgment, PlannedRequest
     from mitigate.prompt._judge_prompt import JudgePrompt
     from mitigate.prompt._parts import Criterion, Demo, Guideline, ScoreOption
     from mitigate.prompt.answer._format import AnswerFormat

@@ -50,7 +50,7 @@ from mitigate.errors import ConfigError, MitigateError
 from mitigate.judge import Judge
 from mitigate.lm import LM, FakeLM, LMRequest, LMResponse
 from mitigate.prompt import Criterion
-from mitigate.prompt._render import DEMOS_END
+from mitigate.prompt._judge_prompt import DEMOS_END
 from mitigate.registry import Preset
 from mitigate.scale import Scale
 from mitigate.strategies._edits import DEFAULT_COT, DEFAULT_HINT, STUB_REASONING

@@ -59,8 +59,8 @@ from mitigate.judge import Judge
 from mitigate.lm import LM, FakeLM, LMRequest, LMResponse
 from mitigate.parse import VALUE
 from mitigate.prompt import SLOT_RE, Demo, JudgePrompt, closing_stub, field_text, reasoning_ban
+from mitigate.prompt._judge_prompt import DEMOS_END, fill
 from mitigate.prompt._parts import DEFAULT_DEMO_TEMPLATE
-from mitigate.prompt._render import DEMOS_END, fill
 from mitigate.prompt.answer._infer import stated_reasoning
 from mitigate.prompt.read._clues import find_scales
 from mitigate.registry import registered

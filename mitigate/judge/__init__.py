@@ -6,14 +6,16 @@ from typing import TYPE_CHECKING
 from mitigate._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from mitigate.judge._config import EMBEDDED_DEFAULT_SPEC, JudgeConfig, PlannedRequest, answer_mode
     from mitigate.judge._fitting import FitContext, Fittable, fit_context, require_judge, run_fit
     from mitigate.judge._judge import CompositeJudge, Judge, PromptJudge, judge_scale, recording_requests
     from mitigate.judge._judgment import (
         FRAME_COLUMNS,
+        JudgeConfig,
         Judgment,
         ParseFailure,
+        PlannedRequest,
         Reducer,
+        answer_mode,
         combine_costs,
         frame,
         merge_judgments,

@@ -15,8 +15,7 @@ from typing import Any
 
 from mitigate.data import Item
 from mitigate.errors import CapabilityError, ConfigError, MitigateError, ParseError
-from mitigate.judge._config import JudgeConfig, PlannedRequest
-from mitigate.judge._judgment import Judgment, ParseFailure, reduce_samples
+from mitigate.judge._judgment import JudgeConfig, Judgment, ParseFailure, PlannedRequest, reduce_samples
 from mitigate.lm import LM, AnswerConstraint, Choice, LMRequest
 from mitigate.parse import Verdict, expected_score, parse_criteria
 from mitigate.prompt import JudgePrompt
@@ -347,16 +346,11 @@ class PromptJudge(Judge):
                     failures.append(
                         ParseFailure(criterion=name, raw=choice.text, reason=value.message, sample=idx)
                     )
-        scores: dict[str, float | None] = {}
-        for name, vals in per_crit.items():
-            good = [v for v in vals if v is not None]
-            scores[name] = reduce_samples(good, self.config.reducer) if good else None
-        verdict: Verdict | None = None
-        if verdicts:
-            counts = Counter(verdicts)
-            top = max(counts.values())
-            winners = [v for v, c in counts.items() if c == top]
-            verdict = winners[0] if len(winners) == 1 else "tie"
+        good = {n: [v for v in vals if v is not None] for n, vals in per_crit.items()}
+        scores = {n: reduce_samples(g, self.config.reducer) if g else None for n, g in good.items()}
+        top = Counter(verdicts).most_common(2)
+        tied = len(top) == 2 and top[0][1] == top[1][1]
+        verdict: Verdict | None = ("tie" if tied else top[0][0]) if top else None
         return Judgment(
             item_id=item.id,
             scores={} if self.prompt.answer == "pairwise" else scores,

@@ -6,7 +6,7 @@ The win rate is read off a GLM of the preferences, ``logit P(A preferred) = θ +
 Δ = 0: σ(θ); ties count as half a win and a small L2 penalty keeps the fit finite. Length control has
 one feature, length; style control adds markdown headers, bold spans and list items
 (:func:`style_features`). :func:`score_style_regression` is the pointwise form: least squares of the
-score on the squashed features, whose slopes :class:`~mitigate.strategies._style_control.StyleControl`
+score on the squashed features, whose slopes :class:`~mitigate.strategies.StyleControl`
 removes. Conventions: :mod:`mitigate.measures._base`.
 """
 

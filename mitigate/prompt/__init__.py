@@ -16,6 +16,8 @@ if TYPE_CHECKING:
         Guideline,
         PromptMessage,
         ScoreOption,
+        answer_label,
+        field_text,
         format_number,
         slot_names,
     )
@@ -29,11 +31,10 @@ if TYPE_CHECKING:
         original_order,
         perturbation_set,
     )
-    from mitigate.prompt._render import answer_label, field_text
     from mitigate.prompt.answer._format import AnswerFormat
     from mitigate.prompt.answer._infer import closing_stub, infer_answer_format, reasoning_ban
     from mitigate.prompt.read._clues import scale_mentions
     from mitigate.prompt.read._fields import TemplateHints
-    from mitigate.prompt.read._layout import item_layout
+    from mitigate.prompt.read._layout import inline_label, item_layout, markup_only
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

@@ -214,10 +214,39 @@ def rescale_score(value: float, old: Scale, new: Scale) -> float:
 
 
 def format_number(v: float) -> str:
-    """A score as prompts write it: "3" for 3.0, "2.5" for 2.5."""
-    return str(int(v)) if float(v).is_integer() else f"{v:g}"
+    """A number as prompts write it: at most six decimals, no trailing zeros ("3" for 3.0, "2.5")."""
+    r = round(float(v), 6)
+    return str(int(r)) if r.is_integer() else f"{r:g}"
 
 
 def slot_names(text: str) -> list[str]:
     """The names of the ``{{slot}}`` placeholders in ``text``, in order."""
     return [m.group(1).strip() for m in SLOT_RE.finditer(text)]
+
+
+_FIELD_ALIASES: dict[str, tuple[str, ...]] = {
+    "document": ("source", "article", "text"),
+    "source": ("document", "article", "context"),
+    "article": ("source", "document"),
+    "context": ("dialogue", "source", "history"),
+    "dialogue": ("context", "history"),
+    "input": ("source", "document", "context", "triples"),
+    "triples": ("input", "source", "data"),
+    "data": ("triples", "input", "source"),
+}
+
+
+def field_text(item: Item, field: str) -> str | None:
+    """The item's text for ``field`` as prompts read it (aliases such as document/source tried); None if
+    absent."""
+    for name in (field, *_FIELD_ALIASES.get(field.lower(), ())):
+        try:
+            return item.field(name)
+        except DataError:
+            continue
+    return None
+
+
+def answer_label(name: str) -> str:
+    """A criterion name as written in answer lines ("coherence" -> "Coherence")."""
+    return name[:1].upper() + name[1:]

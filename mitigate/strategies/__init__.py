@@ -26,7 +26,6 @@ if TYPE_CHECKING:
         parse_pipeline,
         registered,
     )
-    from mitigate.strategies._baselines import ConsistencyHint, SelfConsistency
     from mitigate.strategies._calibration import BatchCalibration, CalibratedJudge, ContextualCalibration
     from mitigate.strategies._cascade_fit import (
         CascadeOutcome,
@@ -45,9 +44,19 @@ if TYPE_CHECKING:
     )
     from mitigate.strategies._edits import append_instruction
     from mitigate.strategies._forms import mcq_form, rts_form
-    from mitigate.strategies._length_control import LengthControl, LengthControlledJudge
-    from mitigate.strategies._multiple_evidence import MultipleEvidence, MultipleEvidenceJudge
-    from mitigate.strategies._own_reference import OwnReferenceJudge
+    from mitigate.strategies._length_control import (
+        LengthControl,
+        LengthControlledJudge,
+        StyleControl,
+        StyleControlledJudge,
+    )
+    from mitigate.strategies._multiple_evidence import (
+        MultipleEvidence,
+        MultipleEvidenceJudge,
+        PositionSwap,
+        PositionSwapJudge,
+    )
+    from mitigate.strategies._own_reference import OwnReferenceJudge, ReferenceRevision, SolveFirst
     from mitigate.strategies._pairwise_distribution import DistributionJudge, PairwiseDistribution
     from mitigate.strategies._panel import (
         DawidSkene,
@@ -62,12 +71,14 @@ if TYPE_CHECKING:
         PerturbedGuidelines,
         PerturbedGuidelinesJudge,
     )
-    from mitigate.strategies._position_swap import PositionSwap, PositionSwapJudge
-    from mitigate.strategies._reference_revision import ReferenceRevision
-    from mitigate.strategies._sampling import ExpectedScore, Granularity, Sampling
+    from mitigate.strategies._sampling import (
+        ConsistencyHint,
+        ExpectedScore,
+        Granularity,
+        Sampling,
+        SelfConsistency,
+    )
     from mitigate.strategies._selective import CascadeJudge, SelectiveEvaluation, SelectiveJudge
     from mitigate.strategies._single_attribute import MultiAttribute, SingleAttribute
-    from mitigate.strategies._solve_first import SolveFirst
-    from mitigate.strategies._style_control import StyleControl, StyleControlledJudge
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__)

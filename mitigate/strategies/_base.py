@@ -12,6 +12,7 @@ import asyncio
 import json
 import operator
 import warnings
+from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from functools import reduce
 from pathlib import Path
@@ -19,9 +20,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SerializeAsAny
 
-from mitigate.data import Benchmark
+from mitigate.data import Benchmark, Item
 from mitigate.errors import ConfigError, NotRecommendedWarning
-from mitigate.judge import FitContext, Fittable, Judge, Judgment, run_fit
+from mitigate.judge import (
+    CompositeJudge,
+    FitContext,
+    Fittable,
+    Judge,
+    Judgment,
+    PlannedRequest,
+    PromptJudge,
+    run_fit,
+)
 from mitigate.paths import loads_json, read_file
 from mitigate.prompt import JudgePrompt
 from mitigate.registry import Component, Tags, build
@@ -258,3 +268,61 @@ async def gather_children(calls: Sequence[Callable[[], Any]], *, concurrent: boo
         if isinstance(r, BaseException):
             raise r
     return results
+
+
+class LeafJudge(Judge):
+    """A judge around one prompt judge, ``leaf``, made by the mitigation ``name``: a later mitigation's
+    :meth:`map_leaves` builds it again (:meth:`around`) around the prompt judge that mitigation makes."""
+
+    leaf: PromptJudge
+    name: str
+
+    def around(self, leaf: PromptJudge) -> Judge:
+        """This judge around another ``leaf``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement around()")
+
+    @abstractmethod
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        """Every LM request :meth:`judge` sends for ``item`` (each such judge says which)."""
+
+    def refusal(self, new: Judge) -> str:
+        """Why this judge cannot be built around ``new``, which is no prompt judge."""
+        return (
+            f"{self.name} reads one prompt judge's answers; a later mitigation turned it into a "
+            f"{type(new).__name__} (place {self.name} after it)"
+        )
+
+    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
+        """:meth:`around` the leaf ``fn`` makes (refused unless that is a prompt judge)."""
+        new = fn(self.leaf)
+        if not isinstance(new, PromptJudge):
+            raise ConfigError(self.refusal(new))
+        return self.around(new)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name}, {self.leaf!r})"
+
+    async def aclose(self) -> None:
+        await self.leaf.aclose()
+
+
+class AdjustingJudge(CompositeJudge):
+    """One child judge, ``"inner"``, whose every judgment :meth:`adjust` changes; the keywords it is built
+    with are its parameters (attributes, and :meth:`params`)."""
+
+    requests_are_children = True
+
+    def __init__(self, inner: Judge, **params: Any) -> None:
+        super().__init__({"inner": inner})
+        self.__dict__.update(params)
+        self._params = params
+
+    def params(self) -> dict[str, Any]:
+        return dict(self._params)
+
+    def adjust(self, judgment: Judgment, item: Item) -> Judgment:
+        """The inner judge's ``judgment`` of ``item`` as this judge reports it."""
+        raise NotImplementedError(f"{type(self).__name__} must implement adjust()")
+
+    async def judge(self, item: Item) -> Judgment:
+        return self.adjust(await self.children["inner"].judge(item), item)

@@ -8,7 +8,7 @@ fitted per leaf judge (``priors_``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
 from mitigate.constraints import Interval, IsInstance, Satisfies
@@ -26,7 +26,7 @@ from mitigate.judge import (
 from mitigate.lm import LMRequest, TokenLogprob
 from mitigate.parse import score_distribution
 from mitigate.registry import Tags, register
-from mitigate.strategies._base import Mitigation
+from mitigate.strategies._base import LeafJudge, Mitigation
 from mitigate.strategies._sampling import asks_for_reasoning
 
 FLOOR = 1e-3
@@ -82,7 +82,7 @@ def calibrate(p: dict[str, float], prior: Sequence[float], support: Sequence[str
     return {y: r / total for y, r in zip(support, raw, strict=True)}
 
 
-class CalibratedJudge(Judge):
+class CalibratedJudge(LeafJudge):
     """A prompt judge read through its answer distribution, divided by a prior (None: uncalibrated). Scores
     the expected value (score prompts) or the most probable verdict (pairwise); ``meta["calibration"]``
     holds the method and the first sample's distributions before and after. A sample without a readable
@@ -104,7 +104,7 @@ class CalibratedJudge(Judge):
                 f"{method} calibration reads the probabilities of the judge's first answer token, so it "
                 f"needs a direct answer; got a prompt that asks for {why}"
             )
-        self.leaf, self.prior, self.method = leaf, prior, method
+        self.leaf, self.prior, self.method, self.name = leaf, prior, method, f"{method} calibration"
         self.top_logprobs, self.labels, self.tie = top_logprobs, labels, tie
         self._settings: dict[str, Any] = dict(
             method=method, top_logprobs=top_logprobs, labels=labels, tie=tie
@@ -116,32 +116,11 @@ class CalibratedJudge(Judge):
                 f"{len(prior)} values (was the calibration fitted on another prompt?)"
             )
 
-    def __repr__(self) -> str:
-        return f"CalibratedJudge({self.method}, {self.leaf!r})"
-
-    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
-        """The leaf changed by ``fn`` and calibrated again (``fn`` must return a prompt judge)."""
-        new = fn(self.leaf)
-        if not isinstance(new, PromptJudge):
-            raise ConfigError(
-                f"a calibrated judge reads one prompt judge's logprobs; a later mitigation turned it into a "
-                f"{type(new).__name__} (place {self.method} calibration after it)"
-            )
-        return CalibratedJudge(new, self.prior, **self._settings)
+    def around(self, leaf: PromptJudge) -> Judge:
+        return CalibratedJudge(leaf, self.prior, **self._settings)
 
     def describe(self) -> dict[str, Any]:
-        return {
-            "kind": "calibrated",
-            "method": self.method,
-            "prior": self.prior,
-            "labels": list(self.labels),
-            "tie": self.tie,
-            "top_logprobs": self.top_logprobs,
-            "leaf": self.leaf.describe(),
-        }
-
-    async def aclose(self) -> None:
-        await self.leaf.aclose()
+        return {"kind": "calibrated", "prior": self.prior, **self._settings, "leaf": self.leaf.describe()}
 
     def distribution(self, positions: Sequence[TokenLogprob] | None) -> dict[str, float]:
         """The uncalibrated answer distribution of one sample (ParseError when unreadable)."""

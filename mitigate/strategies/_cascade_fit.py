@@ -373,14 +373,8 @@ def _calibrate(
     """``unfit`` calibrated on the labelled items still ``left``, and the items it leaves in turn."""
     use = left & labelled
     if use.any():
-        g = fixed_sequence_threshold(
-            conf[use],
-            agreed[use],
-            target=unfit.target,
-            delta=unfit.delta,
-            grid=unfit.grid,
-            min_accepted=unfit.min_accepted,
-        )
+        fit = unfit.model_dump(include={"target", "delta", "grid", "min_accepted"})
+        g = fixed_sequence_threshold(conf[use], agreed[use], **fit)
     else:  # nothing left to calibrate on: this stage trusts nothing
         g = Guarantee(target=unfit.target, delta=unfit.delta)
     return unfit.model_copy(update={"guarantee_": g}), left & ~_accepted(conf, g.threshold)

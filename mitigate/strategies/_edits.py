@@ -20,6 +20,7 @@ from mitigate.prompt import (
     Criterion,
     JudgePrompt,
     PromptMessage,
+    format_number,
     infer_answer_format,
     item_layout,
     reasoning_ban,
@@ -79,8 +80,7 @@ RTS_LEAD = "First give a brief reason for your rating"
 
 def append_instruction(prompt: JudgePrompt, text: str) -> JudgePrompt:
     """A copy of ``prompt`` with ``text`` as a new paragraph where added paragraphs go."""
-    idx = _target_index(prompt)
-    body, end = _split_end(prompt, idx)
+    idx, body, end = message_end(prompt)
     core, found = _split_tail(body)
     return with_message(prompt, idx, core + "\n\n" + text + _joined(found) + end)
 
@@ -182,10 +182,7 @@ def _target_index(prompt: JudgePrompt) -> int:
 def _split_tail(template: str) -> tuple[str, dict[str, str]]:
     """The template without its trailing managed paragraphs, and those paragraphs by lead."""
     found: dict[str, str] = {}
-    while True:
-        m = _TAIL_RE.search(template)
-        if m is None:
-            break
+    while (m := _TAIL_RE.search(template)) is not None:
         line = m.group(1)
         lead = next((lead for lead in MANAGED_LEADS if line.startswith(lead)), None)
         if lead is None or lead in found:
@@ -195,18 +192,13 @@ def _split_tail(template: str) -> tuple[str, dict[str, str]]:
     return template, found
 
 
-def _split_end(prompt: JudgePrompt, idx: int) -> tuple[str, str]:
-    """Message ``idx``'s template cut where added paragraphs go: the text before, and the rest."""
-    template = prompt.messages[idx].template
-    stub = prompt.answer_stub(idx)
-    body = template[: len(template) - len(stub)].rstrip()
-    return body, template[len(body) :]
-
-
 def message_end(prompt: JudgePrompt) -> tuple[int, str, str]:
-    """Where added paragraphs go: the last user message's index, its text before that point, and the rest."""
+    """Where added paragraphs go: the last user message's index, its text before that point (its answer stub
+    and the blank space before that left out), and the rest."""
     idx = _target_index(prompt)
-    return (idx, *_split_end(prompt, idx))
+    template = prompt.messages[idx].template
+    body = template[: len(template) - len(prompt.answer_stub(idx))].rstrip()
+    return idx, body, template[len(body) :]
 
 
 def _joined(found: dict[str, str]) -> str:
@@ -223,8 +215,7 @@ def with_message(prompt: JudgePrompt, idx: int, template: str) -> JudgePrompt:
 
 def addenda(prompt: JudgePrompt) -> dict[str, str]:
     """The managed paragraphs at the end of ``prompt``'s last user message (before its stub), by lead."""
-    idx = _target_index(prompt)
-    return _split_tail(_split_end(prompt, idx)[0])[1]
+    return _split_tail(message_end(prompt)[1])[1]
 
 
 def set_addendum(prompt: JudgePrompt, lead: str, text: str | None) -> JudgePrompt:
@@ -233,8 +224,7 @@ def set_addendum(prompt: JudgePrompt, lead: str, text: str | None) -> JudgePromp
         raise ConfigError(f"expected one of the managed paragraph leads {list(MANAGED_LEADS)}; got {lead!r}")
     if text is not None and (not text.startswith(lead) or "\n" in text):
         raise ConfigError(f"expected a single-line paragraph starting with {lead!r}; got {text!r}")
-    idx = _target_index(prompt)
-    body, end = _split_end(prompt, idx)
+    idx, body, end = message_end(prompt)
     core, found = _split_tail(body)
     if text is None:
         found.pop(lead, None)
@@ -334,15 +324,10 @@ def refresh_addenda(prompt: JudgePrompt) -> JudgePrompt:
     return prompt
 
 
-def num(x: float) -> str:
-    """``x`` as the prompts write a number (up to 6 decimals, no trailing zeros)."""
-    return f"{round(x, 6):g}"
-
-
 def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
     """The answer-scale paragraph Granularity adds to free-form templates."""
     fmt = fmt or AnswerFormat.default()
-    lo, hi = num(scale.min), num(scale.max)
+    lo, hi = format_number(scale.min), format_number(scale.max)
     text = f"{SCALE_LEAD} give a whole number from {lo} to {hi}, where {lo} is the worst and {hi} the best"
     if fmt.stub and fmt.reasoning != "before" and not fmt.is_default_score_line:
         text += f', completing the last line "{fmt.stub}"'
@@ -350,7 +335,7 @@ def scale_note(scale: Scale, fmt: AnswerFormat | None = None) -> str:
         text += f', written as "{fmt.shape()}"'
     text += "."
     if scale.modifiers:
-        mid = num(round((scale.min + scale.max) / 2))
+        mid = format_number(round((scale.min + scale.max) / 2))
         weak, strong = (fmt.render(f"{word} {mid}", scale) for word in ("weak", "strong"))
         text += (
             f' You may put "weak" or "strong" in front of it (for example "{weak}" or "{strong}") when '
@@ -365,14 +350,14 @@ def _title(slot: str) -> str:
 
 def scale_sentence(scale: Scale, *, each: bool) -> str:
     """How the built-in template states the scale (range, step, optional word modifiers)."""
-    lo, hi = num(scale.min), num(scale.max)
+    lo, hi = format_number(scale.min), format_number(scale.max)
     what = "each criterion" if each else "it"
     text = f"Score {what} on a scale from {lo} to {hi}, where {lo} is the worst and {hi} the best"
     if scale.step != 1:
-        text += f", in steps of {num(scale.step)}"
+        text += f", in steps of {format_number(scale.step)}"
     text += "."
     if scale.modifiers:
-        mid = num(round((scale.min + scale.max) / 2))
+        mid = format_number(round((scale.min + scale.max) / 2))
         text += (
             f' You may put "weak" or "strong" in front of a score to mean a little below or a little '
             f'above that point (for example "weak {mid}" or "strong {mid}").'
@@ -436,7 +421,7 @@ def multi_criterion_prompt(
         # a placeholder in angle brackets: a 0.5B judge copied a bare "N" literally ("N N N N")
         answer = (
             "Answer with one line per criterion, in this order, replacing each <score> with your score "
-            f"from {num(base.scale.min)} to {num(base.scale.max)}:\n"
+            f"from {format_number(base.scale.min)} to {format_number(base.scale.max)}:\n"
             + "\n".join(f"{_label(c.name)}: <score>" for c in crits)
         )
         fmt = AnswerFormat.default("score")

@@ -19,6 +19,7 @@ from mitigate.prompt import (
     JudgePrompt,
     ScoreOption,
     closing_stub,
+    format_number,
 )
 from mitigate.scale import Scale
 from mitigate.strategies._edits import (
@@ -43,10 +44,6 @@ _ANSWER_VERB = re.compile(
 _ANSWER_NOUN = re.compile(r"(?i)\b(score|rating|number|letter|grade|digit|option)\b")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _MAX_LISTED_POINTS = 10
-
-
-def _fmt(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _or_list(words: list[str]) -> str:
@@ -127,12 +124,9 @@ def _option_score(option: ScoreOption, scale: Scale) -> float:
 
 def _points_text(scale: Scale) -> str:
     points = scale.points()
-    listed = len(points) <= _MAX_LISTED_POINTS
-    return (
-        _or_list([_fmt(p) for p in points])
-        if listed
-        else f"a number from {_fmt(scale.min)} to {_fmt(scale.max)}"
-    )
+    if len(points) <= _MAX_LISTED_POINTS:
+        return _or_list([format_number(p) for p in points])
+    return f"a number from {format_number(scale.min)} to {format_number(scale.max)}"
 
 
 def rts_instruction(scale: Scale, answer_format: AnswerFormat | None = None) -> str:
@@ -159,17 +153,15 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
     if guideline is not None and prompt.answer == "mcq":
         # an MCQ prompt's lettered options become plain score lines again
         scores = [_option_score(o, prompt.scale) for o in guideline.options]
-        guideline = Guideline(
-            options=tuple(
-                o.model_copy(
-                    update={"label": _fmt(v), "score": v, "head": f"Score {_fmt(v)} means ", "tail": ""}
-                )
-                for o, v in zip(guideline.options, scores, strict=True)
-            ),
-            separators=guideline.separators,
+        options = tuple(
+            o.model_copy(update={"label": t, "score": v, "head": f"Score {t} means ", "tail": ""})
+            for o, v in zip(guideline.options, scores, strict=True)
+            for t in [format_number(v)]
         )
-    fmt = prompt.format if prompt.answer == "score" else AnswerFormat.default("score")
-    fmt = fmt.with_reasoning("before")
+        guideline = Guideline(options=options, separators=guideline.separators)
+    fmt = (prompt.format if prompt.answer == "score" else AnswerFormat.default("score")).with_reasoning(
+        "before"
+    )
     form = prompt.model_copy(update={"scale": scale, "guideline": guideline}).with_answer_format(fmt)
     instruction = rts_instruction(scale, fmt)
     out = _with_instruction(prompt, form, instruction)
@@ -178,15 +170,9 @@ def rts_form(prompt: JudgePrompt) -> JudgePrompt:
 
 def mcq_instruction(letters: list[str], stub: str = "") -> str:
     """The MCQ form's answer instruction (our wording), for option ``letters``."""
-    if stub:
-        return (
-            f'Choose the option whose description fits best. Complete the last line "{stub}" with only '
-            f"the option's letter ({_or_list(letters)})."
-        )
-    return (
-        'Choose the option whose description fits best. Reply with a single line "Answer: " followed by '
-        f"the option's letter ({_or_list(letters)})."
-    )
+    ask = 'Reply with a single line "Answer: " followed by'
+    ask = f'Complete the last line "{stub}" with only' if stub else ask
+    return f"Choose the option whose description fits best. {ask} the option's letter ({_or_list(letters)})."
 
 
 def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
@@ -229,7 +215,7 @@ def mcq_form(prompt: JudgePrompt) -> JudgePrompt:
                 score=score,
                 description=description,
                 head=f"{letter}: ",
-                tail=f". Score: {_fmt(score)}",
+                tail=f". Score: {format_number(score)}",
                 position=opt.position,
             )
         )

@@ -1,4 +1,6 @@
-"""Multiple-evidence and balanced-position calibration for pairwise judges (Wang et al. 2023).
+"""Pairwise judges asked in both orders: position swap (Shen et al. 2023), which keeps the verdicts that
+survive the swap (``measures.position_bias`` reads the two recorded), and multiple-evidence with
+balanced-position calibration (Wang et al. 2023).
 
 :class:`MultipleEvidence` judges each item k times in each order with reasoning, averages the 2k verdicts, and
 flags ``needs_human`` the items whose verdicts disagree most (entropy over both orders,
@@ -11,13 +13,13 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 
-from mitigate.constraints import Interval
+from mitigate.constraints import Interval, Options
 from mitigate.data import Benchmark, Item
-from mitigate.errors import ConfigError
+from mitigate.errors import ConfigError, DataError
 from mitigate.judge import (
     CompositeJudge,
     FitContext,
@@ -32,7 +34,100 @@ from mitigate.registry import Tags, register
 from mitigate.run import run
 from mitigate.strategies._base import NEEDS_HUMAN, Mitigation, gather_children
 from mitigate.strategies._edits import set_cot
-from mitigate.strategies._position_swap import FLIP, swap_item
+
+FLIP: dict[str, Verdict] = {"first": "second", "second": "first", "tie": "tie"}
+"""A verdict as seen from the other order of the two outputs."""
+
+FLAG = "position_inconsistent"
+"""Flag set when the verdict changes with the order of the two outputs."""
+
+
+def swap_item(item: Item) -> Item:
+    """A copy of a pairwise ``item`` with ``output`` and ``output_b`` exchanged."""
+    if item.output_b is None:
+        raise DataError(
+            f"position swap needs a pairwise item with 'output' and 'output_b'; item {item.id!r} "
+            "has no output_b",
+            item_id=item.id,
+        )
+    return item.model_copy(update={"output": item.output_b, "output_b": item.output})
+
+
+class PositionSwapJudge(CompositeJudge):
+    """Runs a pairwise judge on the item (child "original") and on its swapped copy ("swapped"), and
+    reconciles the verdicts.
+
+    A flip gives "tie" (or no verdict with ``on_flip="abstain"``) and the flag ``position_inconsistent``;
+    ``meta["orders"]`` holds both raw verdicts (the swapped one in swapped positions).
+    """
+
+    kind = "position-swap"
+
+    def __init__(self, children: dict[str, Judge], *, on_flip: Literal["tie", "abstain"] = "tie") -> None:
+        super().__init__(children)
+        if set(children) != {"original", "swapped"}:
+            raise ConfigError(f"expected children 'original' and 'swapped'; got {sorted(children)}")
+        self.on_flip = on_flip
+
+    def params(self) -> dict[str, Any]:
+        return {"on_flip": self.on_flip}
+
+    def _check_pairwise(self) -> None:
+        answers = sorted({leaf.prompt.answer for leaf in self.leaves()})
+        if answers != ["pairwise"]:
+            raise ConfigError(
+                "PositionSwap needs pairwise prompt judges (answer='pairwise'); got prompts "
+                f"answering {answers}"
+            )
+
+    def requests(self, item: Item) -> list[PlannedRequest]:
+        self._check_pairwise()
+        return [
+            *self.child_requests("original", item),
+            *self.child_requests("swapped", swap_item(item), swapped=True),
+        ]
+
+    async def judge(self, item: Item) -> Judgment:
+        self._check_pairwise()
+        swapped = swap_item(item)
+        first, second = await gather_children(
+            [lambda: self.children["original"].judge(item), lambda: self.children["swapped"].judge(swapped)]
+        )
+        v1, v2 = first.verdict, second.verdict
+        consistent = None if v1 is None or v2 is None else v1 == FLIP[v2]
+        verdict: Verdict | None = v1 if consistent else None
+        if consistent is False and self.on_flip == "tie":
+            verdict = "tie"
+        flags = [*first.flags, *second.flags, *([FLAG] if consistent is False else [])]
+        meta = {"orders": {"original": v1, "swapped": v2}, "position_consistent": consistent}
+        return merge_judgments(
+            item.id, [first, second], verdict=verdict, flags=tuple(dict.fromkeys(flags)), meta=meta
+        )
+
+
+@register("mitigation", "position-swap")
+class PositionSwap(Mitigation):
+    """Judge each pair in both orders; keep verdicts that survive the swap.
+
+    Parameters:
+        on_flip: what a verdict that changes with the order becomes: "tie" or "abstain" (no verdict).
+
+    The wrapped judge must be pairwise (ConfigError when judging) and items need ``output_b`` (DataError).
+    """
+
+    paper = "Shen et al. 2023"
+
+    on_flip: Literal["tie", "abstain"] = "tie"
+    parameter_constraints: ClassVar = {"on_flip": [Options("tie", "abstain")]}
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        return [cls(), cls(on_flip="abstain")]
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A new judge running ``judge`` on the item and on its swapped copy."""
+        return PositionSwapJudge({"original": judge, "swapped": judge}, on_flip=self.on_flip)
+
 
 _VALUE = {"first": 1.0, "tie": 0.0, "second": -1.0}
 OUTCOMES = ("first", "second", "tie", "failed")

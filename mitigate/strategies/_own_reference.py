@@ -1,5 +1,6 @@
-"""The judge writes its own reference first, then judges against it: what solve-first and reference-revision
-share.
+"""The judge writes its own reference first, then judges against it: solve-first (Krumdick et al. 2025: the
+judge answers the task itself) and reference-revision (RevisEval, Zhang et al. 2025: the judge revises the
+judged text into a reference).
 
 :class:`OwnReferenceJudge` makes two calls per item: the first writes the reference (the judge's own answer,
 or a revision of the judged text), the second is the judge's own request with it, in the template's reference
@@ -10,14 +11,25 @@ answer fails the item; one reference per item.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+from mitigate.constraints import Interval, IsInstance, Options
 from mitigate.data import Item
 from mitigate.errors import ConfigError, DataError
 from mitigate.judge import Judge, Judgment, PlannedRequest, PromptJudge, combine_costs
 from mitigate.lm import LMRequest, Message
-from mitigate.prompt import SLOT_RE, JudgePrompt, field_text, item_layout, slot_names
+from mitigate.prompt import (
+    SLOT_RE,
+    JudgePrompt,
+    answer_label,
+    field_text,
+    inline_label,
+    item_layout,
+    markup_only,
+    slot_names,
+)
+from mitigate.registry import register
+from mitigate.strategies._base import LeafJudge, Mitigation
 from mitigate.strategies._edits import append_instruction, with_message
 
 Mode = Literal["solve", "revise"]
@@ -38,33 +50,24 @@ PLACEHOLDER = "<the answer to the first request>"
 """What stands in the reference slot when the requests are listed ahead."""
 
 
-def _field(prompt: JudgePrompt, slot: str) -> str:
-    return "output" if slot == prompt.output_slot else prompt.slot_fields.get(slot, slot)
-
-
 def reference_slots(prompt: JudgePrompt) -> list[str]:
     """The template's own reference slots: named like one, or mapped to the item's ``reference``."""
-    texts = {s for s in _slots(prompt) if _field(prompt, s) in ("output", "output_b")}
+    texts = {s for s in _slots(prompt) if prompt._field_for(s) in ("output", "output_b")}
     return [
         s
         for s in _slots(prompt)
-        if s not in texts and (_field(prompt, s) == "reference" or _REFERENCE_NAME.search(s))
+        if s not in texts and (prompt._field_for(s) == "reference" or _REFERENCE_NAME.search(s))
     ]
 
 
 def task_slots(prompt: JudgePrompt) -> list[str]:
     """The template's slots showing the task (neither a judged text nor a reference)."""
     refs = set(reference_slots(prompt))
-    return [s for s in _slots(prompt) if s not in refs and _field(prompt, s) not in ("output", "output_b")]
+    return [s for s in _slots(prompt) if s not in refs and prompt._field_for(s) not in ("output", "output_b")]
 
 
 def _slots(prompt: JudgePrompt) -> list[str]:
     return list(dict.fromkeys(s for m in prompt.messages for s in slot_names(m.template)))
-
-
-def _title(slot: str) -> str:
-    text = slot.replace("_", " ").strip()
-    return text[:1].upper() + text[1:]
 
 
 # --------------------------------------------------------------------------- the reference section
@@ -78,7 +81,6 @@ _HEADING = re.compile(
     r"^(?P<lead>\s*(?:#{1,6}\s*|\*\*\s*|__\s*|\[\s*|>\s*|[-*]\s+|(?P<num>\d+)[.)]\s*)*)"
     r"(?P<words>.*?)(?P<trail>\s*(?:\]|\*\*|__)?\s*[:：]?\s*(?:\*\*|__)?\s*)$"
 )
-_LABEL_END = (":", "：", ">", "]", "|", "=", "-", "–", "—")
 
 
 def _snake(label: str) -> str:
@@ -128,15 +130,6 @@ def _reclose(closer: str, label: str) -> str:
     return closer[: end.start(3)] + _title_words(label) + closer[end.end(3) :] if end is not None else closer
 
 
-def _markup_only(text: str) -> bool:
-    s = text.strip()
-    return (
-        bool(s)
-        and not SLOT_RE.search(s)
-        and not re.search(r"[^\W_]", re.sub(r"<\|[^|\n]*\|>|</?[A-Za-z_][^<>\n]*>|\[[^\[\]\n]*\]", "", s))
-    )
-
-
 _NUMBERED = re.compile(r"(?m)^\s*(?:#{1,6}\s*|\*\*)?(\d+)[.)]")
 
 
@@ -170,9 +163,8 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
     spaced = re.search(r"\n[ \t]*\r?\n", section) is not None
     plain = f"{label}:{nl}{slot_text}"
     # words or markup before the slot on its line: inline label
-    if re.search(r"[^\W_]", prefix) or prefix.strip():
-        core = prefix.rstrip().rstrip("\"'`“«(*_ ").rstrip()
-        head = _relabel(prefix, label, number) if core.endswith(_LABEL_END) else None
+    if prefix.strip():
+        head = _relabel(prefix, label, number) if inline_label(prefix) else None
         closes = not re.search(r"[^\W_]", _CLOSE_TAG.sub("", suffix)) or _END_OF.search(suffix)
         tail = _reclose(suffix, label) if closes else None
         body = head + slot_text + tail if head is not None and tail is not None else plain
@@ -189,7 +181,7 @@ def reference_block(template: str, slot: str, label: str) -> tuple[int, str]:
             body = plain
         else:
             body = head + gap + prefix + slot_text + suffix
-            if closer and _markup_only(closer):
+            if closer and markup_only(closer):
                 body += close_gap.rstrip(" \t") + _reclose(closer.rstrip("\r"), label)
     return layout.end, (nl * 2 if spaced else nl) + body
 
@@ -268,7 +260,7 @@ def _words(heading: str) -> str | None:
 
 def slot_heading(prompt: JudgePrompt, slot: str) -> str:
     """The words the template shows above (or before) ``slot``: its heading, else the slot name as a title."""
-    return _find_heading(prompt, slot) or _title(slot)
+    return _find_heading(prompt, slot) or answer_label(slot.replace("_", " ").strip())
 
 
 def _find_heading(prompt: JudgePrompt, slot: str) -> str | None:
@@ -281,7 +273,7 @@ def _find_heading(prompt: JudgePrompt, slot: str) -> str | None:
         if re.search(r"[^\W_]", prefix):
             return _words(prefix)
         for line in reversed(m.template[:start].splitlines()[-4:]):
-            blank = not line.strip() or (_markup_only(line) and not re.search(r"[^\W_]", line))
+            blank = not line.strip() or (markup_only(line) and not re.search(r"[^\W_]", line))
             if not blank and not _TAG.match(line):
                 return _words(line)
     return None
@@ -298,7 +290,7 @@ def solved_work(prompt: JudgePrompt) -> Work | None:
     heads = [slot_heading(prompt, s) for s in slots]
     if any(_TASK.search(x) for x in (*slots, *heads)):
         return None
-    heading = _text_heading(prompt, "output", _title(prompt.output_slot))
+    heading = _text_heading(prompt, "output", slot_heading(prompt, prompt.output_slot))
     noun = re.sub(r"\s*(?:\(\s*\w\s*\)|\b[A-Za-z0-9]\b)$", "", heading).lower()  # "Summary 1" -> "summary"
     if not re.fullmatch(r"[a-z]+(?: [a-z]+)?", noun):
         raise ConfigError(
@@ -312,10 +304,10 @@ def solved_work(prompt: JudgePrompt) -> Work | None:
 def _inputs(prompt: JudgePrompt, item: Item) -> list[tuple[str, str]]:
     out = []
     for s in task_slots(prompt):
-        value = field_text(item, _field(prompt, s))
+        value = field_text(item, prompt._field_for(s))
         if value is None:
             raise DataError(
-                f"slot {{{{{s}}}}} needs item field {_field(prompt, s)!r}; item {item.id!r} has "
+                f"slot {{{{{s}}}}} needs item field {prompt._field_for(s)!r}; item {item.id!r} has "
                 f"{['output', *item.inputs]}",
                 item_id=item.id,
             )
@@ -325,7 +317,7 @@ def _inputs(prompt: JudgePrompt, item: Item) -> list[tuple[str, str]]:
 
 def _text_heading(prompt: JudgePrompt, field: str, fallback: str) -> str:
     """The heading the template shows above the judged text ``field``, else ``fallback``."""
-    slots = (s for m in prompt.messages for s in slot_names(m.template) if _field(prompt, s) == field)
+    slots = (s for m in prompt.messages for s in slot_names(m.template) if prompt._field_for(s) == field)
     slot = next(slots, None)
     return (_find_heading(prompt, slot) if slot is not None else None) or fallback
 
@@ -394,7 +386,7 @@ def first_request(
     return LMRequest(messages=(message,), temperature=0.0, n=1, max_tokens=max_tokens, seed=leaf.config.seed)
 
 
-class OwnReferenceJudge(Judge):
+class OwnReferenceJudge(LeafJudge):
     """One prompt judge that first writes its own reference, then judges with it."""
 
     def __init__(
@@ -420,31 +412,20 @@ class OwnReferenceJudge(Judge):
                 "cannot show (each would need a reference of its own); expected a prompt without demos"
             )
         self.leaf, self.mode, self.task, self.max_tokens, self.policy = leaf, mode, task, max_tokens, policy
+        self.name = _NAMES[mode]
         self.work = solved_work(leaf.prompt) if mode == "solve" and not task else None
         self.prompt, self.slots = with_reference(leaf.prompt, mode, policy, self.work)
 
-    @property
-    def name(self) -> str:
-        """The registered name of the mitigation this judge implements."""
-        return _NAMES[self.mode]
+    def around(self, leaf: PromptJudge) -> Judge:
+        return own_reference(leaf, self.mode, self.task, self.max_tokens, self.policy)
 
-    def __repr__(self) -> str:
-        return f"OwnReferenceJudge({self.mode}, {self.leaf!r})"
-
-    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
-        """The leaf changed by ``fn``, giving its own reference again (``fn`` must return a prompt judge)."""
-        new = fn(self.leaf)
+    def refusal(self, new: Judge) -> str:
         if isinstance(new, OwnReferenceJudge):
-            raise ConfigError(
+            return (
                 f"{self.name} and {new.name} would each show the judge a reference of its own; "
                 "expected one of them (one reference per judged item)"
             )
-        if not isinstance(new, PromptJudge):
-            raise ConfigError(
-                f"{self.name} shows one prompt judge its own reference; a later mitigation turned that judge "
-                f"into a {type(new).__name__}, which {self.name} cannot be combined with"
-            )
-        return own_reference(new, self.mode, self.task, self.max_tokens, self.policy)
+        return super().refusal(new)
 
     def describe(self) -> dict[str, Any]:
         settings = {"task": self.task, "max_tokens": self.max_tokens, "policy": self.policy}
@@ -453,14 +434,11 @@ class OwnReferenceJudge(Judge):
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
         return self.leaf.score_bounds()
 
-    async def aclose(self) -> None:
-        await self.leaf.aclose()
-
     def _with_answer(self, item: Item, answer: str, *, check: bool = True) -> Item:
         inputs = dict(item.inputs)
         update: dict[str, Any] = {}
         for s in self.slots:
-            field = _field(self.prompt, s)
+            field = self.prompt._field_for(s)
             if check and s in reference_slots(self.leaf.prompt) and field_text(item, field) is not None:
                 raise DataError(
                     f"item {item.id!r} brings its own reference for the template's {{{{{s}}}}}; "
@@ -532,3 +510,66 @@ def own_reference(judge: Judge, mode: Mode, task: str | None, max_tokens: int, p
     return judge.map_leaves(
         lambda leaf: OwnReferenceJudge(leaf, mode=mode, task=task, max_tokens=max_tokens, policy=policy)
     )
+
+
+@register("mitigation", "solve-first")
+class SolveFirst(Mitigation):
+    """The judge answers the task first, then judges with its own answer as the reference (Krumdick et al.
+    2025).
+
+    Parameters:
+        task: one sentence saying what the task is, shown above the task inputs in the first call.
+        max_tokens: the budget of the judge's own answer.
+        on_reference_slot: for a template with its own reference slot, "fill" it or "refuse" the template.
+
+    Two calls per judged item; a template showing no task input besides the judged text(s) is refused.
+    """
+
+    paper = "Krumdick et al. 2025; Zheng et al. 2023"
+
+    task: str | None = None
+    max_tokens: int = 512
+    on_reference_slot: Literal["fill", "refuse"] = "fill"
+    parameter_constraints: ClassVar = {
+        "task": [IsInstance(str), None],
+        "max_tokens": [Interval(int, 1)],
+        "on_reference_slot": [Options("fill", "refuse")],
+    }
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        return [cls(), cls(task="Summarise the article.", max_tokens=200, on_reference_slot="refuse")]
+
+    def wrap(self, judge: Judge) -> Judge:
+        """Every prompt judge of ``judge`` writing its own reference first."""
+        return own_reference(judge, "solve", self.task, self.max_tokens, self.on_reference_slot)
+
+
+@register("mitigation", "reference-revision")
+class ReferenceRevision(Mitigation):
+    """The judge revises the judged text into a reference, then judges against it (Zhang et al. 2025,
+    RevisEval).
+
+    Parameters:
+        max_tokens: the budget of the revision.
+        on_reference_slot: for a template with its own reference slot, "fill" it or "refuse" the template.
+
+    Two calls per judged item; for a pairwise prompt the reviser sees both texts, in the judge's order.
+    """
+
+    paper = "Zhang et al. 2025 (RevisEval)"
+
+    max_tokens: int = 512
+    on_reference_slot: Literal["fill", "refuse"] = "fill"
+    parameter_constraints: ClassVar = {
+        "max_tokens": [Interval(int, 1)],
+        "on_reference_slot": [Options("fill", "refuse")],
+    }
+
+    @classmethod
+    def examples(cls) -> list[Mitigation]:
+        return [cls(), cls(max_tokens=200, on_reference_slot="refuse")]
+
+    def wrap(self, judge: Judge) -> Judge:
+        """Every prompt judge of ``judge`` writing its own reference first."""
+        return own_reference(judge, "revise", None, self.max_tokens, self.on_reference_slot)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from mitigate.constraints import Interval, Options
@@ -23,8 +22,8 @@ from mitigate.parse import Verdict, verdict_probabilities
 from mitigate.prompt import AnswerFormat
 from mitigate.registry import Tags, register
 from mitigate.selectors import GOLD_VERDICT
-from mitigate.strategies._base import Mitigation
-from mitigate.strategies._position_swap import FLIP, swap_item
+from mitigate.strategies._base import LeafJudge, Mitigation
+from mitigate.strategies._multiple_evidence import FLIP, swap_item
 
 Source = Literal["logprobs", "samples"]
 
@@ -72,8 +71,10 @@ def _most_common(verdicts: list[str]) -> str | None:
     return counts[0][0] if len(counts) == 1 or counts[0][1] > counts[1][1] else "tie"
 
 
-class DistributionJudge(Judge):
+class DistributionJudge(LeafJudge):
     """One pairwise prompt judge asked in both orders, its verdict probabilities pooled."""
+
+    name = "pairwise-distribution"
 
     def __init__(self, leaf: PromptJudge, *, source: Source, top_logprobs: int, tie_margin: float) -> None:
         if leaf.prompt.answer != "pairwise":
@@ -85,19 +86,9 @@ class DistributionJudge(Judge):
             check_readable(leaf.prompt.format)
         self.leaf, self.source, self.top_logprobs, self.tie_margin = leaf, source, top_logprobs, tie_margin
 
-    def __repr__(self) -> str:
-        return f"DistributionJudge({self.source}, {self.leaf!r})"
-
-    def map_leaves(self, fn: Callable[[PromptJudge], Judge]) -> Judge:
-        """The leaf changed by ``fn``, pooled again (``fn`` must return a prompt judge)."""
-        new = fn(self.leaf)
-        if not isinstance(new, PromptJudge):
-            raise ConfigError(
-                "pairwise-distribution reads one prompt judge's answers in both orders; a later mitigation "
-                f"turned it into a {type(new).__name__} (place pairwise-distribution after it)"
-            )
+    def around(self, leaf: PromptJudge) -> Judge:
         return DistributionJudge(
-            new, source=self.source, top_logprobs=self.top_logprobs, tie_margin=self.tie_margin
+            leaf, source=self.source, top_logprobs=self.top_logprobs, tie_margin=self.tie_margin
         )
 
     def describe(self) -> dict[str, Any]:
@@ -106,9 +97,6 @@ class DistributionJudge(Judge):
 
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
         return {}
-
-    async def aclose(self) -> None:
-        await self.leaf.aclose()
 
     def request(self, item: Item) -> LMRequest:
         """The leaf's request for ``item``, with token logprobs asked for when the source is logprobs."""

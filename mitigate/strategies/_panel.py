@@ -34,7 +34,7 @@ from mitigate.parse import Verdict
 from mitigate.registry import Tags, register
 from mitigate.run import run
 from mitigate.selectors import GOLD_VERDICT
-from mitigate.strategies._base import Mitigation
+from mitigate.strategies._base import AdjustingJudge, Mitigation
 
 PanelReducer = Literal["mean", "median", "majority"]
 FAILED_FLAG = "panel_member_failed"
@@ -216,17 +216,14 @@ def _criterion(judgment: Judgment, criterion: str | None) -> str | None:
     return next(iter(judgment.scores)) if len(judgment.scores) == 1 else None
 
 
-class DawidSkeneJudge(CompositeJudge):
+class DawidSkeneJudge(AdjustingJudge):
     """The inner judge (a panel, or one judge) with its members' answers reduced by a fitted Dawid-Skene
     model. A verdict is the most probable class (an exact tie between the best two is "tie"); a score the
     posterior mean of the classes. ``meta["dawid_skene"]`` holds the posterior and the answer before."""
 
     kind = "dawid-skene"
-    requests_are_children = True
-
-    def __init__(self, children: dict[str, Judge], *, model: DawidSkeneModel, criterion: str | None) -> None:
-        super().__init__(children)
-        self.model, self.criterion = model, criterion
+    model: DawidSkeneModel
+    criterion: str | None
 
     def params(self) -> dict[str, Any]:
         return {"model": self.model.model_dump(mode="json"), "criterion": self.criterion}
@@ -234,9 +231,8 @@ class DawidSkeneJudge(CompositeJudge):
     def score_bounds(self) -> dict[str, tuple[float, float]] | None:
         return self.children["inner"].score_bounds()
 
-    async def judge(self, item: Item) -> Judgment:
-        j = await self.children["inner"].judge(item)
-        return reduce_dawid_skene(j, self.model, self.criterion)
+    def adjust(self, judgment: Judgment, item: Item) -> Judgment:
+        return reduce_dawid_skene(judgment, self.model, self.criterion)
 
 
 def reduce_dawid_skene(j: Judgment, model: DawidSkeneModel, criterion: str | None = None) -> Judgment:
@@ -328,7 +324,7 @@ class DawidSkene(Mitigation):
                 "DawidSkene is not fitted; expected `m = m.fit(train, panel_judge)` first (it learns each "
                 "member's confusion matrix from the panel's answers on a training split)"
             )
-        return DawidSkeneJudge({"inner": judge}, model=self.model_, criterion=self.criterion)
+        return DawidSkeneJudge(judge, model=self.model_, criterion=self.criterion)
 
     async def learn(self, train: Benchmark, judge: Judge, ctx: FitContext) -> Self:
         """A fitted copy: ``judge`` run over ``train``, the model fitted on its members' answers."""
@@ -391,39 +387,20 @@ def _panels_in(judge: Judge) -> list[PanelJudge]:
     return [panel for child in below if isinstance(child, Judge) for panel in _panels_in(child)]
 
 
-class MinorityVetoJudge(CompositeJudge):
+class MinorityVetoJudge(AdjustingJudge):
     """The inner panel's judgment, with its pass vetoed when at least ``min_vetoes`` of the named members
     fail the item. A score at or above ``threshold`` vetoed becomes the highest score among the vetoers who
     failed it; a decisive verdict vetoed (vetoers preferring the other text) becomes a tie. A vetoed
     judgment is flagged ``vetoed``, with ``meta["minority_veto"]``."""
 
     kind = "minority-veto"
-    requests_are_children = True
+    vetoers: tuple[str, ...]
+    min_vetoes: int
+    threshold: float | None
+    criterion: str | None
 
-    def __init__(
-        self,
-        children: dict[str, Judge],
-        *,
-        vetoers: tuple[str, ...],
-        min_vetoes: int,
-        threshold: float | None,
-        criterion: str | None,
-    ) -> None:
-        super().__init__(children)
-        self.vetoers, self.min_vetoes = vetoers, min_vetoes
-        self.threshold, self.criterion = threshold, criterion
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "vetoers": list(self.vetoers),
-            "min_vetoes": self.min_vetoes,
-            "threshold": self.threshold,
-            "criterion": self.criterion,
-        }
-
-    async def judge(self, item: Item) -> Judgment:
-        j = await self.children["inner"].judge(item)
-        return veto(j, self.vetoers, self.min_vetoes, self.threshold, self.criterion)
+    def adjust(self, judgment: Judgment, item: Item) -> Judgment:
+        return veto(judgment, self.vetoers, self.min_vetoes, self.threshold, self.criterion)
 
 
 def veto(
@@ -536,4 +513,4 @@ class MinorityVeto(Mitigation):
                 f"minority-veto needs {self.min_vetoes} vetoes from {len(self.vetoers)} "
                 f"vetoers {list(self.vetoers)}: expected min_vetoes <= the number of vetoers"
             )
-        return MinorityVetoJudge({"inner": judge}, **self.model_dump())
+        return MinorityVetoJudge(judge, **self.model_dump())

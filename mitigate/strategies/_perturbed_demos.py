@@ -96,7 +96,6 @@ class PerturbedGuidelinesJudge(CompositeJudge):
     async def judge(self, item: Item) -> Judgment:
         names = list(self.children)
         results = await asyncio.gather(*(self.children[k].judge(item) for k in names), return_exceptions=True)
-        parts: list[Judgment] = []
         outputs: dict[str, Any] = {}
         errors: dict[str, str] = {}
         by_name: dict[str, Judgment] = {}
@@ -107,7 +106,6 @@ class PerturbedGuidelinesJudge(CompositeJudge):
                 errors[name] = f"{type(res).__name__}: {res}"
                 outputs[name] = None
                 continue
-            parts.append(res)
             by_name[name] = res
             outputs[name] = _output(res)
             if res.error is not None and name != ORIGINAL:
@@ -123,6 +121,7 @@ class PerturbedGuidelinesJudge(CompositeJudge):
         if errors:
             meta["perturbation_errors"] = errors
         answer: dict[str, Any] = {"scores": dict(original.scores), "samples": dict(original.samples)}
+        parts = list(by_name.values())
         return merge_judgments(
             item.id, parts, verdict=original.verdict, error=original.error, meta=meta, **answer
         )

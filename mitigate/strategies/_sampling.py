@@ -1,5 +1,7 @@
 """Sampling control, probability-weighted scores and score granularity (Stureborg et al. 2024):
-:class:`Sampling`, :class:`ExpectedScore` and :class:`Granularity`."""
+:class:`Sampling`, :class:`ExpectedScore` and :class:`Granularity`; and the prompting baselines Ghazarian et
+al. 2024 compare perturbed-guideline demos against, an instruction (:class:`ConsistencyHint`, this project's
+wording) and self-consistency decoding (:class:`SelfConsistency`)."""
 
 from __future__ import annotations
 
@@ -10,23 +12,33 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import model_validator
 
-from mitigate.constraints import Interval, Options
+from mitigate.constraints import Interval, Options, Satisfies
 from mitigate.errors import ConfigError, PromptConflictWarning, TemplateError
 from mitigate.judge import Judge, PromptJudge
-from mitigate.prompt import Demo, Guideline, JudgePrompt, PromptMessage, scale_mentions
+from mitigate.prompt import (
+    GUIDELINE_MARK,
+    SLOT_RE,
+    Demo,
+    Guideline,
+    JudgePrompt,
+    PromptMessage,
+    format_number,
+    scale_mentions,
+)
 from mitigate.registry import Tags, register
 from mitigate.scale import Scale
 from mitigate.strategies._base import Mitigation, PromptMitigation
 from mitigate.strategies._edits import (
     COT_LEAD,
     DEFAULT_COT,
+    DEFAULT_HINT,
     RTS_LEAD,
     SCALE_LEAD,
     addenda,
-    allow_reasoning,
+    consistency_hint,
+    insert_after_guideline,
     is_multi_criterion_template,
     multi_criterion_prompt,
-    num,
     scale_note,
     set_addendum,
     set_cot,
@@ -87,17 +99,28 @@ class Sampling(Mitigation):
         return judge.map_leaves(self._leaf)
 
     def _leaf(self, leaf: PromptJudge) -> Judge:
-        if self.cot and leaf.config.scoring == "expected":
+        leaf = leaf if self.cot else leaf.with_prompt(set_cot(leaf.prompt, False))
+        changes = {"temperature": self.temperature, "n": self.n, "reducer": self.reducer}
+        return resampled(leaf, "Sampling", COT_LEAD if self.cot else None, self.max_tokens, **changes)
+
+
+def resampled(
+    leaf: PromptJudge, who: str, lead: str | None, max_tokens: int | None, **changes: Any
+) -> PromptJudge:
+    """``leaf`` with the config ``changes`` (and ``max_tokens`` when set) and, with a ``lead``, that
+    chain-of-thought paragraph (:func:`~mitigate.strategies._edits.set_cot`; refused for a judge scoring by
+    expected value)."""
+    if lead is not None:
+        if leaf.config.scoring == "expected":
             raise ConfigError(
-                "Sampling(cot=True) asks for reasoning before the score, but this judge scores by expected "
+                f"{who}(cot=True) asks for reasoning before the score, but this judge scores by expected "
                 "value over the first scale number it generates (ExpectedScore); expected cot=False with "
                 "ExpectedScore"
             )
-        prompt = set_cot(allow_reasoning(leaf.prompt) if self.cot else leaf.prompt, self.cot)
-        changes: dict[str, Any] = {"temperature": self.temperature, "n": self.n, "reducer": self.reducer}
-        if self.max_tokens is not None:
-            changes["max_tokens"] = self.max_tokens
-        return leaf.with_prompt(prompt).with_config(**changes)
+        leaf = leaf.with_prompt(set_cot(leaf.prompt, True, lead=lead))
+    if max_tokens is not None:
+        changes["max_tokens"] = max_tokens
+    return leaf.with_config(**changes)
 
 
 # --------------------------------------------------------------------------- expected score
@@ -203,21 +226,21 @@ def _relabel(guideline: Guideline, old: Scale, new: Scale) -> Guideline:
         if not old.contains(opt.score):
             raise ConfigError(
                 f"expected guideline scores within the prompt's scale {old.describe()}; got option "
-                f"{opt.label!r} with score {num(opt.score)}"
+                f"{opt.label!r} with score {format_number(opt.score)}"
             )
         score = _rescale(opt.score, old, new)
         scores.append(score)
         update: dict[str, Any] = {"score": score}
-        if opt.label == num(opt.score) and score != opt.score:
-            update["label"] = num(score)
+        if opt.label == format_number(opt.score) and score != opt.score:
+            update["label"] = format_number(score)
             update["head"] = re.sub(
-                rf"(?<![\d.]){re.escape(opt.label)}(?!\d|\.\d)", num(score), opt.head, count=1
+                rf"(?<![\d.]){re.escape(opt.label)}(?!\d|\.\d)", format_number(score), opt.head, count=1
             )
         options.append(opt.model_copy(update=update))
     if len(set(scores)) != len(scores):
         raise ConfigError(
             f"expected the guideline's {len(scores)} anchors to stay distinct on the scale {new.describe()}; "
-            f"they map to {[num(s) for s in scores]}"
+            f"they map to {[format_number(s) for s in scores]}"
         )
     return guideline.model_copy(update={"options": tuple(options)})
 
@@ -226,7 +249,12 @@ def _rewrite_mentions(text: str, old: Scale, new: Scale) -> str:
     """Replace the old scale's ends in ``text``: scale statements and anchors
     (:func:`~mitigate.prompt.scale_mentions`), the top score named as such ("a score of 5"), any other
     "1-5" / "1 to 5", and enumerations ("1, 2, 3, 4 or 5")."""
-    lo, hi, nlo, nhi = num(old.min), num(old.max), num(new.min), num(new.max)
+    lo, hi, nlo, nhi = (
+        format_number(old.min),
+        format_number(old.max),
+        format_number(new.min),
+        format_number(new.max),
+    )
     if (lo, hi) == (nlo, nhi):
         return text
     ends = {"lo": (old.min, nlo), "hi": (old.max, nhi)}
@@ -312,3 +340,84 @@ def _rescale_demo(demo: Demo, old: Scale, new: Scale) -> Demo:
     if demo.guideline is not None:
         moved = moved.model_copy(update={"guideline": _relabel(demo.guideline, old, new)})
     return moved
+
+
+def _instruction(text: object) -> bool:
+    return (
+        isinstance(text, str)
+        and bool(text.strip())
+        and not SLOT_RE.search(text)
+        and GUIDELINE_MARK not in text
+    )
+
+
+@register("mitigation", "consistency-hint")
+class ConsistencyHint(PromptMitigation):
+    """Add an instruction that option order and description length must not affect the score.
+
+    Parameters:
+        text: the instruction (no ``{{slots}}``), after a parsed guideline or else at the end; the default is
+            worded for the prompt (:func:`~mitigate.strategies._edits.consistency_hint`).
+    """
+
+    paper = "Ghazarian et al. 2024 (baseline)"
+
+    text: str = DEFAULT_HINT
+    parameter_constraints: ClassVar = {
+        "text": [
+            Satisfies(
+                _instruction,
+                "a non-empty instruction (it must not contain template slots such as {{output}})",
+            )
+        ]
+    }
+
+    def apply(self, prompt: JudgePrompt) -> JudgePrompt:
+        """A copy with the hint added; unchanged when it has it."""
+        text = consistency_hint(prompt) if self.text == DEFAULT_HINT else self.text
+        if any(text in t for t in prompt.template_text()):
+            return prompt
+        return insert_after_guideline(prompt, text)
+
+
+@register("mitigation", "self-consistency")
+class SelfConsistency(Mitigation):
+    """Majority vote over N sampled (chain-of-thought) answers.
+
+    Every leaf judge samples ``n`` answers at ``temperature`` with the "majority" reducer (ties go to the
+    lower score); with ``cot`` the prompt also asks for reasoning before the final answer line (a paragraph
+    starting :data:`DEFAULT_COT`).
+
+    Parameters:
+        n: samples per item (>= 1).
+        temperature: sampling temperature (0–2).
+        cot: add the step-by-step instruction.
+        max_tokens: when set, the answer length limit for every leaf.
+    """
+
+    paper = "Ghazarian et al. 2024 (baseline)"
+
+    n: int = 5
+    temperature: float = 0.7
+    cot: bool = True
+    max_tokens: int | None = None
+    parameter_constraints: ClassVar = {
+        "n": [Interval(int, 1)],
+        "temperature": [Interval(float, 0, 2)],
+        "cot": [bool],
+        "max_tokens": [Interval(int, 1), None],
+    }
+
+    @property
+    def tags(self) -> Tags:
+        """``adds_reasoning`` with ``cot=True``."""
+        return Tags(adds_reasoning=self.cot)
+
+    def _leaf(self, leaf: PromptJudge) -> Judge:
+        changes = {"n": self.n, "temperature": self.temperature, "reducer": "majority"}
+        lead = DEFAULT_COT if self.cot else None
+        return resampled(leaf, "SelfConsistency", lead, self.max_tokens, **changes)
+
+    def wrap(self, judge: Judge) -> Judge:
+        """A new judge whose every leaf samples ``n`` answers and takes the majority."""
+        return judge.map_leaves(self._leaf)

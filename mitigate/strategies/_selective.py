@@ -22,7 +22,7 @@ from mitigate.judge import CompositeJudge, FitContext, Judge, Judgment, PlannedR
 from mitigate.registry import Tags, register
 from mitigate.run import run
 from mitigate.selectors import GOLD_VERDICT
-from mitigate.strategies._base import NEEDS_HUMAN, Mitigation
+from mitigate.strategies._base import NEEDS_HUMAN, AdjustingJudge, Mitigation
 
 Confidence = Literal["samples", "probability", "both-orders", "rts-mcq", "meta"]
 CONFIDENCES: tuple[str, ...] = ("samples", "probability", "both-orders", "rts-mcq", "meta")
@@ -216,31 +216,17 @@ def agrees(j: Judgment, item: Item, *, tolerance: float, criterion: str | None =
     return score is not None and abs(score - item.human[c]) <= tolerance + 1e-9
 
 
-class SelectiveJudge(CompositeJudge):
+class SelectiveJudge(AdjustingJudge):
     """Its child's judgment, accepted or escalated by the threshold (:func:`decide`)."""
 
     kind = "selective"
-    requests_are_children = True
+    threshold: float | None
+    source: Confidence
+    criterion: str | None
+    on_escalate: str
 
-    def __init__(
-        self,
-        children: dict[str, Judge],
-        *,
-        threshold: float | None,
-        source: Confidence,
-        criterion: str | None,
-        on_escalate: str,
-    ) -> None:
-        super().__init__(children)
-        self.threshold, self.source = threshold, source
-        self.criterion, self.on_escalate = criterion, on_escalate
-
-    def params(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ("threshold", "source", "criterion", "on_escalate")}
-
-    async def judge(self, item: Item) -> Judgment:
-        j = await self.children["inner"].judge(item)
-        return decide(j, self.threshold, self.source, self.criterion, self.on_escalate)
+    def adjust(self, judgment: Judgment, item: Item) -> Judgment:
+        return decide(judgment, self.threshold, self.source, self.criterion, self.on_escalate)
 
 
 def decide(
@@ -327,7 +313,7 @@ class SelectiveEvaluation(Mitigation):
                 "first (it calibrates the confidence threshold on labelled items)"
             )
         return SelectiveJudge(
-            {"inner": judge},
+            judge,
             threshold=self.guarantee_.threshold,
             source=self.confidence,
             criterion=self.criterion,

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from mitigate.cli import EXIT_REFUSED, app
 from mitigate.errors import TemplateError, TemplateSandboxError
-from mitigate.prompt import JudgePrompt
+from mitigate.prompt import SLOT_RE, JudgePrompt
 from mitigate.prompt.read._sandbox import (
     CALLS,
     FILTERS,
@@ -34,7 +34,7 @@ from mitigate.prompt.read._sandbox import (
     SandboxedTemplate,
     weigh,
 )
-from mitigate.prompt.read._syntax import DOUBLE_SLOT_RE, _used_beyond_output
+from mitigate.prompt.read._syntax import _used_beyond_output
 from mitigate.testing import StubOpenAIServer
 from tests.support.bad_inputs import make_fixtures
 from tests.support.hostile_templates import (
@@ -229,7 +229,7 @@ def test_a_template_failing_on_its_own_is_one_template_error() -> None:
 def _plain_jinja(text: str, constants: dict[str, Any]) -> str:
     """``text`` rendered by an unsandboxed Jinja environment with the values the reader gives it."""
     env = jinja2.Environment(keep_trailing_newline=True, autoescape=False)
-    plain = {m.group(1).strip() for m in DOUBLE_SLOT_RE.finditer(text)}
+    plain = {m.group(1).strip() for m in SLOT_RE.finditer(text)}
     names = meta.find_undeclared_variables(env.parse(text))
     context = {n: "{{" + n + "}}" for n in names if n in plain and not _used_beyond_output(text, n)}
     return env.from_string(text).render({**context, **constants})

@@ -9,7 +9,7 @@ from mitigate.errors import ConfigError, DataError
 from mitigate.lm import FakeLM, LMRequest
 from mitigate.measures import position_bias
 from mitigate.strategies import PositionSwap, PositionSwapJudge, Sampling, from_spec
-from mitigate.strategies._position_swap import swap_item
+from mitigate.strategies._multiple_evidence import swap_item
 
 TEMPLATE = (
     "Which summary of the article is better?\n\nArticle:\n{{document}}\n\n"

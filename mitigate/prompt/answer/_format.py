@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from mitigate.errors import ConfigError, TemplateError
 from mitigate.lm import AnswerConstraint, ConstraintMode
 from mitigate.parse import LIST_MARKER, RANGE, VALUE, FormatReader, Verdict
+from mitigate.prompt._parts import format_number
 from mitigate.scale import Scale
 
 AnswerKind = Literal["score", "mcq", "pairwise"]
@@ -42,11 +43,6 @@ def _label(stub: str) -> str:
 _REASON_CHARS = 600  # at most this many characters of reasoning before a constrained answer line
 _REASON_MIN = 32  # at least this many when the format reasons first
 _ANSWER_ROOM = 48  # tokens kept free for the answer line after the reasoning
-
-
-def _fmt(v: float) -> str:
-    r = round(float(v), 6)
-    return str(int(r)) if r == int(r) else f"{r:g}"
 
 
 class AnswerFormat(BaseModel):
@@ -198,7 +194,7 @@ class AnswerFormat(BaseModel):
             return value
         if self.kind == "mcq" and scale.letters:
             return min(scale.letters.items(), key=lambda kv: (abs(kv[1] - value), kv[0]))[0]
-        return _fmt(value)
+        return format_number(value)
 
     def render(self, value: float | str, scale: Scale, *, reason: str | None = None) -> str:
         """The answer line showing ``value`` (a demo's gold answer); a JSON reason field shows ``reason``."""
@@ -304,7 +300,7 @@ class AnswerFormat(BaseModel):
             if not scale.letters:
                 raise ConfigError("an MCQ answer format needs a scale with a letter map; got none")
             return list(scale.letters)
-        return [_fmt(p) for p in scale.points()]
+        return [format_number(p) for p in scale.points()]
 
     def _verdicts(self) -> list[str]:
         """A pairwise answer's values: the two labels (and the tie), or the five relations."""
@@ -392,9 +388,7 @@ class AnswerFormat(BaseModel):
             cls_g = "[^\\n" + "".join("\\" + ch if ch in "[]" else ch for ch in banned) + "]"
             cls_r = "[^\\n" + "".join(re.escape(ch) for ch in banned) + "]"
             per_line = max(1, budget // 2)
-            least = min(
-                _REASON_MIN - 1, per_line
-            )  # the asked-for reasoning is written, not a bare "Rating: 9"
+            least = min(_REASON_MIN - 1, per_line)  # the reasoning asked for is written: no bare "Rating: 9"
             gbnf = (
                 f"root ::= reason {_gbnf_lit(sep)} answer\n"
                 f'reason ::= [A-Za-z] {cls_g}{{{least},{per_line}}} ("\\n" {cls_g}{{0,{per_line}}})?\n'

@@ -22,7 +22,6 @@ class ScaleStatement:
 
     lo: float
     hi: float
-    start: int
     text: str
     criterion_line: bool = False
     lo_span: tuple[int, int] | None = None  # where the low end is written (None: implicit, "7-point")
@@ -90,9 +89,7 @@ def find_scales(text: str) -> list[ScaleStatement]:
                 continue
             in_crit = any(a <= m.start() < b for a, b in crit_spans)
             lo_span = m.span("lo") if gd.get("lo") is not None else None
-            found.setdefault(
-                m.start(), ScaleStatement(lo, hi, m.start(), m.group(0), in_crit, lo_span, m.span("hi"))
-            )
+            found.setdefault(m.start(), ScaleStatement(lo, hi, m.group(0), in_crit, lo_span, m.span("hi")))
     return [found[k] for k in sorted(found)]
 
 
@@ -177,8 +174,6 @@ class FoundCriterion:
     name: str
     definition: str
     how: str
-    lo: float | None = None
-    hi: float | None = None
 
 
 def find_criterion(text: str) -> FoundCriterion | None:
@@ -191,7 +186,7 @@ def find_criterion(text: str) -> FoundCriterion | None:
         definition = m.group("def").strip() or (m.group("next") or "").strip()
         if "{{" in definition:
             definition = ""
-        return FoundCriterion(name.lower(), definition, "criterion line", lo, hi)
+        return FoundCriterion(name.lower(), definition, "criterion line")
     m2 = _NAMED_CRITERION.search(text)
     if m2 is not None and "{{" not in m2.group("name"):
         return FoundCriterion(m2.group("name").strip().lower(), "", "named criterion")

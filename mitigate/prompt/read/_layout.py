@@ -74,7 +74,7 @@ def _marked(text: str) -> bool:
     return GUIDELINE_MARK in text or DEMOS_MARK in text or bool(SLOT_RE.search(text))
 
 
-def _markup_only(text: str) -> bool:
+def markup_only(text: str) -> bool:
     """True for a line of tags, bracketed labels and delimiters only ("<inputs>", "[BEGIN DATA]", "***")."""
     s = text.strip()
     return bool(s) and not _marked(s) and not _MARKUP_RE.sub("", s)
@@ -93,7 +93,7 @@ def _is_label(text: str) -> bool:
     s = text.strip()
     if not s or len(s) > _LABEL_LEN or _marked(s):
         return False
-    if _markup_only(s) or _ends_label(s) or s.startswith("#"):
+    if markup_only(s) or _ends_label(s) or s.startswith("#"):
         return True
     core = _core(s)
     return bool(core) and len(core) <= 60 and not core.endswith((".", "!", "?", ",", ";"))
@@ -105,7 +105,7 @@ def _is_lead_in(text: str) -> bool:
     return bool(s) and len(s) <= 80 and not _marked(s) and (_ends_label(s) or s.startswith("#"))
 
 
-def _inline_label(prefix: str) -> bool:
+def inline_label(prefix: str) -> bool:
     """True when the words before a slot on its line are a label ("Article: ", "<article>")."""
     core = prefix.rstrip().rstrip("\"'`“«(*_ ").rstrip()
     return core.endswith(_INLINE_LABEL_END)
@@ -127,7 +127,7 @@ def _heading_part(text: str) -> str:
 
 def _label_lines_between(lines: list[_Line]) -> int:
     """The heading lines (labels, not markup) among ``lines``, the text between two slots' lines."""
-    return sum(1 for ln in lines if not ln.blank and not _markup_only(ln.text) and _is_label(ln.text))
+    return sum(1 for ln in lines if not ln.blank and not markup_only(ln.text) and _is_label(ln.text))
 
 
 @lru_cache(maxsize=256)
@@ -159,7 +159,7 @@ def item_layout(template: str) -> ItemLayout | None:
         text = lines[i].text if i >= 0 else ""
         near = i == f - 1 and len(text.strip()) <= _LABEL_LEN
         if i >= 0 and not _marked(text) and not _CLOSER_RE.match(text) and (_is_label(text) or near):
-            top, used = i, (0 if _markup_only(text) else 1)
+            top, used = i, (0 if markup_only(text) else 1)
     top = _extend_heading(lines, top, used, cap, slot_lines[-1])
     end = _section_end(lines, line_of(last.end()))
     insert_at = lines[_lead_in_top(lines, top)].start
@@ -173,7 +173,7 @@ def _sentence_problem(
     prefix = template[line.start : first.start()]
     following = [s for s in slots if s.start() > first.start() and s.start() <= line.end]
     suffix = template[first.end() : following[0].start() if following else line.end]
-    inside = (_has_words(prefix) and not _inline_label(prefix)) or (
+    inside = (_has_words(prefix) and not inline_label(prefix)) or (
         not _has_words(prefix) and _has_words(suffix, markup=False)
     )
     if not inside:
@@ -199,7 +199,7 @@ def _extend_heading(lines: list[_Line], top: int, used: int, cap: int | None, la
         text = lines[i].text
         if _marked(text):
             break
-        if _markup_only(text):
+        if markup_only(text):
             if _CLOSER_RE.match(text):
                 break  # the end of something above ("</example>"), not part of the item's heading
             opener = _OPEN_TAG_RE.match(text)
@@ -228,7 +228,7 @@ def _section_end(lines: list[_Line], last: int) -> int:
         j, gap = i, False
         while j < len(lines) and lines[j].blank:
             j, gap = j + 1, True
-        if j >= len(lines) or not _markup_only(lines[j].text) or _OPENER_RE.match(lines[j].text):
+        if j >= len(lines) or not markup_only(lines[j].text) or _OPENER_RE.match(lines[j].text):
             break  # an opening line after the item starts something else ("<instructions>")
         if gap and not _CLOSER_RE.match(lines[j].text):
             break

@@ -26,7 +26,6 @@ from mitigate.prompt._parts import SLOT_RE
 Role = Literal["system", "user", "assistant"]
 SlotSyntax = Literal["double", "single", "format", "jinja"]
 
-DOUBLE_SLOT_RE = SLOT_RE
 _TRIPLE_RE = re.compile(r"\{\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}\}")
 _SINGLE_RE = re.compile(r"(?<!\{)\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}(?!\})")
 _JINJA_RE = re.compile(
@@ -72,7 +71,7 @@ class TemplateSource(BaseModel):
             return text
         parts: list[str] = []
         last = 0
-        for m in DOUBLE_SLOT_RE.finditer(text):
+        for m in SLOT_RE.finditer(text):
             literal = text[last : m.start()]
             parts.append(_escape_format(literal) if self.syntax == "format" else literal)
             name = m.group(1).strip()
@@ -168,7 +167,7 @@ def detect_syntax(texts: list[str]) -> SlotSyntax:
         return "jinja"
     if _JINJA_EXPR_RE.search(joined) and not any(_is_format_string(t) for t in texts):
         return "jinja"  # never left as literal text: the sandbox reads it (and refuses what it must)
-    if DOUBLE_SLOT_RE.search(joined) or _TRIPLE_RE.search(joined):
+    if SLOT_RE.search(joined) or _TRIPLE_RE.search(joined):
         return "double"
     if (
         all(_is_format_string(t) or not _SINGLE_RE.search(t) for t in texts)
@@ -226,7 +225,7 @@ def _render_jinja(text: str, constants: Mapping[str, Any]) -> tuple[str, list[st
             )
 
     template = SandboxedTemplate(text, undefined=Unset)
-    plain = {m.group(1).strip() for m in DOUBLE_SLOT_RE.finditer(text)}
+    plain = {m.group(1).strip() for m in SLOT_RE.finditer(text)}
     context: dict[str, Any] = {}
     for name in sorted(template.names):
         if name in constants:
@@ -304,7 +303,7 @@ def read_template(
             for m in _TRIPLE_RE.finditer(t):
                 spellings.setdefault(m.group(1), m.group(0))
             t = _TRIPLE_RE.sub(lambda m: "{{" + m.group(1) + "}}", t)
-            for m in DOUBLE_SLOT_RE.finditer(t):
+            for m in SLOT_RE.finditer(t):
                 spellings.setdefault(m.group(1).strip(), m.group(0))
         for name, value in constants.items() if syntax != "jinja" else ():
             # the value as written (re.sub reads escapes in a replacement: backslashes doubled)
