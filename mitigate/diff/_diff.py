@@ -36,6 +36,7 @@ from mitigate.measures import (
     verdicts_as_text,
     word_count,
 )
+from mitigate.report import score_of
 from mitigate.scale import Scale
 
 
@@ -169,10 +170,8 @@ def _lean(x: np.ndarray, _: np.ndarray) -> float:
     return abs(float(x.mean()) - 0.5) if len(x) else math.nan
 
 
-def _score_of(j: Judgment | None, criterion: str) -> float:
-    if j is None or j.error is not None:
-        return math.nan
-    v = j.scores.get(criterion, next(iter(j.scores.values())) if len(j.scores) == 1 else None)
+def _score_of(j: Judgment, criterion: str) -> float:
+    v = None if j.error is not None else score_of(j, criterion)
     return math.nan if v is None else float(v)
 
 

@@ -331,23 +331,20 @@ def render_diff(report: DiffReport, *, show: int = 10) -> str:
         f"{report.n_items} items ({report.n_units} {report.unit} resampled), criteria: {crits}",
         "",
     ]
-    rows = []
-    for m in report.measures:
-        value_a, value_b = _n(m.a), _n(m.b)
-        note = m.reason or ""
-        rows.append(
-            [
-                m.name,
-                m.criterion,
-                value_a,
-                value_b,
-                _delta(m),
-                _p(m.p),
-                str(m.n) + (f" (-{m.dropped})" if m.dropped else ""),
-                m.better,
-                _gate_mark(report, m) or note,
-            ]
-        )
+    rows = [
+        [
+            m.name,
+            m.criterion,
+            _n(m.a),
+            _n(m.b),
+            _delta(m),
+            _p(m.p),
+            str(m.n) + (f" (-{m.dropped})" if m.dropped else ""),
+            m.better,
+            _gate_mark(report, m) or m.reason or "",
+        ]
+        for m in report.measures
+    ]
     lines += md_table(["measure", "criterion", "A", "B", "B - A [95% CI]", "p", "n", "better", "gate"], rows)
     lines += [
         "",

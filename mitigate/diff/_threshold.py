@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
 from mitigate.measures import batched_nanmean, bootstrap_ci
+from mitigate.report import score_of
 
 
 def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
@@ -76,7 +77,7 @@ def _samples(j: Judgment, criterion: str) -> tuple[float, ...]:
         found = next(iter(j.samples.values()))
     if found:
         return tuple(float(s) for s in found if s is not None)
-    score = j.scores.get(criterion, next(iter(j.scores.values())) if len(j.scores) == 1 else None)
+    score = score_of(j, criterion)
     return () if score is None else (float(score),)
 
 

@@ -22,17 +22,12 @@ from mitigate.data import Benchmark, apply_labels
 from mitigate.errors import MitigateError
 from mitigate.label._session import LabelSession
 
-PAIR_CODES = {"A": 1.0, "B": 0.0, "tie": 0.5}
-
 
 def kappa(x: np.ndarray, y: np.ndarray, categories: list[float], *, weighted: bool) -> float:
     """Cohen's κ of two codings over ``categories`` (quadratic weights when ``weighted``); NaN when chance
     agreement is total."""
     k = len(categories)
-    index = {c: i for i, c in enumerate(categories)}
-    table = np.zeros((k, k))
-    for a, b in zip(x, y, strict=True):
-        table[index[float(a)], index[float(b)]] += 1
+    table = confusion(x, y, categories)
     if table.sum() == 0:
         return math.nan
     observed = table / table.sum()
@@ -41,6 +36,14 @@ def kappa(x: np.ndarray, y: np.ndarray, categories: list[float], *, weighted: bo
     w = ((i - j) / max(k - 1, 1)) ** 2 if weighted else (i != j).astype(float)
     chance = float((w * expected).sum())
     return math.nan if chance == 0 else 1 - float((w * observed).sum()) / chance
+
+
+def confusion(x: np.ndarray, y: np.ndarray, categories: list[float]) -> np.ndarray:
+    """How often each pair of categories was given (rows: ``x``'s, columns: ``y``'s)."""
+    index = {c: i for i, c in enumerate(categories)}
+    table = np.zeros((len(categories), len(categories)))
+    np.add.at(table, ([index[float(a)] for a in x], [index[float(b)] for b in y]), 1)
+    return table
 
 
 def _finite(v: float) -> float | None:
@@ -75,11 +78,7 @@ def agreement_rows(labels: np.ndarray, judge: np.ndarray, categories: list[float
     klow, khigh = bootstrap_ci(stat, x, y, seed=0, n_boot=500)
     name = "kappa" if pairwise else "kappa_quadratic"
     out[name] = {"value": _finite(value), "low": _finite(klow), "high": _finite(khigh)}
-    index = {c: i for i, c in enumerate(categories)}
-    matrix = [[0] * len(categories) for _ in categories]
-    for a, b in zip(x, y, strict=True):
-        matrix[index[float(a)]][index[float(b)]] += 1
-    out["confusion"] = matrix
+    out["confusion"] = confusion(x, y, categories).astype(int).tolist()
     return out
 
 

@@ -28,7 +28,6 @@ from mitigate.errors import DataError
 from mitigate.label._session import LabelSession
 from mitigate.paths import write_output
 
-ExportFormat = Literal["jsonl", "csv", "label-studio", "argilla"]
 EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "csv", "label-studio", "argilla")
 
 

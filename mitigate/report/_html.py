@@ -337,18 +337,16 @@ def _item_body(result: CompareResult, r: dict[str, Any], ncols: int) -> str:
     """One item's ``<tbody>``: its row (labels, each entry's answer, disagreement) and its hidden detail
     row."""
     rec, judged = result.items[r["index"]], [(e, e.judgments[r["index"]]) for e in result.entries]
-    pairwise = result.task == "pairwise"
-    system = _system(rec, pairwise)
-    human_key = (rec.human if rec.human is not None else -math.inf) if not pairwise else 0
+    keys = _keys(result, r)
     cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e, j in judged)
     details = "".join(_details_html(result, e, j) for e, j in judged)
     return (
         f'<tbody class="item" data-index="{r["index"]}" data-disagreement="{r["disagreement"]:.6f}" '
-        f'data-human="{human_key if math.isfinite(human_key) else -1e9}" data-flip="{int(r["flip"])}" '
+        f'data-human="{keys[2]}" data-flip="{int(r["flip"])}" '
         f'data-failure="{int(r["failure"])}" data-flagged="{int(r["flagged"])}" '
-        f'data-search="{_e(_search(rec, system))}"><tr class="row"><td class="idc"><button class="toggle" '
+        f'data-search="{_e(keys[6])}"><tr class="row"><td class="idc"><button class="toggle" '
         f'type="button" aria-expanded="false">▸</button> <span class="id">{_e(rec.id)}</span></td><td '
-        f'class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(system)}</td><td '
+        f'class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(_system(rec, result.task == "pairwise"))}</td><td '
         f'class="num">{_e(_label(result, rec))}</td>{cells}<td '
         f'class="num">{r["disagreement"]:.2f}</td></tr><tr class="detail" hidden><td '
         f'colspan="{ncols}">{_item_text(rec)}{details}</td></tr></tbody>'
@@ -361,25 +359,13 @@ def _system(rec: ItemRecord, pairwise: bool) -> str:
     return rec.system or "–"
 
 
-def _search(rec: ItemRecord, system: str) -> str:
-    return " ".join([rec.id, rec.doc_id or "", system]).lower()
-
-
 def _keys(result: CompareResult, r: dict[str, Any]) -> list[Any]:
     """What the view sorts, filters and searches an item by, without its HTML (a large report's index)."""
     rec = result.items[r["index"]]
-    # as data-human says
     human = 0 if result.task == "pairwise" else rec.human if rec.human is not None else -1e9
-    return [
-        r["index"],
-        round(r["disagreement"], 6),
-        human,
-        int(r["flip"]),
-        int(r["failure"]),
-        int(r["flagged"]),
-        _search(rec, _system(rec, result.task == "pairwise")),
-        rec.id,
-    ]
+    search = " ".join([rec.id, rec.doc_id or "", _system(rec, result.task == "pairwise")]).lower()
+    flags = [int(r["flip"]), int(r["failure"]), int(r["flagged"])]
+    return [r["index"], round(r["disagreement"], 6), human, *flags, search, rec.id]
 
 
 def _packed(parts: Iterable[str]) -> str:

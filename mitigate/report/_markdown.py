@@ -17,7 +17,7 @@ from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
 from mitigate.probes import probe_section
 from mitigate.report._glossary import glossary_section
 from mitigate.report._plots import PLOT_CAPTIONS, planned_plots
-from mitigate.report._reading import bottom_lines, plain_reason, warnings
+from mitigate.report._reading import bottom_lines, p_text, plain_reason, warnings
 from mitigate.report._results import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
 from mitigate.report._sections import (
     demos_section,
@@ -261,11 +261,6 @@ def _summary_lines(result: CompareResult) -> list[str]:
                 if i in best_delta:
                     text = f"**{text}**"
                 ci = f" [{fmt(c.ci_low)}, {fmt(c.ci_high)}]" if c.ci_low is not None else ""
-                p = (
-                    f", {'bootstrap ' if c.test_reason else ''}p={c.p_value:.3g}"
-                    if c.p_value is not None and math.isfinite(c.p_value)
-                    else ""
-                )
                 if not math.isfinite(c.observed):
                     notes.append(f"- {e.name} / {delta_info.label}: {plain_reason(c.reason)}")
                 decided = (
@@ -273,7 +268,7 @@ def _summary_lines(result: CompareResult) -> list[str]:
                     if c.decided_n is not None
                     else ""
                 )
-                cells.append(text + ci + p + decided)
+                cells.append(text + ci + p_text(c) + decided)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     ref = [
         (

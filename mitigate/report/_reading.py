@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from mitigate.measures import MEASURES, MIN_DOCUMENTS, MIN_ITEMS
-from mitigate.report._results import CompareResult, EntryResult
+from mitigate.report._results import CompareResult, Comparison, EntryResult
 
 _FIRST_SECOND: dict[str, tuple[str, str]] = {
     "bias-score": (
@@ -60,6 +60,13 @@ def _fmt(v: float | None) -> str:
     return f"{v:+.3f}"
 
 
+def p_text(c: Comparison) -> str:
+    """ ", p=0.012" (", bootstrap p=..." when the bootstrap gave it); "" without a p-value."""
+    if c.p_value is None or not math.isfinite(c.p_value):
+        return ""
+    return f", {'bootstrap ' if c.test_reason else ''}p={c.p_value:.3g}"
+
+
 def bottom_lines(result: CompareResult) -> list[str]:
     """One sentence per entry after the first: does it differ from the first at this ``n``?
 
@@ -89,12 +96,7 @@ def bottom_lines(result: CompareResult) -> list[str]:
             continue
         has_ci = c.ci_low is not None and c.ci_high is not None
         ci = f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if has_ci else ""
-        p = (
-            f", {'bootstrap ' if c.test_reason else ''}p={c.p_value:.3g}"
-            if c.p_value is not None and math.isfinite(c.p_value)
-            else ""
-        )
-        diff = f"Δ {what} {_fmt(c.observed)}{ci}{p}, n={c.n}"
+        diff = f"Δ {what} {_fmt(c.observed)}{ci}{p_text(c)}, n={c.n}"
         has_p = c.p_value is not None and math.isfinite(c.p_value)
         ci_side = 0
         if has_ci:
