@@ -270,28 +270,15 @@ def _summary_lines(result: CompareResult) -> list[str]:
                 )
                 cells.append(text + ci + p_text(c) + decided)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    ref = [
-        (
+    refs = {k: r for k in cols if (r := result.human.get(k)) is not None and r.ok}
+    if refs:
+        name = (
             "gold preferences (reference)"
             if result.task == "pairwise"
             else f"humans (reference, {result.human_scale.describe()})"
-        ),
-        "",
-        "",
-        "",
-    ]
-    any_ref = False
-    for k in cols:
-        reference = result.human.get(k)
-        if reference is not None and reference.ok:
-            ref.append(f"*{_value_text(k, reference)}*{_ci_text(reference)}")
-            any_ref = True
-        else:
-            ref.append("")
-    if has_delta:
-        ref.append("")
-    if any_ref:
-        lines.append("| " + " | ".join(ref) + " |")
+        )
+        cells = [f"*{_value_text(k, refs[k])}*{_ci_text(refs[k])}" if k in refs else "" for k in cols]
+        lines.append("| " + " | ".join([name, "", "", "", *cells, *([""] if has_delta else [])]) + " |")
     missing = [k for k, cls in measure_table(result.task).items() if cls.info.headline and k not in cols]
     if missing:
         lines += ["", "Not computed for any entry:", ""]
