@@ -210,22 +210,19 @@ class RegisteredNamesHelp(TyperCommand):
         helps = [p for p in params if p.name in ("help", "help_all")]
         arguments = [p for p in params if p.param_type_name == "argument"]
         options = [p for p in params if p not in helps and p not in arguments]
+        panels: list[tuple[str, list[Any]]] = [("Arguments", arguments)]
         if not self.first:
             if all(p.name != "help_all" for p in helps):  # --help alone: an option like the others
-                return [
-                    (title, ps)
-                    for title, ps in (("Arguments", arguments), ("Options", options + helps))
-                    if ps
-                ]
-            return [("Arguments", arguments), ("Options", options), (HELP_PANEL, helps)]
-        by_name = {p.name: p for p in options}
-        panels: list[tuple[str, list[Any]]] = [("Arguments", arguments)]
-        placed: set[str] = set()
-        for title, names in self.first.items():
-            panels.append((title, [by_name[n] for n in names if n in by_name]))
-            placed.update(names)
-        if every:
-            panels.append((MORE_OPTIONS, [p for p in options if p.name not in placed]))
+                options, helps = options + helps, []
+            panels.append(("Options", options))
+        else:
+            by_name = {p.name: p for p in options}
+            panels += [
+                (title, [by_name[n] for n in names if n in by_name]) for title, names in self.first.items()
+            ]
+            placed = {n for names in self.first.values() for n in names}
+            if every:
+                panels.append((MORE_OPTIONS, [p for p in options if p.name not in placed]))
         panels.append((HELP_PANEL, helps))
         return [(title, ps) for title, ps in panels if ps]
 

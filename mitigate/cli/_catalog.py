@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 import typer
 
 from mitigate.cli._app import command
+from mitigate.cli._commands import COMMANDS
 from mitigate.cli.options._declare import CommandOptions, argument, registered_names
 from mitigate.cli.options._results import JSON
 from mitigate.constraints import describe_constraints
@@ -32,8 +33,6 @@ ALIASES = {
     for k in ("mitigation", "selector", "measure", "backend", "benchmark", "engine", "released-judge")
 }
 """Command name (plural) -> registry kind; ``mitigate list`` also takes either form."""
-COMPONENT_KINDS = ("mitigation", "selector", "measure", "engine")
-"""The kinds whose entries are component classes (with parameters, tags and a paper)."""
 
 
 @functools.cache
@@ -258,10 +257,7 @@ def _kind_command(plural: str, kind: str) -> Callable[[KindOptions], None]:
     def show(options: KindOptions) -> None:
         typer.echo(catalog(kind, options.name, options.json))
 
-    papers = " with their papers" if kind in COMPONENT_KINDS else ""
-    show.__doc__ = (
-        f"List the registered {plural}{papers}, or show one in detail (= mitigate list {kind} [NAME])."
-    )
+    show.__doc__ = COMMANDS[plural].summary
     show.__name__ = f"{plural.replace('-', '_')}_cmd"
     return command(plural, KindOptions, config=False)(show)
 

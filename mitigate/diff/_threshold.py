@@ -25,8 +25,6 @@ from mitigate.report import score_of
 
 def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     """Wilson's score interval for a binomial share ``successes / n`` at level ``1 - alpha``."""
-    if n <= 0:
-        return (math.nan, math.nan)
     from scipy.stats import binomtest  # lazy: scipy is slow to import
 
     ci = binomtest(successes, n).proportion_ci(1 - alpha, method="wilson")
@@ -121,12 +119,9 @@ def threshold_report(
     elif n_boot > 0:
         interval = "bootstrap"
         low, high = bootstrap_ci(batched_nanmean, rates, n_boot=n_boot, alpha=alpha, seed=seed)
-    decision: Literal["pass", "fail", "undecided"] | None = None
-    if require is not None:
-        if not (math.isfinite(low) and math.isfinite(high)):
-            decision = "undecided"
-        else:
-            decision = "pass" if low >= require else "fail" if high < require else "undecided"
+    decision: Literal["pass", "fail", "undecided"] | None = (
+        None if require is None else "pass" if low >= require else "fail" if high < require else "undecided"
+    )  # an undefined (NaN) end decides nothing
     return ThresholdReport(
         criterion=criterion,
         threshold=threshold,

@@ -13,6 +13,7 @@ probabilities hold only for the whole round.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -101,11 +102,7 @@ def design(
     weights: dict[str, float] = {}
     for g in session.groups():
         group_rows = [r for r in session.rows if r["group"] == g]
-        prefix = []
-        for r in group_rows:
-            if r["labels"].get(criterion) is None:
-                break
-            prefix.append(r)
+        prefix = list(itertools.takewhile(lambda r: r["labels"].get(criterion) is not None, group_rows))
         if not prefix:
             continue
         pool = len(group_rows) / float(group_rows[0]["probability"])

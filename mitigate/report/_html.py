@@ -399,13 +399,9 @@ def _per_item_html(
     section)."""
     rows = item_view(result)
     pairwise = result.task == "pairwise"
-    counts = {
-        "all": len(rows),
-        "disagree": sum(r["disagreement"] > 0 for r in rows),
-        "flips": sum(r["flip"] for r in rows),
-        "failures": sum(r["failure"] for r in rows),
-        "flagged": sum(r["flagged"] for r in rows),
-    }
+    counts = {"all": len(rows), "disagree": sum(r["disagreement"] > 0 for r in rows)}
+    keys = {"flips": "flip", "failures": "failure", "flagged": "flagged"}  # filter -> item_view's key
+    counts |= {f: sum(r[key] for r in rows) for f, key in keys.items()}
     options = "".join(f'<option value="{k}">{_e(v)} ({counts[k]})</option>' for k, v in FILTERS.items())
     sorts = "".join(f'<option value="{k}">{_e(v)}</option>' for k, v in _SORTS.items())
     label = "gold" if pairwise else "human"
@@ -519,10 +515,8 @@ _SCRIPT = """
     [q,h].forEach(function(s){s.split('&').forEach(function(kv){if(!kv){return;}var p=kv.split('=');
       out[decodeURIComponent(p[0])]=decodeURIComponent((p[1]||'').replace(/\\+/g,' '));});});return out;}
   function keep(r,f,q){
-    if(f==='disagree'&&!(r.d>0)){return false;}
-    if(f==='flips'&&r.flip!==1){return false;}
-    if(f==='failures'&&r.fail!==1){return false;}
-    if(f==='flagged'&&r.flag!==1){return false;}
+    var need={flips:'flip',failures:'fail',flagged:'flag'}[f];
+    if((f==='disagree'&&!(r.d>0))||(need&&r[need]!==1)){return false;}
     if(q&&r.s.indexOf(q)<0&&!(r.el&&!packed&&r.el.textContent.toLowerCase().indexOf(q)>=0)){return false;}
     return true;}
   function apply(){
