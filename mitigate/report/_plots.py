@@ -59,7 +59,8 @@ def _plt() -> Any:
 
 def save_figure(fig: Any, path: Path) -> Path:
     """Write ``fig`` as a PNG through :func:`~mitigate.paths.write_output` (atomic; a link or a device as
-    outputs are)."""
+    outputs are), its folder made when needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
     _plt().close(fig)
@@ -110,7 +111,6 @@ def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
     """Write the PNG plots for ``result`` (those :func:`planned_plots` names) into ``folder``; returns their
     paths."""
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
     draw = {
         "histograms.png": _histograms,
         "ls_vs_us.png": _ls_vs_us,
@@ -299,8 +299,6 @@ def plot_search(result: Any, path: str | Path) -> Path:
     best so far and the baseline (an undefined objective an "x" on the lower edge); right, winner and baseline
     on dev and on the held-out test split, with their intervals."""
     plt = _plt()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
     values = [t.dev.value for t in result.trials]
     ok, bad, best = search_trial_points(values)
@@ -357,7 +355,7 @@ def plot_search(result: Any, path: str | Path) -> Path:
         gain += f" [{g.ci_low:+.3f}, {g.ci_high:+.3f}]"
     bx.set_title(f"held-out test gain {gain}", fontsize=10)
     fig.tight_layout()
-    return save_figure(fig, out)
+    return save_figure(fig, Path(path))
 
 
 def plot_estimate(result: EstimateResult, path: str | Path) -> Path:
@@ -423,6 +421,4 @@ def plot_estimate(result: EstimateResult, path: str | Path) -> Path:
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return save_figure(fig, out)
+    return save_figure(fig, Path(path))

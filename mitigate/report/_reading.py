@@ -27,31 +27,29 @@ _DEFAULT_FIRST_SECOND = (
 )
 
 
+_PLAIN = {
+    "no judgment carries scores under 2 or more perturbations in meta['perturbations']": "no item was scored "
+    "under 2 or more perturbed guidelines (only a pipeline with perturbed-demos or perturbed-guidelines "
+    "scores them)",
+    "no judgment holds verdicts in both orders (meta['orders'])": "no pair was judged in both orders (add "
+    "position-swap, or record both orders)",
+}
+"""Internal reasons -> what a reader is told."""
+
+
 def plain_reason(reason: str | None, key: str = "") -> str:
     """Why a value of measure ``key`` is n/a, with internal names (``meta['x']``, "first input") replaced."""
     if not reason:
         return "undefined"
     first, second = _FIRST_SECOND.get(key, _DEFAULT_FIRST_SECOND)
-    text = reason
-    text = text.replace(
-        "the first input is constant, so its correlation is undefined",
-        f"{first}, so no correlation can be computed",
-    )
-    text = text.replace(
-        "the second input is constant, so its correlation is undefined",
-        f"{second}, so no correlation can be computed",
-    )
-    text = text.replace(
-        "no judgment carries scores under 2 or more perturbations in meta['perturbations']",
-        "no item was scored under 2 or more perturbed guidelines (only a pipeline with "
-        "perturbed-demos or perturbed-guidelines scores them)",
-    )
-    text = text.replace(
-        "no judgment holds verdicts in both orders (meta['orders'])",
-        "no pair was judged in both orders (add position-swap, or record both orders)",
-    )
-    text = re.sub(r"\s*\(?meta\[['\"](\w+)['\"]\]\)?", "", text)
-    return text
+    for which, what in (("first", first), ("second", second)):
+        reason = reason.replace(
+            f"the {which} input is constant, so its correlation is undefined",
+            f"{what}, so no correlation can be computed",
+        )
+    for old, new in _PLAIN.items():
+        reason = reason.replace(old, new)
+    return re.sub(r"\s*\(?meta\[['\"](\w+)['\"]\]\)?", "", reason)
 
 
 def _fmt(v: float | None) -> str:
@@ -99,8 +97,7 @@ def bottom_lines(result: CompareResult) -> list[str]:
         diff = f"Δ {what} {_fmt(c.observed)}{ci}{p_text(c)}, n={c.n}"
         has_p = c.p_value is not None and math.isfinite(c.p_value)
         ci_side = 0
-        if has_ci:
-            assert c.ci_low is not None and c.ci_high is not None
+        if c.ci_low is not None and c.ci_high is not None:
             ci_side = 1 if c.ci_low > 0 else -1 if c.ci_high < 0 else 0
         p_side = (1 if c.observed > 0 else -1) if has_p and c.p_value is not None and c.p_value < 0.05 else 0
         # a difference is claimed only when every test at hand says so: the interval excludes 0 and p < 0.05
@@ -122,27 +119,25 @@ def bottom_lines(result: CompareResult) -> list[str]:
                 "on)."
             )
             continue
-        if verdict > 0:
-            out.append(f"{e.name} {better} {ref} at this n ({diff}).")
-        elif verdict < 0:
-            out.append(f"{e.name} {worse} {ref} at this n ({diff}).")
+        if verdict:
+            out.append(f"{e.name} {better if verdict > 0 else worse} {ref} at this n ({diff}).")
+            continue
+        if has_ci and ci_side != 0:
+            basis = (
+                f"the interval excludes 0 but the {'bootstrap' if c.test_reason else 'permutation'} "
+                "test does not reject it: not established"
+            )
+        elif has_ci and p_side != 0:
+            basis = "p < 0.05 but the interval includes 0: not established"
         else:
-            if has_ci and ci_side != 0:
-                basis = (
-                    f"the interval excludes 0 but the {'bootstrap' if c.test_reason else 'permutation'} "
-                    "test does not reject it: not established"
-                )
-            elif has_ci and p_side != 0:
-                basis = "p < 0.05 but the interval includes 0: not established"
-            else:
-                basis = (
-                    "the interval includes 0"
-                    if has_ci
-                    else "p >= 0.05"
-                    if has_p
-                    else "no interval or test was computed"
-                )
-            out.append(f"{e.name} does not differ measurably from {ref} at this n ({diff}; {basis}).")
+            basis = (
+                "the interval includes 0"
+                if has_ci
+                else "p >= 0.05"
+                if has_p
+                else "no interval or test was computed"
+            )
+        out.append(f"{e.name} does not differ measurably from {ref} at this n ({diff}; {basis}).")
     return out
 
 
