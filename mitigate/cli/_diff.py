@@ -462,12 +462,12 @@ def _emit(o: DiffOptions, report: "DiffReport") -> None:
     from mitigate.diff import as_json, junit_xml, render_diff
     from mitigate.paths import write_output
 
-    data = as_json(report)
+    text = json.dumps(as_json(report), indent=1, allow_nan=False)
     if o.out is not None:
-        write_output(o.out / "diff.json", json.dumps(data, indent=1, allow_nan=False), "diff.json")
+        write_output(o.out / "diff.json", text, "diff.json")
     if o.junit is not None:
         write_output(o.junit, junit_xml(report), "--junit")
-    typer.echo(json.dumps(data, indent=1, allow_nan=False) if o.json else render_diff(report, show=o.show))
+    typer.echo(text if o.json else render_diff(report, show=o.show))
     assert report.gate is not None
     for note in report.notes:
         if "does not hold" in note:

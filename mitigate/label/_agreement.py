@@ -13,6 +13,7 @@ probabilities hold only for the whole round.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Any
@@ -70,11 +71,7 @@ def agreement_rows(labels: np.ndarray, judge: np.ndarray, categories: list[float
         out["note"] = "the judge's values are not on the label scale: κ and the matrix need them there"
         return out
     y = np.array([min(categories, key=lambda c: abs(c - v)) for v in y])
-    weighted = not pairwise
-
-    def stat(a: np.ndarray, b: np.ndarray) -> float:
-        return kappa(a, b, categories, weighted=weighted)
-
+    stat = functools.partial(kappa, categories=categories, weighted=not pairwise)
     value = stat(x, y)
     klow, khigh = bootstrap_ci(stat, x, y, seed=0, n_boot=500)
     name = "kappa" if pairwise else "kappa_quadratic"

@@ -326,23 +326,18 @@ def _details(result: CompareResult) -> list[str]:
             + _fitted_text(e),
             "",
         ]
-        rows = []
-        for k, m in e.measures.items():
-            info = MEASURES.get(k)
-            label, direction = (info.label, _ARROWS[info.direction]) if info else (k, "")
-            note = plain_reason(m.reason, k) if m.reason else ""
-            rows.append(
-                [
-                    label,
-                    direction,
-                    _value_text(k, m),
-                    _ci_text(m, k).strip(),
-                    m.n,
-                    m.n_failed,
-                    _of_all_text(m),
-                    note,
-                ]
-            )
+        rows = [
+            [
+                *((info.label, _ARROWS[info.direction]) if (info := MEASURES.get(k)) else (k, "")),
+                _value_text(k, m),
+                _ci_text(m, k).strip(),
+                m.n,
+                m.n_failed,
+                _of_all_text(m),
+                plain_reason(m.reason, k) if m.reason else "",
+            ]
+            for k, m in e.measures.items()
+        ]
         header = ["measure", "direction", "value", "95% CI", "n", "failed", "of all", "note"]
         out += [
             *md_table(header, rows, ["left", "left", "right", "left", "right", "right", "right", "left"]),
