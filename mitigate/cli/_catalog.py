@@ -4,7 +4,6 @@ type, default and accepted values); ``--json`` prints the same as JSON."""
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 import json
@@ -13,7 +12,7 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import typer
 
@@ -25,9 +24,6 @@ from mitigate.constraints import describe_constraints
 from mitigate.errors import ConfigError
 from mitigate.registry import KIND_PACKAGES, Component, Preset, lookup, plugin_of, registered
 
-if TYPE_CHECKING:
-    from pydantic import TypeAdapter
-
 ALIASES = {
     f"{k}s": k
     for k in ("mitigation", "selector", "measure", "backend", "benchmark", "engine", "released-judge")
@@ -35,16 +31,11 @@ ALIASES = {
 """Command name (plural) -> registry kind; ``mitigate list`` also takes either form."""
 
 
-@functools.cache
-def _any_adapter() -> TypeAdapter[Any]:
-    from pydantic import TypeAdapter  # here: listing the commands loads no pydantic
-
-    return TypeAdapter(Any)
-
-
 def to_jsonable_python(value: Any) -> Any:
-    """``value`` as JSON-ready data (what pydantic would dump; repr() for what it cannot)."""
-    return _any_adapter().dump_python(value, mode="json", fallback=repr)
+    """``value`` as JSON-ready data (as pydantic dumps it, NaN as null; repr() for what it cannot)."""
+    from pydantic_core import to_jsonable_python as dump  # here: listing the commands loads no pydantic
+
+    return dump(value, fallback=repr, inf_nan_mode="null")
 
 
 def _plain(text: str) -> str:
