@@ -252,9 +252,8 @@ class RegisteredNamesHelp(TyperCommand):
                 p for p, _, _ in saved if p.param_type_name == "option" and p.name not in ("help", "help_all")
             ]
             if self.first and not every:
-                hidden = sum(1 for p in options if id(p) not in shown)
                 self.epilog = (
-                    f"{len(options) - hidden} of {len(options)} options shown. Every option: "
+                    f"{sum(id(p) in shown for p in options)} of {len(options)} options shown. Every option: "
                     f"mitigate {ctx.info_name} --help-all, or docs/cli.md."
                 )
             super().format_help(ctx, formatter)

@@ -219,6 +219,10 @@ def _noun(tp: Any) -> str:
     return _NOUNS.get(tp, f"a {getattr(tp, '__name__', tp)}")
 
 
+_SCALARS: dict[Any, tuple[type, ...]] = {bool: (bool,), int: (int,), float: (int, float)}
+"""A scalar option's type -> the TOML or JSON values it takes."""
+
+
 def _convert(value: Any, tp: Any, where: str, key: str, base: Path) -> Any:
     """``value`` from the file as the field's type ``tp``; ConfigError "file:line: expected ..." otherwise."""
     origin, args = get_origin(tp), get_args(tp)
@@ -238,15 +242,9 @@ def _convert(value: Any, tp: Any, where: str, key: str, base: Path) -> Any:
             return value
     elif tp is Any:
         return value
-    elif tp is bool:
-        if isinstance(value, bool):
-            return value
-    elif tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+    elif tp in _SCALARS:  # true is not the number 1 here
+        if isinstance(value, _SCALARS[tp]) and (tp is bool or not isinstance(value, bool)):
+            return tp(value)
     elif tp is str:
         if isinstance(value, str):
             return with_paths_from(value, base, where, key)

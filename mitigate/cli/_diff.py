@@ -424,11 +424,11 @@ async def _probe_both(
     names: list[str],
     originals: tuple[list[Any], list[Any]],
 ) -> tuple[Any, Any]:
-    from mitigate.cli._build import Replaced, RewriterOptions, build_backend
+    from mitigate.cli._build import RewriterOptions, build_backend
     from mitigate.probes import check_rewriter, resolve_probes, run_probes
 
     chosen = resolve_probes(o.probes or "", rewriter=o.rewriter is not None)
-    rewriter = None if o.rewriter is None else build_backend(RewriterOptions(Replaced(o, backend=o.rewriter)))
+    rewriter = None if o.rewriter is None else build_backend(RewriterOptions(o))
     if rewriter is None:
         check_rewriter(chosen, None)
     try:

@@ -223,7 +223,7 @@ def item_view(result: CompareResult) -> list[dict[str, Any]]:
     return rows
 
 
-def _answer_cell(result: CompareResult, e: EntryResult, j: Judgment) -> str:
+def _answer_cell(result: CompareResult, j: Judgment) -> str:
     marks = []
     if result.task == "pairwise":
         v = presented_to_text(j.verdict, "original")
@@ -338,7 +338,7 @@ def _item_body(result: CompareResult, r: dict[str, Any], ncols: int) -> str:
     row."""
     rec, judged = result.items[r["index"]], [(e, e.judgments[r["index"]]) for e in result.entries]
     keys = _keys(result, r)
-    cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e, j in judged)
+    cells = "".join(f"<td>{_answer_cell(result, j)}</td>" for _, j in judged)
     details = "".join(_details_html(result, e, j) for e, j in judged)
     return (
         f'<tbody class="item" data-index="{r["index"]}" data-disagreement="{r["disagreement"]:.6f}" '

@@ -7,6 +7,7 @@ shares with them.
 from __future__ import annotations
 
 import io
+import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -286,12 +287,8 @@ def search_trial_points(values: Sequence[float]) -> tuple[list[tuple[int, float]
     trial)."""
     ok = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
     bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
-    best: list[float] = []
-    running = -math.inf
-    for v in values:
-        running = max(running, v) if math.isfinite(v) else running
-        best.append(running if math.isfinite(running) else math.nan)
-    return ok, bad, best
+    running = itertools.accumulate((v if math.isfinite(v) else -math.inf for v in values), max)
+    return ok, bad, [r if math.isfinite(r) else math.nan for r in running]
 
 
 def plot_search(result: Any, path: str | Path) -> Path:
