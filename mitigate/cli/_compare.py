@@ -134,9 +134,10 @@ class CompareOptions(
     def check(self) -> None:
         """``--batch`` needs a backend with a batch API (when a pipeline calls one); a ``--train`` fraction in
         (0, 1)."""
+        # released or recorded judges alone make no call
         check_batch(
             self.backend, self.batch, self.batch_retries, folder=self.out, calls_lm=bool(self.pipeline)
-        )  # released or recorded judges alone make no call
+        )
         self.train_split  # noqa: B018 - a bad --train fraction is refused here
 
     @property

@@ -90,10 +90,8 @@ def markdown_to_html(md: str, images: dict[str, str] | None = None) -> str:
         if not line.strip():
             i += 1
             continue
-        heading = re.match(r"^(#{1,4}) (.*)$", line)
-        if heading:
-            level = len(heading.group(1))
-            text = heading.group(2)
+        if heading := re.match(r"^(#{1,4}) (.*)$", line):
+            level, text = len(heading.group(1)), heading.group(2)
             out.append(f'<h{level} id="{_slug(text)}">{_inline(text, pics)}</h{level}>')
             i += 1
             continue
@@ -583,11 +581,8 @@ def render_html(
     ``plots`` are the PNG files written beside it (each one the markdown links is inlined; a link to another
     is dropped). Above ``inline_items`` items the per-item view travels as blocks of ``block_items`` items.
     """
-    images: dict[str, str] = {}
-    for p in plots:
-        path = Path(p)
-        if path.is_file():
-            images[path.name] = base64.b64encode(path.read_bytes()).decode("ascii")
+    files = [Path(p) for p in plots]
+    images = {p.name: base64.b64encode(p.read_bytes()).decode("ascii") for p in files if p.is_file()}
     head, sep, rest = markdown.partition("\n## Every measure")
     items, data = _per_item_html(result, inline_items=inline_items, block_items=block_items)
     body = markdown_to_html(head, images) + "\n" + items

@@ -218,8 +218,6 @@ def _summary_lines(result: CompareResult) -> list[str]:
     ]
     if has_delta:
         head.append(f"{delta_info.label} ({_ARROWS[delta_info.direction]})")
-    lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
     best = {
         k: set()
         if k in unsigned
@@ -234,6 +232,7 @@ def _summary_lines(result: CompareResult) -> list[str]:
         delta_info.direction,
     )
     notes: list[str] = []
+    rows: list[list[str]] = []
     for i, e in enumerate(result.entries):
         cells = [e.name, str(e.summary.ok), str(e.summary.parse_failures), str(e.summary.errors)]
         for k in cols:
@@ -269,7 +268,7 @@ def _summary_lines(result: CompareResult) -> list[str]:
                     else ""
                 )
                 cells.append(text + ci + p_text(c) + decided)
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        rows.append(cells)
     refs = {k: r for k in cols if (r := result.human.get(k)) is not None and r.ok}
     if refs:
         name = (
@@ -278,7 +277,8 @@ def _summary_lines(result: CompareResult) -> list[str]:
             else f"humans (reference, {result.human_scale.describe()})"
         )
         cells = [f"*{_value_text(k, refs[k])}*{_ci_text(refs[k])}" if k in refs else "" for k in cols]
-        lines.append("| " + " | ".join([name, "", "", "", *cells, *([""] if has_delta else [])]) + " |")
+        rows.append([name, "", "", "", *cells, *([""] if has_delta else [])])
+    lines += md_table(head, rows, ["left"] + ["right"] * (len(head) - 1))
     missing = [k for k, cls in measure_table(result.task).items() if cls.info.headline and k not in cols]
     if missing:
         lines += ["", "Not computed for any entry:", ""]
