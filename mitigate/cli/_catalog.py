@@ -56,9 +56,7 @@ def kind_of(text: str) -> str:
 def _summary(obj: Any) -> str:
     """The first paragraph of an object's docstring, on one line and without reST markup ('' without one)."""
     doc = getattr(obj, "__doc__", None)
-    if not doc:
-        return ""
-    return _plain(" ".join(inspect.cleandoc(doc).split("\n\n")[0].split()))
+    return "" if not doc else _plain(" ".join(inspect.cleandoc(doc).split("\n\n")[0].split()))
 
 
 def _type_name(annotation: Any) -> str:

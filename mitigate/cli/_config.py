@@ -71,9 +71,7 @@ def split_label(text: str) -> tuple[str | None, str]:
     cut = min((i for i in (text.find("("), text.find("|")) if i >= 0), default=len(text))
     eq = text.rfind("=", 0, cut)
     label, rest = text[:eq].strip(), text[eq + 1 :].strip()
-    if eq < 0 or not label or not rest:
-        return None, text
-    return label, rest
+    return (None, text) if eq < 0 or not label or not rest else (label, rest)
 
 
 @dataclass(frozen=True)

@@ -327,9 +327,7 @@ def _not_in_benchmark(
 def _kind(judgments: "list[Judgment]") -> str | None:
     if any(j.verdict is not None for j in judgments):
         return "pairwise"
-    if any(v is not None for j in judgments for v in j.scores.values()):
-        return "score"
-    return None
+    return "score" if any(v is not None for j in judgments for v in j.scores.values()) else None
 
 
 async def _diff(o: DiffOptions) -> None:

@@ -114,9 +114,7 @@ def _plan(o: LabelOptions, bench: Any, criteria: list[str]) -> list[dict[str, An
 
     if o.selection is not None:
         return read_selection(o.selection)
-    if o.per_system is not None:
-        return draw_per_system(bench, criteria, o.per_system, o.seed)
-    return None
+    return draw_per_system(bench, criteria, o.per_system, o.seed) if o.per_system is not None else None
 
 
 @command("label", LabelOptions)

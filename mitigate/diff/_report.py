@@ -281,9 +281,7 @@ def _n(v: float | str | None, digits: int = 3) -> str:
 
 
 def _p(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.4f}" if v >= 0.0001 else "<0.0001"
+    return "-" if v is None else f"{v:.4f}" if v >= 0.0001 else "<0.0001"
 
 
 def _delta(m: DiffMeasure) -> str:

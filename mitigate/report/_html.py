@@ -68,9 +68,7 @@ def _inline(text: str, images: dict[str, str]) -> str:
 
 def _image(name: str, alt: str, images: dict[str, str]) -> str:
     data = images.get(html.unescape(name))
-    if data is None:
-        return ""
-    return f'<img alt="{alt}" src="data:image/png;base64,{data}">'
+    return "" if data is None else f'<img alt="{alt}" src="data:image/png;base64,{data}">'
 
 
 def _slug(text: str) -> str:
@@ -306,9 +304,7 @@ def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
 
 
 def _label(result: CompareResult, rec: ItemRecord) -> str:
-    if result.task == "pairwise":
-        return rec.gold or "–"
-    return _num(rec.human)
+    return (rec.gold or "–") if result.task == "pairwise" else _num(rec.human)
 
 
 def _item_text(rec: ItemRecord) -> str:

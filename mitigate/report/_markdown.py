@@ -43,9 +43,7 @@ def _value_text(key: str, m: Measure) -> str:
 def _of_all_text(m: Measure) -> str:
     """ "0.771 of 419": the share over every item, dropped ones counted against the judge ("" if not a
     share)."""
-    if m.of_all is None or not m.ok:
-        return ""
-    return f"{fmt(m.of_all)} of {m.n_all}"
+    return "" if m.of_all is None or not m.ok else f"{fmt(m.of_all)} of {m.n_all}"
 
 
 def _ci_text(m: Measure, key: str = "") -> str:

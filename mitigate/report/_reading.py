@@ -53,9 +53,7 @@ def plain_reason(reason: str | None, key: str = "") -> str:
 
 
 def _fmt(v: float | None) -> str:
-    if v is None or not math.isfinite(v):
-        return "n/a"
-    return f"{v:+.3f}"
+    return "n/a" if v is None or not math.isfinite(v) else f"{v:+.3f}"
 
 
 def p_text(c: Comparison) -> str:
@@ -142,9 +140,7 @@ def bottom_lines(result: CompareResult) -> list[str]:
 
 
 def _answers(e: EntryResult, result: CompareResult) -> tuple[Any, ...]:
-    if result.task == "pairwise":
-        return tuple(e.verdicts())
-    return tuple(e.scores(result.criterion))
+    return tuple(e.verdicts()) if result.task == "pairwise" else tuple(e.scores(result.criterion))
 
 
 def warnings(result: CompareResult) -> list[str]:
