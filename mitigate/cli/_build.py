@@ -146,12 +146,8 @@ def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
     """
     urls = base_urls_given(o.base_url)
     kwargs: dict[str, Any] = {"base_url": base_urls(urls)} if urls else {}
-    if o.timeout is not None:
-        kwargs["timeout"] = o.timeout
-    if o.transport is not None:
-        kwargs["transport"] = o.transport
-    if o.guided is not None:
-        kwargs["guided"] = o.guided
+    given = {"timeout": o.timeout, "transport": o.transport, "guided": o.guided}
+    kwargs |= {k: v for k, v in given.items() if v is not None}
     found = registered_backend(o.backend)
     if found is not None and found.network:  # the deadline and the caps of a server's answers
         kwargs["limits"] = Limits(

@@ -143,6 +143,10 @@ def _answers(e: EntryResult, result: CompareResult) -> tuple[Any, ...]:
     return tuple(e.verdicts()) if result.task == "pairwise" else tuple(e.scores(result.criterion))
 
 
+def _zero_width(low: float | None, high: float | None) -> bool:
+    return low is not None and math.isfinite(low) and low == high
+
+
 def warnings(result: CompareResult) -> list[str]:
     """What limits the reading of this comparison, one sentence each (empty when nothing does)."""
     out: list[str] = []
@@ -159,19 +163,11 @@ def warnings(result: CompareResult) -> list[str]:
             f"and system-level correlations and #CP rest on fewer than {MIN_DOCUMENTS} documents, and "
             "their intervals say little (judge more documents with a larger --limit)."
         )
-    zero: dict[str, list[str]] = {}
-    for e in result.entries:
-        keys = [
-            k
-            for k, m in e.measures.items()
-            if m.ok
-            and m.ci_low is not None
-            and m.ci_high is not None
-            and math.isfinite(m.ci_low)
-            and m.ci_low == m.ci_high
-        ]
-        if keys:
-            zero[e.name] = keys
+    zero = {  # entry -> its measures whose interval has zero width
+        e.name: keys
+        for e in result.entries
+        if (keys := [k for k, m in e.measures.items() if m.ok and _zero_width(m.ci_low, m.ci_high)])
+    }
     if zero:
         labels = list(
             dict.fromkeys(MEASURES[k].label if k in MEASURES else k for keys in zero.values() for k in keys)
