@@ -289,12 +289,8 @@ EXTRA_PARAMETERS = ("ctx", "plugin", "help_all", "config_file", "save_config")
 
 def _explicit(ctx: Any, names: Iterable[str]) -> set[str]:
     """The parameters the user gave (command line or environment), not left at their default."""
-    sources = {name: ctx.get_parameter_source(name) for name in names}
-    return {
-        n
-        for n, source in sources.items()
-        if source and source.name in ("COMMANDLINE", "ENVIRONMENT", "PROMPT")
-    }
+    given = ("COMMANDLINE", "ENVIRONMENT", "PROMPT")
+    return {n for n in names if (source := ctx.get_parameter_source(n)) and source.name in given}
 
 
 def _parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:

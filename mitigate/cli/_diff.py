@@ -394,8 +394,7 @@ async def _diff(o: DiffOptions) -> None:
             margins=margins,
         )
         strays = _not_in_benchmark(judges, names, {it.id for it in bench.items}, crit, bench.name)
-        if strays:
-            rep = rep.model_copy(update={"notes": rep.notes + tuple(strays)})
+        rep = rep.model_copy(update={"notes": rep.notes + tuple(strays)})
         if probed is not None:
             from mitigate.diff import probe_slices
 

@@ -126,8 +126,8 @@ def summary(
         in_session = {r["id"] for r in session.rows}
         cols = columns(bench, criterion, judge, by=by)
         ids, groups = np.array(cols.ids), np.array(cols.groups)
-        labels = np.array([math.nan if v is None else v for v in cols.labels], dtype=float)
-        values = np.array([math.nan if v is None else v for v in cols.judge_values], dtype=float)
+        labels = np.array(cols.labels, dtype=float)  # None: NaN
+        values = np.array(cols.judge_values, dtype=float)
         mine = np.array([i in in_session for i in ids])
         agree = {
             str(g): agreement_rows(

@@ -186,8 +186,7 @@ def item_view(result: CompareResult) -> list[dict[str, Any]]:
     for i, rec in enumerate(result.items):
         judgments = [e.judgments[i] for e in result.entries]
         if result.task == "pairwise":
-            verdicts = [presented_to_text(j.verdict, "original") for j in judgments]
-            given = [v for v in verdicts if v is not None]
+            given = [v for j in judgments if (v := presented_to_text(j.verdict, "original")) is not None]
             if len(result.entries) > 1:
                 disagreement = float(len(set(given)) - 1) if given else 0.0
             else:

@@ -155,11 +155,11 @@ def _histograms(result: CompareResult, path: Path) -> Path:
 
 
 def _ls_vs_us(result: CompareResult, path: Path) -> Path:
-    ls = np.array([math.nan if it.ls is None else it.ls for it in result.items], dtype=float)
-    human = np.array([math.nan if it.human is None else it.human for it in result.items], dtype=float)
+    ls = np.array([it.ls for it in result.items], dtype=float)  # None: NaN
+    human = np.array([it.human for it in result.items], dtype=float)
     fig, axes = _panels(len(result.entries), 4.2, 3.6)
     for ax, e in zip(axes, result.entries, strict=True):
-        scores = np.array([math.nan if v is None else v for v in e.scores(result.criterion)], dtype=float)
+        scores = np.array(e.scores(result.criterion), dtype=float)  # None: NaN
         us = unfairness_scores(scores, human)
         ok = np.isfinite(ls) & np.isfinite(us)
         ax.scatter(ls[ok], us[ok], s=12, alpha=0.6, color="#3b6ea8")

@@ -75,8 +75,7 @@ def best_indices(values: Sequence[float | None], direction: str, digits: int = 3
         return set()
     key = {"higher": lambda v: -v, "lower": lambda v: v, "zero": abs}[direction]
     keys = [(i, round(key(v), digits)) for i, v in finite]
-    best = min(k for _, k in keys)
-    worst = max(k for _, k in keys)
+    best, worst = min(k for _, k in keys), max(k for _, k in keys)
     return set() if best == worst else {i for i, k in keys if k == best}
 
 
