@@ -210,22 +210,19 @@ class RegisteredNamesHelp(TyperCommand):
         helps = [p for p in params if p.name in ("help", "help_all")]
         arguments = [p for p in params if p.param_type_name == "argument"]
         options = [p for p in params if p not in helps and p not in arguments]
+        panels: list[tuple[str, list[Any]]] = [("Arguments", arguments)]
         if not self.first:
             if all(p.name != "help_all" for p in helps):  # --help alone: an option like the others
-                return [
-                    (title, ps)
-                    for title, ps in (("Arguments", arguments), ("Options", options + helps))
-                    if ps
-                ]
-            return [("Arguments", arguments), ("Options", options), (HELP_PANEL, helps)]
-        by_name = {p.name: p for p in options}
-        panels: list[tuple[str, list[Any]]] = [("Arguments", arguments)]
-        placed: set[str] = set()
-        for title, names in self.first.items():
-            panels.append((title, [by_name[n] for n in names if n in by_name]))
-            placed.update(names)
-        if every:
-            panels.append((MORE_OPTIONS, [p for p in options if p.name not in placed]))
+                options, helps = options + helps, []
+            panels.append(("Options", options))
+        else:
+            by_name = {p.name: p for p in options}
+            panels += [
+                (title, [by_name[n] for n in names if n in by_name]) for title, names in self.first.items()
+            ]
+            placed = {n for names in self.first.values() for n in names}
+            if every:
+                panels.append((MORE_OPTIONS, [p for p in options if p.name not in placed]))
         panels.append((HELP_PANEL, helps))
         return [(title, ps) for title, ps in panels if ps]
 
@@ -255,9 +252,8 @@ class RegisteredNamesHelp(TyperCommand):
                 p for p, _, _ in saved if p.param_type_name == "option" and p.name not in ("help", "help_all")
             ]
             if self.first and not every:
-                hidden = sum(1 for p in options if id(p) not in shown)
                 self.epilog = (
-                    f"{len(options) - hidden} of {len(options)} options shown. Every option: "
+                    f"{sum(id(p) in shown for p in options)} of {len(options)} options shown. Every option: "
                     f"mitigate {ctx.info_name} --help-all, or docs/cli.md."
                 )
             super().format_help(ctx, formatter)
@@ -293,12 +289,8 @@ EXTRA_PARAMETERS = ("ctx", "plugin", "help_all", "config_file", "save_config")
 
 def _explicit(ctx: Any, names: Iterable[str]) -> set[str]:
     """The parameters the user gave (command line or environment), not left at their default."""
-    sources = {name: ctx.get_parameter_source(name) for name in names}
-    return {
-        n
-        for n, source in sources.items()
-        if source and source.name in ("COMMANDLINE", "ENVIRONMENT", "PROMPT")
-    }
+    given = ("COMMANDLINE", "ENVIRONMENT", "PROMPT")
+    return {n for n in names if (source := ctx.get_parameter_source(n)) and source.name in given}
 
 
 def _parameter(name: str, annotation: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:

@@ -21,7 +21,7 @@ from mitigate.cli.options._backend import LMRunOptions, base_urls_given, registe
 from mitigate.cli.options._prompt import parse_pairs
 from mitigate.data import Benchmark, Item, load, select_items
 from mitigate.data import labelled as is_labelled
-from mitigate.errors import ConfigError, TemplateError
+from mitigate.errors import ConfigError, DataError, TemplateError
 from mitigate.judge import Judge, JudgeConfig, PromptJudge, answer_mode
 from mitigate.lm import LM, Limits, RetryPolicy, declare, get, wrap
 from mitigate.prompt import AnswerFormat, JudgePrompt, TemplateHints, default_prompt_for, prompt_text
@@ -123,6 +123,21 @@ def recorded_reader(o: LMRunOptions, criterion: str, bench: Benchmark) -> Any:
     )
 
 
+def replayed_run(recorded: Path | None, judge: str | None, released: str | None, read: Any = None) -> Any:
+    """The run ``--recorded`` (``--judge``: which judge of the file) or ``--released`` names; None for
+    neither. ``read`` reads rows that hold only the raw answer (:func:`recorded_reader`)."""
+    from mitigate.data import load_recorded_runs, released_recorded
+
+    if recorded is None:
+        return None if released is None else released_recorded(released)
+    runs = load_recorded_runs(recorded, read)
+    if judge is None and len(runs) > 1:
+        raise DataError(f"{recorded} holds judgments of several judges {list(runs)}; name one with --judge")
+    if judge is not None and judge not in runs:
+        raise DataError(f"expected --judge to name a judge of {recorded}, one of {list(runs)}; got {judge!r}")
+    return runs[judge or next(iter(runs))]
+
+
 def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
     """The judge LM of the options, with retries (a Retry-After longer than ``--patience`` stops them) and the
     on-disk cache when ``o.lm_cache``; a network backend gets the ``--deadline`` and ``--max-*``
@@ -131,12 +146,8 @@ def build_backend(o: LMRunOptions, *, declared: bool = False) -> LM:
     """
     urls = base_urls_given(o.base_url)
     kwargs: dict[str, Any] = {"base_url": base_urls(urls)} if urls else {}
-    if o.timeout is not None:
-        kwargs["timeout"] = o.timeout
-    if o.transport is not None:
-        kwargs["transport"] = o.transport
-    if o.guided is not None:
-        kwargs["guided"] = o.guided
+    given = {"timeout": o.timeout, "transport": o.transport, "guided": o.guided}
+    kwargs |= {k: v for k, v in given.items() if v is not None}
     found = registered_backend(o.backend)
     if found is not None and found.network:  # the deadline and the caps of a server's answers
         kwargs["limits"] = Limits(

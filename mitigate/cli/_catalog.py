@@ -4,7 +4,6 @@ type, default and accepted values); ``--json`` prints the same as JSON."""
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 import json
@@ -13,39 +12,30 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import typer
 
 from mitigate.cli._app import command
+from mitigate.cli._commands import COMMANDS
 from mitigate.cli.options._declare import CommandOptions, argument, registered_names
 from mitigate.cli.options._results import JSON
 from mitigate.constraints import describe_constraints
 from mitigate.errors import ConfigError
 from mitigate.registry import KIND_PACKAGES, Component, Preset, lookup, plugin_of, registered
 
-if TYPE_CHECKING:
-    from pydantic import TypeAdapter
-
 ALIASES = {
     f"{k}s": k
     for k in ("mitigation", "selector", "measure", "backend", "benchmark", "engine", "released-judge")
 }
 """Command name (plural) -> registry kind; ``mitigate list`` also takes either form."""
-COMPONENT_KINDS = ("mitigation", "selector", "measure", "engine")
-"""The kinds whose entries are component classes (with parameters, tags and a paper)."""
-
-
-@functools.cache
-def _any_adapter() -> TypeAdapter[Any]:
-    from pydantic import TypeAdapter  # here: listing the commands loads no pydantic
-
-    return TypeAdapter(Any)
 
 
 def to_jsonable_python(value: Any) -> Any:
-    """``value`` as JSON-ready data (what pydantic would dump; repr() for what it cannot)."""
-    return _any_adapter().dump_python(value, mode="json", fallback=repr)
+    """``value`` as JSON-ready data (as pydantic dumps it, NaN as null; repr() for what it cannot)."""
+    from pydantic_core import to_jsonable_python as dump  # here: listing the commands loads no pydantic
+
+    return dump(value, fallback=repr, inf_nan_mode="null")
 
 
 def _plain(text: str) -> str:
@@ -66,9 +56,7 @@ def kind_of(text: str) -> str:
 def _summary(obj: Any) -> str:
     """The first paragraph of an object's docstring, on one line and without reST markup ('' without one)."""
     doc = getattr(obj, "__doc__", None)
-    if not doc:
-        return ""
-    return _plain(" ".join(inspect.cleandoc(doc).split("\n\n")[0].split()))
+    return "" if not doc else _plain(" ".join(inspect.cleandoc(doc).split("\n\n")[0].split()))
 
 
 def _type_name(annotation: Any) -> str:
@@ -258,10 +246,7 @@ def _kind_command(plural: str, kind: str) -> Callable[[KindOptions], None]:
     def show(options: KindOptions) -> None:
         typer.echo(catalog(kind, options.name, options.json))
 
-    papers = " with their papers" if kind in COMPONENT_KINDS else ""
-    show.__doc__ = (
-        f"List the registered {plural}{papers}, or show one in detail (= mitigate list {kind} [NAME])."
-    )
+    show.__doc__ = COMMANDS[plural].summary
     show.__name__ = f"{plural.replace('-', '_')}_cmd"
     return command(plural, KindOptions, config=False)(show)
 

@@ -134,9 +134,10 @@ class CompareOptions(
     def check(self) -> None:
         """``--batch`` needs a backend with a batch API (when a pipeline calls one); a ``--train`` fraction in
         (0, 1)."""
+        # released or recorded judges alone make no call
         check_batch(
             self.backend, self.batch, self.batch_retries, folder=self.out, calls_lm=bool(self.pipeline)
-        )  # released or recorded judges alone make no call
+        )
         self.train_split  # noqa: B018 - a bad --train fraction is refused here
 
     @property
@@ -211,23 +212,21 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
         labels=tuple(o.labels or ()),
     )
     plan = check_compare(config)  # the one plan: checked before any output, then run as it is
-    if o.dry_run:
-        try:
-            typer.echo(_dry_run(plan, base))
-        finally:
-            if lm is not None:
-                await lm.aclose()
-        return
-    if plan.outside:
-        typer.echo(plan.outside, err=True)
-    typer.echo(
-        f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
-        f"{', '.join(e.name for e in entries)}",
-        err=True,
+    session = (
+        None if o.dry_run else batch_session(o.batch and bool(pipelines), o.out, o.batch_retries, o.progress)
     )
-    session = batch_session(o.batch and bool(pipelines), o.out, o.batch_retries, o.progress)
-    probe_kw = probe_kwargs(chosen_probes, o)
+    probe_kw = {} if o.dry_run else probe_kwargs(chosen_probes, o)
     try:
+        if o.dry_run:
+            typer.echo(_dry_run(plan, base))
+            return
+        if plan.outside:
+            typer.echo(plan.outside, err=True)
+        typer.echo(
+            f"{bench.summary()}\ncomparing {len(entries)} entries on {crit!r}: "
+            f"{', '.join(e.name for e in entries)}",
+            err=True,
+        )
         result = await compare(plan.with_options(batch=session, **probe_kw))
     finally:
         if session is not None:

@@ -71,9 +71,7 @@ def split_label(text: str) -> tuple[str | None, str]:
     cut = min((i for i in (text.find("("), text.find("|")) if i >= 0), default=len(text))
     eq = text.rfind("=", 0, cut)
     label, rest = text[:eq].strip(), text[eq + 1 :].strip()
-    if eq < 0 or not label or not rest:
-        return None, text
-    return label, rest
+    return (None, text) if eq < 0 or not label or not rest else (label, rest)
 
 
 @dataclass(frozen=True)
@@ -219,6 +217,10 @@ def _noun(tp: Any) -> str:
     return _NOUNS.get(tp, f"a {getattr(tp, '__name__', tp)}")
 
 
+_SCALARS: dict[Any, tuple[type, ...]] = {bool: (bool,), int: (int,), float: (int, float)}
+"""A scalar option's type -> the TOML or JSON values it takes."""
+
+
 def _convert(value: Any, tp: Any, where: str, key: str, base: Path) -> Any:
     """``value`` from the file as the field's type ``tp``; ConfigError "file:line: expected ..." otherwise."""
     origin, args = get_origin(tp), get_args(tp)
@@ -238,15 +240,9 @@ def _convert(value: Any, tp: Any, where: str, key: str, base: Path) -> Any:
             return value
     elif tp is Any:
         return value
-    elif tp is bool:
-        if isinstance(value, bool):
-            return value
-    elif tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+    elif tp in _SCALARS:  # true is not the number 1 here
+        if isinstance(value, _SCALARS[tp]) and (tp is bool or not isinstance(value, bool)):
+            return tp(value)
     elif tp is str:
         if isinstance(value, str):
             return with_paths_from(value, base, where, key)

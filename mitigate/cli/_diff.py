@@ -327,9 +327,7 @@ def _not_in_benchmark(
 def _kind(judgments: "list[Judgment]") -> str | None:
     if any(j.verdict is not None for j in judgments):
         return "pairwise"
-    if any(v is not None for j in judgments for v in j.scores.values()):
-        return "score"
-    return None
+    return "score" if any(v is not None for j in judgments for v in j.scores.values()) else None
 
 
 async def _diff(o: DiffOptions) -> None:
@@ -396,8 +394,7 @@ async def _diff(o: DiffOptions) -> None:
             margins=margins,
         )
         strays = _not_in_benchmark(judges, names, {it.id for it in bench.items}, crit, bench.name)
-        if strays:
-            rep = rep.model_copy(update={"notes": rep.notes + tuple(strays)})
+        rep = rep.model_copy(update={"notes": rep.notes + tuple(strays)})
         if probed is not None:
             from mitigate.diff import probe_slices
 
@@ -424,11 +421,11 @@ async def _probe_both(
     names: list[str],
     originals: tuple[list[Any], list[Any]],
 ) -> tuple[Any, Any]:
-    from mitigate.cli._build import Replaced, RewriterOptions, build_backend
+    from mitigate.cli._build import RewriterOptions, build_backend
     from mitigate.probes import check_rewriter, resolve_probes, run_probes
 
     chosen = resolve_probes(o.probes or "", rewriter=o.rewriter is not None)
-    rewriter = None if o.rewriter is None else build_backend(RewriterOptions(Replaced(o, backend=o.rewriter)))
+    rewriter = None if o.rewriter is None else build_backend(RewriterOptions(o))
     if rewriter is None:
         check_rewriter(chosen, None)
     try:
@@ -462,12 +459,12 @@ def _emit(o: DiffOptions, report: "DiffReport") -> None:
     from mitigate.diff import as_json, junit_xml, render_diff
     from mitigate.paths import write_output
 
-    data = as_json(report)
+    text = json.dumps(as_json(report), indent=1, allow_nan=False)
     if o.out is not None:
-        write_output(o.out / "diff.json", json.dumps(data, indent=1, allow_nan=False), "diff.json")
+        write_output(o.out / "diff.json", text, "diff.json")
     if o.junit is not None:
         write_output(o.junit, junit_xml(report), "--junit")
-    typer.echo(json.dumps(data, indent=1, allow_nan=False) if o.json else render_diff(report, show=o.show))
+    typer.echo(text if o.json else render_diff(report, show=o.show))
     assert report.gate is not None
     for note in report.notes:
         if "does not hold" in note:

@@ -84,9 +84,8 @@ def report_error(exc: BaseException) -> int:
         say_error(f"expected UTF-8 text; got {exc}")
         return EXIT_REFUSED
     if isinstance(exc, BrokenPipeError):  # the reader of our output went away (| head): nothing to say
-        with contextlib.suppress(
-            OSError, ValueError
-        ):  # nor to flush at exit (the Python docs' SIGPIPE recipe)
+        # nor to flush at exit (the Python docs' SIGPIPE recipe)
+        with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_FAILED
     if isinstance(exc, OSError):

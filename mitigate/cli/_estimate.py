@@ -278,27 +278,11 @@ def _labelled_benchmark(
 
 def _judge_source(o: EstimateOptions, task: "LoadedWorkload", items: list["Item"]) -> Any:
     """The judge's values: a recorded or released run, or the judgments of a live run over ``items``."""
-    if o.recorded is not None:
-        from mitigate.cli._build import recorded_reader
-        from mitigate.data import load_recorded_runs
-        from mitigate.errors import DataError
+    if o.recorded is not None or o.released is not None:
+        from mitigate.cli._build import recorded_reader, replayed_run
 
-        runs = load_recorded_runs(o.recorded, recorded_reader(o, task.criterion, task.benchmark))
-        if o.judge is None:
-            if len(runs) > 1:
-                raise DataError(
-                    f"{o.recorded} holds judgments of several judges {list(runs)}; name one with --judge"
-                )
-            return next(iter(runs.values()))
-        if o.judge not in runs:
-            raise DataError(
-                f"expected --judge to name a judge of {o.recorded}, one of {list(runs)}; got {o.judge!r}"
-            )
-        return runs[o.judge]
-    if o.released is not None:
-        from mitigate.data import released_recorded
-
-        return released_recorded(o.released)
+        read = recorded_reader(o, task.criterion, task.benchmark) if o.recorded is not None else None
+        return replayed_run(o.recorded, o.judge, o.released, read)
     import asyncio  # lazy: only a live judge runs a loop
 
     return asyncio.run(_judge_live(o, task, items))

@@ -122,17 +122,13 @@ async def _judge(o: JudgeOptions) -> None:
     task = stream_workload(o.benchmark, o.criterion, o.limit)
     base = build_judge(o, task, pipe, declared=o.dry_run)  # a dry run needs no SDK, key or model file
     lm = base.lm
-    if o.dry_run:
-        try:
-            judge_obj = with_pipeline(base, o.pipeline)
-            typer.echo(dry_run_text([(o.pipeline or "baseline", judge_obj)], base, task.items))
-        finally:
-            await lm.aclose()
-        return
-    session = batch_session(o.batch, o.run_dir, o.batch_retries, o.progress)
-    outputs = Outputs(o, task, lm.spec)
+    session = None if o.dry_run else batch_session(o.batch, o.run_dir, o.batch_retries, o.progress)
     try:
         judge_obj = with_pipeline(base, o.pipeline)
+        if o.dry_run:
+            typer.echo(dry_run_text([(o.pipeline or "baseline", judge_obj)], base, task.items))
+            return
+        outputs = Outputs(o, task, lm.spec)
         # every item fits the prompt: checked before anything is printed or called
         preflight(judge_obj, task.items)
         typer.echo(

@@ -12,7 +12,7 @@ from mitigate.cli.options._declare import CommandOptions, Override, option
 from mitigate.cli.options._results import OUT, PLAN, Seed
 from mitigate.cli.options._task import BENCHMARK, CRITERION, DEFAULT_BENCHMARK, JUDGE, RECORDED, RELEASED
 from mitigate.constraints import Interval
-from mitigate.errors import ConfigError, DataError
+from mitigate.errors import ConfigError
 
 SELECTION = option(
     "selection",
@@ -109,32 +109,12 @@ class LabelOptions(CommandOptions):
             raise ConfigError("expected one judge: --recorded FILE or --released NAME; got both")
 
 
-def _judge(o: LabelOptions) -> Any:
-    if o.recorded is not None:
-        from mitigate.data import load_recorded_runs
-
-        runs = load_recorded_runs(o.recorded)
-        name = o.judge or (next(iter(runs)) if len(runs) == 1 else None)
-        if name not in runs:
-            raise DataError(
-                f"expected --judge to name a judge of {o.recorded}, one of {list(runs)}; got {o.judge!r}"
-            )
-        return runs[name]
-    if o.released is not None:
-        from mitigate.data import released_recorded
-
-        return released_recorded(o.released)
-    return None
-
-
 def _plan(o: LabelOptions, bench: Any, criteria: list[str]) -> list[dict[str, Any]] | None:
     from mitigate.label import draw_per_system, read_selection
 
     if o.selection is not None:
         return read_selection(o.selection)
-    if o.per_system is not None:
-        return draw_per_system(bench, criteria, o.per_system, o.seed)
-    return None
+    return draw_per_system(bench, criteria, o.per_system, o.seed) if o.per_system is not None else None
 
 
 @command("label", LabelOptions)
@@ -148,7 +128,7 @@ def label_cmd(options: LabelOptions) -> None:
     """
     import os
 
-    from mitigate.cli._build import load_benchmark
+    from mitigate.cli._build import load_benchmark, replayed_run
     from mitigate.label import LabelServer, LabelSession, export_labels, import_labels, one_server
 
     names = options.criterion or []
@@ -180,7 +160,7 @@ def label_cmd(options: LabelOptions) -> None:
         server = LabelServer(
             session,
             blind=not options.unblind,
-            judge=_judge(options),
+            judge=replayed_run(options.recorded, options.judge, options.released),
             labeller=labeller,
             port=options.port,
             plan=options.plan,

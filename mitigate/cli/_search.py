@@ -136,14 +136,13 @@ class SearchOptions(TaskOptions, BackendOptions, PromptOptions, AnswerOptions, R
     @property
     def split_fractions(self) -> tuple[float, float, float]:
         """``--splits`` as (train, dev, test) fractions."""
-        expected = f"expected --splits as three fractions such as 0.5,0.25,0.25; got {self.splits!r}"
-        try:
-            fractions = tuple(float(x) for x in self.splits.split(","))
+        try:  # a value that is not a number, or not three of them
+            train, dev, test = (float(x) for x in self.splits.split(","))
         except ValueError:
-            raise ConfigError(expected) from None
-        if len(fractions) != 3:
-            raise ConfigError(expected)
-        return fractions[0], fractions[1], fractions[2]
+            raise ConfigError(
+                f"expected --splits as three fractions such as 0.5,0.25,0.25; got {self.splits!r}"
+            ) from None
+        return train, dev, test
 
 
 def default_selectors() -> list[str]:

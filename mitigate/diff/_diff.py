@@ -36,6 +36,7 @@ from mitigate.measures import (
     verdicts_as_text,
     word_count,
 )
+from mitigate.report import score_of
 from mitigate.scale import Scale
 
 
@@ -71,40 +72,11 @@ class _Pairing:
     ) -> DiffMeasure:
         """A share or mean of per-item values for A and B, its paired difference, interval and sign-flip p."""
         keep = np.isfinite(a) & np.isfinite(b)
-        common: dict[str, Any] = {
-            "name": name,
-            "criterion": self.criterion,
-            "n": int(keep.sum()),
-            "dropped": int((~keep).sum()),
-            "better": better,
-            "unit": self.unit,
-            "how": how,
-        }
+        counts: dict[str, Any] = {"n": int(keep.sum()), "dropped": int((~keep).sum()), "better": better}
         if reason is not None or not keep.any():
-            return DiffMeasure(
-                a=None, b=None, delta=None, reason=reason or "no item has a value for both judges", **common
-            )
-        d = paired_mean_difference(
-            b,
-            a,
-            clusters=self.clusters,
-            n_boot=self.n_boot,
-            n_perm=self.n_perm,
-            seed=self.seed,
-            threshold=self.threshold(name, better),
-        )
-        return DiffMeasure(
-            a=d.a,
-            b=d.b,
-            delta=finite(d.observed),
-            low=d.low,
-            high=d.high,
-            p=d.p_value,
-            test=d.test,
-            margin=self.margins.get(name),
-            p_margin=d.p_threshold,
-            **common,
-        )
+            return self.undefined(name, how, reason or "no item has a value for both judges", **counts)
+        d = paired_mean_difference(b, a, **self._resampled(name, better))
+        return self._measure(name, d, delta=finite(d.observed), how=how, **counts)
 
     def stat(
         self,
@@ -122,38 +94,52 @@ class _Pairing:
         outside the 95% interval (a permutation test would assume the judges' scores exchangeable; on
         shifted scales they are not)."""
         keep = np.isfinite(a) & np.isfinite(b) & np.isfinite(ref)
-        d = paired_statistic_difference(
-            b,
-            a,
-            ref,
-            stat,
-            test="bootstrap",
-            clusters=self.clusters,
-            n_boot=self.n_boot,
-            n_perm=self.n_perm,
-            seed=self.seed,
-            threshold=self.threshold(name, better),
+        d = paired_statistic_difference(b, a, ref, stat, test="bootstrap", **self._resampled(name, better))
+        return self._measure(
+            name,
+            d,
+            delta=finite(d.observed) if d.ok else None,
+            n=d.n,
+            dropped=int((~keep).sum()),
+            better=better,
+            how=how,
+            reason=d.reason,
+            missing=_undefined(d.a, d.b) if not d.ok and d.n >= 3 else None,
         )
-        missing = _undefined(d.a, d.b) if not d.ok and d.n >= 3 else None
+
+    def undefined(self, name: str, how: str, reason: str, **fields: Any) -> DiffMeasure:
+        """The measure ``name`` without a value, and why (``fields``: its counts, another ``unit``)."""
+        fields = {"unit": self.unit, **fields}
+        return DiffMeasure(
+            name=name, criterion=self.criterion, a=None, b=None, delta=None, how=how, reason=reason, **fields
+        )
+
+    def _resampled(self, name: str, better: Better) -> dict[str, Any]:
+        """How a paired difference on the measure ``name`` resamples, and its margin's threshold."""
+        return {
+            "clusters": self.clusters,
+            "n_boot": self.n_boot,
+            "n_perm": self.n_perm,
+            "seed": self.seed,
+            "threshold": self.threshold(name, better),
+        }
+
+    def _measure(self, name: str, d: Any, **fields: Any) -> DiffMeasure:
+        """The measure ``name`` from its paired difference ``d`` (what ``paired_*_difference`` returns) and
+        the ``fields`` the caller knows."""
         return DiffMeasure(
             name=name,
             criterion=self.criterion,
             a=d.a,
             b=d.b,
-            delta=finite(d.observed) if d.ok else None,
             low=d.low,
             high=d.high,
             p=d.p_value,
-            n=d.n,
-            dropped=int((~keep).sum()),
-            better=better,
             unit=self.unit,
-            how=how,
             test=d.test,
-            reason=d.reason,
-            missing=missing,
             margin=self.margins.get(name),
             p_margin=d.p_threshold,
+            **fields,
         )
 
 
@@ -169,10 +155,8 @@ def _lean(x: np.ndarray, _: np.ndarray) -> float:
     return abs(float(x.mean()) - 0.5) if len(x) else math.nan
 
 
-def _score_of(j: Judgment | None, criterion: str) -> float:
-    if j is None or j.error is not None:
-        return math.nan
-    v = j.scores.get(criterion, next(iter(j.scores.values())) if len(j.scores) == 1 else None)
+def _score_of(j: Judgment, criterion: str) -> float:
+    v = None if j.error is not None else score_of(j, criterion)
     return math.nan if v is None else float(v)
 
 
@@ -409,16 +393,8 @@ def _document_measure(
     )
     docs = [it.doc_id for it in items]
     if any(d is None for d in docs) or len(set(docs)) == len(docs):
-        return DiffMeasure(
-            name="spearman-document",
-            criterion=p.criterion,
-            a=None,
-            b=None,
-            delta=None,
-            unit="documents",
-            how=how,
-            reason="needs items grouped by document (several items per doc_id)",
-        )
+        reason = "needs items grouped by document (several items per doc_id)"
+        return p.undefined("spearman-document", how, reason, unit="documents")
     both = np.isfinite(sa) & np.isfinite(sb) & np.isfinite(human)
     kept = [str(d) for d, k in zip(docs, both, strict=True) if k]
     keys = list(dict.fromkeys(kept))
@@ -540,17 +516,11 @@ def _consistency(ja: Sequence[Judgment], jb: Sequence[Judgment], p: _Pairing) ->
     oa, ob = verdict_orders(ja), verdict_orders(jb)
     if oa is None or ob is None:
         who = [n for n, o in (("A", oa), ("B", ob)) if o is None]
-        return DiffMeasure(
-            name="position-consistency",
-            criterion=p.criterion,
-            a=None,
-            b=None,
-            delta=None,
-            unit=p.unit,
-            how=how,
-            reason=f"judge {' and '.join(who)} did not judge the pairs in both orders "
-            "(position swap, or recorded rows with order 'swapped')",
+        reason = (
+            f"judge {' and '.join(who)} did not judge the pairs in both orders (position swap, or recorded "
+            "rows with order 'swapped')"
         )
+        return p.undefined("position-consistency", how, reason)
     swap = {"first": "second", "second": "first", "tie": "tie"}
 
     def consistent(orders: tuple[list[str | None], list[str | None]], js: Sequence[Judgment]) -> np.ndarray:

@@ -265,6 +265,4 @@ def items_to_decide(m: DiffMeasure, n_items: int) -> int | None:
         routes.append((worse_half / (d + m.margin)) ** 2)
     if d < 0 and better_half > 0:
         routes.append((better_half / -d) ** 2)
-    if not routes:
-        return None
-    return max(n_items + 1, math.ceil(n_items * min(routes)))
+    return None if not routes else max(n_items + 1, math.ceil(n_items * min(routes)))

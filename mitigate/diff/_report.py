@@ -7,7 +7,7 @@ the items that changed (:class:`ItemChange`), the slices (:class:`SliceRow`) and
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 from xml.etree import ElementTree as ET
 
@@ -53,6 +53,10 @@ class GateResult(BaseModel):
     failed: bool
     reason: str = ""
     outcome: Outcome = "pass"
+
+    def check_of(self, m: DiffMeasure) -> GateCheck | None:
+        """The check of the measure ``m``; None when it is not gated."""
+        return next((c for c in self.checks if (c.measure, c.criterion) == (m.name, m.criterion)), None)
 
 
 Better = Literal["higher", "lower", "none"]
@@ -200,13 +204,10 @@ class DiffReport(BaseModel):
 
 def as_json(report: DiffReport) -> dict[str, Any]:
     """The report as plain JSON: measures with ``a``, ``b``, ``delta``, ``low``, ``high``, ``p`` first."""
-    gate_checks: Mapping[tuple[str, str], GateCheck] = (
-        {(c.measure, c.criterion): c for c in report.gate.checks} if report.gate else {}
-    )
     measures = []
     for m in report.measures:
         row = m.model_dump(exclude={"test"})
-        check = gate_checks.get((m.name, m.criterion))
+        check = report.gate.check_of(m) if report.gate else None
         if check is not None:
             row |= {
                 "gated": True,
@@ -280,9 +281,7 @@ def _n(v: float | str | None, digits: int = 3) -> str:
 
 
 def _p(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.4f}" if v >= 0.0001 else "<0.0001"
+    return "-" if v is None else f"{v:.4f}" if v >= 0.0001 else "<0.0001"
 
 
 def _delta(m: DiffMeasure) -> str:
@@ -293,20 +292,18 @@ def _delta(m: DiffMeasure) -> str:
 
 
 def _gate_mark(report: DiffReport, m: DiffMeasure) -> str:
-    if report.gate is None:
+    c = report.gate.check_of(m) if report.gate else None
+    if c is None:
         return ""
-    for c in report.gate.checks:
-        if c.measure == m.name and c.criterion == m.criterion:
-            if c.p_adjusted is None:
-                return "WORSE (constant)" if c.outcome == "fail" else "ok"
-            adj = f"adj. p {_p(c.p_adjusted)}"
-            if c.outcome == "fail":
-                return f"WORSE ({adj})"
-            if c.margin is None:
-                return f"ok ({adj})"
-            word = "no worse" if c.outcome == "pass" else "INCONCLUSIVE"
-            return f"{word} (margin {c.margin:g}, p {_p(c.p_margin)}; {adj})"
-    return ""
+    if c.p_adjusted is None:
+        return "WORSE (constant)" if c.outcome == "fail" else "ok"
+    adj = f"adj. p {_p(c.p_adjusted)}"
+    if c.outcome == "fail":
+        return f"WORSE ({adj})"
+    if c.margin is None:
+        return f"ok ({adj})"
+    word = "no worse" if c.outcome == "pass" else "INCONCLUSIVE"
+    return f"{word} (margin {c.margin:g}, p {_p(c.p_margin)}; {adj})"
 
 
 def _slice_line(s: SliceRow) -> list[str]:
@@ -331,30 +328,27 @@ def render_diff(report: DiffReport, *, show: int = 10) -> str:
         f"{report.n_items} items ({report.n_units} {report.unit} resampled), criteria: {crits}",
         "",
     ]
-    rows = []
-    for m in report.measures:
-        value_a, value_b = _n(m.a), _n(m.b)
-        note = m.reason or ""
-        rows.append(
-            [
-                m.name,
-                m.criterion,
-                value_a,
-                value_b,
-                _delta(m),
-                _p(m.p),
-                str(m.n) + (f" (-{m.dropped})" if m.dropped else ""),
-                m.better,
-                _gate_mark(report, m) or note,
-            ]
-        )
+    rows = [
+        [
+            m.name,
+            m.criterion,
+            _n(m.a),
+            _n(m.b),
+            _delta(m),
+            _p(m.p),
+            str(m.n) + (f" (-{m.dropped})" if m.dropped else ""),
+            m.better,
+            _gate_mark(report, m) or m.reason or "",
+        ]
+        for m in report.measures
+    ]
     lines += md_table(["measure", "criterion", "A", "B", "B - A [95% CI]", "p", "n", "better", "gate"], rows)
+    first: dict[str, DiffMeasure] = {}  # each measure's first criterion explains it
+    for m in report.measures:
+        first.setdefault(m.name, m)
     lines += [
         "",
-        *[
-            f"- {m.name}: {m.how}" + (f" (p: {m.test} test)" if m.test else "")
-            for m in _first_of_each(report.measures)
-        ],
+        *[f"- {m.name}: {m.how}" + (f" (p: {m.test} test)" if m.test else "") for m in first.values()],
     ]
     lines += [f"- {n}" for n in report.notes]
     if report.gate is not None:
@@ -417,10 +411,3 @@ def render_diff(report: DiffReport, *, show: int = 10) -> str:
             ),
         ]
     return "\n".join(lines)
-
-
-def _first_of_each(measures: tuple[DiffMeasure, ...]) -> list[DiffMeasure]:
-    seen: dict[str, DiffMeasure] = {}
-    for m in measures:
-        seen.setdefault(m.name, m)
-    return list(seen.values())

@@ -20,12 +20,11 @@ from pydantic import BaseModel, ConfigDict
 from mitigate.errors import ConfigError
 from mitigate.judge import Judgment
 from mitigate.measures import batched_nanmean, bootstrap_ci
+from mitigate.report import score_of
 
 
 def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     """Wilson's score interval for a binomial share ``successes / n`` at level ``1 - alpha``."""
-    if n <= 0:
-        return (math.nan, math.nan)
     from scipy.stats import binomtest  # lazy: scipy is slow to import
 
     ci = binomtest(successes, n).proportion_ci(1 - alpha, method="wilson")
@@ -76,7 +75,7 @@ def _samples(j: Judgment, criterion: str) -> tuple[float, ...]:
         found = next(iter(j.samples.values()))
     if found:
         return tuple(float(s) for s in found if s is not None)
-    score = j.scores.get(criterion, next(iter(j.scores.values())) if len(j.scores) == 1 else None)
+    score = score_of(j, criterion)
     return () if score is None else (float(score),)
 
 
@@ -120,12 +119,9 @@ def threshold_report(
     elif n_boot > 0:
         interval = "bootstrap"
         low, high = bootstrap_ci(batched_nanmean, rates, n_boot=n_boot, alpha=alpha, seed=seed)
-    decision: Literal["pass", "fail", "undecided"] | None = None
-    if require is not None:
-        if not (math.isfinite(low) and math.isfinite(high)):
-            decision = "undecided"
-        else:
-            decision = "pass" if low >= require else "fail" if high < require else "undecided"
+    decision: Literal["pass", "fail", "undecided"] | None = (
+        None if require is None else "pass" if low >= require else "fail" if high < require else "undecided"
+    )  # an undefined (NaN) end decides nothing
     return ThresholdReport(
         criterion=criterion,
         threshold=threshold,

@@ -13,6 +13,8 @@ probabilities hold only for the whole round.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from typing import Any
 
@@ -22,17 +24,12 @@ from mitigate.data import Benchmark, apply_labels
 from mitigate.errors import MitigateError
 from mitigate.label._session import LabelSession
 
-PAIR_CODES = {"A": 1.0, "B": 0.0, "tie": 0.5}
-
 
 def kappa(x: np.ndarray, y: np.ndarray, categories: list[float], *, weighted: bool) -> float:
     """Cohen's κ of two codings over ``categories`` (quadratic weights when ``weighted``); NaN when chance
     agreement is total."""
     k = len(categories)
-    index = {c: i for i, c in enumerate(categories)}
-    table = np.zeros((k, k))
-    for a, b in zip(x, y, strict=True):
-        table[index[float(a)], index[float(b)]] += 1
+    table = confusion(x, y, categories)
     if table.sum() == 0:
         return math.nan
     observed = table / table.sum()
@@ -41,6 +38,14 @@ def kappa(x: np.ndarray, y: np.ndarray, categories: list[float], *, weighted: bo
     w = ((i - j) / max(k - 1, 1)) ** 2 if weighted else (i != j).astype(float)
     chance = float((w * expected).sum())
     return math.nan if chance == 0 else 1 - float((w * observed).sum()) / chance
+
+
+def confusion(x: np.ndarray, y: np.ndarray, categories: list[float]) -> np.ndarray:
+    """How often each pair of categories was given (rows: ``x``'s, columns: ``y``'s)."""
+    index = {c: i for i, c in enumerate(categories)}
+    table = np.zeros((len(categories), len(categories)))
+    np.add.at(table, ([index[float(a)] for a in x], [index[float(b)] for b in y]), 1)
+    return table
 
 
 def _finite(v: float) -> float | None:
@@ -66,20 +71,12 @@ def agreement_rows(labels: np.ndarray, judge: np.ndarray, categories: list[float
         out["note"] = "the judge's values are not on the label scale: κ and the matrix need them there"
         return out
     y = np.array([min(categories, key=lambda c: abs(c - v)) for v in y])
-    weighted = not pairwise
-
-    def stat(a: np.ndarray, b: np.ndarray) -> float:
-        return kappa(a, b, categories, weighted=weighted)
-
+    stat = functools.partial(kappa, categories=categories, weighted=not pairwise)
     value = stat(x, y)
     klow, khigh = bootstrap_ci(stat, x, y, seed=0, n_boot=500)
     name = "kappa" if pairwise else "kappa_quadratic"
     out[name] = {"value": _finite(value), "low": _finite(klow), "high": _finite(khigh)}
-    index = {c: i for i, c in enumerate(categories)}
-    matrix = [[0] * len(categories) for _ in categories]
-    for a, b in zip(x, y, strict=True):
-        matrix[index[float(a)]][index[float(b)]] += 1
-    out["confusion"] = matrix
+    out["confusion"] = confusion(x, y, categories).astype(int).tolist()
     return out
 
 
@@ -102,11 +99,7 @@ def design(
     weights: dict[str, float] = {}
     for g in session.groups():
         group_rows = [r for r in session.rows if r["group"] == g]
-        prefix = []
-        for r in group_rows:
-            if r["labels"].get(criterion) is None:
-                break
-            prefix.append(r)
+        prefix = list(itertools.takewhile(lambda r: r["labels"].get(criterion) is not None, group_rows))
         if not prefix:
             continue
         pool = len(group_rows) / float(group_rows[0]["probability"])
@@ -133,8 +126,8 @@ def summary(
         in_session = {r["id"] for r in session.rows}
         cols = columns(bench, criterion, judge, by=by)
         ids, groups = np.array(cols.ids), np.array(cols.groups)
-        labels = np.array([math.nan if v is None else v for v in cols.labels], dtype=float)
-        values = np.array([math.nan if v is None else v for v in cols.judge_values], dtype=float)
+        labels = np.array(cols.labels, dtype=float)  # None: NaN
+        values = np.array(cols.judge_values, dtype=float)
         mine = np.array([i in in_session for i in ids])
         agree = {
             str(g): agreement_rows(

@@ -28,7 +28,6 @@ from mitigate.errors import DataError
 from mitigate.label._session import LabelSession
 from mitigate.paths import write_output
 
-ExportFormat = Literal["jsonl", "csv", "label-studio", "argilla"]
 EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "csv", "label-studio", "argilla")
 
 
@@ -93,18 +92,8 @@ def export_labels(session: LabelSession, fmt: str, path: Path) -> list[Path]:
             w.writerow(head)
             for r in rows:
                 values = ["" if r["labels"][c] is None else r["labels"][c] for c in session.criteria]
-                w.writerow(
-                    [
-                        r["id"],
-                        *values,
-                        r["weight"],
-                        r["probability"],
-                        r["group"],
-                        r["order"],
-                        r["labeller"] or "",
-                        r["at"] or "",
-                    ]
-                )
+                kept = [r[k] for k in ("weight", "probability", "group", "order")]
+                w.writerow([r["id"], *values, *kept, r["labeller"] or "", r["at"] or ""])
 
         return [write_output(path, write, "the labels CSV", newline="")]
     if fmt == "label-studio":

@@ -5,6 +5,8 @@ markup."""
 
 from __future__ import annotations
 
+import html
+
 CSP = (
     "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
     "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -160,7 +162,8 @@ def label_page(nonce: str, labeller: str) -> str:
     """The labelling page (its script fetches the items)."""
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>mitigate label</title>'
-        f'<style nonce="{nonce}">{_STYLE}</style></head><body data-labeller="{_attr(labeller)}">'
+        f'<style nonce="{nonce}">{_STYLE}</style></head>'
+        f'<body data-labeller="{html.escape(labeller, quote=True)}">'
         '<header><strong>mitigate label</strong><span id="position"></span><span id="progress"></span>'
         '<span id="groups"></span><label>labeller <input id="labeller"></label></header>'
         '<main><div id="msg" role="alert"></div><p class="keys"><kbd>1</kbd>…<kbd>9</kbd><kbd>0</kbd> score '
@@ -179,9 +182,3 @@ def agreement_page(nonce: str) -> str:
         '</strong></header><main><div id="msg" role="alert"></div><div id="main"></div></main>'
         f'<script nonce="{nonce}">{_COMMON_JS}{_AGREEMENT_JS}</script></body></html>'
     )
-
-
-def _attr(text: str) -> str:
-    import html
-
-    return html.escape(text, quote=True)

@@ -130,12 +130,11 @@ class LabelServer:
             raise MitigateError("expected 'labeller' as a name of at most 100 characters")
         s = self.session
         row = s.label(position, body["labels"], expect=body.get("expect"), labeller=labeller)
-        after = next((i for i in range(position + 1, len(s.rows)) if not s.done(s.rows[i])), None)
         fallback = s.first_open() if s.first_open() < len(s.rows) else min(position + 1, len(s.rows) - 1)
         return {
             "labels": s.shown(row),
             "progress": s.progress(blind=self.blind),
-            "next": after if after is not None else fallback,
+            "next": next((i for i in range(position + 1, len(s.rows)) if not s.done(s.rows[i])), fallback),
         }
 
     def summary(self) -> dict[str, Any]:
@@ -150,9 +149,8 @@ class LabelServer:
                 f"the agreement view shows the judge and the systems; it opens when every item is labelled "
                 f"({left} left), or start with --unblind"
             )
-        return summary(
-            self.session, self.judge, plan=self.plan
-        )  # reads the rows; a label replaces a row's values
+        # reads the rows; a label replaces a row's values
+        return summary(self.session, self.judge, plan=self.plan)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self

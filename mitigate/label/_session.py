@@ -233,11 +233,13 @@ class LabelSession:
         """The position of the first row without every label (the number of rows when all are done)."""
         return next((i for i, r in enumerate(self.rows) if not self.done(r)), len(self.rows))
 
-    def check_label(self, criterion: str, value: Any) -> float | str:
-        """``value`` as a label on ``criterion`` (a pair's is on the order shown): DataError naming the scale
-        for a value off it."""
+    def check_label(self, criterion: str, value: Any) -> float | str | None:
+        """``value`` as a label on ``criterion`` (a pair's is on the order shown; None clears it): DataError
+        naming the scale for a value off it."""
         if criterion not in self.criteria:
             raise DataError(f"expected a label on one of {list(self.criteria)}; got one on {criterion!r}")
+        if value is None:
+            return None
         if self.bench.pairwise:
             if value not in PAIR_CHOICES:
                 raise DataError(f"expected a label of A, B or tie on {criterion!r}; got {str(value)[:40]!r}")
@@ -273,9 +275,7 @@ class LabelSession:
                 )
             new = dict(row["labels"])
             for criterion, value in values.items():
-                if criterion not in self.criteria:
-                    raise DataError(f"expected a label on one of {list(self.criteria)}; got {criterion!r}")
-                checked = None if value is None else self.check_label(criterion, value)
+                checked = self.check_label(criterion, value)
                 new[criterion] = (
                     _SWAPPED[str(checked)] if row.get("swap") and checked is not None else checked
                 )

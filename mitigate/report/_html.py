@@ -68,9 +68,7 @@ def _inline(text: str, images: dict[str, str]) -> str:
 
 def _image(name: str, alt: str, images: dict[str, str]) -> str:
     data = images.get(html.unescape(name))
-    if data is None:
-        return ""
-    return f'<img alt="{alt}" src="data:image/png;base64,{data}">'
+    return "" if data is None else f'<img alt="{alt}" src="data:image/png;base64,{data}">'
 
 
 def _slug(text: str) -> str:
@@ -90,10 +88,8 @@ def markdown_to_html(md: str, images: dict[str, str] | None = None) -> str:
         if not line.strip():
             i += 1
             continue
-        heading = re.match(r"^(#{1,4}) (.*)$", line)
-        if heading:
-            level = len(heading.group(1))
-            text = heading.group(2)
+        if heading := re.match(r"^(#{1,4}) (.*)$", line):
+            level, text = len(heading.group(1)), heading.group(2)
             out.append(f'<h{level} id="{_slug(text)}">{_inline(text, pics)}</h{level}>')
             i += 1
             continue
@@ -190,8 +186,7 @@ def item_view(result: CompareResult) -> list[dict[str, Any]]:
     for i, rec in enumerate(result.items):
         judgments = [e.judgments[i] for e in result.entries]
         if result.task == "pairwise":
-            verdicts = [presented_to_text(j.verdict, "original") for j in judgments]
-            given = [v for v in verdicts if v is not None]
+            given = [v for j in judgments if (v := presented_to_text(j.verdict, "original")) is not None]
             if len(result.entries) > 1:
                 disagreement = float(len(set(given)) - 1) if given else 0.0
             else:
@@ -223,7 +218,7 @@ def item_view(result: CompareResult) -> list[dict[str, Any]]:
     return rows
 
 
-def _answer_cell(result: CompareResult, e: EntryResult, j: Judgment) -> str:
+def _answer_cell(result: CompareResult, j: Judgment) -> str:
     marks = []
     if result.task == "pairwise":
         v = presented_to_text(j.verdict, "original")
@@ -308,9 +303,7 @@ def _details_html(result: CompareResult, e: EntryResult, j: Judgment) -> str:
 
 
 def _label(result: CompareResult, rec: ItemRecord) -> str:
-    if result.task == "pairwise":
-        return rec.gold or "–"
-    return _num(rec.human)
+    return (rec.gold or "–") if result.task == "pairwise" else _num(rec.human)
 
 
 def _item_text(rec: ItemRecord) -> str:
@@ -337,18 +330,16 @@ def _item_body(result: CompareResult, r: dict[str, Any], ncols: int) -> str:
     """One item's ``<tbody>``: its row (labels, each entry's answer, disagreement) and its hidden detail
     row."""
     rec, judged = result.items[r["index"]], [(e, e.judgments[r["index"]]) for e in result.entries]
-    pairwise = result.task == "pairwise"
-    system = _system(rec, pairwise)
-    human_key = (rec.human if rec.human is not None else -math.inf) if not pairwise else 0
-    cells = "".join(f"<td>{_answer_cell(result, e, j)}</td>" for e, j in judged)
+    keys = _keys(result, r)
+    cells = "".join(f"<td>{_answer_cell(result, j)}</td>" for _, j in judged)
     details = "".join(_details_html(result, e, j) for e, j in judged)
     return (
         f'<tbody class="item" data-index="{r["index"]}" data-disagreement="{r["disagreement"]:.6f}" '
-        f'data-human="{human_key if math.isfinite(human_key) else -1e9}" data-flip="{int(r["flip"])}" '
+        f'data-human="{keys[2]}" data-flip="{int(r["flip"])}" '
         f'data-failure="{int(r["failure"])}" data-flagged="{int(r["flagged"])}" '
-        f'data-search="{_e(_search(rec, system))}"><tr class="row"><td class="idc"><button class="toggle" '
+        f'data-search="{_e(keys[6])}"><tr class="row"><td class="idc"><button class="toggle" '
         f'type="button" aria-expanded="false">▸</button> <span class="id">{_e(rec.id)}</span></td><td '
-        f'class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(system)}</td><td '
+        f'class="doc">{_e(rec.doc_id or "–")}</td><td>{_e(_system(rec, result.task == "pairwise"))}</td><td '
         f'class="num">{_e(_label(result, rec))}</td>{cells}<td '
         f'class="num">{r["disagreement"]:.2f}</td></tr><tr class="detail" hidden><td '
         f'colspan="{ncols}">{_item_text(rec)}{details}</td></tr></tbody>'
@@ -361,25 +352,13 @@ def _system(rec: ItemRecord, pairwise: bool) -> str:
     return rec.system or "–"
 
 
-def _search(rec: ItemRecord, system: str) -> str:
-    return " ".join([rec.id, rec.doc_id or "", system]).lower()
-
-
 def _keys(result: CompareResult, r: dict[str, Any]) -> list[Any]:
     """What the view sorts, filters and searches an item by, without its HTML (a large report's index)."""
     rec = result.items[r["index"]]
-    # as data-human says
     human = 0 if result.task == "pairwise" else rec.human if rec.human is not None else -1e9
-    return [
-        r["index"],
-        round(r["disagreement"], 6),
-        human,
-        int(r["flip"]),
-        int(r["failure"]),
-        int(r["flagged"]),
-        _search(rec, _system(rec, result.task == "pairwise")),
-        rec.id,
-    ]
+    search = " ".join([rec.id, rec.doc_id or "", _system(rec, result.task == "pairwise")]).lower()
+    flags = [int(r["flip"]), int(r["failure"]), int(r["flagged"])]
+    return [r["index"], round(r["disagreement"], 6), human, *flags, search, rec.id]
 
 
 def _packed(parts: Iterable[str]) -> str:
@@ -413,13 +392,9 @@ def _per_item_html(
     section)."""
     rows = item_view(result)
     pairwise = result.task == "pairwise"
-    counts = {
-        "all": len(rows),
-        "disagree": sum(r["disagreement"] > 0 for r in rows),
-        "flips": sum(r["flip"] for r in rows),
-        "failures": sum(r["failure"] for r in rows),
-        "flagged": sum(r["flagged"] for r in rows),
-    }
+    counts = {"all": len(rows), "disagree": sum(r["disagreement"] > 0 for r in rows)}
+    keys = {"flips": "flip", "failures": "failure", "flagged": "flagged"}  # filter -> item_view's key
+    counts |= {f: sum(r[key] for r in rows) for f, key in keys.items()}
     options = "".join(f'<option value="{k}">{_e(v)} ({counts[k]})</option>' for k, v in FILTERS.items())
     sorts = "".join(f'<option value="{k}">{_e(v)}</option>' for k, v in _SORTS.items())
     label = "gold" if pairwise else "human"
@@ -533,10 +508,8 @@ _SCRIPT = """
     [q,h].forEach(function(s){s.split('&').forEach(function(kv){if(!kv){return;}var p=kv.split('=');
       out[decodeURIComponent(p[0])]=decodeURIComponent((p[1]||'').replace(/\\+/g,' '));});});return out;}
   function keep(r,f,q){
-    if(f==='disagree'&&!(r.d>0)){return false;}
-    if(f==='flips'&&r.flip!==1){return false;}
-    if(f==='failures'&&r.fail!==1){return false;}
-    if(f==='flagged'&&r.flag!==1){return false;}
+    var need={flips:'flip',failures:'fail',flagged:'flag'}[f];
+    if((f==='disagree'&&!(r.d>0))||(need&&r[need]!==1)){return false;}
     if(q&&r.s.indexOf(q)<0&&!(r.el&&!packed&&r.el.textContent.toLowerCase().indexOf(q)>=0)){return false;}
     return true;}
   function apply(){
@@ -603,11 +576,8 @@ def render_html(
     ``plots`` are the PNG files written beside it (each one the markdown links is inlined; a link to another
     is dropped). Above ``inline_items`` items the per-item view travels as blocks of ``block_items`` items.
     """
-    images: dict[str, str] = {}
-    for p in plots:
-        path = Path(p)
-        if path.is_file():
-            images[path.name] = base64.b64encode(path.read_bytes()).decode("ascii")
+    files = [Path(p) for p in plots]
+    images = {p.name: base64.b64encode(p.read_bytes()).decode("ascii") for p in files if p.is_file()}
     head, sep, rest = markdown.partition("\n## Every measure")
     items, data = _per_item_html(result, inline_items=inline_items, block_items=block_items)
     body = markdown_to_html(head, images) + "\n" + items

@@ -17,7 +17,7 @@ from mitigate.measures import MEASURES, Measure, MeasureInfo, measure_table
 from mitigate.probes import probe_section
 from mitigate.report._glossary import glossary_section
 from mitigate.report._plots import PLOT_CAPTIONS, planned_plots
-from mitigate.report._reading import bottom_lines, plain_reason, warnings
+from mitigate.report._reading import bottom_lines, p_text, plain_reason, warnings
 from mitigate.report._results import DELTA_ACCURACY_INFO, DELTA_INFO, CompareResult, EntryResult
 from mitigate.report._sections import (
     demos_section,
@@ -43,9 +43,7 @@ def _value_text(key: str, m: Measure) -> str:
 def _of_all_text(m: Measure) -> str:
     """ "0.771 of 419": the share over every item, dropped ones counted against the judge ("" if not a
     share)."""
-    if m.of_all is None or not m.ok:
-        return ""
-    return f"{fmt(m.of_all)} of {m.n_all}"
+    return "" if m.of_all is None or not m.ok else f"{fmt(m.of_all)} of {m.n_all}"
 
 
 def _ci_text(m: Measure, key: str = "") -> str:
@@ -218,8 +216,6 @@ def _summary_lines(result: CompareResult) -> list[str]:
     ]
     if has_delta:
         head.append(f"{delta_info.label} ({_ARROWS[delta_info.direction]})")
-    lines.append("| " + " | ".join(head) + " |")
-    lines.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
     best = {
         k: set()
         if k in unsigned
@@ -234,6 +230,7 @@ def _summary_lines(result: CompareResult) -> list[str]:
         delta_info.direction,
     )
     notes: list[str] = []
+    rows: list[list[str]] = []
     for i, e in enumerate(result.entries):
         cells = [e.name, str(e.summary.ok), str(e.summary.parse_failures), str(e.summary.errors)]
         for k in cols:
@@ -261,11 +258,6 @@ def _summary_lines(result: CompareResult) -> list[str]:
                 if i in best_delta:
                     text = f"**{text}**"
                 ci = f" [{fmt(c.ci_low)}, {fmt(c.ci_high)}]" if c.ci_low is not None else ""
-                p = (
-                    f", {'bootstrap ' if c.test_reason else ''}p={c.p_value:.3g}"
-                    if c.p_value is not None and math.isfinite(c.p_value)
-                    else ""
-                )
                 if not math.isfinite(c.observed):
                     notes.append(f"- {e.name} / {delta_info.label}: {plain_reason(c.reason)}")
                 decided = (
@@ -273,30 +265,18 @@ def _summary_lines(result: CompareResult) -> list[str]:
                     if c.decided_n is not None
                     else ""
                 )
-                cells.append(text + ci + p + decided)
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    ref = [
-        (
+                cells.append(text + ci + p_text(c) + decided)
+        rows.append(cells)
+    refs = {k: r for k in cols if (r := result.human.get(k)) is not None and r.ok}
+    if refs:
+        name = (
             "gold preferences (reference)"
             if result.task == "pairwise"
             else f"humans (reference, {result.human_scale.describe()})"
-        ),
-        "",
-        "",
-        "",
-    ]
-    any_ref = False
-    for k in cols:
-        reference = result.human.get(k)
-        if reference is not None and reference.ok:
-            ref.append(f"*{_value_text(k, reference)}*{_ci_text(reference)}")
-            any_ref = True
-        else:
-            ref.append("")
-    if has_delta:
-        ref.append("")
-    if any_ref:
-        lines.append("| " + " | ".join(ref) + " |")
+        )
+        cells = [f"*{_value_text(k, refs[k])}*{_ci_text(refs[k])}" if k in refs else "" for k in cols]
+        rows.append([name, "", "", "", *cells, *([""] if has_delta else [])])
+    lines += md_table(head, rows, ["left"] + ["right"] * (len(head) - 1))
     missing = [k for k, cls in measure_table(result.task).items() if cls.info.headline and k not in cols]
     if missing:
         lines += ["", "Not computed for any entry:", ""]
@@ -344,23 +324,18 @@ def _details(result: CompareResult) -> list[str]:
             + _fitted_text(e),
             "",
         ]
-        rows = []
-        for k, m in e.measures.items():
-            info = MEASURES.get(k)
-            label, direction = (info.label, _ARROWS[info.direction]) if info else (k, "")
-            note = plain_reason(m.reason, k) if m.reason else ""
-            rows.append(
-                [
-                    label,
-                    direction,
-                    _value_text(k, m),
-                    _ci_text(m, k).strip(),
-                    m.n,
-                    m.n_failed,
-                    _of_all_text(m),
-                    note,
-                ]
-            )
+        rows = [
+            [
+                *((info.label, _ARROWS[info.direction]) if (info := MEASURES.get(k)) else (k, "")),
+                _value_text(k, m),
+                _ci_text(m, k).strip(),
+                m.n,
+                m.n_failed,
+                _of_all_text(m),
+                plain_reason(m.reason, k) if m.reason else "",
+            ]
+            for k, m in e.measures.items()
+        ]
         header = ["measure", "direction", "value", "95% CI", "n", "failed", "of all", "note"]
         out += [
             *md_table(header, rows, ["left", "left", "right", "left", "right", "right", "right", "left"]),

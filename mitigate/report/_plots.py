@@ -7,6 +7,7 @@ shares with them.
 from __future__ import annotations
 
 import io
+import itertools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,7 +60,8 @@ def _plt() -> Any:
 
 def save_figure(fig: Any, path: Path) -> Path:
     """Write ``fig`` as a PNG through :func:`~mitigate.paths.write_output` (atomic; a link or a device as
-    outputs are)."""
+    outputs are), its folder made when needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     png = io.BytesIO()
     fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
     _plt().close(fig)
@@ -110,7 +112,6 @@ def render_plots(result: CompareResult, folder: str | Path) -> list[Path]:
     """Write the PNG plots for ``result`` (those :func:`planned_plots` names) into ``folder``; returns their
     paths."""
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
     draw = {
         "histograms.png": _histograms,
         "ls_vs_us.png": _ls_vs_us,
@@ -154,11 +155,11 @@ def _histograms(result: CompareResult, path: Path) -> Path:
 
 
 def _ls_vs_us(result: CompareResult, path: Path) -> Path:
-    ls = np.array([math.nan if it.ls is None else it.ls for it in result.items], dtype=float)
-    human = np.array([math.nan if it.human is None else it.human for it in result.items], dtype=float)
+    ls = np.array([it.ls for it in result.items], dtype=float)  # None: NaN
+    human = np.array([it.human for it in result.items], dtype=float)
     fig, axes = _panels(len(result.entries), 4.2, 3.6)
     for ax, e in zip(axes, result.entries, strict=True):
-        scores = np.array([math.nan if v is None else v for v in e.scores(result.criterion)], dtype=float)
+        scores = np.array(e.scores(result.criterion), dtype=float)  # None: NaN
         us = unfairness_scores(scores, human)
         ok = np.isfinite(ls) & np.isfinite(us)
         ax.scatter(ls[ok], us[ok], s=12, alpha=0.6, color="#3b6ea8")
@@ -286,12 +287,8 @@ def search_trial_points(values: Sequence[float]) -> tuple[list[tuple[int, float]
     trial)."""
     ok = [(i, v) for i, v in enumerate(values) if math.isfinite(v)]
     bad = [i for i, v in enumerate(values) if not math.isfinite(v)]
-    best: list[float] = []
-    running = -math.inf
-    for v in values:
-        running = max(running, v) if math.isfinite(v) else running
-        best.append(running if math.isfinite(running) else math.nan)
-    return ok, bad, best
+    running = itertools.accumulate((v if math.isfinite(v) else -math.inf for v in values), max)
+    return ok, bad, [r if math.isfinite(r) else math.nan for r in running]
 
 
 def plot_search(result: Any, path: str | Path) -> Path:
@@ -299,8 +296,6 @@ def plot_search(result: Any, path: str | Path) -> Path:
     best so far and the baseline (an undefined objective an "x" on the lower edge); right, winner and baseline
     on dev and on the held-out test split, with their intervals."""
     plt = _plt()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [3, 2]})
     values = [t.dev.value for t in result.trials]
     ok, bad, best = search_trial_points(values)
@@ -357,7 +352,7 @@ def plot_search(result: Any, path: str | Path) -> Path:
         gain += f" [{g.ci_low:+.3f}, {g.ci_high:+.3f}]"
     bx.set_title(f"held-out test gain {gain}", fontsize=10)
     fig.tight_layout()
-    return save_figure(fig, out)
+    return save_figure(fig, Path(path))
 
 
 def plot_estimate(result: EstimateResult, path: str | Path) -> Path:
@@ -423,6 +418,4 @@ def plot_estimate(result: EstimateResult, path: str | Path) -> Path:
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return save_figure(fig, out)
+    return save_figure(fig, Path(path))

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from mitigate.measures import MEASURES, MIN_DOCUMENTS, MIN_ITEMS
-from mitigate.report._results import CompareResult, EntryResult
+from mitigate.report._results import CompareResult, Comparison, EntryResult
 
 _FIRST_SECOND: dict[str, tuple[str, str]] = {
     "bias-score": (
@@ -27,37 +27,40 @@ _DEFAULT_FIRST_SECOND = (
 )
 
 
+_PLAIN = {
+    "no judgment carries scores under 2 or more perturbations in meta['perturbations']": "no item was scored "
+    "under 2 or more perturbed guidelines (only a pipeline with perturbed-demos or perturbed-guidelines "
+    "scores them)",
+    "no judgment holds verdicts in both orders (meta['orders'])": "no pair was judged in both orders (add "
+    "position-swap, or record both orders)",
+}
+"""Internal reasons -> what a reader is told."""
+
+
 def plain_reason(reason: str | None, key: str = "") -> str:
     """Why a value of measure ``key`` is n/a, with internal names (``meta['x']``, "first input") replaced."""
     if not reason:
         return "undefined"
     first, second = _FIRST_SECOND.get(key, _DEFAULT_FIRST_SECOND)
-    text = reason
-    text = text.replace(
-        "the first input is constant, so its correlation is undefined",
-        f"{first}, so no correlation can be computed",
-    )
-    text = text.replace(
-        "the second input is constant, so its correlation is undefined",
-        f"{second}, so no correlation can be computed",
-    )
-    text = text.replace(
-        "no judgment carries scores under 2 or more perturbations in meta['perturbations']",
-        "no item was scored under 2 or more perturbed guidelines (only a pipeline with "
-        "perturbed-demos or perturbed-guidelines scores them)",
-    )
-    text = text.replace(
-        "no judgment holds verdicts in both orders (meta['orders'])",
-        "no pair was judged in both orders (add position-swap, or record both orders)",
-    )
-    text = re.sub(r"\s*\(?meta\[['\"](\w+)['\"]\]\)?", "", text)
-    return text
+    for which, what in (("first", first), ("second", second)):
+        reason = reason.replace(
+            f"the {which} input is constant, so its correlation is undefined",
+            f"{what}, so no correlation can be computed",
+        )
+    for old, new in _PLAIN.items():
+        reason = reason.replace(old, new)
+    return re.sub(r"\s*\(?meta\[['\"](\w+)['\"]\]\)?", "", reason)
 
 
 def _fmt(v: float | None) -> str:
-    if v is None or not math.isfinite(v):
-        return "n/a"
-    return f"{v:+.3f}"
+    return "n/a" if v is None or not math.isfinite(v) else f"{v:+.3f}"
+
+
+def p_text(c: Comparison) -> str:
+    """ ", p=0.012" (", bootstrap p=..." when the bootstrap gave it); "" without a p-value."""
+    if c.p_value is None or not math.isfinite(c.p_value):
+        return ""
+    return f", {'bootstrap ' if c.test_reason else ''}p={c.p_value:.3g}"
 
 
 def bottom_lines(result: CompareResult) -> list[str]:
@@ -89,16 +92,10 @@ def bottom_lines(result: CompareResult) -> list[str]:
             continue
         has_ci = c.ci_low is not None and c.ci_high is not None
         ci = f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]" if has_ci else ""
-        p = (
-            f", {'bootstrap ' if c.test_reason else ''}p={c.p_value:.3g}"
-            if c.p_value is not None and math.isfinite(c.p_value)
-            else ""
-        )
-        diff = f"Δ {what} {_fmt(c.observed)}{ci}{p}, n={c.n}"
+        diff = f"Δ {what} {_fmt(c.observed)}{ci}{p_text(c)}, n={c.n}"
         has_p = c.p_value is not None and math.isfinite(c.p_value)
         ci_side = 0
-        if has_ci:
-            assert c.ci_low is not None and c.ci_high is not None
+        if c.ci_low is not None and c.ci_high is not None:
             ci_side = 1 if c.ci_low > 0 else -1 if c.ci_high < 0 else 0
         p_side = (1 if c.observed > 0 else -1) if has_p and c.p_value is not None and c.p_value < 0.05 else 0
         # a difference is claimed only when every test at hand says so: the interval excludes 0 and p < 0.05
@@ -120,34 +117,34 @@ def bottom_lines(result: CompareResult) -> list[str]:
                 "on)."
             )
             continue
-        if verdict > 0:
-            out.append(f"{e.name} {better} {ref} at this n ({diff}).")
-        elif verdict < 0:
-            out.append(f"{e.name} {worse} {ref} at this n ({diff}).")
+        if verdict:
+            out.append(f"{e.name} {better if verdict > 0 else worse} {ref} at this n ({diff}).")
+            continue
+        if has_ci and ci_side != 0:
+            basis = (
+                f"the interval excludes 0 but the {'bootstrap' if c.test_reason else 'permutation'} "
+                "test does not reject it: not established"
+            )
+        elif has_ci and p_side != 0:
+            basis = "p < 0.05 but the interval includes 0: not established"
         else:
-            if has_ci and ci_side != 0:
-                basis = (
-                    f"the interval excludes 0 but the {'bootstrap' if c.test_reason else 'permutation'} "
-                    "test does not reject it: not established"
-                )
-            elif has_ci and p_side != 0:
-                basis = "p < 0.05 but the interval includes 0: not established"
-            else:
-                basis = (
-                    "the interval includes 0"
-                    if has_ci
-                    else "p >= 0.05"
-                    if has_p
-                    else "no interval or test was computed"
-                )
-            out.append(f"{e.name} does not differ measurably from {ref} at this n ({diff}; {basis}).")
+            basis = (
+                "the interval includes 0"
+                if has_ci
+                else "p >= 0.05"
+                if has_p
+                else "no interval or test was computed"
+            )
+        out.append(f"{e.name} does not differ measurably from {ref} at this n ({diff}; {basis}).")
     return out
 
 
 def _answers(e: EntryResult, result: CompareResult) -> tuple[Any, ...]:
-    if result.task == "pairwise":
-        return tuple(e.verdicts())
-    return tuple(e.scores(result.criterion))
+    return tuple(e.verdicts()) if result.task == "pairwise" else tuple(e.scores(result.criterion))
+
+
+def _zero_width(low: float | None, high: float | None) -> bool:
+    return low is not None and math.isfinite(low) and low == high
 
 
 def warnings(result: CompareResult) -> list[str]:
@@ -166,19 +163,11 @@ def warnings(result: CompareResult) -> list[str]:
             f"and system-level correlations and #CP rest on fewer than {MIN_DOCUMENTS} documents, and "
             "their intervals say little (judge more documents with a larger --limit)."
         )
-    zero: dict[str, list[str]] = {}
-    for e in result.entries:
-        keys = [
-            k
-            for k, m in e.measures.items()
-            if m.ok
-            and m.ci_low is not None
-            and m.ci_high is not None
-            and math.isfinite(m.ci_low)
-            and m.ci_low == m.ci_high
-        ]
-        if keys:
-            zero[e.name] = keys
+    zero = {  # entry -> its measures whose interval has zero width
+        e.name: keys
+        for e in result.entries
+        if (keys := [k for k, m in e.measures.items() if m.ok and _zero_width(m.ci_low, m.ci_high)])
+    }
     if zero:
         labels = list(
             dict.fromkeys(MEASURES[k].label if k in MEASURES else k for keys in zero.values() for k in keys)

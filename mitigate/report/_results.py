@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from mitigate.data import Item
 from mitigate.errors import ConfigError
@@ -66,6 +66,10 @@ def _revive_nan(value: Any) -> Any:
             return {**value, "value": math.nan}
         return {k: _revive_nan(v) for k, v in value.items()}
     return value
+
+
+Measures = Annotated[dict[str, Measure], BeforeValidator(_revive_nan)]
+"""Measures by name, as results.json holds them (a null value read back as NaN)."""
 
 
 def score_of(j: Judgment, criterion: str) -> float | None:
@@ -162,8 +166,8 @@ class EntryResult(BaseModel):
     scale: Scale
     summary: RunSummary
     judgments: StoredJudgments | tuple[Judgment, ...] = Field(union_mode="left_to_right")  # never copied
-    measures: dict[str, Measure]
-    per_system: dict[str, Measure] = Field(default_factory=dict)
+    measures: Measures
+    per_system: Measures = Field(default_factory=dict)
     histogram: dict[str, int] = Field(default_factory=dict)
     comparison: Comparison | None = None
     fitted: dict[str, Any] | None = None
@@ -174,11 +178,6 @@ class EntryResult(BaseModel):
     """On a partly labelled benchmark: the bias-corrected estimate per system (with the judge's raw mean and
     the labels alone beside it); None otherwise, or when it cannot be made (``estimate_note`` says why)."""
     estimate_note: str | None = None
-
-    @field_validator("measures", "per_system", mode="before")
-    @classmethod
-    def _revive(cls, v: Any) -> Any:
-        return _revive_nan(v)
 
     def scores(self, criterion: str) -> list[float | None]:
         """The judge's score per item for ``criterion`` (None for a parse failure or error)."""
@@ -200,15 +199,10 @@ class CompareResult(BaseModel):
     task: Task = "score"
     items: ItemRecords | tuple[ItemRecord, ...] = Field(union_mode="left_to_right")  # never copied
     entries: tuple[EntryResult, ...]
-    human: dict[str, Measure] = Field(default_factory=dict)
+    human: Measures = Field(default_factory=dict)
     human_histogram: dict[str, int] = Field(default_factory=dict)
     likelihood: dict[str, Any] | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("human", mode="before")
-    @classmethod
-    def _revive(cls, v: Any) -> Any:
-        return _revive_nan(v)
 
     def rows(self) -> list[dict[str, Any]]:
         """Every judgment of every entry in long form (:meth:`mitigate.judge.Judgment.rows`), entry by entry,

@@ -69,14 +69,15 @@ def per_system_section(result: CompareResult) -> list[str]:
         return []
     quality = human_quality(result)
     systems = sorted(quality, key=lambda k: quality[k])
-    rows = []
-    for sys_name in systems:
-        cells = [sys_name, fmt(quality[sys_name])]
-        for e in entries:
-            m = e.per_system.get(sys_name)
-            cells.append("n/a" if m is None or not m.ok else f"{fmt(m.value)} (n={m.n})")
-        rows.append(cells)
-    out = [
+    rows = [
+        [name, fmt(quality[name])]
+        + [
+            "n/a" if m is None or not m.ok else f"{fmt(m.value)} (n={m.n})"
+            for m in (e.per_system.get(name) for e in entries)
+        ]
+        for name in systems
+    ]
+    return [
         "## Per-system correlation P_i (Spearman with humans, per system)",
         "",
         "Systems ordered by human quality Q_i (mean human score); the meta-correlation M = corr(Q_i, P_i).",
@@ -86,7 +87,6 @@ def per_system_section(result: CompareResult) -> list[str]:
         ),
         "",
     ]
-    return out
 
 
 def per_pair_section(result: CompareResult) -> list[str]:
@@ -182,8 +182,7 @@ def estimates_section(result: CompareResult) -> list[str]:
 
 def demos_section(result: CompareResult) -> list[str]:
     """The demonstrations each entry with a demo step shows (for a fitted entry: what fitting chose)."""
-    blocks = [(e, chosen_demos(e)) for e in result.entries]
-    blocks = [(e, lines) for e, lines in blocks if lines]
+    blocks = [(e, lines) for e in result.entries if (lines := chosen_demos(e))]
     if not blocks:
         return []
     out = [

@@ -75,17 +75,12 @@ def best_indices(values: Sequence[float | None], direction: str, digits: int = 3
         return set()
     key = {"higher": lambda v: -v, "lower": lambda v: v, "zero": abs}[direction]
     keys = [(i, round(key(v), digits)) for i, v in finite]
-    best = min(k for _, k in keys)
-    worst = max(k for _, k in keys)
-    if best == worst:
-        return set()
-    return {i for i, k in keys if k == best}
+    best, worst = min(k for _, k in keys), max(k for _, k in keys)
+    return set() if best == worst else {i for i, k in keys if k == best}
 
 
 def fmt(v: float | None, digits: int = 3) -> str:
     """``v`` as the reports show it: 3 decimals, whole numbers from 10 up, "n/a" when undefined."""
     if v is None or not math.isfinite(v):
         return "n/a"
-    if abs(v) >= 100 or float(v).is_integer() and abs(v) >= 10:
-        return f"{v:.0f}"
-    return f"{v:.{digits}f}"
+    return f"{v:.0f}" if abs(v) >= 100 or float(v).is_integer() and abs(v) >= 10 else f"{v:.{digits}f}"

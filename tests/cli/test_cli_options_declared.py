@@ -238,7 +238,7 @@ def test_estimate_shows_the_one_declaration_another_command_has_in_its_own_words
     module, name = other.split(":")
     theirs = next(p for p in parameters(getattr(importlib.import_module(module), name)) if p.name == field)
     mine = next(p for p in parameters(EstimateOptions) if p.name == field)
-    assert mine.opt is theirs.opt and len(DECLARED[mine.flag]) == 1
+    assert mine.opt is theirs.opt and len(DECLARED[mine.opt.flag]) == 1
     assert mine.override is not None and mine.override.help != theirs.opt.help
 
 

@@ -261,7 +261,7 @@ async def test_compare_estimate_notes_name_only_options_compare_has(tmp_path: Pa
     text = "\n".join(said)
     section = render_markdown(result).split("## Corrected estimates per system")[1]
     assert says in text and says in section
-    flags = {f for p in parameters(CompareOptions) for f in (p.flag, *p.opt.flags) if f.startswith("--")}
+    flags = {f for p in parameters(CompareOptions) for f in (p.opt.flag, *p.opt.flags) if f.startswith("--")}
     named = set(re.findall(r"--[a-z][a-z-]*", text + section))
     assert named <= flags, f"{case}: {sorted(named - flags)} are not options of compare"
     assert "mitigate estimate --" not in text + section

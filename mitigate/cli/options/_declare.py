@@ -125,11 +125,6 @@ class Param:
         return (Options(*values), None) if _optional(self.type) else (Options(*values),)
 
     @property
-    def flag(self) -> str:
-        """The long flag this field is given with (``--limit``)."""
-        return self.opt.flag
-
-    @property
     def repeated(self) -> bool:
         """Whether the option may be given several times (a list): its accepted forms apply to each value."""
         return any(get_origin(t) is list for t in (self.type, *get_args(self.type)))
@@ -270,7 +265,7 @@ class CommandOptions:
             if not param.accepts or (value is None and param.default is None):
                 continue
             for each in value if param.repeated and isinstance(value, list) else [value]:
-                check(self.COMMAND, param.flag, each, *param.accepts)
+                check(self.COMMAND, param.opt.flag, each, *param.accepts)
         for group in _groups(type(self)):
             group_check = group.__dict__.get("check_group")
             if group_check is not None:
