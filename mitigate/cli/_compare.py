@@ -244,7 +244,7 @@ async def _compare(o: CompareOptions, command_line: str) -> None:
 
         section = threshold_section(result, o.threshold, o.require_pass_rate)
     with writing_after_run(f"the journals in {o.out / 'journals'}"):
-        paths = write_report(result, o.out, appendix=section)
+        paths = write_report(result.model_copy(update={"appendix": section}), o.out)
     typer.echo(render_summary(result))
     if section:
         typer.echo(section)

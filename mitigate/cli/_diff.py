@@ -343,6 +343,13 @@ async def _diff(o: DiffOptions) -> None:
             "--probes judges probed items; expected live judges (--prompt, --pipeline or "
             "--backend twice), got replayed answers"
         )
+    chosen = None  # the probes are named and checked before any data is read or call made
+    if o.probes is not None:
+        from mitigate.probes import check_rewriter, resolve_probes
+
+        chosen = resolve_probes(o.probes, rewriter=o.rewriter is not None)
+        if o.rewriter is None:
+            check_rewriter(chosen, None)
     first = load_workload(o.benchmark, None, o.limit)
     bench = first.benchmark
     kind: Literal["score", "pairwise"] = "pairwise" if bench.pairwise else "score"
@@ -367,7 +374,7 @@ async def _diff(o: DiffOptions) -> None:
         _check_covered(judges, names, task.items, crit)
         try:
             ja, jb = await _judge_both(o, task, judges, names)
-            probed = None if o.probes is None else await _probe_both(o, task, judges, names, (ja, jb))
+            probed = None if chosen is None else await _probe_both(o, chosen, task, judges, names, (ja, jb))
         finally:
             for lm in dict.fromkeys(lms):
                 await lm.aclose()
@@ -416,18 +423,16 @@ async def _diff(o: DiffOptions) -> None:
 
 async def _probe_both(
     o: DiffOptions,
+    chosen: list[Any],
     task: "LoadedWorkload",
     judges: list[Any],
     names: list[str],
     originals: tuple[list[Any], list[Any]],
 ) -> tuple[Any, Any]:
     from mitigate.cli._build import RewriterOptions, build_backend
-    from mitigate.probes import check_rewriter, resolve_probes, run_probes
+    from mitigate.probes import run_probes
 
-    chosen = resolve_probes(o.probes or "", rewriter=o.rewriter is not None)
     rewriter = None if o.rewriter is None else build_backend(RewriterOptions(o))
-    if rewriter is None:
-        check_rewriter(chosen, None)
     try:
         out = []
         for judge, name, original in zip(judges, names, originals, strict=True):

@@ -222,6 +222,11 @@ def estimate_cmd(options: EstimateOptions) -> None:
     for path, flag in ((options.plot, "--plot"), (options.out, "--out")):
         if path is not None:
             writable_file(path, flag)
+    if options.plot is not None:
+        from mitigate.report import PLOT_FORMATS
+
+        if options.plot.suffix.lower() not in PLOT_FORMATS:
+            raise ConfigError(f"expected --plot to end in .png, .svg or .pdf; got {options.plot.name!r}")
     if options.select is not None:
         writable_file(options.select_out, "--select-out")
     with run_dir(options.run_dir):

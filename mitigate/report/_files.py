@@ -119,21 +119,20 @@ def load_results(path: str | Path) -> CompareResult:
         ) from None
 
 
-def write_report(result: CompareResult, folder: str | Path, *, appendix: str = "") -> list[Path]:
+def write_report(result: CompareResult, folder: str | Path) -> list[Path]:
     """The report stage: ``results.json``, ``report.md``, ``report.html`` and the plots written into
     ``folder``, each once; the paths written (``results.sqlite``, the judgments as columns, is the judge
-    stage's). ``appendix``:
-    markdown added at the end of report.md (``compare --threshold``'s section)."""
+    stage's)."""
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
     write_output(path, lambda fh: write_results(result, fh), "the results file")
-    written = render_report(out, html=True, result=result, appendix=appendix)
+    written = render_report(out, html=True, result=result)
     return [path, *written]
 
 
 def render_report(
-    folder: str | Path, *, html: bool = False, result: CompareResult | None = None, appendix: str = ""
+    folder: str | Path, *, html: bool = False, result: CompareResult | None = None
 ) -> list[Path]:
     """Re-render ``report.md`` and the plots (and with ``html``, ``report.html``) in ``folder`` from
     ``results.json`` (or from ``result``, when the caller holds it: a results.json written through a device
@@ -143,7 +142,7 @@ def render_report(
     plots = render_plots(result, out)
     md = out / REPORT_FILE
     text = render_markdown(result, plots=[p.name for p in plots]) + (
-        f"\n{md_escape(appendix)}\n" if appendix else ""
+        f"\n{md_escape(result.appendix)}\n" if result.appendix else ""
     )
     write_output(md, text, "the report")
     written = [md, *plots]

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from mitigate.errors import ConfigError
 from mitigate.estimators import METHOD_TITLES, EstimateResult
 from mitigate.measures import unfairness_scores
 from mitigate.paths import write_output
@@ -58,14 +59,24 @@ def _plt() -> Any:
     return plt
 
 
+PLOT_FORMATS = {".png": {"Software": None}, ".svg": {"Date": None}, ".pdf": {"CreationDate": None}}
+"""The file types a plot is written as, by suffix, with the metadata left out so that the same plot is the
+same bytes."""
+
+
 def save_figure(fig: Any, path: Path) -> Path:
-    """Write ``fig`` as a PNG through :func:`~mitigate.paths.write_output` (atomic; a link or a device as
-    outputs are), its folder made when needed."""
+    """Write ``fig`` as PNG, SVG or PDF by ``path``'s suffix through :func:`~mitigate.paths.write_output`
+    (atomic; a link or a device as outputs are), its folder made when needed; ConfigError for another
+    suffix."""
+    suffix = path.suffix.lower()
+    if suffix not in PLOT_FORMATS:
+        _plt().close(fig)
+        raise ConfigError(f"expected a plot file ending in .png, .svg or .pdf; got {path.name!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
+    data = io.BytesIO()
+    fig.savefig(data, format=suffix[1:], dpi=100, metadata=PLOT_FORMATS[suffix])
     _plt().close(fig)
-    return write_output(path, png.getvalue(), "the plot")
+    return write_output(path, data.getvalue(), "the plot")
 
 
 def _short(name: str, width: int = 28) -> str:

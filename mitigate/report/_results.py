@@ -203,6 +203,9 @@ class CompareResult(BaseModel):
     human_histogram: dict[str, int] = Field(default_factory=dict)
     likelihood: dict[str, Any] | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
+    appendix: str = ""
+    """Markdown added at the end of the report (``compare --threshold``'s section), kept here so that a
+    re-render (``mitigate report``) keeps it."""
 
     def rows(self) -> list[dict[str, Any]]:
         """Every judgment of every entry in long form (:meth:`mitigate.judge.Judgment.rows`), entry by entry,

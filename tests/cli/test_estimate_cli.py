@@ -224,3 +224,20 @@ def test_a_live_judge_scores_every_item_then_the_labels_correct_it(tmp_path, mon
     for g in out["groups"]:
         assert g["n_judged"] == 30
         assert g["judge"]["estimate"] < g["estimate"]  # the correction lifts the harsh judge's mean
+
+
+@pytest.mark.parametrize(("name", "magic"), [("e.svg", b"<?xml"), ("e.PDF", b"%PDF"), ("e.png", b"\x89PNG")])
+def test_the_plot_is_written_in_the_format_its_suffix_names(tmp_path, name, magic):
+    bench, recorded, _ = write_task(tmp_path)
+    plot = tmp_path / name
+    result = run("-b", f"jsonl:{bench}", "--recorded", str(recorded), "--plot", str(plot))
+    assert result.exit_code == 0, result.output
+    assert plot.read_bytes().startswith(magic)
+
+
+def test_a_plot_suffix_no_format_has_is_refused_before_any_work(tmp_path):
+    bench, recorded, _ = write_task(tmp_path)
+    result = run("-b", f"jsonl:{bench}", "--recorded", str(recorded), "--plot", str(tmp_path / "e.jpg"))
+    assert result.exit_code == 2, result.output
+    assert "expected --plot to end in .png, .svg or .pdf; got 'e.jpg'" in result.stderr
+    assert not (tmp_path / "e.jpg").exists() and result.stdout == ""

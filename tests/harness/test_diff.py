@@ -453,6 +453,34 @@ def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_p
     assert rows["format"]["a"] == rows["format"]["b"] == 1.0 and "rerun (noise floor)" in rows
 
 
+@pytest.mark.parametrize(
+    ("probes", "expected"), [("social-pressur", "social-pressur"), ("paraphrase", "--rewriter")]
+)
+def test_a_probe_diff_cannot_run_is_refused_before_any_call(tmp_path, monkeypatch, probes, expected):
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "a.txt").write_text(PROMPT)
+    (tmp_path / "b.txt").write_text(PROMPT.replace("Rate the summary", "Please rate the summary"))
+    with StubOpenAIServer(latency=0.0, reply="Score: 3") as server:
+        result = _run(
+            *_bench_arg(tmp_path),
+            "-n",
+            "4",
+            "--prompt",
+            str(tmp_path / "a.txt"),
+            "--prompt",
+            str(tmp_path / "b.txt"),
+            "--backend",
+            "openai:stub",
+            "--base-url",
+            server.base_url,
+            "--probes",
+            probes,
+        )
+        served = server.request_count
+    assert result.exit_code == 2 and expected in result.stderr, result.output
+    assert served == 0
+
+
 def test_length_slices_are_listed_shortest_first():
     from mitigate.diff._slices import _slice_order
 

@@ -99,7 +99,9 @@ def test_require_pass_rate_without_a_threshold_is_refused(tmp_path):
     assert result.exit_code == 2 and "--require-pass-rate applies with --threshold" in result.stderr
 
 
-def test_compares_threshold_section_is_in_report_html_as_in_report_md(tmp_path, monkeypatch):
+def test_compares_threshold_section_is_in_report_html_as_in_report_md_and_kept_by_a_re_render(
+    tmp_path, monkeypatch
+):
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     args = _bench(tmp_path, 6)
     args[0] = "compare"
@@ -126,3 +128,8 @@ def test_compares_threshold_section_is_in_report_html_as_in_report_md(tmp_path, 
     section = md[md.index("## Pass threshold") :].splitlines()
     said = [line for line in section if line.startswith("Pass threshold:")]
     assert said and all(line in html.unescape(page) for line in said)  # each entry's line, on the page too
+    (out / "report.md").unlink()
+    (out / "report.html").unlink()
+    again = CliRunner().invoke(app, ["report", str(out), "--html"])
+    assert again.exit_code == 0, again.output
+    assert (out / "report.md").read_text() == md and (out / "report.html").read_text() == page
