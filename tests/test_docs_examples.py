@@ -8,7 +8,8 @@ How a page runs (pages are found by glob: a new page is tested without touching 
   ``shared/tools/fetch-judge-model`` prints the embedded SmolLM2 model's path (the docs name that helper for a
   Qwen judge; the options are what is tested, and a real judge would take hours).
 - A fenced block with ``title="NAME"`` (any language) is a file the page shows: it is written to NAME first.
-- The page's blocks run in page order in that folder, so a block reads what an earlier one wrote. ``bash``
+- The page's blocks run in page order in that folder, so a block reads what an earlier one wrote (a
+  block whose earlier blocks ran on another pytest-xdist worker runs them first). ``bash``
   blocks run under ``bash -e -o pipefail``; ``mitigate`` is ``python -m mitigate`` from this tree.
 - Backends: ``openai:`` and ``anthropic:`` reach a stub server started here (``OPENAI_BASE_URL``,
   ``ANTHROPIC_BASE_URL``, placeholder keys), so API examples run as written with no key; ``local`` is the
@@ -243,6 +244,19 @@ def test_the_example_runs_as_written(block: Block, session: dict) -> None:
     if reason is not None:
         pytest.skip(f"{block.name}: {reason}")
     work = work_folder(session, block.page)
+    ran = session.setdefault("ran", set())
+    # a block may read what an earlier one of its page wrote: the earlier blocks another worker ran
+    # (pytest-xdist hands a page's blocks to any worker) run here first, in page order
+    for earlier in [b for b in EXAMPLES if b.page == block.page and b.line < block.line]:
+        if earlier.name not in ran and why_skipped(earlier) is None:
+            _run_block(earlier, work, session)
+            ran.add(earlier.name)
+    _run_block(block, work, session)
+    ran.add(block.name)
+
+
+def _run_block(block: Block, work: Path, session: dict) -> None:
+    """Run one block in its page's folder; AssertionError with its output when it exits other than 0."""
     code = block.code.replace(DOCS_PORT, str(_free_port())) if DOCS_PORT in block.code else block.code
     script = work / f"_example_{block.line}.{'sh' if block.language == 'bash' else 'py'}"
     script.write_text(code, encoding="utf-8")

@@ -546,3 +546,14 @@ def test_a_shared_slope_needs_judge_values_that_vary_within_some_group():
     ]
     slope = shared_slope(varied)
     assert slope is not None and slope.value > 0 and slope.variance > 0
+
+
+def test_the_t_quantile_is_scipys_t_ppf_normal_at_infinite_df_and_nan_without_degrees_of_freedom():
+    from scipy import stats
+
+    df = np.array([0.5, 1, 2, 5, 30, 1e6, np.inf, 0, -1])
+    for confidence in (0.8, 0.9, 0.95, 0.99):
+        q = (1 + confidence) / 2
+        expected = [stats.t.ppf(q, d) if 0 < d < np.inf else stats.norm.ppf(q) for d in df[:7]]
+        got = t_quantile(confidence, df)
+        assert np.allclose(got[:7], expected, rtol=0, atol=1e-15) and np.isnan(got[7:]).all()
