@@ -58,16 +58,16 @@ def resolve_root(root: str | Path | None, benchmark: str = "<benchmark>") -> Pat
 
 
 def require_files(root: Path, relpaths: Sequence[str], *, dataset: str, hint: str = "") -> list[Path]:
-    """The paths of ``relpaths`` under ``root``; DataError naming every missing one and the ``hint``."""
+    """The paths of ``relpaths`` under ``root``; DataError (one line) naming the first missing ones and the
+    ``hint``."""
     paths = [root / rel for rel in relpaths]
     missing = [rel for rel, path in zip(relpaths, paths, strict=True) if not path.is_file()]
     if missing:
-        shown = "\n  ".join(missing[:8])
-        more = f"\n  ... and {len(missing) - 8} more" if len(missing) > 8 else ""
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
         raise DataError(
-            f"cannot load {dataset}: expected these files under the data folder {root}, but "
-            f"{len(missing)} of {len(relpaths)} are missing:\n  {shown}{more}"
-            + (f"\n{hint}" if hint else ""),
+            f"cannot load {dataset}: expected {len(relpaths)} files under the data folder {root}; "
+            f"{len(missing)} of {len(relpaths)} are missing ({', '.join(missing[:3])}{more})"
+            + (f". {hint}" if hint else ""),
             path=str(root / missing[0]),
         )
     return paths

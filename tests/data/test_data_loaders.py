@@ -237,13 +237,18 @@ def test_summeval_turker_variant_uses_crowd_ratings(tmp_path):
     assert bench.items[0].meta["expert"]["coherence"] == (1.0, 2.0, 3.0)
 
 
-def test_summeval_missing_files_are_named_relative_to_data_dir(tmp_path):
+def test_summeval_missing_files_are_named_relative_to_data_dir_in_one_line(tmp_path):
     make_llm_summeval(tmp_path)
     (tmp_path / annotation_files()[3]).unlink()
     with pytest.raises(DataError) as info:
         load_summeval(root=tmp_path)
     assert "summeval_llm_summeval/model_output_annotations/M11_outputs_annotations.jsonl" in str(info.value)
-    assert "1 of 12 are missing" in str(info.value)
+    assert "1 of 12 are missing" in str(info.value) and "\n" not in str(info.value)
+    for name in annotation_files()[:6]:
+        (tmp_path / name).unlink(missing_ok=True)
+    with pytest.raises(DataError, match=r"6 of 12 are missing \([^()]+ and 3 more\)\. They come from") as info:
+        load_summeval(root=tmp_path)
+    assert "\n" not in str(info.value)
 
 
 def test_summeval_bad_rating_names_file_and_line(tmp_path):
