@@ -246,7 +246,9 @@ def test_summeval_missing_files_are_named_relative_to_data_dir_in_one_line(tmp_p
     assert "1 of 12 are missing" in str(info.value) and "\n" not in str(info.value)
     for name in annotation_files()[:6]:
         (tmp_path / name).unlink(missing_ok=True)
-    with pytest.raises(DataError, match=r"6 of 12 are missing \([^()]+ and 3 more\)\. They come from") as info:
+    with pytest.raises(
+        DataError, match=r"6 of 12 are missing \([^()]+ and 3 more\)\. They come from"
+    ) as info:
         load_summeval(root=tmp_path)
     assert "\n" not in str(info.value)
 
