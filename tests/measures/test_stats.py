@@ -18,6 +18,7 @@ from mitigate.measures._stats import (
     paired_permutation_test,
     pearson,
     permutation_test_mean_diff,
+    rank_rows,
     ranks_from_codes,
 )
 
@@ -54,10 +55,11 @@ def test_complete_pairs_rejects_unequal_lengths():
         complete_pairs([1, 2, 3], [1, 2])
 
 
-def test_rank_from_codes_matches_scipy_average_ranks():
+def test_rank_rows_and_rank_from_codes_match_scipy_average_ranks():
     rng = np.random.default_rng(0)
     x = rng.integers(1, 5, (30, 17)).astype(float)
     expected = sps.rankdata(x, axis=1)
+    assert np.array_equal(rank_rows(x), expected)
     values, codes = np.unique(x, return_inverse=True)
     assert np.array_equal(ranks_from_codes(codes.reshape(x.shape), len(values)), expected)
 
