@@ -417,10 +417,30 @@ def test_holm_adjusts_the_gated_p_values_and_none_keeps_them():
     assert not math.isnan(report.measure("length-bias").a or math.nan)
 
 
-def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_path, monkeypatch):
-    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
+def _probe_diff(tmp_path: Path, server: StubOpenAIServer, n: int, probes: str, *extra: str) -> Any:
+    """``mitigate diff`` of two prompts (B says "Please rate") on ``n`` items with ``--probes``."""
     (tmp_path / "a.txt").write_text(PROMPT)
     (tmp_path / "b.txt").write_text(PROMPT.replace("Rate the summary", "Please rate the summary"))
+    return _run(
+        *_bench_arg(tmp_path),
+        "-n",
+        str(n),
+        "--prompt",
+        str(tmp_path / "a.txt"),
+        "--prompt",
+        str(tmp_path / "b.txt"),
+        "--backend",
+        "openai:stub",
+        "--base-url",
+        server.base_url,
+        "--probes",
+        probes,
+        *extra,
+    )
+
+
+def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_path, monkeypatch):
+    monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
 
     def reply(body: dict[str, Any]) -> str:
         text = body["messages"][-1]["content"]
@@ -431,22 +451,7 @@ def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_p
         return f"Score: {quality}"
 
     with StubOpenAIServer(latency=0.0, reply=reply) as server:
-        result = _run(
-            *_bench_arg(tmp_path),
-            "-n",
-            "16",
-            "--prompt",
-            str(tmp_path / "a.txt"),
-            "--prompt",
-            str(tmp_path / "b.txt"),
-            "--backend",
-            "openai:stub",
-            "--base-url",
-            server.base_url,
-            "--probes",
-            "social-pressure,format",
-            "--json",
-        )
+        result = _probe_diff(tmp_path, server, 16, "social-pressure,format", "--json")
     assert result.exit_code == 0, result.output
     rows = {s["key"]: s for s in json.loads(result.stdout)["slices"] if s["kind"] == "probe"}
     assert rows["social-pressure"]["a"] == 1.0 and rows["social-pressure"]["b"] < 0.5
@@ -458,24 +463,8 @@ def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_p
 )
 def test_a_probe_diff_cannot_run_is_refused_before_any_call(tmp_path, monkeypatch, probes, expected):
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
-    (tmp_path / "a.txt").write_text(PROMPT)
-    (tmp_path / "b.txt").write_text(PROMPT.replace("Rate the summary", "Please rate the summary"))
     with StubOpenAIServer(latency=0.0, reply="Score: 3") as server:
-        result = _run(
-            *_bench_arg(tmp_path),
-            "-n",
-            "4",
-            "--prompt",
-            str(tmp_path / "a.txt"),
-            "--prompt",
-            str(tmp_path / "b.txt"),
-            "--backend",
-            "openai:stub",
-            "--base-url",
-            server.base_url,
-            "--probes",
-            probes,
-        )
+        result = _probe_diff(tmp_path, server, 4, probes)
         served = server.request_count
     assert result.exit_code == 2 and expected in result.stderr, result.output
     assert served == 0
