@@ -286,24 +286,30 @@ def _reply(body: dict[str, Any]) -> str:
     return f"Score: {6 - quality if 'Be harsh' in text else quality}"
 
 
+def _diff_two_prompts(tmp_path: Path, server: StubOpenAIServer, ask: str, *extra: str) -> Any:
+    """``mitigate diff`` of two live prompts on the stub server: A is :data:`PROMPT`, B the same with ``ask``
+    in place of "Rate the summary"."""
+    (tmp_path / "a.txt").write_text(PROMPT)
+    (tmp_path / "b.txt").write_text(PROMPT.replace("Rate the summary", ask))
+    return _run(
+        *_bench_arg(tmp_path),
+        "--prompt",
+        str(tmp_path / "a.txt"),
+        "--prompt",
+        str(tmp_path / "b.txt"),
+        "--backend",
+        "openai:stub",
+        "--base-url",
+        server.base_url,
+        *extra,
+    )
+
+
 def test_two_live_templates_on_the_stub_server_are_diffed_and_the_worse_one_fails(tmp_path, monkeypatch):
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
-    (tmp_path / "a.txt").write_text(PROMPT)
-    (tmp_path / "b.txt").write_text(PROMPT.replace("Rate the summary", "Be harsh. Rate the summary"))
     with StubOpenAIServer(latency=0.0, reply=_reply) as server:
-        result = _run(
-            *_bench_arg(tmp_path),
-            "--prompt",
-            str(tmp_path / "a.txt"),
-            "--prompt",
-            str(tmp_path / "b.txt"),
-            "--backend",
-            "openai:stub",
-            "--base-url",
-            server.base_url,
-            "--out",
-            str(tmp_path / "out"),
-            "--json",
+        result = _diff_two_prompts(
+            tmp_path, server, "Be harsh. Rate the summary", "--out", str(tmp_path / "out"), "--json"
         )
         assert server.request_count == 2 * N_DOCS * len(SYSTEMS)
     assert result.exit_code == 1, result.output
@@ -417,28 +423,6 @@ def test_holm_adjusts_the_gated_p_values_and_none_keeps_them():
     assert not math.isnan(report.measure("length-bias").a or math.nan)
 
 
-def _probe_diff(tmp_path: Path, server: StubOpenAIServer, n: int, probes: str, *extra: str) -> Any:
-    """``mitigate diff`` of two prompts (B says "Please rate") on ``n`` items with ``--probes``."""
-    (tmp_path / "a.txt").write_text(PROMPT)
-    (tmp_path / "b.txt").write_text(PROMPT.replace("Rate the summary", "Please rate the summary"))
-    return _run(
-        *_bench_arg(tmp_path),
-        "-n",
-        str(n),
-        "--prompt",
-        str(tmp_path / "a.txt"),
-        "--prompt",
-        str(tmp_path / "b.txt"),
-        "--backend",
-        "openai:stub",
-        "--base-url",
-        server.base_url,
-        "--probes",
-        probes,
-        *extra,
-    )
-
-
 def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_path, monkeypatch):
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
 
@@ -451,7 +435,16 @@ def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_p
         return f"Score: {quality}"
 
     with StubOpenAIServer(latency=0.0, reply=reply) as server:
-        result = _probe_diff(tmp_path, server, 16, "social-pressure,format", "--json")
+        result = _diff_two_prompts(
+            tmp_path,
+            server,
+            "Please rate the summary",
+            "-n",
+            "16",
+            "--probes",
+            "social-pressure,format",
+            "--json",
+        )
     assert result.exit_code == 0, result.output
     rows = {s["key"]: s for s in json.loads(result.stdout)["slices"] if s["kind"] == "probe"}
     assert rows["social-pressure"]["a"] == 1.0 and rows["social-pressure"]["b"] < 0.5
@@ -464,7 +457,7 @@ def test_probes_become_slices_of_the_diff_with_each_judges_robustness_rate(tmp_p
 def test_a_probe_diff_cannot_run_is_refused_before_any_call(tmp_path, monkeypatch, probes, expected):
     monkeypatch.setenv("MITIGATE_CACHE_DIR", str(tmp_path / "cache"))
     with StubOpenAIServer(latency=0.0, reply="Score: 3") as server:
-        result = _probe_diff(tmp_path, server, 4, probes)
+        result = _diff_two_prompts(tmp_path, server, "Please rate the summary", "-n", "4", "--probes", probes)
         served = server.request_count
     assert result.exit_code == 2 and expected in result.stderr, result.output
     assert served == 0
