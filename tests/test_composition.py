@@ -515,24 +515,22 @@ def _judge_p1_with(*extra: S.Mitigation) -> Judge:
     return S.Pipeline([*p1().steps, *extra]).wrap(p1_base(FakeLM([])))
 
 
+def _p1_coherence() -> Judge:
+    """P1's base judge asked for coherence alone."""
+    base = p1_base(FakeLM([]))
+    return base.with_prompt(base.prompt.with_criteria([Criterion(name="coherence")]))
+
+
 @pytest.mark.parametrize(
     ("build", "message"),
     [
         pytest.param(
-            lambda: (S.AgreementGate() | S.ExpectedScore()).wrap(
-                p1_base(FakeLM([])).with_prompt(
-                    p1_base(FakeLM([])).prompt.with_criteria([Criterion(name="coherence")])
-                )
-            ),
+            lambda: (S.AgreementGate() | S.ExpectedScore()).wrap(_p1_coherence()),
             "mitigation 'expected-score' reads the first scale number",
             id="expected-score-after-rts",
         ),
         pytest.param(
-            lambda: (S.ExpectedScore() | S.AgreementGate()).wrap(
-                p1_base(FakeLM([])).with_prompt(
-                    p1_base(FakeLM([])).prompt.with_criteria([Criterion(name="coherence")])
-                )
-            ),
+            lambda: (S.ExpectedScore() | S.AgreementGate()).wrap(_p1_coherence()),
             "AgreementGate's RTS form asks for a reason",
             id="agreement-gate-after-expected-score",
         ),
@@ -569,11 +567,7 @@ def _judge_p1_with(*extra: S.Mitigation) -> Judge:
             id="multi-attribute-after-the-split",
         ),
         pytest.param(
-            lambda: (S.AgreementGate() | S.MultiAttribute()).wrap(
-                p1_base(FakeLM([])).with_prompt(
-                    p1_base(FakeLM([])).prompt.with_criteria([Criterion(name="coherence")])
-                )
-            ),
+            lambda: (S.AgreementGate() | S.MultiAttribute()).wrap(_p1_coherence()),
             "expected a prompt answering with a score",
             id="multi-attribute-after-the-mcq-form",
         ),
