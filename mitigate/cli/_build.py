@@ -66,6 +66,17 @@ def load_benchmark(benchmark: str, criterion: str | None) -> tuple[Benchmark, st
     return bench, _criterion(bench.name, bench.criteria, criterion)
 
 
+def named_probes(text: str, rewriter: object | None) -> list[Any]:
+    """The probes ``--probes`` names; refused before any data is read or call made when one rewrites the
+    judged text with an LM and no ``--rewriter`` was given."""
+    from mitigate.probes import check_rewriter, resolve_probes  # only with --probes
+
+    chosen = resolve_probes(text, rewriter=rewriter is not None)
+    if rewriter is None:
+        check_rewriter(chosen, None)
+    return chosen
+
+
 def load_workload(
     benchmark: str, criterion: str | None, limit: int, *, labelled: bool = False
 ) -> LoadedWorkload:

@@ -17,6 +17,7 @@ from mitigate.cli._build import (
     build_judge,
     dry_run_text,
     load_benchmark,
+    named_probes,
     recorded_reader,
     scoring_for,
 )
@@ -288,17 +289,12 @@ def compare_probes(text: str | None, rewriter: str | None, has_pipelines: bool) 
     """
     if text is None:
         return []
-    from mitigate.probes import check_rewriter, resolve_probes
-
     if not has_pipelines:
         raise ConfigError(
             "--probes runs the bias battery over pipeline entries; expected at least one "
             "--pipeline; got none (recorded and released judges cannot judge probed texts)"
         )
-    chosen = resolve_probes(text, rewriter=rewriter is not None)
-    if rewriter is None:
-        check_rewriter(chosen, None)
-    return chosen
+    return named_probes(text, rewriter)
 
 
 def probe_kwargs(probes: list[Any], o: CompareOptions) -> dict[str, Any]:

@@ -331,7 +331,7 @@ def _kind(judgments: "list[Judgment]") -> str | None:
 
 
 async def _diff(o: DiffOptions) -> None:
-    from mitigate.cli._build import load_workload
+    from mitigate.cli._build import load_workload, named_probes
     from mitigate.diff import DiffReport, diff_judgments, gate, parse_fail_on, parse_margin
     from mitigate.judge import judge_scale
     from mitigate.replay import RecordedJudge, ReleasedJudge
@@ -343,13 +343,7 @@ async def _diff(o: DiffOptions) -> None:
             "--probes judges probed items; expected live judges (--prompt, --pipeline or "
             "--backend twice), got replayed answers"
         )
-    chosen = None  # the probes are named and checked before any data is read or call made
-    if o.probes is not None:
-        from mitigate.probes import check_rewriter, resolve_probes
-
-        chosen = resolve_probes(o.probes, rewriter=o.rewriter is not None)
-        if o.rewriter is None:
-            check_rewriter(chosen, None)
+    chosen = None if o.probes is None else named_probes(o.probes, o.rewriter)
     first = load_workload(o.benchmark, None, o.limit)
     bench = first.benchmark
     kind: Literal["score", "pairwise"] = "pairwise" if bench.pairwise else "score"

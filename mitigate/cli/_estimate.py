@@ -223,10 +223,9 @@ def estimate_cmd(options: EstimateOptions) -> None:
         if path is not None:
             writable_file(path, flag)
     if options.plot is not None:
-        from mitigate.report import PLOT_FORMATS
+        from mitigate.report import check_plot_path
 
-        if options.plot.suffix.lower() not in PLOT_FORMATS:
-            raise ConfigError(f"expected --plot to end in .png, .svg or .pdf; got {options.plot.name!r}")
+        check_plot_path(options.plot, "--plot")
     if options.select is not None:
         writable_file(options.select_out, "--select-out")
     with run_dir(options.run_dir):

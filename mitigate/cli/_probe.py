@@ -8,7 +8,14 @@ from typing import Annotated, ClassVar, Literal
 import typer
 
 from mitigate.cli._app import command
-from mitigate.cli._build import RewriterOptions, build_backend, build_judge, load_workload, with_pipeline
+from mitigate.cli._build import (
+    RewriterOptions,
+    build_backend,
+    build_judge,
+    load_workload,
+    named_probes,
+    with_pipeline,
+)
 from mitigate.cli._files import writable_file, writing_after_run
 from mitigate.cli.options._backend import DEFAULT_BACKEND, Backend, BackendOptions
 from mitigate.cli.options._declare import Override, option
@@ -17,7 +24,7 @@ from mitigate.cli.options._results import OUT, PROBES, Rewriter, Seed, StatsOpti
 from mitigate.cli.options._run import PIPELINE, RunOptions
 from mitigate.cli.options._task import Limit, TaskOptions
 from mitigate.constraints import Interval
-from mitigate.probes import check_rewriter, render_probe_table, resolve_probes, run_probes
+from mitigate.probes import render_probe_table, run_probes
 from mitigate.run import preflight
 
 SIDE = option("side", help="pairwise items: probe the first text (a) or the second (b)")
@@ -96,12 +103,7 @@ def probe_cmd(options: ProbeOptions) -> None:
 
 
 async def _probe(o: ProbeOptions) -> None:
-    chosen = [
-        p.with_params(seed=o.seed, side=o.side)
-        for p in resolve_probes(o.probes, rewriter=o.rewriter is not None)
-    ]
-    if o.rewriter is None:
-        check_rewriter(chosen, None)  # refused before data or calls
+    chosen = [p.with_params(seed=o.seed, side=o.side) for p in named_probes(o.probes, o.rewriter)]
     pipe = None
     if o.pipeline is not None:
         from mitigate.strategies import parse_pipeline  # only with --pipeline

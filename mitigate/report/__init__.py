@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from mitigate.report._first_prompt import with_first_prompt
     from mitigate.report._judgments_file import JudgmentsWriter, check_out_path, is_csv, write_judgments
     from mitigate.report._markdown import render_markdown, render_summary
-    from mitigate.report._plots import PLOT_FORMATS, plot_estimate, plot_search
+    from mitigate.report._plots import check_plot_path, plot_estimate, plot_search
     from mitigate.report._results import (
         DELTA_ACCURACY_INFO,
         DELTA_INFO,

@@ -64,14 +64,24 @@ PLOT_FORMATS = {".png": {"Software": None}, ".svg": {"Date": None}, ".pdf": {"Cr
 same bytes."""
 
 
+def check_plot_path(path: Path, what: str = "a plot file") -> str:
+    """The suffix of ``path`` when a plot can be written as it (PNG, SVG or PDF); ConfigError naming ``what``
+    (an option, for the command line) otherwise."""
+    suffix = path.suffix.lower()
+    if suffix not in PLOT_FORMATS:
+        raise ConfigError(f"expected {what} to end in .png, .svg or .pdf; got {path.name!r}")
+    return suffix
+
+
 def save_figure(fig: Any, path: Path) -> Path:
     """Write ``fig`` as PNG, SVG or PDF by ``path``'s suffix through :func:`~mitigate.paths.write_output`
     (atomic; a link or a device as outputs are), its folder made when needed; ConfigError for another
     suffix."""
-    suffix = path.suffix.lower()
-    if suffix not in PLOT_FORMATS:
+    try:
+        suffix = check_plot_path(path)
+    except ConfigError:
         _plt().close(fig)
-        raise ConfigError(f"expected a plot file ending in .png, .svg or .pdf; got {path.name!r}")
+        raise
     path.parent.mkdir(parents=True, exist_ok=True)
     data = io.BytesIO()
     fig.savefig(data, format=suffix[1:], dpi=100, metadata=PLOT_FORMATS[suffix])
